@@ -1,0 +1,226 @@
+"""Clock models with known ground truth, driven by reference time (real or virtual).
+
+A model is a pure function of the reference instant `t_ns` (integer ns), deterministic from its
+seed: the same parameters and seed give the same readings in real and in virtual time.
+
+Wall clock:  D(t) = t + offset + drift*(t - t0) + W(t) + sum(steps before t) + tz_error
+Counter:     C(t) = (t - z)*(1 + drift) + W(t) - W(z)        z = last zero (boot or reboot)
+W is a frequency random walk ("wander"). The device reports floor(D/q)*q, a counter modulo its wrap.
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class ClockParams:
+    offset_s: float = 0.0            # wall clock: device minus reference at t0, s
+    drift_ppm: float = 0.0           # constant fractional frequency error, ppm
+    wander_ppm: float = 0.0          # frequency random walk: std of its change over one hour, ppm
+    resolution_s: float = 1.0        # the tick the device really delivers, s
+    counter: bool = False            # counts from zero (boot) instead of Unix epoch
+    uptime_s: float = 0.0            # counter: reading at t0, s
+    wrap_ticks: int = 0              # counter: wraps modulo this many ticks (0 = never)
+    steps: tuple[tuple[float, float], ...] = ()   # (at_s after t0, size_s): clock set / stepped
+    reboots: tuple[float, ...] = ()  # at_s after t0: a counter restarts from zero
+    reboot_down_s: float = 5.0       # the device does not answer this long after a reboot
+    sample_delay_s: float = 0.0      # from request arrival to the instant the clock is sampled
+    reply_delay_s: float = 0.0       # from that sample to the answer leaving
+    jitter_s: float = 0.0            # mean of an exponential extra delay before sampling
+    log_latency_s: tuple[float, float] = (0.0, 0.0)   # event -> log stamp, uniform in [lo, hi]
+    local_offset_min: int = 0        # UTC offset the device claims for its local time
+    true_local_offset_min: int | None = None          # offset it really applies (None: as claimed)
+    firmware: str = "1.0.0"
+
+    @property
+    def tz_error_ns(self) -> int:
+        if self.true_local_offset_min is None:
+            return 0
+        return (self.true_local_offset_min - self.local_offset_min) * 60 * NS
+
+    @property
+    def resolution_ns(self) -> int:
+        return max(1, round(self.resolution_s * NS))
+
+
+_FIELDS = {f.name for f in fields(ClockParams)}
+
+
+def params_from_table(table: Mapping[str, Any]) -> ClockParams:
+    """ClockParams from a rack file's `sim` table (unknown keys are the emulator's own).
+
+    `firmware = "X"` selects `by_firmware."X"`, whose keys override the others: a firmware update
+    can change the clock's behaviour.
+    """
+    t = {k: v for k, v in table.items() if k in _FIELDS}
+    fw = table.get("firmware")
+    if fw is not None:
+        t.update({k: v for k, v in table.get("by_firmware", {}).get(str(fw), {}).items()
+                  if k in _FIELDS})
+    if "steps" in t:
+        t["steps"] = tuple((float(s["at_s"]), float(s["size_s"])) if isinstance(s, Mapping)
+                           else (float(s[0]), float(s[1])) for s in t["steps"])
+    if "reboots" in t:
+        t["reboots"] = tuple(float(x) for x in t["reboots"])
+    if "log_latency_s" in t:
+        lat = t["log_latency_s"]
+        t["log_latency_s"] = (float(lat), float(lat)) if isinstance(lat, (int, float)) \
+            else (float(lat[0]), float(lat[1]))
+    return ClockParams(**t)
+
+
+def seed_for(rack_seed: int, device: str, clock: str = "") -> int:
+    return zlib.crc32(f"{rack_seed}/{device}/{clock}".encode())
+
+
+class ClockModel:
+    """One device clock. `t0_ns` is the reference instant the parameters refer to (run start)."""
+
+    WANDER_STEP_NS = NS      # the frequency walk changes once per second
+
+    def __init__(self, params: ClockParams, t0_ns: int, seed: int = 0):
+        self.p = params
+        self.t0_ns = int(t0_ns)
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)            # for the emulator's delays and latencies
+        self._wrng = np.random.default_rng([seed, 1])     # for the wander only
+        self._freq = np.zeros(1)                           # fractional frequency at each second
+        self._phase = np.zeros(1)                          # integral of it, ns, at each second
+        self._sigma = params.wander_ppm * 1e-6 / math.sqrt(3600.0)
+        self._steps = sorted((self.t0_ns + round(a * NS), round(s * NS)) for a, s in params.steps)
+        self._reboots = sorted(self.t0_ns + round(a * NS) for a in params.reboots)
+        rate = 1.0 + params.drift_ppm * 1e-6
+        self._zero0 = self.t0_ns - round(params.uptime_s * NS / rate)
+
+    # -- wander ------------------------------------------------------------------------------
+    def _extend(self, k: int) -> None:
+        n = len(self._freq)
+        if k < n:
+            return
+        m = max(k + 1 - n, 4096)
+        inc = self._wrng.normal(0.0, self._sigma, m) if self._sigma else np.zeros(m)
+        freq = self._freq[-1] + np.cumsum(inc)
+        phase = self._phase[-1] + np.cumsum(np.concatenate(([self._freq[-1]], freq[:-1]))) * NS
+        self._freq = np.concatenate((self._freq, freq))
+        self._phase = np.concatenate((self._phase, phase))
+
+    def wander_ns(self, t_ns: int) -> float:
+        """Phase accumulated by the frequency walk since t0 (0 before t0)."""
+        dt = t_ns - self.t0_ns
+        if dt <= 0 or not self._sigma:
+            return 0.0
+        k, r = divmod(dt, self.WANDER_STEP_NS)
+        self._extend(k + 1)
+        return float(self._phase[k] + self._freq[k] * r)
+
+    def wander_freq(self, t_ns: int) -> float:
+        dt = t_ns - self.t0_ns
+        if dt <= 0 or not self._sigma:
+            return 0.0
+        k = dt // self.WANDER_STEP_NS
+        self._extend(k + 1)
+        return float(self._freq[k])
+
+    # -- truth -------------------------------------------------------------------------------
+    def zero_ns(self, t_ns: int) -> int:
+        """Counter: the reference instant of its last zero (boot or reboot) at or before t."""
+        z = self._zero0
+        for r in self._reboots:
+            if r <= t_ns:
+                z = r
+        return z
+
+    def down(self, t_ns: int) -> bool:
+        """True while the device is rebooting and does not answer."""
+        d = round(self.p.reboot_down_s * NS)
+        return any(r <= t_ns < r + d for r in self._reboots)
+
+    def true_ns(self, t_ns: int) -> int:
+        """The device's reading at reference instant t before quantization and wrap, ns."""
+        t_ns = int(t_ns)
+        p = self.p
+        if p.counter:
+            z = self.zero_ns(t_ns)
+            return (t_ns - z) + round(p.drift_ppm * 1e-6 * (t_ns - z)
+                                      + self.wander_ns(t_ns) - self.wander_ns(z))
+        stepped = sum(s for at, s in self._steps if at <= t_ns)
+        return (t_ns + round(p.offset_s * NS) + round(p.drift_ppm * 1e-6 * (t_ns - self.t0_ns)
+                + self.wander_ns(t_ns)) + stepped + p.tz_error_ns)
+
+    def read_ns(self, t_ns: int) -> int:
+        """What the device reports: floored to its resolution, wrapped if it is a counter."""
+        q = self.p.resolution_ns
+        v = (self.true_ns(t_ns) // q) * q
+        if self.p.counter and self.p.wrap_ticks:
+            v %= self.p.wrap_ticks * q
+        return v
+
+    def offset_ns(self, t_ns: int) -> int:
+        """Device minus reference at t (for a counter: minus the time since the Unix epoch,
+        i.e. about the negative of the boot instant)."""
+        return self.true_ns(t_ns) - int(t_ns)
+
+    def drift_ppm(self, t_ns: int) -> float:
+        return self.p.drift_ppm + self.wander_freq(t_ns) * 1e6
+
+    def breaks(self) -> list[dict]:
+        """The model breaks the estimator must find, with their true instants and sizes."""
+        out = [{"t_ns": at, "kind": "step", "size_ns": s} for at, s in self._steps]
+        if self.p.counter:
+            out += [{"t_ns": r, "kind": "reboot", "size_ns": None} for r in self._reboots]
+            if self.p.wrap_ticks:
+                period = self.p.wrap_ticks * self.p.resolution_ns
+                rate = 1.0 + self.p.drift_ppm * 1e-6
+                z = self._zero0
+                # wraps from the run's start to a day after it (enough for any run); wander ignored
+                k = int((self.t0_ns - z) * rate // period) + 1
+                while (t := z + math.ceil(k * period / rate)) < self.t0_ns + 86400 * NS:
+                    out.append({"t_ns": t, "kind": "wrap", "size_ns": -period})
+                    k += 1
+        return sorted(out, key=lambda b: b["t_ns"])
+
+    # -- the emulator's randomness -------------------------------------------------------------
+    def sample_delay_s(self) -> float:
+        j = self.rng.exponential(self.p.jitter_s) if self.p.jitter_s > 0 else 0.0
+        return self.p.sample_delay_s + j
+
+    def log_latency_ns(self) -> int:
+        lo, hi = self.p.log_latency_s
+        return round(self.rng.uniform(lo, hi) * NS) if hi > lo else round(lo * NS)
+
+    def truth(self, t_grid_ns) -> dict:
+        ts = [int(t) for t in t_grid_ns]
+        return {"t_ns": ts, "offset_ns": [self.offset_ns(t) for t in ts],
+                "drift_ppm": [self.drift_ppm(t) for t in ts],
+                "resolution_ns": self.p.resolution_ns, "counter": self.p.counter,
+                "tz_error_ns": self.p.tz_error_ns, "firmware": self.p.firmware,
+                "breaks": self.breaks()}
+
+
+def device_models(sim: Mapping[str, Any], default_clocks: tuple[str, ...], t0_ns: int,
+                  rack_seed: int, device: str) -> dict[str, ClockModel]:
+    """The clock models of one simulated device.
+
+    The `sim` table's own keys describe every clock; `[sim.clocks.NAME]` tables add or override
+    per clock. Clocks not named there are `default_clocks`.
+    """
+    base = {k: v for k, v in sim.items() if k != "clocks"}
+    per = sim.get("clocks", {})
+    names = list(per) or list(default_clocks)
+    models = {}
+    for name in names:
+        table = {**base, **per.get(name, {})}
+        seed = int(table.get("seed", seed_for(rack_seed, device, name)))
+        models[name] = ClockModel(params_from_table(table), t0_ns, seed)
+    return models
+
+
+def with_firmware(params: ClockParams, **changes) -> ClockParams:
+    return replace(params, **changes)

@@ -1,0 +1,135 @@
+"""The simulated rack in one asyncio loop: one emulator per driver, sharing the reference clock.
+
+Emulator contract: module `bench.sim.<driver>` defines
+
+    async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]
+
+which starts serving every device of that driver on loopback and returns, per device name, the
+inventory keys to override in the resolved rack (at least `address`, e.g. with the ephemeral
+port). Each emulator samples its clock models through `ctx.models(...)` and records the reference
+instant of every sample with `ctx.record_sample`, so a test can check every bracket contains it,
+and every event with `ctx.record_event`, for truth.json. Cleanups go to `ctx.add_cleanup`.
+"""
+from __future__ import annotations
+
+import asyncio
+import csv
+import importlib
+import json
+import os
+import tempfile
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from bench.inventory import DeviceConfig, RackConfig
+from bench.reference import Reference
+from bench.sim.clock import NS, ClockModel, device_models
+
+
+class SimContext:
+    host = "127.0.0.1"
+
+    def __init__(self, rack: RackConfig, out_dir: Path, now_ns: Callable[[], int] = Reference.now_ns,
+                 t0_ns: int | None = None):
+        self.rack = rack
+        self.now_ns = now_ns
+        self.t0_ns = int(t0_ns if t0_ns is not None else now_ns())
+        self.seed = int(rack.options.get("seed", 1))
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.workdir = Path(tempfile.mkdtemp(prefix="rackclock-sim-"))
+        self._models: dict[str, dict[str, ClockModel]] = {}
+        self.events: dict[str, list[dict]] = defaultdict(list)
+        self._cleanups: list[Callable[[], Awaitable[None] | None]] = []
+        self._samples_file = open(self.out_dir / "sim_samples.csv", "a", newline="")
+        self._samples = csv.writer(self._samples_file)
+        if self._samples_file.tell() == 0:
+            self._samples.writerow(["device", "clock", "t_ns", "value_ns"])
+
+    def models(self, device: DeviceConfig, default_clocks: tuple[str, ...]) -> dict[str, ClockModel]:
+        if device.name not in self._models:
+            self._models[device.name] = device_models(device.sim or {}, default_clocks, self.t0_ns,
+                                                      self.seed, device.name)
+        return self._models[device.name]
+
+    def record_sample(self, device: str, clock: str, t_ns: int, value_ns: int) -> None:
+        self._samples.writerow([device, clock, t_ns, value_ns])
+        self._samples_file.flush()
+
+    def record_event(self, device: str, kind: str, t_ns: int, **detail: Any) -> None:
+        self.events[device].append({"t_ns": int(t_ns), "kind": kind, **detail})
+
+    def add_cleanup(self, fn: Callable[[], Awaitable[None] | None]) -> None:
+        self._cleanups.append(fn)
+
+    async def close(self) -> None:
+        for fn in reversed(self._cleanups):
+            try:
+                r = fn()
+                if asyncio.iscoroutine(r):
+                    await r
+            except Exception:
+                traceback.print_exc()
+        self._cleanups.clear()
+        self._samples_file.close()
+
+    def truth(self, t_end_ns: int | None = None, points: int = 2000) -> dict:
+        """Truth on a grid from t0 to `t_end_ns` (default now), one sample a second at most."""
+        t_end = int(t_end_ns if t_end_ns is not None else self.now_ns())
+        span = max(t_end - self.t0_ns, NS)
+        step = max(NS, span // points)
+        grid = range(self.t0_ns, t_end + step, step)
+        return {"schema": 1, "t0_ns": self.t0_ns, "devices": {
+            name: {"clocks": {c: m.truth(grid) for c, m in models.items()},
+                   "events": self.events.get(name, [])}
+            for name, models in self._models.items()}}
+
+
+async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dict[str, str]]:
+    """Start every emulator; returns the resolved rack and, per device, the error of any emulator
+    that failed to start (that device is then left out, the others go on)."""
+    from dataclasses import replace
+
+    by_driver: dict[str, list[DeviceConfig]] = defaultdict(list)
+    for d in rack.devices:
+        by_driver[str((d.sim or {}).get("emulator", d.driver))].append(d)
+    resolved: dict[str, DeviceConfig] = {}
+    failed: dict[str, str] = {}
+    for emulator, devices in by_driver.items():
+        try:
+            module = importlib.import_module(f"bench.sim.{emulator}")
+            overrides = await module.serve(devices, ctx)
+        except Exception as exc:  # one broken emulator must not stop the rack
+            for d in devices:
+                failed[d.name] = f"emulator {emulator} failed to start: {exc!r}"
+            continue
+        for d in devices:
+            o = dict(overrides.get(d.name, {}))
+            address = o.pop("address", d.address)
+            resolved[d.name] = replace(d, address=address, options={**d.options, **o})
+    devices = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
+    return replace(rack, simulated=True, devices=devices), failed
+
+
+def write_rack_toml(rack: RackConfig, path: Path) -> None:
+    """Write a resolved rack file other clients (and `rackclock run --rack`) can use."""
+    import tomli_w
+
+    data = {"rack": {"name": rack.name, "reference": rack.reference, "simulated": True,
+                     **dict(rack.options)},
+            "devices": {}}
+    for d in rack.devices:
+        t = {"plane": d.plane, "driver": d.driver, "address": d.address, "rate_hz": d.rate_hz,
+             "stimuli": list(d.stimuli), **dict(d.options)}
+        if d.username:
+            t["username"] = d.username
+        if d.password_env:
+            t["password_env"] = d.password_env
+        if d.sim is not None:
+            t["sim"] = json.loads(json.dumps(d.sim, default=dict))
+        data["devices"][d.name] = t
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_bytes(tomli_w.dumps(data).encode())
+    os.replace(tmp, path)

@@ -1,0 +1,79 @@
+"""Serve the simulated rack until SIGTERM/SIGINT: `python -m bench.sim.serve`.
+
+Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up,
+`<out>/sim_samples.csv` as requests are answered, and `<out>/truth.json` when it stops.
+Passwords come from the environment variables the rack names; unset ones get a random value,
+printed to the terminal only.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import sys
+from pathlib import Path
+
+from bench.inventory import RackConfig, load_rack
+from bench.sim.rack import SimContext, start_rack, write_rack_toml
+
+DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
+
+
+def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
+    """Give every password variable the rack names a value (random where unset)."""
+    made = {}
+    for d in rack.devices:
+        if d.password_env and not os.environ.get(d.password_env):
+            os.environ[d.password_env] = made[d.password_env] = secrets.token_urlsafe(12)
+    if made and not quiet:
+        print("simulated credentials (export these for other clients):", file=sys.stderr)
+        for k, v in made.items():
+            print(f"  export {k}={v}", file=sys.stderr)
+    return made
+
+
+async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> int:
+    rack = load_rack(rack_path)
+    ctx = SimContext(rack, out)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        resolved, failed = await start_rack(rack, ctx)
+        write_rack_toml(resolved, out / "rack.toml.part")
+        (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
+        os.replace(out / "rack.toml.part", out / "rack.toml")
+        print(f"simulated rack {rack.name!r} serving {len(resolved.devices)} devices; "
+              f"resolved rack file: {out / 'rack.toml'}", file=sys.stderr, flush=True)
+        for name, why in failed.items():
+            print(f"  {name}: {why}", file=sys.stderr, flush=True)
+        try:
+            await asyncio.wait_for(stop.wait(), duration_s)
+        except asyncio.TimeoutError:
+            pass
+    finally:
+        truth = ctx.truth()
+        await ctx.close()
+        tmp = out / "truth.json.part"
+        tmp.write_text(json.dumps(truth))
+        os.replace(tmp, out / "truth.json")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rackclock sim", description="serve the simulated rack")
+    ap.add_argument("--rack", type=Path, default=DEFAULT_RACK, help="simulated rack file")
+    ap.add_argument("--out", type=Path, default=Path("results/sim"), help="folder for rack.toml, truth")
+    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    ensure_secrets(load_rack(a.rack))
+    return asyncio.run(serve(a.rack, a.out, a.duration))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

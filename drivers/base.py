@@ -1,0 +1,165 @@
+"""The driver contract shared by every plane.
+
+A driver is constructed from its inventory entry and a reference clock (`now_ns`, integer ns).
+It reports identity, reads each of its clocks inside a bracket taken as close to the wire as its
+library allows, performs only stimuli the inventory allows, and fetches log entries since a cursor.
+Errors are `DeviceError`s naming the device and what it answered; nothing is silently retried.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit
+
+from bench.inventory import DeviceConfig
+
+
+@dataclass(frozen=True)
+class Identity:
+    vendor: str = ""
+    model: str = ""
+    serial: str = ""
+    firmware: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClockSpec:
+    """A clock of the device as the driver knows it: its declared resolution and kind.
+
+    `counter` clocks count from the device's zero (boot); `modulus_ns` is where they wrap (0: never).
+    """
+
+    name: str
+    resolution_ns: int
+    counter: bool = False
+    modulus_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Read:
+    """One bracketed clock read: the device sampled its clock at some instant in [s_ns, e_ns]
+    and its true reading then lay in [value_ns, value_ns + resolution_ns)."""
+
+    clock: str
+    s_ns: int
+    e_ns: int
+    value_ns: int
+    resolution_ns: int
+    stamp: str = "user"          # user | socket | kernel | hardware
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class Stimulus:
+    """A stimulus sent inside [s_ns, e_ns]; `sent` is False when it was only printed (unarmed)."""
+
+    name: str
+    target: str | None
+    s_ns: int
+    e_ns: int
+    sent: bool = True
+    stamp: str = "user"
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """A device log entry, stamped by the device in `clock` at `value_ns` (resolution as given),
+    first seen in a fetch bracketed by [s_ns, e_ns]."""
+
+    cursor: str
+    clock: str
+    value_ns: int | None
+    resolution_ns: int
+    s_ns: int
+    e_ns: int
+    message: str = ""
+    raw: str = ""
+
+
+class DeviceError(Exception):
+    """A clear, per-device error. `kind` is the error class written to the `status` column:
+    timeout | unreachable | auth | protocol | malformed | refused | reset | error."""
+
+    def __init__(self, device: str, kind: str, message: str):
+        super().__init__(f"{device}: {kind}: {message}")
+        self.device = device
+        self.kind = kind
+        self.message = message
+
+
+class StimulusRefused(DeviceError):
+    def __init__(self, device: str, message: str):
+        super().__init__(device, "refused", message)
+
+
+def split_address(address: str) -> tuple[str, str, int | None, str]:
+    """`scheme://host:port/path` -> (scheme, host, port, path)."""
+    u = urlsplit(address)
+    return u.scheme, u.hostname or "", u.port, u.path
+
+
+class Driver(ABC):
+    """Base of every driver. Subclasses implement the underscored coroutines."""
+
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False):
+        self.config = config
+        self.name = config.name
+        self.now_ns = now_ns
+        self.armed = armed
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Connect and log in. Raises DeviceError."""
+
+    async def close(self) -> None:
+        """Release the connection; never raises."""
+
+    async def __aenter__(self):
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    # -- what every driver answers ---------------------------------------------------------------
+    @abstractmethod
+    async def identity(self) -> Identity: ...
+
+    @abstractmethod
+    def clocks(self) -> list[ClockSpec]:
+        """The clocks this device has, as declared by the driver and the inventory."""
+
+    @abstractmethod
+    async def read_clock(self, clock: str) -> Read: ...
+
+    def stimuli(self) -> list[str]:
+        """Names of stimuli this driver can perform (allowed or not)."""
+        return []
+
+    async def stimulate(self, name: str, target: str | int | None = None) -> Stimulus:
+        """Perform a stimulus, only if the inventory allows it; unarmed, print and do not send."""
+        if name not in self.stimuli():
+            raise StimulusRefused(self.name, f"driver {self.config.driver} has no stimulus {name!r}")
+        if not self.config.allows(name, target):
+            what = name if target is None else f"{name}:{target}"
+            raise StimulusRefused(self.name, f"stimulus {what!r} is not allowed by the inventory "
+                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
+        if not self.armed:
+            t = self.now_ns()
+            print(f"[unarmed] would send {name}" + (f":{target}" if target is not None else "")
+                  + f" to {self.name}")
+            return Stimulus(name, None if target is None else str(target), t, t, sent=False)
+        return await self._stimulate(name, None if target is None else str(target))
+
+    async def _stimulate(self, name: str, target: str | None) -> Stimulus:
+        raise StimulusRefused(self.name, f"no stimulus {name!r}")
+
+    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
+        """Entries newer than `cursor`, and the new cursor. Default: the device keeps no log."""
+        return [], cursor
+
+    def error(self, kind: str, message: str) -> DeviceError:
+        return DeviceError(self.name, kind, message)
