@@ -1,0 +1,164 @@
+"""The bench an experiment receives: the rack, the reference, the run folder, the arm switch.
+
+`run_experiment` owns a run's life: it starts the simulated rack when no rack file is given,
+records provenance in the manifest before anything is measured, runs the experiment, and always
+records how the run ended, whatever happened.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import provenance
+from bench.display import Progress, table
+from bench.inventory import RackConfig, load_rack
+from bench.reference import Health, Reference, open_reference
+from bench.runner import ProbePlan, run_devices
+from bench.rundata import load_run
+from bench.simproc import SimProcess
+from bench.store import RunStore, new_run_id
+from bench.summary import summarize_run
+
+DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"
+
+
+@dataclass
+class Bench:
+    rack: RackConfig
+    reference: Reference
+    health: Health
+    store: RunStore
+    armed: bool
+    sim: SimProcess | None = None
+    statuses: list = field(default_factory=list)
+    summary: dict | None = None
+    quiet: bool = False
+
+    @property
+    def simulated(self) -> bool:
+        return self.rack.simulated
+
+    def probe(self, plan: ProbePlan) -> list:
+        """Probe every device of the rack under `plan`; identities go into the manifest."""
+        progress = Progress(plan.duration_s) if not self.quiet else None
+        self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
+        try:
+            self.statuses = run_devices(list(self.rack.devices), self.reference.now_ns, self.store,
+                                        plan, self.armed, on_tick=progress,
+                                        seed=int(self.rack.options.get("seed", 0)))
+        finally:
+            if progress:
+                progress.close()
+        devices = self.store.manifest.get("devices", {})
+        for st in self.statuses:
+            devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
+                                                   state=st.state, plane=st.plane)
+        self.store.update_manifest(devices=devices, probed_until_ns=self.reference.now_ns())
+        return self.statuses
+
+    def stop_sim(self) -> None:
+        if self.sim is not None:
+            self.sim.__exit__()
+            self.sim.move_truth(self.store.path)
+            self.sim = None
+
+    def summarize(self) -> dict:
+        """Stop the simulated rack (its truth is written then), fit every clock, write summary."""
+        self.stop_sim()
+        run = load_run(self.store.path)
+        self.summary = summarize_run(self.store.path, self.store.manifest, run.truth)
+        self.store.write_summary(self.summary)
+        return self.summary
+
+    def plot(self) -> list[Path]:
+        from bench.plots import offset_plots
+        return offset_plots(load_run(self.store.path))
+
+
+def load_experiment(name: str):
+    try:
+        return importlib.import_module(f"experiments.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name in (f"experiments.{name}", "experiments"):
+            known = sorted(p.stem for p in Path(__file__).resolve().parent.parent.joinpath(
+                "experiments").glob("*.py") if not p.stem.startswith("_"))
+            raise SystemExit(f"no experiment {name!r} (known: {', '.join(known)})") from None
+        raise
+
+
+def make_params(exp, overrides: dict[str, str]):
+    """The experiment's Params dataclass, with `key=value` overrides cast to the field types."""
+    P = exp.Params
+    types = {f.name: f.type for f in fields(P)}
+    kw: dict[str, Any] = {}
+    for k, v in overrides.items():
+        if k not in types:
+            raise SystemExit(f"experiment has no parameter {k!r} (known: {', '.join(types)})")
+        t = str(types[k])
+        if "bool" in t:
+            kw[k] = v.lower() in ("1", "true", "yes", "on")
+        elif "float" in t:
+            kw[k] = None if v.lower() == "none" else float(v)
+        elif "int" in t:
+            kw[k] = int(v)
+        else:
+            kw[k] = v
+    return P(**kw)
+
+
+def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
+                   armed: bool = False, allowance_ns: int = 0, quiet: bool = False) -> Path:
+    """Run one experiment; returns the run folder. Prints the closing table and the folder."""
+    exp = load_experiment(name)
+    params = make_params(exp, params_overrides)
+    store = RunStore(out, new_run_id(name))
+    status, error = "failed", None
+    with contextlib.ExitStack() as stack:
+        sim = None
+        if rack_file is None:
+            sim = stack.enter_context(SimProcess(DEFAULT_RACK, store.path / "sim"))
+            rack = sim.rack
+        else:
+            rack = load_rack(rack_file)
+        reference = open_reference(rack.reference, allowance_ns)
+        health = reference.health()
+        if rack.simulated:
+            armed = True   # stimuli on the simulated rack are always sent
+        devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
+        for n, why in (sim.failed.items() if sim else ()):
+            devices[n] = {"plane": "", "error": why}
+        store.write_manifest({
+            "experiment": name, "run_id": store.run_id, "parameters": asdict(params),
+            "versions": provenance.versions(), "git": provenance.git_revision(),
+            "host": provenance.host(), "argv": sys.argv, "armed": armed,
+            "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
+            "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
+            "started_ns": reference.now_ns(), "status": "running"})
+        bench = Bench(rack, reference, health, store, armed, sim, quiet=quiet)
+        t0 = time.monotonic()
+        try:
+            exp.run(bench, params)
+            status = "completed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+        except Exception as exc:
+            error = "".join(traceback.format_exception_only(exc)).strip()
+            store.journal("-", "error", "experiment", traceback.format_exc())
+        finally:
+            bench.stop_sim()
+            store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
+                                  duration_s=round(time.monotonic() - t0, 3),
+                                  reference_end=reference.health().as_dict())
+            store.close()
+    if bench.summary and not quiet:
+        print(table(bench.summary))
+    if error:
+        print(f"experiment {name} failed: {error}", file=sys.stderr)
+    print(f"run folder: {store.path}")
+    return store.path

@@ -1,0 +1,70 @@
+"""`rackclock`: run experiments, serve the simulated rack, check, report, compare."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from bench.units import parse_duration_ns
+
+
+def _run(a) -> int:
+    from bench.bench import run_experiment
+
+    overrides = dict(p.split("=", 1) for p in a.param)
+    if a.duration is not None:
+        overrides["duration_s"] = str(a.duration)
+    if a.rack is None and a.arm:
+        print("--arm has no effect on the simulated rack (its stimuli are always sent)",
+              file=sys.stderr)
+    allowance = parse_duration_ns(a.reference_allowance) if a.reference_allowance else 0
+    path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
+                          allowance_ns=allowance, quiet=a.quiet)
+    from bench.rundata import load_run
+    return 0 if load_run(path).manifest.get("status") == "completed" else 1
+
+
+def _delegate(module: str, argv: list[str]) -> int:
+    """Subcommands that live in their own module's `main(argv)`."""
+    return int(importlib.import_module(module).main(argv) or 0)
+
+
+SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
+               "compare": "bench.compare", "timeline": "bench.timeline"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _delegate(SUBCOMMANDS[argv[0]], argv[1:])
+    ap = argparse.ArgumentParser(
+        prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane",
+        epilog="other commands: " + ", ".join(f"rackclock {k} --help" for k in SUBCOMMANDS))
+    sub = ap.add_subparsers(dest="cmd")
+    r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)")
+    r.add_argument("experiment", nargs="?", default="clock_offset")
+    r.add_argument("--rack", type=Path, default=None,
+                   help="rack file of a real rack (default: start the simulated rack)")
+    r.add_argument("--duration", type=float, default=None, help="seconds (default: experiment's)")
+    r.add_argument("--out", type=Path, default=Path("results"), help="folder for run folders")
+    r.add_argument("--arm", action="store_true",
+                   help="send stimuli to a non-simulated rack (without it they are only printed)")
+    r.add_argument("--reference-allowance", default=None,
+                   help="bound on the reference's own error when its discipline cannot be read, "
+                        "e.g. 1ms")
+    r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="experiment parameter (repeatable)")
+    r.add_argument("--quiet", action="store_true", help="no progress display or table")
+    for name in SUBCOMMANDS:
+        sub.add_parser(name, help=f"see rackclock {name} --help", add_help=False)
+    a = ap.parse_args(argv or ["run"])
+    if a.cmd in (None, "run"):
+        if a.cmd is None:
+            a = ap.parse_args(["run"])
+        return _run(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""What the terminal shows: a progress bar with a live line per device, and the closing table."""
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+
+from bench.units import fmt_ns, fmt_ppm
+
+
+class Progress:
+    """Callable given to the runner: redraws twice a second on a terminal, one line per device
+    every 10 s elsewhere (CI logs)."""
+
+    def __init__(self, duration_s: float, stream=sys.stderr):
+        self.duration = duration_s
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.bars = None
+        self._last_plain = 0.0
+
+    @staticmethod
+    def line(st) -> str:
+        br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
+        err = f" last error: {st.last_error}" if st.last_error else ""
+        return (f"{st.name:<12} {st.plane:<8} {st.state:<12} reads {st.reads:>5}  "
+                f"bracket {br:>9}  stimuli {st.stimuli:>2}  events {st.events:>3}  "
+                f"errors {st.errors:>3}{err}")[:160]
+
+    def __call__(self, statuses, elapsed_s: float) -> None:
+        if self.tty:
+            from tqdm import tqdm
+            if self.bars is None:
+                self.bars = [tqdm(total=round(self.duration), unit="s", desc="run", position=0,
+                                  file=self.stream, leave=True, bar_format=
+                                  "{desc} {bar} {n:.0f}/{total:.0f} s  [{elapsed}<{remaining}]")]
+                self.bars += [tqdm(total=1, position=i + 1, file=self.stream, leave=True,
+                                   bar_format="{desc}") for i in range(len(statuses))]
+            self.bars[0].n = min(round(elapsed_s), round(self.duration))
+            self.bars[0].refresh()
+            for bar, st in zip(self.bars[1:], statuses):
+                bar.set_description_str(self.line(st))
+        elif time.monotonic() - self._last_plain >= 10 or all(
+                s.state in ("done", "failed", "hung", "stopped") for s in statuses):
+            self._last_plain = time.monotonic()
+            print(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s", file=self.stream)
+            for st in statuses:
+                print("   " + self.line(st), file=self.stream)
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.bars:
+            for b in self.bars:
+                b.close()
+            self.bars = None
+
+
+def _iso(ns: float) -> str:
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def offset_cell(o: dict, counter: bool) -> str:
+    width = o["hi"] - o["lo"]
+    if counter:          # a counter's offset is minus its zero instant: show the boot instant
+        return f"zero at {_iso(-o['point'])} ±{fmt_ns(width / 2)}"
+    return f"[{fmt_ns(o['lo'])}, {fmt_ns(o['hi'])}] (width {fmt_ns(width)})"
+
+
+def table(summary: dict) -> str:
+    """The closing table: one row per device clock, its last segment's bounds."""
+    head = ["device", "plane", "clock", "reads", "offset (proven)", "drift (proven)",
+            "bracket p50", "breaks", "errors", "truth"]
+    rows = []
+    for name, d in summary.get("devices", {}).items():
+        errs = ", ".join(f"{k} {v}" for k, v in d.get("errors", {}).items()) or "0"
+        clocks = d.get("clocks", {}) or {"—": {}}
+        for clock, c in clocks.items():
+            segs = c.get("segments", [])
+            if not segs:
+                rows.append([name, d.get("plane", ""), clock, str(c.get("reads", 0)),
+                             c.get("note", "no clock" if clock == "—" else "no fit"),
+                             "", "", "", errs, ""])
+                continue
+            s = segs[-1]
+            counter = c.get("counter", False)
+            truth = ""
+            if "truth" in s:
+                ok = s["truth"].get("offset_in") and s["truth"].get("drift_in", True)
+                truth = "inside" if ok else "OUTSIDE"
+                if len(segs) > 1:
+                    allin = all(x.get("truth", {}).get("offset_in") and
+                                x.get("truth", {}).get("drift_in", True) for x in segs)
+                    truth = "inside" if allin else "OUTSIDE"
+            dr = s["drift_ppm"]
+            rows.append([name, d.get("plane", ""), clock, str(c.get("reads", s.get("reads", 0))),
+                         offset_cell(s["offset_ns"], counter),
+                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]",
+                         fmt_ns(s["bracket_ns"]["median"]),
+                         str(len(c.get("breaks", []))) + (f" +{len(c['wraps'])} wrap"
+                                                          if c.get("wraps") else ""),
+                         errs, truth])
+            if c.get("zone_note"):
+                rows.append(["", "", "", "", "  " + c["zone_note"], "", "", "", "", ""])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*r) for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""Per-device figures: offset over time with the proven band, the reads, breaks and (simulated
+racks) the truth. Drawn from summary.json and the samples; nothing is recomputed here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.rundata import Run  # noqa: E402
+
+PLANE_COLOURS = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
+                 "reference": "#7f7f7f"}
+
+
+def plane_colour(plane: str) -> str:
+    return PLANE_COLOURS.get(plane, "#8c564b")
+
+
+def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
+    """Offset minus the fitted line of the last segment, in ms, against run time in s."""
+    segs = c.get("segments", [])
+    t_start = run.manifest.get("started_ns") or segs[0]["start_ns"]
+    ref = segs[-1]
+    epoch, theta, rho = ref["epoch_ns"], ref["offset_ns"]["point"], ref["drift_ppm"]["point"] * 1e-6
+
+    def line(t):
+        return theta + rho * (np.asarray(t, dtype=float) - epoch)
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=150)
+    colour = plane_colour(plane)
+    s, e, v, q = run.samples(device).reads(clock)
+    if c.get("counter") and c.get("segments"):
+        v = v.astype(np.float64)
+    if len(s):
+        mid = (s + e) // 2
+        x = (mid - t_start) / 1e9
+        lo = (v - e) - line(mid)            # the read's own constraint on the offset
+        hi = (v + q - s) - line(mid)
+        if not c.get("counter"):
+            ax.vlines(x, lo / 1e6, hi / 1e6, color="0.75", lw=0.6, label="reads (each one's interval)")
+    widths = []
+    for k, sg in enumerate(segs):
+        b = sg.get("band")
+        if not b:
+            continue
+        t = np.asarray(b["t_ns"], dtype=np.int64)
+        base = line(t)
+        blo, bhi = np.asarray(b["lo"]) - base, np.asarray(b["hi"]) - base
+        widths.append(float(np.max(bhi - blo)))
+        ax.fill_between((t - t_start) / 1e9, blo / 1e6, bhi / 1e6, color=colour, alpha=0.35,
+                        lw=0, label="proven band" if k == 0 else None)
+    for br in c.get("breaks", []):
+        a, b2 = (br["after_ns"] - t_start) / 1e9, (br["before_ns"] - t_start) / 1e9
+        ax.axvspan(a, b2, color="k", alpha=0.15)
+        ax.axvline((a + b2) / 2, color="k", ls="--", lw=0.8,
+                   label=f"break ({br['kind']})" if br is c["breaks"][0] else None)
+    truth = (run.truth or {}).get("devices", {}).get(device, {}).get("clocks", {}).get(clock)
+    if truth:
+        tt = np.asarray(truth["t_ns"], dtype=np.int64)
+        to = np.asarray(truth["offset_ns"], dtype=np.float64)
+        keep = (tt >= segs[0]["start_ns"]) & (tt <= segs[-1]["end_ns"])
+        if keep.any() and not c.get("counter"):
+            ax.plot((tt[keep] - t_start) / 1e9, (to[keep] - line(tt[keep])) / 1e6, color="k", lw=1,
+                    label="truth (simulated)")
+    span = max(widths) if widths else 1e6
+    ax.set_ylim(-3 * span / 1e6, 3 * span / 1e6)
+    ax.set_xlabel("run time (s)")
+    ax.set_ylabel("offset − fit (ms)")
+    ax.set_title(f"{device} · {clock}: offset {theta / 1e9:+.6f} s at epoch, "
+                 f"drift {ref['drift_ppm']['point']:+.2f} ppm", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:
+    """One offset figure per device clock with at least one segment; returns the files."""
+    out_dir = Path(out_dir or run.path / "plots")
+    out_dir.mkdir(exist_ok=True)
+    written = []
+    for device, d in run.summary.get("devices", {}).items():
+        for clock, c in d.get("clocks", {}).items():
+            if not c.get("segments"):
+                continue
+            fig = offset_figure(run, device, clock, c, d.get("plane", ""))
+            for fmt in formats:
+                p = out_dir / f"offset_{device}_{clock}.{fmt}"
+                fig.savefig(p)
+                written.append(p)
+            plt.close(fig)
+    return written

@@ -1,0 +1,101 @@
+"""Load a run folder back: the public API for reports, notebooks and comparisons."""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One device's rows, as columns. Integer columns are int64 numpy arrays (missing: 0 with
+    the `has_value` mask); strings are lists."""
+
+    seq: np.ndarray
+    kind: list
+    clock: list
+    s_ns: np.ndarray
+    e_ns: np.ndarray
+    value_ns: np.ndarray
+    has_value: np.ndarray
+    resolution_ns: np.ndarray
+    stamp: list
+    status: list
+    raw: list
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def select(self, kind: str, clock: str | None = None, ok: bool = True) -> np.ndarray:
+        """Indices of rows of this kind (and clock), only status ok unless ok=False."""
+        return np.array([i for i in range(len(self.seq))
+                         if self.kind[i] == kind and (clock is None or self.clock[i] == clock)
+                         and (not ok or self.status[i] == "ok")], dtype=int)
+
+    def reads(self, clock: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(s_ns, e_ns, value_ns, resolution_ns) of the ok reads of one clock, in time order."""
+        i = self.select("read", clock)
+        i = i[self.has_value[i]] if len(i) else i
+        order = np.argsort(self.s_ns[i], kind="stable") if len(i) else i
+        i = i[order]
+        return self.s_ns[i], self.e_ns[i], self.value_ns[i], self.resolution_ns[i]
+
+
+def _int(x: str) -> int:
+    return int(x) if x not in ("", None) else 0
+
+
+def load_samples(path: str | Path) -> Samples:
+    """Read samples/<device>.csv; a truncated last line (a run that died) is skipped."""
+    cols: dict[str, list] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
+                                             "has_value", "resolution_ns", "stamp", "status", "raw")}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            try:
+                seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
+                v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
+            except (TypeError, ValueError, KeyError):
+                continue
+            cols["seq"].append(seq)
+            cols["s_ns"].append(s)
+            cols["e_ns"].append(e)
+            cols["value_ns"].append(v)
+            cols["has_value"].append(row["value_ns"] not in ("", None))
+            cols["resolution_ns"].append(q)
+            for k in ("kind", "clock", "stamp", "status", "raw"):
+                cols[k].append(row.get(k) or "")
+    arr = {k: np.asarray(cols[k], dtype=np.int64) for k in ("seq", "s_ns", "e_ns", "value_ns",
+                                                            "resolution_ns")}
+    return Samples(arr["seq"], cols["kind"], cols["clock"], arr["s_ns"], arr["e_ns"],
+                   arr["value_ns"], np.asarray(cols["has_value"], dtype=bool),
+                   arr["resolution_ns"], cols["stamp"], cols["status"], cols["raw"])
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    manifest: dict
+    summary: dict
+    truth: dict | None
+
+    @property
+    def devices(self) -> list[str]:
+        return sorted(p.stem for p in (self.path / "samples").glob("*.csv"))
+
+    def samples(self, device: str) -> Samples:
+        return load_samples(self.path / "samples" / f"{device}.csv")
+
+
+def load_run(path: str | Path) -> Run:
+    path = Path(path)
+    if not (path / "manifest.json").exists():
+        raise FileNotFoundError(f"{path} is not a run folder (no manifest.json)")
+
+    def j(name: str) -> dict | None:
+        p = path / name
+        return json.loads(p.read_text()) if p.exists() else None
+
+    return Run(path, j("manifest.json") or {}, j("summary.json") or {}, j("truth.json"))

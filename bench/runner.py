@@ -1,0 +1,307 @@
+"""Probe every device concurrently: each in its own thread with its own asyncio loop, so a slow
+or hung device never delays another's brackets. Every exchange is written as it completes.
+
+Per device: open and identify; read each clock at the device's rate with random dither (or at
+the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
+the device log. Errors become rows with their error class and journal lines; after repeated
+failures the driver is reopened with backoff. A run never stops for one device.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from bench.inventory import DeviceConfig
+from bench.store import RunStore, SampleWriter
+from drivers import driver_class
+from drivers.base import ClockSpec, DeviceError, Driver
+
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    duration_s: float = 60.0
+    stimulus_every_s: float | None = 15.0     # each allowed stimulus in turn; None: no stimuli
+    first_stimulus_s: float = 5.0
+    log_poll_s: float = 2.0
+    timeout_s: float = 5.0                    # per exchange
+    reopen_after: int = 3                     # consecutive failures before reconnecting
+    tick_edge: bool = True                    # aim reads of coarse clocks at predicted tick edges
+    dither: float = 0.5                       # read interval = period * U(1 - d, 1 + d)
+
+
+@dataclass
+class DeviceStatus:
+    """Live state of one device, read by the progress display."""
+    name: str
+    plane: str
+    state: str = "starting"
+    reads: int = 0
+    errors: int = 0
+    stimuli: int = 0
+    events: int = 0
+    last_bracket_ns: int | None = None
+    last_error: str = ""
+    identity: dict = field(default_factory=dict)
+    clocks: list = field(default_factory=list)
+
+
+def _kind_of(exc: BaseException) -> str:
+    if isinstance(exc, DeviceError):
+        return exc.kind
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timeout"
+    if isinstance(exc, (ConnectionError, OSError)):
+        return "unreachable"
+    return "error"
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, DeviceError):
+        return exc.message
+    if isinstance(exc, asyncio.TimeoutError):
+        return "no answer within the timeout"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class DeviceWorker(threading.Thread):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], store: RunStore,
+                 plan: ProbePlan, armed: bool, stop: threading.Event, seed: int = 0):
+        super().__init__(name=f"dev-{config.name}", daemon=True)
+        self.config = config
+        self.now_ns = now_ns
+        self.store = store
+        self.plan = plan
+        self.armed = armed
+        self.stop_event = stop
+        self.rng = random.Random(seed)
+        self.status = DeviceStatus(config.name, config.plane)
+        self.out: SampleWriter | None = None
+        self.cursor: str | None = None
+
+    # -- thread -------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.out = self.store.samples(self.config.name)
+        try:
+            asyncio.run(self._main())
+        except Exception as exc:  # last resort: the worker must record, never take the run down
+            self._error("worker", exc)
+            self.status.state = "failed"
+        finally:
+            self.out.close()
+
+    def _error(self, what: str, exc: BaseException) -> None:
+        kind, msg = _kind_of(exc), _message(exc)
+        self.status.errors += 1
+        self.status.last_error = f"{kind}: {msg}"[:120]
+        self.store.journal(self.config.name, "error", kind, f"{what}: {msg}")
+
+    async def _sleep_until(self, t_ns: int) -> bool:
+        """Sleep until reference time t_ns or the stop; False when stopped."""
+        while not self.stop_event.is_set():
+            d = (t_ns - self.now_ns()) / NS
+            if d <= 0:
+                return True
+            await asyncio.sleep(min(d, 0.25))
+        return False
+
+    async def _open(self) -> Driver | None:
+        drv = driver_class(self.config.driver)(self.config, self.now_ns, armed=self.armed)
+        try:
+            await asyncio.wait_for(drv.open(), self.plan.timeout_s * 2)
+            ident = await asyncio.wait_for(drv.identity(), self.plan.timeout_s)
+        except Exception as exc:
+            self._error("open", exc)
+            self.out.write("read", "", self.now_ns(), self.now_ns(), None, None, "user",
+                           _kind_of(exc), f"open: {_message(exc)}")
+            try:
+                await drv.close()
+            except Exception:
+                pass
+            return None
+        self.status.identity = {"vendor": ident.vendor, "model": ident.model,
+                                "serial": ident.serial, "firmware": ident.firmware,
+                                **({"extra": ident.extra} if ident.extra else {})}
+        self.status.clocks = [c.__dict__ for c in drv.clocks()]
+        self.store.journal(self.config.name, "info", "identity",
+                           f"{ident.vendor} {ident.model} serial {ident.serial} fw {ident.firmware}")
+        return drv
+
+    # -- schedule -----------------------------------------------------------------------------
+    def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
+        period = NS / self.config.rate_hz
+        d = self.plan.dither
+        t = now + int(period * self.rng.uniform(1 - d, 1 + d))
+        if self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4:
+            try:
+                from bench.probe_schedule import next_probe_ns
+            except ImportError:
+                return t
+            s, e, v = zip(*reads[-400:])
+            try:
+                aimed = next_probe_ns(list(s), list(e), list(v), spec.resolution_ns, now,
+                                      int(period * (1 - d)), int(period * (1 + d)))
+            except Exception:
+                return t
+            if aimed is not None and now < aimed:
+                return int(aimed)
+        return t
+
+    def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
+        out = []
+        for entry in self.config.stimuli:
+            name, _, target = entry.partition(":")
+            if name in drv.stimuli():
+                out.append((name, target or None))
+        return out
+
+    async def _main(self) -> None:
+        start = self.now_ns()
+        end = start + int(self.plan.duration_s * NS)
+        drv = None
+        backoff = 1.0
+        while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
+            self.status.state = "connecting"
+            drv = await self._open()
+            if drv is None:
+                self.status.state = "unreachable"
+                await self._sleep_until(min(end, self.now_ns() + int(backoff * NS)))
+                backoff = min(backoff * 2, 15.0)
+        if drv is None:
+            self.status.state = "failed" if self.status.errors else "stopped"
+            return
+        self.status.state = "measuring"
+        specs = drv.clocks()
+        reads: dict[str, list] = {c.name: [] for c in specs}
+        due = {c.name: self.now_ns() + int(self.rng.uniform(0, NS / self.config.rate_hz))
+               for c in specs}
+        stimuli = self._stimulus_plan(drv) if self.plan.stimulus_every_s else []
+        stim_due = start + int(self.plan.first_stimulus_s * NS)
+        stim_i = 0
+        poll_due = start + int(self.plan.log_poll_s * NS)
+        failures = 0
+        while not self.stop_event.is_set():
+            now = self.now_ns()
+            if now >= end:
+                break
+            nxt = min([*due.values(), poll_due, stim_due if stimuli else end, end])
+            if nxt > now:
+                if not await self._sleep_until(nxt):
+                    break
+                continue
+            ok = True
+            if stimuli and now >= stim_due:
+                ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
+                stim_i += 1
+                stim_due = now + int(self.plan.stimulus_every_s * NS)
+            elif now >= poll_due:
+                ok &= await self._poll_log(drv)
+                poll_due = now + int(self.plan.log_poll_s * NS)
+            else:
+                spec = next(c for c in specs if due[c.name] <= now)
+                ok &= await self._read(drv, spec, reads[spec.name])
+                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
+            failures = 0 if ok else failures + 1
+            if failures >= self.plan.reopen_after:
+                self.status.state = "reconnecting"
+                self.store.journal(self.config.name, "warn", "reopen",
+                                   f"{failures} consecutive failures: reconnecting")
+                await drv.close()
+                drv = None
+                while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
+                    drv = await self._open()
+                    if drv is None:
+                        await self._sleep_until(min(end, self.now_ns() + 2 * NS))
+                if drv is None:
+                    break
+                self.status.state = "measuring"
+                failures = 0
+        # a last log poll catches entries of late stimuli
+        if drv is not None:
+            await self._poll_log(drv)
+            await drv.close()
+        self.status.state = "done"
+
+    # -- exchanges ----------------------------------------------------------------------------
+    async def _read(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+        s0 = self.now_ns()
+        try:
+            r = await asyncio.wait_for(drv.read_clock(spec.name), self.plan.timeout_s)
+        except Exception as exc:
+            self._error(f"read {spec.name}", exc)
+            self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
+                           _kind_of(exc), _message(exc))
+            return False
+        self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
+                       "ok", r.raw)
+        reads.append((r.s_ns, r.e_ns, r.value_ns))
+        self.status.reads += 1
+        self.status.last_bracket_ns = r.e_ns - r.s_ns
+        return True
+
+    async def _stimulus(self, drv: Driver, name: str, target: str | None) -> bool:
+        s0 = self.now_ns()
+        label = name if target is None else f"{name}:{target}"
+        try:
+            st = await asyncio.wait_for(drv.stimulate(name, target), self.plan.timeout_s)
+        except Exception as exc:
+            self._error(f"stimulus {label}", exc)
+            self.out.write("stimulus", label, s0, self.now_ns(), None, None, "user",
+                           _kind_of(exc), _message(exc))
+            return _kind_of(exc) == "refused"
+        status = "ok" if st.sent else "unarmed"
+        self.out.write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status, st.raw)
+        self.store.journal(self.config.name, "info", "stimulus", f"{label} {status}")
+        self.status.stimuli += 1
+        return True
+
+    async def _poll_log(self, drv: Driver) -> bool:
+        try:
+            entries, cursor = await asyncio.wait_for(drv.log_entries(self.cursor),
+                                                     self.plan.timeout_s)
+        except Exception as exc:
+            self._error("log", exc)
+            return False
+        self.cursor = cursor
+        for en in entries:
+            self.out.write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
+                           "user", "ok", f"{en.cursor} {en.message}".strip())
+            self.status.events += 1
+        return True
+
+
+def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,
+                plan: ProbePlan, armed: bool, on_tick: Callable[[list[DeviceStatus], float], None]
+                | None = None, seed: int = 0) -> list[DeviceStatus]:
+    """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second."""
+    stop = threading.Event()
+    workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
+               for i, d in enumerate(devices)]
+    for w in workers:
+        w.start()
+    t0 = time.monotonic()
+    try:
+        while any(w.is_alive() for w in workers):
+            if on_tick:
+                on_tick([w.status for w in workers], time.monotonic() - t0)
+            for w in workers:
+                w.join(0.5 / max(1, len(workers)))
+            if time.monotonic() - t0 > plan.duration_s + 4 * plan.timeout_s + 10:
+                break            # a hung worker must not hold the run: it is reported as such
+    except KeyboardInterrupt:
+        stop.set()
+        for w in workers:
+            w.join(plan.timeout_s + 2)
+    stop.set()
+    for w in workers:
+        if w.is_alive():
+            w.status.state = "hung"
+            store.journal(w.config.name, "error", "hung", "worker did not stop in time")
+    if on_tick:
+        on_tick([w.status for w in workers], time.monotonic() - t0)
+    return [w.status for w in workers]

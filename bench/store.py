@@ -1,0 +1,96 @@
+"""The run folder: manifest, per-device sample streams, the run journal, summary.
+
+Every sample row is written and flushed as soon as its exchange completes, so a run that dies
+keeps everything it measured. Layout and columns: results/README.md.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+SCHEMA = 1
+SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
+                  "status", "raw"]
+EVENT_COLUMNS = ["t_ns", "device", "level", "kind", "message"]
+
+
+def new_run_id(experiment: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{re.sub(r'[^A-Za-z0-9_-]', '_', experiment)}"
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+class SampleWriter:
+    """Appends rows to samples/<device>.csv, flushing each; safe to call from one thread."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        new = not path.exists()
+        self._f = open(path, "a", newline="")
+        self._w = csv.writer(self._f)
+        if new:
+            self._w.writerow(SAMPLE_COLUMNS)
+            self._f.flush()
+        self.seq = 0
+
+    def write(self, kind: str, clock: str, s_ns: int | None, e_ns: int | None,
+              value_ns: int | None, resolution_ns: int | None, stamp: str, status: str,
+              raw: str) -> int:
+        self.seq += 1
+        raw = raw.replace("\r", " ").replace("\n", " ")[:2000]
+        self._w.writerow([self.seq, kind, clock, s_ns, e_ns, "" if value_ns is None else value_ns,
+                          "" if resolution_ns is None else resolution_ns, stamp, status, raw])
+        self._f.flush()
+        return self.seq
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class RunStore:
+    def __init__(self, root: str | Path, run_id: str):
+        self.path = Path(root) / run_id
+        self.run_id = run_id
+        (self.path / "samples").mkdir(parents=True, exist_ok=False)
+        (self.path / "plots").mkdir()
+        self._lock = threading.Lock()
+        self._events = open(self.path / "events.csv", "a", newline="")
+        self._ew = csv.writer(self._events)
+        self._ew.writerow(EVENT_COLUMNS)
+        self._events.flush()
+        self.manifest: dict = {}
+
+    def samples(self, device: str) -> SampleWriter:
+        return SampleWriter(self.path / "samples" / f"{device}.csv")
+
+    def journal(self, device: str, level: str, kind: str, message: str) -> None:
+        """A run-level event (error, reconnect, stimulus printed unarmed...), written at once."""
+        with self._lock:
+            self._ew.writerow([time.time_ns(), device, level, kind, message.replace("\n", " ")])
+            self._events.flush()
+
+    def write_manifest(self, manifest: dict) -> None:
+        self.manifest = {"schema": SCHEMA, **manifest}
+        write_json(self.path / "manifest.json", self.manifest)
+
+    def update_manifest(self, **changes) -> None:
+        self.manifest.update(changes)
+        write_json(self.path / "manifest.json", self.manifest)
+
+    def write_summary(self, summary: dict) -> None:
+        write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
+
+    def close(self) -> None:
+        self._events.close()

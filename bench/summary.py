@@ -1,0 +1,172 @@
+"""From a run folder's samples to summary.json: per device and clock the interval fit, breaks,
+errors, stimulus-to-log latencies, and (simulated racks) the check of every bound against truth.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from bench.estimate import fit_clock
+from bench.rundata import Samples, load_samples
+
+QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
+
+
+def zone_note(offset_lo: float, offset_hi: float) -> str:
+    """A wall clock off by a whole number of quarter hours (within a minute) most likely shows
+    local time under a wrong UTC offset: say so, never correct it silently."""
+    mid = (offset_lo + offset_hi) / 2
+    k = round(mid / QUARTER_HOUR_NS)
+    if k != 0 and abs(mid - k * QUARTER_HOUR_NS) < 60e9:
+        sign = "+" if k > 0 else "-"
+        h, m = divmod(abs(k) * 15, 60)
+        return (f"offset is {sign}{h:02d}:{m:02d} plus {(mid - k * QUARTER_HOUR_NS) / 1e6:.1f} ms: "
+                f"consistent with local time under a wrong UTC offset")
+    return ""
+
+
+def _interp(ts: list, ys: list, t: float) -> float:
+    return float(np.interp(t, np.asarray(ts, dtype=float), np.asarray(ys, dtype=float)))
+
+
+def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
+    """Does the truth lie inside this segment's bounds? Truth offset at the segment's epoch;
+    truth drift as the mean over the segment's span."""
+    ts, off = truth_clock["t_ns"], truth_clock["offset_ns"]
+    t0 = ts[0]
+    rel = [t - t0 for t in ts]
+    epoch = seg["epoch_ns"] - t0
+    true_off = _interp(rel, [o - off[0] for o in off], epoch) + off[0]
+    o = seg["offset_ns"]
+    if modulus_ns:
+        true_off -= round((true_off - o["point"]) / modulus_ns) * modulus_ns
+    a, b = seg["start_ns"] - t0, seg["end_ns"] - t0
+    true_drift = None
+    if b > a:
+        oa = _interp(rel, [x - off[0] for x in off], a)
+        ob = _interp(rel, [x - off[0] for x in off], b)
+        true_drift = (ob - oa) / (b - a) * 1e6
+    d = seg["drift_ppm"]
+    res = {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"])}
+    if true_drift is not None:
+        # linear interpolation of a 1 s truth grid: allow 1e-4 ppm of numerical slack
+        res.update(drift_ppm=true_drift, drift_in=bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4))
+    return res
+
+
+def band(seg, points: int = 60) -> dict:
+    """The proven offset band sampled across a segment (for plots: exact at each point)."""
+    ts = np.linspace(seg.start_ns, seg.end_ns, points).astype(np.int64) if seg.end_ns > seg.start_ns \
+        else np.array([seg.start_ns], dtype=np.int64)
+    bs = [seg.offset_at(int(t)) for t in ts]
+    return {"t_ns": [int(t) for t in ts], "lo": [b.lo for b in bs], "hi": [b.hi for b in bs]}
+
+
+def _segment_for(fit_segments: list, t_ns: int):
+    cand = [s for s in fit_segments if s.start_ns <= t_ns]
+    return cand[-1] if cand else (fit_segments[0] if fit_segments else None)
+
+
+def latencies(smp: Samples, fits: dict) -> dict:
+    """Pair each sent stimulus with the next device log entry and bound the latency between them:
+    `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
+    the bracket of the fetch that first saw it. Bounds only; midpoints as points."""
+    out: dict[str, dict] = {}
+    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == "ok"]
+    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == "ok"]
+    used = set()
+    for k, i in enumerate(stim):
+        s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
+        nxt = stim[k + 1] if k + 1 < len(stim) else None
+        j = next((j for j in events if j > i and j not in used and (nxt is None or j < nxt)), None)
+        rec = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
+        if j is not None:
+            used.add(j)
+            sf, ef = int(smp.s_ns[j]), int(smp.e_ns[j])
+            rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
+            fit = fits.get(smp.clock[j])
+            if smp.has_value[j] and fit is not None and fit.segments:
+                seg = _segment_for(fit.segments, ef)
+                lo, hi = seg.to_reference(int(smp.value_ns[j]), int(smp.resolution_ns[j]) or 1)
+                hi = min(hi, ef)
+                rec["logged_ns"] = {"lo": lo - e_st, "hi": hi - s_st}
+            rec["event"] = smp.raw[j][:200]
+        name = smp.clock[i]
+        out.setdefault(name, {"events": []})["events"].append(rec)
+    for name, d in out.items():
+        for key in ("logged_ns", "observed_ns"):
+            b = [e[key] for e in d["events"] if key in e]
+            if b:
+                d[key] = {"lo": min(x["lo"] for x in b), "hi": max(x["hi"] for x in b),
+                          "point": float(np.median([(x["lo"] + x["hi"]) / 2 for x in b])),
+                          "n": len(b)}
+        d["sent"] = len(d["events"])
+    return out
+
+
+def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
+                     truth: dict | None = None) -> dict:
+    clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
+    errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in ("ok", "unarmed"))
+    first_errors = {}
+    for i in range(len(smp)):
+        st = smp.status[i]
+        if st not in ("ok", "unarmed") and st not in first_errors:
+            first_errors[st] = smp.raw[i][:200]
+    clocks_out, fits = {}, {}
+    names = list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")})
+    for clock in names:
+        s, e, v, q = smp.reads(clock)
+        cm = clocks_meta.get(clock, {})
+        declared = int(cm.get("resolution_ns") or (q[0] if len(q) else 1))
+        entry: dict = {"resolution_declared_ns": declared, "reads": int(len(s)),
+                       "counter": bool(cm.get("counter"))}
+        if len(s) == 0:
+            entry.update(segments=[], breaks=[], note="no successful read")
+            clocks_out[clock] = entry
+            continue
+        wraps = []
+        if cm.get("counter") and cm.get("modulus_ns"):
+            from bench.counters import unwrap
+            v, wraps = unwrap(s, e, v, int(cm["modulus_ns"]))
+        try:
+            fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
+                            drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)))
+        except Exception as exc:  # the estimator must never take the summary down
+            entry.update(segments=[], breaks=[], note=f"estimator failed: {exc!r}")
+            clocks_out[clock] = entry
+            continue
+        fits[clock] = fit
+        entry.update(fit.as_dict())
+        for seg, sd in zip(fit.segments, entry["segments"]):
+            sd["band"] = band(seg)
+        entry["wraps"] = [w if isinstance(w, dict) else {"index": int(w)} for w in wraps]
+        if entry["segments"] and not cm.get("counter"):
+            last = entry["segments"][-1]["offset_ns"]
+            note = zone_note(last["lo"], last["hi"])
+            if note:
+                entry["zone_note"] = note
+        if truth and clock in truth.get("clocks", {}):
+            tc = truth["clocks"][clock]
+            for seg in entry["segments"]:
+                seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
+        clocks_out[clock] = entry
+    return {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
+            "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
+            "clocks": clocks_out, "latency": latencies(smp, fits)}
+
+
+def summarize_run(path: Path, manifest: dict, truth: dict | None = None) -> dict:
+    uncertainty = int(manifest.get("reference", {}).get("uncertainty_ns", 0) or 0)
+    devices = {}
+    for name, meta in manifest.get("devices", {}).items():
+        p = Path(path) / "samples" / f"{name}.csv"
+        if not p.exists():
+            devices[name] = {"plane": meta.get("plane", ""), "errors": {"not_started": 1},
+                             "clocks": {}, "first_errors": {"not_started": meta.get("error", "")}}
+            continue
+        t = (truth or {}).get("devices", {}).get(name)
+        devices[name] = summarize_device(name, load_samples(p), meta, uncertainty, t)
+    return {"reference": manifest.get("reference", {}), "devices": devices}

@@ -1,0 +1,38 @@
+"""Formatting and parsing of times with their units (every figure the bench prints has one)."""
+from __future__ import annotations
+
+import math
+import re
+
+_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+_PARSE = {"s": 1e9, "ms": 1e6, "us": 1e3, "µs": 1e3, "ns": 1.0, "min": 60e9, "h": 3600e9}
+
+
+def fmt_ns(x: float | None, digits: int = 3) -> str:
+    """12345678 -> '12.3 ms'; picks the unit that keeps the mantissa at or above 1."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    a = abs(x)
+    for scale, unit in _UNITS:
+        if a >= scale or unit == "ns":
+            return f"{x / scale:.{digits}g} {unit}"
+    return f"{x} ns"
+
+
+def fmt_ppm(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}g} ppm"
+
+
+def parse_duration_ns(text: str | float | int) -> int:
+    """'1ms', '250 us', '2.5s', 0.001 (seconds) -> integer ns."""
+    if isinstance(text, (int, float)):
+        return round(float(text) * 1e9)
+    m = re.fullmatch(r"\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([a-zµ]*)\s*", str(text))
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (examples: 1ms, 250us, 2.5s)")
+    value, unit = float(m.group(1)), m.group(2) or "s"
+    if unit not in _PARSE:
+        raise ValueError(f"unknown unit {unit!r} in {text!r} (known: {', '.join(_PARSE)})")
+    return round(value * _PARSE[unit])

@@ -1,0 +1,37 @@
+"""Clock offset: offset, drift and jitter of every device clock, with provable bounds.
+
+Reads every clock of every device at its rate (coarse clocks aimed at their tick edges), sends
+each allowed stimulus every `stimulus_every_s` and polls the device logs, then fits each clock,
+bounds each stimulus-to-log latency, and draws one offset figure per device clock.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.runner import ProbePlan
+
+
+@dataclass(frozen=True)
+class Params:
+    duration_s: float = 60.0
+    stimulus_every_s: float | None = 15.0
+    log_poll_s: float = 2.0
+    tick_edge: bool = True
+    timeout_s: float = 5.0
+
+
+def run(bench, params: Params) -> dict:
+    bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=params.stimulus_every_s,
+                          log_poll_s=params.log_poll_s, tick_edge=params.tick_edge,
+                          timeout_s=params.timeout_s))
+    summary = bench.summarize()
+    bench.plot()
+    return summary
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.cli import main
+    sys.exit(main(["run", Path(__file__).stem, *sys.argv[1:]]))
