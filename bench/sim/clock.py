@@ -154,6 +154,11 @@ class ClockModel:
         return (t_ns + round(p.offset_s * NS) + round(p.drift_ppm * 1e-6 * (t_ns - self.t0_ns)
                 + self.wander_ns(t_ns)) + stepped + p.tz_error_ns)
 
+    def add_step(self, at_ns: int, size_ns: int) -> None:
+        """Step the clock by `size_ns` at reference instant `at_ns` (a clock set while running,
+        e.g. an emulator answering a PATCH of its time); it joins `breaks()` and the truth."""
+        self._steps = sorted(self._steps + [(int(at_ns), int(size_ns))])
+
     def read_ns(self, t_ns: int) -> int:
         """What the device reports: floored to its resolution, wrapped if it is a counter."""
         q = self.p.resolution_ns
