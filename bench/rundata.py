@@ -54,6 +54,8 @@ def load_samples(path: str | Path) -> Samples:
                                              "has_value", "resolution_ns", "stamp", "status", "raw")}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
+            if row.get("status") in (None, "") or None in row.values():
+                continue                       # a line cut short by a run that died
             try:
                 seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
                 v, q = _int(row["value_ns"]), _int(row["resolution_ns"])

@@ -11,12 +11,6 @@ from bench.inventory import rack_from_dict
 from bench.sim.thread import SimRackThread
 
 
-def pytest_addoption(parser):
-    group = parser.getgroup("rackclock-tests")
-    group.addoption("--real-rack", default=os.environ.get("RACKCLOCK_RACK"),
-                    help="rack file of a real lab rack for the *_with_device tests")
-
-
 @pytest.fixture
 def sim_rack(tmp_path):
     """Factory: `sim_rack(toml_text)` serves the devices it describes and returns the running
@@ -40,9 +34,6 @@ def sim_rack(tmp_path):
 
 
 @pytest.fixture
-def real_rack(request):
-    path = request.config.getoption("--real-rack")
-    if not path:
-        pytest.skip("no real rack file given (--real-rack FILE or RACKCLOCK_RACK)")
-    from bench.inventory import load_rack
-    return load_rack(path)
+def real_rack(rack):
+    """A real lab rack for the `*_with_device` tests (`pytest --rack FILE`); skipped without."""
+    return rack
