@@ -121,11 +121,10 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     status, error = "failed", None
     with contextlib.ExitStack() as stack:
         sim = None
-        if rack_file is None:
-            sim = stack.enter_context(SimProcess(DEFAULT_RACK, store.path / "sim"))
+        rack = load_rack(rack_file or DEFAULT_RACK)
+        if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
+            sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack
-        else:
-            rack = load_rack(rack_file)
         reference = open_reference(rack.reference, allowance_ns)
         health = reference.health()
         if rack.simulated:
