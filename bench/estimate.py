@@ -314,15 +314,15 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     pa = [(y.point - x.point) for x, y in zip(oa, ob)]
     size = Bound(lo, hi, min(max(round(sum(pa) / 2), lo), hi))
     if hi < 0:
+        for k in range(8, 63):                # a counter modulo 2^k ticks (or 2^k ns) wrapped
+            for m in (q << k, 1 << k):
+                if lo <= -m <= hi:
+                    return "wrap", size
         reading_lo = before + ob[1].lo        # the later clock's reading at `before`
         reading_hi = before + ob[1].hi
         span = (before - after) * (1 + prior * PPM) + q
         if reading_lo <= span and reading_hi >= -q:
             return "reboot", size
-        for k in range(8, 64):
-            for m in (q << k, 1 << k):
-                if lo <= -m <= hi:
-                    return "wrap", size
         return "step", size
     if lo > 0:
         return "step", size

@@ -1,0 +1,176 @@
+"""The interval estimator on synthetic reads of clock models with known truth (virtual time)."""
+import numpy as np
+import pytest
+
+from bench.estimate import fit_clock, observed_resolution
+from bench.sim.clock import ClockModel, ClockParams
+
+NS = 1_000_000_000
+T0 = 1_800_000_000 * NS
+
+
+def reads(params: ClockParams, n: int, seed: int, period_s=1.0, bracket_ns=800_000,
+          jitter_ns=300_000, t0=T0):
+    """Bracketed reads of a model: (s, e, v, sample instants, model)."""
+    rng = np.random.default_rng(seed)
+    m = ClockModel(params, t0, seed)
+    s = t0 + (np.arange(n) * period_s * NS + rng.uniform(0, period_s * NS, n)).astype(np.int64)
+    e = s + bracket_ns + rng.exponential(jitter_ns, n).astype(np.int64)
+    at = s + (rng.uniform(0, 1, n) * (e - s)).astype(np.int64)
+    v = np.array([m.read_ns(int(t)) for t in at], dtype=np.int64)
+    return s, e, v, at, m
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bounds_contain_truth(seed):
+    rng = np.random.default_rng(1000 + seed)
+    q_s = [1e-9, 1e-6, 1e-3, 0.01, 0.1, 1.0][seed % 6]
+    p = ClockParams(offset_s=rng.uniform(-5, 5), drift_ppm=rng.uniform(-100, 100),
+                    resolution_s=q_s, counter=bool(seed % 4 == 3), uptime_s=rng.uniform(0, 1e6))
+    s, e, v, at, m = reads(p, 200, seed, bracket_ns=int(rng.choice([200_000, 20_000_000])))
+    fit = fit_clock(s, e, v, p.resolution_ns)
+    assert len(fit.segments) == 1 and not fit.breaks and not fit.outliers
+    sg = fit.segments[0]
+    assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+    assert sg.offset_ns.lo <= sg.offset_ns.point <= sg.offset_ns.hi
+    assert sg.drift_ppm.lo <= p.drift_ppm <= sg.drift_ppm.hi
+    for t in rng.integers(s[0], e[-1], 5):
+        b = sg.offset_at(int(t))
+        assert b.lo <= m.offset_ns(int(t)) <= b.hi
+    for i in rng.integers(0, len(v), 5):
+        lo, hi = sg.to_reference(int(v[i]), fit.resolution_ns)
+        assert lo <= at[i] <= hi
+
+
+def test_bounds_narrow_as_reads_accumulate():
+    p = ClockParams(offset_s=2.5, drift_ppm=35.0, resolution_s=1.0)
+    s, e, v, at, m = reads(p, 1200, 5)
+    t_fixed = int(s[0])
+    widths, dwidths = [], []
+    for n in (10, 30, 100, 300, 1200):
+        sg = fit_clock(s[:n], e[:n], v[:n], NS).segments[0]
+        widths.append(sg.offset_at(t_fixed).width)
+        dwidths.append(sg.drift_ppm.width)
+    assert all(a >= b for a, b in zip(widths, widths[1:]))
+    assert all(a >= b for a, b in zip(dwidths, dwidths[1:]))
+    assert widths[-1] < widths[0] / 20
+    assert widths[-1] < 10 * 1_100_000          # a 1 s clock pinned to a few brackets
+    assert dwidths[-1] < 10.0
+
+
+def test_step_is_split_and_bounded():
+    step_at_s, size_s = 300.5, 0.25
+    p = ClockParams(offset_s=1.0, drift_ppm=-20.0, resolution_s=0.001,
+                    steps=((step_at_s, size_s),))
+    s, e, v, at, m = reads(p, 600, 11)
+    fit = fit_clock(s, e, v, p.resolution_ns)
+    assert len(fit.segments) == 2 and len(fit.breaks) == 1 and not fit.outliers
+    br = fit.breaks[0]
+    t_step = T0 + round(step_at_s * NS)
+    assert br.kind == "step"
+    assert br.after_ns < t_step <= br.before_ns
+    assert br.before_ns - br.after_ns < 3 * NS
+    assert br.size_ns.lo <= size_s * NS <= br.size_ns.hi
+    assert br.size_ns.width < 5_000_000
+    a, b = fit.segments
+    assert a.end_ns <= t_step + 2_000_000 and b.start_ns >= t_step - 2_000_000
+    for sg in fit.segments:
+        assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+
+
+def test_one_bad_read_is_an_outlier_not_a_split():
+    p = ClockParams(offset_s=-3.0, drift_ppm=50.0, resolution_s=0.01)
+    s, e, v, at, m = reads(p, 300, 3)
+    v = v.copy()
+    v[150] += 7 * NS
+    fit = fit_clock(s, e, v, p.resolution_ns)
+    assert len(fit.segments) == 1 and not fit.breaks
+    assert [o["index"] for o in fit.outliers] == [150]
+    assert "empties" in fit.outliers[0]["evidence"]
+    sg = fit.segments[0]
+    assert sg.reads == 299
+    assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+
+
+def test_drift_prior_closes_the_region():
+    p = ClockParams(offset_s=0.5, drift_ppm=10.0, resolution_s=1.0)
+    s, e, v, at, m = reads(p, 2, 1)
+    for prior in (200.0, 30.0):
+        sg = fit_clock(s, e, v, NS, drift_prior_ppm=prior).segments[0]
+        assert sg.drift_ppm.lo == pytest.approx(-prior) and sg.drift_ppm.hi == pytest.approx(prior)
+        assert sg.offset_ns.width <= NS + 2 * 2_000_000 + 1 * NS * prior * 1e-6 * 2
+        assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+
+
+def test_resolution_check_catches_a_coarser_clock():
+    p = ClockParams(offset_s=0.25, drift_ppm=5.0, resolution_s=1.0)
+    s, e, v, at, m = reads(p, 100, 2)
+    fit = fit_clock(s, e, v, 1_000_000)          # the driver claims milliseconds
+    assert fit.resolution_ns == NS and "1000000000" in fit.resolution_note
+    sg = fit.segments[0]
+    assert sg.resolution_ns == NS
+    assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+    # a declared resolution coarser than the data stays
+    fit = fit_clock(s, e, v, 10 * NS)
+    assert fit.resolution_ns == 10 * NS and fit.resolution_note == ""
+    assert observed_resolution(v[:5]) is None
+
+
+def test_counter_reboot_is_reported_as_reboot():
+    p = ClockParams(counter=True, uptime_s=5000.0, drift_ppm=30.0, resolution_s=0.01,
+                    reboots=(200.0,), reboot_down_s=5.0)
+    s, e, v, at, m = reads(p, 400, 4)
+    up = np.array([not m.down(int(t)) for t in at])
+    fit = fit_clock(s[up], e[up], v[up], p.resolution_ns)
+    assert [b.kind for b in fit.breaks] == ["reboot"]
+    br = fit.breaks[0]
+    assert br.after_ns < T0 + 200 * NS <= br.before_ns
+    for sg in fit.segments:
+        assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+
+
+def test_counter_wrap_is_reported_as_wrap():
+    p = ClockParams(counter=True, uptime_s=600.0, resolution_s=0.01, wrap_ticks=2**16)
+    s, e, v, at, m = reads(p, 200, 6)
+    fit = fit_clock(s, e, v, p.resolution_ns)
+    assert [b.kind for b in fit.breaks] == ["wrap"]
+    assert fit.breaks[0].size_ns.contains(-(2**16) * p.resolution_ns)
+
+
+def test_wander_allowance_keeps_truth_inside():
+    hits = 0
+    for seed in range(10):
+        p = ClockParams(offset_s=1.0, drift_ppm=20.0, wander_ppm=0.5, resolution_s=1e-6)
+        s, e, v, at, m = reads(p, 400, seed, period_s=10.0, bracket_ns=200_000,
+                               jitter_ns=50_000)
+        # 0.5 ppm per sqrt(hour) over ~1 h: allow 2 ppm = 2000 ns/s of frequency excursion
+        fit = fit_clock(s, e, v, p.resolution_ns, wander_ns_per_s=2000.0)
+        assert not fit.breaks
+        sg = fit.segments[0]
+        assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+        assert sg.drift_ppm.lo <= m.drift_ppm(sg.epoch_ns) <= sg.drift_ppm.hi
+        hits += 1
+    assert hits == 10
+
+
+def test_unsorted_and_empty_input():
+    assert fit_clock([], [], [], 1).segments == []
+    p = ClockParams(offset_s=0.1, resolution_s=0.001)
+    s, e, v, at, m = reads(p, 50, 9)
+    perm = np.random.default_rng(0).permutation(50)
+    a = fit_clock(s, e, v, 1_000_000).segments[0]
+    b = fit_clock(s[perm], e[perm], v[perm], 1_000_000).segments[0]
+    assert a.offset_ns == b.offset_ns and a.drift_ppm == b.drift_ppm
+
+
+def test_as_dict_matches_design_form():
+    p = ClockParams(offset_s=0.1, resolution_s=0.001, steps=((20.0, 1.0),))
+    s, e, v, at, m = reads(p, 40, 9)
+    d = fit_clock(s, e, v, 1_000_000).as_dict()
+    seg = d["segments"][0]
+    assert set(seg) >= {"start_ns", "end_ns", "reads", "epoch_ns", "offset_ns", "drift_ppm",
+                        "jitter_ns", "bracket_ns"}
+    assert set(seg["offset_ns"]) == {"lo", "hi", "point"}
+    assert set(seg["jitter_ns"]) == {"std", "p99", "max"}
+    assert set(seg["bracket_ns"]) == {"min", "median", "p99"}
+    assert d["breaks"][0]["kind"] == "step" and d["resolution_ns"] == 1_000_000
