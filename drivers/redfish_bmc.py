@@ -3,10 +3,11 @@
 Client: the DMTF `redfish` library's asynchronous client (`redfish.aio.AsyncRedfishClient`) on an
 aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (requests):
 
-- Its brackets are wider. Measured against our emulator over HTTPS on loopback (300 reads after 30
-  warm-up, `benchmarks/redfish_bracket.py`): median bracket sync 736 µs, aio 412 µs around
-  the call, aio 253 µs with the stamps taken by aiohttp's trace hooks. The aio client is
-  thinner, and only aiohttp lets us stamp at the wire.
+- Its brackets are wider. Measured against our emulator (own process) over HTTPS on loopback,
+  300 reads each (`benchmarks/redfish_bracket.py`): median bracket sync 927 µs, aio 425 µs
+  with stamps around the call, aio 360 µs with the stamps taken by aiohttp's trace hooks (p99
+  1302 / 714 / 575 µs). requests adds ~0.5 ms of client work inside the bracket; aiohttp does
+  less, and only aiohttp lets us stamp at the wire.
 - The trace hooks put `s` just before the request's bytes are serialised and written (after the
   connection, and any TLS handshake, is up) and `e` when the answer's headers have been parsed.
   If the library re-sends (it logs in again after a 401 on a GET), the bracket is the one of the
