@@ -169,6 +169,23 @@ def test_every_bracket_holds_the_sample_and_values_parse(bmc):
     assert -3641.27 - 1.1 < off < -3641.27 + 0.1
 
 
+def test_session_refresh_is_said_and_bracket_is_the_last_exchange(bmc):
+    sim, dev, pw = bmc()
+    sessions = dev.address + "/redfish/v1/SessionService/Sessions"
+
+    async def go(d):
+        first = await d.read_clock("datetime")
+        code, body = curl("-u", f"root:{pw}", sessions)
+        (member,) = json.loads(body)["Members"]
+        assert curl("-u", f"root:{pw}", "-X", "DELETE", dev.address + member["@odata.id"])[0] == 204
+        return first, await d.read_clock("datetime")
+
+    first, second = run(with_driver(dev, go))
+    assert "re-sent" not in first.raw and "re-sent" in second.raw
+    got = [t for t, _ in samples(sim)]
+    assert [t for t in got if second.s_ns <= t <= second.e_ns] == [got[-1]]
+
+
 def test_datetime_parsing():
     assert parse_datetime_ns("1970-01-01T01:00:05+01:00") == 5 * NS
     assert parse_datetime_ns("1970-01-01T00:00:05Z") == 5 * NS
