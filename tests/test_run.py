@@ -1,0 +1,126 @@
+"""`rackclock run` end to end on the simulated rack, as a user runs it, and a rack with a wrong
+password and an unreachable device: clear errors for those, every sample kept for the others."""
+from __future__ import annotations
+
+import bisect
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from bench.bench import DEFAULT_RACK, run_experiment
+from bench.inventory import load_rack, rack_from_dict
+from bench.rundata import load_run
+from bench.sim.thread import SimRackThread
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sim_sample_times(path: Path) -> dict[tuple[str, str], list[int]]:
+    out = defaultdict(list)
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            out[row["device"], row["clock"]].append(int(row["t_ns"]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--duration", "14", "--out",
+                        str(out)], capture_output=True, text=True, timeout=180, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    folder = Path(p.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
+    return load_run(folder), p.stdout
+
+
+def test_run_folder_is_complete(default_run):
+    run, stdout = default_run
+    m = run.manifest
+    assert m["status"] == "completed" and m["simulated"] and m["experiment"] == "clock_offset"
+    assert m["versions"]["rackclock"] and "revision" in m["git"] and m["reference"]["source"]
+    expected = {d.name for d in load_rack(DEFAULT_RACK).devices}
+    assert set(run.summary["devices"]) == expected
+    assert run.truth is not None
+    for name in expected:
+        assert (run.path / "samples" / f"{name}.csv").stat().st_size > 0
+        assert m["devices"][name]["identity"], f"{name}: no identity recorded"
+    assert list((run.path / "plots").glob("offset_*.png"))
+    assert "device" in stdout and "run folder:" in stdout
+
+
+def test_every_bound_contains_the_truth(default_run):
+    run, _ = default_run
+    checked = 0
+    for name, d in run.summary["devices"].items():
+        for clock, c in d["clocks"].items():
+            for seg in c.get("segments", []):
+                t = seg.get("truth")
+                assert t is not None, f"{name}/{clock}: no truth check"
+                assert t["offset_in"], f"{name}/{clock}: truth offset {t['offset_ns']} outside {seg['offset_ns']}"
+                assert t.get("drift_in", True), f"{name}/{clock}: truth drift outside {seg['drift_ppm']}"
+                checked += 1
+    assert checked >= 3
+
+
+def test_every_bracket_contains_the_emulators_sample_instant(default_run):
+    run, _ = default_run
+    times = sim_sample_times(run.path / "sim" / "sim_samples.csv")
+    n = 0
+    for name in run.devices:
+        smp = run.samples(name)
+        for i in smp.select("read"):
+            key = (name, smp.clock[i])
+            ts = times.get(key, [])
+            s, e = int(smp.s_ns[i]), int(smp.e_ns[i])
+            k = bisect.bisect_left(ts, s)
+            assert k < len(ts) and ts[k] <= e, f"{key}: no sample instant inside [{s}, {e}]"
+            n += 1
+    assert n > 50
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkeypatch):
+    data = tomllib.loads(DEFAULT_RACK.read_text())
+    keep = ["bmc-1", "bmc-2"]
+    data["devices"] = {k: v for k, v in data["devices"].items() if k in keep}
+    monkeypatch.setenv("RACKCLOCK_SIM_BMC_PASSWORD", "right-password-123")
+    monkeypatch.setenv("WRONG_BMC_PASSWORD", "wrong-password-456")
+    with SimRackThread(rack_from_dict(data), tmp_path / "sim") as sim:
+        real = {"rack": {"name": "lab-like"}, "devices": {}}
+        for d in sim.rack.devices:
+            real["devices"][d.name] = {"plane": d.plane, "driver": d.driver, "address": d.address,
+                                       "username": d.username, "password_env": d.password_env,
+                                       "rate_hz": 2.0, "verify_tls": False}
+        real["devices"]["bmc-2"]["password_env"] = "WRONG_BMC_PASSWORD"
+        real["devices"]["bmc-dead"] = {**real["devices"]["bmc-1"],
+                                       "address": f"https://127.0.0.1:{free_port()}"}
+        rack_file = tmp_path / "lab.toml"
+        rack_file.write_bytes(tomli_w.dumps(real).encode())
+        folder = run_experiment("clock_offset", rack_file, tmp_path / "runs",
+                                {"duration_s": "6"}, quiet=True)
+    run = load_run(folder)
+    assert run.manifest["status"] == "completed" and not run.manifest["simulated"]
+    good = run.summary["devices"]["bmc-1"]
+    assert good["clocks"]["datetime"]["reads"] >= 5 and not good["errors"]
+    assert "auth" in run.summary["devices"]["bmc-2"]["errors"]
+    assert "unreachable" in run.summary["devices"]["bmc-dead"]["errors"]
+    text = "".join(p.read_text() for p in run.path.rglob("*") if p.is_file() and p.suffix in
+                   (".csv", ".json", ".toml", ".log"))
+    assert "wrong-password-456" not in text and "right-password-123" not in text
+    journal = (run.path / "events.csv").read_text()
+    assert "bmc-2" in journal and "bmc-dead" in journal
