@@ -1,0 +1,74 @@
+"""Tick-edge probing on a simulated 1 s clock (virtual time): it pins the clock to about one
+bracket in fewer than 30 reads, where reads at random phases stay tens of brackets wide."""
+import numpy as np
+
+from bench.estimate import fit_clock
+from bench.probe_schedule import next_probe_ns
+from bench.sim.clock import ClockModel, ClockParams
+
+NS = 1_000_000_000
+T0 = 1_800_000_000 * NS
+GAP = 200_000_000
+
+
+def probe(seed: int, edge: bool, n: int = 30):
+    """Widths (over the minimum bracket) after each read, and the probe instants."""
+    rng = np.random.default_rng(seed)
+    p = ClockParams(offset_s=rng.uniform(-5, 5), drift_ppm=rng.uniform(-100, 100),
+                    resolution_s=1.0)
+    m = ClockModel(p, T0, seed)
+    S, E, V, widths, now = [], [], [], [], T0
+    for _ in range(n):
+        if edge:
+            t = next_probe_ns(S, E, V, NS, now, 1_000_000, GAP)
+            assert t >= now + GAP
+        else:
+            t = now + int(rng.uniform(0.5, 1.5) * NS)
+        e = t + 800_000 + int(rng.exponential(300_000))
+        S.append(t)
+        E.append(e)
+        V.append(m.read_ns(t + int(rng.uniform() * (e - t))))
+        now = e
+        sg = fit_clock(S, E, V, NS).segments[-1]
+        assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
+        widths.append(sg.offset_ns.width / sg.bracket_ns["min"])
+    return np.array(widths)
+
+
+def test_edge_probing_pins_a_1s_clock_within_30_reads():
+    edge = np.array([probe(seed, True) for seed in range(8)])
+    rand = np.array([probe(seed, False) for seed in range(8)])
+    reached = (edge <= 1.5).any(axis=1)
+    assert reached.mean() >= 0.75
+    assert np.median(edge[:, -1]) <= 1.5
+    assert np.median(rand[:, -1]) > 10 * np.median(edge[:, -1])
+
+
+def test_fine_clock_and_no_reads_probe_at_the_earliest():
+    now = T0 + 123
+    assert next_probe_ns([], [], [], NS, now, 1_000_000, GAP) == now + GAP
+    s = [T0, T0 + NS]
+    e = [T0 + 1_000_000, T0 + NS + 1_000_000]
+    v = [T0 + 500, T0 + NS + 500]
+    assert next_probe_ns(s, e, v, 1_000, now, 1_000_000, GAP) == now + GAP
+
+
+def test_aim_is_at_a_predicted_edge():
+    """After the clock is pinned, the aimed bracket's middle sits within a few brackets of the
+    true tick edge."""
+    rng = np.random.default_rng(3)
+    p = ClockParams(offset_s=0.3712, drift_ppm=12.0, resolution_s=1.0)
+    m = ClockModel(p, T0, 3)
+    S, E, V, now = [], [], [], T0
+    for _ in range(25):
+        t = next_probe_ns(S, E, V, NS, now, 1_000_000, GAP)
+        e = t + 800_000 + int(rng.exponential(300_000))
+        S.append(t)
+        E.append(e)
+        V.append(m.read_ns(t + (e - t) // 2))
+        now = e
+    t = next_probe_ns(S, E, V, NS, now, 1_000_000, GAP)
+    mid = t + 500_000
+    d = m.true_ns(mid)
+    to_edge = min(d % NS, NS - d % NS)
+    assert to_edge < 5_000_000
