@@ -10,8 +10,9 @@ aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (req
   less, and only aiohttp lets us stamp at the wire.
 - The trace hooks put `s` just before the request's bytes are serialised and written (after the
   connection, and any TLS handshake, is up) and `e` when the answer's headers have been parsed.
-  If the library re-sends (it logs in again after a 401 on a GET), the bracket is the one of the
-  exchange whose answer we use, and `raw` says so; nothing is retried silently into a wider one.
+  If a library re-sends (redfish.aio logs in again after a 401 on a GET; aiohttp re-sends a GET
+  once on a stale keep-alive connection), the bracket is the one of the exchange whose answer
+  we use, and `raw` says so; nothing is retried silently into a wider bracket.
 - The sync client retries failed requests `max_retry=10` times with a 1 s sleep each; the aio
   client never retries on its own, and every request here has a timeout (`timeout_s`, 3 s).
 
@@ -246,7 +247,9 @@ class RedfishBMC(Driver):
         s = sends[-1] if sends else s0
         answers = [t for k, t in stamps if k == "e" and t >= s]
         e = answers[-1] if answers else e0
-        note = f"after {len(sends) - 1} re-sent request(s) (session refresh)" if len(sends) > 1 else ""
+        # aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
+        # after a 401 on a GET: the bracket above is the last exchange's, and raw says so.
+        note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
         if not 200 <= resp.status < 300:
             raise self._http_error(resp, what or f"{method} {uri}")
         return resp, s, e, note

@@ -282,8 +282,8 @@ def test_closed_port_is_unreachable_without_waiting_for_the_timeout(bmc):
 
 
 def test_slow_answer_is_a_timeout(bmc):
-    sim, dev, _ = bmc(sample_delay_s=1.0)
-    slow = dataclasses.replace(dev, options={**dev.options, "timeout_s": 0.3})
+    sim, dev, _ = bmc(sample_delay_s=5.0)
+    slow = dataclasses.replace(dev, options={**dev.options, "timeout_s": 1.0})
     with pytest.raises(DeviceError) as e:
         run(with_driver(slow, lambda d: d.read_clock("datetime")))
     assert e.value.kind == "timeout"

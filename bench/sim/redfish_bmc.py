@@ -386,7 +386,8 @@ async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]
             ssl_ctx = server_context(certs)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", bmc.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               shutdown_timeout=0.5, handler_cancellation=True)
         await runner.setup()
         await web.SockSite(runner, sock, ssl_context=ssl_ctx).start()
         ctx.add_cleanup(runner.cleanup)
