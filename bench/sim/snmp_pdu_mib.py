@@ -1,0 +1,248 @@
+"""The managed objects of an emulated switched PDU: its identity, clocks, outlets and event log.
+
+`PduObjects` is the agent's whole MIB as one small ordered table answering GET, GETNEXT and SET
+with values computed at the instant of the request from the device's clock models. It plugs into
+pysnmp's command responders as a MIB instrumentation controller (the protocol, communities, USM
+and VACM stay pysnmp's); writing the table by hand is simpler than pysnmp's SMI object classes
+for values that must be sampled, and recorded, at the instant of each request.
+
+Vendor layouts are written here independently of `drivers/pdu_backends` (an emulator must not
+share its client's tables, or both could be wrong the same way).
+"""
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pysnmp.proto import rfc1902
+from pysnmp.proto.api import v2c
+from pysnmp.smi import error as smi_error
+
+from bench.sim.clock import NS, ClockModel
+
+Oid = tuple[int, ...]
+
+TICK_NS = 10_000_000                 # TimeTicks: hundredths of a second
+TICKS_MOD = 2 ** 32
+
+
+def oid(text: str) -> Oid:
+    return tuple(int(x) for x in text.strip(".").split("."))
+
+
+SYS_DESCR = oid("1.3.6.1.2.1.1.1.0")
+SYS_OBJECT_ID = oid("1.3.6.1.2.1.1.2.0")
+SYS_UPTIME = oid("1.3.6.1.2.1.1.3.0")
+SYS_NAME = oid("1.3.6.1.2.1.1.5.0")
+HR_SYSTEM_DATE = oid("1.3.6.1.2.1.25.1.2.0")
+SNMP_ENGINE_TIME = oid("1.3.6.1.6.3.10.2.1.3.0")
+SNMP_TRAP_OID = oid("1.3.6.1.6.3.1.1.4.1.0")
+# The outlet event log: not a vendor MIB (real firmware keeps it behind its web UI or syslog);
+# rows are (index, sysUpTime stamp, outlet, new state 1 on / 2 off) under the experimental arc.
+OUTLET_LOG = oid("1.3.6.1.3.7070.1.1")
+
+
+@dataclass(frozen=True)
+class VendorLayout:
+    """Where one vendor's PDU keeps its identity and outlet objects, and what its values mean."""
+
+    vendor: str
+    sys_object_id: Oid
+    model: Oid
+    serial: Oid
+    firmware: Oid
+    outlet_name: Oid                 # + .<outlet>
+    outlet_command: Oid              # + .<outlet>, writable
+    outlet_state: Oid                # + .<outlet>, read-only
+    command_on: int
+    command_off: int
+    command_reboot: int
+    state_on: int
+    state_off: int
+    command_reads_state: bool        # APC: reading the command column gives 1 on / 2 off
+    trap_on: Oid
+    trap_off: Oid
+    trap_outlet: Oid                 # varbind carrying the outlet number
+    extra: dict = field(default_factory=dict)
+
+
+APC = VendorLayout(
+    vendor="apc", sys_object_id=oid("1.3.6.1.4.1.318.1.3.4.5"),
+    model=oid("1.3.6.1.4.1.318.1.1.12.1.5.0"), serial=oid("1.3.6.1.4.1.318.1.1.12.1.6.0"),
+    firmware=oid("1.3.6.1.4.1.318.1.1.12.1.3.0"),
+    outlet_name=oid("1.3.6.1.4.1.318.1.1.12.3.3.1.1.2"),
+    outlet_command=oid("1.3.6.1.4.1.318.1.1.12.3.3.1.1.4"),
+    outlet_state=oid("1.3.6.1.4.1.318.1.1.12.3.5.1.1.4"),
+    command_on=1, command_off=2, command_reboot=3, state_on=1, state_off=2,
+    command_reads_state=True,
+    trap_on=oid("1.3.6.1.4.1.318.0.268"), trap_off=oid("1.3.6.1.4.1.318.0.269"),
+    trap_outlet=oid("1.3.6.1.4.1.318.2.3.1.0"),
+)
+
+RARITAN = VendorLayout(
+    vendor="raritan", sys_object_id=oid("1.3.6.1.4.1.13742.6"),
+    model=oid("1.3.6.1.4.1.13742.6.3.2.1.1.3.1"), serial=oid("1.3.6.1.4.1.13742.6.3.2.1.1.4.1"),
+    firmware=oid("1.3.6.1.4.1.13742.6.3.2.3.1.6.1.1.1"),
+    outlet_name=oid("1.3.6.1.4.1.13742.6.3.5.3.1.3.1"),
+    outlet_command=oid("1.3.6.1.4.1.13742.6.4.1.2.1.2.1"),
+    outlet_state=oid("1.3.6.1.4.1.13742.6.4.1.2.1.3.1"),
+    command_on=1, command_off=0, command_reboot=2, state_on=7, state_off=8,
+    command_reads_state=False,
+    trap_on=oid("1.3.6.1.4.1.13742.6.0.63"), trap_off=oid("1.3.6.1.4.1.13742.6.0.63"),
+    trap_outlet=oid("1.3.6.1.4.1.13742.6.3.5.3.1.2.1"),
+)
+
+LAYOUTS = {"apc": APC, "raritan": RARITAN}
+
+
+def date_and_time(utc_ns: int, offset_min: int) -> bytes:
+    """SNMPv2-TC DateAndTime, 11 bytes: local time with deciseconds and its stated UTC offset."""
+    local_ns = utc_ns + offset_min * 60 * NS
+    secs, rem = divmod(local_ns, NS)
+    t = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=secs)
+    h, m = divmod(abs(offset_min), 60)
+    return struct.pack(">HBBBBBBcBB", t.year, t.month, t.day, t.hour, t.minute, t.second,
+                       rem // 100_000_000, b"+" if offset_min >= 0 else b"-", h, m)
+
+
+@dataclass
+class LogRow:
+    index: int
+    ticks: int
+    outlet: int
+    state: int                       # 1 on, 2 off (the log's own coding, vendor-neutral)
+
+
+class PduObjects:
+    """The agent's MIB. `command` is called for an accepted outlet command (outlet, "on" | "off"
+    | "reboot"); `sample` records a clock sample (clock, t_ns, value_ns)."""
+
+    def __init__(self, layout: VendorLayout, models: dict[str, ClockModel], now_ns: Callable[[], int],
+                 identity: dict, outlets: list[str], local_offset_min: int,
+                 sample: Callable[[str, int, int], None], command: Callable[[int, str], None],
+                 engine_time: Callable[[], int], writers: Callable[[str], bool]):
+        self.layout = layout
+        self.models = models
+        self.now_ns = now_ns
+        self.identity = identity
+        self.names = outlets
+        self.state = {i + 1: layout.state_on for i in range(len(outlets))}
+        self.local_offset_min = local_offset_min
+        self.sample = sample
+        self.command = command
+        self.engine_time = engine_time
+        self.writers = writers
+        self.log: list[LogRow] = []
+        self._static: dict[Oid, Callable[[int], object]] = self._build()
+        self._keys: list[Oid] = []
+        self._keys_at = -1
+
+    # -- values ------------------------------------------------------------------------------
+    def uptime_ticks(self, t_ns: int) -> int:
+        return (self.models["sysuptime"].read_ns(t_ns) // TICK_NS) % TICKS_MOD
+
+    def _uptime(self, t_ns: int):
+        ticks = self.uptime_ticks(t_ns)
+        self.sample("sysuptime", t_ns, ticks * TICK_NS)
+        return rfc1902.TimeTicks(ticks)
+
+    def _date(self, t_ns: int):
+        v = self.models["hrsystemdate"].read_ns(t_ns)
+        self.sample("hrsystemdate", t_ns, v // 100_000_000 * 100_000_000)
+        return rfc1902.OctetString(date_and_time(v, self.local_offset_min))
+
+    def _build(self) -> dict[Oid, Callable[[int], object]]:
+        L, idn = self.layout, self.identity
+        s = lambda text: (lambda t: rfc1902.OctetString(str(text)))  # noqa: E731
+        objs: dict[Oid, Callable[[int], object]] = {
+            SYS_DESCR: s(idn["descr"]),
+            SYS_OBJECT_ID: lambda t: rfc1902.ObjectName(L.sys_object_id),
+            SYS_UPTIME: self._uptime,
+            SYS_NAME: s(idn["name"]),
+            SNMP_ENGINE_TIME: lambda t: rfc1902.Integer32(self.engine_time()),
+            L.model: s(idn["model"]),
+            L.serial: s(idn["serial"]),
+            L.firmware: s(idn["firmware"]),
+        }
+        if "hrsystemdate" in self.models:
+            objs[HR_SYSTEM_DATE] = self._date
+        for n, name in enumerate(self.names, 1):
+            objs[L.outlet_name + (n,)] = s(name)
+            objs[L.outlet_state + (n,)] = lambda t, n=n: rfc1902.Integer32(self.state[n])
+            objs[L.outlet_command + (n,)] = lambda t, n=n: rfc1902.Integer32(
+                self.state[n] if L.command_reads_state else
+                (L.command_on if self.state[n] == L.state_on else L.command_off))
+        return objs
+
+    def _log_objects(self) -> dict[Oid, Callable[[int], object]]:
+        out = {}
+        for r in self.log:
+            out[OUTLET_LOG + (1, r.index)] = lambda t, r=r: rfc1902.Integer32(r.index)
+            out[OUTLET_LOG + (2, r.index)] = lambda t, r=r: rfc1902.TimeTicks(r.ticks)
+            out[OUTLET_LOG + (3, r.index)] = lambda t, r=r: rfc1902.Integer32(r.outlet)
+            out[OUTLET_LOG + (4, r.index)] = lambda t, r=r: rfc1902.Integer32(r.state)
+        return out
+
+    def _objects(self) -> tuple[dict[Oid, Callable[[int], object]], list[Oid]]:
+        objs = {**self._static, **self._log_objects()}
+        if self._keys_at != len(self.log):
+            self._keys = sorted(objs)
+            self._keys_at = len(self.log)
+        return objs, self._keys
+
+    def add_log(self, ticks: int, outlet: int, on: bool) -> LogRow:
+        row = LogRow(len(self.log) + 1, ticks, outlet, 1 if on else 2)
+        self.log.append(row)
+        return row
+
+    # -- pysnmp MIB instrumentation controller interface --------------------------------------
+    def read_variables(self, *varBinds, **context):
+        objs, _ = self._objects()
+        t = self.now_ns()
+        out = []
+        for name, _val in varBinds:
+            key = tuple(name)
+            get = objs.get(key)
+            out.append((name, get(t) if get else v2c.NoSuchObject()))
+        return out
+
+    def read_next_variables(self, *varBinds, **context):
+        objs, keys = self._objects()
+        t = self.now_ns()
+        out = []
+        for name, _val in varBinds:
+            i = bisect.bisect_right(keys, tuple(name))
+            if i < len(keys):
+                out.append((v2c.ObjectIdentifier(keys[i]), objs[keys[i]](t)))
+            else:
+                out.append((name, v2c.EndOfMibView()))
+        return out
+
+    def write_variables(self, *varBinds, **context):
+        L = self.layout
+        engine = context.get("snmpEngine")
+        security_name = ""
+        if engine is not None:
+            ectx = engine.observer.get_execution_context("rfc3412.receiveMessage:request")
+            security_name = str(ectx.get("securityName", "")) if ectx else ""
+        accepted = []
+        for idx, (name, val) in enumerate(varBinds):
+            key = tuple(name)
+            if not self.writers(security_name):
+                raise smi_error.NoAccessError(name=name, idx=idx)
+            if key[:-1] != L.outlet_command or key[-1] not in self.state:
+                if key in self._static or key[:-1] == L.outlet_command:
+                    raise smi_error.NotWritableError(name=name, idx=idx)
+                raise smi_error.NoCreationError(name=name, idx=idx)
+            if not isinstance(val, (rfc1902.Integer, rfc1902.Integer32)):
+                raise smi_error.WrongTypeError(name=name, idx=idx)
+            what = {L.command_on: "on", L.command_off: "off", L.command_reboot: "reboot"}.get(int(val))
+            if what is None:
+                raise smi_error.WrongValueError(name=name, idx=idx)
+            accepted.append((key[-1], what))
+        for outlet, what in accepted:
+            self.command(outlet, what)
+        return [(name, val) for name, val in varBinds]
