@@ -79,6 +79,18 @@ def _id_key(entry_id: str) -> tuple[int, ...] | None:
     return None
 
 
+def _link(obj: Any, key: str | None = None) -> str | None:
+    """The `@odata.id` of `obj[key]` (or of `obj`), None when the answer has no such link."""
+    if key is not None:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    uri = obj.get("@odata.id") if isinstance(obj, dict) else None
+    return uri if isinstance(uri, str) and uri else None
+
+
+def _members(coll: dict) -> list[str]:
+    return [u for u in (_link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
+
+
 def _redfish_message(body: Any) -> str:
     """The first message of a Redfish error body, if it is one."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -266,12 +278,12 @@ class RedfishBMC(Driver):
 
     async def _first_member(self, collection: str) -> str:
         root, *_ = await self._get_json("/redfish/v1/", "GET service root")
-        uri = (root.get(collection) or {}).get("@odata.id") or f"/redfish/v1/{collection}"
+        uri = _link(root, collection) or f"/redfish/v1/{collection}"
         coll, *_ = await self._get_json(uri, f"GET {uri}")
-        members = coll.get("Members") or []
-        if not members or not isinstance(members[0], dict) or "@odata.id" not in members[0]:
+        members = _members(coll)
+        if not members:
             raise self._fail("malformed", f"GET {uri}: no members")
-        return members[0]["@odata.id"]
+        return members[0]
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:
@@ -307,10 +319,12 @@ class RedfishBMC(Driver):
             return await super()._stimulate(name, target)
         if self._submit_uri is None:
             root, *_ = await self._get_json("/redfish/v1/", "GET service root")
-            es_uri = (root.get("EventService") or {}).get("@odata.id", "/redfish/v1/EventService")
+            es_uri = _link(root, "EventService") or "/redfish/v1/EventService"
             es, *_ = await self._get_json(es_uri, "GET EventService")
-            action = (es.get("Actions") or {}).get("#EventService.SubmitTestEvent") or {}
-            self._submit_uri = action.get("target") or \
+            actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
+            action = actions.get("#EventService.SubmitTestEvent")
+            target = action.get("target") if isinstance(action, dict) else None
+            self._submit_uri = target if isinstance(target, str) and target else \
                 f"{es_uri.rstrip('/')}/Actions/EventService.SubmitTestEvent"
         self._events_sent += 1
         body = {"MessageId": self.test_message_id, "Severity": "OK",
@@ -324,21 +338,19 @@ class RedfishBMC(Driver):
         """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""
         root, *_ = await self._get_json("/redfish/v1/", "GET service root")
         for coll in ("Systems", "Managers"):
-            uri = (root.get(coll) or {}).get("@odata.id")
+            uri = _link(root, coll)
             if not uri:
                 continue
-            members = (await self._get_json(uri, f"GET {uri}"))[0].get("Members") or []
-            for member in members:
-                res, *_ = await self._get_json(member["@odata.id"], f"GET {member['@odata.id']}")
-                ls_uri = (res.get("LogServices") or {}).get("@odata.id")
+            for member in _members((await self._get_json(uri, f"GET {uri}"))[0]):
+                res, *_ = await self._get_json(member, f"GET {member}")
+                ls_uri = _link(res, "LogServices")
                 if not ls_uri:
                     continue
-                services = (await self._get_json(ls_uri, f"GET {ls_uri}"))[0].get("Members") or []
-                for svc in services:
-                    if svc.get("@odata.id", "").rstrip("/").endswith("/EventLog"):
-                        ls, *_ = await self._get_json(svc["@odata.id"], "GET EventLog")
-                        if (ls.get("Entries") or {}).get("@odata.id"):
-                            return ls["Entries"]["@odata.id"]
+                for svc in _members((await self._get_json(ls_uri, f"GET {ls_uri}"))[0]):
+                    if svc.rstrip("/").endswith("/EventLog"):
+                        ls, *_ = await self._get_json(svc, f"GET {svc}")
+                        if _link(ls, "Entries"):
+                            return _link(ls, "Entries")
         raise self.error("protocol", "no EventLog LogService found; set log_entries to the URI "
                                      "of the LogEntry collection")
 
@@ -347,8 +359,9 @@ class RedfishBMC(Driver):
         if self.entries_uri is None:
             self.entries_uri = await self._find_entries_uri()
         members: list = []
-        uri, s = self.entries_uri, None
-        while uri:
+        uri, s, pages = self.entries_uri, None, set()
+        while isinstance(uri, str) and uri and uri not in pages and len(pages) < 100:
+            pages.add(uri)
             page, ps, e, _ = await self._get_json(uri, "GET log entries")
             s = ps if s is None else s
             members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
@@ -356,14 +369,14 @@ class RedfishBMC(Driver):
         new = self._newer(members, cursor)
         out = []
         for m in new:
-            if "Created" not in m and "@odata.id" in m:          # a collection of links only
-                m, _, e, _ = await self._get_json(m["@odata.id"], "GET log entry")
+            if "Created" not in m and _link(m):                 # a collection of links only
+                m, _, e, _ = await self._get_json(_link(m), "GET log entry")
             out.append(self._entry(m, s, e))
         return out, (out[-1].cursor if out else cursor)
 
     @staticmethod
     def _newer(members: list[dict], cursor: str | None) -> list[dict]:
-        ids = [str(m.get("Id") or m.get("@odata.id", "").rsplit("/", 1)[-1]) for m in members]
+        ids = [str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1]) for m in members]
         keys = [_id_key(i) for i in ids]
         if all(k is not None for k in keys) and (cursor is None or _id_key(cursor) is not None):
             order = sorted(range(len(members)), key=lambda i: keys[i])
@@ -373,7 +386,7 @@ class RedfishBMC(Driver):
         return members
 
     def _entry(self, m: dict, s: int, e: int) -> LogEntry:
-        entry_id = str(m.get("Id") or m.get("@odata.id", "").rsplit("/", 1)[-1])
+        entry_id = str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
         created = m.get("Created")
         try:
             value = parse_datetime_ns(created) if isinstance(created, str) else None

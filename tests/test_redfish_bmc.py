@@ -197,6 +197,22 @@ def test_datetime_parsing():
         parse_datetime_ns("yesterday", "+00:00")
 
 
+def test_entries_newer_than_the_cursor():
+    newer = RedfishBMC._newer
+    ids = lambda ms: [m["Id"] for m in ms]          # noqa: E731
+    numeric = [{"Id": i} for i in ("9", "10", "11")]
+    assert ids(newer(numeric, None)) == ["9", "10", "11"]
+    assert ids(newer(numeric, "9")) == ["10", "11"]            # 10 > 9, not "10" < "9"
+    assert ids(newer(list(reversed(numeric)), "10")) == ["11"]  # newest-first services too
+    bmcweb = [{"Id": "1700000000"}, {"Id": "1700000000_1"}, {"Id": "1700000005"}]
+    assert ids(newer(bmcweb, "1700000000")) == ["1700000000_1", "1700000005"]
+    opaque = [{"Id": "a"}, {"Id": "b"}, {"Id": "c"}]
+    assert ids(newer(opaque, "b")) == ["c"]
+    assert ids(newer(opaque, "gone")) == ["a", "b", "c"]       # cleared log: all are new
+    links = [{"@odata.id": "/x/Entries/3"}, {"@odata.id": "/x/Entries/4"}]
+    assert newer(links, "3") == links[1:]
+
+
 def test_datetime_patch_conflicts_while_ntp_on_and_steps_when_off(bmc):
     sim, dev, pw = bmc(ntp=True)
     c = redfish.redfish_client(dev.address, username="root", password=pw,
