@@ -30,6 +30,7 @@ import datetime as dt
 import json
 import re
 import ssl
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -219,7 +220,6 @@ class RedfishBMC(Driver):
             raise
 
     def _trace_ctx(self, trace_request_ctx=None):
-        from types import SimpleNamespace
         return SimpleNamespace(now_ns=self.now_ns, trace_request_ctx=trace_request_ctx)
 
     async def close(self) -> None:
