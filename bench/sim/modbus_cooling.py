@@ -1,0 +1,106 @@
+"""Emulated cooling controllers (CDUs) over Modbus: TCP, RTU on a pty, and RTU over TCP.
+
+`serve(devices, ctx)` starts one pymodbus server per device, laid out by the register map the
+inventory names (`map = "family_a"`, read as the device's manual by bench/sim/modbus_manual.py)
+and answered by bench/sim/modbus_cdu.py. Addresses:
+
+  tcp://127.0.0.1:0      Modbus TCP; port 0 becomes the real port
+  serial://auto          Modbus RTU on a new pty; becomes serial:///dev/pts/N (the slave side)
+  socket://127.0.0.1:0   Modbus RTU framing over TCP (a serial device server)
+
+Reboots of the clock model (`reboots`, `reboot_down_s`): over TCP the listener and every
+connection are closed at the reboot and the port refuses connections until the device is up
+again; over RTU the controller hears nothing while down.
+
+pymodbus (3.16.1) server API notes: the simulator datastore (`SimDevice`, `SimData`, `action`)
+is passed as the server's context; `serve_forever(background=True)` returns once listening, and
+`server.transport` is then the asyncio server, whose socket gives the real port of port 0. The
+serial server opens its port by name through pyserial, so for a pty its `call_create` is
+replaced by one that hands it a transport over the pty master (bench/sim/modbus_pty.py).
+"""
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+from pymodbus import FramerType
+from pymodbus.server import ModbusSerialServer, ModbusTcpServer
+
+from bench.inventory import DeviceConfig
+from bench.sim.clock import NS
+from bench.sim.modbus_cdu import Cdu, identity_request_class
+from bench.sim.modbus_manual import read_manual
+from bench.sim.modbus_pty import PtyLine, PtyTransport
+
+
+async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for device in devices:
+        out[device.name] = await serve_one(device, ctx)
+    return out
+
+
+async def serve_one(device: DeviceConfig, ctx) -> dict:
+    name = device.options.get("map")
+    if not name:
+        raise ValueError(f"{device.name}: the inventory names no register map (`map = ...`)")
+    cdu = Cdu(device, read_manual(str(name)), ctx)
+    ctx.add_cleanup(cdu.close)
+    pdu = identity_request_class(cdu.identity_objects())
+    u = urlsplit(device.address)
+    if u.scheme in ("tcp", "socket"):
+        framer = FramerType.SOCKET if u.scheme == "tcp" else FramerType.RTU
+        host = u.hostname or ctx.host
+        server = ModbusTcpServer(cdu.simdevice(), framer=framer, address=(host, u.port or 0),
+                                 custom_pdu=[pdu])
+        await server.serve_forever(background=True)
+        port = server.transport.sockets[0].getsockname()[1]
+        server.init_setup_connect_listen(host, port)        # a re-listen after a reboot: same port
+        ctx.add_cleanup(server.shutdown)
+        _schedule_reboots(cdu, server, ctx)
+        return {"address": f"{u.scheme}://{host}:{port}"}
+    if u.scheme == "serial":
+        line = PtyLine()
+        ctx.add_cleanup(line.close)
+        baud = int(device.options.get("baudrate", 19200))
+        byte_time = 10.0 / baud if (device.sim or {}).get("line_delay") else 0.0
+        server = ModbusSerialServer(cdu.simdevice(), framer=FramerType.RTU, port=line.path,
+                                    baudrate=baud, custom_pdu=[pdu])
+        loop = asyncio.get_running_loop()
+
+        async def open_pty():
+            protocol = server.handle_new_connection()
+            transport = PtyTransport(loop, protocol, line.master, byte_time,
+                                     deaf=lambda: cdu.model.down(ctx.now_ns()))
+            transport.start()
+            return transport, protocol
+
+        server.call_create = open_pty
+        await server.serve_forever(background=True)
+        ctx.add_cleanup(server.shutdown)
+        return {"address": f"serial://{line.path}"}
+    raise ValueError(f"{device.name}: address {device.address!r}: expected tcp://, socket:// or "
+                     f"serial://auto")
+
+
+def _schedule_reboots(cdu: Cdu, server: ModbusTcpServer, ctx) -> None:
+    loop = asyncio.get_running_loop()
+    down_ns = round(cdu.model.p.reboot_down_s * NS)
+    handles: list[asyncio.TimerHandle] = []
+    for at_s in cdu.model.p.reboots:
+        r = ctx.t0_ns + round(at_s * NS)
+        now = ctx.now_ns()
+        if r + down_ns <= now:
+            continue
+
+        def go_down(r=r) -> None:
+            ctx.record_event(cdu.name, "reboot", ctx.now_ns(), planned_ns=r)
+            server.close()                     # the listener and every connection
+
+        def come_up() -> None:
+            ctx.record_event(cdu.name, "up", ctx.now_ns())
+            loop.create_task(server.listen())
+
+        handles.append(loop.call_later(max(0.0, (r - now) / NS), go_down))
+        handles.append(loop.call_later(max(0.0, (r + down_ns - now) / NS), come_up))
+    ctx.add_cleanup(lambda: [h.cancel() for h in handles])

@@ -1,0 +1,407 @@
+"""Cooling controller (CDU) driver over Modbus: RTC, identity, test alarm and alarm log.
+
+Where things sit and how they are encoded comes from the register map the inventory names
+(`map = "family_a"`; drivers/modbus_map.py, drivers/maps/cooling/*.toml); this module reads the
+device as the map describes it. Client: pymodbus' asyncio clients (3.16), with `retries=0` (no
+silent re-sends), a short timeout (`timeout_s`, default 1 s) and no automatic reconnect; a
+dropped connection fails the request in flight at once ("reset") instead of waiting for the
+timeout, and the next request reconnects.
+
+Bracket: `s` is stamped by pymodbus' `trace_packet` hook just before the request frame is written
+to the transport, `e` when the last bytes of the answer arrive (before decoding); the RTC is read
+in ONE request, so the device sampled it inside [s, e]. Local-time RTCs and log stamps are turned
+into UTC with the zone the inventory declares (`timezone = "Europe/Berlin"`, zoneinfo); if the
+controller really shows another zone, the reading is off by the zones' difference and that shows
+in the measured offset (nothing here corrects it). In the repeated hour at the end of summer time
+a local reading is ambiguous; the earlier instant is taken (fold=0). Date/time fields, BCD and
+word order are decoded here (stdlib `datetime`, pymodbus' `convert_from_registers`).
+
+Addresses: `tcp://host:502` (Modbus TCP), `serial:///dev/ttyUSB0?baud=19200` (Modbus RTU;
+also `parity`, `stopbits`, `bytesize` in the query), `socket://host:port` (RTU framing over TCP,
+a serial device server). Inventory keys: `map`, `timezone`, `device_id`, `baudrate`, `parity`,
+`stopbits`, `bytesize`, `word_order`, `timeout_s`.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from urllib.parse import parse_qs, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pymodbus import FramerType
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
+from pymodbus.constants import DeviceInformation
+from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
+
+from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
+from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
+
+NS = 1_000_000_000
+UTC = dt.timezone.utc
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+MAX_READ = 120                   # registers per read request (the protocol allows 125)
+
+EXCEPTIONS = {1: "illegal function", 2: "illegal data address", 3: "illegal data value",
+              4: "server device failure", 5: "acknowledge", 6: "server device busy",
+              8: "memory parity error", 10: "gateway path unavailable",
+              11: "gateway target device failed to respond"}
+
+
+def to_ns(t: dt.datetime) -> int:
+    d = t - EPOCH
+    return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
+
+
+def from_bcd(word: int, what: str) -> int:
+    """Packed BCD -> int; ValueError naming `what` if a nibble is not a digit."""
+    out = 0
+    for shift in (12, 8, 4, 0):
+        nib = (word >> shift) & 0xF
+        if nib > 9:
+            raise ValueError(f"{what} 0x{word:04x} is not BCD")
+        out = out * 10 + nib
+    return out
+
+
+class ModbusCooling(Driver):
+    def __init__(self, config, now_ns, armed: bool = False):
+        super().__init__(config, now_ns, armed)
+        o = config.options
+        if "map" not in o:
+            raise self.error("error", "the inventory names no register map (key `map`)")
+        try:
+            self.map: CoolingMap = load_map(str(o["map"]))
+        except MapError as exc:
+            raise self.error("error", str(exc)) from None
+        self.zone: dt.tzinfo = UTC
+        if self.map.local_time:
+            if "timezone" not in o:
+                raise self.error("error", f"map {self.map.name} keeps local time; the inventory "
+                                          f"must declare its zone (key `timezone`)")
+        if "timezone" in o:
+            try:
+                self.zone = ZoneInfo(str(o["timezone"]))
+            except (ZoneInfoNotFoundError, ValueError):
+                raise self.error("error", f"unknown time zone {o['timezone']!r}") from None
+        self.device_id = int(o.get("device_id", self.map.device_id))
+        self.word_order = str(o.get("word_order", self.map.word_order))
+        self.timeout_s = float(o.get("timeout_s", 1.0))
+        self.resolution_ns = round(self.map.rtc.resolution_s * NS)
+        self.client = None
+        self._lock: asyncio.Lock | None = None
+        self._lost: asyncio.Future | None = None
+        self._stamps: dict[str, int] = {}
+        self._guard = False          # a request timed out on a serial line: let late bytes pass
+
+    # -- connection ------------------------------------------------------------------------------
+    def _make_client(self):
+        u = urlsplit(self.config.address)
+        o = self.config.options
+        common = dict(timeout=self.timeout_s, retries=0, reconnect_delay=0,
+                      trace_packet=self._trace_packet, trace_pdu=self._trace_pdu,
+                      trace_connect=self._trace_connect)
+        if u.scheme == "tcp":
+            return AsyncModbusTcpClient(u.hostname, port=u.port or 502, framer=FramerType.SOCKET,
+                                        **common)
+        if u.scheme == "socket":
+            return AsyncModbusTcpClient(u.hostname, port=u.port or 4001, framer=FramerType.RTU,
+                                        **common)
+        if u.scheme == "serial":
+            q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+            return AsyncModbusSerialClient(
+                u.path, framer=FramerType.RTU,
+                baudrate=int(q.get("baud", o.get("baudrate", 19200))),
+                parity=str(q.get("parity", o.get("parity", "N"))),
+                stopbits=int(q.get("stopbits", o.get("stopbits", 1))),
+                bytesize=int(q.get("bytesize", o.get("bytesize", 8))), **common)
+        raise self.error("error", f"address {self.config.address!r}: expected tcp://, socket:// "
+                                  f"or serial://")
+
+    @property
+    def _serial_line(self) -> bool:
+        return urlsplit(self.config.address).scheme in ("serial", "socket")
+
+    async def open(self) -> None:
+        self._lock = asyncio.Lock()
+        self.client = self._make_client()
+        await self._connect()
+
+    async def _connect(self) -> None:
+        try:
+            ok = await self.client.connect()
+        except (OSError, ModbusException) as exc:
+            raise self.error("unreachable", f"cannot connect to {self.config.address}: {exc}")
+        if not ok:
+            raise self.error("unreachable", f"cannot connect to {self.config.address}")
+
+    async def close(self) -> None:
+        try:
+            if self.client is not None:
+                self.client.close()
+        except Exception:
+            pass
+
+    def _trace_packet(self, sending: bool, data: bytes) -> bytes:
+        self._stamps["s" if sending else "rx"] = self.now_ns()
+        return data
+
+    def _trace_pdu(self, sending: bool, pdu):
+        if not sending and "rx" in self._stamps:
+            self._stamps["e"] = self._stamps["rx"]     # the bytes that completed this answer
+        return pdu
+
+    def _trace_connect(self, connected: bool) -> None:
+        if not connected and self._lost is not None and not self._lost.done():
+            self._lost.set_result(None)
+
+    # -- one exchange ----------------------------------------------------------------------------
+    async def _exchange(self, what: str, call) -> tuple[object, int, int]:
+        """Send one request; its answer and its bracket (s, e). Raises DeviceError."""
+        if self.client is None:
+            raise self.error("error", "driver not opened")
+        if not self.client.connected:
+            await self._connect()
+        if self._guard:
+            await asyncio.sleep(min(0.2, self.timeout_s))   # a late answer must not pass for ours
+            self._guard = False
+        loop = asyncio.get_running_loop()
+        self._lost = loop.create_future()
+        self._stamps = {}
+        s0 = self.now_ns()
+        task = asyncio.ensure_future(call())
+        try:
+            done, _ = await asyncio.wait({task, self._lost}, timeout=2 * self.timeout_s + 1,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        e0 = self.now_ns()
+        if task not in done:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if self._lost.done():
+                raise self.error("reset", f"connection dropped by the device during {what}")
+            raise self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+        try:
+            rr = task.result()
+        except ModbusIOException as exc:
+            if "No response" in str(exc):
+                self._guard = self._serial_line
+                raise self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+            raise self.error("malformed", f"{what}: {exc}")
+        except ConnectionException:
+            raise self.error("reset", f"connection lost before {what}")
+        except ModbusException as exc:
+            raise self.error("protocol", f"{what}: {exc}")
+        if rr.isError():
+            code = getattr(rr, "exception_code", 0)
+            raise self.error("protocol", f"answered exception {code} "
+                                         f"({EXCEPTIONS.get(code, 'unknown')}) to {what}")
+        return rr, self._stamps.get("s", s0), self._stamps.get("e", e0)
+
+    async def _read(self, span: Span, what: str) -> tuple[list[int], int, int]:
+        c, dev = self.client, self.device_id
+        fn = {"holding": c.read_holding_registers, "input": c.read_input_registers,
+              "coil": c.read_coils, "discrete": c.read_discrete_inputs}[span.table]
+        label = f"read {what} ({span.table} {span.address}+{span.count})"
+        rr, s, e = await self._exchange(label, lambda: fn(span.address, count=span.count,
+                                                          device_id=dev))
+        values = list(rr.bits if span.table in ("coil", "discrete") else rr.registers)
+        if len(values) < span.count:
+            raise self.error("malformed", f"{label}: {len(values)} values in the answer")
+        return values[: span.count], s, e
+
+    async def _write(self, table: str, address: int, value: int, what: str) -> tuple[int, int]:
+        c, dev = self.client, self.device_id
+        label = f"write {what} ({table} {address} = {value})"
+        if table == "coil":
+            call = lambda: c.write_coil(address, bool(value), device_id=dev)   # noqa: E731
+        elif table == "holding":
+            call = lambda: c.write_register(address, value, device_id=dev)     # noqa: E731
+        else:
+            raise self.error("error", f"{label}: the map puts it in a read-only table")
+        _, s, e = await self._exchange(label, call)
+        return s, e
+
+    # -- identity --------------------------------------------------------------------------------
+    async def _device_information(self, read_code: int, object_id: int = 0) -> dict[int, bytes]:
+        info: dict[int, bytes] = {}
+        for _ in range(8):                                # segmented answers: `more follows`
+            rr, _s, _e = await self._exchange(
+                f"read device identification (code {read_code}, object {object_id})",
+                lambda: self.client.read_device_information(read_code=read_code,
+                                                            object_id=object_id,
+                                                            device_id=self.device_id))
+            info.update(rr.information)
+            if not getattr(rr, "more_follows", 0) or rr.next_object_id in info:
+                break
+            object_id = rr.next_object_id
+        return info
+
+    async def identity(self) -> Identity:
+        async with self._lock:
+            info = await self._device_information(DeviceInformation.REGULAR)
+            text = {k: (v.decode("ascii", "replace") if isinstance(v, bytes) else str(v))
+                    .strip("\0 ") for k, v in info.items()}
+            serial = ""
+            if self.map.serial.mei_object is not None:
+                obj = self.map.serial.mei_object
+                extra = await self._device_information(DeviceInformation.SPECIFIC, obj)
+                serial = extra.get(obj, b"").decode("ascii", "replace").strip("\0 ")
+            elif self.map.serial.span is not None:
+                regs, _s, _e = await self._read(self.map.serial.span, "serial number")
+                raw = b"".join(r.to_bytes(2, "big") for r in regs)
+                serial = raw.split(b"\0")[0].decode("ascii", "replace").strip()
+        product = text.get(1, "")
+        return Identity(vendor=text.get(0, ""), model=text.get(5) or product, serial=serial,
+                        firmware=text.get(2, ""),
+                        extra={"product_code": product, "map": self.map.name,
+                               "map_product_code": self.map.product_code,
+                               "map_matches": product == self.map.product_code,
+                               "timezone": str(self.zone)})
+
+    # -- the RTC ---------------------------------------------------------------------------------
+    def clocks(self) -> list[ClockSpec]:
+        return [ClockSpec("rtc", self.resolution_ns)]
+
+    def _instant_ns(self, fields: dict[str, int], time_base: str) -> int:
+        t = dt.datetime(fields["year"], fields["month"], fields["day"], fields["hour"],
+                        fields["minute"], fields["second"],
+                        tzinfo=self.zone if time_base == "local" else UTC)
+        return to_ns(t)
+
+    def decode_rtc(self, regs: list[int]) -> int:
+        rtc = self.map.rtc
+        if rtc.encoding == "fields":
+            return self._instant_ns(dict(zip(rtc.fields, regs)), rtc.time_base)
+        secs = int(self.client.convert_from_registers(regs, self.client.DATATYPE.UINT32,
+                                                      word_order=self.word_order))
+        if rtc.time_base == "local":           # seconds since 1970 on the local wall clock
+            wall = dt.datetime.fromtimestamp(secs, UTC).replace(tzinfo=None)
+            return to_ns(wall.replace(tzinfo=self.zone))
+        return secs * NS
+
+    async def read_clock(self, clock: str) -> Read:
+        if clock != "rtc":
+            raise self.error("error", f"no clock {clock!r} (this device has: rtc)")
+        async with self._lock:
+            regs, s, e = await self._read(self.map.rtc.span, "RTC")
+        raw = f"{self.map.rtc.span.table} {self.map.rtc.span.address}: {regs}"
+        try:
+            value = self.decode_rtc(regs)
+        except (ValueError, OverflowError) as exc:
+            raise self.error("malformed", f"RTC registers {regs} are not a time: {exc}")
+        return Read("rtc", s, e, value, self.resolution_ns, "user", raw)
+
+    # -- sensors (not clocks; for experiments and the report) ------------------------------------
+    async def read_sensors(self) -> dict[str, dict]:
+        out = {}
+        types = {"int16": "INT16", "uint16": "UINT16", "int32": "INT32", "uint32": "UINT32",
+                 "float32": "FLOAT32"}
+        async with self._lock:
+            for sp in self.map.sensors:
+                regs, _s, _e = await self._read(sp.span, sp.name)
+                v = self.client.convert_from_registers(
+                    regs, getattr(self.client.DATATYPE, types[sp.type]),
+                    word_order=self.word_order)
+                out[sp.name] = {"value": float(v) * sp.scale if sp.type != "float32" else float(v),
+                                "unit": sp.unit}
+        return out
+
+    # -- the test alarm --------------------------------------------------------------------------
+    def stimuli(self) -> list[str]:
+        return ["test_alarm"] if self.map.test_alarm is not None else []
+
+    async def _stimulate(self, name: str, target: str | None) -> Stimulus:
+        ta = self.map.test_alarm
+        if name != "test_alarm" or ta is None:
+            return await super()._stimulate(name, target)
+        async with self._lock:
+            s, e = await self._write(ta.table, ta.address, ta.value, "test-alarm control")
+        return Stimulus("test_alarm", None, s, e, True, "user",
+                        f"{ta.table} {ta.address} := {ta.value}")
+
+    # -- the alarm log ---------------------------------------------------------------------------
+    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
+        log = self.map.alarm_log
+        if log is None:
+            return [], cursor
+        async with self._lock:
+            if isinstance(log, RingLogSpec):
+                return await self._ring_entries(log, cursor)
+            return await self._window_entries(log, cursor)
+
+    def _message(self, code: int | None) -> str:
+        ta = self.map.test_alarm
+        if code is None:
+            return "alarm"
+        return f"alarm {code}" + (" (test alarm)" if ta is not None and code == ta.code else "")
+
+    async def _ring_entries(self, log: RingLogSpec, cursor: str | None):
+        (index,), s, e = await self._read(Span(log.table, log.index_address), "alarm log index")
+        if not 0 <= index < log.entries:
+            raise self.error("malformed", f"alarm log index {index} outside 0..{log.entries - 1}")
+        start = index if cursor is None else int(cursor)
+        if cursor is not None and start == index:
+            return [], str(index)
+        count = (index - start) % log.entries or log.entries
+        slots = [(start + i) % log.entries for i in range(count)]
+        ring: list[int] = []
+        total = log.entries * log.entry_size
+        for a in range(0, total, MAX_READ):
+            regs, _s, _e = await self._read(
+                Span(log.table, log.base_address + a, min(MAX_READ, total - a)), "alarm log")
+            ring += regs
+        out = []
+        for slot in slots:
+            regs = ring[slot * log.entry_size:(slot + 1) * log.entry_size]
+            f = dict(zip(log.entry_fields, regs))
+            if not any(regs):
+                continue                                   # never written
+            raw = f"slot {slot}: {regs}"
+            try:
+                value = self._instant_ns(f, log.time_base)
+            except (ValueError, OverflowError):
+                value = None
+            out.append(LogEntry(str((slot + 1) % log.entries), "rtc", value, self.resolution_ns,
+                                s, e, self._message(f.get("code")), raw))
+        return out, str(index)
+
+    async def _window_entries(self, log, cursor: str | None):
+        (count,), s, e = await self._read(Span(log.table, log.count_address), "alarm log count")
+        if cursor is None:
+            new = min(count, log.entries)
+        else:
+            new = (count - int(cursor)) % 65536
+        lost = max(0, new - log.entries)
+        out = []
+        for k in range(new - min(new, log.entries), new):
+            seq = (count - new + k) % 65536
+            await self._write(log.table, log.select_address, seq, "alarm log select")
+            regs, _s, _e = await self._read(Span(log.table, log.window_address,
+                                                 len(log.window_fields)), "alarm log window")
+            f = dict(zip(log.window_fields, regs))
+            raw = f"entry {seq}: " + " ".join(f"{r:04x}" for r in regs)
+            if f["seq"] != seq:
+                raise self.error("malformed", f"alarm log window shows entry {f['seq']} after "
+                                              f"selecting {seq}")
+            if not any(v for k2, v in f.items() if k2 != "seq"):
+                continue                                   # no longer held
+            try:
+                dd, mm = divmod(from_bcd(f["bcd_ddmm"], "dd/mm"), 100)
+                mi, ss = divmod(from_bcd(f["bcd_mmss"], "mm:ss"), 100)
+                value = self._instant_ns({"year": from_bcd(f["bcd_yyyy"], "yyyy"), "month": mm,
+                                          "day": dd, "hour": from_bcd(f["bcd_00hh"], "00:hh"),
+                                          "minute": mi, "second": ss}, log.time_base)
+            except (ValueError, OverflowError):
+                value = None
+            out.append(LogEntry(str((seq + 1) % 65536), "rtc", value, self.resolution_ns, s, e,
+                                self._message(f.get("code")), raw))
+        if lost:
+            out.insert(0, LogEntry(str((count - log.entries) % 65536), "rtc", None,
+                                   self.resolution_ns, s, e,
+                                   f"{lost} alarm log entries overwritten before they were read"))
+        return out, str(count)
+
+
+DRIVER = ModbusCooling
