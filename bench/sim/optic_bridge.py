@@ -174,7 +174,7 @@ class Bridge:
     def _parse(self, line: bytes):
         text = line.decode("ascii", "replace").strip()
         body, star, check = text.rpartition("*")
-        tag = body[:4] if re.fullmatch(r"[0-9A-F]{4}", body[:4]) else "----"
+        tag = text[:4] if re.fullmatch(r"[0-9A-F]{4}", text[:4]) else "----"
         if not star or not re.fullmatch(r"[0-9A-F]{2}", check):
             return tag, "", [], BridgeError(2, "syntax: no *XX checksum")
         if int(check, 16) != xor_checksum(body.encode("ascii", "replace")):
