@@ -141,9 +141,12 @@ class Pmc:
         responses = parse_pmc(p.stdout)
         out: dict[str, list[PmcResponse]] = {n: [] for n in names}
         for r in responses:
-            # pmc numbers its requests 0, 1, 2 ... in command-line order; an error response does
-            # not name its id, so the sequence number does.
-            name = names[r.seq] if 0 <= r.seq < len(names) else r.tlv
+            # An error response does not name its id; pmc numbers the requests it sends 0, 1, 2 ...
+            # in command-line order (all of ours are ones it sends), so the sequence number does.
+            if r.tlv in out:
+                name = r.tlv
+            else:
+                name = names[r.seq] if 0 <= r.seq < len(names) else r.tlv
             out.setdefault(name, []).append(r)
         if not responses:
             err = " ".join(p.stderr.split())[:300]
@@ -263,7 +266,11 @@ def _int(v: str | None) -> int | None:
     if v is None:
         return None
     try:
-        return int(round(float(v)))
+        return int(v)                       # ingress_time needs all 19 digits
+    except ValueError:
+        pass
+    try:
+        return int(round(float(v)))         # TimeInterval printed as "310.0"
     except ValueError:
         return None
 
@@ -393,14 +400,15 @@ def grade(snap: PtpSnapshot, th: PtpThresholds = PtpThresholds(), now_ns: int | 
             flag("fail", f"offset from GM {off} ns exceeds {th.offset_fail_ns} ns")
         elif off > th.offset_warn_ns:
             flag("warn", f"offset from GM {off} ns exceeds {th.offset_warn_ns} ns")
-        if snap.mean_path_delay_ns is not None:
-            d = snap.mean_path_delay_ns
+        d = snap.mean_path_delay_ns
+        if d is None or d <= 0:
+            # ptp4l reports 0 until its first delay measurement: no bound on asymmetry yet
+            flag("fail", f"mean path delay not measured ({d} ns)")
+        else:
             if d > th.path_delay_fail_ns:
                 flag("fail", f"mean path delay {d} ns exceeds {th.path_delay_fail_ns} ns")
             elif d > th.path_delay_warn_ns:
                 flag("warn", f"mean path delay {d} ns exceeds {th.path_delay_warn_ns} ns")
-            elif d < 0:
-                flag("warn", f"mean path delay is negative ({d} ns)")
         if not snap.ingress_time_ns:
             flag("fail", "no Sync received (ingress_time is 0)")
         else:

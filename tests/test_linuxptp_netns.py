@@ -105,10 +105,12 @@ class PtpPair:
             _run("pmc", "-u", "-b", "0", "-s", self.uds[1], "-i", str(self.dir / "set.sock"),
                  "SET SYNCHRONIZATION_UNCERTAIN_NP 0")
             try:
-                states = [r.fields.get("portState") for r in pmc.query("PORT_DATA_SET")["PORT_DATA_SET"]]
+                got = pmc.query("PORT_DATA_SET", "CURRENT_DATA_SET")
+                states = [r.fields.get("portState") for r in got["PORT_DATA_SET"]]
+                delay = float(got["CURRENT_DATA_SET"][0].fields.get("meanPathDelay", 0))
             except Exception:
-                states = []
-            if states == ["SLAVE"]:
+                states, delay = [], 0
+            if states == ["SLAVE"] and delay > 0:     # and the first delay measurement is in
                 return
             time.sleep(0.3)
         raise RuntimeError("slave never reached SLAVE:\n" + self.log("sl") + "\nGM:\n" + self.log("gm"))

@@ -1,0 +1,246 @@
+"""`rackclock check`: is the reference healthy, and is every device of the rack reachable?
+
+Prints the reference's grade and figures, then one row per device: its identity and one read of
+each of its clocks (device minus reference at the bracket's middle, and the bracket's width),
+every device checked in its own thread with its own event loop and a timeout. Exit status 0 when
+everything is usable, 1 when the reference or any device is not, 2 on bad arguments.
+With no `--rack` it serves the simulated rack in this process and checks that.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.inventory import DeviceConfig, InventoryError, load_rack
+from bench.ptp_health import PtpThresholds
+from bench.reference import Health, Reference, ReferenceRefused, reference_for_run
+from bench.units import fmt_ns, parse_duration_ns
+
+
+@dataclass
+class DeviceCheck:
+    name: str
+    plane: str
+    driver: str
+    address: str
+    status: str = "timeout"                 # ok | an error class | timeout | no-driver
+    identity: str = ""
+    reads: list = field(default_factory=list)   # (clock, offset_ns, bracket_ns) or (clock, error)
+    error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def usable(self) -> bool:
+        return self.status == "ok"
+
+
+async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> None:
+    import drivers
+    from drivers.base import DeviceError
+
+    try:
+        cls = drivers.driver_class(device.driver)
+    except (ImportError, AttributeError) as exc:
+        result.status, result.error = "no-driver", f"no driver {device.driver!r}: {exc}"
+        return
+    drv = cls(device, now_ns)
+    try:
+        await drv.open()
+        ident = await drv.identity()
+        result.identity = " ".join(x for x in (ident.vendor, ident.model, ident.firmware and
+                                               f"fw {ident.firmware}", ident.serial and
+                                               f"s/n {ident.serial}") if x)
+        failed = None
+        for spec in drv.clocks():
+            try:
+                r = await drv.read_clock(spec.name)
+            except DeviceError as exc:
+                result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
+                failed = failed or exc
+                continue
+            mid = (r.s_ns + r.e_ns) // 2
+            off = r.value_ns - mid if not spec.counter else None
+            result.reads.append((spec.name, off, r.e_ns - r.s_ns))
+        if failed:
+            result.status, result.error = failed.kind, failed.message
+        else:
+            result.status = "ok"
+    except DeviceError as exc:
+        result.status, result.error = exc.kind, exc.message
+    except Exception as exc:       # a driver bug must show as this device's error, not a crash
+        result.status, result.error = "error", f"{type(exc).__name__}: {exc}"
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(drv.close(), 5)
+
+
+def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]:
+    """Every device in its own daemon thread and event loop, all in parallel, each with a
+    timeout; a driver that hangs past it is reported as `timeout` and left behind."""
+    results = [DeviceCheck(d.name, d.plane, d.driver, d.address) for d in devices]
+
+    def work(d: DeviceConfig, res: DeviceCheck):
+        t0 = time.monotonic()
+
+        async def bounded():
+            try:
+                await asyncio.wait_for(_check_device(d, now_ns, res), timeout_s)
+            except asyncio.TimeoutError:
+                res.status, res.error = "timeout", f"no complete answer within {timeout_s:g} s"
+
+        try:
+            asyncio.run(bounded())
+        except Exception as exc:
+            res.status, res.error = "error", f"{type(exc).__name__}: {exc}"
+        res.seconds = time.monotonic() - t0
+
+    threads = [threading.Thread(target=work, args=(d, r), daemon=True, name=f"check-{d.name}")
+               for d, r in zip(devices, results)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s + 5
+    for t, r in zip(threads, results):
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            r.status, r.error = "timeout", f"driver hung past {timeout_s:g} s"
+    return results
+
+
+def reference_lines(h: Health | None, refused: str | None) -> list[str]:
+    if refused:
+        return [f"reference: REFUSED: {refused}"]
+    d = h.detail
+    out = [f"reference: {h.source}  grade {h.grade}  "
+           f"{'verified' if h.verified else 'UNVERIFIED'} ({h.basis})  "
+           f"uncertainty {fmt_ns(h.uncertainty_ns)}"]
+    if h.basis == "linuxptp" or "port_states" in d:
+        out.append(f"  ptp4l {d.get('uds', '')}: ports {' '.join(d.get('port_states', [])) or '?'}, "
+                   f"GM {d.get('gm_identity') or '?'} present={d.get('gm_present')}, "
+                   f"offset {fmt_ns(d.get('master_offset_ns'))}, "
+                   f"path delay {fmt_ns(d.get('mean_path_delay_ns'))}, "
+                   f"last sync {fmt_ns(d.get('sync_age_ns'))} ago, "
+                   f"{'/'.join(d.get('timestamping', [])) or '?'} stamps")
+        if d.get("phc") or d.get("phc2sys") is not None:
+            out.append(f"  phc2sys: {len(d.get('phc2sys') or [])} running"
+                       + (f"; CLOCK_REALTIME vs {d['phc']}: {fmt_ns(d.get('phc_sys_offset_ns'))}"
+                          if d.get("phc") else ""))
+    if "phc_read" in d:
+        p = d["phc_read"]
+        out.append(f"  PHC read by {p['method']}: bracket {fmt_ns(p['bracket_ns'])}, "
+                   f"PHC - CLOCK_REALTIME {fmt_ns(p['phc_minus_realtime_ns'])} "
+                   f"(UTC offset {p['utc_offset_s']} s, {p['utc_offset_source']})")
+    out.append(f"  {h.note}")
+    out += [f"  {p}" for p in h.problems]
+    return out
+
+
+def device_table(results: list[DeviceCheck]) -> list[str]:
+    rows = [("device", "plane", "driver", "status", "identity", "clock reads (device - reference, "
+             "bracket)")]
+    for r in results:
+        reads = []
+        for x in r.reads:
+            if len(x) == 2:
+                reads.append(f"{x[0]}: {x[1]}")
+            else:
+                clock, off, br = x
+                reads.append(f"{clock}: {'counter' if off is None else fmt_ns(off)} "
+                             f"[{fmt_ns(br)}]")
+        rows.append((r.name, r.plane, r.driver, r.status, r.identity or "-",
+                     "; ".join(reads) or (r.error or "-")))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
+    lines = []
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
+    for r in results:
+        if r.error and r.status != "ok":
+            lines.append(f"  {r.name}: {r.status}: {r.error}")
+        elif r.error:
+            lines.append(f"  {r.name}: {r.error}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rackclock check",
+                                 description="reference health and reachability of every device")
+    ap.add_argument("--rack", type=Path, default=None,
+                    help="rack file (default: serve and check the simulated rack)")
+    ap.add_argument("--reference-allowance", default=None,
+                    help="bound on the reference's own error when linuxptp cannot vouch for it, "
+                         "e.g. 1ms")
+    ap.add_argument("--ptp-uds", default="auto",
+                    help="ptp4l's management socket (default: /var/run/ptp4l or /var/run/ptp/ptp4l)")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per device (default 10)")
+    ap.add_argument("--device", action="append", default=[], help="check only this device "
+                    "(repeatable)")
+    try:
+        a = ap.parse_args(argv)
+        allowance = parse_duration_ns(a.reference_allowance) if a.reference_allowance else None
+    except ValueError as exc:
+        print(f"rackclock check: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+    with contextlib.ExitStack() as stack:
+        if a.rack is None:
+            from bench.sim.serve import DEFAULT_RACK, ensure_secrets
+            from bench.sim.thread import SimRackThread
+
+            source = load_rack(DEFAULT_RACK)
+            ensure_secrets(source, quiet=True)
+            sim = stack.enter_context(SimRackThread(source))
+            rack, sim_failed = sim.rack, dict(sim.failed)
+            print(f"simulated rack {rack.name!r} served on loopback "
+                  f"({len(rack.devices)} of {len(source.devices)} emulators up)")
+        else:
+            try:
+                rack = load_rack(a.rack)
+            except (OSError, InventoryError) as exc:
+                print(f"rackclock check: {exc}", file=sys.stderr)
+                return 2
+            sim_failed = {}
+        if a.device:
+            unknown = set(a.device) - {d.name for d in rack.devices} - set(sim_failed)
+            if unknown:
+                print(f"rackclock check: no device {', '.join(sorted(unknown))} in the rack",
+                      file=sys.stderr)
+                return 2
+        health, refused = None, None
+        try:
+            ref, health = reference_for_run(rack.reference, allowance, rack.simulated,
+                                            ptp_uds=None if a.ptp_uds == "none" else a.ptp_uds)
+            stack.callback(ref.close)
+            now_ns = ref.now_ns
+        except (ReferenceRefused, ValueError, OSError) as exc:
+            refused = str(exc)
+            now_ns = Reference.now_ns     # the devices are still checked, against CLOCK_REALTIME
+        for line in reference_lines(health, refused):
+            print(line)
+        devices = [d for d in rack.devices if not a.device or d.name in a.device]
+        results = check_devices(devices, now_ns, a.timeout)
+        for name, why in sim_failed.items():
+            if not a.device or name in a.device:
+                d = next((x for x in load_rack(DEFAULT_RACK).devices if x.name == name), None)
+                results.append(DeviceCheck(name, d.plane if d else "", d.driver if d else "",
+                                           "", status="no-emulator", error=why))
+        print()
+        for line in device_table(results):
+            print(line)
+        bad_ref = refused is not None or health.grade == "fail"
+        bad = [r.name for r in results if not r.usable]
+        print()
+        print(f"{len(results) - len(bad)} of {len(results)} devices usable; reference "
+              + ("unusable" if bad_ref else f"{health.grade}"
+                 + ("" if health.verified else " (unverified)")))
+    return 1 if bad_ref or bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
