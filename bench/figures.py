@@ -1,0 +1,212 @@
+"""The report's figures, made for print: one column wide (3.5 in), 7 pt type, every axis with its
+unit, one colour per plane (bench.plots.PLANE_COLOURS). The offset figure itself is bench.plots'
+(called here and resized, never copied). Drawn from summary.json, the samples and bench.stability;
+no fit is recomputed here.
+"""
+from __future__ import annotations
+
+import base64
+import io
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.plots import offset_figure, plane_colour  # noqa: E402
+from bench.residuals import Residuals  # noqa: E402
+
+COLUMN_IN = 3.5                 # single-column width of a printed report
+DPI = 200
+PRINT_RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "xtick.labelsize": 6.5,
+            "ytick.labelsize": 6.5, "legend.fontsize": 6, "lines.linewidth": 0.9,
+            "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": DPI,
+            "savefig.bbox": "tight", "savefig.pad_inches": 0.03, "svg.fonttype": "none"}
+
+_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+
+
+@contextmanager
+def print_style():
+    with plt.rc_context(PRINT_RC):
+        yield
+
+
+def unit_for(values_ns) -> tuple[float, str]:
+    """(scale, unit) so that the largest magnitude reads between 1 and 1000."""
+    v = np.asarray(values_ns, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    m = float(np.max(np.abs(v))) if len(v) else 0.0
+    for scale, unit in _UNITS:
+        if m >= scale:
+            return scale, unit
+    return 1.0, "ns"
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+def save(fig, out_dir: Path, stem: str, formats=("png", "svg", "pdf")) -> tuple[list[Path], bytes]:
+    """Write the figure in every format; return the files and the PNG bytes (for embedding)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    with print_style():
+        for fmt in formats:
+            p = out_dir / f"{stem}.{fmt}"
+            fig.savefig(p, format=fmt, dpi=DPI)
+            paths.append(p)
+        if "png" in formats:
+            png = (out_dir / f"{stem}.png").read_bytes()
+        else:
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=DPI)
+            png = buf.getvalue()
+    plt.close(fig)
+    return paths, png
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+# -- offset --------------------------------------------------------------------------------------
+
+def offset_print_figure(run, device: str, clock: str, c: dict, plane: str):
+    """bench.plots' offset figure (proven band, reads, breaks, truth) at column width."""
+    with print_style():
+        fig = offset_figure(run, device, clock, c, plane)
+        fig.set_size_inches(COLUMN_IN, 2.5)
+        ax = fig.axes[0]
+        head, _, rest = ax.get_title().partition(": ")
+        ax.set_title(f"{head}\n{rest}" if rest else head, fontsize=6.5)
+        leg = ax.get_legend()
+        if leg is not None:
+            for t in leg.get_texts():
+                t.set_fontsize(5.5)
+        for a in fig.axes:
+            a.xaxis.label.set_size(7)
+            a.yaxis.label.set_size(7)
+            a.tick_params(labelsize=6.5)
+        fig.tight_layout()
+    return fig
+
+
+# -- residuals -----------------------------------------------------------------------------------
+
+def residual_figure(r: Residuals, device: str, clock: str, plane: str):
+    """Two panels: the reads' residuals against the point fit, and their bracket widths.
+
+    A fine clock's residual is the midpoint of the read's offset interval minus the fit; a coarse
+    one's is the same midpoint but dominated by the tick, and the panel says so."""
+    colour = plane_colour(plane)
+    with print_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN, 3.3))
+        sc, unit = unit_for(np.concatenate((r.mid, [r.resolution_ns / 2])) if r.coarse else r.mid)
+        a1.hist(r.mid / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8)
+        if r.coarse:
+            a1.axvspan(-r.resolution_ns / 2 / sc, r.resolution_ns / 2 / sc, color="0.85", zorder=0,
+                       label=f"one tick ({r.resolution_ns / sc:g} {unit}) around the fit")
+            a1.set_xlabel(f"interval midpoint − fit ({unit}); quantization-dominated")
+            a1.legend(loc="upper right")
+        else:
+            width = float(np.median(r.hi - r.lo))
+            a1.set_xlabel(f"interval midpoint − fit ({unit}); median interval width "
+                          f"{width / sc:.3g} {unit}")
+        a1.set_ylabel("reads")
+        a1.set_title(f"{device} · {clock}: {len(r)} reads against the point fit"
+                     + ("\n(coarse clock: the tick dominates)" if r.coarse else ""))
+        bsc, bunit = unit_for(r.bracket)
+        a2.hist(r.bracket / bsc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.5,
+                edgecolor=colour)
+        med = float(np.median(r.bracket))
+        a2.axvline(med / bsc, color="k", lw=0.8, ls="--", label=f"median {med / bsc:.3g} {bunit}")
+        a2.set_xlabel(f"bracket width e − s ({bunit})")
+        a2.set_ylabel("reads")
+        a2.legend(loc="upper right")
+        for a in (a1, a2):
+            a.grid(alpha=0.3)
+        fig.tight_layout()
+    return fig
+
+
+# -- stability -----------------------------------------------------------------------------------
+
+def stability_figure(curves: dict, device: str, clock: str, plane: str, interval_s: float,
+                     floor_ns: float | None = None):
+    """ADEV (dimensionless) above, TDEV and MTIE (time) below, log-log against tau in s.
+
+    `curves`: {"adev": (tau, dev), "tdev": (tau, ns), "mtie": (tau, ns)}; `floor_ns`: the phase
+    noise a clock's tick alone gives (q/√12), drawn as the white-PM ADEV it implies."""
+    colour = plane_colour(plane)
+    with print_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN, 3.6), sharex=True)
+        if "adev" in curves:
+            t, d = curves["adev"]
+            a1.loglog(t, d, "o-", ms=2.5, color=colour, label="ADEV")
+            if floor_ns:
+                tt = np.asarray(t, dtype=float)
+                a1.loglog(tt, np.sqrt(3) * floor_ns * 1e-9 / tt, color="0.5", ls=":",
+                          label="tick alone (white PM, q/√12)")
+        a1.set_ylabel("Allan deviation (1)")
+        a1.set_title(f"{device} · {clock}: stability of the residual offset\n"
+                     f"(τ0 = {interval_s:g} s)")
+        a1.legend(loc="upper right")
+        sc, unit = unit_for(np.concatenate([np.asarray(curves[k][1], dtype=float)
+                                            for k in ("tdev", "mtie") if k in curves] or [[1.0]]))
+        if "tdev" in curves:
+            t, d = curves["tdev"]
+            a2.loglog(t, np.asarray(d) / sc, "o-", ms=2.5, color=colour, label="TDEV")
+        if "mtie" in curves:
+            t, d = curves["mtie"]
+            a2.loglog(t, np.asarray(d) / sc, "s--", ms=2.5, color=colour, alpha=0.7, label="MTIE")
+        a2.set_ylabel(f"time error ({unit})")
+        a2.set_xlabel("averaging time τ (s)")
+        a2.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        a2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        a2.legend(loc="upper left")
+        for a in (a1, a2):
+            a.grid(alpha=0.3, which="both")
+        fig.tight_layout()
+    return fig
+
+
+# -- stimuli and log latency ---------------------------------------------------------------------
+
+def latency_figure(rows: list[dict]):
+    """One line per stimulus event: the logged-latency bound (device stamp through the calibrated
+    clock) as a thick bar, the observed bound (first fetch that saw it) as a thin one.
+
+    `rows`: [{"label", "plane", "logged": {lo, hi} | None, "observed": {lo, hi} | None}]."""
+    n = len(rows)
+    allv = [x for r in rows for k in ("logged", "observed") if r.get(k) for x in
+            (r[k]["lo"], r[k]["hi"])]
+    sc, unit = unit_for(allv or [1e9])
+    with print_style():
+        fig, ax = plt.subplots(figsize=(COLUMN_IN, 1.3 + 0.25 * n))
+        seen = set()
+        for i, r in enumerate(rows):
+            y = n - 1 - i
+            c = plane_colour(r.get("plane", ""))
+            if r.get("logged"):
+                lo, hi = r["logged"]["lo"] / sc, r["logged"]["hi"] / sc
+                ax.plot([lo, hi], [y, y], color=c, lw=4, solid_capstyle="butt",
+                        label=None if "l" in seen else "logged (device stamp, proven)")
+                seen.add("l")
+            if r.get("observed"):
+                lo, hi = r["observed"]["lo"] / sc, r["observed"]["hi"] / sc
+                ax.plot([lo, hi], [y - 0.28, y - 0.28], color="k", lw=1, marker="|", ms=4,
+                        label=None if "o" in seen else "observed (first fetch that saw it)")
+                seen.add("o")
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([r["label"] for r in rows][::-1])
+        ax.set_ylim(-0.8, n - 0.4)
+        ax.set_xlabel(f"stimulus → log latency ({unit})")
+        ax.axvline(0, color="0.6", lw=0.5)
+        ax.grid(alpha=0.3, axis="x")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1, frameon=False)
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,131 @@
+"""Residuals of clock reads against a segment's point fit, and the regular series the stability
+statistics need. Pure: numpy in, numbers out.
+
+A read (s, e, v, q) says the offset then lay in [v − e, v + q − s]; minus the fitted line
+θ + ρ·(t − epoch) at the bracket's midpoint, that interval is the read's residual interval and its
+midpoint the read's residual. When the resolution q is much coarser than the bracket, the midpoint
+residual is the tick's quantization, not the clock's noise: `coarse()` says so, and figures and
+comparisons label it or leave it out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+COARSE_RATIO = 10.0          # resolution over median bracket above which a clock is "coarse"
+MIN_STABILITY_POINTS = 8     # regular points needed before ADEV/TDEV/MTIE say anything
+NICE_BINS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0,
+               5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """Per read of one segment, in ns: bracket midpoint `t_ns`, residual interval [lo, hi],
+    midpoint residual `mid`, bracket width `bracket`."""
+
+    t_ns: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    mid: np.ndarray
+    bracket: np.ndarray
+    resolution_ns: int
+
+    def __len__(self) -> int:
+        return len(self.t_ns)
+
+    @property
+    def coarse(self) -> bool:
+        return coarse(self.resolution_ns, self.bracket)
+
+
+def coarse(resolution_ns: float, bracket_ns) -> bool:
+    b = np.asarray(bracket_ns, dtype=np.float64)
+    return bool(len(b)) and float(resolution_ns) > COARSE_RATIO * float(np.median(b))
+
+
+def fitted_line(seg: dict):
+    """The point fit of a summary segment: t_ns -> offset ns (float)."""
+    epoch = int(seg["epoch_ns"])
+    theta = float(seg["offset_ns"]["point"])
+    rho = float(seg["drift_ppm"]["point"]) * 1e-6
+    return lambda t: theta + rho * (np.asarray(t, dtype=np.int64) - epoch).astype(np.float64)
+
+
+def segment_residuals(s, e, v, q, seg: dict) -> Residuals:
+    """Residuals of the reads (int ns arrays, time order) that fall inside a summary segment."""
+    s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
+    q = np.broadcast_to(np.asarray(q, dtype=np.int64), s.shape)
+    res = int(seg.get("resolution_ns") or (int(q[0]) if len(q) else 1))
+    keep = (s >= int(seg["start_ns"])) & (e <= int(seg["end_ns"]))
+    s, e, v = s[keep], e[keep], v[keep]
+    q = np.maximum(q[keep], res)           # the fit used the coarser of declared and observed
+    mid_t = s + (e - s) // 2
+    line = fitted_line(seg)(mid_t)
+    lo = (v - e).astype(np.float64) - line
+    hi = (v + q - s).astype(np.float64) - line
+    return Residuals(mid_t, lo, hi, (lo + hi) / 2, (e - s).astype(np.float64), res)
+
+
+@dataclass(frozen=True)
+class Series:
+    """A regularly spaced series (`interval_s` apart) or the reason there is none."""
+
+    x: np.ndarray
+    interval_s: float
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.note
+
+
+def regular_series(t_ns, x, min_points: int = MIN_STABILITY_POINTS) -> Series:
+    """Bin irregular samples onto a regular grid (the mean of each bin) for ADEV/TDEV/MTIE.
+
+    The bin is the shortest round width, from the median spacing up, that leaves no bin empty and
+    still gives `min_points` bins; when none does, no series, with the reason."""
+    t = np.asarray(t_ns, dtype=np.int64)
+    x = np.asarray(x, dtype=np.float64)
+    if len(t) < 2:
+        return Series(np.array([]), 0.0, f"only {len(t)} read(s)")
+    order = np.argsort(t, kind="stable")
+    t, x = t[order], x[order]
+    spacing = float(np.median(np.diff(t))) / 1e9
+    why = (f"{len(t)} reads {spacing:.3g} s apart: series too short for {min_points} "
+           f"regular bins")
+    for tau0 in [b for b in NICE_BINS_S if b >= spacing] or [NICE_BINS_S[-1]]:
+        k = ((t - t[0]) // round(tau0 * 1e9)).astype(np.int64)
+        n = int(k[-1])                          # the last bin is partial: dropped
+        if n < min_points:
+            break
+        counts = np.bincount(k, minlength=n + 1)[:n]
+        if np.any(counts == 0):
+            why = (f"{int(np.sum(counts == 0))} of {n} bins of {tau0:g} s hold no read: "
+                   f"series too irregular")
+            continue
+        sums = np.bincount(k, weights=x, minlength=n + 1)[:n]
+        return Series(sums / counts, tau0)
+    return Series(np.array([]), 0.0, why)
+
+
+def median_ci(x, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(lo, median, hi): a distribution-free confidence interval of the median from order
+    statistics (binomial), assuming only that the samples are exchangeable. With too few samples
+    for the confidence asked, the full range."""
+    a = np.sort(np.asarray(x, dtype=np.float64))
+    n = len(a)
+    if n == 0:
+        return float("nan"), float("nan"), float("nan")
+    med = float(np.median(a))
+    from math import comb
+    # largest j with P(Bin(n, 1/2) < j) <= (1 - confidence)/2: [a_(j), a_(n-j+1)] (1-based)
+    alpha, cdf, j = (1 - confidence) / 2, 0.0, 0
+    while j < n:
+        nxt = cdf + comb(n, j) / 2.0 ** n
+        if nxt > alpha:
+            break
+        cdf, j = nxt, j + 1
+    if j == 0:
+        return float(a[0]), med, float(a[-1])
+    return float(a[j - 1]), med, float(a[n - j])
