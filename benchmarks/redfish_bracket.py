@@ -11,6 +11,11 @@ reads the Manager with:
 in alternating blocks, and checks that every bracket holds the emulator's recorded sample instant.
 
     .venv/bin/python benchmarks/redfish_bracket.py [--reads 300] [--warmup 30]
+
+Latest figures (2026-11-29, 2 vCPU VM, Python 3.11, redfish 3.4.2, aiohttp 3.14.5), median / p99
+bracket in µs, every bracket holding its sample:
+    300 reads:  sync 927 / 1302   aio 425 / 714   aio+trace 360 / 575
+    600 reads:  sync 989 / 1889   aio 450 / 639   aio+trace 395 / 609
 """
 from __future__ import annotations
 
