@@ -1,0 +1,389 @@
+"""The PDU plane over SNMP: the emulated agent through net-snmp's own tools (snmpget, snmpwalk,
+snmpset, snmptrapd) and through the driver, over real UDP sockets on loopback."""
+from __future__ import annotations
+
+import asyncio
+import csv
+import dataclasses
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from bench.counters import split_reboots
+from bench.reference import Reference
+from drivers.base import DeviceError, StimulusRefused
+from drivers.snmp_pdu import SnmpPdu, decode_date_and_time
+
+NS = 1_000_000_000
+TICK = 10_000_000
+RC, WC, PW = "RACKCLOCK_TEST_PDU_RC", "RACKCLOCK_TEST_PDU_WC", "RACKCLOCK_TEST_PDU_PW"
+UPTIME = "1.3.6.1.2.1.1.3.0"
+APC_CMD = "1.3.6.1.4.1.318.1.1.12.3.3.1.1.4"
+NETSNMP = shutil.which("snmpget") is not None
+needs_netsnmp = pytest.mark.skipif(not NETSNMP, reason="net-snmp tools (apt: snmp) not installed")
+
+
+@pytest.fixture(autouse=True)
+def credentials(monkeypatch):
+    monkeypatch.setenv(RC, "rc-test-ro")
+    monkeypatch.setenv(WC, "rc-test-rw")
+    monkeypatch.setenv(PW, "rc-test-authkey")
+
+
+def pdu_toml(name="pdu-t", *, v3=False, vendor="apc", hrsystemdate=True, stimuli=("outlet_off:3",
+             "outlet_reboot:3"), trap=True, sim="", clocks_sim="", uptime_s=42949600.0):
+    auth = (f'username = "rackclock"\npassword_env = "{PW}"\n' if v3 else
+            f'community_env = "{RC}"\nwrite_community_env = "{WC}"\n')
+    return (f'[devices.{name}]\nplane = "pdu"\ndriver = "snmp_pdu"\naddress = "udp://127.0.0.1:0"\n'
+            f'vendor = "{vendor}"\n{auth}stimuli = {list(stimuli)!r}\n'.replace("'", '"')
+            + ('trap_listen = "udp://127.0.0.1:0"\n' if trap else "")
+            + f"[devices.{name}.sim]\nuptime_s = {uptime_s}\nactuation_latency_s = 0.02\n"
+              f"outlet_reboot_s = 0.2\n{sim}\n"
+            + f"[devices.{name}.sim.clocks.sysuptime]\n{clocks_sim}\n"
+            + (f"[devices.{name}.sim.clocks.hrsystemdate]\noffset_s = 0.25\nlocal_offset_min = 60\n"
+               f"true_local_offset_min = 0\n" if hrsystemdate else ""))
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+def driver(dev) -> SnmpPdu:
+    return SnmpPdu(dev, Reference.now_ns, armed=True)
+
+
+def port_of(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def netsnmp(*args, timeout=10):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "MIBS": ""})
+
+
+def sim_samples(sim, device, clock):
+    with open(sim.out_dir / "sim_samples.csv") as f:
+        return [(int(r["t_ns"]), int(r["value_ns"])) for r in csv.DictReader(f)
+                if r["device"] == device and r["clock"] == clock]
+
+
+# -- the agent through net-snmp --------------------------------------------------------------------
+@needs_netsnmp
+def test_netsnmp_get_walk_set_v2c_and_v3(sim_rack):
+    sim = sim_rack(pdu_toml() + pdu_toml("pdu-v3", v3=True, hrsystemdate=False, trap=False))
+    a, b = (f"127.0.0.1:{port_of(d.address)}" for d in sim.rack.devices)
+    r = netsnmp("snmpget", "-v2c", "-c", "rc-test-ro", "-On", a, UPTIME, "1.3.6.1.2.1.25.1.2.0",
+                "1.3.6.1.2.1.1.2.0", "1.3.6.1.4.1.318.1.1.12.1.3.0")
+    assert r.returncode == 0, r.stderr
+    assert "Timeticks: (42949" in r.stdout and ".1.3.6.1.4.1.318.1.3.4.5" in r.stdout
+    assert "Hex-STRING: 07 EA" in r.stdout or "Hex-STRING: 07 E" in r.stdout   # DateAndTime
+    walk = netsnmp("snmpwalk", "-v2c", "-c", "rc-test-ro", "-On", a, "1.3.6.1.4.1.318.1.1.12.3.3")
+    assert walk.returncode == 0 and walk.stdout.count(f"{APC_CMD}.") == 8, walk.stdout
+    # read-only community may not switch an outlet; the write community may
+    ro = netsnmp("snmpset", "-v2c", "-c", "rc-test-ro", a, f"{APC_CMD}.5", "i", "2")
+    assert ro.returncode != 0 and "noAccess" in ro.stderr
+    rw = netsnmp("snmpset", "-v2c", "-c", "rc-test-rw", a, f"{APC_CMD}.5", "i", "2")
+    assert rw.returncode == 0, rw.stderr
+    bad = netsnmp("snmpset", "-v2c", "-c", "rc-test-rw", a, f"{APC_CMD}.5", "i", "9")
+    assert bad.returncode != 0 and "wrongValue" in bad.stderr
+    time.sleep(0.3)
+    state = netsnmp("snmpget", "-v2c", "-c", "rc-test-rw", "-Oqv", a, f"{APC_CMD}.5")
+    assert state.stdout.strip() == "2"
+    assert [e["kind"] for e in sim.ctx.events["pdu-t"]][:2] == ["outlet_command", "outlet_off"]
+    v3 = netsnmp("snmpget", "-v3", "-l", "authPriv", "-u", "rackclock", "-a", "SHA", "-A",
+                 "rc-test-authkey", "-x", "AES", "-X", "rc-test-authkey", "-On", b, UPTIME,
+                 "1.3.6.1.6.3.10.2.1.3.0")
+    assert v3.returncode == 0 and "Timeticks" in v3.stdout and ".1.3.6.1.6.3.10.2.1.3.0 = INTEGER" \
+        in v3.stdout, v3.stderr
+    wrong = netsnmp("snmpget", "-v3", "-l", "authPriv", "-u", "rackclock", "-a", "SHA", "-A",
+                    "not-the-key", "-x", "AES", "-X", "not-the-key", "-t", "0.5", "-r", "0", b, UPTIME)
+    assert wrong.returncode != 0
+    nocomm = netsnmp("snmpget", "-v2c", "-c", "guess", "-t", "0.3", "-r", "0", a, UPTIME)
+    assert nocomm.returncode != 0 and "Timeout" in nocomm.stderr
+
+
+# -- the driver ----------------------------------------------------------------------------------
+def test_driver_brackets_contain_every_emulator_sample(sim_rack):
+    sim = sim_rack(pdu_toml(clocks_sim="sample_delay_s = 0.0003\njitter_s = 0.0002"))
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        try:
+            ident = await d.identity()
+            reads = {c.name: [await d.read_clock(c.name) for _ in range(25)] for c in d.clocks()}
+            return ident, d.clocks(), reads
+        finally:
+            await d.close()
+
+    ident, clocks, reads = run(go())
+    assert ident.vendor == "APC" and ident.model == "AP8641" and ident.firmware == "1.0.0"
+    assert ident.extra["sysObjectID"] == "1.3.6.1.4.1.318.1.3.4.5"
+    assert [c.name for c in clocks] == ["sysuptime", "hrsystemdate"]
+    assert clocks[0].counter and clocks[0].modulus_ns == 2 ** 32 * TICK
+    for clock, rs in reads.items():
+        samples = sim_samples(sim, dev.name, clock)
+        for r in rs:
+            inside = [(t, v) for t, v in samples if r.s_ns <= t <= r.e_ns]
+            assert len(inside) == 1, (clock, r)
+            assert inside[0][1] == r.value_ns and r.stamp == "socket"
+    # hrSystemDate: device clock 0.25 s ahead, its local time claims +01:00 but is UTC: the
+    # decoded UTC is an hour behind, and shows as such
+    r = reads["hrsystemdate"][-1]
+    assert abs(r.value_ns - r.s_ns - (0.25 * NS - 3600 * NS)) < 0.2 * NS
+    assert decode_date_and_time(bytes.fromhex(r.raw))[1] == 60
+    up = reads["sysuptime"]
+    assert all(0 <= x.value_ns < 2 ** 32 * TICK for x in up)
+
+
+def test_driver_v3_and_uptime_wrap_through_counters(sim_rack):
+    sim = sim_rack(pdu_toml(v3=True, hrsystemdate=False, trap=False,
+                            uptime_s=42949672.5))     # 0.46 s before the 2^32 wrap
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        try:
+            out = []
+            for _ in range(12):
+                out.append(await d.read_clock("sysuptime"))
+                await asyncio.sleep(0.1)
+            return out
+        finally:
+            await d.close()
+
+    rs = run(go())
+    s, e, v = ([getattr(r, k) for r in rs] for k in ("s_ns", "e_ns", "value_ns"))
+    assert min(v) < 20 * NS and max(v) > 42949672 * NS          # it wrapped
+    seg = split_reboots(s, e, v, 2 ** 32 * TICK, TICK)
+    assert len(seg) == 1 and seg[0]["wraps"] == 1
+
+
+def test_outlet_stimulus_trap_and_event_log(sim_rack):
+    sim = sim_rack(pdu_toml())
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        try:
+            with pytest.raises(StimulusRefused):
+                await d.stimulate("outlet_off", 4)               # not allowed by the inventory
+            with pytest.raises(StimulusRefused):
+                await d.stimulate("outlet_on", 3)
+            st = await d.stimulate("outlet_reboot", 3)
+            await asyncio.sleep(0.6)
+            entries, cursor = await d.log_entries(None)
+            again, cursor2 = await d.log_entries(cursor)
+            return st, entries, again, cursor2
+        finally:
+            await d.close()
+
+    st, entries, again, cursor = run(go())
+    events = sim.ctx.events[dev.name]
+    command = [x for x in events if x["kind"] == "outlet_command"]
+    assert len(command) == 1 and command[0]["outlet"] == 3          # outlet 4 was never touched
+    assert st.s_ns <= command[0]["t_ns"] <= st.e_ns and st.sent
+    logged = [x for x in events if x["kind"] == "outlet_log"]
+    assert [x["on"] for x in logged] == [False, True]
+    traps = [x for x in entries if x.cursor.startswith("trap:")]
+    rows = [x for x in entries if x.cursor.startswith("log:")]
+    assert [t.value_ns for t in traps] == [x["stamp_ns"] for x in logged]
+    assert [t.value_ns for t in rows] == [x["stamp_ns"] for x in logged]
+    assert "rPDUOutletOff outlet 3" in traps[0].message and "outlet 3 on" in rows[1].message
+    for t, x in zip(traps, logged):                       # a trap arrives after it was sent
+        assert t.clock == "sysuptime" and x["t_ns"] <= t.e_ns
+    assert again == [] and cursor == "log=2;trap=2"
+
+
+@needs_netsnmp
+@pytest.mark.skipif(shutil.which("snmptrapd") is None, reason="snmptrapd not installed")
+def test_trap_reaches_snmptrapd(sim_rack, tmp_path):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "snmptrapd.conf"
+    conf.write_text("authCommunity log rc-test-ro\n")
+    trapd = subprocess.Popen(["snmptrapd", "-f", "-Lo", "-On", "-C", "-c", str(conf),
+                              "-p", str(tmp_path / "pid"), f"udp:127.0.0.1:{port}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env={**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(tmp_path)})
+    try:
+        time.sleep(0.5)
+        sim = sim_rack(pdu_toml(trap=False, sim=f'trap_receivers = ["udp://127.0.0.1:{port}"]'))
+        a = f"127.0.0.1:{port_of(sim.rack.devices[0].address)}"
+        assert netsnmp("snmpset", "-v2c", "-c", "rc-test-rw", a, f"{APC_CMD}.3", "i", "2").returncode == 0
+        time.sleep(0.8)
+    finally:
+        trapd.terminate()
+        out = trapd.communicate(timeout=5)[0]
+    assert ".1.3.6.1.4.1.318.0.269" in out, out
+    assert ".1.3.6.1.2.1.1.3.0 = Timeticks" in out and ".1.3.6.1.4.1.318.2.3.1.0 = INTEGER: 3" in out
+
+
+def test_raritan_backend(sim_rack):
+    sim = sim_rack(pdu_toml(vendor="raritan", hrsystemdate=False, trap=False,
+                            stimuli=("outlet_off:2",)))
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        try:
+            ident = await d.identity()
+            await d.stimulate("outlet_off", 2)
+            await asyncio.sleep(0.2)
+            return ident, await d.log_entries(None)
+        finally:
+            await d.close()
+
+    ident, (entries, _) = run(go())
+    assert ident.vendor == "Raritan" and ident.extra["sysObjectID"] == "1.3.6.1.4.1.13742.6"
+    assert [x.message for x in entries] == ["log outlet 2 off"]
+    assert [x["kind"] for x in sim.ctx.events[dev.name]][:2] == ["outlet_command", "outlet_off"]
+
+
+# -- errors ------------------------------------------------------------------------------------
+def test_wrong_community_is_a_quick_timeout(sim_rack, monkeypatch):
+    sim = sim_rack(pdu_toml(trap=False))
+    monkeypatch.setenv(RC, "not-the-community")
+    dev = dataclasses.replace(sim.rack.devices[0], options={**sim.rack.devices[0].options,
+                                                             "timeout_s": 0.3})
+    t = time.monotonic()
+    with pytest.raises(DeviceError) as err:
+        run(driver(dev).open())
+    assert err.value.kind == "timeout" and time.monotonic() - t < 3.0
+    assert "not-the-community" not in str(err.value)
+
+
+def test_unset_credential_variable_is_an_auth_error(sim_rack, monkeypatch):
+    sim = sim_rack(pdu_toml(trap=False))
+    monkeypatch.delenv(RC)
+    with pytest.raises(DeviceError) as err:
+        run(driver(sim.rack.devices[0]).open())
+    assert err.value.kind == "auth" and RC in err.value.message
+
+
+class _BadAgent:
+    """A UDP socket that answers every datagram with garbage, or not at all."""
+
+    def __init__(self, answer: bytes | None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.answer = answer
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                _, peer = self.sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            if self.answer is not None:
+                self.sock.sendto(self.answer, peer)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(2)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("answer,kind", [(b"\x30\x03\x02\x01\x07garbage", "malformed"),
+                                         (None, "timeout")])
+def test_bad_agent_is_a_clear_error_while_another_device_answers(sim_rack, answer, kind):
+    sim = sim_rack(pdu_toml(trap=False, hrsystemdate=False))
+    good = sim.rack.devices[0]
+    bad_agent = _BadAgent(answer)
+    bad = dataclasses.replace(good, name="pdu-bad", address=f"udp://127.0.0.1:{bad_agent.port}",
+                              options={**good.options, "timeout_s": 0.3})
+
+    async def try_bad():
+        with pytest.raises(DeviceError) as err:
+            await driver(bad).open()
+        return err.value
+
+    async def keep_reading():
+        d = driver(good)
+        await d.open()
+        try:
+            out = []
+            for _ in range(10):
+                out.append(await d.read_clock("sysuptime"))
+                await asyncio.sleep(0.03)
+            return out
+        finally:
+            await d.close()
+
+    async def both():
+        return await asyncio.gather(try_bad(), keep_reading())
+
+    try:
+        err, reads = run(both())
+    finally:
+        bad_agent.close()
+    assert err.kind == kind and err.device == "pdu-bad" and f"{bad_agent.port}" in err.message
+    assert len(reads) == 10 and all(r.e_ns >= r.s_ns for r in reads)
+
+
+def test_reboot_no_answer_then_uptime_restarts(sim_rack):
+    sim = sim_rack(pdu_toml(trap=False, hrsystemdate=False,
+                            sim="reboots = [1.0]\nreboot_down_s = 0.6", uptime_s=5000.0))
+    dev = dataclasses.replace(sim.rack.devices[0], options={**sim.rack.devices[0].options,
+                                                            "timeout_s": 0.2})
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        ok, errors = [], []
+        try:
+            t_end = sim.ctx.t0_ns + int(2.4 * NS)
+            while Reference.now_ns() < t_end:
+                try:
+                    ok.append(await d.read_clock("sysuptime"))
+                except DeviceError as exc:
+                    errors.append(exc.kind)
+                await asyncio.sleep(0.05)
+        finally:
+            await d.close()
+        return ok, errors
+
+    ok, errors = run(go())
+    assert errors and set(errors) == {"timeout"}
+    seg = split_reboots([r.s_ns for r in ok], [r.e_ns for r in ok], [r.value_ns for r in ok],
+                        2 ** 32 * TICK, TICK)
+    assert [x["kind"] for x in seg] == ["first", "reboot"]
+    reboot = sim.ctx.t0_ns + NS
+    assert seg[1]["zero_lo_ns"] < reboot <= seg[1]["zero_hi_ns"]
+
+
+# -- a real rack -------------------------------------------------------------------------------
+def test_snmp_pdu_with_device(real_rack):
+    devices = [d for d in real_rack.devices if d.driver == "snmp_pdu"]
+    if not devices:
+        pytest.skip("the rack file has no snmp_pdu device")
+
+    async def go(dev):
+        d = SnmpPdu(dev, Reference.now_ns, armed=False)
+        await d.open()
+        try:
+            ident = await d.identity()
+            reads = [await d.read_clock(c.name) for c in d.clocks() for _ in range(3)]
+            return ident, reads
+        finally:
+            await d.close()
+
+    for dev in devices:
+        ident, reads = run(go(dev))
+        assert ident.extra["sysObjectID"]
+        assert all(r.s_ns <= r.e_ns and r.value_ns >= 0 for r in reads)
