@@ -130,6 +130,11 @@ def reference_lines(h: Health | None, refused: str | None) -> list[str]:
             out.append(f"  phc2sys: {len(d.get('phc2sys') or [])} running"
                        + (f"; CLOCK_REALTIME vs {d['phc']}: {fmt_ns(d.get('phc_sys_offset_ns'))}"
                           if d.get("phc") else ""))
+    k = d.get("kernel")
+    if k:
+        out.append(f"  kernel: CLOCK_REALTIME {'synchronized' if k['synchronized'] else 'unsynchronized'}"
+                   f" ({k['state']}), maxerror {fmt_ns(k['maxerror_ns'])}, "
+                   f"esterror {fmt_ns(k['esterror_ns'])}")
     if "phc_read" in d:
         p = d["phc_read"]
         out.append(f"  PHC read by {p['method']}: bracket {fmt_ns(p['bracket_ns'])}, "
@@ -159,10 +164,8 @@ def device_table(results: list[DeviceCheck]) -> list[str]:
     for row in rows:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
     for r in results:
-        if r.error and r.status != "ok":
+        if r.error and r.reads:          # errors with no read are already in the table
             lines.append(f"  {r.name}: {r.status}: {r.error}")
-        elif r.error:
-            lines.append(f"  {r.name}: {r.error}")
     return lines
 
 
@@ -237,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         bad = [r.name for r in results if not r.usable]
         print()
         print(f"{len(results) - len(bad)} of {len(results)} devices usable; reference "
-              + ("unusable" if bad_ref else f"{health.grade}"
-                 + ("" if health.verified else " (unverified)")))
+              + ("unusable" if bad_ref else health.grade
+                 + ("" if health.verified or health.grade == "unverified" else " (unverified)")))
     return 1 if bad_ref or bad else 0
 
 

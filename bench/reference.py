@@ -22,8 +22,10 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 
+from bench.units import fmt_ns
 from bench.ptp_health import (NS, DEFAULT_UDS, Pmc, PtpHealthError, PtpThresholds,
-                              UncertaintyPolicy, find_uds, grade, take_snapshot, uncertainty_ns)
+                              UncertaintyPolicy, find_uds, grade, kernel_clock_status, take_snapshot,
+                              uncertainty_ns)
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,12 @@ class Reference:
                           basis="simulated",
                           note="simulated rack: the emulators sample this same clock, so the "
                                "reference is exact against their truth (uncertainty 0"
-                               + (f", plus the given allowance {allowance} ns)" if allowance else ")"))
+                               + (f", plus the given allowance {fmt_ns(allowance)})" if allowance else ")"))
         if self._pmc is None:
             return Health(self.source, t, uncertainty_ns=allowance, basis="allowance",
+                          detail={"kernel": kernel_clock_status()},
                           note=f"reference unverified: no linuxptp health source; its error is "
-                               f"bounded only by the user's allowance of {allowance} ns")
+                               f"bounded only by the user's allowance of {fmt_ns(allowance)}")
         return self._ptp_health(t)
 
     def _ptp_health(self, t: int) -> Health:
@@ -146,7 +149,7 @@ class Reference:
                               uncertainty_ns=self.allowance_ns, detail=detail, basis="allowance",
                               problems=g.problems,
                               note=f"reference unverified: linuxptp grades fail; its error is bounded "
-                                   f"only by the user's allowance of {self.allowance_ns} ns")
+                                   f"only by the user's allowance of {fmt_ns(self.allowance_ns)}")
             return Health(self.source, t, verified=False, grade="fail", uncertainty_ns=bound,
                           detail=detail, basis="linuxptp", problems=g.problems,
                           note="reference unverified: linuxptp grades fail, the figure is not a bound")
@@ -307,6 +310,12 @@ def reference_for_run(spec: str = "realtime", allowance_ns: int | None = None,
             where = kw.get("ptp_uds", "auto")
             looked = " or ".join(DEFAULT_UDS) if where == "auto" else where
             why = f"no linuxptp health source (no ptp4l management socket at {looked})"
+            k = health.detail.get("kernel") or {}
+            if k.get("synchronized"):
+                why += (f"; the kernel marks CLOCK_REALTIME synchronized by another daemon with "
+                        f"maxerror {fmt_ns(k['maxerror_ns'])}")
+            elif k:
+                why += "; the kernel marks CLOCK_REALTIME unsynchronized"
         else:
             why = "linuxptp grades the reference as failing: " + "; ".join(health.problems)
         raise ReferenceRefused(
