@@ -5,7 +5,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from bench.units import fmt_ns, fmt_ppm
+from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm
 
 
 class Progress:
@@ -63,14 +63,14 @@ def offset_cell(o: dict, counter: bool) -> str:
     width = o["hi"] - o["lo"]
     if counter:          # a counter's offset is minus its zero instant: show the boot instant
         return f"zero at {_iso(-o['point'])} ±{fmt_ns(width / 2)}"
-    return f"[{fmt_ns(o['lo'])}, {fmt_ns(o['hi'])}] (width {fmt_ns(width)})"
+    return f"{fmt_interval_ns(o['lo'], o['hi'])} (width {fmt_ns(width)})"
 
 
 def table(summary: dict) -> str:
     """The closing table: one row per device clock, its last segment's bounds."""
     head = ["device", "plane", "clock", "reads", "offset (proven)", "drift (proven)",
             "bracket p50", "breaks", "errors", "truth"]
-    rows = []
+    rows, notes = [], []
     for name, d in summary.get("devices", {}).items():
         errs = ", ".join(f"{k} {v}" for k, v in d.get("errors", {}).items()) or "0"
         clocks = d.get("clocks", {}) or {"—": {}}
@@ -100,9 +100,12 @@ def table(summary: dict) -> str:
                                                           if c.get("wraps") else ""),
                          errs, truth])
             if c.get("zone_note"):
-                rows.append(["", "", "", "", "  " + c["zone_note"], "", "", "", "", ""])
+                notes.append(f"{name} {clock}: {c['zone_note']}")
+            if c.get("resolution_note"):
+                notes.append(f"{name} {clock}: {c['resolution_note']}")
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
+    lines += [fmt.format(*r).rstrip() for r in rows]
+    lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)

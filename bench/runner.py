@@ -33,6 +33,7 @@ class ProbePlan:
     reopen_after: int = 3                     # consecutive failures before reconnecting
     tick_edge: bool = True                    # aim reads of coarse clocks at predicted tick edges
     dither: float = 0.5                       # read interval = period * U(1 - d, 1 + d)
+    explore_every: int = 4                    # every n-th read of an aimed clock stays random
 
 
 @dataclass
@@ -134,23 +135,26 @@ class DeviceWorker(threading.Thread):
 
     # -- schedule -----------------------------------------------------------------------------
     def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
+        """Dithered by default; for coarse clocks, aimed at the predicted tick edge, except every
+        `explore_every`-th read, which stays random so that a step the aimed reads would straddle
+        unseen is still found."""
         period = NS / self.config.rate_hz
         d = self.plan.dither
         t = now + int(period * self.rng.uniform(1 - d, 1 + d))
-        if self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4:
-            try:
-                from bench.probe_schedule import next_probe_ns
-            except ImportError:
-                return t
-            s, e, v = zip(*reads[-400:])
-            try:
-                aimed = next_probe_ns(list(s), list(e), list(v), spec.resolution_ns, now,
-                                      int(period * (1 - d)), int(period * (1 + d)))
-            except Exception:
-                return t
-            if aimed is not None and now < aimed:
-                return int(aimed)
-        return t
+        aimable = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
+                   and not spec.modulus_ns and len(reads) % self.plan.explore_every != 0)
+        if not aimable:
+            return t
+        from bench.probe_schedule import next_probe_ns
+        s, e, v = (list(x) for x in zip(*reads[-400:]))
+        bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
+        try:
+            aimed = next_probe_ns(s, e, v, spec.resolution_ns, now, bracket,
+                                  int(period * (1 - d)))
+        except Exception as exc:   # the scheduler failing must never stop the reads
+            self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
+            return t
+        return int(aimed) if aimed is not None and aimed > now else t
 
     def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
         out = []

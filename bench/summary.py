@@ -27,33 +27,35 @@ def zone_note(offset_lo: float, offset_hi: float) -> str:
     return ""
 
 
-def _interp(ts: list, ys: list, t: float) -> float:
-    return float(np.interp(t, np.asarray(ts, dtype=float), np.asarray(ys, dtype=float)))
+def _truth_offset_at(tc: dict, t: int) -> float:
+    """Truth offset at t from the nearest grid point with no true break between them,
+    carried to t with the true drift there (the grid is 1 s or finer; wander is smooth)."""
+    ts = np.asarray(tc["t_ns"], dtype=np.int64)
+    cuts = [b["t_ns"] for b in tc.get("breaks", []) if b["kind"] == "step"]
+    order = np.argsort(np.abs(ts - t))
+    for k in order:
+        lo, hi = sorted((int(ts[k]), int(t)))
+        if not any(lo < c <= hi for c in cuts):
+            return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
+    k = int(order[0])
+    return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
 
 
 def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
     """Does the truth lie inside this segment's bounds? Truth offset at the segment's epoch;
-    truth drift as the mean over the segment's span."""
-    ts, off = truth_clock["t_ns"], truth_clock["offset_ns"]
-    t0 = ts[0]
-    rel = [t - t0 for t in ts]
-    epoch = seg["epoch_ns"] - t0
-    true_off = _interp(rel, [o - off[0] for o in off], epoch) + off[0]
-    o = seg["offset_ns"]
+    truth drift as the mean of the true drift over the segment's span."""
+    o, d = seg["offset_ns"], seg["drift_ppm"]
+    true_off = _truth_offset_at(truth_clock, seg["epoch_ns"])
     if modulus_ns:
         true_off -= round((true_off - o["point"]) / modulus_ns) * modulus_ns
-    a, b = seg["start_ns"] - t0, seg["end_ns"] - t0
-    true_drift = None
-    if b > a:
-        oa = _interp(rel, [x - off[0] for x in off], a)
-        ob = _interp(rel, [x - off[0] for x in off], b)
-        true_drift = (ob - oa) / (b - a) * 1e6
-    d = seg["drift_ppm"]
-    res = {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"])}
-    if true_drift is not None:
-        # linear interpolation of a 1 s truth grid: allow 1e-4 ppm of numerical slack
-        res.update(drift_ppm=true_drift, drift_in=bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4))
-    return res
+    ts = np.asarray(truth_clock["t_ns"], dtype=np.int64)
+    inside = (ts >= seg["start_ns"]) & (ts <= seg["end_ns"])
+    drifts = np.asarray(truth_clock["drift_ppm"], dtype=float)
+    true_drift = float(drifts[inside].mean()) if inside.any() else \
+        float(drifts[np.argmin(np.abs(ts - seg["epoch_ns"]))])
+    # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
+    return {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"]),
+            "drift_ppm": true_drift, "drift_in": bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4)}
 
 
 def band(seg, points: int = 60) -> dict:

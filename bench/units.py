@@ -19,6 +19,15 @@ def fmt_ns(x: float | None, digits: int = 3) -> str:
     return f"{x} ns"
 
 
+def fmt_interval_ns(lo: float, hi: float) -> str:
+    """[lo, hi] in one unit, with enough decimals that the width shows: '[-41.2701, -41.2672] s'."""
+    a = max(abs(lo), abs(hi))
+    scale, unit = next(((sc, u) for sc, u in _UNITS if a >= sc), (1.0, "ns"))
+    width = (hi - lo) / scale
+    dec = 0 if width <= 0 else max(0, min(9, math.ceil(-math.log10(width)) + 1))
+    return f"[{lo / scale:.{dec}f}, {hi / scale:.{dec}f}] {unit}"
+
+
 def fmt_ppm(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
