@@ -139,3 +139,10 @@ class HealthMonitor:
 
 def write_health_json(h: Health, path: Path) -> None:
     Path(path).write_text(json.dumps(h.as_dict(), indent=1, default=str))
+
+
+def bound_from_manifest(manifest: dict) -> int:
+    """The reference uncertainty to add to every bracket of a run (ns): the largest of the start
+    snapshot, the run's series and the stop snapshot, as far as the manifest holds them."""
+    keys = ("reference", "reference_run", "reference_end")
+    return max([int((manifest.get(k) or {}).get("uncertainty_ns") or 0) for k in keys])

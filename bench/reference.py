@@ -212,7 +212,15 @@ class PhcReference(Reference):
             f"override)")
 
     def health(self) -> Health:
+        from bench.phc import phc_of_interface
+
         h = super().health()
+        disciplined = {phc_of_interface(i) for i in h.detail.get("interfaces", []) if i} - {None}
+        if disciplined and self.phc.path not in disciplined and os.path.realpath(
+                self.phc.path) not in {os.path.realpath(d) for d in disciplined}:
+            h = replace(h, grade="fail", verified=False, problems=h.problems + (
+                f"fail: the reference {self.phc.path} is not the clock ptp4l disciplines "
+                f"({', '.join(sorted(disciplined))})",))
         so = self.phc.sys_offset()
         detail = {**h.detail, "phc_read": {"method": so.method, "bracket_ns": so.bracket_ns,
                                            "phc_minus_realtime_ns": so.offset_ns - self._utc_ns,

@@ -413,3 +413,19 @@ def test_check_reports_unreachable_and_unknown_devices(default_sim, tmp_path, ca
 def test_check_rejects_bad_arguments(capsys):
     assert check.main(["--reference-allowance", "soon"]) == 2
     assert check.main(["--rack", "/nonexistent/rack.toml"]) == 2
+
+
+def test_monitor_survives_a_broken_health_source_and_manifest_bound(tmp_path):
+    class Broken(VirtualReference):
+        def health(self):
+            raise OSError("pmc vanished")
+
+    mon = HealthMonitor(Broken(5), tmp_path / "ref.csv", interval_s=10)
+    h = mon.sample()
+    assert h.grade == "fail" and "pmc vanished" in h.problems[0]
+    assert mon.worst()[0] == "fail" and not mon.run_health().verified
+    from bench.health_monitor import bound_from_manifest
+    assert bound_from_manifest({"reference": {"uncertainty_ns": 10},
+                                "reference_run": {"uncertainty_ns": 30},
+                                "reference_end": {"uncertainty_ns": 20}}) == 30
+    assert bound_from_manifest({}) == 0
