@@ -428,9 +428,12 @@ def test_counter_and_identity_with_device(real_rack):
 
 
 # -- measurement: `python tests/test_serial_optic.py` ---------------------------------------------
-def measure(latency_ms: float, reads: int = 200) -> dict:
+def measure(latency_ms: float, reads: int = 300) -> dict:
+    """Counter reads with the runner's random dither; brackets, and the offset/drift bounds that
+    bench/estimate.py proves from them (checked against the emulator's truth)."""
     import tomllib
 
+    from bench.estimate import fit_clock
     from bench.inventory import rack_from_dict
     from bench.sim.thread import SimRackThread
     rack = rack_from_dict(tomllib.loads('[rack]\nname = "m"\n' + optic_toml(latency_ms=latency_ms)))
@@ -440,14 +443,24 @@ def measure(latency_ms: float, reads: int = 200) -> dict:
             out = []
             for _ in range(reads):
                 await asyncio.sleep(random.uniform(0.0, 0.05))       # the runner's dither
-                r = await drv.read_clock("counter1")
-                out.append(r.e_ns - r.s_ns)
+                out.append(await drv.read_clock("counter1"))
             await drv.close()
             return out
-        widths = sorted(run(go()))
+        rs = run(go())
+        model = sim.ctx._models["optic-1"]["counter1"]
+        fit = fit_clock([r.s_ns for r in rs], [r.e_ns for r in rs], [r.value_ns for r in rs],
+                        1_000_000)
+        seg = fit.segments[0]
+        truth = model.offset_ns(seg.epoch_ns)
+    widths = sorted(r.e_ns - r.s_ns for r in rs)
     q = lambda f: widths[int(f * (len(widths) - 1))] / 1e6  # noqa: E731
-    return {"latency_timer_ms": latency_ms, "reads": reads, "min_ms": q(0), "median_ms": q(0.5),
-            "p90_ms": q(0.9), "max_ms": q(1.0), "mean_ms": statistics.mean(widths) / 1e6}
+    return {"latency_timer_ms": latency_ms, "reads": reads,
+            "span_s": (rs[-1].e_ns - rs[0].s_ns) / 1e9, "segments": len(fit.segments),
+            "bracket_min_ms": q(0), "bracket_median_ms": q(0.5), "bracket_p90_ms": q(0.9),
+            "bracket_max_ms": q(1.0),
+            "offset_bound_width_ms": seg.offset_ns.width / 1e6,
+            "offset_truth_inside": seg.offset_ns.lo <= truth <= seg.offset_ns.hi,
+            "drift_bound_ppm": [round(seg.drift_ppm.lo, 1), round(seg.drift_ppm.hi, 1)]}
 
 
 if __name__ == "__main__":
