@@ -1,0 +1,120 @@
+"""The measures `rackclock compare` sets side by side, each with the bounds that make a verdict
+possible, taken from one run folder (summary.json, and the samples where a statistic needs them).
+
+| measure     | value                                         | bounds                          |
+|-------------|-----------------------------------------------|---------------------------------|
+| offset      | last segment's offset at its epoch            | proven (interval fit)           |
+| drift       | longest segment's drift                       | proven                          |
+| jitter      | median |residual| of the reads (fine clocks)  | 95% CI of the median            |
+| bracket     | median bracket width of the reads             | 95% CI of the median            |
+| resolution  | the tick the fit used                         | exact                           |
+| breaks      | steps, reboots, wraps found                   | exact count                     |
+| latency.S   | stimulus S -> device log stamp                | proven (union over its events)  |
+| errors      | failed exchanges                              | exact count                     |
+
+The confidence intervals are distribution-free (order statistics): they assume only that the
+reads of a run are exchangeable, never a shape of the noise.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from bench.residuals import median_ci, segment_residuals
+from bench.rundata import Run
+
+
+@dataclass(frozen=True)
+class Measure:
+    device: str
+    clock: str                 # "" for device-level measures (latency, errors)
+    name: str                  # "drift", "latency.test_event", ...
+    unit: str                  # ns | ppm | count
+    lo: float
+    hi: float
+    point: float
+    basis: str                 # proven | 95% CI of the median | exact
+    judgeable: bool = True     # False: reported only, with `note` saying why
+    note: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _exact(device, clock, name, unit, x) -> Measure:
+    return Measure(device, clock, name, unit, float(x), float(x), float(x), "exact")
+
+
+def _ci(device, clock, name, x, note="", judgeable=True) -> Measure | None:
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == 0:
+        return None
+    lo, med, hi = median_ci(x)
+    return Measure(device, clock, name, "ns", lo, hi, med, "95% CI of the median", judgeable, note)
+
+
+def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
+    segs = c.get("segments") or []
+    if not segs:
+        return []
+    last = segs[-1]
+    longest = max(segs, key=lambda sg: sg.get("reads", 0))
+    o, d = last["offset_ns"], longest["drift_ppm"]
+    counter = bool(c.get("counter"))
+    out = [Measure(device, clock, "offset", "ns", o["lo"], o["hi"], o["point"], "proven",
+                   not counter, "a counter's offset is its zero instant: moves with every reboot"
+                   if counter else ""),
+           Measure(device, clock, "drift", "ppm", d["lo"], d["hi"], d["point"], "proven"),
+           _exact(device, clock, "resolution", "ns", c.get("resolution_ns")
+                  or longest.get("resolution_ns") or 0),
+           _exact(device, clock, "breaks", "count", len(c.get("breaks", [])))]
+    s, e, v, q = run.samples(device).reads(clock)
+    r = segment_residuals(s, e, v, q, longest)
+    if len(r):
+        out.append(_ci(device, clock, "bracket", r.bracket))
+        out.append(_ci(device, clock, "jitter", np.abs(r.mid), judgeable=not r.coarse,
+                       note=f"coarse clock (resolution {r.resolution_ns / 1e9:g} s): the residual "
+                            f"is the tick, not noise" if r.coarse else ""))
+    return [m for m in out if m is not None]
+
+
+def device_measures(run: Run, device: str, d: dict) -> list[Measure]:
+    out = []
+    for clock, c in sorted((d.get("clocks") or {}).items()):
+        out += clock_measures(run, device, clock, c)
+    for stim, L in sorted((d.get("latency") or {}).items()):
+        b, basis = L.get("logged_ns"), "proven"
+        if not b:
+            b, basis = L.get("observed_ns"), "proven (first fetch that saw it)"
+        if b:
+            out.append(Measure(device, "", f"latency.{stim}", "ns", b["lo"], b["hi"],
+                               b.get("point", (b["lo"] + b["hi"]) / 2), basis))
+    out.append(_exact(device, "", "errors", "count", sum((d.get("errors") or {}).values())))
+    return out
+
+
+def run_measures(run: Run) -> dict[tuple[str, str, str], Measure]:
+    """{(device, clock, measure): Measure} of every device in the run's summary."""
+    out = {}
+    for device, d in sorted(run.summary.get("devices", {}).items()):
+        for m in device_measures(run, device, d):
+            out[(m.device, m.clock, m.name)] = m
+    return out
+
+
+def identities(run: Run) -> dict[str, dict]:
+    """Per device: plane and identity (vendor, model, serial, firmware) from the manifest."""
+    out = {}
+    summ = run.summary.get("devices", {})
+    for name, d in run.manifest.get("devices", {}).items():
+        ident = d.get("identity") or summ.get(name, {}).get("identity") or {}
+        out[name] = {"plane": d.get("plane", ""), **{k: str(ident.get(k, "")) for k in
+                                                     ("vendor", "model", "serial", "firmware")}}
+        if d.get("error"):
+            out[name]["error"] = d["error"]
+    return out
