@@ -4,11 +4,12 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bench.estimate import fit_clock
+from bench.estimate import ClockFit, fit_clock
 from bench.rundata import Samples, load_samples
 
 QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
@@ -71,7 +72,7 @@ def _segment_for(fit_segments: list, t_ns: int):
     return cand[-1] if cand else (fit_segments[0] if fit_segments else None)
 
 
-def latencies(smp: Samples, fits: dict) -> dict:
+def latencies(smp: Samples, results: dict) -> dict:
     """Pair each sent stimulus with the next device log entry and bound the latency between them:
     `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
     the bracket of the fetch that first saw it. Bounds only; midpoints as points."""
@@ -88,12 +89,10 @@ def latencies(smp: Samples, fits: dict) -> dict:
             used.add(j)
             sf, ef = int(smp.s_ns[j]), int(smp.e_ns[j])
             rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
-            fit = fits.get(smp.clock[j])
-            if smp.has_value[j] and fit is not None and fit.segments:
-                seg = _segment_for(fit.segments, ef)
-                lo, hi = seg.to_reference(int(smp.value_ns[j]), int(smp.resolution_ns[j]) or 1)
-                hi = min(hi, ef)
-                rec["logged_ns"] = {"lo": lo - e_st, "hi": hi - s_st}
+            iv = map_stamp(results.get(smp.clock[j]), int(smp.value_ns[j]),
+                           int(smp.resolution_ns[j]), ef) if smp.has_value[j] else None
+            if iv is not None:
+                rec["logged_ns"] = {"lo": iv[0] - e_st, "hi": min(iv[1], ef) - s_st}
             rec["event"] = smp.raw[j][:200]
         name = smp.clock[i]
         out.setdefault(name, {"events": []})["events"].append(rec)
@@ -108,43 +107,77 @@ def latencies(smp: Samples, fits: dict) -> dict:
     return out
 
 
+@dataclass
+class ClockResult:
+    """One clock's fit with what it was fitted from (unwrapped counter values, wraps found)."""
+    name: str
+    meta: dict
+    declared_ns: int
+    reads: int
+    fit: ClockFit | None = None
+    wraps: list = field(default_factory=list)
+    note: str = ""
+
+
+def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, ClockResult]:
+    """Fit every clock of one device from its samples; never raises for bad data."""
+    clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
+    out = {}
+    for clock in list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")}):
+        s, e, v, q = smp.reads(clock)
+        cm = clocks_meta.get(clock, {})
+        declared = int(cm.get("resolution_ns") or (q[0] if len(q) else 1))
+        res = out[clock] = ClockResult(clock, cm, declared, int(len(s)))
+        if len(s) == 0:
+            res.note = "no successful read"
+            continue
+        try:
+            if cm.get("counter") and cm.get("modulus_ns"):
+                from bench.counters import unwrap
+                v, res.wraps = unwrap(s, e, v, int(cm["modulus_ns"]))
+            res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
+                                drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)))
+        except Exception as exc:  # the estimator must never take the summary down
+            res.note = f"estimator failed: {exc!r}"
+    return out
+
+
+def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
+              near_ns: int) -> tuple[int, int] | None:
+    """Reference interval of a device stamp in this clock, through the segment in force at
+    `near_ns` (a wrapped counter stamp is unwrapped to the value nearest the fit there)."""
+    if res is None or res.fit is None or not res.fit.segments:
+        return None
+    seg = _segment_for(res.fit.segments, near_ns)
+    modulus = int(res.meta.get("modulus_ns") or 0)
+    if modulus:
+        expected = near_ns + seg.offset_at(near_ns).point
+        value_ns += round((expected - value_ns) / modulus) * modulus
+    return seg.to_reference(int(value_ns), max(1, int(resolution_ns)))
+
+
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
                      truth: dict | None = None) -> dict:
-    clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
     errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in ("ok", "unarmed"))
     first_errors = {}
     for i in range(len(smp)):
         st = smp.status[i]
         if st not in ("ok", "unarmed") and st not in first_errors:
             first_errors[st] = smp.raw[i][:200]
-    clocks_out, fits = {}, {}
-    names = list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")})
-    for clock in names:
-        s, e, v, q = smp.reads(clock)
-        cm = clocks_meta.get(clock, {})
-        declared = int(cm.get("resolution_ns") or (q[0] if len(q) else 1))
-        entry: dict = {"resolution_declared_ns": declared, "reads": int(len(s)),
+    results = fit_clocks(smp, meta, uncertainty_ns)
+    clocks_out = {}
+    for clock, res in results.items():
+        cm = res.meta
+        entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
                        "counter": bool(cm.get("counter"))}
-        if len(s) == 0:
-            entry.update(segments=[], breaks=[], note="no successful read")
-            clocks_out[clock] = entry
+        clocks_out[clock] = entry
+        if res.fit is None:
+            entry.update(segments=[], breaks=[], note=res.note)
             continue
-        wraps = []
-        if cm.get("counter") and cm.get("modulus_ns"):
-            from bench.counters import unwrap
-            v, wraps = unwrap(s, e, v, int(cm["modulus_ns"]))
-        try:
-            fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
-                            drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)))
-        except Exception as exc:  # the estimator must never take the summary down
-            entry.update(segments=[], breaks=[], note=f"estimator failed: {exc!r}")
-            clocks_out[clock] = entry
-            continue
-        fits[clock] = fit
-        entry.update(fit.as_dict())
-        for seg, sd in zip(fit.segments, entry["segments"]):
+        entry.update(res.fit.as_dict())
+        for seg, sd in zip(res.fit.segments, entry["segments"]):
             sd["band"] = band(seg)
-        entry["wraps"] = [w if isinstance(w, dict) else {"index": int(w)} for w in wraps]
+        entry["wraps"] = [w if isinstance(w, dict) else {"index": int(w)} for w in res.wraps]
         if entry["segments"] and not cm.get("counter"):
             last = entry["segments"][-1]["offset_ns"]
             note = zone_note(last["lo"], last["hi"])
@@ -154,10 +187,9 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             tc = truth["clocks"][clock]
             for seg in entry["segments"]:
                 seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
-        clocks_out[clock] = entry
     return {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
             "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
-            "clocks": clocks_out, "latency": latencies(smp, fits)}
+            "clocks": clocks_out, "latency": latencies(smp, results)}
 
 
 def summarize_run(path: Path, manifest: dict, truth: dict | None = None) -> dict:
