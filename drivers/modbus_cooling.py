@@ -92,6 +92,8 @@ class ModbusCooling(Driver):
         self._lost: asyncio.Future | None = None
         self._stamps: dict[str, int] = {}
         self._guard = False          # a request timed out on a serial line: let late bytes pass
+        self._dropped = False        # the device closed the connection since the last exchange
+        self._closing = False
 
     # -- connection ------------------------------------------------------------------------------
     def _make_client(self):
@@ -135,6 +137,7 @@ class ModbusCooling(Driver):
             raise self.error("unreachable", f"cannot connect to {self.config.address}")
 
     async def close(self) -> None:
+        self._closing = True
         try:
             if self.client is not None:
                 self.client.close()
@@ -151,7 +154,10 @@ class ModbusCooling(Driver):
         return pdu
 
     def _trace_connect(self, connected: bool) -> None:
-        if not connected and self._lost is not None and not self._lost.done():
+        if connected or self._closing:
+            return
+        self._dropped = True
+        if self._lost is not None and not self._lost.done():
             self._lost.set_result(None)
 
     # -- one exchange ----------------------------------------------------------------------------
@@ -159,6 +165,9 @@ class ModbusCooling(Driver):
         """Send one request; its answer and its bracket (s, e). Raises DeviceError."""
         if self.client is None:
             raise self.error("error", "driver not opened")
+        if self._dropped:          # said once; the next exchange connects again
+            self._dropped = False
+            raise self.error("reset", f"the device dropped the connection before {what}")
         if not self.client.connected:
             await self._connect()
         if self._guard:
@@ -176,6 +185,8 @@ class ModbusCooling(Driver):
             task.cancel()
             raise
         e0 = self.now_ns()
+        if self._lost.done():
+            self._dropped = False
         if task not in done:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

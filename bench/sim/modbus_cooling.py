@@ -41,7 +41,7 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
 
 
 async def serve_one(device: DeviceConfig, ctx) -> dict:
-    name = device.options.get("map")
+    name = (device.sim or {}).get("map", device.options.get("map"))   # sim `map`: a wrong inventory
     if not name:
         raise ValueError(f"{device.name}: the inventory names no register map (`map = ...`)")
     cdu = Cdu(device, read_manual(str(name)), ctx)
