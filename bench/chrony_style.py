@@ -102,9 +102,10 @@ def fit_chrony(s_ns, e_ns, value_ns, resolution_ns, *, epoch_ns=None) -> ChronyF
         xs, ys, ws = x[drop:], y[drop:], w[drop:]
         b0, b1, xm, sw, sxx = _wls(xs, ys, ws)
         r = ys - (b0 + b1 * xs)
-        if _runs_ok(r) or n - drop - (step or 1) < MIN_SAMPLES:
+        nxt = 1 if step == 0 else step * 2
+        if _runs_ok(r) or n - drop - nxt < MIN_SAMPLES:
             break
-        step = 1 if step == 0 else step * 2
+        step = nxt
         drop += step
     m = len(xs)
     dof = m - 2

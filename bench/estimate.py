@@ -22,7 +22,8 @@ Wander: a real oscillator's frequency moves. We choose an *allowance*, not windo
 states `wander_ns_per_s` = w, a bound on how far the frequency strays from its value at the epoch
 over the segment (ns/s = ppb). Then |D(t) − (t + θ + ρ·(t − t0))| ≤ w·|t − t0|, every constraint is
 loosened by that much, and (θ, ρ) are the tangent at the epoch: the true offset and the true
-instantaneous drift at t0 stay inside the region. It keeps all reads in one fit (the tick-edge
+instantaneous drift at t0 stay inside the region; the reported drift bound is widened by w so that
+it holds for the drift at every instant of the segment. It keeps all reads in one fit (the tick-edge
 reads that pin a coarse clock are rare, and windows would throw them away), costs nothing when
 w = 0, and a w too small shows up as a break ("unknown" kind), never as a silently wrong bound.
 benchmarks/estimator_mc.py measures coverage with wander on and off.
@@ -45,7 +46,7 @@ from bench import segment as _seg
 
 PPM = 1e-6
 TOL_NS = 1e-3            # float slack when deciding a region is non-empty, ns
-MIN_DISTINCT = 12        # distinct values needed before the observed resolution is trusted
+MIN_DISTINCT = 6         # distinct values needed before the observed resolution is trusted
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,10 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
     th0 = win.theta0
     off = Bound(th0 + math.floor(float(g.min()) - TOL_NS), th0 + math.ceil(float(h.max()) + TOL_NS),
                 th0 + round(cy))
-    dr = Bound(float(x[0]), float(x[-1]), min(max(cx, float(x[0])), float(x[-1])))
+    # with a wander allowance the frequency stays within w of the tangent's: the bound then holds
+    # for the drift at every instant of the segment (and so for its mean over any part of it)
+    wp = w * 1e-3                       # ns/s -> ppm
+    dr = Bound(float(x[0]) - wp, float(x[-1]) + wp, min(max(cx, float(x[0])), float(x[-1])))
     mid = (raw_s[idx] + raw_e[idx]) // 2
     res = ((vi - mid) - th0).astype(np.float64) + q / 2 - cy - cx * PPM * (mid - t0)
     br = (raw_e[idx] - raw_s[idx]).astype(np.float64)
@@ -303,7 +307,7 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
         bracket_ns={"min": int(br.min()), "median": float(np.median(br)),
                     "p99": float(np.percentile(br, 99))},
         resolution_ns=q, resolution_note=note,
-        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w)
+        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9)
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):

@@ -113,7 +113,18 @@ def test_resolution_check_catches_a_coarser_clock():
     # a declared resolution coarser than the data stays
     fit = fit_clock(s, e, v, 10 * NS)
     assert fit.resolution_ns == 10 * NS and fit.resolution_note == ""
-    assert observed_resolution(v[:5]) is None
+    assert observed_resolution(v[:4]) is None
+
+
+def test_reference_uncertainty_widens_the_bounds():
+    p = ClockParams(offset_s=0.02, drift_ppm=-7.0, resolution_s=1e-6)
+    s, e, v, at, m = reads(p, 100, 12)
+    a = fit_clock(s, e, v, 1000).segments[0]
+    b = fit_clock(s, e, v, 1000, uncertainty_ns=50_000, epoch_ns=a.epoch_ns).segments[0]
+    assert b.epoch_ns == a.epoch_ns
+    assert b.offset_ns.lo <= a.offset_ns.lo and b.offset_ns.hi >= a.offset_ns.hi
+    assert b.offset_ns.width >= a.offset_ns.width + 90_000
+    assert b.offset_ns.contains(m.offset_ns(b.epoch_ns))
 
 
 def test_counter_reboot_is_reported_as_reboot():
@@ -149,6 +160,12 @@ def test_wander_allowance_keeps_truth_inside():
         sg = fit.segments[0]
         assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
         assert sg.drift_ppm.lo <= m.drift_ppm(sg.epoch_ns) <= sg.drift_ppm.hi
+        for t in np.linspace(s[0], e[-1], 7).astype(np.int64):
+            assert sg.offset_at(int(t)).contains(m.offset_ns(int(t)))
+            assert sg.drift_ppm.contains(m.drift_ppm(int(t)))
+        for i in (0, 200, 399):
+            lo, hi = sg.to_reference(int(v[i]), fit.resolution_ns)
+            assert lo <= at[i] <= hi
         hits += 1
     assert hits == 10
 
