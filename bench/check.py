@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.inventory import DeviceConfig, InventoryError, load_rack
-from bench.ptp_health import PtpThresholds
 from bench.reference import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_ns, parse_duration_ns
 
@@ -200,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_secrets(source, quiet=True)
             sim = stack.enter_context(SimRackThread(source))
             rack, sim_failed = sim.rack, dict(sim.failed)
+            declared = {d.name: d for d in source.devices}
             print(f"simulated rack {rack.name!r} served on loopback "
                   f"({len(rack.devices)} of {len(source.devices)} emulators up)")
         else:
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, InventoryError) as exc:
                 print(f"rackclock check: {exc}", file=sys.stderr)
                 return 2
-            sim_failed = {}
+            sim_failed, declared = {}, {}
         if a.device:
             unknown = set(a.device) - {d.name for d in rack.devices} - set(sim_failed)
             if unknown:
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         results = check_devices(devices, now_ns, a.timeout)
         for name, why in sim_failed.items():
             if not a.device or name in a.device:
-                d = next((x for x in load_rack(DEFAULT_RACK).devices if x.name == name), None)
+                d = declared.get(name)
                 results.append(DeviceCheck(name, d.plane if d else "", d.driver if d else "",
                                            "", status="no-emulator", error=why))
         print()

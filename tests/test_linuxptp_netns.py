@@ -5,7 +5,9 @@ other, both with software timestamping. Both namespaces share the machine's CLOC
 slave runs with `free_running 1`: it measures and never adjusts the clock. A free-running ptp4l's
 servo never locks, so its port would stay UNCALIBRATED; `SET SYNCHRONIZATION_UNCERTAIN_NP 0`
 (linuxptp's own management message) tells it its local sync is certain, which makes it report
-LOCKED and take the SLAVE state, still without touching any clock.
+LOCKED and take the SLAVE state, still without touching any clock. (At start-up every ptp4l on
+CLOCK_REALTIME writes back the frequency it has just read and clears the kernel's leap/status
+bits; neither changes the clock's time or rate.)
 
 Needs root and `ip netns` (CI runs as root); skipped otherwise.
 """
@@ -189,6 +191,17 @@ def test_bench_reads_the_same_figures_as_pmc(pair):
                "GET TIME_STATUS_NP").stdout
     assert f"gmIdentity                 {h.detail['gm_identity']}" in out
     assert "gmPresent                  true" in out
+
+
+def test_rackclock_check_shows_the_slave(pair, tmp_path, capsys):
+    from bench import check
+
+    rack = tmp_path / "rack.toml"
+    rack.write_text('[rack]\nname = "netns"\nreference = "realtime"\n')
+    rc = check.main(["--rack", str(rack), "--ptp-uds", pair.uds[1]])
+    out = capsys.readouterr().out
+    assert "verified (linuxptp)" in out and "ports SLAVE" in out and "SOFTWARE stamps" in out, out
+    assert rc == (0 if "grade fail" not in out else 1)
 
 
 def test_stopping_the_grandmaster_degrades_the_grade(pair, tmp_path):

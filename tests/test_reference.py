@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
-import os
 import time
 
 import pytest
