@@ -4,6 +4,8 @@ One device is one bridge with several module ports. Inventory keys (beyond the c
 
     address = "serial:///dev/ttyUSB0"       # any pyserial URL; "socket://host:port" for ser2net
     baudrate = 115200
+    bridge = "i2c_bridge"                   # module in drivers/ speaking the bridge's protocol
+    latency_timer_ms = 16                   # the adapter's, for the record (sysfs is read if it can)
     timeout_s = 1.0                         # per exchange
     ports = [1, 2]                          # module ports to identify and poll
     counter_ports = [1]                     # modules whose vendor has a power-on counter
@@ -28,10 +30,12 @@ the counter is read right after and the entry carries that value: the change hap
 """
 from __future__ import annotations
 
+import importlib
 import json
+import os
 
 from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
-from drivers.i2c_bridge import Answer, BridgeLink
+from drivers.i2c_bridge import Answer
 
 # CMIS 5 addresses (page, offset)
 LOWER_ID, LOWER_FW = 0, 39                  # lower page: identifier, revision; firmware 39-40
@@ -56,6 +60,16 @@ def _lanes(mask: int) -> list[int]:
     return [i + 1 for i in range(8) if mask >> i & 1]
 
 
+def adapter_latency_ms(url: str) -> int | None:
+    """The latency timer of a Linux USB-serial adapter (ftdi_sio exposes it in sysfs), if any."""
+    name = os.path.basename(os.path.realpath(url)) if url.startswith("/dev/") else ""
+    try:
+        with open(f"/sys/bus/usb-serial/devices/{name}/latency_timer") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
 class SerialOptic(Driver):
     MAX_ENTRIES = 10_000
 
@@ -66,8 +80,10 @@ class SerialOptic(Driver):
         self.counter_ports = [int(p) for p in o.get("counter_ports", [])]
         self.counter_page = int(o.get("counter_page", 0xA0))
         self.counter_res_ns = int(o.get("counter_resolution_ns", 1_000_000))
-        self.link = BridgeLink(self.name, config.address, now_ns, int(o.get("baudrate", 115200)),
-                               float(o.get("timeout_s", 1.0)))
+        transport = importlib.import_module(f"drivers.{o.get('bridge', 'i2c_bridge')}")
+        self.link = transport.BridgeLink(self.name, config.address, now_ns,
+                                         int(o.get("baudrate", 115200)),
+                                         float(o.get("timeout_s", 1.0)))
         self._selected: int | None = None
         self._entries: list[LogEntry] = []
         self._seq = 0
@@ -127,7 +143,9 @@ class SerialOptic(Driver):
         return Identity(vendor=info.get("vendor", ""), model=info.get("model", ""),
                         serial=info.get("serial", ""), firmware=info.get("fw", ""),
                         extra={"bridge_ports": info.get("ports", ""), "modules": modules,
-                               "baudrate": self.link.baudrate})
+                               "baudrate": self.link.baudrate,
+                               "latency_timer_ms": adapter_latency_ms(self.link.url)
+                               or self.config.options.get("latency_timer_ms")})
 
     # -- clocks ---------------------------------------------------------------------------------
     def clocks(self) -> list[ClockSpec]:

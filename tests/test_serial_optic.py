@@ -10,7 +10,6 @@ import asyncio
 import csv
 import json
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -116,7 +115,7 @@ def ask(port: serial.Serial, line: bytes) -> str:
 def hand_protocol(url: str) -> None:
     with serial.serial_for_url(url, baudrate=115200, timeout=2) as p:
         assert ask(p, framed("0001 ID")).startswith("0001 OK ID vendor=")
-        assert "ports=1,2" in ask(p, framed("0001 ID"))
+        assert ask(p, framed("0001 ID")).endswith(" ports=1,2,3")
         assert ask(p, b"0002 ID*00\r\n") .startswith("0002 ERR 01 ")          # bad checksum
         assert ask(p, b"0003 ID\r\n").startswith("0003 ERR 02 ")             # no checksum
         assert ask(p, framed("0004 FLY 1")).startswith("0004 ERR 02 ")
@@ -130,17 +129,22 @@ def hand_protocol(url: str) -> None:
         assert ask(p, framed("000A SEL 2")) == "000A OK SEL 2"
         assert ask(p, framed("000B RD A0 80 4")).startswith("000B ERR 05 ")   # no counter page
         assert ask(p, framed("000C HIST 0")) == "000C OK HIST 0"
+        assert ask(p, framed("000D SEL 3")) == "000D OK SEL 3"                # an empty cage
+        assert ask(p, framed("000E RD 00 00 1")).startswith("000E ERR 04 ")
+
+
+EMPTY_CAGE = "bridge_ports = [1, 2, 3]"
 
 
 def test_protocol_by_hand_on_pty(sim_rack):
-    sim = sim_rack(optic_toml())
+    sim = sim_rack(optic_toml(sim_extra=EMPTY_CAGE))
     address = sim.rack.device("optic-1").address
     assert address.startswith("serial:///dev/pts/")
     hand_protocol(address[len("serial://"):])
 
 
 def test_protocol_by_hand_over_tcp(sim_rack):
-    sim = sim_rack(optic_toml(address="socket://127.0.0.1:0"))
+    sim = sim_rack(optic_toml(address="socket://127.0.0.1:0", sim_extra=EMPTY_CAGE))
     address = sim.rack.device("optic-1").address
     assert address.startswith("socket://127.0.0.1:") and not address.endswith(":0")
     hand_protocol(address)
@@ -364,6 +368,27 @@ def test_module_that_stops_answering_times_out(sim_rack, bridge_timeout_ms, driv
     assert "timeout" in ident.extra["modules"]["1"]["error"]
     assert ident.extra["modules"]["2"]["vendor"] == "NOCLOCK INC"
     assert back.value_ns > 0
+
+
+def test_stalled_module_and_empty_cage_from_the_rack_file(sim_rack):
+    toml = optic_toml(sim_extra="i2c_timeout_ms = 50\n" + EMPTY_CAGE)
+    sim = sim_rack(toml.replace("far_end = 1", "far_end = 1\nstalled = true"))
+
+    async def go():
+        drv = await opened(sim, ports=[1, 2, 3])
+        ident = await drv.identity()
+        with pytest.raises(DeviceError) as err:
+            await drv.log_entries(None)
+        read = await drv.read_clock("counter1")
+        await drv.close()
+        return ident, err.value, read
+    ident, exc, read = run(go())
+    mods = ident.extra["modules"]
+    assert mods["1"]["vendor"] == "ACME OPTICS"
+    assert mods["2"]["error"].startswith("timeout: ") and "ERR 06" in mods["2"]["error"]
+    assert mods["3"]["error"].startswith("unreachable: ") and "ERR 04" in mods["3"]["error"]
+    assert exc.kind in ("timeout", "unreachable") and exc.device == "optic-1"
+    assert read.value_ns > 0
 
 
 @pytest.mark.parametrize("address", ["serial://auto", "socket://127.0.0.1:0"])
