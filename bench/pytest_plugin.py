@@ -1,26 +1,291 @@
-"""pytest plugin (entry point `pytest11`): a lab's own regression suite gets the rack file.
+"""pytest plugin (entry point `pytest11`): a lab's own regression suite gets the rack.
 
-`pytest --rack lab.toml` (or RACKCLOCK_RACK=lab.toml) gives the `rack` fixture; tests that use it
-are skipped with a clear reason when no rack is given.
+    pytest --rack lab.toml [--calibrate-s 20] [--rack-arm] [--calibration-out results/]
+
+Fixtures (all skip the test, with the reason, when no rack file is given):
+
+  rack          the RackConfig of the rack file (--rack, or $RACKCLOCK_RACK)
+  rack_file     its path
+  rack_drivers  {device: driver} opened once per session; each driver's coroutines are callable
+                as plain functions (`rack_drivers["bmc-1"].identity()`), run on a private loop
+  calibration   {device: DeviceCalibration} from a short clock_offset run (--calibrate-s
+                seconds): `calibration["bmc-1"].offset_bound() < 5 * ms`
+
+A rack file marked `simulated = true` works too: it is served on loopback for the session.
+Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`.
+Stimuli reach a real rack only with --rack-arm; on a simulated rack they are always sent.
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+ns = 1
+us = 1_000
+ms = 1_000_000
+s = 1_000_000_000
+
+NO_RACK = "no rack file given (pytest --rack FILE or RACKCLOCK_RACK=FILE)"
+CALL_TIMEOUT_S = 30.0
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("rackclock")
     group.addoption("--rack", default=os.environ.get("RACKCLOCK_RACK"),
                     help="rack file of a real lab rack (default: $RACKCLOCK_RACK)")
+    group.addoption("--calibrate-s", type=float, default=20.0,
+                    help="length of the session's clock_offset calibration run, s (default 20)")
+    group.addoption("--calibration-out", default=None,
+                    help="folder for the calibration's run folder (default: a temporary folder)")
+    group.addoption("--rack-arm", action="store_true", default=False,
+                    help="let the calibration and the drivers send stimuli to a real rack")
+
+
+def _rack_path(config) -> Path:
+    path = config.getoption("--rack")
+    if not path:
+        pytest.skip(NO_RACK)
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def rack_file(request) -> Path:
+    """The rack file given with --rack; skips the test when none is given."""
+    return _rack_path(request.config)
 
 
 @pytest.fixture(scope="session")
 def rack(request):
     """The RackConfig of the rack file given with --rack; skips the test when none is given."""
-    path = request.config.getoption("--rack")
-    if not path:
-        pytest.skip("no rack file given (pytest --rack FILE or RACKCLOCK_RACK=FILE)")
     from bench.inventory import load_rack
-    return load_rack(path)
+    return load_rack(_rack_path(request.config))
+
+
+# -- drivers -------------------------------------------------------------------------------------
+
+class _Loop:
+    """An asyncio loop in its own thread: the drivers' home for the session."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="rackclock-drivers",
+                                       daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float = CALL_TIMEOUT_S):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+class SyncDriver:
+    """A driver whose coroutines are called as plain functions; `.driver` is the driver itself."""
+
+    def __init__(self, driver, loop: _Loop):
+        self.driver = driver
+        self._loop = loop
+
+    def __getattr__(self, name):
+        attr = getattr(self.driver, name)
+        if inspect.iscoroutinefunction(attr):
+            return lambda *a, **kw: self._loop.run(attr(*a, **kw))
+        return attr
+
+    def __repr__(self) -> str:
+        return f"<SyncDriver {self.driver.name} ({type(self.driver).__name__})>"
+
+
+class RackDrivers(dict):
+    """{device: SyncDriver}; `.errors` holds the devices that could not be opened, and asking
+    for one of them fails the test with the device's own error."""
+
+    def __init__(self):
+        super().__init__()
+        self.errors: dict[str, str] = {}
+
+    def __missing__(self, name):
+        if name in self.errors:
+            pytest.fail(f"device {name} could not be opened: {self.errors[name]}", pytrace=False)
+        raise KeyError(f"no device {name!r} in the rack (devices: {sorted(self)})")
+
+
+@pytest.fixture(scope="session")
+def rack_served(request, rack, tmp_path_factory):
+    """The rack with reachable addresses: a simulated rack file is served for the session."""
+    if not rack.simulated:
+        yield rack
+        return
+    from bench.simproc import SimProcess
+    with SimProcess(Path(rack.source), tmp_path_factory.mktemp("rackclock-sim")) as sim:
+        yield sim.rack
+
+
+@pytest.fixture(scope="session")
+def rack_drivers(request, rack_served):
+    """Every device's driver, opened once for the session and closed at its end."""
+    from bench.reference import open_reference
+    from drivers import driver_class
+
+    armed = rack_served.simulated or request.config.getoption("--rack-arm")
+    reference = open_reference(rack_served.reference)
+    loop = _Loop()
+    drivers = RackDrivers()
+    for dev in rack_served.devices:
+        try:
+            drv = driver_class(dev.driver)(dev, reference.now_ns, armed=armed)
+            loop.run(drv.open())
+            drivers[dev.name] = SyncDriver(drv, loop)
+        except Exception as exc:          # one dead device must not cost the others
+            drivers.errors[dev.name] = str(exc) or type(exc).__name__
+    try:
+        yield drivers
+    finally:
+        for d in drivers.values():
+            try:
+                loop.run(d.driver.close(), timeout=10)
+            except Exception:
+                pass
+        loop.stop()
+        reference.close()
+
+
+# -- calibration ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Bounds:
+    lo: float
+    hi: float
+    point: float
+
+    @property
+    def width(self) -> float:
+        return self.hi - self.lo
+
+    @property
+    def magnitude(self) -> float:
+        """The largest |value| the bounds allow."""
+        return max(abs(self.lo), abs(self.hi))
+
+
+class DeviceCalibration:
+    """One device's calibration: proven bounds from the session's clock_offset run (ns, ppm)."""
+
+    def __init__(self, name: str, summary: dict, identity: dict):
+        self.name = name
+        self.summary = summary
+        self.identity = identity
+        self.plane = summary.get("plane", "")
+
+    def __repr__(self) -> str:
+        return f"<DeviceCalibration {self.name}: clocks {self.clocks}>"
+
+    @property
+    def firmware(self) -> str:
+        return str(self.identity.get("firmware", ""))
+
+    @property
+    def clocks(self) -> list[str]:
+        return [c for c, x in self.summary.get("clocks", {}).items() if x.get("segments")]
+
+    @property
+    def errors(self) -> int:
+        return sum(self.summary.get("errors", {}).values())
+
+    def _clock(self, clock: str | None) -> dict:
+        names = self.clocks
+        if not names:
+            pytest.fail(f"{self.name}: no clock was calibrated "
+                        f"(errors: {self.summary.get('first_errors') or 'none'})", pytrace=False)
+        if clock is None:
+            clock = names[0]
+        if clock not in names:
+            raise KeyError(f"{self.name} has no calibrated clock {clock!r} (clocks: {names})")
+        return self.summary["clocks"][clock]
+
+    def _segment(self, clock: str | None) -> dict:
+        return self._clock(clock)["segments"][-1]
+
+    def offset(self, clock: str | None = None) -> Bounds:
+        """Device minus reference at the last segment's epoch, ns (proven bounds)."""
+        o = self._segment(clock)["offset_ns"]
+        return Bounds(o["lo"], o["hi"], o["point"])
+
+    def offset_bound(self, clock: str | None = None) -> float:
+        """The largest |offset| the proof allows, ns."""
+        return self.offset(clock).magnitude
+
+    def drift(self, clock: str | None = None) -> Bounds:
+        d = self._segment(clock)["drift_ppm"]
+        return Bounds(d["lo"], d["hi"], d["point"])
+
+    def drift_bound(self, clock: str | None = None) -> float:
+        """The largest |drift| the proof allows, ppm."""
+        return self.drift(clock).magnitude
+
+    def breaks(self, clock: str | None = None) -> list[dict]:
+        return list(self._clock(clock).get("breaks", []))
+
+    def bracket_median(self, clock: str | None = None) -> float:
+        return float(self._segment(clock)["bracket_ns"]["median"])
+
+    def resolution(self, clock: str | None = None) -> int:
+        return int(self._clock(clock).get("resolution_ns") or 0)
+
+    def latency(self, stimulus: str | None = None) -> Bounds:
+        """Stimulus -> device log stamp, ns (proven bounds over the calibration's events)."""
+        lat = self.summary.get("latency") or {}
+        if stimulus is None and lat:
+            stimulus = sorted(lat)[0]
+        b = (lat.get(stimulus) or {}).get("logged_ns") if stimulus else None
+        if not b:
+            pytest.fail(f"{self.name}: no logged latency for stimulus {stimulus!r} in the "
+                        f"calibration (stimuli: {sorted(lat) or 'none'})", pytrace=False)
+        return Bounds(b["lo"], b["hi"], b.get("point", (b["lo"] + b["hi"]) / 2))
+
+    def latency_bound(self, stimulus: str | None = None) -> float:
+        """The longest logging latency the proof allows, ns."""
+        return self.latency(stimulus).hi
+
+
+class Calibration(dict):
+    """{device: DeviceCalibration}, with the run folder it came from (`.path`, `.run`)."""
+
+    def __init__(self, run):
+        super().__init__()
+        self.run = run
+        self.path = run.path
+        for name, d in run.summary.get("devices", {}).items():
+            ident = run.manifest.get("devices", {}).get(name, {}).get("identity") or \
+                d.get("identity") or {}
+            self[name] = DeviceCalibration(name, d, ident)
+
+    def __missing__(self, name):
+        raise KeyError(f"no device {name!r} in the calibration (devices: {sorted(self)})")
+
+
+@pytest.fixture(scope="session")
+def calibration(request, rack_file, tmp_path_factory) -> Calibration:
+    """A short clock_offset run on the rack (--calibrate-s), once per session."""
+    from bench.bench import run_experiment
+    from bench.rundata import load_run
+
+    cfg = request.config
+    out = cfg.getoption("--calibration-out")
+    out = Path(out) if out else tmp_path_factory.mktemp("rackclock-calibration")
+    secs = cfg.getoption("--calibrate-s")
+    path = run_experiment("clock_offset", rack_file, out, {"duration_s": str(secs)},
+                          armed=cfg.getoption("--rack-arm"), quiet=True)
+    run = load_run(path)
+    if run.manifest.get("status") != "completed" or not run.summary:
+        pytest.fail(f"the calibration run did not complete ({run.manifest.get('status')}: "
+                    f"{run.manifest.get('error')}); run folder {path}", pytrace=False)
+    return Calibration(run)
