@@ -41,7 +41,8 @@ that delivered the answer's line end. pyserial's `readline()` reads one byte per
 so the port is opened non-blocking and read in chunks after `select` on its descriptor.
 
 Errors (DeviceError kinds): cannot open -> "unreachable"; the port or socket goes away during an
-exchange -> "reset" (the next exchange reopens); no full answer in `timeout_s` -> "timeout";
+exchange -> "reset" (the next exchange reopens); no full answer in `timeout_s`, or the request
+stuck in the output buffer that long -> "timeout";
 bad checksum, garbled line, wrong echo -> "malformed"; `ERR` answers -> "protocol", except
 04 -> "unreachable" and 06 -> "timeout".
 """
@@ -192,6 +193,9 @@ class BridgeLink:
                         self.stale += 1
                         continue
                     return self._answer(command, args, status, rest, s, e, line)
+        except serial.SerialTimeoutException:
+            raise self._error("timeout", f"{command} could not be written within "
+                                         f"{self.timeout_s * 1e3:.0f} ms (output stuck)") from None
         except _LINK_ERRORS as exc:
             self.close()
             raise self._error("reset", f"link lost during {command}: {exc}") from None
