@@ -31,7 +31,7 @@ def _delegate(module: str, argv: list[str]) -> int:
 
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
-               "compare": "bench.compare", "timeline": "bench.timeline"}
+               "compare": "bench.compare", "timeline": "bench.timeline_cli"}
 
 
 def main(argv: list[str] | None = None) -> int:

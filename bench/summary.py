@@ -67,7 +67,7 @@ def band(seg, points: int = 60) -> dict:
     return {"t_ns": [int(t) for t in ts], "lo": [b.lo for b in bs], "hi": [b.hi for b in bs]}
 
 
-def _segment_for(fit_segments: list, t_ns: int):
+def segment_for(fit_segments: list, t_ns: int):
     cand = [s for s in fit_segments if s.start_ns <= t_ns]
     return cand[-1] if cand else (fit_segments[0] if fit_segments else None)
 
@@ -148,7 +148,7 @@ def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
     `near_ns` (a wrapped counter stamp is unwrapped to the value nearest the fit there)."""
     if res is None or res.fit is None or not res.fit.segments:
         return None
-    seg = _segment_for(res.fit.segments, near_ns)
+    seg = segment_for(res.fit.segments, near_ns)
     modulus = int(res.meta.get("modulus_ns") or 0)
     if modulus:
         expected = near_ns + seg.offset_at(near_ns).point
