@@ -42,7 +42,9 @@ class HealthMonitor:
         self._file = None
         self._writer = None
 
-    def start(self) -> "HealthMonitor":
+    def start(self, first: Health | None = None) -> "HealthMonitor":
+        """Open the series (`first`, e.g. the run's start snapshot, becomes its first row) and
+        start sampling."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
         self._file = open(self.path, "a", newline="")
@@ -50,6 +52,8 @@ class HealthMonitor:
         if new:
             self._writer.writerow(COLUMNS)
             self._file.flush()
+        if first is not None:
+            self._record(first)
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="reference-health", daemon=True)
         self._thread.start()
@@ -67,12 +71,15 @@ class HealthMonitor:
         except Exception as exc:     # a broken health source must not stop the run
             h = Health(self.reference.source, self.reference.now_ns(), grade="fail",
                        problems=(f"fail: health read raised {exc!r}",), note=str(exc))
+        self._record(h)
+        return h
+
+    def _record(self, h: Health) -> None:
         with self._lock:
             self.samples.append(h)
             if self._writer is not None:
                 self._writer.writerow(health_row(h))
                 self._file.flush()
-        return h
 
     def stop(self) -> Health:
         """Stop sampling (after one last snapshot) and return the run's health."""
@@ -146,3 +153,44 @@ def bound_from_manifest(manifest: dict) -> int:
     snapshot, the run's series and the stop snapshot, as far as the manifest holds them."""
     keys = ("reference", "reference_run", "reference_end")
     return max([int((manifest.get(k) or {}).get("uncertainty_ns") or 0) for k in keys])
+
+
+class RunReference:
+    """The reference of one run, as the runner uses it:
+
+        rr = RunReference.open(rack, allowance_ns, run_folder)   # ReferenceRefused: print, exit
+        manifest["reference"] = rr.start.as_dict()
+        ... drivers get rr.reference.now_ns ...
+        manifest.update(rr.finish())      # reference_run (the series' bound), reference_end
+
+    Rack-file keys read from `[rack]`: `reference`, `simulated`, and optionally `ptp_uds` (ptp4l's
+    management socket, default /var/run/ptp4l or /var/run/ptp/ptp4l) and `ptp_domain`.
+    """
+
+    def __init__(self, reference: Reference, start: Health, monitor: HealthMonitor):
+        self.reference, self.start, self.monitor = reference, start, monitor
+        self.run: Health | None = None
+
+    @classmethod
+    def open(cls, rack, allowance_ns: int | None, run_folder: Path, interval_s: float = 1.0,
+             **kw) -> "RunReference":
+        from bench.reference import reference_for_run
+
+        kw.setdefault("ptp_uds", rack.options.get("ptp_uds", "auto"))
+        kw.setdefault("domain", int(rack.options.get("ptp_domain", 0)))
+        ref, start = reference_for_run(rack.reference, allowance_ns, rack.simulated, **kw)
+        mon = HealthMonitor(ref, run_folder, interval_s).start(first=start)
+        return cls(ref, start, mon)
+
+    @property
+    def uncertainty_ns(self) -> int:
+        """The bound so far (the run's, once finished): add it to every bracket."""
+        return (self.run or self.monitor.run_health()).uncertainty_ns
+
+    def finish(self) -> dict:
+        """Stop sampling; the manifest entries for the run's and the last snapshot's health."""
+        if self.run is None:
+            self.run = self.monitor.stop()
+            self.reference.close()
+        end = self.monitor.samples[-1]
+        return {"reference_run": self.run.as_dict(), "reference_end": end.as_dict()}

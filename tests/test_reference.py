@@ -428,3 +428,24 @@ def test_monitor_survives_a_broken_health_source_and_manifest_bound(tmp_path):
                                 "reference_run": {"uncertainty_ns": 30},
                                 "reference_end": {"uncertainty_ns": 20}}) == 30
     assert bound_from_manifest({}) == 0
+
+
+def test_run_reference_for_the_runner(tmp_path):
+    from bench.health_monitor import RunReference, bound_from_manifest
+    from bench.inventory import rack_from_dict
+
+    sim = rack_from_dict({"rack": {"name": "s", "simulated": True}})
+    rr = RunReference.open(sim, None, tmp_path, interval_s=0.05)
+    manifest = {"reference": rr.start.as_dict()}
+    time.sleep(0.2)
+    manifest.update(rr.finish())
+    assert manifest["reference"]["basis"] == "simulated" and manifest["reference_run"]["verified"]
+    assert bound_from_manifest(manifest) == 0 == rr.uncertainty_ns
+    rows = (tmp_path / "reference.csv").read_text().splitlines()[1:]
+    assert int(rows[0].split(",")[0]) == rr.start.checked_ns and len(rows) >= 3
+    lab = rack_from_dict({"rack": {"name": "lab", "ptp_uds": str(tmp_path / "none")}})
+    with pytest.raises(ReferenceRefused):
+        RunReference.open(lab, None, tmp_path / "lab")
+    rr = RunReference.open(lab, 2_000, tmp_path / "lab", interval_s=0.05)
+    manifest = {"reference": rr.start.as_dict(), **rr.finish()}
+    assert bound_from_manifest(manifest) == 2_000 and not manifest["reference_run"]["verified"]
