@@ -14,10 +14,14 @@ Rack file keys:
     [devices.optic-1.sim]
     latency_timer_ms = 16                # the host's USB-serial adapter (inventory key also read)
     i2c_timeout_ms = 2000                # a stalled module's bus is given up after this
+    bridge_ports = [1, 2, 3]             # cages the bridge has (default: its modules' ports)
     vendor / model / serial / firmware   # the bridge's identity
     [devices.optic-1.sim.modules.1]      # one CMIS module per port: see optic_cmis.ModuleSpec
     vendor = "ACME OPTICS"
     far_end = 2                          # its TX feeds port 2's RX (default: itself)
+    stalled = false                      # true: holds the I2C bus, never answers
+    tx_fault_at_s = [30.0]               # TX fault pulses (truth events), s after t0
+    los_assert_s = [0.0001, 0.0008]      # light gone -> RX LOS latched, uniform
     [devices.optic-1.sim.modules.1.clock]
     counter = true                       # the vendor has a power-on counter (page A0h, 128-131)
     resolution_s = 0.001                 # its tick; wrap_ticks defaults to 2**32
