@@ -449,3 +449,15 @@ def test_run_reference_for_the_runner(tmp_path):
     rr = RunReference.open(lab, 2_000, tmp_path / "lab", interval_s=0.05)
     manifest = {"reference": rr.start.as_dict(), **rr.finish()}
     assert bound_from_manifest(manifest) == 2_000 and not manifest["reference_run"]["verified"]
+
+
+def test_sandwich_method_on_a_system_clock():
+    """The user-space fallback, exercised on CLOCK_REALTIME itself (no PHC needed): the
+    'PHC' read lies inside its bracket and the offset is within half the bracket of zero."""
+    phc = Phc.__new__(Phc)
+    phc.path, phc.fd, phc.clockid, phc._method = "CLOCK_REALTIME", -1, time.CLOCK_REALTIME, None
+    so = phc._sandwich(9)
+    assert so.sys_before_ns <= so.phc_ns <= so.sys_after_ns
+    assert abs(so.offset_ns) <= so.bracket_ns // 2 + 1 and so.samples == 9
+    phc._method = "sandwich"
+    assert phc.sys_offset(3).method == "sandwich"
