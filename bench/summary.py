@@ -134,7 +134,9 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
         try:
             if cm.get("counter") and cm.get("modulus_ns"):
                 from bench.counters import unwrap
-                v, res.wraps = unwrap(s, e, v, int(cm["modulus_ns"]))
+                v, count = unwrap(s, e, v, int(cm["modulus_ns"]))
+                res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
+                             for i in range(1, len(count)) if count[i] > count[i - 1]]
             res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
                                 drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)))
         except Exception as exc:  # the estimator must never take the summary down
@@ -177,7 +179,7 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
         entry.update(res.fit.as_dict())
         for seg, sd in zip(res.fit.segments, entry["segments"]):
             sd["band"] = band(seg)
-        entry["wraps"] = [w if isinstance(w, dict) else {"index": int(w)} for w in res.wraps]
+        entry["wraps"] = res.wraps
         if entry["segments"] and not cm.get("counter"):
             last = entry["segments"][-1]["offset_ns"]
             note = zone_note(last["lo"], last["hi"])
