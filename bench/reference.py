@@ -146,7 +146,8 @@ class Reference:
         if g.grade == "fail":
             if self.allowance_ns is not None:
                 return Health(self.source, t, verified=False, grade="fail",
-                              uncertainty_ns=self.allowance_ns, detail=detail, basis="allowance",
+                              uncertainty_ns=max(self.allowance_ns, bound), detail=detail,
+                              basis="allowance",
                               problems=g.problems,
                               note=f"reference unverified: linuxptp grades fail; its error is bounded "
                                    f"only by the user's allowance of {fmt_ns(self.allowance_ns)}")
@@ -304,11 +305,18 @@ def reference_for_run(spec: str = "realtime", allowance_ns: int | None = None,
                       simulated: bool = False, **kw) -> tuple[Reference, Health]:
     """The reference for a run and its health at the start, or ReferenceRefused.
 
+    Every reason to refuse (unknown spec, missing PHC, no linuxptp and no allowance, linuxptp
+    failing and no allowance) is a ReferenceRefused whose message says what to do.
     `allowance_ns` is the user's `--reference-allowance` (None when not given). On a simulated
     rack the reference is exact by construction. Otherwise linuxptp must answer and grade ok or
     warn, or the user must give an allowance, which then is the bound and the run is unverified.
     """
-    ref = open_reference(spec, allowance_ns, simulated=simulated, **kw)
+    from bench.phc import PhcError
+
+    try:
+        ref = open_reference(spec, allowance_ns, simulated=simulated, **kw)
+    except (PhcError, ValueError) as exc:
+        raise ReferenceRefused(f"reference {spec!r}: {exc}") from exc
     health = ref.health()
     if simulated or health.verified or isinstance(ref, VirtualReference):
         return ref, health

@@ -461,3 +461,10 @@ def test_sandwich_method_on_a_system_clock():
     assert abs(so.offset_ns) <= so.bracket_ns // 2 + 1 and so.samples == 9
     phc._method = "sandwich"
     assert phc.sys_offset(3).method == "sandwich"
+
+
+def test_run_refusals_are_one_exception():
+    with pytest.raises(ReferenceRefused, match="/dev/ptp99"):
+        reference_for_run("phc:/dev/ptp99", 1000, False, ptp_uds=None)
+    with pytest.raises(ReferenceRefused, match="not supported"):
+        reference_for_run("sundial", 1000, False, ptp_uds=None)
