@@ -299,6 +299,29 @@ def test_vdm_freeze_handshake_is_seen_and_bounded(sim_rack):
     assert len(done) == 1 and json.loads(done[0].raw)["prev_s_ns"] < t_done <= done[0].e_ns
 
 
+def test_scheduled_tx_fault_is_latched_until_read(sim_rack):
+    toml = optic_toml().replace("far_end = 2", "far_end = 2\ntx_fault_at_s = [0.2]")
+    sim = sim_rack(toml)
+
+    async def go():
+        drv = await opened(sim)
+        first, cursor = await drv.log_entries(None)
+        await asyncio.sleep(0.3)
+        second, cursor = await drv.log_entries(cursor)
+        third, _ = await drv.log_entries(cursor)
+        await drv.close()
+        return first, second, third
+    first, second, third = run(go())
+    t_fault = next(e["t_ns"] for e in sim.stop()["devices"]["optic-1"]["events"]
+                   if e["kind"] == "tx_fault")
+    faults = lambda es: [e for e in es if "TxFault" in e.message]  # noqa: E731
+    assert faults(third) == []
+    (entry,) = faults(first + second)                 # seen once (first poll if it was late)
+    assert entry.clock == "counter1" and "port 1 TxFault" in entry.message
+    prev = json.loads(entry.raw)["prev_s_ns"]
+    assert (prev is None or prev < t_fault) and t_fault <= entry.e_ns
+
+
 def test_unarmed_stimulus_is_not_sent(sim_rack):
     sim = sim_rack(optic_toml())
 
