@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
+import os
 import time
 
 import pytest
@@ -468,3 +469,29 @@ def test_run_refusals_are_one_exception():
         reference_for_run("phc:/dev/ptp99", 1000, False, ptp_uds=None)
     with pytest.raises(ReferenceRefused, match="not supported"):
         reference_for_run("sundial", 1000, False, ptp_uds=None)
+
+
+def test_phc2sys_is_detected_with_its_options(tmp_path):
+    """A process named phc2sys (here a shell script of that name: a real phc2sys would steer a
+    clock) is found, with its source, sinks and ptp4l socket."""
+    import subprocess
+
+    from bench.ptp_health import phc2sys_processes
+
+    fake = tmp_path / "phc2sys"
+    fake.write_text("#!/bin/sh\nsleep 30\n:\n")
+    fake.chmod(0o755)
+    p = subprocess.Popen([str(fake), "-s", "eth3", "-c", "CLOCK_REALTIME", "-z",
+                          "/var/run/ptp4l-x", "-w"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        mine = []
+        while not mine and time.monotonic() < deadline:
+            mine = [x for x in phc2sys_processes() if x["pid"] == p.pid]
+            time.sleep(0.01)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()
+    assert mine, "phc2sys not detected"
+    assert mine[0]["source"] == "eth3" and mine[0]["sinks"] == ["CLOCK_REALTIME"]
+    assert mine[0]["uds"] == "/var/run/ptp4l-x" and not mine[0]["automatic"]
