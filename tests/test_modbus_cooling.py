@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -405,7 +406,9 @@ def test_dropped_connection_and_silent_line(sim_rack):
 
 def test_rtu_line_delay_models_the_baud_rate(sim_rack):
     sim = sim_rack(cdu("slow", "family_b", "rtu", extra="baudrate = 9600", sim="line_delay = true"))
-    reads = asyncio.run(read_n(driver(sim, "slow"), 3))
+    dev = sim.rack.device("slow")
+    dev = replace(dev, address=dev.address + "?baud=9600&parity=N")   # the URL form of the port
+    reads = asyncio.run(read_n(driver_class(dev.driver)(dev, Reference.now_ns), 3))
     # request 8 bytes + answer 9 bytes at 10 bits each: at least 17.7 ms on the modelled line
     assert min(r.e_ns - r.s_ns for r in reads) >= 17 * 10 * NS // 9600
     smp = samples(sim, "slow")
