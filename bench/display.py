@@ -108,4 +108,24 @@ def table(summary: dict) -> str:
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r).rstrip() for r in rows]
     lines += [f"note: {n}" for n in notes]
-    return "\n".join(lines)
+    lat = latency_table(summary)
+    return "\n".join(lines) + ("\n\n" + lat if lat else "")
+
+
+def latency_table(summary: dict) -> str:
+    """Stimulus to log latency per device and stimulus: proven bounds over all events."""
+    rows = []
+    for name, d in summary.get("devices", {}).items():
+        for stim, x in d.get("latency", {}).items():
+            cells = []
+            for key in ("logged_ns", "observed_ns"):
+                b = x.get(key)
+                cells.append(f"[{fmt_ns(b['lo'])}, {fmt_ns(b['hi'])}] (n={b['n']})" if b else "—")
+            rows.append([name, stim, str(x.get("sent", 0)), *cells])
+    if not rows:
+        return ""
+    head = ["device", "stimulus", "sent", "stamped in log after (proven)", "seen by the bench after"]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
+                      *(fmt.format(*r).rstrip() for r in rows)])

@@ -29,6 +29,8 @@ class ProbePlan:
     stimulus_every_s: float | None = 15.0     # each allowed stimulus in turn; None: no stimuli
     first_stimulus_s: float = 5.0
     log_poll_s: float = 2.0
+    watch_poll_s: float = 0.1                 # after a stimulus, poll the log this often ...
+    watch_s: float = 5.0                      # ... for this long or until an entry appears
     timeout_s: float = 5.0                    # per exchange
     reopen_after: int = 3                     # consecutive failures before reconnecting
     tick_edge: bool = True                    # aim reads of coarse clocks at predicted tick edges
@@ -188,6 +190,7 @@ class DeviceWorker(threading.Thread):
         stim_due = start + int(self.plan.first_stimulus_s * NS)
         stim_i = 0
         poll_due = start + int(self.plan.log_poll_s * NS)
+        watch_until = 0
         failures = 0
         while not self.stop_event.is_set():
             now = self.now_ns()
@@ -203,9 +206,15 @@ class DeviceWorker(threading.Thread):
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
                 stim_due = now + int(self.plan.stimulus_every_s * NS)
+                watch_until = now + int(self.plan.watch_s * NS)
+                poll_due = now + int(self.plan.watch_poll_s * NS)
             elif now >= poll_due:
+                seen = self.status.events
                 ok &= await self._poll_log(drv)
-                poll_due = now + int(self.plan.log_poll_s * NS)
+                watching = now < watch_until and self.status.events == seen
+                poll_due = now + int((self.plan.watch_poll_s if watching else self.plan.log_poll_s) * NS)
+                if not watching:
+                    watch_until = 0
             else:
                 spec = next(c for c in specs if due[c.name] <= now)
                 ok &= await self._read(drv, spec, reads[spec.name])
