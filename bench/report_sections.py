@@ -176,58 +176,67 @@ def _residuals(run, device, clock, c):
     return segment_residuals(s, e, v, q, longest_segment(c))
 
 
+def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
+    """(figure, caption) of the residuals and brackets of one clock, or (None, why not)."""
+    r = _residuals(run, device, clock, c)
+    if len(r) < 3:
+        return None, f"{device} · {clock}: {len(r)} reads, no histogram."
+    cap = (f"{device} · {clock}: residuals of the reads of its longest segment against the "
+           f"point fit, and the widths of their brackets.")
+    if r.coarse:
+        cap += (f" The resolution ({fmt_ns(r.resolution_ns)}) is over "
+                f"{int(r.resolution_ns / np.median(r.bracket))}× the median bracket: the "
+                f"residual shows where the reads fell within the tick, not clock noise; "
+                f"the bracket widths are what the bench itself contributes.")
+    return figures.residual_figure(r, device, clock, plane), cap
+
+
 def jitter(run) -> str | None:
     figs = []
     for device, plane, clock, c in clock_items(run):
-        r = _residuals(run, device, clock, c)
-        if len(r) < 3:
-            figs.append(note_html(f"{device} · {clock}: {len(r)} reads, no histogram."))
-            continue
-        cap = (f"{device} · {clock}: residuals of the reads of its longest segment against the "
-               f"point fit, and the widths of their brackets.")
-        if r.coarse:
-            cap += (f" The resolution ({fmt_ns(r.resolution_ns)}) is over "
-                    f"{int(r.resolution_ns / np.median(r.bracket))}× the median bracket: the "
-                    f"residual shows where the reads fell within the tick, not clock noise; "
-                    f"the bracket widths are what the bench itself contributes.")
-        figs.append(figure_html(run, figures.residual_figure(r, device, clock, plane),
-                                f"jitter_{device}_{clock}", cap))
+        fig, cap = jitter_figure_of(run, device, plane, clock, c)
+        figs.append(note_html(cap) if fig is None else
+                    figure_html(run, fig, f"jitter_{device}_{clock}", cap))
     if not figs:
         return None
     return "<h2>Residual jitter and brackets</h2>" + "".join(figs)
 
 
+def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
+    """(figure, caption) of ADEV/TDEV/MTIE for one clock, or (None, why not)."""
+    from bench import stability as stab
+
+    r = _residuals(run, device, clock, c)
+    ser = regular_series(r.t_ns, r.mid)
+    if not ser.ok:
+        return None, f"{device} · {clock}: no ADEV/TDEV/MTIE: {ser.note}."
+    rate = 1.0 / ser.interval_s
+    phase_s = (ser.x - ser.x[0]) * 1e-9
+    curves = {"adev": stab.deviation("adev", phase_s, rate)}
+    t, d = stab.deviation("tdev", phase_s, rate)
+    curves["tdev"] = (t, d * 1e9)
+    curves["mtie"] = stab.mtie(ser.x, rate)
+    floor = r.resolution_ns / math.sqrt(12) if r.coarse else None
+    cap = (f"{device} · {clock}: ADEV, TDEV and MTIE of the residual offset (interval "
+           f"midpoints minus the point fit, averaged into {len(ser.x)} bins of "
+           f"{ser.interval_s:g} s).")
+    if floor:
+        cap += (f" Coarse clock: with a {fmt_ns(r.resolution_ns)} tick the curves are "
+                f"dominated by quantization (dotted: what the tick alone gives); they bound "
+                f"the oscillator's instability only from above.")
+    return figures.stability_figure(curves, device, clock, plane, ser.interval_s, floor), cap
+
+
 def stability(run) -> str | None:
     try:
-        from bench import stability as stab
+        import bench.stability  # noqa: F401
     except ImportError as exc:
         return "<h2>Stability</h2>" + note_html(f"bench.stability is not available ({exc}).")
     figs = []
     for device, plane, clock, c in clock_items(run):
-        r = _residuals(run, device, clock, c)
-        ser = regular_series(r.t_ns, r.mid)
-        if not ser.ok:
-            figs.append(note_html(f"{device} · {clock}: no ADEV/TDEV/MTIE: {ser.note}."))
-            continue
-        rate = 1.0 / ser.interval_s
-        phase_s = (ser.x - ser.x[0]) * 1e-9
-        curves = {}
-        t, d = stab.deviation("adev", phase_s, rate)
-        curves["adev"] = (t, d)
-        t, d = stab.deviation("tdev", phase_s, rate)
-        curves["tdev"] = (t, d * 1e9)
-        curves["mtie"] = stab.mtie(ser.x, rate)
-        floor = r.resolution_ns / math.sqrt(12) if r.coarse else None
-        cap = (f"{device} · {clock}: ADEV, TDEV and MTIE of the residual offset (interval "
-               f"midpoints minus the point fit, averaged into {len(ser.x)} bins of "
-               f"{ser.interval_s:g} s).")
-        if floor:
-            cap += (f" Coarse clock: with a {fmt_ns(r.resolution_ns)} tick the curves are "
-                    f"dominated by quantization (dotted: what the tick alone gives); they bound "
-                    f"the oscillator's instability only from above.")
-        figs.append(figure_html(run, figures.stability_figure(curves, device, clock, plane,
-                                                              ser.interval_s, floor),
-                                f"stability_{device}_{clock}", cap))
+        fig, cap = stability_figure_of(run, device, plane, clock, c)
+        figs.append(note_html(cap) if fig is None else
+                    figure_html(run, fig, f"stability_{device}_{clock}", cap))
     if not figs:
         return None
     return "<h2>Stability (ADEV, TDEV, MTIE)</h2>" + "".join(figs)
@@ -237,8 +246,8 @@ def _b(x: dict | None) -> str:
     return f"[{fmt_ns(x['lo'])}, {fmt_ns(x['hi'])}]" if x else "—"
 
 
-def latency(run) -> str | None:
-    """Stimulus brackets and log latencies (summary.json's per-device `latency`)."""
+def latency_rows(run) -> tuple[list[list], list[dict]]:
+    """(table rows per device and stimulus, one entry per stimulus event for the figure)."""
     rows, events = [], []
     for device, d in sorted(run.summary.get("devices", {}).items()):
         for stim, L in sorted((d.get("latency") or {}).items()):
@@ -251,6 +260,12 @@ def latency(run) -> str | None:
             for k, e in enumerate(evs):
                 events.append({"label": f"{device} {stim} #{k + 1}", "plane": d.get("plane", ""),
                                "logged": e.get("logged_ns"), "observed": e.get("observed_ns")})
+    return rows, events
+
+
+def latency(run) -> str | None:
+    """Stimulus brackets and log latencies (summary.json's per-device `latency`)."""
+    rows, events = latency_rows(run)
     if not rows:
         return None
     out = ["<h2>Stimuli and log latency</h2>",
