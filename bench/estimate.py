@@ -318,9 +318,12 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     pa = [(y.point - x.point) for x, y in zip(oa, ob)]
     size = Bound(lo, hi, min(max(round(sum(pa) / 2), lo), hi))
     if hi < 0:
-        for k in range(8, 63):                # a counter modulo 2^k ticks (or 2^k ns) wrapped
+        # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M
+        # within the break's bounds and the size is -M
+        a_lo, a_hi = after + oa[0].lo - q, before + oa[1].hi + q
+        for k in range(8, 63):
             for m in (q << k, 1 << k):
-                if lo <= -m <= hi:
+                if a_lo <= m <= a_hi and lo <= -m <= hi:
                     return "wrap", size
         reading_lo = before + ob[1].lo        # the later clock's reading at `before`
         reading_hi = before + ob[1].hi

@@ -147,8 +147,12 @@ def score(dev: dict) -> dict:
            "misdeclared": dev["declared_ns"] < p.resolution_ns,
            "res_caught": fit.resolution_ns >= p.resolution_ns}
     for b in true_breaks:
-        hit = any(r.after_ns < b["t_ns"] <= r.before_ns for r in fit.breaks)
+        found = [r for r in fit.breaks if r.after_ns < b["t_ns"] <= r.before_ns]
+        hit = bool(found)
         size = b["size_ns"]
+        if found and size is not None:
+            out.setdefault("sizes", []).append(bool(found[0].size_ns.contains(size)))
+            out.setdefault("kinds", []).append(found[0].kind == b["kind"])
         # plainly visible: a jump larger than two ticks plus two of the widest brackets
         visible = size is None or abs(size) > 2 * (p.resolution_ns + int(np.max(e - s)))
         out["true_breaks"].append({"kind": b["kind"], "hit": hit, "visible": visible,
@@ -239,6 +243,10 @@ def summarize(results: list[dict]) -> dict:
         "outliers_injected": sum(r["outlier_injected"] for r in results),
         "outliers_found": sum(r["outlier_found"] for r in results),
         "outliers_reported": sum(r["outliers_reported"] for r in results),
+        "break_size_inside": f"{sum(sum(r.get('sizes', [])) for r in results)}/"
+                             f"{sum(len(r.get('sizes', [])) for r in results)}",
+        "break_kind_right": f"{sum(sum(r.get('kinds', [])) for r in results)}/"
+                            f"{sum(len(r.get('kinds', [])) for r in results)}",
         "resolution_misdeclared": sum(r["misdeclared"] for r in results),
         "resolution_caught": sum(r["misdeclared"] and r["res_caught"] for r in results),
     }
@@ -260,6 +268,10 @@ def summarize(results: list[dict]) -> dict:
     out["off_width_over_min_bracket_by_resolution"] = {
         f"{q:g}s/{'sideband' if sb else 'loopback'}": round(float(np.median(x)), 3)
         for (q, sb), x in sorted(per_res.items())}
+    for flag, key in ((True, "with_wander"), (False, "without_wander")):
+        x = [sg["off_w"] / sg["bmin"] for r in results if r["wander"] == flag
+             for sg in r["segments"] if sg["held"] and sg["reads"] >= 30]
+        out[f"median_off_width_over_min_bracket_{key}"] = round(float(np.median(x)), 3)
     ch = [sg for sg in held if "c_off_in" in sg]
     out["chrony_segments"] = len(ch)
     out["chrony_offset_miss"] = float(1 - np.mean([sg["c_off_in"] for sg in ch]))

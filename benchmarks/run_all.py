@@ -41,12 +41,14 @@ def main(argv=None) -> int:
           f"where the model held; {s['held_segments']} such segments)")
     for k in ("coverage_devices", "coverage_offset", "coverage_drift", "coverage_mapping",
               "breaks_injected", "breaks_detected", "breaks_by_kind", "breaks_visible",
-              "breaks_visible_detected", "false_breaks", "outliers_injected", "outliers_found",
+              "breaks_visible_detected", "break_size_inside", "break_kind_right", "false_breaks", "outliers_injected", "outliers_found",
               "outliers_reported", "resolution_misdeclared", "resolution_caught", "notheld_segments", "notheld_offset_inside"):
         _p(k, s[k])
     print("(b) tightness (segments where the model held, >= 30 reads)")
     _p("median_offset_width_over_min_bracket", round(s["median_off_width_over_min_bracket"], 3))
     _p("by_resolution", s["off_width_over_min_bracket_by_resolution"])
+    _p("with_wander_allowance", s["median_off_width_over_min_bracket_with_wander"])
+    _p("without_wander", s["median_off_width_over_min_bracket_without_wander"])
     _p("drift_width_after_1h_10ms_clock_2ms_brackets", estimator_mc.drift_after_one_hour())
     print("(c) chrony-style statistical estimate on the same segments")
     for k in ("chrony_segments", "chrony_offset_miss", "chrony_drift_miss",
