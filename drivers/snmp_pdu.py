@@ -14,7 +14,7 @@ when the answer's datagram reaches the event loop, so pysnmp's encoding, USM cry
 Inventory keys (beyond the common ones):
   version = "2c" | "3"          (default "3" when `username` is set, else "2c")
   community_env, write_community_env   v2c read / write communities, by environment variable
-                                       (write falls back to the read community)
+                                       (read falls back to `password_env`, write to the read one)
   username, password_env, privacy_env  v3 user, SHA auth key, AES key (default: the auth key)
   vendor = "apc" | "raritan"    object map in drivers/pdu_backends
   trap_listen = "udp://127.0.0.1:PORT" where this driver receives the PDU's traps
@@ -160,9 +160,15 @@ class SnmpPdu(Driver):
                                authProtocol=config.USM_AUTH_HMAC96_SHA,
                                privProtocol=config.USM_PRIV_CFB128_AES)
         read = self._env("community_env", "read community")
+        if read is None and self.config.password_env:
+            read = self.config.secret()
+            if read is None:
+                raise DeviceError(self.name, "auth", f"read community: environment variable "
+                                                     f"{self.config.password_env} is not set")
         if read is None:
-            raise DeviceError(self.name, "auth", "SNMPv2c needs `community_env` naming the "
-                                                 "variable that holds the read community")
+            raise DeviceError(self.name, "auth", "SNMPv2c needs `community_env` (or "
+                                                 "`password_env`) naming the variable that holds "
+                                                 "the read community")
         if write:
             return CommunityData(self._env("write_community_env", "write community") or read,
                                  mpModel=1)
@@ -200,8 +206,10 @@ class SnmpPdu(Driver):
         sock.setblocking(False)
         self._trap_transport = _StampedUdp(self.now_ns).open_server_mode(sock=sock)
         config.add_transport(self.engine, TRAP_DOMAIN, self._trap_transport)
-        community = (self._env("trap_community_env", "trap community", required=False)
-                     or self._env("community_env", "read community", required=False) or "public")
+        community = self._env("trap_community_env", "trap community", required=False)
+        if community is None:
+            community = (self._read_auth.communityName if self.version == "2c" else
+                         self._env("community_env", "read community", required=False) or "public")
         config.add_v1_system(self.engine, "pdu-trap-source", community)
         ntfrcv.NotificationReceiver(self.engine, self._on_trap)
 

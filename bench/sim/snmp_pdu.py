@@ -14,6 +14,7 @@ Emulator keys (in `[devices.X.sim]` unless said otherwise):
   model, serial, sys_descr             trap_receivers = ["udp://127.0.0.1:PORT", ...]
   community / write_community / trap_community: used when the inventory's `community_env` /
   `write_community_env` / `trap_community_env` variable is unset (defaults public / private /
+  the read community; a v2c device without `community_env` uses its `password_env` value as
   the read community). v3: inventory `username`, `password_env` (SHA auth key) and `privacy_env`
   (AES key; the auth key when absent). Inventory `vendor` = "apc" (default) | "raritan";
   inventory `trap_listen = "udp://127.0.0.1:0"` gets a free port here, returned in the overrides
@@ -183,11 +184,15 @@ class PduAgent:
         config.add_transport(e, udp.DOMAIN_NAME, transport)
 
         read = self._secret("community_env", "community", "public")
+        if not self.opts.get("community_env") and not self.device.username and self.device.secret():
+            read = self.device.secret()          # v2c: the device's password is its community
         write = self._secret("write_community_env", "write_community", "private")
         config.add_v1_system(e, "read-area", read)
         writers = {"write-area"}
         if write and write != read:
             config.add_v1_system(e, "write-area", write)
+        elif write == read:
+            writers.add("read-area")             # one read-write community
         if self.device.username:
             auth = self.device.secret()
             if auth:
