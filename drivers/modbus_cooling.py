@@ -250,8 +250,24 @@ class ModbusCooling(Driver):
         return info
 
     async def identity(self) -> Identity:
+        """From Read Device Identification (regular objects, else basic ones); a controller that
+        answers neither with data is described by its map, and `extra` says so."""
         async with self._lock:
-            info = await self._device_information(DeviceInformation.REGULAR)
+            info: dict[int, bytes] = {}
+            refused = ""
+            for code in (DeviceInformation.REGULAR, DeviceInformation.BASIC):
+                try:
+                    info = await self._device_information(code)
+                    break
+                except DeviceError as exc:
+                    if exc.kind != "protocol":
+                        raise
+                    refused = exc.message
+            if not info:
+                return Identity(vendor=self.map.vendor, model=self.map.model,
+                                extra={"source": f"register map {self.map.name} (the device "
+                                                 f"{refused or 'gave no objects'})",
+                                       "map": self.map.name, "timezone": str(self.zone)})
             text = {k: (v.decode("ascii", "replace") if isinstance(v, bytes) else str(v))
                     .strip("\0 ") for k, v in info.items()}
             serial = ""

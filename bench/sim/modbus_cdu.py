@@ -17,7 +17,7 @@ Sim keys (the device's `[sim]` table, beyond the clock model): `rtc_timezone` (t
 controller really shows local time in; default: the inventory's `timezone`), `busy_every` (every
 Nth register request is answered "device busy", exception 6), `serial`, `vendor`,
 `product_code`, `model` (identity; defaults from the manual), `sensors = {supply_temp = 18.0, ...}`
-(mean sensor values), `map` (the controller is really of another family than the inventory's
+(mean sensor values), `identification = false` (no 43/14: "illegal function"), `map` (the controller is really of another family than the inventory's
 `map` says), and for RTU `line_delay` (model the line's byte time; a pty has none).
 """
 from __future__ import annotations
@@ -78,9 +78,10 @@ def encode_value(typ: str, value: float, scale: float, order: str) -> list[int]:
     return words(raw & 0xFFFFFFFF, order)
 
 
-def identity_request_class(objects: dict[int, str]) -> type:
-    """A Read Device Identification request class answering from this CDU's own objects."""
-    control = SimpleNamespace(Identity=ModbusDeviceIdentification(info=objects))
+def identity_request_class(objects: dict[int, str] | None) -> type:
+    """A Read Device Identification request class answering from this CDU's own objects
+    (None: a controller without 43/14, answering "illegal function")."""
+    control = SimpleNamespace(Identity=ModbusDeviceIdentification(info=objects or {}))
 
     class CduReadDeviceInformation(ReadDeviceInformationRequest):
         def decode(self, data: bytes) -> None:
@@ -89,7 +90,7 @@ def identity_request_class(objects: dict[int, str]) -> type:
             self.sub_function_code = -1      # else the decoder swaps in pymodbus' own class
 
         async def datastore_update(self, context, device_id):
-            if getattr(self, "mei_type", 0x0E) != 0x0E:
+            if objects is None or getattr(self, "mei_type", 0x0E) != 0x0E:
                 return ExceptionResponse(self.function_code, ExcCodes.ILLEGAL_FUNCTION)
             if not 0x01 <= self.read_code <= 0x04:
                 return ExceptionResponse(self.function_code, ExcCodes.ILLEGAL_VALUE)
@@ -142,13 +143,16 @@ class Cdu:
         self.select = 0
         self.alarm_pending = 0
         self.pending: set[asyncio.TimerHandle] = set()
+        self.waiting: set[asyncio.Task] = set()
 
     def _local_anywhere(self) -> bool:
         return self.rtc.get("time_base") == "local" or (
             self.log_spec is not None and self.log_spec.get("time_base") == "local")
 
     # -- what pymodbus serves ----------------------------------------------------------------
-    def identity_objects(self) -> dict[int, str]:
+    def identity_objects(self) -> dict[int, str] | None:
+        if self.sim.get("identification", True) is False:
+            return None
         ctl = self.manual["controller"]
         objects = {0x00: str(self.sim.get("vendor", ctl.get("vendor", ""))),
                    0x01: str(self.sim.get("product_code", ctl.get("product_code", ""))),
@@ -226,15 +230,20 @@ class Cdu:
             return
         rtc_regs: list[int] | None = None
         if any(s[0] == "rtc" for s in touched):
-            delay = self.model.sample_delay_s()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            t = self.ctx.now_ns()
-            v = self.model.read_ns(t)
-            self.ctx.record_sample(self.name, "rtc", t, v)
-            rtc_regs = self.encode_rtc(v)
-            if self.model.p.reply_delay_s > 0:
-                await asyncio.sleep(self.model.p.reply_delay_s)
+            task = asyncio.current_task()
+            self.waiting.add(task)                # cancelled at close if still sleeping
+            try:
+                delay = self.model.sample_delay_s()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                t = self.ctx.now_ns()
+                v = self.model.read_ns(t)
+                self.ctx.record_sample(self.name, "rtc", t, v)
+                rtc_regs = self.encode_rtc(v)
+                if self.model.p.reply_delay_s > 0:
+                    await asyncio.sleep(self.model.p.reply_delay_s)
+            finally:
+                self.waiting.discard(task)
         t_now = self.ctx.now_ns()
         # no await below: every register of this answer is written from the same state
         for what, tbl, a, n, _ in touched:
@@ -362,7 +371,11 @@ class Cdu:
                 out.append(bcd(t.minute) << 8 | bcd(t.second))
         return out
 
-    def close(self) -> None:
+    async def close(self) -> None:
         for h in list(self.pending):
             h.cancel()
         self.pending.clear()
+        tasks = [t for t in self.waiting if not t.done()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
