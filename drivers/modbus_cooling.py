@@ -350,9 +350,13 @@ class ModbusCooling(Driver):
 
     # -- the alarm log ---------------------------------------------------------------------------
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
+        """Entries logged since `cursor` (None: every entry the controller holds), oldest first;
+        each with the bracket of the read that first showed it (the index or count register)."""
         log = self.map.alarm_log
         if log is None:
             return [], cursor
+        if cursor is not None and not (cursor.isdigit() and int(cursor) < 65536):
+            raise self.error("error", f"alarm log cursor {cursor!r} is not one of this driver's")
         async with self._lock:
             if isinstance(log, RingLogSpec):
                 return await self._ring_entries(log, cursor)

@@ -17,8 +17,9 @@ Sim keys (the device's `[sim]` table, beyond the clock model): `rtc_timezone` (t
 controller really shows local time in; default: the inventory's `timezone`), `busy_every` (every
 Nth register request is answered "device busy", exception 6), `serial`, `vendor`,
 `product_code`, `model` (identity; defaults from the manual), `sensors = {supply_temp = 18.0, ...}`
-(mean sensor values), `identification = false` (no 43/14: "illegal function"), `map` (the controller is really of another family than the inventory's
-`map` says), and for RTU `line_delay` (model the line's byte time; a pty has none).
+(mean sensor values), `identification = false` (no 43/14: "illegal function"), `map` (the
+controller is really of another family than the inventory's `map` says), and for RTU
+`line_delay` (model the line's byte time; a pty has none).
 """
 from __future__ import annotations
 
