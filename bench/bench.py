@@ -18,7 +18,8 @@ from typing import Any
 from bench import provenance
 from bench.display import Progress, table
 from bench.inventory import RackConfig, load_rack
-from bench.reference import Health, Reference, open_reference
+from bench.health_monitor import RunReference, bound_from_manifest
+from bench.reference import Health, Reference, ReferenceRefused
 from bench.runner import ProbePlan, run_devices
 from bench.rundata import load_run
 from bench.simproc import SimProcess
@@ -31,8 +32,7 @@ DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"
 @dataclass
 class Bench:
     rack: RackConfig
-    reference: Reference
-    health: Health
+    run_reference: RunReference
     store: RunStore
     armed: bool
     sim: SimProcess | None = None
@@ -43,6 +43,19 @@ class Bench:
     @property
     def simulated(self) -> bool:
         return self.rack.simulated
+
+    @property
+    def reference(self) -> Reference:
+        return self.run_reference.reference
+
+    @property
+    def health(self) -> Health:
+        return self.run_reference.start
+
+    def finish_reference(self) -> None:
+        """Stop sampling the reference's health; its whole-run bound goes into the manifest."""
+        if "reference_run" not in self.store.manifest:
+            self.store.update_manifest(**self.run_reference.finish())
 
     def probe(self, plan: ProbePlan) -> list:
         """Probe every device of the rack under `plan`; identities go into the manifest."""
@@ -71,14 +84,26 @@ class Bench:
     def summarize(self) -> dict:
         """Stop the simulated rack (its truth is written then), fit every clock, write summary."""
         self.stop_sim()
+        self.finish_reference()
         run = load_run(self.store.path)
-        self.summary = summarize_run(self.store.path, self.store.manifest, run.truth)
+        self.summary = summarize_run(self.store.path, self.store.manifest, run.truth,
+                                     uncertainty_ns=bound_from_manifest(self.store.manifest))
         self.store.write_summary(self.summary)
         return self.summary
 
     def plot(self) -> list[Path]:
         from bench.plots import offset_plots
         return offset_plots(load_run(self.store.path))
+
+
+def reference_line(manifest: dict) -> str:
+    """One line on what the bounds rest on: the reference's grade and the bound added."""
+    from bench.units import fmt_ns
+    h = manifest.get("reference_run") or manifest.get("reference") or {}
+    basis = h.get("basis") or ("linuxptp" if h.get("verified") else "allowance")
+    return (f"reference: {h.get('source', '?')}, basis {basis}, grade {h.get('grade', '?')}"
+            f"{'' if h.get('verified') else ' (UNVERIFIED)'}; "
+            f"{fmt_ns(bound_from_manifest(manifest))} added to every bracket")
 
 
 def load_experiment(name: str):
@@ -113,7 +138,8 @@ def make_params(exp, overrides: dict[str, str]):
 
 
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
-                   armed: bool = False, allowance_ns: int = 0, quiet: bool = False) -> Path:
+                   armed: bool = False, allowance_ns: int | None = None,
+                   quiet: bool = False) -> Path:
     """Run one experiment; returns the run folder. Prints the closing table and the folder."""
     exp = load_experiment(name)
     params = make_params(exp, params_overrides)
@@ -125,8 +151,16 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack
-        reference = open_reference(rack.reference, allowance_ns)
-        health = reference.health()
+        try:
+            rr = RunReference.open(rack, allowance_ns, store.path)
+        except ReferenceRefused as exc:
+            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": "refused",
+                                  "error": str(exc), "inventory": rack.public()})
+            store.close()
+            print(f"refused: {exc}", file=sys.stderr)
+            print(f"run folder: {store.path}")
+            return store.path
+        reference, health = rr.reference, rr.start
         if rack.simulated:
             armed = True   # stimuli on the simulated rack are always sent
         devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
@@ -139,7 +173,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
             "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
             "started_ns": reference.now_ns(), "status": "running"})
-        bench = Bench(rack, reference, health, store, armed, sim, quiet=quiet)
+        bench = Bench(rack, rr, store, armed, sim, quiet=quiet)
         t0 = time.monotonic()
         try:
             exp.run(bench, params)
@@ -151,11 +185,12 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             store.journal("-", "error", "experiment", traceback.format_exc())
         finally:
             bench.stop_sim()
+            bench.finish_reference()
             store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
-                                  duration_s=round(time.monotonic() - t0, 3),
-                                  reference_end=reference.health().as_dict())
+                                  duration_s=round(time.monotonic() - t0, 3))
             store.close()
     if bench.summary and not quiet:
+        print(reference_line(store.manifest))
         print(table(bench.summary))
     if error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)

@@ -18,7 +18,7 @@ def _run(a) -> int:
     if a.rack is None and a.arm:
         print("--arm has no effect on the simulated rack (its stimuli are always sent)",
               file=sys.stderr)
-    allowance = parse_duration_ns(a.reference_allowance) if a.reference_allowance else 0
+    allowance = parse_duration_ns(a.reference_allowance) if a.reference_allowance else None
     path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
                           allowance_ns=allowance, quiet=a.quiet)
     from bench.rundata import load_run

@@ -61,9 +61,16 @@ class SampleWriter:
 
 class RunStore:
     def __init__(self, root: str | Path, run_id: str):
-        self.path = Path(root) / run_id
-        self.run_id = run_id
-        (self.path / "samples").mkdir(parents=True, exist_ok=False)
+        Path(root).mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):          # two runs started within one second get -2, -3...
+            self.run_id = run_id if n == 1 else f"{run_id}-{n}"
+            self.path = Path(root) / self.run_id
+            try:
+                self.path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        (self.path / "samples").mkdir()
         (self.path / "plots").mkdir()
         self._lock = threading.Lock()
         self._events = open(self.path / "events.csv", "a", newline="")

@@ -194,8 +194,12 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             "clocks": clocks_out, "latency": latencies(smp, results)}
 
 
-def summarize_run(path: Path, manifest: dict, truth: dict | None = None) -> dict:
-    uncertainty = int(manifest.get("reference", {}).get("uncertainty_ns", 0) or 0)
+def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
+                  uncertainty_ns: int | None = None) -> dict:
+    """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
+    largest the manifest records)."""
+    from bench.health_monitor import bound_from_manifest
+    uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
     devices = {}
     for name, meta in manifest.get("devices", {}).items():
         p = Path(path) / "samples" / f"{name}.csv"
@@ -205,4 +209,5 @@ def summarize_run(path: Path, manifest: dict, truth: dict | None = None) -> dict
             continue
         t = (truth or {}).get("devices", {}).get(name)
         devices[name] = summarize_device(name, load_samples(p), meta, uncertainty, t)
-    return {"reference": manifest.get("reference", {}), "devices": devices}
+    return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
+            "reference_uncertainty_ns": uncertainty, "devices": devices}

@@ -16,6 +16,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.health_monitor import bound_from_manifest
 from bench.rundata import load_run
 from bench.summary import fit_clocks, map_stamp, segment_for
 from bench.timeline import Entry, order, widen
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="bound event instants, not stamps, with the run's measured log latency")
     a = ap.parse_args(argv)
     run = load_run(a.run)
-    uncertainty = int(run.manifest.get("reference", {}).get("uncertainty_ns", 0) or 0)
+    uncertainty = bound_from_manifest(run.manifest)
     fits = {n: fit_clocks(run.samples(n), run.manifest.get("devices", {}).get(n, {}), uncertainty)
             for n in run.devices}
     entries = run_entries(run, fits)

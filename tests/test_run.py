@@ -111,10 +111,17 @@ def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkey
                                        "address": f"https://127.0.0.1:{free_port()}"}
         rack_file = tmp_path / "lab.toml"
         rack_file.write_bytes(tomli_w.dumps(real).encode())
+        refused = load_run(run_experiment("clock_offset", rack_file, tmp_path / "runs",
+                                          {"duration_s": "6"}, quiet=True))
         folder = run_experiment("clock_offset", rack_file, tmp_path / "runs",
-                                {"duration_s": "6"}, quiet=True)
+                                {"duration_s": "6"}, quiet=True, allowance_ns=1_000_000)
+    # no linuxptp here and no allowance given: a lab rack run is refused, saying what to do
+    assert refused.manifest["status"] == "refused"
+    assert "allowance" in refused.manifest["error"]
     run = load_run(folder)
     assert run.manifest["status"] == "completed" and not run.manifest["simulated"]
+    assert not run.manifest["reference"]["verified"]
+    assert run.summary["reference_uncertainty_ns"] == 1_000_000
     good = run.summary["devices"]["bmc-1"]
     assert good["clocks"]["datetime"]["reads"] >= 5 and not good["errors"]
     assert "auth" in run.summary["devices"]["bmc-2"]["errors"]
