@@ -5,7 +5,8 @@ inventory names (`map = "family_a"`, read as the device's manual by bench/sim/mo
 and answered by bench/sim/modbus_cdu.py. Addresses:
 
   tcp://127.0.0.1:0      Modbus TCP; port 0 becomes the real port
-  serial://auto          Modbus RTU on a new pty; becomes serial:///dev/pts/N (the slave side)
+  serial://auto          Modbus RTU on a new pty; becomes serial:///dev/pts/N (the slave side);
+                         the line's baud rate: `?baud=` or the inventory's `baudrate`
   socket://127.0.0.1:0   Modbus RTU framing over TCP (a serial device server)
 
 Reboots of the clock model (`reboots`, `reboot_down_s`): over TCP the listener and every
@@ -21,7 +22,7 @@ replaced by one that hands it a transport over the pty master (bench/sim/modbus_
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pymodbus import FramerType
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
@@ -44,7 +45,11 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
     name = (device.sim or {}).get("map", device.options.get("map"))   # sim `map`: a wrong inventory
     if not name:
         raise ValueError(f"{device.name}: the inventory names no register map (`map = ...`)")
-    cdu = Cdu(device, read_manual(str(name)), ctx)
+    try:
+        manual = read_manual(str(name))
+    except FileNotFoundError:
+        raise ValueError(f"{device.name}: no register map {name!r}") from None
+    cdu = Cdu(device, manual, ctx)
     ctx.add_cleanup(cdu.close)
     pdu = identity_request_class(cdu.identity_objects())
     u = urlsplit(device.address)
@@ -62,7 +67,8 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
     if u.scheme == "serial":
         line = PtyLine()
         ctx.add_cleanup(line.close)
-        baud = int(device.options.get("baudrate", 19200))
+        query = parse_qs(u.query)
+        baud = int(query.get("baud", [device.options.get("baudrate", 19200)])[-1])
         byte_time = 10.0 / baud if (device.sim or {}).get("line_delay") else 0.0
         server = ModbusSerialServer(cdu.simdevice(), framer=FramerType.RTU, port=line.path,
                                     baudrate=baud, custom_pdu=[pdu])
