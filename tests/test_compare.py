@@ -1,0 +1,139 @@
+"""`rackclock compare`: a firmware update in the simulated rack that slows one BMC's logging must
+fail the comparison naming that device and measure; an update that changes nothing must pass."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from bench import compare
+from bench.compare_config import Rule, ToleranceError, tolerances_from_dict
+from bench.compare_measures import Measure
+from firmware_runs import BASELINE, REGRESSED, UNCHANGED, shared_runs
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    runs = shared_runs(tmp_path_factory)
+    from bench.rundata import load_run
+    for fw, path in runs.items():
+        m = load_run(path).manifest
+        assert m["status"] == "completed", (fw, m.get("error"))
+    return runs
+
+
+def test_firmware_regression_is_caught(runs, tmp_path, capsys):
+    j, js, md = tmp_path / "c.xml", tmp_path / "c.json", tmp_path / "c.md"
+    rc = compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--junit", str(j),
+                       "--json", str(js), "--markdown", str(md)])
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 1
+    # identity first: the firmware change is listed before the measures
+    fw_line = f"bmc-1: firmware {BASELINE} -> {REGRESSED}"
+    assert fw_line in out and out.index(fw_line) < out.index("measure")
+    assert "FAIL: 1 regression(s): bmc-1 latency.test_event regressed" in out
+
+    data = json.loads(js.read_text())
+    assert data["status"] == "fail"
+    failed = [(m["device"], m["measure"], m["verdict"]) for m in data["measures"] if m["failed"]]
+    assert failed == [("bmc-1", "latency.test_event", "regressed")]
+    row = next(m for m in data["measures"] if m["device"] == "bmc-1"
+               and m["measure"] == "latency.test_event")
+    # the proof: every latency the candidate allows exceeds every one the baseline allows
+    assert row["candidate"]["lo"] - row["baseline"]["hi"] > row["tolerance"]
+    assert row["change"] > 2e9                      # the update added about 3 s
+    assert data["identity_changes"] == [{"device": "bmc-1", "what": "firmware",
+                                         "baseline": BASELINE, "candidate": REGRESSED}]
+
+    suite = ET.parse(j).getroot()
+    cases = suite.findall("testcase")
+    assert len(cases) == len(data["measures"]) and int(suite.get("failures")) == 1
+    failures = [(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None]
+    assert failures == [("bmc-1", "latency.test_event")]
+    text = md.read_text()
+    assert "REGRESSED" in text and f"| bmc-1 | firmware | {BASELINE} | {REGRESSED} |" in text
+
+
+def test_unchanged_update_passes(runs, tmp_path, capsys):
+    js = tmp_path / "c.json"
+    rc = compare.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--json", str(js)])
+    out = capsys.readouterr().out
+    print(out)
+    assert rc == 0, out
+    assert f"bmc-1: firmware {BASELINE} -> {UNCHANGED}" in out
+    assert "PASS" in out
+    data = json.loads(js.read_text())
+    verdicts = {(m["device"], m["measure"]): m["verdict"] for m in data["measures"]}
+    assert verdicts[("bmc-1", "resolution")] == "unchanged"
+    assert verdicts[("bmc-1", "offset")] == "not compared"        # free-running by default
+    assert verdicts[("bmc-1", "jitter")] == "not compared"        # 1 s clock: the tick
+    assert verdicts[("bmc-1", "latency.test_event")] in ("no proven change",
+                                                          "changed within tolerance")
+
+
+def test_tolerance_file_overrides_per_device(runs, tmp_path, capsys):
+    """A lab that accepts slow logging on bmc-1 says so; judging bmc-2's offset (it is one
+    simulated clock model in both runs, restarted at each run) needs a tolerance to pass."""
+    tol = tmp_path / "tol.toml"
+    tol.write_text(compare.DEFAULT_TOLERANCES.read_text() + """
+[devices."bmc-1".latency]
+tolerance = "10s"
+
+[devices."bmc-2".offset]
+judge = true
+tolerance = "1s"
+""")
+    rc = compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--tolerances", str(tol),
+                       "--json", str(tmp_path / "c.json")])
+    capsys.readouterr()
+    assert rc == 0
+    data = json.loads((tmp_path / "c.json").read_text())
+    v = {(m["device"], m["measure"]): (m["verdict"], m["tolerance"]) for m in data["measures"]}
+    assert v[("bmc-1", "latency.test_event")] == ("changed within tolerance", 10e9)
+    assert v[("bmc-2", "offset")][1] == 1e9 and v[("bmc-2", "offset")][0] != "not compared"
+
+
+def test_bad_tolerance_file_is_a_clear_error(runs, tmp_path, capsys):
+    tol = tmp_path / "bad.toml"
+    tol.write_text('[measures.latnecy]\ntolerance = "1s"\n')
+    assert compare.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--tolerances", str(tol)]) == 2
+    assert "unknown measure 'latnecy'" in capsys.readouterr().err
+    assert compare.main([str(runs[BASELINE]), str(tmp_path / "nothing")]) == 2
+    assert "not a run folder" in capsys.readouterr().err
+
+
+def _m(lo, hi, basis="proven", judgeable=True):
+    return Measure("d", "c", "latency.x", "ns", lo, hi, (lo + hi) / 2, basis, judgeable)
+
+
+@pytest.mark.parametrize("b, c, rule, expected", [
+    (_m(0, 10), _m(30, 40), Rule(tolerance=5), "regressed"),
+    (_m(30, 40), _m(0, 10), Rule(tolerance=5), "improved"),
+    (_m(0, 10), _m(30, 40), Rule(tolerance=5, direction="any"), "changed"),
+    (_m(0, 10), _m(12, 40), Rule(tolerance=5), "changed within tolerance"),
+    (_m(0, 10), _m(30, 40), Rule(tolerance=1, relative=5.0), "changed within tolerance"),
+    (_m(0, 10), _m(5, 40), Rule(tolerance=5), "no proven change"),
+    (_m(0, 10), _m(2, 8), Rule(tolerance=10), "unchanged within tolerance"),
+    (_m(3, 3, "exact"), _m(3, 3, "exact"), Rule(), "unchanged"),
+    (_m(0, 10), None, Rule(), "lost"),
+    (None, _m(0, 10), Rule(), "new"),
+    (_m(0, 10), _m(30, 40), Rule(judge=False), "not compared"),
+    (_m(0, 10, judgeable=False), _m(30, 40), Rule(), "not compared"),
+])
+def test_verdicts(b, c, rule, expected):
+    assert compare.verdict(b, c, rule)[0] == expected
+
+
+def test_tolerance_rules_resolve_most_specific_last():
+    t = tolerances_from_dict({"measures": {"latency": {"tolerance": "200ms"},
+                                           "latency.outlet": {"tolerance": "1s"}},
+                              "planes": {"pdu": {"latency": {"tolerance": "2s"}}},
+                              "devices": {"pdu-1": {"latency.outlet": {"judge": False}}}})
+    assert t.rule("latency.test_event").tolerance == 200e6
+    assert t.rule("latency.outlet").tolerance == 1e9
+    assert t.rule("latency.outlet", "pdu-2", "pdu").tolerance == 2e9
+    assert t.rule("latency.outlet", "pdu-1", "pdu").judge is False
+    with pytest.raises(ToleranceError, match="expected a number"):
+        tolerances_from_dict({"measures": {"drift": {"tolerance": "2ms"}}})

@@ -1,0 +1,90 @@
+"""The pytest plugin as a lab's regression suite sees it: a tiny test file run through pytester
+against a small simulated rack given with --rack (served for the session, calibrated for real)."""
+from __future__ import annotations
+
+pytest_plugins = ["pytester"]
+
+RACK = """
+[rack]
+name = "plugin-test"
+reference = "realtime"
+simulated = true
+seed = 3
+
+[devices.bmc-1]
+plane = "bmc"
+driver = "redfish_bmc"
+address = "https://127.0.0.1:0"
+username = "root"
+password_env = "RACKCLOCK_SIM_BMC_PASSWORD"
+verify_tls = false
+rate_hz = 2.0
+stimuli = ["test_event"]
+
+[devices.bmc-1.sim]
+offset_s = 0.0031
+drift_ppm = 0.2
+resolution_s = 1.0
+sample_delay_s = 0.0002
+log_latency_s = [0.05, 0.25]
+firmware = "2.14.0"
+
+[devices.bmc-2]
+plane = "bmc"
+driver = "redfish_bmc"
+address = "https://127.0.0.1:0"
+username = "root"
+password_env = "RACKCLOCK_SIM_BMC_PASSWORD"
+verify_tls = false
+rate_hz = 2.0
+stimuli = []
+
+[devices.bmc-2.sim]
+offset_s = -41.27
+drift_ppm = 38.0
+resolution_s = 1.0
+sample_delay_s = 0.0003
+firmware = "1.9.3"
+"""
+
+LAB_SUITE = """
+from bench.pytest_plugin import ms, s, us
+
+def test_bmc1_within_a_second(calibration):
+    bmc = calibration["bmc-1"]
+    assert bmc.firmware == "2.14.0"
+    assert bmc.offset_bound() < 1 * s
+    assert bmc.offset().lo <= 3.1 * ms <= bmc.offset().hi
+    assert bmc.latency_bound("test_event") < 2 * s
+    assert bmc.bracket_median() < 500 * ms and bmc.resolution() == 1 * s
+
+def test_bmc2_offset_is_what_the_rack_says(calibration):
+    o = calibration["bmc-2"].offset()
+    assert o.lo <= -41.27 * s <= o.hi and o.width < 1 * s
+
+def test_bmc2_within_5ms(calibration):          # fails: bmc-2 is 41 s off
+    assert calibration["bmc-2"].offset_bound() < 5 * ms
+
+def test_drivers_answer(rack_drivers):
+    assert sorted(rack_drivers) == ["bmc-1", "bmc-2"]
+    assert rack_drivers["bmc-2"].identity().firmware == "1.9.3"
+    r = rack_drivers["bmc-1"].read_clock("datetime")
+    assert r.s_ns <= r.e_ns and r.resolution_ns == 1 * s and abs(r.value_ns - r.s_ns) < 2 * s
+"""
+
+
+def test_lab_suite_runs_against_a_calibrated_rack(pytester):
+    rack = pytester.path / "rack.toml"
+    rack.write_text(RACK)
+    pytester.makepyfile(test_lab=LAB_SUITE)
+    result = pytester.runpytest("--rack", str(rack), "--calibrate-s", "8", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*test_bmc2_within_5ms*", "*assert 4*< (5 * 1000000)*"])
+
+
+def test_without_a_rack_every_fixture_skips_with_the_reason(pytester, monkeypatch):
+    monkeypatch.delenv("RACKCLOCK_RACK", raising=False)
+    pytester.makepyfile(test_lab=LAB_SUITE)
+    result = pytester.runpytest("-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=4)
+    result.stdout.fnmatch_lines(["*no rack file given (pytest --rack FILE or RACKCLOCK_RACK=FILE)*"])

@@ -1,0 +1,140 @@
+"""`rackclock report RUN` on a real short run of the simulated rack: a self-contained HTML report
+that headless Chromium opens, and print-size figures in RUN/plots/ in three formats."""
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from math import comb
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import report
+from bench.report_sections import SECTIONS
+from bench.residuals import median_ci, regular_series, segment_residuals
+from bench.rundata import load_run
+from firmware_runs import BASELINE, shared_runs
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    """The baseline run, reported once (png, svg and pdf figures)."""
+    path = shared_runs(tmp_path_factory)[BASELINE]
+    assert report.main([str(path)]) == 0
+    return load_run(path)
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_figures_exist_in_three_formats_at_column_width(reported):
+    plots = reported.path / "plots"
+    clocks = [(d, c) for d, x in reported.summary["devices"].items() for c, y in x["clocks"].items()
+              if y.get("segments")]
+    assert len(clocks) == 2
+    stems = [f"{kind}_{d}_{c}" for d, c in clocks for kind in ("offset", "jitter", "stability")]
+    stems.append("latency")
+    for stem in stems:
+        png, svg, pdf = (plots / f"{stem}.{ext}" for ext in ("png", "svg", "pdf"))
+        w, h = _png_size(png.read_bytes())
+        assert 450 <= w <= 760 and 150 <= h <= 900, (stem, w, h)    # ~3.5 in at 200 dpi
+        assert ET.parse(svg).getroot().tag.endswith("svg")
+        assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 3000
+        # a figure that draws nothing compresses to almost nothing
+        assert png.stat().st_size > 8000, stem
+
+
+def test_html_is_self_contained(reported):
+    html = (reported.path / "report.html").read_text()
+    srcs = re.findall(r'<img src="([^"]+)"', html)
+    assert len(srcs) == 7
+    for src in srcs:
+        assert src.startswith("data:image/png;base64,")
+        w, _ = _png_size(base64.b64decode(src.split(",", 1)[1]))
+        assert w > 400
+    assert not re.search(r'(src|href)="(https?:)?//', html)       # nothing fetched from a network
+    for heading in ("Devices and reference", "Clocks", "Offset over time",
+                    "Residual jitter and brackets", "Stability", "Stimuli and log latency"):
+        assert f"<h2>{heading}" in html
+    assert BASELINE in html and "1.9.3" in html                    # firmware in the identity table
+    assert "this section failed" not in html
+
+
+def test_report_opens_in_headless_chromium(reported, tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed: the report cannot be opened in a browser here")
+    page = (reported.path / "report.html").as_uri()
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(base + ["--dump-dom", page], capture_output=True, text=True, timeout=90)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "<h1>rackclock run" in dom.stdout and dom.stdout.count("<figure>") == 7
+    shot = tmp_path / "report.png"
+    r = subprocess.run(base + ["--window-size=1000,2400", f"--screenshot={shot}", page],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _png_size(shot.read_bytes()) == (1000, 2400)
+
+
+def test_a_new_section_joins_and_a_broken_one_is_shown(reported, tmp_path):
+    run = tmp_path / "copy"
+    shutil.copytree(reported.path, run)
+
+    def timeline(r):
+        return f"<h2>Timeline</h2><p>{len(r.devices)} devices</p>"
+
+    def broken(r):
+        raise ValueError("no such plane")
+
+    report.build_report(run, sections=[*SECTIONS[:2], timeline, broken], formats=("png",))
+    html = (run / "report.html").read_text()
+    assert "<h2>Timeline</h2><p>2 devices</p>" in html
+    assert "this section failed" in html and "no such plane" in html
+
+
+def test_residuals_of_exact_reads_straddle_the_true_line():
+    """Reads of a clock with offset 5 ms and drift 10 ppm: each read's residual interval against
+    the true line contains zero, and its midpoint is within half the interval."""
+    rng = np.random.default_rng(1)
+    t0 = 1_700_000_000_000_000_000
+    s = t0 + np.sort(rng.integers(0, 20_000_000_000, 200))
+    e = s + rng.integers(100_000, 2_000_000, 200)
+    sampled = s + (e - s) // 3
+    q = 1_000_000
+    true = sampled + 5_000_000 + (10e-6 * (sampled - t0)).astype(np.int64)
+    v = (true // q) * q
+    seg = {"start_ns": int(s[0]), "end_ns": int(e[-1]), "epoch_ns": t0, "resolution_ns": q,
+           "offset_ns": {"point": 5_000_000}, "drift_ppm": {"point": 10.0}}
+    r = segment_residuals(s, e, v, np.full(200, q), seg)
+    assert len(r) == 200 and not r.coarse
+    assert np.all(r.lo <= 1) and np.all(r.hi >= -1)
+    assert np.all(np.abs(r.mid) <= (r.hi - r.lo) / 2 + 1)
+    assert np.array_equal(r.bracket, (e - s).astype(float))
+
+
+def test_regular_series_needs_enough_gapless_bins():
+    t = np.arange(40) * 500_000_000 + 7
+    ok = regular_series(t, np.arange(40.0))
+    assert ok.ok and ok.interval_s == 0.5 and len(ok.x) == 39
+    assert regular_series(t[:6], np.arange(6.0)).note.endswith("too short for 8 regular bins")
+    gappy = np.concatenate((t[:10], t[30:] + 60_000_000_000))
+    note = regular_series(gappy, np.arange(20.0)).note
+    assert "too irregular" in note or "too short" in note
+
+
+def test_median_ci_from_order_statistics():
+    x = np.arange(1.0, 11.0)                  # n = 10: the 95% interval is [x(2), x(9)]
+    lo, med, hi = median_ci(x)
+    assert (lo, med, hi) == (2.0, 5.5, 9.0)
+    cover = 1 - 2 * sum(comb(10, k) for k in range(2)) / 2 ** 10
+    assert cover >= 0.95
+    assert median_ci([3.0, 1.0]) == (1.0, 2.0, 3.0)   # too few for 95%: the full range
