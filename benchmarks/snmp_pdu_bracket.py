@@ -1,0 +1,149 @@
+"""Bracket width (e - s) of SNMP PDU clock reads through the driver, on loopback.
+
+Serves two emulated PDUs (APC layout, no modelled sample delay: the agent's delay is pysnmp's own
+processing) from `python -m bench.sim.serve` in a separate process: one SNMPv2c, one SNMPv3
+(SHA + AES-128), both with hrSystemDate. For each read it records
+
+- socket:  the driver's bracket (stamps in pysnmp's UDP transport: before sendto, at arrival)
+- await:   stamps around `await driver.read_clock()` (what a bracket around pysnmp's `get_cmd`
+           would be)
+
+plus the round trip of a hand-built v2c GET datagram to the same agent (the floor: the agent's own
+time), and checks that every socket bracket holds the emulator's recorded sample instant.
+
+    .venv/bin/python benchmarks/snmp_pdu_bracket.py [--reads 300]
+
+Latest figures (2026-11-29, 2 vCPU VM shared with other jobs, load ~2, Python 3.11, pysnmp
+7.1.30), median / p99 in µs: see the table this prints; quoted in the PDU plane's report.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import os
+import random
+import secrets
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.reference import Reference                 # noqa: E402
+from bench.simproc import SimProcess                  # noqa: E402
+from drivers.snmp_pdu import SnmpPdu                  # noqa: E402
+
+COMM, PW = "RACKCLOCK_BENCH_PDU_COMMUNITY", "RACKCLOCK_BENCH_PDU_PASSWORD"
+RACK = f"""
+[rack]
+name = "bench-snmp"
+simulated = true
+seed = 1
+[devices.pdu-v2c]
+plane = "pdu"
+driver = "snmp_pdu"
+address = "udp://127.0.0.1:0"
+password_env = "{COMM}"
+[devices.pdu-v2c.sim.clocks.sysuptime]
+uptime_s = 1000.0
+[devices.pdu-v2c.sim.clocks.hrsystemdate]
+offset_s = 0.25
+[devices.pdu-v3]
+plane = "pdu"
+driver = "snmp_pdu"
+address = "udp://127.0.0.1:0"
+username = "bench"
+password_env = "{PW}"
+[devices.pdu-v3.sim.clocks.sysuptime]
+uptime_s = 1000.0
+[devices.pdu-v3.sim.clocks.hrsystemdate]
+offset_s = 0.25
+"""
+
+
+def raw_get_us(address: str, community: str, n: int) -> list[float]:
+    from pyasn1.codec.ber import encoder
+    from pysnmp.proto import api
+    p = api.PROTOCOL_MODULES[api.SNMP_VERSION_2C]
+    pdu = p.GetRequestPDU()
+    p.apiPDU.set_defaults(pdu)
+    p.apiPDU.set_varbinds(pdu, [((1, 3, 6, 1, 2, 1, 1, 3, 0), p.Null(""))])
+    msg = p.Message()
+    p.apiMessage.set_defaults(msg)
+    p.apiMessage.set_community(msg, community)
+    p.apiMessage.set_pdu(msg, pdu)
+    data = encoder.encode(msg)
+    host, port = address.split("//")[1].rsplit(":", 1)
+    out = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(1.0)
+        s.connect((host, int(port)))
+        for _ in range(n):
+            t = time.perf_counter_ns()
+            s.send(data)
+            s.recv(4096)
+            out.append((time.perf_counter_ns() - t) / 1e3)
+            time.sleep(random.uniform(0.01, 0.03))
+    return out
+
+
+async def measure(dev, n: int) -> dict:
+    d = SnmpPdu(dev, Reference.now_ns)
+    await d.open()
+    out = {}
+    try:
+        for c in d.clocks():
+            rows = []
+            for _ in range(n):
+                s0 = Reference.now_ns()
+                r = await d.read_clock(c.name)
+                e0 = Reference.now_ns()
+                rows.append((r, e0 - s0))
+                await asyncio.sleep(random.uniform(0.01, 0.03))
+            out[c.name] = rows
+    finally:
+        await d.close()
+    return out
+
+
+def stats(xs) -> str:
+    xs = sorted(xs)
+    return f"{statistics.median(xs):7.0f} / {xs[int(0.99 * (len(xs) - 1))]:7.0f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reads", type=int, default=300)
+    a = ap.parse_args(argv)
+    os.environ.setdefault(COMM, secrets.token_urlsafe(9))
+    os.environ.setdefault(PW, secrets.token_urlsafe(12))
+    tmp = Path(tempfile.mkdtemp(prefix="rackclock-bench-snmp-"))
+    (tmp / "rack.in.toml").write_text(RACK)
+    with SimProcess(tmp / "rack.in.toml", tmp / "sim") as sim:
+        results = {dev.name: asyncio.run(measure(dev, a.reads)) for dev in sim.rack.devices}
+        v2c = next(d for d in sim.rack.devices if d.name == "pdu-v2c")
+        raw = raw_get_us(v2c.address, os.environ[COMM], a.reads)
+    with open(tmp / "sim" / "sim_samples.csv") as f:
+        samples = [(r["device"], r["clock"], int(r["t_ns"])) for r in csv.DictReader(f)]
+    print(f"{'device':8} {'clock':13} {'socket bracket µs':>20} {'await µs':>18}   median / p99, "
+          f"{a.reads} reads")
+    bad = 0
+    for dev, clocks in results.items():
+        for clock, rows in clocks.items():
+            ts = sorted(t for d_, c, t in samples if d_ == dev and c == clock)
+            for r, _ in rows:
+                bad += not any(r.s_ns <= t <= r.e_ns for t in ts)
+            print(f"{dev:8} {clock:13} {stats([(r.e_ns - r.s_ns) / 1e3 for r, _ in rows]):>20} "
+                  f"{stats([w / 1e3 for _, w in rows]):>18}")
+    print(f"raw hand-built v2c GET round trip to the agent: {stats(raw)} µs")
+    print(f"brackets missing their sample: {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
