@@ -135,7 +135,10 @@ class _Window:
         if k1 < len(xs) - 1 and d[k1] < 0:
             hi = xs[k1] + (xs[k1 + 1] - xs[k1]) * d[k1] / (d[k1] - d[k1 + 1])
         inner = xs[k0:k1 + 1]
-        return np.unique(np.concatenate(([lo], inner[(inner > lo) & (inner < hi)], [hi])))
+        inner = inner[(inner > lo) & (inner < hi)]
+        # nudge the drift bounds outward by more than the interpolation's rounding
+        lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
+        return np.unique(np.concatenate(([lo], inner, [hi])))
 
     def chains(self, x: np.ndarray):
         """g(x) and h(x) from every constraint (not only the hull), so hull rounding cannot

@@ -18,7 +18,9 @@ import math
 
 import numpy as np
 
-from bench.estimate import Segment, fit_clock
+from bench.estimate import Segment, check_resolution, fit_clock
+
+RECENT = 256             # reads used to aim
 
 
 def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int, int, int]:
@@ -59,10 +61,15 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
 def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
                   drift_prior_ppm: float = 200.0, uncertainty_ns: int = 0) -> int:
     """The reference instant at which to read next, from the raw ok reads so far (time order)."""
+    s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     earliest = int(now_ns) + int(min_gap_ns)
     if len(v) == 0:
         return earliest
-    fit = fit_clock(s, e, v, q, drift_prior_ppm=drift_prior_ppm, uncertainty_ns=uncertainty_ns)
+    k = max(0, len(v) - RECENT)          # the latest reads aim as well as all of them, in O(1)
+    if check_resolution(v[k:], q)[0] <= 2 * int(typical_bracket_ns):
+        return earliest                  # every read straddles a tick edge anyway
+    fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
+                    uncertainty_ns=uncertainty_ns)
     if not fit.segments:
         return earliest
     qq = fit.resolution_ns

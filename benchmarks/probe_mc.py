@@ -42,9 +42,9 @@ def _read(rng, m, t):
     return t, e, m.read_ns(t + int(rng.uniform() * (e - t)))
 
 
-def _width(S, E, V):
+def _width(S, E, V, absolute=False):
     sg = fit_clock(S, E, V, NS).segments[-1]
-    return sg.offset_ns.width / sg.bracket_ns["min"]
+    return sg.offset_ns.width / (1e6 if absolute else sg.bracket_ns["min"])
 
 
 def edge_run(seed: int, n_max: int = 60):
@@ -57,9 +57,11 @@ def edge_run(seed: int, n_max: int = 60):
         V.append(v)
         now = e
         widths.append(_width(S, E, V))
+        if len(S) == 30:
+            ms30 = _width(S, E, V, absolute=True)
     w = np.array(widths)
     hit = np.flatnonzero(w <= TARGET)
-    return (int(hit[0]) + 1 if len(hit) else None), w
+    return (int(hit[0]) + 1 if len(hit) else None), w, ms30
 
 
 def random_run(seed: int, n_max: int = 3000):
@@ -67,6 +69,7 @@ def random_run(seed: int, n_max: int = 3000):
     t = T0 + np.cumsum(rng.uniform(0.5, 1.5, n_max) * NS).astype(np.int64)
     S, E, V = map(list, zip(*(_read(rng, m, int(x)) for x in t)))
     at = {n: _width(S[:n], E[:n], V[:n]) for n in (30, 100, 300, 1000, n_max)}
+    at["ms30"] = _width(S[:30], E[:30], V[:30], absolute=True)
     if at[n_max] > TARGET:
         return None, at
     lo, hi = 1, n_max
@@ -83,9 +86,9 @@ def run(devices: int = 60) -> dict:
     t = time.perf_counter()
     edge = [edge_run(1000 + k) for k in range(devices)]
     rand = [random_run(1000 + k) for k in range(devices // 2)]
-    e_n = np.array([n if n is not None else 10 ** 9 for n, _ in edge], dtype=float)
+    e_n = np.array([n if n is not None else 10 ** 9 for n, _, _ in edge], dtype=float)
     r_n = np.array([n if n is not None else 10 ** 9 for n, _ in rand], dtype=float)
-    ew = np.array([w for _, w in edge])
+    ew = np.array([w for _, w, _ in edge])
     return {
         "devices_edge": devices, "devices_random": devices // 2,
         "edge_reads_to_target_median": float(np.median(e_n)) if np.median(e_n) < 10 ** 9
@@ -93,11 +96,13 @@ def run(devices: int = 60) -> dict:
         "edge_reads_to_target_p90": float(np.percentile(e_n, 90)),
         "edge_within_30_reads": float(np.mean(e_n <= 30)),
         "edge_width_over_min_bracket_after_30_median": round(float(np.median(ew[:, 29])), 3),
+        "edge_width_ms_after_30_median": round(float(np.median([x for _, _, x in edge])), 3),
+        "random_width_ms_after_30_median": round(float(np.median([a["ms30"] for _, a in rand])), 2),
         "random_reads_to_target_median": (float(np.median(r_n)) if np.median(r_n) < 10 ** 9
-                                          else f"> {len(rand[0][1]) and max(rand[0][1])}"),
+                                          else "> 3000"),
         "random_within_30_reads": float(np.mean(r_n <= 30)),
         "random_width_over_min_bracket_median": {n: round(float(np.median([a[n] for _, a in rand])), 2)
-                                                 for n in rand[0][1]},
+                                                 for n in rand[0][1] if n != "ms30"},
         "seconds": round(time.perf_counter() - t, 1),
     }
 
