@@ -186,11 +186,15 @@ class SnmpPdu(Driver):
         except Exception as exc:
             raise DeviceError(self.name, "unreachable", f"cannot resolve {self.host}: {exc}") from None
         self._host_ip = self.target.transport_address[0]
-        if self.trap_listen:
-            self._open_trap_receiver(str(self.trap_listen))
-        # First exchange: loads pysnmp's MIB tables (outside any later bracket) and probes
-        # whether the agent keeps hrSystemDate.
-        read = await self._get(HR_SYSTEM_DATE, what="probe hrSystemDate")
+        try:
+            if self.trap_listen:
+                self._open_trap_receiver(str(self.trap_listen))
+            # First exchange: loads pysnmp's MIB tables (outside any later bracket) and probes
+            # whether the agent keeps hrSystemDate.
+            read = await self._get(HR_SYSTEM_DATE, what="probe hrSystemDate")
+        except BaseException:
+            await self.close()
+            raise
         value = read[2][0][1]
         if isinstance(value, rfc1902.OctetString) and len(bytes(value)) in (8, 11):
             self._clocks = [SYSUPTIME, HRSYSTEMDATE]

@@ -19,7 +19,10 @@ Emulator keys (in `[devices.X.sim]` unless said otherwise):
   (AES key; the auth key when absent). Inventory `vendor` = "apc" (default) | "raritan";
   inventory `trap_listen = "udp://127.0.0.1:0"` gets a free port here, returned in the overrides
   (the driver listens there) and used as a trap receiver.
-A wrong community gets no answer (pysnmp drops it, as a real agent does).
+A wrong community gets no answer (pysnmp drops it, as a real agent does). The model's
+`sample_delay_s`/`jitter_s`/`reply_delay_s` are served with loop timers, which fire about 1 ms
+late at best (FACTS.md): below that, leave them 0 and let pysnmp's own processing (about 0.5 ms
+a request) be the agent's delay.
 """
 from __future__ import annotations
 
@@ -97,13 +100,15 @@ class _DelayedGet(cmdrsp.GetCommandResponder):
         loop.call_later(sample_s, self._sample, snmpEngine, stateReference, contextName, PDU, reply_s)
 
     def _sample(self, snmpEngine, stateReference, contextName, PDU, reply_s):
+        if snmpEngine.transport_dispatcher is None:     # the agent stopped meanwhile
+            return
         mib = self.snmpContext.get_mib_instrum(contextName)
         rsp = mib.read_variables(*v2c.apiPDU.get_varbinds(PDU))
         asyncio.get_running_loop().call_later(reply_s, self._answer, snmpEngine, stateReference, rsp)
 
     def _answer(self, snmpEngine, stateReference, rsp):
         self._held.discard(stateReference)
-        if self.snmpContext is None:          # closed meanwhile
+        if snmpEngine.transport_dispatcher is None:
             return
         self.send_varbinds(snmpEngine, stateReference, 0, 0, rsp)
         self.release_state_information(stateReference)
