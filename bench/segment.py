@@ -5,7 +5,9 @@ admit one straight line (non-empty region). Everything below is search over that
 
 * the longest clean run from a start is found by galloping then bisection (O(log n) fits);
 * a read that empties the region is an **outlier** when the reads before it and the next few after
-  it agree without it (it alone broke the region); otherwise the series **breaks** there;
+  it agree without it (it alone broke the region); otherwise the series **breaks** there; a read
+  left alone between two breaks (or first, before one) whose next few reads agree without it is
+  an outlier too, and the break it caused is looked for again without it;
 * around a break, the next run is grown backwards as far as it stays feasible. Reads that fit
   either side are ambiguous and join neither fit: the last read the later run cannot take is
   provably before the break, the first read the earlier run cannot take provably after it, which
@@ -87,6 +89,7 @@ def split(n: int, feasible: Feasible) -> Split:
     out = Split()
     idx = np.arange(n)
     start = 0
+    prev_start = None                  # position where the run before the last break started
     while start < len(idx):
         end = _longest_forward(idx, start, feasible)
         if end == len(idx) - 1:
@@ -94,6 +97,21 @@ def split(n: int, feasible: Feasible) -> Split:
             break
         f = end + 1
         after = idx[f + 1:f + 1 + OUTLIER_LOOKAHEAD]
+        if end == start and len(idx) - f >= OUTLIER_MIN_AFTER:
+            # a run of one read, at odds with the run before it (or first) and with the reads
+            # after it, which agree among themselves: that read alone is wrong
+            nxt = idx[f:f + OUTLIER_LOOKAHEAD]
+            if feasible(nxt):
+                what = "the read before it" if prev_start is not None else "nothing before it"
+                out.outliers.append((int(idx[start]), f"alone empties the region: it agrees "
+                                     f"with neither {what} nor the next {len(nxt)} reads, which "
+                                     f"agree without it"))
+                idx = np.delete(idx, start)
+                if prev_start is not None:          # the break it caused was no break
+                    out.runs.pop()
+                    out.breaks.pop()
+                    start, prev_start = prev_start, None
+                continue
         if len(after) >= OUTLIER_MIN_AFTER and feasible(np.concatenate((idx[start:f], after))):
             out.outliers.append((int(idx[f]), f"alone empties the region of reads "
                                  f"{int(idx[start])}..{int(idx[f - 1])}, which agree with the "
@@ -104,5 +122,5 @@ def split(n: int, feasible: Feasible) -> Split:
         b = _longest_backward(idx, f, end2, start + 1, feasible)
         out.runs.append(idx[start:b])
         out.breaks.append((int(idx[b - 1]), int(idx[f]), f - b))
-        start = f
+        prev_start, start = start, f
     return out

@@ -191,3 +191,32 @@ def test_as_dict_matches_design_form():
     assert set(seg["jitter_ns"]) == {"std", "p99", "max"}
     assert set(seg["bracket_ns"]) == {"min", "median", "p99"}
     assert d["breaks"][0]["kind"] == "step" and d["resolution_ns"] == 1_000_000
+
+
+@pytest.mark.parametrize("bad", [0, 1, 150, 298, 299])
+def test_a_bad_read_anywhere_is_an_outlier(bad):
+    p = ClockParams(offset_s=0.7, drift_ppm=-30.0, resolution_s=0.001)
+    s, e, v, at, m = reads(p, 300, 8)
+    v = v.copy()
+    v[bad] -= 3 * NS
+    fit = fit_clock(s, e, v, p.resolution_ns)
+    if bad >= 298:     # too few reads after it to vouch for the rest: a break
+        assert fit.breaks and fit.segments[0].reads == bad
+        assert fit.segments[0].offset_ns.contains(m.offset_ns(fit.segments[0].epoch_ns))
+        return
+    assert not fit.breaks and [o["index"] for o in fit.outliers] == [bad]
+    sg = fit.segments[0]
+    assert sg.reads == 299 and sg.offset_ns.contains(m.offset_ns(sg.epoch_ns))
+
+
+def test_a_bad_read_just_after_a_step_keeps_the_step():
+    p = ClockParams(offset_s=0.7, resolution_s=0.001, steps=((150.2, 2.0),))
+    s, e, v, at, m = reads(p, 300, 8)
+    first_after = int(np.searchsorted(at, T0 + round(150.2 * NS)))
+    v = v.copy()
+    v[first_after] += 40 * NS
+    fit = fit_clock(s, e, v, p.resolution_ns)
+    assert [b.kind for b in fit.breaks] == ["step"]
+    assert [o["index"] for o in fit.outliers] == [first_after]
+    assert fit.breaks[0].size_ns.contains(2 * NS)
+    assert fit.breaks[0].after_ns < T0 + round(150.2 * NS) <= fit.breaks[0].before_ns
