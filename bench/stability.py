@@ -9,7 +9,9 @@ Gil-Werman block trick: within blocks of the window's length, prefix and suffix 
 the same samples as allantools, so the results are identical, not merely close.
 
 Phase is in seconds for allantools (so ADEV is dimensionless); `summary()` takes the offset series
-in ns and returns the time statistics (TDEV, TIE rms, MTIE) in ns.
+in ns and returns the time statistics (TDEV, TIE rms, MTIE) in ns. Reads come dithered:
+`offset_series()` turns them into per-read offsets and `resample()` puts those on a regular grid
+(linear interpolation, which smooths the shortest taus: quote those from regular reads only).
 """
 from __future__ import annotations
 
@@ -61,6 +63,32 @@ def deviation(name: str, data, rate: float = 1.0, data_type: str = "phase", taus
                                            data_type=data_type,
                                            taus="octave" if taus is None else taus)
     return np.asarray(t), np.asarray(d)
+
+
+def offset_series(s_ns, e_ns, value_ns, resolution_ns) -> tuple[np.ndarray, np.ndarray]:
+    """Per read: the bracket's midpoint (ns) and the offset measured there, v + q/2 − midpoint
+    (ns, float: exact relative to the first read's offset, which is subtracted in int64 and
+    added back as a float)."""
+    s = np.asarray(s_ns, dtype=np.int64)
+    e = np.asarray(e_ns, dtype=np.int64)
+    v = np.asarray(value_ns, dtype=np.int64)
+    mid = s + (e - s) // 2
+    off = v - mid
+    if len(off) == 0:
+        return mid, off.astype(np.float64)
+    return mid, (off - off[0]).astype(np.float64) + float(off[0]) + resolution_ns / 2
+
+
+def resample(t_ns, x, interval_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """A dithered series onto a regular grid every interval_s from its first instant (linear
+    interpolation; the grid stops at the last sample)."""
+    t = np.asarray(t_ns, dtype=np.int64)
+    step = int(round(interval_s * 1e9))
+    if len(t) < 2:
+        return t.copy(), np.asarray(x, dtype=np.float64).copy()
+    grid = np.arange(t[0], t[-1] + 1, step, dtype=np.int64)
+    return grid, np.interp((grid - t[0]).astype(np.float64), (t - t[0]).astype(np.float64),
+                           np.asarray(x, dtype=np.float64))
 
 
 def summary(offset_ns, interval_s: float, taus=None) -> dict:

@@ -220,3 +220,22 @@ def test_a_bad_read_just_after_a_step_keeps_the_step():
     assert [o["index"] for o in fit.outliers] == [first_after]
     assert fit.breaks[0].size_ns.contains(2 * NS)
     assert fit.breaks[0].after_ns < T0 + round(150.2 * NS) <= fit.breaks[0].before_ns
+
+
+def test_chrony_style_comparator_fits_a_fine_clock_and_drops_old_points():
+    from bench.chrony_style import fit_chrony
+    p = ClockParams(offset_s=0.05, drift_ppm=12.0, resolution_s=1e-9)
+    s, e, v, at, m = reads(p, 400, 21, bracket_ns=200_000, jitter_ns=20_000)
+    c = fit_chrony(s, e, v, 1)
+    assert c.used == 400 and c.dropped == 0
+    assert abs(c.drift_ppm.point - 12.0) < 0.5
+    assert abs(c.offset_ns.point - m.offset_ns(c.epoch_ns)) < 100_000
+    assert c.offset_ns.lo < c.offset_ns.point < c.offset_ns.hi
+    # the frequency changes half way: the runs test keeps only the recent points
+    v2 = v.copy()
+    half = len(v) // 2
+    v2[half:] += ((at[half:] - at[half]) * 50e-6).astype(np.int64)
+    c2 = fit_chrony(s, e, v2, 1)
+    assert c2.dropped >= half - 10
+    assert abs(c2.drift_ppm.point - 62.0) < 2.0
+    assert fit_chrony(s[:2], e[:2], v[:2], 1) is None

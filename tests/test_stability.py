@@ -4,7 +4,7 @@ import allantools
 import numpy as np
 import pytest
 
-from bench.stability import deviation, mtie, summary
+from bench.stability import deviation, mtie, offset_series, resample, summary
 
 
 def nbs14_1000() -> np.ndarray:
@@ -60,3 +60,16 @@ def test_summary_units():
     assert np.allclose(s["tdev_ns"]["value"], tdev * 1e9)
     # a random walk of 100 ns steps: TIE rms at 1 s is about 100 ns
     assert 80 < s["tie_rms_ns"]["value"][0] < 120
+
+
+def test_offset_series_and_resample():
+    t0 = 1_800_000_000 * 10**9
+    s = t0 + np.arange(0, 10 * 10**9, 10**9) + np.array([0, 3, 1, 7, 2, 9, 4, 4, 0, 5]) * 10**7
+    e = s + 1_000_000
+    v = s + 500_000 + 2_500_000_000                # a 1 ns clock 2.5 s ahead, sampled mid-bracket
+    t, off = offset_series(s, e, v, 1)
+    assert np.array_equal(t, s + 500_000)
+    assert np.allclose(off, 2_500_000_000.5)
+    g, x = resample(t, np.arange(10.0), 0.5)
+    assert g[0] == t[0] and np.all(np.diff(g) == 500_000_000) and g[-1] <= t[-1]
+    assert np.all(np.diff(x) > 0) and x[0] == 0.0
