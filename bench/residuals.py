@@ -95,17 +95,27 @@ def regular_series(t_ns, x, min_points: int = MIN_STABILITY_POINTS) -> Series:
     why = (f"{len(t)} reads {spacing:.3g} s apart: series too short for {min_points} "
            f"regular bins")
     for tau0 in [b for b in NICE_BINS_S if b >= spacing] or [NICE_BINS_S[-1]]:
-        k = ((t - t[0]) // round(tau0 * 1e9)).astype(np.int64)
-        n = int(k[-1])                          # the last bin is partial: dropped
-        if n < min_points:
+        step = round(tau0 * 1e9)
+        too_short = True
+        for phase in (0, step // 4, step // 2, 3 * step // 4):     # the grid's phase is arbitrary
+            start = t[0] - phase
+            k = ((t - start) // step).astype(np.int64)
+            first, n = int(k[0]), int(k[-1])    # a partial first and last bin are dropped
+            k = k - first - 1
+            n = n - first - 1
+            keep = (k >= 0) & (k < n)
+            if n < min_points:
+                continue
+            too_short = False
+            counts = np.bincount(k[keep], minlength=n)
+            if np.any(counts == 0):
+                why = (f"{int(np.sum(counts == 0))} of {n} bins of {tau0:g} s hold no read: "
+                       f"series too irregular")
+                continue
+            sums = np.bincount(k[keep], weights=x[keep], minlength=n)
+            return Series(sums / counts, tau0)
+        if too_short:
             break
-        counts = np.bincount(k, minlength=n + 1)[:n]
-        if np.any(counts == 0):
-            why = (f"{int(np.sum(counts == 0))} of {n} bins of {tau0:g} s hold no read: "
-                   f"series too irregular")
-            continue
-        sums = np.bincount(k, weights=x, minlength=n + 1)[:n]
-        return Series(sums / counts, tau0)
     return Series(np.array([]), 0.0, why)
 
 
