@@ -36,9 +36,9 @@ def credentials(monkeypatch):
 
 
 def pdu_toml(name="pdu-t", *, v3=False, vendor="apc", hrsystemdate=True, stimuli=("outlet_off:3",
-             "outlet_reboot:3"), trap=True, sim="", clocks_sim="", uptime_s=42949600.0):
+             "outlet_reboot:3"), trap=True, sim="", clocks_sim="", uptime_s=42949600.0, write_env=True):
     auth = (f'username = "rackclock"\npassword_env = "{PW}"\n' if v3 else
-            f'community_env = "{RC}"\nwrite_community_env = "{WC}"\n')
+            f'community_env = "{RC}"\n' + (f'write_community_env = "{WC}"\n' if write_env else ""))
     return (f'[devices.{name}]\nplane = "pdu"\ndriver = "snmp_pdu"\naddress = "udp://127.0.0.1:0"\n'
             f'vendor = "{vendor}"\n{auth}stimuli = {list(stimuli)!r}\n'.replace("'", '"')
             + ('trap_listen = "udp://127.0.0.1:0"\n' if trap else "")
@@ -280,6 +280,34 @@ def test_unset_credential_variable_is_an_auth_error(sim_rack, monkeypatch):
     with pytest.raises(DeviceError) as err:
         run(driver(sim.rack.devices[0]).open())
     assert err.value.kind == "auth" and RC in err.value.message
+
+
+def test_set_refused_by_the_agent_is_a_protocol_error(sim_rack):
+    sim = sim_rack(pdu_toml(trap=False, hrsystemdate=False, write_env=False))   # read community
+
+    async def go():
+        d = driver(sim.rack.devices[0])
+        await d.open()
+        try:
+            await d.stimulate("outlet_off", 3)
+        finally:
+            await d.close()
+
+    with pytest.raises(DeviceError) as err:
+        run(go())
+    assert err.value.kind == "protocol" and "noAccess" in err.value.message
+    assert "rc-test-ro" not in str(err.value)
+    assert sim.ctx.events.get("pdu-t", []) == []
+
+
+def test_date_and_time_decoding():
+    assert decode_date_and_time(bytes.fromhex("07ea0b1d110a3705") + b"+\x01\x00") == \
+        (1795972255 * NS + 5 * NS // 10 - 3600 * NS, 60)
+    assert decode_date_and_time(bytes.fromhex("07ea0b1d110a3705") + b"-\x05\x1e")[1] == -330
+    assert decode_date_and_time(bytes.fromhex("07ea0b1d110a3705"))[1] is None
+    for bad in ("07ea0d1d110a3705", "07ea0b1d110a370a", "07ea0b1d110a3705"+"2a0100", "07ea0b"):
+        with pytest.raises(ValueError):
+            decode_date_and_time(bytes.fromhex(bad))
 
 
 class _BadAgent:
