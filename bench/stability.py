@@ -59,9 +59,15 @@ def mtie(phase, rate: float = 1.0, taus=None) -> tuple[np.ndarray, np.ndarray]:
 
 def deviation(name: str, data, rate: float = 1.0, data_type: str = "phase", taus=None):
     """(tau_s, dev) of allantools' `name` (adev, oadev, mdev, tdev, tierms)."""
-    t, d, _, _ = getattr(allantools, name)(np.asarray(data, dtype=np.float64), rate=rate,
-                                           data_type=data_type,
-                                           taus="octave" if taus is None else taus)
+    x = np.asarray(data, dtype=np.float64)
+    n = len(x) + 1 if data_type == "freq" else len(x)          # as phase points
+    m, _ = _taus(n, rate, taus)
+    # allantools prints and raises when a tau has too little data: pass only taus it can do
+    m = m[(n - m >= 2)] if name == "tierms" else m[n >= 3 * m + 2]
+    if len(m) == 0:
+        return np.zeros(0), np.zeros(0)
+    t, d, _, _ = getattr(allantools, name)(x, rate=rate, data_type=data_type,
+                                           taus=m / float(rate))
     return np.asarray(t), np.asarray(d)
 
 

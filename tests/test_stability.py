@@ -73,3 +73,10 @@ def test_offset_series_and_resample():
     g, x = resample(t, np.arange(10.0), 0.5)
     assert g[0] == t[0] and np.all(np.diff(g) == 500_000_000) and g[-1] <= t[-1]
     assert np.all(np.diff(x) > 0) and x[0] == 0.0
+
+
+def test_summary_of_a_short_series_is_quiet(capsys):
+    for n in range(0, 6):
+        s = summary(np.arange(n) * 2.0, interval_s=1.0)
+        assert s["points"] == n
+    assert capsys.readouterr().out == ""
