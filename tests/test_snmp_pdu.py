@@ -274,6 +274,14 @@ def test_wrong_community_is_a_quick_timeout(sim_rack, monkeypatch):
     assert "not-the-community" not in str(err.value)
 
 
+def test_wrong_v3_key_is_an_auth_error(sim_rack, monkeypatch):
+    sim = sim_rack(pdu_toml(v3=True, trap=False, hrsystemdate=False))
+    monkeypatch.setenv(PW, "not-the-key-at-all")
+    with pytest.raises(DeviceError) as err:
+        run(driver(sim.rack.devices[0]).open())
+    assert err.value.kind == "auth" and "not-the-key" not in str(err.value)
+
+
 def test_unset_credential_variable_is_an_auth_error(sim_rack, monkeypatch):
     sim = sim_rack(pdu_toml(trap=False))
     monkeypatch.delenv(RC)
