@@ -32,6 +32,7 @@ import sys
 import traceback
 
 from pysnmp.carrier.asyncio.dgram import udp
+from pysnmp.carrier.error import CarrierError
 from pysnmp.entity import config
 from pysnmp.entity.rfc3413 import ntfrcv
 from pysnmp.hlapi.v3arch.asyncio import (CommunityData, ContextData, ObjectIdentity, ObjectType,
@@ -241,6 +242,9 @@ class SnmpPdu(Driver):
                     self.timeout_s + 2.0)
             except asyncio.TimeoutError:
                 err, status, index, vbs = errind.requestTimedOut, 0, 0, ()
+            except (OSError, CarrierError) as exc:
+                raise DeviceError(self.name, "unreachable", f"{what}: cannot send to "
+                                  f"{self.host}:{self.port}: {exc}") from None
             except Exception as exc:
                 raise DeviceError(self.name, "error", f"{what}: pysnmp failed: {exc!r}") from None
             e_user = self.now_ns()
