@@ -73,7 +73,7 @@ def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
            _exact(device, clock, "resolution", "ns", c.get("resolution_ns")
                   or longest.get("resolution_ns") or 0),
            _exact(device, clock, "breaks", "count", len(c.get("breaks", [])))]
-    s, e, v, q = run.samples(device).reads(clock)
+    s, e, v, q = run.clock_reads(device, clock)
     r = segment_residuals(s, e, v, q, longest)
     if len(r):
         out.append(_ci(device, clock, "bracket", r.bracket))

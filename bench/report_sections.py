@@ -172,7 +172,7 @@ def offsets(run) -> str | None:
 
 
 def _residuals(run, device, clock, c):
-    s, e, v, q = run.samples(device).reads(clock)
+    s, e, v, q = run.clock_reads(device, clock)
     return segment_residuals(s, e, v, q, longest_segment(c))
 
 

@@ -90,6 +90,18 @@ class Run:
     def samples(self, device: str) -> Samples:
         return load_samples(self.path / "samples" / f"{device}.csv")
 
+    def clock_reads(self, device: str, clock: str):
+        """(s_ns, e_ns, value_ns, resolution_ns) of one clock's ok reads in time order, a
+        wrapping counter unwrapped the way the summary fitted it (its modulus from the manifest)."""
+        s, e, v, q = self.samples(device).reads(clock)
+        meta = {c.get("name"): c for c in
+                self.manifest.get("devices", {}).get(device, {}).get("clocks", []) or []}
+        cm = meta.get(clock, {})
+        if len(v) and cm.get("counter") and cm.get("modulus_ns"):
+            from bench.counters import unwrap
+            v, _ = unwrap(s, e, v, int(cm["modulus_ns"]))
+        return s, e, v, q
+
 
 def load_run(path: str | Path) -> Run:
     path = Path(path)
