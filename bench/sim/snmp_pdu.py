@@ -172,6 +172,7 @@ class PduAgent:
             listen = f"udp://{host}:{port}"
             self.overrides["trap_listen"] = listen
             out.append(listen)
+        out = list(dict.fromkeys(out))       # a resolved rack names its trap_listen twice
         if out:
             self.overrides["trap_receiver"] = out[-1] if len(out) == 1 else out
         return out
