@@ -434,3 +434,35 @@ def test_snmp_pdu_with_device(real_rack):
         ident, reads = run(go(dev))
         assert ident.extra["sysObjectID"]
         assert all(r.s_ns <= r.e_ns and r.value_ns >= 0 for r in reads)
+
+
+def test_default_rack_pdus(tmp_path, monkeypatch):
+    """The PDUs of the embedded simulated rack: pdu-1 v3 with hrSystemDate under a wrong offset,
+    pdu-2 v2c without it and within 40 s of the sysUpTime wrap; each switches its allowed outlet."""
+    from bench.inventory import load_rack
+    from bench.sim.serve import DEFAULT_RACK
+    from bench.sim.thread import SimRackThread
+
+    rack = load_rack(DEFAULT_RACK)
+    rack = dataclasses.replace(rack, devices=tuple(d for d in rack.devices if d.driver == "snmp_pdu"))
+    assert [d.name for d in rack.devices] == ["pdu-1", "pdu-2"]
+    for dev in rack.devices:
+        monkeypatch.setenv(dev.password_env, f"test-{dev.name}-secret")
+    with SimRackThread(rack, tmp_path) as sim:
+        async def go(dev):
+            d = driver(dev)
+            await d.open()
+            try:
+                reads = {c.name: await d.read_clock(c.name) for c in d.clocks()}
+                name, target = dev.stimuli[0].split(":")
+                st = await d.stimulate(name, target)
+                return reads, st
+            finally:
+                await d.close()
+
+        out = {dev.name: run(go(dev)) for dev in sim.rack.devices}
+    (r1, s1), (r2, s2) = out["pdu-1"], out["pdu-2"]
+    assert sorted(r1) == ["hrsystemdate", "sysuptime"] and sorted(r2) == ["sysuptime"]
+    assert abs(r1["hrsystemdate"].value_ns - r1["hrsystemdate"].s_ns + 3600 * NS) < 5 * NS
+    assert 2 ** 32 * TICK - 40 * NS < r2["sysuptime"].value_ns < 2 ** 32 * TICK
+    assert s1.sent and s2.sent
