@@ -18,6 +18,7 @@ import numpy as np
 from bench import figures
 from bench.residuals import coarse, regular_series, segment_residuals
 from bench.rundata import Run
+from bench.display import offset_cell
 from bench.units import fmt_ns, fmt_ppm
 
 
@@ -125,7 +126,7 @@ def identities(run) -> str:
 
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
-    rows, brk = [], []
+    rows, brk, notes = [], [], []
     for device, plane, clock, c in clock_items(run):
         for k, sg in enumerate(c["segments"]):
             o, dr = sg["offset_ns"], sg["drift_ppm"]
@@ -133,11 +134,15 @@ def clocks(run) -> str | None:
             truth = "" if not t else ("inside" if t.get("offset_in") and t.get("drift_in", True)
                                       else "OUTSIDE")
             rows.append([device, clock, k + 1, sg["reads"], iso(sg["epoch_ns"]),
-                         f"[{fmt_ns(o['lo'])}, {fmt_ns(o['hi'])}]", fmt_ns(o["hi"] - o["lo"]),
+                         offset_cell(o, bool(c.get("counter"))).split(" (width")[0],
+                         fmt_ns(o["hi"] - o["lo"]),
                          f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]",
                          fmt_ns(sg.get("resolution_ns") or c.get("resolution_ns")),
                          fmt_ns(sg["bracket_ns"]["median"]), fmt_ns(sg["jitter_ns"].get("std")),
                          truth])
+        for key in ("zone_note", "resolution_note", "note"):
+            if c.get(key):
+                notes.append(f"{device} · {clock}: {c[key]}")
         for b in c.get("breaks", []):
             sz = b.get("size_ns") or {}
             brk.append([device, clock, b["kind"], iso(b["after_ns"]), iso(b["before_ns"]),
@@ -148,9 +153,10 @@ def clocks(run) -> str | None:
            table_html(["device", "clock", "seg", "reads", "epoch", "offset (proven)", "width",
                        "drift (proven)", "resolution", "bracket p50", "residual std", "truth"],
                       rows),
-           note_html("Offset is device minus reference at the segment's epoch; for a counter it "
-                     "is minus the instant of its zero. Residual std is of interval midpoints "
+           note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
+                     "as the instant of its zero. Residual std is of interval midpoints "
                      "against the point fit: for a coarse clock it is the tick, not the noise.")]
+    out += [note_html(n) for n in notes]
     if brk:
         out.append("<h3>Breaks</h3>" + table_html(
             ["device", "clock", "kind", "after", "at or before", "size (proven)"], brk))
@@ -185,7 +191,7 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
            f"point fit, and the widths of their brackets.")
     if r.coarse:
         cap += (f" The resolution ({fmt_ns(r.resolution_ns)}) is over "
-                f"{int(r.resolution_ns / np.median(r.bracket))}× the median bracket: the "
+                f"{r.resolution_ns / np.median(r.bracket):.3g}× the median bracket: the "
                 f"residual shows where the reads fell within the tick, not clock noise; "
                 f"the bracket widths are what the bench itself contributes.")
     return figures.residual_figure(r, device, clock, plane), cap

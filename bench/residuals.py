@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-COARSE_RATIO = 10.0          # resolution over median bracket above which a clock is "coarse"
+COARSE_RATIO = 1.0           # resolution over median bracket above which the tick dominates
 MIN_STABILITY_POINTS = 8     # regular points needed before ADEV/TDEV/MTIE say anything
 NICE_BINS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0,
                5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
