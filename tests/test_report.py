@@ -125,7 +125,7 @@ def test_residuals_of_exact_reads_straddle_the_true_line():
     s = t0 + np.sort(rng.integers(0, 20_000_000_000, 200))
     e = s + rng.integers(100_000, 2_000_000, 200)
     sampled = s + (e - s) // 3
-    q = 1_000_000
+    q = 50_000                                  # finer than every bracket: not coarse
     true = sampled + 5_000_000 + (10e-6 * (sampled - t0)).astype(np.int64)
     v = (true // q) * q
     seg = {"start_ns": int(s[0]), "end_ns": int(e[-1]), "epoch_ns": t0, "resolution_ns": q,
@@ -135,6 +135,8 @@ def test_residuals_of_exact_reads_straddle_the_true_line():
     assert np.all(r.lo <= 1) and np.all(r.hi >= -1)
     assert np.all(np.abs(r.mid) <= (r.hi - r.lo) / 2 + 1)
     assert np.array_equal(r.bracket, (e - s).astype(float))
+    seg["resolution_ns"] = 10_000_000            # a 10 ms tick over ~1 ms brackets is coarse
+    assert segment_residuals(s, e, (true // 10_000_000) * 10_000_000, 10_000_000, seg).coarse
 
 
 def test_regular_series_needs_enough_gapless_bins():
