@@ -34,17 +34,17 @@ class Split:
     outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
 
 
-def _longest_forward(idx: np.ndarray, start: int, feasible: Feasible) -> int:
-    """Largest j >= start with idx[start..j] feasible (a single read always is)."""
+def _longest_forward(idx: np.ndarray, start: int, feasible: Feasible, known: int = -1) -> int:
+    """Largest j >= start with idx[start..j] feasible (a single read always is; so is
+    idx[start..known]). Galloping keeps the cost proportional to the run found, not to the reads
+    left."""
     n = len(idx)
-    if feasible(idx[start:n]):
-        return n - 1
-    good, step = start, 1
+    good = max(start, min(known, n - 1))
+    step = max(1, good - start)
     while True:
-        j = start + step
-        if j >= n - 1:
-            bad = n - 1
-            break
+        j = min(good + step, n - 1)
+        if j == good:
+            return good
         if feasible(idx[start:j + 1]):
             good, step = j, step * 2
         else:
@@ -90,8 +90,10 @@ def split(n: int, feasible: Feasible) -> Split:
     idx = np.arange(n)
     start = 0
     prev_start = None                  # position where the run before the last break started
+    known = -1                         # idx[start..known] is known to be feasible
     while start < len(idx):
-        end = _longest_forward(idx, start, feasible)
+        end = _longest_forward(idx, start, feasible, known)
+        known = -1
         if end == len(idx) - 1:
             out.runs.append(idx[start:])
             break
@@ -117,6 +119,7 @@ def split(n: int, feasible: Feasible) -> Split:
                                  f"{int(idx[start])}..{int(idx[f - 1])}, which agree with the "
                                  f"next {len(after)} reads without it"))
             idx = np.delete(idx, f)
+            known = f - 1 + len(after)
             continue
         end2 = _longest_forward(idx, f, feasible)
         b = _longest_backward(idx, f, end2, start + 1, feasible)

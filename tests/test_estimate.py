@@ -239,3 +239,27 @@ def test_chrony_style_comparator_fits_a_fine_clock_and_drops_old_points():
     assert c2.dropped >= half - 10
     assert abs(c2.drift_ppm.point - 62.0) < 2.0
     assert fit_chrony(s[:2], e[:2], v[:2], 1) is None
+
+
+def test_fast_feasibility_agrees_with_the_exact_hull():
+    """The segmentation's cutting-plane test and the exact polygon agree on random windows,
+    feasible and not, including ones cut right at the boundary."""
+    from bench.estimate import _Window
+    rng = np.random.default_rng(5)
+    agree = 0
+    for k in range(300):
+        q = int(rng.choice([1, 1000, 10**6, 10**9]))
+        p = ClockParams(offset_s=rng.uniform(-1, 1), drift_ppm=rng.uniform(-100, 100),
+                        resolution_s=q / NS)
+        s, e, v, at, m = reads(p, int(rng.integers(2, 120)), k)
+        if k % 3 == 0:                     # break it by a little
+            j = int(rng.integers(0, len(v)))
+            v = v.copy()
+            v[j:] += int(rng.choice([-1, 1]) * rng.uniform(0.1, 3) * max(q, 1_000_000))
+        t0 = int((s[0] + e[-1]) // 2)
+        w = _Window(s, e, v, q, t0, 0.0, float(rng.choice([30.0, 200.0])))
+        exact = w.vertices() is not None
+        fast = w.feasible_x() is not None
+        assert exact == fast
+        agree += 1
+    assert agree == 300
