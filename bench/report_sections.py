@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from bench import figures
-from bench.residuals import coarse, regular_series, segment_residuals
+from bench.residuals import regular_series, segment_residuals
 from bench.rundata import Run
 from bench.display import offset_cell
 from bench.units import fmt_ns, fmt_ppm
