@@ -317,6 +317,13 @@ class ClockFit:
 
 # -- fitting ---------------------------------------------------------------------------------
 
+def wander_allowance_ns_per_s(wander_ppm_per_sqrt_hour: float, span_s: float,
+                              k: float = 5.0) -> float:
+    """An allowance for a frequency random walk of the given strength (its std over one hour,
+    ppm): k standard deviations of its excursion over the span, in ns/s."""
+    return k * float(wander_ppm_per_sqrt_hour) * math.sqrt(max(float(span_s), 1.0) / 3600.0) * 1e3
+
+
 def observed_resolution(value_ns) -> int | None:
     """The step between the clock's distinct values (GCD of their gaps), or None when too few
     distinct values were seen to trust it."""

@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.chrony_style import fit_chrony          # noqa: E402
-from bench.estimate import fit_clock               # noqa: E402
+from bench.estimate import fit_clock, wander_allowance_ns_per_s  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
@@ -109,7 +109,7 @@ def simulate(dev: dict):
 
 
 def wander_allowance_ppm(p: ClockParams, span_s: float) -> float:
-    return WANDER_K * p.wander_ppm * math.sqrt(max(span_s, 1.0) / 3600.0)
+    return wander_allowance_ns_per_s(p.wander_ppm, span_s, WANDER_K) * 1e-3
 
 
 def _true_reading(m: ClockModel, t: int) -> int:
