@@ -173,16 +173,16 @@ class _Window:
                 return None
         return None
 
-    def vertices(self):
+    def vertices(self, tol: float = TOL_NS):
         """x of the polygon's vertices (ascending, first and last are the drift bounds), or None
-        when the region is empty."""
+        when the region is empty (g − h > tol everywhere)."""
         P = self.prior
         genv = _max_envelope(-self.beta, self.L)
         henv = _max_envelope(self.alpha, -self.U)
         xs = np.concatenate(([-P, P], genv[2], henv[2]))
         xs = np.unique(xs[(xs >= -P) & (xs <= P)])
         d = _eval_env(genv, xs) + _eval_env(henv, xs)            # g - h
-        ok = np.flatnonzero(d <= TOL_NS)
+        ok = np.flatnonzero(d <= tol)
         if len(ok) == 0:
             return None
         k0, k1 = ok[0], ok[-1]
@@ -352,6 +352,8 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
         t0 = (int(si[0]) + int(ei[-1])) // 2
         win = _Window(si, ei, vi, q, t0, w, prior)
         x = win.vertices()
+    if x is None:          # the search's test and the hull disagree by float rounding: loosen
+        x = win.vertices(tol=1.0)
     g, h = win.chains(x)
     # rounding can leave a hair of g above h at an end; the region is the closure
     h = np.maximum(h, g)
@@ -410,6 +412,19 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
     raw_s = np.asarray(s_ns, dtype=np.int64)
     raw_e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
+    invalid = []
+    if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
+        bad = np.flatnonzero(raw_e < raw_s)
+        invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+                    "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
+                   for i in bad]
+        keep = np.flatnonzero(raw_e >= raw_s)
+        fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
+                        drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
+                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns)
+        kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
+        return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
+                        fit.resolution_ns, fit.resolution_note)
     q, note = check_resolution(v, resolution_ns)
     if len(v) == 0:
         return ClockFit([], [], [], q, note)

@@ -263,3 +263,14 @@ def test_fast_feasibility_agrees_with_the_exact_hull():
         assert exact == fast
         agree += 1
     assert agree == 300
+
+
+def test_a_bracket_ending_before_it_starts_is_reported_not_fitted():
+    p = ClockParams(offset_s=0.3, resolution_s=0.001)
+    s, e, v, at, m = reads(p, 50, 4)
+    e = e.copy()
+    e[10] = s[10] - 5
+    fit = fit_clock(s, e, v, 1_000_000)
+    assert [o["index"] for o in fit.outliers] == [10]
+    assert "before it starts" in fit.outliers[0]["evidence"]
+    assert len(fit.segments) == 1 and fit.segments[0].reads == 49
