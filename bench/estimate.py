@@ -10,8 +10,8 @@ In the (ρ, θ) plane every read adds one upper and one lower half-plane. For a 
 bounded by the lower envelope g(ρ) = max_i(v_i − e_i − ρ·(e_i − t0)) (convex) and the upper one
 h(ρ) = min_i(v_i + q − s_i − ρ·(s_i − t0)) (concave); the region is {g ≤ h} within the drift prior
 |ρ| ≤ P, a convex polygon whose vertices are the breakpoints of both envelopes. The envelopes are
-upper hulls of lines, built by a monotone chain in O(n) because reads come in time order (slopes
-sorted), so one fit is O(n) and no general LP is ever solved. The extremes of anything linear in
+upper hulls of lines (a numpy sort by slope, then a monotone chain: O(n log n) per fit, no general
+LP ever solved). The extremes of anything linear in
 (θ, ρ) lie at the vertices: offset at any epoch, drift, and the linear-fractional map of a device
 timestamp back to reference time. Hand-written because no library gives exact, outward-rounded
 2-D half-plane intersection on int64 nanosecond data (scipy's HalfspaceIntersection needs an
@@ -26,7 +26,9 @@ instantaneous drift at t0 stay inside the region; the reported drift bound is wi
 it holds for the drift at every instant of the segment. It keeps all reads in one fit (the tick-edge
 reads that pin a coarse clock are rare, and windows would throw them away), costs nothing when
 w = 0, and a w too small shows up as a break ("unknown" kind), never as a silently wrong bound.
-benchmarks/estimator_mc.py measures coverage with wander on and off.
+Measured (benchmarks/estimator_mc.py, 12,000 devices, 40 % with wander given a 5σ allowance):
+coverage 1.0 with and without wander, no false breaks; the allowance costs 11 % of median offset
+width (1.27 against 1.14 narrowest brackets).
 
 Resolution: the driver declares q; the values say what the clock delivers (the GCD of the gaps
 between distinct values, trusted from MIN_DISTINCT distinct values). The coarser of the two is
@@ -34,6 +36,8 @@ used, because a coarser q only loosens constraints while a finer one than the tr
 
 Segmentation (bench/segment.py): an empty region is a model break; the series is split there, a
 lone read that empties the region is an outlier, and each break gets bounds on its instant and size.
+The search asks "is this window feasible?" O(log n) times per run; that test is a 1-D cutting-plane
+minimisation of g − h (numpy, no hull), and the hull is built once per segment.
 """
 from __future__ import annotations
 
