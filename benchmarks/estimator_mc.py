@@ -78,7 +78,8 @@ def draw(rng: np.random.Generator, i: int) -> dict:
     declared = params.resolution_ns
     if q >= 1e-3 and rng.uniform() < 0.1:
         declared = max(1, declared // int(rng.choice([10, 1000])))
-    return {"i": i, "params": params, "declared_ns": declared, "duration_s": duration, "n": n, "base_s": float(base),
+    return {"i": i, "params": params, "declared_ns": declared, "duration_s": duration, "n": n,
+            "base_s": float(base),
             "jit_s": float(jit), "sideband": bool(sideband), "outlier": outlier,
             "seed": int(rng.integers(1 << 31))}
 
@@ -237,7 +238,8 @@ def summarize(results: list[dict]) -> dict:
         else float("nan"), "notheld_segments": len(notheld),
         "breaks_injected": len(tb), "breaks_detected": float(np.mean([b["hit"] for b in tb]))
         if tb else float("nan"),
-        "breaks_visible": len(big), "breaks_visible_detected": float(np.mean([b["hit"] for b in big]))
+        "breaks_visible": len(big),
+        "breaks_visible_detected": float(np.mean([b["hit"] for b in big]))
         if big else float("nan"),
         "false_breaks": sum(r["false_breaks"] for r in results),
         "outliers_injected": sum(r["outlier_injected"] for r in results),

@@ -101,8 +101,9 @@ def run(devices: int = 60) -> dict:
         "random_reads_to_target_median": (float(np.median(r_n)) if np.median(r_n) < 10 ** 9
                                           else "> 3000"),
         "random_within_30_reads": float(np.mean(r_n <= 30)),
-        "random_width_over_min_bracket_median": {n: round(float(np.median([a[n] for _, a in rand])), 2)
-                                                 for n in rand[0][1] if n != "ms30"},
+        "random_width_over_min_bracket_median": {
+            n: round(float(np.median([a[n] for _, a in rand])), 2)
+            for n in rand[0][1] if n != "ms30"},
         "seconds": round(time.perf_counter() - t, 1),
     }
 

@@ -41,8 +41,10 @@ def main(argv=None) -> int:
           f"where the model held; {s['held_segments']} such segments)")
     for k in ("coverage_devices", "coverage_offset", "coverage_drift", "coverage_mapping",
               "breaks_injected", "breaks_detected", "breaks_by_kind", "breaks_visible",
-              "breaks_visible_detected", "break_size_inside", "break_kind_right", "false_breaks", "outliers_injected", "outliers_found",
-              "outliers_reported", "resolution_misdeclared", "resolution_caught", "notheld_segments", "notheld_offset_inside"):
+              "breaks_visible_detected", "break_size_inside", "break_kind_right",
+              "false_breaks", "outliers_injected", "outliers_found", "outliers_reported",
+              "resolution_misdeclared", "resolution_caught", "notheld_segments",
+              "notheld_offset_inside"):
         _p(k, s[k])
     print("(b) tightness (segments where the model held, >= 30 reads)")
     _p("median_offset_width_over_min_bracket", round(s["median_off_width_over_min_bracket"], 3))
