@@ -19,13 +19,14 @@ class Params:
     stimulus_every_s: float | None = 15.0
     log_poll_s: float = 2.0
     tick_edge: bool = True
+    burst: int = 2
     timeout_s: float = 5.0
 
 
 def run(bench, params: Params) -> dict:
     bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=params.stimulus_every_s,
                           log_poll_s=params.log_poll_s, tick_edge=params.tick_edge,
-                          timeout_s=params.timeout_s))
+                          burst=params.burst, timeout_s=params.timeout_s))
     summary = bench.summarize()
     bench.plot()
     return summary
