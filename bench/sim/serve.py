@@ -23,11 +23,14 @@ DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
 
 
 def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
-    """Give every password variable the rack names a value (random where unset)."""
+    """Give every credential variable the rack names (`password_env`, any `*_env` key) a value,
+    random where unset."""
     made = {}
     for d in rack.devices:
-        if d.password_env and not os.environ.get(d.password_env):
-            os.environ[d.password_env] = made[d.password_env] = secrets.token_urlsafe(12)
+        names = [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]
+        for var in names:
+            if isinstance(var, str) and var and not os.environ.get(var):
+                os.environ[var] = made[var] = secrets.token_urlsafe(12)
     if made and not quiet:
         print("simulated credentials (export these for other clients):", file=sys.stderr)
         for k, v in made.items():
