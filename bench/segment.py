@@ -89,7 +89,7 @@ def split(n: int, feasible: Feasible) -> Split:
     out = Split()
     idx = np.arange(n)
     start = 0
-    prev_start = None                  # position where the run before the last break started
+    starts: list[int] = []             # where the runs before each recorded break started
     known = -1                         # idx[start..known] is known to be feasible
     while start < len(idx):
         end = _longest_forward(idx, start, feasible, known)
@@ -104,15 +104,15 @@ def split(n: int, feasible: Feasible) -> Split:
             # after it, which agree among themselves: that read alone is wrong
             nxt = idx[f:f + OUTLIER_LOOKAHEAD]
             if feasible(nxt):
-                what = "the read before it" if prev_start is not None else "nothing before it"
+                what = "the reads before it nor " if starts else ""
                 out.outliers.append((int(idx[start]), f"alone empties the region: it agrees "
-                                     f"with neither {what} nor the next {len(nxt)} reads, which "
-                                     f"agree without it"))
+                                     f"with neither {what}the next {len(nxt)} reads, which agree "
+                                     f"without it"))
                 idx = np.delete(idx, start)
-                if prev_start is not None:          # the break it caused was no break
+                if starts:                          # the break it caused was no break
                     out.runs.pop()
                     out.breaks.pop()
-                    start, prev_start = prev_start, None
+                    start = starts.pop()
                 continue
         if len(after) >= OUTLIER_MIN_AFTER and feasible(np.concatenate((idx[start:f], after))):
             out.outliers.append((int(idx[f]), f"alone empties the region of reads "
@@ -125,5 +125,6 @@ def split(n: int, feasible: Feasible) -> Split:
         b = _longest_backward(idx, f, end2, start + 1, feasible)
         out.runs.append(idx[start:b])
         out.breaks.append((int(idx[b - 1]), int(idx[f]), f - b))
-        prev_start, start = start, f
+        starts.append(start)
+        start = f
     return out
