@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.estimate import ClockFit, fit_clock
+from bench.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
 from bench.rundata import Samples, load_samples
 
 QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
@@ -92,7 +92,9 @@ def latencies(smp: Samples, results: dict) -> dict:
             iv = map_stamp(results.get(smp.clock[j]), int(smp.value_ns[j]),
                            int(smp.resolution_ns[j]), ef) if smp.has_value[j] else None
             if iv is not None:
-                rec["logged_ns"] = {"lo": iv[0] - e_st, "hi": min(iv[1], ef) - s_st}
+                # the device cannot stamp the event before the request left (s_st) nor after
+                # the answer that listed it arrived (ef)
+                rec["logged_ns"] = {"lo": max(iv[0], s_st) - e_st, "hi": min(iv[1], ef) - s_st}
             rec["event"] = smp.raw[j][:200]
         name = smp.clock[i]
         out.setdefault(name, {"events": []})["events"].append(rec)
@@ -137,8 +139,11 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
                 v, count = unwrap(s, e, v, int(cm["modulus_ns"]))
                 res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
                              for i in range(1, len(count)) if count[i] > count[i - 1]]
+            wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
+                                               (int(s[-1]) - int(s[0])) / 1e9)
             res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
-                                drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)))
+                                drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)),
+                                wander_ns_per_s=wander)
         except Exception as exc:  # the estimator must never take the summary down
             res.note = f"estimator failed: {exc!r}"
     return out
@@ -194,6 +199,14 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             "clocks": clocks_out, "latency": latencies(smp, results)}
 
 
+def device_meta(manifest: dict, name: str) -> dict:
+    """What the fit needs to know of a device: its clocks (from the run) and the inventory's
+    `drift_prior_ppm` (default 200) and `wander_ppm` (frequency walk per sqrt(hour), default 0)."""
+    inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
+    return {**manifest.get("devices", {}).get(name, {}),
+            **{k: inv[k] for k in ("drift_prior_ppm", "wander_ppm") if k in inv}}
+
+
 def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
                   uncertainty_ns: int | None = None) -> dict:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
@@ -208,6 +221,7 @@ def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
                              "clocks": {}, "first_errors": {"not_started": meta.get("error", "")}}
             continue
         t = (truth or {}).get("devices", {}).get(name)
-        devices[name] = summarize_device(name, load_samples(p), meta, uncertainty, t)
+        devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
+                                         uncertainty, t)
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.health_monitor import bound_from_manifest
 from bench.rundata import load_run
-from bench.summary import fit_clocks, map_stamp, segment_for
+from bench.summary import device_meta, fit_clocks, map_stamp, segment_for
 from bench.timeline import Entry, order, widen
 from bench.units import fmt_ns
 
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     run = load_run(a.run)
     uncertainty = bound_from_manifest(run.manifest)
-    fits = {n: fit_clocks(run.samples(n), run.manifest.get("devices", {}).get(n, {}), uncertainty)
+    fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest, n), uncertainty)
             for n in run.devices}
     entries = run_entries(run, fits)
     for spec in a.logs:

@@ -12,7 +12,7 @@ def fmt_ns(x: float | None, digits: int = 3) -> str:
     """12345678 -> '12.3 ms'; picks the unit that keeps the mantissa at or above 1."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
-    a = abs(x)
+    a = float(f"{abs(x):.{digits}g}")      # rounded first: 999.98 ms shows as 1 s
     for scale, unit in _UNITS:
         if a >= scale or unit == "ns":
             return f"{x / scale:.{digits}g} {unit}"
