@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bench.inventory import RackConfig, load_rack
@@ -42,7 +43,7 @@ class SimProcess:
                 tail = (self.out_dir / "sim.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"the simulated rack did not start:\n{tail}")
             time.sleep(0.05)
-        self.rack = load_rack(ready)
+        self.rack = replace(load_rack(ready), simulated=True)
         failed = self.out_dir / "sim_failed.json"
         self.failed = json.loads(failed.read_text()) if failed.exists() else {}
         return self

@@ -114,11 +114,13 @@ async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dic
 
 
 def write_rack_toml(rack: RackConfig, path: Path) -> None:
-    """Write a resolved rack file other clients (and `rackclock run --rack`) can use."""
+    """Write the resolved rack file (real loopback addresses) for other clients."""
     import tomli_w
 
-    data = {"rack": {"name": rack.name, "reference": rack.reference, "simulated": True,
-                     **dict(rack.options)},
+    # other clients talk to the served rack exactly as to hardware: it is not marked simulated
+    # (a run against it needs --reference-allowance and --arm), only said to be served by us
+    data = {"rack": {"name": rack.name, "reference": rack.reference, "simulated": False,
+                     **dict(rack.options), "served_by": "rackclock sim"},
             "devices": {}}
     for d in rack.devices:
         t = {"plane": d.plane, "driver": d.driver, "address": d.address, "rate_hz": d.rate_hz,

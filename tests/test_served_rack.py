@@ -1,0 +1,69 @@
+"""`rackclock sim` serves the simulated rack to other clients as if it were hardware: a run
+against its rack file is a lab-rack run, so stimuli are printed, not sent, unless armed."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from bench.bench import DEFAULT_RACK, run_experiment
+from bench.inventory import load_rack
+from bench.rundata import load_run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    data = tomllib.loads(DEFAULT_RACK.read_text())
+    data["devices"] = {k: v for k, v in data["devices"].items() if k in ("bmc-1", "pdu-2")}
+    rack_file = tmp_path / "small.toml"
+    rack_file.write_bytes(tomli_w.dumps(data).encode())
+    for d in load_rack(rack_file).devices:
+        for var in [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]:
+            if var:
+                monkeypatch.setenv(var, secrets.token_urlsafe(9))
+    out = tmp_path / "served"
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sim", "--rack", str(rack_file),
+                             "--out", str(out)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "rack.toml").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+        time.sleep(0.05)
+    yield out
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+
+
+def test_served_rack_is_a_lab_rack_and_stimuli_need_arm(served, tmp_path, capsys):
+    rack_file = served / "rack.toml"
+    rack = load_rack(rack_file)
+    assert not rack.simulated and rack.options["served_by"] == "rackclock sim"
+    assert all(":0" not in d.address for d in rack.devices)
+    params = {"duration_s": "6", "stimulus_every_s": "2"}
+    unarmed = load_run(run_experiment("clock_offset", rack_file, tmp_path / "runs", params,
+                                      allowance_ns=100_000, quiet=True))
+    printed = capsys.readouterr().out
+    armed = load_run(run_experiment("clock_offset", rack_file, tmp_path / "runs", params,
+                                    armed=True, allowance_ns=100_000, quiet=True))
+    for run in (unarmed, armed):
+        assert run.manifest["status"] == "completed" and not run.manifest["simulated"]
+        assert run.summary["reference_uncertainty_ns"] == 100_000
+    st = [unarmed.samples("bmc-1").status[i] for i in unarmed.samples("bmc-1").select("stimulus", ok=False)]
+    assert st and set(st) == {"unarmed"}
+    assert "[unarmed] would send test_event to bmc-1" in printed
+    st = [armed.samples("bmc-1").status[i] for i in armed.samples("bmc-1").select("stimulus", ok=False)]
+    assert st and set(st) == {"ok"}
+    # the emulator saw only the armed run's test events
+    assert armed.summary["devices"]["bmc-1"]["latency"]["test_event"]["events"]
+    assert not unarmed.summary["devices"]["bmc-1"].get("latency")
