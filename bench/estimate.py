@@ -65,6 +65,11 @@ class Bound:
     def width(self) -> float:
         return self.hi - self.lo
 
+    @property
+    def magnitude(self) -> float:
+        """The largest |value| the bounds allow."""
+        return max(abs(self.lo), abs(self.hi))
+
     def contains(self, x) -> bool:
         return self.lo <= x <= self.hi
 

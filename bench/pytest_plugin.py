@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.estimate import Bound
+
 ns = 1
 us = 1_000
 ms = 1_000_000
@@ -160,20 +162,7 @@ def rack_drivers(request, rack_served):
 
 # -- calibration ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Bounds:
-    lo: float
-    hi: float
-    point: float
-
-    @property
-    def width(self) -> float:
-        return self.hi - self.lo
-
-    @property
-    def magnitude(self) -> float:
-        """The largest |value| the bounds allow."""
-        return max(abs(self.lo), abs(self.hi))
+Bounds = Bound     # the estimator's proven interval: lo, hi, point, width, magnitude
 
 
 class DeviceCalibration:

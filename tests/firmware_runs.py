@@ -11,69 +11,23 @@ import threading
 from pathlib import Path
 
 from bench.bench import run_experiment
+from racks import UTC_BMC2, sim_rack_text
 
 DURATION_S = "13"
 BASELINE, REGRESSED, UNCHANGED = "2.14.0", "2.15.0", "2.14.1"
 
-RACK = """
-[rack]
-name = "fw-test"
-reference = "realtime"
-simulated = true
-seed = 8
 
-[devices.bmc-1]
-plane = "bmc"
-driver = "redfish_bmc"
-address = "https://127.0.0.1:0"
-username = "root"
-password_env = "RACKCLOCK_SIM_BMC_PASSWORD"
-verify_tls = false
-rate_hz = 2.0
-stimuli = ["test_event"]
+def rack_text(firmware: str) -> str:
+    """bmc-1 and bmc-2 of the default rack (bmc-2 without its wrong UTC offset), bmc-1 on
+    `firmware`: 2.15.0 logs about 3 s late, 2.14.1 changes no timing."""
+    return sim_rack_text(["bmc-1", "bmc-2"], name="fw-test", seed=8, changes={
+        "bmc-1": {"sim": {"firmware": firmware, "by_firmware": {
+            REGRESSED: {"log_latency_s": [3.0, 3.2]}, UNCHANGED: {"sample_delay_s": 0.0002}}}},
+        "bmc-2": {"sim": {**UTC_BMC2["bmc-2"]["sim"], "log_latency_s": [0.1, 0.3]}}})
 
-[devices.bmc-1.sim]
-offset_s = 0.0031
-drift_ppm = 0.2
-resolution_s = 1.0
-ntp = true
-sample_delay_s = 0.0002
-jitter_s = 0.0001
-log_latency_s = [0.05, 0.25]
-firmware = "{firmware}"
-
-[devices.bmc-1.sim.by_firmware."2.15.0"]      # the regression: logs ~3 s late
-log_latency_s = [3.0, 3.2]
-
-[devices.bmc-1.sim.by_firmware."2.14.1"]      # a patch release that changes no timing
-sample_delay_s = 0.0002
-
-[devices.bmc-2]
-plane = "bmc"
-driver = "redfish_bmc"
-address = "https://127.0.0.1:0"
-username = "root"
-password_env = "RACKCLOCK_SIM_BMC_PASSWORD"
-verify_tls = false
-rate_hz = 2.0
-stimuli = ["test_event"]
-
-[devices.bmc-2.sim]
-offset_s = -41.27
-drift_ppm = 38.0
-resolution_s = 1.0
-sample_delay_s = 0.0003
-jitter_s = 0.0002
-log_latency_s = [0.1, 0.3]
-firmware = "1.9.3"
-"""
 
 _runs: dict[str, Path] = {}
 _lock = threading.Lock()
-
-
-def rack_text(firmware: str) -> str:
-    return RACK.replace("{firmware}", firmware)
 
 
 def shared_runs(tmp_path_factory) -> dict[str, Path]:

@@ -2,50 +2,12 @@
 against a small simulated rack given with --rack (served for the session, calibrated for real)."""
 from __future__ import annotations
 
+from racks import UTC_BMC2, sim_rack_text
+
 pytest_plugins = ["pytester"]
 
-RACK = """
-[rack]
-name = "plugin-test"
-reference = "realtime"
-simulated = true
-seed = 3
-
-[devices.bmc-1]
-plane = "bmc"
-driver = "redfish_bmc"
-address = "https://127.0.0.1:0"
-username = "root"
-password_env = "RACKCLOCK_SIM_BMC_PASSWORD"
-verify_tls = false
-rate_hz = 2.0
-stimuli = ["test_event"]
-
-[devices.bmc-1.sim]
-offset_s = 0.0031
-drift_ppm = 0.2
-resolution_s = 1.0
-sample_delay_s = 0.0002
-log_latency_s = [0.05, 0.25]
-firmware = "2.14.0"
-
-[devices.bmc-2]
-plane = "bmc"
-driver = "redfish_bmc"
-address = "https://127.0.0.1:0"
-username = "root"
-password_env = "RACKCLOCK_SIM_BMC_PASSWORD"
-verify_tls = false
-rate_hz = 2.0
-stimuli = []
-
-[devices.bmc-2.sim]
-offset_s = -41.27
-drift_ppm = 38.0
-resolution_s = 1.0
-sample_delay_s = 0.0003
-firmware = "1.9.3"
-"""
+RACK = sim_rack_text(["bmc-1", "bmc-2"], name="plugin-test", seed=3,
+                     changes={**UTC_BMC2, "bmc-2": {"stimuli": [], **UTC_BMC2["bmc-2"]}})
 
 LAB_SUITE = """
 from bench.pytest_plugin import ms, s, us

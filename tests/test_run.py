@@ -9,12 +9,12 @@ import os
 import socket
 import subprocess
 import sys
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 import tomli_w
+from racks import sim_rack_dict
 
 from bench.bench import DEFAULT_RACK, run_experiment
 from bench.inventory import load_rack, rack_from_dict
@@ -95,9 +95,7 @@ def free_port() -> int:
 
 
 def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkeypatch):
-    data = tomllib.loads(DEFAULT_RACK.read_text())
-    keep = ["bmc-1", "bmc-2"]
-    data["devices"] = {k: v for k, v in data["devices"].items() if k in keep}
+    data = sim_rack_dict(["bmc-1", "bmc-2"])
     monkeypatch.setenv("RACKCLOCK_SIM_BMC_PASSWORD", "right-password-123")
     monkeypatch.setenv("WRONG_BMC_PASSWORD", "wrong-password-456")
     with SimRackThread(rack_from_dict(data), tmp_path / "sim") as sim:

@@ -9,13 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
-import tomli_w
+from racks import sim_rack_text
 
-from bench.bench import DEFAULT_RACK, run_experiment
+from bench.bench import run_experiment
 from bench.inventory import load_rack
 from bench.rundata import load_run
 
@@ -24,10 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def served(tmp_path, monkeypatch):
-    data = tomllib.loads(DEFAULT_RACK.read_text())
-    data["devices"] = {k: v for k, v in data["devices"].items() if k in ("bmc-1", "pdu-2")}
     rack_file = tmp_path / "small.toml"
-    rack_file.write_bytes(tomli_w.dumps(data).encode())
+    rack_file.write_text(sim_rack_text(["bmc-1", "pdu-2"]))
     for d in load_rack(rack_file).devices:
         for var in [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]:
             if var:
