@@ -234,10 +234,6 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 
 
 def stability(run) -> str | None:
-    try:
-        import bench.stability  # noqa: F401
-    except ImportError as exc:
-        return "<h2>Stability</h2>" + note_html(f"bench.stability is not available ({exc}).")
     figs = []
     for device, plane, clock, c in clock_items(run):
         fig, cap = stability_figure_of(run, device, plane, clock, c)
