@@ -72,6 +72,9 @@ def table(summary: dict) -> str:
             "bracket p50", "breaks", "errors", "truth"]
     rows, notes = [], []
     for name, d in summary.get("devices", {}).items():
+        for part in d.get("no_clock", []):
+            notes.append(f"{name} {part}: has no clock; its events are bounded only by when the "
+                         f"bench saw them")
         errs = ", ".join(f"{k} {v}" for k, v in d.get("errors", {}).items()) or "0"
         clocks = d.get("clocks", {}) or {"—": {}}
         for clock, c in clocks.items():

@@ -210,3 +210,30 @@ def latency_figure(rows: list[dict]):
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1, frameon=False)
         fig.tight_layout()
     return fig
+
+
+def timeline_figure(rows: list[dict], t0_ns: int, max_rows: int = 40):
+    """The cross-plane timeline: one bar per entry over its proven interval (run time, s), colour
+    per plane; shaded bands group the blocks whose order against each other is proven.
+
+    `rows`: bench.timeline.order's output."""
+    rows = rows[:max_rows]
+    n = len(rows)
+    with print_style():
+        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 1.0 + 0.17 * n))
+        for i, r in enumerate(rows):
+            en, y = r["entry"], n - 1 - i
+            lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
+            c = plane_colour(en.plane)
+            ax.plot([lo, hi], [y, y], color=c, lw=3, solid_capstyle="butt")
+            ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=5)
+            if r["block"] % 2:
+                ax.axhspan(y - 0.5, y + 0.5, color="0.92", zorder=0, lw=0)
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([f"{r['entry'].source}: {r['entry'].label[:38]}"
+                            + (" ≀" if r["unordered_with"] else "") for r in rows][::-1])
+        ax.set_ylim(-0.6, n - 0.4)
+        ax.set_xlabel("run time (s)")
+        ax.grid(alpha=0.3, axis="x")
+        fig.tight_layout()
+    return fig

@@ -283,4 +283,24 @@ def latency(run) -> str | None:
     return "".join(out)
 
 
-SECTIONS = [overview, identities, clocks, offsets, jitter, stability, latency]
+def timeline(run) -> str | None:
+    """The cross-plane timeline of the run's own events (bench/timeline.py)."""
+    from bench.timeline_cli import build_timeline
+
+    rows = build_timeline(run)
+    if not rows:
+        return None
+    t0 = run.manifest.get("started_ns") or rows[0]["entry"].lo_ns
+    blocks = len({r["block"] for r in rows})
+    unordered = sum(1 for r in rows if r["unordered_with"])
+    cap = (f"{len(rows)} entries (stimuli, device log stamps mapped through each clock's proven "
+           f"bounds, clock breaks) in {blocks} blocks: every entry of a shaded or unshaded band "
+           f"is proven later than every entry of the bands above it; within a band, entries "
+           f"marked ≀ ({unordered}) are unordered against another."
+           + (" Only the first 40 are drawn; all are in timeline.json after `rackclock "
+              "timeline`." if len(rows) > 40 else ""))
+    return ("<h2>Cross-plane timeline</h2>"
+            + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap))
+
+
+SECTIONS = [overview, identities, clocks, offsets, jitter, stability, latency, timeline]

@@ -194,9 +194,13 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             tc = truth["clocks"][clock]
             for seg in entry["segments"]:
                 seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
-    return {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
-            "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
-            "clocks": clocks_out, "latency": latencies(smp, results)}
+    out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
+           "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
+           "clocks": clocks_out, "latency": latencies(smp, results)}
+    no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
+    if no_clock:      # parts the driver found without any clock: only observation bounds exist
+        out["no_clock"] = list(no_clock)
+    return out
 
 
 def device_meta(manifest: dict, name: str) -> dict:

@@ -109,6 +109,25 @@ def log_entries(run, fits: dict, spec: str) -> list[Entry]:
     return out
 
 
+def build_timeline(run, logs: list[str] = (), widen_latency: bool = False) -> list[dict]:
+    """The ordered timeline of a run folder (see bench.timeline.order), with any log files."""
+    uncertainty = bound_from_manifest(run.manifest)
+    fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest, n), uncertainty)
+            for n in run.devices}
+    entries = run_entries(run, fits)
+    for spec in logs:
+        entries += log_entries(run, fits, spec)
+    if widen_latency:
+        lat = {}
+        for name, d in run.summary.get("devices", {}).items():
+            b = [x["logged_ns"] for x in d.get("latency", {}).values() if "logged_ns" in x]
+            if b:
+                lat[name] = (min(x["lo"] for x in b), max(x["hi"] for x in b))
+        entries = [widen(en, *lat[en.source]) if en.basis == "stamp" and en.source in lat else en
+                   for en in entries]
+    return order(entries)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path)
@@ -117,22 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="bound event instants, not stamps, with the run's measured log latency")
     a = ap.parse_args(argv)
     run = load_run(a.run)
-    uncertainty = bound_from_manifest(run.manifest)
-    fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest, n), uncertainty)
-            for n in run.devices}
-    entries = run_entries(run, fits)
-    for spec in a.logs:
-        entries += log_entries(run, fits, spec)
-    if a.widen_latency:
-        lat = {}
-        for name, d in run.summary.get("devices", {}).items():
-            b = [x["logged_ns"] for x in d.get("latency", {}).values() if "logged_ns" in x]
-            if b:
-                lat[name] = (min(x["lo"] for x in b), max(x["hi"] for x in b))
-        entries = [widen(en, *lat[en.source]) if en.basis == "stamp" and en.source in lat else en
-                   for en in entries]
-    rows = order(entries)
-    t0 = run.manifest.get("started_ns") or (min(e.lo_ns for e in entries) if entries else 0)
+    rows = build_timeline(run, a.logs, a.widen_latency)
+    t0 = run.manifest.get("started_ns") or (rows[0]["entry"].lo_ns if rows else 0)
     print(f"{'#':>4}  {'from (s)':>12}  {'to (s)':>12}  {'width':>9}  {'basis':<9} "
           f"{'device':<10} {'order':<22} what")
     for r in rows:

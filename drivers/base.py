@@ -17,6 +17,9 @@ from bench.inventory import DeviceConfig
 
 @dataclass(frozen=True)
 class Identity:
+    """Who the device says it is. `extra` is the driver's own; by convention its key `no_clock`
+    lists parts of the device that keep no clock at all (reported as such in the summary)."""
+
     vendor: str = ""
     model: str = ""
     serial: str = ""

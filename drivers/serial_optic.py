@@ -143,6 +143,8 @@ class SerialOptic(Driver):
         return Identity(vendor=info.get("vendor", ""), model=info.get("model", ""),
                         serial=info.get("serial", ""), firmware=info.get("fw", ""),
                         extra={"bridge_ports": info.get("ports", ""), "modules": modules,
+                               "no_clock": [f"module {p}" for p in self.ports
+                                            if p not in self.counter_ports],
                                "baudrate": self.link.baudrate,
                                "latency_timer_ms": adapter_latency_ms(self.link.url)
                                or self.config.options.get("latency_timer_ms")})
