@@ -50,7 +50,7 @@ def expected_stems(run) -> list[str]:
         assert skipped != (run.path / "plots" / f"stability_{d}_{c}.png").exists()
         if not skipped:
             stems.append(f"stability_{d}_{c}")
-    return stems + ["latency"]
+    return stems + ["latency", "timeline"]
 
 
 def test_figures_exist_in_three_formats_at_column_width(reported):
@@ -60,7 +60,10 @@ def test_figures_exist_in_three_formats_at_column_width(reported):
     for stem in stems:
         png, svg, pdf = (plots / f"{stem}.{ext}" for ext in ("png", "svg", "pdf"))
         w, h = _png_size(png.read_bytes())
-        assert 450 <= w <= 760 and 150 <= h <= 900, (stem, w, h)    # ~3.5 in at 200 dpi
+        if stem == "timeline":                                        # page wide: two columns
+            assert 900 <= w <= 1500 and 150 <= h <= 2000, (stem, w, h)
+        else:
+            assert 450 <= w <= 760 and 150 <= h <= 900, (stem, w, h)  # ~3.5 in at 200 dpi
         assert ET.parse(svg).getroot().tag.endswith("svg")
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 3000
         # a figure that draws nothing compresses to almost nothing
