@@ -99,7 +99,7 @@ class Run:
         cm = meta.get(clock, {})
         if len(v) and cm.get("counter") and cm.get("modulus_ns"):
             from bench.counters import unwrap
-            v, _ = unwrap(s, e, v, int(cm["modulus_ns"]))
+            v, _ = unwrap(s, e, v, int(cm["modulus_ns"]), int(cm.get("resolution_ns") or 1))
         return s, e, v, q
 
 

@@ -136,7 +136,7 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
         try:
             if cm.get("counter") and cm.get("modulus_ns"):
                 from bench.counters import unwrap
-                v, count = unwrap(s, e, v, int(cm["modulus_ns"]))
+                v, count = unwrap(s, e, v, int(cm["modulus_ns"]), declared)
                 res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
                              for i in range(1, len(count)) if count[i] > count[i - 1]]
             wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
