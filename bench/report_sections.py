@@ -169,7 +169,7 @@ def offsets(run) -> str | None:
         fig = figures.offset_print_figure(run, device, clock, c, plane)
         figs.append(figure_html(
             run, fig, f"offset_{device}_{clock}",
-            f"{device} · {clock}: offset minus the fitted line of the last segment. Shaded: the "
+            f"{device} · {clock}: offset minus each segment's own fitted line. Shaded: the "
             f"proven band; grey: each read's own offset interval; dashed: breaks"
             + ("; black: the simulated truth." if run.truth else ".")))
     if not figs:
