@@ -42,6 +42,7 @@ from pymodbus.simulator import DataType, SimData, SimDevice
 from bench.inventory import DeviceConfig
 from bench.sim.clock import NS
 from bench.sim.modbus_manual import spans
+from bench.sim.timing import hold, sample_clock
 
 FC_TABLE = {1: "coil", 5: "coil", 15: "coil", 2: "discrete", 4: "input",
             3: "holding", 6: "holding", 16: "holding", 22: "holding", 23: "holding"}
@@ -234,15 +235,9 @@ class Cdu:
             task = asyncio.current_task()
             self.waiting.add(task)                # cancelled at close if still sleeping
             try:
-                delay = self.model.sample_delay_s()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                t = self.ctx.now_ns()
-                v = self.model.read_ns(t)
-                self.ctx.record_sample(self.name, "rtc", t, v)
+                _, v = await sample_clock(self.ctx, self.name, "rtc", self.model)
                 rtc_regs = self.encode_rtc(v)
-                if self.model.p.reply_delay_s > 0:
-                    await asyncio.sleep(self.model.p.reply_delay_s)
+                await hold(self.model.p.reply_delay_s)
             finally:
                 self.waiting.discard(task)
         t_now = self.ctx.now_ns()

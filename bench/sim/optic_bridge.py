@@ -33,6 +33,7 @@ import numpy as np
 
 from bench.sim.clock import NS
 from bench.sim.optic_cmis import CmisModule
+from bench.sim.timing import hold
 
 _REQUEST = re.compile(r"^([0-9A-F]{4}) ([A-Z]+)((?: [0-9A-Fa-f]+)*)$")
 
@@ -123,9 +124,7 @@ class Bridge:
         return self.phase_ns + k * self.tick_ns
 
     async def _until(self, t_ns: int) -> None:
-        delay = (t_ns - self.now_ns()) / NS
-        if delay > 0:
-            await asyncio.sleep(delay)
+        await hold((t_ns - self.now_ns()) / NS)
 
     async def _worker(self) -> None:
         while True:

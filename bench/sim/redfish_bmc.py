@@ -41,6 +41,7 @@ from bench.sim import redfish_payloads as P
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.tls import make_certificates, server_context
+from bench.sim.timing import hold, sample_clock
 
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
 
@@ -96,17 +97,11 @@ class EmulatedBMC:
     # -- the clock -------------------------------------------------------------------------------
     async def sample(self) -> int:
         """Sample the model at the modelled instant inside this request; record it."""
-        d = self.model.sample_delay_s()
-        if d > 0:
-            await asyncio.sleep(d)
-        t = self.ctx.now_ns()
-        v = self.model.read_ns(t)
-        self.ctx.record_sample(self.name, "datetime", t, v)
+        _, v = await sample_clock(self.ctx, self.name, "datetime", self.model)
         return v
 
     async def reply_delay(self) -> None:
-        if self.model.p.reply_delay_s > 0:
-            await asyncio.sleep(self.model.p.reply_delay_s)
+        await hold(self.model.p.reply_delay_s)
 
     def now_rendered(self) -> str:
         return P.render_datetime(self.model.read_ns(self.ctx.now_ns()), self.offset_min)
