@@ -1,0 +1,52 @@
+"""Proven offset-bound width with single reads against bursts of two, side by side: alternate
+clock_offset runs of the default simulated rack with `burst=1` and `burst=2`.
+
+    .venv/bin/python benchmarks/burst_runs.py [--duration 30] [--pairs 1]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench import run_experiment  # noqa: E402
+from bench.rundata import load_run  # noqa: E402
+
+
+def widths(path: Path) -> dict[str, float]:
+    """Last segment's offset-bound width per device clock, ms."""
+    out = {}
+    for d, x in load_run(path).summary["devices"].items():
+        for c, cc in x["clocks"].items():
+            if cc.get("segments"):
+                o = cc["segments"][-1]["offset_ns"]
+                out[f"{d}/{c}"] = (o["hi"] - o["lo"]) / 1e6
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--duration", default="30")
+    ap.add_argument("--pairs", type=int, default=1)
+    a = ap.parse_args()
+    out = Path(tempfile.mkdtemp(prefix="burst-runs-"))
+    res: dict[str, list[dict]] = {"1": [], "2": []}
+    for _ in range(a.pairs):
+        for burst in ("1", "2"):
+            res[burst].append(widths(run_experiment("clock_offset", None, out, {
+                "duration_s": a.duration, "burst": burst}, quiet=True)))
+    keys = sorted(set(res["1"][0]) & set(res["2"][0]))
+    print(f"{'clock':<22} {'burst 1 (ms)':>12} {'burst 2 (ms)':>12}")
+    for k in keys:
+        m1 = np.median([r[k] for r in res["1"] if k in r])
+        m2 = np.median([r[k] for r in res["2"] if k in r])
+        print(f"{k:<22} {m1:>12.2f} {m2:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()
