@@ -11,7 +11,7 @@ import importlib
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 

@@ -87,7 +87,7 @@ def markdown(cmp: Comparison) -> str:
     def md_row(cells):
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    lines = [f"# rackclock compare", "", f"- baseline: `{cmp.baseline.path}`",
+    lines = ["# rackclock compare", "", f"- baseline: `{cmp.baseline.path}`",
              f"- candidate: `{cmp.candidate.path}`", f"- tolerances: `{cmp.tolerances}`", "",
              f"**{verdict_line(cmp)}**", "", "## Identity and firmware", ""]
     if cmp.identity_changes:

@@ -21,7 +21,6 @@ import asyncio
 import inspect
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
-import csv
 import os
 import statistics
 import subprocess
@@ -41,6 +39,7 @@ from pymodbus.client import (AsyncModbusSerialClient, AsyncModbusTcpClient,  # n
 
 from bench.inventory import load_rack                 # noqa: E402
 from bench.reference import Reference                 # noqa: E402
+from bench.sim.rack import read_samples, samples_in   # noqa: E402
 from drivers.modbus_cooling import ModbusCooling      # noqa: E402
 
 RACK = """
@@ -167,12 +166,7 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(10)
-    samples: dict[str, list[int]] = {}
-    with open(out / "sim_samples.csv") as f:
-        for r in csv.DictReader(f):
-            samples.setdefault(r["device"], []).append(int(r["t_ns"]))
-    for v in samples.values():
-        v.sort()
+    samples = {d: rows for (d, _), rows in read_samples(out / "sim_samples.csv").items()}
     print(f"Modbus RTC read, emulator in its own process; {per * a.blocks} reads per client after "
           f"{a.warmup} warm-up per block; bracket e - s in µs")
     print(f"{'device':<10} {'client':<7} {'median':>8} {'p10':>8} {'p90':>8} {'p99':>8}  "
@@ -180,8 +174,7 @@ def main() -> int:
     for (name, client), br in got.items():
         w = sorted((e - s) / 1e3 for s, e in br)
         smp = samples.get(name, [])
-        held = sum(1 for s, e in br if (i := bisect.bisect_left(smp, s)) < len(smp)
-                   and smp[i] <= e)
+        held = sum(1 for s, e in br if samples_in(smp, s, e))
         q = statistics.quantiles(w, n=100)
         print(f"{name:<10} {client:<7} {statistics.median(w):8.0f} {q[9]:8.0f} {q[89]:8.0f} "
               f"{q[98]:8.0f}  {held}/{len(br)}")

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
-import csv
 import os
 import secrets
 import statistics
@@ -37,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.inventory import load_rack                 # noqa: E402
 from bench.reference import Reference                 # noqa: E402
+from bench.sim.rack import read_samples, samples_in   # noqa: E402
 
 RACK = """
 [rack]
@@ -141,15 +140,13 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(10)
-    with open(out / "sim_samples.csv") as f:
-        samples = sorted(int(r["t_ns"]) for r in csv.DictReader(f))
+    samples = sorted(x for rows in read_samples(out / "sim_samples.csv").values() for x in rows)
     print(f"HTTPS, loopback, emulator in its own process; {per * a.blocks} reads per client "
           f"after {a.warmup} warm-up per block; bracket e - s in µs")
     print(f"{'client':<10} {'median':>8} {'p10':>8} {'p90':>8} {'p99':>8}  brackets holding the sample")
     for name, br in got.items():
         w = sorted((e - s) / 1e3 for s, e in br)
-        held = sum(1 for s, e in br if (i := bisect.bisect_left(samples, s)) < len(samples)
-                   and samples[i] <= e)
+        held = sum(1 for s, e in br if samples_in(samples, s, e))
         q = statistics.quantiles(w, n=100)
         print(f"{name:<10} {statistics.median(w):8.0f} {q[9]:8.0f} {q[89]:8.0f} {q[98]:8.0f}  "
               f"{held}/{len(br)}")

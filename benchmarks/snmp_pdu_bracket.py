@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import os
 import random
 import secrets
@@ -46,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.reference import Reference                 # noqa: E402
+from bench.sim.rack import read_samples, samples_in   # noqa: E402
 from bench.simproc import SimProcess                  # noqa: E402
 from drivers.snmp_pdu import SnmpPdu                  # noqa: E402
 
@@ -172,16 +172,15 @@ def main(argv=None) -> int:
         results = {dev.name: asyncio.run(measure(dev, a.reads)) for dev in sim.rack.devices}
         v2c = next(d for d in sim.rack.devices if d.name == "pdu-v2c")
         raw = raw_get_us(v2c.address, os.environ[COMM], a.reads)
-    with open(tmp / "sim" / "sim_samples.csv") as f:
-        samples = [(r["device"], r["clock"], int(r["t_ns"])) for r in csv.DictReader(f)]
+    samples = read_samples(tmp / "sim" / "sim_samples.csv")
     print(f"{'device':8} {'clock':13} {'socket bracket µs':>20} {'await µs':>18}   median / p99, "
           f"{a.reads} reads")
     bad = 0
     for dev, clocks in results.items():
         for clock, rows in clocks.items():
-            ts = sorted(t for d_, c, t in samples if d_ == dev and c == clock)
+            taken = samples.get((dev, clock), [])
             for r, _ in rows:
-                bad += not any(r.s_ns <= t <= r.e_ns for t in ts)
+                bad += not samples_in(taken, r.s_ns, r.e_ns)
             print(f"{dev:8} {clock:13} {stats([(r.e_ns - r.s_ns) / 1e3 for r, _ in rows]):>20} "
                   f"{stats([w / 1e3 for _, w in rows]):>18}")
     print(f"raw hand-built v2c GET round trip to the agent: {stats(raw)} µs")

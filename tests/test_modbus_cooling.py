@@ -3,7 +3,6 @@ read through the driver, pymodbus' synchronous client and mbpoll, over real sock
 from __future__ import annotations
 
 import asyncio
-import csv
 import datetime as dt
 import json
 import re
@@ -21,6 +20,7 @@ from pymodbus.client import ModbusSerialClient, ModbusTcpClient
 
 from bench.inventory import rack_from_dict
 from bench.reference import Reference
+from bench.sim.rack import read_samples, samples_in
 from drivers import driver_class
 from drivers.base import DeviceError, StimulusRefused
 from drivers.modbus_map import MAP_DIR, MapError, load_map
@@ -52,13 +52,10 @@ def driver(sim, name: str, armed: bool = True):
 
 
 def samples(sim, name: str) -> list[tuple[int, int]]:
-    with open(sim.out_dir / "sim_samples.csv") as f:
-        return [(int(r["t_ns"]), int(r["value_ns"])) for r in csv.DictReader(f)
-                if r["device"] == name and r["clock"] == "rtc"]
+    return read_samples(sim.out_dir / "sim_samples.csv").get((name, "rtc"), [])
 
 
-def inside(smp, s: int, e: int) -> list[tuple[int, int]]:
-    return [(t, v) for t, v in smp if s <= t <= e]
+inside = samples_in
 
 
 async def read_n(drv, n: int):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import csv
 import dataclasses
 import json
 import os
@@ -17,6 +16,7 @@ import pytest
 import redfish
 
 from bench.reference import Reference
+from bench.sim.rack import read_samples
 from drivers.base import DeviceError
 from drivers.redfish_bmc import RedfishBMC, parse_datetime_ns
 
@@ -58,8 +58,8 @@ async def with_driver(dev, fn, armed=True):
 
 
 def samples(sim) -> list[tuple[int, int]]:
-    with open(sim.out_dir / "sim_samples.csv") as f:
-        return sorted((int(r["t_ns"]), int(r["value_ns"])) for r in csv.DictReader(f))
+    return sorted(x for rows in read_samples(sim.out_dir / "sim_samples.csv").values()
+                  for x in rows)
 
 
 def curl(*args: str) -> tuple[int, str]:

@@ -2,14 +2,10 @@
 password and an unreachable device: clear errors for those, every sample kept for the others."""
 from __future__ import annotations
 
-import bisect
-import csv
-import json
 import os
 import socket
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -19,17 +15,10 @@ from racks import sim_rack_dict
 from bench.bench import DEFAULT_RACK, run_experiment
 from bench.inventory import load_rack, rack_from_dict
 from bench.rundata import load_run
+from bench.sim.rack import read_samples, samples_in
 from bench.sim.thread import SimRackThread
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def sim_sample_times(path: Path) -> dict[tuple[str, str], list[int]]:
-    out = defaultdict(list)
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            out[row["device"], row["clock"]].append(int(row["t_ns"]))
-    return {k: sorted(v) for k, v in out.items()}
 
 
 @pytest.fixture(scope="module")
@@ -74,16 +63,14 @@ def test_every_bound_contains_the_truth(default_run):
 
 def test_every_bracket_contains_the_emulators_sample_instant(default_run):
     run, _ = default_run
-    times = sim_sample_times(run.path / "sim" / "sim_samples.csv")
+    taken = read_samples(run.path / "sim" / "sim_samples.csv")
     n = 0
     for name in run.devices:
         smp = run.samples(name)
         for i in smp.select("read"):
             key = (name, smp.clock[i])
-            ts = times.get(key, [])
             s, e = int(smp.s_ns[i]), int(smp.e_ns[i])
-            k = bisect.bisect_left(ts, s)
-            assert k < len(ts) and ts[k] <= e, f"{key}: no sample instant inside [{s}, {e}]"
+            assert samples_in(taken.get(key, []), s, e), f"{key}: no sample instant in [{s}, {e}]"
             n += 1
     assert n > 50
 

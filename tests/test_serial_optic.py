@@ -7,7 +7,6 @@ a 16 ms and a 1 ms latency timer.
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 import random
 import sys
@@ -20,6 +19,7 @@ import serial
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.reference import Reference  # noqa: E402
+from bench.sim.rack import read_samples  # noqa: E402
 from drivers.base import DeviceError, StimulusRefused  # noqa: E402
 from drivers.serial_optic import SerialOptic  # noqa: E402
 
@@ -81,9 +81,8 @@ async def opened(sim, name: str = "optic-1", **options) -> SerialOptic:
 
 
 def samples(sim, device: str) -> list[tuple[str, int, int]]:
-    with open(sim.out_dir / "sim_samples.csv") as f:
-        return [(r["clock"], int(r["t_ns"]), int(r["value_ns"])) for r in csv.DictReader(f)
-                if r["device"] == device]
+    return [(clock, t, v) for (d, clock), rows in
+            read_samples(sim.out_dir / "sim_samples.csv").items() if d == device for t, v in rows]
 
 
 def bridge(sim, name: str = "optic-1"):

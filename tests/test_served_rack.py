@@ -2,7 +2,6 @@
 against its rack file is a lab-rack run, so stimuli are printed, not sent, unless armed."""
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal

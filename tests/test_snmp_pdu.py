@@ -3,7 +3,6 @@ snmpset, snmptrapd) and through the driver, over real UDP sockets on loopback.""
 from __future__ import annotations
 
 import asyncio
-import csv
 import dataclasses
 import os
 import shutil
@@ -16,6 +15,7 @@ import pytest
 
 from bench.counters import split_reboots
 from bench.reference import Reference
+from bench.sim.rack import read_samples
 from drivers.base import DeviceError, StimulusRefused
 from drivers.snmp_pdu import SnmpPdu, decode_date_and_time
 
@@ -67,9 +67,7 @@ def netsnmp(*args, timeout=10):
 
 
 def sim_samples(sim, device, clock):
-    with open(sim.out_dir / "sim_samples.csv") as f:
-        return [(int(r["t_ns"]), int(r["value_ns"])) for r in csv.DictReader(f)
-                if r["device"] == device and r["clock"] == clock]
+    return read_samples(sim.out_dir / "sim_samples.csv").get((device, clock), [])
 
 
 # -- the agent through net-snmp --------------------------------------------------------------------

@@ -135,3 +135,21 @@ def write_rack_toml(rack: RackConfig, path: Path) -> None:
     tmp = Path(str(path) + ".tmp")
     tmp.write_bytes(tomli_w.dumps(data).encode())
     os.replace(tmp, path)
+
+
+def read_samples(path: str | Path) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """`sim_samples.csv` back: per (device, clock) the (t_ns, value_ns) of every sample the
+    emulators took, in time order."""
+    out: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            out[r["device"], r["clock"]].append((int(r["t_ns"]), int(r["value_ns"])))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def samples_in(samples: list[tuple[int, int]], s_ns: int, e_ns: int) -> list[tuple[int, int]]:
+    """The samples (sorted by time) taken inside the bracket [s_ns, e_ns]."""
+    import bisect
+    i = bisect.bisect_left(samples, (s_ns, -(2**63)))
+    j = bisect.bisect_right(samples, (e_ns, 2**63))
+    return samples[i:j]
