@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench import segment as _seg
+from bench.units import fmt_ns
 
 PPM = 1e-6
 TOL_NS = 1e-3            # float slack when deciding a region is non-empty, ns
@@ -348,8 +349,9 @@ def check_resolution(value_ns, declared_ns: int) -> tuple[int, str]:
     if obs is None or obs <= declared:
         return declared, ""
     n = len(np.unique(np.asarray(value_ns)))
-    return obs, (f"declared {declared} ns, but all {n} distinct values seen are multiples of "
-                 f"{obs} ns apart: using {obs} ns")
+    return obs, (f"declared resolution {fmt_ns(declared)}, but the {n} distinct values seen are "
+                 f"all whole multiples of {fmt_ns(obs)} apart: using {fmt_ns(obs)} "
+                 f"({declared} -> {obs} ns)")
 
 
 def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment | None:
