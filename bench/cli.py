@@ -32,6 +32,11 @@ def _delegate(module: str, argv: list[str]) -> int:
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
                "compare": "bench.compare", "timeline": "bench.timeline_cli"}
+HELP = {"sim": "serve the simulated rack on loopback for other clients",
+        "check": "reference health, reachability and identity of every device",
+        "report": "HTML report and print figures of a run folder",
+        "compare": "compare two runs (e.g. before and after a firmware update)",
+        "timeline": "one cross-plane timeline of a run, with device log files"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         return _delegate(SUBCOMMANDS[argv[0]], argv[1:])
     ap = argparse.ArgumentParser(
-        prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane",
-        epilog="other commands: " + ", ".join(f"rackclock {k} --help" for k in SUBCOMMANDS))
+        prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane")
     sub = ap.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)")
     r.add_argument("experiment", nargs="?", default="clock_offset")
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="experiment parameter (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress display or table")
     for name in SUBCOMMANDS:
-        sub.add_parser(name, help=f"see rackclock {name} --help", add_help=False)
+        sub.add_parser(name, help=f"{HELP[name]} (rackclock {name} --help)", add_help=False)
     a = ap.parse_args(argv or ["run"])
     if a.cmd in (None, "run"):
         if a.cmd is None:
