@@ -39,6 +39,7 @@ class Bench:
     statuses: list = field(default_factory=list)
     summary: dict | None = None
     quiet: bool = False
+    interrupted: bool = False       # the user stopped the probing; what was taken is summarised
 
     @property
     def simulated(self) -> bool:
@@ -62,9 +63,10 @@ class Bench:
         progress = Progress(plan.duration_s) if not self.quiet else None
         self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
         try:
-            self.statuses = run_devices(list(self.rack.devices), self.reference.now_ns, self.store,
-                                        plan, self.armed, on_tick=progress,
-                                        seed=int(self.rack.options.get("seed", 0)))
+            self.statuses, stopped = run_devices(
+                list(self.rack.devices), self.reference.now_ns, self.store, plan, self.armed,
+                on_tick=progress, seed=int(self.rack.options.get("seed", 0)))
+            self.interrupted |= stopped
         finally:
             if progress:
                 progress.close()
@@ -177,7 +179,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         t0 = time.monotonic()
         try:
             exp.run(bench, params)
-            status = "completed"
+            status = "interrupted" if bench.interrupted else "completed"
         except KeyboardInterrupt:
             status = "interrupted"
         except Exception as exc:

@@ -302,14 +302,17 @@ class DeviceWorker(threading.Thread):
 
 def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,
                 plan: ProbePlan, armed: bool, on_tick: Callable[[list[DeviceStatus], float], None]
-                | None = None, seed: int = 0) -> list[DeviceStatus]:
-    """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second."""
+                | None = None, seed: int = 0) -> tuple[list[DeviceStatus], bool]:
+    """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second.
+    Returns the statuses and whether the user stopped the run (Ctrl-C): what was measured until
+    then is kept either way."""
     stop = threading.Event()
     workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
                for i, d in enumerate(devices)]
     for w in workers:
         w.start()
     t0 = time.monotonic()
+    interrupted = False
     try:
         while any(w.is_alive() for w in workers):
             if on_tick:
@@ -319,6 +322,8 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
             if time.monotonic() - t0 > plan.duration_s + 4 * plan.timeout_s + 10:
                 break            # a hung worker must not hold the run: it is reported as such
     except KeyboardInterrupt:
+        interrupted = True
+        store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
         stop.set()
         for w in workers:
             w.join(plan.timeout_s + 2)
@@ -329,4 +334,4 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
             store.journal(w.config.name, "error", "hung", "worker did not stop in time")
     if on_tick:
         on_tick([w.status for w in workers], time.monotonic() - t0)
-    return [w.status for w in workers]
+    return [w.status for w in workers], interrupted
