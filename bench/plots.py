@@ -97,7 +97,8 @@ def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
 
 
 def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:
-    """One offset figure per device clock with at least one segment; returns the files."""
+    """One offset figure per device clock with at least one segment; returns the files. A figure
+    that fails leaves `offset_<device>_<clock>.error.txt` saying why, and the others are drawn."""
     out_dir = Path(out_dir or run.path / "plots")
     out_dir.mkdir(exist_ok=True)
     written = []
@@ -105,10 +106,14 @@ def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> lis
         for clock, c in d.get("clocks", {}).items():
             if not c.get("segments"):
                 continue
-            fig = offset_figure(run, device, clock, c, d.get("plane", ""))
-            for fmt in formats:
-                p = out_dir / f"offset_{device}_{clock}.{fmt}"
-                fig.savefig(p)
-                written.append(p)
-            plt.close(fig)
+            try:
+                fig = offset_figure(run, device, clock, c, d.get("plane", ""))
+                for fmt in formats:
+                    p = out_dir / f"offset_{device}_{clock}.{fmt}"
+                    fig.savefig(p)
+                    written.append(p)
+            except Exception as exc:   # one figure that cannot be drawn costs only itself
+                (out_dir / f"offset_{device}_{clock}.error.txt").write_text(f"{exc!r}\n")
+            finally:
+                plt.close("all")
     return written
