@@ -225,7 +225,11 @@ def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
                              "clocks": {}, "first_errors": {"not_started": meta.get("error", "")}}
             continue
         t = (truth or {}).get("devices", {}).get(name)
-        devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
-                                         uncertainty, t)
+        try:
+            devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
+                                             uncertainty, t)
+        except Exception as exc:   # one device's odd data must not cost the others their summary
+            devices[name] = {"plane": meta.get("plane", ""), "errors": {"summary": 1},
+                             "clocks": {}, "first_errors": {"summary": repr(exc)[:200]}}
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices}
