@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from racks import sim_rack_dict
+from racks import sim_rack_dict, sim_rack_text
 
 from bench.bench import DEFAULT_RACK, run_experiment
 from bench.inventory import load_rack, rack_from_dict
@@ -116,3 +116,24 @@ def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkey
     assert "wrong-password-456" not in text and "right-password-123" not in text
     journal = (run.path / "events.csv").read_text()
     assert "bmc-2" in journal and "bmc-dead" in journal
+
+
+def test_device_reset_mid_run_is_recorded_and_the_others_go_on(tmp_path):
+    """pdu-1's agent restarts 5 s in and is silent for 3 s: its reads time out (rows with that
+    status), the runner reconnects, the counter's restart is a reboot break whose truth lies in
+    the bounds, and bmc-1 beside it measures on without an error."""
+    rack = tmp_path / "reset.toml"
+    rack.write_text(sim_rack_text(["bmc-1", "pdu-1"], changes={
+        "pdu-1": {"sim": {"reboots": [5.0], "reboot_down_s": 3.0}}}))
+    run = load_run(run_experiment("clock_offset", rack, tmp_path / "runs",
+                                  {"duration_s": "14", "stimulus_every_s": "none"}, quiet=True))
+    assert run.manifest["status"] == "completed"
+    pdu = run.samples("pdu-1")
+    assert "timeout" in {pdu.status[i] for i in pdu.select("read", ok=False)}
+    journal = (run.path / "events.csv").read_text()
+    assert "reconnecting" in journal and journal.count("pdu-1,info,identity") == 2
+    up = run.summary["devices"]["pdu-1"]["clocks"]["sysuptime"]
+    assert [b["kind"] for b in up["breaks"]] == ["reboot"]
+    assert all(seg["truth"]["offset_in"] for seg in up["segments"])
+    assert not run.summary["devices"]["bmc-1"]["errors"]
+    assert run.summary["devices"]["bmc-1"]["clocks"]["datetime"]["reads"] > 20
