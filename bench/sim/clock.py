@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 import numpy as np
@@ -225,7 +225,3 @@ def device_models(sim: Mapping[str, Any], default_clocks: tuple[str, ...], t0_ns
         seed = int(table.get("seed", seed_for(rack_seed, device, name)))
         models[name] = ClockModel(params_from_table(table), t0_ns, seed)
     return models
-
-
-def with_firmware(params: ClockParams, **changes) -> ClockParams:
-    return replace(params, **changes)
