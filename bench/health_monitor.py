@@ -3,7 +3,6 @@ folder, one row per snapshot, flushed as taken, and the run's bound on the refer
 from __future__ import annotations
 
 import csv
-import json
 import threading
 from pathlib import Path
 
@@ -142,10 +141,6 @@ class HealthMonitor:
         return Health(samples[-1].source, samples[-1].checked_ns, verified=verified, grade=g,
                       uncertainty_ns=bound, detail=detail, note=note, basis=basis,
                       problems=tuple(problems))
-
-
-def write_health_json(h: Health, path: Path) -> None:
-    Path(path).write_text(json.dumps(h.as_dict(), indent=1, default=str))
 
 
 def bound_from_manifest(manifest: dict) -> int:

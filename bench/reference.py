@@ -52,10 +52,6 @@ class Health:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    @property
-    def max_abs_offset_ns(self) -> int | None:
-        return self.detail.get("abs_offset_ns")
-
 
 GRADE_ORDER = ("ok", "warn", "unverified", "fail")
 
