@@ -197,15 +197,19 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
     return figures.residual_figure(r, device, clock, plane), cap
 
 
-def jitter(run) -> str | None:
+def per_clock(run, title: str, kind: str, figure_of) -> str | None:
+    """A section of one figure per clock (`figure_of` -> (figure, caption), or (None, why not)),
+    saved as plots/<kind>_<device>_<clock>."""
     figs = []
     for device, plane, clock, c in clock_items(run):
-        fig, cap = jitter_figure_of(run, device, plane, clock, c)
+        fig, cap = figure_of(run, device, plane, clock, c)
         figs.append(note_html(cap) if fig is None else
-                    figure_html(run, fig, f"jitter_{device}_{clock}", cap))
-    if not figs:
-        return None
-    return "<h2>Residual jitter and brackets</h2>" + "".join(figs)
+                    figure_html(run, fig, f"{kind}_{device}_{clock}", cap))
+    return f"<h2>{title}</h2>" + "".join(figs) if figs else None
+
+
+def jitter(run) -> str | None:
+    return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of)
 
 
 def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
@@ -234,14 +238,7 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 
 
 def stability(run) -> str | None:
-    figs = []
-    for device, plane, clock, c in clock_items(run):
-        fig, cap = stability_figure_of(run, device, plane, clock, c)
-        figs.append(note_html(cap) if fig is None else
-                    figure_html(run, fig, f"stability_{device}_{clock}", cap))
-    if not figs:
-        return None
-    return "<h2>Stability (ADEV, TDEV, MTIE)</h2>" + "".join(figs)
+    return per_clock(run, "Stability (ADEV, TDEV, MTIE)", "stability", stability_figure_of)
 
 
 def _b(x: dict | None) -> str:

@@ -35,6 +35,20 @@ class Samples:
                          if self.kind[i] == kind and (clock is None or self.clock[i] == clock)
                          and (not ok or self.status[i] == "ok")], dtype=int)
 
+    def clock_reads(self, clock: str, meta: dict | None = None):
+        """(s_ns, e_ns, value_ns, resolution_ns, wraps) of one clock's ok reads in time order.
+        `meta` is the clock's manifest entry: a wrapping counter (`counter`, `modulus_ns`) is
+        unwrapped with its tick (`resolution_ns`) as tolerance, and `wraps[i]` counts the wraps
+        before read i (zeros otherwise). The one place the summary and the figures unwrap."""
+        s, e, v, q = self.reads(clock)
+        cm = meta or {}
+        wraps = np.zeros(len(v), dtype=np.int64)
+        if len(v) and cm.get("counter") and cm.get("modulus_ns"):
+            from bench.counters import unwrap
+            v, wraps = unwrap(s, e, v, int(cm["modulus_ns"]),
+                              int(cm.get("resolution_ns") or q[0]))
+        return s, e, v, q, wraps
+
     def reads(self, clock: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(s_ns, e_ns, value_ns, resolution_ns) of the ok reads of one clock, in time order."""
         i = self.select("read", clock)
@@ -93,14 +107,9 @@ class Run:
     def clock_reads(self, device: str, clock: str):
         """(s_ns, e_ns, value_ns, resolution_ns) of one clock's ok reads in time order, a
         wrapping counter unwrapped the way the summary fitted it (its modulus from the manifest)."""
-        s, e, v, q = self.samples(device).reads(clock)
         meta = {c.get("name"): c for c in
                 self.manifest.get("devices", {}).get(device, {}).get("clocks", []) or []}
-        cm = meta.get(clock, {})
-        if len(v) and cm.get("counter") and cm.get("modulus_ns"):
-            from bench.counters import unwrap
-            v, _ = unwrap(s, e, v, int(cm["modulus_ns"]), int(cm.get("resolution_ns") or 1))
-        return s, e, v, q
+        return self.samples(device).clock_reads(clock, meta.get(clock))[:4]
 
 
 def load_run(path: str | Path) -> Run:

@@ -126,19 +126,16 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
     clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
     out = {}
     for clock in list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")}):
-        s, e, v, q = smp.reads(clock)
         cm = clocks_meta.get(clock, {})
+        s, e, v, q, count = smp.clock_reads(clock, cm)
         declared = int(cm.get("resolution_ns") or (q[0] if len(q) else 1))
         res = out[clock] = ClockResult(clock, cm, declared, int(len(s)))
         if len(s) == 0:
             res.note = "no successful read"
             continue
         try:
-            if cm.get("counter") and cm.get("modulus_ns"):
-                from bench.counters import unwrap
-                v, count = unwrap(s, e, v, int(cm["modulus_ns"]), declared)
-                res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
-                             for i in range(1, len(count)) if count[i] > count[i - 1]]
+            res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
+                         for i in range(1, len(count)) if count[i] > count[i - 1]]
             wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
                                                (int(s[-1]) - int(s[0])) / 1e9)
             res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
