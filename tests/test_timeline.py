@@ -7,7 +7,8 @@ import pytest
 from bench.sim.clock import ClockModel, ClockParams
 from bench.store import RunStore
 from bench.timeline import Entry, before, order, widen
-from bench.timeline_cli import main, parse_stamp
+from bench.logformats import parse_log
+from bench.timeline_cli import main
 
 T0 = 1_795_000_000_000_000_000
 MS = 1_000_000
@@ -43,15 +44,17 @@ def test_widen_turns_a_stamp_into_the_event_instant():
     assert (ev.lo_ns, ev.hi_ns, ev.basis) == (T0 - 250 * MS, T0 - 40 * MS, "event")
 
 
-@pytest.mark.parametrize("line, value, res", [
-    ("2026-11-29T17:08:40.5 fan fault", 1795972120_500_000_000, 100 * MS),
-    ("2026-11-29T18:08:40+01:00 x", 1795972120_000_000_000, 1000 * MS),
-    ("2026-11-29 17:08:40.123Z y", 1795972120_123_000_000, MS),
-    ("[12345.678] link down", 12345_678_000_000, MS),
+@pytest.mark.parametrize("line, fmt, value, res", [
+    ("2026-11-29T17:08:40.5 fan fault", "iso8601", 1795972120_500_000_000, 100 * MS),
+    ("2026-11-29T18:08:40+01:00 x", "iso8601", 1795972120_000_000_000, 1000 * MS),
+    ("2026-11-29 17:08:40.123Z y", "iso8601", 1795972120_123_000_000, MS),
+    ("[12345.678] link down", "dmesg", 12345_678_000_000, MS),
 ])
-def test_parse_stamp(line, value, res):
-    v, q, _ = parse_stamp(line)
-    assert (v, q) == (value, res)
+def test_parse_stamp(line, fmt, value, res):
+    log = parse_log(line, "auto")
+    assert log.format == fmt and not log.unparsed
+    (st,) = log.stamps
+    assert (st.value_ns, st.resolution_ns) == (value, res)
 
 
 def test_timeline_command_maps_a_log_line_onto_the_truth(tmp_path, capsys):
