@@ -165,7 +165,8 @@ def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None,
         cand[k] = ok
     notes = []
     if order_key is not None and K > 1:
-        cand, broken = _by_order(cand, np.asarray(order_key))
+        drops = not any(c.modulus_ns for c in cals)
+        cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
         if broken:
             notes.append(f"{broken} lines' candidates contradict the log's own order: "
                          f"their candidates were kept, unnarrowed")
@@ -208,22 +209,41 @@ def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None,
                   [c.name for c in cals], notes)
 
 
-def _by_order(cand: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, int]:
-    """Narrow each line's candidates by the log's order: a later line's segment is not earlier."""
+def _by_order(cand: np.ndarray, los: np.ndarray, his: np.ndarray, key: np.ndarray,
+              value: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Narrow each line's candidates by the log's order, which is time order: a later line's
+    segment is not earlier, and its instant is not before the earliest instant every candidate
+    of an earlier line allows (nor after the latest a later line allows). Where the stamps go
+    down from one line to the next, a monotone clock was set back in between: a later segment."""
     K, n = cand.shape
     idx = np.argsort(key, kind="stable")
-    c = cand[:, idx]
-    has = c.any(axis=0)
+    c0 = cand[:, idx]
+    lo, hi = los[:, idx], his[:, idx]
     ks = np.arange(K)[:, None]
-    kmin = np.where(has, np.where(c, ks, K).min(axis=0), 0)
-    kmax = np.where(has, np.where(c, ks, -1).max(axis=0), K - 1)
-    lower = np.maximum.accumulate(kmin)
-    upper = np.minimum.accumulate(kmax[::-1])[::-1]
-    narrowed = c & (ks >= lower[None, :]) & (ks <= upper[None, :])
-    broken = has & ~narrowed.any(axis=0)
-    narrowed[:, broken] = c[:, broken]
+    big = np.iinfo(np.int64).max
+    up = np.zeros(n, dtype=np.int64)
+    if value is not None and n > 1:
+        vv = np.asarray(value, dtype=np.int64)[idx]
+        up[1:] = np.cumsum(vv[1:] < vv[:-1])       # segments entered up to each line, at least
+    c = c0.copy()
+    for _ in range(3):
+        has = c.any(axis=0)
+        kmin = np.where(has, np.where(c, ks, K).min(axis=0), 0)
+        kmax = np.where(has, np.where(c, ks, -1).max(axis=0), K - 1)
+        earliest = np.where(has, np.where(c, lo, big).min(axis=0), -big)
+        latest = np.where(has, np.where(c, hi, -big).max(axis=0), big)
+        k_lo = np.maximum.accumulate(kmin - up) + up
+        k_hi = np.minimum.accumulate((kmax - up)[::-1])[::-1] + up
+        t_lo = np.maximum.accumulate(earliest)
+        t_hi = np.minimum.accumulate(latest[::-1])[::-1]
+        nxt = c & (ks >= k_lo) & (ks <= k_hi) & (hi >= t_lo) & (lo <= t_hi)
+        if np.array_equal(nxt, c):
+            break
+        c = nxt
+    broken = c0.any(axis=0) & ~c.any(axis=0)
+    c[:, broken] = c0[:, broken]
     out = np.empty_like(cand)
-    out[:, idx] = narrowed
+    out[:, idx] = c
     return out, int(broken.sum())
 
 
