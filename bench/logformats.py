@@ -261,9 +261,7 @@ def parse_snmptrapd(n: int, line: str, ctx: Context) -> Stamp:
         raise Unparsed("not an snmptrapd line (yyyy-mm-dd hh:mm:ss HOST [TRANSPORT]: ...)")
     text = m.group(4)
     up = UPTIME_VB.search(text)
-    if ctx.stamp == "monotonic":
-        if not up:
-            raise Unparsed("trap without a sysUpTime varbind")
+    if ctx.stamp == "monotonic" and up:      # (else its varbind lines may still carry it)
         return Stamp(n, int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0), text,
                      None, ("the agent's sysUpTime varbind (10 ms ticks)",))
     v, q, zn = local_to_ns(datetime.fromisoformat(m.group(1)), ctx, NS)
@@ -433,6 +431,11 @@ def _parse_lines(fmt: str, text: str, ctx: Context) -> ParsedLog:
                 out.stamps[-1] = _with_varbind(last, line, ctx, n)
                 continue
             out.unparsed.append((n, line, str(exc)))
+    if fmt == "snmptrapd" and ctx.stamp == "monotonic":
+        for st in [st for st in out.stamps if st.kind != "monotonic"]:
+            out.stamps.remove(st)
+            out.unparsed.append((st.line, st.text, "trap without a sysUpTime varbind"))
+        out.unparsed.sort()
     return out
 
 
@@ -473,13 +476,15 @@ def detect(text: str, sample: int = 200) -> tuple[str, str]:
     scores = []
     for fmt in DETECT_ORDER:
         fn = LINE_FORMATS[fmt]
-        ok = 0
+        ok, prev = 0, False
         for i, ln in enumerate(head, 1):
             try:
                 fn(i, ln, ctx)
-                ok += 1
-            except Unparsed:
-                pass
+                ok, prev = ok + 1, True
+            except Unparsed:      # a trap's varbind lines belong to the header above them
+                cont = fmt == "snmptrapd" and prev and bool(SNMPTRAPD_CONT.match(ln))
+                ok += cont
+                prev = cont
         scores.append((ok, fmt))
     best_ok, best = max(scores, key=lambda s: s[0])       # ties: the earlier (more specific) wins
     for ok, fmt in scores:

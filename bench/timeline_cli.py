@@ -199,6 +199,10 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict) -> tuple[list[Entr
     st = log.stamps
     vals = np.array([s.value_ns for s in st], dtype=np.int64)
     qs = np.array([max(s.resolution_ns, 1) for s in st], dtype=np.int64)
+    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
+    if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
+        qs = np.maximum(qs, fit_q)
+        report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
     how = kv.get("order", "id" if any(s.order is not None for s in st) else "file")
     if how == "id" and all(s.order is not None for s in st):
         key = np.array([s.order for s in st], dtype=np.int64)
