@@ -291,7 +291,7 @@ def timeline(run) -> str | None:
         return None
     t0 = run.manifest.get("started_ns") or rows[0]["entry"].lo_ns
     blocks = len({r["block"] for r in rows})
-    unordered = sum(1 for r in rows if r["unordered_with"])
+    unordered = sum(1 for r in rows if r["unordered_count"])
     cap = (f"All {len(rows)} entries (stimuli, device log stamps mapped through the segment of "
            f"their clock in force, clock breaks), one lane per plane; {blocks} proven-ordered "
            f"blocks; thin bars ({unordered}) are unordered against another entry.")

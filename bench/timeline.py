@@ -42,29 +42,43 @@ def before(a: Entry, b: Entry) -> bool:
             and a.stamp_ns + a.resolution_ns <= b.stamp_ns)
 
 
-def order(entries: list[Entry]) -> list[dict]:
+def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
     """Entries sorted by interval, grouped into blocks: every entry of a block is proven after
     every entry of the blocks before it; within a block, `unordered_with` lists (by index in the
-    returned order) the entries whose order against this one is not proven."""
-    ents = sorted(entries, key=lambda x: (x.lo_ns, x.hi_ns))
-    out: list[dict] = []
-    block, reach = -1, None
-    for i, en in enumerate(ents):
-        if reach is None or en.lo_ns > reach:
-            block += 1
-            reach = en.hi_ns
-        else:
-            reach = max(reach, en.hi_ns)
-        out.append({"index": i, "block": block, "entry": en, "unordered_with": []})
-    by_block: dict[int, list[dict]] = {}
-    for r in out:
-        by_block.setdefault(r["block"], []).append(r)
-    for rows in by_block.values():
-        for x in rows:
-            for y in rows:
-                if x is not y and not before(x["entry"], y["entry"]) and not before(y["entry"], x["entry"]):
-                    x["unordered_with"].append(y["index"])
-    return out
+    returned order) the entries whose order against this one is not proven, and
+    `unordered_count` counts them. When the overlapping pairs exceed `max_pairs`, each list
+    holds at most the 12 nearest such entries; the count stays exact (bench.timeline.order_arrays)."""
+    n = len(entries)
+    if not n:
+        return []
+    keys: dict = {}
+    clock = np.array([keys.setdefault(e.clock_key, len(keys)) if e.clock_key is not None
+                      and e.basis == "stamp" and e.stamp_ns is not None else -1
+                      for e in entries], dtype=np.int64)
+    stamp = np.array([e.stamp_ns if c >= 0 else 0 for e, c in zip(entries, clock)], dtype=np.int64)
+    res = np.array([e.resolution_ns for e in entries], dtype=np.int64)
+    perm, block, count = order_arrays([e.lo_ns for e in entries], [e.hi_ns for e in entries],
+                                      clock, stamp, res)
+    ents = [entries[i] for i in perm]
+    lo = np.array([e.lo_ns for e in ents], dtype=np.int64)
+    hi = np.array([e.hi_ns for e in ents], dtype=np.int64)
+    reach = np.searchsorted(lo, hi, "right")          # entries i+1 .. reach-1 overlap entry i
+    pairs = int(np.sum(reach - np.arange(n) - 1))
+    cap = None if pairs <= max_pairs else 12
+    lists: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        a = ents[i]
+        for j in range(i + 1, int(reach[i])):
+            if cap is not None and len(lists[i]) >= cap:
+                break
+            b = ents[j]
+            if not before(a, b) and not before(b, a):
+                lists[i].append(j)
+                if cap is None or len(lists[j]) < cap:
+                    lists[j].append(i)
+    return [{"index": i, "block": int(block[i]), "entry": ents[i],
+             "unordered_with": sorted(lists[i]), "unordered_count": int(count[i])}
+            for i in range(n)]
 
 
 def widen(entry: Entry, latency_lo_ns: int, latency_hi_ns: int) -> Entry:
@@ -80,9 +94,10 @@ def order_arrays(lo_ns, hi_ns, clock=None, stamp_ns=None, resolution_ns=None):
     block of each sorted entry, number of entries each sorted entry is unordered with).
 
     `clock`: an int group per entry (-1: none) whose members order by their stamps when these
-    differ by at least the resolution (the same-clock rule of `before`). Exact: an entry is
-    unordered with every entry whose interval overlaps its own, except same-clock entries whose
-    stamps differ by a tick or more."""
+    differ by at least the resolution (the same-clock rule of `before`). An entry is unordered
+    with every entry whose interval overlaps its own, except same-clock entries whose stamps
+    differ by a tick or more; exact when stamps of one clock less than a tick apart have
+    overlapping intervals, which mapping one segment gives them."""
     lo = np.asarray(lo_ns, dtype=np.int64)
     hi = np.asarray(hi_ns, dtype=np.int64)
     perm = np.lexsort((hi, lo))

@@ -22,7 +22,7 @@ def rows_data(rows: list[dict]) -> list[dict]:
                     "plane": en.plane, "label": en.label, "lo_ns": en.lo_ns, "hi_ns": en.hi_ns,
                     "basis": en.basis, "raw": en.raw, "calibration": en.calibration,
                     "status": en.status if en.basis in ("stamp", "event") else "proven",
-                    "distance_ns": en.distance_ns, "unordered_count": len(r["unordered_with"]),
+                    "distance_ns": en.distance_ns, "unordered_count": r["unordered_count"],
                     "unordered_with": r["unordered_with"]})
     return out
 
@@ -51,8 +51,7 @@ def print_table(rows: list[dict], reports: list[dict], unplaced: list[dict], t0:
           f"{'device':<10} {'raw stamp':<26} {'order':<20} what")
     for r in rows[:limit]:
         en = r["entry"]
-        un = r["unordered_with"]
-        ordtxt = "proven" if not un else f"unordered with {len(un)}"
+        ordtxt = "proven" if not r["unordered_count"] else f"unordered with {r['unordered_count']}"
         st = en.status if en.basis in ("stamp", "event") else en.basis
         print(f"{r['index']:>5}  {(en.lo_ns - t0) / 1e9:>12.6f}  {(en.hi_ns - t0) / 1e9:>12.6f}  "
               f"{fmt_ns(en.width_ns):>9}  {st:<12} {en.source:<10} {en.raw[:26]:<26} "
@@ -62,7 +61,7 @@ def print_table(rows: list[dict], reports: list[dict], unplaced: list[dict], t0:
               f"--rows N to print more)")
     blocks = len({r["block"] for r in rows})
     print(f"{len(rows)} entries in {blocks} proven-ordered blocks; "
-          f"{sum(1 for r in rows if r['unordered_with'])} entries unordered against another")
+          f"{sum(1 for r in rows if r['unordered_count'])} entries unordered against another")
 
 
 def otel_records(data: list[dict]) -> dict:

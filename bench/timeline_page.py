@@ -77,10 +77,10 @@ def _page_svg(rows: list[dict], t0: int) -> str:
                    f"interval: {(en.lo_ns - t0) / 1e9:.6f} .. {(en.hi_ns - t0) / 1e9:.6f} s "
                    f"({fmt_ns(en.width_ns)})\nbasis: {en.basis}, status: {en.status}"
                    + (f"\ncalibration: {en.calibration}" if en.calibration else "")
-                   + (f"\nunordered with #{', #'.join(map(str, un[:12]))}"
-                      + ("…" if len(un) > 12 else "") if un else "\norder: proven"))
+                   + (f"\nunordered with {r['unordered_count']}: #{', #'.join(map(str, un[:12]))}"
+                      + ("…" if r["unordered_count"] > 12 else "") if un else "\norder: proven"))
             w = max(x(en.hi_ns) - x(en.lo_ns), 2.0)
-            fill = "none" if un else c
+            fill = "none" if r["unordered_count"] else c
             parts.append(
                 f'<g class="ev" data-index="{r["index"]}" data-block="{r["block"]}">'
                 f'<title>{html.escape(tip)}</title>'

@@ -23,6 +23,31 @@ def test_disjoint_is_ordered_overlap_is_not():
     assert rows[0]["unordered_with"] == [] and rows[0]["block"] == 0
     assert rows[1]["unordered_with"] == [2] and rows[2]["unordered_with"] == [1]
     assert rows[1]["block"] == rows[2]["block"] == 1
+    assert [r["unordered_count"] for r in rows] == [0, 1, 1]
+
+
+def test_the_array_order_counts_exactly_what_the_pairwise_rule_says():
+    rng = np.random.default_rng(2)
+    ents = []
+    for i in range(300):
+        if i % 2:      # a 1 s clock's stamp, mapped: the tick's interval (offset per clock)
+            st = int(rng.integers(0, 20)) * 10**9
+            lo = T0 + st + (i % 3) * 300 * MS
+            ents.append(Entry(f"dev-{i % 3}", "p", str(i), lo, lo + 10**9 + 5 * MS, "stamp",
+                              f"dev-{i % 3}/clock/0", st, 10**9))
+        else:
+            lo = T0 + int(rng.uniform(0, 20_000)) * MS
+            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, 2000)) * MS,
+                              "observed"))
+    rows = order(ents)
+    for r in rows:
+        assert r["unordered_count"] == len(r["unordered_with"])
+        for j in r["unordered_with"]:
+            a, b = r["entry"], rows[j]["entry"]
+            assert not before(a, b) and not before(b, a)
+    capped = order(ents, max_pairs=10)
+    assert [r["unordered_count"] for r in capped] == [r["unordered_count"] for r in rows]
+    assert all(len(r["unordered_with"]) <= 12 for r in capped)
 
 
 def test_one_clock_orders_its_own_stamps_even_when_intervals_overlap():

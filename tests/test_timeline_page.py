@@ -36,7 +36,7 @@ def test_every_entry_is_drawn_on_some_page_with_its_tooltip():
     assert idx == list(range(1000))
     assert "raw stamp: raw0" in frag and "calibration: run:datetime#0" in frag
     hollow = frag.count('fill="none"')
-    assert hollow == sum(1 for r in rows if r["unordered_with"])
+    assert hollow == sum(1 for r in rows if r["unordered_count"])
     for lane in ("bmc", "pdu", "cooling", "optic"):
         assert f'class="lane" x="4"' in frag and f">{lane}</text>" in frag
 
