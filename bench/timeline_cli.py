@@ -77,6 +77,17 @@ def _entries(device, plane, labels, raws, m, vals, qs, basis="stamp", clip_hi=No
     return out
 
 
+def device_value_text(value_ns: int, counter: bool) -> str:
+    """A device's stamp as it claimed it: a wall time in UTC as the device gave it, or a
+    counter's reading."""
+    if counter:
+        return f"{value_ns / NS:.9g} s (counter)"
+    from datetime import datetime, timezone
+    s, f = divmod(value_ns, NS)
+    return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
+        (f".{f:09d}".rstrip("0") if f else "") + "Z"
+
+
 def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
     """Stimuli, device log events and clock breaks of a run folder, and the events that could
     not be placed (pre-sync, a time the clock never showed) with why."""
@@ -106,7 +117,7 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
             qs = smp.resolution_ns[rows]
             m = map_stamps(cals, vals, qs, smp.seq[rows], wall=not counter,
                            not_after_ns=smp.e_ns[rows])
-            raws = [str(int(v)) for v in vals]
+            raws = [device_value_text(int(v), counter) for v in vals]
             out += _entries(name, plane, [smp.raw[i] for i in rows], raws, m, vals, qs,
                             clip_hi=smp.e_ns[rows], key=clock)
             unplaced += [{"source": name, "line": int(smp.seq[rows[i]]), "raw": raws[i],

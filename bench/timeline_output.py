@@ -92,9 +92,9 @@ def write_outputs(folder: Path, rows: list[dict], reports: list[dict],
                   unplaced: list[dict]) -> list[Path]:
     data = rows_data(rows)
     for d, r in zip(data, rows):
-        en = r["entry"]
+        en = r["entry"]     # a wall stamp (after 2000) is a Unix time; a counter's is not
         d["raw_ns"] = en.stamp_ns if en.basis == "stamp" and en.stamp_ns is not None \
-            and en.stamp_ns > 10**17 else None
+            and en.stamp_ns > 946_684_800 * 10**9 else None
     paths = [folder / "timeline.json", folder / "timeline.csv", folder / "timeline.otel.json"]
     paths[0].write_text(json.dumps({"schema": 2, "entries": data, "logs": reports,
                                     "unplaced": unplaced}, indent=1))
