@@ -3,9 +3,8 @@ calibration, pre-sync stamps, and a segment's own status carried to its lines.""
 import numpy as np
 import pytest
 
-from bench.estimate import fit_clock
+from bench.sim.cascade import calibrate
 from bench.sim.clock import ClockModel, ClockParams
-from bench.summary import ClockResult
 from bench.timeline_map import (STATUS, Calibration, calibrations, map_stamps, to_reference_many)
 
 T0 = 1_795_000_000_000_000_000
@@ -15,19 +14,10 @@ MS = 1_000_000
 
 def virtual_fit(model: ClockModel, seconds: float = 60.0, seed: int = 3, counter=False,
                 name="datetime", t_start=T0):
-    """Reads of a clock model in virtual time (brackets 0.5-3 ms), fitted as the summary does."""
-    rng = np.random.default_rng(seed)
-    s, e, v = [], [], []
-    t = t_start
-    while t < t_start + seconds * NS:
-        t += int(rng.uniform(0.2, 0.5) * NS)
-        if model.down(t):
-            continue
-        a, b = t, t + int(rng.uniform(0.5, 3) * MS)
-        s.append(a), e.append(b), v.append(model.read_ns(int(rng.integers(a, b + 1))))
-    q = model.p.resolution_ns
-    fit = fit_clock(np.array(s), np.array(e), np.array(v), q)
-    return ClockResult(name, {"counter": counter, "resolution_ns": q}, q, len(s), fit)
+    """Reads of a clock model in virtual time, fitted as the summary does."""
+    res = calibrate(model, t_start, seconds, seed=seed, name=name)
+    assert res.meta["counter"] == counter
+    return res
 
 
 def log_of(model: ClockModel, instants):

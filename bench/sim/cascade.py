@@ -86,10 +86,12 @@ def calibrate(model: ClockModel, t0: int, seconds: float = 60.0, rate_hz: float 
     s = np.sort(t0 + rng.integers(0, int(seconds * NS), n))
     e = s + rng.integers(500_000, 3_000_000, n)
     at = s + (rng.random(n) * (e - s)).astype(np.int64)
+    up = np.array([not model.down(int(t)) for t in at], dtype=bool)   # a rebooting device is mute
+    s, e, at = s[up], e[up], at[up]
     v = np.array([model.read_ns(int(t)) for t in at], dtype=np.int64)
     q = model.p.resolution_ns
     fit = fit_clock(s, e, v, q)
-    return ClockResult(name, {"counter": model.p.counter, "resolution_ns": q}, q, n, fit)
+    return ClockResult(name, {"counter": model.p.counter, "resolution_ns": q}, q, len(s), fit)
 
 
 @dataclass(frozen=True)
