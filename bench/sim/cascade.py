@@ -137,7 +137,7 @@ def play(rack: list[PlaneClock], t_start: int, gaps_ns) -> list[dict]:
         if k:
             t += int(gaps_ns[k - 1])
         stamp_at = t + pc.model.log_latency_ns()
-        out.append({"device": pc.device, "plane": pc.plane, "true_ns": t,
+        out.append({"device": pc.device, "plane": pc.plane, "true_ns": t, "stamped_at_ns": stamp_at,
                     "stamp_ns": pc.model.read_ns(stamp_at),
                     "resolution_ns": pc.model.p.resolution_ns})
     return out
