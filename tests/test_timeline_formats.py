@@ -172,7 +172,7 @@ def test_no_format_is_any_leading_number():
 
 # -- the command ---------------------------------------------------------------------------------
 
-def _run_folder(tmp_path):
+def _run_folder(tmp_path, name="run", start_ns=None):
     """A run folder made in virtual time: bmc-1 (1 s wall clock) and pdu-1 (10 ms uptime)."""
     import numpy as np
 
@@ -181,10 +181,11 @@ def _run_folder(tmp_path):
     t0 = T - 60 * NS
     bmc = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), t0, seed=1)
     pdu = ClockModel(ClockParams(counter=True, uptime_s=1000.0, resolution_s=0.01), t0, seed=2)
-    store = RunStore(tmp_path, "run")
+    t0 = t0 if start_ns is None else start_ns
+    store = RunStore(tmp_path, name)
     rng = np.random.default_rng(3)
-    for name, model, clock in (("bmc-1", bmc, "datetime"), ("pdu-1", pdu, "sysuptime")):
-        w = store.samples(name)
+    for dev, model, clock in (("bmc-1", bmc, "datetime"), ("pdu-1", pdu, "sysuptime")):
+        w = store.samples(dev)
         t = t0
         for _ in range(200):
             t += int(rng.uniform(0.2, 0.8) * NS)
@@ -192,12 +193,12 @@ def _run_folder(tmp_path):
             w.write("read", clock, s, e, model.read_ns(int(rng.integers(s, e + 1))),
                     model.p.resolution_ns, "user", "ok", "")
         w.close()
-    store.write_manifest({"started_ns": t0, "run_id": "run", "devices": {
+    store.write_manifest({"started_ns": t0, "run_id": name, "devices": {
         "bmc-1": {"plane": "bmc", "clocks": [{"name": "datetime", "resolution_ns": NS}]},
         "pdu-1": {"plane": "pdu", "clocks": [{"name": "sysuptime", "resolution_ns": 10 * MS,
                                               "counter": True}]}}})
     store.close()
-    return tmp_path / "run", bmc, pdu, t0
+    return tmp_path / name, bmc, pdu, t0
 
 
 def test_timeline_command_reads_formats_reports_unparsed_lines_and_writes_otel(tmp_path, capsys):
@@ -253,3 +254,28 @@ def test_timeline_command_refuses_clearly(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert msg in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_two_runs_calibrate_one_timeline_and_each_line_names_its_calibration(tmp_path, capsys):
+    from datetime import datetime, timezone
+
+    from bench.timeline_cli import main
+    run, bmc, _, t0 = _run_folder(tmp_path)
+    later, *_ = _run_folder(tmp_path, "later", start_ns=t0 + 7200 * NS)
+    lines = []
+    for t in (t0 - 3 * 86400 * NS, t0 + 30 * NS, t0 + 7230 * NS):
+        shown = datetime.fromtimestamp(bmc.read_ns(t) // NS, timezone.utc)
+        lines.append(f"{shown:%Y-%m-%dT%H:%M:%S}Z event at {t}")
+    log = tmp_path / "bmc.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert main([str(run), f"bmc-1={log}", "--calibration", str(later)]) == 0
+    data = json.loads((run / "timeline.json").read_text())
+    got = sorted((e for e in data["entries"] if e["basis"] == "stamp"), key=lambda e: e["lo_ns"])
+    assert [e["calibration"] for e in got] == ["run:datetime#0", "run:datetime#0",
+                                               "later:datetime#0"]
+    assert [e["status"] for e in got] == ["extrapolated", "proven", "proven"]
+    assert got[0]["distance_ns"] > 2.9 * 86400 * NS
+    for e in got:
+        t = int(e["label"].rsplit(" ", 1)[1])
+        assert e["lo_ns"] <= t <= e["hi_ns"]
+    assert "extrapolated" in capsys.readouterr().out
