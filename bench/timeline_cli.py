@@ -96,7 +96,7 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
     for name in run.devices:
         smp = run.samples(name)
         plane = run.manifest.get("devices", {}).get(name, {}).get("plane", "")
-        by_clock: dict[str, list[int]] = {}
+        by_clock: dict[tuple, list[int]] = {}
         for i in range(len(smp)):
             if smp.status[i] != "ok":
                 continue
@@ -105,12 +105,16 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
                 out.append(Entry(name, plane, f"stimulus {smp.clock[i]}", s, e, "reference"))
             elif smp.kind[i] == "event":
                 if smp.has_value[i] and smp.clock[i] in fits.get(name, {}):
-                    by_clock.setdefault(smp.clock[i], []).append(i)
+                    # one order per log: a device's trap stream and event log ("trap:3", "log:3")
+                    # are two logs, each in its own order, not one another's
+                    cursor = smp.raw[i].split(" ", 1)[0]
+                    family = cursor.split(":", 1)[0] if ":" in cursor else ""
+                    by_clock.setdefault((smp.clock[i], family), []).append(i)
                     continue
                 b = OBSERVED_BOUND.search(smp.raw[i])
                 lo = int(b.group(1)) + 1 if b else s   # a latched flag: set after the last poll
                 out.append(Entry(name, plane, f"seen: {smp.raw[i]}", lo, e, "observed"))
-        for clock, rows in by_clock.items():
+        for (clock, _), rows in by_clock.items():
             cals = cal.clock(name, clock)
             counter = bool(fits[name][clock].meta.get("counter"))
             vals = smp.value_ns[rows]
