@@ -78,7 +78,6 @@ def otel_records(data: list[dict]) -> dict:
                  "rackclock.distance_ns": d["distance_ns"], "rackclock.plane": d["plane"]}
         by_source.setdefault(d["source"], []).append({
             "timeUnixNano": str(raw_ns if raw_ns is not None else 0),
-            "observedTimeUnixNano": str(d["lo_ns"]),
             "body": {"stringValue": d["label"]},
             "attributes": [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int)
                             else {"stringValue": str(v)}} for k, v in attrs.items()]})
