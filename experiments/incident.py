@@ -31,6 +31,7 @@ NS = 1_000_000_000
 class Params:
     duration_s: float = 36.0
     cascade_at_s: float = 16.0
+    gap_scale: float = 1.0            # the cascade's gaps (bench/sim/cascade.GAPS_S) times this
     cascades: int = 600               # offline cascades for the curve
     racks: int = 24                   # offline racks they are spread over
     seed: int = 1
@@ -256,8 +257,9 @@ def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
 
 
 def run(bench, params: Params) -> dict:
-    from bench.sim.cascade import resolve
-    steps, skipped = resolve(bench.rack, start_s=params.cascade_at_s)
+    from bench.sim.cascade import GAPS_S, resolve
+    steps, skipped = resolve(bench.rack, gaps_s=tuple(g * params.gap_scale for g in GAPS_S),
+                             start_s=params.cascade_at_s)
     bench.store.update_manifest(incident={"steps": steps, "skipped": skipped})
     bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=None,
                           log_poll_s=params.log_poll_s, timeout_s=params.timeout_s,
