@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.health_monitor import bound_from_manifest
-from bench.logformats import NS, Context, ParsedLog, iso_stamp, ISO, parse_log
+from bench.logformats import FORMATS, ISO, NS, Context, ParsedLog, iso_stamp, parse_log
 from bench.rundata import load_run
 from bench.summary import device_meta, fit_clocks
 from bench.timeline import Entry, order, widen
@@ -280,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                          "presync_before)")
     ap.add_argument("--calibration", type=Path, action="append", default=[], metavar="RUN",
                     help="another run folder calibrating the same devices (repeatable)")
-    ap.add_argument("--format", default=None, help="default log format (per log: format=...)")
+    ap.add_argument("--format", default=None, choices=FORMATS,
+                    help="default log format (per log: format=...; default: detected)")
     ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...)")
     ap.add_argument("--widen-latency", action="store_true",
                     help="bound event instants, not stamps, with the run's measured log latency")
