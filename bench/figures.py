@@ -212,27 +212,33 @@ def latency_figure(rows: list[dict]):
     return fig
 
 
-def timeline_figure(rows: list[dict], t0_ns: int, max_rows: int = 40):
-    """The cross-plane timeline: one bar per entry over its proven interval (run time, s), colour
-    per plane; shaded bands group the blocks whose order against each other is proven.
+def timeline_figure(rows: list[dict], t0_ns: int):
+    """The cross-plane timeline for print: one lane per plane, every entry a bar over its proven
+    interval (run time, s), stacked within its lane; hollow bars are unordered against another
+    entry. Nothing is left out (the report's paged timeline shows each entry's details).
 
     `rows`: bench.timeline.order's output."""
-    rows = rows[:max_rows]
-    n = len(rows)
+    lanes: dict[str, list[dict]] = {}
+    for r in rows:
+        lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
+    depth = 8                                  # sub-rows per lane
     with print_style():
-        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 1.0 + 0.17 * n))
-        for i, r in enumerate(rows):
-            en, y = r["entry"], n - 1 - i
-            lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
-            c = plane_colour(en.plane)
-            ax.plot([lo, hi], [y, y], color=c, lw=3, solid_capstyle="butt")
-            ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=5)
-            if r["block"] % 2:
-                ax.axhspan(y - 0.5, y + 0.5, color="0.92", zorder=0, lw=0)
-        ax.set_yticks(range(n))
-        ax.set_yticklabels([f"{r['entry'].source}: {r['entry'].label[:38]}"
-                            + (" ≀" if r["unordered_with"] else "") for r in rows][::-1])
-        ax.set_ylim(-0.6, n - 0.4)
+        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 1.0 + 0.45 * len(lanes)))
+        for li, (lane, members) in enumerate(lanes.items()):
+            y0 = len(lanes) - 1 - li
+            for k, r in enumerate(members):
+                en = r["entry"]
+                y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
+                lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
+                c = plane_colour(en.plane)
+                ax.plot([lo, hi], [y, y], color=c, lw=2.5 if not r.get("unordered_count", r["unordered_with"]) else 1.0,
+                        solid_capstyle="butt")
+                ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
+            if li % 2:
+                ax.axhspan(y0 - 0.5, y0 + 0.5, color="0.95", zorder=0, lw=0)
+        ax.set_yticks(range(len(lanes)))
+        ax.set_yticklabels([f"{lane} ({len(m)})" for lane, m in lanes.items()][::-1])
+        ax.set_ylim(-0.6, len(lanes) - 0.4)
         ax.set_xlabel("run time (s)")
         ax.grid(alpha=0.3, axis="x")
         fig.tight_layout()

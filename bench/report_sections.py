@@ -281,23 +281,23 @@ def latency(run) -> str | None:
 
 
 def timeline(run) -> str | None:
-    """The cross-plane timeline of the run's own events (bench/timeline.py)."""
+    """The cross-plane timeline of the run's own events (bench/timeline.py): a lane figure for
+    print and the paged, per-entry timeline (bench/timeline_page.py)."""
     from bench.timeline_cli import build_timeline
+    from bench.timeline_page import timeline_html
 
     rows = build_timeline(run)
     if not rows:
         return None
     t0 = run.manifest.get("started_ns") or rows[0]["entry"].lo_ns
     blocks = len({r["block"] for r in rows})
-    unordered = sum(1 for r in rows if r["unordered_with"])
-    cap = (f"{len(rows)} entries (stimuli, device log stamps mapped through each clock's proven "
-           f"bounds, clock breaks) in {blocks} blocks: every entry of a shaded or unshaded band "
-           f"is proven later than every entry of the bands above it; within a band, entries "
-           f"marked ≀ ({unordered}) are unordered against another."
-           + (" Only the first 40 are drawn; all are in timeline.json after `rackclock "
-              "timeline`." if len(rows) > 40 else ""))
+    unordered = sum(1 for r in rows if r["unordered_count"])
+    cap = (f"All {len(rows)} entries (stimuli, device log stamps mapped through the segment of "
+           f"their clock in force, clock breaks), one lane per plane; {blocks} proven-ordered "
+           f"blocks; thin bars ({unordered}) are unordered against another entry.")
     return ("<h2>Cross-plane timeline</h2>"
-            + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap))
+            + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap)
+            + timeline_html(rows, int(t0)))
 
 
 SECTIONS = [overview, identities, clocks, offsets, jitter, stability, latency, timeline]

@@ -38,6 +38,8 @@ class ProbePlan:
     explore_every: int = 4                    # every n-th read of an aimed clock stays random
     burst: int = 2                            # reads back to back at each probe: the first wakes
                                               # the path (an idle path widens a bracket ~3-6x)
+    schedule: tuple = ()                      # (device, at_s, "NAME[:TARGET]"): stimuli at set
+                                              # instants (an incident cascade), besides the above
 
 
 @dataclass
@@ -195,6 +197,8 @@ class DeviceWorker(threading.Thread):
         stimuli = self._stimulus_plan(drv) if self.plan.stimulus_every_s else []
         stim_due = start + int(self.plan.first_stimulus_s * NS)
         stim_i = 0
+        planned = sorted((start + int(at * NS), what) for dev, at, what in self.plan.schedule
+                         if dev == self.config.name)
         poll_due = start + int(self.plan.log_poll_s * NS)
         watch_until = 0
         failures = 0
@@ -202,13 +206,19 @@ class DeviceWorker(threading.Thread):
             now = self.now_ns()
             if now >= end:
                 break
-            nxt = min([*due.values(), poll_due, stim_due if stimuli else end, end])
+            nxt = min([*due.values(), poll_due, stim_due if stimuli else end, end,
+                       *(t for t, _ in planned[:1])])
             if nxt > now:
                 if not await self._sleep_until(nxt):
                     break
                 continue
             ok = True
-            if stimuli and now >= stim_due:
+            if planned and now >= planned[0][0]:
+                name, _, target = planned.pop(0)[1].partition(":")
+                ok &= await self._stimulus(drv, name, target or None)
+                watch_until = now + int(self.plan.watch_s * NS)
+                poll_due = now + int(self.plan.watch_poll_s * NS)
+            elif stimuli and now >= stim_due:
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
                 stim_due = now + int(self.plan.stimulus_every_s * NS)

@@ -1,63 +1,102 @@
-"""`rackclock timeline RUN [DEVICE[:CLOCK]=LOG ...]`: merge a run's device events, stimuli and
-clock breaks, and any log files of the rack's planes, into one timeline in reference time.
+"""`rackclock timeline RUN [DEVICE[:CLOCK]=LOG[,key=value...] ...]`: one timeline in reference
+time from a run's device events, stimuli and clock breaks, and any log files of the rack's planes.
 
-A log line's leading timestamp (ISO 8601, or seconds as a number for counter clocks) is taken in
-the named device clock and mapped through that clock's proven bounds; its resolution is the
-precision the stamp is written with (or the clock's, if coarser). `--widen-latency` turns stamps
-into event instants using the logging latency the run measured for that device.
+Each log is read in its format (given with `format=NAME`, or detected and said how surely; see
+bench/logformats.py), each stamp mapped through the segment of its device clock that was in force
+(bench/timeline_map.py), calibrated by this run and any `--calibration RUN`. Every mapped line
+keeps its raw timestamp beside its interval and names its calibration; every line that did not
+parse is counted and listed with its number. Per-log keys: format, tz (IANA zone of zone-less
+stamps), year (of year-less stamps; default: from the run), order (id | file | none: the log's own
+order, used to decide a stamp's segment), boot (dmesg: the boot instant in the host's wall time),
+stamp (wall | monotonic, for journald and snmptrapd), presync_before (a wall stamp before this
+date, e.g. the firmware image date, was written before the clock was set).
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import re
 import sys
-from datetime import datetime, timezone
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from bench.health_monitor import bound_from_manifest
+from bench.logformats import FORMATS, ISO, NS, Context, ParsedLog, iso_stamp, parse_log
 from bench.rundata import load_run
-from bench.summary import device_meta, fit_clocks, map_stamp, segment_for
+from bench.summary import device_meta, fit_clocks
 from bench.timeline import Entry, order, widen
-from bench.units import fmt_ns
+from bench.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
 
-ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
-NUM = re.compile(r"^\s*\[?\s*(\d+)(\.\d+)?\]?")
-
-
-def parse_stamp(line: str) -> tuple[int, int, str] | None:
-    """(value_ns, resolution_ns, rest of line) from a line's leading timestamp, or None.
-    ISO stamps without a zone are read as UTC."""
-    m = ISO.match(line)
-    if m:
-        base = datetime.fromisoformat(m.group(1).replace(" ", "T"))
-        tz = m.group(3)
-        if tz and tz != "Z":
-            tz = tz if ":" in tz else tz[:3] + ":" + tz[3:]
-            base = datetime.fromisoformat(m.group(1).replace(" ", "T") + tz)
-        else:
-            base = base.replace(tzinfo=timezone.utc)
-        frac = m.group(2) or ""
-        digits = len(frac) - 1 if frac else 0
-        ns = int(base.timestamp()) * 1_000_000_000 + (int(frac[1:].ljust(9, "0")[:9]) if frac else 0)
-        return ns, 10 ** (9 - min(digits, 9)), line[m.end():].strip()
-    m = NUM.match(line)
-    if m:
-        frac = m.group(2) or ""
-        digits = len(frac) - 1 if frac else 0
-        ns = int(m.group(1)) * 1_000_000_000 + (int(frac[1:].ljust(9, "0")[:9]) if frac else 0)
-        return ns, 10 ** (9 - min(digits, 9)), line[m.end():].strip()
-    return None
+OBSERVED_BOUND = re.compile(r"in \((\d+), (\d+)\] ns")
 
 
-def run_entries(run, fits: dict) -> list[Entry]:
-    """Stimuli, device log events and clock breaks of a run folder."""
+@dataclass
+class Calibrated:
+    """The runs that calibrate a timeline: per run, its fits of every device clock."""
+    runs: list            # [(run id, Run, {device: {clock: ClockResult}})]
+
+    @classmethod
+    def of(cls, runs) -> "Calibrated":
+        out = []
+        for run in runs:
+            unc = bound_from_manifest(run.manifest)
+            fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest, n), unc)
+                    for n in run.devices}
+            out.append((run.manifest.get("run_id") or run.path.name, run, fits))
+        return cls(out)
+
+    def clock(self, device: str, clock: str) -> list:
+        return calibrations([(rid, fits.get(device, {}).get(clock),
+                              device_meta(run.manifest, device))
+                             for rid, run, fits in self.runs if clock in fits.get(device, {})])
+
+    def clocks_of(self, device: str) -> dict:
+        out = {}
+        for _, _, fits in self.runs:
+            for c, r in fits.get(device, {}).items():
+                out.setdefault(c, r)
+        return out
+
+    @property
+    def devices(self) -> list:
+        return sorted({d for _, _, fits in self.runs for d in fits})
+
+
+def _entries(device, plane, labels, raws, m, vals, qs, basis="stamp", clip_hi=None, key=""):
     out = []
+    for i in range(len(m)):
+        st = m.status_of(i)
+        if st in ("presync", "unplaceable"):
+            continue
+        hi = int(m.hi_ns[i]) if clip_hi is None else min(int(m.hi_ns[i]), int(clip_hi[i]))
+        ck = None if st == "ambiguous" else f"{device}/{key}/{m.calibration_of(i)}"
+        out.append(Entry(device, plane, labels[i], int(m.lo_ns[i]), hi, basis, ck, int(vals[i]),
+                         int(qs[i]), raws[i], m.calibration_of(i), st, int(m.distance_ns[i])))
+    return out
+
+
+def device_value_text(value_ns: int, counter: bool) -> str:
+    """A device's stamp as it claimed it: a wall time in UTC as the device gave it, or a
+    counter's reading."""
+    if counter:
+        return f"{value_ns / NS:.9g} s (counter)"
+    from datetime import datetime, timezone
+    s, f = divmod(value_ns, NS)
+    return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
+        (f".{f:09d}".rstrip("0") if f else "") + "Z"
+
+
+def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
+    """Stimuli, device log events and clock breaks of a run folder, and the events that could
+    not be placed (pre-sync, a time the clock never showed) with why."""
+    out, unplaced = [], []
+    fits = next(f for rid, r, f in cal.runs if r is run)
     for name in run.devices:
         smp = run.samples(name)
         plane = run.manifest.get("devices", {}).get(name, {}).get("plane", "")
-        res = fits.get(name, {})
+        by_clock: dict[tuple, list[int]] = {}
         for i in range(len(smp)):
             if smp.status[i] != "ok":
                 continue
@@ -65,58 +104,156 @@ def run_entries(run, fits: dict) -> list[Entry]:
             if smp.kind[i] == "stimulus":
                 out.append(Entry(name, plane, f"stimulus {smp.clock[i]}", s, e, "reference"))
             elif smp.kind[i] == "event":
-                r = res.get(smp.clock[i])
-                iv = map_stamp(r, int(smp.value_ns[i]), int(smp.resolution_ns[i]), e) \
-                    if smp.has_value[i] else None
-                if iv is None:       # no device stamp: what is proven is when the bench saw it
-                    out.append(Entry(name, plane, f"seen: {smp.raw[i]}", s, e, "observed"))
+                if smp.has_value[i] and smp.clock[i] in fits.get(name, {}):
+                    # one order per log: a device's trap stream and event log ("trap:3", "log:3")
+                    # are two logs, each in its own order, not one another's
+                    cursor = smp.raw[i].split(" ", 1)[0]
+                    family = cursor.split(":", 1)[0] if ":" in cursor else ""
+                    by_clock.setdefault((smp.clock[i], family), []).append(i)
                     continue
-                k = r.fit.segments.index(segment_for(r.fit.segments, e))
-                out.append(Entry(name, plane, smp.raw[i], iv[0], min(iv[1], e), "stamp",
-                                 f"{name}/{smp.clock[i]}/{k}", int(smp.value_ns[i]),
-                                 int(smp.resolution_ns[i])))
-        for clock, r in res.items():
+                b = OBSERVED_BOUND.search(smp.raw[i])
+                lo = int(b.group(1)) + 1 if b else s   # a latched flag: set after the last poll
+                out.append(Entry(name, plane, f"seen: {smp.raw[i]}", lo, e, "observed"))
+        for (clock, _), rows in by_clock.items():
+            cals = cal.clock(name, clock)
+            counter = bool(fits[name][clock].meta.get("counter"))
+            vals = smp.value_ns[rows]
+            qs = smp.resolution_ns[rows]
+            m = map_stamps(cals, vals, qs, smp.seq[rows], wall=not counter,
+                           not_after_ns=smp.e_ns[rows])
+            raws = [device_value_text(int(v), counter) for v in vals]
+            out += _entries(name, plane, [smp.raw[i] for i in rows], raws, m, vals, qs,
+                            clip_hi=smp.e_ns[rows], key=clock)
+            unplaced += [{"source": name, "line": int(smp.seq[rows[i]]), "raw": raws[i],
+                          "label": smp.raw[rows[i]][:160], "why": describe(m, i)}
+                         for i in range(len(m)) if m.status_of(i) in ("presync", "unplaceable")]
+        for clock, r in fits.get(name, {}).items():
             for b in (r.fit.breaks if r.fit else []):
+                from bench.units import fmt_ns
                 size = f" of {fmt_ns(b.size_ns.point)}" if b.size_ns is not None else ""
                 out.append(Entry(name, plane, f"{clock} {b.kind}{size}", int(b.after_ns),
                                  int(b.before_ns), "break"))
-    return out
+    return out, unplaced
 
 
-def log_entries(run, fits: dict, spec: str) -> list[Entry]:
-    target, _, path = spec.partition("=")
+def parse_spec(spec: str) -> tuple[str, str, Path, dict]:
+    target, eq, rest = spec.partition("=")
+    if not eq or not rest:
+        raise SystemExit(f"{spec!r}: expected DEVICE[:CLOCK]=FILE[,key=value...]")
+    path, *opts = rest.split(",")
+    kv = {}
+    for o in opts:
+        k, e, v = o.partition("=")
+        if not e:
+            raise SystemExit(f"{spec!r}: option {o!r} is not key=value")
+        kv[k.strip()] = v.strip()
+    known = {"format", "tz", "year", "order", "boot", "stamp", "presync_before"}
+    if set(kv) - known:
+        raise SystemExit(f"{spec!r}: unknown option(s) {sorted(set(kv) - known)} "
+                         f"(known: {', '.join(sorted(known))})")
     device, _, clock = target.partition(":")
-    res = fits.get(device, {})
-    if not path or device not in fits:
-        raise SystemExit(f"{spec!r}: expected DEVICE[:CLOCK]=FILE with a device of this run "
-                         f"(devices: {', '.join(sorted(fits))})")
-    clock = clock or next(iter(res), "")
-    r = res.get(clock)
-    if r is None or r.fit is None or not r.fit.segments:
-        raise SystemExit(f"{device}: clock {clock!r} has no fit in this run")
+    return device, clock, Path(path), kv
+
+
+def _wall_ns(text: str, what: str) -> int:
+    m = ISO.fullmatch(text)
+    if not m:
+        raise SystemExit(f"{what} {text!r}: expected an ISO 8601 date and time")
+    return iso_stamp(m, Context())[0]
+
+
+def read_log(spec: str, run, cal: Calibrated, defaults: dict) -> tuple[list[Entry], dict]:
+    """A log file's entries, and its report: format, how it was known, assumptions, unparsed
+    lines with their numbers, lines that could not be placed."""
+    device, clock, path, kv = parse_spec(spec)
+    kv = {**defaults, **kv}
+    if device not in cal.devices:
+        raise SystemExit(f"{spec!r}: no device {device!r} in the calibrating run(s) "
+                         f"(devices: {', '.join(cal.devices)})")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise SystemExit(f"log {path}: {exc.strerror or exc}") from None
+    near = run.manifest.get("started_ns")
+    ctx = Context(zone=kv.get("tz", ""), year=int(kv["year"]) if kv.get("year") else None,
+                  near_ns=int(near) if near else None,
+                  boot_ns=_wall_ns(kv["boot"], "boot") if kv.get("boot") else None,
+                  stamp=kv.get("stamp", "auto"))
+    clocks = cal.clocks_of(device)
+    if ctx.stamp == "auto" and clock and clock in clocks:
+        ctx = Context(**{**ctx.__dict__, "stamp": "monotonic" if clocks[clock].meta.get("counter")
+                         else "wall"})
+    log: ParsedLog = parse_log(text, kv.get("format", "auto"), ctx)
+    kinds = {s.kind for s in log.stamps}
+    report = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
+              "lines": log.lines, "mapped": 0, "notes": list(log.notes),
+              "unparsed": [{"line": n, "text": t[:200], "why": w} for n, t, w in log.unparsed],
+              "unplaced": []}
+    if not log.stamps:
+        return [], report
+    kind = kinds.pop() if len(kinds) == 1 else "wall"
+    want_counter = kind == "monotonic"
+    if not clock:
+        clock = next((c for c, r in clocks.items() if bool(r.meta.get("counter")) == want_counter),
+                     "")
+        if not clock:
+            raise SystemExit(f"{spec!r}: the log's stamps are {kind} but {device} has no "
+                             f"{'counter' if want_counter else 'wall'} clock "
+                             f"(clocks: {', '.join(clocks) or 'none'})")
+    if clock not in clocks:
+        raise SystemExit(f"{spec!r}: {device} has no clock {clock!r} "
+                         f"(clocks: {', '.join(clocks) or 'none'})")
+    if bool(clocks[clock].meta.get("counter")) != want_counter:
+        raise SystemExit(f"{spec!r}: the log's stamps are {kind} "
+                         f"({'since boot' if want_counter else 'wall-clock dates'}) but clock "
+                         f"{clock!r} is {'a counter' if not want_counter else 'a wall clock'}: "
+                         f"give a matching clock (or boot=... for a kernel log)")
+    cals = cal.clock(device, clock)
+    if not cals:
+        raise SystemExit(f"{device}: clock {clock!r} has no fit in the calibrating run(s)")
+    st = log.stamps
+    vals = np.array([s.value_ns for s in st], dtype=np.int64)
+    qs = np.array([max(s.resolution_ns, 1) for s in st], dtype=np.int64)
+    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
+    if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
+        qs = np.maximum(qs, fit_q)
+        report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
+    how = kv.get("order", "id" if any(s.order is not None for s in st) else "file")
+    if how == "id" and all(s.order is not None for s in st):
+        key = np.array([s.order for s in st], dtype=np.int64)
+    elif how in ("file", "id"):
+        key = np.array([s.line for s in st], dtype=np.int64)
+        how = "file"
+    else:
+        key, how = None, "none"
+    report["order"] = how
+    presync = _wall_ns(kv["presync_before"], "presync_before") if kv.get("presync_before") \
+        else PRESYNC_BEFORE_NS
+    read_at = max(time.time_ns(), max(c.span[1] for c in cals))
+    m = map_stamps(cals, vals, qs, key, wall=not want_counter, not_after_ns=read_at,
+                   presync_before_ns=presync)
+    report["notes"] += m.notes
     plane = run.manifest.get("devices", {}).get(device, {}).get("plane", "")
-    near = r.fit.segments[-1].end_ns
-    out = []
-    for n, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
-        p = parse_stamp(line)
-        if p is None:
-            continue
-        v, q, text = p
-        q = max(q, r.fit.resolution_ns if r.fit.resolution_ns <= q * 1000 else q)
-        lo, hi = map_stamp(r, v, q, near)
-        out.append(Entry(device, plane, f"{Path(path).name}:{n} {text}"[:160], lo, hi, "stamp",
-                         f"{device}/{clock}/log", v, q))
-    return out
+    labels = [f"{path.name}:{s.line} {s.text}"[:200] for s in st]
+    entries = _entries(device, plane, labels, [s.raw for s in st], m, vals, qs, key=clock)
+    report["mapped"] = len(entries)
+    report["unplaced"] = [{"line": st[i].line, "raw": st[i].raw, "why": describe(m, i)}
+                          for i in range(len(m)) if m.status_of(i) in ("presync", "unplaceable")]
+    report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
+                        if np.any(m.status == k)}
+    return entries, report
 
 
-def build_timeline(run, logs: list[str] = (), widen_latency: bool = False) -> list[dict]:
-    """The ordered timeline of a run folder (see bench.timeline.order), with any log files."""
-    uncertainty = bound_from_manifest(run.manifest)
-    fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest, n), uncertainty)
-            for n in run.devices}
-    entries = run_entries(run, fits)
+def build(run, logs=(), widen_latency: bool = False, calibration_runs=(),
+          defaults: dict | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+    """(ordered rows as bench.timeline.order gives them, log reports, unplaced run events)."""
+    cal = Calibrated.of([run, *calibration_runs])
+    entries, unplaced = run_entries(run, cal)
+    reports = []
     for spec in logs:
-        entries += log_entries(run, fits, spec)
+        ents, rep = read_log(spec, run, cal, defaults or {})
+        entries += ents
+        reports.append(rep)
     if widen_latency:
         lat = {}
         for name, d in run.summary.get("devices", {}).items():
@@ -125,40 +262,50 @@ def build_timeline(run, logs: list[str] = (), widen_latency: bool = False) -> li
                 lat[name] = (min(x["lo"] for x in b), max(x["hi"] for x in b))
         entries = [widen(en, *lat[en.source]) if en.basis == "stamp" and en.source in lat else en
                    for en in entries]
-    return order(entries)
+    return order(entries), reports, unplaced
+
+
+def build_timeline(run, logs=(), widen_latency: bool = False) -> list[dict]:
+    """The ordered timeline of a run folder (see bench.timeline.order), with any log files."""
+    return build(run, logs, widen_latency)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.timeline_output import print_table, write_outputs
+
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path)
-    ap.add_argument("logs", nargs="*", metavar="DEVICE[:CLOCK]=LOG", help="a log file of a device")
+    ap.add_argument("logs", nargs="*", metavar="DEVICE[:CLOCK]=LOG[,key=value]",
+                    help="a log file of a device (keys: format, tz, year, order, boot, stamp, "
+                         "presync_before)")
+    ap.add_argument("--calibration", type=Path, action="append", default=[], metavar="RUN",
+                    help="another run folder calibrating the same devices (repeatable)")
+    ap.add_argument("--format", default=None, choices=FORMATS,
+                    help="default log format (per log: format=...; default: detected)")
+    ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...)")
     ap.add_argument("--widen-latency", action="store_true",
                     help="bound event instants, not stamps, with the run's measured log latency")
+    ap.add_argument("--rows", type=int, default=200,
+                    help="rows printed (all are written to timeline.json/.csv; default 200)")
     a = ap.parse_args(argv)
-    run = load_run(a.run)
-    rows = build_timeline(run, a.logs, a.widen_latency)
+    try:
+        run = load_run(a.run)
+        others = [load_run(p) for p in a.calibration]
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        print(f"rackclock timeline: {exc}", file=sys.stderr)
+        return 2
+    defaults = {k: v for k, v in (("format", a.format), ("tz", a.tz)) if v}
+    try:
+        rows, reports, unplaced = build(run, a.logs, a.widen_latency, others, defaults)
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(f"rackclock timeline: {exc.code}", file=sys.stderr)
+            return 2
+        raise
     t0 = run.manifest.get("started_ns") or (rows[0]["entry"].lo_ns if rows else 0)
-    print(f"{'#':>4}  {'from (s)':>12}  {'to (s)':>12}  {'width':>9}  {'basis':<9} "
-          f"{'device':<10} {'order':<22} what")
-    for r in rows:
-        en = r["entry"]
-        un = r["unordered_with"]
-        ordtxt = "proven" if not un else "unordered with " + ",".join(map(str, un[:4])) + \
-            ("…" if len(un) > 4 else "")
-        print(f"{r['index']:>4}  {(en.lo_ns - t0) / 1e9:>12.6f}  {(en.hi_ns - t0) / 1e9:>12.6f}  "
-              f"{fmt_ns(en.width_ns):>9}  {en.basis:<9} {en.source:<10} {ordtxt:<22} {en.label[:70]}")
-    data = [{"index": r["index"], "block": r["block"], "unordered_with": r["unordered_with"],
-             **{k: getattr(r["entry"], k) for k in ("source", "plane", "label", "lo_ns", "hi_ns",
-                                                     "basis")}} for r in rows]
-    (run.path / "timeline.json").write_text(json.dumps({"schema": 1, "entries": data}, indent=1))
-    with open(run.path / "timeline.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(data[0]) if data else ["index"])
-        w.writeheader()
-        w.writerows(data)
-    blocks = len({r["block"] for r in rows})
-    print(f"{len(rows)} entries in {blocks} proven-ordered blocks; "
-          f"{sum(1 for r in rows if r['unordered_with'])} entries unordered against another; "
-          f"written to {run.path / 'timeline.json'}")
+    print_table(rows, reports, unplaced, int(t0), a.rows)
+    paths = write_outputs(run.path, rows, reports, unplaced)
+    print("written: " + ", ".join(str(p) for p in paths))
     return 0
 
 

@@ -21,14 +21,28 @@ class Params:
     tick_edge: bool = True
     burst: int = 2
     timeout_s: float = 5.0
+    incident_at_s: float | None = 25.5    # the incident cascade (experiments/incident.py) starts
+                                          # here, between the 20 s and 35 s stimuli; None: none
+    incident_cascades: int = 600          # offline cascades for the incident curve (0: none)
 
 
 def run(bench, params: Params) -> dict:
+    steps = []
+    if params.incident_at_s is not None and bench.simulated:
+        from bench.sim.cascade import resolve
+        steps, skipped = resolve(bench.rack, start_s=params.incident_at_s)
+        if steps and steps[-1]["at_s"] + 6.0 > params.duration_s:   # no time to collect its logs
+            skipped, steps = [f"run shorter than the cascade's {steps[-1]['at_s'] + 6.0:g} s"], []
+        bench.store.update_manifest(incident={"steps": steps, "skipped": skipped})
     bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=params.stimulus_every_s,
                           log_poll_s=params.log_poll_s, tick_edge=params.tick_edge,
-                          burst=params.burst, timeout_s=params.timeout_s))
+                          burst=params.burst, timeout_s=params.timeout_s,
+                          schedule=tuple((s["device"], s["at_s"], s["stimulus"]) for s in steps)))
     summary = bench.summarize()
     bench.plot()
+    if steps:
+        from experiments.incident import report
+        report(bench, params.incident_cascades, 24, 1)
     return summary
 
 

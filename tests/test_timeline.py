@@ -7,7 +7,8 @@ import pytest
 from bench.sim.clock import ClockModel, ClockParams
 from bench.store import RunStore
 from bench.timeline import Entry, before, order, widen
-from bench.timeline_cli import main, parse_stamp
+from bench.logformats import parse_log
+from bench.timeline_cli import main
 
 T0 = 1_795_000_000_000_000_000
 MS = 1_000_000
@@ -22,6 +23,31 @@ def test_disjoint_is_ordered_overlap_is_not():
     assert rows[0]["unordered_with"] == [] and rows[0]["block"] == 0
     assert rows[1]["unordered_with"] == [2] and rows[2]["unordered_with"] == [1]
     assert rows[1]["block"] == rows[2]["block"] == 1
+    assert [r["unordered_count"] for r in rows] == [0, 1, 1]
+
+
+def test_the_array_order_counts_exactly_what_the_pairwise_rule_says():
+    rng = np.random.default_rng(2)
+    ents = []
+    for i in range(300):
+        if i % 2:      # a 1 s clock's stamp, mapped: the tick's interval (offset per clock)
+            st = int(rng.integers(0, 20)) * 10**9
+            lo = T0 + st + (i % 3) * 300 * MS
+            ents.append(Entry(f"dev-{i % 3}", "p", str(i), lo, lo + 10**9 + 5 * MS, "stamp",
+                              f"dev-{i % 3}/clock/0", st, 10**9))
+        else:
+            lo = T0 + int(rng.uniform(0, 20_000)) * MS
+            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, 2000)) * MS,
+                              "observed"))
+    rows = order(ents)
+    for r in rows:
+        assert r["unordered_count"] == len(r["unordered_with"])
+        for j in r["unordered_with"]:
+            a, b = r["entry"], rows[j]["entry"]
+            assert not before(a, b) and not before(b, a)
+    capped = order(ents, max_pairs=10)
+    assert [r["unordered_count"] for r in capped] == [r["unordered_count"] for r in rows]
+    assert all(len(r["unordered_with"]) <= 12 for r in capped)
 
 
 def test_one_clock_orders_its_own_stamps_even_when_intervals_overlap():
@@ -43,15 +69,17 @@ def test_widen_turns_a_stamp_into_the_event_instant():
     assert (ev.lo_ns, ev.hi_ns, ev.basis) == (T0 - 250 * MS, T0 - 40 * MS, "event")
 
 
-@pytest.mark.parametrize("line, value, res", [
-    ("2026-11-29T17:08:40.5 fan fault", 1795972120_500_000_000, 100 * MS),
-    ("2026-11-29T18:08:40+01:00 x", 1795972120_000_000_000, 1000 * MS),
-    ("2026-11-29 17:08:40.123Z y", 1795972120_123_000_000, MS),
-    ("[12345.678] link down", 12345_678_000_000, MS),
+@pytest.mark.parametrize("line, fmt, value, res", [
+    ("2026-11-29T17:08:40.5 fan fault", "iso8601", 1795972120_500_000_000, 100 * MS),
+    ("2026-11-29T18:08:40+01:00 x", "iso8601", 1795972120_000_000_000, 1000 * MS),
+    ("2026-11-29 17:08:40.123Z y", "iso8601", 1795972120_123_000_000, MS),
+    ("[12345.678] link down", "dmesg", 12345_678_000_000, MS),
 ])
-def test_parse_stamp(line, value, res):
-    v, q, _ = parse_stamp(line)
-    assert (v, q) == (value, res)
+def test_parse_stamp(line, fmt, value, res):
+    log = parse_log(line, "auto")
+    assert log.format == fmt and not log.unparsed
+    (st,) = log.stamps
+    assert (st.value_ns, st.resolution_ns) == (value, res)
 
 
 def test_timeline_command_maps_a_log_line_onto_the_truth(tmp_path, capsys):

@@ -1,0 +1,180 @@
+"""Mapping device stamps through the right segment: across a step and a reboot, far from the
+calibration, pre-sync stamps, and a segment's own status carried to its lines."""
+import numpy as np
+import pytest
+
+from bench.sim.cascade import calibrate
+from bench.sim.clock import ClockModel, ClockParams
+from bench.timeline_map import (STATUS, Calibration, calibrations, map_stamps, to_reference_many)
+
+T0 = 1_795_000_000_000_000_000
+NS = 1_000_000_000
+MS = 1_000_000
+
+
+def virtual_fit(model: ClockModel, seconds: float = 60.0, seed: int = 3, counter=False,
+                name="datetime", t_start=T0):
+    """Reads of a clock model in virtual time, fitted as the summary does."""
+    res = calibrate(model, t_start, seconds, seed=seed, name=name)
+    assert res.meta["counter"] == counter
+    return res
+
+
+def log_of(model: ClockModel, instants):
+    return np.array([model.read_ns(t) for t in instants], dtype=np.int64)
+
+
+def test_vector_mapping_equals_the_segment_s_own():
+    m = ClockModel(ClockParams(offset_s=3.2, drift_ppm=40, resolution_s=1.0), T0, seed=2)
+    seg = virtual_fit(m).fit.segments[0]
+    vals = log_of(m, T0 + np.linspace(-3600, 7200, 50).astype(np.int64) * NS)
+    lo, hi = to_reference_many(seg, vals, np.full(50, NS))
+    assert [seg.to_reference(int(x), NS) for x in vals] == list(zip(lo.tolist(), hi.tolist()))
+
+
+@pytest.mark.parametrize("res_s", [1.0, 0.001])
+def test_a_step_lines_on_both_sides_land_in_their_segment_or_get_the_flagged_union(res_s):
+    m = ClockModel(ClockParams(offset_s=1.8, drift_ppm=-12, resolution_s=res_s,
+                               steps=((30.0, -0.75),)), T0, seed=5)
+    res = virtual_fit(m)
+    assert len(res.fit.segments) == 2
+    q = m.p.resolution_ns
+    cals = calibrations([("run", res, {})])
+    t = T0 + np.arange(5 * NS, 55 * NS, 137 * MS)          # lines every 137 ms across the step
+    vals = log_of(m, t)
+    by_order = map_stamps(cals, vals, q, order_key=np.arange(len(t)))
+    by_value = map_stamps(cals, vals, q)
+    for mp in (by_order, by_value):
+        assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns)), "every interval holds its instant"
+    amb = STATUS.index("ambiguous")
+    # by value alone the device times the clock showed twice (750 ms, plus the break's own
+    # uncertainty and a tick) are undecidable: flagged, union
+    twice = (t > T0 + 27 * NS) & (t < T0 + 33 * NS)
+    assert np.any(by_value.status[twice] == amb)
+    assert np.all(by_value.status[~twice] != amb)
+    flagged = np.flatnonzero(by_value.status == amb)
+    assert all(by_value.calibration_of(i) == "run:datetime#0 | run:datetime#1" for i in flagged)
+    # the log's own order narrows them: the segment follows the entry ids, and where the stamps
+    # go down the clock was set back in between (a 1 s clock may show no drop: still a union)
+    decided = by_order.status != amb
+    assert np.sum(~decided) <= np.sum(by_value.status == amb)
+    if res_s < 0.5:
+        assert decided.all()
+    seg_of = by_order.calibration
+    assert np.all(seg_of[decided & (t < T0 + 30 * NS)] == 0)
+    assert np.all(seg_of[decided & (t >= T0 + 30 * NS)] == 1)
+    assert np.max((by_order.hi_ns - by_order.lo_ns)[decided]) < 1.1 * q + 2 * MS
+
+
+def test_a_reboot_of_a_counter_lines_before_and_after_land_in_their_boot():
+    m = ClockModel(ClockParams(counter=True, uptime_s=1234567.89, drift_ppm=23,
+                               resolution_s=0.01, reboots=(42.0,), reboot_down_s=4.0), T0, seed=1)
+    res = virtual_fit(m, counter=True, name="sysuptime")
+    assert len(res.fit.segments) == 2
+    cals = calibrations([("run", res, {})])
+    t = np.array([T0 + 10 * NS, T0 + 41 * NS, T0 + 47 * NS, T0 + 58 * NS])
+    vals = log_of(m, t)
+    # by value alone a small uptime might be this boot or 14 days into the one before
+    alone = map_stamps(cals, vals, 10 * MS, wall=False, not_after_ns=T0 + 61 * NS)
+    assert [alone.status_of(i) for i in range(4)] == ["proven", "proven", "ambiguous", "ambiguous"]
+    assert np.all((alone.lo_ns <= t) & (t <= alone.hi_ns))
+    mp = map_stamps(cals, vals, 10 * MS, np.arange(4), wall=False, not_after_ns=T0 + 61 * NS)
+    assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns))
+    assert mp.calibration.tolist() == [0, 0, 1, 1]
+    assert all(mp.status_of(i) == "proven" for i in range(4))
+    assert np.max(mp.hi_ns - mp.lo_ns) < 50 * MS
+
+
+def test_a_line_far_from_its_calibration_is_extrapolated_and_says_how_far():
+    m = ClockModel(ClockParams(offset_s=-41.27, drift_ppm=38, wander_ppm=0.05,
+                               resolution_s=1.0), T0, seed=7)
+    res = virtual_fit(m, seconds=120)
+    cals = calibrations([("run", res, {"wander_ppm": 0.1})])
+    t = np.array([T0 - 6 * 3600 * NS, T0 + 60 * NS, T0 + 24 * 3600 * NS])
+    mp = map_stamps(cals, log_of(m, t), NS, not_after_ns=T0 + 2 * 86400 * NS)
+    assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns))
+    assert [mp.status_of(i) for i in range(3)] == ["extrapolated", "proven", "extrapolated"]
+    assert mp.distance_ns[1] == 0
+    assert 5.9 * 3600 * NS < mp.distance_ns[0] < 6.1 * 3600 * NS
+    assert 23.9 * 3600 * NS < mp.distance_ns[2] < 24.1 * 3600 * NS
+    w = mp.hi_ns - mp.lo_ns
+    assert w[0] > w[1] and w[2] > w[0]             # widened with the distance
+
+
+def test_two_runs_calibrate_one_timeline_and_a_line_between_them_is_never_cut():
+    m = ClockModel(ClockParams(offset_s=2.5, drift_ppm=35, resolution_s=1.0), T0, seed=4)
+    a = virtual_fit(m, seconds=60)
+    b = virtual_fit(m, seconds=60, seed=9, t_start=T0 + 3600 * NS)
+    cals = calibrations([("a", a, {}), ("b", b, {})])
+    assert [c.name for c in cals] == ["a:datetime#0", "b:datetime#0"]
+    t = np.array([T0 + 30 * NS, T0 + 1800 * NS, T0 + 3630 * NS])
+    mp = map_stamps(cals, log_of(m, t), NS, order_key=np.arange(3))
+    assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns))
+    assert mp.calibration_of(0) == "a:datetime#0" and mp.calibration_of(2) == "b:datetime#0"
+    assert mp.status_of(1) == "ambiguous"          # the clock may have been set in between
+
+
+def test_presync_and_never_shown_stamps_are_recognised_not_placed():
+    m = ClockModel(ClockParams(offset_s=0.5, resolution_s=1.0, steps=((30.0, 5.0),)), T0, seed=3)
+    res = virtual_fit(m)
+    cals = calibrations([("run", res, {})])
+    skipped = m.read_ns(T0 + 30 * NS - 1) + 2 * NS      # a time the forward step jumped over
+    vals = np.array([12 * NS, 1_700_000_000 * NS, skipped])
+    mp = map_stamps(cals, vals, NS, presync_before_ns=1_750_000_000 * NS)
+    assert [mp.status_of(i) for i in range(3)] == ["presync", "presync", "unplaceable"]
+
+
+def test_a_segment_s_assumed_status_is_carried_to_its_lines():
+    m = ClockModel(ClockParams(offset_s=0.5, resolution_s=1.0), T0, seed=3)
+    seg = virtual_fit(m).fit.segments[0]
+    cal = Calibration("run:datetime#0", seg, None, None, status="assumed")
+    mp = map_stamps([cal], log_of(m, [T0 + 20 * NS]), NS)
+    assert mp.status_of(0) == "assumed"
+
+
+@pytest.mark.parametrize("n", [1, 1000])
+def test_mapping_arrays_of_any_length(n):
+    m = ClockModel(ClockParams(offset_s=0.5, resolution_s=0.001), T0, seed=3)
+    cals = calibrations([("run", virtual_fit(m), {})])
+    t = T0 + np.sort(np.random.default_rng(1).integers(0, 60 * NS, n))
+    mp = map_stamps(cals, log_of(m, t), MS, order_key=np.arange(n))
+    assert len(mp) == n and np.all((mp.lo_ns <= t) & (t <= mp.hi_ns))
+
+
+def test_run_events_across_a_reboot_each_log_in_its_own_order(tmp_path):
+    """A PDU's traps and its event log arrive in one fetch, traps first: each is ordered only
+    within itself, so a post-reboot trap listed before a pre-reboot log row is not pulled back
+    into the old boot."""
+    from bench.rundata import load_run
+    from bench.store import RunStore
+    from bench.timeline_cli import Calibrated, run_entries
+    m = ClockModel(ClockParams(counter=True, uptime_s=1234567.0, resolution_s=0.01,
+                               reboots=(30.0,), reboot_down_s=2.0), T0, seed=1)
+    store = RunStore(tmp_path, "run")
+    w = store.samples("pdu-1")
+    rng = np.random.default_rng(4)
+    t = T0
+    while t < T0 + 60 * NS:
+        t += int(rng.uniform(0.2, 0.5) * NS)
+        if not m.down(t):
+            w.write("read", "sysuptime", t, t + MS, m.read_ns(t + MS // 2), 10 * MS, "user", "ok", "")
+    before, after = T0 + 28 * NS, T0 + 34 * NS
+    fetch = T0 + 36 * NS
+    for cursor, at in (("trap:5", after), ("log:4", before), ("log:5", after)):
+        w.write("event", "sysuptime", fetch, fetch + MS, m.read_ns(at), 10 * MS, "user", "ok",
+                f"{cursor} outlet {at}")
+    w.close()
+    store.write_manifest({"started_ns": T0, "run_id": "run", "devices": {"pdu-1": {
+        "plane": "pdu", "clocks": [{"name": "sysuptime", "resolution_ns": 10 * MS,
+                                    "counter": True}]}}})
+    store.close()
+    run = load_run(tmp_path / "run")
+    ents = [e for e in run_entries(run, Calibrated.of([run]))[0] if e.basis == "stamp"]
+    assert len(ents) == 3
+    for e in ents:
+        true = int(e.label.rsplit(" ", 1)[1])
+        assert e.lo_ns <= true <= e.hi_ns, (e.label, e.status, e.calibration)
+    status = {e.label.split(" ")[0]: e.status for e in ents}
+    # the log's rows are decided by their own order; the lone trap, by value alone, might be
+    # this boot or 14 days into the last one: the flagged union
+    assert status == {"log:4": "proven", "log:5": "proven", "trap:5": "ambiguous"}
