@@ -157,15 +157,13 @@ def log_entry(entry_id: str, created: str, message_id: str, message: str, args: 
 
 
 def event_service(enabled: bool = True) -> dict:
-    body = {"@odata.id": EVENT_SERVICE, "@odata.type": "#EventService.v1_8_0.EventService",
+    """bmcweb lists `ServerSentEventUri` whether or not the service will accept a stream."""
+    return {"@odata.id": EVENT_SERVICE, "@odata.type": "#EventService.v1_8_0.EventService",
             "Id": "EventService", "Name": "Event Service", "ServiceEnabled": enabled,
             "DeliveryRetryAttempts": 3, "DeliveryRetryIntervalSeconds": 30,
             "EventFormatTypes": ["Event"], "RegistryPrefixes": ["Base"],
-            "Subscriptions": link(SUBSCRIPTIONS),
+            "Subscriptions": link(SUBSCRIPTIONS), "ServerSentEventUri": SSE,
             "Actions": {"#EventService.SubmitTestEvent": {"target": SUBMIT_TEST_EVENT}}}
-    if enabled:
-        body["ServerSentEventUri"] = SSE
-    return body
 
 
 def event_destination(sub_id: str, destination: str, context: str, protocol: str,

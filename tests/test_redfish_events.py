@@ -1,0 +1,222 @@
+"""Redfish events as they happen: the emulator's EventService (SSE and push) through curl and the
+driver, the driver's fallback to polling when the service refuses, and the runner writing pushed
+events beside the log entries. Real HTTPS sockets on loopback; waits are conditions with deadlines."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+from test_redfish_bmc import PW_ENV, bmc_toml, curl
+
+from bench.reference import Reference
+from bench.sim.tls import make_certificates
+from drivers.redfish_bmc import RedfishBMC
+
+SSE = "/redfish/v1/EventService/SSE"
+SUBSCRIPTIONS = "/redfish/v1/EventService/Subscriptions"
+SUBMIT = "/redfish/v1/EventService/Actions/EventService.SubmitTestEvent"
+
+
+@pytest.fixture
+def bmc(sim_rack):
+    def make(**sim):
+        s = sim_rack(bmc_toml(**sim))
+        assert not s.failed, s.failed
+        return s, s.rack.devices[0]
+    return make
+
+
+def sim_events(sim, kind: str) -> list[dict]:
+    return [e for e in list(sim.ctx.events["bmc-t"]) if e["kind"] == kind]
+
+
+async def until(cond, deadline_s: float = 10.0, what: str = ""):
+    end = time.monotonic() + deadline_s
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"not within {deadline_s} s: {what}")
+        await asyncio.sleep(0.01)
+
+
+async def stimulate_and_hear(dev, options: dict | None = None):
+    """Open the driver, send one test event, wait for it to be heard; (driver state, stimulus,
+    events heard)."""
+    if options:
+        dev = dataclasses.replace(dev, options={**dev.options, **options})
+    drv = RedfishBMC(dev, Reference.now_ns, armed=True)
+    await drv.open()
+    try:
+        heard = []
+        drv.on_event = heard.append
+        state = drv.events_state
+        st = await drv.stimulate("test_event")
+        await until(lambda: heard, what="the pushed test event")
+        return state, st, heard
+    finally:
+        await drv.close()
+
+
+def test_driver_hears_the_event_on_the_sse_stream(bmc):
+    sim, dev = bmc()
+    state, st, heard = asyncio.run(stimulate_and_hear(dev))
+    assert state.startswith("sse"), state
+    (ev,) = heard
+    assert ev.message.startswith("rackclock test event") and ev.value_ns is not None
+    (sent,) = sim_events(sim, "event_sent")
+    (stim,) = sim_events(sim, "test_event")
+    # causality on one reference clock: received after the emulator wrote it, which was after
+    # the request arrived; the bench heard it after sending the stimulus
+    assert stim["t_ns"] == sent["emitted_ns"] and sent["via"] == "sse"
+    assert sent["t_ns"] <= ev.s_ns <= ev.e_ns and st.s_ns <= ev.s_ns
+    # the stream's EventDestination is gone once the driver has closed it
+    no_subscriptions_left(sim)
+
+
+def _live_ids(sim) -> set:
+    code, body = curl("-u", f"root:{os.environ[PW_ENV]}", f"{sim.rack.devices[0].address}"
+                      f"{SUBSCRIPTIONS}")
+    assert code == 200, body
+    return {m["@odata.id"].rsplit("/", 1)[-1] for m in json.loads(body)["Members"]}
+
+
+def no_subscriptions_left(sim, deadline_s: float = 10.0) -> None:
+    end = time.monotonic() + deadline_s
+    while _live_ids(sim):
+        assert time.monotonic() < end, "an EventDestination outlived its subscriber"
+        time.sleep(0.05)
+
+
+def test_driver_subscribes_by_push_to_its_own_tls_listener(bmc, tmp_path):
+    certs = make_certificates(tmp_path, "bench-listener")
+    sim, dev = bmc(event_ca_file=str(certs.ca))      # the BMC trusts the bench's CA
+    state, st, heard = asyncio.run(stimulate_and_hear(dev, {
+        "events": "push", "event_listener": "https://127.0.0.1:0",
+        "event_listener_cert": str(certs.cert), "event_listener_key": str(certs.key)}))
+    assert state.startswith("push (https://127.0.0.1:"), state
+    (ev,) = heard
+    (sent,) = sim_events(sim, "event_sent")
+    assert sent["via"] == "push" and sent["t_ns"] <= ev.s_ns <= ev.e_ns
+    # the driver deleted its subscription when it closed
+    no_subscriptions_left(sim)
+
+
+def test_push_listener_takes_only_its_own_context(bmc, tmp_path):
+    if shutil.which("curl") is None:
+        pytest.skip("curl not installed")
+    certs = make_certificates(tmp_path, "bench-listener")
+    sim, dev = bmc(event_ca_file=str(certs.ca))
+    dev = dataclasses.replace(dev, options={
+        **dev.options, "events": "push", "event_listener": "https://127.0.0.1:0",
+        "event_listener_cert": str(certs.cert), "event_listener_key": str(certs.key)})
+
+    async def main():
+        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
+        await drv.open()
+        try:
+            heard = []
+            drv.on_event = heard.append
+            dest = drv.events_state.removeprefix("push (").removesuffix(")")
+            event = {"@odata.type": "#Event.v1_8_0.Event", "Id": "x", "Name": "Event",
+                     "Events": [{"EventId": "x", "EventTimestamp": "2026-11-30T12:00:00+00:00",
+                                 "MessageId": "Base.1.0.Success", "Message": "forged"}]}
+
+            def post(context):
+                return subprocess.run(
+                    ["curl", "-s", "--cacert", str(certs.ca), "-o", "/dev/null", "-w",
+                     "%{http_code}", "-H", "Content-Type: application/json", "-d",
+                     json.dumps({**event, "Context": context}), dest],
+                    capture_output=True, text=True, timeout=20).stdout
+            forged = await asyncio.to_thread(post, "not-the-context")
+            await asyncio.sleep(0)
+            assert forged == "403" and not heard
+            real = await asyncio.to_thread(post, drv._context)
+            assert real == "204"
+            await until(lambda: heard, what="the event posted with the right Context")
+            assert heard[0].message == "forged"
+        finally:
+            await drv.close()
+    asyncio.run(main())
+
+
+def test_refused_subscription_leaves_the_driver_polling(bmc):
+    sim, dev = bmc(event_subscriptions=False)
+
+    async def main():
+        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
+        await drv.open()
+        try:
+            state = drv.events_state
+            st = await drv.stimulate("test_event")
+            entries = []
+
+            async def poll():
+                while not entries:
+                    got, _ = await drv.log_entries(None)
+                    entries.extend(got)
+                    await asyncio.sleep(0.02)
+            await asyncio.wait_for(poll(), 10)
+            return state, st, entries, drv.pushed_events()
+        finally:
+            await drv.close()
+    state, st, entries, pushed = asyncio.run(main())
+    assert state.startswith("polling (SSE refused: HTTP 503") and "ServiceDisabled" in state
+    assert not pushed and not sim_events(sim, "event_sent")
+    assert entries[0].message.startswith("rackclock test event") and entries[0].s_ns > st.e_ns
+
+
+def test_events_poll_never_subscribes(bmc):
+    sim, dev = bmc()
+    dev = dataclasses.replace(dev, options={**dev.options, "events": "poll"})
+
+    async def main():
+        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
+        await drv.open()
+        try:
+            return drv.events_state
+        finally:
+            await drv.close()
+    assert asyncio.run(main()) == "polling (events = poll)"
+    assert not sim_events(sim, "subscribed")
+
+
+def test_emulator_sse_stream_through_curl(bmc):
+    """curl holds the stream open; a test event arrives on it as an Event with an id, and the
+    stream's EventDestination exists while it is open."""
+    if shutil.which("curl") is None:
+        pytest.skip("curl not installed")
+    sim, dev = bmc()
+    auth = f"root:{os.environ[PW_ENV]}"
+    p = subprocess.Popen(["curl", "-sN", "--cacert", dev.options["ca_file"], "-u", auth,
+                          "-H", "Accept: text/event-stream", "--max-time", "30",
+                          f"{dev.address}{SSE}"], stdout=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 15
+        while not sim_events(sim, "subscribed"):
+            assert time.monotonic() < end, "curl's stream never opened"
+            time.sleep(0.02)
+        (sub,) = sim_events(sim, "subscribed")
+        assert sub["id"] in _live_ids(sim)
+        code, body = curl("--cacert", dev.options["ca_file"], "-u", auth, "-H",
+                          "Content-Type: application/json", "-d",
+                          '{"MessageId": "Base.1.0.Success", "Message": "via curl"}',
+                          f"{dev.address}{SUBMIT}")
+        assert code == 204, body
+        lines = []
+        while not any(x.startswith("data:") for x in lines):
+            line = p.stdout.readline()
+            assert line, f"stream ended: {lines}"
+            lines.append(line.rstrip("\n"))
+        ids = [x for x in lines if x.startswith("id:")]
+        data = json.loads(next(x for x in lines if x.startswith("data:"))[5:])
+        assert ids and data["@odata.type"].endswith(".Event")
+        assert data["Events"][0]["Message"] == "via curl"
+    finally:
+        p.terminate()
+        p.wait(10)
+    no_subscriptions_left(sim)
