@@ -220,3 +220,43 @@ def test_emulator_sse_stream_through_curl(bmc):
         p.terminate()
         p.wait(10)
     no_subscriptions_left(sim)
+
+
+@pytest.mark.slow
+def test_run_writes_pushed_events_and_sees_them_first(tmp_path, monkeypatch):
+    """A short run of bmc-1 beside a copy whose service refuses subscriptions: bmc-1's test
+    events are `pushed` rows, each after its stimulus row and after the emulator sent it, and
+    the summary's first sighting is the push; the copy has only polled log entries."""
+    import tomli_w
+    from racks import sim_rack_dict
+
+    from bench.bench import run_experiment
+    from bench.rundata import load_run
+
+    monkeypatch.setenv("RACKCLOCK_SIM_BMC_PASSWORD", "sim-password-1234")
+    data = sim_rack_dict(["bmc-1"])
+    poll = json.loads(json.dumps(data["devices"]["bmc-1"]))
+    poll["sim"]["event_subscriptions"] = False
+    data["devices"]["bmc-1-poll"] = poll
+    rack = tmp_path / "rack.toml"
+    rack.write_bytes(tomli_w.dumps(data).encode())
+    run = load_run(run_experiment("clock_offset", rack, tmp_path / "runs",
+                                  {"duration_s": "9", "stimulus_every_s": "3"}, quiet=True))
+    sent = {e["event_id"]: e for e in run.truth["devices"]["bmc-1"]["events"]
+            if e["kind"] == "event_sent"}
+    smp = run.samples("bmc-1")
+    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == "ok"]
+    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed"]
+    assert stim and len(pushed) == len(stim) == len(sent)
+    for i, p in zip(stim, pushed):
+        assert p > i and smp.s_ns[p] >= sent[smp.raw[p].split()[0]]["t_ns"]
+    lat = run.summary["devices"]["bmc-1"]["latency"]["test_event"]
+    assert all("pushed" in e for e in lat["events"])
+    for e, p in zip(lat["events"], pushed):
+        assert e["observed_ns"] == {"lo": int(smp.s_ns[p]) - e["e_ns"],
+                                    "hi": int(smp.e_ns[p]) - e["s_ns"]}
+    assert "sse" in run.manifest["devices"]["bmc-1"]["identity"]["extra"]["events"]
+    other = run.samples("bmc-1-poll")
+    assert "pushed" not in other.kind and "event" in other.kind
+    assert run.manifest["devices"]["bmc-1-poll"]["identity"]["extra"]["events"].startswith(
+        "polling (SSE refused")
