@@ -260,3 +260,34 @@ def test_run_writes_pushed_events_and_sees_them_first(tmp_path, monkeypatch):
     assert "pushed" not in other.kind and "event" in other.kind
     assert run.manifest["devices"]["bmc-1-poll"]["identity"]["extra"]["events"].startswith(
         "polling (SSE refused")
+
+
+def test_stream_closed_by_the_service_is_reopened(bmc):
+    """Deleting the stream's EventDestination makes the service close the stream (DSP0266); the
+    driver says it is polling, reopens the stream, and hears the next event on the new one."""
+    sim, dev = bmc()
+    auth = f"root:{os.environ[PW_ENV]}"
+
+    async def main():
+        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
+        await drv.open()
+        try:
+            heard = []
+            drv.on_event = heard.append
+            (first,) = await asyncio.to_thread(_live_ids, sim)
+            code, _ = await asyncio.to_thread(curl, "-u", auth, "-X", "DELETE",
+                                              f"{dev.address}{SUBSCRIPTIONS}/{first}")
+            assert code == 204
+            await until(lambda: drv.events_state.startswith("polling (SSE stream ended"),
+                        what="the driver noticing the closed stream")
+            await until(lambda: drv.events_state.startswith("sse"), what="the stream reopened")
+            (second,) = await asyncio.to_thread(_live_ids, sim)
+            assert second != first
+            await drv.stimulate("test_event")
+            await until(lambda: heard, what="an event on the reopened stream")
+            return heard
+        finally:
+            await drv.close()
+    (ev,) = asyncio.run(main())
+    (sent,) = sim_events(sim, "event_sent")
+    assert sent["t_ns"] <= ev.s_ns
