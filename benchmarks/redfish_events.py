@@ -1,10 +1,12 @@
 """Stimulus -> "seen by the bench" latency bounds on the simulated BMC: polling vs subscription.
 
-One `rackclock run` (experiment clock_offset) of a simulated rack holding two copies of the
+One `rackclock run` (experiment clock_offset) of a simulated rack holding three copies of the
 default rack's bmc-1, side by side in one run: `bmc-1` as in the default rack (its EventService
-takes the driver's server-sent event stream) and `bmc-1-poll`, identical but for
-`event_subscriptions = false` (the service refuses, so the driver polls the log as before: every
-0.1 s after a stimulus, else every 2 s). Both send `test_event` every `--every` seconds. From the
+takes the driver's server-sent event stream), `bmc-1-push` (the driver subscribes by push to its
+own HTTPS listener on loopback, with a certificate made for the bench whose CA the emulated BMC
+is given) and `bmc-1-poll`, identical but for `event_subscriptions = false` (the service
+refuses, so the driver polls the log as before: every 0.1 s after a stimulus, else every 2 s).
+Each sends `test_event` every `--every` seconds. From the
 run's summary, per device: the "seen by the bench after" bound over all events (the table's
 column: [lowest lo, highest hi]) and its width, the median width of one event's bound, the
 "stamped in log after" bound, and the ratio polling / subscription of the widths.
@@ -30,16 +32,26 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench import DEFAULT_RACK, run_experiment    # noqa: E402
 from bench.rundata import load_run                       # noqa: E402
+from bench.sim.tls import make_certificates              # noqa: E402
 from bench.units import fmt_ns                           # noqa: E402
 
 
-def rack_dict() -> dict:
+DEVICES = {"bmc-1": "subscription (SSE)", "bmc-1-push": "subscription (push)",
+           "bmc-1-poll": "polling (subscription refused)"}
+
+
+def rack_dict(out: Path) -> dict:
     data = tomllib.loads(DEFAULT_RACK.read_text())
     bmc = data["devices"]["bmc-1"]
-    poll = json.loads(json.dumps(bmc))
+    copy = lambda: json.loads(json.dumps(bmc))      # noqa: E731
+    poll, push = copy(), copy()
     poll["sim"]["event_subscriptions"] = False
+    certs = make_certificates(out, "bench-listener")
+    push.update(events="push", event_listener="https://127.0.0.1:0",
+                event_listener_cert=str(certs.cert), event_listener_key=str(certs.key))
+    push["sim"]["event_ca_file"] = str(certs.ca)
     data["rack"]["name"] = "bench-redfish-events"
-    data["devices"] = {"bmc-1": bmc, "bmc-1-poll": poll}
+    data["devices"] = {"bmc-1": bmc, "bmc-1-push": push, "bmc-1-poll": poll}
     return data
 
 
@@ -65,23 +77,24 @@ def main() -> int:
     out = a.out or Path(tempfile.mkdtemp(prefix="rackclock-events-"))
     out.mkdir(parents=True, exist_ok=True)
     rack = out / "rack.toml"
-    rack.write_bytes(tomli_w.dumps(rack_dict()).encode())
+    rack.write_bytes(tomli_w.dumps(rack_dict(out)).encode())
     folder = run_experiment("clock_offset", rack, out, {"duration_s": str(a.duration),
                                                         "stimulus_every_s": str(a.every)},
                             quiet=True)
     run = load_run(folder)
-    sub, poll = bounds(run.summary, "bmc-1"), bounds(run.summary, "bmc-1-poll")
-    for name, b in (("subscription (SSE)", sub), ("polling (subscription refused)", poll)):
+    got = {d: bounds(run.summary, d) for d in DEVICES}
+    for d, b in got.items():
         seen = b["seen"]
-        print(f"{name:32s} events {b['sent']:3d} (pushed {b['pushed']:3d})  seen by the bench "
+        print(f"{DEVICES[d]:32s} events {b['sent']:3d} (pushed {b['pushed']:3d})  seen by the bench "
               f"after [{fmt_ns(seen['lo'])}, {fmt_ns(seen['hi'])}] width {fmt_ns(b['width'])}; "
               f"one event's bound, median {fmt_ns(b['per_event_median'])}; stamped in log after "
               f"[{fmt_ns(b['logged']['lo'])}, {fmt_ns(b['logged']['hi'])}]")
-    for d in ("bmc-1", "bmc-1-poll"):
+    for d in DEVICES:
         ident = run.manifest["devices"][d].get("identity", {})
         print(f"{d}: events {ident.get('extra', {}).get('events', '?')}")
-    print(f"ratio of the 'seen by the bench after' widths, polling / subscription: "
-          f"{poll['width'] / sub['width']:.1f}x")
+    for d in ("bmc-1", "bmc-1-push"):
+        print(f"ratio of the 'seen by the bench after' widths, polling / {DEVICES[d]}: "
+              f"{got['bmc-1-poll']['width'] / got[d]['width']:.1f}x")
     print(f"run folder: {folder}")
     return 0
 

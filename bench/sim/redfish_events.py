@@ -49,6 +49,7 @@ class Subscription:
     verify: bool = True
     queue: asyncio.Queue | None = None     # SSE: payloads to write; None closes the stream
     body: dict = field(default_factory=dict)
+    tls: ssl.SSLContext | bool | None = None   # push: made once, so the connection is kept
 
 
 class EventService:
@@ -190,8 +191,9 @@ class EventService:
                 return
             t_send = self.ctx.now_ns()
             try:
-                async with self.client().post(sub.destination, json=payload,
-                                              ssl=self._tls(sub),
+                if sub.tls is None:
+                    sub.tls = self._tls(sub)
+                async with self.client().post(sub.destination, json=payload, ssl=sub.tls,
                                               timeout=aiohttp.ClientTimeout(total=5)) as r:
                     ok = 200 <= r.status < 300
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
