@@ -233,8 +233,11 @@ class EventSubscriber:
                             payload = json.loads("\n".join(data))
                         except ValueError:
                             payload = None
-                        if isinstance(payload, dict):
-                            self._received(payload, first, t)
+                        if not isinstance(payload, dict):      # kept, said so, never dropped
+                            text = "\n".join(data)[:300]
+                            payload = {"Events": [{"EventId": "?", "Message":
+                                                   f"malformed event: {text!r}"}]}
+                        self._received(payload, first, t)
                     data, first = [], None
                     continue
                 if text.startswith(":"):                        # a comment (keep-alive)
