@@ -4,6 +4,7 @@ events beside the log entries. Real HTTPS sockets on loopback; waits are conditi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -44,9 +45,9 @@ async def until(cond, deadline_s: float = 10.0, what: str = ""):
         await asyncio.sleep(0.01)
 
 
-async def stimulate_and_hear(dev, options: dict | None = None):
-    """Open the driver, send one test event, wait for it to be heard; (driver state, stimulus,
-    events heard)."""
+@contextlib.asynccontextmanager
+async def opened(dev, options: dict | None = None):
+    """The driver, open, with the list the events it hears go to: (driver, heard)."""
     if options:
         dev = dataclasses.replace(dev, options={**dev.options, **options})
     drv = RedfishBMC(dev, Reference.now_ns, armed=True)
@@ -54,12 +55,18 @@ async def stimulate_and_hear(dev, options: dict | None = None):
     try:
         heard = []
         drv.on_event = heard.append
+        yield drv, heard
+    finally:
+        await drv.close()
+
+
+async def stimulate_and_hear(dev, options: dict | None = None):
+    """Send one test event, wait for it to be heard; (driver state, stimulus, events heard)."""
+    async with opened(dev, options) as (drv, heard):
         state = drv.events_state
         st = await drv.stimulate("test_event")
         await until(lambda: heard, what="the pushed test event")
         return state, st, heard
-    finally:
-        await drv.close()
 
 
 def test_driver_hears_the_event_on_the_sse_stream(bmc):
@@ -92,12 +99,15 @@ def no_subscriptions_left(sim, deadline_s: float = 10.0) -> None:
         time.sleep(0.05)
 
 
+def push_options(certs) -> dict:
+    return {"events": "push", "event_listener": "https://127.0.0.1:0",
+            "event_listener_cert": str(certs.cert), "event_listener_key": str(certs.key)}
+
+
 def test_driver_subscribes_by_push_to_its_own_tls_listener(bmc, tmp_path):
     certs = make_certificates(tmp_path, "bench-listener")
     sim, dev = bmc(event_ca_file=str(certs.ca))      # the BMC trusts the bench's CA
-    state, st, heard = asyncio.run(stimulate_and_hear(dev, {
-        "events": "push", "event_listener": "https://127.0.0.1:0",
-        "event_listener_cert": str(certs.cert), "event_listener_key": str(certs.key)}))
+    state, st, heard = asyncio.run(stimulate_and_hear(dev, push_options(certs)))
     assert state.startswith("push (https://127.0.0.1:"), state
     (ev,) = heard
     (sent,) = sim_events(sim, "event_sent")
@@ -111,16 +121,9 @@ def test_push_listener_takes_only_its_own_context(bmc, tmp_path):
         pytest.skip("curl not installed")
     certs = make_certificates(tmp_path, "bench-listener")
     sim, dev = bmc(event_ca_file=str(certs.ca))
-    dev = dataclasses.replace(dev, options={
-        **dev.options, "events": "push", "event_listener": "https://127.0.0.1:0",
-        "event_listener_cert": str(certs.cert), "event_listener_key": str(certs.key)})
 
     async def main():
-        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
-        await drv.open()
-        try:
-            heard = []
-            drv.on_event = heard.append
+        async with opened(dev, push_options(certs)) as (drv, heard):
             dest = drv.events_state.removeprefix("push (").removesuffix(")")
             event = {"@odata.type": "#Event.v1_8_0.Event", "Id": "x", "Name": "Event",
                      "Events": [{"EventId": "x", "EventTimestamp": "2026-11-30T12:00:00+00:00",
@@ -139,8 +142,6 @@ def test_push_listener_takes_only_its_own_context(bmc, tmp_path):
             assert real == "204"
             await until(lambda: heard, what="the event posted with the right Context")
             assert heard[0].message == "forged"
-        finally:
-            await drv.close()
     asyncio.run(main())
 
 
@@ -148,9 +149,7 @@ def test_refused_subscription_leaves_the_driver_polling(bmc):
     sim, dev = bmc(event_subscriptions=False)
 
     async def main():
-        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
-        await drv.open()
-        try:
+        async with opened(dev) as (drv, heard):
             state = drv.events_state
             st = await drv.stimulate("test_event")
             entries = []
@@ -161,9 +160,7 @@ def test_refused_subscription_leaves_the_driver_polling(bmc):
                     entries.extend(got)
                     await asyncio.sleep(0.02)
             await asyncio.wait_for(poll(), 10)
-            return state, st, entries, drv.pushed_events()
-        finally:
-            await drv.close()
+            return state, st, entries, heard
     state, st, entries, pushed = asyncio.run(main())
     assert state.startswith("polling (SSE refused: HTTP 503") and "ServiceDisabled" in state
     assert not pushed and not sim_events(sim, "event_sent")
@@ -172,15 +169,10 @@ def test_refused_subscription_leaves_the_driver_polling(bmc):
 
 def test_events_poll_never_subscribes(bmc):
     sim, dev = bmc()
-    dev = dataclasses.replace(dev, options={**dev.options, "events": "poll"})
 
     async def main():
-        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
-        await drv.open()
-        try:
+        async with opened(dev, {"events": "poll"}) as (drv, _):
             return drv.events_state
-        finally:
-            await drv.close()
     assert asyncio.run(main()) == "polling (events = poll)"
     assert not sim_events(sim, "subscribed")
 
@@ -269,11 +261,7 @@ def test_stream_closed_by_the_service_is_reopened(bmc):
     auth = f"root:{os.environ[PW_ENV]}"
 
     async def main():
-        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
-        await drv.open()
-        try:
-            heard = []
-            drv.on_event = heard.append
+        async with opened(dev) as (drv, heard):
             (first,) = await asyncio.to_thread(_live_ids, sim)
             code, _ = await asyncio.to_thread(curl, "-u", auth, "-X", "DELETE",
                                               f"{dev.address}{SUBSCRIPTIONS}/{first}")
@@ -286,8 +274,6 @@ def test_stream_closed_by_the_service_is_reopened(bmc):
             await drv.stimulate("test_event")
             await until(lambda: heard, what="an event on the reopened stream")
             return heard
-        finally:
-            await drv.close()
     (ev,) = asyncio.run(main())
     (sent,) = sim_events(sim, "event_sent")
     assert sent["t_ns"] <= ev.s_ns
