@@ -90,6 +90,8 @@ class DeviceWorker(threading.Thread):
         self.status = DeviceStatus(config.name, config.plane)
         self.out: SampleWriter | None = None
         self.cursor: str | None = None
+        self.logged = 0                           # log entries seen (pushed events not counted)
+        self._pushed_held: list | None = None     # pushed events held while a stimulus is in flight
 
     # -- thread -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -137,6 +139,10 @@ class DeviceWorker(threading.Thread):
         self.status.clocks = [c.__dict__ for c in drv.clocks()]
         self.store.journal(self.config.name, "info", "identity",
                            f"{ident.vendor} {ident.model} serial {ident.serial} fw {ident.firmware}")
+        if hasattr(drv, "on_event"):              # a driver that hears events as they happen
+            drv.on_event = self._pushed
+            for en in drv.pushed_events():
+                self._pushed(en)
         return drv
 
     # -- schedule -----------------------------------------------------------------------------
@@ -225,9 +231,9 @@ class DeviceWorker(threading.Thread):
                 watch_until = now + int(self.plan.watch_s * NS)
                 poll_due = now + int(self.plan.watch_poll_s * NS)
             elif now >= poll_due:
-                seen = self.status.events
+                seen = self.logged
                 ok &= await self._poll_log(drv)
-                watching = now < watch_until and self.status.events == seen
+                watching = now < watch_until and self.logged == seen
                 poll_due = now + int((self.plan.watch_poll_s if watching else self.plan.log_poll_s) * NS)
                 if not watching:
                     watch_until = 0
@@ -282,15 +288,18 @@ class DeviceWorker(threading.Thread):
     async def _stimulus(self, drv: Driver, name: str, target: str | None) -> bool:
         s0 = self.now_ns()
         label = name if target is None else f"{name}:{target}"
+        self._pushed_held = []        # an event pushed before the answer is written after it
         try:
             st = await asyncio.wait_for(drv.stimulate(name, target), self.plan.timeout_s)
         except Exception as exc:
             self._error(f"stimulus {label}", exc)
             self.out.write("stimulus", label, s0, self.now_ns(), None, None, "user",
                            _kind_of(exc), _message(exc))
+            self._release_pushed()
             return _kind_of(exc) == "refused"
         status = "ok" if st.sent else "unarmed"
         self.out.write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status, st.raw)
+        self._release_pushed()
         self.store.journal(self.config.name, "info", "stimulus", f"{label} {status}")
         self.status.stimuli += 1
         return True
@@ -307,7 +316,22 @@ class DeviceWorker(threading.Thread):
             self.out.write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
                            "user", "ok", f"{en.cursor} {en.message}".strip())
             self.status.events += 1
+            self.logged += 1
         return True
+
+    def _pushed(self, en) -> None:
+        """An event the device pushed (drivers/redfish_events.py), written as it arrives."""
+        if self._pushed_held is not None:
+            self._pushed_held.append(en)
+            return
+        self.out.write("pushed", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
+                       "user", "ok", f"{en.cursor} {en.message}".strip())
+        self.status.events += 1
+
+    def _release_pushed(self) -> None:
+        held, self._pushed_held = self._pushed_held or [], None
+        for en in held:
+            self._pushed(en)
 
 
 def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,

@@ -21,7 +21,8 @@ Authentication is a Redfish session (token); `redfish.aio` logs in only over HTT
 device may set `verify_tls = false`. The password comes from `config.secret()` and never appears
 in an error. Parsing of `DateTime` is written here (stdlib `datetime`), since the library does
 none. Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `manager` (Manager URI),
-`log_entries` (LogEntry collection URI), `test_message_id`.
+`log_entries` (LogEntry collection URI), `test_message_id`, and those of event subscriptions
+(`events`, `event_listener`...: drivers/redfish_events.py).
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
 
 from drivers.base import (ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus,
                           split_address)
+from drivers.redfish_events import EventSubscriber
 
 NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -115,7 +117,7 @@ async def _on_answer(session, trace_ctx, params) -> None:
         stamps.append(("e", trace_ctx.now_ns()))
 
 
-class RedfishBMC(Driver):
+class RedfishBMC(EventSubscriber, Driver):
     TEST_EVENT = "test_event"
 
     def __init__(self, config, now_ns, armed: bool = False):
@@ -133,6 +135,7 @@ class RedfishBMC(Driver):
         self._password: str | None = None
         self._submit_uri: str | None = None
         self._events_sent = 0
+        self._init_events(o)
 
     # -- errors ----------------------------------------------------------------------------------
     def _clean(self, text: str) -> str:
@@ -213,6 +216,7 @@ class RedfishBMC(Driver):
             await self._client.login("session")
             if not self.manager_uri:
                 self.manager_uri = await self._first_member("Managers")
+            await self._open_events()
         except BaseException as exc:
             await self.close()
             if isinstance(exc, Exception):
@@ -223,6 +227,7 @@ class RedfishBMC(Driver):
         return SimpleNamespace(now_ns=self.now_ns, trace_request_ctx=trace_request_ctx)
 
     async def close(self) -> None:
+        await self._close_events()
         client, session = self._client, self._session
         self._client = self._session = None
         try:
@@ -292,7 +297,8 @@ class RedfishBMC(Driver):
                         serial=str(m.get("SerialNumber", "")),
                         firmware=str(m.get("FirmwareVersion", "")),
                         extra={"manager": self.manager_uri, "uuid": m.get("UUID", ""),
-                               "local_offset": m.get("DateTimeLocalOffset", "")})
+                               "local_offset": m.get("DateTimeLocalOffset", ""),
+                               "events": self.events_state})
 
     def clocks(self) -> list[ClockSpec]:
         return [ClockSpec("datetime", NS)]

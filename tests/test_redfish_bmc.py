@@ -338,3 +338,34 @@ def test_read_clock_with_device(real_rack):
     for dev in bmcs:
         r = run(with_driver(dev, lambda d: d.read_clock("datetime"), armed=False))
         assert r.s_ns <= r.e_ns and r.value_ns > 0 and r.raw
+
+
+def test_emulator_conformance_through_curl(bmc):
+    """What DMTF's validator checks (tests/test_redfish_validator.py), seen through curl: OData
+    documents without credentials, Allow and Link headers, 405/501/412, `$` parameters 501,
+    and PATCH of an array by the specification's rules."""
+    sim, dev, pw = bmc()
+    base = dev.address
+    code, body = curl(f"{base}/redfish/v1/odata")
+    assert code == 200 and json.loads(body)["@odata.context"] == "/redfish/v1/$metadata"
+    code, body = curl(f"{base}/redfish/v1/$metadata")
+    assert code == 200 and "<EntityContainer" in body
+    head = subprocess.run(["curl", "-skI", f"{base}/redfish/v1/"], capture_output=True,
+                          text=True, timeout=20).stdout.lower()
+    assert "allow: get, head" in head and "rel=describedby" in head
+    assert "serviceroot.v1_15_0.json" in head
+    assert curl("-X", "DELETE", f"{base}/redfish/v1/")[0] == 405
+    assert curl("-X", "FAKEMETHODFORTEST", f"{base}/redfish/v1/")[0] == 501
+    assert curl("-H", "OData-Version: 4.1", f"{base}/redfish/v1/")[0] == 412
+    assert curl(f"{base}/redfish/v1/?$rpvunknown")[0] == 501
+    assert curl(f"{base}/redfish/v1/?rpvunknown")[0] == 200
+    net = f"{base}{MANAGER}/NetworkProtocol"
+    auth = ("-u", f"root:{pw}", "-H", "Content-Type: application/json")
+    for patch in (["a", "b", "c"], [{}, None, "d"]):
+        code, _ = curl(*auth, "-X", "PATCH", "-d", json.dumps({"NTP": {"NTPServers": patch}}), net)
+        assert code == 204
+    code, body = curl(*auth, net)
+    assert json.loads(body)["NTP"]["NTPServers"] == ["a", "d"]
+    code, body = curl(*auth, f"{base}/redfish/v1/AccountService/Roles")
+    assert {m["@odata.id"].rsplit("/", 1)[-1] for m in json.loads(body)["Members"]} == \
+        {"Administrator", "Operator", "ReadOnly"}

@@ -1,7 +1,10 @@
 """JSON bodies of the emulated Redfish service, shaped as OpenBMC's bmcweb serves them.
 
 Pure functions: resource identity and state in, dicts out. The URIs are bmcweb's: one Manager
-`bmc`, one ComputerSystem `system` whose `EventLog` LogService holds the event log.
+`bmc`, one ComputerSystem `system` whose `EventLog` LogService holds the event log, an
+AccountService with the user the rack file names and the three standard roles, and an EventService
+with subscriptions (push and server-sent events). The `$metadata` document references the DMTF
+schemas of the resource types served here, as bmcweb's does.
 """
 from __future__ import annotations
 
@@ -17,6 +20,33 @@ ENTRIES = f"{EVENT_LOG}/Entries"
 EVENT_SERVICE = f"{ROOT}/EventService"
 SUBMIT_TEST_EVENT = f"{EVENT_SERVICE}/Actions/EventService.SubmitTestEvent"
 CLEAR_LOG = f"{EVENT_LOG}/Actions/LogService.ClearLog"
+SUBSCRIPTIONS = f"{EVENT_SERVICE}/Subscriptions"
+SSE = f"{EVENT_SERVICE}/SSE"
+ACCOUNT_SERVICE = f"{ROOT}/AccountService"
+ACCOUNTS = f"{ACCOUNT_SERVICE}/Accounts"
+ROLES = f"{ACCOUNT_SERVICE}/Roles"
+ODATA = f"{ROOT}/odata"
+METADATA = f"{ROOT}/$metadata"
+SCHEMAS = "https://redfish.dmtf.org/schemas/v1"
+
+# DSP0266 §13.2.9: the standard roles and their privileges.
+ROLE_PRIVILEGES = {
+    "Administrator": ["Login", "ConfigureManager", "ConfigureUsers", "ConfigureComponents",
+                      "ConfigureSelf"],
+    "Operator": ["Login", "ConfigureComponents", "ConfigureSelf"],
+    "ReadOnly": ["Login", "ConfigureSelf"],
+}
+# Resource types served, by namespace and version (for $metadata and the Link header).
+SCHEMA_VERSIONS = {
+    "ServiceRoot": "v1_15_0", "SessionService": "v1_0_2", "Session": "v1_5_0",
+    "Manager": "v1_14_0", "ManagerNetworkProtocol": "v1_9_0", "ComputerSystem": "v1_20_0",
+    "LogService": "v1_2_0", "LogEntry": "v1_9_0", "EventService": "v1_8_0",
+    "EventDestination": "v1_13_0", "Event": "v1_8_0", "AccountService": "v1_13_0",
+    "ManagerAccount": "v1_10_0", "Role": "v1_3_1", "Message": "v1_1_1",
+}
+COLLECTIONS = ["SessionCollection", "ManagerCollection", "ComputerSystemCollection",
+               "LogServiceCollection", "LogEntryCollection", "EventDestinationCollection",
+               "ManagerAccountCollection", "RoleCollection"]
 
 BASE_REGISTRY = "Base.1.18.1"
 NS = 1_000_000_000
@@ -63,6 +93,7 @@ def service_root(uuid: str) -> dict:
         "Managers": link(f"{ROOT}/Managers"),
         "Systems": link(f"{ROOT}/Systems"),
         "EventService": link(EVENT_SERVICE),
+        "AccountService": link(ACCOUNT_SERVICE),
         "ProtocolFeaturesSupported": {"ExpandQuery": {"ExpandAll": False},
                                       "SelectQuery": False, "FilterQuery": False},
     }
@@ -125,9 +156,93 @@ def log_entry(entry_id: str, created: str, message_id: str, message: str, args: 
             "MessageArgs": args, "Severity": severity}
 
 
-def event_service() -> dict:
+def event_service(enabled: bool = True) -> dict:
+    """bmcweb lists `ServerSentEventUri` whether or not the service will accept a stream."""
     return {"@odata.id": EVENT_SERVICE, "@odata.type": "#EventService.v1_8_0.EventService",
-            "Id": "EventService", "Name": "Event Service", "ServiceEnabled": True,
+            "Id": "EventService", "Name": "Event Service", "ServiceEnabled": enabled,
             "DeliveryRetryAttempts": 3, "DeliveryRetryIntervalSeconds": 30,
-            "Subscriptions": link(f"{EVENT_SERVICE}/Subscriptions"),
+            "EventFormatTypes": ["Event"], "RegistryPrefixes": ["Base"],
+            "Subscriptions": link(SUBSCRIPTIONS), "ServerSentEventUri": SSE,
             "Actions": {"#EventService.SubmitTestEvent": {"target": SUBMIT_TEST_EVENT}}}
+
+
+def event_destination(sub_id: str, destination: str, context: str, protocol: str,
+                      subscription_type: str, verify_certificate: bool) -> dict:
+    return {"@odata.id": f"{SUBSCRIPTIONS}/{sub_id}",
+            "@odata.type": "#EventDestination.v1_13_0.EventDestination", "Id": sub_id,
+            "Name": "Event Destination", "Destination": destination, "Context": context,
+            "Protocol": protocol, "SubscriptionType": subscription_type,
+            "EventFormatType": "Event", "DeliveryRetryPolicy": "RetryForever",
+            "VerifyCertificate": verify_certificate,
+            "Status": {"State": "Enabled", "Health": "OK"}}
+
+
+def event(event_id: str, timestamp: str, message_id: str, message: str, args: list,
+          severity: str, context: str, origin: str) -> dict:
+    """An Event payload with one record (DSP0266 §13.5), as pushed or streamed."""
+    record = {"EventId": event_id, "EventTimestamp": timestamp, "EventType": "Other",
+              "MessageId": message_id, "Message": message, "MessageArgs": args,
+              "MessageSeverity": severity, "OriginOfCondition": link(origin)}
+    return {"@odata.type": "#Event.v1_8_0.Event", "Id": event_id, "Name": "Event",
+            "Context": context, "Events": [record]}
+
+
+def account_service() -> dict:
+    return {"@odata.id": ACCOUNT_SERVICE, "@odata.type": "#AccountService.v1_13_0.AccountService",
+            "Id": "AccountService", "Name": "Account Service", "ServiceEnabled": True,
+            "Accounts": link(ACCOUNTS), "Roles": link(ROLES),
+            "HTTPBasicAuth": "Enabled"}
+
+
+def account(username: str) -> dict:
+    return {"@odata.id": f"{ACCOUNTS}/{username}",
+            "@odata.type": "#ManagerAccount.v1_10_0.ManagerAccount", "Id": username,
+            "Name": "User Account", "UserName": username, "RoleId": "Administrator",
+            "Enabled": True, "Locked": False, "AccountTypes": ["Redfish"],
+            "Links": {"Role": link(f"{ROLES}/Administrator")}}
+
+
+def role(role_id: str) -> dict:
+    return {"@odata.id": f"{ROLES}/{role_id}", "@odata.type": "#Role.v1_3_1.Role",
+            "Id": role_id, "Name": f"{role_id} Role", "RoleId": role_id, "IsPredefined": True,
+            "AssignedPrivileges": list(ROLE_PRIVILEGES[role_id])}
+
+
+def odata_service_document() -> dict:
+    """The OData service document: the service root and its direct children (DSP0266 §7.2)."""
+    children = [("Systems", f"{ROOT}/Systems"), ("Managers", f"{ROOT}/Managers"),
+                ("SessionService", f"{ROOT}/SessionService"), ("Sessions", SESSIONS),
+                ("EventService", EVENT_SERVICE), ("AccountService", ACCOUNT_SERVICE)]
+    value = [{"name": "Service", "kind": "Singleton", "url": f"{ROOT}/"}]
+    value += [{"name": n, "kind": "Singleton", "url": u} for n, u in children]
+    return {"@odata.context": METADATA, "value": value}
+
+
+def metadata_xml() -> str:
+    """The OData `$metadata` document: a reference to each DMTF schema served, and the
+    EntityContainer of the service (the ServiceRoot's)."""
+    refs = []
+    for ns in sorted([*SCHEMA_VERSIONS, *COLLECTIONS]):
+        versioned = [f'    <edmx:Include Namespace="{ns}"/>']
+        if ns in SCHEMA_VERSIONS:
+            versioned.append(f'    <edmx:Include Namespace="{ns}.{SCHEMA_VERSIONS[ns]}"/>')
+        refs.append(f'  <edmx:Reference Uri="{SCHEMAS}/{ns}_v1.xml">\n'
+                    + "\n".join(versioned) + "\n  </edmx:Reference>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">\n'
+            + "\n".join(refs) + "\n"
+            '  <edmx:DataServices>\n'
+            '    <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">\n'
+            f'      <EntityContainer Name="Service" Extends="ServiceRoot.{SCHEMA_VERSIONS["ServiceRoot"]}'
+            '.ServiceContainer"/>\n'
+            '    </Schema>\n  </edmx:DataServices>\n</edmx:Edmx>\n')
+
+
+def described_by(odata_type: str | None) -> str | None:
+    """The JSON schema a resource of `@odata.type` is described by (the `Link` header target)."""
+    if not odata_type:
+        return None
+    parts = odata_type.lstrip("#").split(".")
+    if len(parts) == 3:
+        return f"{SCHEMAS}/{parts[0]}.{parts[1]}.json"
+    return f"{SCHEMAS}/{parts[0]}.json"

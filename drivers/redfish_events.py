@@ -1,0 +1,312 @@
+"""Redfish events as they happen: a server-sent event stream or a push subscription, else polling.
+
+A Redfish service can send its events instead of waiting to be asked (DSP0266 §13.5): on the
+stream it serves at the EventService's `ServerSentEventUri`, or by POSTing each Event to a
+listener a client subscribed (`POST Subscriptions`, `Protocol: Redfish`). Each event received
+here is bracketed by its arrival: `s_ns` when the first line of it (SSE) or the request carrying
+it (push) had arrived, `e_ns` when the whole of it had. So the bench learns of an event one
+delivery path after it was emitted, not up to a poll interval later. The log is still polled (its
+entries carry the device's log stamp); events are reported besides them, as `pushed` rows.
+
+Inventory keys (of the `redfish_bmc` device):
+- `events`: `auto` (default: SSE when the service lists a `ServerSentEventUri`, else push when
+  `event_listener` is set, else polling), `sse`, `push`, or `poll` (never subscribe);
+- `event_listener`: where the bench listens for pushes, `https://ADDRESS:PORT` on a loopback or
+  lab address the BMC can reach (port 0: any free port); `event_listener_cert` and
+  `event_listener_key`: the bench's own certificate and key for it (PEM files);
+  `event_verify_certificate` (default true): whether the BMC is asked to verify that certificate
+  (`VerifyCertificate`; a BMC that has not been given the bench's CA needs false).
+Pushes are accepted only with the subscription's `Context`, a random token sent to the BMC over
+its authenticated session. A subscription the service refuses (any error answer), or a stream that
+cannot be opened, leaves the driver polling as before; `events_state` says which and why. A
+stream that drops is reopened with backoff while the driver is open.
+
+SSE is parsed here (a few lines of the HTML5 event-stream format): the libraries that parse it
+(sseclient, aiohttp-sse-client) hide when each line arrived, which is the point of reading it.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import ssl
+from typing import Callable
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp import web
+
+from drivers.base import DeviceError, LogEntry
+
+NS = 1_000_000_000
+MODES = ("auto", "sse", "push", "poll")
+
+
+class EventSubscriber:
+    """Mixin of the Redfish driver: `_open_events` after login, `_close_events` before logout.
+
+    Needs of the driver: `config`, `name`, `now_ns`, `timeout_s`, `_session` (aiohttp),
+    `_client` (redfish.aio), `_get_json(uri, what)`, `_exchange(method, uri, body, what)`,
+    `_password`, and the module's `parse_datetime_ns`.
+    """
+
+    on_event: Callable[[LogEntry], None] | None = None
+
+    def _init_events(self, options: dict) -> None:
+        self.events_mode = str(options.get("events", "auto"))
+        if self.events_mode not in MODES:
+            raise self.error("error", f"events = {self.events_mode!r}: one of {', '.join(MODES)}")
+        self.event_listener = options.get("event_listener")
+        self.event_listener_cert = options.get("event_listener_cert")
+        self.event_listener_key = options.get("event_listener_key")
+        self.event_verify_certificate = bool(options.get("event_verify_certificate", True))
+        self.events_state = "polling"
+        self.on_event = None
+        self._held: list[LogEntry] = []
+        self._event_task: asyncio.Task | None = None
+        self._listener: web.BaseRunner | None = None
+        self._subscription_uri: str | None = None
+        self._context = secrets.token_hex(16)
+
+    # -- what the runner sees ---------------------------------------------------------------------
+    def pushed_events(self) -> list[LogEntry]:
+        """Events received while nobody listened (`on_event` unset), oldest first; cleared."""
+        out, self._held = self._held, []
+        return out
+
+    def _received(self, payload: dict, s_ns: int, e_ns: int) -> None:
+        records = payload.get("Events") if isinstance(payload, dict) else None
+        for rec in records if isinstance(records, list) else []:
+            if not isinstance(rec, dict):
+                continue
+            stamp = rec.get("EventTimestamp")
+            try:
+                value = self._parse_stamp(stamp) if isinstance(stamp, str) else None
+            except ValueError:
+                value = None
+            raw = json.dumps({k: rec.get(k) for k in ("EventId", "EventTimestamp", "MessageId",
+                                                      "Message")}, separators=(",", ":"))
+            entry = LogEntry(cursor=str(rec.get("EventId", payload.get("Id", ""))),
+                             clock="datetime", value_ns=value, resolution_ns=NS, s_ns=s_ns,
+                             e_ns=e_ns, message=str(rec.get("Message") or rec.get("MessageId")
+                                                    or ""), raw=raw)
+            if self.on_event is not None:
+                self.on_event(entry)
+            else:
+                self._held.append(entry)
+
+    @staticmethod
+    def _parse_stamp(text: str) -> int:
+        from drivers.redfish_bmc import parse_datetime_ns
+        return parse_datetime_ns(text)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def _open_events(self) -> None:
+        """Subscribe if the service offers it and the inventory allows; never raises."""
+        if self.events_mode == "poll":
+            self.events_state = "polling (events = poll)"
+            return
+        try:
+            root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+            es_link = root.get("EventService")
+            es_uri = es_link.get("@odata.id") if isinstance(es_link, dict) else None
+            if not isinstance(es_uri, str):
+                self.events_state = "polling (the service has no EventService)"
+                return
+            es, *_ = await self._get_json(es_uri, "GET EventService")
+        except DeviceError as exc:
+            self.events_state = f"polling (EventService unreadable: {exc.message})"
+            return
+        reasons = []
+        sse = es.get("ServerSentEventUri")
+        if self.events_mode in ("auto", "sse"):
+            if isinstance(sse, str) and sse:
+                why = await self._open_sse(sse)
+                if why is None:
+                    return
+                reasons.append(f"SSE refused: {why}")
+            else:
+                reasons.append("no ServerSentEventUri")
+        if self.events_mode in ("auto", "push"):
+            subs = es.get("Subscriptions")
+            subs_uri = subs.get("@odata.id") if isinstance(subs, dict) else None
+            if not self.event_listener:
+                reasons.append("no event_listener for push")
+            elif not isinstance(subs_uri, str):
+                reasons.append("no Subscriptions collection")
+            else:
+                why = await self._open_push(subs_uri)
+                if why is None:
+                    return
+                reasons.append(f"push refused: {why}")
+        self.events_state = f"polling ({'; '.join(reasons)})"
+
+    async def _close_events(self) -> None:
+        task, self._event_task = self._event_task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except BaseException:
+                pass
+        uri, self._subscription_uri = self._subscription_uri, None
+        if uri and self._client is not None:
+            try:
+                await self._client.delete(uri)
+            except Exception:
+                pass
+        runner, self._listener = self._listener, None
+        if runner is not None:
+            await runner.cleanup()
+
+    # -- server-sent events -----------------------------------------------------------------------
+    def _auth_headers(self) -> dict:
+        # redfish.aio keeps its session token private; the stream is opened on that session
+        token = getattr(self._client, "_session_key", None)
+        if token:
+            return {"X-Auth-Token": token}
+        return {"Authorization": aiohttp.BasicAuth(self.config.username, self._password).encode()}
+
+    def _url(self, uri: str) -> str:
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return f"https://{host}" + (f":{self.port}" if self.port else "") + uri
+
+    async def _connect_sse(self, uri: str) -> tuple[aiohttp.ClientResponse | None, str | None]:
+        """(open stream, None) or (None, why not)."""
+        try:
+            resp = await self._session.get(
+                self._url(uri), headers={"Accept": "text/event-stream", **self._auth_headers()},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout_s,
+                                              sock_read=None))
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            return None, self._clean(f"cannot open {uri}: {exc!r}")
+        ctype = resp.headers.get("Content-Type", "")
+        if resp.status != 200 or not ctype.startswith("text/event-stream"):
+            from drivers.redfish_bmc import _redfish_message
+            try:
+                body = await asyncio.wait_for(resp.text(), self.timeout_s)
+                detail = _redfish_message(json.loads(body)) or body[:120]
+            except Exception:
+                detail = ""
+            resp.close()
+            return None, self._clean(f"HTTP {resp.status} {detail}".strip())
+        return resp, None
+
+    async def _open_sse(self, uri: str) -> str | None:
+        resp, why = await self._connect_sse(uri)
+        if resp is None:
+            return why
+        self.events_state = f"sse ({uri})"
+        self._event_task = asyncio.get_running_loop().create_task(self._read_sse(uri, resp))
+        return None
+
+    async def _read_sse(self, uri: str, resp: aiohttp.ClientResponse) -> None:
+        """Read events until closed; reopen a dropped stream with backoff (1 s doubling to 15 s)."""
+        backoff = 1.0
+        while True:
+            why = await self._read_stream(resp)
+            self.events_state = f"polling (SSE stream ended: {why}; reopening)"
+            while True:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 15.0)
+                resp, refused = await self._connect_sse(uri)
+                if resp is not None:
+                    self.events_state = f"sse ({uri})"
+                    backoff = 1.0
+                    break
+                self.events_state = f"polling (SSE reopen failed: {refused}; retrying)"
+
+    async def _read_stream(self, resp: aiohttp.ClientResponse) -> str:
+        data: list[str] = []
+        first = None
+        try:
+            while True:
+                line = await resp.content.readline()
+                t = self.now_ns()
+                if not line:
+                    return "closed by the service"
+                text = line.decode("utf-8", "replace").rstrip("\r\n")
+                if not text:                                    # a blank line ends an event
+                    if data:
+                        try:
+                            payload = json.loads("\n".join(data))
+                        except ValueError:
+                            payload = None
+                        if not isinstance(payload, dict):      # kept, said so, never dropped
+                            text = "\n".join(data)[:300]
+                            payload = {"Events": [{"EventId": "?", "Message":
+                                                   f"malformed event: {text!r}"}]}
+                        self._received(payload, first, t)
+                    data, first = [], None
+                    continue
+                if text.startswith(":"):                        # a comment (keep-alive)
+                    continue
+                first = t if first is None else first
+                field, _, value = text.partition(":")
+                if field == "data":
+                    data.append(value[1:] if value.startswith(" ") else value)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            return f"{type(exc).__name__}"
+        finally:
+            resp.close()
+
+    # -- push -------------------------------------------------------------------------------------
+    async def _open_push(self, subs_uri: str) -> str | None:
+        u = urlsplit(self.event_listener)
+        if u.scheme not in ("https", "http") or not u.hostname:
+            return f"event_listener {self.event_listener!r}: not an https:// address"
+        tls = None
+        if u.scheme == "https":
+            if not (self.event_listener_cert and self.event_listener_key):
+                return "an https listener needs event_listener_cert and event_listener_key"
+            try:
+                tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                tls.load_cert_chain(self.event_listener_cert, self.event_listener_key)
+            except (OSError, ssl.SSLError) as exc:
+                return f"cannot load the listener's certificate: {exc}"
+        family = socket.AF_INET6 if ":" in u.hostname else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((u.hostname, u.port or 0))
+            sock.listen(16)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            return f"cannot listen on {self.event_listener}: {exc}"
+        runner = web.ServerRunner(web.Server(self._on_push, access_log=None),
+                                  handle_signals=False, shutdown_timeout=0.5)
+        await runner.setup()
+        await web.SockSite(runner, sock, ssl_context=tls).start()
+        self._listener = runner
+        host = u.hostname if ":" not in u.hostname else f"[{u.hostname}]"
+        dest = f"{u.scheme}://{host}:{sock.getsockname()[1]}/rackclock/events/{self.name}"
+        body = {"Destination": dest, "Protocol": "Redfish", "Context": self._context,
+                "EventFormatType": "Event", "SubscriptionType": "RedfishEvent",
+                "VerifyCertificate": self.event_verify_certificate}
+        try:
+            resp, *_ = await self._exchange("POST", subs_uri, body, "POST Subscriptions")
+        except DeviceError as exc:
+            self._listener = None
+            await runner.cleanup()
+            return exc.message
+        location = resp.getheader("Location")
+        self._subscription_uri = urlsplit(location).path if location else None
+        self.events_state = f"push ({dest})"
+        return None
+
+    async def _on_push(self, request: web.BaseRequest) -> web.Response:
+        s = self.now_ns()
+        if request.method != "POST":
+            return web.Response(status=405, headers={"Allow": "POST"})
+        try:
+            payload = await request.json()
+        except ValueError:
+            return web.Response(status=400)
+        e = self.now_ns()
+        if not isinstance(payload, dict) or payload.get("Context") != self._context:
+            return web.Response(status=403)
+        self._received(payload, s, e)
+        return web.Response(status=204)
+
