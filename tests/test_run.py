@@ -51,7 +51,13 @@ def test_every_bound_contains_the_truth(default_run):
     run, _ = default_run
     checked = 0
     for name, d in run.summary["devices"].items():
+        # a clock whose truth the simulated rack cannot know says so (the kernel log's without
+        # debugfs): it is left out of this check, never assumed
+        unknown = {e.get("clock") for e in run.truth["devices"].get(name, {}).get("events", [])
+                   if e["kind"] == "no_truth"}
         for clock, c in d["clocks"].items():
+            if clock in unknown:
+                continue
             for seg in c.get("segments", []):
                 t = seg.get("truth")
                 assert t is not None, f"{name}/{clock}: no truth check"
@@ -67,7 +73,7 @@ def test_every_bracket_contains_the_emulators_sample_instant(default_run):
     # served by third-party simulators (ipmi_sim) whose sample instants nobody records: their
     # truth is the host's clock, checked by test_every_bound_contains_the_truth
     third_party = {n for n, d in run.manifest["inventory"]["devices"].items()
-                   if d["driver"] in ("ipmi_bmc",)}
+                   if d["driver"] in ("ipmi_bmc", "host_kernel")}
     n = 0
     for name in set(run.devices) - third_party:
         smp = run.samples(name)
