@@ -29,16 +29,15 @@ from drivers.ipmi_bmc import PRE_INIT_MAX, IpmiBMC, ns_to_sel_seconds, sel_zone
 NS = 1_000_000_000
 PW_ENV = "RACKCLOCK_TEST_IPMI_PASSWORD"
 
-needs_ipmi_sim = pytest.mark.skipif(ipmi_sim_path() is None,
-                                    reason="ipmi_sim not installed (Debian package openipmi)")
 needs_ipmitool = pytest.mark.skipif(shutil.which("ipmitool") is None,
                                     reason="ipmitool not installed (Debian package ipmitool)")
-pytestmark = needs_ipmi_sim
 
 
 @pytest.fixture
 def bmc(tmp_path):
     """A running ipmi_sim and the device entry of the driver for it."""
+    if ipmi_sim_path() is None:
+        pytest.skip("ipmi_sim not installed (Debian package openipmi)")
     pw = secrets.token_urlsafe(12)
     os.environ[PW_ENV] = pw
     sim = IpmiSim("admin", pw, workdir=tmp_path / "ipmi").start()
@@ -327,3 +326,15 @@ def test_malformed_answers_are_malformed_errors(bmc):
         assert e.value.kind == "malformed", e.value
     finally:
         proxy.close()
+
+
+def test_without_ipmi_sim_the_rack_leaves_the_ipmi_devices_out_with_the_reason(monkeypatch,
+                                                                               sim_rack):
+    import bench.sim.ipmi_bmc
+    from racks import sim_rack_text
+    monkeypatch.setattr(bench.sim.ipmi_bmc, "ipmi_sim_path", lambda: None)
+    os.environ.setdefault("RACKCLOCK_SIM_IPMI_PASSWORD", "pw-" + secrets.token_hex(4))
+    sim = sim_rack(sim_rack_text(["ipmi-1", "ipmi-2", "bmc-1"]))
+    assert [d.name for d in sim.rack.devices] == ["bmc-1"]
+    assert set(sim.failed) == {"ipmi-1", "ipmi-2"}
+    assert all("ipmi_sim is not installed" in why for why in sim.failed.values())

@@ -40,7 +40,11 @@ def test_run_folder_is_complete(default_run):
     expected = {d.name for d in load_rack(DEFAULT_RACK).devices}
     assert set(run.summary["devices"]) == expected
     assert run.truth is not None
-    for name in expected:
+    # a plane whose real counterpart is missing here (ipmi_sim, a writable /dev/kmsg) is left
+    # out with that reason; any other failure to serve is an error
+    left_out = {n for n, d in m["devices"].items()
+                if "is not installed" in d.get("error", "") or "is not writable here" in d.get("error", "")}
+    for name in expected - left_out:
         assert (run.path / "samples" / f"{name}.csv").stat().st_size > 0
         assert m["devices"][name]["identity"], f"{name}: no identity recorded"
     assert list((run.path / "plots").glob("offset_*.png"))
