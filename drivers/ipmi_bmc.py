@@ -267,7 +267,7 @@ class IpmiBMC(Driver):
         d, *_ = await self._call(lambda i: i.get_device_id(), "Get Device ID")
         fw = d.fw_revision
         return Identity(vendor=f"IANA {d.manufacturer_id}", model=f"product 0x{d.product_id:04x}",
-                        serial="", firmware=f"{fw.major}.{fw.minor:02x}",
+                        serial="", firmware=f"{fw.major}.{fw.minor:02d}",
                         extra={"device_id": d.device_id, "revision": d.revision,
                                "ipmi_version": str(d.ipmi_version),
                                "sel_timezone": self.zone_name, "sel_clock": self._clock})

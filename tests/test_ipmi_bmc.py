@@ -111,6 +111,12 @@ def test_pre_init_sel_clock_is_a_counter_from_boot_and_bounds_hold(bmc):
     clocks, ident, reads = run(with_driver(dev, go))
     assert [(c.name, c.counter) for c in clocks] == [("sel_init", True)]
     assert ident.extra["sel_clock"] == "sel_init" and ident.firmware == "1.00"
+    sim2 = IpmiSim("admin", sim.password, firmware="2.10").start()
+    try:
+        assert run(with_driver(dataclasses.replace(dev, address=f"ipmi://127.0.0.1:{sim2.port}"),
+                               lambda d: d.identity())).firmware == "2.10"
+    finally:
+        sim2.stop()
     assert ident.vendor == "IANA 4753" and ident.extra["ipmi_version"] == "2.0"
     assert all(r.clock == "sel_init" and "pre-init" in r.raw for r in reads)
     assert all(r.value_ns < PRE_INIT_MAX * NS for r in reads)

@@ -14,7 +14,7 @@ declared zone's UTC offset when the driver reads SEL stamps as local time).
 
 Sim keys (the device's [sim] table): `sel_set` ("none": stay pre-init, the default; "utc"; or
 "local": local time in the device's `sel_timezone`), `sel_offset_s` (whole seconds added when
-setting), `firmware` ("major.minor", hex minor as Get Device ID reports it).
+setting), `firmware` ("major.minor", the minor in BCD as Get Device ID carries it).
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ class IpmiSim:
                "    guid a123456789abcdefa123456789abcdef\n  endlan\n"
                f'  user 2 true "{self.username}" "{self.password}" admin 10 none md2 md5 straight\n')
         cmds = ("mc_setbmc 0x20\n"
-                f"mc_add 0x20 0 no-device-sdrs 0x23 {int(major or 1):x} {int(minor or 0, 16):x} "
+                f"mc_add 0x20 0 no-device-sdrs 0x23 0x{int(major or 1):x} 0x{int(minor or 0, 16):02x} "
                 "0x9f 0x1291 0xf02 persist_sdr\n"
                 "sel_enable 0x20 1000 0x0a\nmc_enable 0x20\n")
         state = self.dir / "state"
