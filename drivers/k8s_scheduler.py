@@ -16,7 +16,8 @@ tick-edge probing like Redfish `DateTime`). Log: core/v1 Events of `namespace` (
 so the `apiserver` fit maps them); the reporting component's own `eventTime` (µs, e.g. the
 scheduler's clock) is kept in the message, not mapped. Node `Ready` conditions'
 `lastTransitionTime` are entries of clock `nodes`: stamped by a kubelet or the node controller,
-on a clock this driver cannot read, so only the fetch that saw them bounds them.
+on a clock this driver cannot read, so only the fetch that saw them bounds them; a condition is
+state, so a flip there and back between two polls shows only in its Events.
 Stimulus `schedule_pod`: create a pod (`probe_image`, never runs anything: `nodeName` unset,
 `activeDeadlineSeconds` 60, deleted on the next stimulus and at close) in `namespace`; the
 scheduler's `Scheduled` Event follows.
