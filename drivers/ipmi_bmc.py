@@ -333,6 +333,19 @@ class IpmiBMC(Driver):
         after = int(cursor, 16) if cursor else -1
 
         def fetch(i):
+            # from the cursor's record on (Get SEL Entry names the next one); the whole SEL when
+            # there is no cursor or its record is gone (SEL cleared)
+            if after >= 0:
+                try:
+                    _, nxt = i.get_sel_entry(after)
+                except CompletionCodeError:
+                    nxt = None
+                if nxt is not None:
+                    out = []
+                    while nxt != 0xFFFF and len(out) < 0xFFFF:
+                        en, nxt = i.get_sel_entry(nxt)
+                        out.append(en)
+                    return out
             return list(i.sel_entries())
 
         entries, s, e, _ = await self._call(fetch, "read SEL", span=True)

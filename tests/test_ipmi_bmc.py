@@ -344,3 +344,25 @@ def test_without_ipmi_sim_the_rack_leaves_the_ipmi_devices_out_with_the_reason(m
     assert [d.name for d in sim.rack.devices] == ["bmc-1"]
     assert set(sim.failed) == {"ipmi-1", "ipmi-2"}
     assert all("ipmi_sim is not installed" in why for why in sim.failed.values())
+
+
+def test_log_reads_on_from_the_cursor_and_all_again_after_a_clear(bmc):
+    sim, device = bmc
+
+    async def go(d):
+        for _ in range(3):
+            await d.stimulate("sel_entry")
+        first, cursor = await d.log_entries(None)
+        await d.stimulate("sel_entry")
+        more, cursor2 = await d.log_entries(cursor)
+        none, _ = await d.log_entries(cursor2)
+        # clear the SEL (Reserve SEL, then Clear SEL "CLR" initiate): the cursor's record is gone
+        await d._call(lambda i: i.clear_sel(), "Clear SEL")
+        await d.stimulate("sel_entry")
+        after_clear, _ = await d.log_entries(cursor2)
+        return first, more, none, after_clear
+
+    first, more, none, after_clear = run(with_driver(device(), go))
+    assert [e.cursor for e in first] == ["0001", "0002", "0003"]
+    assert [e.cursor for e in more] == ["0004"] and none == []
+    assert len(after_clear) == 1 and "data 00 05" in after_clear[0].message
