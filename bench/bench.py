@@ -193,7 +193,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             store.close()
     if bench.summary and not quiet:
         print(reference_line(store.manifest))
-        print(table(bench.summary))
+        print(table(bench.summary, store.manifest))
     if error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)
     print(f"run folder: {store.path}")

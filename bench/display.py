@@ -66,8 +66,9 @@ def offset_cell(o: dict, counter: bool) -> str:
     return f"{fmt_interval_ns(o['lo'], o['hi'])} (width {fmt_ns(width)})"
 
 
-def table(summary: dict) -> str:
-    """The closing table: one row per device clock, its last segment's bounds."""
+def table(summary: dict, manifest: dict | None = None) -> str:
+    """The closing table: one row per device clock, its last segment's bounds; then the stimulus
+    latencies and (when the rack file has [limits] and `manifest` is given) the limit checks."""
     head = ["device", "plane", "clock", "reads", "offset (proven)", "drift (proven)",
             "bracket p50", "breaks", "errors", "truth"]
     rows, notes = [], []
@@ -112,7 +113,12 @@ def table(summary: dict) -> str:
     lines += [fmt.format(*r).rstrip() for r in rows]
     lines += [f"note: {n}" for n in notes]
     lat = latency_table(summary)
-    return "\n".join(lines) + ("\n\n" + lat if lat else "")
+    out = "\n".join(lines) + ("\n\n" + lat if lat else "")
+    if manifest:
+        from bench.limits import check_run, text_table
+        lim = text_table(check_run(summary, manifest))
+        out += "\n\n" + lim if lim else ""
+    return out
 
 
 def latency_table(summary: dict) -> str:

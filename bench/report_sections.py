@@ -300,4 +300,18 @@ def timeline(run) -> str | None:
             + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap))
 
 
-SECTIONS = [overview, identities, clocks, offsets, jitter, stability, latency, timeline]
+def limits(run) -> str | None:
+    """The rack file's [limits], judged from the bounds; also written as RUN/limits.xml (JUnit)."""
+    from bench import limits as lim
+
+    checks = lim.check_run(run.summary, run.manifest)
+    if not checks:
+        return None
+    (run.path / "limits.xml").write_text(lim.junit(checks))
+    return ("<h2>Limits</h2>" + table_html(lim.HEAD + ["why"], [r + [c.why] for r, c in
+                                                               zip(lim.rows(checks), checks)])
+            + note_html(lim.counts_line(checks) + ". Pass: every value the bounds allow meets "
+                        "the limit; fail: none does; JUnit: limits.xml."))
+
+
+SECTIONS = [overview, limits, identities, clocks, offsets, jitter, stability, latency, timeline]
