@@ -69,6 +69,11 @@ def save(fig, out_dir: Path, stem: str, formats=("png", "svg", "pdf")) -> tuple[
     return paths, png
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's header."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -234,6 +239,60 @@ def timeline_figure(rows: list[dict], t0_ns: int, max_rows: int = 40):
                             + (" ≀" if r["unordered_with"] else "") for r in rows][::-1])
         ax.set_ylim(-0.6, n - 0.4)
         ax.set_xlabel("run time (s)")
+        ax.grid(alpha=0.3, axis="x")
+        fig.tight_layout()
+    return fig
+
+
+# -- verdict page --------------------------------------------------------------------------------
+
+def human_time_label(x_s: float) -> str:
+    """A tick label in the unit a reader takes in: '-1 h', '30 min', '-2 s', '5 ms', '0'."""
+    a = abs(x_s)
+    if a == 0:
+        return "0"
+    for scale, unit in ((3600, "h"), (60, "min"), (1, "s"), (1e-3, "ms"), (1e-6, "µs"),
+                        (1e-9, "ns")):
+        if a >= scale * 0.999:
+            return f"{x_s / scale:.3g} {unit}"
+    return f"{x_s * 1e9:.2g} ns"
+
+
+def rack_offset_figure(rows: list[dict]):
+    """Every clock's proven offset range over the run against the reference, one row each, on a
+    shared symmetric-log axis (linear within ±1 ms) so that planes hours apart and planes within
+    a millisecond share one picture; the range is written beside each bar.
+
+    `rows`: [{"label", "plane", "lo_ns", "hi_ns", "text"}]."""
+    from bench.plots import plane_colour
+
+    n = len(rows)
+    with print_style():
+        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 0.9 + 0.26 * max(n, 1)))
+        lim = max([abs(r[k]) / 1e9 for r in rows for k in ("lo_ns", "hi_ns")] or [1.0])
+        for i, r in enumerate(rows):
+            y = n - 1 - i
+            lo, hi = r["lo_ns"] / 1e9, r["hi_ns"] / 1e9
+            c = plane_colour(r["plane"])
+            ax.plot([lo, hi], [y, y], color=c, lw=5, solid_capstyle="butt")
+            ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=8, mew=1.2)
+            ax.annotate(r["text"], (hi, y), xytext=(6, 0), textcoords="offset points",
+                        va="center", fontsize=6.5)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_xscale("symlog", linthresh=1e-3, linscale=1.0)
+        top = 10 ** np.ceil(np.log10(max(lim * 1.2, 2e-3)))
+        ax.set_xlim(-top, top * 10)          # room on the right for the written ranges
+        dec = 10.0 ** np.arange(-3, np.log10(top) + 0.5)
+        ax.set_xticks(np.concatenate([-dec[::-1], [0], dec]))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda x, _: "0" if x == 0 else f"{x * 1e3:.0f} ms" if abs(x) < 1 else f"{x:.0f} s"))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        plt.setp(ax.get_xticklabels(), rotation=40, ha="right")
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([r["label"] for r in rows][::-1])
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel("device clock − reference (symmetric log scale, linear within ±1 ms)")
+        ax.set_title("Every clock against the reference: proven offset range over the run")
         ax.grid(alpha=0.3, axis="x")
         fig.tight_layout()
     return fig

@@ -52,7 +52,10 @@ def figure_html(run, fig, stem: str, caption: str) -> str:
     if written is not None:
         written.extend(paths)
     files = ", ".join(p.name for p in paths)
-    return (f'<figure><img src="{figures.data_uri(png)}" alt="{esc(stem)}">'
+    w, h = figures.png_size(png)
+    css_w = round(w / figures.DPI * 96)         # the figure's printed size, in CSS pixels
+    return (f'<figure style="width:{css_w}px"><img src="{figures.data_uri(png)}" '
+            f'alt="{esc(stem)}" width="{css_w}" height="{round(h / figures.DPI * 96)}">'
             f'<figcaption>{esc(caption)} <span class="files">(plots/{esc(files)})</span>'
             f'</figcaption></figure>')
 
@@ -314,4 +317,91 @@ def limits(run) -> str | None:
                         "the limit; fail: none does; JUnit: limits.xml."))
 
 
-SECTIONS = [overview, limits, identities, clocks, offsets, jitter, stability, latency, timeline]
+def _status_cell(status: str) -> str:
+    return {"proven": "proven", "assumed": "ASSUMED", "undecided": "UNDECIDED",
+            "beyond_prior": "BEYOND PRIOR"}.get(status, status)
+
+
+def verdict_page(run) -> str | None:
+    """The first screen: per device clock its offset and drift with their status, breaks,
+    errors; every clock against the reference in one figure; the ordering horizon per plane pair;
+    what the bounds assume."""
+    from bench import verdict as vd
+    from bench.units import fmt_interval_ns
+
+    vs = vd.clock_verdicts(run)
+    if not vs:
+        return None
+    rows, fig_rows, counters, assumed = [], [], [], []
+    for v in vs:
+        errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
+        if v.segment is None:
+            rows.append([v.device, v.plane, v.clock, _status_cell(v.verdict), "—", "", "—", "",
+                         "—", errs, v.note])
+            continue
+        o, d = v.segment["offset_ns"], v.segment["drift_ppm"]
+        off = offset_cell(o, v.counter).split(" (width")[0]
+        off += "" if v.counter else f" (±{fmt_ns((o['hi'] - o['lo']) / 2)})"
+        brk = len(v.breaks)
+        kinds = ", ".join(sorted({b.get("kind", "") for b in v.breaks}))
+        brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
+        prior = v.assumptions.get("drift_prior_ppm", vd.DEFAULT_PRIOR_PPM)
+        rows.append([v.device, v.plane, v.clock, _status_cell(v.verdict),
+                     off,
+                     _status_cell(v.offset_status),
+                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]", _status_cell(v.drift_status),
+                     brk_txt, errs, v.note])
+        if v.drift_status == "assumed":
+            assumed.append((prior, f"{v.device} · {v.clock}"))
+        if v.counter:
+            counters.append(f"{v.device} · {v.clock}")
+        else:
+            lo, hi = v.offset_range
+            fig_rows.append({"label": f"{v.device} · {v.clock} ({v.verdict})", "plane": v.plane,
+                             "lo_ns": lo, "hi_ns": hi,
+                             "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
+    out = ["<h2>Verdict</h2>",
+           table_html(["device", "plane", "clock", "verdict", "offset at epoch", "status",
+                       "drift", "status", "breaks", "errors", "note"], rows, "verdict"),
+           note_html("Proven: the bound holds whenever the stated model holds, and the bench "
+                     "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
+                     "drift prior), so the assumption, not the reads, decides it. UNDECIDED: no "
+                     "fit. BEYOND PRIOR: the reads contradict the drift prior.")]
+    for prior in sorted({p for p, _ in assumed}):
+        who = [w for p, w in assumed if p == prior]
+        out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
+                             f"it): {', '.join(who)}."))
+    if fig_rows:
+        out.append(figure_html(
+            run, figures.rack_offset_figure(fig_rows), "rack_offsets",
+            "Every device clock's offset from the reference: the lowest and highest value the "
+            "proven band allows anywhere in the run. Symmetric log axis: planes hours apart "
+            "share the figure with planes within a millisecond; the range is written beside "
+            "each bar." + (f" Counters ({', '.join(counters)}) have no time of day: their "
+                           f"offset is the instant of their zero, in the table." if counters
+                           else "")))
+    hz = vd.ordering_horizons(vs)
+    if hz:
+        planes = sorted({p for pq in hz for p in pq})
+        grid = [[p] + [fmt_ns(hz.get((min(p, q), max(p, q)))) for q in planes] for p in planes]
+        out.append("<h3>Ordering horizon</h3>" + table_html(["plane"] + planes, grid)
+                   + note_html("Two events stamped on these planes whose true instants are "
+                               "farther apart than this are always proven in order: the sum of "
+                               "both planes' widest stamp interval (proven band plus one tick). "
+                               "Closer events may still be ordered; the timeline says which."))
+    a_rows = []
+    for v in vs:
+        if v.assumptions:
+            a = v.assumptions
+            a_rows.append([v.device, v.clock, fmt_ppm(a.get("drift_prior_ppm")),
+                           f"{a.get('wander_ppm', 0):g} ppm/√h",
+                           fmt_ns(a.get("resolution_ns")) + f" ({a.get('resolution_basis', '')})",
+                           fmt_ns(a.get("reference_uncertainty_ns"))])
+    if a_rows:
+        out.append("<h3>What the bounds assume</h3>" + table_html(
+            ["device", "clock", "drift prior (±)", "wander allowance", "resolution",
+             "reference allowance"], a_rows))
+    return "".join(out)
+
+
+SECTIONS = [verdict_page, overview, limits, identities, clocks, offsets, jitter, stability, latency, timeline]
