@@ -28,6 +28,7 @@ class ReportRun(Run):
 
     formats: tuple = ("png", "svg", "pdf")
     written: list = field(default_factory=list, compare=False)
+    figure_texts: dict = field(default_factory=dict, compare=False)   # stem -> texts shown
 
 
 def esc(x) -> str:
@@ -47,6 +48,9 @@ def note_html(text: str) -> str:
 def figure_html(run, fig, stem: str, caption: str) -> str:
     """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded with its caption."""
     formats = getattr(run, "formats", ("png",))
+    shown = getattr(run, "figure_texts", None)
+    if shown is not None:
+        shown[stem] = figures.texts(fig)
     paths, png = figures.save(fig, run.path / "plots", stem, formats)
     written = getattr(run, "written", None)
     if written is not None:
@@ -193,10 +197,11 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
     cap = (f"{device} · {clock}: residuals of the reads of its longest segment against the "
            f"point fit, and the widths of their brackets.")
     if r.coarse:
-        cap += (f" The resolution ({fmt_ns(r.resolution_ns)}) is over "
-                f"{r.resolution_ns / np.median(r.bracket):.3g}× the median bracket: the "
-                f"residual shows where the reads fell within the tick, not clock noise; "
-                f"the bracket widths are what the bench itself contributes.")
+        cap = (f"{device} · {clock}: the resolution ({fmt_ns(r.resolution_ns)}) is over "
+               f"{r.resolution_ns / np.median(r.bracket):.3g}× the median bracket, so a read's "
+               f"residual is the tick, not clock noise: above, how close each read's tick edge "
+               f"came to the fit (the reads that narrow the bound); below, the bracket widths, "
+               f"what the bench itself contributes.")
     return figures.residual_figure(r, device, clock, plane), cap
 
 
@@ -216,23 +221,27 @@ def jitter(run) -> str | None:
 
 
 def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
-    """(figure, caption) of ADEV/TDEV/MTIE for one clock, or (None, why not)."""
+    """(figure, caption) of ADEV/MDEV with error bars and TDEV/MTIE for one clock, or
+    (None, why not)."""
     from bench import stability as stab
 
     r = _residuals(run, device, clock, c)
     ser = regular_series(r.t_ns, r.mid)
     if not ser.ok:
-        return None, f"{device} · {clock}: no ADEV/TDEV/MTIE: {ser.note}."
+        return None, f"{device} · {clock}: no ADEV/MDEV/TDEV/MTIE: {ser.note}."
     rate = 1.0 / ser.interval_s
     phase_s = (ser.x - ser.x[0]) * 1e-9
-    curves = {"adev": stab.deviation("adev", phase_s, rate)}
-    t, d = stab.deviation("tdev", phase_s, rate)
-    curves["tdev"] = (t, d * 1e9)
-    curves["mtie"] = stab.mtie(ser.x, rate)
+    taus = stab.log_taus(len(ser.x), rate)
+    curves = {k: stab.deviation_with_errors(k, phase_s, rate, taus=taus)
+              for k in ("adev", "mdev")}
+    t, d, err = stab.deviation_with_errors("tdev", phase_s, rate, taus=taus)
+    curves["tdev"] = (t, d * 1e9, err * 1e9)
+    curves["mtie"] = stab.mtie(ser.x, rate, taus)
     floor = r.resolution_ns / math.sqrt(12) if r.coarse else None
-    cap = (f"{device} · {clock}: ADEV, TDEV and MTIE of the residual offset (interval "
-           f"midpoints minus the point fit, averaged into {len(ser.x)} bins of "
-           f"{ser.interval_s:g} s).")
+    cap = (f"{device} · {clock}: ADEV and MDEV (fractional frequency) and TDEV and MTIE (time) "
+           f"of the residual offset (interval midpoints minus the point fit, averaged into "
+           f"{len(ser.x)} bins of {ser.interval_s:g} s). Error bars: ±dev/√N, N the terms "
+           f"averaged at each τ (allantools); MTIE is a maximum, without one.")
     if floor:
         cap += (f" Coarse clock: with a {fmt_ns(r.resolution_ns)} tick the curves are "
                 f"dominated by quantization (dotted: what the tick alone gives); they bound "
@@ -241,16 +250,18 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 
 
 def stability(run) -> str | None:
-    return per_clock(run, "Stability (ADEV, TDEV, MTIE)", "stability", stability_figure_of)
+    return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
+                     stability_figure_of)
 
 
 def _b(x: dict | None) -> str:
     return f"[{fmt_ns(x['lo'])}, {fmt_ns(x['hi'])}]" if x else "—"
 
 
-def latency_rows(run) -> tuple[list[list], list[dict]]:
-    """(table rows per device and stimulus, one entry per stimulus event for the figure)."""
-    rows, events = [], []
+def latency_rows(run) -> tuple[list[list], list[dict], list[str]]:
+    """(table rows per device and stimulus, one series per device and stimulus type for the
+    distribution figure, the types with no bounded event)."""
+    rows, series, empty = [], [], []
     for device, d in sorted(run.summary.get("devices", {}).items()):
         for stim, L in sorted((d.get("latency") or {}).items()):
             evs = L.get("events", [])
@@ -259,15 +270,23 @@ def latency_rows(run) -> tuple[list[list], list[dict]]:
                          (L.get("logged_ns") or L.get("observed_ns") or {}).get("n", 0),
                          fmt_ns(float(np.median(br))) if br else "—", _b(L.get("logged_ns")),
                          _b(L.get("observed_ns"))])
-            for k, e in enumerate(evs):
-                events.append({"label": f"{device} {stim} #{k + 1}", "plane": d.get("plane", ""),
-                               "logged": e.get("logged_ns"), "observed": e.get("observed_ns")})
-    return rows, events
+            logged = [(e["logged_ns"]["lo"], e["logged_ns"]["hi"]) for e in evs
+                      if e.get("logged_ns")]
+            seen = [(e["observed_ns"]["lo"], e["observed_ns"]["hi"]) for e in evs
+                    if e.get("observed_ns")]
+            if logged or seen:
+                series.append({"label": f"{device} {stim}", "plane": d.get("plane", ""),
+                               "bounds": logged or seen,
+                               "basis": "device stamps" if logged else
+                               "first fetch that saw it"})
+            else:
+                empty.append(f"{device} {stim}")
+    return rows, series, empty
 
 
 def latency(run) -> str | None:
     """Stimulus brackets and log latencies (summary.json's per-device `latency`)."""
-    rows, events = latency_rows(run)
+    rows, series, empty = latency_rows(run)
     if not rows:
         return None
     out = ["<h2>Stimuli and log latency</h2>",
@@ -276,11 +295,42 @@ def latency(run) -> str | None:
            note_html("Logged latency: from the stimulus bracket to the device's own log stamp "
                      "mapped through the calibrated clock (widened by the stamp's resolution). "
                      "Observed: to the bracket of the first log fetch that saw the entry.")]
-    if any(e["logged"] or e["observed"] for e in events):
-        out.append(figure_html(run, figures.latency_figure(events), "latency",
-                               "Log latency of each stimulus event: thick, proven from the "
-                               "device's stamp; thin, from the first fetch that saw it."))
+    if series:
+        out.append(figure_html(
+            run, figures.latency_figure(series), "latency",
+            "Log latency per device and stimulus type as a distribution: histogram of the "
+            "events' bound midpoints (shaded: the range every bound allows) and the empirical "
+            "CDF of the bounds' lower (solid) and upper (dashed) ends; the events' true CDF "
+            "lies between the two." + (f" No event bounded for: {', '.join(empty)}."
+                                       if empty else "")))
     return "".join(out)
+
+
+def reference_health(run) -> str | None:
+    """The reference's health over the run (RUN/reference.csv)."""
+    import csv
+
+    p = run.path / "reference.csv"
+    if not p.exists():
+        return None
+    with open(p, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("t_ns")]
+    if len(rows) < 2:
+        return None
+    t0 = run.manifest.get("started_ns") or int(rows[0]["t_ns"])
+    t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
+    u = [float(r.get("uncertainty_ns") or 0) for r in rows]
+    offs = [r.get("offset_from_master_ns") for r in rows]
+    off = [float(x) if x not in ("", None) else np.nan for x in offs] \
+        if any(x not in ("", None) for x in offs) else None
+    grades = [r.get("grade", "") for r in rows]
+    basis = rows[-1].get("basis", "")
+    cap = (f"{len(rows)} snapshots of the reference ({basis}): the error bound added to every "
+           f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
+           + (" A simulated rack's reference is exact by construction: the bound is zero."
+              if basis == "simulated" else ""))
+    return ("<h2>Reference over the run</h2>"
+            + figure_html(run, figures.reference_figure(t, u, grades, off), "reference", cap))
 
 
 def timeline(run) -> str | None:
@@ -404,4 +454,5 @@ def verdict_page(run) -> str | None:
     return "".join(out)
 
 
-SECTIONS = [verdict_page, overview, limits, identities, clocks, offsets, jitter, stability, latency, timeline]
+SECTIONS = [verdict_page, overview, limits, identities, clocks, offsets, jitter, stability, latency,
+            timeline, reference_health]
