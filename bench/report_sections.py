@@ -377,6 +377,7 @@ def verdict_page(run) -> str | None:
     errors; every clock against the reference in one figure; the ordering horizon per plane pair;
     what the bounds assume."""
     from bench import verdict as vd
+    from bench.live import calibrated_cell
     from bench.units import fmt_interval_ns
 
     vs = vd.clock_verdicts(run)
@@ -387,7 +388,7 @@ def verdict_page(run) -> str | None:
         errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
         if v.segment is None:
             rows.append([v.device, v.plane, v.clock, _status_cell(v.verdict), "—", "", "—", "",
-                         "—", errs, v.note])
+                         "—", errs, "—", v.note])
             continue
         o, d = v.segment["offset_ns"], v.segment["drift_ppm"]
         off = offset_cell(o, v.counter).split(" (width")[0]
@@ -400,7 +401,7 @@ def verdict_page(run) -> str | None:
                      off,
                      _status_cell(v.offset_status),
                      f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]", _status_cell(v.drift_status),
-                     brk_txt, errs, v.note])
+                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock), v.note])
         if v.drift_status == "assumed":
             assumed.append((prior, f"{v.device} · {v.clock}"))
         if v.counter:
@@ -412,11 +413,14 @@ def verdict_page(run) -> str | None:
                              "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
     out = ["<h2>Verdict</h2>",
            table_html(["device", "plane", "clock", "verdict", "offset at epoch", "status",
-                       "drift", "status", "breaks", "errors", "note"], rows, "verdict"),
+                       "drift", "status", "breaks", "errors", "calibrated after", "note"], rows,
+                      "verdict"),
            note_html("Proven: the bound holds whenever the stated model holds, and the bench "
                      "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
                      "drift prior), so the assumption, not the reads, decides it. UNDECIDED: no "
-                     "fit. BEYOND PRIOR: the reads contradict the drift prior.")]
+                     "fit. BEYOND PRIOR: the reads contradict the drift prior. Calibrated after: "
+                     "the run time at which the live fit's offset width first came within 2× the "
+                     "clock's narrowest bracket.")]
     for prior in sorted({p for p, _ in assumed}):
         who = [w for p, w in assumed if p == prior]
         out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
