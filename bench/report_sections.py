@@ -353,6 +353,44 @@ def timeline(run) -> str | None:
             + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap))
 
 
+def chrony_columns(run) -> str | None:
+    """chrony's `sourcestats` columns (NP, span, frequency, skew, offset, std dev) from a
+    chrony-style regression over each clock's last segment, beside the proven bounds: the
+    statistics an NTP engineer reads, labelled as what they are."""
+    from bench.chrony_style import fit_chrony
+
+    rows = []
+    for device, plane, clock, c in clock_items(run):
+        sg = c["segments"][-1]
+        s, e, v, q = run.clock_reads(device, clock)
+        keep = (s >= sg["start_ns"]) & (e <= sg["end_ns"])
+        f = fit_chrony(s[keep], e[keep], v[keep], sg.get("resolution_ns") or c.get(
+            "resolution_ns") or (int(q[0]) if len(q) else 1), epoch_ns=sg["epoch_ns"])
+        if f is None:
+            continue
+        o, d = sg["offset_ns"], sg["drift_ppm"]
+        counter = bool(c.get("counter"))
+        off = (f"{'+' if f.offset_ns.point >= o['point'] else ''}"
+               f"{fmt_ns(f.offset_ns.point - o['point'])} from the proven point" if counter
+               else fmt_ns(f.offset_ns.point, 6))
+        rows.append([device, clock, f.used, fmt_ns(f.span_ns), fmt_ppm(f.drift_ppm.point),
+                     fmt_ppm(f.drift_ppm.width / 2), off, fmt_ns(f.residual_sd_ns),
+                     offset_cell(o, counter).split(" (width")[0],
+                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]"])
+    if not rows:
+        return None
+    return ("<h2>Chrony-style statistics beside the proven bounds</h2>"
+            + table_html(["device", "clock", "NP", "span", "frequency", "skew", "offset",
+                          "std dev", "offset (proven)", "drift (proven)"], rows)
+            + note_html("Left of the proven columns: statistics, not proofs. chrony's "
+                        "regression (bench/chrony_style.py) over the last segment's reads: NP "
+                        "points kept by its runs test, their span, the frequency and its skew "
+                        "(99 % Student-t half-width, assuming independent Gaussian residuals, "
+                        "which a coarse tick and one-sided delays are not), the offset at the "
+                        "segment's epoch and the residuals' standard deviation. Only the two "
+                        "right-hand columns are bounds that hold."))
+
+
 def limits(run) -> str | None:
     """The rack file's [limits], judged from the bounds; also written as RUN/limits.xml (JUnit)."""
     from bench import limits as lim
@@ -458,5 +496,5 @@ def verdict_page(run) -> str | None:
     return "".join(out)
 
 
-SECTIONS = [verdict_page, overview, limits, identities, clocks, offsets, jitter, stability, latency,
-            timeline, reference_health]
+SECTIONS = [verdict_page, overview, limits, identities, clocks, chrony_columns, offsets, jitter,
+            stability, latency, timeline, reference_health]
