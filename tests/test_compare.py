@@ -184,3 +184,21 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
     assert rc == 1
     assert "nothing to compare: the candidate has no measures" in out
     assert max(len(line) for line in out.splitlines()) < 300, out
+
+
+def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
+    """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
+    the third run, the last run regressed against the first, and the figure is written."""
+    from bench import trend
+
+    fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
+    rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
+                     "--as-given", "--figure", str(fig), "--json", str(js)])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "FAIL: last run against the first: bmc-1 latency.test_event regressed" in out
+    t = next(x for x in json.loads(js.read_text())["trends"]
+             if x["device"] == "bmc-1" and x["measure"] == "latency.test_event")
+    assert t["first_change_run"] == 2 and len(t["values"]) == 3
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 20000
+    assert trend.main([str(runs[BASELINE]), str(runs[UNCHANGED])]) == 2
