@@ -20,6 +20,7 @@ from bench.residuals import regular_series, segment_residuals
 from bench.rundata import Run
 from bench.display import offset_cell
 from bench.units import fmt_ns, fmt_ppm
+from bench.verdict import segment_status
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,11 @@ def identities(run) -> str:
     return "".join(out)
 
 
+def prior_of(run, device: str) -> float:
+    from bench.verdict import DEFAULT_PRIOR_PPM, device_inventory
+    return float(device_inventory(run.manifest, device).get("drift_prior_ppm", DEFAULT_PRIOR_PPM))
+
+
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
@@ -140,10 +146,12 @@ def clocks(run) -> str | None:
             t = sg.get("truth")
             truth = "" if not t else ("inside" if t.get("offset_in") and t.get("drift_in", True)
                                       else "OUTSIDE")
+            _, drift_status = segment_status(sg, prior_of(run, device))
             rows.append([device, clock, k + 1, sg["reads"], iso(sg["epoch_ns"]),
                          offset_cell(o, bool(c.get("counter"))).split(" (width")[0],
                          fmt_ns(o["hi"] - o["lo"]),
-                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]",
+                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]"
+                         + ("" if drift_status == "proven" else f" ({drift_status})"),
                          fmt_ns(sg.get("resolution_ns") or c.get("resolution_ns")),
                          fmt_ns(sg["bracket_ns"]["median"]), fmt_ns(sg["jitter_ns"].get("std")),
                          truth])
@@ -158,11 +166,12 @@ def clocks(run) -> str | None:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
            table_html(["device", "clock", "seg", "reads", "epoch", "offset (proven)", "width",
-                       "drift (proven)", "resolution", "bracket p50", "residual std", "truth"],
+                       "drift", "resolution", "bracket p50", "residual std", "truth"],
                       rows),
            note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
                      "as the instant of its zero. Residual std is of interval midpoints "
-                     "against the point fit: for a coarse clock it is the tick, not the noise.")]
+                     "against the point fit: for a coarse clock it is the tick, not the noise. "
+                     "Drift is proven unless marked assumed: on the drift prior's edge.")]
     out += [note_html(n) for n in notes]
     if brk:
         out.append("<h3>Breaks</h3>" + table_html(
