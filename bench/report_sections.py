@@ -132,6 +132,18 @@ def identities(run) -> str:
     return "".join(out)
 
 
+def _break_size(b: dict, sz: dict) -> str:
+    """A step's proven size; a restart's as how far the zero moved, in days or hours."""
+    if not sz:
+        return "—"
+    if b.get("kind") == "reboot" or abs(sz.get("point", 0)) >= 600e9:
+        from bench.compare import fmt_span
+        p = sz.get("point", (sz["lo"] + sz["hi"]) / 2)
+        return (f"restart: zero moved {fmt_span(abs(p) / 1e9)} "
+                f"{'later' if p < 0 else 'earlier'} (±{fmt_ns((sz['hi'] - sz['lo']) / 2)})")
+    return f"[{fmt_ns(sz.get('lo'))}, {fmt_ns(sz.get('hi'))}]"
+
+
 def prior_of(run, device: str) -> float:
     from bench.verdict import DEFAULT_PRIOR_PPM, device_inventory
     return float(device_inventory(run.manifest, device).get("drift_prior_ppm", DEFAULT_PRIOR_PPM))
@@ -161,7 +173,7 @@ def clocks(run) -> str | None:
         for b in c.get("breaks", []):
             sz = b.get("size_ns") or {}
             brk.append([device, clock, b["kind"], iso(b["after_ns"]), iso(b["before_ns"]),
-                        f"[{fmt_ns(sz.get('lo'))}, {fmt_ns(sz.get('hi'))}]" if sz else "—"])
+                        _break_size(b, sz)])
     if not rows:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
