@@ -55,7 +55,7 @@ def expected_stems(run) -> list[str]:
     html = (run.path / "report.html").read_text()
     stems = [f"{kind}_{d}_{c}" for d, c in _clocks(run) for kind in ("offset", "jitter")]
     for d, c in _clocks(run):
-        skipped = f"{d} · {c}: no ADEV/TDEV/MTIE: " in html
+        skipped = f"{d} · {c}: no ADEV/MDEV/TDEV/MTIE: " in html
         assert skipped != (run.path / "plots" / f"stability_{d}_{c}.png").exists()
         if not skipped:
             stems.append(f"stability_{d}_{c}")
