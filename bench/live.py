@@ -114,5 +114,5 @@ def calibrated_cell(manifest: dict, device: str, clock: str) -> str:
         return f"{x['calibrated_after_s']:g} s"
     if x.get("last_width_ns") is None:
         return "not reached"
-    return (f"not reached (width {fmt_ns(x['last_width_ns'])}, 2× bracket "
+    return (f"not yet ({fmt_ns(x['last_width_ns'])} > "
             f"{fmt_ns(CALIBRATED_RATIO * (x.get('min_bracket_ns') or 0))})")

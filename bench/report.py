@@ -24,9 +24,8 @@ th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} table.kv thead{display:none}
 figure{display:inline-block;margin:.6em 1em .6em 0;max-width:100%;vertical-align:top}
 figure img{max-width:100%;height:auto} figcaption{font-size:11px;color:#444}
-table.verdict td{white-space:nowrap} table.verdict td:last-child{white-space:normal}
-table.verdict td:nth-child(4),table.verdict td:nth-child(6),table.verdict td:nth-child(8){
-     font-weight:600}
+table.verdict td{white-space:nowrap}
+table.verdict td:nth-child(5),table.verdict td:nth-child(7){font-weight:600}
 .files{color:#888} .note{font-size:12px;color:#555;max-width:60em} .error{color:#a00}
 @media print{body{max-width:none;margin:0} h2{break-after:avoid} figure{break-inside:avoid}}
 """

@@ -442,12 +442,13 @@ def verdict_page(run) -> str | None:
     vs = vd.clock_verdicts(run)
     if not vs:
         return None
-    rows, fig_rows, counters, assumed = [], [], [], []
+    rows, fig_rows, counters, assumed, notes = [], [], [], [], []
     for v in vs:
         errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
         if v.segment is None:
-            rows.append([v.device, v.plane, v.clock, _status_cell(v.verdict), "—", "", "—", "",
-                         "—", errs, "—", v.note])
+            rows.append([v.device, v.plane, v.clock, "—", _status_cell(v.verdict), "—", "",
+                         "—", errs, "—"])
+            notes.append(f"{v.device} · {v.clock}: {v.note}")
             continue
         o, d = v.segment["offset_ns"], v.segment["drift_ppm"]
         off = offset_cell(o, v.counter).split(" (width")[0]
@@ -456,11 +457,12 @@ def verdict_page(run) -> str | None:
         kinds = ", ".join(sorted({b.get("kind", "") for b in v.breaks}))
         brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
         prior = v.assumptions.get("drift_prior_ppm", vd.DEFAULT_PRIOR_PPM)
-        rows.append([v.device, v.plane, v.clock, _status_cell(v.verdict),
-                     off,
+        rows.append([v.device, v.plane, v.clock, off,
                      _status_cell(v.offset_status),
                      f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]", _status_cell(v.drift_status),
-                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock), v.note])
+                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
+        if v.note:
+            notes.append(f"{v.device} · {v.clock}: {v.note}")
         if v.drift_status == "assumed":
             assumed.append((prior, f"{v.device} · {v.clock}"))
         if v.counter:
@@ -471,8 +473,8 @@ def verdict_page(run) -> str | None:
                              "lo_ns": lo, "hi_ns": hi,
                              "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
     out = ["<h2>Verdict</h2>",
-           table_html(["device", "plane", "clock", "verdict", "offset at epoch", "status",
-                       "drift", "status", "breaks", "errors", "calibrated after", "note"], rows,
+           table_html(["device", "plane", "clock", "offset at epoch", "status",
+                       "drift", "status", "breaks", "errors", "calibrated after"], rows,
                       "verdict"),
            note_html("Proven: the bound holds whenever the stated model holds, and the bench "
                      "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
@@ -480,6 +482,7 @@ def verdict_page(run) -> str | None:
                      "fit. BEYOND PRIOR: the reads contradict the drift prior. Calibrated after: "
                      "the run time at which the live fit's offset width first came within 2× the "
                      "clock's narrowest bracket.")]
+    out += [note_html(n) for n in notes]
     for prior in sorted({p for p, _ in assumed}):
         who = [w for p, w in assumed if p == prior]
         out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
