@@ -60,16 +60,26 @@ class Bench:
 
     def probe(self, plan: ProbePlan) -> list:
         """Probe every device of the rack under `plan`; identities go into the manifest."""
-        progress = Progress(plan.duration_s) if not self.quiet else None
+        from bench.live import LiveBounds
+
+        live = LiveBounds(self.reference.now_ns())
+        progress = Progress(plan.duration_s, live=live) if not self.quiet else None
+
+        def tick(statuses, elapsed_s):
+            live.update(statuses, elapsed_s)
+            if progress:
+                progress(statuses, elapsed_s)
+
         self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
         try:
             self.statuses, stopped = run_devices(
                 list(self.rack.devices), self.reference.now_ns, self.store, plan, self.armed,
-                on_tick=progress, seed=int(self.rack.options.get("seed", 0)))
+                on_tick=tick, seed=int(self.rack.options.get("seed", 0)))
             self.interrupted |= stopped
         finally:
             if progress:
                 progress.close()
+            self.store.update_manifest(calibration=live.record())
         devices = self.store.manifest.get("devices", {})
         for st in self.statuses:
             devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
@@ -193,7 +203,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             store.close()
     if bench.summary and not quiet:
         print(reference_line(store.manifest))
-        print(table(bench.summary))
+        print(table(bench.summary, store.manifest))
     if error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)
     print(f"run folder: {store.path}")

@@ -44,11 +44,13 @@ class ChronyFit:
     used: int                # points kept by the runs test
     dropped: int             # oldest points dropped
     residual_sd_ns: float
+    span_ns: int = 0         # from the first to the last point kept (chrony's "Span")
 
     def as_dict(self) -> dict:
         return {"epoch_ns": self.epoch_ns, "offset_ns": self.offset_ns.as_dict(),
                 "drift_ppm": self.drift_ppm.as_dict(), "used": self.used,
-                "dropped": self.dropped, "residual_sd_ns": self.residual_sd_ns}
+                "dropped": self.dropped, "residual_sd_ns": self.residual_sd_ns,
+                "span_ns": self.span_ns}
 
 
 def _runs(r: np.ndarray) -> int:
@@ -122,4 +124,5 @@ def fit_chrony(s_ns, e_ns, value_ns, resolution_ns, *, epoch_ns=None) -> ChronyF
         epoch_ns=ep,
         offset_ns=Bound(off - t * sb0, off + t * sb0, off),
         drift_ppm=Bound((b1 - t * sb1) * 1e6, (b1 + t * sb1) * 1e6, b1 * 1e6),
-        used=m, dropped=drop, residual_sd_ns=float(np.sqrt((wr * wr).mean())))
+        used=m, dropped=drop, residual_sd_ns=float(np.sqrt((wr * wr).mean())),
+        span_ns=int(mid[-1] - mid[drop]))

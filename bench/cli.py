@@ -31,12 +31,15 @@ def _delegate(module: str, argv: list[str]) -> int:
 
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
-               "compare": "bench.compare", "timeline": "bench.timeline_cli"}
+               "compare": "bench.compare", "timeline": "bench.timeline_cli",
+               "limits": "bench.limits", "trend": "bench.trend"}
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
         "report": "HTML report and print figures of a run folder",
         "compare": "compare two runs (e.g. before and after a firmware update)",
-        "timeline": "one cross-plane timeline of a run, with device log files"}
+        "timeline": "one cross-plane timeline of a run, with device log files",
+        "limits": "judge the rack file's [limits] against a run's bounds (pass/fail/undecided)",
+        "trend": "measures of three or more runs side by side, with a figure"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from bench.units import parse_duration_ns
 
 MEASURES = {"offset": "ns", "drift": "ppm", "jitter": "ns", "bracket": "ns", "resolution": "ns",
             "breaks": "count", "latency": "ns", "errors": "count"}
-DIRECTIONS = ("higher_is_worse", "any")
+DIRECTIONS = ("higher_is_worse", "magnitude", "any")   # magnitude: farther from 0 is worse
 
 
 class ToleranceError(ValueError):

@@ -37,6 +37,12 @@ class Measure:
     basis: str                 # proven | 95% CI of the median | exact
     judgeable: bool = True     # False: reported only, with `note` saying why
     note: str = ""
+    span_s: float | None = None    # the reads' span the bound came from (for "run longer")
+    narrowing: str = ""            # how the bound narrows with span: "1/span", "1/sqrt(span)", ""
+    assumed: bool = False          # the bound sits on an assumption's edge (the drift prior)
+    half_width: float | None = None    # half-width to scale when the bound is clipped by an
+                                       # assumption (None: (hi - lo) / 2)
+    point_informative: bool = True     # False: the bound is the whole prior, the point is noise
 
     @property
     def family(self) -> str:
@@ -50,12 +56,48 @@ def _exact(device, clock, name, unit, x) -> Measure:
     return Measure(device, clock, name, unit, float(x), float(x), float(x), "exact")
 
 
-def _ci(device, clock, name, x, note="", judgeable=True) -> Measure | None:
+def _ci(device, clock, name, x, note="", judgeable=True, span_s=None) -> Measure | None:
     x = np.asarray(x, dtype=np.float64)
     if len(x) == 0:
         return None
     lo, med, hi = median_ci(x)
-    return Measure(device, clock, name, "ns", lo, hi, med, "95% CI of the median", judgeable, note)
+    return Measure(device, clock, name, "ns", lo, hi, med, "95% CI of the median", judgeable, note,
+                   span_s, "1/sqrt(span)")
+
+
+def drift_prior_ppm(run: Run, device: str) -> float:
+    """The drift prior the fit used: the inventory's `drift_prior_ppm`, default 200 ppm."""
+    inv = run.manifest.get("inventory", {}).get("devices", {}).get(device, {})
+    return float(inv.get("drift_prior_ppm", 200.0))
+
+
+def _span_s(sg: dict) -> float | None:
+    if sg.get("end_ns") is None or sg.get("start_ns") is None:
+        return None
+    return max(0.0, (sg["end_ns"] - sg["start_ns"]) / 1e9)
+
+
+def drift_measure(device: str, clock: str, sg: dict, prior_ppm: float) -> Measure:
+    """A segment's drift bound; when it rests on the prior's edge its width says little about
+    how it narrows, so the half-width to scale is the unclipped side's (one edge on the prior) or
+    twice the offset width over the span (both edges)."""
+    d, span = sg["drift_ppm"], _span_s(sg)
+    at_lo = abs(d["lo"] + prior_ppm) <= 0.01 * prior_ppm
+    at_hi = abs(d["hi"] - prior_ppm) <= 0.01 * prior_ppm
+    half = None
+    if at_lo and at_hi:
+        o = sg["offset_ns"]
+        half = 2 * (o["hi"] - o["lo"]) / (span * 1e9) * 1e6 if span else None
+    elif at_hi:
+        half = d["point"] - d["lo"]
+    elif at_lo:
+        half = d["hi"] - d["point"]
+    status = sg.get("drift_status")
+    assumed = status == "assumed" if status else (at_lo or at_hi)
+    return Measure(device, clock, "drift", "ppm", d["lo"], d["hi"], d["point"], "proven",
+                   note=f"rests on the ±{prior_ppm:g} ppm drift prior" if assumed else "",
+                   span_s=span, narrowing="1/span", assumed=assumed, half_width=half,
+                   point_informative=not (at_lo and at_hi))
 
 
 def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
@@ -64,22 +106,23 @@ def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
         return []
     last = segs[-1]
     longest = max(segs, key=lambda sg: sg.get("reads", 0))
-    o, d = last["offset_ns"], longest["drift_ppm"]
+    o = last["offset_ns"]
     counter = bool(c.get("counter"))
     out = [Measure(device, clock, "offset", "ns", o["lo"], o["hi"], o["point"], "proven",
                    not counter, "a counter's offset is its zero instant: moves with every reboot"
-                   if counter else ""),
-           Measure(device, clock, "drift", "ppm", d["lo"], d["hi"], d["point"], "proven"),
+                   if counter else "", _span_s(last)),
+           drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
            _exact(device, clock, "resolution", "ns", c.get("resolution_ns")
                   or longest.get("resolution_ns") or 0),
            _exact(device, clock, "breaks", "count", len(c.get("breaks", [])))]
     s, e, v, q = run.clock_reads(device, clock)
     r = segment_residuals(s, e, v, q, longest)
     if len(r):
-        out.append(_ci(device, clock, "bracket", r.bracket))
+        span = _span_s(longest)
+        out.append(_ci(device, clock, "bracket", r.bracket, span_s=span))
         out.append(_ci(device, clock, "jitter", np.abs(r.mid), judgeable=not r.coarse,
                        note=f"coarse clock (resolution {r.resolution_ns / 1e9:g} s): the residual "
-                            f"is the tick, not noise" if r.coarse else ""))
+                            f"is the tick, not noise" if r.coarse else "", span_s=span))
     return [m for m in out if m is not None]
 
 

@@ -4,18 +4,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from bench.compare import Comparison, Row
-from bench.units import fmt_ns, fmt_ppm
-
-
-def fmt(x: float | None, unit: str) -> str:
-    if x is None:
-        return "—"
-    if unit == "ns":
-        return fmt_ns(x)
-    if unit == "ppm":
-        return fmt_ppm(x)
-    return f"{x:g}"
+from bench.compare import Comparison, Row, fmt_span, fmt_value as fmt
 
 
 def bounds(m, unit: str) -> str:
@@ -27,22 +16,35 @@ def bounds(m, unit: str) -> str:
 
 
 def change(r: Row) -> str:
+    """The change of the point values, and the interval the bounds prove it lies in."""
     c = r.change
     if c is None:
         return "—"
-    return ("+" if c > 0 else "") + fmt(c, r.unit)
+    b, k = r.baseline, r.candidate
+    if b.lo == b.hi and k.lo == k.hi:
+        return fmt(c, r.unit, True)
+    return (f"{fmt(c, r.unit, True)} [{fmt(k.lo - b.hi, r.unit, True)}, "
+            f"{fmt(k.hi - b.lo, r.unit, True)}]")
+
+
+def verdict_cell(r: Row) -> str:
+    v = r.verdict.upper() if r.failed or r.verdict == "inconclusive" else r.verdict
+    if r.decide_s is not None:
+        v += f": run {fmt_span(r.decide_s)}"
+    return v
 
 
 def row_cells(r: Row) -> list[str]:
-    basis = (r.baseline or r.candidate).basis if (r.baseline or r.candidate) else ""
+    m = r.baseline or r.candidate
+    basis = (m.basis + (" (assumed: prior)" if any(x is not None and x.assumed for x in
+                                                   (r.baseline, r.candidate)) else "")) if m else ""
     return [r.device, r.clock or "—", r.measure, basis, bounds(r.baseline, r.unit),
             bounds(r.candidate, r.unit), change(r),
-            "—" if r.tolerance is None else fmt(r.tolerance, r.unit), r.verdict.upper()
-            if r.failed else r.verdict]
+            "—" if r.tolerance is None else "±" + fmt(r.tolerance, r.unit), verdict_cell(r)]
 
 
-HEAD = ["device", "clock", "measure", "bounds", "baseline", "candidate", "change", "tolerance",
-        "verdict"]
+HEAD = ["device", "clock", "measure", "bounds", "baseline", "candidate", "change [proven]",
+        "tolerance", "verdict"]
 
 
 def _table(head, rows) -> list[str]:
@@ -52,13 +54,26 @@ def _table(head, rows) -> list[str]:
     return [f.format(*head), f.format(*("-" * w for w in widths))] + [f.format(*x) for x in rows]
 
 
+def _name(r: Row) -> str:
+    return f"{r.device} {r.clock + ' ' if r.clock else ''}{r.measure}"
+
+
 def verdict_line(cmp: Comparison) -> str:
-    fails = cmp.failures
-    if not fails:
-        return "PASS: no measure regressed beyond its tolerance"
-    what = "; ".join(f"{r.device} {r.clock + ' ' if r.clock else ''}{r.measure} {r.verdict}"
-                     for r in fails)
-    return f"FAIL: {len(fails)} regression(s): {what}"
+    fails, unsure = cmp.failures, cmp.inconclusive
+    if fails:
+        what = "; ".join(f"{_name(r)} {r.verdict}" for r in fails[:6]) + (
+            f" and {len(fails) - 6} more" if len(fails) > 6 else "")
+        line = f"FAIL: {len(fails)} regression(s): {what}"
+        return line + (f" ({len(unsure)} more inconclusive)" if unsure else "")
+    if unsure:
+        spans = [r.decide_s for r in unsure if r.decide_s is not None]
+        what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
+        return (f"INCONCLUSIVE: no regression proven, but {len(unsure)} measure(s) cannot be "
+                f"decided at their tolerance ({what})"
+                + (f"; runs of {fmt_span(max(spans))} each would decide "
+                   f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
+                   if spans else ""))
+    return "PASS: every judged measure is proven unchanged or better within its tolerance"
 
 
 def _identity_lines(cmp: Comparison) -> list[str]:
@@ -74,11 +89,23 @@ def terminal(cmp: Comparison, show_all: bool = False) -> str:
              f"tolerances: {cmp.tolerances}", ""]
     lines += _identity_lines(cmp)
     lines += [f"note: {n}" for n in cmp.notes]
+    empty = [label for run, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))
+             if not run.summary.get("devices")]
+    if empty and not show_all:
+        lost = sum(r.verdict == "lost" for r in cmp.rows)
+        lines += ["", f"nothing to compare: the {' and the '.join(empty)} "
+                      f"{'has' if len(empty) == 1 else 'have'} no measures"
+                      + (f"; all {lost} measure(s) of the baseline are lost (--all lists them)"
+                         if lost else ""), "", verdict_line(cmp)]
+        return "\n".join(lines)
     rows = [r for r in cmp.rows if show_all or r.verdict != "not compared"]
     hidden = len(cmp.rows) - len(rows)
     lines += [""] + _table(HEAD, [row_cells(r) for r in rows])
     if hidden:
         lines.append(f"({hidden} measure(s) reported but not compared; --all shows them)")
+    for r in cmp.rows:
+        if r.verdict == "inconclusive" or r.failed:
+            lines.append(f"  {_name(r)}: {r.verdict}: {r.reason}")
     lines += ["", verdict_line(cmp)]
     return "\n".join(lines)
 
@@ -109,14 +136,16 @@ def as_dict(cmp: Comparison) -> dict:
                                        "basis": x.basis, "note": x.note}
 
     return {"baseline": str(cmp.baseline.path), "candidate": str(cmp.candidate.path),
-            "tolerances": cmp.tolerances, "status": "fail" if cmp.failures else "pass",
+            "tolerances": cmp.tolerances,
+            "status": "fail" if cmp.failures else "inconclusive" if cmp.inconclusive else "pass",
             "identity_changes": [{"device": d, "what": w, "baseline": b, "candidate": a}
                                  for d, w, b, a in cmp.identity_changes],
             "notes": list(cmp.notes),
             "measures": [{"device": r.device, "clock": r.clock, "measure": r.measure,
                           "unit": r.unit, "baseline": m(r.baseline), "candidate": m(r.candidate),
                           "change": r.change, "tolerance": r.tolerance, "verdict": r.verdict,
-                          "reason": r.reason, "failed": r.failed} for r in cmp.rows]}
+                          "reason": r.reason, "failed": r.failed, "decide_run_s": r.decide_s}
+                         for r in cmp.rows]}
 
 
 def to_json(cmp: Comparison) -> str:
@@ -127,7 +156,8 @@ def junit(cmp: Comparison) -> str:
     """One testcase per device × measure; regressions are failures, unjudged ones skipped."""
     suite = ET.Element("testsuite", name="rackclock compare", tests=str(len(cmp.rows)),
                        failures=str(len(cmp.failures)),
-                       skipped=str(sum(r.verdict == "not compared" for r in cmp.rows)), errors="0")
+                       skipped=str(sum(r.verdict in ("not compared", "inconclusive")
+                                       for r in cmp.rows)), errors="0")
     props = ET.SubElement(suite, "properties")
     for k, v in (("baseline", cmp.baseline.path), ("candidate", cmp.candidate.path),
                  ("tolerances", cmp.tolerances)):
@@ -139,13 +169,13 @@ def junit(cmp: Comparison) -> str:
                            name=f"{r.clock + '.' if r.clock else ''}{r.measure}", time="0")
         cells = dict(zip(HEAD, row_cells(r)))
         text = (f"baseline {cells['baseline']}; candidate {cells['candidate']}; change "
-                f"{cells['change']}; tolerance {cells['tolerance']}; {r.reason}")
+                f"{cells['change [proven]']}; tolerance {cells['tolerance']}; {r.reason}")
         if r.failed:
             f = ET.SubElement(tc, "failure", message=f"{r.device} {r.measure} {r.verdict}",
                               type=r.verdict)
             f.text = text
-        elif r.verdict == "not compared":
-            ET.SubElement(tc, "skipped", message=r.reason)
+        elif r.verdict in ("not compared", "inconclusive"):
+            ET.SubElement(tc, "skipped", message=f"{r.verdict}: {r.reason}")
         else:
             ET.SubElement(tc, "system-out").text = f"{r.verdict}: {text}"
     ET.indent(suite)

@@ -12,20 +12,22 @@ class Progress:
     """Callable given to the runner: redraws twice a second on a terminal, one line per device
     every 10 s elsewhere (CI logs)."""
 
-    def __init__(self, duration_s: float, stream=sys.stderr):
+    def __init__(self, duration_s: float, stream=None, live=None):
         self.duration = duration_s
-        self.stream = stream
-        self.tty = stream.isatty()
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.bars = None
         self._last_plain = 0.0
+        self._final_done = False
+        self.live = live                  # bench.live.LiveBounds: each clock's offset width
 
-    @staticmethod
-    def line(st) -> str:
+    def line(self, st) -> str:
         br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
         err = f" last error: {st.last_error}" if st.last_error else ""
+        bounds = self.live.text(st) if self.live is not None else ""
         return (f"{st.name:<12} {st.plane:<8} {st.state:<12} reads {st.reads:>5}  "
                 f"bracket {br:>9}  stimuli {st.stimuli:>2}  events {st.events:>3}  "
-                f"errors {st.errors:>3}{err}")[:160]
+                f"errors {st.errors:>3}" + (f"  | {bounds}" if bounds else "") + err)[:220]
 
     def __call__(self, statuses, elapsed_s: float) -> None:
         if self.tty:
@@ -40,8 +42,11 @@ class Progress:
             self.bars[0].refresh()
             for bar, st in zip(self.bars[1:], statuses):
                 bar.set_description_str(self.line(st))
-        elif time.monotonic() - self._last_plain >= 10 or all(
-                s.state in ("done", "failed", "hung", "stopped") for s in statuses):
+        else:
+            final = all(s.state in ("done", "failed", "hung", "stopped") for s in statuses)
+            if self._final_done or not (final or time.monotonic() - self._last_plain >= 10):
+                return
+            self._final_done = final       # the closing block once, however often it is asked
             self._last_plain = time.monotonic()
             print(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s", file=self.stream)
             for st in statuses:
@@ -66,10 +71,14 @@ def offset_cell(o: dict, counter: bool) -> str:
     return f"{fmt_interval_ns(o['lo'], o['hi'])} (width {fmt_ns(width)})"
 
 
-def table(summary: dict) -> str:
-    """The closing table: one row per device clock, its last segment's bounds."""
+def table(summary: dict, manifest: dict | None = None) -> str:
+    """The closing table: one row per device clock, its last segment's bounds; then the stimulus
+    latencies and (when the rack file has [limits] and `manifest` is given) the limit checks."""
     head = ["device", "plane", "clock", "reads", "offset (proven)", "drift (proven)",
             "bracket p50", "breaks", "errors", "truth"]
+    from bench.live import calibrated_cell
+    if manifest and manifest.get("calibration"):
+        head.append("calibrated after")
     rows, notes = [], []
     for name, d in summary.get("devices", {}).items():
         for part in d.get("no_clock", []):
@@ -82,7 +91,7 @@ def table(summary: dict) -> str:
             if not segs:
                 rows.append([name, d.get("plane", ""), clock, str(c.get("reads", 0)),
                              c.get("note", "no clock" if clock == "—" else "no fit"),
-                             "", "", "", errs, ""])
+                             "", "", "", errs, ""] + [""] * (len(head) - 10))
                 continue
             s = segs[-1]
             counter = c.get("counter", False)
@@ -102,6 +111,8 @@ def table(summary: dict) -> str:
                          str(len(c.get("breaks", []))) + (f" +{len(c['wraps'])} wrap"
                                                           if c.get("wraps") else ""),
                          errs, truth])
+            if len(head) > len(rows[-1]):
+                rows[-1].append(calibrated_cell(manifest, name, clock))
             if c.get("zone_note"):
                 notes.append(f"{name} {clock}: {c['zone_note']}")
             if c.get("resolution_note"):
@@ -112,7 +123,12 @@ def table(summary: dict) -> str:
     lines += [fmt.format(*r).rstrip() for r in rows]
     lines += [f"note: {n}" for n in notes]
     lat = latency_table(summary)
-    return "\n".join(lines) + ("\n\n" + lat if lat else "")
+    out = "\n".join(lines) + ("\n\n" + lat if lat else "")
+    if manifest:
+        from bench.limits import check_run, text_table
+        lim = text_table(check_run(summary, manifest))
+        out += "\n\n" + lim if lim else ""
+    return out
 
 
 def latency_table(summary: dict) -> str:

@@ -67,6 +67,7 @@ class RackConfig:
     devices: tuple[DeviceConfig, ...] = ()
     options: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))   # [rack] keys beyond these
     source: str | None = None
+    limits: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))    # [limits] (bench.limits)
 
     def device(self, name: str) -> DeviceConfig:
         for d in self.devices:
@@ -77,7 +78,8 @@ class RackConfig:
     def public(self) -> dict:
         return {"name": self.name, "reference": self.reference, "simulated": self.simulated,
                 **{k: v for k, v in self.options.items()},
-                "devices": {d.name: d.public() for d in self.devices}}
+                "devices": {d.name: d.public() for d in self.devices},
+                **({"limits": dict(self.limits)} if self.limits else {})}
 
 
 def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
@@ -111,8 +113,17 @@ def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackCo
         name=str(rack.pop("name", "rack")), reference=str(rack.pop("reference", "realtime")),
         simulated=bool(rack.pop("simulated", False)),
         devices=tuple(device_from_table(n, t) for n, t in devices.items()),
-        options=_frozen(rack), source=source,
+        options=_frozen(rack), source=source, limits=_limits(data.get("limits")),
     )
+
+
+# -- [limits] (issue 19): judged by bench.limits; kept apart from the device keys above ----------
+def _limits(table: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    from bench.limits import LimitError, limits_from_dict
+    try:
+        return _frozen(limits_from_dict(table))
+    except LimitError as exc:
+        raise InventoryError(str(exc)) from None
 
 
 def load_rack(path: str | Path) -> RackConfig:

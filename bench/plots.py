@@ -35,27 +35,68 @@ def _segment_index(segs: list[dict], t: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(segs) - 1)
 
 
+def _iso(ns: float) -> str:
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def offset_title(device: str, clock: str, c: dict) -> str:
+    """'bmc-2 · datetime: offset -3641.27 s, drift +38 ppm' (a counter: its zero instant)."""
+    from bench.units import fmt_ns, fmt_ppm
+    segs = c.get("segments", [])
+    ref = segs[-1]
+    o = ref["offset_ns"]["point"]
+    what = (f"zero at {_iso(-o)}" if c.get("counter") else f"offset {fmt_ns(o, 6)} at epoch")
+    return (f"{device} · {clock}: {what}, drift {fmt_ppm(ref['drift_ppm']['point'])}"
+            + (f", {len(segs)} segments" if len(segs) > 1 else ""))
+
+
+def break_label(br: dict, counter: bool) -> str:
+    """'step -750 ms', 'reboot (counter restarted)' -- never a raw 10-digit number."""
+    from bench.units import fmt_ns
+    size = (br.get("size_ns") or {}).get("point")
+    if br.get("kind") == "reboot" or size is None:
+        return br.get("kind", "break") + (" (counter restarted)" if counter else "")
+    return f"{br['kind']} {'+' if size > 0 else ''}{fmt_ns(size)}"
+
+
 def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
-    """Offset minus each segment's own fitted line, in ms, against run time in s: the proven
-    band, every read's own interval, breaks, and (simulated racks) the truth."""
+    """Offset minus each segment's own fitted line against run time in s: the proven band,
+    every read's own interval (omitted where a coarse tick makes each wider than the plot),
+    breaks and counter wraps, and (simulated racks) the truth."""
+    from bench.figures import unit_for
+
     segs = c.get("segments", [])
     t_start = run.manifest.get("started_ns") or segs[0]["start_ns"]
     lines = _segment_lines(segs)
+    counter = bool(c.get("counter"))
+    widths = []
+    for k, sg in enumerate(segs):
+        b = sg.get("band")
+        if b:
+            t = np.asarray(b["t_ns"], dtype=np.int64)
+            widths.append(float(np.max(np.asarray(b["hi"]) - np.asarray(b["lo"]))))
+    span = max(widths) if widths else 1e6
+    sc, unit = unit_for([3 * span])
 
     def resid(t, y):
         t = np.asarray(t, dtype=np.int64)
         k = _segment_index(segs, t)
         base = np.array([lines[j](ti) for j, ti in zip(k, t)], dtype=float)
-        return (np.asarray(y, dtype=float) - base) / 1e6
+        return (np.asarray(y, dtype=float) - base) / sc
 
     fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=150)
     colour = plane_colour(plane)
     s, e, v, q = run.clock_reads(device, clock)
     if len(s):
         mid = (s + e) // 2
-        ax.vlines((mid - t_start) / 1e9, resid(mid, v - e), resid(mid, v + q - s), color="0.75",
-                  lw=0.6, label="reads (each one's interval)")
-    widths = []
+        lo, hi = resid(mid, v - e), resid(mid, v + q - s)
+        if np.median(hi - lo) <= 3 * 6 * span / sc:
+            ax.vlines((mid - t_start) / 1e9, lo, hi, color="0.75", lw=0.6,
+                      label="reads (each one's interval)")
+        else:
+            ax.plot([], [], " ", label=f"reads not drawn: each spans its {fmt_tick(q)} tick, "
+                                       f"wider than the plot")
     for k, sg in enumerate(segs):
         b = sg.get("band")
         if not b:
@@ -63,37 +104,45 @@ def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
         t = np.asarray(b["t_ns"], dtype=np.int64)
         base = lines[k](t)
         blo, bhi = np.asarray(b["lo"]) - base, np.asarray(b["hi"]) - base
-        widths.append(float(np.max(bhi - blo)))
-        ax.fill_between((t - t_start) / 1e9, blo / 1e6, bhi / 1e6, color=colour, alpha=0.35,
+        ax.fill_between((t - t_start) / 1e9, blo / sc, bhi / sc, color=colour, alpha=0.35,
                         lw=0, label="proven band" if k == 0 else None)
     for br in c.get("breaks", []):
         a, b2 = (br["after_ns"] - t_start) / 1e9, (br["before_ns"] - t_start) / 1e9
         ax.axvspan(a, b2, color="k", alpha=0.15)
-        size = br.get("size_ns") or {}
-        what = f" {size['point'] / 1e6:+.1f} ms" if size.get("point") is not None else ""
         ax.axvline((a + b2) / 2, color="k", ls="--", lw=0.8,
-                   label=f"break ({br['kind']}{what})" if br is c["breaks"][0] else None)
+                   label=f"break ({break_label(br, counter)})" if br is c["breaks"][0] else None)
+    for i, w in enumerate(c.get("wraps", [])):
+        ax.axvline(((w["after_ns"] + w["before_ns"]) / 2 - t_start) / 1e9, color="0.3", ls=":",
+                   lw=1.0, label="counter wrap (unwrapped)" if i == 0 else None)
     truth = (run.truth or {}).get("devices", {}).get(device, {}).get("clocks", {}).get(clock)
-    if truth and not c.get("counter"):
+    if truth:
+        modulus = next((int(m.get("modulus_ns") or 0) for m in run.manifest.get(
+            "devices", {}).get(device, {}).get("clocks", []) or [] if m.get("name") == clock), 0)
         tt = np.asarray(truth["t_ns"], dtype=np.int64)
         to = np.asarray(truth["offset_ns"], dtype=np.float64)
         for k, sg in enumerate(segs):      # truth inside each segment, against its own line
             keep = (tt >= sg["start_ns"]) & (tt <= sg["end_ns"])
             if keep.any():
-                ax.plot((tt[keep] - t_start) / 1e9, (to[keep] - lines[k](tt[keep])) / 1e6,
-                        color="k", lw=1, label="truth (simulated)" if k == 0 else None)
-    span = max(widths) if widths else 1e6
-    ax.set_ylim(-3 * span / 1e6, 3 * span / 1e6)
+                d = to[keep] - lines[k](tt[keep])
+                if modulus:
+                    d -= np.round(d / modulus) * modulus
+                ax.plot((tt[keep] - t_start) / 1e9, d / sc, color="k", lw=1,
+                        label="truth (simulated)" if k == 0 else None)
+    ax.set_ylim(-3 * span / sc, 3 * span / sc)
     ax.set_xlabel("run time (s)")
-    ax.set_ylabel("offset − segment fit (ms)")
-    ref = segs[-1]
-    ax.set_title(f"{device} · {clock}: offset {ref['offset_ns']['point'] / 1e9:+.6f} s at epoch, "
-                 f"drift {ref['drift_ppm']['point']:+.2f} ppm"
-                 + (f", {len(segs)} segments" if len(segs) > 1 else ""), fontsize=9)
+    ax.set_ylabel(f"offset − segment fit ({unit})")
+    ax.set_title(offset_title(device, clock, c), fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+              frameon=False)         # below the axes: never over the data
     fig.tight_layout()
     return fig
+
+
+def fmt_tick(q) -> str:
+    from bench.units import fmt_ns
+    q = np.asarray(q)
+    return fmt_ns(float(np.median(q))) if q.size else "—"
 
 
 def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:

@@ -15,16 +15,18 @@ from bench.report_sections import SECTIONS, ReportRun, esc, note_html
 from bench.rundata import load_run
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60em;margin:2em auto;
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72em;margin:2em auto;
      padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;border-bottom:1px solid #ccc;
      margin-top:1.8em} h3{font-size:1em}
 table{border-collapse:collapse;margin:.6em 0;font-size:12px}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} table.kv thead{display:none}
-figure{display:inline-block;margin:.6em 1em .6em 0;max-width:3.6in;vertical-align:top}
-figure img{width:3.5in;height:auto} figcaption{font-size:11px;color:#444}
-.files{color:#888} .note{font-size:12px;color:#555} .error{color:#a00}
+figure{display:inline-block;margin:.6em 1em .6em 0;max-width:100%;vertical-align:top}
+figure img{max-width:100%;height:auto} figcaption{font-size:11px;color:#444}
+table.verdict td{white-space:nowrap}
+table.verdict td:nth-child(5),table.verdict td:nth-child(7){font-weight:600}
+.files{color:#888} .note{font-size:12px;color:#555;max-width:60em} .error{color:#a00}
 @media print{body{max-width:none;margin:0} h2{break-after:avoid} figure{break-inside:avoid}}
 """
 

@@ -20,6 +20,7 @@ from bench.residuals import regular_series, segment_residuals
 from bench.rundata import Run
 from bench.display import offset_cell
 from bench.units import fmt_ns, fmt_ppm
+from bench.verdict import segment_status
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class ReportRun(Run):
 
     formats: tuple = ("png", "svg", "pdf")
     written: list = field(default_factory=list, compare=False)
+    figure_texts: dict = field(default_factory=dict, compare=False)   # stem -> texts shown
 
 
 def esc(x) -> str:
@@ -47,12 +49,18 @@ def note_html(text: str) -> str:
 def figure_html(run, fig, stem: str, caption: str) -> str:
     """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded with its caption."""
     formats = getattr(run, "formats", ("png",))
+    shown = getattr(run, "figure_texts", None)
+    if shown is not None:
+        shown[stem] = figures.texts(fig)
     paths, png = figures.save(fig, run.path / "plots", stem, formats)
     written = getattr(run, "written", None)
     if written is not None:
         written.extend(paths)
     files = ", ".join(p.name for p in paths)
-    return (f'<figure><img src="{figures.data_uri(png)}" alt="{esc(stem)}">'
+    w, h = figures.png_size(png)
+    css_w = round(w / figures.DPI * 96)         # the figure's printed size, in CSS pixels
+    return (f'<figure style="width:{css_w}px"><img src="{figures.data_uri(png)}" '
+            f'alt="{esc(stem)}" width="{css_w}" height="{round(h / figures.DPI * 96)}">'
             f'<figcaption>{esc(caption)} <span class="files">(plots/{esc(files)})</span>'
             f'</figcaption></figure>')
 
@@ -124,6 +132,23 @@ def identities(run) -> str:
     return "".join(out)
 
 
+def _break_size(b: dict, sz: dict) -> str:
+    """A step's proven size; a restart's as how far the zero moved, in days or hours."""
+    if not sz:
+        return "—"
+    if b.get("kind") == "reboot" or abs(sz.get("point", 0)) >= 600e9:
+        from bench.compare import fmt_span
+        p = sz.get("point", (sz["lo"] + sz["hi"]) / 2)
+        return (f"restart: zero moved {fmt_span(abs(p) / 1e9)} "
+                f"{'later' if p < 0 else 'earlier'} (±{fmt_ns((sz['hi'] - sz['lo']) / 2)})")
+    return f"[{fmt_ns(sz.get('lo'))}, {fmt_ns(sz.get('hi'))}]"
+
+
+def prior_of(run, device: str) -> float:
+    from bench.verdict import DEFAULT_PRIOR_PPM, device_inventory
+    return float(device_inventory(run.manifest, device).get("drift_prior_ppm", DEFAULT_PRIOR_PPM))
+
+
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
@@ -133,10 +158,12 @@ def clocks(run) -> str | None:
             t = sg.get("truth")
             truth = "" if not t else ("inside" if t.get("offset_in") and t.get("drift_in", True)
                                       else "OUTSIDE")
+            _, drift_status = segment_status(sg, prior_of(run, device))
             rows.append([device, clock, k + 1, sg["reads"], iso(sg["epoch_ns"]),
                          offset_cell(o, bool(c.get("counter"))).split(" (width")[0],
                          fmt_ns(o["hi"] - o["lo"]),
-                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]",
+                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]"
+                         + ("" if drift_status == "proven" else f" ({drift_status})"),
                          fmt_ns(sg.get("resolution_ns") or c.get("resolution_ns")),
                          fmt_ns(sg["bracket_ns"]["median"]), fmt_ns(sg["jitter_ns"].get("std")),
                          truth])
@@ -146,16 +173,17 @@ def clocks(run) -> str | None:
         for b in c.get("breaks", []):
             sz = b.get("size_ns") or {}
             brk.append([device, clock, b["kind"], iso(b["after_ns"]), iso(b["before_ns"]),
-                        f"[{fmt_ns(sz.get('lo'))}, {fmt_ns(sz.get('hi'))}]" if sz else "—"])
+                        _break_size(b, sz)])
     if not rows:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
            table_html(["device", "clock", "seg", "reads", "epoch", "offset (proven)", "width",
-                       "drift (proven)", "resolution", "bracket p50", "residual std", "truth"],
+                       "drift", "resolution", "bracket p50", "residual std", "truth"],
                       rows),
            note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
                      "as the instant of its zero. Residual std is of interval midpoints "
-                     "against the point fit: for a coarse clock it is the tick, not the noise.")]
+                     "against the point fit: for a coarse clock it is the tick, not the noise. "
+                     "Drift is proven unless marked assumed: on the drift prior's edge.")]
     out += [note_html(n) for n in notes]
     if brk:
         out.append("<h3>Breaks</h3>" + table_html(
@@ -190,10 +218,11 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
     cap = (f"{device} · {clock}: residuals of the reads of its longest segment against the "
            f"point fit, and the widths of their brackets.")
     if r.coarse:
-        cap += (f" The resolution ({fmt_ns(r.resolution_ns)}) is over "
-                f"{r.resolution_ns / np.median(r.bracket):.3g}× the median bracket: the "
-                f"residual shows where the reads fell within the tick, not clock noise; "
-                f"the bracket widths are what the bench itself contributes.")
+        cap = (f"{device} · {clock}: the resolution ({fmt_ns(r.resolution_ns)}) is over "
+               f"{r.resolution_ns / np.median(r.bracket):.3g}× the median bracket, so a read's "
+               f"residual is the tick, not clock noise: above, how close each read's tick edge "
+               f"came to the fit (the reads that narrow the bound); below, the bracket widths, "
+               f"what the bench itself contributes.")
     return figures.residual_figure(r, device, clock, plane), cap
 
 
@@ -213,23 +242,27 @@ def jitter(run) -> str | None:
 
 
 def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
-    """(figure, caption) of ADEV/TDEV/MTIE for one clock, or (None, why not)."""
+    """(figure, caption) of ADEV/MDEV with error bars and TDEV/MTIE for one clock, or
+    (None, why not)."""
     from bench import stability as stab
 
     r = _residuals(run, device, clock, c)
     ser = regular_series(r.t_ns, r.mid)
     if not ser.ok:
-        return None, f"{device} · {clock}: no ADEV/TDEV/MTIE: {ser.note}."
+        return None, f"{device} · {clock}: no ADEV/MDEV/TDEV/MTIE: {ser.note}."
     rate = 1.0 / ser.interval_s
     phase_s = (ser.x - ser.x[0]) * 1e-9
-    curves = {"adev": stab.deviation("adev", phase_s, rate)}
-    t, d = stab.deviation("tdev", phase_s, rate)
-    curves["tdev"] = (t, d * 1e9)
-    curves["mtie"] = stab.mtie(ser.x, rate)
+    taus = stab.log_taus(len(ser.x), rate)
+    curves = {k: stab.deviation_with_errors(k, phase_s, rate, taus=taus)
+              for k in ("adev", "mdev")}
+    t, d, err = stab.deviation_with_errors("tdev", phase_s, rate, taus=taus)
+    curves["tdev"] = (t, d * 1e9, err * 1e9)
+    curves["mtie"] = stab.mtie(ser.x, rate, taus)
     floor = r.resolution_ns / math.sqrt(12) if r.coarse else None
-    cap = (f"{device} · {clock}: ADEV, TDEV and MTIE of the residual offset (interval "
-           f"midpoints minus the point fit, averaged into {len(ser.x)} bins of "
-           f"{ser.interval_s:g} s).")
+    cap = (f"{device} · {clock}: ADEV and MDEV (fractional frequency) and TDEV and MTIE (time) "
+           f"of the residual offset (interval midpoints minus the point fit, averaged into "
+           f"{len(ser.x)} bins of {ser.interval_s:g} s). Error bars: ±dev/√N, N the terms "
+           f"averaged at each τ (allantools); MTIE is a maximum, without one.")
     if floor:
         cap += (f" Coarse clock: with a {fmt_ns(r.resolution_ns)} tick the curves are "
                 f"dominated by quantization (dotted: what the tick alone gives); they bound "
@@ -238,16 +271,18 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 
 
 def stability(run) -> str | None:
-    return per_clock(run, "Stability (ADEV, TDEV, MTIE)", "stability", stability_figure_of)
+    return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
+                     stability_figure_of)
 
 
 def _b(x: dict | None) -> str:
     return f"[{fmt_ns(x['lo'])}, {fmt_ns(x['hi'])}]" if x else "—"
 
 
-def latency_rows(run) -> tuple[list[list], list[dict]]:
-    """(table rows per device and stimulus, one entry per stimulus event for the figure)."""
-    rows, events = [], []
+def latency_rows(run) -> tuple[list[list], list[dict], list[str]]:
+    """(table rows per device and stimulus, one series per device and stimulus type for the
+    distribution figure, the types with no bounded event)."""
+    rows, series, empty = [], [], []
     for device, d in sorted(run.summary.get("devices", {}).items()):
         for stim, L in sorted((d.get("latency") or {}).items()):
             evs = L.get("events", [])
@@ -256,15 +291,23 @@ def latency_rows(run) -> tuple[list[list], list[dict]]:
                          (L.get("logged_ns") or L.get("observed_ns") or {}).get("n", 0),
                          fmt_ns(float(np.median(br))) if br else "—", _b(L.get("logged_ns")),
                          _b(L.get("observed_ns"))])
-            for k, e in enumerate(evs):
-                events.append({"label": f"{device} {stim} #{k + 1}", "plane": d.get("plane", ""),
-                               "logged": e.get("logged_ns"), "observed": e.get("observed_ns")})
-    return rows, events
+            logged = [(e["logged_ns"]["lo"], e["logged_ns"]["hi"]) for e in evs
+                      if e.get("logged_ns")]
+            seen = [(e["observed_ns"]["lo"], e["observed_ns"]["hi"]) for e in evs
+                    if e.get("observed_ns")]
+            if logged or seen:
+                series.append({"label": f"{device} {stim}", "plane": d.get("plane", ""),
+                               "bounds": logged or seen,
+                               "basis": "device stamps" if logged else
+                               "first fetch that saw it"})
+            else:
+                empty.append(f"{device} {stim}")
+    return rows, series, empty
 
 
 def latency(run) -> str | None:
     """Stimulus brackets and log latencies (summary.json's per-device `latency`)."""
-    rows, events = latency_rows(run)
+    rows, series, empty = latency_rows(run)
     if not rows:
         return None
     out = ["<h2>Stimuli and log latency</h2>",
@@ -273,11 +316,42 @@ def latency(run) -> str | None:
            note_html("Logged latency: from the stimulus bracket to the device's own log stamp "
                      "mapped through the calibrated clock (widened by the stamp's resolution). "
                      "Observed: to the bracket of the first log fetch that saw the entry.")]
-    if any(e["logged"] or e["observed"] for e in events):
-        out.append(figure_html(run, figures.latency_figure(events), "latency",
-                               "Log latency of each stimulus event: thick, proven from the "
-                               "device's stamp; thin, from the first fetch that saw it."))
+    if series:
+        out.append(figure_html(
+            run, figures.latency_figure(series), "latency",
+            "Log latency per device and stimulus type as a distribution: histogram of the "
+            "events' bound midpoints (shaded: the range every bound allows) and the empirical "
+            "CDF of the bounds' lower (solid) and upper (dashed) ends; the events' true CDF "
+            "lies between the two." + (f" No event bounded for: {', '.join(empty)}."
+                                       if empty else "")))
     return "".join(out)
+
+
+def reference_health(run) -> str | None:
+    """The reference's health over the run (RUN/reference.csv)."""
+    import csv
+
+    p = run.path / "reference.csv"
+    if not p.exists():
+        return None
+    with open(p, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("t_ns")]
+    if len(rows) < 2:
+        return None
+    t0 = run.manifest.get("started_ns") or int(rows[0]["t_ns"])
+    t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
+    u = [float(r.get("uncertainty_ns") or 0) for r in rows]
+    offs = [r.get("offset_from_master_ns") for r in rows]
+    off = [float(x) if x not in ("", None) else np.nan for x in offs] \
+        if any(x not in ("", None) for x in offs) else None
+    grades = [r.get("grade", "") for r in rows]
+    basis = rows[-1].get("basis", "")
+    cap = (f"{len(rows)} snapshots of the reference ({basis}): the error bound added to every "
+           f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
+           + (" A simulated rack's reference is exact by construction: the bound is zero."
+              if basis == "simulated" else ""))
+    return ("<h2>Reference over the run</h2>"
+            + figure_html(run, figures.reference_figure(t, u, grades, off), "reference", cap))
 
 
 def timeline(run) -> str | None:
@@ -300,4 +374,151 @@ def timeline(run) -> str | None:
             + timeline_html(rows, int(t0)))
 
 
-SECTIONS = [overview, identities, clocks, offsets, jitter, stability, latency, timeline]
+def chrony_columns(run) -> str | None:
+    """chrony's `sourcestats` columns (NP, span, frequency, skew, offset, std dev) from a
+    chrony-style regression over each clock's last segment, beside the proven bounds: the
+    statistics an NTP engineer reads, labelled as what they are."""
+    from bench.chrony_style import fit_chrony
+
+    rows = []
+    for device, plane, clock, c in clock_items(run):
+        sg = c["segments"][-1]
+        s, e, v, q = run.clock_reads(device, clock)
+        keep = (s >= sg["start_ns"]) & (e <= sg["end_ns"])
+        f = fit_chrony(s[keep], e[keep], v[keep], sg.get("resolution_ns") or c.get(
+            "resolution_ns") or (int(q[0]) if len(q) else 1), epoch_ns=sg["epoch_ns"])
+        if f is None:
+            continue
+        o, d = sg["offset_ns"], sg["drift_ppm"]
+        counter = bool(c.get("counter"))
+        off = (f"{'+' if f.offset_ns.point >= o['point'] else ''}"
+               f"{fmt_ns(f.offset_ns.point - o['point'])} from the proven point" if counter
+               else fmt_ns(f.offset_ns.point, 6))
+        rows.append([device, clock, f.used, fmt_ns(f.span_ns), fmt_ppm(f.drift_ppm.point),
+                     fmt_ppm(f.drift_ppm.width / 2), off, fmt_ns(f.residual_sd_ns),
+                     offset_cell(o, counter).split(" (width")[0],
+                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]"])
+    if not rows:
+        return None
+    return ("<h2>Chrony-style statistics beside the proven bounds</h2>"
+            + table_html(["device", "clock", "NP", "span", "frequency", "skew", "offset",
+                          "std dev", "offset (proven)", "drift (proven)"], rows)
+            + note_html("Left of the proven columns: statistics, not proofs. chrony's "
+                        "regression (bench/chrony_style.py) over the last segment's reads: NP "
+                        "points kept by its runs test, their span, the frequency and its skew "
+                        "(99 % Student-t half-width, assuming independent Gaussian residuals, "
+                        "which a coarse tick and one-sided delays are not), the offset at the "
+                        "segment's epoch and the residuals' standard deviation. Only the two "
+                        "right-hand columns are bounds that hold."))
+
+
+def limits(run) -> str | None:
+    """The rack file's [limits], judged from the bounds; also written as RUN/limits.xml (JUnit)."""
+    from bench import limits as lim
+
+    checks = lim.check_run(run.summary, run.manifest)
+    if not checks:
+        return None
+    (run.path / "limits.xml").write_text(lim.junit(checks))
+    return ("<h2>Limits</h2>" + table_html(lim.HEAD + ["why"], [r + [c.why] for r, c in
+                                                               zip(lim.rows(checks), checks)])
+            + note_html(lim.counts_line(checks) + ". Pass: every value the bounds allow meets "
+                        "the limit; fail: none does; JUnit: limits.xml."))
+
+
+def _status_cell(status: str) -> str:
+    return {"proven": "proven", "assumed": "ASSUMED", "undecided": "UNDECIDED",
+            "beyond_prior": "BEYOND PRIOR"}.get(status, status)
+
+
+def verdict_page(run) -> str | None:
+    """The first screen: per device clock its offset and drift with their status, breaks,
+    errors; every clock against the reference in one figure; the ordering horizon per plane pair;
+    what the bounds assume."""
+    from bench import verdict as vd
+    from bench.live import calibrated_cell
+    from bench.units import fmt_interval_ns
+
+    vs = vd.clock_verdicts(run)
+    if not vs:
+        return None
+    rows, fig_rows, counters, assumed, notes = [], [], [], [], []
+    for v in vs:
+        errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
+        if v.segment is None:
+            rows.append([v.device, v.plane, v.clock, "—", _status_cell(v.verdict), "—", "",
+                         "—", errs, "—"])
+            notes.append(f"{v.device} · {v.clock}: {v.note}")
+            continue
+        o, d = v.segment["offset_ns"], v.segment["drift_ppm"]
+        off = offset_cell(o, v.counter).split(" (width")[0]
+        off += "" if v.counter else f" (±{fmt_ns((o['hi'] - o['lo']) / 2)})"
+        brk = len(v.breaks)
+        kinds = ", ".join(sorted({b.get("kind", "") for b in v.breaks}))
+        brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
+        prior = v.assumptions.get("drift_prior_ppm", vd.DEFAULT_PRIOR_PPM)
+        rows.append([v.device, v.plane, v.clock, off,
+                     _status_cell(v.offset_status),
+                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]", _status_cell(v.drift_status),
+                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
+        if v.note:
+            notes.append(f"{v.device} · {v.clock}: {v.note}")
+        if v.drift_status == "assumed":
+            assumed.append((prior, f"{v.device} · {v.clock}"))
+        if v.counter:
+            counters.append(f"{v.device} · {v.clock}")
+        else:
+            lo, hi = v.offset_range
+            fig_rows.append({"label": f"{v.device} · {v.clock} ({v.verdict})", "plane": v.plane,
+                             "lo_ns": lo, "hi_ns": hi,
+                             "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
+    out = ["<h2>Verdict</h2>",
+           table_html(["device", "plane", "clock", "offset at epoch", "status",
+                       "drift", "status", "breaks", "errors", "calibrated after"], rows,
+                      "verdict"),
+           note_html("Proven: the bound holds whenever the stated model holds, and the bench "
+                     "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
+                     "drift prior), so the assumption, not the reads, decides it. UNDECIDED: no "
+                     "fit. BEYOND PRIOR: the reads contradict the drift prior. Calibrated after: "
+                     "the run time at which the live fit's offset width first came within 2× the "
+                     "clock's narrowest bracket.")]
+    out += [note_html(n) for n in notes]
+    for prior in sorted({p for p, _ in assumed}):
+        who = [w for p, w in assumed if p == prior]
+        out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
+                             f"it): {', '.join(who)}."))
+    if fig_rows:
+        out.append(figure_html(
+            run, figures.rack_offset_figure(fig_rows), "rack_offsets",
+            "Every device clock's offset from the reference: the lowest and highest value the "
+            "proven band allows anywhere in the run. Symmetric log axis: planes hours apart "
+            "share the figure with planes within a millisecond; the range is written beside "
+            "each bar." + (f" Counters ({', '.join(counters)}) have no time of day: their "
+                           f"offset is the instant of their zero, in the table." if counters
+                           else "")))
+    hz = vd.ordering_horizons(vs)
+    if hz:
+        planes = sorted({p for pq in hz for p in pq})
+        grid = [[p] + [fmt_ns(hz.get((min(p, q), max(p, q)))) for q in planes] for p in planes]
+        out.append("<h3>Ordering horizon</h3>" + table_html(["plane"] + planes, grid)
+                   + note_html("Two events stamped on these planes whose true instants are "
+                               "farther apart than this are always proven in order: the sum of "
+                               "both planes' widest stamp interval (proven band plus one tick). "
+                               "Closer events may still be ordered; the timeline says which."))
+    a_rows = []
+    for v in vs:
+        if v.assumptions:
+            a = v.assumptions
+            a_rows.append([v.device, v.clock, fmt_ppm(a.get("drift_prior_ppm")),
+                           f"{a.get('wander_ppm', 0):g} ppm/√h",
+                           fmt_ns(a.get("resolution_ns")) + f" ({a.get('resolution_basis', '')})",
+                           fmt_ns(a.get("reference_uncertainty_ns"))])
+    if a_rows:
+        out.append("<h3>What the bounds assume</h3>" + table_html(
+            ["device", "clock", "drift prior (±)", "wander allowance", "resolution",
+             "reference allowance"], a_rows))
+    return "".join(out)
+
+
+SECTIONS = [verdict_page, overview, limits, identities, clocks, chrony_columns, offsets, jitter,
+            stability, latency, timeline, reference_health]

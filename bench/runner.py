@@ -56,6 +56,7 @@ class DeviceStatus:
     last_error: str = ""
     identity: dict = field(default_factory=dict)
     clocks: list = field(default_factory=list)
+    recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.live
 
 
 def _kind_of(exc: BaseException) -> str:
@@ -281,6 +282,8 @@ class DeviceWorker(threading.Thread):
         self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
                        "ok", r.raw)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
+        self.status.recent.setdefault(r.clock, []).append((r.s_ns, r.e_ns, r.value_ns,
+                                                           r.resolution_ns))
         self.status.reads += 1
         self.status.last_bracket_ns = r.e_ns - r.s_ns
         return True
@@ -305,11 +308,14 @@ class DeviceWorker(threading.Thread):
         return True
 
     async def _poll_log(self, drv: Driver) -> bool:
+        s0 = self.now_ns()
         try:
             entries, cursor = await asyncio.wait_for(drv.log_entries(self.cursor),
                                                      self.plan.timeout_s)
         except Exception as exc:
             self._error("log", exc)
+            self.out.write("log", "", s0, self.now_ns(), None, None, "user", _kind_of(exc),
+                           f"log: {_message(exc)}")    # a row per error: the table counts rows
             return False
         self.cursor = cursor
         for en in entries:

@@ -43,7 +43,8 @@ class SimProcess:
                 tail = (self.out_dir / "sim.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"the simulated rack did not start:\n{tail}")
             time.sleep(0.05)
-        self.rack = replace(load_rack(ready), simulated=True)
+        self.rack = replace(load_rack(ready), simulated=True,
+                            limits=load_rack(self.rack_file).limits)   # [limits]: the rack file's
         failed = self.out_dir / "sim_failed.json"
         self.failed = json.loads(failed.read_text()) if failed.exists() else {}
         return self

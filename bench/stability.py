@@ -115,3 +115,27 @@ def summary(offset_ns, interval_s: float, taus=None) -> dict:
     t, d = mtie(x, rate, taus)
     out["mtie_ns"] = {"tau_s": t.tolist(), "value": d.tolist()}
     return out
+
+
+def deviation_with_errors(name: str, data, rate: float = 1.0, data_type: str = "phase",
+                          taus=None):
+    """(tau_s, dev, err): `deviation()` with allantools' own error estimate (dev/√N, N the
+    number of terms averaged at that tau), for error bars."""
+    x = np.asarray(data, dtype=np.float64)
+    n = len(x) + 1 if data_type == "freq" else len(x)
+    m, _ = _taus(n, rate, taus)
+    m = m[(n - m >= 2)] if name == "tierms" else m[n >= 3 * m + 2]
+    if len(m) == 0:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    t, d, err, _ = getattr(allantools, name)(x, rate=rate, data_type=data_type,
+                                             taus=m / float(rate))
+    return np.asarray(t), np.asarray(d), np.asarray(err)
+
+
+def log_taus(n: int, rate: float, per_decade: int = 8) -> np.ndarray:
+    """About `per_decade` log-spaced taus (s) per decade from tau0 to n/3 samples: more points
+    than octaves where a short run has few."""
+    top = max(1.0, (n - 2) / 3.0)
+    m = np.unique(np.round(np.logspace(0, np.log10(top), max(2, int(per_decade *
+                                                                      np.log10(top)) + 1))))
+    return m / float(rate)

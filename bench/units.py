@@ -8,6 +8,15 @@ _UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 _PARSE = {"s": 1e9, "ms": 1e6, "us": 1e3, "µs": 1e3, "ns": 1.0, "min": 60e9, "h": 3600e9}
 
 
+def _g(x: float, digits: int) -> str:
+    """`digits` significant digits, never in scientific notation (3641.27 -> '3641')."""
+    t = f"{x:.{digits}g}"
+    if "e" not in t:
+        return t
+    import numpy as np
+    return np.format_float_positional(float(t), trim="-")
+
+
 def fmt_ns(x: float | None, digits: int = 3) -> str:
     """12345678 -> '12.3 ms'; picks the unit that keeps the mantissa at or above 1."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -15,7 +24,7 @@ def fmt_ns(x: float | None, digits: int = 3) -> str:
     a = float(f"{abs(x):.{digits}g}")      # rounded first: 999.98 ms shows as 1 s
     for scale, unit in _UNITS:
         if a >= scale or unit == "ns":
-            return f"{x / scale:.{digits}g} {unit}"
+            return f"{_g(x / scale, digits)} {unit}"
     return f"{x} ns"
 
 
@@ -31,7 +40,7 @@ def fmt_interval_ns(lo: float, hi: float) -> str:
 def fmt_ppm(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
-    return f"{x:.{digits}g} ppm"
+    return f"{_g(x, digits)} ppm"
 
 
 def parse_duration_ns(text: str | float | int) -> int:

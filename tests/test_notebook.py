@@ -24,7 +24,7 @@ def test_notebook_redraws_the_figures_of_a_run(tmp_path_factory, monkeypatch):
     assert "bmc-1" in text and "bmc-2" in text
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     # per clock (2): offset, residuals, and stability where the series allows; the latency figure
-    skipped = text.count(": no ADEV/TDEV/MTIE: ")
+    skipped = text.count(": no ADEV/MDEV/TDEV/MTIE: ")
     assert len(images) == 2 * 3 - skipped + 1, text
     assert all(len(o["data"]["image/png"]) > 5000 for o in images)
 

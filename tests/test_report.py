@@ -22,12 +22,21 @@ from firmware_runs import BASELINE, shared_runs
 CHROMIUM = "/usr/bin/chromium"
 
 
+_built = {}
+
+
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
     """The baseline run, reported once (png, svg and pdf figures)."""
     path = shared_runs(tmp_path_factory)[BASELINE]
-    assert report.main([str(path)]) == 0
+    _built["rr"] = report.build_report(path)
     return load_run(path)
+
+
+@pytest.fixture(scope="module")
+def built(reported):
+    """The ReportRun of that report: the files written and every figure's visible texts."""
+    return _built["rr"]
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -46,11 +55,11 @@ def expected_stems(run) -> list[str]:
     html = (run.path / "report.html").read_text()
     stems = [f"{kind}_{d}_{c}" for d, c in _clocks(run) for kind in ("offset", "jitter")]
     for d, c in _clocks(run):
-        skipped = f"{d} · {c}: no ADEV/TDEV/MTIE: " in html
+        skipped = f"{d} · {c}: no ADEV/MDEV/TDEV/MTIE: " in html
         assert skipped != (run.path / "plots" / f"stability_{d}_{c}.png").exists()
         if not skipped:
             stems.append(f"stability_{d}_{c}")
-    return stems + ["latency", "timeline"]
+    return ["rack_offsets"] + stems + ["latency", "timeline", "reference"]
 
 
 def test_figures_exist_in_three_formats_at_column_width(reported):
@@ -60,14 +69,52 @@ def test_figures_exist_in_three_formats_at_column_width(reported):
     for stem in stems:
         png, svg, pdf = (plots / f"{stem}.{ext}" for ext in ("png", "svg", "pdf"))
         w, h = _png_size(png.read_bytes())
-        if stem == "timeline":                                        # page wide: two columns
+        if stem in ("timeline", "rack_offsets", "latency"):          # page wide: two columns
             assert 900 <= w <= 1500 and 150 <= h <= 2000, (stem, w, h)
-        else:
-            assert 450 <= w <= 760 and 150 <= h <= 900, (stem, w, h)  # ~3.5 in at 200 dpi
+        else:                               # one column (3.5 in at 200 dpi) to one and a half
+            assert 450 <= w <= 1050 and 150 <= h <= 900, (stem, w, h)
         assert ET.parse(svg).getroot().tag.endswith("svg")
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 3000
         # a figure that draws nothing compresses to almost nothing
         assert png.stat().st_size > 8000, stem
+
+
+RAW_NUMBER = re.compile(r"\d{10,}")
+
+
+def test_figures_are_legible_at_printed_size(reported, built):
+    """Every figure is shown at its printed size (never squeezed below its content), and no
+    title, label, tick, legend or annotation holds a raw 10+-digit number (a counter's epoch,
+    a reference timestamp in ns)."""
+    html = (reported.path / "report.html").read_text()
+    assert set(built.figure_texts) == set(expected_stems(reported))
+    for stem, texts in built.figure_texts.items():
+        assert texts, stem
+        bad = [t for t in texts if RAW_NUMBER.search(t.replace(",", ""))]
+        assert not bad, (stem, bad)
+        w, h = _png_size((reported.path / "plots" / f"{stem}.png").read_bytes())
+        css = round(w / 200 * 96)
+        assert f'<figure style="width:{css}px"><img' in html and f'alt="{stem}" width="{css}"' \
+            in html, stem
+    # every axis carries its unit or says it has none
+    for stem in ("rack_offsets", "timeline", "reference") + tuple(
+            x for x in built.figure_texts if x.startswith(("offset_", "stability_"))):
+        labels = " ".join(built.figure_texts[stem])
+        assert re.search(r"\((ms|s|µs|ns|dimensionless)\)", labels) or "±1 ms" in labels, stem
+    stab = next(v for k, v in built.figure_texts.items() if k.startswith("stability_"))
+    assert {"ADEV", "MDEV", "TDEV", "MTIE"} <= set(stab)
+    assert not any("(1)" in t for t in stab)
+    assert "width:3.5in" not in html and "max-width:3.6in" not in html
+
+
+def test_verdict_page_comes_first(reported):
+    html = (reported.path / "report.html").read_text()
+    first = html.index("<h2>")
+    assert html[first:].startswith("<h2>Verdict</h2>")
+    assert html.index("rack_offsets") < html.index("<h2>Run</h2>")
+    assert "Ordering horizon" in html and "What the bounds assume" in html
+    # bmc-1's 13 s of 1 s reads cannot narrow drift below the 200 ppm prior: said, not proven
+    assert "ASSUMED" in html and "±200 ppm prior" in html
 
 
 def test_html_is_self_contained(reported):
@@ -79,8 +126,9 @@ def test_html_is_self_contained(reported):
         w, _ = _png_size(base64.b64decode(src.split(",", 1)[1]))
         assert w > 400
     assert not re.search(r'(src|href)="(https?:)?//', html)       # nothing fetched from a network
-    for heading in ("Devices and reference", "Clocks", "Offset over time",
-                    "Residual jitter and brackets", "Stability", "Stimuli and log latency"):
+    for heading in ("Verdict", "Devices and reference", "Clocks", "Offset over time",
+                    "Residual jitter and brackets", "Stability", "Stimuli and log latency",
+                    "Reference over the run"):
         assert f"<h2>{heading}" in html
     assert BASELINE in html and "1.9.3" in html                    # firmware in the identity table
     assert "this section failed" not in html
@@ -96,7 +144,10 @@ def test_report_opens_in_headless_chromium(reported, tmp_path):
     dom = subprocess.run(base + ["--dump-dom", page], capture_output=True, text=True, timeout=90)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "<h1>rackclock run" in dom.stdout
-    assert dom.stdout.count("<figure>") == len(expected_stems(reported))
+    first = dom.stdout[dom.stdout.index("<h2>"):]
+    assert first.startswith("<h2>Verdict</h2>") and first.index("rack_offsets") < \
+        first.index("<h2>Run</h2>")               # the first screen: verdicts and rack figure
+    assert dom.stdout.count("<figure") == len(expected_stems(reported))
     shot = tmp_path / "report.png"
     r = subprocess.run(base + ["--window-size=1000,2400", f"--screenshot={shot}", page],
                        capture_output=True, text=True, timeout=90)
@@ -114,7 +165,7 @@ def test_a_new_section_joins_and_a_broken_one_is_shown(reported, tmp_path):
     def broken(r):
         raise ValueError("no such plane")
 
-    report.build_report(run, sections=[*SECTIONS[:2], timeline, broken], formats=("png",))
+    report.build_report(run, sections=[*SECTIONS[1:3], timeline, broken], formats=("png",))
     html = (run / "report.html").read_text()
     assert "<h2>Timeline</h2><p>2 devices</p>" in html
     assert "this section failed" in html and "no such plane" in html

@@ -1,0 +1,90 @@
+"""Verdicts stable over repeats: three rounds of short runs of a one-CDU rack, each round a
+baseline (cdu-1 drifting 100 ppm), a firmware update that makes it drift 160 ppm, and one that
+changes nothing. The +60 ppm change is never passed (REGRESSED, or INCONCLUSIVE naming the run
+length that would decide it) in 3 of 3 pairs; the nine baseline x no-change pairs exit 0."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bench import compare
+from bench.bench import run_experiment
+from bench.rundata import load_run
+from racks import sim_rack_text
+
+DURATION_S = "20"
+ROUNDS = 3
+
+
+def rack_text(kind: str, seed: int) -> str:
+    sim = {"baseline": {"firmware": "4.2.1"},
+           "faster": {"firmware": "4.3.0", "drift_ppm": 160.0},
+           "same": {"firmware": "4.2.2"}}[kind]
+    return sim_rack_text(["cdu-1"], name="cdu-drift", seed=seed, changes={"cdu-1": {"sim": sim}})
+
+
+@pytest.fixture(scope="module")
+def rounds(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cdu-repeats")
+    out: list[dict] = []
+    for k in range(ROUNDS):                  # each round's three runs share the machine's load
+        runs, errors = {}, []
+
+        def go(kind: str, k=k, runs=runs, errors=errors) -> None:
+            try:
+                rack = root / f"rack-{k}-{kind}.toml"
+                rack.write_text(rack_text(kind, seed=100 + k))
+                runs[kind] = run_experiment("clock_offset", rack, root / f"out-{k}-{kind}",
+                                            {"duration_s": DURATION_S}, quiet=True)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=go, args=(kind,)) for kind in
+                   ("baseline", "faster", "same")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        for kind, path in runs.items():
+            assert load_run(path).manifest["status"] == "completed", (k, kind)
+        out.append(runs)
+    return out
+
+
+def _compare(a, b):
+    cmp = compare.compare_runs(load_run(a), load_run(b), compare.load_tolerances(None))
+    row = next(r for r in cmp.rows if r.device == "cdu-1" and r.measure == "drift")
+    return cmp, row
+
+
+def test_drift_change_is_never_passed(rounds, capsys):
+    seen = []
+    for runs in rounds:
+        cmp, row = _compare(runs["baseline"], runs["faster"])
+        seen.append((row.verdict, row.change, row.decide_s, row.reason))
+        assert row.verdict in ("regressed", "inconclusive"), row
+        if row.verdict == "inconclusive":
+            assert row.decide_s is not None and row.decide_s > float(DURATION_S) * 0.5, row
+            assert "would decide it" in row.reason
+            assert cmp.exit_status(strict=True) == 3 or cmp.failures
+        else:
+            assert cmp.exit_status() == 1
+    with capsys.disabled():
+        for v, ch, span, why in seen:
+            print(f"\n+60 ppm: {v}, point change {ch:+.1f} ppm, decide at "
+                  f"{compare.fmt_span(span) if span else '—'}: {why}")
+
+
+def test_no_change_pairs_exit_zero(rounds, capsys):
+    codes = []
+    for a in rounds:
+        for b in rounds:
+            cmp, row = _compare(a["baseline"], b["same"])
+            codes.append(cmp.exit_status())
+            assert cmp.exit_status() == 0, [(r.device, r.measure, r.verdict, r.reason)
+                                             for r in cmp.failures]
+            assert row.verdict in ("unchanged", "inconclusive")
+    assert codes == [0] * ROUNDS ** 2
