@@ -301,3 +301,6 @@ def timeline(run) -> str | None:
 
 
 SECTIONS = [overview, identities, clocks, offsets, jitter, stability, latency, timeline]
+
+from bench.report_measurements import measurements  # noqa: E402  (an experiment's own results)
+SECTIONS.append(measurements)

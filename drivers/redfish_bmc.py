@@ -248,6 +248,8 @@ class RedfishBMC(Driver):
         try:
             if method == "GET":
                 resp = await self._client.get(uri)
+            elif method == "PATCH":
+                resp = await self._client.patch(uri, body=body)
             else:
                 resp = await self._client.post(uri, body=body)
         except Exception as exc:
@@ -333,6 +335,18 @@ class RedfishBMC(Driver):
                                                 "POST SubmitTestEvent")
         return Stimulus(name, None, s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} {body['Message']}" + (f" {note}" if note else ""))
+
+    async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
+        """PATCH the Manager's `DateTime` (UTC, microseconds); the target is taken just before
+        sending when given as an offset from the reference."""
+        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=target // 1000)
+        body = {"DateTime": t.isoformat(timespec="microseconds")}
+        resp, s, e, note = await self._exchange("PATCH", self.manager_uri, body,
+                                                "PATCH Manager DateTime")
+        return Stimulus(self.SET_CLOCK, body["DateTime"], s, e, sent=True, stamp="user",
+                        raw=f"HTTP {resp.status} DateTime={body['DateTime']}"
+                            + (f" {note}" if note else ""))
 
     async def _find_entries_uri(self) -> str:
         """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""
