@@ -1,0 +1,116 @@
+"""The experiment API and the experiments labs run first, on the simulated rack, checked against
+its truth; `rackclock experiments`; an experiment file outside the checkout."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from racks import sim_rack_text
+
+from bench.bench import run_experiment
+from bench.compare import compare_runs, load_tolerances
+from bench.experiment_api import load_measurements
+from bench.report import build_report
+from bench.rundata import load_run
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def rack(tmp_path: Path, devices: list[str], **kw) -> Path:
+    p = tmp_path / "rack.toml"
+    p.write_text(sim_rack_text(devices, **kw))
+    return p
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env=ENV, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def latency_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lat")
+    folder = run_experiment("stimulus_latency", rack(tmp, ["bmc-2", "cdu-2"]), tmp / "runs",
+                            {"n": "12"}, quiet=True)
+    return load_run(folder)
+
+
+def test_stimulus_latency_bounds_contain_the_true_latency(latency_run):
+    run = latency_run
+    assert run.manifest["status"] == "completed"
+    for dev, stim in (("bmc-2", "test_event"), ("cdu-2", "test_alarm")):
+        truth = run.truth["devices"][dev]["events"]
+        sent = sorted(e["t_ns"] for e in truth if e["kind"] == stim)
+        logs = sorted((e for e in truth if e["kind"] == "log"), key=lambda e: e["t_ns"])
+        assert len(sent) == len(logs) == 12
+        evs = run.summary["devices"][dev]["latency"][stim]["events"]
+        assert len(evs) == 12 and all("logged_ns" in e for e in evs)
+        for e, t_sent, log in zip(evs, sent, logs):
+            assert e["s_ns"] <= t_sent <= e["e_ns"]
+            true_latency = log["t_ns"] - t_sent
+            assert e["logged_ns"]["lo"] <= true_latency <= e["logged_ns"]["hi"], (dev, e, log)
+        m = next(m for m in load_measurements(run.path)
+                 if m["device"] == dev and m["name"] == f"stimulus_latency.{stim}")
+        assert m["extra"]["n"] == 12 and len(m["extra"]["distribution"]["lo"]) == 12
+        true = [log["t_ns"] - t for t, log in zip(sent, logs)]
+        assert m["lo"] <= min(true) and max(true) <= m["hi"]
+
+
+def test_measurements_reach_report_and_compare(latency_run):
+    rr = build_report(latency_run.path, formats=("png",))
+    html = (latency_run.path / "report.html").read_text()
+    assert "Measurements (stimulus_latency)" in html and "stimulus_latency.test_alarm" in html
+    assert any(p.name.startswith("cdf_stimulus_latency") for p in rr.written)
+    cmp = compare_runs(latency_run, latency_run, load_tolerances(None))
+    names = {(r.device, r.measure) for r in cmp.rows}
+    assert ("cdu-2", "stimulus_latency.test_alarm") in names
+    assert not cmp.failures
+
+
+def test_experiments_command_lists_them_with_parameters():
+    p = cli("experiments")
+    assert p.returncode == 0, p.stderr
+    for name in ("clock_offset", "stimulus_latency", "incident"):
+        assert f"{name}:" in p.stdout
+    assert "n=100" in p.stdout.replace(" ", "")
+    h = cli("run", "--help")
+    assert "stimulus_latency" in h.stdout and "rackclock experiments" in h.stdout
+
+
+EXTERNAL = '''"""Two reads of every BMC clock, one measurement."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Params:
+    reads: int = 2
+
+
+def run(bench, p):
+    lab = bench.lab
+    for dev in lab.devices(plane="bmc"):
+        for _ in range(p.reads):
+            r = lab.read_clock(dev)
+        lab.measure("outside.bracket", r.e_ns - r.s_ns, "ns", device=dev, limit=(0, 1e9))
+'''
+
+
+def test_an_experiment_outside_the_checkout_runs(tmp_path):
+    exp = tmp_path / "elsewhere" / "my_exp.py"
+    exp.parent.mkdir()
+    exp.write_text(EXTERNAL)
+    p = cli("run", str(exp), "--rack", str(rack(tmp_path, ["bmc-1"])), "--out",
+            str(tmp_path / "runs"), "--quiet", "--param", "reads=3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = load_run(p.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
+    assert run.manifest["experiment"] == "my_exp" and run.manifest["status"] == "completed"
+    (m,) = load_measurements(run.path)
+    assert m["device"] == "bmc-1" and m["outcome"] == "pass" and 0 < m["point"] < 1e9
+    assert len(run.samples("bmc-1").select("read")) == 3
+    bad = cli("run", str(tmp_path / "nope.py"), "--quiet")
+    assert bad.returncode != 0 and "no experiment file" in bad.stderr
+    assert "Traceback" not in bad.stderr
