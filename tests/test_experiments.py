@@ -15,6 +15,7 @@ from bench.compare import compare_runs, load_tolerances
 from bench.experiment_api import load_measurements
 from bench.report import build_report
 from bench.rundata import load_run
+from bench.summary import _truth_offset_at
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -114,3 +115,35 @@ def test_an_experiment_outside_the_checkout_runs(tmp_path):
     bad = cli("run", str(tmp_path / "nope.py"), "--quiet")
     assert bad.returncode != 0 and "no experiment file" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def tutorial_code() -> str:
+    text = (ROOT / "docs" / "EXPERIMENTS.md").read_text()
+    tail = text.split("## Tutorial", 1)[1]
+    return tail.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_tutorials_experiment_runs_and_holds_the_truth(tmp_path):
+    code = tutorial_code()
+    assert len(code.strip().splitlines()) < 40
+    exp = tmp_path / "event_echo.py"
+    exp.write_text(code)
+    p = cli("run", str(exp), "--rack", str(rack(tmp_path, ["bmc-1", "bmc-2"])), "--out",
+            str(tmp_path / "runs"), "--quiet", "--param", "events=2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = load_run(p.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
+    ms = load_measurements(run.path)
+    for dev in ("bmc-1", "bmc-2"):
+        truth = run.truth["devices"][dev]["events"]
+        sent = sorted(e["t_ns"] for e in truth if e["kind"] == "test_event")
+        logs = sorted(e["t_ns"] for e in truth if e["kind"] == "log")
+        seen = [m for m in ms if m["device"] == dev and m["name"] == "echo.seen_after"]
+        assert len(seen) == len(sent) == 2
+        for m, t, t_log in zip(seen, sent, logs):
+            # the entry was logged before the fetch that showed it answered
+            assert 0 < m["lo"] <= m["hi"] and t_log - t <= m["hi"] and m["outcome"] == "pass"
+        (off,) = [m for m in ms if m["device"] == dev and m["name"] == "echo.offset"]
+        true_off = _truth_offset_at(run.truth["devices"][dev]["clocks"]["datetime"], off["t_ns"])
+        assert off["lo"] <= true_off <= off["hi"]       # (drift over the ms since: < 1 us)
+        assert all(s["truth"]["offset_in"] for s in
+                   run.summary["devices"][dev]["clocks"]["datetime"]["segments"])
