@@ -198,6 +198,27 @@ class Lab:
         self.store.journal(device, "info", "stimulus", f"lab {label} {status}")
         return st
 
+    def bulk_stimulate(self, device: str, name: str, count: int,
+                       target: str | int | None = None) -> list[Stimulus]:
+        """Send `count` allowed stimuli back to back (e.g. to fill a device log). They are
+        journalled as one line, not written as stimulus rows: nothing waits for their log
+        entries, so none could be paired with its entry (the summary pairs stimulus rows)."""
+        drv = self.driver(device)
+
+        async def burst():
+            return [await asyncio.wait_for(drv.stimulate(name, target), self.timeout_s)
+                    for _ in range(count)]
+        s0 = self.now_ns()
+        try:
+            out = self._call(burst(), self.timeout_s * max(1, count))
+        except Exception as exc:
+            self._fail(device, "stimulus", name, s0, exc)
+        label = name if target is None else f"{name}:{target}"
+        self.store.journal(device, "info", "bulk_stimuli",
+                           f"lab {count} x {label} sent in [{out[0].s_ns}, {out[-1].e_ns}] ns, "
+                           f"not paired with log entries")
+        return out
+
     def set_clock(self, device: str, value_ns: int | None = None,
                   offset_s: float | None = None) -> Stimulus:
         """Set the device's clock (stimulus kind `set_clock`, allow-listed like any other): to
@@ -334,9 +355,15 @@ class Lab:
 
 
 def close_lab(bench) -> None:
-    """Close the bench's lab, if an experiment opened one (run_experiment calls this)."""
+    """Close the bench's lab, if an experiment opened one (the bench does when the rack stops);
+    devices the procedure never touched are said so in the manifest."""
     lab = getattr(bench, "_lab", None)
     if lab is not None:
+        devices = bench.store.manifest.get("devices", {})
+        for name, d in devices.items():
+            if not (bench.store.path / "samples" / f"{name}.csv").exists() and not d.get("error"):
+                d["error"] = "not used by this experiment"
+        bench.store.update_manifest(devices=devices)
         lab.close()
         bench._lab = None
 

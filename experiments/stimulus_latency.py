@@ -25,20 +25,20 @@ class Params:
     n: int = 100                      # stimuli per device
     devices: str = "*"                # glob(s) of device names
     planes: str = "bmc,cooling"       # planes whose stimuli log one entry each
-    gap_s: float = 0.15               # mean pause after an entry appeared, jittered +-100%
-    reads: int = 2                    # clock reads before each stimulus
+    gap_s: float = 0.05               # mean pause after an entry appeared, jittered +-100%
+    reads: int = 1                    # clock reads before each stimulus
     entry_timeout_s: float = 5.0      # deadline for the stimulus's log entry
     poll_s: float = 0.05              # log polls while waiting
     seed: int = 1
 
 
-def procedure(lab, device: str, stim: str, p: Params, rng: random.Random) -> dict:
-    """The lab procedure for one device; returns its counts."""
+def series(lab, device: str, stim: str, n: int, p, rng: random.Random) -> dict:
+    """n times: `p.reads` clock reads, the stimulus, wait for its log entry, a jittered pause
+    (p: gap_s, reads, entry_timeout_s, poll_s). Returns counts and the series' span."""
     name, _, target = stim.partition(":")
-    lab.identify(device)
-    lab.logs(device)                                 # entries already there are not ours
+    t0 = lab.now_ns()
     sent = missed = 0
-    for _ in range(p.n):
+    for _ in range(n):
         for _ in range(p.reads):
             lab.read_clock(device)
         lab.stimulate(device, name, target or None)
@@ -49,9 +49,17 @@ def procedure(lab, device: str, stim: str, p: Params, rng: random.Random) -> dic
         except LabTimeout:
             missed += 1
         lab.sleep(rng.uniform(0, 2 * p.gap_s))
+    return {"sent": sent, "no_entry": missed, "span_ns": [t0, lab.now_ns()]}
+
+
+def procedure(lab, device: str, stim: str, p: Params, rng: random.Random) -> dict:
+    """The lab procedure for one device; returns its counts."""
+    lab.identify(device)
+    lab.logs(device)                                 # entries already there are not ours
+    out = series(lab, device, stim, p.n, p, rng)
     for _ in range(p.reads * 2):
         lab.read_clock(device)
-    return {"sent": sent, "no_entry": missed}
+    return out
 
 
 def run(bench, p: Params) -> dict:

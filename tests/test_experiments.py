@@ -50,15 +50,46 @@ def test_stimulus_latency_bounds_contain_the_true_latency(latency_run):
         assert len(sent) == len(logs) == 12
         evs = run.summary["devices"][dev]["latency"][stim]["events"]
         assert len(evs) == 12 and all("logged_ns" in e for e in evs)
-        for e, t_sent, log in zip(evs, sent, logs):
+        for e, t_sent in zip(evs, sent):
             assert e["s_ns"] <= t_sent <= e["e_ns"]
-            true_latency = log["t_ns"] - t_sent
-            assert e["logged_ns"]["lo"] <= true_latency <= e["logged_ns"]["hi"], (dev, e, log)
+        assert check_latencies_against_truth(run, dev, stim) == 12
         m = next(m for m in load_measurements(run.path)
                  if m["device"] == dev and m["name"] == f"stimulus_latency.{stim}")
         assert m["extra"]["n"] == 12 and len(m["extra"]["distribution"]["lo"]) == 12
         true = [log["t_ns"] - t for t, log in zip(sent, logs)]
         assert m["lo"] <= min(true) and max(true) <= m["hi"]
+
+
+def check_latencies_against_truth(run, dev: str, stim: str) -> int:
+    """Every per-event latency bound of the summary holds the true latency; the true event is
+    the one the device received inside the stimulus bracket (t_log - latency_ns). Returns n."""
+    logs = [e for e in run.truth["devices"][dev]["events"] if e["kind"] == "log"]
+    n = 0
+    for e in run.summary["devices"][dev]["latency"][stim]["events"]:
+        if "logged_ns" not in e:
+            continue
+        (log,) = [x for x in logs if e["s_ns"] <= x["t_ns"] - x["latency_ns"] <= e["e_ns"]]
+        assert e["logged_ns"]["lo"] <= log["latency_ns"] <= e["logged_ns"]["hi"], (dev, e, log)
+        n += 1
+    return n
+
+
+def test_log_latency_under_load_against_truth(tmp_path):
+    folder = run_experiment("log_latency_under_load", rack(tmp_path, ["bmc-1", "cdu-1", "pdu-2"]),
+                            tmp_path / "runs", {"n": "5", "fill": "200", "load_s": "6"},
+                            quiet=True)
+    run = load_run(folder)
+    assert run.manifest["status"] == "completed"
+    assert check_latencies_against_truth(run, "bmc-1", "test_event") == 15
+    ms = {m["name"]: m for m in load_measurements(run.path) if m["device"] == "bmc-1"}
+    for phase in ("quiet", "large_log", "loaded"):
+        assert ms[f"log_latency_under_load.{phase}.logged"]["extra"]["n"] == 5
+        assert ms[f"log_latency_under_load.{phase}.fetch"]["point"] > 0
+    # the 200 fill entries are in the log, fetched, and paired with no stimulus
+    assert run.summary["devices"]["bmc-1"]["latency"]["test_event"]["sent"] == 15
+    assert sum(1 for e in run.truth["devices"]["bmc-1"]["events"] if e["kind"] == "log") == 215
+    # the load ran: the other devices were read by the probing loop meanwhile
+    assert len(run.samples("cdu-1").select("read")) > 20
 
 
 def test_measurements_reach_report_and_compare(latency_run):
