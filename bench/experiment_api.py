@@ -234,6 +234,19 @@ class Lab:
             self._fail(device, "stimulus", "set_clock", s0, exc)
         return self._record_stimulus(device, "set_clock", st)
 
+    def set_ntp(self, device: str, enabled: bool | None = None,
+                server: str | None = None) -> Stimulus:
+        """Switch the device's NTP client on/off and/or set its server (stimulus kind `ntp`)."""
+        drv = self.driver(device)
+        label = "ntp:" + ",".join([*(["on" if enabled else "off"] if enabled is not None else []),
+                                   *([f"server={server}"] if server else [])])
+        s0 = self.now_ns()
+        try:
+            st = self._call(asyncio.wait_for(drv.set_ntp(enabled, server), self.timeout_s))
+        except Exception as exc:
+            self._fail(device, "stimulus", label, s0, exc)
+        return self._record_stimulus(device, label, st)
+
     def logs(self, device: str) -> list[LogEntry]:
         """Log entries new since the lab's last fetch of this device, recorded as events."""
         drv = self.driver(device)

@@ -316,6 +316,21 @@ class RedfishBMC(Driver):
     def stimuli(self) -> list[str]:
         return [self.TEST_EVENT]
 
+    async def _set_ntp(self, enabled: bool | None, server: str | None) -> Stimulus:
+        """PATCH NetworkProtocol: NTP ProtocolEnabled and/or NTPServers = [server]."""
+        ntp: dict = {}
+        if enabled is not None:
+            ntp["ProtocolEnabled"] = bool(enabled)
+        if server:
+            ntp["NTPServers"] = [server]
+        m, *_ = await self._get_json(self.manager_uri, "GET Manager")
+        uri = _link(m, "NetworkProtocol") or f"{self.manager_uri.rstrip('/')}/NetworkProtocol"
+        resp, s, e, note = await self._exchange("PATCH", uri, {"NTP": ntp},
+                                                "PATCH NetworkProtocol NTP")
+        return Stimulus(self.SET_NTP, json.dumps(ntp, separators=(",", ":")), s, e, sent=True,
+                        stamp="user", raw=f"HTTP {resp.status} NTP={json.dumps(ntp)}"
+                                          + (f" {note}" if note else ""))
+
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)

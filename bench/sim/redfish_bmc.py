@@ -15,7 +15,8 @@ request, see FACTS.md). It speaks what the DMTF `redfish` clients and curl need,
 - unknown paths 404 with a Redfish error body.
 
 Sim keys beyond the clock model's: `ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
-`serial`, `log_capacity` (entries kept, oldest dropped first).
+`serial`, `log_capacity` (entries kept, oldest dropped first), `ntp_model` (the NTP client's
+model, bench/sim/ntp.py, running from the first NetworkProtocol PATCH on).
 Every DateTime sample goes to `ctx.record_sample`; every test event (`test_event`, the reference
 instant it was received), log stamp (`log`, the instant its `Created` was taken) and clock set
 (`step`) goes to `ctx.record_event`.
@@ -93,6 +94,8 @@ class EmulatedBMC:
         self.next_entry = 1
         self.pending: set[asyncio.TimerHandle] = set()
         self._routes, self._items = self.routes(), self.item_routes()
+        self.ntp_table = sim.get("ntp_model") or {}     # bench.sim.ntp: the NTP client's model
+        self.discipline = None                           # made at the first NTP command
 
     # -- the clock -------------------------------------------------------------------------------
     async def sample(self) -> int:
@@ -240,7 +243,7 @@ class EmulatedBMC:
         if "DateTime" not in body:
             return _reply(None, 204)
         text = body["DateTime"]
-        if self.ntp:
+        if self.ntp and self.ntp_table.get("manual_set", "refuse") != "accept":
             return _error(400, "PropertyValueConflict", "The property 'DateTime' could not be "
                           "written because its value would conflict with the value of the "
                           "'NTP/ProtocolEnabled' property.", ["DateTime", "NTP/ProtocolEnabled"])
@@ -276,7 +279,22 @@ class EmulatedBMC:
             self.ctx.record_event(self.name, "ntp", self.ctx.now_ns(), enabled=self.ntp)
         if isinstance(ntp.get("NTPServers"), list):
             self.ntp_servers = [str(s) for s in ntp["NTPServers"]]
+            self.ctx.record_event(self.name, "ntp_servers", self.ctx.now_ns(),
+                                  servers=self.ntp_servers)
+        self._ntp_command()
         return _reply(None, 204)
+
+    def _ntp_command(self) -> None:
+        """The NTP client's model (bench.sim.ntp) runs from the first NTP command on; until then
+        the clock model's own parameters are the disciplined clock (no polls are modelled)."""
+        from bench.sim.ntp import NtpDiscipline, NtpParams
+        t = self.ctx.now_ns()
+        if self.discipline is None:
+            self.discipline = NtpDiscipline(
+                self.model, NtpParams.from_table(self.ntp_table), self.ntp, self.ntp_servers, t,
+                record=lambda kind, at, **d: self.ctx.record_event(self.name, kind, at, **d))
+        else:
+            self.discipline.set_enabled(t, self.ntp, self.ntp_servers)
 
     async def session_item(self, request: web.Request, sid: str) -> web.Response:
         token = self._session_by_id(sid)
