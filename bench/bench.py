@@ -164,7 +164,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     status, error = "failed", None
     with contextlib.ExitStack() as stack:
         sim = None
-        rack = load_rack(rack_file or DEFAULT_RACK)
+        rack = load_rack(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
+        # experiment's own simulated rack (e.g. a power topology), when no rack file is given
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack

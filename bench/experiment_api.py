@@ -131,7 +131,11 @@ class Lab:
             async def open_():
                 await asyncio.wait_for(drv.open(), self.timeout_s * 2)
                 return drv
-            self._drivers[device] = self._call(open_())
+            s0 = self.now_ns()
+            try:
+                self._drivers[device] = self._call(open_())
+            except Exception as exc:       # recorded as the runner records a failed open
+                self._fail(device, "read", "", s0, exc)
         return self._drivers[device]
 
     def _out(self, device: str) -> SampleWriter:

@@ -229,3 +229,29 @@ def test_ntp_convergence_holds_the_modelled_client(tmp_path):
             if s["reads"] >= 20]
     assert len(segs) >= 4
     assert all(s["truth"]["offset_in"] and s["truth"]["drift_in"] for s in segs)
+
+
+def test_power_cycle_intervals_hold_the_true_instants(tmp_path):
+    folder = run_experiment("power_cycle", None, tmp_path / "runs", {}, quiet=True)
+    run = load_run(folder)
+    assert run.manifest["status"] == "completed", run.manifest.get("error")
+    pc = run.manifest["power_cycle"]
+    iv = pc["intervals"]
+    bmc = {e["kind"]: e for e in run.truth["devices"]["bmc-1"]["events"]}
+    pdu = run.truth["devices"]["pdu-1"]["events"]
+    assert iv["unreachable"][0] <= bmc["power_off"]["t_ns"] <= iv["unreachable"][1]
+    assert iv["reachable"][0] <= bmc["up"]["t_ns"] <= iv["reachable"][1]
+    assert iv["clock_back"]["kind"] == bmc["up"]["clock"] == "epoch"
+    t_set = next(e["t_ns"] for e in run.truth["devices"]["bmc-1"]["events"]
+                 if e["kind"] == "ntp_poll" and e["action"] == "step" and e["t_ns"] > bmc["up"]["t_ns"])
+    assert iv["clock_set"][0] <= t_set <= iv["clock_set"][1]
+    logs = sorted((e for e in pdu if e["kind"] == "outlet_log"), key=lambda e: e["t_ns"])
+    assert [e["on"] for e in logs] == [False, True] and len(pc["pdu_stamps"]) == 2
+    for s, e in zip(pc["pdu_stamps"], logs):      # the PDU's stamp instants, mapped
+        assert s["lo"] <= e["t_ns"] <= s["hi"]
+    # the PDU switched the outlet off before the device went dark, on before it booted
+    (off,) = [e["t_ns"] for e in pdu if e["kind"] == "outlet_off"]
+    assert off <= bmc["power_off"]["t_ns"] and bmc["power_on"]["t_ns"] < bmc["up"]["t_ns"]
+    names = {m["name"] for m in load_measurements(run.path)}
+    assert {"power_cycle.pdu_off_stamp", "power_cycle.unreachable", "power_cycle.reachable",
+            "power_cycle.clock_set", "power_cycle.clock_back_offset"} <= names

@@ -40,6 +40,7 @@ from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
 from bench.inventory import DeviceConfig
+from bench.sim import power
 from bench.sim.clock import NS
 from bench.sim.snmp_pdu_mib import (LAYOUTS, SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects)
 
@@ -272,6 +273,7 @@ class PduAgent:
         L = self.layout
         self.objects.state[outlet] = L.state_on if on else L.state_off
         self.ctx.record_event(self.name, "outlet_on" if on else "outlet_off", t, outlet=outlet)
+        power.bus(self.ctx).switch(self.name, outlet, on, t)      # the devices it feeds
         self._later(self.uptime.log_latency_ns() / NS, self._log, outlet, on, t)
 
     def _log(self, outlet: int, on: bool, t_event: int) -> None:
