@@ -297,3 +297,24 @@ def test_set_clock_writes_the_modbus_rtc_of_both_families(tmp_path):
         # the written second lands within the write's bracket: read back 30 s ahead (+- 1 s tick)
         assert ms[dev]["lo"] - 1e9 <= 30e9 <= ms[dev]["hi"] + 1e9, ms[dev]
         assert ms[dev]["hi"] - ms[dev]["lo"] < 1.2e9
+
+
+def test_ntp_convergence_on_a_cdu_pulls_a_written_rtc_back(tmp_path):
+    ch = {"cdu-2": {"stimuli": ["test_alarm", "set_clock"],
+                    "sim": {"ntp_model": {"poll_s": 3.0, "step_threshold_s": 1.0}}}}
+    folder = run_experiment("ntp_convergence", rack(tmp_path, ["cdu-2"], changes=ch),
+                            tmp_path / "runs", {"device": "cdu-2"}, quiet=True)
+    run = load_run(folder)
+    assert run.manifest["status"] == "completed", run.manifest.get("error")
+    ms = {m["name"].removeprefix("ntp_convergence."): m for m in load_measurements(run.path)}
+    assert ms["race.manual_set_refused"]["point"] == 0
+    evs = run.truth["devices"]["cdu-2"]["events"]
+    (manual,) = [e for e in evs if e["kind"] == "step"]
+    t_back = next(e["t_ns"] for e in evs if e["kind"] == "ntp_poll" and e["action"] == "step"
+                  and e["t_ns"] > manual["t_ns"])
+    st = next(i for i in run.samples("cdu-2").select("stimulus"))
+    smp = run.samples("cdu-2")
+    s, e = int(smp.s_ns[st]), int(smp.e_ns[st])
+    assert s <= manual["t_ns"] <= e
+    # pulled back: the bound is from the write's bracket to the client's step
+    assert ms["race.pulled_back"]["lo"] <= t_back - manual["t_ns"] <= ms["race.pulled_back"]["hi"]

@@ -19,7 +19,8 @@ Nth register request is answered "device busy", exception 6), `serial`, `vendor`
 `product_code`, `model` (identity; defaults from the manual), `sensors = {supply_temp = 18.0, ...}`
 (mean sensor values), `identification = false` (no 43/14: "illegal function"), `map` (the
 controller is really of another family than the inventory's `map` says), and for RTU
-`line_delay` (model the line's byte time; a pty has none).
+`line_delay` (model the line's byte time; a pty has none), `ntp_model` (an NTP client
+always on, bench/sim/ntp.py: a written RTC is pulled back at its next poll).
 """
 from __future__ import annotations
 
@@ -137,6 +138,12 @@ class Cdu:
                                                .total_seconds() // 60)
         self.model = ctx.models(replace(device, sim=MappingProxyType(sim)), ("rtc",))["rtc"]
         self.tz_error_ns = self.model.p.tz_error_ns
+        if sim.get("ntp_model"):        # an NTP client, always on (no map has its switch)
+            from bench.sim.ntp import NtpDiscipline, NtpParams
+            self.discipline = NtpDiscipline(
+                self.model, NtpParams.from_table(sim["ntp_model"]), True,
+                list(sim.get("ntp_servers", ["pool.ntp.org"])), ctx.now_ns(),
+                record=lambda kind, at, **d: ctx.record_event(self.name, kind, at, **d))
         self.phase = zlib.crc32(self.name.encode()) / 2**32 * 2 * math.pi
         self.sensor_mean = {**SENSOR_MEAN, **dict(sim.get("sensors", {}))}
         # alarm log and control state
