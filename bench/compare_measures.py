@@ -113,7 +113,9 @@ def experiment_measures(run: Run) -> list[Measure]:
     """What the experiment recorded with `lab.measure` (measurements.json), as measures."""
     from bench.experiment_api import load_measurements
     return [Measure(m.get("device", ""), "", m["name"], m["unit"], m["lo"], m["hi"], m["point"],
-                    m.get("basis", "exact"), note=m.get("doc", ""))
+                    m.get("basis", "exact"), m.get("judge", True),
+                    m.get("doc", "") if m.get("judge", True) else
+                    f"reported only (the experiment says so): {m.get('doc', '')}")
             for m in load_measurements(run.path)]
 
 

@@ -58,6 +58,8 @@ class Measurement:
     outcome: str = "pass"                # pass | fail | unproven
     doc: str = ""
     direction: str = "higher_is_worse"   # for compare: higher_is_worse | any
+    judge: bool = True                   # compare judges it (False: reported only, e.g. it
+                                         # moves with the time of day)
     t_ns: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -336,7 +338,7 @@ class Lab:
     def measure(self, name: str, value: float | None, unit: str, *, lo: float | None = None,
                 hi: float | None = None, limit: tuple | None = None, device: str = "",
                 basis: str | None = None, doc: str = "", direction: str = "higher_is_worse",
-                **extra: Any) -> Measurement:
+                judge: bool = True, **extra: Any) -> Measurement:
         """Record a named result into measurements.json: `value` (point), or a bound [lo, hi]
         (its midpoint the point when value is None); `limit` = (lo, hi), either may be None."""
         if value is None and (lo is None or hi is None):
@@ -348,7 +350,7 @@ class Lab:
         m = Measurement(name, unit, point, lo, hi, device,
                         basis or ("exact" if lo == hi else "proven"),
                         None if llo is None else float(llo), None if lhi is None else float(lhi),
-                        outcome(lo, hi, llo, lhi), doc, direction, self.now_ns(), extra)
+                        outcome(lo, hi, llo, lhi), doc, direction, judge, self.now_ns(), extra)
         self.measurements.append(m)
         write_json(self.store.path / MEASUREMENTS_FILE,
                    {"schema": 1, "measurements": [asdict(x) for x in self.measurements]})

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             for ln in lines[1:]:
                 print(f"  {ln}".rstrip())
         for name, typ, default, comment in d["params"]:
-            print(f"    --param {name}={default!s:<10} ({typ})" + (f"  {comment}" if comment else ""))
+            print(f"    {name + '=' + str(default):<28} {typ:<14} {comment}".rstrip())
         print()
     print("run one: rackclock run NAME [--param KEY=VALUE ...]; a file anywhere: rackclock run "
           "path/to/exp.py")

@@ -159,7 +159,7 @@ def run(bench, p: Params) -> dict:
         cb = iv["clock_back"]
         lab.measure("power_cycle.clock_back_offset", None, "ns", device=dev,
                     lo=cb["offset_ns"][0], hi=cb["offset_ns"][1], direction="any",
-                    kind=cb["kind"], doc=f"its clock when it answers again: {cb['kind']} "
+                    judge=cb["kind"] == "rtc", kind=cb["kind"], doc=f"its clock when it answers again: {cb['kind']} "
                                          f"(device minus reference)")
     summary = bench.summarize()
     if not bench.quiet:
