@@ -257,7 +257,7 @@ def test_power_cycle_intervals_hold_the_true_instants(tmp_path):
             "power_cycle.clock_set", "power_cycle.clock_back_offset"} <= names
 
 
-SET_RTC = '''"""Set each CDU's RTC 30 s ahead and read it back."""
+SET_RTC = '''"""Set each device's clock 30 s ahead and read it back."""
 from dataclasses import dataclass
 
 
@@ -268,22 +268,24 @@ class Params:
 
 def run(bench, p):
     lab = bench.lab
-    for dev in lab.devices(plane="cooling", stimulus="set_clock"):
+    for dev in lab.devices(stimulus="set_clock"):
         lab.identify(dev)
-        lab.read_clock(dev)
+        clock = "hrsystemdate" if dev.startswith("pdu") else None
+        lab.read_clock(dev, clock)
         st = lab.set_clock(dev, offset_s=p.ahead_s)
-        r = lab.read_clock(dev)
+        r = lab.read_clock(dev, clock)
         lab.measure("set.offset", None, "ns", device=dev, lo=r.value_ns - r.e_ns,
                     hi=r.value_ns + r.resolution_ns - r.s_ns, set_to=st.target)
     return bench.summarize()
 '''
 
 
-def test_set_clock_writes_the_modbus_rtc_of_both_families(tmp_path):
+def test_set_clock_writes_modbus_rtcs_and_snmp_hrsystemdate(tmp_path):
     exp = tmp_path / "set_rtc.py"
     exp.write_text(SET_RTC)
     allow = {"stimuli": ["test_alarm", "set_clock"]}
-    r = rack(tmp_path, ["cdu-1", "cdu-2"], changes={"cdu-1": allow, "cdu-2": allow})
+    r = rack(tmp_path, ["cdu-1", "cdu-2", "pdu-1"],
+             changes={"cdu-1": allow, "cdu-2": allow, "pdu-1": {"stimuli": ["set_clock"]}})
     p = cli("run", str(exp), "--rack", str(r), "--out", str(tmp_path / "runs"), "--quiet")
     assert p.returncode == 0, p.stdout + p.stderr
     run = load_run(p.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
@@ -297,6 +299,11 @@ def test_set_clock_writes_the_modbus_rtc_of_both_families(tmp_path):
         # the written second lands within the write's bracket: read back 30 s ahead (+- 1 s tick)
         assert ms[dev]["lo"] - 1e9 <= 30e9 <= ms[dev]["hi"] + 1e9, ms[dev]
         assert ms[dev]["hi"] - ms[dev]["lo"] < 1.2e9
+    # the PDU: SET hrSystemDate.0 in UTC; it claims +01:00 but keeps UTC, so it reads back an
+    # hour early (its zone error stays), 30 s ahead otherwise
+    (step,) = [e for e in run.truth["devices"]["pdu-1"]["events"] if e["kind"] == "step"]
+    assert step["set_to_ns"] == int(ms["pdu-1"]["extra"]["set_to"])
+    assert ms["pdu-1"]["lo"] - 1e9 <= 30e9 - 3600e9 <= ms["pdu-1"]["hi"] + 1e9, ms["pdu-1"]
 
 
 def test_ntp_convergence_on_a_cdu_pulls_a_written_rtc_back(tmp_path):
