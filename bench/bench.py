@@ -87,7 +87,16 @@ class Bench:
         self.store.update_manifest(devices=devices, probed_until_ns=self.reference.now_ns())
         return self.statuses
 
+    @property
+    def lab(self):
+        """The experiment API (bench.experiment_api.Lab): select, read, stimulate, set, wait,
+        measure."""
+        from bench.experiment_api import lab_of
+        return lab_of(self)
+
     def stop_sim(self) -> None:
+        from bench.experiment_api import close_lab
+        close_lab(self)           # lab sessions end before the devices do
         if self.sim is not None:
             self.sim.__exit__()
             self.sim.move_truth(self.store.path)
@@ -119,6 +128,10 @@ def reference_line(manifest: dict) -> str:
 
 
 def load_experiment(name: str):
+    """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
+    if name.endswith(".py") or "/" in name:
+        from bench.experiment_catalog import load_file
+        return load_file(Path(name))
     try:
         return importlib.import_module(f"experiments.{name}")
     except ModuleNotFoundError as exc:
@@ -155,11 +168,14 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     """Run one experiment; returns the run folder. Prints the closing table and the folder."""
     exp = load_experiment(name)
     params = make_params(exp, params_overrides)
+    if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
+        name = Path(name).stem       # an experiment file outside the checkout: named by its stem
     store = RunStore(out, new_run_id(name))
     status, error = "failed", None
     with contextlib.ExitStack() as stack:
         sim = None
-        rack = load_rack(rack_file or DEFAULT_RACK)
+        rack = load_rack(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
+        # experiment's own simulated rack (e.g. a power topology), when no rack file is given
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack
@@ -180,6 +196,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             devices[n] = {"plane": "", "error": why}
         store.write_manifest({
             "experiment": name, "run_id": store.run_id, "parameters": asdict(params),
+            "experiment_file": str(getattr(exp, "__file__", "") or ""),
             "versions": provenance.versions(), "git": provenance.git_revision(),
             "host": provenance.host(), "argv": sys.argv, "armed": armed,
             "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",

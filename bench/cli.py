@@ -25,6 +25,12 @@ def _run(a) -> int:
     return 0 if load_run(path).manifest.get("status") == "completed" else 1
 
 
+def _experiments_epilog() -> str:
+    from bench.experiment_catalog import summary_lines
+    return ("experiments (parameters: rackclock experiments [NAME]):\n"
+            + "\n".join(summary_lines()))
+
+
 def _delegate(module: str, argv: list[str]) -> int:
     """Subcommands that live in their own module's `main(argv)`."""
     return int(importlib.import_module(module).main(argv) or 0)
@@ -33,6 +39,7 @@ def _delegate(module: str, argv: list[str]) -> int:
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
                "compare": "bench.compare", "timeline": "bench.timeline_cli",
                "limits": "bench.limits", "trend": "bench.trend"}
+SUBCOMMANDS["experiments"] = "bench.experiment_catalog"
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
         "report": "HTML report and print figures of a run folder",
@@ -40,6 +47,7 @@ HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "timeline": "one cross-plane timeline of a run, with device log files",
         "limits": "judge the rack file's [limits] against a run's bounds (pass/fail/undecided)",
         "trend": "measures of three or more runs side by side, with a figure"}
+HELP["experiments"] = "the experiments, their parameters and documentation"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,8 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane")
     sub = ap.add_subparsers(dest="cmd")
-    r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)")
-    r.add_argument("experiment", nargs="?", default="clock_offset")
+    r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=_experiments_epilog())
+    r.add_argument("experiment", nargs="?", default="clock_offset",
+                   help="an experiment's name (below) or the path of an experiment file")
     r.add_argument("--rack", type=Path, default=None,
                    help="rack file of a real rack (default: start the simulated rack)")
     r.add_argument("--duration", type=float, default=None, help="seconds (default: experiment's)")

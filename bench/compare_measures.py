@@ -147,7 +147,19 @@ def run_measures(run: Run) -> dict[tuple[str, str, str], Measure]:
     for device, d in sorted(run.summary.get("devices", {}).items()):
         for m in device_measures(run, device, d):
             out[(m.device, m.clock, m.name)] = m
+    for m in experiment_measures(run):
+        out[(m.device, m.clock, m.name)] = m
     return out
+
+
+def experiment_measures(run: Run) -> list[Measure]:
+    """What the experiment recorded with `lab.measure` (measurements.json), as measures."""
+    from bench.experiment_api import load_measurements
+    return [Measure(m.get("device", ""), "", m["name"], m["unit"], m["lo"], m["hi"], m["point"],
+                    m.get("basis", "exact"), m.get("judge", True),
+                    m.get("doc", "") if m.get("judge", True) else
+                    f"reported only (the experiment says so): {m.get('doc', '')}")
+            for m in load_measurements(run.path)]
 
 
 def identities(run: Run) -> dict[str, dict]:

@@ -522,3 +522,6 @@ def verdict_page(run) -> str | None:
 
 SECTIONS = [verdict_page, overview, limits, identities, clocks, chrony_columns, offsets, jitter,
             stability, latency, timeline, reference_health]
+
+from bench.report_measurements import measurements  # noqa: E402  (an experiment's own results)
+SECTIONS.append(measurements)

@@ -38,12 +38,15 @@ class SampleWriter:
     def __init__(self, path: Path):
         self.path = path
         new = not path.exists()
+        self.seq = 0
+        if not new:          # a second writer of the same device (the lab, then the loop) goes on
+            with open(path, "rb") as f:
+                self.seq = max(0, sum(1 for _ in f) - 1)
         self._f = open(path, "a", newline="")
         self._w = csv.writer(self._f)
         if new:
             self._w.writerow(SAMPLE_COLUMNS)
             self._f.flush()
-        self.seq = 0
 
     def write(self, kind: str, clock: str, s_ns: int | None, e_ns: int | None,
               value_ns: int | None, resolution_ns: int | None, stamp: str, status: str,

@@ -160,6 +160,54 @@ class Driver(ABC):
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         raise StimulusRefused(self.name, f"no stimulus {name!r}")
 
+    # -- setting the device's clock: the stimulus kind "set_clock", allow-listed like the others
+    SET_CLOCK = "set_clock"
+
+    def can_set_clock(self) -> bool:
+        """Whether this driver can set its device's clock (it overrides `_set_clock`)."""
+        return type(self)._set_clock is not Driver._set_clock
+
+    async def set_clock(self, value_ns: int | None = None,
+                        offset_s: float | None = None) -> Stimulus:
+        """Set the device clock to `value_ns` (UTC ns), or to the reference's time at sending
+        plus `offset_s`; only if the inventory allows `set_clock`; unarmed, print and do not send."""
+        if not self.can_set_clock():
+            raise StimulusRefused(self.name, f"driver {self.config.driver} cannot set the clock")
+        if not self.config.allows(self.SET_CLOCK):
+            raise StimulusRefused(self.name, f"stimulus 'set_clock' is not allowed by the inventory "
+                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
+        if not self.armed:
+            t = self.now_ns()
+            print(f"[unarmed] would set the clock of {self.name}")
+            return Stimulus(self.SET_CLOCK, None, t, t, sent=False)
+        return await self._set_clock(value_ns, offset_s)
+
+    async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
+        raise StimulusRefused(self.name, "no set_clock")
+
+    # -- the device's NTP client: the stimulus kind "ntp", allow-listed like the others
+    SET_NTP = "ntp"
+
+    def can_set_ntp(self) -> bool:
+        return type(self)._set_ntp is not Driver._set_ntp
+
+    async def set_ntp(self, enabled: bool | None = None, server: str | None = None) -> Stimulus:
+        """Switch the device's NTP client on/off and/or point it at `server`; only if the
+        inventory allows `ntp`; unarmed, print and do not send."""
+        if not self.can_set_ntp():
+            raise StimulusRefused(self.name, f"driver {self.config.driver} cannot command NTP")
+        if not self.config.allows(self.SET_NTP):
+            raise StimulusRefused(self.name, f"stimulus 'ntp' is not allowed by the inventory "
+                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
+        if not self.armed:
+            t = self.now_ns()
+            print(f"[unarmed] would command NTP of {self.name}")
+            return Stimulus(self.SET_NTP, None, t, t, sent=False)
+        return await self._set_ntp(enabled, server)
+
+    async def _set_ntp(self, enabled: bool | None, server: str | None) -> Stimulus:
+        raise StimulusRefused(self.name, "no ntp")
+
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
         """Entries newer than `cursor`, and the new cursor. Default: the device keeps no log."""
         return [], cursor

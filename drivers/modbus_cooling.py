@@ -320,6 +320,37 @@ class ModbusCooling(Driver):
             raise self.error("malformed", f"RTC registers {regs} are not a time: {exc}")
         return Read("rtc", s, e, value, self.resolution_ns, "user", raw)
 
+    def encode_rtc(self, t_s: int) -> list[int]:
+        """Registers that set the RTC to Unix second `t_s` (the inverse of decode_rtc)."""
+        rtc = self.map.rtc
+        t = dt.datetime.fromtimestamp(t_s, UTC)
+        if rtc.time_base == "local":
+            t = t.astimezone(self.zone)
+        if rtc.encoding == "fields":
+            return [getattr(t, f) for f in rtc.fields]
+        secs = t_s + (int(t.utcoffset().total_seconds()) if rtc.time_base == "local" else 0)
+        return list(self.client.convert_to_registers(secs & 0xFFFFFFFF,
+                                                     self.client.DATATYPE.UINT32,
+                                                     word_order=self.word_order))
+
+    async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
+        """Write the RTC registers in one request (function 16) at a whole second of the
+        target, so that the one-second register holds the target exactly when it lands."""
+        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        now = self.now_ns()
+        wait = (-target) % NS if value_ns is None else 0
+        await asyncio.sleep(wait / NS)
+        if value_ns is None:
+            target += self.now_ns() - now
+        secs = round(target / NS)
+        regs = self.encode_rtc(secs)
+        span = self.map.rtc.span
+        label = f"write RTC ({span.table} {span.address}+{len(regs)} = {regs})"
+        async with self._lock:
+            _, s, e = await self._exchange(label, lambda: self.client.write_registers(
+                span.address, regs, device_id=self.device_id))
+        return Stimulus(self.SET_CLOCK, str(secs), s, e, True, "user", label)
+
     # -- sensors (not clocks; for experiments and the report) ------------------------------------
     async def read_sensors(self) -> dict[str, dict]:
         out = {}

@@ -253,6 +253,8 @@ class RedfishBMC(EventSubscriber, Driver):
         try:
             if method == "GET":
                 resp = await self._client.get(uri)
+            elif method == "PATCH":
+                resp = await self._client.patch(uri, body=body)
             else:
                 resp = await self._client.post(uri, body=body)
         except Exception as exc:
@@ -320,6 +322,21 @@ class RedfishBMC(EventSubscriber, Driver):
     def stimuli(self) -> list[str]:
         return [self.TEST_EVENT]
 
+    async def _set_ntp(self, enabled: bool | None, server: str | None) -> Stimulus:
+        """PATCH NetworkProtocol: NTP ProtocolEnabled and/or NTPServers = [server]."""
+        ntp: dict = {}
+        if enabled is not None:
+            ntp["ProtocolEnabled"] = bool(enabled)
+        if server:
+            ntp["NTPServers"] = [server]
+        m, *_ = await self._get_json(self.manager_uri, "GET Manager")
+        uri = _link(m, "NetworkProtocol") or f"{self.manager_uri.rstrip('/')}/NetworkProtocol"
+        resp, s, e, note = await self._exchange("PATCH", uri, {"NTP": ntp},
+                                                "PATCH NetworkProtocol NTP")
+        return Stimulus(self.SET_NTP, json.dumps(ntp, separators=(",", ":")), s, e, sent=True,
+                        stamp="user", raw=f"HTTP {resp.status} NTP={json.dumps(ntp)}"
+                                          + (f" {note}" if note else ""))
+
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)
@@ -339,6 +356,18 @@ class RedfishBMC(EventSubscriber, Driver):
                                                 "POST SubmitTestEvent")
         return Stimulus(name, None, s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} {body['Message']}" + (f" {note}" if note else ""))
+
+    async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
+        """PATCH the Manager's `DateTime` (UTC, microseconds); the target is taken just before
+        sending when given as an offset from the reference."""
+        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=target // 1000)
+        body = {"DateTime": t.isoformat(timespec="microseconds")}
+        resp, s, e, note = await self._exchange("PATCH", self.manager_uri, body,
+                                                "PATCH Manager DateTime")
+        return Stimulus(self.SET_CLOCK, body["DateTime"], s, e, sent=True, stamp="user",
+                        raw=f"HTTP {resp.status} DateTime={body['DateTime']}"
+                            + (f" {note}" if note else ""))
 
     async def _find_entries_uri(self) -> str:
         """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""

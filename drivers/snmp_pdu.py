@@ -53,6 +53,7 @@ HR_SYSTEM_DATE = "1.3.6.1.2.1.25.1.2.0"
 SNMP_TRAP_OID = "1.3.6.1.6.3.1.1.4.1.0"
 
 TICK_NS = 10_000_000
+NS = 1_000_000_000
 SYSUPTIME = ClockSpec("sysuptime", TICK_NS, counter=True, modulus_ns=2 ** 32 * TICK_NS)
 HRSYSTEMDATE = ClockSpec("hrsystemdate", 100_000_000)
 TRAP_DOMAIN = udp.DOMAIN_NAME + (1,)
@@ -338,6 +339,27 @@ class SnmpPdu(Driver):
                                          f"{name} outlet {outlet}")
         return Stimulus(name, str(outlet), s, e, sent=True, stamp="socket",
                         raw=f"SET {oid} = {value} -> {vbs[0][1].prettyPrint()}")
+
+    async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
+        """SET hrSystemDate.0: the 11-byte DateAndTime in UTC (+00:00), sent at a whole tenth
+        of a second of the target (the format's resolution)."""
+        if HRSYSTEMDATE not in self._clocks:
+            raise DeviceError(self.name, "refused", "set_clock: this agent has no hrSystemDate")
+        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        if value_ns is None:
+            now = self.now_ns()
+            await asyncio.sleep(((-target) % 100_000_000) / NS)
+            target += self.now_ns() - now
+        secs, rem = divmod(round(target / 100_000_000) * 100_000_000, NS)
+        t = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=secs)
+        octets = struct.pack(">HBBBBBBcBB", t.year, t.month, t.day, t.hour, t.minute, t.second,
+                             rem // 100_000_000, b"+", 0, 0)
+        s, e, vbs = await self._exchange(set_cmd, self._auth(write=True),
+                                         [ObjectType(ObjectIdentity(HR_SYSTEM_DATE),
+                                                     rfc1902.OctetString(octets))],
+                                         "SET hrSystemDate")
+        return Stimulus(self.SET_CLOCK, str(secs * NS + rem), s, e, sent=True, stamp="socket",
+                        raw=f"SET {HR_SYSTEM_DATE} = {octets.hex()}")
 
     # -- log -----------------------------------------------------------------------------------
     def _on_trap(self, snmpEngine, stateReference, contextEngineId, contextName, varBinds, cbCtx):

@@ -84,6 +84,8 @@ class ClockModel:
     """One device clock. `t0_ns` is the reference instant the parameters refer to (run start)."""
 
     WANDER_STEP_NS = NS      # the frequency walk changes once per second
+    corrections: tuple = ()  # t_ns -> ns added to a wall reading (a discipline: bench.sim.ntp)
+    correction_rates: tuple = ()   # t_ns -> ppm: those corrections' rate (slew), for the truth
 
     def __init__(self, params: ClockParams, t0_ns: int, seed: int = 0):
         self.p = params
@@ -152,7 +154,8 @@ class ClockModel:
                                       + self.wander_ns(t_ns) - self.wander_ns(z))
         stepped = sum(s for at, s in self._steps if at <= t_ns)
         return (t_ns + round(p.offset_s * NS) + round(p.drift_ppm * 1e-6 * (t_ns - self.t0_ns)
-                + self.wander_ns(t_ns)) + stepped + p.tz_error_ns)
+                + self.wander_ns(t_ns)) + stepped + p.tz_error_ns
+                + sum(c(t_ns) for c in self.corrections))
 
     def add_step(self, at_ns: int, size_ns: int) -> None:
         """Step the clock by `size_ns` at reference instant `at_ns` (a clock set while running,
@@ -173,7 +176,8 @@ class ClockModel:
         return self.true_ns(t_ns) - int(t_ns)
 
     def drift_ppm(self, t_ns: int) -> float:
-        return self.p.drift_ppm + self.wander_freq(t_ns) * 1e6
+        return (self.p.drift_ppm + self.wander_freq(t_ns) * 1e6
+                + sum(r(t_ns) for r in self.correction_rates))
 
     def breaks(self) -> list[dict]:
         """The model breaks the estimator must find, with their true instants and sizes."""

@@ -19,7 +19,8 @@ Nth register request is answered "device busy", exception 6), `serial`, `vendor`
 `product_code`, `model` (identity; defaults from the manual), `sensors = {supply_temp = 18.0, ...}`
 (mean sensor values), `identification = false` (no 43/14: "illegal function"), `map` (the
 controller is really of another family than the inventory's `map` says), and for RTU
-`line_delay` (model the line's byte time; a pty has none).
+`line_delay` (model the line's byte time; a pty has none), `ntp_model` (an NTP client
+always on, bench/sim/ntp.py: a written RTC is pulled back at its next poll).
 """
 from __future__ import annotations
 
@@ -137,6 +138,12 @@ class Cdu:
                                                .total_seconds() // 60)
         self.model = ctx.models(replace(device, sim=MappingProxyType(sim)), ("rtc",))["rtc"]
         self.tz_error_ns = self.model.p.tz_error_ns
+        if sim.get("ntp_model"):        # an NTP client, always on (no map has its switch)
+            from bench.sim.ntp import NtpDiscipline, NtpParams
+            self.discipline = NtpDiscipline(
+                self.model, NtpParams.from_table(sim["ntp_model"]), True,
+                list(sim.get("ntp_servers", ["pool.ntp.org"])), ctx.now_ns(),
+                record=lambda kind, at, **d: ctx.record_event(self.name, kind, at, **d))
         self.phase = zlib.crc32(self.name.encode()) / 2**32 * 2 * math.pi
         self.sensor_mean = {**SENSOR_MEAN, **dict(sim.get("sensors", {}))}
         # alarm log and control state
@@ -175,7 +182,8 @@ class Cdu:
                                              datatype=DataType.BITS))
             else:
                 blocks[table].append(SimData(address, count=count, values=0,
-                                             datatype=DataType.REGISTERS, readonly=not writable))
+                                             datatype=DataType.REGISTERS,
+                                             readonly=not (writable or _what == "rtc")))
         for table in BIT_TABLES:          # pymodbus needs every table; the hook refuses these
             if not blocks[table]:
                 blocks[table].append(SimData(65000, values=[False], datatype=DataType.BITS))
@@ -213,6 +221,9 @@ class Cdu:
                 return ExcCodes.ILLEGAL_VALUE
             self._raise_test_alarm(int(a.get("code", 0)))
             return None
+        if table == self.rtc.get("table", "holding") and address == self.rtc["address"] \
+                and len(values) == self.rtc_span_count():
+            return self._set_rtc([int(v) for v in values])
         log = self.log_spec
         if log and log["layout"] == "window" and table == log["table"] \
                 and address == log["select_address"]:
@@ -282,6 +293,35 @@ class Cdu:
         if what == "log_window":
             return self._window()
         return [0] * n
+
+    def rtc_span_count(self) -> int:
+        return len(self.rtc["fields"]) if self.rtc["encoding"] == "fields" else 2
+
+    def _set_rtc(self, regs: list[int]) -> ExcCodes | None:
+        """A write of the whole RTC span sets the clock (the inverse of encode_rtc): from now on
+        it shows the written second, its tick edges restarting at this instant."""
+        base = self.rtc.get("time_base", "utc")
+        try:
+            if self.rtc["encoding"] == "fields":
+                f = dict(zip(self.rtc["fields"], regs))
+                t = dt.datetime(f["year"], f["month"], f["day"], f["hour"], f["minute"],
+                                f["second"], tzinfo=self.shown if base == "local" else UTC)
+                utc_s = int(t.timestamp())
+            else:
+                hi, lo = regs if self.word_order == "big" else regs[::-1]
+                secs = (hi << 16) | lo
+                utc_s = secs
+                if base == "local":
+                    wall = dt.datetime.fromtimestamp(secs, UTC).replace(tzinfo=None)
+                    utc_s = int(wall.replace(tzinfo=self.shown).timestamp())
+        except (ValueError, OverflowError, KeyError):
+            return ExcCodes.ILLEGAL_VALUE
+        t_ns = self.ctx.now_ns()
+        size = utc_s * NS + self.tz_error_ns - self.model.true_ns(t_ns)
+        self.model.add_step(t_ns, size)
+        self.ctx.record_event(self.name, "step", t_ns, size_ns=size, set_to=utc_s,
+                              source="RTC registers written")
+        return None
 
     # -- time as the controller shows it -------------------------------------------------------
     def _shown(self, v_ns: int, time_base: str) -> dt.datetime:

@@ -44,7 +44,10 @@ WARN 0, FAIL 0, NOT_TESTED 50. What it leaves NOT_TESTED, and why:
 Sim keys beyond the clock model's: `ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
 `serial`, `log_capacity` (entries kept, oldest dropped first), and the EventService's
 (`event_subscriptions`, `event_delivery_s`, `event_retry_s`, `event_ca_file`: see
-bench/sim/redfish_events.py).
+bench/sim/redfish_events.py), `ntp_model` (the NTP client's
+model, bench/sim/ntp.py, running from the first NetworkProtocol PATCH on), `power` ("PDU:OUTLET"
+feeding it, bench/sim/power.py) with `boot_s` and `power_clock` (rtc | epoch | image, with
+`image_date`): where its clock comes back after a power cycle.
 Every DateTime sample goes to `ctx.record_sample`; every test event (`test_event`, the reference
 instant it was received), log stamp (`log`, the instant its `Created` was taken), clock set
 (`step`) and event delivery (`event_sent`) goes to `ctx.record_event`.
@@ -152,6 +155,15 @@ class EmulatedBMC:
         self.pending: set[asyncio.TimerHandle] = set()
         self.events = EventService(self.name, sim, ctx, _error, _reply)
         self._routes, self._items = self.routes(), self.item_routes()
+        self.ntp_table = sim.get("ntp_model") or {}     # bench.sim.ntp: the NTP client's model
+        self.discipline = None                           # made at the first NTP command
+        self.powered = True                              # bench.sim.power: fed by `power`
+        self.boot_s = float(sim.get("boot_s", 8.0))
+        self.power_clock = str(sim.get("power_clock", "rtc"))   # rtc | epoch | image
+        self.image_date = str(sim.get("image_date", "2024-06-01T00:00:00+00:00"))
+        if sim.get("power"):
+            from bench.sim import power
+            power.bus(ctx).feed(sim["power"], self.power_switch)
 
     # -- the clock -------------------------------------------------------------------------------
     async def sample(self) -> int:
@@ -219,6 +231,10 @@ class EmulatedBMC:
         return None
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if not self.powered:           # off or booting: nothing answers (the connection drops)
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=503)
         early = self._precondition(request)
         if early is not None:
             return early
@@ -381,7 +397,7 @@ class EmulatedBMC:
         if "DateTime" not in body:
             return _reply(None, 204)
         text = body["DateTime"]
-        if self.ntp:
+        if self.ntp and self.ntp_table.get("manual_set", "refuse") != "accept":
             return _error(400, "PropertyValueConflict", "The property 'DateTime' could not be "
                           "written because its value would conflict with the value of the "
                           "'NTP/ProtocolEnabled' property.", ["DateTime", "NTP/ProtocolEnabled"])
@@ -422,7 +438,49 @@ class EmulatedBMC:
                               "NTPServers is of a different type than the property can accept.",
                               [json.dumps(ntp["NTPServers"]), "NTPServers"])
             self.ntp_servers = servers
+            self.ctx.record_event(self.name, "ntp_servers", self.ctx.now_ns(),
+                                  servers=self.ntp_servers)
+        self._ntp_command()
         return _reply(None, 204)
+
+    def power_switch(self, on: bool, t: int) -> None:
+        """Its outlet switched: off, it stops answering and its NTP client stops; on, it boots
+        for `boot_s`, its clock comes back as `power_clock` says (rtc: kept by the RTC; epoch:
+        1970 plus the boot time; image: `image_date` plus the boot time) and NTP starts again."""
+        if not on:
+            self.powered = False
+            self.cancel_pending()
+            self.ctx.record_event(self.name, "power_off", t)
+            if self.discipline is not None:
+                self.discipline.set_enabled(t, False, self.ntp_servers)
+            return
+        self.ctx.record_event(self.name, "power_on", t)
+        asyncio.get_running_loop().call_later(self.boot_s, self._booted)
+
+    def _booted(self) -> None:
+        t = self.ctx.now_ns()
+        boot = round(self.boot_s * NS)
+        base = {"epoch": 0, "image": _parse_datetime_ns(self.image_date)}.get(self.power_clock)
+        if base is not None:
+            size = base + boot + self.model.p.tz_error_ns - self.model.true_ns(t)
+            self.model.add_step(t, size)
+        self.ctx.record_event(self.name, "up", t, clock=self.power_clock,
+                              reading_ns=self.model.read_ns(t))
+        self.powered = True
+        if self.ntp:
+            self._ntp_command()
+
+    def _ntp_command(self) -> None:
+        """The NTP client's model (bench.sim.ntp) runs from the first NTP command on; until then
+        the clock model's own parameters are the disciplined clock (no polls are modelled)."""
+        from bench.sim.ntp import NtpDiscipline, NtpParams
+        t = self.ctx.now_ns()
+        if self.discipline is None:
+            self.discipline = NtpDiscipline(
+                self.model, NtpParams.from_table(self.ntp_table), self.ntp, self.ntp_servers, t,
+                record=lambda kind, at, **d: self.ctx.record_event(self.name, kind, at, **d))
+        else:
+            self.discipline.set_enabled(t, self.ntp, self.ntp_servers)
 
     async def session_item(self, request: web.Request, sid: str) -> web.Response:
         token = self._session_by_id(sid)

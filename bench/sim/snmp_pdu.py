@@ -40,6 +40,7 @@ from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
 from bench.inventory import DeviceConfig
+from bench.sim import power
 from bench.sim.clock import NS
 from bench.sim.snmp_pdu_mib import (LAYOUTS, SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects)
 
@@ -213,6 +214,7 @@ class PduAgent:
             sample=lambda clock, t, v: self.ctx.record_sample(self.name, clock, t, v),
             command=self._command, engine_time=lambda: int(self._engine_time.syntax.clone()),
             writers=lambda sec: sec in writers)
+        self.objects.set_date = self._set_date
         (self._engine_time,) = e.get_mib_builder().import_symbols(
             "__SNMP-FRAMEWORK-MIB", "snmpEngineTime")
         snmp_context = context.SnmpContext(e)
@@ -265,6 +267,18 @@ class PduAgent:
         else:
             self._later(lat, self._actuate, outlet, what == "on")
 
+    def _set_date(self, utc_ns: int) -> None:
+        """hrSystemDate SET: from now on the date clock shows `utc_ns` (its claimed offset and
+        any zone error stay)."""
+        model = self.models.get("hrsystemdate")
+        if model is None:
+            return
+        t = self.ctx.now_ns()
+        size = utc_ns + model.p.tz_error_ns - model.true_ns(t)
+        model.add_step(t, size)
+        self.ctx.record_event(self.name, "step", t, size_ns=size, set_to_ns=utc_ns,
+                              source="SET hrSystemDate.0")
+
     def _actuate(self, outlet: int, on: bool) -> None:
         if self.engine is None:
             return
@@ -272,6 +286,7 @@ class PduAgent:
         L = self.layout
         self.objects.state[outlet] = L.state_on if on else L.state_off
         self.ctx.record_event(self.name, "outlet_on" if on else "outlet_off", t, outlet=outlet)
+        power.bus(self.ctx).switch(self.name, outlet, on, t)      # the devices it feeds
         self._later(self.uptime.log_latency_ns() / NS, self._log, outlet, on, t)
 
     def _log(self, outlet: int, on: bool, t_event: int) -> None:

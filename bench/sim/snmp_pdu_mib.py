@@ -108,6 +108,19 @@ def date_and_time(utc_ns: int, offset_min: int) -> bytes:
                        rem // 100_000_000, b"+" if offset_min >= 0 else b"-", h, m)
 
 
+def parse_date_and_time(b: bytes, default_offset_min: int) -> int:
+    """SNMPv2-TC DateAndTime (8 or 11 bytes) -> UTC ns; the 8-byte form is local time at the
+    agent's own offset."""
+    if len(b) not in (8, 11):
+        raise ValueError(f"DateAndTime of {len(b)} bytes")
+    y, mo, d, h, mi, sec, ds = struct.unpack(">HBBBBBB", b[:8])
+    off = default_offset_min
+    if len(b) == 11:
+        off = (b[9] * 60 + b[10]) * (-1 if b[8:9] == b"-" else 1)
+    t = dt.datetime(y, mo, d, h, mi, sec, tzinfo=dt.timezone.utc)
+    return int(t.timestamp()) * NS + ds * 100_000_000 - off * 60 * NS
+
+
 @dataclass
 class LogRow:
     index: int
@@ -136,6 +149,7 @@ class PduObjects:
         self.engine_time = engine_time
         self.writers = writers
         self.log: list[LogRow] = []
+        self.set_date: Callable[[int], None] | None = None   # hrSystemDate SET: UTC ns (the agent's)
         self._static: dict[Oid, Callable[[int], object]] = self._build()
         self._keys: list[Oid] = []
         self._keys_at = -1
@@ -229,10 +243,17 @@ class PduObjects:
             ectx = engine.observer.get_execution_context("rfc3412.receiveMessage:request")
             security_name = str(ectx.get("securityName", "")) if ectx else ""
         accepted = []
+        dates = []
         for idx, (name, val) in enumerate(varBinds):
             key = tuple(name)
             if not self.writers(security_name):
                 raise smi_error.NoAccessError(name=name, idx=idx)
+            if key == HR_SYSTEM_DATE and self.set_date is not None and key in self._static:
+                try:
+                    dates.append(parse_date_and_time(bytes(val), self.local_offset_min))
+                except (TypeError, ValueError, struct.error):
+                    raise smi_error.WrongValueError(name=name, idx=idx) from None
+                continue
             if key[:-1] != L.outlet_command or key[-1] not in self.state:
                 if key in self._static or key[:-1] == L.outlet_command:
                     raise smi_error.NotWritableError(name=name, idx=idx)
@@ -245,4 +266,6 @@ class PduObjects:
             accepted.append((key[-1], what))
         for outlet, what in accepted:
             self.command(outlet, what)
+        for utc_ns in dates:
+            self.set_date(utc_ns)
         return [(name, val) for name, val in varBinds]
