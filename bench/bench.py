@@ -11,13 +11,13 @@ import importlib
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench import provenance
 from bench.display import Progress, table
-from bench.inventory import RackConfig, load_rack
+from bench.inventory import InventoryError, RackConfig, did_you_mean
+from bench.rackfile import check_out, check_params, load_checked
 from bench.health_monitor import RunReference, bound_from_manifest
 from bench.reference import Health, Reference, ReferenceRefused
 from bench.runner import ProbePlan, run_devices
@@ -115,41 +115,30 @@ def load_experiment(name: str):
         if exc.name in (f"experiments.{name}", "experiments"):
             known = sorted(p.stem for p in Path(__file__).resolve().parent.parent.joinpath(
                 "experiments").glob("*.py") if not p.stem.startswith("_"))
-            raise SystemExit(f"no experiment {name!r} (known: {', '.join(known)})") from None
+            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
         raise
 
 
 def make_params(exp, overrides: dict[str, str]):
-    """The experiment's Params dataclass, with `key=value` overrides cast to the field types."""
-    P = exp.Params
-    types = {f.name: f.type for f in fields(P)}
-    kw: dict[str, Any] = {}
-    for k, v in overrides.items():
-        if k not in types:
-            raise SystemExit(f"experiment has no parameter {k!r} (known: {', '.join(types)})")
-        t = str(types[k])
-        if "bool" in t:
-            kw[k] = v.lower() in ("1", "true", "yes", "on")
-        elif "float" in t:
-            kw[k] = None if v.lower() == "none" else float(v)
-        elif "int" in t:
-            kw[k] = int(v)
-        else:
-            kw[k] = v
-    return P(**kw)
+    """The experiment's Params dataclass, with `key=value` overrides cast to the field types
+    and checked (InventoryError)."""
+    return exp.Params(**check_params(exp, overrides))
 
 
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False) -> Path:
-    """Run one experiment; returns the run folder. Prints the closing table and the folder."""
+    """Run one experiment; returns the run folder. Prints the closing table and the folder.
+    Every problem of the rack file, the parameters or `out` is an InventoryError raised before
+    anything starts (no run folder is made)."""
     exp = load_experiment(name)
     params = make_params(exp, params_overrides)
+    rack = load_checked(rack_file or DEFAULT_RACK)
+    check_out(out)
     store = RunStore(out, new_run_id(name))
     status, error = "failed", None
     with contextlib.ExitStack() as stack:
         sim = None
-        rack = load_rack(rack_file or DEFAULT_RACK)
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack

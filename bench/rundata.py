@@ -122,3 +122,17 @@ def load_run(path: str | Path) -> Run:
         return json.loads(p.read_text()) if p.exists() else None
 
     return Run(path, j("manifest.json") or {}, j("summary.json") or {}, j("truth.json"))
+
+
+def unusable_devices(summary: dict) -> dict[str, str]:
+    """Devices of a summary that gave no usable clock read, with the first error of each; a
+    summary without devices measured nothing ("-")."""
+    devices = (summary or {}).get("devices") or {}
+    if not devices:
+        return {"-": "the run measured nothing"}
+    out = {}
+    for name, d in devices.items():
+        if sum(int(c.get("reads") or 0) for c in (d.get("clocks") or {}).values()) == 0:
+            first = d.get("first_errors") or {}
+            out[name] = "; ".join(f"{k}: {v}" for k, v in list(first.items())[:1]) or "no clock read"
+    return out

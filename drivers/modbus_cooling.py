@@ -33,7 +33,9 @@ from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 from pymodbus.constants import DeviceInformation
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
 
-from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus)
 from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
 
 NS = 1_000_000_000
@@ -64,6 +66,12 @@ def from_bcd(word: int, what: str) -> int:
 
 
 class ModbusCooling(Driver):
+    SCHEMES = ("tcp", "socket", "serial")
+    OPTIONS = {"map": Key("str", file_suffix=".toml"), "timezone": Key("str"), "device_id": Key("int", 0, 247),
+               "word_order": Key("str", choices=("big", "little")), "timeout_s": TIMEOUT_KEY,
+               "baudrate": Key("int", 300, 4_000_000, unit="baud"),
+               "parity": Key("str", choices=("N", "E", "O")), "stopbits": Key("int", 1, 2),
+               "bytesize": Key("int", 5, 8)}
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)
         o = config.options

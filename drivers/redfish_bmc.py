@@ -38,8 +38,9 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
                          RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
                          RedfishProtocolError, RedfishTimeoutError)
 
-from drivers.base import (ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus,
-                          split_address)
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus, split_address)
 
 NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -117,6 +118,9 @@ async def _on_answer(session, trace_ctx, params) -> None:
 
 class RedfishBMC(Driver):
     TEST_EVENT = "test_event"
+    SCHEMES = ("https",)
+    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
+               "manager": Key("str"), "log_entries": Key("str"), "test_message_id": Key("str")}
 
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)

@@ -42,8 +42,9 @@ from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902
 
 from drivers import pdu_backends
-from drivers.base import (ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus,
-                          split_address)
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus, split_address)
 
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 SYS_OBJECT_ID = "1.3.6.1.2.1.1.2.0"
@@ -116,6 +117,12 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
 
 
 class SnmpPdu(Driver):
+    SCHEMES = ("udp", "snmp", "")
+    OPTIONS = {"version": Key("str|int", choices=("2c", "3", "v2c", "v3", 3)),
+               "vendor": Key("str"), "timeout_s": TIMEOUT_KEY, "trap_listen": Key("str"),
+               "trap_receiver": Key("str|list[str]"), "community_env": Key("env"),
+               "privacy_env": Key("env"), "write_community_env": Key("env"),
+               "trap_community_env": Key("env")}
     def __init__(self, config_, now_ns, armed: bool = False):
         super().__init__(config_, now_ns, armed)
         opts = self.config.options
