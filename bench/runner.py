@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from bench.inventory import DeviceConfig
+from bench.rundata import in_int64
 from bench.store import RunStore, SampleWriter
 from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver
@@ -96,9 +97,19 @@ class DeviceWorker(threading.Thread):
             asyncio.run(self._main())
         except Exception as exc:  # last resort: the worker must record, never take the run down
             self._error("worker", exc)
+            self._row("worker", "", exc)
             self.status.state = "failed"
         finally:
             self.out.close()
+
+    def _row(self, kind: str, clock: str, exc: BaseException, s_ns: int | None = None) -> None:
+        """An error as a sample row, so the summary's table counts it with the reads' errors."""
+        try:
+            t = self.now_ns()
+            self.out.write(kind, clock, t if s_ns is None else s_ns, t, None, None, "user",
+                           _kind_of(exc), f"{kind}: {_message(exc)}")
+        except Exception:          # the run folder itself failing is recorded by the run
+            pass
 
     def _error(self, what: str, exc: BaseException) -> None:
         kind, msg = _kind_of(exc), _message(exc)
@@ -262,6 +273,12 @@ class DeviceWorker(threading.Thread):
             self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
                            _kind_of(exc), _message(exc))
             return False
+        if not in_int64(r.value_ns):          # e.g. an RTC in year 1 or 9999
+            self._error(f"read {spec.name}", DeviceError(self.config.name, "malformed",
+                                                         f"value {r.value_ns} ns out of range"))
+            self.out.write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
+                           "malformed", f"value out of range: {r.value_ns} ns; {r.raw}")
+            return True                       # the device answered: not a connection failure
         self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
                        "ok", r.raw)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
@@ -286,14 +303,22 @@ class DeviceWorker(threading.Thread):
         return True
 
     async def _poll_log(self, drv: Driver) -> bool:
+        s0 = self.now_ns()
         try:
             entries, cursor = await asyncio.wait_for(drv.log_entries(self.cursor),
                                                      self.plan.timeout_s)
         except Exception as exc:
             self._error("log", exc)
+            self._row("log", "", exc, s0)
             return False
         self.cursor = cursor
         for en in entries:
+            if not in_int64(en.value_ns):
+                self.out.write("event", en.clock, en.s_ns, en.e_ns, None, en.resolution_ns,
+                               "user", "malformed", f"stamp out of range: {en.value_ns} ns; "
+                               f"{en.cursor} {en.message}".strip())
+                self.status.errors += 1
+                continue
             self.out.write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
                            "user", "ok", f"{en.cursor} {en.message}".strip())
             self.status.events += 1
