@@ -7,6 +7,7 @@ records how the run ended, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import os
 import importlib
 import sys
 import time
@@ -21,6 +22,7 @@ from bench.rackfile import check_out, check_params, load_checked
 from bench.health_monitor import RunReference, bound_from_manifest
 from bench.reference import Health, Reference, ReferenceRefused
 from bench.runner import ProbePlan, run_devices
+from bench.signals import interrupt_on_signals
 from bench.rundata import load_run
 from bench.simproc import SimProcess
 from bench.store import RunStore, new_run_id
@@ -138,6 +140,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     store = RunStore(out, new_run_id(name))
     status, error = "failed", None
     with contextlib.ExitStack() as stack:
+        signals = stack.enter_context(interrupt_on_signals())
         sim = None
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
@@ -163,7 +166,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             "host": provenance.host(), "argv": sys.argv, "armed": armed,
             "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
             "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
-            "started_ns": reference.now_ns(), "status": "running"})
+            "started_ns": reference.now_ns(), "status": "running", "pid": os.getpid()})
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet)
         t0 = time.monotonic()
         try:
@@ -171,6 +174,11 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             status = "interrupted" if bench.interrupted else "completed"
         except KeyboardInterrupt:
             status = "interrupted"
+            if bench.summary is None:        # stopped after the probing: summarise what was taken
+                try:
+                    bench.summarize()
+                except Exception as exc:
+                    store.journal("-", "error", "summary", repr(exc))
         except Exception as exc:
             error = "".join(traceback.format_exception_only(exc)).strip()
             store.journal("-", "error", "experiment", traceback.format_exc())
@@ -178,7 +186,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             bench.stop_sim()
             bench.finish_reference()
             store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
-                                  duration_s=round(time.monotonic() - t0, 3))
+                                  duration_s=round(time.monotonic() - t0, 3),
+                                  **({"stopped_by": signals[0]} if signals else {}))
             store.close()
     if bench.summary and not quiet:
         print(reference_line(store.manifest))

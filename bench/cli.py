@@ -34,6 +34,9 @@ def _run(a) -> int:
     except InventoryError as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("rackclock run: stopped before measuring began", file=sys.stderr)
+        return 1
     from bench.rundata import load_run
     return run_exit_status(load_run(path))
 
@@ -63,12 +66,14 @@ def _delegate(module: str, argv: list[str]) -> int:
 
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
-               "compare": "bench.compare", "timeline": "bench.timeline_cli"}
+               "compare": "bench.compare", "timeline": "bench.timeline_cli",
+               "summarize": "bench.resummarize"}
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
         "report": "HTML report and print figures of a run folder",
         "compare": "compare two runs (e.g. before and after a firmware update)",
-        "timeline": "one cross-plane timeline of a run, with device log files"}
+        "timeline": "one cross-plane timeline of a run, with device log files",
+        "summarize": "(re)build summary.json of a run folder, a killed run included"}
 
 
 def main(argv: list[str] | None = None) -> int:

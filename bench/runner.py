@@ -144,6 +144,8 @@ class DeviceWorker(threading.Thread):
                                 "serial": ident.serial, "firmware": ident.firmware,
                                 **({"extra": ident.extra} if ident.extra else {})}
         self.status.clocks = [c.__dict__ for c in drv.clocks()]
+        self.store.update_device(self.config.name, identity=self.status.identity,
+                                 clocks=self.status.clocks, plane=self.config.plane)
         self.store.journal(self.config.name, "info", "identity",
                            f"{ident.vendor} {ident.model} serial {ident.serial} fw {ident.firmware}")
         return drv

@@ -93,8 +93,16 @@ class RunStore:
         write_json(self.path / "manifest.json", self.manifest)
 
     def update_manifest(self, **changes) -> None:
-        self.manifest.update(changes)
-        write_json(self.path / "manifest.json", self.manifest)
+        with self._lock:
+            self.manifest.update(changes)
+            write_json(self.path / "manifest.json", self.manifest)
+
+    def update_device(self, name: str, **fields) -> None:
+        """What a device told about itself (identity, clocks), written as soon as it is known,
+        so that a run killed later can still be summarised (`rackclock summarize`)."""
+        with self._lock:
+            self.manifest.setdefault("devices", {}).setdefault(name, {}).update(fields)
+            write_json(self.path / "manifest.json", self.manifest)
 
     def write_summary(self, summary: dict) -> None:
         write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
