@@ -128,8 +128,8 @@ RACK_KEYS = {
     "seed": Key("int", 0, 2**63 - 1), "ptp_uds": Key("str"), "ptp_domain": Key("int", 0, 255),
     "served_by": Key("str"), "site": Key("str"), "description": Key("str"),
 }
-CREDENTIAL = re.compile(r"pass(word|wd|phrase)?|secret|token|community|(^|_)key$|privacy|"
-                        r"auth_?key|credential|cookie", re.IGNORECASE)
+CREDENTIAL = re.compile(r"password|passwd|passphrase|(^|_)pass($|_)|secret|token|community|"
+                        r"(^|_)key$|privacy|auth_?key|credential|cookie", re.IGNORECASE)
 
 
 def _frozen(d: Mapping | None) -> Mapping[str, Any]:

@@ -14,6 +14,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.provenance import redact, redact_text
+
 SCHEMA = 1
 SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
                   "status", "raw"]
@@ -85,23 +87,24 @@ class RunStore:
     def journal(self, device: str, level: str, kind: str, message: str) -> None:
         """A run-level event (error, reconnect, stimulus printed unarmed...), written at once."""
         with self._lock:
-            self._ew.writerow([time.time_ns(), device, level, kind, message.replace("\n", " ")])
+            self._ew.writerow([time.time_ns(), device, level, kind,
+                               redact_text(message.replace("\n", " "))])
             self._events.flush()
 
     def write_manifest(self, manifest: dict) -> None:
-        self.manifest = {"schema": SCHEMA, **manifest}
+        self.manifest = redact({"schema": SCHEMA, **manifest})
         write_json(self.path / "manifest.json", self.manifest)
 
     def update_manifest(self, **changes) -> None:
         with self._lock:
-            self.manifest.update(changes)
+            self.manifest.update(redact(changes))
             write_json(self.path / "manifest.json", self.manifest)
 
     def update_device(self, name: str, **fields) -> None:
         """What a device told about itself (identity, clocks), written as soon as it is known,
         so that a run killed later can still be summarised (`rackclock summarize`)."""
         with self._lock:
-            self.manifest.setdefault("devices", {}).setdefault(name, {}).update(fields)
+            self.manifest.setdefault("devices", {}).setdefault(name, {}).update(redact(fields))
             write_json(self.path / "manifest.json", self.manifest)
 
     def write_summary(self, summary: dict) -> None:
