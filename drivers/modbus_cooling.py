@@ -65,6 +65,9 @@ def from_bcd(word: int, what: str) -> int:
     return out
 
 
+FUNCTION = {"coil": 1, "discrete": 2, "holding": 3, "input": 4}   # read function codes
+
+
 class ModbusCooling(Driver):
     SCHEMES = ("tcp", "socket", "serial")
     OPTIONS = {"map": Key("str", file_suffix=".toml"), "timezone": Key("str"), "device_id": Key("int", 0, 247),
@@ -225,10 +228,24 @@ class ModbusCooling(Driver):
         label = f"read {what} ({span.table} {span.address}+{span.count})"
         rr, s, e = await self._exchange(label, lambda: fn(span.address, count=span.count,
                                                           device_id=dev))
-        values = list(rr.bits if span.table in ("coil", "discrete") else rr.registers)
-        if len(values) < span.count:
+        self._matches(rr, FUNCTION[span.table], label)
+        bits = span.table in ("coil", "discrete")
+        values = list(rr.bits if bits else rr.registers)
+        # bits come padded to whole bytes; registers must be exactly the count asked for
+        if not (span.count <= len(values) < span.count + 8 if bits else len(values) == span.count):
             raise self.error("malformed", f"{label}: {len(values)} values in the answer")
         return values[: span.count], s, e
+
+    def _matches(self, rr, function: int, label: str) -> None:
+        """An answer to another request (function code or device id not ours) is malformed."""
+        fc = getattr(rr, "function_code", function)
+        if fc != function:
+            raise self.error("malformed", f"{label}: answer has function code {fc} "
+                                          f"(asked {function})")
+        dev = getattr(rr, "dev_id", self.device_id)
+        if dev not in (self.device_id, None) and self.device_id != 0:
+            raise self.error("malformed", f"{label}: answer from device id {dev} "
+                                          f"(asked {self.device_id})")
 
     async def _write(self, table: str, address: int, value: int, what: str) -> tuple[int, int]:
         c, dev = self.client, self.device_id
@@ -239,7 +256,8 @@ class ModbusCooling(Driver):
             call = lambda: c.write_register(address, value, device_id=dev)     # noqa: E731
         else:
             raise self.error("error", f"{label}: the map puts it in a read-only table")
-        _, s, e = await self._exchange(label, call)
+        rr, s, e = await self._exchange(label, call)
+        self._matches(rr, 5 if table == "coil" else 6, label)
         return s, e
 
     # -- identity --------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from pysnmp.hlapi.v3arch.asyncio import (CommunityData, ContextData, ObjectIdent
                                          SnmpEngine, UdpTransportTarget, UsmUserData, get_cmd,
                                          next_cmd, set_cmd)
 from pyasn1.type import univ
-from pysnmp.proto import errind, rfc1902
+from pysnmp.proto import errind, rfc1902, rfc1905
 
 from drivers import pdu_backends
 from bench.inventory import Key
@@ -62,6 +62,7 @@ AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionErro
                errind.unsupportedSecurityLevel, errind.authenticationFailure,
                errind.authenticationError)
 LOG_ROWS_PER_POLL = 64
+END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstance)
 
 
 class _StampedUdp(udp.UdpAsyncioTransport):
@@ -260,6 +261,12 @@ class SnmpPdu(Driver):
         where = f"{self.host}:{self.port}"
         if err:
             if err == errind.requestTimedOut:
+                if tr.rx_count != rx0 and self.version == "3":
+                    # answers that fail our USM keys: pysnmp drops what it cannot decrypt
+                    raise DeviceError(self.name, "auth", (
+                        f"{what}: {tr.rx_count - rx0} datagram(s) came back from {where} "
+                        f"within {self.timeout_s} s, none decodable with this SNMPv3 user's "
+                        f"keys (wrong privacy key?)"))
                 if tr.rx_count != rx0:
                     raise DeviceError(self.name, "malformed", (
                         f"{what}: {tr.rx_count - rx0} datagram(s) ({tr.rx_bytes - bytes0} bytes) "
@@ -380,6 +387,8 @@ class SnmpPdu(Driver):
                 next_cmd, self._read_auth,
                 [ObjectType(ObjectIdentity(f"{c}.{log_at}")) for c in cols], "walk outlet log")
             (n_stamp, stamp), (_, outlet), (_, state) = vbs
+            if any(isinstance(v, END_OF_WALK) for _, v in vbs):
+                break                # the end of the agent's view (or MIB): the normal end
             if not n_stamp.startswith(cols[0] + "."):
                 break
             if not isinstance(stamp, rfc1902.TimeTicks):
