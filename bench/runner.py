@@ -221,7 +221,12 @@ class DeviceWorker(threading.Thread):
                     break
                 continue
             ok = True
-            if stimuli and now >= stim_due:
+            ready = [c for c in specs if due[c.name] <= now]
+            if ready:                  # clock reads go ahead of stimuli and log work
+                spec = min(ready, key=lambda c: due[c.name])
+                ok &= await self._read(drv, spec, reads[spec.name])
+                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
+            elif stimuli and now >= stim_due:
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
                 stim_due = now + int(self.plan.stimulus_every_s * NS)
@@ -229,15 +234,13 @@ class DeviceWorker(threading.Thread):
                 poll_due = now + int(self.plan.watch_poll_s * NS)
             elif now >= poll_due:
                 seen = self.status.events
+                drv.log_until_ns = min(due.values())       # the next clock read comes first
                 ok &= await self._poll_log(drv)
                 watching = now < watch_until and self.status.events == seen
-                poll_due = now + int((self.plan.watch_poll_s if watching else self.plan.log_poll_s) * NS)
+                soon = watching or getattr(drv, "log_backlog", False)
+                poll_due = now + int((self.plan.watch_poll_s if soon else self.plan.log_poll_s) * NS)
                 if not watching:
                     watch_until = 0
-            else:
-                spec = next(c for c in specs if due[c.name] <= now)
-                ok &= await self._read(drv, spec, reads[spec.name])
-                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
             failures = 0 if ok else failures + 1
             if failures >= self.plan.reopen_after:
                 self.status.state = "reconnecting"
@@ -255,18 +258,25 @@ class DeviceWorker(threading.Thread):
                 failures = 0
         # a last log poll catches entries of late stimuli
         if drv is not None:
+            drv.log_until_ns = None
             await self._poll_log(drv)
             await drv.close()
         self.status.state = "done"
 
     # -- exchanges ----------------------------------------------------------------------------
     async def _read(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+        """One probe (a burst of reads). A malformed answer costs only itself: the device did
+        answer, so the burst goes on; a read that got no answer ends the probe."""
+        answered = True
         for _ in range(max(1, self.plan.burst)):
-            if not await self._read_once(drv, spec, reads):
+            kind = await self._read_once(drv, spec, reads)
+            if kind not in (None, "malformed"):
                 return False
-        return True
+            answered &= kind is None
+        return answered
 
-    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list) -> str | None:
+        """None when the read is good, else its error class."""
         s0 = self.now_ns()
         try:
             r = await asyncio.wait_for(drv.read_clock(spec.name), self.plan.timeout_s)
@@ -274,19 +284,19 @@ class DeviceWorker(threading.Thread):
             self._error(f"read {spec.name}", exc)
             self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
                            _kind_of(exc), _message(exc))
-            return False
+            return _kind_of(exc)
         if not in_int64(r.value_ns):          # e.g. an RTC in year 1 or 9999
             self._error(f"read {spec.name}", DeviceError(self.config.name, "malformed",
                                                          f"value {r.value_ns} ns out of range"))
             self.out.write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
                            "malformed", f"value out of range: {r.value_ns} ns; {r.raw}")
-            return True                       # the device answered: not a connection failure
+            return "malformed"
         self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
                        "ok", r.raw)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
         self.status.reads += 1
         self.status.last_bracket_ns = r.e_ns - r.s_ns
-        return True
+        return None
 
     async def _stimulus(self, drv: Driver, name: str, target: str | None) -> bool:
         s0 = self.now_ns()

@@ -114,6 +114,9 @@ class Driver(ABC):
 
     OPTIONS: dict[str, Key] = {}
     SCHEMES: tuple[str, ...] = ()
+    log_backlog = False       # set by log_entries() when it stopped at its budget with more left
+    log_until_ns: int | None = None   # set by the runner: the next clock read is due then, so
+                                      # log_entries() starts no further page after it
 
     def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False):
         self.config = config
