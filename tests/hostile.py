@@ -27,9 +27,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
+import tomli_w
+
 from bench.simproc import die_with_parent
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NS = 1_000_000_000
 
@@ -234,10 +239,9 @@ class HostileDevice:
         self._dir = tempfile.TemporaryDirectory(prefix="rackclock-hostile-")
 
     def __enter__(self) -> "HostileDevice":
-        root = Path(__file__).resolve().parent.parent
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.hostile", self.kind, "--profile",
-             json.dumps(self.profile), "--dir", self._dir.name], cwd=root,
+             json.dumps(self.profile), "--dir", self._dir.name], cwd=ROOT,
             preexec_fn=functools.partial(die_with_parent, os.getpid()),
             stdout=subprocess.PIPE, stderr=open(Path(self._dir.name) / "stderr.txt", "w"),
             text=True)
@@ -272,6 +276,63 @@ class HostileDevice:
         return {"plane": "cooling", "driver": "modbus_cooling", "map": "family_a",
                 "timezone": "UTC", "address": f"tcp://127.0.0.1:{self.port}", "rate_hz": 2.0,
                 "stimuli": [], **extra}
+
+
+# -- a run of the bench against them ----------------------------------------------------------
+PROFILES = {
+    "clean": ("redfish", {"offset_s": 2.5}),
+    "slowlog": ("redfish", {"offset_s": -1.25, "entries": 2000, "page_delay_s": 0.15}),
+    "bigbody": ("redfish", {"offset_s": 0.75, "big_every": 5, "big_bytes": 100_000_000}),
+    "endless": ("redfish", {"offset_s": 0.4, "endless_every": 7}),
+    "badyear": ("redfish", {"offset_s": -3.0, "bad_year_every": 4, "bad_year": 9999,
+                            "entries": 5, "bad_created": "0001-01-01T00:00:00+00:00"}),
+    "relogin": ("redfish", {"offset_s": 1.0, "unauthorized_every": 10}),
+    "dead": ("redfish", {"offset_s": 0.0, "unauthorized_every": 1}),
+    "modbus-clean": ("modbus", {"offset_s": 5.0}),
+    "modbus-bad": ("modbus", {"offset_s": -7.0, "wrong_function_every": 3,
+                              "extra_registers_every": 5}),
+}
+
+
+def run_bench(names: list[str], duration_s: float, workdir: Path,
+              bench_root: Path = ROOT) -> dict:
+    """One run of the bench (its own process, from `bench_root`: another checkout measures
+    another version) against the named hostile devices."""
+    env = {**os.environ, "HOSTILE_BMC_PASSWORD": "hostile-pw-31d4", "PYTHONPATH": str(bench_root)}
+    os.environ["HOSTILE_BMC_PASSWORD"] = env["HOSTILE_BMC_PASSWORD"]
+    with ExitStack() as stack:
+        devs = {n: stack.enter_context(HostileDevice(*PROFILES[n])) for n in names}
+        rack = {"rack": {"name": "hostile"},
+                "devices": {n: d.device(n) for n, d in devs.items()}}
+        (workdir / "rack.toml").write_text(tomli_w.dumps(rack))
+        with open(workdir / "out.txt", "w") as fo, open(workdir / "err.txt", "w") as fe:
+            proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--rack",
+                                     str(workdir / "rack.toml"), "--reference-allowance", "1ms",
+                                     "--duration", str(duration_s), "--out",
+                                     str(workdir / "runs"), "--quiet"], env=env, cwd=bench_root,
+                                    stdout=fo, stderr=fe)
+            _, status, rusage = os.wait4(proc.pid, 0)     # its own peak memory, not ours
+            proc.returncode = os.waitstatus_to_exitcode(status)
+    out, err = (workdir / "out.txt").read_text(), (workdir / "err.txt").read_text()
+    folder = Path(out.strip().splitlines()[-1].removeprefix("run folder: "))
+    summary = json.loads((folder / "summary.json").read_text())
+    result = {"folder": str(folder), "exit": proc.returncode, "stderr": err[-2000:],
+              "peak_rss_mb": rusage.ru_maxrss / 1024, "devices": {}}
+    for n, d in devs.items():
+        s = summary["devices"][n]
+        clocks = list(s["clocks"].values())
+        c = clocks[0] if clocks else {}
+        segs = c.get("segments") or []
+        off = segs[-1]["offset_ns"] if segs else None
+        truth = PROFILES[n][1]["offset_s"] * 1e9
+        result["devices"][n] = {
+            "reads": c.get("reads", 0), "errors": s.get("errors", {}),
+            "first_errors": s.get("first_errors", {}),
+            "width_ms": (off["hi"] - off["lo"]) / 1e6 if off else None,
+            "truth_inside": all(x["offset_ns"]["lo"] <= truth <= x["offset_ns"]["hi"]
+                                for x in segs) if segs else None,
+            "server": d.counts}
+    return result
 
 
 def main() -> None:

@@ -1,0 +1,70 @@
+"""Hostile devices (own servers on loopback posing as a Redfish BMC and a Modbus controller)
+beside clean ones in one run: each fault is recorded as its device's error of the right kind,
+costs only the affected reads, the clean devices are unchanged, and the bench's memory stays
+bounded. Every bound is checked against the servers' known clocks."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.hostile import PROFILES, run_bench
+
+MEMORY_CEILING_MB = 400      # measured ~120 MB for all eight; 981 MB for one 100 MB body before
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory):
+    return run_bench([n for n in PROFILES if n != "dead"], 16.0,
+                     tmp_path_factory.mktemp("hostile"))
+
+
+def test_every_bound_contains_the_truth_and_clean_devices_are_unharmed(hostile_run):
+    devs = hostile_run["devices"]
+    for name, d in devs.items():
+        assert d["truth_inside"] is True, (name, d)
+    for name in ("clean", "modbus-clean"):
+        assert devs[name]["errors"] == {}, devs[name]
+        assert devs[name]["reads"] >= 20, devs[name]
+    assert hostile_run["exit"] == 0, hostile_run["stderr"]
+
+
+def test_memory_stays_bounded(hostile_run):
+    assert hostile_run["peak_rss_mb"] < MEMORY_CEILING_MB
+    assert hostile_run["devices"]["bigbody"]["server"]["big_bytes_sent"] > 0
+
+
+@pytest.mark.parametrize("name, kind, words", [
+    ("bigbody", "malformed", "over the 4194304-byte cap"),
+    ("endless", "malformed", "byte cap"),
+    ("badyear", "malformed", "out of range"),
+    ("modbus-bad", "malformed", "answer"),
+])
+def test_fault_is_its_devices_error_and_costs_only_those_reads(hostile_run, name, kind, words):
+    d = hostile_run["devices"][name]
+    assert set(d["errors"]) == {kind}, d
+    assert words in d["first_errors"][kind], d["first_errors"]
+    assert d["reads"] >= 5, d            # the other reads of the device are kept and fitted
+
+
+def test_a_slow_long_log_does_not_starve_the_clock(hostile_run):
+    """2,000 entries at 150 ms a page: before, 2 clock reads in 30 s against 74; the log is now
+    read a budgeted few pages at a time, after the clock reads that are due."""
+    d, clean = hostile_run["devices"]["slowlog"], hostile_run["devices"]["clean"]
+    assert d["errors"] == {}
+    assert d["reads"] >= clean["reads"] // 2, (d, clean)
+    assert d["server"]["log_gets"] >= 40            # the whole log was read, in pieces
+
+
+def test_relogin_after_401_keeps_one_session_per_login(hostile_run):
+    c = hostile_run["devices"]["relogin"]["server"]
+    assert c["logins"] > 1 and c["logins"] == c["logouts"] and c["sessions_open"] == 0, c
+
+
+def test_a_device_without_a_usable_read_makes_the_run_fail(tmp_path):
+    """Exit status 1 and one line naming the device, while the other device's results stand."""
+    r = run_bench(["clean", "dead"], 6.0, tmp_path)
+    assert r["exit"] == 1
+    assert "dead: no usable read (auth:" in r["stderr"]
+    assert r["devices"]["dead"]["reads"] == 0 and "auth" in r["devices"]["dead"]["errors"]
+    assert r["devices"]["clean"]["truth_inside"] and r["devices"]["clean"]["errors"] == {}
