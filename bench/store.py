@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import re
 import threading
@@ -32,6 +33,32 @@ def write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".part")
     tmp.write_text(json.dumps(data, indent=1, default=str))
     os.replace(tmp, path)
+
+
+LIBRARY_LOGGERS = ("pymodbus", "pysnmp", "asyncio", "aiohttp", "redfish", "serial")
+
+
+class _Shorten(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if len(msg) > 2000:                 # a frame dump of a flooding device
+            record.msg, record.args = msg[:2000] + f" ... ({len(msg)} characters)", None
+        return True
+
+
+def route_library_logs(path: Path) -> logging.Handler:
+    """The libraries' own log lines (pymodbus frame dumps, pysnmp and asyncio tracebacks) go to
+    the run folder's library.log (at most 2 x 10 MB), not into the progress display."""
+    from logging.handlers import RotatingFileHandler
+
+    h = RotatingFileHandler(path, maxBytes=10 << 20, backupCount=1, delay=True)
+    h.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    h.addFilter(_Shorten())
+    for name in LIBRARY_LOGGERS:
+        lg = logging.getLogger(name)
+        lg.addHandler(h)
+        lg.propagate = False
+    return h
 
 
 class SampleWriter:
@@ -80,6 +107,7 @@ class RunStore:
         self._ew.writerow(EVENT_COLUMNS)
         self._events.flush()
         self.manifest: dict = {}
+        self._library_log = route_library_logs(self.path / "library.log")
 
     def samples(self, device: str) -> SampleWriter:
         return SampleWriter(self.path / "samples" / f"{device}.csv")
@@ -112,3 +140,6 @@ class RunStore:
 
     def close(self) -> None:
         self._events.close()
+        for name in LIBRARY_LOGGERS:
+            logging.getLogger(name).removeHandler(self._library_log)
+        self._library_log.close()

@@ -203,13 +203,13 @@ class ModbusCooling(Driver):
             await asyncio.gather(task, return_exceptions=True)
             if self._lost.done():
                 raise self.error("reset", f"connection dropped by the device during {what}")
-            raise self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+            raise self._no_answer(what)
         try:
             rr = task.result()
         except ModbusIOException as exc:
             if "No response" in str(exc):
                 self._guard = self._serial_line
-                raise self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+                raise self._no_answer(what)
             raise self.error("malformed", f"{what}: {exc}")
         except ConnectionException:
             raise self.error("reset", f"connection lost before {what}")
@@ -220,6 +220,12 @@ class ModbusCooling(Driver):
             raise self.error("protocol", f"answered exception {code} "
                                          f"({EXCEPTIONS.get(code, 'unknown')}) to {what}")
         return rr, self._stamps.get("s", s0), self._stamps.get("e", e0)
+
+    def _no_answer(self, what: str) -> DeviceError:
+        if "rx" in self._stamps:           # bytes came back, but no frame answering ours
+            return self.error("malformed", f"bytes came back for {what} within {self.timeout_s} "
+                                           f"s, none a valid answer")
+        return self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
 
     async def _read(self, span: Span, what: str) -> tuple[list[int], int, int]:
         c, dev = self.client, self.device_id

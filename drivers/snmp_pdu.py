@@ -24,12 +24,11 @@ Inventory keys (beyond the common ones):
 from __future__ import annotations
 
 import asyncio
+import logging
 import datetime as dt
 import os
 import socket
 import struct
-import sys
-import traceback
 
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.carrier.error import CarrierError
@@ -230,8 +229,8 @@ class SnmpPdu(Driver):
         try:
             if self.engine is not None:
                 self.engine.close_dispatcher()
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
+        except Exception:           # to the run's library.log, not into the progress display
+            logging.getLogger("pysnmp").exception("%s: closing the SNMP dispatcher", self.name)
         self.engine = None
 
     # -- one exchange --------------------------------------------------------------------------

@@ -197,7 +197,7 @@ async def serve_modbus(profile: dict) -> None:
                         if addr == 100 else []           # the RTC; anything else reads 0
                     regs = (regs + [0] * count)[:count]
                     if every("extra_registers_every"):
-                        regs = regs + [0] * 20
+                        regs = regs + [0] * min(20, 127 - len(regs))
                     code = 0x04 if every("wrong_function_every") else 0x03
                     body = bytes([code, 2 * len(regs)]) + b"".join(struct.pack(">H", r)
                                                                    for r in regs)
@@ -287,6 +287,7 @@ PROFILES = {
     "badyear": ("redfish", {"offset_s": -3.0, "bad_year_every": 4, "bad_year": 9999,
                             "entries": 5, "bad_created": "0001-01-01T00:00:00+00:00"}),
     "relogin": ("redfish", {"offset_s": 1.0, "unauthorized_every": 10}),
+    "modbus-flood": ("modbus", {"offset_s": 1.0, "garbage_stream": True}),
     "dead": ("redfish", {"offset_s": 0.0, "unauthorized_every": 1}),
     "modbus-clean": ("modbus", {"offset_s": 5.0}),
     "modbus-bad": ("modbus", {"offset_s": -7.0, "wrong_function_every": 3,
