@@ -7,6 +7,7 @@ records how the run ended, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import importlib
 import sys
@@ -25,7 +26,7 @@ from bench.runner import ProbePlan, run_devices
 from bench.signals import interrupt_on_signals
 from bench.rundata import load_run
 from bench.simproc import SimProcess
-from bench.store import RunStore, new_run_id
+from bench.store import DiskFull, RunStore, new_run_id
 from bench.summary import summarize_run
 
 DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"
@@ -72,6 +73,8 @@ class Bench:
         finally:
             if progress:
                 progress.close()
+        if self.store.full is not None:
+            raise self.store.disk_full()
         devices = self.store.manifest.get("devices", {})
         for st in self.statuses:
             devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
@@ -172,6 +175,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         try:
             exp.run(bench, params)
             status = "interrupted" if bench.interrupted else "completed"
+        except DiskFull as exc:
+            status, error = "disk_full", exc.strerror
         except KeyboardInterrupt:
             status = "interrupted"
             if bench.summary is None:        # stopped after the probing: summarise what was taken
@@ -180,8 +185,12 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
                 except Exception as exc:
                     store.journal("-", "error", "summary", repr(exc))
         except Exception as exc:
-            error = "".join(traceback.format_exception_only(exc)).strip()
-            store.journal("-", "error", "experiment", traceback.format_exc())
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                store.failed(exc)            # the disk filled while summarising or plotting
+                status, error = "disk_full", store.disk_full().strerror
+            else:
+                error = "".join(traceback.format_exception_only(exc)).strip()
+                store.journal("-", "error", "experiment", traceback.format_exc())
         finally:
             bench.stop_sim()
             bench.finish_reference()
@@ -192,7 +201,9 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     if bench.summary and not quiet:
         print(reference_line(store.manifest))
         print(table(bench.summary))
-    if error:
+    if status == "disk_full":
+        print(f"rackclock run: disk full: {error}", file=sys.stderr)
+    elif error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)
     print(f"run folder: {store.path}")
     return store.path

@@ -356,6 +356,11 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
                 on_tick([w.status for w in workers], time.monotonic() - t0)
             for w in workers:
                 w.join(0.5 / max(1, len(workers)))
+            if store.full is not None:        # disk full: stop; what was written is kept
+                stop.set()
+                for w in workers:
+                    w.join(plan.timeout_s + 2)
+                break
             if time.monotonic() - t0 > plan.duration_s + 4 * plan.timeout_s + 10:
                 break            # a hung worker must not hold the run: it is reported as such
     except KeyboardInterrupt:
