@@ -61,6 +61,7 @@ AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionErro
                errind.unsupportedSecurityLevel, errind.authenticationFailure,
                errind.authenticationError)
 LOG_ROWS_PER_POLL = 64
+MAX_TRAPS = 10_000
 END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstance)
 
 
@@ -143,7 +144,8 @@ class SnmpPdu(Driver):
         self.engine: SnmpEngine | None = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
-        self._traps: list[LogEntry] = []
+        self._traps: list[LogEntry] = []      # the newest MAX_TRAPS of them
+        self._traps_base = 0                   # traps dropped from the front (size cap)
         self._traps_ignored = 0
         self._log_cursor = 0
 
@@ -368,8 +370,12 @@ class SnmpPdu(Driver):
         b = self.backend
         outlet = next((v.prettyPrint() for n, v in vbs if b.trap_outlet and n.startswith(b.trap_outlet)),
                       "?")
+        if len(self._traps) >= MAX_TRAPS:      # a flood of traps costs at most MAX_TRAPS
+            drop = len(self._traps) - MAX_TRAPS + 1
+            del self._traps[:drop]
+            self._traps_base += drop
         self._traps.append(LogEntry(
-            cursor=f"trap:{len(self._traps) + 1}", clock="sysuptime",
+            cursor=f"trap:{self._traps_base + len(self._traps) + 1}", clock="sysuptime",
             value_ns=None if ticks is None else ticks * TICK_NS, resolution_ns=TICK_NS,
             s_ns=t, e_ns=t, message=f"trap {b.traps.get(trap, trap)} outlet {outlet}", raw=raw))
 
@@ -378,8 +384,8 @@ class SnmpPdu(Driver):
         Cursor: "log=<last row index>;trap=<traps seen>"."""
         pos = dict(p.split("=", 1) for p in (cursor or "").split(";") if "=" in p)
         log_at, trap_at = int(pos.get("log", 0)), int(pos.get("trap", 0))
-        entries = list(self._traps[trap_at:])
-        trap_at = len(self._traps)
+        entries = list(self._traps[max(0, trap_at - self._traps_base):])
+        trap_at = self._traps_base + len(self._traps)
         cols = [f"{pdu_backends.OUTLET_LOG}.{c}" for c in (2, 3, 4)]
         for _ in range(LOG_ROWS_PER_POLL):
             s, e, vbs = await self._exchange(

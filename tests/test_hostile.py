@@ -4,6 +4,7 @@ costs only the affected reads, the clean devices are unchanged, and the bench's 
 bounded. Every bound is checked against the servers' known clocks."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,41 @@ def test_a_device_without_a_usable_read_makes_the_run_fail(tmp_path):
     assert "dead: no usable read (auth:" in r["stderr"]
     assert r["devices"]["dead"]["reads"] == 0 and "auth" in r["devices"]["dead"]["errors"]
     assert r["devices"]["clean"]["truth_inside"] and r["devices"]["clean"]["errors"] == {}
+
+
+def test_a_flooding_serial_bridge_is_malformed_after_one_line_worth(tmp_path):
+    """A bridge (ser2net-style TCP) answering with bytes and no end of line: the read stops at
+    the line cap instead of gathering the flood until the timeout."""
+    import socket
+    import threading
+
+    from drivers.base import DeviceError
+    from drivers.i2c_bridge import MAX_LINE, BridgeLink
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def flood():
+        conn, _ = srv.accept()
+        conn.recv(64)
+        try:
+            while not stop.is_set():
+                conn.sendall(b"x" * 65536)
+        except OSError:
+            pass
+        conn.close()
+
+    t = threading.Thread(target=flood, daemon=True)
+    t.start()
+    link = BridgeLink("optic-x", f"socket://127.0.0.1:{srv.getsockname()[1]}", time.time_ns,
+                      timeout_s=30.0)
+    link.open()
+    try:
+        with pytest.raises(DeviceError) as exc:
+            link.exchange("ID")
+    finally:
+        stop.set()
+        link.close()
+        srv.close()
+    assert exc.value.kind == "malformed" and "without an end of line" in exc.value.message
+    assert str(MAX_LINE) in exc.value.message
