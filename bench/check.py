@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             raise InventoryError(f"--timeout {a.timeout!r} is not accepted "
                                  f"({TIMEOUT_KEY.accepted()})") from None
         from bench.sim.serve import DEFAULT_RACK
-        source = load_checked(a.rack or DEFAULT_RACK)     # the loader `run` uses
+        source = load_checked(a.rack or DEFAULT_RACK, need_devices=False)   # `run`'s loader
     except InventoryError as exc:
         print(f"rackclock check: {exc}", file=sys.stderr)
         return 2

@@ -87,14 +87,15 @@ def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
     return d
 
 
-def load_checked(path: str | Path) -> RackConfig:
-    """Read and check a rack file: every device's keys against its driver, paths resolved."""
+def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
+    """Read and check a rack file: every device's keys against its driver, paths resolved.
+    `need_devices=False` (check): a rack of no devices checks the reference alone."""
     rack = load_rack(path)
     try:
         if not REFERENCE_SPEC.fullmatch(rack.reference):
             raise InventoryError(f"[rack] {rack.reference!r} is not accepted (one of realtime, "
                                  f"phc:/dev/ptpN, virtual)", key="reference")
-        if not rack.devices:
+        if need_devices and not rack.devices:
             raise InventoryError("no devices: a rack file needs at least one [devices.NAME] table")
         base = Path(rack.source).parent
         devices = tuple(check_device(d, base) for d in rack.devices)

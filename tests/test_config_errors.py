@@ -139,6 +139,8 @@ def test_rack_file_mistake_is_one_line_exit_2(tmp_path, case, content, argv, wor
     out = tmp_path / "runs"
     p = _rackclock(["run", "--rack", "rack.toml", "--out", str(out), "--quiet", *argv], tmp_path)
     _assert_one_line(p, words, out)
+    if case == "empty rack":          # `check` of no devices checks the reference alone
+        return
     # `check` reads the file with the same loader: the same line
     capsys.readouterr()
     assert check_main(["--rack", str(rack_file)]) == 2
