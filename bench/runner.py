@@ -89,6 +89,8 @@ class DeviceWorker(threading.Thread):
         self.status = DeviceStatus(config.name, config.plane)
         self.out: SampleWriter | None = None
         self.cursor: str | None = None
+        self._poll_ns = 0                    # how long the last log poll took
+        self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
 
     # -- thread -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -232,7 +234,10 @@ class DeviceWorker(threading.Thread):
                 stim_due = now + int(self.plan.stimulus_every_s * NS)
                 watch_until = now + int(self.plan.watch_s * NS)
                 poll_due = now + int(self.plan.watch_poll_s * NS)
+            elif now >= poll_due and self._defer_log(now, min(due.values())):
+                poll_due = min(due.values()) + 1           # after the read that comes first
             elif now >= poll_due:
+                self._log_wanted = None
                 seen = self.status.events
                 drv.log_until_ns = min(due.values())       # the next clock read comes first
                 ok &= await self._poll_log(drv)
@@ -314,6 +319,15 @@ class DeviceWorker(threading.Thread):
         self.status.stimuli += 1
         return True
 
+    def _defer_log(self, now: int, next_read: int) -> bool:
+        """Whether to put a due log poll after the next clock read: when the read is due sooner
+        than the last poll took, for at most 5 poll intervals (the log is never starved)."""
+        if self._log_wanted is None:
+            self._log_wanted = now
+        if now - self._log_wanted > 5 * self.plan.log_poll_s * NS:
+            return False
+        return next_read - now < self._poll_ns
+
     async def _poll_log(self, drv: Driver) -> bool:
         s0 = self.now_ns()
         try:
@@ -323,6 +337,8 @@ class DeviceWorker(threading.Thread):
             self._error("log", exc)
             self._row("log", "", exc, s0)
             return False
+        finally:
+            self._poll_ns = self.now_ns() - s0
         self.cursor = cursor
         for en in entries:
             if not in_int64(en.value_ns):

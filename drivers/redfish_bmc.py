@@ -168,6 +168,7 @@ class RedfishBMC(Driver):
         self.log_budget_ns = int(float(o.get("log_budget_s", 0.5)) * NS)
         self._log_page: str | None = None      # the log page to read next (the newest read)
         self._log_seen: dict[str, None] = {}   # Ids of entries returned (the last 10,000)
+        self._page_ns = 0                      # how long the last log page took
         self.log_backlog = False               # pages are left to read: poll again soon
         self.scheme, self.host, self.port, _ = split_address(config.address)
         self._session: aiohttp.ClientSession | None = None
@@ -430,11 +431,13 @@ class RedfishBMC(Driver):
         s, e, pages = None, None, 0
         self.log_backlog = False
         while True:
+            t0 = self.now_ns()
             try:
                 page, ps, e, _ = await self._get_json(uri, "GET log entries")
             except DeviceError:
                 self._log_page = None          # the log was cleared or moved: start again
                 raise
+            self._page_ns = self.now_ns() - t0
             s, pages = (ps if s is None else s), pages + 1
             members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
             nxt = page.get("Members@odata.nextLink")
@@ -442,7 +445,7 @@ class RedfishBMC(Driver):
                 self._log_page = uri           # the newest page: read again next poll
                 break
             self._log_page = uri = nxt
-            if pages >= self.log_pages or self.now_ns() >= deadline:
+            if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
                 self.log_backlog = True
                 break
         new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
