@@ -219,6 +219,61 @@ async def serve_modbus(profile: dict) -> None:
     server.close()
 
 
+# -- SNMP v2c ----------------------------------------------------------------------------------
+async def serve_snmp(profile: dict) -> None:
+    """A view-restricted v2c agent: sysUpTime, the system group and the APC identity answer; any
+    GETNEXT beyond them (the outlet-log walk) answers endOfMibView, as net-snmp does for a
+    community whose view ends there; hrSystemDate is noSuchObject."""
+    from pyasn1.codec.ber import decoder, encoder
+    from pysnmp.proto import api, rfc1902, rfc1905
+
+    p = api.PROTOCOL_MODULES[api.SNMP_VERSION_2C]
+    t0 = time.monotonic() - float(profile.get("uptime_s", 1000.0))
+    counts = {"requests": 0, "end_of_view": 0}
+    text = {"1.3.6.1.2.1.1.1.0": "hostile PDU", "1.3.6.1.2.1.1.5.0": "hostile",
+            "1.3.6.1.4.1.318.1.1.12.1.5.0": "AP0000", "1.3.6.1.4.1.318.1.1.12.1.6.0": "HS0001",
+            "1.3.6.1.4.1.318.1.1.12.1.3.0": "v0"}
+
+    def value(oid: str):
+        if oid == "1.3.6.1.2.1.1.3.0":
+            return rfc1902.TimeTicks(int((time.monotonic() - t0) * 100) % 2**32)
+        if oid == "1.3.6.1.2.1.1.2.0":
+            return rfc1902.ObjectName("1.3.6.1.4.1.318.1.3.4.5")
+        if oid in text:
+            return rfc1902.OctetString(text[oid])
+        return rfc1905.noSuchObject
+
+    class Agent(asyncio.DatagramProtocol):
+        def connection_made(self, transport):
+            self.transport = transport
+
+        def datagram_received(self, data, addr):
+            counts["requests"] += 1
+            msg, _ = decoder.decode(data, asn1Spec=p.Message())
+            if str(p.apiMessage.get_community(msg)) != profile.get("community", "public"):
+                return
+            req = p.apiMessage.get_pdu(msg)
+            rsp = p.apiMessage.get_response(msg)
+            pdu = p.apiMessage.get_pdu(rsp)
+            nxt = req.isSameTypeWith(p.GetNextRequestPDU())
+            vbs = []
+            for oid, _ in p.apiPDU.get_varbinds(req):
+                if nxt:
+                    counts["end_of_view"] += 1
+                    vbs.append((oid, rfc1905.endOfMibView))
+                else:
+                    vbs.append((oid, value(str(oid))))
+            p.apiPDU.set_varbinds(pdu, vbs)
+            self.transport.sendto(encoder.encode(rsp), addr)
+
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(Agent, local_addr=("127.0.0.1", 0))
+    print(f"PORT {transport.get_extra_info('sockname')[1]}", flush=True)
+    await _until_stopped()
+    print("COUNTS " + json.dumps(counts), flush=True)
+    transport.close()
+
+
 async def _until_stopped() -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -273,6 +328,10 @@ class HostileDevice:
                     "address": f"https://127.0.0.1:{self.port}", "password_env": password_env,
                     "ca_file": self.ca, "rate_hz": 2.0, "stimuli": [],
                     "log_entries": "/redfish/v1/Systems/1/LogServices/EventLog/Entries", **extra}
+        if self.kind == "snmp":
+            return {"plane": "pdu", "driver": "snmp_pdu", "version": "2c", "vendor": "apc",
+                    "address": f"udp://127.0.0.1:{self.port}", "rate_hz": 2.0, "stimuli": [],
+                    "community_env": "HOSTILE_PDU_COMMUNITY", **extra}
         return {"plane": "cooling", "driver": "modbus_cooling", "map": "family_a",
                 "timezone": "UTC", "address": f"tcp://127.0.0.1:{self.port}", "rate_hz": 2.0,
                 "stimuli": [], **extra}
@@ -288,6 +347,7 @@ PROFILES = {
                             "entries": 5, "bad_created": "0001-01-01T00:00:00+00:00"}),
     "relogin": ("redfish", {"offset_s": 1.0, "unauthorized_every": 10}),
     "modbus-flood": ("modbus", {"offset_s": 1.0, "garbage_stream": True}),
+    "snmp-view": ("snmp", {"uptime_s": 1000.0}),
     "dead": ("redfish", {"offset_s": 0.0, "unauthorized_every": 1}),
     "modbus-clean": ("modbus", {"offset_s": 5.0}),
     "modbus-bad": ("modbus", {"offset_s": -7.0, "wrong_function_every": 3,
@@ -299,8 +359,8 @@ def run_bench(names: list[str], duration_s: float, workdir: Path,
               bench_root: Path = ROOT) -> dict:
     """One run of the bench (its own process, from `bench_root`: another checkout measures
     another version) against the named hostile devices."""
-    env = {**os.environ, "HOSTILE_BMC_PASSWORD": "hostile-pw-31d4", "PYTHONPATH": str(bench_root)}
-    os.environ["HOSTILE_BMC_PASSWORD"] = env["HOSTILE_BMC_PASSWORD"]
+    env = {**os.environ, "HOSTILE_BMC_PASSWORD": "hostile-pw-31d4",
+           "HOSTILE_PDU_COMMUNITY": "public", "PYTHONPATH": str(bench_root)}
     with ExitStack() as stack:
         devs = {n: stack.enter_context(HostileDevice(*PROFILES[n])) for n in names}
         rack = {"rack": {"name": "hostile"},
@@ -325,26 +385,28 @@ def run_bench(names: list[str], duration_s: float, workdir: Path,
         c = clocks[0] if clocks else {}
         segs = c.get("segments") or []
         off = segs[-1]["offset_ns"] if segs else None
-        truth = PROFILES[n][1]["offset_s"] * 1e9
+        truth = PROFILES[n][1].get("offset_s")      # None: a counter, no known offset
         result["devices"][n] = {
             "reads": c.get("reads", 0), "errors": s.get("errors", {}),
             "first_errors": s.get("first_errors", {}),
             "width_ms": (off["hi"] - off["lo"]) / 1e6 if off else None,
-            "truth_inside": all(x["offset_ns"]["lo"] <= truth <= x["offset_ns"]["hi"]
-                                for x in segs) if segs else None,
+            "truth_inside": all(x["offset_ns"]["lo"] <= truth * 1e9 <= x["offset_ns"]["hi"]
+                                for x in segs) if segs and truth is not None else None,
             "server": d.counts}
     return result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["redfish", "modbus"])
+    ap.add_argument("kind", choices=["redfish", "modbus", "snmp"])
     ap.add_argument("--profile", default="{}")
     ap.add_argument("--dir", default=None)
     a = ap.parse_args()
     profile = json.loads(a.profile)
     if a.kind == "redfish":
         asyncio.run(serve_redfish(profile, Path(a.dir or tempfile.mkdtemp())))
+    elif a.kind == "snmp":
+        asyncio.run(serve_snmp(profile))
     else:
         asyncio.run(serve_modbus(profile))
 

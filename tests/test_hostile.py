@@ -23,7 +23,7 @@ def hostile_run(tmp_path_factory):
 def test_every_bound_contains_the_truth_and_clean_devices_are_unharmed(hostile_run):
     devs = hostile_run["devices"]
     for name, d in devs.items():
-        if name != "modbus-flood":
+        if name not in ("modbus-flood", "snmp-view"):       # snmp-view: a counter, no truth
             assert d["truth_inside"] is True, (name, d)
     for name in ("clean", "modbus-clean"):
         assert devs[name]["errors"] == {}, devs[name]
@@ -118,3 +118,13 @@ def test_a_flooding_serial_bridge_is_malformed_after_one_line_worth(tmp_path):
         srv.close()
     assert exc.value.kind == "malformed" and "without an end of line" in exc.value.message
     assert str(MAX_LINE) in exc.value.message
+
+
+def test_end_of_mib_view_is_the_normal_end_of_a_walk(hostile_run):
+    """A view-restricted community: the outlet-log walk meets endOfMibView on every poll, which
+    ends the walk; no error, no reconnect, the sysUpTime reads go on."""
+    d = hostile_run["devices"]["snmp-view"]
+    assert d["errors"] == {} and d["reads"] >= 20, d
+    assert d["server"]["end_of_view"] >= 3, d["server"]
+    journal = (Path(hostile_run["folder"]) / "events.csv").read_text()
+    assert "snmp-view,error" not in journal and "EndOfMibView" not in journal
