@@ -4,6 +4,8 @@ costs only the affected reads, the clean devices are unchanged, and the bench's 
 bounded. Every bound is checked against the servers' known clocks."""
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -128,3 +130,56 @@ def test_end_of_mib_view_is_the_normal_end_of_a_walk(hostile_run):
     assert d["server"]["end_of_view"] >= 3, d["server"]
     journal = (Path(hostile_run["folder"]) / "events.csv").read_text()
     assert "snmp-view,error" not in journal and "EndOfMibView" not in journal
+
+
+@pytest.mark.skipif(not shutil.which("snmpd"), reason="net-snmp's snmpd is not installed")
+def test_a_wrong_snmpv3_privacy_key_is_auth_against_net_snmp(tmp_path):
+    """net-snmp answers a request it cannot decrypt with a report the client cannot decode
+    either: that is the user's keys (auth), not a malformed device."""
+    import asyncio
+    import socket
+    import subprocess
+
+    from bench.inventory import DeviceConfig
+    from drivers.base import DeviceError
+    from drivers.snmp_pdu import SnmpPdu
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "snmpd.conf"
+    conf.write_text("createUser rcuser SHA authpass-12345 AES privpass-12345\nrouser rcuser priv\n")
+    agent = subprocess.Popen(["snmpd", "-f", "-Lo", "-C", "-c", str(conf), "-p",
+                              str(tmp_path / "pid"), f"udp:127.0.0.1:{port}"],
+                             env={**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(tmp_path)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.environ.update(HOSTILE_V3_AUTH="authpass-12345", HOSTILE_V3_WRONG="wrongpriv-999",
+                      HOSTILE_V3_PRIV="privpass-12345")
+
+    async def attempt(priv_env: str):
+        d = DeviceConfig("pdu-v3", "pdu", "snmp_pdu", f"udp://127.0.0.1:{port}",
+                         username="rcuser", password_env="HOSTILE_V3_AUTH",
+                         options={"version": "3", "privacy_env": priv_env})
+        drv = SnmpPdu(d, time.time_ns)
+        try:
+            await drv.open()
+            return await drv.read_clock("sysuptime")
+        finally:
+            await drv.close()
+
+    try:
+        deadline = time.monotonic() + 20
+        while True:                 # until the agent answers with the right keys
+            try:
+                assert asyncio.run(attempt("HOSTILE_V3_PRIV")).value_ns > 0
+                break
+            except DeviceError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with pytest.raises(DeviceError) as exc:
+            asyncio.run(attempt("HOSTILE_V3_WRONG"))
+        assert exc.value.kind == "auth", exc.value
+    finally:
+        agent.terminate()
+        agent.wait(10)
