@@ -202,3 +202,13 @@ def test_check_honours_the_rack_files_ptp_uds(tmp_path):
     p = _rackclock(["check", "--rack", str(f), "--timeout", "1"], tmp_path)
     assert str(tmp_path / "ptp" / "sock") in p.stdout, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_simulated_rack_file_given_relative_runs(tmp_path):
+    """`run --rack rel.toml` from the rack's folder: the simulator child (which runs elsewhere)
+    gets the file's absolute path."""
+    (tmp_path / "rel.toml").write_text(tomli_w.dumps(sim_rack_dict(["cdu-1"])))
+    p = _rackclock(["run", "--rack", "rel.toml", "--duration", "4", "--out", "runs", "--quiet"],
+                   tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
