@@ -286,4 +286,8 @@ def load_rack(path: str | Path) -> RackConfig:
     except OSError as exc:
         raise InventoryError(f"cannot read the rack file: {exc.strerror or exc}",
                              file=str(path)) from None
-    return rack_from_dict(data, source=str(path.resolve()))
+    try:
+        return rack_from_dict(data, source=str(path.resolve()))
+    except InventoryError as exc:      # named as the user gave it
+        raise InventoryError(exc.problem, file=str(path), device=exc.device, key=exc.key) \
+            from None
