@@ -8,7 +8,6 @@ With no `--rack` it serves the simulated rack in this process and checks that.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys

@@ -5,7 +5,6 @@ needs; the simulator (which dies with the bench) leaves its truth in RUN/sim/tru
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
