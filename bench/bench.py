@@ -7,23 +7,26 @@ records how the run ended, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import importlib
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench import provenance
 from bench.display import Progress, table
-from bench.inventory import RackConfig, load_rack
+from bench.inventory import InventoryError, RackConfig, did_you_mean
+from bench.rackfile import check_out, check_params, load_checked
 from bench.health_monitor import RunReference, bound_from_manifest
 from bench.reference import Health, Reference, ReferenceRefused
 from bench.runner import ProbePlan, run_devices
+from bench.signals import interrupt_on_signals
 from bench.rundata import load_run
 from bench.simproc import SimProcess
-from bench.store import RunStore, new_run_id
+from bench.store import DiskFull, RunStore, new_run_id
 from bench.summary import summarize_run
 
 DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"
@@ -80,6 +83,8 @@ class Bench:
             if progress:
                 progress.close()
             self.store.update_manifest(calibration=live.record())
+        if self.store.full is not None:
+            raise self.store.disk_full()
         devices = self.store.manifest.get("devices", {})
         for st in self.statuses:
             devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
@@ -138,44 +143,34 @@ def load_experiment(name: str):
         if exc.name in (f"experiments.{name}", "experiments"):
             known = sorted(p.stem for p in Path(__file__).resolve().parent.parent.joinpath(
                 "experiments").glob("*.py") if not p.stem.startswith("_"))
-            raise SystemExit(f"no experiment {name!r} (known: {', '.join(known)})") from None
+            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
         raise
 
 
 def make_params(exp, overrides: dict[str, str]):
-    """The experiment's Params dataclass, with `key=value` overrides cast to the field types."""
-    P = exp.Params
-    types = {f.name: f.type for f in fields(P)}
-    kw: dict[str, Any] = {}
-    for k, v in overrides.items():
-        if k not in types:
-            raise SystemExit(f"experiment has no parameter {k!r} (known: {', '.join(types)})")
-        t = str(types[k])
-        if "bool" in t:
-            kw[k] = v.lower() in ("1", "true", "yes", "on")
-        elif "float" in t:
-            kw[k] = None if v.lower() == "none" else float(v)
-        elif "int" in t:
-            kw[k] = int(v)
-        else:
-            kw[k] = v
-    return P(**kw)
+    """The experiment's Params dataclass, with `key=value` overrides cast to the field types
+    and checked (InventoryError)."""
+    return exp.Params(**check_params(exp, overrides))
 
 
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False) -> Path:
-    """Run one experiment; returns the run folder. Prints the closing table and the folder."""
+    """Run one experiment; returns the run folder. Prints the closing table and the folder.
+    Every problem of the rack file, the parameters or `out` is an InventoryError raised before
+    anything starts (no run folder is made)."""
     exp = load_experiment(name)
     params = make_params(exp, params_overrides)
     if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
         name = Path(name).stem       # an experiment file outside the checkout: named by its stem
+    rack = load_checked(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
+    # experiment's own simulated rack (e.g. a power topology), when no rack file is given
+    check_out(out)
     store = RunStore(out, new_run_id(name))
     status, error = "failed", None
     with contextlib.ExitStack() as stack:
+        signals = stack.enter_context(interrupt_on_signals())
         sim = None
-        rack = load_rack(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
-        # experiment's own simulated rack (e.g. a power topology), when no rack file is given
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack
@@ -201,27 +196,41 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             "host": provenance.host(), "argv": sys.argv, "armed": armed,
             "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
             "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
-            "started_ns": reference.now_ns(), "status": "running"})
+            "started_ns": reference.now_ns(), "status": "running", "pid": os.getpid()})
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet)
         t0 = time.monotonic()
         try:
             exp.run(bench, params)
             status = "interrupted" if bench.interrupted else "completed"
+        except DiskFull as exc:
+            status, error = "disk_full", exc.strerror
         except KeyboardInterrupt:
             status = "interrupted"
+            if bench.summary is None:        # stopped after the probing: summarise what was taken
+                try:
+                    bench.summarize()
+                except Exception as exc:
+                    store.journal("-", "error", "summary", repr(exc))
         except Exception as exc:
-            error = "".join(traceback.format_exception_only(exc)).strip()
-            store.journal("-", "error", "experiment", traceback.format_exc())
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                store.failed(exc)            # the disk filled while summarising or plotting
+                status, error = "disk_full", store.disk_full().strerror
+            else:
+                error = "".join(traceback.format_exception_only(exc)).strip()
+                store.journal("-", "error", "experiment", traceback.format_exc())
         finally:
             bench.stop_sim()
             bench.finish_reference()
             store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
-                                  duration_s=round(time.monotonic() - t0, 3))
+                                  duration_s=round(time.monotonic() - t0, 3),
+                                  **({"stopped_by": signals[0]} if signals else {}))
             store.close()
     if bench.summary and not quiet:
         print(reference_line(store.manifest))
         print(table(bench.summary, store.manifest))
-    if error:
+    if status == "disk_full":
+        print(f"rackclock run: disk full: {error}", file=sys.stderr)
+    elif error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)
     print(f"run folder: {store.path}")
     return store.path

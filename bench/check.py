@@ -8,7 +8,6 @@ With no `--rack` it serves the simulated rack in this process and checks that.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
@@ -17,9 +16,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.inventory import DeviceConfig, InventoryError, load_rack
+from bench.inventory import DeviceConfig, InventoryError
+from bench.rackfile import load_checked, parse_allowance, reference_options
 from bench.reference import Health, Reference, ReferenceRefused, reference_for_run
-from bench.units import fmt_ns, parse_duration_ns
+from bench.units import fmt_ns
+from drivers.base import TIMEOUT_KEY
 
 
 @dataclass
@@ -169,33 +170,42 @@ def device_table(results: list[DeviceCheck]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rackclock check",
+    from bench.cli import OneLineParser
+
+    ap = OneLineParser(prog="rackclock check",
                                  description="reference health and reachability of every device")
     ap.add_argument("--rack", type=Path, default=None,
                     help="rack file (default: serve and check the simulated rack)")
     ap.add_argument("--reference-allowance", default=None,
                     help="bound on the reference's own error when linuxptp cannot vouch for it, "
                          "e.g. 1ms")
-    ap.add_argument("--ptp-uds", default="auto",
-                    help="ptp4l's management socket (default: /var/run/ptp4l or /var/run/ptp/ptp4l)")
-    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per device (default 10)")
+    ap.add_argument("--ptp-uds", default=None,
+                    help="ptp4l's management socket (default: the rack file's ptp_uds, else "
+                         "/var/run/ptp4l or /var/run/ptp/ptp4l)")
+    ap.add_argument("--timeout", default="10", help="seconds per device (default 10)")
     ap.add_argument("--device", action="append", default=[], help="check only this device "
                     "(repeatable)")
     try:
         a = ap.parse_args(argv)
-        allowance = parse_duration_ns(a.reference_allowance) if a.reference_allowance else None
-    except ValueError as exc:
+        allowance = parse_allowance(a.reference_allowance)
+        try:
+            timeout = TIMEOUT_KEY.check(float(a.timeout))
+        except (ValueError, InventoryError):
+            raise InventoryError(f"--timeout {a.timeout!r} is not accepted "
+                                 f"({TIMEOUT_KEY.accepted()})") from None
+        from bench.sim.serve import DEFAULT_RACK
+        source = load_checked(a.rack or DEFAULT_RACK, need_devices=False)   # `run`'s loader
+    except InventoryError as exc:
         print(f"rackclock check: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:
         return int(exc.code or 0)
 
     with contextlib.ExitStack() as stack:
-        if a.rack is None:
-            from bench.sim.serve import DEFAULT_RACK, ensure_secrets
+        if source.simulated:       # a simulated rack file (the default, or a variant): serve it
+            from bench.sim.serve import ensure_secrets
             from bench.sim.thread import SimRackThread
 
-            source = load_rack(DEFAULT_RACK)
             ensure_secrets(source, quiet=True)
             sim = stack.enter_context(SimRackThread(source))
             rack, sim_failed = sim.rack, dict(sim.failed)
@@ -203,12 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"simulated rack {rack.name!r} served on loopback "
                   f"({len(rack.devices)} of {len(source.devices)} emulators up)")
         else:
-            try:
-                rack = load_rack(a.rack)
-            except (OSError, InventoryError) as exc:
-                print(f"rackclock check: {exc}", file=sys.stderr)
-                return 2
-            sim_failed, declared = {}, {}
+            rack, sim_failed, declared = source, {}, {}
         if a.device:
             unknown = set(a.device) - {d.name for d in rack.devices} - set(sim_failed)
             if unknown:
@@ -217,8 +222,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         health, refused = None, None
         try:
-            ref, health = reference_for_run(rack.reference, allowance, rack.simulated,
-                                            ptp_uds=None if a.ptp_uds == "none" else a.ptp_uds)
+            opts = reference_options(rack)
+            if a.ptp_uds is not None:
+                opts["ptp_uds"] = None if a.ptp_uds == "none" else a.ptp_uds
+            ref, health = reference_for_run(rack.reference, allowance, rack.simulated, **opts)
             stack.callback(ref.close)
             now_ns = ref.now_ns
         except (ReferenceRefused, ValueError, OSError) as exc:
@@ -227,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in reference_lines(health, refused):
             print(line)
         devices = [d for d in rack.devices if not a.device or d.name in a.device]
-        results = check_devices(devices, now_ns, a.timeout)
+        results = check_devices(devices, now_ns, timeout)
         for name, why in sim_failed.items():
             if not a.device or name in a.device:
                 d = declared.get(name)

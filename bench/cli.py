@@ -6,23 +6,58 @@ import importlib
 import sys
 from pathlib import Path
 
-from bench.units import parse_duration_ns
 
 
 def _run(a) -> int:
     from bench.bench import run_experiment
+    from bench.inventory import InventoryError
+    from bench.rackfile import check_duration, parse_allowance
 
-    overrides = dict(p.split("=", 1) for p in a.param)
-    if a.duration is not None:
-        overrides["duration_s"] = str(a.duration)
-    if a.rack is None and a.arm:
-        print("--arm has no effect on the simulated rack (its stimuli are always sent)",
-              file=sys.stderr)
-    allowance = parse_duration_ns(a.reference_allowance) if a.reference_allowance else None
-    path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
-                          allowance_ns=allowance, quiet=a.quiet)
+    try:
+        bad = [p for p in a.param if "=" not in p]
+        if bad:
+            raise InventoryError(f"--param {bad[0]!r}: expected KEY=VALUE")
+        overrides = dict(p.split("=", 1) for p in a.param)
+        if a.duration is not None:
+            try:
+                duration = float(a.duration)
+            except ValueError:
+                raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
+                    from None
+            overrides["duration_s"] = str(check_duration(duration))
+        allowance = parse_allowance(a.reference_allowance)
+        if a.rack is None and a.arm:
+            print("--arm has no effect on the simulated rack (its stimuli are always sent)",
+                  file=sys.stderr)
+        path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
+                              allowance_ns=allowance, quiet=a.quiet)
+    except InventoryError as exc:
+        print(f"rackclock run: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rackclock run: stopped before measuring began", file=sys.stderr)
+        return 1
     from bench.rundata import load_run
-    return 0 if load_run(path).manifest.get("status") == "completed" else 1
+    return run_exit_status(load_run(path))
+
+
+def run_exit_status(run) -> int:
+    """0 only when the run completed and every device gave usable reads."""
+    from bench.rundata import unusable_devices
+
+    if run.manifest.get("status") != "completed":
+        return 1
+    bad = unusable_devices(run.summary)
+    for name, why in bad.items():
+        print(f"{name}: no usable read ({why})", file=sys.stderr)
+    return 1 if bad else 0
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Argument errors in one line (and exit 2), as every other configuration error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message}\n")
 
 
 def _experiments_epilog() -> str:
@@ -38,7 +73,8 @@ def _delegate(module: str, argv: list[str]) -> int:
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
                "compare": "bench.compare", "timeline": "bench.timeline_cli",
-               "limits": "bench.limits", "trend": "bench.trend"}
+               "limits": "bench.limits", "trend": "bench.trend",
+               "summarize": "bench.resummarize"}
 SUBCOMMANDS["experiments"] = "bench.experiment_catalog"
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
@@ -46,7 +82,8 @@ HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "compare": "compare two runs (e.g. before and after a firmware update)",
         "timeline": "one cross-plane timeline of a run, with device log files",
         "limits": "judge the rack file's [limits] against a run's bounds (pass/fail/undecided)",
-        "trend": "measures of three or more runs side by side, with a figure"}
+        "trend": "measures of three or more runs side by side, with a figure",
+        "summarize": "(re)build summary.json of a run folder, a killed run included"}
 HELP["experiments"] = "the experiments, their parameters and documentation"
 
 
@@ -54,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         return _delegate(SUBCOMMANDS[argv[0]], argv[1:])
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane")
     sub = ap.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)",
@@ -64,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="an experiment's name (below) or the path of an experiment file")
     r.add_argument("--rack", type=Path, default=None,
                    help="rack file of a real rack (default: start the simulated rack)")
-    r.add_argument("--duration", type=float, default=None, help="seconds (default: experiment's)")
+    r.add_argument("--duration", default=None, help="seconds (default: experiment's)")
     r.add_argument("--out", type=Path, default=Path("results"), help="folder for run folders")
     r.add_argument("--arm", action="store_true",
                    help="send stimuli to a non-simulated rack (without it they are only printed)")

@@ -77,8 +77,11 @@ class HealthMonitor:
         with self._lock:
             self.samples.append(h)
             if self._writer is not None:
-                self._writer.writerow(health_row(h))
-                self._file.flush()
+                try:
+                    self._writer.writerow(health_row(h))
+                    self._file.flush()
+                except OSError:         # disk full: the run records it; the series stays here
+                    self._writer = None
 
     def stop(self) -> Health:
         """Stop sampling (after one last snapshot) and return the run's health."""
@@ -89,7 +92,10 @@ class HealthMonitor:
             self.sample()
         with self._lock:
             if self._file is not None:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
                 self._file, self._writer = None, None
         return self.run_health()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -9,6 +10,10 @@ from importlib import metadata
 from pathlib import Path
 
 import bench
+from bench.inventory import CREDENTIAL
+
+USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+REDACTED = "***"
 
 LIBRARIES = ("numpy", "matplotlib", "allantools", "aiohttp", "redfish", "pysnmp", "pymodbus",
              "pyserial")
@@ -38,3 +43,23 @@ def versions() -> dict:
 def host() -> dict:
     return {"hostname": socket.gethostname(), "platform": platform.platform(),
             "machine": platform.machine()}
+
+
+def redact_text(text: str) -> str:
+    """URL userinfo (`https://user:password@host`) replaced by ***."""
+    return USERINFO.sub(REDACTED + "@", text)
+
+
+def redact(value):
+    """A copy of a manifest (or any JSON-like value) with every credential-like key's value
+    (password, secret, token, community, privacy_key, auth_key, ...; not the `*_env` keys, which
+    name variables) and every URL's userinfo replaced by ***."""
+    if isinstance(value, dict):
+        return {k: (REDACTED if isinstance(k, str) and CREDENTIAL.search(k)
+                    and not k.endswith("_env") and value[k] not in (None, "") else redact(v))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value

@@ -58,12 +58,22 @@ class Samples:
         return self.s_ns[i], self.e_ns[i], self.value_ns[i], self.resolution_ns[i]
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def in_int64(x: int | None) -> bool:
+    """Whether a value fits the int64 ns columns (years 1677-2262 as ns since the epoch)."""
+    return x is None or INT64[0] <= x <= INT64[1]
+
+
 def _int(x: str) -> int:
     return int(x) if x not in ("", None) else 0
 
 
 def load_samples(path: str | Path) -> Samples:
-    """Read samples/<device>.csv; a truncated last line (a run that died) is skipped."""
+    """Read samples/<device>.csv; a truncated last line (a run that died) is skipped. A row whose
+    value lies outside int64 ns (a stamp in year 1 or 9999) is kept as a malformed row with its
+    raw text: it costs only itself, never the device's other rows."""
     cols: dict[str, list] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
                                              "has_value", "resolution_ns", "stamp", "status", "raw")}
     with open(path, newline="") as f:
@@ -75,6 +85,11 @@ def load_samples(path: str | Path) -> Samples:
                 v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
             except (TypeError, ValueError, KeyError):
                 continue
+            if not all(in_int64(x) for x in (seq, s, e, q)):
+                continue                       # not a row the bench wrote
+            if not in_int64(v):
+                row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
+                row["status"], row["value_ns"], v = "malformed", "", 0
             cols["seq"].append(seq)
             cols["s_ns"].append(s)
             cols["e_ns"].append(e)
@@ -122,3 +137,17 @@ def load_run(path: str | Path) -> Run:
         return json.loads(p.read_text()) if p.exists() else None
 
     return Run(path, j("manifest.json") or {}, j("summary.json") or {}, j("truth.json"))
+
+
+def unusable_devices(summary: dict) -> dict[str, str]:
+    """Devices of a summary that gave no usable clock read, with the first error of each; a
+    summary without devices measured nothing ("-")."""
+    devices = (summary or {}).get("devices") or {}
+    if not devices:
+        return {"-": "the run measured nothing"}
+    out = {}
+    for name, d in devices.items():
+        if sum(int(c.get("reads") or 0) for c in (d.get("clocks") or {}).values()) == 0:
+            first = d.get("first_errors") or {}
+            out[name] = "; ".join(f"{k}: {v}" for k, v in list(first.items())[:1]) or "no clock read"
+    return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from bench.inventory import DeviceConfig
+from bench.rundata import in_int64
 from bench.store import RunStore, SampleWriter
 from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver
@@ -93,6 +94,8 @@ class DeviceWorker(threading.Thread):
         self.cursor: str | None = None
         self.logged = 0                           # log entries seen (pushed events not counted)
         self._pushed_held: list | None = None     # pushed events held while a stimulus is in flight
+        self._poll_ns = 0                    # how long the last log poll took
+        self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
 
     # -- thread -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -101,9 +104,19 @@ class DeviceWorker(threading.Thread):
             asyncio.run(self._main())
         except Exception as exc:  # last resort: the worker must record, never take the run down
             self._error("worker", exc)
+            self._row("worker", "", exc)
             self.status.state = "failed"
         finally:
             self.out.close()
+
+    def _row(self, kind: str, clock: str, exc: BaseException, s_ns: int | None = None) -> None:
+        """An error as a sample row, so the summary's table counts it with the reads' errors."""
+        try:
+            t = self.now_ns()
+            self.out.write(kind, clock, t if s_ns is None else s_ns, t, None, None, "user",
+                           _kind_of(exc), f"{kind}: {_message(exc)}")
+        except Exception:          # the run folder itself failing is recorded by the run
+            pass
 
     def _error(self, what: str, exc: BaseException) -> None:
         kind, msg = _kind_of(exc), _message(exc)
@@ -138,6 +151,8 @@ class DeviceWorker(threading.Thread):
                                 "serial": ident.serial, "firmware": ident.firmware,
                                 **({"extra": ident.extra} if ident.extra else {})}
         self.status.clocks = [c.__dict__ for c in drv.clocks()]
+        self.store.update_device(self.config.name, identity=self.status.identity,
+                                 clocks=self.status.clocks, plane=self.config.plane)
         self.store.journal(self.config.name, "info", "identity",
                            f"{ident.vendor} {ident.model} serial {ident.serial} fw {ident.firmware}")
         if hasattr(drv, "on_event"):              # a driver that hears events as they happen
@@ -225,23 +240,29 @@ class DeviceWorker(threading.Thread):
                 ok &= await self._stimulus(drv, name, target or None)
                 watch_until = now + int(self.plan.watch_s * NS)
                 poll_due = now + int(self.plan.watch_poll_s * NS)
+            elif ready := [c for c in specs if due[c.name] <= now]:
+                # a planned stimulus keeps its instant; clock reads go ahead of the rest
+                spec = min(ready, key=lambda c: due[c.name])
+                ok &= await self._read(drv, spec, reads[spec.name])
+                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
             elif stimuli and now >= stim_due:
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
                 stim_due = now + int(self.plan.stimulus_every_s * NS)
                 watch_until = now + int(self.plan.watch_s * NS)
                 poll_due = now + int(self.plan.watch_poll_s * NS)
+            elif now >= poll_due and self._defer_log(now, min(due.values())):
+                poll_due = min(due.values()) + 1           # after the read that comes first
             elif now >= poll_due:
+                self._log_wanted = None
                 seen = self.logged
+                drv.log_until_ns = min(due.values())       # the next clock read comes first
                 ok &= await self._poll_log(drv)
                 watching = now < watch_until and self.logged == seen
-                poll_due = now + int((self.plan.watch_poll_s if watching else self.plan.log_poll_s) * NS)
+                soon = watching or getattr(drv, "log_backlog", False)
+                poll_due = now + int((self.plan.watch_poll_s if soon else self.plan.log_poll_s) * NS)
                 if not watching:
                     watch_until = 0
-            else:
-                spec = next(c for c in specs if due[c.name] <= now)
-                ok &= await self._read(drv, spec, reads[spec.name])
-                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
             failures = 0 if ok else failures + 1
             if failures >= self.plan.reopen_after:
                 self.status.state = "reconnecting"
@@ -259,18 +280,25 @@ class DeviceWorker(threading.Thread):
                 failures = 0
         # a last log poll catches entries of late stimuli
         if drv is not None:
+            drv.log_until_ns = None
             await self._poll_log(drv)
             await drv.close()
         self.status.state = "done"
 
     # -- exchanges ----------------------------------------------------------------------------
     async def _read(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+        """One probe (a burst of reads). A malformed answer costs only itself: the device did
+        answer, so the burst goes on; a read that got no answer ends the probe."""
+        answered = True
         for _ in range(max(1, self.plan.burst)):
-            if not await self._read_once(drv, spec, reads):
+            kind = await self._read_once(drv, spec, reads)
+            if kind not in (None, "malformed"):
                 return False
-        return True
+            answered &= kind is None
+        return answered
 
-    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list) -> str | None:
+        """None when the read is good, else its error class."""
         s0 = self.now_ns()
         try:
             r = await asyncio.wait_for(drv.read_clock(spec.name), self.plan.timeout_s)
@@ -278,7 +306,13 @@ class DeviceWorker(threading.Thread):
             self._error(f"read {spec.name}", exc)
             self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
                            _kind_of(exc), _message(exc))
-            return False
+            return _kind_of(exc)
+        if not in_int64(r.value_ns):          # e.g. an RTC in year 1 or 9999
+            self._error(f"read {spec.name}", DeviceError(self.config.name, "malformed",
+                                                         f"value {r.value_ns} ns out of range"))
+            self.out.write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
+                           "malformed", f"value out of range: {r.value_ns} ns; {r.raw}")
+            return "malformed"
         self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
                        "ok", r.raw)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
@@ -286,7 +320,7 @@ class DeviceWorker(threading.Thread):
                                                            r.resolution_ns))
         self.status.reads += 1
         self.status.last_bracket_ns = r.e_ns - r.s_ns
-        return True
+        return None
 
     async def _stimulus(self, drv: Driver, name: str, target: str | None) -> bool:
         s0 = self.now_ns()
@@ -307,6 +341,15 @@ class DeviceWorker(threading.Thread):
         self.status.stimuli += 1
         return True
 
+    def _defer_log(self, now: int, next_read: int) -> bool:
+        """Whether to put a due log poll after the next clock read: when the read is due sooner
+        than the last poll took, for at most 5 poll intervals (the log is never starved)."""
+        if self._log_wanted is None:
+            self._log_wanted = now
+        if now - self._log_wanted > 5 * self.plan.log_poll_s * NS:
+            return False
+        return next_read - now < self._poll_ns
+
     async def _poll_log(self, drv: Driver) -> bool:
         s0 = self.now_ns()
         try:
@@ -314,11 +357,18 @@ class DeviceWorker(threading.Thread):
                                                      self.plan.timeout_s)
         except Exception as exc:
             self._error("log", exc)
-            self.out.write("log", "", s0, self.now_ns(), None, None, "user", _kind_of(exc),
-                           f"log: {_message(exc)}")    # a row per error: the table counts rows
+            self._row("log", "", exc, s0)
             return False
+        finally:
+            self._poll_ns = self.now_ns() - s0
         self.cursor = cursor
         for en in entries:
+            if not in_int64(en.value_ns):
+                self.out.write("event", en.clock, en.s_ns, en.e_ns, None, en.resolution_ns,
+                               "user", "malformed", f"stamp out of range: {en.value_ns} ns; "
+                               f"{en.cursor} {en.message}".strip())
+                self.status.errors += 1
+                continue
             self.out.write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
                            "user", "ok", f"{en.cursor} {en.message}".strip())
             self.status.events += 1
@@ -359,6 +409,11 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
                 on_tick([w.status for w in workers], time.monotonic() - t0)
             for w in workers:
                 w.join(0.5 / max(1, len(workers)))
+            if store.full is not None:        # disk full: stop; what was written is kept
+                stop.set()
+                for w in workers:
+                    w.join(plan.timeout_s + 2)
+                break
             if time.monotonic() - t0 > plan.duration_s + 4 * plan.timeout_s + 10:
                 break            # a hung worker must not hold the run: it is reported as such
     except KeyboardInterrupt:

@@ -1,6 +1,7 @@
 """Serve the simulated rack from a child process for the length of a run."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -13,6 +14,23 @@ from pathlib import Path
 
 from bench.inventory import RackConfig, load_rack
 from bench.sim.serve import ensure_secrets
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """In the child before exec: the kernel sends it SIGTERM when the bench dies, however it dies
+    (SIGKILL included), so a simulator is never orphaned. Linux only; elsewhere a no-op."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:    # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 class SimProcess:
@@ -32,9 +50,10 @@ class SimProcess:
         ensure_secrets(load_rack(self.rack_file), quiet=True)
         log = open(self.out_dir / "sim.log", "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file),
-             "--out", str(self.out_dir)], stdout=log, stderr=log, env=os.environ.copy(),
-            cwd=Path(__file__).resolve().parent.parent)
+            [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
+             "--out", str(self.out_dir.resolve())], stdout=log, stderr=log,
+            env=os.environ.copy(), cwd=Path(__file__).resolve().parent.parent,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()))
         ready = self.out_dir / "rack.toml"
         deadline = time.monotonic() + self.timeout
         while not ready.exists():

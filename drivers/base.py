@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
 
-from bench.inventory import DeviceConfig
+from bench.inventory import DeviceConfig, Key
+
+TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,16 @@ def split_address(address: str) -> tuple[str, str, int | None, str]:
 
 
 class Driver(ABC):
-    """Base of every driver. Subclasses implement the underscored coroutines."""
+    """Base of every driver. Subclasses implement the underscored coroutines.
+
+    `OPTIONS` are the keys of the driver's own that a device table may hold (any other key is an
+    error of the rack file), `SCHEMES` the address schemes it speaks."""
+
+    OPTIONS: dict[str, Key] = {}
+    SCHEMES: tuple[str, ...] = ()
+    log_backlog = False       # set by log_entries() when it stopped at its budget with more left
+    log_until_ns: int | None = None   # set by the runner: the next clock read is due then, so
+                                      # log_entries() starts no further page after it
 
     def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False):
         self.config = config

@@ -98,6 +98,9 @@ def pyserial_url(address: str) -> str:
     return address
 
 
+MAX_LINE = 4096                        # bytes of one answer line at most (size cap)
+
+
 class BridgeLink:
     def __init__(self, device: str, address: str, now_ns: Callable[[], int],
                  baudrate: int = 115200, timeout_s: float = 1.0):
@@ -179,10 +182,14 @@ class BridgeLink:
                 if not self._wait_readable(deadline):
                     raise self._error("timeout", f"no answer to {command} {' '.join(args)} "
                                                  f"within {self.timeout_s * 1e3:.0f} ms "
-                                                 f"(received {bytes(buf)!r})")
+                                                 f"(received {bytes(buf[:200])!r})")
                 chunk = self.ser.read(4096)
                 e = self.now_ns()
                 buf.extend(chunk)
+                if len(buf) > MAX_LINE and buf.find(b"\n") < 0:    # a flood, not an answer
+                    raise self._error("malformed", f"{len(buf)} bytes without an end of line "
+                                                   f"(answers are under {MAX_LINE}): "
+                                                   f"{bytes(buf[:80])!r}...")
                 while (i := buf.find(b"\n")) >= 0:
                     line = bytes(buf[:i]).rstrip(b"\r")
                     del buf[:i + 1]

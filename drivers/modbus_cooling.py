@@ -33,7 +33,9 @@ from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 from pymodbus.constants import DeviceInformation
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
 
-from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus)
 from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
 
 NS = 1_000_000_000
@@ -63,7 +65,16 @@ def from_bcd(word: int, what: str) -> int:
     return out
 
 
+FUNCTION = {"coil": 1, "discrete": 2, "holding": 3, "input": 4}   # read function codes
+
+
 class ModbusCooling(Driver):
+    SCHEMES = ("tcp", "socket", "serial")
+    OPTIONS = {"map": Key("str", file_suffix=".toml"), "timezone": Key("str"), "device_id": Key("int", 0, 247),
+               "word_order": Key("str", choices=("big", "little")), "timeout_s": TIMEOUT_KEY,
+               "baudrate": Key("int", 300, 4_000_000, unit="baud"),
+               "parity": Key("str", choices=("N", "E", "O")), "stopbits": Key("int", 1, 2),
+               "bytesize": Key("int", 5, 8)}
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)
         o = config.options
@@ -192,13 +203,13 @@ class ModbusCooling(Driver):
             await asyncio.gather(task, return_exceptions=True)
             if self._lost.done():
                 raise self.error("reset", f"connection dropped by the device during {what}")
-            raise self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+            raise self._no_answer(what)
         try:
             rr = task.result()
         except ModbusIOException as exc:
             if "No response" in str(exc):
                 self._guard = self._serial_line
-                raise self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+                raise self._no_answer(what)
             raise self.error("malformed", f"{what}: {exc}")
         except ConnectionException:
             raise self.error("reset", f"connection lost before {what}")
@@ -210,6 +221,12 @@ class ModbusCooling(Driver):
                                          f"({EXCEPTIONS.get(code, 'unknown')}) to {what}")
         return rr, self._stamps.get("s", s0), self._stamps.get("e", e0)
 
+    def _no_answer(self, what: str) -> DeviceError:
+        if "rx" in self._stamps:           # bytes came back, but no frame answering ours
+            return self.error("malformed", f"bytes came back for {what} within {self.timeout_s} "
+                                           f"s, none a valid answer")
+        return self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
+
     async def _read(self, span: Span, what: str) -> tuple[list[int], int, int]:
         c, dev = self.client, self.device_id
         fn = {"holding": c.read_holding_registers, "input": c.read_input_registers,
@@ -217,10 +234,24 @@ class ModbusCooling(Driver):
         label = f"read {what} ({span.table} {span.address}+{span.count})"
         rr, s, e = await self._exchange(label, lambda: fn(span.address, count=span.count,
                                                           device_id=dev))
-        values = list(rr.bits if span.table in ("coil", "discrete") else rr.registers)
-        if len(values) < span.count:
+        self._matches(rr, FUNCTION[span.table], label)
+        bits = span.table in ("coil", "discrete")
+        values = list(rr.bits if bits else rr.registers)
+        # bits come padded to whole bytes; registers must be exactly the count asked for
+        if not (span.count <= len(values) < span.count + 8 if bits else len(values) == span.count):
             raise self.error("malformed", f"{label}: {len(values)} values in the answer")
         return values[: span.count], s, e
+
+    def _matches(self, rr, function: int, label: str) -> None:
+        """An answer to another request (function code or device id not ours) is malformed."""
+        fc = getattr(rr, "function_code", function)
+        if fc != function:
+            raise self.error("malformed", f"{label}: answer has function code {fc} "
+                                          f"(asked {function})")
+        dev = getattr(rr, "dev_id", self.device_id)
+        if dev not in (self.device_id, None) and self.device_id != 0:
+            raise self.error("malformed", f"{label}: answer from device id {dev} "
+                                          f"(asked {self.device_id})")
 
     async def _write(self, table: str, address: int, value: int, what: str) -> tuple[int, int]:
         c, dev = self.client, self.device_id
@@ -231,7 +262,8 @@ class ModbusCooling(Driver):
             call = lambda: c.write_register(address, value, device_id=dev)     # noqa: E731
         else:
             raise self.error("error", f"{label}: the map puts it in a read-only table")
-        _, s, e = await self._exchange(label, call)
+        rr, s, e = await self._exchange(label, call)
+        self._matches(rr, 5 if table == "coil" else 6, label)
         return s, e
 
     # -- identity --------------------------------------------------------------------------------

@@ -39,8 +39,9 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
                          RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
                          RedfishProtocolError, RedfishTimeoutError)
 
-from drivers.base import (ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus,
-                          split_address)
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus, split_address)
 from drivers.redfish_events import EventSubscriber
 
 NS = 1_000_000_000
@@ -50,6 +51,36 @@ _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 # Stamps of the exchanges made by the current task: [("s"|"e", ns), ...], filled by trace hooks.
 _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_stamps",
                                                                      default=None)
+
+
+class BodyTooLarge(aiohttp.ClientPayloadError):
+    """An answer over the driver's size cap (`max_body_bytes`): not read further."""
+
+
+def capped_response(limit: int) -> type[aiohttp.ClientResponse]:
+    """aiohttp's response, reading at most `limit` bytes of a body (aiohttp has no such cap):
+    a 100 MB or endless answer costs one exchange and `limit` bytes, not the bench's memory."""
+
+    class CappedResponse(aiohttp.ClientResponse):
+        async def read(self) -> bytes:
+            if self._body is None:
+                n = self.content_length
+                try:
+                    if n is not None and n > limit:
+                        raise BodyTooLarge(f"answer of {n} bytes over the {limit}-byte cap")
+                    buf = bytearray()
+                    while chunk := await self.content.readany():
+                        buf += chunk
+                        if len(buf) > limit:
+                            raise BodyTooLarge(f"answer over the {limit}-byte cap (read no "
+                                               f"further)")
+                except BaseException:
+                    self.close()
+                    raise
+                self._body = bytes(buf)
+            return await super().read()
+
+    return CappedResponse
 
 
 def parse_offset(text: str) -> dt.timezone:
@@ -119,6 +150,11 @@ async def _on_answer(session, trace_ctx, params) -> None:
 
 class RedfishBMC(EventSubscriber, Driver):
     TEST_EVENT = "test_event"
+    SCHEMES = ("https",)
+    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
+               "manager": Key("str"), "log_entries": Key("str"), "test_message_id": Key("str"),
+               "max_body_bytes": Key("int", 4096, 1 << 28, unit="bytes"),
+               "log_pages_per_poll": Key("int", 1, 100), "log_budget_s": TIMEOUT_KEY}
 
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)
@@ -129,6 +165,13 @@ class RedfishBMC(EventSubscriber, Driver):
         self.manager_uri = o.get("manager")
         self.entries_uri = o.get("log_entries")
         self.test_message_id = str(o.get("test_message_id", "Base.1.0.Success"))
+        self.max_body = int(o.get("max_body_bytes", 4 << 20))
+        self.log_pages = int(o.get("log_pages_per_poll", 2))
+        self.log_budget_ns = int(float(o.get("log_budget_s", 0.5)) * NS)
+        self._log_page: str | None = None      # the log page to read next (the newest read)
+        self._log_seen: dict[str, None] = {}   # Ids of entries returned (the last 10,000)
+        self._page_ns = 0                      # how long the last log page took
+        self.log_backlog = False               # pages are left to read: poll again soon
         self.scheme, self.host, self.port, _ = split_address(config.address)
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncRedfishClient | None = None
@@ -154,6 +197,8 @@ class RedfishBMC(EventSubscriber, Driver):
         if isinstance(exc, RedfishTimeoutError):
             return self._fail("timeout", f"{what}: no answer within {self.timeout_s:g} s")
         if isinstance(exc, RedfishConnectionError):
+            if isinstance(cause, BodyTooLarge):
+                return self._fail("malformed", f"{what}: {cause}")
             if isinstance(cause, aiohttp.ClientConnectorCertificateError):
                 return self._fail("protocol", f"{what}: TLS certificate not trusted "
                                   f"({cause.certificate_error}); set ca_file, or verify_tls = false")
@@ -206,12 +251,13 @@ class RedfishBMC(EventSubscriber, Driver):
         trace.on_request_headers_sent.append(_on_send)
         trace.on_request_end.append(_on_answer)
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls, limit=4),
-                                              trace_configs=[trace])
+                                              trace_configs=[trace],
+                                              response_class=capped_response(self.max_body))
         base = f"https://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
                (f":{self.port}" if self.port else "")
-        self._client = AsyncRedfishClient(base, username=self.config.username,
-                                          password=self._password, session=self._session,
-                                          timeout=self.timeout_s)
+        self._client = _OneSessionClient(base, username=self.config.username,
+                                         password=self._password, session=self._session,
+                                         timeout=self.timeout_s)
         try:
             await self._client.login("session")
             if not self.manager_uri:
@@ -389,25 +435,71 @@ class RedfishBMC(EventSubscriber, Driver):
         raise self.error("protocol", "no EventLog LogService found; set log_entries to the URI "
                                      "of the LogEntry collection")
 
+    async def _log_start(self) -> str:
+        """Where a first poll starts: the newest page where the service pages by `$skip`
+        (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
+        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        features = root.get("ProtocolFeaturesSupported")
+        if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
+            return self.entries_uri
+        first, *_ = await self._get_json(self.entries_uri, "GET log entries")
+        count, per_page = first.get("Members@odata.count"), len(first.get("Members") or [])
+        if not isinstance(count, int) or not first.get("Members@odata.nextLink") or not per_page:
+            return self.entries_uri
+        sep = "&" if "?" in self.entries_uri else "?"
+        return f"{self.entries_uri}{sep}$skip={max(0, count - per_page)}"
+
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
-        """Entries newer than `cursor` (the last entry Id seen; None: every entry present)."""
+        """Entries newer than `cursor` (the last entry Id seen), read incrementally: from the
+        page where the last poll ended (the newest page on a first poll, where the service
+        pages by $skip), at most `log_pages_per_poll` pages and `log_budget_s` per call, so a
+        long, slow log never holds the clock reads; `log_backlog` says pages are left."""
         if self.entries_uri is None:
             self.entries_uri = await self._find_entries_uri()
+        if self._log_page is None:
+            self._log_page = await self._log_start()
+        deadline = self.now_ns() + self.log_budget_ns
+        if self.log_until_ns is not None:
+            deadline = min(deadline, self.log_until_ns)
         members: list = []
-        uri, s, pages = self.entries_uri, None, set()
-        while isinstance(uri, str) and uri and uri not in pages and len(pages) < 100:
-            pages.add(uri)
-            page, ps, e, _ = await self._get_json(uri, "GET log entries")
-            s = ps if s is None else s
+        start = uri = self._log_page
+        s, e, pages = None, None, 0
+        self.log_backlog = False
+        while True:
+            t0 = self.now_ns()
+            try:
+                page, ps, e, _ = await self._get_json(uri, "GET log entries")
+            except DeviceError:
+                self._log_page = None          # the log was cleared or moved: start again
+                raise
+            self._page_ns = self.now_ns() - t0
+            s, pages = (ps if s is None else s), pages + 1
             members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
-            uri = page.get("Members@odata.nextLink")
-        new = self._newer(members, cursor)
+            nxt = page.get("Members@odata.nextLink")
+            if not isinstance(nxt, str) or not nxt or nxt == uri:
+                self._log_page = uri           # the newest page: read again next poll
+                break
+            self._log_page = uri = nxt
+            if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
+                self.log_backlog = True
+                break
+        new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
         out = []
         for m in new:
             if "Created" not in m and _link(m):                 # a collection of links only
+                if self.now_ns() >= deadline:
+                    self.log_backlog, self._log_page = True, start   # the rest next poll
+                    break
                 m, _, e, _ = await self._get_json(_link(m), "GET log entry")
             out.append(self._entry(m, s, e))
+            self._log_seen[out[-1].cursor] = None
+        while len(self._log_seen) > 10_000:
+            del self._log_seen[next(iter(self._log_seen))]
         return out, (out[-1].cursor if out else cursor)
+
+    @staticmethod
+    def _entry_id(m: dict) -> str:
+        return str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
 
     @staticmethod
     def _newer(members: list[dict], cursor: str | None) -> list[dict]:
@@ -432,6 +524,23 @@ class RedfishBMC(EventSubscriber, Driver):
         return LogEntry(cursor=entry_id, clock="datetime", value_ns=value, resolution_ns=NS,
                         s_ns=s, e_ns=e, message=str(m.get("Message") or m.get("MessageId") or ""),
                         raw=raw)
+
+
+class _OneSessionClient(AsyncRedfishClient):
+    """redfish.aio logs in again after a 401 on a GET without ending the session it had; a BMC
+    that still counts that session would fill its session table at every re-login. Here the old
+    session is deleted first (a BMC that already dropped it answers 401/404, which is fine)."""
+
+    async def _refresh_session(self, expired_session_key):
+        async with self._auth_lock:
+            if self._session_key != expired_session_key:
+                return self._session_key is not None
+            try:
+                await self._logout_locked()
+            except Exception:
+                pass
+            await self._login_session()
+            return True
 
 
 DRIVER = RedfishBMC

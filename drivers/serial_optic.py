@@ -34,7 +34,9 @@ import importlib
 import json
 import os
 
-from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus)
 from drivers.i2c_bridge import Answer
 
 # CMIS 5 addresses (page, offset)
@@ -72,6 +74,12 @@ def adapter_latency_ms(url: str) -> int | None:
 
 class SerialOptic(Driver):
     MAX_ENTRIES = 10_000
+    SCHEMES = ("serial", "socket", "rfc2217", "loop", "")
+    OPTIONS = {"ports": Key("list[int]", 1, 255), "counter_ports": Key("list[int]", 1, 255),
+               "counter_page": Key("int", 0, 255), "bridge": Key("str", choices=("i2c_bridge",)),
+               "counter_resolution_ns": Key("int", 1, 10**10, unit="ns"),
+               "baudrate": Key("int", 300, 4_000_000, unit="baud"), "timeout_s": TIMEOUT_KEY,
+               "latency_timer_ms": Key("float", 0, 255, unit="ms")}
 
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)

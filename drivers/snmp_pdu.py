@@ -24,12 +24,11 @@ Inventory keys (beyond the common ones):
 from __future__ import annotations
 
 import asyncio
+import logging
 import datetime as dt
 import os
 import socket
 import struct
-import sys
-import traceback
 
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.carrier.error import CarrierError
@@ -39,11 +38,12 @@ from pysnmp.hlapi.v3arch.asyncio import (CommunityData, ContextData, ObjectIdent
                                          SnmpEngine, UdpTransportTarget, UsmUserData, get_cmd,
                                          next_cmd, set_cmd)
 from pyasn1.type import univ
-from pysnmp.proto import errind, rfc1902
+from pysnmp.proto import errind, rfc1902, rfc1905
 
 from drivers import pdu_backends
-from drivers.base import (ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus,
-                          split_address)
+from bench.inventory import Key
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+                          Stimulus, split_address)
 
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 SYS_OBJECT_ID = "1.3.6.1.2.1.1.2.0"
@@ -62,6 +62,8 @@ AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionErro
                errind.unsupportedSecurityLevel, errind.authenticationFailure,
                errind.authenticationError)
 LOG_ROWS_PER_POLL = 64
+MAX_TRAPS = 10_000
+END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstance)
 
 
 class _StampedUdp(udp.UdpAsyncioTransport):
@@ -117,6 +119,12 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
 
 
 class SnmpPdu(Driver):
+    SCHEMES = ("udp", "snmp", "")
+    OPTIONS = {"version": Key("str|int", choices=("2c", "3", "v2c", "v3", 3)),
+               "vendor": Key("str"), "timeout_s": TIMEOUT_KEY, "trap_listen": Key("str"),
+               "trap_receiver": Key("str|list[str]"), "community_env": Key("env"),
+               "privacy_env": Key("env"), "write_community_env": Key("env"),
+               "trap_community_env": Key("env")}
     def __init__(self, config_, now_ns, armed: bool = False):
         super().__init__(config_, now_ns, armed)
         opts = self.config.options
@@ -137,7 +145,8 @@ class SnmpPdu(Driver):
         self.engine: SnmpEngine | None = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
-        self._traps: list[LogEntry] = []
+        self._traps: list[LogEntry] = []      # the newest MAX_TRAPS of them
+        self._traps_base = 0                   # traps dropped from the front (size cap)
         self._traps_ignored = 0
         self._log_cursor = 0
 
@@ -223,8 +232,8 @@ class SnmpPdu(Driver):
         try:
             if self.engine is not None:
                 self.engine.close_dispatcher()
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
+        except Exception:           # to the run's library.log, not into the progress display
+            logging.getLogger("pysnmp").exception("%s: closing the SNMP dispatcher", self.name)
         self.engine = None
 
     # -- one exchange --------------------------------------------------------------------------
@@ -254,6 +263,12 @@ class SnmpPdu(Driver):
         where = f"{self.host}:{self.port}"
         if err:
             if err == errind.requestTimedOut:
+                if tr.rx_count != rx0 and self.version == "3":
+                    # answers that fail our USM keys: pysnmp drops what it cannot decrypt
+                    raise DeviceError(self.name, "auth", (
+                        f"{what}: {tr.rx_count - rx0} datagram(s) came back from {where} "
+                        f"within {self.timeout_s} s, none decodable with this SNMPv3 user's "
+                        f"keys (wrong privacy key?)"))
                 if tr.rx_count != rx0:
                     raise DeviceError(self.name, "malformed", (
                         f"{what}: {tr.rx_count - rx0} datagram(s) ({tr.rx_bytes - bytes0} bytes) "
@@ -377,8 +392,12 @@ class SnmpPdu(Driver):
         b = self.backend
         outlet = next((v.prettyPrint() for n, v in vbs if b.trap_outlet and n.startswith(b.trap_outlet)),
                       "?")
+        if len(self._traps) >= MAX_TRAPS:      # a flood of traps costs at most MAX_TRAPS
+            drop = len(self._traps) - MAX_TRAPS + 1
+            del self._traps[:drop]
+            self._traps_base += drop
         self._traps.append(LogEntry(
-            cursor=f"trap:{len(self._traps) + 1}", clock="sysuptime",
+            cursor=f"trap:{self._traps_base + len(self._traps) + 1}", clock="sysuptime",
             value_ns=None if ticks is None else ticks * TICK_NS, resolution_ns=TICK_NS,
             s_ns=t, e_ns=t, message=f"trap {b.traps.get(trap, trap)} outlet {outlet}", raw=raw))
 
@@ -387,14 +406,16 @@ class SnmpPdu(Driver):
         Cursor: "log=<last row index>;trap=<traps seen>"."""
         pos = dict(p.split("=", 1) for p in (cursor or "").split(";") if "=" in p)
         log_at, trap_at = int(pos.get("log", 0)), int(pos.get("trap", 0))
-        entries = list(self._traps[trap_at:])
-        trap_at = len(self._traps)
+        entries = list(self._traps[max(0, trap_at - self._traps_base):])
+        trap_at = self._traps_base + len(self._traps)
         cols = [f"{pdu_backends.OUTLET_LOG}.{c}" for c in (2, 3, 4)]
         for _ in range(LOG_ROWS_PER_POLL):
             s, e, vbs = await self._exchange(
                 next_cmd, self._read_auth,
                 [ObjectType(ObjectIdentity(f"{c}.{log_at}")) for c in cols], "walk outlet log")
             (n_stamp, stamp), (_, outlet), (_, state) = vbs
+            if any(isinstance(v, END_OF_WALK) for _, v in vbs):
+                break                # the end of the agent's view (or MIB): the normal end
             if not n_stamp.startswith(cols[0] + "."):
                 break
             if not isinstance(stamp, rfc1902.TimeTicks):

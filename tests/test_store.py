@@ -47,3 +47,30 @@ def test_units():
     assert fmt_ns(12_345_678) == "12.3 ms" and fmt_ns(950) == "950 ns" and fmt_ns(-2.5e9) == "-2.5 s"
     assert parse_duration_ns("1ms") == 1_000_000 and parse_duration_ns("250 us") == 250_000
     assert parse_duration_ns("2.5s") == 2_500_000_000 and parse_duration_ns(0.001) == 1_000_000
+
+
+def test_a_value_outside_int64_costs_only_its_row(tmp_path):
+    """A stamp in year 1, 2569 or 9999 is a malformed row with its raw text; the device's other
+    reads are kept and fitted."""
+    from bench.summary import summarize_device
+
+    store = RunStore(tmp_path, "r4")
+    w = store.samples("dev")
+    base = 1_700_000_000_000_000_000
+    for i in range(20):
+        t = base + i * 10**9
+        w.write("read", "datetime", t, t + 1_000_000, t + 3_000_000, 1_000_000, "user", "ok", "")
+    for year_ns in (-62_135_596_800 * 10**9, 18_851_088_000 * 10**18 // 10**9,
+                    253_402_300_799 * 10**9):
+        w.write("read", "datetime", base, base + 1, year_ns, 1_000_000, "user", "ok", "RTC")
+    w.write("event", "datetime", base, base + 1, 253_402_300_799 * 10**9, 10**9, "user", "ok",
+            "7 log entry")
+    w.close()
+    smp = load_samples(tmp_path / "r4" / "samples" / "dev.csv")
+    assert len(smp) == 24
+    assert smp.status.count("malformed") == 4
+    assert "value out of range: 253402300799000000000 ns" in smp.raw[-1]
+    out = summarize_device("dev", smp, {"clocks": [{"name": "datetime",
+                                                    "resolution_ns": 1_000_000}]})
+    assert out["clocks"]["datetime"]["reads"] == 20
+    assert out["errors"] == {"malformed": 4}

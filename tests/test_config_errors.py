@@ -1,0 +1,214 @@
+"""Every configuration mistake is one line naming file, device and key, exit status 2, no run
+folder, no traceback: `rackclock run` and `rackclock check` read the rack file the same way."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from bench.check import main as check_main
+from tests.racks import sim_rack_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+REDFISH = {"plane": "bmc", "driver": "redfish_bmc", "address": "https://127.0.0.1:1",
+           "username": "root", "password_env": "X_PASSWORD"}
+
+
+def rack(**device_changes) -> dict:
+    """A simulated one-BMC rack with changes to bmc-1 (None removes a key)."""
+    data = sim_rack_dict(["bmc-1"])
+    for k, v in device_changes.items():
+        if v is None:
+            data["devices"]["bmc-1"].pop(k, None)
+        else:
+            data["devices"]["bmc-1"][k] = v
+    return data
+
+
+def with_device(name: str, table: dict) -> dict:
+    data = sim_rack_dict(["bmc-1"])
+    data["devices"][name] = table
+    return data
+
+
+# (case, rack file content: dict | str | None for "no file", extra argv, words the line must hold)
+RACK_CASES = [
+    ("malformed TOML", "[rack\nname = 'x'", [], ["rack.toml", "TOML", "line 1"]),
+    ("duplicate device", tomli_w.dumps(sim_rack_dict(["bmc-1"])) + "\n[devices.bmc-1]\n"
+     "plane = 'bmc'\n", [], ["rack.toml", "TOML", "bmc-1"]),
+    ("missing address", rack(address=None), [], ["device 'bmc-1'", "key 'address'", "missing"]),
+    ("missing driver", rack(driver=None), [], ["device 'bmc-1'", "key 'driver'", "missing"]),
+    ("missing plane", rack(plane=None), [], ["device 'bmc-1'", "key 'plane'", "missing"]),
+    ("rate_hz a word", rack(rate_hz="fast"), [], ["key 'rate_hz'", "'fast'", "0.01 to 20 Hz"]),
+    ("rate_hz 1e6", rack(rate_hz=1e6), [], ["key 'rate_hz'", "0.01 to 20 Hz"]),
+    ("rate_hz 1e-9", rack(rate_hz=1e-9), [], ["key 'rate_hz'", "0.01 to 20 Hz"]),
+    ("rate_hz nan", rack(rate_hz=float("nan")), [], ["key 'rate_hz'", "0.01 to 20 Hz"]),
+    ("rate_hz negative", rack(rate_hz=-2), [], ["key 'rate_hz'", "0.01 to 20 Hz"]),
+    ("key typo", rack(rate_hzz=2), [], ["key 'rate_hzz'", "did you mean 'rate_hz'"]),
+    ("verify_tls a word", rack(verify_tls="no"), [], ["key 'verify_tls'", "true or false"]),
+    ("timeout out of range", rack(timeout_s=0), [], ["key 'timeout_s'", "0.01 to 60 s"]),
+    ("unknown stimulus", rack(stimuli=["reboot"]), [], ["key 'stimuli'", "no stimulus 'reboot'",
+                                                        "test_event"]),
+    ("stimuli not a list", rack(stimuli="test_event"), [], ["key 'stimuli'", "list[str]"]),
+    ("unknown driver", rack(driver="redfsh_bmc"), [], ["key 'driver'", "did you mean "
+                                                       "'redfish_bmc'"]),
+    ("driver path", rack(driver="../bench/cli"), [], ["key 'driver'", "no driver"]),
+    ("wrong scheme", rack(address="http://127.0.0.1:0"), [], ["key 'address'", "https://"]),
+    ("escaping name", with_device("../../../escaped", dict(REDFISH)), [],
+     ["device '../../../escaped'", "letters, digits"]),
+    ("name with slash", with_device("a/b", dict(REDFISH)), [], ["device 'a/b'"]),
+    ("inline password", rack(password="hunter2"), [], ["key 'password'", "password_env"]),
+    ("inline community", with_device("pdu-9", {"plane": "pdu", "driver": "snmp_pdu",
+                                               "address": "udp://127.0.0.1:1",
+                                               "community": "private"}),
+     [], ["key 'community'", "community_env"]),
+    ("inline privacy_key", rack(privacy_key="k"), [], ["key 'privacy_key'", "privacy_key_env"]),
+    ("inline token", rack(token="t"), [], ["key 'token'", "token_env"]),
+    ("userinfo in address", rack(address="https://user:pw@127.0.0.1:0"), [],
+     ["key 'address'", "credentials in the address"]),
+    ("bad env name", rack(password_env="not a name"), [], ["key 'password_env'",
+                                                           "environment variable"]),
+    ("empty rack", {"rack": {"name": "x", "simulated": True}}, [], ["no devices"]),
+    ("unknown rack key", {**rack(), "rack": {"name": "x", "simulatd": True}}, [],
+     ["key 'simulatd'", "did you mean 'simulated'"]),
+    ("bad reference", {**rack(), "rack": {"name": "x", "reference": "gps"}}, [],
+     ["key 'reference'", "realtime"]),
+    ("unknown top table", {**rack(), "device": {}}, [], ["key 'device'", "did you mean"]),
+    ("unknown modbus map", with_device("cdu-9", {"plane": "cooling", "driver": "modbus_cooling",
+                                                 "address": "tcp://127.0.0.1:1",
+                                                 "map": "family_z"}),
+     [], ["device 'cdu-9'", "family_z", "known maps"]),
+    ("missing rack file", None, [], ["no such rack file"]),
+    ("rack file a folder", "FOLDER", [], ["is a folder"]),
+    ("rack file not text", b"\xff\xfe\x00garbage", [], ["rack.toml"]),
+]
+CLI_CASES = [
+    ("duration 0", ["--duration", "0"], ["--duration", "0.5 to 604800 s"]),
+    ("duration -5", ["--duration", "-5"], ["--duration", "0.5 to 604800 s"]),
+    ("duration nan", ["--duration", "nan"], ["--duration"]),
+    ("duration inf", ["--duration", "inf"], ["--duration"]),
+    ("duration a word", ["--duration", "soon"], ["--duration", "'soon'"]),
+    ("allowance a word", ["--reference-allowance", "banana"], ["--reference-allowance", "banana"]),
+    ("allowance negative", ["--reference-allowance", "-1ms"], ["--reference-allowance"]),
+    ("allowance a year", ["--reference-allowance", "1e9s"], ["--reference-allowance"]),
+    ("unknown param", ["--param", "duraton_s=3"], ["duraton_s", "did you mean 'duration_s'"]),
+    ("param bad value", ["--param", "burst=many"], ["burst=many"]),
+    ("param not key=value", ["--param", "burst"], ["KEY=VALUE"]),
+    ("param timeout 0", ["--param", "timeout_s=0"], ["timeout_s"]),
+    ("unknown option", ["--durration", "3"], ["--durration"]),
+    ("unwritable out", ["--out", "/proc/rackclock-runs"], ["--out", "/proc/rackclock-runs"]),
+    ("out under a file", ["--out", "FILE/runs"], ["--out"]),
+]
+
+
+def _write_rack(tmp_path: Path, content) -> Path:
+    p = tmp_path / "rack.toml"
+    if content is None:
+        return p
+    if content == "FOLDER":
+        p.mkdir()
+    elif isinstance(content, bytes):
+        p.write_bytes(content)
+    else:
+        p.write_text(content if isinstance(content, str) else tomli_w.dumps(content))
+    return p
+
+
+def _rackclock(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _assert_one_line(p: subprocess.CompletedProcess, words: list[str], out: Path):
+    lines = [x for x in (p.stdout + p.stderr).splitlines() if x.strip()]
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert len(lines) == 1, lines
+    assert "Traceback" not in p.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    assert not out.exists() or not any(out.iterdir()), "a run folder was made"
+
+
+@pytest.mark.parametrize("case, content, argv, words", RACK_CASES, ids=[c[0] for c in RACK_CASES])
+def test_rack_file_mistake_is_one_line_exit_2(tmp_path, case, content, argv, words, capsys):
+    rack_file = _write_rack(tmp_path, content)
+    out = tmp_path / "runs"
+    p = _rackclock(["run", "--rack", "rack.toml", "--out", str(out), "--quiet", *argv], tmp_path)
+    _assert_one_line(p, words, out)
+    if case == "empty rack":          # `check` of no devices checks the reference alone
+        return
+    # `check` reads the file with the same loader: the same line
+    capsys.readouterr()
+    assert check_main(["--rack", str(rack_file)]) == 2
+    err = capsys.readouterr()
+    assert err.out == "" and err.err.count("\n") == 1
+    for w in words:
+        assert w in err.err, (w, err.err)
+
+
+@pytest.mark.parametrize("case, argv, words", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_command_line_mistake_is_one_line_exit_2(tmp_path, case, argv, words):
+    rack_file = _write_rack(tmp_path, rack())
+    (tmp_path / "FILE").write_text("")
+    out = tmp_path / "runs"
+    argv = [a.replace("FILE", str(tmp_path / "FILE")) for a in argv]
+    if "--out" not in argv:
+        argv += ["--out", str(out)]
+    p = _rackclock(["run", "--rack", str(rack_file), "--quiet", *argv], tmp_path)
+    _assert_one_line(p, words, out)
+
+
+def test_unknown_experiment_is_one_line(tmp_path):
+    p = _rackclock(["run", "clock_ofset", "--out", str(tmp_path / "runs")], tmp_path)
+    _assert_one_line(p, ["no experiment 'clock_ofset'", "did you mean 'clock_offset'"],
+                     tmp_path / "runs")
+
+
+def test_relative_paths_resolve_against_the_rack_file(tmp_path):
+    """A relative ca_file or map path means the file beside the rack file, whatever the cwd."""
+    from bench.rackfile import load_checked
+
+    sub = tmp_path / "racks"
+    sub.mkdir()
+    data = rack(ca_file="certs/ca.pem")
+    data["devices"]["cdu-9"] = {"plane": "cooling", "driver": "modbus_cooling",
+                                "address": "tcp://127.0.0.1:1", "map": "maps/mine.toml",
+                                "timezone": "UTC"}
+    (sub / "maps").mkdir()
+    (sub / "maps" / "mine.toml").write_text(
+        (ROOT / "drivers/maps/cooling/family_a.toml").read_text())
+    (sub / "r.toml").write_text(tomli_w.dumps(data))
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        r = load_checked("racks/r.toml")
+    finally:
+        os.chdir(cwd)
+    assert r.device("bmc-1").options["ca_file"] == str(sub / "certs" / "ca.pem")
+    assert r.device("cdu-9").options["map"] == str(sub / "maps" / "mine.toml")
+    assert r.source == str(sub / "r.toml")
+
+
+@pytest.mark.skipif(not shutil.which("pmc"), reason="linuxptp's pmc is not installed")
+def test_check_honours_the_rack_files_ptp_uds(tmp_path):
+    """`check` looks for ptp4l where the rack file says, as `run` does."""
+    data = {"rack": {"name": "real", "ptp_uds": "ptp/sock"},
+            "devices": {"bmc-9": dict(REDFISH)}}
+    f = _write_rack(tmp_path, data)
+    p = _rackclock(["check", "--rack", str(f), "--timeout", "1"], tmp_path)
+    assert str(tmp_path / "ptp" / "sock") in p.stdout, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_simulated_rack_file_given_relative_runs(tmp_path):
+    """`run --rack rel.toml` from the rack's folder: the simulator child (which runs elsewhere)
+    gets the file's absolute path."""
+    (tmp_path / "rel.toml").write_text(tomli_w.dumps(sim_rack_dict(["cdu-1"])))
+    p = _rackclock(["run", "--rack", "rel.toml", "--duration", "4", "--out", "runs", "--quiet"],
+                   tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
