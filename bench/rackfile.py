@@ -74,6 +74,8 @@ def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
     try:
         drv = cls(d, lambda: 0, armed=False)
         known = drv.stimuli()
+        known += [k for k, can in ((drv.SET_CLOCK, drv.can_set_clock()),
+                                   (drv.SET_NTP, drv.can_set_ntp())) if can]
     except DeviceError as exc:
         raise InventoryError(exc.message, device=d.name) from None
     except (ValueError, TypeError) as exc:

@@ -31,19 +31,13 @@ import time
 import uuid
 from collections import deque
 
-from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
+from bench.inventory import Key
+from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
 
 NS = 1_000_000_000
 US = 1000
 MARKER = "rackclock-marker"
-INVENTORY_KEYS = {
-    "write_kmsg": "opt in to writing marker lines to the host's /dev/kmsg (root)",
-    "kmsg": "path of the kernel log device (default /dev/kmsg)",
-    "key_file": "SSH private key file",
-    "known_hosts": "SSH known_hosts file, or 'none' to skip the host key check",
-    "timeout_s": "seconds per exchange (default 3)",
-}
 _RECORD = re.compile(r"^(\d+),(\d+),(\d+),([^;,]*)[^;]*;(.*)$")
 
 
@@ -57,6 +51,8 @@ def parse_record(line: str) -> tuple[int, int, str] | None:
 
 
 class HostKernel(Driver):
+    OPTIONS = {"write_kmsg": Key("bool"), "kmsg": Key("str"), "key_file": Key("path"),
+               "known_hosts": Key("str"), "timeout_s": TIMEOUT_KEY}
     LOG_LINE = "log_line"
 
     def __init__(self, config, now_ns, armed: bool = False):

@@ -48,20 +48,13 @@ from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
-from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
+from bench.inventory import Key
+from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
 
 NS = 1_000_000_000
 PRE_INIT_MAX = 0x20000000          # SEL stamps below this count seconds since controller init
 UNSPECIFIED = 0xFFFFFFFF           # "time not set" (IPMI v2.0 §37.1)
-INVENTORY_KEYS = {
-    "sel_timezone": "how SEL wall-time stamps are read: UTC, an IANA zone name, or unknown",
-    "timeout_s": "seconds to wait for each answer (default 2)",
-    "cipher_suite": "RMCP+ cipher suite ID (default: 17, then 3)",
-    "ipmb_address": "IPMB address of the BMC (default 0x20)",
-    "keepalive_s": "send Get Device ID when idle this many seconds (default 10, 0: never)",
-    "sel_generator_id": "generator ID written into added SEL entries (default 0x0041)",
-}
 # RAKP / Open Session status codes that mean the credentials were refused (IPMI v2.0 table 13-15)
 _AUTH_MSC = {0x02, 0x0D, 0x0E, 0x0F, 0x12, 0x0A}
 
@@ -125,6 +118,10 @@ def ns_to_sel_seconds(t_ns: int, zone: dt.tzinfo | None) -> int:
 
 
 class IpmiBMC(Driver):
+    OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
+               "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
+               "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),
+               "sel_generator_id": Key("int", 0, 0xFFFF)}
     SEL_ENTRY = "sel_entry"
 
     def __init__(self, config, now_ns, armed: bool = False):

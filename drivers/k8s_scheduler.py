@@ -44,17 +44,11 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from drivers.base import ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
+from bench.inventory import Key
+from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
 
 NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-INVENTORY_KEYS = {
-    "kubeconfig": "path of the kubeconfig file (server, CA, credentials)",
-    "context": "kubeconfig context (default: its current context)",
-    "namespace": "namespace for Events and the probe pod (default 'default'; '*': all for Events)",
-    "timeout_s": "seconds per request (default 3)",
-    "probe_image": "image of the probe pod (default registry.k8s.io/pause:3.10)",
-}
 
 
 class _StampedPool:
@@ -91,6 +85,8 @@ def parse_http_date_ns(text: str) -> int:
 
 
 class K8sScheduler(Driver):
+    OPTIONS = {"kubeconfig": Key("str"), "context": Key("str"), "namespace": Key("str"),
+               "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}
     SCHEDULE_POD = "schedule_pod"
 
     def __init__(self, config, now_ns, armed: bool = False):
