@@ -201,6 +201,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         t0 = time.monotonic()
         try:
             exp.run(bench, params)
+            if bench.summary is None:        # every run ends summarised, whatever the experiment did
+                bench.summarize()
             status = "interrupted" if bench.interrupted else "completed"
         except DiskFull as exc:
             status, error = "disk_full", exc.strerror
