@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from dataclasses import replace as _dc_replace
 
 import numpy as np
 
@@ -52,7 +53,10 @@ from bench.units import fmt_ns
 PPM = 1e-6
 TOL_NS = 1e-3            # float slack when deciding a region is non-empty, ns
 SMALL_WINDOW = 48        # reads up to which feasibility is tested on the hull, not by bisection
-MIN_DISTINCT = 6         # distinct values needed before the observed resolution is trusted
+DEFAULT_DRIFT_PRIOR_PPM = 600.0   # crystal tolerance (100 ppm) + an NTP slew (500 ppm): see below
+WIDE_PRIOR_FACTOR = 10   # the wider range tried before a break or outlier is believed
+MIN_DECIDED_READS = 4    # a segment beside a break with fewer reads could be a burst of bad reads
+STATUSES = ("proven", "assumed", "undecided")
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,35 @@ def _max_envelope(m: np.ndarray, c: np.ndarray):
     return M, C, X
 
 
+def _envelope_members(m: np.ndarray, c: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Indices of the lines y = m·x + c on their upper envelope somewhere in [lo, hi] (a little
+    more is kept, never less: a line within rounding of the envelope stays)."""
+    order = np.lexsort((c, m))
+    ms, cs = m[order], c[order]
+    keep = np.ones(len(ms), bool)
+    keep[:-1] = ms[1:] != ms[:-1]
+    order, ms, cs = order[keep], ms[keep].tolist(), cs[keep].tolist()
+    hk: list[int] = []
+    for k, (mk, ck) in enumerate(zip(ms, cs)):
+        while len(hk) >= 2:
+            i, j = hk[-2], hk[-1]
+            mi, ci, mj, cj = ms[i], cs[i], ms[j], cs[j]
+            # j is dropped only when k passes above it by more than rounding
+            if (ci - ck) * (mj - mi) < (ci - cj) * (mk - mi) - 1e-9 * (1 + abs(ci - cj) * abs(mk - mi)):
+                hk.pop()
+            else:
+                break
+        hk.append(k)
+    H = np.array(hk)
+    M, C = np.array(ms)[H], np.array(cs)[H]
+    X = (C[:-1] - C[1:]) / (M[1:] - M[:-1])
+    left = np.concatenate(([-np.inf], X))
+    right = np.concatenate((X, [np.inf]))
+    pad = 1e-6 * (1 + abs(lo) + abs(hi))
+    on = (left <= hi + pad) & (right >= lo - pad)
+    return order[H[on]]
+
+
 def _eval_env(env, x: np.ndarray) -> np.ndarray:
     M, C, X = env
     k = np.searchsorted(X, x)
@@ -126,6 +159,14 @@ class _Window:
         self.beta = b * PPM                                      # lower: y >= L - beta·x
         self.U = ((v - s) - self.theta0 + self.q).astype(np.float64) + self.w * np.abs(a)
         self.L = ((v - e) - self.theta0).astype(np.float64) - self.w * np.abs(b)
+
+    def core(self, prior_ppm: float) -> np.ndarray:
+        """Positions of the reads whose constraints bound the region for drift within
+        ±prior_ppm: the others are implied by them (only without wander, whose allowance
+        depends on the epoch)."""
+        lo = _envelope_members(-self.beta, self.L, -prior_ppm, prior_ppm)
+        up = _envelope_members(self.alpha, -self.U, -prior_ppm, prior_ppm)
+        return np.union1d(lo, up)
 
     def feasible_x(self, hint: float | None = None, iters: int = 200) -> float | None:
         """A drift (ppm) at which the region is non-empty, or None when it is empty.
@@ -249,6 +290,8 @@ class Segment:
     bracket_ns: dict
     resolution_ns: int
     resolution_note: str
+    offset_status: str = "proven"     # "proven" | "assumed" | "undecided" (see fit_clock)
+    drift_status: str = "proven"
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
@@ -287,7 +330,8 @@ class Segment:
                 "epoch_ns": self.epoch_ns, "offset_ns": self.offset_ns.as_dict(),
                 "drift_ppm": self.drift_ppm.as_dict(), "jitter_ns": dict(self.jitter_ns),
                 "bracket_ns": dict(self.bracket_ns), "resolution_ns": self.resolution_ns,
-                "resolution_note": self.resolution_note}
+                "resolution_note": self.resolution_note, "offset_status": self.offset_status,
+                "drift_status": self.drift_status}
 
 
 @dataclass(frozen=True)
@@ -311,6 +355,10 @@ class ClockFit:
     outliers: list
     resolution_ns: int
     resolution_note: str
+    verdict: str = "undecided"        # "proven" | "assumed" | "beyond_prior" | "undecided"
+    drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM     # the range the segments were fitted in
+    resolution_basis: str = "unproven"                   # "declared" | "observed" | "unproven"
+    beyond_note: str = ""
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -320,9 +368,15 @@ class ClockFit:
         return None
 
     def as_dict(self) -> dict:
+        """The summary's form; an outlier is {"t_ns" (its bracket's middle), "value_ns",
+        "reason"}."""
         return {"resolution_ns": self.resolution_ns, "resolution_note": self.resolution_note,
+                "verdict": self.verdict,
                 "segments": [s.as_dict() for s in self.segments],
-                "breaks": [b.as_dict() for b in self.breaks], "outliers": list(self.outliers)}
+                "breaks": [b.as_dict() for b in self.breaks],
+                "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
+                              "reason": o["evidence"]} for o in self.outliers],
+                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {})}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -335,23 +389,32 @@ def wander_allowance_ns_per_s(wander_ppm_per_sqrt_hour: float, span_s: float,
 
 
 def observed_resolution(value_ns) -> int | None:
-    """The step between the clock's distinct values (GCD of their gaps), or None when too few
-    distinct values were seen to trust it."""
+    """The step between the clock's distinct values (GCD of their gaps), or None when fewer
+    than two distinct values were seen. The true tick divides every gap, so this is never finer
+    than the truth: a bound on the tick from above, from two distinct values on."""
     u = np.unique(np.asarray(value_ns, dtype=np.int64))
-    if len(u) < MIN_DISTINCT:
+    if len(u) < 2:
         return None
     return int(np.gcd.reduce(np.diff(u)))
 
 
-def check_resolution(value_ns, declared_ns: int) -> tuple[int, str]:
+def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
+    """(resolution to fit with, note, basis). The declaration is a claim: a tick coarser than
+    declared breaks every proof made with the declared one. The tick the clock really has
+    divides the gaps between its values, so max(declared, GCD of the gaps) is never finer than
+    it, from the second distinct value on ("declared" when that is the declaration, "observed"
+    when the values force a coarser one). With one distinct value nothing bounds the tick:
+    "unproven", and nothing fitted from it is published as proven."""
     declared = max(1, int(declared_ns))
     obs = observed_resolution(value_ns)
-    if obs is None or obs <= declared:
-        return declared, ""
+    if obs is None:
+        return declared, "", "unproven"
+    if obs <= declared:
+        return declared, "", "declared"
     n = len(np.unique(np.asarray(value_ns)))
     return obs, (f"declared resolution {fmt_ns(declared)}, but the {n} distinct values seen are "
                  f"all whole multiples of {fmt_ns(obs)} apart: using {fmt_ns(obs)} "
-                 f"({declared} -> {obs} ns)")
+                 f"({declared} -> {obs} ns)"), "observed"
 
 
 def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment | None:
@@ -416,38 +479,8 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     return "unknown", size
 
 
-def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
-              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None) -> ClockFit:
-    """Segments with provable bounds, the breaks between them, and outliers, from one clock's
-    ok reads in time order (int ns arrays: bracket start, bracket end, device value)."""
-    raw_s = np.asarray(s_ns, dtype=np.int64)
-    raw_e = np.asarray(e_ns, dtype=np.int64)
-    v = np.asarray(value_ns, dtype=np.int64)
-    invalid = []
-    if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
-        bad = np.flatnonzero(raw_e < raw_s)
-        invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
-                    "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
-                   for i in bad]
-        keep = np.flatnonzero(raw_e >= raw_s)
-        fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
-                        drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
-                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns)
-        kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
-        return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
-                        fit.resolution_ns, fit.resolution_note)
-    q, note = check_resolution(v, resolution_ns)
-    if len(v) == 0:
-        return ClockFit([], [], [], q, note)
-    order = np.argsort(raw_s, kind="stable")
-    if np.any(order != np.arange(len(order))):
-        raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
-    else:
-        order = None
-    u = int(uncertainty_ns)
-    s, e = raw_s - u, raw_e + u
-    w, prior = float(wander_ns_per_s), float(drift_prior_ppm)
-
+def _split(s, e, v, q, w, prior, wide):
+    """Segmentation of the reads with drift within ±prior (cores kept for ±wide)."""
     hint = [None]
 
     def feasible(idx):
@@ -462,8 +495,108 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
             hint[0] = x
         return x is not None
 
-    sp = _seg.split(len(v), feasible)
+    def compress(idx):
+        if w > 0 or len(idx) <= 2 * SMALL_WINDOW:
+            return idx
+        t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
+        return idx[_Window(s[idx], e[idx], v[idx], q, t0, 0.0, wide).core(wide)]
+
+    return _seg.split(len(v), feasible, compress), feasible, compress
+
+
+def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
+    """Would a wider drift range have explained a break or an outlier? The window before each
+    break plus the read that emptied it, and each outlier with the run before it, are tested
+    with drift within ±wide. Returns the evidence, or ""."""
+    out_pos = {p for p, _ in sp.outliers}
+
+    def ok(idx):
+        t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
+        win = _Window(s[idx], e[idx], v[idx], q, t0, w, wide)
+        return win.feasible_x() is not None
+
+    for k, (pre, post, amb) in enumerate(sp.breaks):
+        first = int(sp.runs[k][0])
+        idx = np.array([i for i in range(first, post + 1) if i not in out_pos])
+        if ok(idx):
+            return (f"the reads {first}..{post} fit one line only with a drift beyond the prior: "
+                    f"refitted within ±{wide:g} ppm")
+    for p, _ in sp.outliers:
+        before = [r for r in sp.runs if r[-1] < p]
+        if before and ok(np.concatenate((before[-1][-4 * SMALL_WINDOW:], [p]))):
+            return (f"read {p}, set aside at the prior, fits the reads before it with a drift "
+                    f"beyond the prior: refitted within ±{wide:g} ppm")
+    return ""
+
+
+def _status(seg: Segment, prior: float, basis: str, lone_ok: bool) -> str:
+    """proven: the bound does not touch the drift prior's edge (so the prior is not used) and
+    rests on a checked resolution; assumed: the drift range reaches ±prior; undecided: an
+    unproven resolution, or too few reads beside a break to tell a segment from bad reads."""
+    if basis == "unproven" or (seg.reads < MIN_DECIDED_READS and not lone_ok):
+        return "undecided"
+    if seg._x[0] <= -prior or seg._x[-1] >= prior:
+        return "assumed"
+    return "proven"
+
+
+def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
+              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None) -> ClockFit:
+    """Segments with provable bounds, the breaks between them, and outliers, from one clock's
+    ok reads in time order (int ns arrays: bracket start, bracket end, device value).
+
+    The drift prior is an assumption and is checked: before a break or an outlier is believed,
+    the window is tried with a drift range WIDE_PRIOR_FACTOR times wider; if that explains it,
+    the clock is "beyond_prior" and every segment is refitted within the wider range (never a
+    step). A bound whose polygon reaches the range's edge is "assumed", not "proven".
+
+    Why ±600 ppm by default: a device's crystal is specified to ±20–100 ppm over temperature and
+    ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
+    limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
+    correcting a large offset, which the wider range (±6,000 ppm) catches and reports.
+    A prior that does not hold costs nothing silently: either the region never touches it (the
+    bound does not depend on it) or the bound is labelled assumed."""
+    raw_s = np.asarray(s_ns, dtype=np.int64)
+    raw_e = np.asarray(e_ns, dtype=np.int64)
+    v = np.asarray(value_ns, dtype=np.int64)
+    invalid = []
+    if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
+        bad = np.flatnonzero(raw_e < raw_s)
+        invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+                    "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
+                   for i in bad]
+        keep = np.flatnonzero(raw_e >= raw_s)
+        fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
+                        drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
+                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns)
+        kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
+        verdict = fit.verdict if fit.verdict in ("beyond_prior", "undecided") else "assumed"
+        return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
+                        fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
+                        fit.resolution_basis, fit.beyond_note)
+    q, note, basis = check_resolution(v, resolution_ns)
+    prior = float(drift_prior_ppm)
+    if len(v) == 0:
+        return ClockFit([], [], [], q, note, "undecided", prior, basis)
+    order = np.argsort(raw_s, kind="stable")
+    if np.any(order != np.arange(len(order))):
+        raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
+    else:
+        order = None
+    u = int(uncertainty_ns)
+    s, e = raw_s - u, raw_e + u
+    w = float(wander_ns_per_s)
+    wide = prior * WIDE_PRIOR_FACTOR
+
+    sp, _, _ = _split(s, e, v, q, w, prior, wide)
+    beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
+    if beyond:
+        prior = wide
+        sp, _, _ = _split(s, e, v, q, w, prior, wide)
     segs = [_fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior) for run in sp.runs]
+    lone_ok = len(segs) == 1
+    segs = [_dc_replace(sg, offset_status=(st := _status(sg, prior, basis, lone_ok)),
+                        drift_status=st) for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])
@@ -472,4 +605,7 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
-    return ClockFit(segs, breaks, outliers, q, note)
+    st = {sg.offset_status for sg in segs}
+    verdict = ("beyond_prior" if beyond else "undecided" if "undecided" in st
+               else "assumed" if "assumed" in st or outliers else "proven")
+    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond)

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from bench.estimate import Segment, check_resolution, fit_clock
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock
 
 RECENT = 256             # reads used to aim
 
@@ -59,7 +59,7 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
 
 
 def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
-                  drift_prior_ppm: float = 200.0, uncertainty_ns: int = 0) -> int:
+                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0) -> int:
     """The reference instant at which to read next, from the raw ok reads so far (time order)."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     earliest = int(now_ns) + int(min_gap_ns)

@@ -86,7 +86,7 @@ def test_one_bad_read_is_an_outlier_not_a_split():
     fit = fit_clock(s, e, v, p.resolution_ns)
     assert len(fit.segments) == 1 and not fit.breaks
     assert [o["index"] for o in fit.outliers] == [150]
-    assert "empties" in fit.outliers[0]["evidence"]
+    assert "inconsistent with the segment before it" in fit.outliers[0]["evidence"]
     sg = fit.segments[0]
     assert sg.reads == 299
     assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
@@ -113,7 +113,13 @@ def test_resolution_check_catches_a_coarser_clock():
     # a declared resolution coarser than the data stays
     fit = fit_clock(s, e, v, 10 * NS)
     assert fit.resolution_ns == 10 * NS and fit.resolution_note == ""
-    assert observed_resolution(v[:4]) is None
+    assert fit.resolution_basis == "declared"
+    # two distinct values already bound the tick from above (it divides their gap)
+    assert observed_resolution(v[:4]) == NS
+    assert observed_resolution([v[0]] * 3) is None
+    one = fit_clock(s[:3], e[:3], np.full(3, v[0]), 1_000_000)
+    assert one.resolution_basis == "unproven" and one.verdict == "undecided"
+    assert {sg.offset_status for sg in one.segments} == {"undecided"}
 
 
 def test_reference_uncertainty_widens_the_bounds():
@@ -200,11 +206,17 @@ def test_a_bad_read_anywhere_is_an_outlier(bad):
     v = v.copy()
     v[bad] -= 3 * NS
     fit = fit_clock(s, e, v, p.resolution_ns)
-    if bad >= 298:     # too few reads after it to vouch for the rest: a break
-        assert fit.breaks and fit.segments[0].reads == bad
-        assert fit.segments[0].offset_ns.contains(m.offset_ns(fit.segments[0].epoch_ns))
+    if bad in (0, 299):
+        # nothing on one side to prove it wrong: a lone first or last read is split off, never
+        # dropped, and the one-read segment is undecided (it could be a burst of bad reads)
+        assert len(fit.breaks) == 1 and not fit.outliers
+        lone, rest = (fit.segments if bad == 0 else fit.segments[::-1])
+        assert lone.reads == 1 and lone.offset_status == "undecided"
+        assert rest.offset_status == "proven" and rest.offset_ns.contains(m.offset_ns(rest.epoch_ns))
+        assert fit.verdict == "undecided"
         return
     assert not fit.breaks and [o["index"] for o in fit.outliers] == [bad]
+    assert fit.verdict == "assumed"       # it rests on the read set aside being the wrong one
     sg = fit.segments[0]
     assert sg.reads == 299 and sg.offset_ns.contains(m.offset_ns(sg.epoch_ns))
 
