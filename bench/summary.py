@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
+from bench.estimate import (DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock,
+                            wander_allowance_ns_per_s)
 from bench.rundata import Samples, load_samples
 
 QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
@@ -139,7 +140,8 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
             wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
                                                (int(s[-1]) - int(s[0])) / 1e9)
             res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
-                                drift_prior_ppm=float(meta.get("drift_prior_ppm", 200.0)),
+                                drift_prior_ppm=float(meta.get("drift_prior_ppm",
+                                                                  DEFAULT_DRIFT_PRIOR_PPM)),
                                 wander_ns_per_s=wander)
         except Exception as exc:  # the estimator must never take the summary down
             res.note = f"estimator failed: {exc!r}"
@@ -175,10 +177,19 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
         entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
                        "counter": bool(cm.get("counter"))}
         clocks_out[clock] = entry
-        if res.fit is None:
-            entry.update(segments=[], breaks=[], note=res.note)
+        fit = res.fit
+        # what every bound of this clock rests on (results/README.md, "verdict")
+        entry["assumptions"] = {
+            "drift_prior_ppm": float(fit.drift_prior_ppm if fit else
+                                     meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
+            "wander_ppm": float(meta.get("wander_ppm", 0.0)),
+            "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
+            "resolution_basis": fit.resolution_basis if fit else "unproven",
+            "reference_uncertainty_ns": int(uncertainty_ns)}
+        if fit is None:
+            entry.update(segments=[], breaks=[], outliers=[], verdict="undecided", note=res.note)
             continue
-        entry.update(res.fit.as_dict())
+        entry.update(fit.as_dict())
         for seg, sd in zip(res.fit.segments, entry["segments"]):
             sd["band"] = band(seg)
         entry["wraps"] = res.wraps
@@ -202,7 +213,8 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
 
 def device_meta(manifest: dict, name: str) -> dict:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
-    `drift_prior_ppm` (default 200) and `wander_ppm` (frequency walk per sqrt(hour), default 0)."""
+    `drift_prior_ppm` (default 600, bench.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
+    (frequency walk per sqrt(hour), default 0)."""
     inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
     return {**manifest.get("devices", {}).get(name, {}),
             **{k: inv[k] for k in ("drift_prior_ppm", "wander_ppm") if k in inv}}
