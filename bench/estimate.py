@@ -297,6 +297,19 @@ class Segment:
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
     _theta0: int = field(default=0, repr=False, compare=False)
     _w: float = field(default=0.0, repr=False, compare=False)     # wander allowance, ns per ns
+    _reads: tuple = field(default=(), repr=False, compare=False)  # (s, e, v) of its reads, ns
+    _prior: float = field(default=DEFAULT_DRIFT_PRIOR_PPM, repr=False, compare=False)
+
+    def proven_offset_at(self, t_ns: int) -> Bound | None:
+        """Offset bound at t_ns that holds even when one break the reads did not reveal (a small
+        step, a frequency change) lies inside the segment: the hull of the bound from the reads
+        that ended by t and the bound from the reads that started at or after t. One of the two
+        sides is clean and holds the truth; None when a side has no read."""
+        h = _halves(*self._reads, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior)
+        if h is None:
+            return None
+        p = min(max(self.offset_at(int(t_ns)).point, h[0]), h[1])
+        return Bound(h[0], h[1], p)
 
     def offset_at(self, t_ns: int) -> Bound:
         """Bounds on device minus reference at reference instant t_ns."""
@@ -417,6 +430,35 @@ def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
                  f"({declared} -> {obs} ns)"), "observed"
 
 
+def _side(s, e, v, q: int, t: int, w: float, prior: float):
+    """(offset lo, offset hi at t, drift lo, drift hi) from these reads alone, or None."""
+    if len(s) == 0:
+        return None
+    win = _Window(s, e, v, q, t, w, prior)
+    x = win.vertices()
+    if x is None:
+        x = win.vertices(tol=1.0)
+    if x is None:
+        return None
+    g, h = win.chains(x)
+    h = np.maximum(h, g)
+    return (win.theta0 + math.floor(float(g.min()) - TOL_NS),
+            win.theta0 + math.ceil(float(h.max()) + TOL_NS), float(x[0]), float(x[-1]))
+
+
+def _halves(s, e, v, q: int, t: int, w: float, prior: float):
+    """The hull of the bounds at t from the reads before t and from the reads after it:
+    (offset lo, offset hi, drift lo, drift hi, touches the prior), or None when a side is
+    empty. A read whose bracket holds t serves neither side."""
+    left, right = e <= t, s >= t
+    a = _side(s[left], e[left], v[left], q, t, w, prior)
+    b = _side(s[right], e[right], v[right], q, t, w, prior)
+    if a is None or b is None:
+        return None
+    touches = min(a[2], b[2]) <= -prior or max(a[3], b[3]) >= prior
+    return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]), touches
+
+
 def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment | None:
     si, ei, vi = s[idx], e[idx], v[idx]
     t0 = int(epoch_ns) if epoch_ns is not None else (int(si[0]) + int(ei[-1])) // 2
@@ -450,7 +492,29 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
         bracket_ns={"min": int(br.min()), "median": float(np.median(br)),
                     "p99": float(np.percentile(br, 99))},
         resolution_ns=q, resolution_note=note,
-        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9)
+        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9,
+        _reads=(si, ei, vi), _prior=prior)
+
+
+def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
+    """The published bounds and their status. The offset at the epoch and the drift there are
+    the hull of the two sides' bounds (see Segment.proven_offset_at), so that one break the
+    reads could not show (a step smaller than the detection threshold, a frequency change)
+    still leaves the truth inside. Status: "undecided" with an unproven resolution, with a side
+    empty, or with fewer than MIN_DECIDED_READS reads beside a break (a burst of bad reads looks
+    the same); "assumed" when a side's region reaches the drift prior's edge; else "proven"."""
+    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior)
+    if h is None:
+        return _dc_replace(seg, offset_status="undecided", drift_status="undecided")
+    o, d = seg.offset_ns, seg.drift_ppm
+    wp = seg._w * 1e6
+    off = Bound(h[0], h[1], min(max(o.point, h[0]), h[1]))
+    dr = Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp))
+    if basis == "unproven" or (seg.reads < MIN_DECIDED_READS and not lone_ok):
+        st = "undecided"
+    else:
+        st = "assumed" if h[4] else "proven"
+    return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=st)
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):
@@ -529,19 +593,8 @@ def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
     return ""
 
 
-def _status(seg: Segment, prior: float, basis: str, lone_ok: bool) -> str:
-    """proven: the bound does not touch the drift prior's edge (so the prior is not used) and
-    rests on a checked resolution; assumed: the drift range reaches ±prior; undecided: an
-    unproven resolution, or too few reads beside a break to tell a segment from bad reads."""
-    if basis == "unproven" or (seg.reads < MIN_DECIDED_READS and not lone_ok):
-        return "undecided"
-    if seg._x[0] <= -prior or seg._x[-1] >= prior:
-        return "assumed"
-    return "proven"
-
-
 def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
-              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None) -> ClockFit:
+              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None, publish=True) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -568,7 +621,7 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         keep = np.flatnonzero(raw_e >= raw_s)
         fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
                         drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
-                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns)
+                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns, publish=publish)
         kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
         verdict = fit.verdict if fit.verdict in ("beyond_prior", "undecided") else "assumed"
         return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
@@ -595,8 +648,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         sp, _, _ = _split(s, e, v, q, w, prior, wide)
     segs = [_fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior) for run in sp.runs]
     lone_ok = len(segs) == 1
-    segs = [_dc_replace(sg, offset_status=(st := _status(sg, prior, basis, lone_ok)),
-                        drift_status=st) for sg in segs]
+    segs = [_robust(sg, basis, lone_ok) if publish else
+            _dc_replace(sg, offset_status="undecided", drift_status="undecided") for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])

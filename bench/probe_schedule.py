@@ -95,7 +95,7 @@ def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
     if check_resolution(v[k:], q)[0] <= 2 * int(typical_bracket_ns):
         return earliest                  # every read straddles a tick edge anyway
     fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
-                    uncertainty_ns=uncertainty_ns)
+                    uncertainty_ns=uncertainty_ns, publish=False)
     if not fit.segments:
         return earliest
     qq = fit.resolution_ns

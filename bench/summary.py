@@ -61,11 +61,13 @@ def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
 
 
 def band(seg, points: int = 60) -> dict:
-    """The proven offset band sampled across a segment (for plots: exact at each point)."""
+    """The proven offset band sampled across a segment (for plots: exact at each point). Each
+    point holds even with one unseen break in the segment (Segment.proven_offset_at); points
+    with no read on one side (the segment's ends) are left out."""
     ts = np.linspace(seg.start_ns, seg.end_ns, points).astype(np.int64) if seg.end_ns > seg.start_ns \
         else np.array([seg.start_ns], dtype=np.int64)
-    bs = [seg.offset_at(int(t)) for t in ts]
-    return {"t_ns": [int(t) for t in ts], "lo": [b.lo for b in bs], "hi": [b.hi for b in bs]}
+    pts = [(int(t), b) for t in ts if (b := seg.proven_offset_at(int(t))) is not None]
+    return {"t_ns": [t for t, _ in pts], "lo": [b.lo for _, b in pts], "hi": [b.hi for _, b in pts]}
 
 
 def segment_for(fit_segments: list, t_ns: int):
