@@ -628,6 +628,10 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
                         fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
                         fit.resolution_basis, fit.beyond_note)
     q, note, basis = check_resolution(v, resolution_ns)
+    if basis == "unproven" and len(v):
+        # one value all along: the tick is at least about the time the reads span, whatever
+        # was declared; fit with one that long so that no break is invented (all undecided)
+        q = max(q, 2 * int(np.max(raw_e) - np.min(raw_s)) + 1)
     prior = float(drift_prior_ppm)
     if len(v) == 0:
         return ClockFit([], [], [], q, note, "undecided", prior, basis)

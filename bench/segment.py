@@ -67,10 +67,18 @@ def _longest_forward(n: int, start: int, feasible: Feasible) -> int:
     return good
 
 
-@dataclass
 class _Run:
-    reads: np.ndarray          # positions, ascending
-    core: np.ndarray           # a subset with the same region
+    """Positions of a run (ascending) and, computed when first needed, its core: a subset with
+    the same region (a lone run is never compressed)."""
+
+    def __init__(self, reads: np.ndarray, source: np.ndarray, comp):
+        self.reads, self._source, self._comp, self._core = reads, source, comp, None
+
+    @property
+    def core(self) -> np.ndarray:
+        if self._core is None:
+            self._core = self._comp(self._source)
+        return self._core
 
 
 def _span(r: _Run) -> str:
@@ -112,7 +120,7 @@ def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarra
             if sides_agree:
                 # N was the longest run from its start, and the read after it empties N: so it
                 # empties P + N too, and the merged run is still maximal
-                stack[-3:] = [_Run(join(P.reads, N.reads), comp(join(P.core, N.core)))]
+                stack[-3:] = [_Run(join(P.reads, N.reads), join(P.core, N.core), comp)]
             else:
                 stack[-2:] = [N]
                 return
@@ -121,7 +129,7 @@ def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarra
     while start < n:
         end = _longest_forward(n, start, feasible)
         reads = np.arange(start, end + 1)
-        stack.append(_Run(reads, comp(reads)))
+        stack.append(_Run(reads, reads, comp))
         reduce()
         start = end + 1
     out.outliers.sort()

@@ -2,10 +2,9 @@
 estimator; every interval published as proven is checked against the truth.
 
 Each device is short (30–70 reads at 1–2 Hz): a clock model (bench/sim/clock.py) with one
-adversarial behaviour, read as the runner reads it (bench/runner.py: three probes of four aimed by
-bench/probe_schedule.next_probe_ns for coarse clocks, the fourth an exploration read uniform over
-the tick phase, probe_schedule.explore_delay_ns), brackets loopback- or sideband-like, the device
-sampling anywhere in the bracket, lost reads. Then bench.estimate.fit_clock, and the frozen
+adversarial behaviour, read as the runner reads it (bench/sim/probing.py: the real probe
+schedule, aimed and exploration reads, loopback- or sideband-like brackets, the device sampling
+anywhere in the bracket, lost reads). Then bench.estimate.fit_clock, and the frozen
 pre-issue estimator (benchmarks/fuzz/baseline_estimate.py) on the same reads for the width ratio.
 
 Checked, for every segment whose status is "proven": the offset at its epoch, the offset band at
@@ -29,15 +28,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.estimate import fit_clock                                 # noqa: E402
-from bench.probe_schedule import explore_delay_ns, next_probe_ns     # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams                  # noqa: E402
+from bench.sim.probing import read_like_runner                       # noqa: E402
 from benchmarks.fuzz import baseline_estimate                        # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
 TICKS_S = [1e-6, 1e-3, 0.01, 0.1, 1.0]
-EXPLORE_EVERY = 4
-DITHER = 0.5
 BEHAVIOURS = ("clean", "step", "slew", "slew_beyond", "freq_step", "wander", "beyond_prior",
               "reboot", "wrap", "misdeclared", "bad_burst", "read_lag")
 
@@ -96,56 +93,16 @@ def draw(rng: np.random.Generator, behaviour: str) -> dict:
     return dev
 
 
-def _bracket(rng, sideband: bool):
-    if sideband:
-        return int(rng.uniform(20e6, 40e6) + rng.exponential(3e6))
-    return int(rng.uniform(0.3e6, 1e6) + rng.exponential(0.2e6))
-
-
 def simulate(dev: dict):
     """Reads as the runner takes them: (s, e, v, sample instants, model, bad read indices)."""
     rng = np.random.default_rng(dev["seed"])
-    p: ClockParams = dev["params"]
-    m = ClockModel(p, T0, dev["seed"])
-    period = NS / dev["rate_hz"]
-    q = dev["declared_ns"]
-    S, E, V, A = [], [], [], []
-    now = T0
-    k = 0
-    bad_at = int(rng.integers(10, dev["n"] - 10)) if dev["bad"] else -1
-    bad = []
-    while len(S) < dev["n"]:
-        t = now + explore_delay_ns(rng.random(), q, period, DITHER)
-        aim = (q >= 1_000_000 and not p.counter and len(S) >= 4 and k % EXPLORE_EVERY != 0)
-        k += 1
-        if aim:
-            br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
-            try:
-                a = next_probe_ns(S, E, V, q, now, br, int(period * (1 - DITHER)))
-                t = a if a > now else t
-            except Exception:           # the runner journals it and reads at the dithered time
-                pass
-        b = _bracket(rng, dev["sideband"])
-        sample = t + int(rng.uniform() * b)
-        now = t + b
-        if m.down(sample) or rng.uniform() < 0.03:       # rebooting, or a lost read
-            continue
-        lag = int(rng.uniform(0.5, 1.0) * dev["lag_s"] * NS) if dev["lag_s"] else 0
-        v = m.read_ns(sample - lag)
-        if bad_at >= 0 and bad_at <= len(S) < bad_at + dev["bad"]:
-            # a corrupted answer: whole ticks, far off (at least 2 s or 20 ticks)
-            qq = p.resolution_ns
-            off = max(2 * NS, 20 * qq) * float(rng.uniform(1, 5)) * float(rng.choice([-1, 1]))
-            v += int(off) // qq * qq
-            bad.append(len(S))
-        S.append(t)
-        E.append(now)
-        V.append(v)
-        A.append(sample)
-    s, e, v, at = (np.array(x, dtype=np.int64) for x in (S, E, V, A))
+    m = ClockModel(dev["params"], T0, dev["seed"])
+    s, e, v, at, bad = read_like_runner(m, dev["n"], dev["rate_hz"], dev["declared_ns"], rng,
+                                        sideband=dev["sideband"], lag_s=dev["lag_s"],
+                                        bad=dev["bad"])
     if dev["modulus_ns"]:            # the summary unwraps counters before fitting
         from bench.counters import unwrap
-        v = unwrap(s, e, v, dev["modulus_ns"], q)[0]
+        v = unwrap(s, e, v, dev["modulus_ns"], dev["declared_ns"])[0]
     return s, e, v, at, m, bad
 
 
