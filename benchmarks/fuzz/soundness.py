@@ -39,11 +39,11 @@ BEHAVIOURS = ("clean", "step", "slew", "slew_beyond", "freq_step", "wander", "be
               "reboot", "wrap", "misdeclared", "bad_burst", "read_lag")
 
 
-def draw(rng: np.random.Generator, behaviour: str) -> dict:
+def draw(rng: np.random.Generator, behaviour: str, reads: tuple[int, int] = (30, 71)) -> dict:
     """One device: clock parameters, read plan and what the estimator is told."""
     q = float(rng.choice(TICKS_S))
     rate = float(rng.choice([1.0, 2.0]))
-    n = int(rng.integers(30, 71))
+    n = int(rng.integers(*reads))
     dur = n / rate
     sideband = rng.uniform() < 0.25
     kw = dict(offset_s=float(rng.uniform(-50, 50)), drift_ppm=float(rng.uniform(-100, 100)),
@@ -182,9 +182,9 @@ def score(dev: dict) -> dict:
             "tick": dev["params"].resolution_ns, "seed": dev["seed"]}
 
 
-def devices(n: int, seed: int) -> list[dict]:
+def devices(n: int, seed: int, reads: tuple[int, int] = (30, 71)) -> list[dict]:
     rng = np.random.default_rng(seed)
-    return [draw(rng, BEHAVIOURS[i % len(BEHAVIOURS)]) for i in range(n)]
+    return [draw(rng, BEHAVIOURS[i % len(BEHAVIOURS)], reads) for i in range(n)]
 
 
 def run(n: int, workers: int = 2, seed: int = 1) -> list[dict]:
