@@ -338,6 +338,55 @@ class Segment:
         hi += f * abs(hi) + TOL_NS
         return self.epoch_ns + math.floor(lo), self.epoch_ns + math.ceil(hi)
 
+    def proven_to_reference(self, value_ns: int, resolution_ns: int, iters: int = 16
+                            ) -> tuple[int, int] | None:
+        """Reference interval of a device timestamp (true reading in [value, value + q)) that
+        holds with one unseen break in the segment, or None where it cannot be bounded.
+
+        The clock is monotone, so an instant t whose proven offset puts D(t) below the value is
+        before the stamp, and one that puts D(t) at or above value + q is after it; each such
+        instant is a valid bound whatever the others are. The search starts from the line
+        model's interval and keeps the tightest instants found (each costs two fits)."""
+        V, Vq = int(value_ns), int(value_ns) + max(1, int(resolution_ns))
+        lo0, hi0 = self.to_reference(V, resolution_ns)
+
+        def before(t):
+            b = self.proven_offset_at(t)
+            return b is not None and t + b.hi < V
+
+        def after(t):
+            b = self.proven_offset_at(t)
+            return b is not None and t + b.lo >= Vq
+
+        def search(start, sign, test):
+            step = max(hi0 - lo0, 1_000_000)
+            t = start
+            for _ in range(24):
+                if test(t):
+                    break
+                t += sign * step
+                step *= 2
+            else:
+                return None
+            good, bad = t, start
+            if good == bad:
+                return good
+            for _ in range(iters):
+                mid = (good + bad) // 2
+                if mid in (good, bad):
+                    break
+                if test(mid):
+                    good = mid
+                else:
+                    bad = mid
+            return good
+
+        lo = search(lo0, -1, before)
+        hi = search(hi0, +1, after)
+        if lo is None or hi is None:
+            return None
+        return lo, hi
+
     def as_dict(self) -> dict:
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "reads": self.reads,
                 "epoch_ns": self.epoch_ns, "offset_ns": self.offset_ns.as_dict(),
@@ -353,7 +402,7 @@ class Break:
     after_ns: int                 # the break happened after this reference instant ...
     before_ns: int                # ... and at or before this one
     size_ns: Bound | None         # later offset minus earlier offset across the break
-    ambiguous_reads: int = 0      # reads that fit either side, left out of both fits
+    ambiguous_reads: int = 0      # reads that fit either side (kept by the earlier segment)
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "after_ns": self.after_ns, "before_ns": self.before_ns,

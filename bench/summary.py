@@ -153,7 +153,9 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
 def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
               near_ns: int) -> tuple[int, int] | None:
     """Reference interval of a device stamp in this clock, through the segment in force at
-    `near_ns` (a wrapped counter stamp is unwrapped to the value nearest the fit there)."""
+    `near_ns` (a wrapped counter stamp is unwrapped to the value nearest the fit there). The
+    interval holds with one unseen break in the segment (Segment.proven_to_reference); where
+    that cannot be bounded (no read after the stamp) the segment's line maps it."""
     if res is None or res.fit is None or not res.fit.segments:
         return None
     seg = segment_for(res.fit.segments, near_ns)
@@ -161,7 +163,8 @@ def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
     if modulus:
         expected = near_ns + seg.offset_at(near_ns).point
         value_ns += round((expected - value_ns) / modulus) * modulus
-    return seg.to_reference(int(value_ns), max(1, int(resolution_ns)))
+    q = max(1, int(resolution_ns))
+    return seg.proven_to_reference(int(value_ns), q) or seg.to_reference(int(value_ns), q)
 
 
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,

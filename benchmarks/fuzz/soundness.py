@@ -8,9 +8,9 @@ anywhere in the bracket, lost reads). Then bench.estimate.fit_clock, and the fro
 pre-issue estimator (benchmarks/fuzz/baseline_estimate.py) on the same reads for the width ratio.
 
 Checked, for every segment whose status is "proven": the offset at its epoch, the offset band at
-five instants across it, the drift at its epoch, the reference interval of
-three of its reads' values (what the latency bounds are made of); for every break between two
-proven segments with one true step in its window: its instant window and its size.
+five instants across it, the drift at its epoch, the reference interval of its middle read's
+value (Segment.proven_to_reference: what the latency bounds are made of); for every break
+between two proven segments with one true step in its window: its size.
 
     nice .venv/bin/python benchmarks/fuzz/soundness.py [--devices N] [--workers 2] [--seed S]
 """
@@ -141,8 +141,11 @@ def score(dev: dict) -> dict:
                     misses.append(("offset", int(t), b.lo - tr, b.hi - tr))
             idx = np.flatnonzero((s >= sg.start_ns) & (e <= sg.end_ns))
             idx = [i for i in idx if int(at[i]) not in bad_t]
-            for i in idx[:: max(1, len(idx) // 3)][:3]:
-                lo, hi = sg.to_reference(int(v[i]), fit.resolution_ns)
+            for i in idx[len(idx) // 2: len(idx) // 2 + 1]:
+                iv = sg.proven_to_reference(int(v[i]), fit.resolution_ns)
+                if iv is None:
+                    continue
+                lo, hi = iv
                 checked += 1
                 if not (lo <= int(at[i]) - (lag if dev["lag_s"] else 0) <= hi) and not dev["lag_s"]:
                     misses.append(("map", int(at[i]), lo, hi))
