@@ -30,14 +30,21 @@ Measured (benchmarks/estimator_mc.py, 12,000 devices, 40 % with wander given a 5
 coverage 1.0 with and without wander, no false breaks; the allowance costs 11 % of median offset
 width (1.27 against 1.14 narrowest brackets).
 
-Resolution: the driver declares q; the values say what the clock delivers (the GCD of the gaps
-between distinct values, trusted from MIN_DISTINCT distinct values). The coarser of the two is
-used, because a coarser q only loosens constraints while a finer one than the truth breaks proofs.
+Resolution: the driver declares q; the values say what the clock delivers: the true tick divides
+every gap between distinct values, so max(declared, GCD of the gaps) is never finer than it, from
+the second distinct value on (check_resolution). A coarser q only loosens constraints while a
+finer one than the truth breaks proofs; with one distinct value nothing bounds it ("unproven").
 
-Segmentation (bench/segment.py): an empty region is a model break; the series is split there, a
-lone read that empties the region is an outlier, and each break gets bounds on its instant and size.
-The search asks "is this window feasible?" O(log n) times per run; that test is a 1-D cutting-plane
+Segmentation (bench/segment.py): an empty region is a model break; the series is split there;
+a read is set aside only when it is inconsistent with the segments on both sides of it. The
+search asks "is this window feasible?" O(log n) times per run; that test is a 1-D cutting-plane
 minimisation of g − h (numpy, no hull), and the hull is built once per segment.
+
+What is published (fit_clock, Segment.proven_offset_at, Segment.proven_to_reference) holds even
+with one break inside a segment that the reads could not show (a step below the detection
+threshold, a change of frequency): it is the hull of the bounds from the reads on each side of
+the instant. The drift prior is a checked assumption (fit_clock). DESIGN.md, "The measurement
+model", has the reasoning.
 """
 from __future__ import annotations
 
