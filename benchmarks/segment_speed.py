@@ -52,9 +52,14 @@ def run(n: int, every: int) -> dict:
     timed(s[:10_000], e[:10_000], v[:10_000])           # warm-up
     t_clean, f_clean = timed(s, e, v)
     t_bad, f_bad = timed(s, e, vb)
+    from benchmarks.fuzz import baseline_estimate     # the pre-issue estimator, clean only
+    t = time.perf_counter()
+    baseline_estimate.fit_clock(s, e, v, 1000)
+    t_prev = time.perf_counter() - t
     found = {o["index"] for o in f_bad.outliers}
     return {"reads": n, "bad_reads": len(bad), "clean_s": round(t_clean, 2),
             "with_bad_s": round(t_bad, 2), "ratio": round(t_bad / t_clean, 2),
+            "previous_estimator_clean_s": round(t_prev, 2),
             "clean_segments": len(f_clean.segments),
             "bad_segments": len(f_bad.segments), "bad_found_as_outliers": len(found & set(bad.tolist())),
             "outliers_reported": len(f_bad.outliers),
