@@ -609,6 +609,17 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     lo = min(y.lo - x.hi for x, y in zip(oa, ob))
     hi = max(y.hi - x.lo for x, y in zip(oa, ob))
     pa = [(y.point - x.point) for x, y in zip(oa, ob)]
+    decided = a.offset_status != "undecided" and b.offset_status != "undecided"
+    pa_ = a.proven_offset_at(after) if decided else None
+    pb_ = b.proven_offset_at(before) if decided else None
+    if pa_ is not None and pb_ is not None:
+        # the two-sided offsets hold with the reads kept by the earlier segment across the break:
+        # later at `before` minus earlier at `after`, less the drift over the window (the same on
+        # both sides of a step: within the hull of the two segments' drift bounds)
+        d_lo = min(a.drift_ppm.lo, b.drift_ppm.lo) * PPM * (before - after)
+        d_hi = max(a.drift_ppm.hi, b.drift_ppm.hi) * PPM * (before - after)
+        lo = math.floor(pb_.lo - pa_.hi - d_hi)
+        hi = math.ceil(pb_.hi - pa_.lo - d_lo)
     size = Bound(lo, hi, min(max(round(sum(pa) / 2), lo), hi))
     if hi < 0:
         # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M

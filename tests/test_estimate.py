@@ -72,7 +72,7 @@ def test_step_is_split_and_bounded():
     assert br.after_ns < t_step <= br.before_ns
     assert br.before_ns - br.after_ns < 3 * NS
     assert br.size_ns.lo <= size_s * NS <= br.size_ns.hi
-    assert br.size_ns.width < 5_000_000
+    assert br.size_ns.width < 8_000_000      # two-sided offsets each side, drift over the window
     a, b = fit.segments
     assert a.end_ns <= t_step + 2_000_000 and b.start_ns >= t_step - 2_000_000
     for sg in fit.segments:
