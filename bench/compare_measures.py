@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM
 from bench.residuals import median_ci, segment_residuals
 from bench.rundata import Run
 
@@ -66,9 +67,9 @@ def _ci(device, clock, name, x, note="", judgeable=True, span_s=None) -> Measure
 
 
 def drift_prior_ppm(run: Run, device: str) -> float:
-    """The drift prior the fit used: the inventory's `drift_prior_ppm`, default 200 ppm."""
+    """The drift prior the fit used: the inventory's `drift_prior_ppm`, or the estimator's default."""
     inv = run.manifest.get("inventory", {}).get("devices", {}).get(device, {})
-    return float(inv.get("drift_prior_ppm", 200.0))
+    return float(inv.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
 
 
 def _span_s(sg: dict) -> float | None:

@@ -74,7 +74,7 @@ def offset_cell(o: dict, counter: bool) -> str:
 def table(summary: dict, manifest: dict | None = None) -> str:
     """The closing table: one row per device clock, its last segment's bounds; then the stimulus
     latencies and (when the rack file has [limits] and `manifest` is given) the limit checks."""
-    head = ["device", "plane", "clock", "reads", "offset (proven)", "drift (proven)",
+    head = ["device", "plane", "clock", "reads", "offset (status)", "drift (status)",
             "bracket p50", "breaks", "errors", "truth"]
     from bench.live import calibrated_cell
     if manifest and manifest.get("calibration"):
@@ -105,14 +105,19 @@ def table(summary: dict, manifest: dict | None = None) -> str:
                     truth = "inside" if allin else "OUTSIDE"
             dr = s["drift_ppm"]
             rows.append([name, d.get("plane", ""), clock, str(c.get("reads", s.get("reads", 0))),
-                         offset_cell(s["offset_ns"], counter),
-                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]",
+                         offset_cell(s["offset_ns"], counter)
+                         + f" {s.get('offset_status', 'proven')}",
+                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}] {s.get('drift_status', 'proven')}",
                          fmt_ns(s["bracket_ns"]["median"]),
                          str(len(c.get("breaks", []))) + (f" +{len(c['wraps'])} wrap"
                                                           if c.get("wraps") else ""),
                          errs, truth])
             if len(head) > len(rows[-1]):
                 rows[-1].append(calibrated_cell(manifest, name, clock))
+            if c.get("verdict") == "beyond_prior":
+                notes.append(f"{name} {clock}: DRIFT BEYOND THE PRIOR: {c.get('beyond_prior_note', '')}")
+            for o in c.get("outliers", []):
+                notes.append(f"{name} {clock}: read at {_iso(o['t_ns'])} set aside: {o['reason']}")
             if c.get("zone_note"):
                 notes.append(f"{name} {clock}: {c['zone_note']}")
             if c.get("resolution_note"):

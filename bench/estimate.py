@@ -30,19 +30,27 @@ Measured (benchmarks/estimator_mc.py, 12,000 devices, 40 % with wander given a 5
 coverage 1.0 with and without wander, no false breaks; the allowance costs 11 % of median offset
 width (1.27 against 1.14 narrowest brackets).
 
-Resolution: the driver declares q; the values say what the clock delivers (the GCD of the gaps
-between distinct values, trusted from MIN_DISTINCT distinct values). The coarser of the two is
-used, because a coarser q only loosens constraints while a finer one than the truth breaks proofs.
+Resolution: the driver declares q; the values say what the clock delivers: the true tick divides
+every gap between distinct values, so max(declared, GCD of the gaps) is never finer than it, from
+the second distinct value on (check_resolution). A coarser q only loosens constraints while a
+finer one than the truth breaks proofs; with one distinct value nothing bounds it ("unproven").
 
-Segmentation (bench/segment.py): an empty region is a model break; the series is split there, a
-lone read that empties the region is an outlier, and each break gets bounds on its instant and size.
-The search asks "is this window feasible?" O(log n) times per run; that test is a 1-D cutting-plane
+Segmentation (bench/segment.py): an empty region is a model break; the series is split there;
+a read is set aside only when it is inconsistent with the segments on both sides of it. The
+search asks "is this window feasible?" O(log n) times per run; that test is a 1-D cutting-plane
 minimisation of g − h (numpy, no hull), and the hull is built once per segment.
+
+What is published (fit_clock, Segment.proven_offset_at, Segment.proven_to_reference) holds even
+with one break inside a segment that the reads could not show (a step below the detection
+threshold, a change of frequency): it is the hull of the bounds from the reads on each side of
+the instant. The drift prior is a checked assumption (fit_clock). DESIGN.md, "The measurement
+model", has the reasoning.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from dataclasses import replace as _dc_replace
 
 import numpy as np
 
@@ -52,7 +60,11 @@ from bench.units import fmt_ns
 PPM = 1e-6
 TOL_NS = 1e-3            # float slack when deciding a region is non-empty, ns
 SMALL_WINDOW = 48        # reads up to which feasibility is tested on the hull, not by bisection
-MIN_DISTINCT = 6         # distinct values needed before the observed resolution is trusted
+DEFAULT_DRIFT_PRIOR_PPM = 600.0   # crystal tolerance (100 ppm) + an NTP slew (500 ppm): see below
+WIDE_PRIOR_FACTOR = 10   # the wider range tried before a break or outlier is believed
+MIN_DECIDED_READS = 4    # a segment beside a break with fewer reads could be a burst of bad reads
+STATUSES = ("proven", "assumed", "undecided")
+SIDE_READS = 4096        # reads on each side of an instant its published bound is fitted from
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,35 @@ def _max_envelope(m: np.ndarray, c: np.ndarray):
     return M, C, X
 
 
+def _envelope_members(m: np.ndarray, c: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Indices of the lines y = m·x + c on their upper envelope somewhere in [lo, hi] (a little
+    more is kept, never less: a line within rounding of the envelope stays)."""
+    order = np.lexsort((c, m))
+    ms, cs = m[order], c[order]
+    keep = np.ones(len(ms), bool)
+    keep[:-1] = ms[1:] != ms[:-1]
+    order, ms, cs = order[keep], ms[keep].tolist(), cs[keep].tolist()
+    hk: list[int] = []
+    for k, (mk, ck) in enumerate(zip(ms, cs)):
+        while len(hk) >= 2:
+            i, j = hk[-2], hk[-1]
+            mi, ci, mj, cj = ms[i], cs[i], ms[j], cs[j]
+            # j is dropped only when k passes above it by more than rounding
+            if (ci - ck) * (mj - mi) < (ci - cj) * (mk - mi) - 1e-9 * (1 + abs(ci - cj) * abs(mk - mi)):
+                hk.pop()
+            else:
+                break
+        hk.append(k)
+    H = np.array(hk)
+    M, C = np.array(ms)[H], np.array(cs)[H]
+    X = (C[:-1] - C[1:]) / (M[1:] - M[:-1])
+    left = np.concatenate(([-np.inf], X))
+    right = np.concatenate((X, [np.inf]))
+    pad = 1e-6 * (1 + abs(lo) + abs(hi))
+    on = (left <= hi + pad) & (right >= lo - pad)
+    return order[H[on]]
+
+
 def _eval_env(env, x: np.ndarray) -> np.ndarray:
     M, C, X = env
     k = np.searchsorted(X, x)
@@ -126,6 +167,14 @@ class _Window:
         self.beta = b * PPM                                      # lower: y >= L - beta·x
         self.U = ((v - s) - self.theta0 + self.q).astype(np.float64) + self.w * np.abs(a)
         self.L = ((v - e) - self.theta0).astype(np.float64) - self.w * np.abs(b)
+
+    def core(self, prior_ppm: float) -> np.ndarray:
+        """Positions of the reads whose constraints bound the region for drift within
+        ±prior_ppm: the others are implied by them (only without wander, whose allowance
+        depends on the epoch)."""
+        lo = _envelope_members(-self.beta, self.L, -prior_ppm, prior_ppm)
+        up = _envelope_members(self.alpha, -self.U, -prior_ppm, prior_ppm)
+        return np.union1d(lo, up)
 
     def feasible_x(self, hint: float | None = None, iters: int = 200) -> float | None:
         """A drift (ppm) at which the region is non-empty, or None when it is empty.
@@ -249,11 +298,26 @@ class Segment:
     bracket_ns: dict
     resolution_ns: int
     resolution_note: str
+    offset_status: str = "proven"     # "proven" | "assumed" | "undecided" (see fit_clock)
+    drift_status: str = "proven"
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
     _theta0: int = field(default=0, repr=False, compare=False)
     _w: float = field(default=0.0, repr=False, compare=False)     # wander allowance, ns per ns
+    _reads: tuple = field(default=(), repr=False, compare=False)  # (s, e, v) of its reads, ns
+    _prior: float = field(default=DEFAULT_DRIFT_PRIOR_PPM, repr=False, compare=False)
+
+    def proven_offset_at(self, t_ns: int) -> Bound | None:
+        """Offset bound at t_ns that holds even when one break the reads did not reveal (a small
+        step, a frequency change) lies inside the segment: the hull of the bound from the reads
+        that ended by t and the bound from the reads that started at or after t. One of the two
+        sides is clean and holds the truth; None when a side has no read."""
+        h = _halves(*self._reads, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior)
+        if h is None:
+            return None
+        p = min(max(self.offset_at(int(t_ns)).point, h[0]), h[1])
+        return Bound(h[0], h[1], p)
 
     def offset_at(self, t_ns: int) -> Bound:
         """Bounds on device minus reference at reference instant t_ns."""
@@ -282,12 +346,62 @@ class Segment:
         hi += f * abs(hi) + TOL_NS
         return self.epoch_ns + math.floor(lo), self.epoch_ns + math.ceil(hi)
 
+    def proven_to_reference(self, value_ns: int, resolution_ns: int, iters: int = 16
+                            ) -> tuple[int, int] | None:
+        """Reference interval of a device timestamp (true reading in [value, value + q)) that
+        holds with one unseen break in the segment, or None where it cannot be bounded.
+
+        The clock is monotone, so an instant t whose proven offset puts D(t) below the value is
+        before the stamp, and one that puts D(t) at or above value + q is after it; each such
+        instant is a valid bound whatever the others are. The search starts from the line
+        model's interval and keeps the tightest instants found (each costs two fits)."""
+        V, Vq = int(value_ns), int(value_ns) + max(1, int(resolution_ns))
+        lo0, hi0 = self.to_reference(V, resolution_ns)
+
+        def before(t):
+            b = self.proven_offset_at(t)
+            return b is not None and t + b.hi < V
+
+        def after(t):
+            b = self.proven_offset_at(t)
+            return b is not None and t + b.lo >= Vq
+
+        def search(start, sign, test):
+            step = max(hi0 - lo0, 1_000_000)
+            t = start
+            for _ in range(24):
+                if test(t):
+                    break
+                t += sign * step
+                step *= 2
+            else:
+                return None
+            good, bad = t, start
+            if good == bad:
+                return good
+            for _ in range(iters):
+                mid = (good + bad) // 2
+                if mid in (good, bad):
+                    break
+                if test(mid):
+                    good = mid
+                else:
+                    bad = mid
+            return good
+
+        lo = search(lo0, -1, before)
+        hi = search(hi0, +1, after)
+        if lo is None or hi is None:
+            return None
+        return lo, hi
+
     def as_dict(self) -> dict:
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "reads": self.reads,
                 "epoch_ns": self.epoch_ns, "offset_ns": self.offset_ns.as_dict(),
                 "drift_ppm": self.drift_ppm.as_dict(), "jitter_ns": dict(self.jitter_ns),
                 "bracket_ns": dict(self.bracket_ns), "resolution_ns": self.resolution_ns,
-                "resolution_note": self.resolution_note}
+                "resolution_note": self.resolution_note, "offset_status": self.offset_status,
+                "drift_status": self.drift_status}
 
 
 @dataclass(frozen=True)
@@ -296,7 +410,7 @@ class Break:
     after_ns: int                 # the break happened after this reference instant ...
     before_ns: int                # ... and at or before this one
     size_ns: Bound | None         # later offset minus earlier offset across the break
-    ambiguous_reads: int = 0      # reads that fit either side, left out of both fits
+    ambiguous_reads: int = 0      # reads that fit either side (kept by the earlier segment)
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "after_ns": self.after_ns, "before_ns": self.before_ns,
@@ -311,6 +425,10 @@ class ClockFit:
     outliers: list
     resolution_ns: int
     resolution_note: str
+    verdict: str = "undecided"        # "proven" | "assumed" | "beyond_prior" | "undecided"
+    drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM     # the range the segments were fitted in
+    resolution_basis: str = "unproven"                   # "declared" | "observed" | "unproven"
+    beyond_note: str = ""
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -320,9 +438,15 @@ class ClockFit:
         return None
 
     def as_dict(self) -> dict:
+        """The summary's form; an outlier is {"t_ns" (its bracket's middle), "value_ns",
+        "reason"}."""
         return {"resolution_ns": self.resolution_ns, "resolution_note": self.resolution_note,
+                "verdict": self.verdict,
                 "segments": [s.as_dict() for s in self.segments],
-                "breaks": [b.as_dict() for b in self.breaks], "outliers": list(self.outliers)}
+                "breaks": [b.as_dict() for b in self.breaks],
+                "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
+                              "reason": o["evidence"]} for o in self.outliers],
+                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {})}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -335,23 +459,64 @@ def wander_allowance_ns_per_s(wander_ppm_per_sqrt_hour: float, span_s: float,
 
 
 def observed_resolution(value_ns) -> int | None:
-    """The step between the clock's distinct values (GCD of their gaps), or None when too few
-    distinct values were seen to trust it."""
+    """The step between the clock's distinct values (GCD of their gaps), or None when fewer
+    than two distinct values were seen. The true tick divides every gap, so this is never finer
+    than the truth: a bound on the tick from above, from two distinct values on."""
     u = np.unique(np.asarray(value_ns, dtype=np.int64))
-    if len(u) < MIN_DISTINCT:
+    if len(u) < 2:
         return None
     return int(np.gcd.reduce(np.diff(u)))
 
 
-def check_resolution(value_ns, declared_ns: int) -> tuple[int, str]:
+def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
+    """(resolution to fit with, note, basis). The declaration is a claim: a tick coarser than
+    declared breaks every proof made with the declared one. The tick the clock really has
+    divides the gaps between its values, so max(declared, GCD of the gaps) is never finer than
+    it, from the second distinct value on ("declared" when that is the declaration, "observed"
+    when the values force a coarser one). With one distinct value nothing bounds the tick:
+    "unproven", and nothing fitted from it is published as proven."""
     declared = max(1, int(declared_ns))
     obs = observed_resolution(value_ns)
-    if obs is None or obs <= declared:
-        return declared, ""
+    if obs is None:
+        return declared, "", "unproven"
+    if obs <= declared:
+        return declared, "", "declared"
     n = len(np.unique(np.asarray(value_ns)))
     return obs, (f"declared resolution {fmt_ns(declared)}, but the {n} distinct values seen are "
                  f"all whole multiples of {fmt_ns(obs)} apart: using {fmt_ns(obs)} "
-                 f"({declared} -> {obs} ns)")
+                 f"({declared} -> {obs} ns)"), "observed"
+
+
+def _side(s, e, v, q: int, t: int, w: float, prior: float):
+    """(offset lo, offset hi at t, drift lo, drift hi) from these reads alone, or None."""
+    if len(s) == 0:
+        return None
+    win = _Window(s, e, v, q, t, w, prior)
+    x = win.vertices()
+    if x is None:
+        x = win.vertices(tol=1.0)
+    if x is None:
+        return None
+    g, h = win.chains(x)
+    h = np.maximum(h, g)
+    return (win.theta0 + math.floor(float(g.min()) - TOL_NS),
+            win.theta0 + math.ceil(float(h.max()) + TOL_NS), float(x[0]), float(x[-1]))
+
+
+def _halves(s, e, v, q: int, t: int, w: float, prior: float):
+    """The hull of the bounds at t from the reads before t and from the reads after it:
+    (offset lo, offset hi, drift lo, drift hi, touches the prior), or None when a side is
+    empty. A read whose bracket holds t serves neither side."""
+    # reads are in time order; each side keeps its SIDE_READS reads nearest t (a subset of a
+    # clean side is clean: fewer constraints, still sound) so the cost stays bounded
+    left = np.flatnonzero(e <= t)[-SIDE_READS:]
+    right = np.flatnonzero(s >= t)[:SIDE_READS]
+    a = _side(s[left], e[left], v[left], q, t, w, prior)
+    b = _side(s[right], e[right], v[right], q, t, w, prior)
+    if a is None or b is None:
+        return None
+    touches = min(a[2], b[2]) <= -prior or max(a[3], b[3]) >= prior
+    return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]), touches
 
 
 def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment | None:
@@ -387,7 +552,55 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
         bracket_ns={"min": int(br.min()), "median": float(np.median(br)),
                     "p99": float(np.percentile(br, 99))},
         resolution_ns=q, resolution_note=note,
-        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9)
+        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9,
+        _reads=(si, ei, vi), _prior=prior)
+
+
+EPOCH_CANDIDATES = 17     # instants tried for a segment's epoch (between its 10th and 90th %)
+
+
+def _best_epoch(seg: Segment) -> int:
+    """The instant inside the segment where the published (two-sided) offset bound is narrowest,
+    preferring one that does not reach the prior's edge, scored by the sum of the offset and the
+    drift widths relative to the middle's. Any instant's bound holds, so the epoch is free to
+    choose; the middle's offset bound is often 1.2–2.5x wider than the best's."""
+    s, e, _ = seg._reads
+    if len(s) < 4:
+        return seg.epoch_ns
+    mids = (s // 2 + e // 2)
+    ts = np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES)).astype(np.int64))
+    best, key, ref = seg.epoch_ns, None, None
+    for t in [seg.epoch_ns, *ts.tolist()]:
+        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior)
+        if h is None:
+            continue
+        ref = ref or (max(h[1] - h[0], 1), max(h[3] - h[2], 1e-9))
+        # offset and drift widths, each relative to the middle's: neither is bought by the other
+        k = (h[4], (h[1] - h[0]) / ref[0] + (h[3] - h[2]) / ref[1])
+        if key is None or k < key:
+            best, key = int(t), k
+    return best
+
+
+def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
+    """The published bounds and their status. The offset at the epoch and the drift there are
+    the hull of the two sides' bounds (see Segment.proven_offset_at), so that one break the
+    reads could not show (a step smaller than the detection threshold, a frequency change)
+    still leaves the truth inside. Status: "undecided" with an unproven resolution, with a side
+    empty, or with fewer than MIN_DECIDED_READS reads beside a break (a burst of bad reads looks
+    the same); "assumed" when a side's region reaches the drift prior's edge; else "proven"."""
+    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior)
+    if h is None:
+        return _dc_replace(seg, offset_status="undecided", drift_status="undecided")
+    o, d = seg.offset_ns, seg.drift_ppm
+    wp = seg._w * 1e6
+    off = Bound(h[0], h[1], min(max(o.point, h[0]), h[1]))
+    dr = Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp))
+    if basis == "unproven" or (seg.reads < MIN_DECIDED_READS and not lone_ok):
+        st = "undecided"
+    else:
+        st = "assumed" if h[4] else "proven"
+    return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=st)
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):
@@ -396,6 +609,17 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     lo = min(y.lo - x.hi for x, y in zip(oa, ob))
     hi = max(y.hi - x.lo for x, y in zip(oa, ob))
     pa = [(y.point - x.point) for x, y in zip(oa, ob)]
+    decided = a.offset_status != "undecided" and b.offset_status != "undecided"
+    pa_ = a.proven_offset_at(after) if decided else None
+    pb_ = b.proven_offset_at(before) if decided else None
+    if pa_ is not None and pb_ is not None:
+        # the two-sided offsets hold with the reads kept by the earlier segment across the break:
+        # later at `before` minus earlier at `after`, less the drift over the window (the same on
+        # both sides of a step: within the hull of the two segments' drift bounds)
+        d_lo = min(a.drift_ppm.lo, b.drift_ppm.lo) * PPM * (before - after)
+        d_hi = max(a.drift_ppm.hi, b.drift_ppm.hi) * PPM * (before - after)
+        lo = math.floor(pb_.lo - pa_.hi - d_hi)
+        hi = math.ceil(pb_.hi - pa_.lo - d_lo)
     size = Bound(lo, hi, min(max(round(sum(pa) / 2), lo), hi))
     if hi < 0:
         # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M
@@ -416,38 +640,8 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     return "unknown", size
 
 
-def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
-              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None) -> ClockFit:
-    """Segments with provable bounds, the breaks between them, and outliers, from one clock's
-    ok reads in time order (int ns arrays: bracket start, bracket end, device value)."""
-    raw_s = np.asarray(s_ns, dtype=np.int64)
-    raw_e = np.asarray(e_ns, dtype=np.int64)
-    v = np.asarray(value_ns, dtype=np.int64)
-    invalid = []
-    if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
-        bad = np.flatnonzero(raw_e < raw_s)
-        invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
-                    "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
-                   for i in bad]
-        keep = np.flatnonzero(raw_e >= raw_s)
-        fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
-                        drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
-                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns)
-        kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
-        return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
-                        fit.resolution_ns, fit.resolution_note)
-    q, note = check_resolution(v, resolution_ns)
-    if len(v) == 0:
-        return ClockFit([], [], [], q, note)
-    order = np.argsort(raw_s, kind="stable")
-    if np.any(order != np.arange(len(order))):
-        raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
-    else:
-        order = None
-    u = int(uncertainty_ns)
-    s, e = raw_s - u, raw_e + u
-    w, prior = float(wander_ns_per_s), float(drift_prior_ppm)
-
+def _split(s, e, v, q, w, prior, wide):
+    """Segmentation of the reads with drift within ±prior (cores kept for ±wide)."""
     hint = [None]
 
     def feasible(idx):
@@ -462,8 +656,108 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
             hint[0] = x
         return x is not None
 
-    sp = _seg.split(len(v), feasible)
-    segs = [_fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior) for run in sp.runs]
+    def compress(idx):
+        if w > 0 or len(idx) <= 2 * SMALL_WINDOW:
+            return idx
+        t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
+        return idx[_Window(s[idx], e[idx], v[idx], q, t0, 0.0, wide).core(wide)]
+
+    return _seg.split(len(v), feasible, compress), feasible, compress
+
+
+def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
+    """Would a wider drift range have explained a break or an outlier? The window before each
+    break plus the read that emptied it, and each outlier with the run before it, are tested
+    with drift within ±wide. Returns the evidence, or ""."""
+    out_pos = {p for p, _ in sp.outliers}
+
+    def ok(idx):
+        t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
+        win = _Window(s[idx], e[idx], v[idx], q, t0, w, wide)
+        return win.feasible_x() is not None
+
+    for k, (pre, post, amb) in enumerate(sp.breaks):
+        first = int(sp.runs[k][0])
+        idx = np.array([i for i in range(first, post + 1) if i not in out_pos])
+        if ok(idx):
+            return (f"the reads {first}..{post} fit one line only with a drift beyond the prior: "
+                    f"refitted within ±{wide:g} ppm")
+    for p, _ in sp.outliers:
+        before = [r for r in sp.runs if r[-1] < p]
+        if before and ok(np.concatenate((before[-1][-4 * SMALL_WINDOW:], [p]))):
+            return (f"read {p}, set aside at the prior, fits the reads before it with a drift "
+                    f"beyond the prior: refitted within ±{wide:g} ppm")
+    return ""
+
+
+def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
+              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None, publish=True) -> ClockFit:
+    """Segments with provable bounds, the breaks between them, and outliers, from one clock's
+    ok reads in time order (int ns arrays: bracket start, bracket end, device value).
+
+    The drift prior is an assumption and is checked: before a break or an outlier is believed,
+    the window is tried with a drift range WIDE_PRIOR_FACTOR times wider; if that explains it,
+    the clock is "beyond_prior" and every segment is refitted within the wider range (never a
+    step). A bound whose polygon reaches the range's edge is "assumed", not "proven".
+
+    Why ±600 ppm by default: a device's crystal is specified to ±20–100 ppm over temperature and
+    ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
+    limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
+    correcting a large offset, which the wider range (±6,000 ppm) catches and reports.
+    A prior that does not hold costs nothing silently: either the region never touches it (the
+    bound does not depend on it) or the bound is labelled assumed."""
+    raw_s = np.asarray(s_ns, dtype=np.int64)
+    raw_e = np.asarray(e_ns, dtype=np.int64)
+    v = np.asarray(value_ns, dtype=np.int64)
+    invalid = []
+    if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
+        bad = np.flatnonzero(raw_e < raw_s)
+        invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+                    "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
+                   for i in bad]
+        keep = np.flatnonzero(raw_e >= raw_s)
+        fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
+                        drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
+                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns, publish=publish)
+        kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
+        verdict = fit.verdict if fit.verdict in ("beyond_prior", "undecided") else "assumed"
+        return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
+                        fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
+                        fit.resolution_basis, fit.beyond_note)
+    q, note, basis = check_resolution(v, resolution_ns)
+    if basis == "unproven" and len(v):
+        # one value all along: the tick is at least about the time the reads span, whatever
+        # was declared; fit with one that long so that no break is invented (all undecided)
+        q = max(q, 2 * int(np.max(raw_e) - np.min(raw_s)) + 1)
+    prior = float(drift_prior_ppm)
+    if len(v) == 0:
+        return ClockFit([], [], [], q, note, "undecided", prior, basis)
+    order = np.argsort(raw_s, kind="stable")
+    if np.any(order != np.arange(len(order))):
+        raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
+    else:
+        order = None
+    u = int(uncertainty_ns)
+    s, e = raw_s - u, raw_e + u
+    w = float(wander_ns_per_s)
+    wide = prior * WIDE_PRIOR_FACTOR
+
+    sp, _, _ = _split(s, e, v, q, w, prior, wide)
+    beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
+    if beyond:
+        prior = wide
+        sp, _, _ = _split(s, e, v, q, w, prior, wide)
+    segs = []
+    for run in sp.runs:
+        sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior)
+        if publish and epoch_ns is None:
+            best = _best_epoch(sg)
+            if best != sg.epoch_ns:
+                sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, best, w, prior)
+        segs.append(sg)
+    lone_ok = len(segs) == 1
+    segs = [_robust(sg, basis, lone_ok) if publish else
+            _dc_replace(sg, offset_status="undecided", drift_status="undecided") for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])
@@ -472,4 +766,7 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=200.0,
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
-    return ClockFit(segs, breaks, outliers, q, note)
+    st = {sg.offset_status for sg in segs}
+    verdict = ("beyond_prior" if beyond else "undecided" if "undecided" in st
+               else "assumed" if "assumed" in st or outliers else "proven")
+    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond)

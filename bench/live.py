@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.estimate import fit_clock
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
 from bench.units import fmt_ns
 
 CALIBRATED_RATIO = 2.0
@@ -38,7 +38,7 @@ class LiveBounds:
     """`update(statuses, elapsed_s)` from the runner's tick; `text(status)` for a display line;
     `record()` for the manifest."""
 
-    def __init__(self, start_ns: int, prior_ppm: float = 200.0):
+    def __init__(self, start_ns: int, prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM):
         self.start_ns = int(start_ns)
         self.prior = float(prior_ppm)
         self.clocks: dict[tuple[str, str], ClockLive] = {}

@@ -18,9 +18,35 @@ import math
 
 import numpy as np
 
-from bench.estimate import Segment, check_resolution, fit_clock
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock
 
 RECENT = 256             # reads used to aim
+
+
+def explore_delay_ns(u: float, q: int, period_ns: float, dither: float) -> int:
+    """Delay from `now` to an exploration read, u uniform in [0, 1): (1 − d)·period plus u times
+    a whole number of ticks (at least one, about 2·d·period). The read's instant is then uniform
+    over the tick phase whatever the previous read was (aimed reads included), so every part of
+    the tick, the one a small forward step shows in too, is sampled at the same rate."""
+    q = max(1, int(q))
+    window = q * max(1, int(2 * dither * period_ns // q))
+    return int(period_ns * (1 - dither) + u * window)
+
+
+def detection_reads(step_ns: float, q: int, bracket_ns: float, width_ns: float,
+                    p: float = 0.99) -> float:
+    """Exploration reads after a step of size s until one contradicts the earlier segment with
+    probability p (DESIGN.md, "Probing"): a read at a uniform tick phase does when it samples in
+    the part of the tick where the old line and the stepped clock read differently by more than
+    the bracket and the bound's width, of length |s| − b − w per tick (every read when
+    |s| ≥ q + b + w). n = ln(1 − p) / ln(1 − (|s| − b − w)/q); T = n / r_explore."""
+    s, q = abs(float(step_ns)), float(q)
+    f = min(1.0, max(0.0, (s - bracket_ns - width_ns) / q))
+    if f >= 1.0:
+        return 1.0
+    if f <= 0.0:
+        return math.inf
+    return math.log(1 - p) / math.log(1 - f)
 
 
 def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int, int, int]:
@@ -59,7 +85,7 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
 
 
 def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
-                  drift_prior_ppm: float = 200.0, uncertainty_ns: int = 0) -> int:
+                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0) -> int:
     """The reference instant at which to read next, from the raw ok reads so far (time order)."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     earliest = int(now_ns) + int(min_gap_ns)
@@ -69,7 +95,7 @@ def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
     if check_resolution(v[k:], q)[0] <= 2 * int(typical_bracket_ns):
         return earliest                  # every read straddles a tick edge anyway
     fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
-                    uncertainty_ns=uncertainty_ns)
+                    uncertainty_ns=uncertainty_ns, publish=False)
     if not fit.segments:
         return earliest
     qq = fit.resolution_ns

@@ -168,7 +168,8 @@ class DeviceWorker(threading.Thread):
         unseen is still found."""
         period = NS / self.config.rate_hz
         d = self.plan.dither
-        t = now + int(period * self.rng.uniform(1 - d, 1 + d))
+        from bench.probe_schedule import explore_delay_ns   # uniform over the tick phase
+        t = now + explore_delay_ns(self.rng.random(), spec.resolution_ns, period, d)
         aimable = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
                    and not spec.modulus_ns
                    and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every != 0)

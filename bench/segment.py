@@ -1,17 +1,31 @@
 """Splitting one clock's reads where the model breaks, and telling a break from a lone bad read.
 
 The fit is a predicate here: `feasible(idx)` says whether the reads at positions `idx` (ascending)
-admit one straight line (non-empty region). Everything below is search over that predicate:
+admit one straight line (non-empty region). Everything below is search over that predicate.
 
-* the longest clean run from a start is found by galloping then bisection (O(log n) fits);
-* a read that empties the region is an **outlier** when the reads before it and the next few after
-  it agree without it (it alone broke the region); otherwise the series **breaks** there; a read
-  left alone between two breaks (or first, before one) whose next few reads agree without it is
-  an outlier too, and the break it caused is looked for again without it;
-* around a break, the next run is grown backwards as far as it stays feasible. Reads that fit
-  either side are ambiguous and join neither fit: the last read the later run cannot take is
-  provably before the break, the first read the earlier run cannot take provably after it, which
-  bounds the break's instant without ever fitting across it.
+Splitting is the safe default; setting a read aside is not:
+
+1. **Runs.** From each start the longest feasible run is found by galloping then bisection
+   (O(log L) fits of O(L) each for a run of L reads); the next run starts at the read that
+   emptied the region. The search never goes back before the last break, so the whole pass is
+   O(n log n) whatever the rate of bad reads.
+2. **Outliers.** A run of at most `BURST_MAX` reads between two runs is a candidate. Its reads
+   are set aside only when each is provably inconsistent with the run before it *and* with the
+   run after it, each side taken with all its reads (its own bounds). A lone read between two
+   runs always is: the run before ended because of it, and it ended because of the read after
+   it. A short run of several reads additionally needs the two sides to agree with each other.
+   Never "the next few reads agree": reads aimed at a tick edge agree with both sides of a
+   small step and vouch for nothing. When the sides agree they become one run.
+3. **Breaks localised.** Around each remaining break the later run is grown backwards into the
+   earlier one as far as it stays feasible: the last read the later run cannot take is provably
+   before the break, the first read of the later run provably after it, and the break's window
+   lies between them. The reads in between fit either side (ambiguous); they stay with the
+   earlier run, whose published bounds hold with one unseen break inside it (bench.estimate), so
+   they keep serving a fit instead of being thrown away.
+
+Merging and back-growth test a run by its *core*: `compress(idx)` may return the subset of reads
+whose constraints bound the region (the rest are implied by them), which keeps every test
+proportional to the reads being added, not to the whole run.
 """
 from __future__ import annotations
 
@@ -22,8 +36,7 @@ import numpy as np
 
 Feasible = Callable[[np.ndarray], bool]
 
-OUTLIER_LOOKAHEAD = 6      # reads after a suspect that must agree with the reads before it
-OUTLIER_MIN_AFTER = 3      # fewer reads after a suspect than this: it cannot be judged an outlier
+BURST_MAX = 8      # a run this short between two others may be a burst of bad reads
 
 
 @dataclass
@@ -34,97 +47,116 @@ class Split:
     outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
 
 
-def _longest_forward(idx: np.ndarray, start: int, feasible: Feasible, known: int = -1) -> int:
-    """Largest j >= start with idx[start..j] feasible (a single read always is; so is
-    idx[start..known]). Galloping keeps the cost proportional to the run found, not to the reads
-    left."""
-    n = len(idx)
-    good = max(start, min(known, n - 1))
-    step = max(1, good - start)
+def _longest_forward(n: int, start: int, feasible: Feasible) -> int:
+    """Largest j >= start with reads start..j feasible (a single read always is). Galloping keeps
+    the cost proportional to the run found, not to the reads left."""
+    good, step = start, 1
     while True:
         j = min(good + step, n - 1)
         if j == good:
             return good
-        if feasible(idx[start:j + 1]):
+        if feasible(np.arange(start, j + 1)):
             good, step = j, step * 2
         else:
             bad = j
             break
     while bad - good > 1:
         mid = (good + bad) // 2
-        if feasible(idx[start:mid + 1]):
+        if feasible(np.arange(start, mid + 1)):
             good = mid
         else:
             bad = mid
     return good
 
 
-def _longest_backward(idx: np.ndarray, first: int, last: int, floor: int,
-                      feasible: Feasible) -> int:
-    """Smallest b in [floor, first] with idx[b..last] feasible."""
-    good, step = first, 1
-    while True:
-        b = first - step
-        if b < floor:
-            bad = floor - 1
-            if floor < good and feasible(idx[floor:last + 1]):
-                return floor
-            break
-        if feasible(idx[b:last + 1]):
-            good, step = b, step * 2
-        else:
-            bad = b
-            break
-    while good - bad > 1:
-        mid = (good + bad) // 2
-        if feasible(idx[mid:last + 1]):
-            good = mid
-        else:
-            bad = mid
-    return good
+class _Run:
+    """Positions of a run (ascending) and, computed when first needed, its core: a subset with
+    the same region (a lone run is never compressed)."""
+
+    def __init__(self, reads: np.ndarray, source: np.ndarray, comp):
+        self.reads, self._source, self._comp, self._core = reads, source, comp, None
+
+    @property
+    def core(self) -> np.ndarray:
+        if self._core is None:
+            self._core = self._comp(self._source)
+        return self._core
 
 
-def split(n: int, feasible: Feasible) -> Split:
+def _span(r: _Run) -> str:
+    return f"reads {int(r.reads[0])}..{int(r.reads[-1])}"
+
+
+def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarray] | None = None
+          ) -> Split:
     """Clean runs, breaks and outliers of reads 0..n-1 (in time order)."""
+    comp = compress or (lambda idx: idx)
     out = Split()
-    idx = np.arange(n)
+    if n == 0:
+        return out
+    stack: list[_Run] = []
+
+    def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate((a, b))
+
+    def reduce() -> None:
+        while len(stack) >= 3 and len(stack[-2].reads) <= BURST_MAX:
+            P, M, N = stack[-3], stack[-2], stack[-1]
+            lone = len(M.reads) == 1
+            sides_agree = feasible(join(P.core, N.core))
+            if not lone:
+                if not sides_agree:
+                    return
+                bad = [int(r) for r in M.reads
+                       if not feasible(join(P.core, [r])) and not feasible(join([r], N.core))]
+                if len(bad) != len(M.reads):
+                    return           # some of its reads fit a side: a short segment, not a burst
+            for r in M.reads:
+                why = (f"inconsistent with the segment before it ({_span(P)}) and with the "
+                       f"segment after it ({_span(N)})")
+                why += (", which agree with each other" if sides_agree
+                        else ", which do not agree with each other either (a break between them)")
+                if not lone:
+                    why += f"; one of a burst of {len(M.reads)} reads"
+                out.outliers.append((int(r), why))
+            if sides_agree:
+                # N was the longest run from its start, and the read after it empties N: so it
+                # empties P + N too, and the merged run is still maximal
+                stack[-3:] = [_Run(join(P.reads, N.reads), join(P.core, N.core), comp)]
+            else:
+                stack[-2:] = [N]
+                return
+
     start = 0
-    starts: list[int] = []             # where the runs before each recorded break started
-    known = -1                         # idx[start..known] is known to be feasible
-    while start < len(idx):
-        end = _longest_forward(idx, start, feasible, known)
-        known = -1
-        if end == len(idx) - 1:
-            out.runs.append(idx[start:])
-            break
-        f = end + 1
-        after = idx[f + 1:f + 1 + OUTLIER_LOOKAHEAD]
-        if end == start and len(idx) - f >= OUTLIER_MIN_AFTER:
-            # a run of one read, at odds with the run before it (or first) and with the reads
-            # after it, which agree among themselves: that read alone is wrong
-            nxt = idx[f:f + OUTLIER_LOOKAHEAD]
-            if feasible(nxt):
-                what = "the reads before it nor " if starts else ""
-                out.outliers.append((int(idx[start]), f"alone empties the region: it agrees "
-                                     f"with neither {what}the next {len(nxt)} reads, which agree "
-                                     f"without it"))
-                idx = np.delete(idx, start)
-                if starts:                          # the break it caused was no break
-                    out.runs.pop()
-                    out.breaks.pop()
-                    start = starts.pop()
-                continue
-        if len(after) >= OUTLIER_MIN_AFTER and feasible(np.concatenate((idx[start:f], after))):
-            out.outliers.append((int(idx[f]), f"alone empties the region of reads "
-                                 f"{int(idx[start])}..{int(idx[f - 1])}, which agree with the "
-                                 f"next {len(after)} reads without it"))
-            idx = np.delete(idx, f)
-            known = f - 1 + len(after)
+    while start < n:
+        end = _longest_forward(n, start, feasible)
+        reads = np.arange(start, end + 1)
+        stack.append(_Run(reads, reads, comp))
+        reduce()
+        start = end + 1
+    out.outliers.sort()
+    # breaks: grow each later run backwards into the earlier one (ambiguous reads join neither)
+    for k, run in enumerate(stack):
+        if k == 0:
+            out.runs.append(run.reads)
             continue
-        end2 = _longest_forward(idx, f, feasible)
-        b = _longest_backward(idx, f, end2, start + 1, feasible)
-        out.runs.append(idx[start:b])
-        out.breaks.append((int(idx[b - 1]), int(idx[f]), f - b))
-        starts.append(start)
-        start = f
+        prev = out.runs[-1]
+        # prev + run is infeasible (prev ended there); prev[len:] + run is run alone: feasible
+        good, bad, step = len(prev), 0, 1
+        while good - step > bad:
+            cand = good - step
+            if feasible(join(prev[cand:], run.core)):
+                good, step = cand, step * 2
+            else:
+                bad = cand
+                break
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            if feasible(join(prev[mid:], run.core)):
+                good = mid
+            else:
+                bad = mid
+        b = good
+        out.breaks.append((int(prev[b - 1]), int(run.reads[0]), len(prev) - b))
+        out.runs.append(run.reads)
     return out

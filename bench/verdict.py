@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_PRIOR_PPM = 200.0
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM
 
 
 def device_inventory(manifest: dict, device: str) -> dict:

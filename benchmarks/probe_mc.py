@@ -43,8 +43,10 @@ def _read(rng, m, t):
 
 
 def _width(S, E, V, absolute=False):
-    sg = fit_clock(S, E, V, NS).segments[-1]
-    return sg.offset_ns.width / (1e6 if absolute else sg.bracket_ns["min"])
+    """The line model's offset width at the epoch: what aiming pins (the published bound is the
+    wider two-sided hull, bench.estimate)."""
+    sg = fit_clock(S, E, V, NS, publish=False).segments[-1]
+    return sg.offset_at(sg.epoch_ns).width / (1e6 if absolute else sg.bracket_ns["min"])
 
 
 def edge_run(seed: int, n_max: int = 60):

@@ -31,7 +31,9 @@ def probe(seed: int, edge: bool, n: int = 30):
         now = e
         sg = fit_clock(S, E, V, NS).segments[-1]
         assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
-        widths.append(sg.offset_ns.width / sg.bracket_ns["min"])
+        assert sg.offset_at(sg.epoch_ns).contains(m.offset_ns(sg.epoch_ns))
+        # the line model's width: what aiming pins (the published hull is wider, see estimate)
+        widths.append(sg.offset_at(sg.epoch_ns).width / sg.bracket_ns["min"])
     return np.array(widths)
 
 

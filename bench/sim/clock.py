@@ -30,6 +30,8 @@ class ClockParams:
     wrap_ticks: int = 0              # counter: wraps modulo this many ticks (0 = never)
     steps: tuple[tuple[float, float], ...] = ()   # (at_s after t0, size_s): clock set / stepped
     reboots: tuple[float, ...] = ()  # at_s after t0: a counter restarts from zero
+    slews: tuple[tuple[float, float, float], ...] = ()  # (at_s, duration_s, rate_ppm): NTP-style
+    freq_steps: tuple[tuple[float, float], ...] = ()   # (at_s, delta_ppm): the frequency changes
     reboot_down_s: float = 5.0       # the device does not answer this long after a reboot
     sample_delay_s: float = 0.0      # from request arrival to the instant the clock is sampled
     reply_delay_s: float = 0.0       # from that sample to the answer leaving
@@ -69,6 +71,13 @@ def params_from_table(table: Mapping[str, Any]) -> ClockParams:
                            else (float(s[0]), float(s[1])) for s in t["steps"])
     if "reboots" in t:
         t["reboots"] = tuple(float(x) for x in t["reboots"])
+    if "slews" in t:          # [{at_s, duration_s, rate_ppm}] or [[at_s, duration_s, rate_ppm]]
+        t["slews"] = tuple((float(s["at_s"]), float(s["duration_s"]), float(s["rate_ppm"]))
+                           if isinstance(s, Mapping) else tuple(float(x) for x in s)
+                           for s in t["slews"])
+    if "freq_steps" in t:     # [{at_s, delta_ppm}] or [[at_s, delta_ppm]]
+        t["freq_steps"] = tuple((float(s["at_s"]), float(s["delta_ppm"])) if isinstance(s, Mapping)
+                                else (float(s[0]), float(s[1])) for s in t["freq_steps"])
     if "log_latency_s" in t:
         lat = t["log_latency_s"]
         t["log_latency_s"] = (float(lat), float(lat)) if isinstance(lat, (int, float)) \
@@ -154,8 +163,24 @@ class ClockModel:
                                       + self.wander_ns(t_ns) - self.wander_ns(z))
         stepped = sum(s for at, s in self._steps if at <= t_ns)
         return (t_ns + round(p.offset_s * NS) + round(p.drift_ppm * 1e-6 * (t_ns - self.t0_ns)
-                + self.wander_ns(t_ns)) + stepped + p.tz_error_ns
+                + self.wander_ns(t_ns) + self.rate_changes_ns(t_ns)) + stepped + p.tz_error_ns
                 + sum(c(t_ns) for c in self.corrections))
+
+    def rate_changes_ns(self, t_ns: int) -> float:
+        """Phase gained by slews and frequency steps up to t (wall clocks), ns."""
+        x = 0.0
+        for at, dur, rate in self.p.slews:
+            a = self.t0_ns + at * NS
+            x += rate * 1e-6 * min(max(t_ns - a, 0.0), dur * NS)
+        for at, dppm in self.p.freq_steps:
+            x += dppm * 1e-6 * max(t_ns - (self.t0_ns + at * NS), 0.0)
+        return x
+
+    def rate_change_ppm(self, t_ns: int) -> float:
+        """The frequency added by slews and frequency steps at t, ppm."""
+        r = sum(rate for at, dur, rate in self.p.slews
+                if self.t0_ns + at * NS <= t_ns < self.t0_ns + (at + dur) * NS)
+        return r + sum(d for at, d in self.p.freq_steps if self.t0_ns + at * NS <= t_ns)
 
     def add_step(self, at_ns: int, size_ns: int) -> None:
         """Step the clock by `size_ns` at reference instant `at_ns` (a clock set while running,
@@ -176,7 +201,8 @@ class ClockModel:
         return self.true_ns(t_ns) - int(t_ns)
 
     def drift_ppm(self, t_ns: int) -> float:
-        return (self.p.drift_ppm + self.wander_freq(t_ns) * 1e6
+        extra = self.rate_change_ppm(t_ns) if not self.p.counter else 0.0
+        return (self.p.drift_ppm + self.wander_freq(t_ns) * 1e6 + extra
                 + sum(r(t_ns) for r in self.correction_rates))
 
     def breaks(self) -> list[dict]:

@@ -1,0 +1,70 @@
+"""Reads of a clock model taken as the runner takes them, in virtual time (no sockets): the
+soundness fuzz and the estimator tests drive the real probe schedule with it.
+
+Three probes of four of a coarse clock are aimed at the predicted tick edge
+(bench/probe_schedule.next_probe_ns), the fourth is an exploration read uniform over the tick
+phase (probe_schedule.explore_delay_ns), as bench/runner.py does; brackets are loopback-like
+(0.3–1 ms) or sideband-like (20–40 ms), the device samples anywhere in its bracket, a few reads are
+lost, none is answered while the device reboots.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from bench.probe_schedule import explore_delay_ns, next_probe_ns
+from bench.sim.clock import ClockModel
+
+NS = 1_000_000_000
+EXPLORE_EVERY = 4
+DITHER = 0.5
+
+
+def bracket_ns(rng: np.random.Generator, sideband: bool) -> int:
+    if sideband:
+        return int(rng.uniform(20e6, 40e6) + rng.exponential(3e6))
+    return int(rng.uniform(0.3e6, 1e6) + rng.exponential(0.2e6))
+
+
+def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
+                     rng: np.random.Generator, *, sideband: bool = False, lag_s: float = 0.0,
+                     bad: int = 0, lost: float = 0.03, t0_ns: int | None = None):
+    """n answered reads: (s, e, v, sample instants, indices of corrupted reads).
+
+    `lag_s`: the device's value lags its own clock by a varying U(0.5, 1)·lag (libc time() on
+    the kernel's coarse clock); `bad`: that many consecutive answers, from a random read on, are
+    corrupted by whole ticks, far off (at least 2 s or 20 ticks)."""
+    p = m.p
+    period = NS / rate_hz
+    S, E, V, A, corrupted = [], [], [], [], []
+    now = m.t0_ns if t0_ns is None else int(t0_ns)
+    k = 0
+    bad_at = int(rng.integers(10, max(11, n - 10))) if bad else -1
+    while len(S) < n:
+        t = now + explore_delay_ns(rng.random(), declared_ns, period, DITHER)
+        aim = declared_ns >= 1_000_000 and not p.counter and len(S) >= 4 and k % EXPLORE_EVERY
+        k += 1
+        if aim:
+            br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
+            try:
+                a = next_probe_ns(S, E, V, declared_ns, now, br, int(period * (1 - DITHER)))
+                t = a if a > now else t
+            except Exception:           # the runner journals it and reads at the dithered time
+                pass
+        b = bracket_ns(rng, sideband)
+        sample = t + int(rng.uniform() * b)
+        now = t + b
+        if m.down(sample) or rng.uniform() < lost:
+            continue
+        lag = int(rng.uniform(0.5, 1.0) * lag_s * NS) if lag_s else 0
+        v = m.read_ns(sample - lag)
+        if bad_at >= 0 and bad_at <= len(S) < bad_at + bad:
+            q = p.resolution_ns
+            off = max(2 * NS, 20 * q) * float(rng.uniform(1, 5)) * float(rng.choice([-1, 1]))
+            v += int(off) // q * q
+            corrupted.append(len(S))
+        S.append(t)
+        E.append(now)
+        V.append(v)
+        A.append(sample)
+    s, e, v, at = (np.array(x, dtype=np.int64) for x in (S, E, V, A))
+    return s, e, v, at, corrupted
