@@ -41,13 +41,13 @@ class SimContext:
         self.seed = int(rack.options.get("seed", 1))
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.workdir = Path(tempfile.mkdtemp(prefix="rackclock-sim-"))
         self._models: dict[str, dict[str, ClockModel]] = {}
         self.events: dict[str, list[dict]] = defaultdict(list)
         self._cleanups: list[Callable[[], Awaitable[None] | None]] = []
         self._samples_file = open(self.out_dir / "sim_samples.csv", "a", newline="")
         self._samples = csv.writer(self._samples_file)
         self.faults = FaultBoard(self.now_ns, lambda device: self._models.get(device, {}))
+        self.workdir = Path(tempfile.mkdtemp(prefix="rackclock-sim-"))   # removed by close()
         if self._samples_file.tell() == 0:
             self._samples.writerow(["device", "clock", "t_ns", "value_ns"])
 

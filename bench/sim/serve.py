@@ -43,8 +43,8 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> 
     ctx = SimContext(rack, out)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)   # a clean stop: truth.json, temp folder removed
     try:
         resolved, failed = await start_rack(rack, ctx)
         write_rack_toml(resolved, out / "rack.toml.part")
