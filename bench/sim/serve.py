@@ -14,23 +14,26 @@ import os
 import secrets
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from bench.inventory import RackConfig, load_rack
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
 
 DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
+_SECRETS = threading.Lock()      # runs started in parallel threads must not give a var two values
 
 
 def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
     """Give every credential variable the rack names (`password_env`, any `*_env` key) a value,
     random where unset."""
     made = {}
-    for d in rack.devices:
-        names = [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]
-        for var in names:
-            if isinstance(var, str) and var and not os.environ.get(var):
-                os.environ[var] = made[var] = secrets.token_urlsafe(12)
+    with _SECRETS:
+        for d in rack.devices:
+            names = [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]
+            for var in names:
+                if isinstance(var, str) and var and not os.environ.get(var):
+                    os.environ[var] = made[var] = secrets.token_urlsafe(12)
     if made and not quiet:
         print("simulated credentials (export these for other clients):", file=sys.stderr)
         for k, v in made.items():
