@@ -3,6 +3,7 @@ it stops, on a signal and after an error; and rack-file faults fire on the devic
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import signal
 import subprocess
@@ -120,3 +121,20 @@ def test_rack_file_fault_fires_after_the_devices_samples(tmp_path, monkeypatch):
     assert len([t for t in taken if t <= fired["t_ns"]]) == 3        # fired on the third
     assert all(fired["t_ns"] in m._reboots for m in models.values())
     assert {"t_ns": fired["t_ns"], "kind": "reboot", "size_ns": None} in models["sysuptime"].breaks()
+
+
+def test_fault_on_command_to_a_served_rack(tmp_path, tmpdir_env, monkeypatch):
+    """A rack served from its own process takes faults on command (its control socket): the
+    reboot is in the truth it writes; a bad command is refused and the rack goes on."""
+    rack = small_rack(tmp_path / "rack.toml", monkeypatch, sim_rack_text(["pdu-2"]))
+    with SimProcess(rack, tmp_path / "out") as sim:
+        with pytest.raises(ValueError, match="fault kind 'melt'"):
+            sim.fault("pdu-2", "melt")
+        with pytest.raises(ValueError, match="no simulated device"):
+            sim.fault("pdu-9", "reboot")
+        at = sim.fault("pdu-2", "reboot")["t_ns"]
+        assert sim.fault("pdu-2", "reboot", after_samples=5) == {"armed": True}
+    truth = json.loads((tmp_path / "out" / "truth.json").read_text())
+    breaks = truth["devices"]["pdu-2"]["clocks"]["sysuptime"]["breaks"]
+    assert {"t_ns": at, "kind": "reboot", "size_ns": None} in breaks
+    assert list(tmpdir_env.iterdir()) == []                   # the socket went with its folder

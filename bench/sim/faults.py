@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from bench.sim.clock import NS, ClockModel
@@ -126,3 +127,54 @@ class FaultBoard:
         self.fired.append({"device": device, "kind": fault.kind, "t_ns": at})
         if not done.done():
             done.set_result(at)
+
+
+# -- on command from another process ----------------------------------------------------------------
+CONTROL_FILE = "sim_control"        # in the simulator's out folder: the control socket's path
+
+
+async def serve_control(ctx) -> Path:
+    """A UNIX socket in the simulator's temp folder taking one JSON line per connection,
+    `{"device": ..., "kind": ..., <Fault fields>}`, and answering one: `{"t_ns": ...}` (the instant
+    the fault is scheduled for; `{"armed": true}` while it waits for its samples) or
+    `{"error": ...}`. Its path goes into `<out>/sim_control`."""
+    import json
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            req = json.loads(await reader.readline())
+            device = req.pop("device")
+            done = ctx.faults.arm(device, Fault(req.pop("kind"), **req))
+            answer = {"t_ns": done.result()} if done.done() else {"armed": True}
+        except Exception as exc:              # a bad command is answered, the rack goes on
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        writer.write((json.dumps(answer) + "\n").encode())
+        await writer.drain()
+        writer.close()
+
+    path = Path(ctx.workdir) / "control.sock"
+    server = await asyncio.start_unix_server(handle, path=str(path))
+
+    async def close() -> None:
+        server.close()
+        await server.wait_closed()
+
+    ctx.add_cleanup(close)
+    (Path(ctx.out_dir) / CONTROL_FILE).write_text(str(path))
+    return path
+
+
+def send_fault(out_dir: Path, device: str, kind: str, timeout_s: float = 30.0, **how) -> dict:
+    """Arm a fault in a simulator serving from another process (`serve_control`); its answer."""
+    import json
+    import socket
+
+    path = (Path(out_dir) / CONTROL_FILE).read_text().strip()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout_s)
+        s.connect(path)
+        s.sendall((json.dumps({"device": device, "kind": kind, **how}) + "\n").encode())
+        answer = json.loads(s.makefile().readline())
+    if "error" in answer:
+        raise ValueError(f"the simulator refused the fault: {answer['error']}")
+    return answer

@@ -1,6 +1,7 @@
 """Serve the simulated rack until SIGTERM/SIGINT: `python -m bench.sim.serve`.
 
-Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up,
+Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up
+(and `<out>/sim_control`, the socket on which a test triggers faults: bench/sim/faults.py),
 `<out>/sim_samples.csv` as requests are answered, and `<out>/truth.json` when it stops.
 Passwords come from the environment variables the rack names; unset ones get a random value,
 printed to the terminal only.
@@ -18,6 +19,7 @@ import threading
 from pathlib import Path
 
 from bench.inventory import RackConfig, load_rack
+from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
 
 DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
@@ -50,6 +52,7 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> 
         loop.add_signal_handler(sig, stop.set)   # a clean stop: truth.json, temp folder removed
     try:
         resolved, failed = await start_rack(rack, ctx)
+        await serve_control(ctx)             # faults on command (bench/sim/faults.py)
         write_rack_toml(resolved, out / "rack.toml.part")
         (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
         os.replace(out / "rack.toml.part", out / "rack.toml")
