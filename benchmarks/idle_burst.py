@@ -63,11 +63,13 @@ def main() -> None:
                 if d.name in DEVICES:
                     f, s = asyncio.run(measure(d, a.pairs, a.idle))
                     got.setdefault(d.name, []).append((f, s))
-                    print(f"{d.name:<9} {f / 1e3:>14.0f} {s / 1e3:>15.0f} {f / s:>6.2f}", flush=True)
+                    print(f"{d.name:<9} {f / 1e3:>14.0f} {s / 1e3:>15.0f} {f / s:>6.2f}",
+                          flush=True)
     print(f"-- over {a.repeats} repeats, median [min–max]; load average {os.getloadavg()[0]:.2f}")
     for name, fs in got.items():
         print(f"{name:<9} after idle {spread([f / 1e3 for f, _ in fs])} µs, right after "
-              f"{spread([s / 1e3 for _, s in fs])} µs, ratio {spread([f / s for f, s in fs], '{:.2f}')}")
+              f"{spread([s / 1e3 for _, s in fs])} µs, "
+              f"ratio {spread([f / s for f, s in fs], '{:.2f}')}")
 
 
 if __name__ == "__main__":

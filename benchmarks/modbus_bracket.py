@@ -199,7 +199,8 @@ def main() -> int:
     print(f"-- over {a.repeats} repeats: median bracket µs, and × the driver's (same repeat); "
           f"load average {os.getloadavg()[0]:.2f}")
     for (name, client), m in medians.items():
-        print(f"{name:<10} {client:<7} {spread(m):>24}   × driver {spread(ratios[name, client], '{:.2f}')}")
+        print(f"{name:<10} {client:<7} {spread(m):>24}   "
+              f"× driver {spread(ratios[name, client], '{:.2f}')}")
     return 0
 
 

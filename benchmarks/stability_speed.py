@@ -75,12 +75,14 @@ def mtie_row(n: int, full: bool, repeats: int = 3, full_repeats: int = 1) -> dic
             t, (t3, d3) = _time(mtie, x, taus=short)
             t_os.append(t)
             assert np.array_equal(t2, t3) and np.array_equal(d2, d3)
-        elements = float(np.sum((n - m_all) * (m_all + 1.0))) / float(np.sum((n - m_s) * (m_s + 1.0)))
+        elements = (float(np.sum((n - m_all) * (m_all + 1.0)))
+                    / float(np.sum((n - m_s) * (m_s + 1.0))))
         est = [t * elements for t in t_at]
         row.update(allantools_short_s=spread(t_at, "{:.2f}"), ours_short_s=spread(t_os, "{:.3f}"),
                    short_ratio=spread(_ratio(t_at, t_os), "{:.1f}"),
                    allantools_extrapolated_s=spread(est, "{:.1f}"),
-                   extrapolated_ratio=spread([e / statistics.median(t_ours) for e in est], "{:.0f}"),
+                   extrapolated_ratio=spread([e / statistics.median(t_ours) for e in est],
+                                             "{:.0f}"),
                    measured=f"taus <= 2^{SHORT_K} side by side; the full set extrapolated from "
                             "the cost per window element, a lower bound (the cost per element "
                             "grows once windows outgrow the cache): --full measures it", equal=True)

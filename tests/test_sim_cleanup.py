@@ -120,7 +120,8 @@ def test_rack_file_fault_fires_after_the_devices_samples(tmp_path, monkeypatch):
     assert fired["kind"] == "reboot"
     assert len([t for t in taken if t <= fired["t_ns"]]) == 3        # fired on the third
     assert all(fired["t_ns"] in m._reboots for m in models.values())
-    assert {"t_ns": fired["t_ns"], "kind": "reboot", "size_ns": None} in models["sysuptime"].breaks()
+    reboot = {"t_ns": fired["t_ns"], "kind": "reboot", "size_ns": None}
+    assert reboot in models["sysuptime"].breaks()
 
 
 def test_fault_on_command_to_a_served_rack(tmp_path, tmpdir_env, monkeypatch):

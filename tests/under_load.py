@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.monotonic() - t0
             c = counts(p.stdout)
             results.append((p.returncode, c, wall))
-            failed = [line for line in p.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+            failed = [line for line in p.stdout.splitlines()
+                      if line.startswith(("FAILED", "ERROR"))]
             print(f"run {i}/{a.runs}: exit {p.returncode}, "
                   f"{', '.join(f'{n} {k}' for k, n in c.items())}, wall {wall:.1f} s, "
                   f"load average {load0:.2f} -> {os.getloadavg()[0]:.2f} "

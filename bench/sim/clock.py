@@ -162,8 +162,9 @@ class ClockModel:
         self._steps = sorted(self._steps + [(int(at_ns), int(size_ns))])
 
     def add_reboot(self, at_ns: int) -> None:
-        """Reboot at reference instant `at_ns` (a fault a test triggers): a counter restarts from
-        zero there, and the device is down for `reboot_down_s`; it joins `breaks()` and the truth."""
+        """Reboot at reference instant `at_ns` (a fault a test triggers): a counter restarts
+        from zero there, the device is down for `reboot_down_s`; it joins `breaks()` and the
+        truth."""
         self._reboots = sorted(self._reboots + [int(at_ns)])
 
     def wrap_at_first_read(self, lead_s: float) -> None:

@@ -129,7 +129,7 @@ class FaultBoard:
             done.set_result(at)
 
 
-# -- on command from another process ----------------------------------------------------------------
+# -- on command from another process ---------------------------------------------------------
 CONTROL_FILE = "sim_control"        # in the simulator's out folder: the control socket's path
 
 

@@ -9,9 +9,9 @@ and answered by bench/sim/modbus_cdu.py. Addresses:
                          the line's baud rate: `?baud=` or the inventory's `baudrate`
   socket://127.0.0.1:0   Modbus RTU framing over TCP (a serial device server)
 
-Reboots of the clock model (`reboots`, `reboot_down_s`, or a fault a test triggers): over TCP the listener and every
-connection are closed at the reboot and the port refuses connections until the device is up
-again; over RTU the controller hears nothing while down.
+Reboots of the clock model (`reboots`, `reboot_down_s`, or a fault a test triggers): over TCP
+the listener and every connection are closed at the reboot and the port refuses connections
+until the device is up again; over RTU the controller hears nothing while down.
 
 pymodbus (3.16.1) server API notes: the simulator datastore (`SimDevice`, `SimData`, `action`)
 is passed as the server's context; `serve_forever(background=True)` returns once listening, and
@@ -90,7 +90,7 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
 
 
 def _schedule_reboots(cdu: Cdu, server: ModbusTcpServer, ctx) -> None:
-    """The model's reboots, those in the rack file and those a test triggers (bench/sim/faults.py)."""
+    """The model's reboots: those of the rack file and those a test triggers (sim/faults.py)."""
     loop = asyncio.get_running_loop()
     down_ns = round(cdu.model.p.reboot_down_s * NS)
     handles: list[asyncio.TimerHandle] = []
