@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--hogs", type=int, default=2)
+    ap.add_argument("--log-dir", type=Path, default=ROOT / "results" / "under_load",
+                    help="where the output of a failed run is kept")
     ap.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     a = ap.parse_args(argv)
     hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(a.hogs)]
@@ -56,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"(hogs: {a.hogs})", flush=True)
             for line in failed:
                 print(f"  {line}", flush=True)
+            if p.returncode != 0 and a.log_dir:
+                a.log_dir.mkdir(parents=True, exist_ok=True)
+                (a.log_dir / f"run{i}.log").write_text(p.stdout)
+                print(f"  pytest's output: {a.log_dir / f'run{i}.log'}", flush=True)
     finally:
         for h in hogs:
             h.kill()
