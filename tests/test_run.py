@@ -127,8 +127,8 @@ def test_device_reset_mid_run_is_recorded_and_the_others_go_on(tmp_path):
     rack.write_text(sim_rack_text(["bmc-1", "pdu-1"], changes={
         "pdu-1": {"sim": {"faults": [{"kind": "reboot", "after_samples": 6}],
                           "reboot_down_s": 3.0}}}))
-    # 24 s: the reboot, 3 s down, failures, reconnect and reads after it, even where pdu-1's
-    # v3 open takes seconds (two CPU hogs beside the suite: 14 s was not always enough)
+    # 24 s: room for the reboot, 3 s down, failures, the reconnect and reads after it, even
+    # where pdu-1's v3 open takes seconds (two CPU hogs beside the suite)
     run = load_run(run_experiment("clock_offset", rack, tmp_path / "runs",
                                   {"duration_s": "24", "stimulus_every_s": "none"}, quiet=True))
     assert run.manifest["status"] == "completed"
