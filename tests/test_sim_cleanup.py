@@ -125,8 +125,12 @@ def test_rack_file_fault_fires_after_the_devices_samples(tmp_path, monkeypatch):
 
 
 def test_fault_on_command_to_a_served_rack(tmp_path, tmpdir_env, monkeypatch):
-    """A rack served from its own process takes faults on command (its control socket): the
-    reboot is in the truth it writes; a bad command is refused and the rack goes on."""
+    """A rack served from its own process takes faults on command (its control socket, here
+    under a TMPDIR too long for a socket path): the reboot is in the truth it writes; a bad
+    command is refused and the rack goes on."""
+    long_tmp = tmpdir_env / ("long-" + "x" * 80)
+    long_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long_tmp))
     rack = small_rack(tmp_path / "rack.toml", monkeypatch, sim_rack_text(["pdu-2"]))
     with SimProcess(rack, tmp_path / "out") as sim:
         with pytest.raises(ValueError, match="fault kind 'melt'"):
@@ -138,4 +142,4 @@ def test_fault_on_command_to_a_served_rack(tmp_path, tmpdir_env, monkeypatch):
     truth = json.loads((tmp_path / "out" / "truth.json").read_text())
     breaks = truth["devices"]["pdu-2"]["clocks"]["sysuptime"]["breaks"]
     assert {"t_ns": at, "kind": "reboot", "size_ns": None} in breaks
-    assert list(tmpdir_env.iterdir()) == []                   # the socket went with its folder
+    assert list(long_tmp.iterdir()) == []                     # its temp folder went

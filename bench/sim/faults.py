@@ -24,6 +24,8 @@ The effects are those of the clock models (`ClockModel.add_reboot`, `wrap_at_fir
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -133,11 +135,12 @@ class FaultBoard:
 CONTROL_FILE = "sim_control"        # in the simulator's out folder: the control socket's path
 
 
-async def serve_control(ctx) -> Path:
+async def serve_control(ctx) -> str:
     """A UNIX socket in the simulator's temp folder taking one JSON line per connection,
     `{"device": ..., "kind": ..., <Fault fields>}`, and answering one: `{"t_ns": ...}` (the instant
     the fault is scheduled for; `{"armed": true}` while it waits for its samples) or
-    `{"error": ...}`. Its path goes into `<out>/sim_control`."""
+    `{"error": ...}`. Its path goes into `<out>/sim_control` (`@name`: an abstract socket, where
+    the temp folder's path is too long for one)."""
     import json
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -152,15 +155,17 @@ async def serve_control(ctx) -> Path:
         await writer.drain()
         writer.close()
 
-    path = Path(ctx.workdir) / "control.sock"
-    server = await asyncio.start_unix_server(handle, path=str(path))
+    path = str(Path(ctx.workdir) / "control.sock")
+    if len(path.encode()) > 100:     # AF_UNIX paths hold 107 bytes: under a long TMPDIR, a
+        path = f"\0rackclock-sim-{os.getpid()}-{secrets.token_hex(6)}"   # Linux abstract name
+    server = await asyncio.start_unix_server(handle, path=path)
 
     async def close() -> None:
         server.close()
         await server.wait_closed()
 
     ctx.add_cleanup(close)
-    (Path(ctx.out_dir) / CONTROL_FILE).write_text(str(path))
+    (Path(ctx.out_dir) / CONTROL_FILE).write_text(path.replace("\0", "@", 1))
     return path
 
 
@@ -170,6 +175,8 @@ def send_fault(out_dir: Path, device: str, kind: str, timeout_s: float = 30.0, *
     import socket
 
     path = (Path(out_dir) / CONTROL_FILE).read_text().strip()
+    if path.startswith("@"):
+        path = "\0" + path[1:]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout_s)
         s.connect(path)
