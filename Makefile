@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test test-under-load bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -16,6 +16,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+
+# the suite 3 times in a row beside two CPU-bound hogs (tests/under_load.py)
+test-under-load: $(STAMP)
+	$(PY) tests/under_load.py --runs 3 --hogs 2 -- $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -77,6 +77,12 @@ class SimProcess:
                 self.proc.kill()
                 self.proc.wait()
 
+    def fault(self, device: str, kind: str, **how) -> dict:
+        """Trigger a fault in the served rack (bench/sim/faults.py): `{"t_ns": ...}`, the instant
+        it is scheduled for, or `{"armed": True}` when it waits for the device's samples."""
+        from bench.sim.faults import send_fault
+        return send_fault(self.out_dir, device, kind, **how)
+
     def move_truth(self, run_dir: Path) -> Path | None:
         src = self.out_dir / "truth.json"
         if src.exists():

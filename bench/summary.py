@@ -30,10 +30,10 @@ def zone_note(offset_lo: float, offset_hi: float) -> str:
 
 
 def _truth_offset_at(tc: dict, t: int) -> float:
-    """Truth offset at t from the nearest grid point with no true break between them,
+    """Truth offset at t from the nearest grid point with no true step or reboot between them,
     carried to t with the true drift there (the grid is 1 s or finer; wander is smooth)."""
     ts = np.asarray(tc["t_ns"], dtype=np.int64)
-    cuts = [b["t_ns"] for b in tc.get("breaks", []) if b["kind"] == "step"]
+    cuts = [b["t_ns"] for b in tc.get("breaks", []) if b["kind"] in ("step", "reboot")]
     order = np.argsort(np.abs(ts - t))
     for k in order:
         lo, hi = sorted((int(ts[k]), int(t)))

@@ -2,20 +2,21 @@
 clock_offset runs of the default simulated rack with `burst=1` and `burst=2`.
 
     .venv/bin/python benchmarks/burst_runs.py [--duration 30] [--pairs 1]
+
+Each width is printed as median [min–max] over the pairs of runs.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench.bench import run_experiment  # noqa: E402
 from bench.rundata import load_run  # noqa: E402
+from spread import spread, temp_dir  # noqa: E402
 
 
 def widths(path: Path) -> dict[str, float]:
@@ -34,18 +35,19 @@ def main() -> None:
     ap.add_argument("--duration", default="30")
     ap.add_argument("--pairs", type=int, default=1)
     a = ap.parse_args()
-    out = Path(tempfile.mkdtemp(prefix="burst-runs-"))
+    out = temp_dir("burst-runs-")
     res: dict[str, list[dict]] = {"1": [], "2": []}
     for _ in range(a.pairs):
         for burst in ("1", "2"):
             res[burst].append(widths(run_experiment("clock_offset", None, out, {
                 "duration_s": a.duration, "burst": burst}, quiet=True)))
     keys = sorted(set(res["1"][0]) & set(res["2"][0]))
-    print(f"{'clock':<22} {'burst 1 (ms)':>12} {'burst 2 (ms)':>12}")
+    print(f"offset-bound width, ms, median [min–max] over {a.pairs} pair(s) of runs")
+    print(f"{'clock':<22} {'burst 1':>24} {'burst 2':>24}")
     for k in keys:
-        m1 = np.median([r[k] for r in res["1"] if k in r])
-        m2 = np.median([r[k] for r in res["2"] if k in r])
-        print(f"{k:<22} {m1:>12.2f} {m2:>12.2f}")
+        w1 = [r[k] for r in res["1"] if k in r]
+        w2 = [r[k] for r in res["2"] if k in r]
+        print(f"{k:<22} {spread(w1, '{:.2f}'):>24} {spread(w2, '{:.2f}'):>24}")
 
 
 if __name__ == "__main__":

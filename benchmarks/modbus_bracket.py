@@ -10,14 +10,11 @@ and at 19200 baud with the line time modelled), and reads the RTC registers with
 
 in alternating blocks, and checks that every bracket holds the emulator's recorded sample instant.
 
-    .venv/bin/python benchmarks/modbus_bracket.py [--reads 300] [--warmup 30]
+    .venv/bin/python benchmarks/modbus_bracket.py [--reads 300] [--warmup 30] [--repeats 3]
 
-Latest figures (2026-11-29, 2 vCPU VM shared with other jobs, load ~1.9, Python 3.11,
-pymodbus 3.16.1), median / p90 bracket in µs, every bracket holding its sample (300/300):
-    TCP (family A, 6 registers):       driver 187 / 333    async 210 / 324     sync 144 / 222
-    RTU on a pty (family B, 2 regs):   driver 202 / 603    async 236 / 662     sync 4552 / 6034
-    RTU on a pty, 19200 baud modelled: driver 10910 / 15048  async 10935 / 14400  sync 13488 / 15720
-The sync serial client waits out its own inter-frame timing (~4.4 ms) before it returns.
+Each repeat is a fresh emulator process and the full alternating set; the closing table gives
+every median as median [min–max] over the repeats, and the ratio of each client's median to the
+driver's in the same repeat. Figures: benchmarks/README.md.
 """
 from __future__ import annotations
 
@@ -27,12 +24,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pymodbus.client import (AsyncModbusSerialClient, AsyncModbusTcpClient,  # noqa: E402
                              ModbusSerialClient, ModbusTcpClient)
@@ -41,6 +38,7 @@ from bench.inventory import load_rack                 # noqa: E402
 from bench.reference import Reference                 # noqa: E402
 from bench.sim.rack import read_samples, samples_in   # noqa: E402
 from drivers.modbus_cooling import ModbusCooling      # noqa: E402
+from spread import scratch, spread                     # noqa: E402
 
 RACK = """
 [rack]
@@ -145,13 +143,8 @@ async def driver_reads(dev, n, warmup):
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reads", type=int, default=300, help="reads per client and device")
-    ap.add_argument("--warmup", type=int, default=30)
-    ap.add_argument("--blocks", type=int, default=3)
-    a = ap.parse_args()
-    out = Path(tempfile.mkdtemp(prefix="rackclock-bench-modbus-"))
+def measure(a, out: Path) -> dict[tuple[str, str], list]:
+    """One repeat: a fresh emulator, every client on every device in alternating blocks."""
     proc, devs = start_sim(out)
     per = max(1, a.reads // a.blocks)
     got: dict[tuple[str, str], list] = {}
@@ -167,8 +160,6 @@ def main() -> int:
         proc.terminate()
         proc.wait(10)
     samples = {d: rows for (d, _), rows in read_samples(out / "sim_samples.csv").items()}
-    print(f"Modbus RTC read, emulator in its own process; {per * a.blocks} reads per client after "
-          f"{a.warmup} warm-up per block; bracket e - s in µs")
     print(f"{'device':<10} {'client':<7} {'median':>8} {'p10':>8} {'p90':>8} {'p99':>8}  "
           f"brackets holding the sample")
     for (name, client), br in got.items():
@@ -177,7 +168,39 @@ def main() -> int:
         held = sum(1 for s, e in br if samples_in(smp, s, e))
         q = statistics.quantiles(w, n=100)
         print(f"{name:<10} {client:<7} {statistics.median(w):8.0f} {q[9]:8.0f} {q[89]:8.0f} "
-              f"{q[98]:8.0f}  {held}/{len(br)}")
+              f"{q[98]:8.0f}  {held}/{len(br)}", flush=True)
+    return got
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reads", type=int, default=300, help="reads per client and device")
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--blocks", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="full measurements, each a new emulator")
+    a = ap.parse_args()
+    print(f"Modbus RTC read, emulator in its own process; {max(1, a.reads // a.blocks) * a.blocks} "
+          f"reads per client after {a.warmup} warm-up per block; bracket e - s in µs; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    medians: dict[tuple[str, str], list[float]] = {}
+    ratios: dict[tuple[str, str], list[float]] = {}
+    with scratch("rackclock-bench-modbus-") as tmp:
+        for r in range(a.repeats):
+            print(f"-- repeat {r + 1}/{a.repeats}")
+            out = tmp / f"r{r}"
+            out.mkdir()
+            got = measure(a, out)
+            for (name, client), br in got.items():
+                medians.setdefault((name, client), []).append(
+                    statistics.median((e - s) / 1e3 for s, e in br))
+            for name, client in got:
+                ratios.setdefault((name, client), []).append(
+                    medians[name, client][-1] / medians[name, "driver"][-1])
+    print(f"-- over {a.repeats} repeats: median bracket µs, and × the driver's (same repeat); "
+          f"load average {os.getloadavg()[0]:.2f}")
+    for (name, client), m in medians.items():
+        print(f"{name:<10} {client:<7} {spread(m):>24}   "
+              f"× driver {spread(ratios[name, client], '{:.2f}')}")
     return 0
 
 

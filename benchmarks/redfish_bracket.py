@@ -26,16 +26,17 @@ import secrets
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench.inventory import load_rack                 # noqa: E402
 from bench.reference import Reference                 # noqa: E402
 from bench.sim.rack import read_samples, samples_in   # noqa: E402
+from spread import temp_dir  # noqa: E402
 
 RACK = """
 [rack]
@@ -128,7 +129,7 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=3, help="alternating blocks per client")
     a = ap.parse_args()
     os.environ.setdefault(PW, secrets.token_urlsafe(12))
-    out = Path(tempfile.mkdtemp(prefix="rackclock-bench-redfish-"))
+    out = temp_dir("rackclock-bench-redfish-")
     proc, dev = start_sim(out)
     per = max(1, a.reads // a.blocks)
     got: dict[str, list[tuple[int, int]]] = {"sync": [], "aio": [], "aio+trace": []}

@@ -37,17 +37,18 @@ import secrets
 import socket
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench.reference import Reference                 # noqa: E402
 from bench.sim.rack import read_samples, samples_in   # noqa: E402
 from bench.simproc import SimProcess                  # noqa: E402
 from drivers.snmp_pdu import SnmpPdu                  # noqa: E402
+from spread import temp_dir  # noqa: E402
 
 COMM, PW = "RACKCLOCK_BENCH_PDU_COMMUNITY", "RACKCLOCK_BENCH_PDU_PASSWORD"
 RACK = f"""
@@ -131,7 +132,7 @@ def against_snmpd(n: int) -> int:
     import subprocess
 
     from bench.inventory import DeviceConfig
-    tmp = Path(tempfile.mkdtemp(prefix="rackclock-bench-snmpd-"))
+    tmp = temp_dir("rackclock-bench-snmpd-")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
     os.environ.setdefault(PW, secrets.token_urlsafe(12))
     if a.snmpd:
         return against_snmpd(a.reads)
-    tmp = Path(tempfile.mkdtemp(prefix="rackclock-bench-snmp-"))
+    tmp = temp_dir("rackclock-bench-snmp-")
     (tmp / "rack.in.toml").write_text(RACK)
     with SimProcess(tmp / "rack.in.toml", tmp / "sim") as sim:
         results = {dev.name: asyncio.run(measure(dev, a.reads)) for dev in sim.rack.devices}

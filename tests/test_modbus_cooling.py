@@ -384,18 +384,19 @@ def test_exception_responses_are_clear_errors(sim_rack):
 
 def test_dropped_connection_and_silent_line(sim_rack):
     """A reboot closes the TCP connection ("reset"), the port then refuses ("unreachable"); an
-    RTU controller that is down does not answer ("timeout"). Both recover."""
-    sim = sim_rack(cdu("tcp", "family_a", sim="reboots = [1.0]\nreboot_down_s = 1.0")
-                   + cdu("rtu", "family_b", "rtu", sim="reboots = [1.0]\nreboot_down_s = 1.0"))
-    t0 = sim.ctx.t0_ns
+    RTU controller that is down does not answer ("timeout"). Both recover. The reboots come
+    after each driver's first read, on the test's command."""
+    sim = sim_rack(cdu("tcp", "family_a", sim="reboot_down_s = 1.0")
+                   + cdu("rtu", "family_b", "rtu", sim="reboot_down_s = 1.0"))
 
     async def go(name):
         d = driver(sim, name)
         await d.open()
         first = await d.read_clock("rtc")
-        await asyncio.sleep(max(0.0, (t0 + round(1.2 * NS) - time.time_ns()) / NS))
+        await asyncio.to_thread(lambda: sim.fault(name, "reboot").result(10))
         kinds = []
-        while time.time_ns() < t0 + 5 * NS:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
             try:
                 await d.read_clock("rtc")
                 kinds.append("ok")
@@ -417,28 +418,30 @@ def test_dropped_connection_and_silent_line(sim_rack):
 
 
 def test_connection_dropped_during_a_request_is_a_reset(sim_rack):
-    """The reboot comes while the answer is being prepared (reply delay 0.3 s): the request fails
-    at once as "reset", not after the timeout."""
+    """The reboot comes while the answer is being prepared (it is armed to follow the next clock
+    sample; the reply comes 0.3 s after that sample): the request fails at once as "reset", not
+    after the timeout."""
     sim = sim_rack(cdu("slow", "family_a", extra="timeout_s = 2.0",
-                       sim="reboots = [1.0]\nreboot_down_s = 0.5\nreply_delay_s = 0.3"))
-    t0 = sim.ctx.t0_ns
+                       sim="reboot_down_s = 0.5\nreply_delay_s = 0.3"))
 
     async def go():
         d = driver(sim, "slow")
         await d.open()
-        await asyncio.sleep(max(0.0, (t0 + round(0.85 * NS) - time.time_ns()) / NS))
+        armed = await asyncio.to_thread(sim.fault, "slow", "reboot", after_samples=1)
         s = time.time_ns()
         try:
             await d.read_clock("rtc")
-            return None, 0
+            return None, 0, armed.result(10)
         except DeviceError as exc:
-            return exc, time.time_ns() - s
+            return exc, time.time_ns() - s, armed.result(10)
         finally:
             await d.close()
 
-    exc, took = asyncio.run(go())
+    exc, took, reboot = asyncio.run(go())
     assert exc is not None and exc.kind == "reset" and "during read RTC" in exc.message, exc
     assert took < 2 * NS                                 # not the 2 s timeout
+    [(t_sample, _)] = [x for x in samples(sim, "slow") if x[0] <= reboot]
+    assert t_sample <= reboot < t_sample + round(0.3 * NS)   # inside the reply delay
 
 
 def test_rtu_line_delay_models_the_baud_rate(sim_rack):

@@ -62,6 +62,9 @@ def samples(sim) -> list[tuple[int, int]]:
                   for x in rows)
 
 
+needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
+
+
 def curl(*args: str) -> tuple[int, str]:
     r = subprocess.run(["curl", "-sk", "--max-time", "10", "-w", "\n%{http_code}", *args],
                        capture_output=True, text=True, timeout=20)
@@ -70,6 +73,7 @@ def curl(*args: str) -> tuple[int, str]:
 
 
 # -- the emulator, through clients we did not write -----------------------------------------------
+@needs_curl
 def test_emulator_with_dmtf_sync_client(bmc):
     sim, dev, pw = bmc()
     c = redfish.redfish_client(dev.address, username="root", password=pw,
@@ -104,7 +108,7 @@ def test_emulator_with_dmtf_aio_client(bmc):
     assert "DateTime" in run(go())
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
+@needs_curl
 def test_emulator_with_curl(bmc):
     sim, dev, pw = bmc()
     code, body = curl(dev.address + "/redfish/v1/")
@@ -125,6 +129,7 @@ def test_emulator_with_curl(bmc):
     assert r.stdout == "200"
 
 
+@needs_curl
 def test_plain_http_is_served(sim_rack):
     sim = sim_rack(bmc_toml().replace("https://", "http://"))
     dev = sim.rack.devices[0]
@@ -169,6 +174,7 @@ def test_every_bracket_holds_the_sample_and_values_parse(bmc):
     assert -3641.27 - 1.1 < off < -3641.27 + 0.1
 
 
+@needs_curl
 def test_session_refresh_is_said_and_bracket_is_the_last_exchange(bmc):
     sim, dev, pw = bmc()
     sessions = dev.address + "/redfish/v1/SessionService/Sessions"

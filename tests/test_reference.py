@@ -252,12 +252,30 @@ def test_uncertainty_terms():
 
 
 # -- linuxptp absent: refusal, allowance, simulated --------------------------------------------------
+PMC = Pmc().pmc                         # linuxptp's pmc as Pmc finds it, or None
+
+
+@pytest.mark.skipif(PMC is None, reason="pmc (apt: linuxptp) not installed")
 def test_pmc_without_ptp4l_is_a_clear_error(tmp_path):
     with pytest.raises(PtpHealthError, match="no ptp4l management socket"):
         Pmc(str(tmp_path / "ptp4l")).query("TIME_STATUS_NP")
     ref = Reference(None, Discipline(uds=str(tmp_path / "ptp4l")))
     h = ref.health()                                      # never raises mid-run
     assert h.grade == "fail" and not h.verified and "could not be read" in h.note
+    assert "no ptp4l management socket" in " ".join(h.problems)
+
+
+def test_pmc_not_installed_is_a_clear_error(tmp_path):
+    """linuxptp absent (hidden from this Pmc where it is installed): the same calls say so."""
+    pmc = Pmc(str(tmp_path / "ptp4l"))
+    pmc.pmc = None                                        # what Pmc() finds without linuxptp
+    with pytest.raises(PtpHealthError, match=r"pmc \(linuxptp\) is not installed"):
+        pmc.query("TIME_STATUS_NP")
+    ref = Reference(None, Discipline(uds=str(tmp_path / "ptp4l")))
+    ref._pmc.pmc = None
+    h = ref.health()
+    assert h.grade == "fail" and not h.verified and "could not be read" in h.note
+    assert "not installed" in " ".join(h.problems)
 
 
 def test_run_without_linuxptp_needs_an_allowance(tmp_path):

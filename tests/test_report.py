@@ -3,6 +3,7 @@ that headless Chromium opens, and print-size figures in RUN/plots/ in three form
 from __future__ import annotations
 
 import base64
+import os
 import re
 import shutil
 import subprocess
@@ -135,7 +136,7 @@ def test_html_is_self_contained(reported):
 
 
 def test_report_opens_in_headless_chromium(reported, tmp_path):
-    if not Path(CHROMIUM).exists():
+    if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is not installed: the report cannot be opened in a browser here")
     page = (reported.path / "report.html").as_uri()
     base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",

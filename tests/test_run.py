@@ -133,14 +133,18 @@ def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkey
 
 
 def test_device_reset_mid_run_is_recorded_and_the_others_go_on(tmp_path):
-    """pdu-1's agent restarts 5 s in and is silent for 3 s: its reads time out (rows with that
+    """pdu-1's agent restarts once it has answered 6 clock samples (the runner's first reads,
+    however long the start took) and is silent for 3 s: its reads time out (rows with that
     status), the runner reconnects, the counter's restart is a reboot break whose truth lies in
     the bounds, and bmc-1 beside it measures on without an error."""
     rack = tmp_path / "reset.toml"
     rack.write_text(sim_rack_text(["bmc-1", "pdu-1"], changes={
-        "pdu-1": {"sim": {"reboots": [5.0], "reboot_down_s": 3.0}}}))
+        "pdu-1": {"sim": {"faults": [{"kind": "reboot", "after_samples": 6}],
+                          "reboot_down_s": 3.0}}}))
+    # 24 s: room for the reboot, 3 s down, failures, the reconnect and reads after it, even
+    # where pdu-1's v3 open takes seconds (two CPU hogs beside the suite)
     run = load_run(run_experiment("clock_offset", rack, tmp_path / "runs",
-                                  {"duration_s": "14", "stimulus_every_s": "none"}, quiet=True))
+                                  {"duration_s": "24", "stimulus_every_s": "none"}, quiet=True))
     assert run.manifest["status"] == "completed"
     pdu = run.samples("pdu-1")
     assert "timeout" in {pdu.status[i] for i in pdu.select("read", ok=False)}

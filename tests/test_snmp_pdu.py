@@ -140,28 +140,62 @@ def test_driver_brackets_contain_every_emulator_sample(sim_rack):
     assert all(0 <= x.value_ns < 2 ** 32 * TICK for x in up)
 
 
+def read_until(d, clock: str, done, deadline_s: float = 30.0, pause_s: float = 0.05):
+    """Read `clock` until `done(ok_reads, error_kinds)` holds; a generous deadline, no timing margin."""
+    async def go():
+        ok, errors = [], []
+        end = time.monotonic() + deadline_s
+        while not done(ok, errors):
+            assert time.monotonic() < end, f"condition not met within {deadline_s} s: {ok} {errors}"
+            try:
+                ok.append(await d.read_clock(clock))
+            except DeviceError as exc:
+                errors.append(exc.kind)
+            await asyncio.sleep(pause_s)
+        return ok, errors
+    return go()
+
+
 def test_driver_v3_and_uptime_wrap_through_counters(sim_rack):
-    sim = sim_rack(pdu_toml(v3=True, hrsystemdate=False, trap=False,
-                            uptime_s=42949672.5))     # 0.46 s before the 2^32 wrap
+    """The counter is placed 0.5 s short of its 2^32 wrap at the driver's first read (after the
+    v3 engine set-up, however long that took): reads until three come after the wrap."""
+    sim = sim_rack(pdu_toml(v3=True, hrsystemdate=False, trap=False))
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        sim.fault(dev.name, "wrap", clock="sysuptime", lead_s=0.5).result(10)
+        try:
+            ok, _ = await read_until(d, "sysuptime", lambda ok, err: sum(
+                r.value_ns < ok[0].value_ns for r in ok) >= 3, pause_s=0.1)
+            return ok
+        finally:
+            await d.close()
+
+    rs = run(go())
+    s, e, v = ([getattr(r, k) for r in rs] for k in ("s_ns", "e_ns", "value_ns"))
+    assert v[0] == (2 ** 32 - 50) * TICK                        # 0.5 s short of the wrap
+    assert min(v) < 20 * NS and max(v) > 42949672 * NS          # it wrapped
+    seg = split_reboots(s, e, v, 2 ** 32 * TICK, TICK)
+    assert len(seg) == 1 and seg[0]["wraps"] == 1
+
+
+def test_wrap_is_refused_once_the_counter_was_read(sim_rack):
+    sim = sim_rack(pdu_toml(trap=False, hrsystemdate=False))
     dev = sim.rack.devices[0]
 
     async def go():
         d = driver(dev)
         await d.open()
         try:
-            out = []
-            for _ in range(12):
-                out.append(await d.read_clock("sysuptime"))
-                await asyncio.sleep(0.1)
-            return out
+            await d.read_clock("sysuptime")
         finally:
             await d.close()
 
-    rs = run(go())
-    s, e, v = ([getattr(r, k) for r in rs] for k in ("s_ns", "e_ns", "value_ns"))
-    assert min(v) < 20 * NS and max(v) > 42949672 * NS          # it wrapped
-    seg = split_reboots(s, e, v, 2 ** 32 * TICK, TICK)
-    assert len(seg) == 1 and seg[0]["wraps"] == 1
+    run(go())
+    with pytest.raises(RuntimeError, match="read already"):
+        sim.fault(dev.name, "wrap", clock="sysuptime")
 
 
 def test_outlet_stimulus_trap_and_event_log(sim_rack):
@@ -261,14 +295,21 @@ def test_raritan_backend(sim_rack):
 
 # -- errors ------------------------------------------------------------------------------------
 def test_wrong_community_is_a_quick_timeout(sim_rack, monkeypatch):
+    """The agent drops a request with a wrong community (as agents do): the driver's open is a
+    timeout after one request of `timeout_s`, not retried (a relay counts what reaches the agent)."""
     sim = sim_rack(pdu_toml(trap=False))
     monkeypatch.setenv(RC, "not-the-community")
-    dev = dataclasses.replace(sim.rack.devices[0], options={**sim.rack.devices[0].options,
-                                                             "timeout_s": 0.3})
-    t = time.monotonic()
-    with pytest.raises(DeviceError) as err:
-        run(driver(dev).open())
-    assert err.value.kind == "timeout" and time.monotonic() - t < 3.0
+    agent = sim.rack.devices[0]
+    relay = _Relay(port_of(agent.address))
+    dev = dataclasses.replace(agent, address=f"udp://127.0.0.1:{relay.port}",
+                              options={**agent.options, "timeout_s": 0.3})
+    try:
+        with pytest.raises(DeviceError) as err:
+            run(driver(dev).open())
+    finally:
+        relay.close()
+    assert err.value.kind == "timeout" and "within 0.3 s" in err.value.message
+    assert relay.requests == 1 and relay.answers == 0
     assert "not-the-community" not in str(err.value)
 
 
@@ -344,6 +385,38 @@ class _BadAgent:
         self.sock.close()
 
 
+class _Relay(_BadAgent):
+    """A UDP relay in front of the agent that counts the requests it passes on and the answers
+    it passes back."""
+
+    def __init__(self, agent_port: int):
+        self.up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.up.connect(("127.0.0.1", agent_port))
+        self.up.setblocking(False)
+        self.requests = self.answers = 0
+        super().__init__(None)
+
+    def _serve(self):
+        peer = None
+        while not self.stop.is_set():
+            try:
+                data, peer = self.sock.recvfrom(65536)
+                self.requests += 1
+                self.up.send(data)
+            except socket.timeout:
+                pass
+            try:
+                back = self.up.recv(65536)
+            except BlockingIOError:
+                continue
+            self.answers += 1
+            self.sock.sendto(back, peer)
+
+    def close(self):
+        super().close()
+        self.up.close()
+
+
 @pytest.mark.parametrize("answer,kind", [(b"\x30\x03\x02\x01\x07garbage", "malformed"),
                                          (None, "timeout")])
 def test_bad_agent_is_a_clear_error_while_another_device_answers(sim_rack, answer, kind):
@@ -382,34 +455,32 @@ def test_bad_agent_is_a_clear_error_while_another_device_answers(sim_rack, answe
 
 
 def test_reboot_no_answer_then_uptime_restarts(sim_rack):
+    """The agent reboots after the driver's first read: reads time out while it is down (0.6 s),
+    then its uptime restarts; the reboot's instant lies inside the bounds split_reboots gives."""
     sim = sim_rack(pdu_toml(trap=False, hrsystemdate=False,
-                            sim="reboots = [1.5]\nreboot_down_s = 0.6", uptime_s=5000.0))
+                            sim="reboot_down_s = 0.6", uptime_s=5000.0))
     dev = dataclasses.replace(sim.rack.devices[0], options={**sim.rack.devices[0].options,
                                                             "timeout_s": 0.2})
 
     async def go():
         d = driver(dev)
         await d.open()
-        ok, errors = [], []
         try:
-            t_end = sim.ctx.t0_ns + int(3.0 * NS)
-            while Reference.now_ns() < t_end:
-                try:
-                    ok.append(await d.read_clock("sysuptime"))
-                except DeviceError as exc:
-                    errors.append(exc.kind)
-                await asyncio.sleep(0.05)
+            first = await d.read_clock("sysuptime")
+            reboot = sim.fault(dev.name, "reboot").result(10)
+            ok, errors = await read_until(d, "sysuptime", lambda ok, err: err and len(ok) >= 3)
         finally:
             await d.close()
-        return ok, errors
+        return [first] + ok, errors, reboot
 
-    ok, errors = run(go())
+    ok, errors, reboot = run(go())
     assert errors and set(errors) == {"timeout"}
     seg = split_reboots([r.s_ns for r in ok], [r.e_ns for r in ok], [r.value_ns for r in ok],
                         2 ** 32 * TICK, TICK)
     assert [x["kind"] for x in seg] == ["first", "reboot"]
-    reboot = sim.ctx.t0_ns + int(1.5 * NS)
     assert seg[1]["zero_lo_ns"] < reboot <= seg[1]["zero_hi_ns"]
+    assert {"t_ns": reboot, "kind": "reboot", "size_ns": None} in \
+        sim.ctx._models[dev.name]["sysuptime"].breaks()
 
 
 # -- a real rack -------------------------------------------------------------------------------

@@ -36,3 +36,16 @@ def test_wrapping_counter_is_unwrapped_not_split(tmp_path):
     assert seg["truth"]["offset_in"] and seg["truth"]["drift_in"]
     wrap_at = next(b["t_ns"] for b in model.breaks() if b["kind"] == "wrap")
     assert c["wraps"][0]["after_ns"] <= wrap_at <= c["wraps"][0]["before_ns"]
+
+
+def test_truth_offset_after_a_reboot_between_grid_points():
+    """A reboot (a fault triggered at any instant) between the truth grid's points: the truth at
+    an instant after it comes from the grid's side of the reboot it is on, not the nearest point."""
+    from bench.summary import _truth_offset_at
+    ns = 1_000_000_000
+    model = ClockModel(ClockParams(counter=True, resolution_s=0.01, wrap_ticks=2**32,
+                                   uptime_s=1000.0), T0, seed=1)
+    model.add_reboot(T0 + int(5.4 * ns))
+    truth = model.truth(range(T0, T0 + 10 * ns + 1, ns))
+    for t in (T0 + int(5.45 * ns), T0 + int(5.3 * ns), T0 + 7 * ns):
+        assert _truth_offset_at(truth, t) == model.offset_ns(t)

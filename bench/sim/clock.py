@@ -95,6 +95,8 @@ class ClockModel:
     WANDER_STEP_NS = NS      # the frequency walk changes once per second
     corrections: tuple = ()  # t_ns -> ns added to a wall reading (a discipline: bench.sim.ntp)
     correction_rates: tuple = ()   # t_ns -> ppm: those corrections' rate (slew), for the truth
+    _read_once = False       # read_ns has been called: the counter's boot instant is observed
+    _wrap_lead_ns: int | None = None   # wrap_at_first_read: pending until the first reading
 
     def __init__(self, params: ClockParams, t0_ns: int, seed: int = 0):
         self.p = params
@@ -187,8 +189,30 @@ class ClockModel:
         e.g. an emulator answering a PATCH of its time); it joins `breaks()` and the truth."""
         self._steps = sorted(self._steps + [(int(at_ns), int(size_ns))])
 
+    def add_reboot(self, at_ns: int) -> None:
+        """Reboot at reference instant `at_ns` (a fault a test triggers): a counter restarts
+        from zero there, the device is down for `reboot_down_s`; it joins `breaks()` and the
+        truth."""
+        self._reboots = sorted(self._reboots + [int(at_ns)])
+
+    def wrap_at_first_read(self, lead_s: float) -> None:
+        """Counter: place its boot so that its first reading falls `lead_s` short of the wrap, so
+        a test sees the wrap `lead_s` after a read it makes. Only before the first reading: the
+        readings already given fix the boot instant."""
+        if not (self.p.counter and self.p.wrap_ticks):
+            raise ValueError("only a wrapping counter can be set to wrap")
+        if self._read_once:
+            raise RuntimeError("the counter has been read already: its wrap instant is fixed")
+        self._wrap_lead_ns = round(lead_s * NS)
+
     def read_ns(self, t_ns: int) -> int:
         """What the device reports: floored to its resolution, wrapped if it is a counter."""
+        if self._wrap_lead_ns is not None:
+            period = self.p.wrap_ticks * self.p.resolution_ns
+            rate = 1.0 + self.p.drift_ppm * 1e-6
+            self._zero0 = int(t_ns) - round((period - self._wrap_lead_ns) / rate)
+            self._wrap_lead_ns = None
+        self._read_once = True
         q = self.p.resolution_ns
         v = (self.true_ns(t_ns) // q) * q
         if self.p.counter and self.p.wrap_ticks:

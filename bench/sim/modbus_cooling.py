@@ -9,9 +9,9 @@ and answered by bench/sim/modbus_cdu.py. Addresses:
                          the line's baud rate: `?baud=` or the inventory's `baudrate`
   socket://127.0.0.1:0   Modbus RTU framing over TCP (a serial device server)
 
-Reboots of the clock model (`reboots`, `reboot_down_s`): over TCP the listener and every
-connection are closed at the reboot and the port refuses connections until the device is up
-again; over RTU the controller hears nothing while down.
+Reboots of the clock model (`reboots`, `reboot_down_s`, or a fault a test triggers): over TCP
+the listener and every connection are closed at the reboot and the port refuses connections
+until the device is up again; over RTU the controller hears nothing while down.
 
 pymodbus (3.16.1) server API notes: the simulator datastore (`SimDevice`, `SimData`, `action`)
 is passed as the server's context; `serve_forever(background=True)` returns once listening, and
@@ -90,16 +90,17 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
 
 
 def _schedule_reboots(cdu: Cdu, server: ModbusTcpServer, ctx) -> None:
+    """The model's reboots: those of the rack file and those a test triggers (sim/faults.py)."""
     loop = asyncio.get_running_loop()
     down_ns = round(cdu.model.p.reboot_down_s * NS)
     handles: list[asyncio.TimerHandle] = []
-    for at_s in cdu.model.p.reboots:
-        r = ctx.t0_ns + round(at_s * NS)
+
+    def reboot_at(r: int) -> None:
         now = ctx.now_ns()
         if r + down_ns <= now:
-            continue
+            return
 
-        def go_down(r=r) -> None:
+        def go_down() -> None:
             ctx.record_event(cdu.name, "reboot", ctx.now_ns(), planned_ns=r)
             server.close()                     # the listener and every connection
 
@@ -107,6 +108,13 @@ def _schedule_reboots(cdu: Cdu, server: ModbusTcpServer, ctx) -> None:
             ctx.record_event(cdu.name, "up", ctx.now_ns())
             loop.create_task(server.listen())
 
-        handles.append(loop.call_later(max(0.0, (r - now) / NS), go_down))
+        if r <= now:
+            go_down()                          # a fault triggered now: down before the next answer
+        else:
+            handles.append(loop.call_later((r - now) / NS, go_down))
         handles.append(loop.call_later(max(0.0, (r + down_ns - now) / NS), come_up))
+
+    for at_s in cdu.model.p.reboots:
+        reboot_at(ctx.t0_ns + round(at_s * NS))
+    ctx.faults.on_reboot(cdu.name, reboot_at)
     ctx.add_cleanup(lambda: [h.cancel() for h in handles])

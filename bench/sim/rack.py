@@ -17,6 +17,7 @@ import csv
 import importlib
 import json
 import os
+import shutil
 import tempfile
 import traceback
 from collections import defaultdict
@@ -26,6 +27,7 @@ from typing import Any, Awaitable, Callable
 from bench.inventory import DeviceConfig, RackConfig
 from bench.reference import Reference
 from bench.sim.clock import NS, ClockModel, device_models
+from bench.sim.faults import FaultBoard, fault_from_table
 
 
 class SimContext:
@@ -39,12 +41,13 @@ class SimContext:
         self.seed = int(rack.options.get("seed", 1))
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.workdir = Path(tempfile.mkdtemp(prefix="rackclock-sim-"))
         self._models: dict[str, dict[str, ClockModel]] = {}
         self.events: dict[str, list[dict]] = defaultdict(list)
         self._cleanups: list[Callable[[], Awaitable[None] | None]] = []
         self._samples_file = open(self.out_dir / "sim_samples.csv", "a", newline="")
         self._samples = csv.writer(self._samples_file)
+        self.faults = FaultBoard(self.now_ns, lambda device: self._models.get(device, {}))
+        self.workdir = Path(tempfile.mkdtemp(prefix="rackclock-sim-"))   # removed by close()
         if self._samples_file.tell() == 0:
             self._samples.writerow(["device", "clock", "t_ns", "value_ns"])
 
@@ -57,6 +60,7 @@ class SimContext:
     def record_sample(self, device: str, clock: str, t_ns: int, value_ns: int) -> None:
         self._samples.writerow([device, clock, t_ns, value_ns])
         self._samples_file.flush()
+        self.faults.sampled(device, clock)
 
     def record_event(self, device: str, kind: str, t_ns: int, **detail: Any) -> None:
         self.events[device].append({"t_ns": int(t_ns), "kind": kind, **detail})
@@ -65,15 +69,18 @@ class SimContext:
         self._cleanups.append(fn)
 
     async def close(self) -> None:
-        for fn in reversed(self._cleanups):
-            try:
-                r = fn()
-                if asyncio.iscoroutine(r):
-                    await r
-            except Exception:
-                traceback.print_exc()
-        self._cleanups.clear()
-        self._samples_file.close()
+        try:
+            for fn in reversed(self._cleanups):
+                try:
+                    r = fn()
+                    if asyncio.iscoroutine(r):
+                        await r
+                except Exception:
+                    traceback.print_exc()
+            self._cleanups.clear()
+            self._samples_file.close()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)     # the TLS key among others
 
     def truth(self, t_end_ns: int | None = None, points: int = 2000) -> dict:
         """Truth on a grid from t0 to `t_end_ns` (default now), one sample a second at most."""
@@ -110,6 +117,9 @@ async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dic
             address = o.pop("address", d.address)
             resolved[d.name] = replace(d, address=address, options={**d.options, **o})
     devices = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
+    for d in devices:                    # faults the rack file arms (see bench/sim/faults.py)
+        for table in (d.sim or {}).get("faults", []):
+            ctx.faults.arm(d.name, fault_from_table(table))
     return replace(rack, simulated=True, devices=devices), failed
 
 

@@ -1,6 +1,7 @@
 """Serve the simulated rack until SIGTERM/SIGINT: `python -m bench.sim.serve`.
 
-Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up,
+Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up
+(and `<out>/sim_control`, the socket on which a test triggers faults: bench/sim/faults.py),
 `<out>/sim_samples.csv` as requests are answered, and `<out>/truth.json` when it stops.
 Passwords come from the environment variables the rack names; unset ones get a random value,
 printed to the terminal only.
@@ -14,23 +15,27 @@ import os
 import secrets
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from bench.inventory import RackConfig, load_rack
+from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
 
 DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
+_SECRETS = threading.Lock()      # runs started in parallel threads must not give a var two values
 
 
 def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
     """Give every credential variable the rack names (`password_env`, any `*_env` key) a value,
     random where unset."""
     made = {}
-    for d in rack.devices:
-        names = [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]
-        for var in names:
-            if isinstance(var, str) and var and not os.environ.get(var):
-                os.environ[var] = made[var] = secrets.token_urlsafe(12)
+    with _SECRETS:
+        for d in rack.devices:
+            names = [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]
+            for var in names:
+                if isinstance(var, str) and var and not os.environ.get(var):
+                    os.environ[var] = made[var] = secrets.token_urlsafe(12)
     if made and not quiet:
         print("simulated credentials (export these for other clients):", file=sys.stderr)
         for k, v in made.items():
@@ -43,10 +48,11 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> 
     ctx = SimContext(rack, out)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)   # a clean stop: truth.json, temp folder removed
     try:
         resolved, failed = await start_rack(rack, ctx)
+        await serve_control(ctx)             # faults on command (bench/sim/faults.py)
         write_rack_toml(resolved, out / "rack.toml.part")
         (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
         os.replace(out / "rack.toml.part", out / "rack.toml")

@@ -6,12 +6,15 @@ emulators do not share the drivers' interpreter lock.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import shutil
 import tempfile
 import threading
 from pathlib import Path
 
 from bench.inventory import RackConfig
+from bench.sim.faults import Fault
 from bench.sim.rack import SimContext, start_rack
 
 
@@ -21,6 +24,7 @@ class SimRackThread:
 
     def __init__(self, rack: RackConfig, out_dir: str | Path | None = None, t0_ns: int | None = None):
         self.source = rack
+        self._own_dir = out_dir is None                  # made here: removed at stop
         self.out_dir = Path(out_dir or tempfile.mkdtemp(prefix="rackclock-simthread-"))
         self.t0_ns = t0_ns
         self.loop = asyncio.new_event_loop()
@@ -41,8 +45,28 @@ class SimRackThread:
             self.ctx = SimContext(self.source, self.out_dir, t0_ns=self.t0_ns)
             return await start_rack(self.source, self.ctx)
 
-        self.rack, self.failed = self.call(_start())
+        try:
+            self.rack, self.failed = self.call(_start())
+        except BaseException:
+            self.stop()
+            raise
         return self
+
+    def fault(self, device: str, kind: str, **how) -> concurrent.futures.Future:
+        """Arm a fault (bench/sim/faults.py: `kind` reboot | wrap | step, `how` its Fault
+        fields); the future gives the reference instant (ns) it is scheduled for, at once when
+        it fires now, else when its trigger comes (`.result(timeout)` waits on that)."""
+        fault = Fault(kind, **how)
+
+        async def arm():
+            return self.ctx.faults.arm(device, fault)
+
+        armed = self.call(arm())
+
+        async def wait():
+            return await armed
+
+        return asyncio.run_coroutine_threadsafe(wait(), self.loop)
 
     def stop(self) -> dict:
         if self.ctx is not None and self.truth is None:
@@ -52,6 +76,8 @@ class SimRackThread:
         if self.thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)
+        if self._own_dir:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
         return self.truth or {}
 
     def __enter__(self) -> "SimRackThread":
