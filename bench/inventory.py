@@ -224,8 +224,9 @@ def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
                 Key("env").check(value)
             except InventoryError as exc:
                 raise InventoryError(exc.problem, device=name, key=key) from None
-    if re.match(r"[a-z][a-z0-9+.-]*://[^/@]*@", str(t["address"]), re.IGNORECASE):
-        raise InventoryError("credentials in the address are refused; use 'username' and "
+    if re.match(r"[a-z][a-z0-9+.-]*://[^/@:]*:[^/@]*@", str(t["address"]), re.IGNORECASE):
+        # a user name alone (ssh://root@host) is no secret; a password in the address is
+        raise InventoryError("a password in the address is refused; use 'username' and "
                              "'password_env'", device=name, key="address")
     stimuli = t.get("stimuli", [])
     rate = float(t.get("rate_hz", 1.0))

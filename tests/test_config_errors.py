@@ -68,7 +68,7 @@ RACK_CASES = [
     ("inline privacy_key", rack(privacy_key="k"), [], ["key 'privacy_key'", "privacy_key_env"]),
     ("inline token", rack(token="t"), [], ["key 'token'", "token_env"]),
     ("userinfo in address", rack(address="https://user:pw@127.0.0.1:0"), [],
-     ["key 'address'", "credentials in the address"]),
+     ["key 'address'", "a password in the address"]),
     ("bad env name", rack(password_env="not a name"), [], ["key 'password_env'",
                                                            "environment variable"]),
     ("empty rack", {"rack": {"name": "x", "simulated": True}}, [], ["no devices"]),

@@ -187,7 +187,7 @@ def _run_folder(tmp_path, name="run", start_ns=None):
     for dev, model, clock in (("bmc-1", bmc, "datetime"), ("pdu-1", pdu, "sysuptime")):
         w = store.samples(dev)
         t = t0
-        for _ in range(200):
+        for _ in range(1200):          # ~10 min of random reads: long enough to prove the drift
             t += int(rng.uniform(0.2, 0.8) * NS)
             s, e = t, t + int(rng.uniform(0.5, 3) * MS)
             w.write("read", clock, s, e, model.read_ns(int(rng.integers(s, e + 1))),
