@@ -33,6 +33,7 @@ from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("compare_tolerances.toml")
 FAILING = ("regressed", "changed", "lost")
+MIN_LATENCY_EVENTS = 2     # events a side before a latency change is judged
 PASSING = ("unchanged", "improved", "new", "not compared")
 
 
@@ -173,6 +174,13 @@ def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | No
               f"{fmt_value(d_hi, u, True)}")
     if -tol <= d_lo and d_hi <= tol:
         return "unchanged", tol, proven + f", within ±{fmt_value(tol, u)}", None
+    if (d_lo > tol or d_hi < -tol) and b.family == "latency" and None not in (b.events, c.events) \
+            and min(b.events, c.events) < MIN_LATENCY_EVENTS:
+        # a device's latency varies from event to event: one event a side proves how those two
+        # events differed, not that the device changed
+        return ("inconclusive", tol, f"{proven}, but from {b.events} and {c.events} "
+                f"event(s): at least {MIN_LATENCY_EVENTS} a side tell the device from one draw of "
+                f"its latency; send more stimuli", None)
     if d_lo > tol or d_hi < -tol:
         up = d_lo > tol
         if rule.direction == "higher_is_worse":

@@ -44,6 +44,7 @@ class Measure:
     half_width: float | None = None    # half-width to scale when the bound is clipped by an
                                        # assumption (None: (hi - lo) / 2)
     point_informative: bool = True     # False: the bound is the whole prior, the point is noise
+    events: int | None = None          # latency: how many events the bound is the union of
 
     @property
     def family(self) -> str:
@@ -137,7 +138,8 @@ def device_measures(run: Run, device: str, d: dict) -> list[Measure]:
             b, basis = L.get("observed_ns"), "proven (first fetch that saw it)"
         if b:
             out.append(Measure(device, "", f"latency.{stim}", "ns", b["lo"], b["hi"],
-                               b.get("point", (b["lo"] + b["hi"]) / 2), basis))
+                               b.get("point", (b["lo"] + b["hi"]) / 2), basis,
+                               events=b.get("n")))
     out.append(_exact(device, "", "errors", "count", sum((d.get("errors") or {}).values())))
     return out
 

@@ -79,7 +79,7 @@ def latencies(smp: Samples, results: dict) -> dict:
     """Pair each sent stimulus with the next device log entry and bound the latency between them:
     `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
     the bracket of the fetch that first saw it, or of the pushed event's arrival when the device
-    pushed one first (`pushed` rows; its stamp stands in for a log entry the bench never saw).
+    pushed one first (`pushed` rows; a pushed event never stands in for the log's own stamp).
     Bounds only; midpoints as points."""
     out: dict[str, dict] = {}
     stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == "ok"]
@@ -96,11 +96,13 @@ def latencies(smp: Samples, results: dict) -> dict:
         j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
         rec = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
         seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
-        j = p if j is None else j
-        if j is not None:
+        if seen is not None:
             used.update(x for x in (j, p) if x is not None)
             sf, ef = int(smp.s_ns[seen]), int(smp.e_ns[seen])
             rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
+        if j is not None:
+            # only a log entry's own stamp bounds when the device logged it: a pushed event's
+            # EventTimestamp is when it was emitted, which a slow logger does not share
             ef = int(smp.e_ns[j])
             iv = map_stamp(results.get(smp.clock[j]), int(smp.value_ns[j]),
                            int(smp.resolution_ns[j]), ef) if smp.has_value[j] else None
@@ -109,8 +111,8 @@ def latencies(smp: Samples, results: dict) -> dict:
                 # the answer that listed it arrived (ef)
                 rec["logged_ns"] = {"lo": max(iv[0], s_st) - e_st, "hi": min(iv[1], ef) - s_st}
             rec["event"] = smp.raw[j][:200]
-            if seen != j:
-                rec["pushed"] = smp.raw[seen][:200]
+        if seen is not None and seen != j:
+            rec["pushed"] = smp.raw[seen][:200]
         name = smp.clock[i]
         out.setdefault(name, {"events": []})["events"].append(rec)
     for name, d in out.items():
