@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bench import report
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM
 from bench.report_sections import SECTIONS
 from bench.residuals import median_ci, regular_series, segment_residuals
 from bench.rundata import load_run
@@ -113,8 +114,8 @@ def test_verdict_page_comes_first(reported):
     assert html[first:].startswith("<h2>Verdict</h2>")
     assert html.index("rack_offsets") < html.index("<h2>Run</h2>")
     assert "Ordering horizon" in html and "What the bounds assume" in html
-    # bmc-1's 13 s of 1 s reads cannot narrow drift below the 200 ppm prior: said, not proven
-    assert "ASSUMED" in html and "±200 ppm prior" in html
+    # bmc-1's 13 s of 1 s reads cannot narrow drift below the prior: said, not proven
+    assert "ASSUMED" in html and f"±{DEFAULT_DRIFT_PRIOR_PPM:g} ppm prior" in html
 
 
 def test_html_is_self_contained(reported):
