@@ -147,8 +147,8 @@ def test_exploration_reads_are_uniform_over_the_tick_phase():
 
 def test_soundness_fuzz_sample():
     """2,000 short adversarial devices (16–30 reads) through the real schedule and estimator
-    (the full run is benchmarks/fuzz/soundness.py): every proven offset, band point, drift and
-    break size holds the truth."""
+    (the full run is benchmarks/fuzz/soundness.py): every proven offset, band point, map and
+    break size holds the truth, slews included; the drift at the epoch is never proven."""
     import importlib.util
     from pathlib import Path
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz" / "soundness.py"
