@@ -94,8 +94,9 @@ def drift_measure(device: str, clock: str, sg: dict, prior_ppm: float) -> Measur
         half = d["point"] - d["lo"]
     elif at_lo:
         half = d["hi"] - d["point"]
-    status = sg.get("drift_status")
-    assumed = status == "assumed" if status else (at_lo or at_hi)
+    # assumed here means clipped by the prior (the drift is also assumed on an unseen-rate-change
+    # assumption everywhere, bench/estimate.RATE_CHANGE_ASSUMPTION, which does not clip it)
+    assumed = at_lo or at_hi
     return Measure(device, clock, "drift", "ppm", d["lo"], d["hi"], d["point"], "proven",
                    note=f"rests on the ±{prior_ppm:g} ppm drift prior" if assumed else "",
                    span_s=span, narrowing="1/span", assumed=assumed, half_width=half,

@@ -45,6 +45,26 @@ with one break inside a segment that the reads could not show (a step below the 
 threshold, a change of frequency): it is the hull of the bounds from the reads on each side of
 the instant. The drift prior is a checked assumption (fit_clock). DESIGN.md, "The measurement
 model", has the reasoning.
+
+Drift at the epoch is "assumed", never "proven" (RATE_CHANGE_ASSUMPTION). The drift at an
+instant is the clock's instantaneous frequency there, and no set of reads bounds it more tightly
+than the prior once two rate changes may go unseen (an NTP slew is two: it starts and it ends).
+The argument: let the slew run at ρm over [t1, t2] around the epoch and at ρa outside. It moves
+the offset by (ρm − ρa)·(t2 − t1) against the unslewed line; every read allows its bracket plus
+its tick of slack, so whenever (ρm − ρa)·(t2 − t1) is small against the slack the reads leave
+around the line (and no read, or too few to pin a slope, falls inside [t1, t2]) a line still
+meets every read's constraint and the region is not empty: nothing is seen. For any ρm within the prior there is such a short slew, so the
+set of drifts consistent with the reads at the epoch is the whole prior, and beyond the prior
+(a slew faster than it, equally unseen) nothing bounds it at all. The two-sided hull survives
+one unseen change (one side of the epoch is clean), not two (neither is); a hull over more
+sub-windows or chords of the offset bounds measures a mean frequency over a window, not the
+frequency at an instant, and fails in the same way. So the published drift bound (the two-sided
+hull, as tight as before) holds under a named assumption that no reads can check, "at most one
+rate change inside the segment that the reads do not show", and says so: drift_status
+"assumed" with that assumption in `drift_assumes` and in the summary's assumptions. The offsets,
+the band, the maps and the break sizes stay "proven": a slew is continuous, the reads on each
+side pin the offset near the instant, and the fuzz checks them under slews
+(benchmarks/README.md).
 """
 from __future__ import annotations
 
@@ -65,6 +85,9 @@ WIDE_PRIOR_FACTOR = 10   # the wider range tried before a break or outlier is be
 MIN_DECIDED_READS = 4    # a segment beside a break with fewer reads could be a burst of bad reads
 STATUSES = ("proven", "assumed", "undecided")
 SIDE_READS = 4096        # reads on each side of an instant its published bound is fitted from
+RATE_CHANGE_ASSUMPTION = ("at most one rate change inside the segment that the reads do not "
+                          "show (an unseen slew, two changes, could put the drift at the epoch "
+                          "anywhere within the prior)")
 
 
 @dataclass(frozen=True)
@@ -300,6 +323,7 @@ class Segment:
     resolution_note: str
     offset_status: str = "proven"     # "proven" | "assumed" | "undecided" (see fit_clock)
     drift_status: str = "proven"
+    drift_assumes: str = ""           # what the drift bound rests on beyond the model
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
@@ -401,7 +425,8 @@ class Segment:
                 "drift_ppm": self.drift_ppm.as_dict(), "jitter_ns": dict(self.jitter_ns),
                 "bracket_ns": dict(self.bracket_ns), "resolution_ns": self.resolution_ns,
                 "resolution_note": self.resolution_note, "offset_status": self.offset_status,
-                "drift_status": self.drift_status}
+                "drift_status": self.drift_status,
+                **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {})}
 
 
 @dataclass(frozen=True)
@@ -588,7 +613,8 @@ def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
     reads could not show (a step smaller than the detection threshold, a frequency change)
     still leaves the truth inside. Status: "undecided" with an unproven resolution, with a side
     empty, or with fewer than MIN_DECIDED_READS reads beside a break (a burst of bad reads looks
-    the same); "assumed" when a side's region reaches the drift prior's edge; else "proven"."""
+    the same); "assumed" when a side's region reaches the drift prior's edge; else "proven".
+    The drift is at best "assumed": it rests on RATE_CHANGE_ASSUMPTION (module docstring)."""
     h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior)
     if h is None:
         return _dc_replace(seg, offset_status="undecided", drift_status="undecided")
@@ -600,7 +626,9 @@ def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
         st = "undecided"
     else:
         st = "assumed" if h[4] else "proven"
-    return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=st)
+    dst = "assumed" if st == "proven" else st
+    return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=dst,
+                       drift_assumes=RATE_CHANGE_ASSUMPTION if dst != "undecided" else "")
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):

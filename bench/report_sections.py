@@ -183,7 +183,9 @@ def clocks(run) -> str | None:
            note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
                      "as the instant of its zero. Residual std is of interval midpoints "
                      "against the point fit: for a coarse clock it is the tick, not the noise. "
-                     "Drift is proven unless marked assumed: on the drift prior's edge.")]
+                     "Drift is the frequency at the epoch: at best assumed (it holds with at "
+                     "most one rate change in the segment the reads do not show; an unseen "
+                     "slew is two), and assumed on the drift prior's edge too.")]
     out += [note_html(n) for n in notes]
     if brk:
         out.append("<h3>Breaks</h3>" + table_html(
@@ -463,7 +465,7 @@ def verdict_page(run) -> str | None:
                      brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
         if v.note:
             notes.append(f"{v.device} · {v.clock}: {v.note}")
-        if v.drift_status == "assumed":
+        if v.drift_status == "assumed" and vd.on_prior_edge(d["lo"], d["hi"], prior):
             assumed.append((prior, f"{v.device} · {v.clock}"))
         if v.counter:
             counters.append(f"{v.device} · {v.clock}")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.estimate import (DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock,
-                            wander_allowance_ns_per_s)
+from bench.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
+                            fit_clock, wander_allowance_ns_per_s)
 from bench.rundata import Samples, load_samples
 
 QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
@@ -204,7 +204,8 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             "wander_ppm": float(meta.get("wander_ppm", 0.0)),
             "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
             "resolution_basis": fit.resolution_basis if fit else "unproven",
-            "reference_uncertainty_ns": int(uncertainty_ns)}
+            "reference_uncertainty_ns": int(uncertainty_ns),
+            "rate_changes": RATE_CHANGE_ASSUMPTION}
         if fit is None:
             entry.update(segments=[], breaks=[], outliers=[], verdict="undecided", note=res.note)
             continue

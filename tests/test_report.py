@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bench import report
+from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM
 from bench.report_sections import SECTIONS
 from bench.residuals import median_ci, regular_series, segment_residuals
 from bench.rundata import load_run
@@ -115,7 +116,6 @@ def test_verdict_page_comes_first(reported):
     assert html.index("rack_offsets") < html.index("<h2>Run</h2>")
     assert "Ordering horizon" in html and "What the bounds assume" in html
     # bmc-1's 13 s of 1 s reads cannot narrow drift below the prior: said, not proven
-    from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM
     assert "ASSUMED" in html and f"±{DEFAULT_DRIFT_PRIOR_PPM:g} ppm prior" in html
 
 

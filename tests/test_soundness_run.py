@@ -23,7 +23,7 @@ def _check(run) -> int:
             assert c["verdict"] in STATUSES | {"beyond_prior"}, (name, clock)
             a = c["assumptions"]
             assert set(a) == {"drift_prior_ppm", "wander_ppm", "resolution_ns", "resolution_basis",
-                              "reference_uncertainty_ns"}
+                              "reference_uncertainty_ns", "rate_changes"}
             assert a["resolution_basis"] in ("declared", "observed", "unproven")
             assert isinstance(c["outliers"], list)
             for o in c["outliers"]:
