@@ -12,12 +12,11 @@ comes from the host's clocks, sampled once a second while serving:
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 
 from bench.inventory import DeviceConfig
-from bench.sim.ipmi_bmc import host_clock_pair
+from bench.sim.ipmi_bmc import host_clock_pair, note_every_second
 
 NS = 1_000_000_000
 SCHED_DEBUG = ("/sys/kernel/debug/sched/debug", "/proc/sched_debug")
@@ -117,12 +116,5 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
             truths.append(t)
         out[d.name] = {"address": d.address}
 
-    async def watch():
-        while True:
-            await asyncio.sleep(1.0)
-            for t in truths:
-                t.note()
-
-    task = asyncio.get_running_loop().create_task(watch())
-    ctx.add_cleanup(task.cancel)
+    note_every_second(ctx, truths)
     return out

@@ -273,6 +273,12 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
         ctx.record_event(d.name, "sel_offset", ctx.now_ns(), off_s=off, mode=mode)
         out[d.name] = {"address": f"ipmi://127.0.0.1:{ipmi.port}"}
 
+    note_every_second(ctx, truths)
+    return out
+
+
+def note_every_second(ctx, truths: list) -> None:
+    """Sample each host-clock truth (`.note()`) once a second while the rack is served."""
     async def watch_host_clocks():
         while True:
             await asyncio.sleep(1.0)
@@ -281,4 +287,3 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
 
     task = asyncio.get_running_loop().create_task(watch_host_clocks())
     ctx.add_cleanup(task.cancel)
-    return out
