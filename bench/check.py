@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.inventory import DeviceConfig, InventoryError
-from bench.rackfile import load_checked, parse_allowance, reference_options
-from bench.reference import Health, Reference, ReferenceRefused, reference_for_run
+from bench.model.inventory import DeviceConfig, InventoryError
+from bench.model.rackfile import load_checked, parse_allowance, reference_options
+from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_ns
 from drivers.base import TIMEOUT_KEY
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 
 def _run(a) -> int:
-    from bench.bench import run_experiment
-    from bench.inventory import InventoryError
-    from bench.rackfile import check_duration, parse_allowance
+    from bench.run.experiment import run_experiment
+    from bench.model.inventory import InventoryError
+    from bench.model.rackfile import check_duration, parse_allowance
 
     try:
         bad = [p for p in a.param if "=" not in p]
@@ -37,13 +37,13 @@ def _run(a) -> int:
     except KeyboardInterrupt:
         print("rackclock run: stopped before measuring began", file=sys.stderr)
         return 1
-    from bench.rundata import load_run
+    from bench.model.rundata import load_run
     return run_exit_status(load_run(path))
 
 
 def run_exit_status(run) -> int:
     """0 only when the run completed and every device gave usable reads."""
-    from bench.rundata import unusable_devices
+    from bench.model.rundata import unusable_devices
 
     if run.manifest.get("status") != "completed":
         return 1
@@ -61,7 +61,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _experiments_epilog() -> str:
-    from bench.experiment_catalog import summary_lines
+    from bench.run.catalog import summary_lines
     return ("experiments (parameters: rackclock experiments [NAME]):\n"
             + "\n".join(summary_lines()))
 
@@ -71,11 +71,11 @@ def _delegate(module: str, argv: list[str]) -> int:
     return int(importlib.import_module(module).main(argv) or 0)
 
 
-SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report",
-               "compare": "bench.compare", "timeline": "bench.timeline_cli",
-               "limits": "bench.limits", "trend": "bench.trend",
+SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.output.report",
+               "compare": "bench.compare.verdicts", "timeline": "bench.timeline_cli",
+               "limits": "bench.model.limits", "trend": "bench.output.trend",
                "summarize": "bench.resummarize"}
-SUBCOMMANDS["experiments"] = "bench.experiment_catalog"
+SUBCOMMANDS["experiments"] = "bench.run.catalog"
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
         "report": "HTML report and print figures of a run folder",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.estimate import Bound
+from bench.analysis.estimate import Bound
 
 ns = 1
 us = 1_000
@@ -64,7 +64,7 @@ def rack_file(request) -> Path:
 @pytest.fixture(scope="session")
 def rack(request):
     """The RackConfig of the rack file given with --rack; skips the test when none is given."""
-    from bench.inventory import load_rack
+    from bench.model.inventory import load_rack
     return load_rack(_rack_path(request.config))
 
 
@@ -125,7 +125,7 @@ def rack_served(request, rack, tmp_path_factory):
     if not rack.simulated:
         yield rack
         return
-    from bench.simproc import SimProcess
+    from bench.run.simproc import SimProcess
     with SimProcess(Path(rack.source), tmp_path_factory.mktemp("rackclock-sim")) as sim:
         yield sim.rack
 
@@ -133,7 +133,7 @@ def rack_served(request, rack, tmp_path_factory):
 @pytest.fixture(scope="session")
 def rack_drivers(request, rack_served):
     """Every device's driver, opened once for the session and closed at its end."""
-    from bench.reference import open_reference
+    from bench.reference.clock import open_reference
     from drivers import driver_class
 
     armed = rack_served.simulated or request.config.getoption("--rack-arm")
@@ -263,8 +263,8 @@ class Calibration(dict):
 @pytest.fixture(scope="session")
 def calibration(request, rack_file, tmp_path_factory) -> Calibration:
     """A short clock_offset run on the rack (--calibrate-s), once per session."""
-    from bench.bench import run_experiment
-    from bench.rundata import load_run
+    from bench.run.experiment import run_experiment
+    from bench.model.rundata import load_run
 
     cfg = request.config
     out = cfg.getoption("--calibration-out")

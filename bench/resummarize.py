@@ -10,10 +10,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from bench.health_monitor import bound_from_manifest
-from bench.rundata import load_run
-from bench.store import SCHEMA, write_json
-from bench.summary import summarize_run
+from bench.model.rundata import bound_from_manifest
+from bench.model.rundata import load_run
+from bench.model.store import SCHEMA, write_json
+from bench.model.summary import summarize_run
 
 
 def _alive(pid) -> bool:
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = rebuild_summary(a.run)
     if not a.quiet:
-        from bench.bench import reference_line
-        from bench.display import table
+        from bench.run.experiment import reference_line
+        from bench.output.terminal import table
 
         print(reference_line(load_run(a.run).manifest))
         print(table(summary))

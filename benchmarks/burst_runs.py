@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench.bench import run_experiment  # noqa: E402
-from bench.rundata import load_run  # noqa: E402
+from bench.run.experiment import run_experiment  # noqa: E402
+from bench.model.rundata import load_run  # noqa: E402
 from spread import spread, temp_dir  # noqa: E402
 
 

@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.chrony_style import fit_chrony          # noqa: E402
-from bench.estimate import fit_clock, wander_allowance_ns_per_s  # noqa: E402
+from bench.analysis.chrony_style import fit_chrony          # noqa: E402
+from bench.analysis.estimate import fit_clock, wander_allowance_ns_per_s  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000

@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.estimate import fit_clock                 # noqa: E402
-from bench.probe_schedule import next_probe_ns       # noqa: E402
+from bench.analysis.estimate import fit_clock                 # noqa: E402
+from bench.analysis.probe_schedule import next_probe_ns       # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
@@ -44,7 +44,7 @@ def _read(rng, m, t):
 
 def _width(S, E, V, absolute=False):
     """The line model's offset width at the epoch: what aiming pins (the published bound is the
-    wider two-sided hull, bench.estimate)."""
+    wider two-sided hull, bench.analysis.estimate)."""
     sg = fit_clock(S, E, V, NS, publish=False).segments[-1]
     return sg.offset_at(sg.epoch_ns).width / (1e6 if absolute else sg.bracket_ns["min"])
 

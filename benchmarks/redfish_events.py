@@ -30,8 +30,8 @@ import tomli_w
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench import DEFAULT_RACK, run_experiment    # noqa: E402
-from bench.rundata import load_run                       # noqa: E402
+from bench.run.experiment import DEFAULT_RACK, run_experiment    # noqa: E402
+from bench.model.rundata import load_run                       # noqa: E402
 from bench.sim.tls import make_certificates              # noqa: E402
 from bench.units import fmt_ns                           # noqa: E402
 

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.estimate import fit_clock     # noqa: E402
+from bench.analysis.estimate import fit_clock     # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS

@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench.reference import Reference                 # noqa: E402
+from bench.reference.clock import Reference                 # noqa: E402
 from bench.sim.rack import read_samples, samples_in   # noqa: E402
-from bench.simproc import SimProcess                  # noqa: E402
+from bench.run.simproc import SimProcess                  # noqa: E402
 from drivers.snmp_pdu import SnmpPdu                  # noqa: E402
 from spread import temp_dir  # noqa: E402
 
@@ -131,7 +131,7 @@ def stats(xs) -> str:
 def against_snmpd(n: int) -> int:
     import subprocess
 
-    from bench.inventory import DeviceConfig
+    from bench.model.inventory import DeviceConfig
     tmp = temp_dir("rackclock-bench-snmpd-")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))

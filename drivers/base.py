@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
 
-from bench.inventory import DeviceConfig, Key
+from bench.model.inventory import DeviceConfig, Key
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
 

@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import deque
 
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
 

@@ -48,7 +48,7 @@ from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
 

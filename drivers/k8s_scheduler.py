@@ -44,7 +44,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
 
 NS = 1_000_000_000

@@ -33,7 +33,7 @@ from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 from pymodbus.constants import DeviceInformation
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
 
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus)
 from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map

@@ -39,7 +39,7 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
                          RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
                          RedfishProtocolError, RedfishTimeoutError)
 
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
 from drivers.redfish_events import EventSubscriber

@@ -34,7 +34,7 @@ import importlib
 import json
 import os
 
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus)
 from drivers.i2c_bridge import Answer

@@ -41,7 +41,7 @@ from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 
 from drivers import pdu_backends
-from bench.inventory import Key
+from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
 

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.runner import ProbePlan
+from bench.run.runner import ProbePlan
 
 
 @dataclass(frozen=True)

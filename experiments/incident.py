@@ -3,7 +3,7 @@ the planes' own logs, scored against the truth beside the naive merge.
 
 End to end: the simulated rack plays the cascade of bench/sim/cascade.py while every clock is
 calibrated; every plane's log is collected through its driver; each log entry is mapped through
-its clock (bench/timeline_map.py) and widened by the device's declared logging latency into an
+its clock (bench/analysis/timeline_map.py) and widened by the device's declared logging latency into an
 interval holding the event's instant; pairs are scored (right, wrong: must be 0, unordered) and
 so is the naive merge of the raw stamps (a counter's or clockless entry at the instant the
 collector received it, as a syslog or trap collector stamps it). The answer to "which plane broke
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.runner import ProbePlan
+from bench.run.runner import ProbePlan
 
 NS = 1_000_000_000
 
@@ -66,9 +66,9 @@ def _truth_instant(run, step: dict, s_ns: int) -> int | None:
 
 def score_run(run) -> dict:
     """Score the cascade a run played (manifest `incident`) against its truth.json."""
-    from bench.timeline import widen
-    from bench.timeline_cli import Calibrated, run_entries
-    from bench.timeline_score import score
+    from bench.analysis.timeline import widen
+    from bench.model.timeline import Calibrated, run_entries
+    from bench.analysis.timeline_score import score
 
     inc = run.manifest.get("incident")
     if not inc or not inc.get("steps"):
@@ -141,8 +141,8 @@ def offline(cascades: int = 600, racks: int = 24, seed: int = 1) -> dict:
     """The cascade over random racks and log-uniform gaps (10 ms to 10 s): every estimator,
     mapping and scoring step is the one the run uses; only the clocks are virtual."""
     from bench.sim.cascade import play, virtual_rack
-    from bench.timeline_map import calibrations, map_stamps
-    from bench.timeline_score import curve, score
+    from bench.analysis.timeline_map import calibrations, map_stamps
+    from bench.analysis.timeline_score import curve, score
 
     rng = np.random.default_rng(seed)
     t0 = 1_796_000_000 * NS
@@ -245,7 +245,7 @@ def lines(e2e: dict, off: dict | None) -> list[str]:
 
 def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
     """Score the run's cascade and the offline curve; write incident.json; print the result."""
-    from bench.rundata import load_run
+    from bench.model.rundata import load_run
     run = load_run(bench.store.path)
     e2e = score_run(run)
     off = offline(offline_cascades, racks, seed) if offline_cascades else None

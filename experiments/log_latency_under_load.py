@@ -68,7 +68,7 @@ def run(bench, p: Params) -> dict:
 
 
 def record(lab, summary: dict, phases: dict) -> None:
-    from bench.rundata import load_run
+    from bench.model.rundata import load_run
     run = load_run(lab.store.path)
     for key, ph in phases.items():
         dev, phase = key.split("/")

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.estimate import fit_clock
-from bench.experiment_api import LabTimeout
+from bench.analysis.estimate import fit_clock
+from bench.run.lab import LabTimeout
 from drivers.base import DeviceError
 
 NS = 1_000_000_000
@@ -91,7 +91,7 @@ def wait_step(lab, dev: str, on, ahead_ns: int, p: Params, what: str) -> dict:
 
 
 def fit_reads(lab, dev: str, t_from: int, t_to: int, prior_ppm: float):
-    from bench.rundata import load_samples
+    from bench.model.rundata import load_samples
     smp = load_samples(lab.store.path / "samples" / f"{dev}.csv")
     s, e, v, q = smp.reads(smp.clock[int(smp.select("read")[0])])
     k = (s >= t_from) & (e <= t_to)

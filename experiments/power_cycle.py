@@ -106,8 +106,8 @@ def intervals(rows: list[tuple], set_within_ns: int) -> dict:
 def pdu_stamps(lab, pdu: str, st) -> list[dict]:
     """The PDU's outlet-log entries after the command, their stamps mapped through this run's
     fit of the PDU clock they are stamped in."""
-    from bench.rundata import load_samples
-    from bench.summary import device_meta, fit_clocks, map_stamp
+    from bench.model.rundata import load_samples
+    from bench.model.summary import device_meta, fit_clocks, map_stamp
     smp = load_samples(lab.store.path / "samples" / f"{pdu}.csv")
     results = fit_clocks(smp, device_meta(lab.store.manifest, pdu))
     out = []

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.experiment_api import LabTimeout
+from bench.run.lab import LabTimeout
 
 NS = 1_000_000_000
 

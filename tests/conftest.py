@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from bench.inventory import rack_from_dict
+from bench.model.inventory import rack_from_dict
 from bench.sim.thread import SimRackThread
 
 

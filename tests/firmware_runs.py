@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from bench.bench import run_experiment
+from bench.run.experiment import run_experiment
 from racks import UTC_BMC2, sim_rack_text
 
 DURATION_S = "16"

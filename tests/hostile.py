@@ -32,7 +32,7 @@ from pathlib import Path
 
 import tomli_w
 
-from bench.simproc import die_with_parent
+from bench.run.simproc import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,16 +7,16 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench import compare
-from bench.compare_config import Rule, ToleranceError, tolerances_from_dict
-from bench.compare_measures import Measure
+from bench.compare import verdicts as compare
+from bench.compare.tolerances import Rule, ToleranceError, tolerances_from_dict
+from bench.compare.measures import Measure
 from firmware_runs import BASELINE, REGRESSED, UNCHANGED, shared_runs
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     runs = shared_runs(tmp_path_factory)
-    from bench.rundata import load_run
+    from bench.model.rundata import load_run
     for fw, path in runs.items():
         m = load_run(path).manifest
         assert m["status"] == "completed", (fw, m.get("error"))
@@ -189,7 +189,7 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
 def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
     the third run, the last run regressed against the first, and the figure is written."""
-    from bench import trend
+    from bench.output import trend
 
     fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),

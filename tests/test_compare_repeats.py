@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from bench import compare
-from bench.bench import run_experiment
-from bench.rundata import load_run
+from bench.compare import verdicts as compare
+from bench.run.experiment import run_experiment
+from bench.model.rundata import load_run
 from racks import sim_rack_text
 
 DURATION_S = "20"

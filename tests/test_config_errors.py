@@ -170,7 +170,7 @@ def test_unknown_experiment_is_one_line(tmp_path):
 
 def test_relative_paths_resolve_against_the_rack_file(tmp_path):
     """A relative ca_file or map path means the file beside the rack file, whatever the cwd."""
-    from bench.rackfile import load_checked
+    from bench.model.rackfile import load_checked
 
     sub = tmp_path / "racks"
     sub.mkdir()

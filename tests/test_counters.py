@@ -1,8 +1,8 @@
-"""bench/counters.py on synthetic read series with known wraps and reboots."""
+"""bench/analysis/counters.py on synthetic read series with known wraps and reboots."""
 import numpy as np
 import pytest
 
-from bench.counters import (AMBIGUOUS, JUMP, REBOOT, split_reboots, step_wraps, unwrap,
+from bench.analysis.counters import (AMBIGUOUS, JUMP, REBOOT, split_reboots, step_wraps, unwrap,
                             zero_bounds)
 
 MS = 1_000_000

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.rundata import load_samples
+from bench.model.rundata import load_samples
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bench.estimate import fit_clock, observed_resolution
+from bench.analysis.estimate import fit_clock, observed_resolution
 from bench.sim.clock import ClockModel, ClockParams
 
 NS = 1_000_000_000
@@ -239,7 +239,7 @@ def test_a_bad_read_just_after_a_step_keeps_the_step():
 
 
 def test_chrony_style_comparator_fits_a_fine_clock_and_drops_old_points():
-    from bench.chrony_style import fit_chrony
+    from bench.analysis.chrony_style import fit_chrony
     p = ClockParams(offset_s=0.05, drift_ppm=12.0, resolution_s=1e-9)
     s, e, v, at, m = reads(p, 400, 21, bracket_ns=200_000, jitter_ns=20_000)
     c = fit_chrony(s, e, v, 1)
@@ -260,7 +260,7 @@ def test_chrony_style_comparator_fits_a_fine_clock_and_drops_old_points():
 def test_fast_feasibility_agrees_with_the_exact_hull():
     """The segmentation's cutting-plane test and the exact polygon agree on random windows,
     feasible and not, including ones cut right at the boundary."""
-    from bench.estimate import _Window
+    from bench.analysis.estimate import _Window
     rng = np.random.default_rng(5)
     agree = 0
     for k in range(300):

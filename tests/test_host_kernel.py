@@ -14,9 +14,9 @@ import time
 import numpy as np
 import pytest
 
-from bench.estimate import fit_clock
-from bench.inventory import device_from_table
-from bench.reference import Reference
+from bench.analysis.estimate import fit_clock
+from bench.model.inventory import device_from_table
+from bench.reference.clock import Reference
 from bench.sim.host_kernel import kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.base import DeviceError
 from drivers.host_kernel import MARKER, HostKernel, parse_record

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from bench.inventory import InventoryError, load_rack, rack_from_dict
-from bench.bench import DEFAULT_RACK
+from bench.model.inventory import InventoryError, load_rack, rack_from_dict
+from bench.run.experiment import DEFAULT_RACK
 
 RACK = {
     "rack": {"name": "lab", "reference": "realtime", "site": "b3"},

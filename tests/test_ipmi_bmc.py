@@ -18,11 +18,11 @@ import time
 import numpy as np
 import pytest
 
-from bench.estimate import fit_clock
-from bench.inventory import device_from_table
-from bench.reference import Reference
+from bench.analysis.estimate import fit_clock
+from bench.model.inventory import device_from_table
+from bench.reference.clock import Reference
 from bench.sim.ipmi_bmc import IpmiSim, host_clock_pair, ipmi_sim_path
-from bench.summary import zone_note
+from bench.model.summary import zone_note
 from drivers.base import DeviceError
 from drivers.ipmi_bmc import PRE_INIT_MAX, IpmiBMC, ns_to_sel_seconds, sel_zone
 

@@ -15,8 +15,8 @@ import pytest
 from aiohttp import web
 from racks import sim_rack_text
 
-from bench.inventory import rack_from_dict
-from bench.reference import Reference
+from bench.model.inventory import rack_from_dict
+from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in
 from drivers.base import DeviceError
 from drivers.k8s_scheduler import K8sScheduler, parse_http_date_ns

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench import limits
-from bench.display import table
-from bench.inventory import InventoryError, rack_from_dict
+from bench.model import limits
+from bench.output.terminal import table
+from bench.model.inventory import InventoryError, rack_from_dict
 
 
 def _seg(lo, hi, dlo, dhi):

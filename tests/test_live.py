@@ -7,11 +7,11 @@ import re
 
 import numpy as np
 
-from bench.bench import run_experiment
-from bench.display import Progress
-from bench.live import LiveBounds, calibrated_cell
-from bench.rundata import load_run
-from bench.runner import DeviceStatus
+from bench.run.experiment import run_experiment
+from bench.output.terminal import Progress
+from bench.output.live import LiveBounds, calibrated_cell
+from bench.model.rundata import load_run
+from bench.run.runner import DeviceStatus
 from racks import sim_rack_text
 
 

@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from pymodbus.client import ModbusSerialClient, ModbusTcpClient
 
-from bench.inventory import rack_from_dict
-from bench.reference import Reference
+from bench.model.inventory import rack_from_dict
+from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in
 from drivers import driver_class
 from drivers.base import DeviceError, StimulusRefused

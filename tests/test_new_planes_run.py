@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from racks import sim_rack_text
 
-from bench.bench import run_experiment
-from bench.compare import compare_runs, load_tolerances
-from bench.display import table
-from bench.rundata import load_run
+from bench.run.experiment import run_experiment
+from bench.compare.verdicts import compare_runs, load_tolerances
+from bench.output.terminal import table
+from bench.model.rundata import load_run
 from bench.sim.host_kernel import kmsg_writable
 from bench.sim.ipmi_bmc import ipmi_sim_path
-from bench.timeline_cli import build_timeline
+from bench.model.timeline import build_timeline
 
 DEVICES = ["k8s-1"] + (["ipmi-1", "ipmi-2"] if ipmi_sim_path() else []) + \
     (["host-1"] if kmsg_writable() else [])
@@ -49,7 +49,7 @@ def test_every_new_plane_is_in_the_table_with_bounds_that_contain_the_truth(new_
 
 
 def test_report_and_compare_cover_the_new_planes(new_planes_run, tmp_path):
-    from bench import report
+    from bench.output import report
     run = new_planes_run
     built = report.build_report(run.path, formats=("png",))
     html = (run.path / "report.html").read_text()

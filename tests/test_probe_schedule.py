@@ -2,8 +2,8 @@
 bracket in fewer than 30 reads, where reads at random phases stay tens of brackets wide."""
 import numpy as np
 
-from bench.estimate import fit_clock
-from bench.probe_schedule import next_probe_ns
+from bench.analysis.estimate import fit_clock
+from bench.analysis.probe_schedule import next_probe_ns
 from bench.sim.clock import ClockModel, ClockParams
 
 NS = 1_000_000_000

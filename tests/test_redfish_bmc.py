@@ -15,7 +15,7 @@ import time
 import pytest
 import redfish
 
-from bench.reference import Reference
+from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
 from drivers.base import DeviceError
 from drivers.redfish_bmc import RedfishBMC, parse_datetime_ns

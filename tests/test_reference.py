@@ -12,12 +12,12 @@ import pytest
 import tomli_w
 
 from bench import check
-from bench.health_monitor import HealthMonitor
-from bench.inventory import load_rack
-from bench.phc import Phc, PhcError
-from bench.ptp_health import (NS, Pmc, PtpHealthError, PtpThresholds, UncertaintyPolicy, grade,
+from bench.reference.monitor import HealthMonitor
+from bench.model.inventory import load_rack
+from bench.reference.phc import Phc, PhcError
+from bench.reference.ptp_health import (NS, Pmc, PtpHealthError, PtpThresholds, UncertaintyPolicy, grade,
                               parse_pmc, snapshot_from, uncertainty_ns)
-from bench.reference import (Discipline, Reference, ReferenceRefused, VirtualReference,
+from bench.reference.clock import (Discipline, Reference, ReferenceRefused, VirtualReference,
                              open_reference, reference_for_run)
 from bench.sim.serve import DEFAULT_RACK, ensure_secrets
 from bench.sim.thread import SimRackThread
@@ -446,7 +446,7 @@ def test_monitor_survives_a_broken_health_source_and_manifest_bound(tmp_path):
     h = mon.sample()
     assert h.grade == "fail" and "pmc vanished" in h.problems[0]
     assert mon.worst()[0] == "fail" and not mon.run_health().verified
-    from bench.health_monitor import bound_from_manifest
+    from bench.model.rundata import bound_from_manifest
     assert bound_from_manifest({"reference": {"uncertainty_ns": 10},
                                 "reference_run": {"uncertainty_ns": 30},
                                 "reference_end": {"uncertainty_ns": 20}}) == 30
@@ -454,8 +454,9 @@ def test_monitor_survives_a_broken_health_source_and_manifest_bound(tmp_path):
 
 
 def test_run_reference_for_the_runner(tmp_path):
-    from bench.health_monitor import RunReference, bound_from_manifest
-    from bench.inventory import rack_from_dict
+    from bench.reference.monitor import RunReference
+    from bench.model.rundata import bound_from_manifest
+    from bench.model.inventory import rack_from_dict
 
     sim = rack_from_dict({"rack": {"name": "s", "simulated": True}})
     rr = RunReference.open(sim, None, tmp_path, interval_s=0.05)
@@ -498,7 +499,7 @@ def test_phc2sys_is_detected_with_its_options(tmp_path):
     clock) is found, with its source, sinks and ptp4l socket."""
     import subprocess
 
-    from bench.ptp_health import phc2sys_processes
+    from bench.reference.ptp_health import phc2sys_processes
 
     fake = tmp_path / "phc2sys"
     fake.write_text("#!/bin/sh\nsleep 30\n:\n")

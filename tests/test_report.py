@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import report
-from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM
-from bench.report_sections import SECTIONS
-from bench.residuals import median_ci, regular_series, segment_residuals
-from bench.rundata import load_run
+from bench.output import report
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM
+from bench.output.report_sections import SECTIONS
+from bench.analysis.residuals import median_ci, regular_series, segment_residuals
+from bench.model.rundata import load_run
 from firmware_runs import BASELINE, shared_runs
 
 CHROMIUM = "/usr/bin/chromium"

@@ -12,9 +12,9 @@ import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
-from bench.bench import DEFAULT_RACK, run_experiment
-from bench.inventory import load_rack, rack_from_dict
-from bench.rundata import load_run
+from bench.run.experiment import DEFAULT_RACK, run_experiment
+from bench.model.inventory import load_rack, rack_from_dict
+from bench.model.rundata import load_run
 from bench.sim.rack import read_samples, samples_in
 from bench.sim.thread import SimRackThread
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from racks import sim_rack_text
 
-from bench.provenance import redact
-from bench.store import RunStore
+from bench.model.provenance import redact
+from bench.model.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRETS = {"RACKCLOCK_SIM_BMC_PASSWORD": "bmc-Pw-7d1c9e",

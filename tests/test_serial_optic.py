@@ -18,7 +18,7 @@ import serial
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.reference import Reference  # noqa: E402
+from bench.reference.clock import Reference  # noqa: E402
 from bench.sim.rack import read_samples  # noqa: E402
 from drivers.base import DeviceError, StimulusRefused  # noqa: E402
 from drivers.serial_optic import SerialOptic  # noqa: E402
@@ -443,7 +443,7 @@ def test_unplugged_bridge_is_reset_then_unreachable(sim_rack, address):
 
 
 def test_unresolved_address_is_unreachable():
-    from bench.inventory import device_from_table
+    from bench.model.inventory import device_from_table
     dev = device_from_table("optic-x", {"plane": "optic", "driver": "serial_optic",
                                         "address": "serial:///dev/nonexistent-rackclock"})
     with pytest.raises(DeviceError) as err:
@@ -477,11 +477,11 @@ def test_counter_and_identity_with_device(real_rack):
 # -- measurement: `python tests/test_serial_optic.py` ---------------------------------------------
 def measure(latency_ms: float, reads: int = 300) -> dict:
     """Counter reads with the runner's random dither; brackets, and the offset/drift bounds that
-    bench/estimate.py proves from them (checked against the emulator's truth)."""
+    bench/analysis/estimate.py proves from them (checked against the emulator's truth)."""
     import tomllib
 
-    from bench.estimate import fit_clock
-    from bench.inventory import rack_from_dict
+    from bench.analysis.estimate import fit_clock
+    from bench.model.inventory import rack_from_dict
     from bench.sim.thread import SimRackThread
     rack = rack_from_dict(tomllib.loads('[rack]\nname = "m"\n' + optic_toml(latency_ms=latency_ms)))
     with SimRackThread(rack) as sim:

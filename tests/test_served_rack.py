@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.bench import run_experiment
-from bench.inventory import load_rack
-from bench.rundata import load_run
+from bench.run.experiment import run_experiment
+from bench.model.inventory import load_rack
+from bench.model.rundata import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 

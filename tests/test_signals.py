@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.rundata import load_run
+from bench.model.rundata import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICES = ["bmc-1", "cdu-1"]

@@ -16,10 +16,10 @@ import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
-from bench.inventory import load_rack, rack_from_dict
-from bench.reference import Reference
+from bench.model.inventory import load_rack, rack_from_dict
+from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
-from bench.simproc import SimProcess
+from bench.run.simproc import SimProcess
 from bench.sim.thread import SimRackThread
 from drivers.snmp_pdu import SnmpPdu
 

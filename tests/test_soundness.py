@@ -4,8 +4,8 @@ than the clock's, and bad reads close together; plus a few thousand fuzz devices
 import numpy as np
 import pytest
 
-from bench.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
-from bench.probe_schedule import detection_reads, explore_delay_ns
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.probe_schedule import detection_reads, explore_delay_ns
 from bench.sim.clock import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 

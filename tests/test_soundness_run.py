@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from racks import UTC_BMC2, sim_rack_text
 
-from bench.bench import run_experiment
-from bench.rundata import load_run
+from bench.run.experiment import run_experiment
+from bench.model.rundata import load_run
 
 STATUSES = {"proven", "assumed", "undecided"}
 

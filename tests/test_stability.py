@@ -4,7 +4,7 @@ import allantools
 import numpy as np
 import pytest
 
-from bench.stability import deviation, mtie, offset_series, resample, summary
+from bench.analysis.stability import deviation, mtie, offset_series, resample, summary
 
 
 def nbs14_1000() -> np.ndarray:

@@ -1,8 +1,8 @@
 """The run folder: rows flushed as written, read back exactly, truncated tails survived."""
 import json
 
-from bench.rundata import load_run, load_samples
-from bench.store import SAMPLE_COLUMNS, RunStore
+from bench.model.rundata import load_run, load_samples
+from bench.model.store import SAMPLE_COLUMNS, RunStore
 from bench.units import fmt_ns, parse_duration_ns
 
 
@@ -52,7 +52,7 @@ def test_units():
 def test_a_value_outside_int64_costs_only_its_row(tmp_path):
     """A stamp in year 1, 2569 or 9999 is a malformed row with its raw text; the device's other
     reads are kept and fitted."""
-    from bench.summary import summarize_device
+    from bench.model.summary import summarize_device
 
     store = RunStore(tmp_path, "r4")
     w = store.samples("dev")

@@ -2,10 +2,10 @@
 its bounds hold the truth; latencies are bounded by causality."""
 import numpy as np
 
-from bench.rundata import load_run
+from bench.model.rundata import load_run
 from bench.sim.clock import ClockModel, ClockParams
-from bench.store import RunStore
-from bench.summary import summarize_run
+from bench.model.store import RunStore
+from bench.model.summary import summarize_run
 
 T0 = 1_795_000_000_000_000_000
 Q = 10_000_000                     # sysUpTime: centiseconds
@@ -41,7 +41,7 @@ def test_wrapping_counter_is_unwrapped_not_split(tmp_path):
 def test_truth_offset_after_a_reboot_between_grid_points():
     """A reboot (a fault triggered at any instant) between the truth grid's points: the truth at
     an instant after it comes from the grid's side of the reboot it is on, not the nearest point."""
-    from bench.summary import _truth_offset_at
+    from bench.model.summary import _truth_offset_at
     ns = 1_000_000_000
     model = ClockModel(ClockParams(counter=True, resolution_s=0.01, wrap_ticks=2**32,
                                    uptime_s=1000.0), T0, seed=1)

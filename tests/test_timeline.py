@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from bench.sim.clock import ClockModel, ClockParams
-from bench.store import RunStore
-from bench.timeline import Entry, before, order, widen
-from bench.logformats import parse_log
+from bench.model.store import RunStore
+from bench.analysis.timeline import Entry, before, order, widen
+from bench.model.logformats import parse_log
 from bench.timeline_cli import main
 
 T0 = 1_795_000_000_000_000_000

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench.logformats import Context, parse_log
+from bench.model.logformats import Context, parse_log
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -177,7 +177,7 @@ def _run_folder(tmp_path, name="run", start_ns=None):
     import numpy as np
 
     from bench.sim.clock import ClockModel, ClockParams
-    from bench.store import RunStore
+    from bench.model.store import RunStore
     t0 = T - 60 * NS
     bmc = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), t0, seed=1)
     pdu = ClockModel(ClockParams(counter=True, uptime_s=1000.0, resolution_s=0.01), t0, seed=2)

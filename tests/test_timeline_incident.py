@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from bench.timeline_score import curve, first_set, score
+from bench.analysis.timeline_score import curve, first_set, score
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -51,7 +51,7 @@ def test_offline_cascades_never_order_wrongly_and_the_first_set_holds_the_truth(
 def test_incident_end_to_end_through_the_emulators(tmp_path):
     """A short run of the real experiment: the simulated rack plays the cascade, the drivers
     collect every plane's log, the timeline is scored against truth.json."""
-    from bench.bench import run_experiment
+    from bench.run.experiment import run_experiment
     from experiments.incident import lines
     folder = run_experiment("incident", None, tmp_path, {
         "duration_s": "14", "cascade_at_s": "5", "cascades": "0"}, quiet=True)

@@ -5,7 +5,7 @@ import pytest
 
 from bench.sim.cascade import calibrate
 from bench.sim.clock import ClockModel, ClockParams
-from bench.timeline_map import (STATUS, Calibration, calibrations, map_stamps, to_reference_many)
+from bench.analysis.timeline_map import (STATUS, Calibration, calibrations, map_stamps, to_reference_many)
 
 T0 = 1_795_000_000_000_000_000
 NS = 1_000_000_000
@@ -147,9 +147,9 @@ def test_run_events_across_a_reboot_each_log_in_its_own_order(tmp_path):
     """A PDU's traps and its event log arrive in one fetch, traps first: each is ordered only
     within itself, so a post-reboot trap listed before a pre-reboot log row is not pulled back
     into the old boot."""
-    from bench.rundata import load_run
-    from bench.store import RunStore
-    from bench.timeline_cli import Calibrated, run_entries
+    from bench.model.rundata import load_run
+    from bench.model.store import RunStore
+    from bench.model.timeline import Calibrated, run_entries
     m = ClockModel(ClockParams(counter=True, uptime_s=1234567.0, resolution_s=0.01,
                                reboots=(30.0,), reboot_down_s=2.0), T0, seed=1)
     store = RunStore(tmp_path, "run")

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.timeline import Entry, order
-from bench.timeline_page import timeline_html
+from bench.analysis.timeline import Entry, order
+from bench.output.timeline_page import timeline_html
 
 CHROMIUM = "/usr/bin/chromium"
 T0 = 1_795_000_000_000_000_000

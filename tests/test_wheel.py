@@ -60,7 +60,7 @@ def test_wheel_holds_the_packages_and_their_data(wheel):
     assert top - {n for n in top if n.endswith(".dist-info")} == set(PACKAGES), top
     for f in data_files():
         assert f in names, f"{f} is opened at run time but not in the wheel"
-    assert "bench/compare_tolerances.toml" in names
+    assert "bench/compare/tolerances.toml" in names
     for pkg in PACKAGES:                                  # every module of the checkout
         for p in (ROOT / pkg).rglob("*.py"):
             assert p.relative_to(ROOT).as_posix() in names, p

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.estimate import fit_clock
+from bench.analysis.estimate import fit_clock
 from bench.sim.clock import ClockModel, ClockParams
-from bench.summary import ClockResult
+from bench.model.summary import ClockResult
 
 NS = 1_000_000_000
 MS = 1_000_000

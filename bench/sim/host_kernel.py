@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim.ipmi_bmc import host_clock_pair, note_every_second
 
 NS = 1_000_000_000

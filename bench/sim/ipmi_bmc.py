@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 
 NS = 1_000_000_000
 PR_SET_PDEATHSIG = 1

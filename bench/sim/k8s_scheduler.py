@@ -38,7 +38,7 @@ from email.utils import format_datetime
 
 from aiohttp import web
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim.clock import NS
 from bench.sim.redfish_bmc import _bind
 from bench.sim.timing import hold, sample_clock

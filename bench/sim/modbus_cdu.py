@@ -40,7 +40,7 @@ from pymodbus.pdu.device import DeviceInformationFactory, ModbusDeviceIdentifica
 from pymodbus.pdu.mei_message import ReadDeviceInformationRequest, ReadDeviceInformationResponse
 from pymodbus.simulator import DataType, SimData, SimDevice
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim.clock import NS
 from bench.sim.modbus_manual import spans
 from bench.sim.timing import hold, sample_clock

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from pymodbus import FramerType
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim.clock import NS
 from bench.sim.modbus_cdu import Cdu, identity_request_class
 from bench.sim.modbus_manual import read_manual

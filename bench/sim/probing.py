@@ -3,7 +3,7 @@ soundness fuzz and the estimator tests drive the real probe schedule with it.
 
 Three probes of four of a coarse clock are aimed at the predicted tick edge
 (bench/probe_schedule.next_probe_ns), the fourth is an exploration read uniform over the tick
-phase (probe_schedule.explore_delay_ns), as bench/runner.py does; brackets are loopback-like
+phase (probe_schedule.explore_delay_ns), as bench/run/runner.py does; brackets are loopback-like
 (0.3–1 ms) or sideband-like (20–40 ms), the device samples anywhere in its bracket, a few reads are
 lost, none is answered while the device reboots.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.probe_schedule import explore_delay_ns, next_probe_ns
+from bench.analysis.probe_schedule import explore_delay_ns, next_probe_ns
 from bench.sim.clock import ClockModel
 
 NS = 1_000_000_000

@@ -24,8 +24,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from bench.inventory import DeviceConfig, RackConfig
-from bench.reference import Reference
+from bench.model.inventory import DeviceConfig, RackConfig
+from bench.reference.clock import Reference
 from bench.sim.clock import NS, ClockModel, device_models
 from bench.sim.faults import FaultBoard, fault_from_table
 

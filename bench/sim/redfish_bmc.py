@@ -72,7 +72,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod
 from aiohttp.web_protocol import RequestHandler
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim import redfish_payloads as P
 from bench.sim.redfish_events import EventService
 from bench.sim.clock import NS, ClockModel

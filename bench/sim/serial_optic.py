@@ -42,7 +42,7 @@ import weakref
 from dataclasses import fields, replace
 from typing import Any
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim.clock import seed_for
 from bench.sim.optic_bridge import Bridge, BridgeSpec
 from bench.sim.optic_cmis import CmisModule, ModuleHooks, module_spec

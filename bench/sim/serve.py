@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from bench.inventory import RackConfig, load_rack
+from bench.model.inventory import RackConfig, load_rack
 from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
 

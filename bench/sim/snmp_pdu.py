@@ -39,7 +39,7 @@ from pysnmp.entity.rfc3413 import cmdrsp, context, ntforg
 from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
-from bench.inventory import DeviceConfig
+from bench.model.inventory import DeviceConfig
 from bench.sim import power
 from bench.sim.clock import NS
 from bench.sim.snmp_pdu_mib import (LAYOUTS, SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects)

@@ -13,7 +13,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from bench.inventory import RackConfig
+from bench.model.inventory import RackConfig
 from bench.sim.faults import Fault
 from bench.sim.rack import SimContext, start_rack
 

@@ -1,4 +1,4 @@
-"""Frozen copy of bench/estimate.py as it stood before issue 11 (the width baseline of the
+"""Frozen copy of bench/analysis/estimate.py as it stood before issue 11 (the width baseline of the
 soundness fuzz; never used by the bench).
 
 Provable offset and drift bounds of one device clock from bracketed reads (DESIGN.md,
@@ -37,7 +37,7 @@ Resolution: the driver declares q; the values say what the clock delivers (the G
 between distinct values, trusted from MIN_DISTINCT distinct values). The coarser of the two is
 used, because a coarser q only loosens constraints while a finer one than the truth breaks proofs.
 
-Segmentation (bench/segment.py): an empty region is a model break; the series is split there, a
+Segmentation (bench/analysis/segment.py): an empty region is a model break; the series is split there, a
 lone read that empties the region is an outlier, and each break gets bounds on its instant and size.
 The search asks "is this window feasible?" O(log n) times per run; that test is a 1-D cutting-plane
 minimisation of g − h (numpy, no hull), and the hull is built once per segment.

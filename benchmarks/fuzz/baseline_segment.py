@@ -1,4 +1,4 @@
-"""Frozen copy of bench/segment.py before issue 11 (baseline for the soundness fuzz).
+"""Frozen copy of bench/analysis/segment.py before issue 11 (baseline for the soundness fuzz).
 
 Splitting one clock's reads where the model breaks, and telling a break from a lone bad read.
 

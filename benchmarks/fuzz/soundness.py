@@ -4,12 +4,12 @@ estimator; every interval published as proven is checked against the truth.
 Each device is short (30–70 reads at 1–2 Hz): a clock model (bench/sim/clock.py) with one
 adversarial behaviour, read as the runner reads it (bench/sim/probing.py: the real probe
 schedule, aimed and exploration reads, loopback- or sideband-like brackets, the device sampling
-anywhere in the bracket, lost reads). Then bench.estimate.fit_clock, and the frozen
+anywhere in the bracket, lost reads). Then bench.analysis.estimate.fit_clock, and the frozen
 pre-issue estimator (benchmarks/fuzz/baseline_estimate.py) on the same reads for the width ratio.
 
 Checked, for every segment whose status is "proven": the offset at its epoch, the offset band at
 five instants across it, the drift at its epoch (when proven: never since the drift rests on
-bench.estimate.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
+bench.analysis.estimate.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
 (Segment.proven_to_reference: what the latency bounds are made of); for every break between two
 proven segments with one true step in its window: its size. The drift bounds published as
 "assumed" are checked too and reported apart ("drift held"): how often that assumption fails.
@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.estimate import fit_clock                                 # noqa: E402
+from bench.analysis.estimate import fit_clock                                 # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams                  # noqa: E402
 from bench.sim.probing import read_like_runner                       # noqa: E402
 from benchmarks.fuzz import baseline_estimate                        # noqa: E402
@@ -103,7 +103,7 @@ def simulate(dev: dict):
                                         sideband=dev["sideband"], lag_s=dev["lag_s"],
                                         bad=dev["bad"])
     if dev["modulus_ns"]:            # the summary unwraps counters before fitting
-        from bench.counters import unwrap
+        from bench.analysis.counters import unwrap
         v = unwrap(s, e, v, dev["modulus_ns"], dev["declared_ns"])[0]
     return s, e, v, at, m, bad
 
@@ -117,7 +117,7 @@ def score(dev: dict) -> dict:
     span = (int(e[-1]) - int(s[0])) / NS
     w = 0.0
     if dev["wander_allow"]:
-        from bench.estimate import wander_allowance_ns_per_s
+        from bench.analysis.estimate import wander_allowance_ns_per_s
         w = wander_allowance_ns_per_s(dev["wander_allow"], span)
     lag = int(dev["lag_s"] * NS)
     fit = fit_clock(s - lag, e, v, dev["declared_ns"], wander_ns_per_s=w)

@@ -1,0 +1,1 @@
+"""The pure measurement math: numpy and allantools only, no I/O, no other bench layer."""

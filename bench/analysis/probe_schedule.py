@@ -1,0 +1,103 @@
+"""Tick-edge probing: when to read a coarse clock next so that the read cuts the region most.
+
+A read of a clock with tick q says only on which side of a tick edge the device sampled: "before"
+proves the edge came after s, "after" proves it came at or before e. With the current region the
+next edge's reference instant is known to lie in [a, b] (from the offset bounds there). A read
+whose bracket starts at s = (a + b − B)/2, with B the typical bracket, leaves at most
+(b − a + B)/2 whichever way it answers: bisection, converging to about one bracket within a few
+reads, where reads at random phases need hundreds (a random read lands within the uncertain
+interval with probability (b − a)/q). Where the device samples within its bracket does not
+change what a read proves (only s and e do), so it does not move the aim.
+
+Clocks with q no coarser than a couple of brackets straddle an edge on every read: those are read
+at the earliest allowed instant, as are clocks whose offset is not yet known to within a tick.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock
+
+RECENT = 256             # reads used to aim
+
+
+def explore_delay_ns(u: float, q: int, period_ns: float, dither: float) -> int:
+    """Delay from `now` to an exploration read, u uniform in [0, 1): (1 − d)·period plus u times
+    a whole number of ticks (at least one, about 2·d·period). The read's instant is then uniform
+    over the tick phase whatever the previous read was (aimed reads included), so every part of
+    the tick, the one a small forward step shows in too, is sampled at the same rate."""
+    q = max(1, int(q))
+    window = q * max(1, int(2 * dither * period_ns // q))
+    return int(period_ns * (1 - dither) + u * window)
+
+
+def detection_reads(step_ns: float, q: int, bracket_ns: float, width_ns: float,
+                    p: float = 0.99) -> float:
+    """Exploration reads after a step of size s until one contradicts the earlier segment with
+    probability p (DESIGN.md, "Probing"): a read at a uniform tick phase does when it samples in
+    the part of the tick where the old line and the stepped clock read differently by more than
+    the bracket and the bound's width, of length |s| − b − w per tick (every read when
+    |s| ≥ q + b + w). n = ln(1 − p) / ln(1 − (|s| − b − w)/q); T = n / r_explore."""
+    s, q = abs(float(step_ns)), float(q)
+    f = min(1.0, max(0.0, (s - bracket_ns - width_ns) / q))
+    if f >= 1.0:
+        return 1.0
+    if f <= 0.0:
+        return math.inf
+    return math.log(1 - p) / math.log(1 - f)
+
+
+def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int, int, int]:
+    """(k-th edge index, a, b): bounds [a, b] on the reference instant of the first tick edge
+    (device reading k·q + phase) whose earliest possible instant is at or after `after_ns`."""
+    off = seg.offset_at(after_ns)
+    k = math.ceil((after_ns + off.hi - phase_ns) / q)
+    for _ in range(4):
+        target = k * q + phase_ns
+        # D(t) = t + offset(t); the edge solves it for the offset bounds near the edge
+        t_mid = target - seg.offset_at(target - off.point).point
+        o = seg.offset_at(t_mid)
+        a, b = target - o.hi, target - o.lo
+        if a >= after_ns:
+            return k, a, b
+        k += 1
+    return k, a, b
+
+
+def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
+        min_gap_ns: int) -> int:
+    """The reference instant to send the next request, given the current segment."""
+    earliest = int(now_ns) + int(min_gap_ns)
+    B = max(1, int(typical_bracket_ns))
+    if q <= 2 * B:
+        return earliest
+    off = seg.offset_at(earliest)
+    if off.hi - off.lo >= q - B:
+        return earliest
+    k, a, b = edge_window(seg, q, phase_ns, earliest + B // 2)
+    s = (a + b - B) // 2
+    while s < earliest:                      # too close: aim at the next edge
+        k, a, b = edge_window(seg, q, phase_ns, b + 1)
+        s = (a + b - B) // 2
+    return int(s)
+
+
+def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
+                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0) -> int:
+    """The reference instant at which to read next, from the raw ok reads so far (time order)."""
+    s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
+    earliest = int(now_ns) + int(min_gap_ns)
+    if len(v) == 0:
+        return earliest
+    k = max(0, len(v) - RECENT)          # the latest reads aim as well as all of them, in O(1)
+    if check_resolution(v[k:], q)[0] <= 2 * int(typical_bracket_ns):
+        return earliest                  # every read straddles a tick edge anyway
+    fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
+                    uncertainty_ns=uncertainty_ns, publish=False)
+    if not fit.segments:
+        return earliest
+    qq = fit.resolution_ns
+    phase = int(np.asarray(v, dtype=np.int64)[-1] % qq)
+    return aim(fit.segments[-1], qq, phase, now_ns, typical_bracket_ns, min_gap_ns)

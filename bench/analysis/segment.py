@@ -1,0 +1,162 @@
+"""Splitting one clock's reads where the model breaks, and telling a break from a lone bad read.
+
+The fit is a predicate here: `feasible(idx)` says whether the reads at positions `idx` (ascending)
+admit one straight line (non-empty region). Everything below is search over that predicate.
+
+Splitting is the safe default; setting a read aside is not:
+
+1. **Runs.** From each start the longest feasible run is found by galloping then bisection
+   (O(log L) fits of O(L) each for a run of L reads); the next run starts at the read that
+   emptied the region. The search never goes back before the last break, so the whole pass is
+   O(n log n) whatever the rate of bad reads.
+2. **Outliers.** A run of at most `BURST_MAX` reads between two runs is a candidate. Its reads
+   are set aside only when each is provably inconsistent with the run before it *and* with the
+   run after it, each side taken with all its reads (its own bounds). A lone read between two
+   runs always is: the run before ended because of it, and it ended because of the read after
+   it. A short run of several reads additionally needs the two sides to agree with each other.
+   Never "the next few reads agree": reads aimed at a tick edge agree with both sides of a
+   small step and vouch for nothing. When the sides agree they become one run.
+3. **Breaks localised.** Around each remaining break the later run is grown backwards into the
+   earlier one as far as it stays feasible: the last read the later run cannot take is provably
+   before the break, the first read of the later run provably after it, and the break's window
+   lies between them. The reads in between fit either side (ambiguous); they stay with the
+   earlier run, whose published bounds hold with one unseen break inside it (bench.analysis.estimate), so
+   they keep serving a fit instead of being thrown away.
+
+Merging and back-growth test a run by its *core*: `compress(idx)` may return the subset of reads
+whose constraints bound the region (the rest are implied by them), which keeps every test
+proportional to the reads being added, not to the whole run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+Feasible = Callable[[np.ndarray], bool]
+
+BURST_MAX = 8      # a run this short between two others may be a burst of bad reads
+
+
+@dataclass
+class Split:
+    runs: list[np.ndarray] = field(default_factory=list)        # positions of each clean run
+    breaks: list[tuple[int, int, int]] = field(default_factory=list)
+    # per break: (last position provably before, first position provably after, ambiguous count)
+    outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
+
+
+def _longest_forward(n: int, start: int, feasible: Feasible) -> int:
+    """Largest j >= start with reads start..j feasible (a single read always is). Galloping keeps
+    the cost proportional to the run found, not to the reads left."""
+    good, step = start, 1
+    while True:
+        j = min(good + step, n - 1)
+        if j == good:
+            return good
+        if feasible(np.arange(start, j + 1)):
+            good, step = j, step * 2
+        else:
+            bad = j
+            break
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if feasible(np.arange(start, mid + 1)):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+class _Run:
+    """Positions of a run (ascending) and, computed when first needed, its core: a subset with
+    the same region (a lone run is never compressed)."""
+
+    def __init__(self, reads: np.ndarray, source: np.ndarray, comp):
+        self.reads, self._source, self._comp, self._core = reads, source, comp, None
+
+    @property
+    def core(self) -> np.ndarray:
+        if self._core is None:
+            self._core = self._comp(self._source)
+        return self._core
+
+
+def _span(r: _Run) -> str:
+    return f"reads {int(r.reads[0])}..{int(r.reads[-1])}"
+
+
+def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarray] | None = None
+          ) -> Split:
+    """Clean runs, breaks and outliers of reads 0..n-1 (in time order)."""
+    comp = compress or (lambda idx: idx)
+    out = Split()
+    if n == 0:
+        return out
+    stack: list[_Run] = []
+
+    def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate((a, b))
+
+    def reduce() -> None:
+        while len(stack) >= 3 and len(stack[-2].reads) <= BURST_MAX:
+            P, M, N = stack[-3], stack[-2], stack[-1]
+            lone = len(M.reads) == 1
+            sides_agree = feasible(join(P.core, N.core))
+            if not lone:
+                if not sides_agree:
+                    return
+                bad = [int(r) for r in M.reads
+                       if not feasible(join(P.core, [r])) and not feasible(join([r], N.core))]
+                if len(bad) != len(M.reads):
+                    return           # some of its reads fit a side: a short segment, not a burst
+            for r in M.reads:
+                why = (f"inconsistent with the segment before it ({_span(P)}) and with the "
+                       f"segment after it ({_span(N)})")
+                why += (", which agree with each other" if sides_agree
+                        else ", which do not agree with each other either (a break between them)")
+                if not lone:
+                    why += f"; one of a burst of {len(M.reads)} reads"
+                out.outliers.append((int(r), why))
+            if sides_agree:
+                # N was the longest run from its start, and the read after it empties N: so it
+                # empties P + N too, and the merged run is still maximal
+                stack[-3:] = [_Run(join(P.reads, N.reads), join(P.core, N.core), comp)]
+            else:
+                stack[-2:] = [N]
+                return
+
+    start = 0
+    while start < n:
+        end = _longest_forward(n, start, feasible)
+        reads = np.arange(start, end + 1)
+        stack.append(_Run(reads, reads, comp))
+        reduce()
+        start = end + 1
+    out.outliers.sort()
+    # breaks: grow each later run backwards into the earlier one (ambiguous reads join neither)
+    for k, run in enumerate(stack):
+        if k == 0:
+            out.runs.append(run.reads)
+            continue
+        prev = out.runs[-1]
+        # prev + run is infeasible (prev ended there); prev[len:] + run is run alone: feasible
+        good, bad, step = len(prev), 0, 1
+        while good - step > bad:
+            cand = good - step
+            if feasible(join(prev[cand:], run.core)):
+                good, step = cand, step * 2
+            else:
+                bad = cand
+                break
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            if feasible(join(prev[mid:], run.core)):
+                good = mid
+            else:
+                bad = mid
+        b = good
+        out.breaks.append((int(prev[b - 1]), int(run.reads[0]), len(prev) - b))
+        out.runs.append(run.reads)
+    return out

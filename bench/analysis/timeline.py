@@ -1,0 +1,124 @@
+"""One cross-plane timeline: order proven where the bounds allow, "unordered" where they do not.
+
+Each entry is a reference-time interval [lo_ns, hi_ns] proven to contain the instant it stands
+for. Two entries are ordered when their intervals are disjoint, or when both are stamps of the
+same device clock within one segment (a monotone clock orders its own stamps: a + q <= b).
+Everything else is unordered, and said so. Pure: no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Entry:
+    source: str                     # device (or log file) the entry comes from
+    plane: str
+    label: str                      # the log line, stimulus or break, as it reads
+    lo_ns: int
+    hi_ns: int
+    basis: str = "stamp"            # stamp | event | reference | break
+    clock_key: str | None = None    # device/clock/segment, for the same-clock rule
+    stamp_ns: int | None = None     # the device stamp and its resolution, for the same rule
+    resolution_ns: int = 0
+    raw: str = ""                   # the device's timestamp exactly as written (never corrected)
+    calibration: str = ""           # the calibration(s) the interval comes from
+    status: str = "proven"          # proven | assumed | extrapolated | ambiguous (bench.analysis.timeline_map)
+    distance_ns: int = 0            # from the calibrated span it was mapped through
+
+    @property
+    def width_ns(self) -> int:
+        return self.hi_ns - self.lo_ns
+
+
+def before(a: Entry, b: Entry) -> bool:
+    """Is `a` proven to precede `b`?"""
+    if a.hi_ns < b.lo_ns:
+        return True
+    return (a.clock_key is not None and a.clock_key == b.clock_key and a.basis == b.basis == "stamp"
+            and a.stamp_ns is not None and b.stamp_ns is not None
+            and a.stamp_ns + a.resolution_ns <= b.stamp_ns)
+
+
+def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
+    """Entries sorted by interval, grouped into blocks: every entry of a block is proven after
+    every entry of the blocks before it; within a block, `unordered_with` lists (by index in the
+    returned order) the entries whose order against this one is not proven, and
+    `unordered_count` counts them. When the overlapping pairs exceed `max_pairs`, each list
+    holds at most the 12 nearest such entries; the count stays exact (bench.analysis.timeline.order_arrays)."""
+    n = len(entries)
+    if not n:
+        return []
+    keys: dict = {}
+    clock = np.array([keys.setdefault(e.clock_key, len(keys)) if e.clock_key is not None
+                      and e.basis == "stamp" and e.stamp_ns is not None else -1
+                      for e in entries], dtype=np.int64)
+    stamp = np.array([e.stamp_ns if c >= 0 else 0 for e, c in zip(entries, clock)], dtype=np.int64)
+    res = np.array([e.resolution_ns for e in entries], dtype=np.int64)
+    perm, block, count = order_arrays([e.lo_ns for e in entries], [e.hi_ns for e in entries],
+                                      clock, stamp, res)
+    ents = [entries[i] for i in perm]
+    lo = np.array([e.lo_ns for e in ents], dtype=np.int64)
+    hi = np.array([e.hi_ns for e in ents], dtype=np.int64)
+    reach = np.searchsorted(lo, hi, "right")          # entries i+1 .. reach-1 overlap entry i
+    pairs = int(np.sum(reach - np.arange(n) - 1))
+    cap = None if pairs <= max_pairs else 12
+    lists: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        a = ents[i]
+        for j in range(i + 1, int(reach[i])):
+            if cap is not None and len(lists[i]) >= cap:
+                break
+            b = ents[j]
+            if not before(a, b) and not before(b, a):
+                lists[i].append(j)
+                if cap is None or len(lists[j]) < cap:
+                    lists[j].append(i)
+    return [{"index": i, "block": int(block[i]), "entry": ents[i],
+             "unordered_with": sorted(lists[i]), "unordered_count": int(count[i])}
+            for i in range(n)]
+
+
+def widen(entry: Entry, latency_lo_ns: int, latency_hi_ns: int) -> Entry:
+    """From the instant a device stamped a line to the instant of the event it logs:
+    event = stamp - latency, latency in [lo, hi]."""
+    from dataclasses import replace
+    return replace(entry, lo_ns=entry.lo_ns - latency_hi_ns, hi_ns=entry.hi_ns - latency_lo_ns,
+                   basis="event", clock_key=None, stamp_ns=None, resolution_ns=0)
+
+
+def order_arrays(lo_ns, hi_ns, clock=None, stamp_ns=None, resolution_ns=None):
+    """`order` over arrays, for a million entries: (permutation sorting by interval, proven-order
+    block of each sorted entry, number of entries each sorted entry is unordered with).
+
+    `clock`: an int group per entry (-1: none) whose members order by their stamps when these
+    differ by at least the resolution (the same-clock rule of `before`). An entry is unordered
+    with every entry whose interval overlaps its own, except same-clock entries whose stamps
+    differ by a tick or more; exact when stamps of one clock less than a tick apart have
+    overlapping intervals, which mapping one segment gives them."""
+    lo = np.asarray(lo_ns, dtype=np.int64)
+    hi = np.asarray(hi_ns, dtype=np.int64)
+    perm = np.lexsort((hi, lo))
+    lo, hi = lo[perm], hi[perm]
+    reach = np.maximum.accumulate(hi)
+    block = np.concatenate(([0], np.cumsum(lo[1:] > reach[:-1]))) if len(lo) else np.zeros(0, int)
+    slo, shi = lo, np.sort(hi)
+    # overlapping j: lo_j <= hi_i and hi_j >= lo_i; minus itself
+    overlap = (np.searchsorted(slo, hi, "right") - np.searchsorted(shi, lo, "left")) - 1
+    if clock is not None:
+        g = np.asarray(clock, dtype=np.int64)[perm]
+        st = np.asarray(stamp_ns, dtype=np.int64)[perm]
+        q = np.asarray(resolution_ns, dtype=np.int64)[perm]
+        for key in np.unique(g[g >= 0]):
+            idx = np.flatnonzero(g == key)
+            glo, ghi = lo[idx], hi[idx]
+            same = (np.searchsorted(np.sort(glo), ghi, "right")
+                    - np.searchsorted(np.sort(ghi), glo, "left")) - 1
+            sst = np.sort(st[idx])
+            # same tick: |a - b| < q (a + q <= b orders them); q is one per clock segment
+            tied = (np.searchsorted(sst, st[idx] + q[idx], "left")
+                    - np.searchsorted(sst, st[idx] - q[idx], "right")) - 1
+            overlap[idx] -= same - tied
+    return perm, block, overlap

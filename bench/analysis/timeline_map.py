@@ -1,0 +1,261 @@
+"""Device stamps to reference intervals through the right clock segment (DESIGN.md, "The
+measurement model"); vectorised over numpy arrays so a million lines map in seconds.
+
+A clock's calibrations are its fitted segments, from one run or several, in time order. Segment k
+holds (its model D(t) = t + θ + ρ·(t − t0) is valid) over a *window* of reference time: from the
+break before it to the break after it (open-ended at the ends; between two runs the whole gap is
+in both neighbours' windows, since the clock may have been set in between). A stamp is a
+*candidate* of segment k when its interval mapped through k meets k's window and does not lie
+after the log was read. Exactly one candidate: that segment. Several (a stamp in device time that
+the clock showed twice, around a backward step or a reboot): the log's own order decides where it
+has one (entry ids, sequence numbers, file order: a log's order is time order, so its segment
+index cannot go down), and otherwise the line gets the union of the candidates' intervals and is
+flagged. None: a device time the clock never showed (skipped by a forward step), or a stamp
+taken before the clock was set (1970, the firmware image date): recognised and said, no interval.
+
+A line outside a segment's calibrated span is extrapolated: the segment's bounds already carry
+the drift bound times the distance from its epoch; the wander allowance is widened to the
+distance (it grows with the square root of the span) and the line says how far it is from its
+calibration. Its status is then "extrapolated" (it rests on no break between the line and its
+calibration), never "proven". A segment whose own `offset_status` is not "proven" passes its
+status on to every line mapped through it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.analysis.estimate import PPM, TOL_NS, wander_allowance_ns_per_s
+
+NS = 1_000_000_000
+PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
+STATUS = ("proven", "assumed", "extrapolated", "ambiguous", "presync", "unplaceable")
+CHUNK = 131_072
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One segment of one clock, from one run, and the reference window where its model holds."""
+    name: str                 # "RUN:DEVICE/CLOCK#k", said beside every line mapped through it
+    segment: object           # bench.analysis.estimate.Segment
+    window_lo: int | None     # reference ns (None: open)
+    window_hi: int | None
+    status: str = "proven"    # the segment's own offset status
+    wander_ppm: float = 0.0   # the inventory's wander strength (ppm per sqrt hour)
+    modulus_ns: int = 0       # counter wrap
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return int(self.segment.start_ns), int(self.segment.end_ns)
+
+
+def calibrations(fits: list[tuple[str, object, dict]]) -> list[Calibration]:
+    """Calibrations of one device clock from (run id, ClockResult, device meta) of one or more
+    runs, in time order, with the windows described above."""
+    segs = []
+    for run_id, res, meta in fits:
+        if res is None or res.fit is None or not res.fit.segments:
+            continue
+        fit = res.fit
+        for k, sg in enumerate(fit.segments):
+            lo = int(fit.breaks[k - 1].after_ns) if k > 0 else None
+            hi = int(fit.breaks[k].before_ns) if k < len(fit.breaks) else None
+            segs.append((int(sg.start_ns), run_id, res.name, k, sg, lo, hi,
+                         float(meta.get("wander_ppm", 0.0)),
+                         int(res.meta.get("modulus_ns") or 0)))
+    segs.sort(key=lambda s: s[0])
+    out = []
+    for i, (start, run_id, clock, k, sg, lo, hi, wander, mod) in enumerate(segs):
+        if lo is None and i > 0:               # another run before: the gap belongs to both
+            lo = int(segs[i - 1][4].end_ns)
+        if hi is None and i + 1 < len(segs):
+            hi = int(segs[i + 1][4].start_ns)
+        out.append(Calibration(f"{run_id}:{clock}#{k}", sg, lo, hi,
+                               str(getattr(sg, "offset_status", "proven") or "proven"), wander, mod))
+    return out
+
+
+def to_reference_many(seg, value_ns: np.ndarray, resolution_ns: np.ndarray) -> tuple[np.ndarray,
+                                                                                   np.ndarray]:
+    """`Segment.to_reference` over arrays (same vertices, same outward rounding)."""
+    value_ns = np.asarray(value_ns, dtype=np.int64)
+    resolution_ns = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), value_ns.shape)
+    try:
+        xs, gs, hs, th0, w = seg._x, seg._g, seg._h, seg._theta0, seg._w
+    except AttributeError:       # an estimator without exposed vertices: the scalar path
+        pairs = [seg.to_reference(int(v), int(q)) for v, q in zip(value_ns, resolution_ns)]
+        a = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        return a[:, 0], a[:, 1]
+    x = np.concatenate((xs, xs))
+    y = np.concatenate((gs, hs))
+    den = 1.0 + x * PPM
+    f = w / max(1e-12, 1.0 - w - float(np.max(np.abs(x))) * PPM)
+    lo = np.empty(len(value_ns), dtype=np.int64)
+    hi = np.empty(len(value_ns), dtype=np.int64)
+    for a in range(0, len(value_ns), CHUNK):
+        base = (value_ns[a:a + CHUNK] - (seg.epoch_ns + th0)).astype(np.float64)
+        t_lo = np.min((base[:, None] - y[None, :]) / den[None, :], axis=1)
+        t_hi = np.max(((base + resolution_ns[a:a + CHUNK])[:, None] - y[None, :]) / den[None, :],
+                      axis=1)
+        t_lo -= f * np.abs(t_lo) + TOL_NS
+        t_hi += f * np.abs(t_hi) + TOL_NS
+        lo[a:a + CHUNK] = seg.epoch_ns + np.floor(t_lo).astype(np.int64)
+        hi[a:a + CHUNK] = seg.epoch_ns + np.ceil(t_hi).astype(np.int64)
+    return lo, hi
+
+
+@dataclass
+class Mapped:
+    """Reference intervals of n stamps (arrays), with how each was obtained."""
+    lo_ns: np.ndarray
+    hi_ns: np.ndarray
+    status: np.ndarray            # index into STATUS
+    calibration: np.ndarray       # index into `names` (-1: none); for a union, the first
+    candidates: np.ndarray        # bit mask of the calibrations whose union it is
+    distance_ns: np.ndarray       # from the calibrated span of its segment (0 inside)
+    names: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.lo_ns)
+
+    def status_of(self, i: int) -> str:
+        return STATUS[int(self.status[i])]
+
+    def calibration_of(self, i: int) -> str:
+        m = int(self.candidates[i])
+        names = [self.names[k] for k in range(len(self.names)) if m >> k & 1]
+        return " | ".join(names) if names else "none"
+
+
+def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None, *,
+               wall: bool = True, not_after_ns: int | None = None,
+               presync_before_ns: int = PRESYNC_BEFORE_NS) -> Mapped:
+    """Map stamps (arrays in the device's timescale) through the calibrations of their clock.
+
+    `order_key`: the log's own order (entry id, sequence, line number) or None when the log has
+    none to trust (then the value alone decides). `not_after_ns`: when the log was read (no line
+    can be later; one instant or one per line). `wall`: stamps are wall-clock (then a stamp before `presync_before_ns` was
+    written before the clock was set)."""
+    v = np.asarray(value_ns, dtype=np.int64)
+    q = np.maximum(1, np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape))
+    n, K = len(v), len(cals)
+    if K > 62:
+        raise ValueError("more than 62 calibrations of one clock")
+    los = np.zeros((K, n), dtype=np.int64)
+    his = np.zeros((K, n), dtype=np.int64)
+    cand = np.zeros((K, n), dtype=bool)
+    presync = (v < presync_before_ns) if wall else np.zeros(n, dtype=bool)
+    for k, c in enumerate(cals):
+        vk = v
+        if c.modulus_ns:             # a wrapped counter: the turn nearest the segment
+            mid = (c.span[0] + c.span[1]) // 2
+            expect = mid + c.segment.offset_at(mid).point
+            vk = v + np.round((expect - v) / c.modulus_ns).astype(np.int64) * c.modulus_ns
+        lo, hi = to_reference_many(c.segment, vk, q)
+        los[k], his[k] = lo, hi
+        ok = ~presync
+        if c.window_lo is not None:
+            ok &= hi >= c.window_lo
+        if c.window_hi is not None:
+            ok &= lo <= c.window_hi
+        if not_after_ns is not None:
+            ok &= lo <= np.asarray(not_after_ns, dtype=np.int64)
+        cand[k] = ok
+    notes = []
+    if order_key is not None and K > 1:
+        drops = not any(c.modulus_ns for c in cals)
+        cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
+        if broken:
+            notes.append(f"{broken} lines' candidates contradict the log's own order: "
+                         f"their candidates were kept, unnarrowed")
+    count = cand.sum(axis=0)
+    first = np.where(count > 0, np.argmax(cand, axis=0), -1)
+    big = np.iinfo(np.int64).max
+    lo = np.where(cand, los, big).min(axis=0) if K else np.zeros(n, dtype=np.int64)
+    hi = np.where(cand, his, -big).max(axis=0) if K else np.zeros(n, dtype=np.int64)
+    mask = np.zeros(n, dtype=np.int64)
+    for k in range(K):
+        mask |= cand[k].astype(np.int64) << k
+    # distance from the calibrated span, and the wander allowance grown to it
+    dist = np.zeros(n, dtype=np.int64)
+    status = np.zeros(n, dtype=np.int8)
+    for k, c in enumerate(cals):
+        sel = cand[k] & (first == k)
+        s0, s1 = c.span
+        d = np.maximum(0, np.maximum(s0 - his[k], los[k] - s1))
+        dist = np.where(cand[k], np.maximum(dist, d), dist)
+        far = sel & (d > 0)
+        if c.wander_ppm and far.any():
+            # the allowance grows as the square root of the span it must cover
+            span_s = max((s1 - s0) / NS, 1.0)
+            w_fit = wander_allowance_ns_per_s(c.wander_ppm, span_s)
+            ep = int(c.segment.epoch_ns)
+            gap = np.maximum(np.abs(lo[far] - ep), np.abs(hi[far] - ep)).astype(np.float64)
+            w_far = w_fit * np.sqrt((span_s + gap / NS) / span_s)
+            extra = np.ceil((w_far - w_fit) * gap / NS).astype(np.int64)
+            lo[far] -= extra
+            hi[far] += extra
+        if c.status != "proven":
+            status = np.where(sel, STATUS.index("assumed"), status)
+    status = np.where((dist > 0) & (status == 0), STATUS.index("extrapolated"), status)
+    status = np.where(count > 1, STATUS.index("ambiguous"), status)
+    status = np.where(count == 0, STATUS.index("unplaceable"), status)
+    status = np.where(presync, STATUS.index("presync"), status)
+    lo = np.where(count > 0, lo, 0)
+    hi = np.where(count > 0, hi, 0)
+    return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), mask, dist,
+                  [c.name for c in cals], notes)
+
+
+def _by_order(cand: np.ndarray, los: np.ndarray, his: np.ndarray, key: np.ndarray,
+              value: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Narrow each line's candidates by the log's order, which is time order: a later line's
+    segment is not earlier, and its instant is not before the earliest instant every candidate
+    of an earlier line allows (nor after the latest a later line allows). Where the stamps go
+    down from one line to the next, a monotone clock was set back in between: a later segment."""
+    K, n = cand.shape
+    idx = np.argsort(key, kind="stable")
+    c0 = cand[:, idx]
+    lo, hi = los[:, idx], his[:, idx]
+    ks = np.arange(K)[:, None]
+    big = np.iinfo(np.int64).max
+    up = np.zeros(n, dtype=np.int64)
+    if value is not None and n > 1:
+        vv = np.asarray(value, dtype=np.int64)[idx]
+        up[1:] = np.cumsum(vv[1:] < vv[:-1])       # segments entered up to each line, at least
+    c = c0.copy()
+    for _ in range(3):
+        has = c.any(axis=0)
+        kmin = np.where(has, np.where(c, ks, K).min(axis=0), 0)
+        kmax = np.where(has, np.where(c, ks, -1).max(axis=0), K - 1)
+        earliest = np.where(has, np.where(c, lo, big).min(axis=0), -big)
+        latest = np.where(has, np.where(c, hi, -big).max(axis=0), big)
+        k_lo = np.maximum.accumulate(kmin - up) + up
+        k_hi = np.minimum.accumulate((kmax - up)[::-1])[::-1] + up
+        t_lo = np.maximum.accumulate(earliest)
+        t_hi = np.minimum.accumulate(latest[::-1])[::-1]
+        nxt = c & (ks >= k_lo) & (ks <= k_hi) & (hi >= t_lo) & (lo <= t_hi)
+        if np.array_equal(nxt, c):
+            break
+        c = nxt
+    broken = c0.any(axis=0) & ~c.any(axis=0)
+    c[:, broken] = c0[:, broken]
+    out = np.empty_like(cand)
+    out[:, idx] = c
+    return out, int(broken.sum())
+
+
+def describe(m: Mapped, i: int) -> str:
+    """What a mapped line rests on, in words."""
+    st = m.status_of(i)
+    d = int(m.distance_ns[i])
+    away = f", {d / NS:.3g} s from its calibration" if d else ""
+    if st == "presync":
+        return "stamped before the clock was set (pre-sync): no reference time"
+    if st == "unplaceable":
+        return "no segment of this clock ever showed this time: not placed"
+    if st == "ambiguous":
+        return f"segment undecidable: union of {m.calibration_of(i)}{away}"
+    return f"{st} via {m.calibration_of(i)}{away}"

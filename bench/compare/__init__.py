@@ -1,0 +1,1 @@
+"""Two runs (or many) side by side: measures, tolerances, verdicts."""

@@ -1,0 +1,179 @@
+"""The measures `rackclock compare` sets side by side, each with the bounds that make a verdict
+possible, taken from one run folder (summary.json, and the samples where a statistic needs them).
+
+| measure     | value                                         | bounds                          |
+|-------------|-----------------------------------------------|---------------------------------|
+| offset      | last segment's offset at its epoch            | proven (interval fit)           |
+| drift       | longest segment's drift                       | proven                          |
+| jitter      | median |residual| of the reads (fine clocks)  | 95% CI of the median            |
+| bracket     | median bracket width of the reads             | 95% CI of the median            |
+| resolution  | the tick the fit used                         | exact                           |
+| breaks      | steps, reboots, wraps found                   | exact count                     |
+| latency.S   | stimulus S -> device log stamp                | proven (union over its events)  |
+| errors      | failed exchanges                              | exact count                     |
+
+The confidence intervals are distribution-free (order statistics): they assume only that the
+reads of a run are exchangeable, never a shape of the noise.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM
+from bench.analysis.residuals import median_ci, segment_residuals
+from bench.model.rundata import Run
+
+
+@dataclass(frozen=True)
+class Measure:
+    device: str
+    clock: str                 # "" for device-level measures (latency, errors)
+    name: str                  # "drift", "latency.test_event", ...
+    unit: str                  # ns | ppm | count
+    lo: float
+    hi: float
+    point: float
+    basis: str                 # proven | 95% CI of the median | exact
+    judgeable: bool = True     # False: reported only, with `note` saying why
+    note: str = ""
+    span_s: float | None = None    # the reads' span the bound came from (for "run longer")
+    narrowing: str = ""            # how the bound narrows with span: "1/span", "1/sqrt(span)", ""
+    assumed: bool = False          # the bound sits on an assumption's edge (the drift prior)
+    half_width: float | None = None    # half-width to scale when the bound is clipped by an
+                                       # assumption (None: (hi - lo) / 2)
+    point_informative: bool = True     # False: the bound is the whole prior, the point is noise
+    events: int | None = None          # latency: how many events the bound is the union of
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _exact(device, clock, name, unit, x) -> Measure:
+    return Measure(device, clock, name, unit, float(x), float(x), float(x), "exact")
+
+
+def _ci(device, clock, name, x, note="", judgeable=True, span_s=None) -> Measure | None:
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == 0:
+        return None
+    lo, med, hi = median_ci(x)
+    return Measure(device, clock, name, "ns", lo, hi, med, "95% CI of the median", judgeable, note,
+                   span_s, "1/sqrt(span)")
+
+
+def drift_prior_ppm(run: Run, device: str) -> float:
+    """The drift prior the fit used: the inventory's `drift_prior_ppm`, or the estimator's default."""
+    inv = run.manifest.get("inventory", {}).get("devices", {}).get(device, {})
+    return float(inv.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
+
+
+def _span_s(sg: dict) -> float | None:
+    if sg.get("end_ns") is None or sg.get("start_ns") is None:
+        return None
+    return max(0.0, (sg["end_ns"] - sg["start_ns"]) / 1e9)
+
+
+def drift_measure(device: str, clock: str, sg: dict, prior_ppm: float) -> Measure:
+    """A segment's drift bound; when it rests on the prior's edge its width says little about
+    how it narrows, so the half-width to scale is the unclipped side's (one edge on the prior) or
+    twice the offset width over the span (both edges)."""
+    d, span = sg["drift_ppm"], _span_s(sg)
+    at_lo = abs(d["lo"] + prior_ppm) <= 0.01 * prior_ppm
+    at_hi = abs(d["hi"] - prior_ppm) <= 0.01 * prior_ppm
+    half = None
+    if at_lo and at_hi:
+        o = sg["offset_ns"]
+        half = 2 * (o["hi"] - o["lo"]) / (span * 1e9) * 1e6 if span else None
+    elif at_hi:
+        half = d["point"] - d["lo"]
+    elif at_lo:
+        half = d["hi"] - d["point"]
+    # assumed here means clipped by the prior (the drift is also assumed on an unseen-rate-change
+    # assumption everywhere, bench/estimate.RATE_CHANGE_ASSUMPTION, which does not clip it)
+    assumed = at_lo or at_hi
+    return Measure(device, clock, "drift", "ppm", d["lo"], d["hi"], d["point"], "proven",
+                   note=f"rests on the ±{prior_ppm:g} ppm drift prior" if assumed else "",
+                   span_s=span, narrowing="1/span", assumed=assumed, half_width=half,
+                   point_informative=not (at_lo and at_hi))
+
+
+def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
+    segs = c.get("segments") or []
+    if not segs:
+        return []
+    last = segs[-1]
+    longest = max(segs, key=lambda sg: sg.get("reads", 0))
+    o = last["offset_ns"]
+    counter = bool(c.get("counter"))
+    out = [Measure(device, clock, "offset", "ns", o["lo"], o["hi"], o["point"], "proven",
+                   not counter, "a counter's offset is its zero instant: moves with every reboot"
+                   if counter else "", _span_s(last)),
+           drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
+           _exact(device, clock, "resolution", "ns", c.get("resolution_ns")
+                  or longest.get("resolution_ns") or 0),
+           _exact(device, clock, "breaks", "count", len(c.get("breaks", [])))]
+    s, e, v, q = run.clock_reads(device, clock)
+    r = segment_residuals(s, e, v, q, longest)
+    if len(r):
+        span = _span_s(longest)
+        out.append(_ci(device, clock, "bracket", r.bracket, span_s=span))
+        out.append(_ci(device, clock, "jitter", np.abs(r.mid), judgeable=not r.coarse,
+                       note=f"coarse clock (resolution {r.resolution_ns / 1e9:g} s): the residual "
+                            f"is the tick, not noise" if r.coarse else "", span_s=span))
+    return [m for m in out if m is not None]
+
+
+def device_measures(run: Run, device: str, d: dict) -> list[Measure]:
+    out = []
+    for clock, c in sorted((d.get("clocks") or {}).items()):
+        out += clock_measures(run, device, clock, c)
+    for stim, L in sorted((d.get("latency") or {}).items()):
+        b, basis = L.get("logged_ns"), "proven"
+        if not b:
+            b, basis = L.get("observed_ns"), "proven (first fetch that saw it)"
+        if b:
+            out.append(Measure(device, "", f"latency.{stim}", "ns", b["lo"], b["hi"],
+                               b.get("point", (b["lo"] + b["hi"]) / 2), basis,
+                               events=b.get("n")))
+    out.append(_exact(device, "", "errors", "count", sum((d.get("errors") or {}).values())))
+    return out
+
+
+def run_measures(run: Run) -> dict[tuple[str, str, str], Measure]:
+    """{(device, clock, measure): Measure} of every device in the run's summary."""
+    out = {}
+    for device, d in sorted(run.summary.get("devices", {}).items()):
+        for m in device_measures(run, device, d):
+            out[(m.device, m.clock, m.name)] = m
+    for m in experiment_measures(run):
+        out[(m.device, m.clock, m.name)] = m
+    return out
+
+
+def experiment_measures(run: Run) -> list[Measure]:
+    """What the experiment recorded with `lab.measure` (measurements.json), as measures."""
+    from bench.model.rundata import load_measurements
+    return [Measure(m.get("device", ""), "", m["name"], m["unit"], m["lo"], m["hi"], m["point"],
+                    m.get("basis", "exact"), m.get("judge", True),
+                    m.get("doc", "") if m.get("judge", True) else
+                    f"reported only (the experiment says so): {m.get('doc', '')}")
+            for m in load_measurements(run.path)]
+
+
+def identities(run: Run) -> dict[str, dict]:
+    """Per device: plane and identity (vendor, model, serial, firmware) from the manifest."""
+    out = {}
+    summ = run.summary.get("devices", {})
+    for name, d in run.manifest.get("devices", {}).items():
+        ident = d.get("identity") or summ.get(name, {}).get("identity") or {}
+        out[name] = {"plane": d.get("plane", ""), **{k: str(ident.get(k, "")) for k in
+                                                     ("vendor", "model", "serial", "firmware")}}
+        if d.get("error"):
+            out[name]["error"] = d["error"]
+    return out

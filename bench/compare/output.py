@@ -1,0 +1,182 @@
+"""How a comparison is written: terminal table, Markdown, JSON, JUnit XML."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from bench.compare.verdicts import Comparison, Row, fmt_span, fmt_value as fmt
+
+
+def bounds(m, unit: str) -> str:
+    if m is None:
+        return "—"
+    if m.lo == m.hi:
+        return fmt(m.point, unit)
+    return f"{fmt(m.point, unit)} [{fmt(m.lo, unit)}, {fmt(m.hi, unit)}]"
+
+
+def change(r: Row) -> str:
+    """The change of the point values, and the interval the bounds prove it lies in."""
+    c = r.change
+    if c is None:
+        return "—"
+    b, k = r.baseline, r.candidate
+    if b.lo == b.hi and k.lo == k.hi:
+        return fmt(c, r.unit, True)
+    return (f"{fmt(c, r.unit, True)} [{fmt(k.lo - b.hi, r.unit, True)}, "
+            f"{fmt(k.hi - b.lo, r.unit, True)}]")
+
+
+def verdict_cell(r: Row) -> str:
+    v = r.verdict.upper() if r.failed or r.verdict == "inconclusive" else r.verdict
+    if r.decide_s is not None:
+        v += f": run {fmt_span(r.decide_s)}"
+    return v
+
+
+def row_cells(r: Row) -> list[str]:
+    m = r.baseline or r.candidate
+    basis = (m.basis + (" (assumed: prior)" if any(x is not None and x.assumed for x in
+                                                   (r.baseline, r.candidate)) else "")) if m else ""
+    return [r.device, r.clock or "—", r.measure, basis, bounds(r.baseline, r.unit),
+            bounds(r.candidate, r.unit), change(r),
+            "—" if r.tolerance is None else "±" + fmt(r.tolerance, r.unit), verdict_cell(r)]
+
+
+HEAD = ["device", "clock", "measure", "bounds", "baseline", "candidate", "change [proven]",
+        "tolerance", "verdict"]
+
+
+def _table(head, rows) -> list[str]:
+    widths = [max(len(h), *(len(x[i]) for x in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    f = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [f.format(*head), f.format(*("-" * w for w in widths))] + [f.format(*x) for x in rows]
+
+
+def _name(r: Row) -> str:
+    return f"{r.device} {r.clock + ' ' if r.clock else ''}{r.measure}"
+
+
+def verdict_line(cmp: Comparison) -> str:
+    fails, unsure = cmp.failures, cmp.inconclusive
+    if fails:
+        what = "; ".join(f"{_name(r)} {r.verdict}" for r in fails[:6]) + (
+            f" and {len(fails) - 6} more" if len(fails) > 6 else "")
+        line = f"FAIL: {len(fails)} regression(s): {what}"
+        return line + (f" ({len(unsure)} more inconclusive)" if unsure else "")
+    if unsure:
+        spans = [r.decide_s for r in unsure if r.decide_s is not None]
+        what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
+        return (f"INCONCLUSIVE: no regression proven, but {len(unsure)} measure(s) cannot be "
+                f"decided at their tolerance ({what})"
+                + (f"; runs of {fmt_span(max(spans))} each would decide "
+                   f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
+                   if spans else ""))
+    return "PASS: every judged measure is proven unchanged or better within its tolerance"
+
+
+def _identity_lines(cmp: Comparison) -> list[str]:
+    if not cmp.identity_changes:
+        return ["identity and firmware: no difference"]
+    return ["identity and firmware differences:"] + [
+        f"  {dev}: {what} {before or '—'} -> {after or '—'}"
+        for dev, what, before, after in cmp.identity_changes]
+
+
+def terminal(cmp: Comparison, show_all: bool = False) -> str:
+    lines = [f"baseline:  {cmp.baseline.path}", f"candidate: {cmp.candidate.path}",
+             f"tolerances: {cmp.tolerances}", ""]
+    lines += _identity_lines(cmp)
+    lines += [f"note: {n}" for n in cmp.notes]
+    empty = [label for run, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))
+             if not run.summary.get("devices")]
+    if empty and not show_all:
+        lost = sum(r.verdict == "lost" for r in cmp.rows)
+        lines += ["", f"nothing to compare: the {' and the '.join(empty)} "
+                      f"{'has' if len(empty) == 1 else 'have'} no measures"
+                      + (f"; all {lost} measure(s) of the baseline are lost (--all lists them)"
+                         if lost else ""), "", verdict_line(cmp)]
+        return "\n".join(lines)
+    rows = [r for r in cmp.rows if show_all or r.verdict != "not compared"]
+    hidden = len(cmp.rows) - len(rows)
+    lines += [""] + _table(HEAD, [row_cells(r) for r in rows])
+    if hidden:
+        lines.append(f"({hidden} measure(s) reported but not compared; --all shows them)")
+    for r in cmp.rows:
+        if r.verdict == "inconclusive" or r.failed:
+            lines.append(f"  {_name(r)}: {r.verdict}: {r.reason}")
+    lines += ["", verdict_line(cmp)]
+    return "\n".join(lines)
+
+
+def markdown(cmp: Comparison) -> str:
+    def md_row(cells):
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    lines = ["# rackclock compare", "", f"- baseline: `{cmp.baseline.path}`",
+             f"- candidate: `{cmp.candidate.path}`", f"- tolerances: `{cmp.tolerances}`", "",
+             f"**{verdict_line(cmp)}**", "", "## Identity and firmware", ""]
+    if cmp.identity_changes:
+        lines += [md_row(["device", "what", "baseline", "candidate"]),
+                  md_row(["---"] * 4)]
+        lines += [md_row([d, w, b or "—", a or "—"]) for d, w, b, a in cmp.identity_changes]
+    else:
+        lines.append("No difference.")
+    if cmp.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in cmp.notes]
+    lines += ["", "## Measures", "", md_row(HEAD + ["why"]), md_row(["---"] * (len(HEAD) + 1))]
+    lines += [md_row(row_cells(r) + [r.reason]) for r in cmp.rows]
+    return "\n".join(lines) + "\n"
+
+
+def as_dict(cmp: Comparison) -> dict:
+    def m(x):
+        return None if x is None else {"lo": x.lo, "hi": x.hi, "point": x.point,
+                                       "basis": x.basis, "note": x.note}
+
+    return {"baseline": str(cmp.baseline.path), "candidate": str(cmp.candidate.path),
+            "tolerances": cmp.tolerances,
+            "status": "fail" if cmp.failures else "inconclusive" if cmp.inconclusive else "pass",
+            "identity_changes": [{"device": d, "what": w, "baseline": b, "candidate": a}
+                                 for d, w, b, a in cmp.identity_changes],
+            "notes": list(cmp.notes),
+            "measures": [{"device": r.device, "clock": r.clock, "measure": r.measure,
+                          "unit": r.unit, "baseline": m(r.baseline), "candidate": m(r.candidate),
+                          "change": r.change, "tolerance": r.tolerance, "verdict": r.verdict,
+                          "reason": r.reason, "failed": r.failed, "decide_run_s": r.decide_s}
+                         for r in cmp.rows]}
+
+
+def to_json(cmp: Comparison) -> str:
+    return json.dumps(as_dict(cmp), indent=1) + "\n"
+
+
+def junit(cmp: Comparison) -> str:
+    """One testcase per device × measure; regressions are failures, unjudged ones skipped."""
+    suite = ET.Element("testsuite", name="rackclock compare", tests=str(len(cmp.rows)),
+                       failures=str(len(cmp.failures)),
+                       skipped=str(sum(r.verdict in ("not compared", "inconclusive")
+                                       for r in cmp.rows)), errors="0")
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("baseline", cmp.baseline.path), ("candidate", cmp.candidate.path),
+                 ("tolerances", cmp.tolerances)):
+        ET.SubElement(props, "property", name=k, value=str(v))
+    for dev, what, before, after in cmp.identity_changes:
+        ET.SubElement(props, "property", name=f"{dev}.{what}", value=f"{before} -> {after}")
+    for r in cmp.rows:
+        tc = ET.SubElement(suite, "testcase", classname=r.device,
+                           name=f"{r.clock + '.' if r.clock else ''}{r.measure}", time="0")
+        cells = dict(zip(HEAD, row_cells(r)))
+        text = (f"baseline {cells['baseline']}; candidate {cells['candidate']}; change "
+                f"{cells['change [proven]']}; tolerance {cells['tolerance']}; {r.reason}")
+        if r.failed:
+            f = ET.SubElement(tc, "failure", message=f"{r.device} {r.measure} {r.verdict}",
+                              type=r.verdict)
+            f.text = text
+        elif r.verdict in ("not compared", "inconclusive"):
+            ET.SubElement(tc, "skipped", message=f"{r.verdict}: {r.reason}")
+        else:
+            ET.SubElement(tc, "system-out").text = f"{r.verdict}: {text}"
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

@@ -1,0 +1,313 @@
+"""`rackclock compare BASELINE CANDIDATE`: what changed between two runs, e.g. before and after a
+firmware update, judged by the size of the change the bounds prove, and saying so when they cannot.
+
+Identity and firmware differences come first. Then per device and measure (bench.compare.measures)
+both values with their bounds, the change, the tolerance (bench/compare/tolerances.toml explains
+the rules and which measures are comparable run to run) and the verdict. Both runs' bounds prove
+the change lies in D = [candidate lo - baseline hi, candidate hi - baseline lo]:
+
+  regressed / improved   all of D beyond the tolerance, worse / better
+  changed                the same, for a measure with no better direction (or a sign flip)
+  unchanged              all of D within +-tolerance
+  inconclusive           D straddles the tolerance: the bounds are too wide to decide; where the
+                         bound narrows with span, the run length that would decide it is named
+  lost                   bounded in the baseline, not in the candidate (e.g. no log entry)
+  new, not compared
+
+Exit status 1 when any judged measure regressed, changed or was lost; 3 with --strict when none
+did but one is inconclusive; 0 otherwise; 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.compare.tolerances import Tolerances, ToleranceError, tolerances_from_dict
+from bench.compare.measures import Measure, identities, run_measures
+from bench.model.rundata import Run, load_run
+from bench.units import fmt_ns, fmt_ppm
+
+DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
+FAILING = ("regressed", "changed", "lost")
+MIN_LATENCY_EVENTS = 2     # events a side before a latency change is judged
+PASSING = ("unchanged", "improved", "new", "not compared")
+
+
+@dataclass(frozen=True)
+class Row:
+    device: str
+    clock: str
+    measure: str
+    unit: str
+    baseline: Measure | None
+    candidate: Measure | None
+    tolerance: float | None
+    verdict: str
+    reason: str = ""
+    decide_s: float | None = None    # inconclusive: both runs this long would decide it
+
+    @property
+    def change(self) -> float | None:
+        if self.baseline is None or self.candidate is None:
+            return None
+        return self.candidate.point - self.baseline.point
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAILING
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline: Run
+    candidate: Run
+    identity_changes: list = field(default_factory=list)   # [(device, what, before, after)]
+    notes: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    tolerances: str = ""
+
+    @property
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows if r.failed]
+
+    @property
+    def inconclusive(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict == "inconclusive"]
+
+    def exit_status(self, strict: bool = False) -> int:
+        if self.failures:
+            return 1
+        return 3 if strict and self.inconclusive else 0
+
+
+def load_tolerances(path: str | Path | None) -> Tolerances:
+    p = Path(path) if path else DEFAULT_TOLERANCES
+    try:
+        return tolerances_from_dict(tomllib.loads(p.read_text()), str(p))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ToleranceError(f"{p}: {exc}") from None
+
+
+def fmt_value(x: float | None, unit: str, signed: bool = False) -> str:
+    """A value in the unit a reader takes in (ms, s, ppm, counts), never raw ns or 1e+06."""
+    if x is None:
+        return "—"
+    sign = "+" if signed and x > 0 else ""
+    if unit == "ns":
+        return sign + fmt_ns(x)
+    if unit == "ppm":
+        return sign + fmt_ppm(x)
+    return sign + f"{x:g}"
+
+
+def fmt_span(s: float) -> str:
+    """A run length: '45 s', '12 min', '3.5 h', '2.1 days'."""
+    for scale, unit in ((86400, "days"), (3600, "h"), (60, "min")):
+        if s >= 2 * scale:
+            x = s / scale
+            return f"{x:.1f} {unit}" if x < 10 else f"{x:.0f} {unit}"
+    return f"{max(1, math.ceil(s))} s"
+
+
+def _magnitude(lo: float, hi: float) -> tuple[float, float]:
+    """The interval of |x| for x in [lo, hi]."""
+    if lo >= 0:
+        return lo, hi
+    if hi <= 0:
+        return -hi, -lo
+    return 0.0, max(-lo, hi)
+
+
+def _half_width(m: Measure) -> float:
+    return m.half_width if m.half_width is not None else (m.hi - m.lo) / 2
+
+
+def decide_span_s(b: Measure, c: Measure, tol: float) -> float | None:
+    """The run length (both runs) at which the proven change would clear the tolerance, if the
+    change is what the two points say and each bound shrinks about it with span as its measure's
+    law (drift ~ 1/span, a median's CI ~ 1/sqrt(span)). None: no such law, or the change sits on
+    the tolerance so that no length decides it."""
+    if not (b.narrowing and b.span_s and c.span_s):
+        return None
+    delta = c.point - b.point
+    if not (b.point_informative and c.point_informative):
+        delta = 2 * tol               # points of no information: resolve a change of 2x the tolerance
+    if b.assumed or c.assumed:        # a bound clipped by the prior: its unclipped half-widths
+        down = up = _half_width(b) + _half_width(c)
+    else:
+        down, up = delta - (c.lo - b.hi), (c.hi - b.lo) - delta
+    if abs(abs(delta) - tol) <= 0.05 * tol or min(down, up) <= 0:
+        return None
+    if abs(delta) > tol:              # shrink until all of it is beyond the tolerance
+        k = (abs(delta) - tol) / (down if delta > 0 else up)
+    else:                             # ... or until all of it is within
+        k = min((tol - delta) / up, (tol + delta) / down)
+    if k >= 1:
+        return None
+    span = (b.span_s + c.span_s) / 2
+    return span / k if b.narrowing == "1/span" else span / k ** 2
+
+
+def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | None, str,
+                                                                  float | None]:
+    """(verdict, tolerance used, reason, run length that would decide it) for one measure."""
+    if b is None and c is None:
+        return "not compared", None, "in neither run", None
+    if not rule.judge:
+        return "not compared", None, "not judged (tolerance file)", None
+    if b is None:
+        return "new", None, "not bounded in the baseline", None
+    if c is None:
+        return "lost", None, "bounded in the baseline, not in the candidate", None
+    if not (b.judgeable and c.judgeable):
+        return "not compared", None, b.note or c.note, None
+    tol = rule.allowed(b.point)
+    u = b.unit
+    if b.basis == c.basis == "exact" and b.point == c.point:
+        return "unchanged", tol, "exact and equal", None
+    d_lo, d_hi = c.lo - b.hi, c.hi - b.lo
+    proven = (f"the bounds prove a change between {fmt_value(d_lo, u, True)} and "
+              f"{fmt_value(d_hi, u, True)}")
+    if -tol <= d_lo and d_hi <= tol:
+        return "unchanged", tol, proven + f", within ±{fmt_value(tol, u)}", None
+    if (d_lo > tol or d_hi < -tol) and b.family == "latency" and None not in (b.events, c.events) \
+            and min(b.events, c.events) < MIN_LATENCY_EVENTS:
+        # a device's latency varies from event to event: one event a side proves how those two
+        # events differed, not that the device changed
+        return ("inconclusive", tol, f"{proven}, but from {b.events} and {c.events} "
+                f"event(s): at least {MIN_LATENCY_EVENTS} a side tell the device from one draw of "
+                f"its latency; send more stimuli", None)
+    if d_lo > tol or d_hi < -tol:
+        up = d_lo > tol
+        if rule.direction == "higher_is_worse":
+            return ("regressed" if up else "improved"), tol, proven, None
+        if rule.direction == "magnitude":
+            (blo, bhi), (clo, chi) = _magnitude(b.lo, b.hi), _magnitude(c.lo, c.hi)
+            if clo - bhi > tol:
+                return "regressed", tol, proven + " away from zero", None
+            if chi - blo < -tol:
+                return "improved", tol, proven + " towards zero", None
+        return "changed", tol, proven, None
+    why = (f"{proven}: bounds too wide to decide at ±{fmt_value(tol, u)}"
+           + (" (" + (b.note or c.note) + ")" if b.assumed or c.assumed else ""))
+    span = decide_span_s(b, c, tol)
+    if span is not None:
+        why += (f"; runs of {fmt_span(span)} each would decide it (bound ~ {b.narrowing}"
+                + (", for a change the size of the tolerance: the bounds span the whole prior"
+                   if not (b.point_informative and c.point_informative) else "") + ")")
+    elif b.narrowing:
+        why += "; the change sits on the tolerance: no run length decides it"
+    else:
+        why += "; a longer run does not narrow this bound"
+    return "inconclusive", tol, why, span
+
+
+def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:
+    ia, ib = identities(a), identities(b)
+    out = []
+    for dev in sorted(set(ia) | set(ib)):
+        if dev not in ib:
+            out.append((dev, "device", "present", "absent"))
+            continue
+        if dev not in ia:
+            out.append((dev, "device", "absent", "present"))
+            continue
+        for k in ("firmware", "vendor", "model", "serial", "plane", "error"):
+            if ia[dev].get(k, "") != ib[dev].get(k, ""):
+                out.append((dev, k, ia[dev].get(k, ""), ib[dev].get(k, "")))
+    return out
+
+
+def _short(x, limit: int = 60) -> str:
+    t = "—" if x in (None, "", {}) else str(x)
+    return t if len(t) <= limit else t[:limit - 1] + "…"
+
+
+def _run_notes(a: Run, b: Run) -> list[str]:
+    ma, mb = a.manifest, b.manifest
+    notes = []
+    for key in ("experiment", "simulated"):
+        if ma.get(key) != mb.get(key):
+            notes.append(f"{key} differs: {_short(ma.get(key))} -> {_short(mb.get(key))}")
+    pa, pb = ma.get("parameters") or {}, mb.get("parameters") or {}
+    diff = [k for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)]
+    if diff:
+        notes.append("parameters differ: " + ", ".join(
+            f"{k} {_short(pa.get(k), 20)} -> {_short(pb.get(k), 20)}" for k in diff[:6])
+            + (f" and {len(diff) - 6} more" if len(diff) > 6 else ""))
+    da, db = ma.get("duration_s"), mb.get("duration_s")
+    if da and db and abs(da - db) > 0.2 * max(da, db):
+        notes.append(f"durations differ ({fmt_span(da)} -> {fmt_span(db)}): counts of breaks and "
+                     f"the width of bounds depend on it")
+    ga = ma.get("reference", {}).get("grade")
+    gb = mb.get("reference", {}).get("grade")
+    if ga != gb:
+        notes.append(f"reference grade differs: {_short(ga)} -> {_short(gb)}")
+    for run, label in ((a, "baseline"), (b, "candidate")):
+        m = run.manifest
+        if m.get("status") != "completed":
+            notes.append(f"{label} run did not complete (status {_short(m.get('status'))}"
+                         + (f": {_short(m.get('error'), 120)}" if m.get("error") else "") + ")")
+        if not run.summary:
+            notes.append(f"{label} run has no summary.json: it has no measures to compare")
+    return notes
+
+
+def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Comparison:
+    mb, mc = run_measures(baseline), run_measures(candidate)
+    planes = {**{d: x["plane"] for d, x in identities(baseline).items()},
+              **{d: x["plane"] for d, x in identities(candidate).items()}}
+    rows = []
+    for key in sorted(set(mb) | set(mc)):
+        device, clock, name = key
+        b, c = mb.get(key), mc.get(key)
+        rule = tolerances.rule(name, device, planes.get(device, ""))
+        v, tol, why, span = verdict(b, c, rule)
+        unit = (b or c).unit
+        rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span))
+    return Comparison(baseline, candidate, _identity_changes(baseline, candidate),
+                      _run_notes(baseline, candidate), rows, tolerances.source)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.compare import output as out
+
+    ap = argparse.ArgumentParser(
+        prog="rackclock compare",
+        description="compare two runs (e.g. before and after a firmware update); exit 1 when a "
+                    "measure regressed beyond its tolerance")
+    ap.add_argument("baseline", type=Path, help="run folder of the baseline")
+    ap.add_argument("candidate", type=Path, help="run folder of the candidate")
+    ap.add_argument("--tolerances", type=Path, default=None,
+                    help=f"tolerance file (default: {DEFAULT_TOLERANCES.name} beside this module)")
+    ap.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown report")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
+    ap.add_argument("--junit", type=Path, metavar="FILE",
+                    help="also write JUnit XML (one testcase per device and measure)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 3 when no measure regressed but one is inconclusive")
+    ap.add_argument("--all", action="store_true",
+                    help="terminal table: show every measure (default: hide 'not compared' rows)")
+    a = ap.parse_args(argv)
+    try:
+        tol = load_tolerances(a.tolerances)
+        cmp = compare_runs(load_run(a.baseline), load_run(a.candidate), tol)
+    except (FileNotFoundError, ToleranceError) as exc:
+        print(f"rackclock compare: {exc}", file=sys.stderr)
+        return 2
+    print(out.terminal(cmp, show_all=a.all))
+    if a.markdown:
+        a.markdown.write_text(out.markdown(cmp))
+    if a.json:
+        a.json.write_text(out.to_json(cmp))
+    if a.junit:
+        a.junit.write_text(out.junit(cmp))
+    return cmp.exit_status(a.strict)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

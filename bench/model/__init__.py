@@ -1,0 +1,1 @@
+"""The run folder and the rack file as records: inventory, samples, summary, manifest."""

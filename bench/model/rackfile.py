@@ -1,0 +1,196 @@
+"""The one way `rackclock run` and `rackclock check` read a rack file and their command line.
+
+Everything is checked before anything starts (no run folder, no simulator, no device contacted):
+the rack file's keys against what the bench and each device's driver declare (`Driver.OPTIONS`,
+`Driver.SCHEMES`, its stimuli), ranges of rates, durations and timeouts, the command line's
+values. Each problem is an `InventoryError` whose text is one line naming the file, the device,
+the key and what is accepted; the commands print it and exit 2.
+Paths in a rack file are relative to the rack file's folder.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bench.model.inventory import (DeviceConfig, InventoryError, Key, RackConfig, did_you_mean,
+                             load_rack, DEVICE_KEYS)
+
+REFERENCE_SPEC = re.compile(r"realtime|phc:/dev/\S+|virtual(:\d+)?")
+DURATION_KEY = Key("float", 0.5, 7 * 86400.0, unit="s")       # --duration
+ALLOWANCE_KEY = Key("float", 0.0, 60.0, unit="s")             # --reference-allowance
+
+
+def known_drivers() -> list[str]:
+    here = Path(__file__).resolve().parent.parent / "drivers"
+    return sorted(p.stem for p in here.glob("*.py")
+                  if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text())
+
+
+def _driver_class(d: DeviceConfig):
+    import drivers
+
+    if d.driver not in known_drivers():
+        raise InventoryError(f"no driver {d.driver!r}{did_you_mean(d.driver, known_drivers())}",
+                             device=d.name, key="driver")
+    return drivers.driver_class(d.driver)
+
+
+def _resolve(key: Key, value: Any, base: Path) -> Any:
+    """A path-valued key, made absolute relative to the rack file's folder."""
+    if key.kind == "path" or (key.file_suffix and str(value).endswith(key.file_suffix)):
+        p = Path(os.path.expanduser(str(value)))
+        return str(p if p.is_absolute() else (base / p).resolve())
+    return value
+
+
+def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
+    """The device with its driver's keys checked and its paths resolved."""
+    from drivers.base import DeviceError
+
+    cls = _driver_class(d)
+    options = {}
+    for k, v in d.options.items():
+        spec = cls.OPTIONS.get(k) or DEVICE_KEYS.get(k)     # the fit's keys stay in options
+        if spec is None:
+            raise InventoryError(f"unknown key for driver {d.driver}"
+                                 f"{did_you_mean(k, [*cls.OPTIONS, *DEVICE_KEYS])}",
+                                 device=d.name, key=k)
+        try:
+            spec.check(v)
+        except InventoryError as exc:
+            raise InventoryError(exc.problem, device=d.name, key=k) from None
+        options[k] = _resolve(spec, v, base)
+    scheme = urlsplit(d.address).scheme.lower()
+    if cls.SCHEMES and scheme not in cls.SCHEMES:
+        raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
+                             + ", ".join(f"{s}://" for s in cls.SCHEMES if s), device=d.name,
+                             key="address")
+    d = replace(d, options=type(d.options)(options))
+    try:
+        drv = cls(d, lambda: 0, armed=False)
+        known = drv.stimuli()
+        known += [k for k, can in ((drv.SET_CLOCK, drv.can_set_clock()),
+                                   (drv.SET_NTP, drv.can_set_ntp())) if can]
+    except DeviceError as exc:
+        raise InventoryError(exc.message, device=d.name) from None
+    except (ValueError, TypeError) as exc:
+        raise InventoryError(f"{type(exc).__name__}: {exc}", device=d.name) from None
+    for entry in d.stimuli:
+        name = entry.partition(":")[0]
+        if name not in known:
+            raise InventoryError(f"{entry!r}: driver {d.driver} has no stimulus {name!r} "
+                                 f"(it has: {', '.join(known) or 'none'})", device=d.name,
+                                 key="stimuli")
+    return d
+
+
+def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
+    """Read and check a rack file: every device's keys against its driver, paths resolved.
+    `need_devices=False` (check): a rack of no devices checks the reference alone."""
+    rack = load_rack(path)
+    try:
+        if not REFERENCE_SPEC.fullmatch(rack.reference):
+            raise InventoryError(f"[rack] {rack.reference!r} is not accepted (one of realtime, "
+                                 f"phc:/dev/ptpN, virtual)", key="reference")
+        if need_devices and not rack.devices:
+            raise InventoryError("no devices: a rack file needs at least one [devices.NAME] table")
+        base = Path(rack.source).parent
+        devices = tuple(check_device(d, base) for d in rack.devices)
+    except InventoryError as exc:
+        raise exc.located(str(path)) from None
+    uds = rack.options.get("ptp_uds")
+    options = dict(rack.options)
+    if uds not in (None, "auto", "none"):
+        options["ptp_uds"] = str(Path(rack.source).parent / os.path.expanduser(uds))
+    return replace(rack, devices=devices, options=type(rack.options)(options))
+
+
+def reference_options(rack: RackConfig) -> dict:
+    """The keyword arguments of the reference's set-up that the rack file gives (`ptp_uds`,
+    `ptp_domain`): the same for `check` and `run` (bench.reference.monitor.RunReference.open)."""
+    uds = rack.options.get("ptp_uds", "auto")
+    return {"ptp_uds": None if uds == "none" else uds,
+            "domain": int(rack.options.get("ptp_domain", 0))}
+
+
+# -- the command line ---------------------------------------------------------------------------
+def _checked(key: Key, value: float, option: str) -> float:
+    try:
+        return key.check(value)
+    except InventoryError as exc:
+        raise InventoryError(f"{option} {exc.problem}") from None
+
+
+def check_duration(seconds: float | None) -> float | None:
+    return None if seconds is None else _checked(DURATION_KEY, float(seconds), "--duration")
+
+
+def parse_allowance(text: str | None) -> int | None:
+    """--reference-allowance as integer ns."""
+    from bench.units import parse_duration_ns
+
+    if text is None:
+        return None
+    try:
+        ns = parse_duration_ns(text)
+    except (ValueError, OverflowError) as exc:
+        raise InventoryError(f"--reference-allowance: {exc}") from None
+    _checked(ALLOWANCE_KEY, ns / 1e9, "--reference-allowance")
+    return ns
+
+
+def check_out(out: Path) -> None:
+    """The folder for run folders must be (or be made) a folder a file can be written in."""
+    import tempfile
+
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise InventoryError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+
+
+def check_params(exp, overrides: dict[str, str]) -> dict[str, Any]:
+    """`--param key=value` cast to the experiment's Params field types, ranges checked."""
+    from dataclasses import fields
+
+    types = {f.name: str(f.type) for f in fields(exp.Params)}
+    kw: dict[str, Any] = {}
+    for k, v in overrides.items():
+        if k not in types:
+            raise InventoryError(f"--param {k}: the experiment has no such parameter"
+                                 f"{did_you_mean(k, types)}")
+        t = types[k]
+        try:
+            if "bool" in t:
+                if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                    raise ValueError("expected true or false")
+                kw[k] = v.lower() in ("1", "true", "yes", "on")
+            elif "float" in t:
+                if "None" in t and v.lower() == "none":
+                    kw[k] = None
+                else:
+                    kw[k] = float(v)
+                    if not math.isfinite(kw[k]) or kw[k] < 0:
+                        raise ValueError("expected a finite number, 0 or more")
+            elif "int" in t:
+                kw[k] = int(v)
+                if kw[k] < 0:
+                    raise ValueError("expected an integer, 0 or more")
+            else:
+                kw[k] = v
+        except ValueError as exc:
+            raise InventoryError(f"--param {k}={v}: {exc}") from None
+        if k == "duration_s":
+            check_duration(kw[k])
+        elif k.endswith("_s") and kw[k] is not None:
+            _checked(Key("float", 0.01, 86400.0, unit="s"), kw[k], f"--param {k}")
+        elif k == "burst":
+            _checked(Key("int", 1, 20), kw[k], f"--param {k}")
+    return kw

@@ -1,0 +1,169 @@
+"""Load a run folder back: the public API for reports, notebooks and comparisons."""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One device's rows, as columns. Integer columns are int64 numpy arrays (missing: 0 with
+    the `has_value` mask); strings are lists."""
+
+    seq: np.ndarray
+    kind: list
+    clock: list
+    s_ns: np.ndarray
+    e_ns: np.ndarray
+    value_ns: np.ndarray
+    has_value: np.ndarray
+    resolution_ns: np.ndarray
+    stamp: list
+    status: list
+    raw: list
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def select(self, kind: str, clock: str | None = None, ok: bool = True) -> np.ndarray:
+        """Indices of rows of this kind (and clock), only status ok unless ok=False."""
+        return np.array([i for i in range(len(self.seq))
+                         if self.kind[i] == kind and (clock is None or self.clock[i] == clock)
+                         and (not ok or self.status[i] == "ok")], dtype=int)
+
+    def clock_reads(self, clock: str, meta: dict | None = None):
+        """(s_ns, e_ns, value_ns, resolution_ns, wraps) of one clock's ok reads in time order.
+        `meta` is the clock's manifest entry: a wrapping counter (`counter`, `modulus_ns`) is
+        unwrapped with its tick (`resolution_ns`) as tolerance, and `wraps[i]` counts the wraps
+        before read i (zeros otherwise). The one place the summary and the figures unwrap."""
+        s, e, v, q = self.reads(clock)
+        cm = meta or {}
+        wraps = np.zeros(len(v), dtype=np.int64)
+        if len(v) and cm.get("counter") and cm.get("modulus_ns"):
+            from bench.analysis.counters import unwrap
+            v, wraps = unwrap(s, e, v, int(cm["modulus_ns"]),
+                              int(cm.get("resolution_ns") or q[0]))
+        return s, e, v, q, wraps
+
+    def reads(self, clock: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(s_ns, e_ns, value_ns, resolution_ns) of the ok reads of one clock, in time order."""
+        i = self.select("read", clock)
+        i = i[self.has_value[i]] if len(i) else i
+        order = np.argsort(self.s_ns[i], kind="stable") if len(i) else i
+        i = i[order]
+        return self.s_ns[i], self.e_ns[i], self.value_ns[i], self.resolution_ns[i]
+
+
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def in_int64(x: int | None) -> bool:
+    """Whether a value fits the int64 ns columns (years 1677-2262 as ns since the epoch)."""
+    return x is None or INT64[0] <= x <= INT64[1]
+
+
+def _int(x: str) -> int:
+    return int(x) if x not in ("", None) else 0
+
+
+def load_samples(path: str | Path) -> Samples:
+    """Read samples/<device>.csv; a truncated last line (a run that died) is skipped. A row whose
+    value lies outside int64 ns (a stamp in year 1 or 9999) is kept as a malformed row with its
+    raw text: it costs only itself, never the device's other rows."""
+    cols: dict[str, list] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
+                                             "has_value", "resolution_ns", "stamp", "status", "raw")}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("status") in (None, "") or None in row.values():
+                continue                       # a line cut short by a run that died
+            try:
+                seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
+                v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
+            except (TypeError, ValueError, KeyError):
+                continue
+            if not all(in_int64(x) for x in (seq, s, e, q)):
+                continue                       # not a row the bench wrote
+            if not in_int64(v):
+                row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
+                row["status"], row["value_ns"], v = "malformed", "", 0
+            cols["seq"].append(seq)
+            cols["s_ns"].append(s)
+            cols["e_ns"].append(e)
+            cols["value_ns"].append(v)
+            cols["has_value"].append(row["value_ns"] not in ("", None))
+            cols["resolution_ns"].append(q)
+            for k in ("kind", "clock", "stamp", "status", "raw"):
+                cols[k].append(row.get(k) or "")
+    arr = {k: np.asarray(cols[k], dtype=np.int64) for k in ("seq", "s_ns", "e_ns", "value_ns",
+                                                            "resolution_ns")}
+    return Samples(arr["seq"], cols["kind"], cols["clock"], arr["s_ns"], arr["e_ns"],
+                   arr["value_ns"], np.asarray(cols["has_value"], dtype=bool),
+                   arr["resolution_ns"], cols["stamp"], cols["status"], cols["raw"])
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    manifest: dict
+    summary: dict
+    truth: dict | None
+
+    @property
+    def devices(self) -> list[str]:
+        return sorted(p.stem for p in (self.path / "samples").glob("*.csv"))
+
+    def samples(self, device: str) -> Samples:
+        return load_samples(self.path / "samples" / f"{device}.csv")
+
+    def clock_reads(self, device: str, clock: str):
+        """(s_ns, e_ns, value_ns, resolution_ns) of one clock's ok reads in time order, a
+        wrapping counter unwrapped the way the summary fitted it (its modulus from the manifest)."""
+        meta = {c.get("name"): c for c in
+                self.manifest.get("devices", {}).get(device, {}).get("clocks", []) or []}
+        return self.samples(device).clock_reads(clock, meta.get(clock))[:4]
+
+
+def load_run(path: str | Path) -> Run:
+    path = Path(path)
+    if not (path / "manifest.json").exists():
+        raise FileNotFoundError(f"{path} is not a run folder (no manifest.json)")
+
+    def j(name: str) -> dict | None:
+        p = path / name
+        return json.loads(p.read_text()) if p.exists() else None
+
+    return Run(path, j("manifest.json") or {}, j("summary.json") or {}, j("truth.json"))
+
+
+def unusable_devices(summary: dict) -> dict[str, str]:
+    """Devices of a summary that gave no usable clock read, with the first error of each; a
+    summary without devices measured nothing ("-")."""
+    devices = (summary or {}).get("devices") or {}
+    if not devices:
+        return {"-": "the run measured nothing"}
+    out = {}
+    for name, d in devices.items():
+        if sum(int(c.get("reads") or 0) for c in (d.get("clocks") or {}).values()) == 0:
+            first = d.get("first_errors") or {}
+            out[name] = "; ".join(f"{k}: {v}" for k, v in list(first.items())[:1]) or "no clock read"
+    return out
+
+
+MEASUREMENTS_FILE = "measurements.json"
+
+
+def load_measurements(path) -> list[dict]:
+    """measurements.json of a run folder (empty list when the run recorded none)."""
+    p = Path(path) / MEASUREMENTS_FILE
+    return json.loads(p.read_text()).get("measurements", []) if p.exists() else []
+
+
+def bound_from_manifest(manifest: dict) -> int:
+    """The reference uncertainty to add to every bracket of a run (ns): the largest of the start
+    snapshot, the run's series and the stop snapshot, as far as the manifest holds them."""
+    keys = ("reference", "reference_run", "reference_end")
+    return max([int((manifest.get(k) or {}).get("uncertainty_ns") or 0) for k in keys])

@@ -1,0 +1,210 @@
+"""The run folder: manifest, per-device sample streams, the run journal, summary.
+
+Every sample row is written and flushed as soon as its exchange completes, so a run that dies
+keeps everything it measured. Layout and columns: results/README.md.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.model.provenance import redact, redact_text
+
+SCHEMA = 1
+SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
+                  "status", "raw"]
+EVENT_COLUMNS = ["t_ns", "device", "level", "kind", "message"]
+RESERVE_BYTES = 256 << 10        # kept free for the last manifest and journal lines
+
+
+def new_run_id(experiment: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{re.sub(r'[^A-Za-z0-9_-]', '_', experiment)}"
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+LIBRARY_LOGGERS = ("pymodbus", "pysnmp", "asyncio", "aiohttp", "redfish", "serial")
+
+
+class _Shorten(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if len(msg) > 2000:                 # a frame dump of a flooding device
+            record.msg, record.args = msg[:2000] + f" ... ({len(msg)} characters)", None
+        return True
+
+
+def route_library_logs(path: Path) -> logging.Handler:
+    """The libraries' own log lines (pymodbus frame dumps, pysnmp and asyncio tracebacks) go to
+    the run folder's library.log (at most 2 x 10 MB), not into the progress display."""
+    from logging.handlers import RotatingFileHandler
+
+    h = RotatingFileHandler(path, maxBytes=10 << 20, backupCount=1, delay=True)
+    h.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    h.addFilter(_Shorten())
+    for name in LIBRARY_LOGGERS:
+        lg = logging.getLogger(name)
+        lg.addHandler(h)
+        lg.propagate = False
+    return h
+
+
+class DiskFull(OSError):
+    """The run folder's file system is full (or failing): what was written is kept."""
+
+
+class SampleWriter:
+    """Appends rows to samples/<device>.csv, flushing each; safe to call from one thread.
+    A failed write (disk full) is reported to `on_error` once; later rows are dropped."""
+
+    def __init__(self, path: Path, on_error=None):
+        self.path = path
+        self.on_error = on_error
+        self.failed = False
+        self.seq = 0
+        new = not path.exists()
+        self.seq = 0
+        if not new:          # a second writer of the same device (the lab, then the loop) goes on
+            with open(path, "rb") as f:
+                self.seq = max(0, sum(1 for _ in f) - 1)
+        self._f = open(path, "a", newline="")
+        self._w = csv.writer(self._f)
+        if new:
+            self._guard(lambda: (self._w.writerow(SAMPLE_COLUMNS), self._f.flush()))
+
+    def _guard(self, fn) -> None:
+        if self.failed:
+            return
+        try:
+            fn()
+        except OSError as exc:
+            self.failed = True
+            if self.on_error is None:
+                raise
+            self.on_error(exc)
+
+    def write(self, kind: str, clock: str, s_ns: int | None, e_ns: int | None,
+              value_ns: int | None, resolution_ns: int | None, stamp: str, status: str,
+              raw: str) -> int:
+        self.seq += 1
+        raw = raw.replace("\r", " ").replace("\n", " ")[:2000]
+        row = [self.seq, kind, clock, s_ns, e_ns, "" if value_ns is None else value_ns,
+               "" if resolution_ns is None else resolution_ns, stamp, status, raw]
+        self._guard(lambda: (self._w.writerow(row), self._f.flush()))
+        return self.seq
+
+    def close(self) -> None:
+        try:
+            self._f.close()
+        except OSError:           # the unflushed tail of a full disk: already reported
+            pass
+
+
+class RunStore:
+    def __init__(self, root: str | Path, run_id: str):
+        Path(root).mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):          # two runs started within one second get -2, -3...
+            self.run_id = run_id if n == 1 else f"{run_id}-{n}"
+            self.path = Path(root) / self.run_id
+            try:
+                self.path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        (self.path / "samples").mkdir()
+        (self.path / "plots").mkdir()
+        self._lock = threading.Lock()
+        self._events = open(self.path / "events.csv", "a", newline="")
+        self._ew = csv.writer(self._events)
+        self._ew.writerow(EVENT_COLUMNS)
+        self._events.flush()
+        self.manifest: dict = {}
+        self.full: OSError | None = None     # the first failed write (disk full)
+        self._reserve = self.path / ".reserve"
+        try:                  # freed when the disk fills, so the manifest can still say so
+            self._reserve.write_bytes(b"\0" * RESERVE_BYTES)
+        except OSError:
+            self._reserve.unlink(missing_ok=True)
+        self._library_log = route_library_logs(self.path / "library.log")
+
+    def samples(self, device: str) -> SampleWriter:
+        try:
+            return SampleWriter(self.path / "samples" / f"{device}.csv", self.failed)
+        except OSError as exc:
+            self.failed(exc)
+            return SampleWriter(Path(os.devnull), lambda e: None)
+
+    def failed(self, exc: OSError) -> None:
+        """A write failed: remember the first failure and free the reserve for the manifest."""
+        if self.full is None:
+            self.full = exc
+        self._reserve.unlink(missing_ok=True)
+
+    def disk_full(self) -> DiskFull:
+        """The one-line error of a full disk, naming the folder."""
+        rows = sum(max(0, sum(1 for _ in open(p, "rb")) - 1)
+                   for p in (self.path / "samples").glob("*.csv"))
+        return DiskFull(self.full.errno, f"cannot write in {self.path}: "
+                        f"{self.full.strerror or self.full}; the {rows} sample rows written "
+                        f"before are kept (free space, then `rackclock summarize {self.path}`)")
+
+    def journal(self, device: str, level: str, kind: str, message: str) -> None:
+        """A run-level event (error, reconnect, stimulus printed unarmed...), written at once."""
+        with self._lock:
+            if self.full is not None:
+                return
+            try:
+                self._ew.writerow([time.time_ns(), device, level, kind,
+                                   redact_text(message.replace("\n", " "))])
+                self._events.flush()
+            except OSError as exc:
+                self.failed(exc)
+
+    def _write_manifest(self) -> None:
+        try:
+            write_json(self.path / "manifest.json", self.manifest)
+        except OSError as exc:
+            self.failed(exc)
+            write_json(self.path / "manifest.json", self.manifest)   # in the freed reserve
+
+    def write_manifest(self, manifest: dict) -> None:
+        self.manifest = redact({"schema": SCHEMA, **manifest})
+        self._write_manifest()
+
+    def update_manifest(self, **changes) -> None:
+        with self._lock:
+            self.manifest.update(redact(changes))
+            self._write_manifest()
+
+    def update_device(self, name: str, **fields) -> None:
+        """What a device told about itself (identity, clocks), written as soon as it is known,
+        so that a run killed later can still be summarised (`rackclock summarize`)."""
+        with self._lock:
+            self.manifest.setdefault("devices", {}).setdefault(name, {}).update(redact(fields))
+            self._write_manifest()
+
+    def write_summary(self, summary: dict) -> None:
+        write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
+
+    def close(self) -> None:
+        try:
+            self._events.close()
+        except OSError:
+            pass
+        self._reserve.unlink(missing_ok=True)
+        for name in LIBRARY_LOGGERS:
+            logging.getLogger(name).removeHandler(self._library_log)
+        self._library_log.close()

@@ -1,0 +1,264 @@
+"""From a run folder's samples to summary.json: per device and clock the interval fit, breaks,
+errors, stimulus-to-log latencies, and (simulated racks) the check of every bound against truth.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
+                            fit_clock, wander_allowance_ns_per_s)
+from bench.model.rundata import Samples, load_samples
+
+QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
+
+
+def zone_note(offset_lo: float, offset_hi: float) -> str:
+    """A wall clock off by a whole number of quarter hours (within a minute) most likely shows
+    local time under a wrong UTC offset: say so, never correct it silently."""
+    mid = (offset_lo + offset_hi) / 2
+    k = round(mid / QUARTER_HOUR_NS)
+    if k != 0 and abs(mid - k * QUARTER_HOUR_NS) < 60e9:
+        sign = "+" if k > 0 else "-"
+        h, m = divmod(abs(k) * 15, 60)
+        return (f"offset is {sign}{h:02d}:{m:02d} plus {(mid - k * QUARTER_HOUR_NS) / 1e6:.1f} ms: "
+                f"consistent with local time under a wrong UTC offset")
+    return ""
+
+
+def _truth_offset_at(tc: dict, t: int) -> float:
+    """Truth offset at t from the nearest grid point with no true step or reboot between them,
+    carried to t with the true drift there (the grid is 1 s or finer; wander is smooth)."""
+    ts = np.asarray(tc["t_ns"], dtype=np.int64)
+    cuts = [b["t_ns"] for b in tc.get("breaks", []) if b["kind"] in ("step", "reboot")]
+    order = np.argsort(np.abs(ts - t))
+    for k in order:
+        lo, hi = sorted((int(ts[k]), int(t)))
+        if not any(lo < c <= hi for c in cuts):
+            return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
+    k = int(order[0])
+    return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
+
+
+def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
+    """Does the truth lie inside this segment's bounds? Truth offset at the segment's epoch;
+    truth drift at the epoch (the grid point nearest it), which is what the published drift
+    bounds (bench.analysis.estimate: it holds at every instant only when no frequency change went
+    unseen)."""
+    o, d = seg["offset_ns"], seg["drift_ppm"]
+    true_off = _truth_offset_at(truth_clock, seg["epoch_ns"])
+    if modulus_ns:
+        true_off -= round((true_off - o["point"]) / modulus_ns) * modulus_ns
+    ts = np.asarray(truth_clock["t_ns"], dtype=np.int64)
+    drifts = np.asarray(truth_clock["drift_ppm"], dtype=float)
+    true_drift = float(drifts[np.argmin(np.abs(ts - seg["epoch_ns"]))])
+    # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
+    return {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"]),
+            "drift_ppm": true_drift, "drift_in": bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4)}
+
+
+def band(seg, points: int = 60) -> dict:
+    """The proven offset band sampled across a segment (for plots: exact at each point). Each
+    point holds even with one unseen break in the segment (Segment.proven_offset_at); points
+    with no read on one side (the segment's ends) are left out."""
+    ts = np.linspace(seg.start_ns, seg.end_ns, points).astype(np.int64) if seg.end_ns > seg.start_ns \
+        else np.array([seg.start_ns], dtype=np.int64)
+    pts = [(int(t), b) for t in ts if (b := seg.proven_offset_at(int(t))) is not None]
+    return {"t_ns": [t for t, _ in pts], "lo": [b.lo for _, b in pts], "hi": [b.hi for _, b in pts]}
+
+
+def segment_for(fit_segments: list, t_ns: int):
+    cand = [s for s in fit_segments if s.start_ns <= t_ns]
+    return cand[-1] if cand else (fit_segments[0] if fit_segments else None)
+
+
+def latencies(smp: Samples, results: dict) -> dict:
+    """Pair each sent stimulus with the next device log entry and bound the latency between them:
+    `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
+    the bracket of the fetch that first saw it, or of the pushed event's arrival when the device
+    pushed one first (`pushed` rows; a pushed event never stands in for the log's own stamp).
+    Bounds only; midpoints as points."""
+    out: dict[str, dict] = {}
+    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == "ok"]
+    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == "ok"]
+    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == "ok"]
+    used = set()
+
+    def first_after(rows, i, nxt):
+        return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
+
+    for k, i in enumerate(stim):
+        s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
+        nxt = stim[k + 1] if k + 1 < len(stim) else None
+        j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
+        rec = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
+        seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
+        if seen is not None:
+            used.update(x for x in (j, p) if x is not None)
+            sf, ef = int(smp.s_ns[seen]), int(smp.e_ns[seen])
+            rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
+        if j is not None:
+            # only a log entry's own stamp bounds when the device logged it: a pushed event's
+            # EventTimestamp is when it was emitted, which a slow logger does not share
+            ef = int(smp.e_ns[j])
+            iv = map_stamp(results.get(smp.clock[j]), int(smp.value_ns[j]),
+                           int(smp.resolution_ns[j]), ef) if smp.has_value[j] else None
+            if iv is not None:
+                # the device cannot stamp the event before the request left (s_st) nor after
+                # the answer that listed it arrived (ef)
+                rec["logged_ns"] = {"lo": max(iv[0], s_st) - e_st, "hi": min(iv[1], ef) - s_st}
+            rec["event"] = smp.raw[j][:200]
+        if seen is not None and seen != j:
+            rec["pushed"] = smp.raw[seen][:200]
+        name = smp.clock[i]
+        out.setdefault(name, {"events": []})["events"].append(rec)
+    for name, d in out.items():
+        for key in ("logged_ns", "observed_ns"):
+            b = [e[key] for e in d["events"] if key in e]
+            if b:
+                d[key] = {"lo": min(x["lo"] for x in b), "hi": max(x["hi"] for x in b),
+                          "point": float(np.median([(x["lo"] + x["hi"]) / 2 for x in b])),
+                          "n": len(b)}
+        d["sent"] = len(d["events"])
+    return out
+
+
+@dataclass
+class ClockResult:
+    """One clock's fit with what it was fitted from (unwrapped counter values, wraps found)."""
+    name: str
+    meta: dict
+    declared_ns: int
+    reads: int
+    fit: ClockFit | None = None
+    wraps: list = field(default_factory=list)
+    note: str = ""
+
+
+def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, ClockResult]:
+    """Fit every clock of one device from its samples; never raises for bad data."""
+    clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
+    out = {}
+    for clock in list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")}):
+        cm = clocks_meta.get(clock, {})
+        s, e, v, q, count = smp.clock_reads(clock, cm)
+        declared = int(cm.get("resolution_ns") or (q[0] if len(q) else 1))
+        res = out[clock] = ClockResult(clock, cm, declared, int(len(s)))
+        if len(s) == 0:
+            res.note = "no successful read"
+            continue
+        try:
+            res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
+                         for i in range(1, len(count)) if count[i] > count[i - 1]]
+            wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
+                                               (int(s[-1]) - int(s[0])) / 1e9)
+            res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
+                                drift_prior_ppm=float(meta.get("drift_prior_ppm",
+                                                                  DEFAULT_DRIFT_PRIOR_PPM)),
+                                wander_ns_per_s=wander)
+        except Exception as exc:  # the estimator must never take the summary down
+            res.note = f"estimator failed: {exc!r}"
+    return out
+
+
+def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
+              near_ns: int) -> tuple[int, int] | None:
+    """Reference interval of a device stamp in this clock, through the segment in force at
+    `near_ns` (a wrapped counter stamp is unwrapped to the value nearest the fit there). The
+    interval holds with one unseen break in the segment (Segment.proven_to_reference); where
+    that cannot be bounded (no read after the stamp) the segment's line maps it."""
+    if res is None or res.fit is None or not res.fit.segments:
+        return None
+    seg = segment_for(res.fit.segments, near_ns)
+    modulus = int(res.meta.get("modulus_ns") or 0)
+    if modulus:
+        expected = near_ns + seg.offset_at(near_ns).point
+        value_ns += round((expected - value_ns) / modulus) * modulus
+    q = max(1, int(resolution_ns))
+    return seg.proven_to_reference(int(value_ns), q) or seg.to_reference(int(value_ns), q)
+
+
+def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
+                     truth: dict | None = None) -> dict:
+    errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in ("ok", "unarmed"))
+    first_errors = {}
+    for i in range(len(smp)):
+        st = smp.status[i]
+        if st not in ("ok", "unarmed") and st not in first_errors:
+            first_errors[st] = smp.raw[i][:200]
+    results = fit_clocks(smp, meta, uncertainty_ns)
+    clocks_out = {}
+    for clock, res in results.items():
+        cm = res.meta
+        entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
+                       "counter": bool(cm.get("counter"))}
+        clocks_out[clock] = entry
+        fit = res.fit
+        # what every bound of this clock rests on (results/README.md, "verdict")
+        entry["assumptions"] = {
+            "drift_prior_ppm": float(fit.drift_prior_ppm if fit else
+                                     meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
+            "wander_ppm": float(meta.get("wander_ppm", 0.0)),
+            "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
+            "resolution_basis": fit.resolution_basis if fit else "unproven",
+            "reference_uncertainty_ns": int(uncertainty_ns),
+            "rate_changes": RATE_CHANGE_ASSUMPTION}
+        if fit is None:
+            entry.update(segments=[], breaks=[], outliers=[], verdict="undecided", note=res.note)
+            continue
+        entry.update(fit.as_dict())
+        for seg, sd in zip(res.fit.segments, entry["segments"]):
+            sd["band"] = band(seg)
+        entry["wraps"] = res.wraps
+        if entry["segments"] and not cm.get("counter"):
+            last = entry["segments"][-1]["offset_ns"]
+            note = zone_note(last["lo"], last["hi"])
+            if note:
+                entry["zone_note"] = note
+        if truth and clock in truth.get("clocks", {}):
+            tc = truth["clocks"][clock]
+            for seg in entry["segments"]:
+                seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
+    out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
+           "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
+           "clocks": clocks_out, "latency": latencies(smp, results)}
+    no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
+    if no_clock:      # parts the driver found without any clock: only observation bounds exist
+        out["no_clock"] = list(no_clock)
+    return out
+
+
+def device_meta(manifest: dict, name: str) -> dict:
+    """What the fit needs to know of a device: its clocks (from the run) and the inventory's
+    `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
+    (frequency walk per sqrt(hour), default 0)."""
+    inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
+    return {**manifest.get("devices", {}).get(name, {}),
+            **{k: inv[k] for k in ("drift_prior_ppm", "wander_ppm") if k in inv}}
+
+
+def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
+                  uncertainty_ns: int | None = None) -> dict:
+    """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
+    largest the manifest records)."""
+    from bench.model.rundata import bound_from_manifest
+    uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
+    devices = {}
+    for name, meta in manifest.get("devices", {}).items():
+        p = Path(path) / "samples" / f"{name}.csv"
+        if not p.exists():
+            devices[name] = {"plane": meta.get("plane", ""), "errors": {"not_started": 1},
+                             "clocks": {}, "first_errors": {"not_started": meta.get("error", "")}}
+            continue
+        t = (truth or {}).get("devices", {}).get(name)
+        try:
+            devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
+                                             uncertainty, t)
+        except Exception as exc:   # one device's odd data must not cost the others their summary
+            devices[name] = {"plane": meta.get("plane", ""), "errors": {"summary": 1},
+                             "clocks": {}, "first_errors": {"summary": repr(exc)[:200]}}
+    return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
+            "reference_uncertainty_ns": uncertainty, "devices": devices}

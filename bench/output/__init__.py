@@ -1,0 +1,1 @@
+"""What a person reads: the terminal table, figures, the HTML report, timelines."""

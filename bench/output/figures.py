@@ -1,0 +1,372 @@
+"""The report's figures, made for print: one column wide (3.5 in), 7 pt type, every axis with its
+unit, one colour per plane (bench.output.plots.PLANE_COLOURS). The offset figure itself is bench.output.plots'
+(called here and resized, never copied). Drawn from summary.json, the samples and bench.analysis.stability;
+no fit is recomputed here.
+"""
+from __future__ import annotations
+
+import base64
+import io
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.output.plots import fmt_tick, offset_figure, plane_colour  # noqa: E402
+from bench.analysis.residuals import Residuals  # noqa: E402
+
+COLUMN_IN = 3.5                 # single-column width of a printed report
+DPI = 200
+PRINT_RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "xtick.labelsize": 6.5,
+            "ytick.labelsize": 6.5, "legend.fontsize": 6, "lines.linewidth": 0.9,
+            "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": DPI,
+            "savefig.bbox": "tight", "savefig.pad_inches": 0.03, "svg.fonttype": "none"}
+
+_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+
+
+@contextmanager
+def print_style():
+    with plt.rc_context(PRINT_RC):
+        yield
+
+
+def unit_for(values_ns) -> tuple[float, str]:
+    """(scale, unit) so that the largest magnitude reads between 1 and 1000."""
+    v = np.asarray(values_ns, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    m = float(np.max(np.abs(v))) if len(v) else 0.0
+    for scale, unit in _UNITS:
+        if m >= scale:
+            return scale, unit
+    return 1.0, "ns"
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+def save(fig, out_dir: Path, stem: str, formats=("png", "svg", "pdf")) -> tuple[list[Path], bytes]:
+    """Write the figure in every format; return the files and the PNG bytes (for embedding)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    with print_style():
+        for fmt in formats:
+            p = out_dir / f"{stem}.{fmt}"
+            fig.savefig(p, format=fmt, dpi=DPI)
+            paths.append(p)
+        if "png" in formats:
+            png = (out_dir / f"{stem}.png").read_bytes()
+        else:
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=DPI)
+            png = buf.getvalue()
+    plt.close(fig)
+    return paths, png
+
+
+def texts(fig) -> list[str]:
+    """Every text a reader sees in the figure: titles, axis labels, tick labels, legend entries
+    and annotations (what the report's legibility test reads)."""
+    fig.canvas.draw()
+    out = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        out += [ax.get_title(loc) for loc in ("left", "center", "right")]
+        out += [ax.get_xlabel(), ax.get_ylabel()]
+        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        out += [t.get_text() for t in ax.texts]
+        leg = ax.get_legend()
+        if leg is not None:
+            out += [t.get_text() for t in leg.get_texts()]
+    return [t for t in out if t]
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's header."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+# -- offset --------------------------------------------------------------------------------------
+
+def offset_print_figure(run, device: str, clock: str, c: dict, plane: str):
+    """bench.output.plots' offset figure (proven band, reads, breaks, truth) at column width."""
+    with print_style():
+        fig = offset_figure(run, device, clock, c, plane)
+        fig.set_size_inches(COLUMN_IN, 2.5)
+        ax = fig.axes[0]
+        head, _, rest = ax.get_title().partition(": ")
+        ax.set_title(f"{head}\n{rest}" if rest else head, fontsize=6.5)
+        leg = ax.get_legend()
+        if leg is not None:
+            for t in leg.get_texts():
+                t.set_fontsize(5.5)
+        for a in fig.axes:
+            a.xaxis.label.set_size(7)
+            a.yaxis.label.set_size(7)
+            a.tick_params(labelsize=6.5)
+        fig.tight_layout()
+    return fig
+
+
+# -- residuals -----------------------------------------------------------------------------------
+
+def residual_figure(r: Residuals, device: str, clock: str, plane: str):
+    """Two panels: the reads' residuals against the point fit, and their bracket widths.
+
+    A fine clock's residual is the midpoint of the read's offset interval minus the fit; a coarse
+    one's is the same midpoint but dominated by the tick, and the panel says so."""
+    colour = plane_colour(plane)
+    with print_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN, 3.3))
+        if r.coarse:
+            # the midpoint is the tick's quantization: show instead how close each read's tick
+            # edge came to the fit, which is what narrows the bound
+            edge = np.minimum(np.abs(r.lo), np.abs(r.hi))
+            sc, unit = unit_for(edge)
+            a1.hist(edge / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8)
+            a1.set_xlabel(f"distance of the read's tick edge from the fit ({unit})")
+            a1.set_title(f"{device} · {clock}: {len(r)} reads of a {fmt_tick(r.resolution_ns)} "
+                         f"tick\n(the tick dominates: edges near the fit narrow the bound)")
+        else:
+            sc, unit = unit_for(r.mid)
+            a1.hist(r.mid / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8)
+            width = float(np.median(r.hi - r.lo))
+            a1.set_xlabel(f"interval midpoint − fit ({unit}); median interval width "
+                          f"{width / sc:.3g} {unit}")
+            a1.set_title(f"{device} · {clock}: {len(r)} reads against the point fit")
+        a1.set_ylabel("reads")
+        bsc, bunit = unit_for(r.bracket)
+        a2.hist(r.bracket / bsc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.5,
+                edgecolor=colour)
+        med = float(np.median(r.bracket))
+        a2.axvline(med / bsc, color="k", lw=0.8, ls="--", label=f"median {med / bsc:.3g} {bunit}")
+        a2.set_xlabel(f"bracket width e − s ({bunit})")
+        a2.set_ylabel("reads")
+        a2.legend(loc="upper right")
+        for a in (a1, a2):
+            a.grid(alpha=0.3)
+        fig.tight_layout()
+    return fig
+
+
+# -- stability -----------------------------------------------------------------------------------
+
+def stability_figure(curves: dict, device: str, clock: str, plane: str, interval_s: float,
+                     floor_ns: float | None = None):
+    """ADEV and MDEV (fractional frequency) above, TDEV and MTIE (time) below, log-log against
+    tau in s, error bars where the curve has them; legends beside the axes, never on the data.
+
+    `curves`: {"adev"|"mdev": (tau, dev[, err]), "tdev": (tau, ns[, err ns]), "mtie": (tau, ns)};
+    `floor_ns`: the phase noise a clock's tick alone gives (q/√12), drawn as the white-PM ADEV
+    it implies."""
+    colour = plane_colour(plane)
+
+    def draw(ax, key, scale, fmt, label, **kw):
+        c = curves.get(key)
+        if c is None or len(c[0]) == 0:
+            return
+        t, d = np.asarray(c[0]), np.asarray(c[1]) / scale
+        err = np.asarray(c[2]) / scale if len(c) > 2 else None
+        if err is not None:
+            ax.errorbar(t, d, yerr=np.minimum(err, d * 0.999), fmt=fmt, ms=2.5, color=colour,
+                        elinewidth=0.6, capsize=1.5, label=label, **kw)
+        else:
+            ax.plot(t, d, fmt, ms=2.5, color=colour, label=label, **kw)
+
+    with print_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN * 1.45, 3.8), sharex=True)
+        draw(a1, "adev", 1.0, "o-", "ADEV")
+        draw(a1, "mdev", 1.0, "s--", "MDEV", alpha=0.7)
+        if floor_ns and "adev" in curves:
+            tt = np.asarray(curves["adev"][0], dtype=float)
+            a1.plot(tt, np.sqrt(3) * floor_ns * 1e-9 / tt, color="0.5", ls=":",
+                    label="tick alone\n(white PM, q/√12)")
+        a1.set_xscale("log")
+        a1.set_yscale("log")
+        a1.set_ylabel("deviation of fractional\nfrequency (dimensionless)")
+        a1.set_title(f"{device} · {clock}: stability of the residual offset "
+                     f"(τ0 = {interval_s:g} s)")
+        a1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+        vals = [np.asarray(curves[k][1], dtype=float) for k in ("tdev", "mtie") if k in curves]
+        sc, unit = unit_for(np.concatenate(vals) if vals else [1.0])
+        draw(a2, "tdev", sc, "o-", "TDEV")
+        draw(a2, "mtie", sc, "^--", "MTIE", alpha=0.7)
+        a2.set_xscale("log")
+        a2.set_yscale("log")
+        a2.set_ylabel(f"time error ({unit})")
+        a2.set_xlabel("averaging time τ (s)")
+        a2.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        a2.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        a2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        a2.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+        for a in (a1, a2):
+            a.grid(alpha=0.3, which="both")
+        fig.tight_layout()
+    return fig
+
+
+# -- stimuli and log latency ---------------------------------------------------------------------
+
+def latency_figure(series: list[dict]):
+    """Log latency as a distribution, one row per device and stimulus type: a histogram of the
+    events' latency bounds (midpoints, with the range every event's bound allows shaded) and
+    the empirical CDF as a pair of staircases (of the bounds' lower and of their upper ends:
+    the true CDF of these events lies between them).
+
+    `series`: [{"label", "plane", "bounds": [(lo_ns, hi_ns), ...], "basis"}]."""
+    n = len(series)
+    with print_style():
+        fig, axes = plt.subplots(n, 2, figsize=(COLUMN_IN * 2, 0.5 + 1.05 * n), squeeze=False)
+        for (a1, a2), sr in zip(axes, series):
+            b = np.asarray(sr["bounds"], dtype=float)
+            sc, unit = unit_for(b.ravel())
+            lo, hi = np.sort(b[:, 0]) / sc, np.sort(b[:, 1]) / sc
+            c = plane_colour(sr.get("plane", ""))
+            mid = (b[:, 0] + b[:, 1]) / 2 / sc
+            a1.axvspan(lo.min(), hi.max(), color=c, alpha=0.12, lw=0,
+                       label="range the bounds allow")
+            a1.hist(mid, bins=min(20, max(4, len(mid))), color=c, alpha=0.8,
+                    label="event bound midpoints")
+            a1.set_ylabel("events")
+            a1.set_xlabel(f"latency ({unit})")
+            a1.set_title(f"{sr['label']}: {len(b)} event(s), {sr['basis']}", loc="left")
+            k = np.arange(1, len(b) + 1) / len(b)
+            a2.step(np.concatenate([[lo[0]], lo]), np.concatenate([[0], k]), where="post",
+                    color=c, label="CDF of lower bounds")
+            a2.step(np.concatenate([[hi[0]], hi]), np.concatenate([[0], k]), where="post",
+                    color=c, ls="--", label="CDF of upper bounds")
+            a2.set_ylim(0, 1.05)
+            a2.set_ylabel("fraction of events")
+            a2.set_xlabel(f"latency ({unit})")
+            for a in (a1, a2):
+                a.grid(alpha=0.3)
+        axes[0][0].legend(loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, frameon=False)
+        axes[0][1].legend(loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, frameon=False)
+        fig.tight_layout()
+    return fig
+
+
+def reference_figure(t_s, uncertainty_ns, grades, offset_ns=None):
+    """The reference's health over the run: its error bound (and, where linuxptp reports it,
+    the offset from its master) above, its grade as a step below."""
+    order = ["ok", "warn", "unverified", "fail"]
+    with print_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN * 1.45, 2.8), sharex=True,
+                                     gridspec_kw={"height_ratios": [2.2, 1]})
+        u = np.asarray(uncertainty_ns, dtype=float)
+        vals = [u] + ([np.abs(np.asarray(offset_ns, dtype=float))] if offset_ns is not None
+                      else [])
+        sc, unit = unit_for(np.concatenate(vals) if any(len(v) for v in vals) else [1.0])
+        a1.step(t_s, u / sc, where="post", color="k", label="error bound added to brackets")
+        if offset_ns is not None:
+            a1.plot(t_s, np.asarray(offset_ns, dtype=float) / sc, ".", ms=2, color="#1f77b4",
+                    label="offset from master (ptp4l)")
+        a1.set_ylabel(f"time ({unit})")
+        a1.set_title("reference health over the run")
+        a1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+        g = [order.index(x) if x in order else len(order) - 1 for x in grades]
+        a2.step(t_s, g, where="post", color="0.3")
+        a2.set_yticks(range(len(order)))
+        a2.set_yticklabels(order)
+        a2.set_ylim(-0.5, len(order) - 0.5)
+        a2.set_ylabel("grade")
+        a2.set_xlabel("run time (s)")
+        for a in (a1, a2):
+            a.grid(alpha=0.3)
+        fig.tight_layout()
+    return fig
+
+
+def timeline_figure(rows: list[dict], t0_ns: int):
+    """The cross-plane timeline for print: one lane per plane, every entry a bar over its proven
+    interval (run time, s), stacked within its lane; hollow bars are unordered against another
+    entry. Nothing is left out (the report's paged timeline shows each entry's details).
+
+    `rows`: bench.analysis.timeline.order's output."""
+    lanes: dict[str, list[dict]] = {}
+    for r in rows:
+        lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
+    depth = 8                                  # sub-rows per lane
+    with print_style():
+        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 1.0 + 0.45 * len(lanes)))
+        for li, (lane, members) in enumerate(lanes.items()):
+            y0 = len(lanes) - 1 - li
+            for k, r in enumerate(members):
+                en = r["entry"]
+                y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
+                lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
+                c = plane_colour(en.plane)
+                ax.plot([lo, hi], [y, y], color=c, lw=2.5 if not r.get("unordered_count", r["unordered_with"]) else 1.0,
+                        solid_capstyle="butt")
+                ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
+            if li % 2:
+                ax.axhspan(y0 - 0.5, y0 + 0.5, color="0.95", zorder=0, lw=0)
+        ax.set_yticks(range(len(lanes)))
+        ax.set_yticklabels([f"{lane} ({len(m)})" for lane, m in lanes.items()][::-1])
+        ax.set_ylim(-0.6, len(lanes) - 0.4)
+        ax.set_xlabel("run time (s)")
+        ax.grid(alpha=0.3, axis="x")
+        fig.tight_layout()
+    return fig
+
+
+# -- verdict page --------------------------------------------------------------------------------
+
+def human_time_label(x_s: float) -> str:
+    """A tick label in the unit a reader takes in: '-1 h', '30 min', '-2 s', '5 ms', '0'."""
+    a = abs(x_s)
+    if a == 0:
+        return "0"
+    for scale, unit in ((3600, "h"), (60, "min"), (1, "s"), (1e-3, "ms"), (1e-6, "µs"),
+                        (1e-9, "ns")):
+        if a >= scale * 0.999:
+            return f"{x_s / scale:.3g} {unit}"
+    return f"{x_s * 1e9:.2g} ns"
+
+
+def rack_offset_figure(rows: list[dict]):
+    """Every clock's proven offset range over the run against the reference, one row each, on a
+    shared symmetric-log axis (linear within ±1 ms) so that planes hours apart and planes within
+    a millisecond share one picture; the range is written beside each bar.
+
+    `rows`: [{"label", "plane", "lo_ns", "hi_ns", "text"}]."""
+    from bench.output.plots import plane_colour
+
+    n = len(rows)
+    with print_style():
+        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 0.9 + 0.26 * max(n, 1)))
+        lim = max([abs(r[k]) / 1e9 for r in rows for k in ("lo_ns", "hi_ns")] or [1.0])
+        for i, r in enumerate(rows):
+            y = n - 1 - i
+            lo, hi = r["lo_ns"] / 1e9, r["hi_ns"] / 1e9
+            c = plane_colour(r["plane"])
+            ax.plot([lo, hi], [y, y], color=c, lw=5, solid_capstyle="butt")
+            ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=8, mew=1.2)
+            ax.annotate(r["text"], (hi, y), xytext=(6, 0), textcoords="offset points",
+                        va="center", fontsize=6.5)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_xscale("symlog", linthresh=1e-3, linscale=1.0)
+        top = 10 ** np.ceil(np.log10(max(lim * 1.2, 2e-3)))
+        ax.set_xlim(-top, top * 10)          # room on the right for the written ranges
+        dec = 10.0 ** np.arange(-3, np.log10(top) + 0.5)
+        ax.set_xticks(np.concatenate([-dec[::-1], [0], dec]))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda x, _: "0" if x == 0 else f"{x * 1e3:.0f} ms" if abs(x) < 1 else f"{x:.0f} s"))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        plt.setp(ax.get_xticklabels(), rotation=40, ha="right")
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([r["label"] for r in rows][::-1])
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel("device clock − reference (symmetric log scale, linear within ±1 ms)")
+        ax.set_title("Every clock against the reference: proven offset range over the run")
+        ax.grid(alpha=0.3, axis="x")
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,118 @@
+"""Live bounds while a run probes: each clock's current offset width and status for the progress
+display, and the "time to calibrated" the run records: the reference time of the last read in
+the first fit whose offset width was at most CALIBRATED_RATIO times the clock's narrowest bracket
+so far.
+
+The fits are bench.analysis.estimate's own, on the reads the runner hands over (DeviceStatus.recent), with
+the default drift prior: the live figure is a guide, the summary's fit is the result. To keep
+the probing threads' brackets undisturbed the fits are rationed: one clock per tick, round
+robin, each on its latest MAX_READS reads.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.units import fmt_ns
+
+CALIBRATED_RATIO = 2.0
+MAX_READS = 600
+MIN_READS = 4
+BUDGET_S = 0.05            # stop fitting in a tick once this much time is spent
+
+
+@dataclass
+class ClockLive:
+    reads: int = 0                  # reads in the last fit
+    width_ns: float | None = None
+    min_bracket_ns: float | None = None
+    status: str = "—"               # proven | assumed | break | —
+    calibrated_s: float | None = None   # run time at which it first met the criterion
+    calibrated_width_ns: float | None = None
+
+
+class LiveBounds:
+    """`update(statuses, elapsed_s)` from the runner's tick; `text(status)` for a display line;
+    `record()` for the manifest."""
+
+    def __init__(self, start_ns: int, prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM):
+        self.start_ns = int(start_ns)
+        self.prior = float(prior_ppm)
+        self.clocks: dict[tuple[str, str], ClockLive] = {}
+        self._turn = 0
+
+    def update(self, statuses, elapsed_s: float | None = None) -> None:
+        todo = [(st, clock) for st in statuses for clock, rows in list(st.recent.items())
+                if len(rows) >= MIN_READS and len(rows) != self.clocks.get(
+                    (st.name, clock), ClockLive()).reads]
+        if not todo:
+            return
+        t0 = time.perf_counter()
+        for k in range(len(todo)):
+            st, clock = todo[(self._turn + k) % len(todo)]
+            self._fit(st.name, clock, st.recent[clock])
+            if time.perf_counter() - t0 > BUDGET_S:
+                break
+        self._turn += 1
+
+    def _fit(self, device: str, clock: str, rows: list) -> None:
+        n = len(rows)
+        a = np.asarray(rows[-MAX_READS:], dtype=np.int64)
+        s, e, v, q = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+        live = self.clocks.setdefault((device, clock), ClockLive())
+        live.reads = n
+        try:
+            fit = fit_clock(s, e, v, int(max(1, q[-1])), drift_prior_ppm=self.prior)
+        except Exception:          # a live guide must never stop the run
+            return
+        if not fit.segments:
+            return
+        seg = fit.segments[-1]
+        live.width_ns = float(seg.offset_ns.width)
+        live.min_bracket_ns = float(np.min(e - s))
+        d = seg.drift_ppm
+        at_edge = abs(d.lo + self.prior) <= 0.01 * self.prior or \
+            abs(d.hi - self.prior) <= 0.01 * self.prior
+        live.status = "break" if len(fit.segments) > 1 else "assumed" if at_edge else "proven"
+        if live.calibrated_s is None and \
+                live.width_ns <= CALIBRATED_RATIO * live.min_bracket_ns:
+            live.calibrated_s = round((int(e[-1]) - self.start_ns) / 1e9, 1)
+            live.calibrated_width_ns = live.width_ns
+
+    def text(self, st) -> str:
+        parts = []
+        for clock in st.recent:
+            x = self.clocks.get((st.name, clock))
+            if x is None or x.width_ns is None:
+                continue
+            cal = f" cal@{x.calibrated_s:g}s" if x.calibrated_s is not None else ""
+            parts.append(f"{clock} ±{fmt_ns(x.width_ns / 2)} {x.status}{cal}")
+        return "; ".join(parts)
+
+    def record(self) -> dict:
+        """{device: {clock: {...}}} for the manifest's `calibration`."""
+        out: dict = {}
+        for (device, clock), x in sorted(self.clocks.items()):
+            out.setdefault(device, {})[clock] = {
+                "calibrated_after_s": x.calibrated_s,
+                "width_then_ns": x.calibrated_width_ns,
+                "last_width_ns": x.width_ns, "min_bracket_ns": x.min_bracket_ns,
+                "last_status": x.status,
+                "criterion": f"offset width <= {CALIBRATED_RATIO:g} x the narrowest bracket"}
+        return out
+
+
+def calibrated_cell(manifest: dict, device: str, clock: str) -> str:
+    """'12.5 s' or 'not reached (±5.5 ms, floor 1.2 ms)' or '—' for a run without the record."""
+    x = (manifest.get("calibration") or {}).get(device, {}).get(clock)
+    if not x:
+        return "—"
+    if x.get("calibrated_after_s") is not None:
+        return f"{x['calibrated_after_s']:g} s"
+    if x.get("last_width_ns") is None:
+        return "not reached"
+    return (f"not yet ({fmt_ns(x['last_width_ns'])} > "
+            f"{fmt_ns(CALIBRATED_RATIO * (x.get('min_bracket_ns') or 0))})")

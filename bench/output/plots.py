@@ -1,0 +1,168 @@
+"""Per-device figures: offset over time with the proven band, the reads, breaks and (simulated
+racks) the truth. Drawn from summary.json and the samples; nothing is recomputed here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.model.rundata import Run  # noqa: E402
+
+PLANE_COLOURS = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
+                 "reference": "#7f7f7f"}
+
+
+def plane_colour(plane: str) -> str:
+    return PLANE_COLOURS.get(plane, "#8c564b")
+
+
+def _segment_lines(segs: list[dict]):
+    """Per segment its fitted line (point offset and drift) as a function of reference time."""
+    def make(sg):
+        epoch, theta = sg["epoch_ns"], sg["offset_ns"]["point"]
+        rho = sg["drift_ppm"]["point"] * 1e-6
+        return lambda t: theta + rho * (np.asarray(t, dtype=float) - epoch)
+    return [make(sg) for sg in segs]
+
+
+def _segment_index(segs: list[dict], t: np.ndarray) -> np.ndarray:
+    """Index of the segment each instant belongs to (the last one starting at or before it)."""
+    starts = np.asarray([sg["start_ns"] for sg in segs], dtype=np.int64)
+    return np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(segs) - 1)
+
+
+def _iso(ns: float) -> str:
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def offset_title(device: str, clock: str, c: dict) -> str:
+    """'bmc-2 · datetime: offset -3641.27 s, drift +38 ppm' (a counter: its zero instant)."""
+    from bench.units import fmt_ns, fmt_ppm
+    segs = c.get("segments", [])
+    ref = segs[-1]
+    o = ref["offset_ns"]["point"]
+    what = (f"zero at {_iso(-o)}" if c.get("counter") else f"offset {fmt_ns(o, 6)} at epoch")
+    return (f"{device} · {clock}: {what}, drift {fmt_ppm(ref['drift_ppm']['point'])}"
+            + (f", {len(segs)} segments" if len(segs) > 1 else ""))
+
+
+def break_label(br: dict, counter: bool) -> str:
+    """'step -750 ms', 'reboot (counter restarted)' -- never a raw 10-digit number."""
+    from bench.units import fmt_ns
+    size = (br.get("size_ns") or {}).get("point")
+    if br.get("kind") == "reboot" or size is None:
+        return br.get("kind", "break") + (" (counter restarted)" if counter else "")
+    return f"{br['kind']} {'+' if size > 0 else ''}{fmt_ns(size)}"
+
+
+def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
+    """Offset minus each segment's own fitted line against run time in s: the proven band,
+    every read's own interval (omitted where a coarse tick makes each wider than the plot),
+    breaks and counter wraps, and (simulated racks) the truth."""
+    from bench.output.figures import unit_for
+
+    segs = c.get("segments", [])
+    t_start = run.manifest.get("started_ns") or segs[0]["start_ns"]
+    lines = _segment_lines(segs)
+    counter = bool(c.get("counter"))
+    widths = []
+    for k, sg in enumerate(segs):
+        b = sg.get("band")
+        if b:
+            t = np.asarray(b["t_ns"], dtype=np.int64)
+            widths.append(float(np.max(np.asarray(b["hi"]) - np.asarray(b["lo"]))))
+    span = max(widths) if widths else 1e6
+    sc, unit = unit_for([3 * span])
+
+    def resid(t, y):
+        t = np.asarray(t, dtype=np.int64)
+        k = _segment_index(segs, t)
+        base = np.array([lines[j](ti) for j, ti in zip(k, t)], dtype=float)
+        return (np.asarray(y, dtype=float) - base) / sc
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=150)
+    colour = plane_colour(plane)
+    s, e, v, q = run.clock_reads(device, clock)
+    if len(s):
+        mid = (s + e) // 2
+        lo, hi = resid(mid, v - e), resid(mid, v + q - s)
+        if np.median(hi - lo) <= 3 * 6 * span / sc:
+            ax.vlines((mid - t_start) / 1e9, lo, hi, color="0.75", lw=0.6,
+                      label="reads (each one's interval)")
+        else:
+            ax.plot([], [], " ", label=f"reads not drawn: each spans its {fmt_tick(q)} tick, "
+                                       f"wider than the plot")
+    for k, sg in enumerate(segs):
+        b = sg.get("band")
+        if not b:
+            continue
+        t = np.asarray(b["t_ns"], dtype=np.int64)
+        base = lines[k](t)
+        blo, bhi = np.asarray(b["lo"]) - base, np.asarray(b["hi"]) - base
+        ax.fill_between((t - t_start) / 1e9, blo / sc, bhi / sc, color=colour, alpha=0.35,
+                        lw=0, label="proven band" if k == 0 else None)
+    for br in c.get("breaks", []):
+        a, b2 = (br["after_ns"] - t_start) / 1e9, (br["before_ns"] - t_start) / 1e9
+        ax.axvspan(a, b2, color="k", alpha=0.15)
+        ax.axvline((a + b2) / 2, color="k", ls="--", lw=0.8,
+                   label=f"break ({break_label(br, counter)})" if br is c["breaks"][0] else None)
+    for i, w in enumerate(c.get("wraps", [])):
+        ax.axvline(((w["after_ns"] + w["before_ns"]) / 2 - t_start) / 1e9, color="0.3", ls=":",
+                   lw=1.0, label="counter wrap (unwrapped)" if i == 0 else None)
+    truth = (run.truth or {}).get("devices", {}).get(device, {}).get("clocks", {}).get(clock)
+    if truth:
+        modulus = next((int(m.get("modulus_ns") or 0) for m in run.manifest.get(
+            "devices", {}).get(device, {}).get("clocks", []) or [] if m.get("name") == clock), 0)
+        tt = np.asarray(truth["t_ns"], dtype=np.int64)
+        to = np.asarray(truth["offset_ns"], dtype=np.float64)
+        for k, sg in enumerate(segs):      # truth inside each segment, against its own line
+            keep = (tt >= sg["start_ns"]) & (tt <= sg["end_ns"])
+            if keep.any():
+                d = to[keep] - lines[k](tt[keep])
+                if modulus:
+                    d -= np.round(d / modulus) * modulus
+                ax.plot((tt[keep] - t_start) / 1e9, d / sc, color="k", lw=1,
+                        label="truth (simulated)" if k == 0 else None)
+    ax.set_ylim(-3 * span / sc, 3 * span / sc)
+    ax.set_xlabel("run time (s)")
+    ax.set_ylabel(f"offset − segment fit ({unit})")
+    ax.set_title(offset_title(device, clock, c), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+              frameon=False)         # below the axes: never over the data
+    fig.tight_layout()
+    return fig
+
+
+def fmt_tick(q) -> str:
+    from bench.units import fmt_ns
+    q = np.asarray(q)
+    return fmt_ns(float(np.median(q))) if q.size else "—"
+
+
+def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:
+    """One offset figure per device clock with at least one segment; returns the files. A figure
+    that fails leaves `offset_<device>_<clock>.error.txt` saying why, and the others are drawn."""
+    out_dir = Path(out_dir or run.path / "plots")
+    out_dir.mkdir(exist_ok=True)
+    written = []
+    for device, d in run.summary.get("devices", {}).items():
+        for clock, c in d.get("clocks", {}).items():
+            if not c.get("segments"):
+                continue
+            try:
+                fig = offset_figure(run, device, clock, c, d.get("plane", ""))
+                for fmt in formats:
+                    p = out_dir / f"offset_{device}_{clock}.{fmt}"
+                    fig.savefig(p)
+                    written.append(p)
+            except Exception as exc:   # one figure that cannot be drawn costs only itself
+                (out_dir / f"offset_{device}_{clock}.error.txt").write_text(f"{exc!r}\n")
+            finally:
+                plt.close("all")
+    return written

@@ -1,0 +1,529 @@
+"""The report as a list of sections. A section is a function `(run) -> html fragment | None`
+(None: nothing to say for this run); a new measurement joins the report by appending its
+function to SECTIONS (or passing its own list to bench.output.report.build_report).
+
+`run` is a bench.model.rundata.Run; when the report builds it, it is a `ReportRun` that also says where
+figures go and in which formats. Use `figure_html(run, fig, stem, caption)` to write a figure into
+RUN/plots/ and embed it (base64 PNG, so the HTML needs no network and no other file).
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from bench.output import figures
+from bench.analysis.residuals import regular_series, segment_residuals
+from bench.model.rundata import Run
+from bench.output.terminal import offset_cell
+from bench.units import fmt_ns, fmt_ppm
+from bench.model.verdict import segment_status
+
+
+@dataclass(frozen=True)
+class ReportRun(Run):
+    """A Run plus the report's figure settings; `written` collects every figure file."""
+
+    formats: tuple = ("png", "svg", "pdf")
+    written: list = field(default_factory=list, compare=False)
+    figure_texts: dict = field(default_factory=dict, compare=False)   # stem -> texts shown
+
+
+def esc(x) -> str:
+    return html.escape(str(x))
+
+
+def table_html(head: list[str], rows: list[list], cls: str = "") -> str:
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def note_html(text: str) -> str:
+    return f'<p class="note">{esc(text)}</p>'
+
+
+def figure_html(run, fig, stem: str, caption: str) -> str:
+    """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded with its caption."""
+    formats = getattr(run, "formats", ("png",))
+    shown = getattr(run, "figure_texts", None)
+    if shown is not None:
+        shown[stem] = figures.texts(fig)
+    paths, png = figures.save(fig, run.path / "plots", stem, formats)
+    written = getattr(run, "written", None)
+    if written is not None:
+        written.extend(paths)
+    files = ", ".join(p.name for p in paths)
+    w, h = figures.png_size(png)
+    css_w = round(w / figures.DPI * 96)         # the figure's printed size, in CSS pixels
+    return (f'<figure style="width:{css_w}px"><img src="{figures.data_uri(png)}" '
+            f'alt="{esc(stem)}" width="{css_w}" height="{round(h / figures.DPI * 96)}">'
+            f'<figcaption>{esc(caption)} <span class="files">(plots/{esc(files)})</span>'
+            f'</figcaption></figure>')
+
+
+def iso(ns) -> str:
+    if not ns:
+        return "—"
+    return datetime.fromtimestamp(int(ns) / 1e9, timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def clock_items(run):
+    """(device, plane, clock name, clock summary) for every clock with at least one segment."""
+    for device, d in sorted(run.summary.get("devices", {}).items()):
+        for clock, c in d.get("clocks", {}).items():
+            if c.get("segments"):
+                yield device, d.get("plane", ""), clock, c
+
+
+def longest_segment(c: dict) -> dict:
+    return max(c["segments"], key=lambda sg: sg.get("reads", 0))
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+def overview(run) -> str:
+    m = run.manifest
+    git = m.get("git", {})
+    rows = [["run", m.get("run_id", run.path.name)], ["experiment", m.get("experiment", "")],
+            ["status", m.get("status", "") + (f": {m['error']}" if m.get("error") else "")],
+            ["started", iso(m.get("started_ns"))], ["ended", iso(m.get("ended_ns"))],
+            ["duration", f"{m.get('duration_s', '—')} s"],
+            ["rack", f"{m.get('inventory', {}).get('name', '')} "
+                     f"({'simulated' if m.get('simulated') else 'lab'}; file {m.get('rack_file', '')})"],
+            ["stimuli", "sent" if m.get("armed") else "not armed (printed only)"],
+            ["parameters", ", ".join(f"{k}={v}" for k, v in m.get("parameters", {}).items())],
+            ["rackclock", f"{m.get('versions', {}).get('rackclock', '')} at "
+                          f"{str(git.get('revision', ''))[:12]}{' (dirty)' if git.get('dirty') else ''}"]]
+    return "<h2>Run</h2>" + table_html(["", ""], rows, "kv")
+
+
+def identities(run) -> str:
+    """Device identities and firmware, their errors, and the reference's health."""
+    rows = []
+    summ = run.summary.get("devices", {})
+    for name, d in sorted(run.manifest.get("devices", {}).items()):
+        ident = d.get("identity") or summ.get(name, {}).get("identity") or {}
+        errs = summ.get(name, {}).get("errors", {})
+        rows.append([name, d.get("plane", ""), d.get("driver", ""), ident.get("vendor", ""),
+                     ident.get("model", ""), ident.get("serial", ""), ident.get("firmware", ""),
+                     d.get("state", "") or ("not started: " + d["error"] if d.get("error") else ""),
+                     ", ".join(f"{k} {v}" for k, v in errs.items()) or "0"])
+    out = ["<h2>Devices and reference</h2>",
+           table_html(["device", "plane", "driver", "vendor", "model", "serial", "firmware",
+                       "state", "errors"], rows)]
+    first = [(n, k, v) for n, d in sorted(summ.items()) for k, v in d.get("first_errors", {}).items()]
+    if first:
+        out.append(table_html(["device", "error", "first message"], [list(x) for x in first]))
+    ref_rows = []
+    for key, label in (("reference", "at start"), ("reference_end", "at end")):
+        h = run.manifest.get(key)
+        if h:
+            ref_rows.append([label, h.get("source", ""), h.get("grade", ""),
+                             "yes" if h.get("verified") else "no", fmt_ns(h.get("uncertainty_ns")),
+                             h.get("basis", ""), h.get("note", "")])
+    if ref_rows:
+        out.append(table_html(["reference", "source", "grade", "verified", "uncertainty",
+                               "basis", "note"], ref_rows))
+    return "".join(out)
+
+
+def _break_size(b: dict, sz: dict) -> str:
+    """A step's proven size; a restart's as how far the zero moved, in days or hours."""
+    if not sz:
+        return "—"
+    if b.get("kind") == "reboot" or abs(sz.get("point", 0)) >= 600e9:
+        from bench.compare.verdicts import fmt_span
+        p = sz.get("point", (sz["lo"] + sz["hi"]) / 2)
+        return (f"restart: zero moved {fmt_span(abs(p) / 1e9)} "
+                f"{'later' if p < 0 else 'earlier'} (±{fmt_ns((sz['hi'] - sz['lo']) / 2)})")
+    return f"[{fmt_ns(sz.get('lo'))}, {fmt_ns(sz.get('hi'))}]"
+
+
+def prior_of(run, device: str) -> float:
+    from bench.model.verdict import DEFAULT_PRIOR_PPM, device_inventory
+    return float(device_inventory(run.manifest, device).get("drift_prior_ppm", DEFAULT_PRIOR_PPM))
+
+
+def clocks(run) -> str | None:
+    """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
+    rows, brk, notes = [], [], []
+    for device, plane, clock, c in clock_items(run):
+        for k, sg in enumerate(c["segments"]):
+            o, dr = sg["offset_ns"], sg["drift_ppm"]
+            t = sg.get("truth")
+            truth = "" if not t else ("inside" if t.get("offset_in") and t.get("drift_in", True)
+                                      else "OUTSIDE")
+            _, drift_status = segment_status(sg, prior_of(run, device))
+            rows.append([device, clock, k + 1, sg["reads"], iso(sg["epoch_ns"]),
+                         offset_cell(o, bool(c.get("counter"))).split(" (width")[0],
+                         fmt_ns(o["hi"] - o["lo"]),
+                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]"
+                         + ("" if drift_status == "proven" else f" ({drift_status})"),
+                         fmt_ns(sg.get("resolution_ns") or c.get("resolution_ns")),
+                         fmt_ns(sg["bracket_ns"]["median"]), fmt_ns(sg["jitter_ns"].get("std")),
+                         truth])
+        for key in ("zone_note", "resolution_note", "note"):
+            if c.get(key):
+                notes.append(f"{device} · {clock}: {c[key]}")
+        for b in c.get("breaks", []):
+            sz = b.get("size_ns") or {}
+            brk.append([device, clock, b["kind"], iso(b["after_ns"]), iso(b["before_ns"]),
+                        _break_size(b, sz)])
+    if not rows:
+        return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
+    out = ["<h2>Clocks</h2>",
+           table_html(["device", "clock", "seg", "reads", "epoch", "offset (proven)", "width",
+                       "drift", "resolution", "bracket p50", "residual std", "truth"],
+                      rows),
+           note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
+                     "as the instant of its zero. Residual std is of interval midpoints "
+                     "against the point fit: for a coarse clock it is the tick, not the noise. "
+                     "Drift is the frequency at the epoch: at best assumed (it holds with at "
+                     "most one rate change in the segment the reads do not show; an unseen "
+                     "slew is two), and assumed on the drift prior's edge too.")]
+    out += [note_html(n) for n in notes]
+    if brk:
+        out.append("<h3>Breaks</h3>" + table_html(
+            ["device", "clock", "kind", "after", "at or before", "size (proven)"], brk))
+    return "".join(out)
+
+
+def offsets(run) -> str | None:
+    figs = []
+    for device, plane, clock, c in clock_items(run):
+        fig = figures.offset_print_figure(run, device, clock, c, plane)
+        figs.append(figure_html(
+            run, fig, f"offset_{device}_{clock}",
+            f"{device} · {clock}: offset minus each segment's own fitted line. Shaded: the "
+            f"proven band; grey: each read's own offset interval; dashed: breaks"
+            + ("; black: the simulated truth." if run.truth else ".")))
+    if not figs:
+        return None
+    return "<h2>Offset over time</h2>" + "".join(figs)
+
+
+def _residuals(run, device, clock, c):
+    s, e, v, q = run.clock_reads(device, clock)
+    return segment_residuals(s, e, v, q, longest_segment(c))
+
+
+def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
+    """(figure, caption) of the residuals and brackets of one clock, or (None, why not)."""
+    r = _residuals(run, device, clock, c)
+    if len(r) < 3:
+        return None, f"{device} · {clock}: {len(r)} reads, no histogram."
+    cap = (f"{device} · {clock}: residuals of the reads of its longest segment against the "
+           f"point fit, and the widths of their brackets.")
+    if r.coarse:
+        cap = (f"{device} · {clock}: the resolution ({fmt_ns(r.resolution_ns)}) is over "
+               f"{r.resolution_ns / np.median(r.bracket):.3g}× the median bracket, so a read's "
+               f"residual is the tick, not clock noise: above, how close each read's tick edge "
+               f"came to the fit (the reads that narrow the bound); below, the bracket widths, "
+               f"what the bench itself contributes.")
+    return figures.residual_figure(r, device, clock, plane), cap
+
+
+def per_clock(run, title: str, kind: str, figure_of) -> str | None:
+    """A section of one figure per clock (`figure_of` -> (figure, caption), or (None, why not)),
+    saved as plots/<kind>_<device>_<clock>."""
+    figs = []
+    for device, plane, clock, c in clock_items(run):
+        fig, cap = figure_of(run, device, plane, clock, c)
+        figs.append(note_html(cap) if fig is None else
+                    figure_html(run, fig, f"{kind}_{device}_{clock}", cap))
+    return f"<h2>{title}</h2>" + "".join(figs) if figs else None
+
+
+def jitter(run) -> str | None:
+    return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of)
+
+
+def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
+    """(figure, caption) of ADEV/MDEV with error bars and TDEV/MTIE for one clock, or
+    (None, why not)."""
+    from bench.analysis import stability as stab
+
+    r = _residuals(run, device, clock, c)
+    ser = regular_series(r.t_ns, r.mid)
+    if not ser.ok:
+        return None, f"{device} · {clock}: no ADEV/MDEV/TDEV/MTIE: {ser.note}."
+    rate = 1.0 / ser.interval_s
+    phase_s = (ser.x - ser.x[0]) * 1e-9
+    taus = stab.log_taus(len(ser.x), rate)
+    curves = {k: stab.deviation_with_errors(k, phase_s, rate, taus=taus)
+              for k in ("adev", "mdev")}
+    t, d, err = stab.deviation_with_errors("tdev", phase_s, rate, taus=taus)
+    curves["tdev"] = (t, d * 1e9, err * 1e9)
+    curves["mtie"] = stab.mtie(ser.x, rate, taus)
+    floor = r.resolution_ns / math.sqrt(12) if r.coarse else None
+    cap = (f"{device} · {clock}: ADEV and MDEV (fractional frequency) and TDEV and MTIE (time) "
+           f"of the residual offset (interval midpoints minus the point fit, averaged into "
+           f"{len(ser.x)} bins of {ser.interval_s:g} s). Error bars: ±dev/√N, N the terms "
+           f"averaged at each τ (allantools); MTIE is a maximum, without one.")
+    if floor:
+        cap += (f" Coarse clock: with a {fmt_ns(r.resolution_ns)} tick the curves are "
+                f"dominated by quantization (dotted: what the tick alone gives); they bound "
+                f"the oscillator's instability only from above.")
+    return figures.stability_figure(curves, device, clock, plane, ser.interval_s, floor), cap
+
+
+def stability(run) -> str | None:
+    return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
+                     stability_figure_of)
+
+
+def _b(x: dict | None) -> str:
+    return f"[{fmt_ns(x['lo'])}, {fmt_ns(x['hi'])}]" if x else "—"
+
+
+def latency_rows(run) -> tuple[list[list], list[dict], list[str]]:
+    """(table rows per device and stimulus, one series per device and stimulus type for the
+    distribution figure, the types with no bounded event)."""
+    rows, series, empty = [], [], []
+    for device, d in sorted(run.summary.get("devices", {}).items()):
+        for stim, L in sorted((d.get("latency") or {}).items()):
+            evs = L.get("events", [])
+            br = [e["e_ns"] - e["s_ns"] for e in evs if "e_ns" in e]
+            rows.append([device, stim, L.get("sent", len(evs)),
+                         (L.get("logged_ns") or L.get("observed_ns") or {}).get("n", 0),
+                         fmt_ns(float(np.median(br))) if br else "—", _b(L.get("logged_ns")),
+                         _b(L.get("observed_ns"))])
+            logged = [(e["logged_ns"]["lo"], e["logged_ns"]["hi"]) for e in evs
+                      if e.get("logged_ns")]
+            seen = [(e["observed_ns"]["lo"], e["observed_ns"]["hi"]) for e in evs
+                    if e.get("observed_ns")]
+            if logged or seen:
+                series.append({"label": f"{device} {stim}", "plane": d.get("plane", ""),
+                               "bounds": logged or seen,
+                               "basis": "device stamps" if logged else
+                               "first fetch that saw it"})
+            else:
+                empty.append(f"{device} {stim}")
+    return rows, series, empty
+
+
+def latency(run) -> str | None:
+    """Stimulus brackets and log latencies (summary.json's per-device `latency`)."""
+    rows, series, empty = latency_rows(run)
+    if not rows:
+        return None
+    out = ["<h2>Stimuli and log latency</h2>",
+           table_html(["device", "stimulus", "sent", "logged", "stimulus bracket p50",
+                       "logged latency (proven)", "observed latency"], rows),
+           note_html("Logged latency: from the stimulus bracket to the device's own log stamp "
+                     "mapped through the calibrated clock (widened by the stamp's resolution). "
+                     "Observed: to the bracket of the first log fetch that saw the entry.")]
+    if series:
+        out.append(figure_html(
+            run, figures.latency_figure(series), "latency",
+            "Log latency per device and stimulus type as a distribution: histogram of the "
+            "events' bound midpoints (shaded: the range every bound allows) and the empirical "
+            "CDF of the bounds' lower (solid) and upper (dashed) ends; the events' true CDF "
+            "lies between the two." + (f" No event bounded for: {', '.join(empty)}."
+                                       if empty else "")))
+    return "".join(out)
+
+
+def reference_health(run) -> str | None:
+    """The reference's health over the run (RUN/reference.csv)."""
+    import csv
+
+    p = run.path / "reference.csv"
+    if not p.exists():
+        return None
+    with open(p, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("t_ns")]
+    if len(rows) < 2:
+        return None
+    t0 = run.manifest.get("started_ns") or int(rows[0]["t_ns"])
+    t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
+    u = [float(r.get("uncertainty_ns") or 0) for r in rows]
+    offs = [r.get("offset_from_master_ns") for r in rows]
+    off = [float(x) if x not in ("", None) else np.nan for x in offs] \
+        if any(x not in ("", None) for x in offs) else None
+    grades = [r.get("grade", "") for r in rows]
+    basis = rows[-1].get("basis", "")
+    cap = (f"{len(rows)} snapshots of the reference ({basis}): the error bound added to every "
+           f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
+           + (" A simulated rack's reference is exact by construction: the bound is zero."
+              if basis == "simulated" else ""))
+    return ("<h2>Reference over the run</h2>"
+            + figure_html(run, figures.reference_figure(t, u, grades, off), "reference", cap))
+
+
+def timeline(run) -> str | None:
+    """The cross-plane timeline of the run's own events (bench/analysis/timeline.py): a lane figure for
+    print and the paged, per-entry timeline (bench/output/timeline_page.py)."""
+    from bench.model.timeline import build_timeline
+    from bench.output.timeline_page import timeline_html
+
+    rows = build_timeline(run)
+    if not rows:
+        return None
+    t0 = run.manifest.get("started_ns") or rows[0]["entry"].lo_ns
+    blocks = len({r["block"] for r in rows})
+    unordered = sum(1 for r in rows if r["unordered_count"])
+    cap = (f"All {len(rows)} entries (stimuli, device log stamps mapped through the segment of "
+           f"their clock in force, clock breaks), one lane per plane; {blocks} proven-ordered "
+           f"blocks; thin bars ({unordered}) are unordered against another entry.")
+    return ("<h2>Cross-plane timeline</h2>"
+            + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap)
+            + timeline_html(rows, int(t0)))
+
+
+def chrony_columns(run) -> str | None:
+    """chrony's `sourcestats` columns (NP, span, frequency, skew, offset, std dev) from a
+    chrony-style regression over each clock's last segment, beside the proven bounds: the
+    statistics an NTP engineer reads, labelled as what they are."""
+    from bench.analysis.chrony_style import fit_chrony
+
+    rows = []
+    for device, plane, clock, c in clock_items(run):
+        sg = c["segments"][-1]
+        s, e, v, q = run.clock_reads(device, clock)
+        keep = (s >= sg["start_ns"]) & (e <= sg["end_ns"])
+        f = fit_chrony(s[keep], e[keep], v[keep], sg.get("resolution_ns") or c.get(
+            "resolution_ns") or (int(q[0]) if len(q) else 1), epoch_ns=sg["epoch_ns"])
+        if f is None:
+            continue
+        o, d = sg["offset_ns"], sg["drift_ppm"]
+        counter = bool(c.get("counter"))
+        off = (f"{'+' if f.offset_ns.point >= o['point'] else ''}"
+               f"{fmt_ns(f.offset_ns.point - o['point'])} from the proven point" if counter
+               else fmt_ns(f.offset_ns.point, 6))
+        rows.append([device, clock, f.used, fmt_ns(f.span_ns), fmt_ppm(f.drift_ppm.point),
+                     fmt_ppm(f.drift_ppm.width / 2), off, fmt_ns(f.residual_sd_ns),
+                     offset_cell(o, counter).split(" (width")[0],
+                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]"])
+    if not rows:
+        return None
+    return ("<h2>Chrony-style statistics beside the proven bounds</h2>"
+            + table_html(["device", "clock", "NP", "span", "frequency", "skew", "offset",
+                          "std dev", "offset (proven)", "drift (proven)"], rows)
+            + note_html("Left of the proven columns: statistics, not proofs. chrony's "
+                        "regression (bench/analysis/chrony_style.py) over the last segment's reads: NP "
+                        "points kept by its runs test, their span, the frequency and its skew "
+                        "(99 % Student-t half-width, assuming independent Gaussian residuals, "
+                        "which a coarse tick and one-sided delays are not), the offset at the "
+                        "segment's epoch and the residuals' standard deviation. Only the two "
+                        "right-hand columns are bounds that hold."))
+
+
+def limits(run) -> str | None:
+    """The rack file's [limits], judged from the bounds; also written as RUN/limits.xml (JUnit)."""
+    from bench.model import limits as lim
+
+    checks = lim.check_run(run.summary, run.manifest)
+    if not checks:
+        return None
+    (run.path / "limits.xml").write_text(lim.junit(checks))
+    return ("<h2>Limits</h2>" + table_html(lim.HEAD + ["why"], [r + [c.why] for r, c in
+                                                               zip(lim.rows(checks), checks)])
+            + note_html(lim.counts_line(checks) + ". Pass: every value the bounds allow meets "
+                        "the limit; fail: none does; JUnit: limits.xml."))
+
+
+def _status_cell(status: str) -> str:
+    return {"proven": "proven", "assumed": "ASSUMED", "undecided": "UNDECIDED",
+            "beyond_prior": "BEYOND PRIOR"}.get(status, status)
+
+
+def verdict_page(run) -> str | None:
+    """The first screen: per device clock its offset and drift with their status, breaks,
+    errors; every clock against the reference in one figure; the ordering horizon per plane pair;
+    what the bounds assume."""
+    from bench.model import verdict as vd
+    from bench.output.live import calibrated_cell
+    from bench.units import fmt_interval_ns
+
+    vs = vd.clock_verdicts(run)
+    if not vs:
+        return None
+    rows, fig_rows, counters, assumed, notes = [], [], [], [], []
+    for v in vs:
+        errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
+        if v.segment is None:
+            rows.append([v.device, v.plane, v.clock, "—", _status_cell(v.verdict), "—", "",
+                         "—", errs, "—"])
+            notes.append(f"{v.device} · {v.clock}: {v.note}")
+            continue
+        o, d = v.segment["offset_ns"], v.segment["drift_ppm"]
+        off = offset_cell(o, v.counter).split(" (width")[0]
+        off += "" if v.counter else f" (±{fmt_ns((o['hi'] - o['lo']) / 2)})"
+        brk = len(v.breaks)
+        kinds = ", ".join(sorted({b.get("kind", "") for b in v.breaks}))
+        brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
+        prior = v.assumptions.get("drift_prior_ppm", vd.DEFAULT_PRIOR_PPM)
+        rows.append([v.device, v.plane, v.clock, off,
+                     _status_cell(v.offset_status),
+                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]", _status_cell(v.drift_status),
+                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
+        if v.note:
+            notes.append(f"{v.device} · {v.clock}: {v.note}")
+        if v.drift_status == "assumed" and vd.on_prior_edge(d["lo"], d["hi"], prior):
+            assumed.append((prior, f"{v.device} · {v.clock}"))
+        if v.counter:
+            counters.append(f"{v.device} · {v.clock}")
+        else:
+            lo, hi = v.offset_range
+            fig_rows.append({"label": f"{v.device} · {v.clock} ({v.verdict})", "plane": v.plane,
+                             "lo_ns": lo, "hi_ns": hi,
+                             "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
+    out = ["<h2>Verdict</h2>",
+           table_html(["device", "plane", "clock", "offset at epoch", "status",
+                       "drift", "status", "breaks", "errors", "calibrated after"], rows,
+                      "verdict"),
+           note_html("Proven: the bound holds whenever the stated model holds, and the bench "
+                     "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
+                     "drift prior), so the assumption, not the reads, decides it. UNDECIDED: no "
+                     "fit. BEYOND PRIOR: the reads contradict the drift prior. Calibrated after: "
+                     "the run time at which the live fit's offset width first came within 2× the "
+                     "clock's narrowest bracket.")]
+    out += [note_html(n) for n in notes]
+    for prior in sorted({p for p, _ in assumed}):
+        who = [w for p, w in assumed if p == prior]
+        out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
+                             f"it): {', '.join(who)}."))
+    if fig_rows:
+        out.append(figure_html(
+            run, figures.rack_offset_figure(fig_rows), "rack_offsets",
+            "Every device clock's offset from the reference: the lowest and highest value the "
+            "proven band allows anywhere in the run. Symmetric log axis: planes hours apart "
+            "share the figure with planes within a millisecond; the range is written beside "
+            "each bar." + (f" Counters ({', '.join(counters)}) have no time of day: their "
+                           f"offset is the instant of their zero, in the table." if counters
+                           else "")))
+    hz = vd.ordering_horizons(vs)
+    if hz:
+        planes = sorted({p for pq in hz for p in pq})
+        grid = [[p] + [fmt_ns(hz.get((min(p, q), max(p, q)))) for q in planes] for p in planes]
+        out.append("<h3>Ordering horizon</h3>" + table_html(["plane"] + planes, grid)
+                   + note_html("Two events stamped on these planes whose true instants are "
+                               "farther apart than this are always proven in order: the sum of "
+                               "both planes' widest stamp interval (proven band plus one tick). "
+                               "Closer events may still be ordered; the timeline says which."))
+    a_rows = []
+    for v in vs:
+        if v.assumptions:
+            a = v.assumptions
+            a_rows.append([v.device, v.clock, fmt_ppm(a.get("drift_prior_ppm")),
+                           f"{a.get('wander_ppm', 0):g} ppm/√h",
+                           fmt_ns(a.get("resolution_ns")) + f" ({a.get('resolution_basis', '')})",
+                           fmt_ns(a.get("reference_uncertainty_ns"))])
+    if a_rows:
+        out.append("<h3>What the bounds assume</h3>" + table_html(
+            ["device", "clock", "drift prior (±)", "wander allowance", "resolution",
+             "reference allowance"], a_rows))
+    return "".join(out)
+
+
+SECTIONS = [verdict_page, overview, limits, identities, clocks, chrony_columns, offsets, jitter,
+            stability, latency, timeline, reference_health]
+
+from bench.output.report_measurements import measurements  # noqa: E402  (an experiment's own results)
+SECTIONS.append(measurements)

@@ -1,0 +1,199 @@
+"""`rackclock trend RUN RUN RUN...`: the measures of more than two runs side by side (e.g. a
+firmware series, or the same rack week after week), in time order, with a figure.
+
+Per device and measure: each run's value and bounds, then the verdict of the last run against
+the first and the first step at which the bounds prove a change beyond the tolerance -- both
+judged as `rackclock compare` judges a pair (bench.compare.verdicts.verdict, the same tolerance file).
+Runs are taken in time order (--as-given: as listed). Exit 1 when the last run regressed
+against the first, 0 otherwise, 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.compare.verdicts import FAILING, fmt_value, load_tolerances, verdict
+from bench.compare.tolerances import ToleranceError
+from bench.compare.measures import Measure, identities, run_measures
+from bench.model.rundata import Run, load_run
+
+
+@dataclass(frozen=True)
+class Trend:
+    device: str
+    clock: str
+    measure: str
+    unit: str
+    values: list                  # Measure | None per run, in run order
+    overall: str                  # verdict of the last run against the first
+    reason: str
+    first_change: int | None      # index of the run where a step first proves a change
+
+
+def _started(run: Run) -> int:
+    return int(run.manifest.get("started_ns") or 0)
+
+
+def trends(runs: list[Run], tolerances) -> list[Trend]:
+    per_run = [run_measures(r) for r in runs]
+    planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
+    keys = sorted({k for m in per_run for k in m})
+    out = []
+    for key in keys:
+        device, clock, name = key
+        vals = [m.get(key) for m in per_run]
+        if sum(v is not None for v in vals) < 2:
+            continue
+        rule = tolerances.rule(name, device, planes.get(device, ""))
+        present = [v for v in vals if v is not None]
+        v, _, why, _ = verdict(present[0], present[-1], rule)
+        first = None
+        prev = None
+        for i, m in enumerate(vals):
+            if m is None:
+                continue
+            if prev is not None and verdict(prev, m, rule)[0] in (*FAILING, "improved"):
+                first = i
+                break
+            prev = m
+        unit = present[0].unit
+        out.append(Trend(device, clock, name, unit, vals, v, why, first))
+    return out
+
+
+def _cell(m: Measure | None, unit: str) -> str:
+    if m is None:
+        return "—"
+    if m.lo == m.hi:
+        return fmt_value(m.point, unit)
+    return f"{fmt_value(m.point, unit)} [{fmt_value(m.lo, unit)}, {fmt_value(m.hi, unit)}]"
+
+
+def run_labels(runs: list[Run]) -> list[str]:
+    return [f"#{i + 1} {r.manifest.get('run_id', r.path.name)}" for i, r in enumerate(runs)]
+
+
+def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
+    lines = ["runs, in time order:"] + [f"  {lab}  ({r.path})" for lab, r in
+                                        zip(run_labels(runs), runs)]
+    shown = [t for t in ts if show_all or t.overall != "not compared"]
+    head = ["device", "clock", "measure"] + [f"#{i + 1}" for i in range(len(runs))] + [
+        "last vs first", "first proven step"]
+    rows = [[t.device, t.clock or "—", t.measure] + [_cell(m, t.unit) for m in t.values]
+            + [t.overall.upper() if t.overall in (*FAILING, "inconclusive") else t.overall,
+               "—" if t.first_change is None else f"#{t.first_change + 1} vs #{t.first_change}"]
+            for t in shown]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    f = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines += ["", f.format(*head), f.format(*("-" * w for w in widths))]
+    lines += [f.format(*r).rstrip() for r in rows]
+    if len(shown) < len(ts):
+        lines.append(f"({len(ts) - len(shown)} measure(s) not judged; --all shows them)")
+    bad = [t for t in ts if t.overall in FAILING]
+    lines += ["", (f"FAIL: last run against the first: " + "; ".join(
+        f"{t.device} {t.clock + ' ' if t.clock else ''}{t.measure} {t.overall}" for t in bad))
+        if bad else "PASS: no measure of the last run regressed against the first"]
+    return "\n".join(lines)
+
+
+def figure(runs: list[Run], ts: list[Trend], measures=("drift", "latency", "bracket", "jitter"),
+           max_panels: int = 24):
+    """Small multiples: one panel per device and judged measure, each run's value with its
+    bounds as an error bar, x the run's number in time order."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from bench.output.figures import COLUMN_IN, print_style, unit_for
+    from bench.output.plots import plane_colour
+
+    planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
+    pick = [t for t in ts if t.measure.split(".")[0] in measures
+            and t.overall != "not compared"][:max_panels]
+    n = max(1, len(pick))
+    cols = min(4, n)
+    rows = -(-n // cols)
+    with print_style():
+        fig, axes = plt.subplots(rows, cols, figsize=(COLUMN_IN * 2, 0.4 + 1.45 * rows),
+                                 squeeze=False)
+        for ax in axes.ravel()[len(pick):]:
+            ax.axis("off")
+        for ax, t in zip(axes.ravel(), pick):
+            idx = [i for i, m in enumerate(t.values) if m is not None]
+            ms = [t.values[i] for i in idx]
+            if t.unit == "ns":
+                sc, unit = unit_for([x for m in ms for x in (m.lo, m.hi)])
+            else:
+                sc, unit = 1.0, t.unit
+            pt = np.array([m.point for m in ms]) / sc
+            lo = np.array([m.lo for m in ms]) / sc
+            hi = np.array([m.hi for m in ms]) / sc
+            c = plane_colour(planes.get(t.device, ""))
+            ax.errorbar(np.array(idx) + 1, pt, yerr=[pt - lo, hi - pt], fmt="o", ms=3,
+                        color=c, capsize=2, elinewidth=0.8)
+            if t.first_change is not None:
+                ax.axvline(t.first_change + 0.5, color="k", ls="--", lw=0.7)
+            ax.set_title(f"{t.device}{' · ' + t.clock if t.clock else ''}\n{t.measure}: "
+                         f"{t.overall}", fontsize=6.5)
+            ax.set_ylabel(f"{t.measure.split('.')[0]} ({unit})")
+            ax.set_xticks(range(1, len(runs) + 1))
+            ax.set_xlim(0.5, len(runs) + 0.5)
+            ax.set_xlabel("run (time order)")
+            ax.grid(alpha=0.3)
+        fig.suptitle("Trend over runs: value and proven bounds (or 95 % CI of the median) per "
+                     "run; dashed: first step the bounds prove", fontsize=7)
+        fig.tight_layout()
+    return fig
+
+
+def as_dict(runs: list[Run], ts: list[Trend]) -> dict:
+    def m(x):
+        return None if x is None else {"lo": x.lo, "hi": x.hi, "point": x.point, "basis": x.basis}
+    return {"runs": [str(r.path) for r in runs],
+            "trends": [{"device": t.device, "clock": t.clock, "measure": t.measure,
+                        "unit": t.unit, "values": [m(x) for x in t.values],
+                        "last_vs_first": t.overall, "reason": t.reason,
+                        "first_change_run": t.first_change} for t in ts]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.output import figures
+
+    ap = argparse.ArgumentParser(prog="rackclock trend",
+                                 description="measures of more than two runs side by side, in "
+                                             "time order, with a figure")
+    ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
+    ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
+    ap.add_argument("--figure", type=Path, default=Path("trend.png"),
+                    help="figure file (.png, .svg or .pdf; default trend.png)")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
+    ap.add_argument("--all", action="store_true", help="show measures that are not judged")
+    ap.add_argument("--as-given", action="store_true",
+                    help="keep the runs in the order given (default: by start time)")
+    a = ap.parse_args(argv)
+    if len(a.runs) < 3:
+        print("rackclock trend: give three or more runs (two: rackclock compare)",
+              file=sys.stderr)
+        return 2
+    try:
+        tol = load_tolerances(a.tolerances)
+        runs = [load_run(p) for p in a.runs]
+        runs = runs if a.as_given else sorted(runs, key=_started)
+    except (FileNotFoundError, ToleranceError) as exc:
+        print(f"rackclock trend: {exc}", file=sys.stderr)
+        return 2
+    ts = trends(runs, tol)
+    print(text(runs, ts, a.all))
+    fig = figure(runs, ts)
+    paths, _ = figures.save(fig, a.figure.parent, a.figure.stem, (a.figure.suffix[1:] or "png",))
+    print(f"figure: {paths[0]}")
+    if a.json:
+        a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
+    return 1 if any(t.overall in FAILING for t in ts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

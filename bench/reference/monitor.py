@@ -1,0 +1,190 @@
+"""The reference's health sampled through a run, as its own series: `reference.csv` in the run
+folder, one row per snapshot, flushed as taken, and the run's bound on the reference's error."""
+from __future__ import annotations
+
+import csv
+import threading
+from pathlib import Path
+
+from bench.reference.clock import Health, Reference, worse_grade
+
+COLUMNS = ("t_ns", "grade", "verified", "basis", "uncertainty_ns", "master_offset_ns",
+           "offset_from_master_ns", "mean_path_delay_ns", "sync_age_ns", "gm_present",
+           "gm_identity", "port_states", "rx_sync", "phc_sys_offset_ns", "phc2sys", "problems")
+
+
+def health_row(h: Health) -> list:
+    d = h.detail
+    return [h.checked_ns, h.grade, int(h.verified), h.basis, h.uncertainty_ns,
+            d.get("master_offset_ns", ""), d.get("offset_from_master_ns", ""),
+            d.get("mean_path_delay_ns", ""), d.get("sync_age_ns", ""),
+            "" if d.get("gm_present") is None else int(d["gm_present"]), d.get("gm_identity", ""),
+            " ".join(d.get("port_states", [])), d.get("rx_sync", ""),
+            "" if d.get("phc_sys_offset_ns") is None else d["phc_sys_offset_ns"],
+            len(d.get("phc2sys", [])) if "phc2sys" in d else "", "; ".join(h.problems)]
+
+
+class HealthMonitor:
+    """`HealthMonitor(reference, run_folder).start()` ... `.stop()`: a daemon thread appends a
+    row to `reference.csv` every `interval_s`; `worst()` and `run_health()` summarise the series.
+    `path` may be the run folder or the CSV file itself."""
+
+    def __init__(self, reference: Reference, path: Path, interval_s: float = 1.0):
+        path = Path(path)
+        self.path = path if path.suffix == ".csv" else path / "reference.csv"
+        self.reference = reference
+        self.interval_s = float(interval_s)
+        self.samples: list[Health] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._file = None
+        self._writer = None
+
+    def start(self, first: Health | None = None) -> "HealthMonitor":
+        """Open the series (`first`, e.g. the run's start snapshot, becomes its first row) and
+        start sampling."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        self._file = open(self.path, "a", newline="")
+        self._writer = csv.writer(self._file)
+        if new:
+            self._writer.writerow(COLUMNS)
+            self._file.flush()
+        if first is not None:
+            self._record(first)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="reference-health", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def sample(self) -> Health:
+        """Take one snapshot now, record it and return it (never raises on a bad snapshot)."""
+        try:
+            h = self.reference.health()
+        except Exception as exc:     # a broken health source must not stop the run
+            h = Health(self.reference.source, self.reference.now_ns(), grade="fail",
+                       problems=(f"fail: health read raised {exc!r}",), note=str(exc))
+        self._record(h)
+        return h
+
+    def _record(self, h: Health) -> None:
+        with self._lock:
+            self.samples.append(h)
+            if self._writer is not None:
+                try:
+                    self._writer.writerow(health_row(h))
+                    self._file.flush()
+                except OSError:         # disk full: the run records it; the series stays here
+                    self._writer = None
+
+    def stop(self) -> Health:
+        """Stop sampling (after one last snapshot) and return the run's health."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(30)
+            self._thread = None
+            self.sample()
+        with self._lock:
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                self._file, self._writer = None, None
+        return self.run_health()
+
+    def __enter__(self) -> "HealthMonitor":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- summaries --------------------------------------------------------------------------------
+    def worst(self) -> tuple[str, int | None]:
+        """The worst grade seen and the largest |offset from GM| seen (ns; None if none read)."""
+        with self._lock:
+            samples = list(self.samples)
+        g = "ok" if samples else "unverified"
+        off = None
+        for h in samples:
+            g = worse_grade(g, h.grade)
+            o = h.detail.get("abs_offset_ns")
+            if o is not None:
+                off = o if off is None else max(off, o)
+        return g, off
+
+    def run_health(self) -> Health:
+        """One Health for the whole run: the worst grade, the largest bound of any snapshot,
+        verified only if every snapshot was. This is the `uncertainty_ns` to add to every bracket."""
+        with self._lock:
+            samples = list(self.samples)
+        if not samples:
+            return self.reference.health()
+        g, off = self.worst()
+        bound = max(h.uncertainty_ns for h in samples)
+        verified = all(h.verified for h in samples)
+        bad = [h for h in samples if not h.verified]
+        problems = sorted({p for h in samples for p in h.problems})
+        basis = samples[-1].basis if len({h.basis for h in samples}) == 1 else \
+            "+".join(sorted({h.basis for h in samples}))
+        note = (f"{len(samples)} snapshots from {samples[0].checked_ns} to {samples[-1].checked_ns} ns; "
+                f"worst grade {g}; max |offset from GM| "
+                f"{'not read' if off is None else f'{off} ns'}; bound {bound} ns")
+        if bad:
+            note += (f"; UNVERIFIED: {len(bad)} snapshots could not vouch for the reference "
+                     f"(first at {bad[0].checked_ns} ns)")
+        detail = {"abs_offset_ns": off, "snapshots": len(samples), "unverified_snapshots": len(bad),
+                  "first_ns": samples[0].checked_ns, "last_ns": samples[-1].checked_ns,
+                  "series": self.path.name,
+                  "max_mean_path_delay_ns": max((h.detail.get("mean_path_delay_ns") or 0
+                                                 for h in samples), default=0)}
+        return Health(samples[-1].source, samples[-1].checked_ns, verified=verified, grade=g,
+                      uncertainty_ns=bound, detail=detail, note=note, basis=basis,
+                      problems=tuple(problems))
+
+
+class RunReference:
+    """The reference of one run, as the runner uses it:
+
+        rr = RunReference.open(rack, allowance_ns, run_folder)   # ReferenceRefused: print, exit
+        manifest["reference"] = rr.start.as_dict()
+        ... drivers get rr.reference.now_ns ...
+        manifest.update(rr.finish())      # reference_run (the series' bound), reference_end
+
+    Rack-file keys read from `[rack]`: `reference`, `simulated`, and optionally `ptp_uds` (ptp4l's
+    management socket, default /var/run/ptp4l or /var/run/ptp/ptp4l) and `ptp_domain`.
+    """
+
+    def __init__(self, reference: Reference, start: Health, monitor: HealthMonitor):
+        self.reference, self.start, self.monitor = reference, start, monitor
+        self.run: Health | None = None
+
+    @classmethod
+    def open(cls, rack, allowance_ns: int | None, run_folder: Path, interval_s: float = 1.0,
+             **kw) -> "RunReference":
+        from bench.reference.clock import reference_for_run
+
+        kw.setdefault("ptp_uds", rack.options.get("ptp_uds", "auto"))
+        kw.setdefault("domain", int(rack.options.get("ptp_domain", 0)))
+        ref, start = reference_for_run(rack.reference, allowance_ns, rack.simulated, **kw)
+        mon = HealthMonitor(ref, run_folder, interval_s).start(first=start)
+        return cls(ref, start, mon)
+
+    @property
+    def uncertainty_ns(self) -> int:
+        """The bound so far (the run's, once finished): add it to every bracket."""
+        return (self.run or self.monitor.run_health()).uncertainty_ns
+
+    def finish(self) -> dict:
+        """Stop sampling; the manifest entries for the run's and the last snapshot's health."""
+        if self.run is None:
+            self.run = self.monitor.stop()
+            self.reference.close()
+        end = self.monitor.samples[-1]
+        return {"reference_run": self.run.as_dict(), "reference_end": end.as_dict()}

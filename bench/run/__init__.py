@@ -1,0 +1,1 @@
+"""Running an experiment: the bench, the per-device runner, the experiment API."""

@@ -1,0 +1,239 @@
+"""The bench an experiment receives: the rack, the reference, the run folder, the arm switch.
+
+`run_experiment` owns a run's life: it starts the simulated rack when no rack file is given,
+records provenance in the manifest before anything is measured, runs the experiment, and always
+records how the run ended, whatever happened.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import importlib
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.model import provenance
+from bench.output.terminal import Progress, table
+from bench.model.inventory import InventoryError, RackConfig, did_you_mean
+from bench.model.rackfile import check_out, check_params, load_checked
+from bench.reference.monitor import RunReference
+from bench.model.rundata import bound_from_manifest
+from bench.reference.clock import Health, Reference, ReferenceRefused
+from bench.run.runner import ProbePlan, run_devices
+from bench.run.signals import interrupt_on_signals
+from bench.model.rundata import load_run
+from bench.run.simproc import SimProcess
+from bench.model.store import DiskFull, RunStore, new_run_id
+from bench.model.summary import summarize_run
+
+DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"
+
+
+@dataclass
+class Bench:
+    rack: RackConfig
+    run_reference: RunReference
+    store: RunStore
+    armed: bool
+    sim: SimProcess | None = None
+    statuses: list = field(default_factory=list)
+    summary: dict | None = None
+    quiet: bool = False
+    interrupted: bool = False       # the user stopped the probing; what was taken is summarised
+
+    @property
+    def simulated(self) -> bool:
+        return self.rack.simulated
+
+    @property
+    def reference(self) -> Reference:
+        return self.run_reference.reference
+
+    @property
+    def health(self) -> Health:
+        return self.run_reference.start
+
+    def finish_reference(self) -> None:
+        """Stop sampling the reference's health; its whole-run bound goes into the manifest."""
+        if "reference_run" not in self.store.manifest:
+            self.store.update_manifest(**self.run_reference.finish())
+
+    def probe(self, plan: ProbePlan) -> list:
+        """Probe every device of the rack under `plan`; identities go into the manifest."""
+        from bench.output.live import LiveBounds
+
+        live = LiveBounds(self.reference.now_ns())
+        progress = Progress(plan.duration_s, live=live) if not self.quiet else None
+
+        def tick(statuses, elapsed_s):
+            live.update(statuses, elapsed_s)
+            if progress:
+                progress(statuses, elapsed_s)
+
+        self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
+        try:
+            self.statuses, stopped = run_devices(
+                list(self.rack.devices), self.reference.now_ns, self.store, plan, self.armed,
+                on_tick=tick, seed=int(self.rack.options.get("seed", 0)))
+            self.interrupted |= stopped
+        finally:
+            if progress:
+                progress.close()
+            self.store.update_manifest(calibration=live.record())
+        if self.store.full is not None:
+            raise self.store.disk_full()
+        devices = self.store.manifest.get("devices", {})
+        for st in self.statuses:
+            devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
+                                                   state=st.state, plane=st.plane)
+        self.store.update_manifest(devices=devices, probed_until_ns=self.reference.now_ns())
+        return self.statuses
+
+    @property
+    def lab(self):
+        """The experiment API (bench.run.lab.Lab): select, read, stimulate, set, wait,
+        measure."""
+        from bench.run.lab import lab_of
+        return lab_of(self)
+
+    def stop_sim(self) -> None:
+        from bench.run.lab import close_lab
+        close_lab(self)           # lab sessions end before the devices do
+        if self.sim is not None:
+            self.sim.__exit__()
+            self.sim.move_truth(self.store.path)
+            self.sim = None
+
+    def summarize(self) -> dict:
+        """Stop the simulated rack (its truth is written then), fit every clock, write summary."""
+        self.stop_sim()
+        self.finish_reference()
+        run = load_run(self.store.path)
+        self.summary = summarize_run(self.store.path, self.store.manifest, run.truth,
+                                     uncertainty_ns=bound_from_manifest(self.store.manifest))
+        self.store.write_summary(self.summary)
+        return self.summary
+
+    def plot(self) -> list[Path]:
+        from bench.output.plots import offset_plots
+        return offset_plots(load_run(self.store.path))
+
+
+def reference_line(manifest: dict) -> str:
+    """One line on what the bounds rest on: the reference's grade and the bound added."""
+    from bench.units import fmt_ns
+    h = manifest.get("reference_run") or manifest.get("reference") or {}
+    basis = h.get("basis") or ("linuxptp" if h.get("verified") else "allowance")
+    return (f"reference: {h.get('source', '?')}, basis {basis}, grade {h.get('grade', '?')}"
+            f"{'' if h.get('verified') else ' (UNVERIFIED)'}; "
+            f"{fmt_ns(bound_from_manifest(manifest))} added to every bracket")
+
+
+def load_experiment(name: str):
+    """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
+    if name.endswith(".py") or "/" in name:
+        from bench.run.catalog import load_file
+        return load_file(Path(name))
+    try:
+        return importlib.import_module(f"experiments.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name in (f"experiments.{name}", "experiments"):
+            known = sorted(p.stem for p in Path(__file__).resolve().parent.parent.joinpath(
+                "experiments").glob("*.py") if not p.stem.startswith("_"))
+            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
+        raise
+
+
+def make_params(exp, overrides: dict[str, str]):
+    """The experiment's Params dataclass, with `key=value` overrides cast to the field types
+    and checked (InventoryError)."""
+    return exp.Params(**check_params(exp, overrides))
+
+
+def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
+                   armed: bool = False, allowance_ns: int | None = None,
+                   quiet: bool = False) -> Path:
+    """Run one experiment; returns the run folder. Prints the closing table and the folder.
+    Every problem of the rack file, the parameters or `out` is an InventoryError raised before
+    anything starts (no run folder is made)."""
+    exp = load_experiment(name)
+    params = make_params(exp, params_overrides)
+    if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
+        name = Path(name).stem       # an experiment file outside the checkout: named by its stem
+    rack = load_checked(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
+    # experiment's own simulated rack (e.g. a power topology), when no rack file is given
+    check_out(out)
+    store = RunStore(out, new_run_id(name))
+    status, error = "failed", None
+    with contextlib.ExitStack() as stack:
+        signals = stack.enter_context(interrupt_on_signals())
+        sim = None
+        if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
+            sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
+            rack = sim.rack
+        try:
+            rr = RunReference.open(rack, allowance_ns, store.path)
+        except ReferenceRefused as exc:
+            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": "refused",
+                                  "error": str(exc), "inventory": rack.public()})
+            store.close()
+            print(f"refused: {exc}", file=sys.stderr)
+            print(f"run folder: {store.path}")
+            return store.path
+        reference, health = rr.reference, rr.start
+        if rack.simulated:
+            armed = True   # stimuli on the simulated rack are always sent
+        devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
+        for n, why in (sim.failed.items() if sim else ()):
+            devices[n] = {"plane": "", "error": why}
+        store.write_manifest({
+            "experiment": name, "run_id": store.run_id, "parameters": asdict(params),
+            "experiment_file": str(getattr(exp, "__file__", "") or ""),
+            "versions": provenance.versions(), "git": provenance.git_revision(),
+            "host": provenance.host(), "argv": sys.argv, "armed": armed,
+            "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
+            "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
+            "started_ns": reference.now_ns(), "status": "running", "pid": os.getpid()})
+        bench = Bench(rack, rr, store, armed, sim, quiet=quiet)
+        t0 = time.monotonic()
+        try:
+            exp.run(bench, params)
+            if bench.summary is None:        # every run ends summarised, whatever the experiment did
+                bench.summarize()
+            status = "interrupted" if bench.interrupted else "completed"
+        except DiskFull as exc:
+            status, error = "disk_full", exc.strerror
+        except KeyboardInterrupt:
+            status = "interrupted"
+            if bench.summary is None:        # stopped after the probing: summarise what was taken
+                try:
+                    bench.summarize()
+                except Exception as exc:
+                    store.journal("-", "error", "summary", repr(exc))
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                store.failed(exc)            # the disk filled while summarising or plotting
+                status, error = "disk_full", store.disk_full().strerror
+            else:
+                error = "".join(traceback.format_exception_only(exc)).strip()
+                store.journal("-", "error", "experiment", traceback.format_exc())
+        finally:
+            bench.stop_sim()
+            bench.finish_reference()
+            store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
+                                  duration_s=round(time.monotonic() - t0, 3),
+                                  **({"stopped_by": signals[0]} if signals else {}))
+            store.close()
+    if bench.summary and not quiet:
+        print(reference_line(store.manifest))
+        print(table(bench.summary, store.manifest))
+    if status == "disk_full":
+        print(f"rackclock run: disk full: {error}", file=sys.stderr)
+    elif error:
+        print(f"experiment {name} failed: {error}", file=sys.stderr)
+    print(f"run folder: {store.path}")
+    return store.path

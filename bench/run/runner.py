@@ -1,0 +1,433 @@
+"""Probe every device concurrently: each in its own thread with its own asyncio loop, so a slow
+or hung device never delays another's brackets. Every exchange is written as it completes.
+
+Per device: open and identify; read each clock at the device's rate with random dither (or at
+the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
+the device log. Errors become rows with their error class and journal lines; after repeated
+failures the driver is reopened with backoff. A run never stops for one device.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from bench.model.inventory import DeviceConfig
+from bench.model.rundata import in_int64
+from bench.model.store import RunStore, SampleWriter
+from drivers import driver_class
+from drivers.base import ClockSpec, DeviceError, Driver
+
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    duration_s: float = 60.0
+    stimulus_every_s: float | None = 15.0     # each allowed stimulus in turn; None: no stimuli
+    first_stimulus_s: float = 5.0
+    log_poll_s: float = 2.0
+    watch_poll_s: float = 0.1                 # after a stimulus, poll the log this often ...
+    watch_s: float = 5.0                      # ... for this long or until an entry appears
+    timeout_s: float = 5.0                    # per exchange
+    reopen_after: int = 3                     # consecutive failures before reconnecting
+    tick_edge: bool = True                    # aim reads of coarse clocks at predicted tick edges
+    dither: float = 0.5                       # read interval = period * U(1 - d, 1 + d)
+    explore_every: int = 4                    # every n-th read of an aimed clock stays random
+    burst: int = 2                            # reads back to back at each probe: the first wakes
+                                              # the path (an idle path widens a bracket ~3-6x)
+    schedule: tuple = ()                      # (device, at_s, "NAME[:TARGET]"): stimuli at set
+                                              # instants (an incident cascade), besides the above
+
+
+@dataclass
+class DeviceStatus:
+    """Live state of one device, read by the progress display."""
+    name: str
+    plane: str
+    state: str = "starting"
+    reads: int = 0
+    errors: int = 0
+    stimuli: int = 0
+    events: int = 0
+    last_bracket_ns: int | None = None
+    last_error: str = ""
+    identity: dict = field(default_factory=dict)
+    clocks: list = field(default_factory=list)
+    recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.output.live
+
+
+def _kind_of(exc: BaseException) -> str:
+    if isinstance(exc, DeviceError):
+        return exc.kind
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timeout"
+    if isinstance(exc, (ConnectionError, OSError)):
+        return "unreachable"
+    return "error"
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, DeviceError):
+        return exc.message
+    if isinstance(exc, asyncio.TimeoutError):
+        return "no answer within the timeout"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class DeviceWorker(threading.Thread):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], store: RunStore,
+                 plan: ProbePlan, armed: bool, stop: threading.Event, seed: int = 0):
+        super().__init__(name=f"dev-{config.name}", daemon=True)
+        self.config = config
+        self.now_ns = now_ns
+        self.store = store
+        self.plan = plan
+        self.armed = armed
+        self.stop_event = stop
+        self.rng = random.Random(seed)
+        self.status = DeviceStatus(config.name, config.plane)
+        self.out: SampleWriter | None = None
+        self.cursor: str | None = None
+        self.logged = 0                           # log entries seen (pushed events not counted)
+        self._pushed_held: list | None = None     # pushed events held while a stimulus is in flight
+        self._poll_ns = 0                    # how long the last log poll took
+        self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
+
+    # -- thread -------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.out = self.store.samples(self.config.name)
+        try:
+            asyncio.run(self._main())
+        except Exception as exc:  # last resort: the worker must record, never take the run down
+            self._error("worker", exc)
+            self._row("worker", "", exc)
+            self.status.state = "failed"
+        finally:
+            self.out.close()
+
+    def _row(self, kind: str, clock: str, exc: BaseException, s_ns: int | None = None) -> None:
+        """An error as a sample row, so the summary's table counts it with the reads' errors."""
+        try:
+            t = self.now_ns()
+            self.out.write(kind, clock, t if s_ns is None else s_ns, t, None, None, "user",
+                           _kind_of(exc), f"{kind}: {_message(exc)}")
+        except Exception:          # the run folder itself failing is recorded by the run
+            pass
+
+    def _error(self, what: str, exc: BaseException) -> None:
+        kind, msg = _kind_of(exc), _message(exc)
+        self.status.errors += 1
+        self.status.last_error = f"{kind}: {msg}"[:120]
+        self.store.journal(self.config.name, "error", kind, f"{what}: {msg}")
+
+    async def _sleep_until(self, t_ns: int) -> bool:
+        """Sleep until reference time t_ns or the stop; False when stopped."""
+        while not self.stop_event.is_set():
+            d = (t_ns - self.now_ns()) / NS
+            if d <= 0:
+                return True
+            await asyncio.sleep(min(d, 0.25))
+        return False
+
+    async def _open(self) -> Driver | None:
+        drv = driver_class(self.config.driver)(self.config, self.now_ns, armed=self.armed)
+        try:
+            await asyncio.wait_for(drv.open(), self.plan.timeout_s * 2)
+            ident = await asyncio.wait_for(drv.identity(), self.plan.timeout_s)
+        except Exception as exc:
+            self._error("open", exc)
+            self.out.write("read", "", self.now_ns(), self.now_ns(), None, None, "user",
+                           _kind_of(exc), f"open: {_message(exc)}")
+            try:
+                await drv.close()
+            except Exception:
+                pass
+            return None
+        self.status.identity = {"vendor": ident.vendor, "model": ident.model,
+                                "serial": ident.serial, "firmware": ident.firmware,
+                                **({"extra": ident.extra} if ident.extra else {})}
+        self.status.clocks = [c.__dict__ for c in drv.clocks()]
+        self.store.update_device(self.config.name, identity=self.status.identity,
+                                 clocks=self.status.clocks, plane=self.config.plane)
+        self.store.journal(self.config.name, "info", "identity",
+                           f"{ident.vendor} {ident.model} serial {ident.serial} fw {ident.firmware}")
+        if hasattr(drv, "on_event"):              # a driver that hears events as they happen
+            drv.on_event = self._pushed
+            for en in drv.pushed_events():
+                self._pushed(en)
+        return drv
+
+    # -- schedule -----------------------------------------------------------------------------
+    def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
+        """Dithered by default; for coarse clocks, aimed at the predicted tick edge, except every
+        `explore_every`-th read, which stays random so that a step the aimed reads would straddle
+        unseen is still found."""
+        period = NS / self.config.rate_hz
+        d = self.plan.dither
+        from bench.analysis.probe_schedule import explore_delay_ns   # uniform over the tick phase
+        t = now + explore_delay_ns(self.rng.random(), spec.resolution_ns, period, d)
+        aimable = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
+                   and not spec.modulus_ns
+                   and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every != 0)
+        if not aimable:
+            return t
+        from bench.analysis.probe_schedule import next_probe_ns
+        s, e, v = (list(x) for x in zip(*reads[-400:]))
+        bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
+        try:
+            aimed = next_probe_ns(s, e, v, spec.resolution_ns, now, bracket,
+                                  int(period * (1 - d)))
+        except Exception as exc:   # the scheduler failing must never stop the reads
+            self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
+            return t
+        if aimed is None:
+            return t
+        aimed = int(aimed) - (bracket if self.plan.burst > 1 else 0)   # the burst's last read aims
+        return aimed if aimed > now else t
+
+    def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
+        out = []
+        for entry in self.config.stimuli:
+            name, _, target = entry.partition(":")
+            if name in drv.stimuli():
+                out.append((name, target or None))
+        return out
+
+    async def _main(self) -> None:
+        start = self.now_ns()
+        end = start + int(self.plan.duration_s * NS)
+        drv = None
+        backoff = 1.0
+        while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
+            self.status.state = "connecting"
+            drv = await self._open()
+            if drv is None:
+                self.status.state = "unreachable"
+                await self._sleep_until(min(end, self.now_ns() + int(backoff * NS)))
+                backoff = min(backoff * 2, 15.0)
+        if drv is None:
+            self.status.state = "failed" if self.status.errors else "stopped"
+            return
+        self.status.state = "measuring"
+        specs = drv.clocks()
+        reads: dict[str, list] = {c.name: [] for c in specs}
+        due = {c.name: self.now_ns() + int(self.rng.uniform(0, NS / self.config.rate_hz))
+               for c in specs}
+        stimuli = self._stimulus_plan(drv) if self.plan.stimulus_every_s else []
+        stim_due = start + int(self.plan.first_stimulus_s * NS)
+        stim_i = 0
+        planned = sorted((start + int(at * NS), what) for dev, at, what in self.plan.schedule
+                         if dev == self.config.name)
+        poll_due = start + int(self.plan.log_poll_s * NS)
+        watch_until = 0
+        failures = 0
+        while not self.stop_event.is_set():
+            now = self.now_ns()
+            if now >= end:
+                break
+            nxt = min([*due.values(), poll_due, stim_due if stimuli else end, end,
+                       *(t for t, _ in planned[:1])])
+            if nxt > now:
+                if not await self._sleep_until(nxt):
+                    break
+                continue
+            ok = True
+            if planned and now >= planned[0][0]:
+                name, _, target = planned.pop(0)[1].partition(":")
+                ok &= await self._stimulus(drv, name, target or None)
+                watch_until = now + int(self.plan.watch_s * NS)
+                poll_due = now + int(self.plan.watch_poll_s * NS)
+            elif ready := [c for c in specs if due[c.name] <= now]:
+                # a planned stimulus keeps its instant; clock reads go ahead of the rest
+                spec = min(ready, key=lambda c: due[c.name])
+                ok &= await self._read(drv, spec, reads[spec.name])
+                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
+            elif stimuli and now >= stim_due:
+                ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
+                stim_i += 1
+                stim_due = now + int(self.plan.stimulus_every_s * NS)
+                watch_until = now + int(self.plan.watch_s * NS)
+                poll_due = now + int(self.plan.watch_poll_s * NS)
+            elif now >= poll_due and self._defer_log(now, min(due.values())):
+                poll_due = min(due.values()) + 1           # after the read that comes first
+            elif now >= poll_due:
+                self._log_wanted = None
+                seen = self.logged
+                drv.log_until_ns = min(due.values())       # the next clock read comes first
+                ok &= await self._poll_log(drv)
+                watching = now < watch_until and self.logged == seen
+                soon = watching or getattr(drv, "log_backlog", False)
+                poll_due = now + int((self.plan.watch_poll_s if soon else self.plan.log_poll_s) * NS)
+                if not watching:
+                    watch_until = 0
+            failures = 0 if ok else failures + 1
+            if failures >= self.plan.reopen_after:
+                self.status.state = "reconnecting"
+                self.store.journal(self.config.name, "warn", "reopen",
+                                   f"{failures} consecutive failures: reconnecting")
+                await drv.close()
+                drv = None
+                while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
+                    drv = await self._open()
+                    if drv is None:
+                        await self._sleep_until(min(end, self.now_ns() + 2 * NS))
+                if drv is None:
+                    break
+                self.status.state = "measuring"
+                failures = 0
+        # a last log poll catches entries of late stimuli
+        if drv is not None:
+            drv.log_until_ns = None
+            await self._poll_log(drv)
+            await drv.close()
+        self.status.state = "done"
+
+    # -- exchanges ----------------------------------------------------------------------------
+    async def _read(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+        """One probe (a burst of reads). A malformed answer costs only itself: the device did
+        answer, so the burst goes on; a read that got no answer ends the probe."""
+        answered = True
+        for _ in range(max(1, self.plan.burst)):
+            kind = await self._read_once(drv, spec, reads)
+            if kind not in (None, "malformed"):
+                return False
+            answered &= kind is None
+        return answered
+
+    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list) -> str | None:
+        """None when the read is good, else its error class."""
+        s0 = self.now_ns()
+        try:
+            r = await asyncio.wait_for(drv.read_clock(spec.name), self.plan.timeout_s)
+        except Exception as exc:
+            self._error(f"read {spec.name}", exc)
+            self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
+                           _kind_of(exc), _message(exc))
+            return _kind_of(exc)
+        if not in_int64(r.value_ns):          # e.g. an RTC in year 1 or 9999
+            self._error(f"read {spec.name}", DeviceError(self.config.name, "malformed",
+                                                         f"value {r.value_ns} ns out of range"))
+            self.out.write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
+                           "malformed", f"value out of range: {r.value_ns} ns; {r.raw}")
+            return "malformed"
+        self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
+                       "ok", r.raw)
+        reads.append((r.s_ns, r.e_ns, r.value_ns))
+        self.status.recent.setdefault(r.clock, []).append((r.s_ns, r.e_ns, r.value_ns,
+                                                           r.resolution_ns))
+        self.status.reads += 1
+        self.status.last_bracket_ns = r.e_ns - r.s_ns
+        return None
+
+    async def _stimulus(self, drv: Driver, name: str, target: str | None) -> bool:
+        s0 = self.now_ns()
+        label = name if target is None else f"{name}:{target}"
+        self._pushed_held = []        # an event pushed before the answer is written after it
+        try:
+            st = await asyncio.wait_for(drv.stimulate(name, target), self.plan.timeout_s)
+        except Exception as exc:
+            self._error(f"stimulus {label}", exc)
+            self.out.write("stimulus", label, s0, self.now_ns(), None, None, "user",
+                           _kind_of(exc), _message(exc))
+            self._release_pushed()
+            return _kind_of(exc) == "refused"
+        status = "ok" if st.sent else "unarmed"
+        self.out.write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status, st.raw)
+        self._release_pushed()
+        self.store.journal(self.config.name, "info", "stimulus", f"{label} {status}")
+        self.status.stimuli += 1
+        return True
+
+    def _defer_log(self, now: int, next_read: int) -> bool:
+        """Whether to put a due log poll after the next clock read: when the read is due sooner
+        than the last poll took, for at most 5 poll intervals (the log is never starved)."""
+        if self._log_wanted is None:
+            self._log_wanted = now
+        if now - self._log_wanted > 5 * self.plan.log_poll_s * NS:
+            return False
+        return next_read - now < self._poll_ns
+
+    async def _poll_log(self, drv: Driver) -> bool:
+        s0 = self.now_ns()
+        try:
+            entries, cursor = await asyncio.wait_for(drv.log_entries(self.cursor),
+                                                     self.plan.timeout_s)
+        except Exception as exc:
+            self._error("log", exc)
+            self._row("log", "", exc, s0)
+            return False
+        finally:
+            self._poll_ns = self.now_ns() - s0
+        self.cursor = cursor
+        for en in entries:
+            if not in_int64(en.value_ns):
+                self.out.write("event", en.clock, en.s_ns, en.e_ns, None, en.resolution_ns,
+                               "user", "malformed", f"stamp out of range: {en.value_ns} ns; "
+                               f"{en.cursor} {en.message}".strip())
+                self.status.errors += 1
+                continue
+            self.out.write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
+                           "user", "ok", f"{en.cursor} {en.message}".strip())
+            self.status.events += 1
+            self.logged += 1
+        return True
+
+    def _pushed(self, en) -> None:
+        """An event the device pushed (drivers/redfish_events.py), written as it arrives."""
+        if self._pushed_held is not None:
+            self._pushed_held.append(en)
+            return
+        self.out.write("pushed", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
+                       "user", "ok", f"{en.cursor} {en.message}".strip())
+        self.status.events += 1
+
+    def _release_pushed(self) -> None:
+        held, self._pushed_held = self._pushed_held or [], None
+        for en in held:
+            self._pushed(en)
+
+
+def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,
+                plan: ProbePlan, armed: bool, on_tick: Callable[[list[DeviceStatus], float], None]
+                | None = None, seed: int = 0) -> tuple[list[DeviceStatus], bool]:
+    """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second.
+    Returns the statuses and whether the user stopped the run (Ctrl-C): what was measured until
+    then is kept either way."""
+    stop = threading.Event()
+    workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
+               for i, d in enumerate(devices)]
+    for w in workers:
+        w.start()
+    t0 = time.monotonic()
+    interrupted = False
+    try:
+        while any(w.is_alive() for w in workers):
+            if on_tick:
+                on_tick([w.status for w in workers], time.monotonic() - t0)
+            for w in workers:
+                w.join(0.5 / max(1, len(workers)))
+            if store.full is not None:        # disk full: stop; what was written is kept
+                stop.set()
+                for w in workers:
+                    w.join(plan.timeout_s + 2)
+                break
+            if time.monotonic() - t0 > plan.duration_s + 4 * plan.timeout_s + 10:
+                break            # a hung worker must not hold the run: it is reported as such
+    except KeyboardInterrupt:
+        interrupted = True
+        store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
+        stop.set()
+        for w in workers:
+            w.join(plan.timeout_s + 2)
+    stop.set()
+    for w in workers:
+        if w.is_alive():
+            w.status.state = "hung"
+            store.journal(w.config.name, "error", "hung", "worker did not stop in time")
+    if on_tick:
+        on_tick([w.status for w in workers], time.monotonic() - t0)
+    return [w.status for w in workers], interrupted

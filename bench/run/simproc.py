@@ -1,0 +1,90 @@
+"""Serve the simulated rack from a child process for the length of a run."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bench.model.inventory import RackConfig, load_rack
+from bench.sim.serve import ensure_secrets
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """In the child before exec: the kernel sends it SIGTERM when the bench dies, however it dies
+    (SIGKILL included), so a simulator is never orphaned. Linux only; elsewhere a no-op."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:    # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+class SimProcess:
+    """`with SimProcess(rack_file, out_dir) as sim:` -> `sim.rack` (resolved), `sim.failed`.
+    On exit the child is stopped and writes truth.json into `out_dir`."""
+
+    def __init__(self, rack_file: Path, out_dir: Path, start_timeout_s: float = 60.0):
+        self.rack_file = Path(rack_file)
+        self.out_dir = Path(out_dir)
+        self.timeout = start_timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.rack: RackConfig | None = None
+        self.failed: dict[str, str] = {}
+
+    def __enter__(self) -> "SimProcess":
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        ensure_secrets(load_rack(self.rack_file), quiet=True)
+        log = open(self.out_dir / "sim.log", "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
+             "--out", str(self.out_dir.resolve())], stdout=log, stderr=log,
+            env=os.environ.copy(), cwd=Path(__file__).resolve().parent.parent,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()))
+        ready = self.out_dir / "rack.toml"
+        deadline = time.monotonic() + self.timeout
+        while not ready.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__()
+                tail = (self.out_dir / "sim.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the simulated rack did not start:\n{tail}")
+            time.sleep(0.05)
+        self.rack = replace(load_rack(ready), simulated=True,
+                            limits=load_rack(self.rack_file).limits)   # [limits]: the rack file's
+        failed = self.out_dir / "sim_failed.json"
+        self.failed = json.loads(failed.read_text()) if failed.exists() else {}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def fault(self, device: str, kind: str, **how) -> dict:
+        """Trigger a fault in the served rack (bench/sim/faults.py): `{"t_ns": ...}`, the instant
+        it is scheduled for, or `{"armed": True}` when it waits for the device's samples."""
+        from bench.sim.faults import send_fault
+        return send_fault(self.out_dir, device, kind, **how)
+
+    def move_truth(self, run_dir: Path) -> Path | None:
+        src = self.out_dir / "truth.json"
+        if src.exists():
+            return Path(shutil.move(str(src), run_dir / "truth.json"))
+        return None
