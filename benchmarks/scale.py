@@ -129,9 +129,11 @@ class ProcSampler(threading.Thread):
         self.last: dict[int, tuple[float, int]] = {}
         self.rss: dict[int, float] = {}
         self.threads: dict[int, int] = {}
+        self.series: list[tuple[int, float, float]] = []   # (time_ns, bench s, sim s) of CPU
 
     def sample(self) -> None:
         now = time.monotonic()
+        totals = [0.0, 0.0]
         for pid in _tree(os.getpid()):
             st = _stat(pid)
             if st is None:
@@ -140,6 +142,9 @@ class ProcSampler(threading.Thread):
             self.last[pid] = (now, st[1])
             self.rss[pid] = max(self.rss.get(pid, 0.0), _rss_mb(pid))
             self.threads[pid] = max(self.threads.get(pid, 0), st[2])
+        for pid, (_, ticks) in self.last.items():        # exited workers keep their last count
+            totals[pid in self.sim_pids] += ticks / TICK
+        self.series.append((time.time_ns(), *totals))
 
     def run(self) -> None:
         while not self.stop.wait(1.0):
@@ -218,10 +223,11 @@ def run_size(n: int, duration_s: float, work: Path, sim_procs: int | None,
     load_before = os.getloadavg()
     with contextlib.ExitStack() as stack:
         sims = []
+        tag = f"{n}-{'-'.join(m[0] for m in mix)}-{time.monotonic_ns()}"   # a fresh folder each
         for k, part in enumerate(parts):
-            f = work / f"rack-{n}-{k}.toml"
+            f = work / f"rack-{tag}-{k}.toml"
             f.write_text(tomli_w.dumps(part))
-            sims.append(stack.enter_context(SimProcess(f, work / f"sim-{n}-{k}", 300.0)))
+            sims.append(stack.enter_context(SimProcess(f, work / f"sim-{tag}-{k}", 300.0)))
         rack = replace(sims[0].rack, devices=tuple(d for s in sims for d in s.rack.devices))
         store = RunStore(work / "runs", f"scale-{n}")
         store.write_manifest({"experiment": "scale", "status": "running"})
@@ -246,7 +252,30 @@ def run_size(n: int, duration_s: float, work: Path, sim_procs: int | None,
             "load_before": [round(x, 2) for x in load_before],
             "load_after": [round(x, 2) for x in os.getloadavg()], "states": states,
             "planes": figures, "processes": sampler.table(window), "run_kw": run_kw,
-            "ok_reads": reads}
+            "ok_reads": reads, "steady": steady_cost(store.path, sampler.series)}
+
+
+def steady_cost(run_dir: Path, series: list) -> dict:
+    """CPU ms per ok read of the bench's and the simulator's processes once every device has
+    read (opens excluded: an SNMP engine alone costs ~0.2 s)."""
+    firsts, reads = [], []
+    for p in (run_dir / "samples").glob("*.csv"):
+        with open(p, newline="") as f:
+            s = [int(r["s_ns"]) for r in csv.DictReader(f)
+                 if r["kind"] == "read" and r["status"] == "ok"]
+        if s:
+            firsts.append(min(s))
+            reads.extend(s)
+    if not firsts:
+        return {}
+    t = sorted(firsts)[int(0.9 * (len(firsts) - 1))]       # 90 % of the devices read by then
+    after = [x for x in series if x[0] >= t]
+    if len(after) < 2:
+        return {}
+    n = sum(1 for x in reads if after[0][0] <= x <= after[-1][0])
+    return {"reads": n, "window_s": round((after[-1][0] - after[0][0]) / 1e9, 1),
+            "bench_ms_per_read": round(1000 * (after[-1][1] - after[0][1]) / max(1, n), 3),
+            "sim_ms_per_read": round(1000 * (after[-1][2] - after[0][2]) / max(1, n), 3)}
 
 
 def ok_reads(run_dir: Path) -> int:
@@ -263,13 +292,8 @@ def calibrate(n: int, duration_s: float, work: Path, run_kw: dict, path: Path) -
     drivers = {}
     for plane, src, _ in MIX:
         row = run_size(n, duration_s, work, None, run_kw, mix=((plane, src, 1.0),))
-        reads = row["ok_reads"]
-        cpu = {r: sum(p["cpu_pct"] for p in row["processes"] if (p["role"] == "sim") == (r == "sim"))
-               / 100 * row["wall_s"] for r in ("bench", "sim")}
         driver = tomllib.loads(DEFAULT_RACK.read_text())["devices"][src]["driver"]
-        drivers[driver] = {"bench_ms_per_read": round(1000 * cpu["bench"] / max(1, reads), 3),
-                           "sim_ms_per_read": round(1000 * cpu["sim"] / max(1, reads), 3),
-                           "devices": n, "reads": reads, "load_before": row["load_before"]}
+        drivers[driver] = {**row["steady"], "devices": n, "load_before": row["load_before"]}
         print(plane, drivers[driver], flush=True)
     path.write_text(json.dumps({"measured": time.strftime("%Y-%m-%d") + f" by benchmarks/scale.py "
                                 f"--calibrate {n} on {os.cpu_count()} cores",
