@@ -475,19 +475,20 @@ def deadline_of(plan: ProbePlan) -> float:
 
 def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,
                 plan: ProbePlan, armed: bool, on_tick: Callable[[list[DeviceStatus], float], None]
-                | None = None, seed: int = 0,
-                processes: int | None = None) -> tuple[list[DeviceStatus], bool]:
+                | None = None, seed: int = 0, processes: int | None = None,
+                stop: threading.Event | None = None) -> tuple[list[DeviceStatus], bool]:
     """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second.
     Returns the statuses and whether the user stopped the run (Ctrl-C): what was measured until
     then is kept either way. `processes`: worker processes (processes_for); the devices are
-    sharded over them when more than one and the reference can be opened in each."""
+    sharded over them when more than one and the reference can be opened in each. `stop`: an
+    event that ends the probing early (as Ctrl-C does, without counting as interrupted)."""
     from bench.run import shards
     n = processes_for(len(devices), processes)
     clock = shards.clock_spec(now_ns)
     if n > 1 and clock is not None:
-        return shards.run_sharded(devices, clock, store, plan, armed, on_tick, seed, n)
+        return shards.run_sharded(devices, clock, store, plan, armed, on_tick, seed, n, stop)
     store.update_manifest(runner={"processes": 1, "devices": len(devices)})
-    stop = threading.Event()
+    stop = stop or threading.Event()
     workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
                for i, d in enumerate(devices)]
     t0 = time.monotonic()

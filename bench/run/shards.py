@@ -160,7 +160,8 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
 
 # -- the parent -----------------------------------------------------------------------------------------
 def run_sharded(devices: list[DeviceConfig], clock: tuple, store, plan: ProbePlan, armed: bool,
-                on_tick, seed: int, processes: int) -> tuple[list[DeviceStatus], bool]:
+                on_tick, seed: int, processes: int,
+                stop_when: threading.Event | None = None) -> tuple[list[DeviceStatus], bool]:
     """runner.run_devices over `processes` spawned workers (devices dealt round-robin, so each
     worker gets a like share of every plane)."""
     ctx = multiprocessing.get_context("spawn")
@@ -219,7 +220,7 @@ def run_sharded(devices: list[DeviceConfig], clock: tuple, store, plan: ProbePla
             if on_tick and time.monotonic() - last_tick >= STATUS_EVERY_S:
                 last_tick = time.monotonic()
                 on_tick(list(statuses.values()), last_tick - t0)
-            if store.full is not None:
+            if store.full is not None or (stop_when is not None and stop_when.is_set()):
                 stop.set()
             if time.monotonic() - t0 > deadline_of(plan) + SPAWN_ALLOWANCE_S:
                 break
