@@ -1,7 +1,8 @@
-"""Probe every device concurrently: one asyncio task per device on one event loop per process,
-the devices sharded over worker processes (bench/run/shards.py) when the rack is large enough to
-need more than one core, so a slow or hung device never delays another's brackets. Every
-exchange is written as it completes; a driver's blocking calls run off the loop (to_thread).
+"""Probe every device concurrently, one asyncio task per device (`DeviceWorker`), so a slow or
+hung device never delays another's brackets. A large rack (SHARD_MIN_DEVICES or more) is sharded
+over worker processes, one event loop each with all its devices' tasks (bench/run/shards.py); a
+small one runs in the bench's process, each task on a loop of its own in a thread of its own.
+Every exchange is written as it completes; a driver's blocking calls run off the loop (to_thread).
 
 Per device: open and identify; read each clock at the device's rate with random dither (or at
 the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
@@ -492,19 +493,24 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
     workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
                for i, d in enumerate(devices)]
     t0 = time.monotonic()
-    loop_thread = threading.Thread(
-        target=lambda: asyncio.run(run_workers(workers, t0 + deadline_of(plan))),
-        name="probe-loop", daemon=True)
-    loop_thread.start()
+    # a small rack: each device's task on a loop of its own in a thread of its own, so that even
+    # a device whose answers cost the bench CPU (a flood) is time-sliced with the others
+    threads = [threading.Thread(target=lambda w=w: asyncio.run(
+        run_workers([w], t0 + deadline_of(plan))), name=f"dev-{w.config.name}", daemon=True)
+        for w in workers]
+    for t in threads:
+        t.start()
     interrupted = False
     try:
-        while loop_thread.is_alive():
+        while any(t.is_alive() for t in threads):
             if on_tick:
                 on_tick([w.status for w in workers], time.monotonic() - t0)
-            loop_thread.join(0.5)
-            if store.full is not None:        # disk full: stop; what was written is kept
+            for t in threads:
+                t.join(0.5 / len(threads))
+            if store.full is not None or stop.is_set():  # disk full: what was written is kept
                 stop.set()
-                loop_thread.join(plan.timeout_s + 2)
+                for t in threads:
+                    t.join(plan.timeout_s + 2)
                 break
             if time.monotonic() - t0 > deadline_of(plan) + 10:
                 break            # a hung loop must not hold the run: it is reported as such
@@ -512,7 +518,8 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
         interrupted = True
         store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
         stop.set()
-        loop_thread.join(plan.timeout_s + 2)
+        for t in threads:
+            t.join(plan.timeout_s + 2)
     stop.set()
     for w in workers:
         if w.status.state not in ("done", "failed", "stopped", "hung"):
