@@ -109,6 +109,7 @@ class DeviceWorker:
         self._poll_ns = 0                    # how long the last log poll took
         self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
         self.open_gate: asyncio.Semaphore | None = None   # set by run_workers: opens at once
+        self._end = 2**63 - 1                             # the run's end for this device
 
     # -- task ---------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -153,6 +154,8 @@ class DeviceWorker:
         if self.open_gate is None:
             return await self._open_now()
         async with self.open_gate:          # the open's timeout runs from its turn on
+            if self.stop_event.is_set() or self.now_ns() >= self._end:
+                return None                 # its turn came after the run's end
             return await self._open_now()
 
     async def _open_now(self) -> Driver | None:
@@ -221,7 +224,7 @@ class DeviceWorker:
 
     async def _main(self) -> None:
         start = self.now_ns()
-        end = start + int(self.plan.duration_s * NS)
+        end = self._end = start + int(self.plan.duration_s * NS)
         drv = None
         backoff = 1.0
         while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
