@@ -30,7 +30,8 @@ def _run(a) -> int:
             print("--arm has no effect on the simulated rack (its stimuli are always sent)",
                   file=sys.stderr)
         path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
-                              allowance_ns=allowance, quiet=a.quiet)
+                              allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
+                              fit_rates=a.fit_rates, calibration=a.calibration)
     except InventoryError as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
@@ -111,6 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="experiment parameter (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress display or table")
+    r.add_argument("--processes", type=int, default=None,
+                   help="worker processes probing the devices (default: one per core from 32 "
+                        "devices, else one)")
+    r.add_argument("--fit-rates", action="store_true",
+                   help="a rack beyond the bench's capacity runs at rates scaled down to fit "
+                        "(default: it is refused with the numbers)")
+    r.add_argument("--calibration", type=Path, default=None,
+                   help="cost-per-read file (default: bench/run/exchange_cost.json; "
+                        "benchmarks/scale.py --calibrate writes one)")
     for name in SUBCOMMANDS:
         sub.add_parser(name, help=f"{HELP[name]} (rackclock {name} --help)", add_help=False)
     a = ap.parse_args(argv or ["run"])

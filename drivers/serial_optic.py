@@ -27,10 +27,16 @@ read that first saw it; `raw` holds `prev_s_ns`, the start of the previous read 
 flags: the change happened in (prev_s_ns, e_ns]. (The previous read's *start*, not its end: the
 module sampled its flags somewhere inside that read's bracket.) Where the module has a counter,
 the counter is read right after and the entry carries that value: the change happened before it.
+
+pyserial blocks: every exchange runs in `asyncio.to_thread` (one at a time per bridge, under a
+lock held in the thread, so a call abandoned at the runner's timeout finishes before the next
+starts), so the event loop the other devices share never waits on the line.
 """
 from __future__ import annotations
 
+import asyncio
 import importlib
+import threading
 import json
 import os
 
@@ -99,13 +105,24 @@ class SerialOptic(Driver):
         self._hist_seq = 0
         self._prev_hist: int | None = None
         self._vdm_watch: dict[int, tuple[int, int]] = {}   # port -> (done bit, since s_ns)
+        self._line = threading.Lock()
+
+    async def _blocking(self, fn, *args):
+        """`fn(*args)` (pyserial underneath) off the event loop, one at a time on this line."""
+        def locked():
+            with self._line:
+                return fn(*args)
+        return await asyncio.to_thread(locked)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def open(self) -> None:
-        self.link.open()
+        await self._blocking(self.link.open)
 
     async def close(self) -> None:
-        self.link.close()
+        try:
+            await self._blocking(self.link.close)
+        except RuntimeError:         # the loop's executor is already shut down: close in place
+            self.link.close()
 
     # -- exchanges with the selected module -----------------------------------------------------
     def _on(self, port: int, fn, *args):
@@ -141,6 +158,9 @@ class SerialOptic(Driver):
                 "counter": port in self.counter_ports}
 
     async def identity(self) -> Identity:
+        return await self._blocking(self._identity)
+
+    def _identity(self) -> Identity:
         info, _ = self.link.identify()
         modules = {}
         for port in self.ports:
@@ -173,7 +193,7 @@ class SerialOptic(Driver):
         if port not in self.counter_ports:
             raise self.error("refused", f"no clock {clock!r} (counters: "
                                         f"{[c.name for c in self.clocks()] or 'none'})")
-        value, a = self._counter(port)
+        value, a = await self._blocking(self._counter, port)
         return Read(clock, a.s_ns, a.e_ns, value, self.counter_res_ns, "user", a.raw)
 
     # -- stimuli --------------------------------------------------------------------------------
@@ -185,10 +205,12 @@ class SerialOptic(Driver):
             raise self.error("refused", f"stimulus {name} needs a module port as target")
         port = int(target)
         if name in ("tx_disable", "tx_enable"):
-            a = self._write(port, TX_DISABLE, 0xFF if name == "tx_disable" else 0x00)
+            a = await self._blocking(self._write, port, TX_DISABLE,
+                                     0xFF if name == "tx_disable" else 0x00)
         else:
             freeze = name == "vdm_freeze"
-            a = self._write(port, VDM_CONTROL, FREEZE_REQUEST if freeze else 0x00)
+            a = await self._blocking(self._write, port, VDM_CONTROL,
+                                     FREEZE_REQUEST if freeze else 0x00)
             self._vdm_watch[port] = (FREEZE_DONE if freeze else UNFREEZE_DONE, a.s_ns)
         return Stimulus(name, target, a.s_ns, a.e_ns, True, "user", a.raw)
 
@@ -265,7 +287,7 @@ class SerialOptic(Driver):
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
         """Polls once, then returns every entry after `cursor`. A poll that failed raises its
         first error unless there are new entries to hand over (they would be lost otherwise)."""
-        errors = self.poll()
+        errors = await self._blocking(self.poll)
         after = int(cursor) if cursor and cursor.isdigit() else 0
         new = [e for e in self._entries if int(e.cursor) > after]
         if errors and not new:

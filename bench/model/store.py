@@ -19,7 +19,7 @@ from bench.model.provenance import redact, redact_text
 
 SCHEMA = 1
 SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
-                  "status", "raw"]
+                  "status", "raw", "late_ns"]
 EVENT_COLUMNS = ["t_ns", "device", "level", "kind", "message"]
 RESERVE_BYTES = 256 << 10        # kept free for the last manifest and journal lines
 
@@ -98,11 +98,12 @@ class SampleWriter:
 
     def write(self, kind: str, clock: str, s_ns: int | None, e_ns: int | None,
               value_ns: int | None, resolution_ns: int | None, stamp: str, status: str,
-              raw: str) -> int:
+              raw: str, late_ns: int | None = None) -> int:
         self.seq += 1
         raw = raw.replace("\r", " ").replace("\n", " ")[:2000]
         row = [self.seq, kind, clock, s_ns, e_ns, "" if value_ns is None else value_ns,
-               "" if resolution_ns is None else resolution_ns, stamp, status, raw]
+               "" if resolution_ns is None else resolution_ns, stamp, status, raw,
+               "" if late_ns is None else late_ns]
         self._guard(lambda: (self._w.writerow(row), self._f.flush()))
         return self.seq
 

@@ -23,6 +23,7 @@ from bench.model.rackfile import check_out, check_params, load_checked
 from bench.reference.monitor import RunReference
 from bench.model.rundata import bound_from_manifest
 from bench.reference.clock import Health, Reference, ReferenceRefused
+from bench.run import admission
 from bench.run.runner import ProbePlan, run_devices
 from bench.run.signals import interrupt_on_signals
 from bench.model.rundata import load_run
@@ -44,6 +45,7 @@ class Bench:
     summary: dict | None = None
     quiet: bool = False
     interrupted: bool = False       # the user stopped the probing; what was taken is summarised
+    processes: int | None = None    # the runner's worker processes (None: runner.processes_for)
 
     @property
     def simulated(self) -> bool:
@@ -78,7 +80,8 @@ class Bench:
         try:
             self.statuses, stopped = run_devices(
                 list(self.rack.devices), self.reference.now_ns, self.store, plan, self.armed,
-                on_tick=tick, seed=int(self.rack.options.get("seed", 0)))
+                on_tick=tick, seed=int(self.rack.options.get("seed", 0)),
+                processes=self.processes)
             self.interrupted |= stopped
         finally:
             if progress:
@@ -89,7 +92,10 @@ class Bench:
         devices = self.store.manifest.get("devices", {})
         for st in self.statuses:
             devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
-                                                   state=st.state, plane=st.plane)
+                                                   state=st.state, plane=st.plane,
+                                                   reads=st.reads, probes=st.probes,
+                                                   late_probes=st.late,
+                                                   late_max_ns=st.late_max_ns)
         self.store.update_manifest(devices=devices, probed_until_ns=self.reference.now_ns())
         return self.statuses
 
@@ -156,10 +162,13 @@ def make_params(exp, overrides: dict[str, str]):
 
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
-                   quiet: bool = False) -> Path:
+                   quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
+                   calibration: Path | None = None) -> Path:
     """Run one experiment; returns the run folder. Prints the closing table and the folder.
     Every problem of the rack file, the parameters or `out` is an InventoryError raised before
-    anything starts (no run folder is made)."""
+    anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
+    (bench.run.admission) is refused (status `refused`, the numbers in the manifest), or run at
+    rates scaled to fit with `fit_rates`."""
     exp = load_experiment(name)
     params = make_params(exp, params_overrides)
     if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
@@ -185,6 +194,18 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             print(f"run folder: {store.path}")
             return store.path
         reference, health = rr.reference, rr.start
+        adm = admission.assess(rack.devices, int(getattr(params, "burst", ProbePlan.burst)),
+                               rack.simulated, calibration=calibration)
+        if not adm.fits and fit_rates:
+            rack, adm = admission.fit_rates(rack, adm)
+        elif not adm.fits:
+            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": "refused",
+                                  "error": adm.message(), "admission": adm.as_dict(),
+                                  "inventory": rack.public()})
+            store.close()
+            print(f"refused: {adm.message()}", file=sys.stderr)
+            print(f"run folder: {store.path}")
+            return store.path
         if rack.simulated:
             armed = True   # stimuli on the simulated rack are always sent
         devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
@@ -197,8 +218,9 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             "host": provenance.host(), "argv": sys.argv, "armed": armed,
             "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
             "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
-            "started_ns": reference.now_ns(), "status": "running", "pid": os.getpid()})
-        bench = Bench(rack, rr, store, armed, sim, quiet=quiet)
+            "started_ns": reference.now_ns(), "status": "running", "pid": os.getpid(),
+            "admission": adm.as_dict()})
+        bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
         t0 = time.monotonic()
         try:
             exp.run(bench, params)
@@ -231,6 +253,13 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     if bench.summary and not quiet:
         print(reference_line(store.manifest))
         print(table(bench.summary, store.manifest))
+        if adm.fit_factor is not None:
+            print(f"rates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
+                  f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
+    late = {n: d for n, d in store.manifest.get("devices", {}).items() if d.get("late_probes")}
+    if late and not quiet:
+        print("late probes (started >= 10 ms after plan): " + ", ".join(
+            f"{n} {d['late_probes']}/{d.get('probes', 0)}" for n, d in sorted(late.items())))
     if status == "disk_full":
         print(f"rackclock run: disk full: {error}", file=sys.stderr)
     elif error:

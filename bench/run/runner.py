@@ -1,5 +1,8 @@
-"""Probe every device concurrently: each in its own thread with its own asyncio loop, so a slow
-or hung device never delays another's brackets. Every exchange is written as it completes.
+"""Probe every device concurrently, one asyncio task per device (`DeviceWorker`), so a slow or
+hung device never delays another's brackets. A large rack (SHARD_MIN_DEVICES or more) is sharded
+over worker processes, one event loop each with all its devices' tasks (bench/run/shards.py); a
+small one runs in the bench's process, each task on a loop of its own in a thread of its own.
+Every exchange is written as it completes; a driver's blocking calls run off the loop (to_thread).
 
 Per device: open and identify; read each clock at the device's rate with random dither (or at
 the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
@@ -9,6 +12,7 @@ failures the driver is reopened with backoff. A run never stops for one device.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 import time
@@ -22,6 +26,10 @@ from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver
 
 NS = 1_000_000_000
+LATE_NS = 10_000_000           # a probe that starts this long after its planned instant is late
+SHARD_MIN_DEVICES = 32         # fewer devices: one process (one core is more than enough)
+OPENS_AT_ONCE = 4              # per loop: a driver's open can cost CPU (an SNMP engine ~0.2 s),
+                               # and many at once starve the answers of the ones already open
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,9 @@ class DeviceStatus:
     events: int = 0
     last_bracket_ns: int | None = None
     last_error: str = ""
+    probes: int = 0                       # probes started (a burst of reads each) ...
+    late: int = 0                         # ... of which started LATE_NS or more after their plan
+    late_max_ns: int = 0
     identity: dict = field(default_factory=dict)
     clocks: list = field(default_factory=list)
     recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.output.live
@@ -78,10 +89,11 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class DeviceWorker(threading.Thread):
+class DeviceWorker:
+    """One device's probing, an asyncio task (`await worker.run()`) that never raises."""
+
     def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], store: RunStore,
                  plan: ProbePlan, armed: bool, stop: threading.Event, seed: int = 0):
-        super().__init__(name=f"dev-{config.name}", daemon=True)
         self.config = config
         self.now_ns = now_ns
         self.store = store
@@ -96,12 +108,17 @@ class DeviceWorker(threading.Thread):
         self._pushed_held: list | None = None     # pushed events held while a stimulus is in flight
         self._poll_ns = 0                    # how long the last log poll took
         self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
+        self.open_gate: asyncio.Semaphore | None = None   # set by run_workers: opens at once
+        self._end = 2**63 - 1                             # the run's end for this device
 
-    # -- thread -------------------------------------------------------------------------------
-    def run(self) -> None:
+    # -- task ---------------------------------------------------------------------------------
+    async def run(self) -> None:
         self.out = self.store.samples(self.config.name)
         try:
-            asyncio.run(self._main())
+            await self._main()
+        except asyncio.CancelledError:            # still running when the run's deadline passed
+            self.status.state = "hung"
+            self.store.journal(self.config.name, "error", "hung", "worker did not stop in time")
         except Exception as exc:  # last resort: the worker must record, never take the run down
             self._error("worker", exc)
             self._row("worker", "", exc)
@@ -134,6 +151,14 @@ class DeviceWorker(threading.Thread):
         return False
 
     async def _open(self) -> Driver | None:
+        if self.open_gate is None:
+            return await self._open_now()
+        async with self.open_gate:          # the open's timeout runs from its turn on
+            if self.stop_event.is_set() or self.now_ns() >= self._end:
+                return None                 # its turn came after the run's end
+            return await self._open_now()
+
+    async def _open_now(self) -> Driver | None:
         drv = driver_class(self.config.driver)(self.config, self.now_ns, armed=self.armed)
         try:
             await asyncio.wait_for(drv.open(), self.plan.timeout_s * 2)
@@ -199,7 +224,7 @@ class DeviceWorker(threading.Thread):
 
     async def _main(self) -> None:
         start = self.now_ns()
-        end = start + int(self.plan.duration_s * NS)
+        end = self._end = start + int(self.plan.duration_s * NS)
         drv = None
         backoff = 1.0
         while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
@@ -211,9 +236,15 @@ class DeviceWorker(threading.Thread):
                 backoff = min(backoff * 2, 15.0)
         if drv is None:
             self.status.state = "failed" if self.status.errors else "stopped"
+            if self.status.state == "stopped" and not self.stop_event.is_set():
+                self._no_reads(start)             # the run ended before the device answered
             return
         self.status.state = "measuring"
         specs = drv.clocks()
+        if self.now_ns() >= end:                  # opened only after the run's end (a slow login)
+            await drv.close()
+            self._no_reads(start)
+            return
         reads: dict[str, list] = {c.name: [] for c in specs}
         due = {c.name: self.now_ns() + int(self.rng.uniform(0, NS / self.config.rate_hz))
                for c in specs}
@@ -244,7 +275,7 @@ class DeviceWorker(threading.Thread):
             elif ready := [c for c in specs if due[c.name] <= now]:
                 # a planned stimulus keeps its instant; clock reads go ahead of the rest
                 spec = min(ready, key=lambda c: due[c.name])
-                ok &= await self._read(drv, spec, reads[spec.name])
+                ok &= await self._read(drv, spec, reads[spec.name], due[spec.name])
                 due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
             elif stimuli and now >= stim_due:
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
@@ -285,37 +316,58 @@ class DeviceWorker(threading.Thread):
             await self._poll_log(drv)
             await drv.close()
         self.status.state = "done"
+        if specs and self.status.reads == 0:      # a device with clocks and no read is an error
+            self._no_reads(start)
+
+    def _no_reads(self, start: int) -> None:
+        took = (self.now_ns() - start) / NS
+        exc = DeviceError(self.config.name, "timeout",
+                          f"no clock read in the run ({took:.1f} s; {self.status.errors} errors "
+                          f"before; state {self.status.state})")
+        self._error("reads", exc)
+        self._row("read", "", exc)
+        self.status.state = "failed"
 
     # -- exchanges ----------------------------------------------------------------------------
-    async def _read(self, drv: Driver, spec: ClockSpec, reads: list) -> bool:
+    async def _read(self, drv: Driver, spec: ClockSpec, reads: list,
+                    planned_ns: int | None = None) -> bool:
         """One probe (a burst of reads). A malformed answer costs only itself: the device did
-        answer, so the burst goes on; a read that got no answer ends the probe."""
+        answer, so the burst goes on; a read that got no answer ends the probe. The first read's
+        row carries how late the probe started after its planned instant (`late_ns`)."""
         answered = True
-        for _ in range(max(1, self.plan.burst)):
-            kind = await self._read_once(drv, spec, reads)
+        for i in range(max(1, self.plan.burst)):
+            kind = await self._read_once(drv, spec, reads, planned_ns if i == 0 else None)
             if kind not in (None, "malformed"):
                 return False
             answered &= kind is None
         return answered
 
-    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list) -> str | None:
+    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list,
+                         planned_ns: int | None = None) -> str | None:
         """None when the read is good, else its error class."""
         s0 = self.now_ns()
+        late = None
+        if planned_ns is not None:
+            late = max(0, s0 - planned_ns)
+            self.status.probes += 1
+            self.status.late += late >= LATE_NS
+            self.status.late_max_ns = max(self.status.late_max_ns, late)
         try:
             r = await asyncio.wait_for(drv.read_clock(spec.name), self.plan.timeout_s)
         except Exception as exc:
             self._error(f"read {spec.name}", exc)
             self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
-                           _kind_of(exc), _message(exc))
+                           _kind_of(exc), _message(exc), late_ns=late)
             return _kind_of(exc)
         if not in_int64(r.value_ns):          # e.g. an RTC in year 1 or 9999
             self._error(f"read {spec.name}", DeviceError(self.config.name, "malformed",
                                                          f"value {r.value_ns} ns out of range"))
             self.out.write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
-                           "malformed", f"value out of range: {r.value_ns} ns; {r.raw}")
+                           "malformed", f"value out of range: {r.value_ns} ns; {r.raw}",
+                           late_ns=late)
             return "malformed"
         self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
-                       "ok", r.raw)
+                       "ok", r.raw, late_ns=late)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
         self.status.recent.setdefault(r.clock, []).append((r.s_ns, r.e_ns, r.value_ns,
                                                            r.resolution_ns))
@@ -391,41 +443,89 @@ class DeviceWorker(threading.Thread):
             self._pushed(en)
 
 
+def processes_for(n_devices: int, processes: int | None = None) -> int:
+    """Worker processes for a rack: as given (or RACKCLOCK_PROCESSES), else one per core the
+    bench may use, and one alone below SHARD_MIN_DEVICES devices."""
+    if processes is None and os.environ.get("RACKCLOCK_PROCESSES", "").strip():
+        processes = int(os.environ["RACKCLOCK_PROCESSES"])
+    if processes is None:
+        processes = 1 if n_devices < SHARD_MIN_DEVICES else len(os.sched_getaffinity(0))
+    return max(1, min(int(processes), max(1, n_devices)))
+
+
+async def run_workers(workers: list[DeviceWorker], deadline_s: float) -> None:
+    """Every device's task on this loop until all end or `deadline_s` (monotonic) passes; a task
+    still running then is cancelled and reported hung. Blocking driver calls (to_thread) get a
+    thread each, up to one per device."""
+    from concurrent.futures import ThreadPoolExecutor
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max(8, min(64, len(workers))),
+                                                 thread_name_prefix="driver"))
+    gate = asyncio.Semaphore(OPENS_AT_ONCE)
+    for w in workers:
+        w.open_gate = gate
+    tasks = [asyncio.create_task(w.run(), name=f"dev-{w.config.name}") for w in workers]
+    _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline_s - time.monotonic()))
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=5)
+
+
+def deadline_of(plan: ProbePlan) -> float:
+    """Seconds after which a device still probing is hung."""
+    return plan.duration_s + 4 * plan.timeout_s + 10
+
+
 def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,
                 plan: ProbePlan, armed: bool, on_tick: Callable[[list[DeviceStatus], float], None]
-                | None = None, seed: int = 0) -> tuple[list[DeviceStatus], bool]:
+                | None = None, seed: int = 0, processes: int | None = None,
+                stop: threading.Event | None = None) -> tuple[list[DeviceStatus], bool]:
     """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second.
     Returns the statuses and whether the user stopped the run (Ctrl-C): what was measured until
-    then is kept either way."""
-    stop = threading.Event()
+    then is kept either way. `processes`: worker processes (processes_for); the devices are
+    sharded over them when more than one and the reference can be opened in each. `stop`: an
+    event that ends the probing early (as Ctrl-C does, without counting as interrupted)."""
+    from bench.run import shards
+    n = processes_for(len(devices), processes)
+    clock = shards.clock_spec(now_ns)
+    if n > 1 and clock is not None:
+        return shards.run_sharded(devices, clock, store, plan, armed, on_tick, seed, n, stop)
+    store.update_manifest(runner={"processes": 1, "devices": len(devices)})
+    stop = stop or threading.Event()
     workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
                for i, d in enumerate(devices)]
-    for w in workers:
-        w.start()
     t0 = time.monotonic()
+    # a small rack: each device's task on a loop of its own in a thread of its own, so that even
+    # a device whose answers cost the bench CPU (a flood) is time-sliced with the others
+    threads = [threading.Thread(target=lambda w=w: asyncio.run(
+        run_workers([w], t0 + deadline_of(plan))), name=f"dev-{w.config.name}", daemon=True)
+        for w in workers]
+    for t in threads:
+        t.start()
     interrupted = False
     try:
-        while any(w.is_alive() for w in workers):
+        while any(t.is_alive() for t in threads):
             if on_tick:
                 on_tick([w.status for w in workers], time.monotonic() - t0)
-            for w in workers:
-                w.join(0.5 / max(1, len(workers)))
-            if store.full is not None:        # disk full: stop; what was written is kept
+            for t in threads:
+                t.join(0.5 / len(threads))
+            if store.full is not None or stop.is_set():  # disk full: what was written is kept
                 stop.set()
-                for w in workers:
-                    w.join(plan.timeout_s + 2)
+                for t in threads:
+                    t.join(plan.timeout_s + 2)
                 break
-            if time.monotonic() - t0 > plan.duration_s + 4 * plan.timeout_s + 10:
-                break            # a hung worker must not hold the run: it is reported as such
+            if time.monotonic() - t0 > deadline_of(plan) + 10:
+                break            # a hung loop must not hold the run: it is reported as such
     except KeyboardInterrupt:
         interrupted = True
         store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
         stop.set()
-        for w in workers:
-            w.join(plan.timeout_s + 2)
+        for t in threads:
+            t.join(plan.timeout_s + 2)
     stop.set()
     for w in workers:
-        if w.is_alive():
+        if w.status.state not in ("done", "failed", "stopped", "hung"):
             w.status.state = "hung"
             store.journal(w.config.name, "error", "hung", "worker did not stop in time")
     if on_tick:

@@ -1,0 +1,262 @@
+"""The devices of a run sharded over worker processes, one event loop each (bench/run/runner.py's
+tasks), so a large rack uses every core instead of one interpreter lock.
+
+Each worker is a spawned process that opens the reference itself (CLOCK_REALTIME, or the PHC's
+own file descriptor), writes its devices' samples/<device>.csv as it takes them, and sends the
+parent what only the parent writes: journal lines, what a device told about itself (the
+manifest), and twice a second the devices' live status with the reads since the last one (the
+progress display and live bounds). A worker that dies costs its own devices only: they are
+reported with an error, the others go on.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+from dataclasses import fields
+from pathlib import Path
+from types import MappingProxyType
+from typing import Callable
+
+from bench.model.inventory import DeviceConfig
+from bench.model.store import SampleWriter, route_library_logs
+from bench.reference.clock import PhcReference, Reference
+from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, run_workers
+
+STATUS_EVERY_S = 0.5
+SPAWN_ALLOWANCE_S = 60.0       # a loaded machine can take long to start a Python process
+
+
+# -- what crosses the process boundary --------------------------------------------------------------
+def clock_spec(now_ns: Callable[[], int]) -> tuple | None:
+    """How a worker opens the same reference: ("realtime",) or ("phc", path, utc_offset_s);
+    None when it cannot (a virtual reference lives in one process only)."""
+    owner = getattr(now_ns, "__self__", None)
+    if isinstance(owner, PhcReference):
+        return ("phc", owner.phc.path, owner.utc_offset_s)
+    if now_ns is Reference.now_ns or (type(owner) is Reference):
+        return ("realtime",)
+    return None
+
+
+def open_clock(spec: tuple) -> Callable[[], int]:
+    if spec[0] == "phc":
+        return PhcReference(spec[1], utc_offset_s=spec[2]).now_ns
+    return Reference.now_ns
+
+
+def to_wire(d: DeviceConfig) -> dict:
+    out = {f.name: getattr(d, f.name) for f in fields(d)}
+    for k in ("options", "sim"):
+        if isinstance(out[k], MappingProxyType):
+            out[k] = dict(out[k])
+    return out
+
+
+def from_wire(d: dict) -> DeviceConfig:
+    d = dict(d)
+    for k in ("options", "sim"):
+        if d.get(k) is not None:
+            d[k] = MappingProxyType(dict(d[k]))
+    return DeviceConfig(**d)
+
+
+def status_fields(st: DeviceStatus, sent: dict) -> dict:
+    """The status as sent: counters whole, `recent` only the reads since the last send."""
+    out = {k: v for k, v in st.__dict__.items() if k != "recent"}
+    out["recent"] = {}
+    for clock, rows in list(st.recent.items()):
+        k = sent.get(clock, 0)
+        if len(rows) > k:
+            out["recent"][clock] = rows[k:]
+            sent[clock] = len(rows)
+    return out
+
+
+def merge_status(st: DeviceStatus, f: dict) -> None:
+    for k, v in f.items():
+        if k == "recent":
+            for clock, rows in v.items():
+                st.recent.setdefault(clock, []).extend(rows)
+        else:
+            setattr(st, k, v)
+
+
+# -- the worker process -------------------------------------------------------------------------------
+class ShardStore:
+    """The run folder as a worker sees it: its devices' sample files; the rest to the parent."""
+
+    def __init__(self, path: Path, out: multiprocessing.Queue):
+        self.path = Path(path)
+        self.q = out
+        self.full: OSError | None = None
+
+    def samples(self, device: str) -> SampleWriter:
+        try:
+            return SampleWriter(self.path / "samples" / f"{device}.csv", self.failed)
+        except OSError as exc:
+            self.failed(exc)
+            return SampleWriter(Path(os.devnull), lambda e: None)
+
+    def failed(self, exc: OSError) -> None:
+        if self.full is None:
+            self.full = exc
+            self.q.put(("full", exc.errno, exc.strerror or str(exc)))
+
+    def journal(self, device: str, level: str, kind: str, message: str) -> None:
+        self.q.put(("journal", device, level, kind, message))
+
+    def update_device(self, name: str, **fields) -> None:
+        self.q.put(("device", name, fields))
+
+
+def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, plan: ProbePlan,
+            armed: bool, seed: int, out: multiprocessing.Queue, stop_mp, deadline_s: float) -> None:
+    import asyncio
+
+    from bench.run.simproc import die_with_parent
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # the parent handles Ctrl-C and says stop
+    die_with_parent(os.getppid())
+    store = ShardStore(Path(path), out)
+    handler = route_library_logs(Path(path) / "library.log")
+    stop = threading.Event()        # polled often by every device: a local flag, set from the
+                                    # parent's by polling (a process waiting on it and then dying
+                                    # would hang the parent's set(): no waiters, ever)
+    now_ns = open_clock(clock)
+    workers = [DeviceWorker(from_wire(d), now_ns, store, plan, armed, stop, seed=seed + i)
+               for i, d in items]
+    sent = {w.config.name: {} for w in workers}
+
+    def report() -> None:
+        out.put(("status", [(w.config.name, status_fields(w.status, sent[w.config.name]))
+                            for w in workers]))
+
+    async def main():
+        async def reporter():
+            k = 0
+            while True:
+                await asyncio.sleep(STATUS_EVERY_S / 5)
+                if stop_mp.is_set():
+                    stop.set()
+                k += 1
+                if k % 5 == 0:
+                    report()
+        rep = asyncio.create_task(reporter())
+        try:
+            await run_workers(workers, time.monotonic() + deadline_s)
+        finally:
+            rep.cancel()
+    out.put(("started", index, os.getpid()))
+    try:
+        asyncio.run(main())
+    finally:
+        report()
+        out.put(("done", index))
+        handler.close()
+
+
+# -- the parent -----------------------------------------------------------------------------------------
+def run_sharded(devices: list[DeviceConfig], clock: tuple, store, plan: ProbePlan, armed: bool,
+                on_tick, seed: int, processes: int,
+                stop_when: threading.Event | None = None) -> tuple[list[DeviceStatus], bool]:
+    """runner.run_devices over `processes` spawned workers (devices dealt round-robin, so each
+    worker gets a like share of every plane)."""
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    stop = ctx.Event()
+    statuses = {d.name: DeviceStatus(d.name, d.plane) for d in devices}
+    shards = [[(i, to_wire(d)) for i, d in enumerate(devices) if i % processes == k]
+              for k in range(processes)]
+    procs = [ctx.Process(target=_worker, name=f"rackclock-shard-{k}", daemon=True,
+                         args=(k, items, clock, str(store.path), plan, armed, seed, out, stop,
+                               deadline_of(plan)))
+             for k, items in enumerate(shards)]
+    for p in procs:
+        p.start()
+    store.update_manifest(runner={"processes": processes, "devices": len(devices),
+                                  "per_process": [len(x) for x in shards],
+                                  "pids": [p.pid for p in procs]})
+    done: set[int] = set()
+    t0 = time.monotonic()
+    last_tick = 0.0
+    interrupted = False
+
+    def drain(wait_s: float) -> None:
+        try:
+            msg = out.get(timeout=wait_s)
+        except queue.Empty:
+            return
+        while True:
+            kind = msg[0]
+            if kind == "status":
+                for name, f in msg[1]:
+                    merge_status(statuses[name], f)
+            elif kind == "journal":
+                store.journal(*msg[1:])
+            elif kind == "device":
+                store.update_device(msg[1], **msg[2])
+            elif kind == "full":
+                store.failed(OSError(msg[1], msg[2]))
+            elif kind == "done":
+                done.add(msg[1])
+            try:
+                msg = out.get_nowait()
+            except queue.Empty:
+                return
+
+    try:
+        while len(done) < len(procs):
+            drain(0.1)
+            for k, p in enumerate(procs):
+                if k not in done and not p.is_alive() and p.exitcode is not None:
+                    drain(0.2)                    # its last messages may still be in the pipe
+                    if k not in done:
+                        _lost(store, statuses, shards[k], f"worker process exited with "
+                                                          f"{p.exitcode}")
+                        done.add(k)
+            if on_tick and time.monotonic() - last_tick >= STATUS_EVERY_S:
+                last_tick = time.monotonic()
+                on_tick(list(statuses.values()), last_tick - t0)
+            if store.full is not None or (stop_when is not None and stop_when.is_set()):
+                stop.set()
+            if time.monotonic() - t0 > deadline_of(plan) + SPAWN_ALLOWANCE_S:
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+        store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
+        stop.set()
+        end = time.monotonic() + plan.timeout_s + 5
+        while len(done) < len(procs) and time.monotonic() < end:
+            drain(0.1)
+    stop.set()
+    for k, p in enumerate(procs):
+        p.join(plan.timeout_s + 2 if k in done else 1)
+        if p.is_alive():
+            p.terminate()
+            p.join(5)
+            if k not in done:
+                _lost(store, statuses, shards[k], "worker process did not stop in time",
+                      state="hung")
+    drain(0)
+    for st in statuses.values():
+        if st.state not in ("done", "failed", "stopped", "hung"):
+            st.state = "hung"
+            store.journal(st.name, "error", "hung", "worker did not stop in time")
+    if on_tick:
+        on_tick(list(statuses.values()), time.monotonic() - t0)
+    return list(statuses.values()), interrupted
+
+
+def _lost(store, statuses: dict, items, why: str, state: str = "failed") -> None:
+    """A worker process gone: its devices that had not finished are failed with the reason."""
+    for _, d in items:
+        st = statuses[d["name"]]
+        if st.state in ("done", "failed", "stopped"):
+            continue
+        st.state = state
+        st.errors += 1
+        st.last_error = f"error: {why}"
+        store.journal(d["name"], "error", "worker", why)
