@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from bench.run.runner import ProbePlan, run_devices
 from bench.model.rundata import MEASUREMENTS_FILE
+from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
 from drivers import driver_class
 from drivers.base import DeviceError, Driver, LogEntry, Read, Stimulus
@@ -190,7 +191,7 @@ class Lab:
         return self._record_stimulus(device, label, st)
 
     def _record_stimulus(self, device: str, label: str, st: Stimulus) -> Stimulus:
-        status = "ok" if st.sent else "unarmed"
+        status = RowStatus.OK if st.sent else RowStatus.UNARMED
         self._out(device).write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status,
                                 st.raw)
         self.store.journal(device, "info", "stimulus", f"lab {label} {status}")
