@@ -15,6 +15,7 @@ for fits made in this process, not for a summary read back.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,12 @@ def bound(x) -> Bound | None:
     lo, hi = x["lo"], x["hi"]      # as written: an int stays an int (a counter's offset near
     # 1.8e18 ns would lose hundreds of ns as a float)
     return Bound(lo, hi, x["point"] if x.get("point") is not None else (lo + hi) / 2)
+
+
+def _rest(cls, x: Mapping) -> dict:
+    """The keys of `x` that are not fields of `cls`."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in x.items() if k not in known}
 
 
 class _RawMapping(Mapping):
@@ -106,9 +113,10 @@ class ReferenceHealth:
     verified: bool = False
     grade: str = ""
     uncertainty_ns: int = 0
-    detail: str = ""
+    detail: dict = field(default_factory=dict)      # the source's own figures
     note: str = ""
     problems: tuple = ()
+    checked_ns: int | None = None
     raw: dict = field(**RAW)
 
     @classmethod
@@ -117,8 +125,8 @@ class ReferenceHealth:
             return None
         return cls(str(x.get("source") or ""), str(x.get("basis") or ""), bool(x.get("verified")),
                    str(x.get("grade") or ""), _int(x.get("uncertainty_ns")),
-                   str(x.get("detail") or ""), str(x.get("note") or ""),
-                   tuple(_l(x.get("problems"))), dict(x))
+                   dict(_d(x.get("detail"))), str(x.get("note") or ""),
+                   tuple(_l(x.get("problems"))), _int(x.get("checked_ns"), None), dict(x))
 
 
 # -- manifest.json ----------------------------------------------------------------------------
@@ -191,6 +199,7 @@ class Inventory:
     simulated: bool = False
     devices: dict = field(default_factory=dict)
     limits: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)     # the [rack] table's other keys (seed, ...)
     raw: dict = field(**RAW)
 
     @classmethod
@@ -199,7 +208,7 @@ class Inventory:
         return cls(str(x.get("name") or ""), str(x.get("reference") or ""),
                    bool(x.get("simulated")),
                    {k: dict(_d(v)) for k, v in _d(x.get("devices")).items()},
-                   dict(_d(x.get("limits"))), dict(x))
+                   dict(_d(x.get("limits"))), _rest(cls, x), dict(x))
 
     def device(self, name: str) -> dict:
         return self.devices.get(name) or {}
@@ -220,7 +229,7 @@ class Manifest(_RawMapping):
     experiment: str = ""
     experiment_file: str = ""
     status: RunStatus | str = ""
-    error: str = ""
+    error: str | None = None
     stopped_by: str = ""
     parameters: dict = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
@@ -242,7 +251,8 @@ class Manifest(_RawMapping):
     ended_ns: int | None = None
     duration_s: float | None = None
     pid: int | None = None
-    raw: dict = field(default_factory=dict, repr=False)
+    extra: dict = field(default_factory=dict)   # keys this model does not type: an experiment's
+    raw: dict = field(default_factory=dict, repr=False)     # own (`incident`), a newer bench's
 
     @classmethod
     def of(cls, x) -> Manifest:
@@ -252,7 +262,7 @@ class Manifest(_RawMapping):
         return cls(
             _int(x.get("schema")), str(x.get("run_id") or ""), str(x.get("experiment") or ""),
             str(x.get("experiment_file") or ""), parse(RunStatus, str(x.get("status") or "")),
-            str(x.get("error") or ""), str(x.get("stopped_by") or ""),
+            None if x.get("error") is None else str(x["error"]), str(x.get("stopped_by") or ""),
             dict(_d(x.get("parameters"))), dict(_d(x.get("versions"))), dict(_d(x.get("git"))),
             x.get("host"), tuple(_l(x.get("argv"))), bool(x.get("armed")),
             bool(x.get("simulated")), str(x.get("rack_file") or ""),
@@ -264,7 +274,7 @@ class Manifest(_RawMapping):
              for dev, cl in _d(x.get("calibration")).items()},
             _int(x.get("started_ns"), None), _int(x.get("probed_until_ns"), None),
             _int(x.get("ended_ns"), None), _float(x.get("duration_s"), None),
-            _int(x.get("pid"), None), x)
+            _int(x.get("pid"), None), _rest(cls, x), x)
 
     def device(self, name: str) -> DeviceEntry:
         return self.devices.get(name) or DeviceEntry(name)

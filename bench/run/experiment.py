@@ -87,11 +87,10 @@ class Bench:
             self.store.update_manifest(calibration=live.record())
         if self.store.full is not None:
             raise self.store.disk_full()
-        devices = self.store.manifest.get("devices", {})
-        for st in self.statuses:
-            devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
-                                                   state=st.state, plane=st.plane)
-        self.store.update_manifest(devices=devices, probed_until_ns=self.reference.now_ns())
+        self.store.update_devices({st.name: dict(identity=st.identity, clocks=st.clocks,
+                                                 state=st.state, plane=st.plane)
+                                   for st in self.statuses},
+                                  probed_until_ns=self.reference.now_ns())
         return self.statuses
 
     @property
