@@ -618,7 +618,8 @@ def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
     The drift is at best "assumed": it rests on RATE_CHANGE_ASSUMPTION (module docstring)."""
     h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior)
     if h is None:
-        return _dc_replace(seg, offset_status=BoundStatus.UNDECIDED, drift_status=BoundStatus.UNDECIDED)
+        return _dc_replace(seg, offset_status=BoundStatus.UNDECIDED,
+                           drift_status=BoundStatus.UNDECIDED)
     o, d = seg.offset_ns, seg.drift_ppm
     wp = seg._w * 1e6
     off = Bound(h[0], h[1], min(max(o.point, h[0]), h[1]))
@@ -788,7 +789,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         segs.append(sg)
     lone_ok = len(segs) == 1
     segs = [_robust(sg, basis, lone_ok) if publish else
-            _dc_replace(sg, offset_status=BoundStatus.UNDECIDED, drift_status=BoundStatus.UNDECIDED) for sg in segs]
+            _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
+                        drift_status=BoundStatus.UNDECIDED) for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.model.documents import Event, Manifest, Summary, Truth, load_events
+from bench.model.statuses import ErrorKind, RowStatus
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Samples:
         """Indices of rows of this kind (and clock), only status ok unless ok=False."""
         return np.array([i for i in range(len(self.seq))
                          if self.kind[i] == kind and (clock is None or self.clock[i] == clock)
-                         and (not ok or self.status[i] == "ok")], dtype=int)
+                         and (not ok or self.status[i] == RowStatus.OK)], dtype=int)
 
     def clock_reads(self, clock: str, meta: dict | None = None):
         """(s_ns, e_ns, value_ns, resolution_ns, wraps) of one clock's ok reads in time order.
@@ -91,7 +92,7 @@ def load_samples(path: str | Path) -> Samples:
                 continue                       # not a row the bench wrote
             if not in_int64(v):
                 row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
-                row["status"], row["value_ns"], v = "malformed", "", 0
+                row["status"], row["value_ns"], v = ErrorKind.MALFORMED, "", 0
             cols["seq"].append(seq)
             cols["s_ns"].append(s)
             cols["e_ns"].append(e)

@@ -14,7 +14,8 @@ from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMP
 from bench.model.rundata import Samples, load_samples
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
-NOT_ERRORS = (RowStatus.OK, RowStatus.UNARMED)
+OK = RowStatus.OK
+NOT_ERRORS = (OK, RowStatus.UNARMED)
 
 QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
 
@@ -85,9 +86,9 @@ def latencies(smp: Samples, results: dict) -> dict:
     pushed one first (`pushed` rows; a pushed event never stands in for the log's own stamp).
     Bounds only; midpoints as points."""
     out: dict[str, dict] = {}
-    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == "ok"]
-    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == "ok"]
-    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == "ok"]
+    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == OK]
+    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK]
+    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == OK]
     used = set()
 
     def first_after(rows, i, nxt):

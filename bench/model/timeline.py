@@ -12,6 +12,7 @@ import numpy as np
 
 from bench.model.rundata import bound_from_manifest
 from bench.model.logformats import ISO, NS, Context, ParsedLog, iso_stamp, parse_log
+from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
 from bench.analysis.timeline import Entry, order, widen
 from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
@@ -85,7 +86,7 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
         plane = run.manifest.device(name).plane
         by_clock: dict[tuple, list[int]] = {}
         for i in range(len(smp)):
-            if smp.status[i] != "ok":
+            if smp.status[i] != RowStatus.OK:
                 continue
             s, e = int(smp.s_ns[i]), int(smp.e_ns[i])
             if smp.kind[i] == "stimulus":

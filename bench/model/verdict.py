@@ -4,9 +4,10 @@ breaks, errors, what the bounds assume, and how finely events on two planes can 
 Statuses (summary.json's own where the summary has them, issue 11's contract):
   clock    "verdict": proven | assumed | beyond_prior | undecided
   segment  "offset_status" / "drift_status": proven | assumed | undecided
-Older run folders lack these keys (None or "" in bench.model.documents); they are derived here: a drift bound within 1 % of the
-±prior edge rests on the prior ("assumed"); a clock without a fit is "undecided"; everything else
-the estimator proved. The prior is the inventory's `drift_prior_ppm` (default 200 ppm).
+Older run folders lack these keys (None or "" in bench.model.documents); they are derived
+here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
+without a fit is "undecided"; everything else the estimator proved. The prior is the
+inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM).
 """
 from __future__ import annotations
 

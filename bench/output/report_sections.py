@@ -423,7 +423,8 @@ def limits(run) -> str | None:
 
 def _status_cell(status: str) -> str:
     return {Verdict.PROVEN: "proven", Verdict.ASSUMED: "ASSUMED",
-            Verdict.UNDECIDED: "UNDECIDED", Verdict.BEYOND_PRIOR: "BEYOND PRIOR"}.get(status, status)
+            Verdict.UNDECIDED: "UNDECIDED",
+            Verdict.BEYOND_PRIOR: "BEYOND PRIOR"}.get(status, status)
 
 
 def verdict_page(run) -> str | None:

@@ -181,7 +181,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         try:
             rr = RunReference.open(rack, allowance_ns, store.path)
         except ReferenceRefused as exc:
-            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.REFUSED,
+            store.write_manifest({"experiment": name, "run_id": store.run_id,
+                                  "status": RunStatus.REFUSED,
                                   "error": str(exc), "inventory": rack.public()})
             store.close()
             print(f"refused: {exc}", file=sys.stderr)

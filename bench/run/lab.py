@@ -320,9 +320,9 @@ class Lab:
         drv = self.driver(device)
         ident = self._call(asyncio.wait_for(drv.identity(), self.timeout_s))
         self.store.update_device(
-            device, identity={"vendor": ident.vendor, "model": ident.model, "serial": ident.serial,
-                              "firmware": ident.firmware}, clocks=[c.__dict__ for c in drv.clocks()],
-            plane=self.config(device).plane)
+            device, identity={"vendor": ident.vendor, "model": ident.model,
+                              "serial": ident.serial, "firmware": ident.firmware},
+            clocks=[c.__dict__ for c in drv.clocks()], plane=self.config(device).plane)
 
     # -- results -------------------------------------------------------------------------------
     def measure(self, name: str, value: float | None, unit: str, *, lo: float | None = None,
