@@ -46,7 +46,9 @@ def run_exit_status(run) -> int:
     """0 only when the run completed and every device gave usable reads."""
     from bench.model.rundata import unusable_devices
 
-    if run.manifest.get("status") != "completed":
+    from bench.model.statuses import RunStatus
+
+    if run.manifest.status != RunStatus.COMPLETED:
         return 1
     bad = unusable_devices(run.summary)
     for name, why in bad.items():

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.estimate import Bound
+from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
+from bench.model.statuses import RunStatus
 
 ns = 1
 us = 1_000
@@ -165,79 +167,79 @@ Bounds = Bound     # the estimator's proven interval: lo, hi, point, width, magn
 
 
 class DeviceCalibration:
-    """One device's calibration: proven bounds from the session's clock_offset run (ns, ppm)."""
+    """One device's calibration: proven bounds from the session's clock_offset run (ns, ppm).
+    `summary` is the device's bench.model.documents.DeviceSummary, `identity` its Identity."""
 
-    def __init__(self, name: str, summary: dict, identity: dict):
+    def __init__(self, name: str, summary: DeviceSummary, identity: Identity):
         self.name = name
         self.summary = summary
         self.identity = identity
-        self.plane = summary.get("plane", "")
+        self.plane = summary.plane
 
     def __repr__(self) -> str:
         return f"<DeviceCalibration {self.name}: clocks {self.clocks}>"
 
     @property
     def firmware(self) -> str:
-        return str(self.identity.get("firmware", ""))
+        return self.identity.firmware
 
     @property
     def clocks(self) -> list[str]:
-        return [c for c, x in self.summary.get("clocks", {}).items() if x.get("segments")]
+        return self.summary.fitted_clocks()
 
     @property
     def errors(self) -> int:
-        return sum(self.summary.get("errors", {}).values())
+        return self.summary.error_count
 
-    def _clock(self, clock: str | None) -> dict:
+    def _clock(self, clock: str | None) -> ClockSummary:
         names = self.clocks
         if not names:
             pytest.fail(f"{self.name}: no clock was calibrated "
-                        f"(errors: {self.summary.get('first_errors') or 'none'})", pytrace=False)
+                        f"(errors: {self.summary.first_errors or 'none'})", pytrace=False)
         if clock is None:
             clock = names[0]
         if clock not in names:
             raise KeyError(f"{self.name} has no calibrated clock {clock!r} (clocks: {names})")
-        return self.summary["clocks"][clock]
+        return self.summary.clocks[clock]
 
-    def _segment(self, clock: str | None) -> dict:
-        return self._clock(clock)["segments"][-1]
+    def _segment(self, clock: str | None) -> SegmentSummary:
+        return self._clock(clock).last
 
     def offset(self, clock: str | None = None) -> Bounds:
         """Device minus reference at the last segment's epoch, ns (proven bounds)."""
-        o = self._segment(clock)["offset_ns"]
-        return Bounds(o["lo"], o["hi"], o["point"])
+        return self._segment(clock).offset_ns
 
     def offset_bound(self, clock: str | None = None) -> float:
         """The largest |offset| the proof allows, ns."""
         return self.offset(clock).magnitude
 
     def drift(self, clock: str | None = None) -> Bounds:
-        d = self._segment(clock)["drift_ppm"]
-        return Bounds(d["lo"], d["hi"], d["point"])
+        return self._segment(clock).drift_ppm
 
     def drift_bound(self, clock: str | None = None) -> float:
         """The largest |drift| the proof allows, ppm."""
         return self.drift(clock).magnitude
 
-    def breaks(self, clock: str | None = None) -> list[dict]:
-        return list(self._clock(clock).get("breaks", []))
+    def breaks(self, clock: str | None = None) -> list:
+        """The clock's breaks (bench.analysis.estimate.Break records)."""
+        return list(self._clock(clock).breaks)
 
     def bracket_median(self, clock: str | None = None) -> float:
-        return float(self._segment(clock)["bracket_ns"]["median"])
+        return float(self._segment(clock).bracket_median_ns)
 
     def resolution(self, clock: str | None = None) -> int:
-        return int(self._clock(clock).get("resolution_ns") or 0)
+        return int(self._clock(clock).resolution_ns or 0)
 
     def latency(self, stimulus: str | None = None) -> Bounds:
         """Stimulus -> device log stamp, ns (proven bounds over the calibration's events)."""
-        lat = self.summary.get("latency") or {}
+        lat = self.summary.latency
         if stimulus is None and lat:
             stimulus = sorted(lat)[0]
-        b = (lat.get(stimulus) or {}).get("logged_ns") if stimulus else None
+        b = lat[stimulus].logged_ns if stimulus in lat else None
         if not b:
             pytest.fail(f"{self.name}: no logged latency for stimulus {stimulus!r} in the "
                         f"calibration (stimuli: {sorted(lat) or 'none'})", pytrace=False)
-        return Bounds(b["lo"], b["hi"], b.get("point", (b["lo"] + b["hi"]) / 2))
+        return Bounds(b.lo, b.hi, b.point)
 
     def latency_bound(self, stimulus: str | None = None) -> float:
         """The longest logging latency the proof allows, ns."""
@@ -251,10 +253,9 @@ class Calibration(dict):
         super().__init__()
         self.run = run
         self.path = run.path
-        for name, d in run.summary.get("devices", {}).items():
-            ident = run.manifest.get("devices", {}).get(name, {}).get("identity") or \
-                d.get("identity") or {}
-            self[name] = DeviceCalibration(name, d, ident)
+        for name, d in run.summary.devices.items():
+            self[name] = DeviceCalibration(name, d, run.manifest.device(name).identity
+                                           or d.identity)
 
     def __missing__(self, name):
         raise KeyError(f"no device {name!r} in the calibration (devices: {sorted(self)})")
@@ -273,7 +274,7 @@ def calibration(request, rack_file, tmp_path_factory) -> Calibration:
     path = run_experiment("clock_offset", rack_file, out, {"duration_s": str(secs)},
                           armed=cfg.getoption("--rack-arm"), quiet=True)
     run = load_run(path)
-    if run.manifest.get("status") != "completed" or not run.summary:
-        pytest.fail(f"the calibration run did not complete ({run.manifest.get('status')}: "
-                    f"{run.manifest.get('error')}); run folder {path}", pytrace=False)
+    if run.manifest.status != RunStatus.COMPLETED or not run.summary.raw:
+        pytest.fail(f"the calibration run did not complete ({run.manifest.status}: "
+                    f"{run.manifest.error or None}); run folder {path}", pytrace=False)
     return Calibration(run)

@@ -10,8 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from bench.model.rundata import bound_from_manifest
 from bench.model.rundata import load_run
+from bench.model.statuses import RunStatus
 from bench.model.store import SCHEMA, write_json
 from bench.model.summary import summarize_run
 
@@ -32,12 +32,12 @@ def rebuild_summary(path: Path) -> dict:
     if not (path / "truth.json").exists() and left.exists():
         shutil.copyfile(left, path / "truth.json")
     run = load_run(path)
-    manifest = dict(run.manifest)
-    if manifest.get("status") == "running" and not _alive(manifest.get("pid")):
-        manifest["status"] = "killed"
+    manifest = dict(run.manifest.raw)          # written back as it was, keys this bench
+    if run.manifest.status == RunStatus.RUNNING and not _alive(run.manifest.pid):   # lacks too
+        manifest["status"] = RunStatus.KILLED
         write_json(path / "manifest.json", manifest)
-    summary = summarize_run(path, manifest, run.truth,
-                            uncertainty_ns=bound_from_manifest(manifest))
+    summary = summarize_run(path, manifest, run.truth.raw if run.truth else None,
+                            uncertainty_ns=run.manifest.uncertainty_ns())
     summary["rebuilt"] = True
     write_json(path / "summary.json", {"schema": SCHEMA, **summary})
     return summary

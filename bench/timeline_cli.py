@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rackclock timeline: {exc.code}", file=sys.stderr)
             return 2
         raise
-    t0 = run.manifest.get("started_ns") or (rows[0]["entry"].lo_ns if rows else 0)
+    t0 = run.manifest.started_ns or (rows[0]["entry"].lo_ns if rows else 0)
     print_table(rows, reports, unplaced, int(t0), a.rows)
     paths = write_outputs(run.path, rows, reports, unplaced)
     print("written: " + ", ".join(str(p) for p in paths))

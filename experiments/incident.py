@@ -44,7 +44,7 @@ class Params:
 def declared_latency_s(run, device: str) -> tuple[tuple[float, float], str] | None:
     """The device's logging latency bound: the inventory's `log_latency_bound_s`, or on a
     simulated rack the model's own `log_latency_s` range (said so)."""
-    inv = run.manifest.get("inventory", {}).get("devices", {}).get(device, {})
+    inv = run.manifest.inventory.device(device)
     if "log_latency_bound_s" in inv:
         lo, hi = inv["log_latency_bound_s"]
         return (float(lo), float(hi)), "inventory log_latency_bound_s"
@@ -56,7 +56,8 @@ def declared_latency_s(run, device: str) -> tuple[tuple[float, float], str] | No
 
 
 def _truth_instant(run, step: dict, s_ns: int) -> int | None:
-    evs = (run.truth or {}).get("devices", {}).get(step["device"], {}).get("events", [])
+    dev = run.truth.devices.get(step["device"]) if run.truth else None
+    evs = dev.events if dev else ()
     for ev in sorted(evs, key=lambda x: x["t_ns"]):
         if ev["kind"] == step["truth_kind"] and ev["t_ns"] >= s_ns and \
                 all(ev.get(k) == v for k, v in step["truth_detail"].items()):
@@ -70,12 +71,12 @@ def score_run(run) -> dict:
     from bench.model.timeline import Calibrated, run_entries
     from bench.analysis.timeline_score import score
 
-    inc = run.manifest.get("incident")
+    inc = run.manifest.extra.get("incident")     # this experiment's own manifest key
     if not inc or not inc.get("steps"):
         return {"played": False, "why": "this run played no incident cascade"}
     if not run.truth:
         return {"played": False, "why": "no truth.json (not a simulated rack)"}
-    start = int(run.manifest.get("started_ns") or 0)
+    start = int(run.manifest.started_ns or 0)
     cal = Calibrated.of([run])
     entries, _ = run_entries(run, cal)
     rows, missing = [], []
@@ -110,8 +111,8 @@ def score_run(run) -> dict:
             (lo_s, hi_s), why = lat
             en = widen(en, int(lo_s * NS), int(hi_s * NS))
             basis = f"stamp - latency [{lo_s:g}, {hi_s:g}] s ({why})"
-        counter = any(c.get("counter") for c in run.manifest.get("devices", {})
-                      .get(st["device"], {}).get("clocks", []) if c.get("name") == smp.clock[j])
+        info = run.manifest.device(st["device"]).clock(smp.clock[j])
+        counter = bool(info and info.counter)
         wall = smp.has_value[j] and not counter
         naive = int(smp.value_ns[j]) if wall else int(smp.e_ns[j])
         rows.append({"step": st["name"], "plane": st["plane"], "device": st["device"],

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.model.documents import Summary
 from experiments.stimulus_latency import series
 
 
@@ -73,13 +74,14 @@ def record(lab, summary: dict, phases: dict) -> None:
     for key, ph in phases.items():
         dev, phase = key.split("/")
         a, b = ph["span_ns"]
-        for stim, L in (summary["devices"].get(dev, {}).get("latency") or {}).items():
-            evs = [e for e in L.get("events", []) if a <= e["s_ns"] <= b]
+        d = Summary.of(summary).device(dev)
+        for stim, L in (d.latency.items() if d else ()):
+            evs = [e for e in L.events if a <= e.s_ns <= b]
             for kind, what in (("logged_ns", "stamped in the device log (proven)"),
                                ("observed_ns", "seen by the bench (first fetch showing it)")):
-                bs = [e[kind] for e in evs if kind in e]
+                bs = [getattr(e, kind) for e in evs if getattr(e, kind) is not None]
                 lab.distribution(f"log_latency_under_load.{phase}.{kind[:-3]}", "ns",
-                                 [x["lo"] for x in bs], [x["hi"] for x in bs], device=dev,
+                                 [x.lo for x in bs], [x.hi for x in bs], device=dev,
                                  doc=f"{stim} -> {what}, series '{phase}'")
         smp = run.samples(dev)
         ev = [i for i in smp.select("event") if a <= smp.s_ns[i] <= b]

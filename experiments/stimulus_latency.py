@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.model.documents import Summary
 from bench.run.lab import LabTimeout
 
 NS = 1_000_000_000
@@ -94,13 +95,14 @@ def run(bench, p: Params) -> dict:
 def record(lab, summary: dict, devices: list[str]) -> None:
     """Per device and event type: the per-event proven bounds as a distribution measurement."""
     for dev in devices:
-        for stim, L in sorted((summary["devices"].get(dev, {}).get("latency") or {}).items()):
-            evs = [e["logged_ns"] for e in L.get("events", []) if "logged_ns" in e]
-            lab.distribution(f"stimulus_latency.{stim}", "ns", [b["lo"] for b in evs],
-                             [b["hi"] for b in evs], device=dev,
+        d = Summary.of(summary).device(dev)
+        for stim, L in sorted(d.latency.items() if d else ()):
+            evs = [e.logged_ns for e in L.events if e.logged_ns is not None]
+            lab.distribution(f"stimulus_latency.{stim}", "ns", [b.lo for b in evs],
+                             [b.hi for b in evs], device=dev,
                              doc="stimulus sent -> the device's own log stamp, mapped through "
                                  "this run's calibration of its clock (proven per event)")
-            lab.measure(f"stimulus_latency.{stim}.unlogged", L.get("sent", 0) - len(evs),
+            lab.measure(f"stimulus_latency.{stim}.unlogged", L.sent - len(evs),
                         "count", device=dev, doc="stimuli without a mapped log entry")
 
 

@@ -3,6 +3,7 @@ that headless Chromium opens, and print-size figures in RUN/plots/ in three form
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ from bench.output import report
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM
 from bench.output.report_sections import SECTIONS
 from bench.analysis.residuals import median_ci, regular_series, segment_residuals
+from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
 from firmware_runs import BASELINE, shared_runs
 
@@ -184,14 +186,17 @@ def test_residuals_of_exact_reads_straddle_the_true_line():
     q = 50_000                                  # finer than every bracket: not coarse
     true = sampled + 5_000_000 + (10e-6 * (sampled - t0)).astype(np.int64)
     v = (true // q) * q
-    seg = {"start_ns": int(s[0]), "end_ns": int(e[-1]), "epoch_ns": t0, "resolution_ns": q,
-           "offset_ns": {"point": 5_000_000}, "drift_ppm": {"point": 10.0}}
+    seg = SegmentSummary.of({"start_ns": int(s[0]), "end_ns": int(e[-1]), "epoch_ns": t0,
+                             "resolution_ns": q,
+                             "offset_ns": {"lo": 5_000_000, "hi": 5_000_000, "point": 5_000_000},
+                             "drift_ppm": {"lo": 10.0, "hi": 10.0, "point": 10.0}})
     r = segment_residuals(s, e, v, np.full(200, q), seg)
     assert len(r) == 200 and not r.coarse
     assert np.all(r.lo <= 1) and np.all(r.hi >= -1)
     assert np.all(np.abs(r.mid) <= (r.hi - r.lo) / 2 + 1)
     assert np.array_equal(r.bracket, (e - s).astype(float))
-    seg["resolution_ns"] = 10_000_000            # a 10 ms tick over ~1 ms brackets is coarse
+    seg = dataclasses.replace(seg, resolution_ns=10_000_000)   # a 10 ms tick over ~1 ms
+    # brackets is coarse
     assert segment_residuals(s, e, (true // 10_000_000) * 10_000_000, 10_000_000, seg).coarse
 
 

@@ -75,6 +75,7 @@ from dataclasses import replace as _dc_replace
 import numpy as np
 
 from bench.analysis import segment as _seg
+from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
 from bench.units import fmt_ns
 
 PPM = 1e-6
@@ -83,7 +84,7 @@ SMALL_WINDOW = 48        # reads up to which feasibility is tested on the hull, 
 DEFAULT_DRIFT_PRIOR_PPM = 600.0   # crystal tolerance (100 ppm) + an NTP slew (500 ppm): see below
 WIDE_PRIOR_FACTOR = 10   # the wider range tried before a break or outlier is believed
 MIN_DECIDED_READS = 4    # a segment beside a break with fewer reads could be a burst of bad reads
-STATUSES = ("proven", "assumed", "undecided")
+STATUSES = tuple(BoundStatus)
 SIDE_READS = 4096        # reads on each side of an instant its published bound is fitted from
 RATE_CHANGE_ASSUMPTION = ("at most one rate change inside the segment that the reads do not "
                           "show (an unseen slew, two changes, could put the drift at the epoch "
@@ -321,8 +322,8 @@ class Segment:
     bracket_ns: dict
     resolution_ns: int
     resolution_note: str
-    offset_status: str = "proven"     # "proven" | "assumed" | "undecided" (see fit_clock)
-    drift_status: str = "proven"
+    offset_status: BoundStatus = BoundStatus.PROVEN     # see fit_clock
+    drift_status: BoundStatus = BoundStatus.PROVEN
     drift_assumes: str = ""           # what the drift bound rests on beyond the model
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
@@ -431,7 +432,7 @@ class Segment:
 
 @dataclass(frozen=True)
 class Break:
-    kind: str                     # "step" | "reboot" | "wrap" | "unknown"
+    kind: BreakKind
     after_ns: int                 # the break happened after this reference instant ...
     before_ns: int                # ... and at or before this one
     size_ns: Bound | None         # later offset minus earlier offset across the break
@@ -450,9 +451,9 @@ class ClockFit:
     outliers: list
     resolution_ns: int
     resolution_note: str
-    verdict: str = "undecided"        # "proven" | "assumed" | "beyond_prior" | "undecided"
+    verdict: Verdict = Verdict.UNDECIDED
     drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM     # the range the segments were fitted in
-    resolution_basis: str = "unproven"                   # "declared" | "observed" | "unproven"
+    resolution_basis: ResolutionBasis = ResolutionBasis.UNPROVEN
     beyond_note: str = ""
 
     def segment_at(self, t_ns: int) -> Segment | None:
@@ -503,13 +504,13 @@ def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
     declared = max(1, int(declared_ns))
     obs = observed_resolution(value_ns)
     if obs is None:
-        return declared, "", "unproven"
+        return declared, "", ResolutionBasis.UNPROVEN
     if obs <= declared:
-        return declared, "", "declared"
+        return declared, "", ResolutionBasis.DECLARED
     n = len(np.unique(np.asarray(value_ns)))
     return obs, (f"declared resolution {fmt_ns(declared)}, but the {n} distinct values seen are "
                  f"all whole multiples of {fmt_ns(obs)} apart: using {fmt_ns(obs)} "
-                 f"({declared} -> {obs} ns)"), "observed"
+                 f"({declared} -> {obs} ns)"), ResolutionBasis.OBSERVED
 
 
 def _side(s, e, v, q: int, t: int, w: float, prior: float):
@@ -617,18 +618,20 @@ def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
     The drift is at best "assumed": it rests on RATE_CHANGE_ASSUMPTION (module docstring)."""
     h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior)
     if h is None:
-        return _dc_replace(seg, offset_status="undecided", drift_status="undecided")
+        return _dc_replace(seg, offset_status=BoundStatus.UNDECIDED,
+                           drift_status=BoundStatus.UNDECIDED)
     o, d = seg.offset_ns, seg.drift_ppm
     wp = seg._w * 1e6
     off = Bound(h[0], h[1], min(max(o.point, h[0]), h[1]))
     dr = Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp))
-    if basis == "unproven" or (seg.reads < MIN_DECIDED_READS and not lone_ok):
-        st = "undecided"
+    if basis == ResolutionBasis.UNPROVEN or (seg.reads < MIN_DECIDED_READS and not lone_ok):
+        st = BoundStatus.UNDECIDED
     else:
-        st = "assumed" if h[4] else "proven"
-    dst = "assumed" if st == "proven" else st
+        st = BoundStatus.ASSUMED if h[4] else BoundStatus.PROVEN
+    dst = BoundStatus.ASSUMED if st == BoundStatus.PROVEN else st
     return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=dst,
-                       drift_assumes=RATE_CHANGE_ASSUMPTION if dst != "undecided" else "")
+                       drift_assumes=RATE_CHANGE_ASSUMPTION if dst != BoundStatus.UNDECIDED
+                       else "")
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):
@@ -637,7 +640,7 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     lo = min(y.lo - x.hi for x, y in zip(oa, ob))
     hi = max(y.hi - x.lo for x, y in zip(oa, ob))
     pa = [(y.point - x.point) for x, y in zip(oa, ob)]
-    decided = a.offset_status != "undecided" and b.offset_status != "undecided"
+    decided = a.offset_status != BoundStatus.UNDECIDED != b.offset_status
     pa_ = a.proven_offset_at(after) if decided else None
     pb_ = b.proven_offset_at(before) if decided else None
     if pa_ is not None and pb_ is not None:
@@ -656,16 +659,16 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
         for k in range(8, 63):
             for m in (q << k, 1 << k):
                 if a_lo <= m <= a_hi and lo <= -m <= hi:
-                    return "wrap", size
+                    return BreakKind.WRAP, size
         reading_lo = before + ob[1].lo        # the later clock's reading at `before`
         reading_hi = before + ob[1].hi
         span = (before - after) * (1 + prior * PPM) + q
         if reading_lo <= span and reading_hi >= -q:
-            return "reboot", size
-        return "step", size
+            return BreakKind.REBOOT, size
+        return BreakKind.STEP, size
     if lo > 0:
-        return "step", size
-    return "unknown", size
+        return BreakKind.STEP, size
+    return BreakKind.UNKNOWN, size
 
 
 def _split(s, e, v, q, w, prior, wide):
@@ -748,18 +751,19 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
                         drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
                         uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns, publish=publish)
         kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
-        verdict = fit.verdict if fit.verdict in ("beyond_prior", "undecided") else "assumed"
+        verdict = fit.verdict if fit.verdict in (Verdict.BEYOND_PRIOR, Verdict.UNDECIDED) \
+            else Verdict.ASSUMED
         return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
                         fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
                         fit.resolution_basis, fit.beyond_note)
     q, note, basis = check_resolution(v, resolution_ns)
-    if basis == "unproven" and len(v):
+    if basis == ResolutionBasis.UNPROVEN and len(v):
         # one value all along: the tick is at least about the time the reads span, whatever
         # was declared; fit with one that long so that no break is invented (all undecided)
         q = max(q, 2 * int(np.max(raw_e) - np.min(raw_s)) + 1)
     prior = float(drift_prior_ppm)
     if len(v) == 0:
-        return ClockFit([], [], [], q, note, "undecided", prior, basis)
+        return ClockFit([], [], [], q, note, Verdict.UNDECIDED, prior, basis)
     order = np.argsort(raw_s, kind="stable")
     if np.any(order != np.arange(len(order))):
         raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
@@ -785,7 +789,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         segs.append(sg)
     lone_ok = len(segs) == 1
     segs = [_robust(sg, basis, lone_ok) if publish else
-            _dc_replace(sg, offset_status="undecided", drift_status="undecided") for sg in segs]
+            _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
+                        drift_status=BoundStatus.UNDECIDED) for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])
@@ -795,6 +800,6 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     st = {sg.offset_status for sg in segs}
-    verdict = ("beyond_prior" if beyond else "undecided" if "undecided" in st
-               else "assumed" if "assumed" in st or outliers else "proven")
+    verdict = (Verdict.BEYOND_PRIOR if beyond else Verdict.UNDECIDED if BoundStatus.UNDECIDED in st
+               else Verdict.ASSUMED if BoundStatus.ASSUMED in st or outliers else Verdict.PROVEN)
     return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond)

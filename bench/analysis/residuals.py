@@ -10,8 +10,12 @@ comparisons label it or leave it out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from bench.analysis.estimate import Segment
 
 COARSE_RATIO = 1.0           # resolution over median bracket above which the tick dominates
 MIN_STABILITY_POINTS = 8     # regular points needed before ADEV/TDEV/MTIE say anything
@@ -44,20 +48,21 @@ def coarse(resolution_ns: float, bracket_ns) -> bool:
     return bool(len(b)) and float(resolution_ns) > COARSE_RATIO * float(np.median(b))
 
 
-def fitted_line(seg: dict):
-    """The point fit of a summary segment: t_ns -> offset ns (float)."""
-    epoch = int(seg["epoch_ns"])
-    theta = float(seg["offset_ns"]["point"])
-    rho = float(seg["drift_ppm"]["point"]) * 1e-6
+def fitted_line(seg: Segment):
+    """The point fit of a segment (bench.analysis.estimate.Segment, or a summary's as
+    bench.model.documents loads it): t_ns -> offset ns (float)."""
+    epoch = int(seg.epoch_ns)
+    theta = float(seg.offset_ns.point)
+    rho = float(seg.drift_ppm.point) * 1e-6
     return lambda t: theta + rho * (np.asarray(t, dtype=np.int64) - epoch).astype(np.float64)
 
 
-def segment_residuals(s, e, v, q, seg: dict) -> Residuals:
+def segment_residuals(s, e, v, q, seg: Segment) -> Residuals:
     """Residuals of the reads (int ns arrays, time order) that fall inside a summary segment."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     q = np.broadcast_to(np.asarray(q, dtype=np.int64), s.shape)
-    res = int(seg.get("resolution_ns") or (int(q[0]) if len(q) else 1))
-    keep = (s >= int(seg["start_ns"])) & (e <= int(seg["end_ns"]))
+    res = int(seg.resolution_ns or (int(q[0]) if len(q) else 1))
+    keep = (s >= int(seg.start_ns)) & (e <= int(seg.end_ns))
     s, e, v = s[keep], e[keep], v[keep]
     q = np.maximum(q[keep], res)           # the fit used the coarser of declared and observed
     mid_t = s + (e - s) // 2

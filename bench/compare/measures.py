@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM
 from bench.analysis.residuals import median_ci, segment_residuals
+from bench.model.documents import ClockSummary, DeviceSummary, SegmentSummary
 from bench.model.rundata import Run
 
 
@@ -69,55 +69,50 @@ def _ci(device, clock, name, x, note="", judgeable=True, span_s=None) -> Measure
 
 def drift_prior_ppm(run: Run, device: str) -> float:
     """The drift prior the fit used: the inventory's `drift_prior_ppm`, or the estimator's default."""
-    inv = run.manifest.get("inventory", {}).get("devices", {}).get(device, {})
-    return float(inv.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
+    return run.manifest.inventory.drift_prior_ppm(device)
 
 
-def _span_s(sg: dict) -> float | None:
-    if sg.get("end_ns") is None or sg.get("start_ns") is None:
-        return None
-    return max(0.0, (sg["end_ns"] - sg["start_ns"]) / 1e9)
+def _span_s(sg: SegmentSummary) -> float | None:
+    return sg.span_s
 
 
-def drift_measure(device: str, clock: str, sg: dict, prior_ppm: float) -> Measure:
+def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float) -> Measure:
     """A segment's drift bound; when it rests on the prior's edge its width says little about
     how it narrows, so the half-width to scale is the unclipped side's (one edge on the prior) or
     twice the offset width over the span (both edges)."""
-    d, span = sg["drift_ppm"], _span_s(sg)
-    at_lo = abs(d["lo"] + prior_ppm) <= 0.01 * prior_ppm
-    at_hi = abs(d["hi"] - prior_ppm) <= 0.01 * prior_ppm
+    d, span = sg.drift_ppm, _span_s(sg)
+    at_lo = abs(d.lo + prior_ppm) <= 0.01 * prior_ppm
+    at_hi = abs(d.hi - prior_ppm) <= 0.01 * prior_ppm
     half = None
     if at_lo and at_hi:
-        o = sg["offset_ns"]
-        half = 2 * (o["hi"] - o["lo"]) / (span * 1e9) * 1e6 if span else None
+        o = sg.offset_ns
+        half = 2 * (o.hi - o.lo) / (span * 1e9) * 1e6 if span else None
     elif at_hi:
-        half = d["point"] - d["lo"]
+        half = d.point - d.lo
     elif at_lo:
-        half = d["hi"] - d["point"]
+        half = d.hi - d.point
     # assumed here means clipped by the prior (the drift is also assumed on an unseen-rate-change
     # assumption everywhere, bench/estimate.RATE_CHANGE_ASSUMPTION, which does not clip it)
     assumed = at_lo or at_hi
-    return Measure(device, clock, "drift", "ppm", d["lo"], d["hi"], d["point"], "proven",
+    return Measure(device, clock, "drift", "ppm", d.lo, d.hi, d.point, "proven",
                    note=f"rests on the ±{prior_ppm:g} ppm drift prior" if assumed else "",
                    span_s=span, narrowing="1/span", assumed=assumed, half_width=half,
                    point_informative=not (at_lo and at_hi))
 
 
-def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
-    segs = c.get("segments") or []
-    if not segs:
+def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[Measure]:
+    if not c.segments:
         return []
-    last = segs[-1]
-    longest = max(segs, key=lambda sg: sg.get("reads", 0))
-    o = last["offset_ns"]
-    counter = bool(c.get("counter"))
-    out = [Measure(device, clock, "offset", "ns", o["lo"], o["hi"], o["point"], "proven",
+    last, longest = c.last, c.longest
+    o = last.offset_ns
+    counter = c.counter
+    out = [Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point, "proven",
                    not counter, "a counter's offset is its zero instant: moves with every reboot"
                    if counter else "", _span_s(last)),
            drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
-           _exact(device, clock, "resolution", "ns", c.get("resolution_ns")
-                  or longest.get("resolution_ns") or 0),
-           _exact(device, clock, "breaks", "count", len(c.get("breaks", [])))]
+           _exact(device, clock, "resolution", "ns", c.resolution_ns
+                  or longest.resolution_ns or 0),
+           _exact(device, clock, "breaks", "count", len(c.breaks))]
     s, e, v, q = run.clock_reads(device, clock)
     r = segment_residuals(s, e, v, q, longest)
     if len(r):
@@ -129,26 +124,25 @@ def clock_measures(run: Run, device: str, clock: str, c: dict) -> list[Measure]:
     return [m for m in out if m is not None]
 
 
-def device_measures(run: Run, device: str, d: dict) -> list[Measure]:
+def device_measures(run: Run, device: str, d: DeviceSummary) -> list[Measure]:
     out = []
-    for clock, c in sorted((d.get("clocks") or {}).items()):
+    for clock, c in sorted(d.clocks.items()):
         out += clock_measures(run, device, clock, c)
-    for stim, L in sorted((d.get("latency") or {}).items()):
-        b, basis = L.get("logged_ns"), "proven"
+    for stim, L in sorted(d.latency.items()):
+        b, basis = L.logged_ns, "proven"
         if not b:
-            b, basis = L.get("observed_ns"), "proven (first fetch that saw it)"
+            b, basis = L.observed_ns, "proven (first fetch that saw it)"
         if b:
-            out.append(Measure(device, "", f"latency.{stim}", "ns", b["lo"], b["hi"],
-                               b.get("point", (b["lo"] + b["hi"]) / 2), basis,
-                               events=b.get("n")))
-    out.append(_exact(device, "", "errors", "count", sum((d.get("errors") or {}).values())))
+            out.append(Measure(device, "", f"latency.{stim}", "ns", b.lo, b.hi, b.point, basis,
+                               events=b.n))
+    out.append(_exact(device, "", "errors", "count", d.error_count))
     return out
 
 
 def run_measures(run: Run) -> dict[tuple[str, str, str], Measure]:
     """{(device, clock, measure): Measure} of every device in the run's summary."""
     out = {}
-    for device, d in sorted(run.summary.get("devices", {}).items()):
+    for device, d in sorted(run.summary.devices.items()):
         for m in device_measures(run, device, d):
             out[(m.device, m.clock, m.name)] = m
     for m in experiment_measures(run):
@@ -169,11 +163,11 @@ def experiment_measures(run: Run) -> list[Measure]:
 def identities(run: Run) -> dict[str, dict]:
     """Per device: plane and identity (vendor, model, serial, firmware) from the manifest."""
     out = {}
-    summ = run.summary.get("devices", {})
-    for name, d in run.manifest.get("devices", {}).items():
-        ident = d.get("identity") or summ.get(name, {}).get("identity") or {}
-        out[name] = {"plane": d.get("plane", ""), **{k: str(ident.get(k, "")) for k in
-                                                     ("vendor", "model", "serial", "firmware")}}
-        if d.get("error"):
-            out[name]["error"] = d["error"]
+    summ = run.summary.devices
+    for name, d in run.manifest.devices.items():
+        ident = d.identity or (summ[name].identity if name in summ else d.identity)
+        out[name] = {"plane": d.plane, "vendor": ident.vendor, "model": ident.model,
+                     "serial": ident.serial, "firmware": ident.firmware}
+        if d.error:
+            out[name]["error"] = d.error
     return out

@@ -90,7 +90,7 @@ def terminal(cmp: Comparison, show_all: bool = False) -> str:
     lines += _identity_lines(cmp)
     lines += [f"note: {n}" for n in cmp.notes]
     empty = [label for run, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))
-             if not run.summary.get("devices")]
+             if not run.summary.devices]
     if empty and not show_all:
         lost = sum(r.verdict == "lost" for r in cmp.rows)
         lines += ["", f"nothing to compare: the {' and the '.join(empty)} "

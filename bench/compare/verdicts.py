@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bench.compare.tolerances import Tolerances, ToleranceError, tolerances_from_dict
 from bench.compare.measures import Measure, identities, run_measures
+from bench.model.statuses import RunStatus
 from bench.model.rundata import Run, load_run
 from bench.units import fmt_ns, fmt_ppm
 
@@ -230,29 +231,30 @@ def _short(x, limit: int = 60) -> str:
 def _run_notes(a: Run, b: Run) -> list[str]:
     ma, mb = a.manifest, b.manifest
     notes = []
-    for key in ("experiment", "simulated"):
-        if ma.get(key) != mb.get(key):
-            notes.append(f"{key} differs: {_short(ma.get(key))} -> {_short(mb.get(key))}")
-    pa, pb = ma.get("parameters") or {}, mb.get("parameters") or {}
+    for key, xa, xb in (("experiment", ma.experiment, mb.experiment),
+                        ("simulated", ma.simulated, mb.simulated)):
+        if xa != xb:
+            notes.append(f"{key} differs: {_short(xa)} -> {_short(xb)}")
+    pa, pb = ma.parameters, mb.parameters
     diff = [k for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)]
     if diff:
         notes.append("parameters differ: " + ", ".join(
             f"{k} {_short(pa.get(k), 20)} -> {_short(pb.get(k), 20)}" for k in diff[:6])
             + (f" and {len(diff) - 6} more" if len(diff) > 6 else ""))
-    da, db = ma.get("duration_s"), mb.get("duration_s")
+    da, db = ma.duration_s, mb.duration_s
     if da and db and abs(da - db) > 0.2 * max(da, db):
         notes.append(f"durations differ ({fmt_span(da)} -> {fmt_span(db)}): counts of breaks and "
                      f"the width of bounds depend on it")
-    ga = ma.get("reference", {}).get("grade")
-    gb = mb.get("reference", {}).get("grade")
+    ga = ma.reference.grade if ma.reference else None
+    gb = mb.reference.grade if mb.reference else None
     if ga != gb:
         notes.append(f"reference grade differs: {_short(ga)} -> {_short(gb)}")
     for run, label in ((a, "baseline"), (b, "candidate")):
         m = run.manifest
-        if m.get("status") != "completed":
-            notes.append(f"{label} run did not complete (status {_short(m.get('status'))}"
-                         + (f": {_short(m.get('error'), 120)}" if m.get("error") else "") + ")")
-        if not run.summary:
+        if m.status != RunStatus.COMPLETED:
+            notes.append(f"{label} run did not complete (status {_short(m.status)}"
+                         + (f": {_short(m.error, 120)}" if m.error else "") + ")")
+        if not run.summary.raw:
             notes.append(f"{label} run has no summary.json: it has no measures to compare")
     return notes
 

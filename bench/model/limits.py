@@ -94,41 +94,36 @@ def _within(lo: float, hi: float, lim: float) -> str:
     return "undecided"
 
 
-def _offset_range(seg: dict) -> tuple[float, float, str]:
-    """Lowest and highest offset the segment's proven band allows over its span (the bound at
-    the epoch when no band was written)."""
-    b = seg.get("band")
-    if b and b.get("lo"):
-        return float(min(b["lo"])), float(max(b["hi"])), "over the run"
-    o = seg["offset_ns"]
-    return float(o["lo"]), float(o["hi"]), "at the epoch"
+def check_run(summary, manifest) -> list[Check]:
+    """Every limit the run's inventory declares, judged from summary.json (dicts or the typed
+    bench.model.documents records)."""
+    from bench.model.documents import Manifest, Summary
 
-
-def check_run(summary: dict, manifest: dict) -> list[Check]:
-    """Every limit the run's inventory declares, judged from summary.json."""
-    limits = (manifest.get("inventory") or {}).get("limits") or {}
+    summary, manifest = Summary.of(summary), Manifest.of(manifest)
+    limits = manifest.inventory.limits
     if not limits:
         return []
     out = []
-    for device, d in sorted((summary.get("devices") or {}).items()):
-        lim = for_device(limits, device, d.get("plane", ""))
+    for device, d in sorted(summary.devices.items()):
+        lim = for_device(limits, device, d.plane)
         if not lim:
             continue
-        for clock, c in sorted((d.get("clocks") or {}).items()):
-            segs = c.get("segments") or []
-            if "offset_within" in lim and not c.get("counter"):
+        for clock, c in sorted(d.clocks.items()):
+            segs = c.segments
+            if "offset_within" in lim and not c.counter:
                 L = lim["offset_within"]
                 text = f"within ±{fmt_ns(L)}"
                 if not segs:
                     out.append(Check(device, clock, "offset", text, "—", "undecided", "no fit"))
                 else:
-                    rng = [_offset_range(sg) for sg in segs]
+                    rng = [sg.offset_range() for sg in segs]
                     lo, hi = min(r[0] for r in rng), max(r[1] for r in rng)
                     vs = [_within(r[0], r[1], L) for r in rng]
                     v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) \
                         else "undecided"
+                    where = "at the epoch" if segs[0].band is None else "over the run"
                     out.append(Check(device, clock, "offset", text, fmt_interval_ns(lo, hi), v,
-                                     f"proven band {rng[0][2]}, {len(segs)} segment(s)"))
+                                     f"proven band {where}, {len(segs)} segment(s)"))
             if "drift_within_ppm" in lim:
                 L = lim["drift_within_ppm"]
                 text = f"within ±{fmt_ppm(L)}"
@@ -137,25 +132,24 @@ def check_run(summary: dict, manifest: dict) -> list[Check]:
                 else:
                     vs, bounds = [], []
                     for sg in segs:
-                        dr = sg["drift_ppm"]
-                        vs.append(_within(dr["lo"], dr["hi"], L))
-                        bounds.append(f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]")
+                        dr = sg.drift_ppm
+                        vs.append(_within(dr.lo, dr.hi, L))
+                        bounds.append(f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}]")
                     v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) \
                         else "undecided"
                     out.append(Check(device, clock, "drift", text, "; ".join(bounds), v,
                                      "every segment's drift bound"))
         if "latency_max" in lim:
             L = lim["latency_max"]
-            for stim, x in sorted((d.get("latency") or {}).items()):
-                evs = [e.get("logged_ns") or e.get("observed_ns") for e in x.get("events", [])]
-                evs = [e for e in evs if e]
+            for stim, x in sorted(d.latency.items()):
+                evs = [e.bound for e in x.events if e.bound is not None]
                 if not evs:
                     out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}", "—",
                                      "undecided", "no event bounded"))
                     continue
-                v = ("fail" if any(e["lo"] > L for e in evs) else
-                     "pass" if all(e["hi"] <= L for e in evs) else "undecided")
-                lo, hi = min(e["lo"] for e in evs), max(e["hi"] for e in evs)
+                v = ("fail" if any(e.lo > L for e in evs) else
+                     "pass" if all(e.hi <= L for e in evs) else "undecided")
+                lo, hi = min(e.lo for e in evs), max(e.hi for e in evs)
                 out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}",
                                  f"[{fmt_ns(lo)}, {fmt_ns(hi)}]", v,
                                  f"{len(evs)} event(s), each judged"))

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.model.documents import Event, Manifest, Summary, Truth, load_events
+from bench.model.statuses import ErrorKind, RowStatus
+
 
 @dataclass(frozen=True)
 class Samples:
@@ -33,7 +36,7 @@ class Samples:
         """Indices of rows of this kind (and clock), only status ok unless ok=False."""
         return np.array([i for i in range(len(self.seq))
                          if self.kind[i] == kind and (clock is None or self.clock[i] == clock)
-                         and (not ok or self.status[i] == "ok")], dtype=int)
+                         and (not ok or self.status[i] == RowStatus.OK)], dtype=int)
 
     def clock_reads(self, clock: str, meta: dict | None = None):
         """(s_ns, e_ns, value_ns, resolution_ns, wraps) of one clock's ok reads in time order.
@@ -89,7 +92,7 @@ def load_samples(path: str | Path) -> Samples:
                 continue                       # not a row the bench wrote
             if not in_int64(v):
                 row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
-                row["status"], row["value_ns"], v = "malformed", "", 0
+                row["status"], row["value_ns"], v = ErrorKind.MALFORMED, "", 0
             cols["seq"].append(seq)
             cols["s_ns"].append(s)
             cols["e_ns"].append(e)
@@ -107,24 +110,39 @@ def load_samples(path: str | Path) -> Samples:
 
 @dataclass(frozen=True)
 class Run:
+    """A run folder read back: its documents as typed records (bench.model.documents; each
+    keeps the file's dict as `.raw`, and reads like that dict for code written before the
+    model), and its samples and journal on demand."""
     path: Path
-    manifest: dict
-    summary: dict
-    truth: dict | None
+    manifest: Manifest
+    summary: Summary
+    truth: Truth | None
+
+    def __post_init__(self):       # a Run made from dicts (older callers) is typed all the same
+        object.__setattr__(self, "manifest", Manifest.of(self.manifest))
+        object.__setattr__(self, "summary", Summary.of(self.summary))
+        object.__setattr__(self, "truth", Truth.of(self.truth))
 
     @property
     def devices(self) -> list[str]:
         return sorted(p.stem for p in (self.path / "samples").glob("*.csv"))
 
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id or self.path.name
+
     def samples(self, device: str) -> Samples:
         return load_samples(self.path / "samples" / f"{device}.csv")
+
+    def events(self) -> list[Event]:
+        """The run journal (events.csv)."""
+        return load_events(self.path / "events.csv")
 
     def clock_reads(self, device: str, clock: str):
         """(s_ns, e_ns, value_ns, resolution_ns) of one clock's ok reads in time order, a
         wrapping counter unwrapped the way the summary fitted it (its modulus from the manifest)."""
-        meta = {c.get("name"): c for c in
-                self.manifest.get("devices", {}).get(device, {}).get("clocks", []) or []}
-        return self.samples(device).clock_reads(clock, meta.get(clock))[:4]
+        info = self.manifest.device(device).clock(clock)
+        return self.samples(device).clock_reads(clock, info.raw if info else None)[:4]
 
 
 def load_run(path: str | Path) -> Run:
@@ -136,20 +154,21 @@ def load_run(path: str | Path) -> Run:
         p = path / name
         return json.loads(p.read_text()) if p.exists() else None
 
-    return Run(path, j("manifest.json") or {}, j("summary.json") or {}, j("truth.json"))
+    return Run(path, Manifest.of(j("manifest.json") or {}), Summary.of(j("summary.json") or {}),
+               Truth.of(j("truth.json")))
 
 
-def unusable_devices(summary: dict) -> dict[str, str]:
-    """Devices of a summary that gave no usable clock read, with the first error of each; a
-    summary without devices measured nothing ("-")."""
-    devices = (summary or {}).get("devices") or {}
+def unusable_devices(summary) -> dict[str, str]:
+    """Devices of a summary (dict or Summary) that gave no usable clock read, with the first
+    error of each; a summary without devices measured nothing ("-")."""
+    devices = Summary.of(summary or {}).devices
     if not devices:
         return {"-": "the run measured nothing"}
     out = {}
     for name, d in devices.items():
-        if sum(int(c.get("reads") or 0) for c in (d.get("clocks") or {}).values()) == 0:
-            first = d.get("first_errors") or {}
-            out[name] = "; ".join(f"{k}: {v}" for k, v in list(first.items())[:1]) or "no clock read"
+        if sum(c.reads for c in d.clocks.values()) == 0:
+            out[name] = "; ".join(f"{k}: {v}" for k, v in list(d.first_errors.items())[:1]) \
+                or "no clock read"
     return out
 
 
@@ -162,8 +181,8 @@ def load_measurements(path) -> list[dict]:
     return json.loads(p.read_text()).get("measurements", []) if p.exists() else []
 
 
-def bound_from_manifest(manifest: dict) -> int:
+def bound_from_manifest(manifest) -> int:
     """The reference uncertainty to add to every bracket of a run (ns): the largest of the start
-    snapshot, the run's series and the stop snapshot, as far as the manifest holds them."""
-    keys = ("reference", "reference_run", "reference_end")
-    return max([int((manifest.get(k) or {}).get("uncertainty_ns") or 0) for k in keys])
+    snapshot, the run's series and the stop snapshot, as far as the manifest (dict or Manifest)
+    holds them."""
+    return Manifest.of(manifest).uncertainty_ns()

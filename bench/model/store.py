@@ -197,6 +197,15 @@ class RunStore:
             self.manifest.setdefault("devices", {}).setdefault(name, {}).update(redact(fields))
             self._write_manifest()
 
+    def update_devices(self, per_device: dict[str, dict], **changes) -> None:
+        """Fields of several devices (and other manifest keys) in one manifest write."""
+        with self._lock:
+            devices = self.manifest.setdefault("devices", {})
+            for name, fields in per_device.items():
+                devices.setdefault(name, {}).update(redact(fields))
+            self.manifest.update(redact(changes))
+            self._write_manifest()
+
     def write_summary(self, summary: dict) -> None:
         write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
 

@@ -12,6 +12,10 @@ import numpy as np
 from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
                             fit_clock, wander_allowance_ns_per_s)
 from bench.model.rundata import Samples, load_samples
+from bench.model.statuses import ErrorKind, RowStatus, Verdict
+
+OK = RowStatus.OK
+NOT_ERRORS = (OK, RowStatus.UNARMED)
 
 QUARTER_HOUR_NS = 15 * 60 * 1_000_000_000
 
@@ -82,9 +86,9 @@ def latencies(smp: Samples, results: dict) -> dict:
     pushed one first (`pushed` rows; a pushed event never stands in for the log's own stamp).
     Bounds only; midpoints as points."""
     out: dict[str, dict] = {}
-    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == "ok"]
-    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == "ok"]
-    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == "ok"]
+    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == OK]
+    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK]
+    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == OK]
     used = set()
 
     def first_after(rows, i, nxt):
@@ -183,11 +187,11 @@ def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
 
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
                      truth: dict | None = None) -> dict:
-    errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in ("ok", "unarmed"))
+    errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in NOT_ERRORS)
     first_errors = {}
     for i in range(len(smp)):
         st = smp.status[i]
-        if st not in ("ok", "unarmed") and st not in first_errors:
+        if st not in NOT_ERRORS and st not in first_errors:
             first_errors[st] = smp.raw[i][:200]
     results = fit_clocks(smp, meta, uncertainty_ns)
     clocks_out = {}
@@ -207,7 +211,7 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             "reference_uncertainty_ns": int(uncertainty_ns),
             "rate_changes": RATE_CHANGE_ASSUMPTION}
         if fit is None:
-            entry.update(segments=[], breaks=[], outliers=[], verdict="undecided", note=res.note)
+            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED, note=res.note)
             continue
         entry.update(fit.as_dict())
         for seg, sd in zip(res.fit.segments, entry["segments"]):
@@ -250,15 +254,16 @@ def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
     for name, meta in manifest.get("devices", {}).items():
         p = Path(path) / "samples" / f"{name}.csv"
         if not p.exists():
-            devices[name] = {"plane": meta.get("plane", ""), "errors": {"not_started": 1},
-                             "clocks": {}, "first_errors": {"not_started": meta.get("error", "")}}
+            devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.NOT_STARTED: 1},
+                             "clocks": {}, "first_errors": {ErrorKind.NOT_STARTED:
+                                                            meta.get("error", "")}}
             continue
         t = (truth or {}).get("devices", {}).get(name)
         try:
             devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
                                              uncertainty, t)
         except Exception as exc:   # one device's odd data must not cost the others their summary
-            devices[name] = {"plane": meta.get("plane", ""), "errors": {"summary": 1},
-                             "clocks": {}, "first_errors": {"summary": repr(exc)[:200]}}
+            devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.SUMMARY: 1},
+                             "clocks": {}, "first_errors": {ErrorKind.SUMMARY: repr(exc)[:200]}}
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices}

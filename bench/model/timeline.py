@@ -12,6 +12,7 @@ import numpy as np
 
 from bench.model.rundata import bound_from_manifest
 from bench.model.logformats import ISO, NS, Context, ParsedLog, iso_stamp, parse_log
+from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
 from bench.analysis.timeline import Entry, order, widen
 from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
@@ -29,14 +30,14 @@ class Calibrated:
         out = []
         for run in runs:
             unc = bound_from_manifest(run.manifest)
-            fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest, n), unc)
+            fits = {n: fit_clocks(run.samples(n), device_meta(run.manifest.raw, n), unc)
                     for n in run.devices}
-            out.append((run.manifest.get("run_id") or run.path.name, run, fits))
+            out.append((run.run_id, run, fits))
         return cls(out)
 
     def clock(self, device: str, clock: str) -> list:
         return calibrations([(rid, fits.get(device, {}).get(clock),
-                              device_meta(run.manifest, device))
+                              device_meta(run.manifest.raw, device))
                              for rid, run, fits in self.runs if clock in fits.get(device, {})])
 
     def clocks_of(self, device: str) -> dict:
@@ -82,10 +83,10 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
     fits = next(f for rid, r, f in cal.runs if r is run)
     for name in run.devices:
         smp = run.samples(name)
-        plane = run.manifest.get("devices", {}).get(name, {}).get("plane", "")
+        plane = run.manifest.device(name).plane
         by_clock: dict[tuple, list[int]] = {}
         for i in range(len(smp)):
-            if smp.status[i] != "ok":
+            if smp.status[i] != RowStatus.OK:
                 continue
             s, e = int(smp.s_ns[i]), int(smp.e_ns[i])
             if smp.kind[i] == "stimulus":
@@ -161,7 +162,7 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict) -> tuple[list[Entr
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise SystemExit(f"log {path}: {exc.strerror or exc}") from None
-    near = run.manifest.get("started_ns")
+    near = run.manifest.started_ns
     ctx = Context(zone=kv.get("tz", ""), year=int(kv["year"]) if kv.get("year") else None,
                   near_ns=int(near) if near else None,
                   boot_ns=_wall_ns(kv["boot"], "boot") if kv.get("boot") else None,
@@ -220,7 +221,7 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict) -> tuple[list[Entr
     m = map_stamps(cals, vals, qs, key, wall=not want_counter, not_after_ns=read_at,
                    presync_before_ns=presync)
     report["notes"] += m.notes
-    plane = run.manifest.get("devices", {}).get(device, {}).get("plane", "")
+    plane = run.manifest.device(device).plane
     labels = [f"{path.name}:{s.line} {s.text}"[:200] for s in st]
     entries = _entries(device, plane, labels, [s.raw for s in st], m, vals, qs, key=clock)
     report["mapped"] = len(entries)
@@ -243,10 +244,10 @@ def build(run, logs=(), widen_latency: bool = False, calibration_runs=(),
         reports.append(rep)
     if widen_latency:
         lat = {}
-        for name, d in run.summary.get("devices", {}).items():
-            b = [x["logged_ns"] for x in d.get("latency", {}).values() if "logged_ns" in x]
+        for name, d in run.summary.devices.items():
+            b = [x.logged_ns for x in d.latency.values() if x.logged_ns is not None]
             if b:
-                lat[name] = (min(x["lo"] for x in b), max(x["hi"] for x in b))
+                lat[name] = (min(x.lo for x in b), max(x.hi for x in b))
         entries = [widen(en, *lat[en.source]) if en.basis == "stamp" and en.source in lat else en
                    for en in entries]
     return order(entries), reports, unplaced

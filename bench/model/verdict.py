@@ -4,55 +4,58 @@ breaks, errors, what the bounds assume, and how finely events on two planes can 
 Statuses (summary.json's own where the summary has them, issue 11's contract):
   clock    "verdict": proven | assumed | beyond_prior | undecided
   segment  "offset_status" / "drift_status": proven | assumed | undecided
-Older run folders lack these keys; they are derived here: a drift bound within 1 % of the
-±prior edge rests on the prior ("assumed"); a clock without a fit is "undecided"; everything else
-the estimator proved. The prior is the inventory's `drift_prior_ppm` (default 200 ppm).
+Older run folders lack these keys (None or "" in bench.model.documents); they are derived
+here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
+without a fit is "undecided"; everything else the estimator proved. The prior is the
+inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM
+from bench.model.documents import (Assumptions, BreakRecord, ClockSummary, Manifest,
+                                   SegmentSummary, Summary)
+from bench.model.statuses import BoundStatus, ResolutionBasis, Verdict, worst
 
 
-def device_inventory(manifest: dict, device: str) -> dict:
-    return (manifest.get("inventory") or {}).get("devices", {}).get(device, {}) or {}
+def device_inventory(manifest, device: str) -> dict:
+    """The device's table of the run's rack file (manifest `inventory.devices`)."""
+    return Manifest.of(manifest).inventory.device(device)
 
 
-def assumptions(manifest: dict, summary: dict, device: str, clock: dict) -> dict:
+def assumptions(manifest: Manifest, summary: Summary, device: str,
+                clock: ClockSummary) -> Assumptions:
     """The assumptions a clock's bounds rest on: the summary's where it names them, else the
     inventory's and the reference's."""
-    if clock.get("assumptions"):
-        return dict(clock["assumptions"])
-    inv = device_inventory(manifest, device)
-    return {"drift_prior_ppm": float(inv.get("drift_prior_ppm", DEFAULT_PRIOR_PPM)),
-            "wander_ppm": float(inv.get("wander_ppm", 0.0)),
-            "resolution_ns": clock.get("resolution_ns") or clock.get("resolution_declared_ns"),
-            "resolution_basis": "declared" if clock.get("resolution_ns") in
-            (None, clock.get("resolution_declared_ns")) else "observed",
-            "reference_uncertainty_ns": summary.get("reference_uncertainty_ns", 0)}
+    if clock.assumptions is not None:
+        return clock.assumptions
+    inv = manifest.inventory
+    return Assumptions(inv.drift_prior_ppm(device), inv.wander_ppm(device),
+                       clock.resolution_ns or clock.resolution_declared_ns,
+                       ResolutionBasis.DECLARED if clock.resolution_ns in
+                       (None, clock.resolution_declared_ns) else ResolutionBasis.OBSERVED,
+                       summary.reference_uncertainty_ns)
 
 
 def on_prior_edge(lo: float, hi: float, prior: float) -> bool:
     return abs(lo + prior) <= 0.01 * prior or abs(hi - prior) <= 0.01 * prior
 
 
-def segment_status(seg: dict, prior: float) -> tuple[str, str]:
+def segment_status(seg: SegmentSummary, prior: float) -> tuple[str, str]:
     """(offset status, drift status) of one segment."""
-    d = seg.get("drift_ppm") or {}
-    drift = seg.get("drift_status") or ("assumed" if d and on_prior_edge(d["lo"], d["hi"], prior)
-                                        else "proven")
-    return seg.get("offset_status") or "proven", drift
+    d = seg.drift_ppm
+    drift = seg.drift_status or (BoundStatus.ASSUMED if on_prior_edge(d.lo, d.hi, prior)
+                                 else BoundStatus.PROVEN)
+    return seg.offset_status or BoundStatus.PROVEN, drift
 
 
-def clock_verdict(clock: dict, prior: float) -> str:
-    if clock.get("verdict"):
-        return clock["verdict"]
-    segs = clock.get("segments") or []
-    if not segs:
-        return "undecided"
-    st = [s for sg in segs for s in segment_status(sg, prior)]
-    return "undecided" if "undecided" in st else "assumed" if "assumed" in st else "proven"
+def clock_verdict(clock: ClockSummary, prior: float) -> str:
+    if clock.verdict:
+        return clock.verdict
+    if not clock.segments:
+        return Verdict.UNDECIDED
+    return Verdict(worst(s for sg in clock.segments for s in segment_status(sg, prior)))
 
 
 @dataclass(frozen=True)
@@ -64,69 +67,51 @@ class ClockVerdict:
     verdict: str
     offset_status: str
     drift_status: str
-    segment: dict | None            # the last segment (None: no fit)
+    segment: SegmentSummary | None    # the last segment (None: no fit)
     offset_range: tuple[float, float] | None   # lowest, highest offset the band allows (ns)
     width_ns: float | None          # widest the proven band gets over the run
-    breaks: list
+    breaks: tuple[BreakRecord, ...]
     wraps: int
     errors: dict
-    assumptions: dict
+    assumptions: Assumptions | None
     outliers: int
     note: str = ""
 
 
-def band_range(seg: dict) -> tuple[float, float, float]:
+def band_range(seg: SegmentSummary) -> tuple[float, float, float]:
     """(lowest, highest, widest) offset the segment's proven band allows over its span (ns)."""
-    b = seg.get("band") or {}
-    if b.get("lo"):
-        lo, hi = b["lo"], b["hi"]
-        return float(min(lo)), float(max(hi)), float(max(h - l for l, h in zip(lo, hi)))
-    o = seg["offset_ns"]
-    return float(o["lo"]), float(o["hi"]), float(o["hi"] - o["lo"])
+    return seg.offset_range()
 
 
 def clock_verdicts(run) -> list[ClockVerdict]:
     """One entry per device clock in the run (and one per device that has none or failed)."""
     out = []
-    summary, manifest = run.summary, run.manifest
-    for device, d in sorted((summary.get("devices") or {}).items()):
-        prior = float(device_inventory(manifest, device).get("drift_prior_ppm",
-                                                              DEFAULT_PRIOR_PPM))
-        errors = d.get("errors") or {}
-        clocks = d.get("clocks") or {}
-        if not clocks:
-            why = "; ".join(f"{k}: {v}" for k, v in (d.get("first_errors") or {}).items())
-            out.append(ClockVerdict(device, d.get("plane", ""), "—", False, "undecided",
-                                    "undecided", "undecided", None, None, None, [], 0, errors,
-                                    {}, 0, why or ", ".join(d.get("no_clock", [])) or
-                                    "no clock"))
+    summary, manifest = Summary.of(run.summary), Manifest.of(run.manifest)
+    for device, d in sorted(summary.devices.items()):
+        prior = manifest.inventory.drift_prior_ppm(device)
+        if not d.clocks:
+            why = "; ".join(f"{k}: {v}" for k, v in d.first_errors.items())
+            out.append(ClockVerdict(device, d.plane, "—", False, Verdict.UNDECIDED,
+                                    BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
+                                    None, (), 0, d.errors, None, 0,
+                                    why or ", ".join(d.no_clock) or "no clock"))
             continue
-        for name, c in sorted(clocks.items()):
-            segs = c.get("segments") or []
+        for name, c in sorted(d.clocks.items()):
             a = assumptions(manifest, summary, device, c)
-            if not segs:
-                out.append(ClockVerdict(device, d.get("plane", ""), name, bool(c.get("counter")),
-                                        clock_verdict(c, prior), "undecided", "undecided", None,
-                                        None, None, c.get("breaks", []), len(c.get("wraps", [])),
-                                        errors, a, len(c.get("outliers", [])),
-                                        c.get("note", "no fit")))
+            if not c.segments:
+                out.append(ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior),
+                                        BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
+                                        None, c.breaks, len(c.wraps), d.errors, a,
+                                        len(c.outliers), c.note or "no fit"))
                 continue
-            rng = [band_range(sg) for sg in segs]
-            sts = [segment_status(sg, prior) for sg in segs]
-            off_st = _worst(s[0] for s in sts)
-            dr_st = _worst(s[1] for s in sts)
+            rng = [sg.offset_range() for sg in c.segments]
+            sts = [segment_status(sg, prior) for sg in c.segments]
             out.append(ClockVerdict(
-                device, d.get("plane", ""), name, bool(c.get("counter")),
-                clock_verdict(c, prior), off_st, dr_st, segs[-1],
+                device, d.plane, name, c.counter, clock_verdict(c, prior),
+                worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
                 (min(r[0] for r in rng), max(r[1] for r in rng)), max(r[2] for r in rng),
-                c.get("breaks", []), len(c.get("wraps", [])), errors, a,
-                len(c.get("outliers", [])), c.get("zone_note", "")))
+                c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note))
     return out
-
-
-def _worst(statuses) -> str:
-    s = list(statuses)
-    return "undecided" if "undecided" in s else "assumed" if "assumed" in s else "proven"
 
 
 def ordering_horizons(verdicts: list[ClockVerdict]) -> dict[tuple[str, str], float]:
@@ -138,7 +123,7 @@ def ordering_horizons(verdicts: list[ClockVerdict]) -> dict[tuple[str, str], flo
     for v in verdicts:
         if v.width_ns is None:
             continue
-        w = v.width_ns + float(v.assumptions.get("resolution_ns") or 0)
+        w = v.width_ns + float((v.assumptions.resolution_ns if v.assumptions else 0) or 0)
         widest[v.plane] = max(widest.get(v.plane, 0.0), w)
     planes = sorted(widest)
     return {(p, q): widest[p] + widest[q] for i, p in enumerate(planes) for q in planes[i:]}

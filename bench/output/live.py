@@ -105,14 +105,16 @@ class LiveBounds:
         return out
 
 
-def calibrated_cell(manifest: dict, device: str, clock: str) -> str:
-    """'12.5 s' or 'not reached (±5.5 ms, floor 1.2 ms)' or '—' for a run without the record."""
-    x = (manifest.get("calibration") or {}).get(device, {}).get(clock)
-    if not x:
+def calibrated_cell(manifest, device: str, clock: str) -> str:
+    """'12.5 s' or 'not reached (±5.5 ms, floor 1.2 ms)' or '—' for a run without the record.
+    `manifest`: the dict as written or a bench.model.documents.Manifest."""
+    from bench.model.documents import Manifest
+    x = Manifest.of(manifest or {}).calibration_of(device, clock)
+    if x is None or not x.raw:
         return "—"
-    if x.get("calibrated_after_s") is not None:
-        return f"{x['calibrated_after_s']:g} s"
-    if x.get("last_width_ns") is None:
+    if x.calibrated_after_s is not None:
+        return f"{x.calibrated_after_s:g} s"
+    if x.last_width_ns is None:
         return "not reached"
-    return (f"not yet ({fmt_ns(x['last_width_ns'])} > "
-            f"{fmt_ns(CALIBRATED_RATIO * (x.get('min_bracket_ns') or 0))})")
+    return (f"not yet ({fmt_ns(x.last_width_ns)} > "
+            f"{fmt_ns(CALIBRATED_RATIO * (x.min_bracket_ns or 0))})")

@@ -10,7 +10,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench.analysis.estimate import Break  # noqa: E402
+from bench.model.documents import ClockSummary  # noqa: E402
 from bench.model.rundata import Run  # noqa: E402
+from bench.model.statuses import BreakKind  # noqa: E402
 
 PLANE_COLOURS = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
                  "reference": "#7f7f7f"}
@@ -20,18 +23,14 @@ def plane_colour(plane: str) -> str:
     return PLANE_COLOURS.get(plane, "#8c564b")
 
 
-def _segment_lines(segs: list[dict]):
+def _segment_lines(segs) -> list:
     """Per segment its fitted line (point offset and drift) as a function of reference time."""
-    def make(sg):
-        epoch, theta = sg["epoch_ns"], sg["offset_ns"]["point"]
-        rho = sg["drift_ppm"]["point"] * 1e-6
-        return lambda t: theta + rho * (np.asarray(t, dtype=float) - epoch)
-    return [make(sg) for sg in segs]
+    return [sg.line() for sg in segs]
 
 
-def _segment_index(segs: list[dict], t: np.ndarray) -> np.ndarray:
+def _segment_index(segs, t: np.ndarray) -> np.ndarray:
     """Index of the segment each instant belongs to (the last one starting at or before it)."""
-    starts = np.asarray([sg["start_ns"] for sg in segs], dtype=np.int64)
+    starts = np.asarray([sg.start_ns for sg in segs], dtype=np.int64)
     return np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(segs) - 1)
 
 
@@ -40,42 +39,41 @@ def _iso(ns: float) -> str:
     return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def offset_title(device: str, clock: str, c: dict) -> str:
+def offset_title(device: str, clock: str, c: ClockSummary) -> str:
     """'bmc-2 · datetime: offset -3641.27 s, drift +38 ppm' (a counter: its zero instant)."""
     from bench.units import fmt_ns, fmt_ppm
-    segs = c.get("segments", [])
+    segs = c.segments
     ref = segs[-1]
-    o = ref["offset_ns"]["point"]
-    what = (f"zero at {_iso(-o)}" if c.get("counter") else f"offset {fmt_ns(o, 6)} at epoch")
-    return (f"{device} · {clock}: {what}, drift {fmt_ppm(ref['drift_ppm']['point'])}"
+    o = ref.offset_ns.point
+    what = (f"zero at {_iso(-o)}" if c.counter else f"offset {fmt_ns(o, 6)} at epoch")
+    return (f"{device} · {clock}: {what}, drift {fmt_ppm(ref.drift_ppm.point)}"
             + (f", {len(segs)} segments" if len(segs) > 1 else ""))
 
 
-def break_label(br: dict, counter: bool) -> str:
+def break_label(br: Break, counter: bool) -> str:
     """'step -750 ms', 'reboot (counter restarted)' -- never a raw 10-digit number."""
     from bench.units import fmt_ns
-    size = (br.get("size_ns") or {}).get("point")
-    if br.get("kind") == "reboot" or size is None:
-        return br.get("kind", "break") + (" (counter restarted)" if counter else "")
-    return f"{br['kind']} {'+' if size > 0 else ''}{fmt_ns(size)}"
+    size = br.size_ns.point if br.size_ns is not None else None
+    if br.kind == BreakKind.REBOOT or size is None:
+        return (br.kind or "break") + (" (counter restarted)" if counter else "")
+    return f"{br.kind} {'+' if size > 0 else ''}{fmt_ns(size)}"
 
 
-def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
+def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str):
     """Offset minus each segment's own fitted line against run time in s: the proven band,
     every read's own interval (omitted where a coarse tick makes each wider than the plot),
     breaks and counter wraps, and (simulated racks) the truth."""
     from bench.output.figures import unit_for
 
-    segs = c.get("segments", [])
-    t_start = run.manifest.get("started_ns") or segs[0]["start_ns"]
+    segs = c.segments
+    t_start = run.manifest.started_ns or segs[0].start_ns
     lines = _segment_lines(segs)
-    counter = bool(c.get("counter"))
+    counter = c.counter
     widths = []
     for k, sg in enumerate(segs):
-        b = sg.get("band")
+        b = sg.band
         if b:
-            t = np.asarray(b["t_ns"], dtype=np.int64)
-            widths.append(float(np.max(np.asarray(b["hi"]) - np.asarray(b["lo"]))))
+            widths.append(float(np.max(np.asarray(b.hi) - np.asarray(b.lo))))
     span = max(widths) if widths else 1e6
     sc, unit = unit_for([3 * span])
 
@@ -98,30 +96,30 @@ def offset_figure(run: Run, device: str, clock: str, c: dict, plane: str):
             ax.plot([], [], " ", label=f"reads not drawn: each spans its {fmt_tick(q)} tick, "
                                        f"wider than the plot")
     for k, sg in enumerate(segs):
-        b = sg.get("band")
+        b = sg.band
         if not b:
             continue
-        t = np.asarray(b["t_ns"], dtype=np.int64)
+        t = np.asarray(b.t_ns, dtype=np.int64)
         base = lines[k](t)
-        blo, bhi = np.asarray(b["lo"]) - base, np.asarray(b["hi"]) - base
+        blo, bhi = np.asarray(b.lo) - base, np.asarray(b.hi) - base
         ax.fill_between((t - t_start) / 1e9, blo / sc, bhi / sc, color=colour, alpha=0.35,
                         lw=0, label="proven band" if k == 0 else None)
-    for br in c.get("breaks", []):
-        a, b2 = (br["after_ns"] - t_start) / 1e9, (br["before_ns"] - t_start) / 1e9
+    for br in c.breaks:
+        a, b2 = (br.after_ns - t_start) / 1e9, (br.before_ns - t_start) / 1e9
         ax.axvspan(a, b2, color="k", alpha=0.15)
         ax.axvline((a + b2) / 2, color="k", ls="--", lw=0.8,
-                   label=f"break ({break_label(br, counter)})" if br is c["breaks"][0] else None)
-    for i, w in enumerate(c.get("wraps", [])):
-        ax.axvline(((w["after_ns"] + w["before_ns"]) / 2 - t_start) / 1e9, color="0.3", ls=":",
+                   label=f"break ({break_label(br, counter)})" if br is c.breaks[0] else None)
+    for i, w in enumerate(c.wraps):
+        ax.axvline(((w.after_ns + w.before_ns) / 2 - t_start) / 1e9, color="0.3", ls=":",
                    lw=1.0, label="counter wrap (unwrapped)" if i == 0 else None)
-    truth = (run.truth or {}).get("devices", {}).get(device, {}).get("clocks", {}).get(clock)
-    if truth:
-        modulus = next((int(m.get("modulus_ns") or 0) for m in run.manifest.get(
-            "devices", {}).get(device, {}).get("clocks", []) or [] if m.get("name") == clock), 0)
-        tt = np.asarray(truth["t_ns"], dtype=np.int64)
-        to = np.asarray(truth["offset_ns"], dtype=np.float64)
+    truth = run.truth.clock(device, clock) if run.truth else None
+    if truth is not None and truth.t_ns:
+        info = run.manifest.device(device).clock(clock)
+        modulus = (info.modulus_ns or 0) if info else 0
+        tt = np.asarray(truth.t_ns, dtype=np.int64)
+        to = np.asarray(truth.offset_ns, dtype=np.float64)
         for k, sg in enumerate(segs):      # truth inside each segment, against its own line
-            keep = (tt >= sg["start_ns"]) & (tt <= sg["end_ns"])
+            keep = (tt >= sg.start_ns) & (tt <= sg.end_ns)
             if keep.any():
                 d = to[keep] - lines[k](tt[keep])
                 if modulus:
@@ -151,12 +149,12 @@ def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> lis
     out_dir = Path(out_dir or run.path / "plots")
     out_dir.mkdir(exist_ok=True)
     written = []
-    for device, d in run.summary.get("devices", {}).items():
-        for clock, c in d.get("clocks", {}).items():
-            if not c.get("segments"):
+    for device, d in run.summary.devices.items():
+        for clock, c in d.clocks.items():
+            if not c.segments:
                 continue
             try:
-                fig = offset_figure(run, device, clock, c, d.get("plane", ""))
+                fig = offset_figure(run, device, clock, c, d.plane)
                 for fmt in formats:
                     p = out_dir / f"offset_{device}_{clock}.{fmt}"
                     fig.savefig(p)

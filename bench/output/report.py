@@ -46,10 +46,10 @@ def build_report(path: str | Path, sections=None, formats=("png", "svg", "pdf"))
                     f"{esc(repr(exc))}</p><pre class='note'>{esc(traceback.format_exc())}</pre>")
         if frag:
             parts.append(frag)
-    if not rr.summary:
+    if not rr.summary.raw:
         parts.insert(0, note_html("This run has no summary.json (it did not finish): only what "
                                   "the manifest says is shown."))
-    title = f"rackclock run {rr.manifest.get('run_id', rr.path.name)}"
+    title = f"rackclock run {rr.run_id}"
     doc = (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
            f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"

@@ -62,7 +62,7 @@ def measurements(run) -> str | None:
     rows = [[m.get("device") or "—", m["name"], fmt(m["point"], m["unit"]),
              f"[{fmt(m['lo'], m['unit'])}, {fmt(m['hi'], m['unit'])}]", m.get("basis", ""),
              _limit(m), m.get("outcome", "")] for m in ms]
-    out = [f"<h2>Measurements ({esc(run.manifest.get('experiment', ''))})</h2>",
+    out = [f"<h2>Measurements ({esc(run.manifest.experiment)})</h2>",
            table_html(["device", "measurement", "value", "bound", "basis", "limit", "outcome"],
                       rows),
            note_html("Recorded by the experiment (measurements.json). Outcome: pass when the whole "

@@ -20,6 +20,7 @@ from bench.analysis.residuals import regular_series, segment_residuals
 from bench.model.rundata import Run
 from bench.output.terminal import offset_cell
 from bench.units import fmt_ns, fmt_ppm
+from bench.model.statuses import BoundStatus, BreakKind, Verdict
 from bench.model.verdict import segment_status
 
 
@@ -74,30 +75,29 @@ def iso(ns) -> str:
 
 def clock_items(run):
     """(device, plane, clock name, clock summary) for every clock with at least one segment."""
-    for device, d in sorted(run.summary.get("devices", {}).items()):
-        for clock, c in d.get("clocks", {}).items():
-            if c.get("segments"):
-                yield device, d.get("plane", ""), clock, c
+    for d, c in run.summary.clocks():
+        if c.segments:
+            yield d.name, d.plane, c.name, c
 
 
-def longest_segment(c: dict) -> dict:
-    return max(c["segments"], key=lambda sg: sg.get("reads", 0))
+def longest_segment(c):
+    return c.longest
 
 
 # -- sections ------------------------------------------------------------------------------------
 
 def overview(run) -> str:
     m = run.manifest
-    git = m.get("git", {})
-    rows = [["run", m.get("run_id", run.path.name)], ["experiment", m.get("experiment", "")],
-            ["status", m.get("status", "") + (f": {m['error']}" if m.get("error") else "")],
-            ["started", iso(m.get("started_ns"))], ["ended", iso(m.get("ended_ns"))],
-            ["duration", f"{m.get('duration_s', '—')} s"],
-            ["rack", f"{m.get('inventory', {}).get('name', '')} "
-                     f"({'simulated' if m.get('simulated') else 'lab'}; file {m.get('rack_file', '')})"],
-            ["stimuli", "sent" if m.get("armed") else "not armed (printed only)"],
-            ["parameters", ", ".join(f"{k}={v}" for k, v in m.get("parameters", {}).items())],
-            ["rackclock", f"{m.get('versions', {}).get('rackclock', '')} at "
+    git = m.git
+    rows = [["run", run.run_id], ["experiment", m.experiment],
+            ["status", m.status + (f": {m.error}" if m.error else "")],
+            ["started", iso(m.started_ns)], ["ended", iso(m.ended_ns)],
+            ["duration", f"{'—' if m.duration_s is None else m.duration_s} s"],
+            ["rack", f"{m.inventory.name} "
+                     f"({'simulated' if m.simulated else 'lab'}; file {m.rack_file})"],
+            ["stimuli", "sent" if m.armed else "not armed (printed only)"],
+            ["parameters", ", ".join(f"{k}={v}" for k, v in m.parameters.items())],
+            ["rackclock", f"{m.versions.get('rackclock', '')} at "
                           f"{str(git.get('revision', ''))[:12]}{' (dirty)' if git.get('dirty') else ''}"]]
     return "<h2>Run</h2>" + table_html(["", ""], rows, "kv")
 
@@ -105,75 +105,70 @@ def overview(run) -> str:
 def identities(run) -> str:
     """Device identities and firmware, their errors, and the reference's health."""
     rows = []
-    summ = run.summary.get("devices", {})
-    for name, d in sorted(run.manifest.get("devices", {}).items()):
-        ident = d.get("identity") or summ.get(name, {}).get("identity") or {}
-        errs = summ.get(name, {}).get("errors", {})
-        rows.append([name, d.get("plane", ""), d.get("driver", ""), ident.get("vendor", ""),
-                     ident.get("model", ""), ident.get("serial", ""), ident.get("firmware", ""),
-                     d.get("state", "") or ("not started: " + d["error"] if d.get("error") else ""),
-                     ", ".join(f"{k} {v}" for k, v in errs.items()) or "0"])
+    summ = run.summary.devices
+    for name, d in sorted(run.manifest.devices.items()):
+        ds = summ.get(name)
+        ident = d.identity or (ds.identity if ds else d.identity)
+        rows.append([name, d.plane, d.driver, ident.vendor, ident.model, ident.serial,
+                     ident.firmware,
+                     d.state or ("not started: " + d.error if d.error else ""),
+                     ds.errors_text() if ds else "0"])
     out = ["<h2>Devices and reference</h2>",
            table_html(["device", "plane", "driver", "vendor", "model", "serial", "firmware",
                        "state", "errors"], rows)]
-    first = [(n, k, v) for n, d in sorted(summ.items()) for k, v in d.get("first_errors", {}).items()]
+    first = [(n, k, v) for n, d in sorted(summ.items()) for k, v in d.first_errors.items()]
     if first:
         out.append(table_html(["device", "error", "first message"], [list(x) for x in first]))
     ref_rows = []
-    for key, label in (("reference", "at start"), ("reference_end", "at end")):
-        h = run.manifest.get(key)
+    for h, label in ((run.manifest.reference, "at start"), (run.manifest.reference_end, "at end")):
         if h:
-            ref_rows.append([label, h.get("source", ""), h.get("grade", ""),
-                             "yes" if h.get("verified") else "no", fmt_ns(h.get("uncertainty_ns")),
-                             h.get("basis", ""), h.get("note", "")])
+            ref_rows.append([label, h.source, h.grade, "yes" if h.verified else "no",
+                             fmt_ns(h.uncertainty_ns), h.basis, h.note])
     if ref_rows:
         out.append(table_html(["reference", "source", "grade", "verified", "uncertainty",
                                "basis", "note"], ref_rows))
     return "".join(out)
 
 
-def _break_size(b: dict, sz: dict) -> str:
+def _break_size(b) -> str:
     """A step's proven size; a restart's as how far the zero moved, in days or hours."""
-    if not sz:
+    sz = b.size_ns
+    if sz is None:
         return "—"
-    if b.get("kind") == "reboot" or abs(sz.get("point", 0)) >= 600e9:
+    if b.kind == BreakKind.REBOOT or abs(sz.point) >= 600e9:
         from bench.compare.verdicts import fmt_span
-        p = sz.get("point", (sz["lo"] + sz["hi"]) / 2)
+        p = sz.point
         return (f"restart: zero moved {fmt_span(abs(p) / 1e9)} "
-                f"{'later' if p < 0 else 'earlier'} (±{fmt_ns((sz['hi'] - sz['lo']) / 2)})")
-    return f"[{fmt_ns(sz.get('lo'))}, {fmt_ns(sz.get('hi'))}]"
+                f"{'later' if p < 0 else 'earlier'} (±{fmt_ns((sz.hi - sz.lo) / 2)})")
+    return f"[{fmt_ns(sz.lo)}, {fmt_ns(sz.hi)}]"
 
 
 def prior_of(run, device: str) -> float:
-    from bench.model.verdict import DEFAULT_PRIOR_PPM, device_inventory
-    return float(device_inventory(run.manifest, device).get("drift_prior_ppm", DEFAULT_PRIOR_PPM))
+    return run.manifest.inventory.drift_prior_ppm(device)
 
 
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
     for device, plane, clock, c in clock_items(run):
-        for k, sg in enumerate(c["segments"]):
-            o, dr = sg["offset_ns"], sg["drift_ppm"]
-            t = sg.get("truth")
-            truth = "" if not t else ("inside" if t.get("offset_in") and t.get("drift_in", True)
-                                      else "OUTSIDE")
+        for k, sg in enumerate(c.segments):
+            o, dr = sg.offset_ns, sg.drift_ppm
+            truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
             _, drift_status = segment_status(sg, prior_of(run, device))
-            rows.append([device, clock, k + 1, sg["reads"], iso(sg["epoch_ns"]),
-                         offset_cell(o, bool(c.get("counter"))).split(" (width")[0],
-                         fmt_ns(o["hi"] - o["lo"]),
-                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}]"
+            rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns),
+                         offset_cell(o, c.counter).split(" (width")[0],
+                         fmt_ns(o.hi - o.lo),
+                         f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}]"
                          + ("" if drift_status == "proven" else f" ({drift_status})"),
-                         fmt_ns(sg.get("resolution_ns") or c.get("resolution_ns")),
-                         fmt_ns(sg["bracket_ns"]["median"]), fmt_ns(sg["jitter_ns"].get("std")),
+                         fmt_ns(sg.resolution_ns or c.resolution_ns),
+                         fmt_ns(sg.bracket_median_ns), fmt_ns(sg.jitter_ns.get("std")),
                          truth])
-        for key in ("zone_note", "resolution_note", "note"):
-            if c.get(key):
-                notes.append(f"{device} · {clock}: {c[key]}")
-        for b in c.get("breaks", []):
-            sz = b.get("size_ns") or {}
-            brk.append([device, clock, b["kind"], iso(b["after_ns"]), iso(b["before_ns"]),
-                        _break_size(b, sz)])
+        for text in (c.zone_note, c.resolution_note, c.note):
+            if text:
+                notes.append(f"{device} · {clock}: {text}")
+        for b in c.breaks:
+            brk.append([device, clock, b.kind, iso(b.after_ns), iso(b.before_ns),
+                        _break_size(b)])
     if not rows:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
@@ -209,7 +204,7 @@ def offsets(run) -> str | None:
 
 def _residuals(run, device, clock, c):
     s, e, v, q = run.clock_reads(device, clock)
-    return segment_residuals(s, e, v, q, longest_segment(c))
+    return segment_residuals(s, e, v, q, c.longest)
 
 
 def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
@@ -277,28 +272,26 @@ def stability(run) -> str | None:
                      stability_figure_of)
 
 
-def _b(x: dict | None) -> str:
-    return f"[{fmt_ns(x['lo'])}, {fmt_ns(x['hi'])}]" if x else "—"
+def _b(x) -> str:
+    return f"[{fmt_ns(x.lo)}, {fmt_ns(x.hi)}]" if x else "—"
 
 
 def latency_rows(run) -> tuple[list[list], list[dict], list[str]]:
     """(table rows per device and stimulus, one series per device and stimulus type for the
     distribution figure, the types with no bounded event)."""
     rows, series, empty = [], [], []
-    for device, d in sorted(run.summary.get("devices", {}).items()):
-        for stim, L in sorted((d.get("latency") or {}).items()):
-            evs = L.get("events", [])
-            br = [e["e_ns"] - e["s_ns"] for e in evs if "e_ns" in e]
-            rows.append([device, stim, L.get("sent", len(evs)),
-                         (L.get("logged_ns") or L.get("observed_ns") or {}).get("n", 0),
-                         fmt_ns(float(np.median(br))) if br else "—", _b(L.get("logged_ns")),
-                         _b(L.get("observed_ns"))])
-            logged = [(e["logged_ns"]["lo"], e["logged_ns"]["hi"]) for e in evs
-                      if e.get("logged_ns")]
-            seen = [(e["observed_ns"]["lo"], e["observed_ns"]["hi"]) for e in evs
-                    if e.get("observed_ns")]
+    for device, d in sorted(run.summary.devices.items()):
+        for stim, L in sorted(d.latency.items()):
+            evs = L.events
+            br = [e.e_ns - e.s_ns for e in evs if e.e_ns is not None]
+            rows.append([device, stim, L.sent, (L.logged_ns or L.observed_ns).n
+                         if (L.logged_ns or L.observed_ns) else 0,
+                         fmt_ns(float(np.median(br))) if br else "—", _b(L.logged_ns),
+                         _b(L.observed_ns)])
+            logged = [(e.logged_ns.lo, e.logged_ns.hi) for e in evs if e.logged_ns]
+            seen = [(e.observed_ns.lo, e.observed_ns.hi) for e in evs if e.observed_ns]
             if logged or seen:
-                series.append({"label": f"{device} {stim}", "plane": d.get("plane", ""),
+                series.append({"label": f"{device} {stim}", "plane": d.plane,
                                "bounds": logged or seen,
                                "basis": "device stamps" if logged else
                                "first fetch that saw it"})
@@ -340,7 +333,7 @@ def reference_health(run) -> str | None:
         rows = [r for r in csv.DictReader(f) if r.get("t_ns")]
     if len(rows) < 2:
         return None
-    t0 = run.manifest.get("started_ns") or int(rows[0]["t_ns"])
+    t0 = run.manifest.started_ns or int(rows[0]["t_ns"])
     t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
     u = [float(r.get("uncertainty_ns") or 0) for r in rows]
     offs = [r.get("offset_from_master_ns") for r in rows]
@@ -365,7 +358,7 @@ def timeline(run) -> str | None:
     rows = build_timeline(run)
     if not rows:
         return None
-    t0 = run.manifest.get("started_ns") or rows[0]["entry"].lo_ns
+    t0 = run.manifest.started_ns or rows[0]["entry"].lo_ns
     blocks = len({r["block"] for r in rows})
     unordered = sum(1 for r in rows if r["unordered_count"])
     cap = (f"All {len(rows)} entries (stimuli, device log stamps mapped through the segment of "
@@ -384,22 +377,22 @@ def chrony_columns(run) -> str | None:
 
     rows = []
     for device, plane, clock, c in clock_items(run):
-        sg = c["segments"][-1]
+        sg = c.last
         s, e, v, q = run.clock_reads(device, clock)
-        keep = (s >= sg["start_ns"]) & (e <= sg["end_ns"])
-        f = fit_chrony(s[keep], e[keep], v[keep], sg.get("resolution_ns") or c.get(
-            "resolution_ns") or (int(q[0]) if len(q) else 1), epoch_ns=sg["epoch_ns"])
+        keep = (s >= sg.start_ns) & (e <= sg.end_ns)
+        f = fit_chrony(s[keep], e[keep], v[keep], sg.resolution_ns or c.resolution_ns
+                       or (int(q[0]) if len(q) else 1), epoch_ns=sg.epoch_ns)
         if f is None:
             continue
-        o, d = sg["offset_ns"], sg["drift_ppm"]
-        counter = bool(c.get("counter"))
-        off = (f"{'+' if f.offset_ns.point >= o['point'] else ''}"
-               f"{fmt_ns(f.offset_ns.point - o['point'])} from the proven point" if counter
+        o, d = sg.offset_ns, sg.drift_ppm
+        counter = c.counter
+        off = (f"{'+' if f.offset_ns.point >= o.point else ''}"
+               f"{fmt_ns(f.offset_ns.point - o.point)} from the proven point" if counter
                else fmt_ns(f.offset_ns.point, 6))
         rows.append([device, clock, f.used, fmt_ns(f.span_ns), fmt_ppm(f.drift_ppm.point),
                      fmt_ppm(f.drift_ppm.width / 2), off, fmt_ns(f.residual_sd_ns),
                      offset_cell(o, counter).split(" (width")[0],
-                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]"])
+                     f"[{fmt_ppm(d.lo)}, {fmt_ppm(d.hi)}]"])
     if not rows:
         return None
     return ("<h2>Chrony-style statistics beside the proven bounds</h2>"
@@ -429,8 +422,9 @@ def limits(run) -> str | None:
 
 
 def _status_cell(status: str) -> str:
-    return {"proven": "proven", "assumed": "ASSUMED", "undecided": "UNDECIDED",
-            "beyond_prior": "BEYOND PRIOR"}.get(status, status)
+    return {Verdict.PROVEN: "proven", Verdict.ASSUMED: "ASSUMED",
+            Verdict.UNDECIDED: "UNDECIDED",
+            Verdict.BEYOND_PRIOR: "BEYOND PRIOR"}.get(status, status)
 
 
 def verdict_page(run) -> str | None:
@@ -452,20 +446,20 @@ def verdict_page(run) -> str | None:
                          "—", errs, "—"])
             notes.append(f"{v.device} · {v.clock}: {v.note}")
             continue
-        o, d = v.segment["offset_ns"], v.segment["drift_ppm"]
+        o, d = v.segment.offset_ns, v.segment.drift_ppm
         off = offset_cell(o, v.counter).split(" (width")[0]
-        off += "" if v.counter else f" (±{fmt_ns((o['hi'] - o['lo']) / 2)})"
+        off += "" if v.counter else f" (±{fmt_ns((o.hi - o.lo) / 2)})"
         brk = len(v.breaks)
-        kinds = ", ".join(sorted({b.get("kind", "") for b in v.breaks}))
+        kinds = ", ".join(sorted({b.kind for b in v.breaks}))
         brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
-        prior = v.assumptions.get("drift_prior_ppm", vd.DEFAULT_PRIOR_PPM)
+        prior = v.assumptions.drift_prior_ppm if v.assumptions else vd.DEFAULT_PRIOR_PPM
         rows.append([v.device, v.plane, v.clock, off,
                      _status_cell(v.offset_status),
-                     f"[{fmt_ppm(d['lo'])}, {fmt_ppm(d['hi'])}]", _status_cell(v.drift_status),
+                     f"[{fmt_ppm(d.lo)}, {fmt_ppm(d.hi)}]", _status_cell(v.drift_status),
                      brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
         if v.note:
             notes.append(f"{v.device} · {v.clock}: {v.note}")
-        if v.drift_status == "assumed" and vd.on_prior_edge(d["lo"], d["hi"], prior):
+        if v.drift_status == BoundStatus.ASSUMED and vd.on_prior_edge(d.lo, d.hi, prior):
             assumed.append((prior, f"{v.device} · {v.clock}"))
         if v.counter:
             counters.append(f"{v.device} · {v.clock}")
@@ -511,10 +505,10 @@ def verdict_page(run) -> str | None:
     for v in vs:
         if v.assumptions:
             a = v.assumptions
-            a_rows.append([v.device, v.clock, fmt_ppm(a.get("drift_prior_ppm")),
-                           f"{a.get('wander_ppm', 0):g} ppm/√h",
-                           fmt_ns(a.get("resolution_ns")) + f" ({a.get('resolution_basis', '')})",
-                           fmt_ns(a.get("reference_uncertainty_ns"))])
+            a_rows.append([v.device, v.clock, fmt_ppm(a.drift_prior_ppm),
+                           f"{a.wander_ppm:g} ppm/√h",
+                           fmt_ns(a.resolution_ns) + f" ({a.resolution_basis})",
+                           fmt_ns(a.reference_uncertainty_ns)])
     if a_rows:
         out.append("<h3>What the bounds assume</h3>" + table_html(
             ["device", "clock", "drift prior (±)", "wander allowance", "resolution",

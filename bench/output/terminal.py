@@ -5,6 +5,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from bench.model.statuses import Verdict
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm
 
 
@@ -64,64 +65,66 @@ def _iso(ns: float) -> str:
     return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
-def offset_cell(o: dict, counter: bool) -> str:
-    width = o["hi"] - o["lo"]
+def offset_cell(o, counter: bool) -> str:
+    """An offset Bound (ns) as a table cell."""
+    width = o.hi - o.lo
     if counter:          # a counter's offset is minus its zero instant: show the boot instant
-        return f"zero at {_iso(-o['point'])} ±{fmt_ns(width / 2)}"
-    return f"{fmt_interval_ns(o['lo'], o['hi'])} (width {fmt_ns(width)})"
+        return f"zero at {_iso(-o.point)} ±{fmt_ns(width / 2)}"
+    return f"{fmt_interval_ns(o.lo, o.hi)} (width {fmt_ns(width)})"
 
 
-def table(summary: dict, manifest: dict | None = None) -> str:
+def table(summary, manifest=None) -> str:
     """The closing table: one row per device clock, its last segment's bounds; then the stimulus
-    latencies and (when the rack file has [limits] and `manifest` is given) the limit checks."""
+    latencies and (when the rack file has [limits] and `manifest` is given) the limit checks.
+    `summary`, `manifest`: dicts as written, or bench.model.documents records."""
+    from bench.model.documents import Manifest, Summary
+    summary = Summary.of(summary)
+    manifest = Manifest.of(manifest) if manifest else None
     head = ["device", "plane", "clock", "reads", "offset (status)", "drift (status)",
             "bracket p50", "breaks", "errors", "truth"]
     from bench.output.live import calibrated_cell
-    if manifest and manifest.get("calibration"):
+    if manifest and manifest.calibration:
         head.append("calibrated after")
     rows, notes = [], []
-    for name, d in summary.get("devices", {}).items():
-        for part in d.get("no_clock", []):
+    for name, d in summary.devices.items():
+        for part in d.no_clock:
             notes.append(f"{name} {part}: has no clock; its events are bounded only by when the "
                          f"bench saw them")
-        errs = ", ".join(f"{k} {v}" for k, v in d.get("errors", {}).items()) or "0"
-        clocks = d.get("clocks", {}) or {"—": {}}
-        for clock, c in clocks.items():
-            segs = c.get("segments", [])
+        errs = d.errors_text()
+        if not d.clocks:
+            rows.append([name, d.plane, "—", "0", "no clock", "", "", "", errs, ""]
+                        + [""] * (len(head) - 10))
+        for clock, c in d.clocks.items():
+            segs = c.segments
             if not segs:
-                rows.append([name, d.get("plane", ""), clock, str(c.get("reads", 0)),
-                             c.get("note", "no clock" if clock == "—" else "no fit"),
+                rows.append([name, d.plane, clock, str(c.reads), c.note or "no fit",
                              "", "", "", errs, ""] + [""] * (len(head) - 10))
                 continue
             s = segs[-1]
-            counter = c.get("counter", False)
             truth = ""
-            if "truth" in s:
-                ok = s["truth"].get("offset_in") and s["truth"].get("drift_in", True)
-                truth = "inside" if ok else "OUTSIDE"
+            if s.truth is not None:
+                truth = "inside" if s.truth.inside else "OUTSIDE"
                 if len(segs) > 1:
-                    allin = all(x.get("truth", {}).get("offset_in") and
-                                x.get("truth", {}).get("drift_in", True) for x in segs)
+                    allin = all(x.truth is not None and x.truth.inside for x in segs)
                     truth = "inside" if allin else "OUTSIDE"
-            dr = s["drift_ppm"]
-            rows.append([name, d.get("plane", ""), clock, str(c.get("reads", s.get("reads", 0))),
-                         offset_cell(s["offset_ns"], counter)
-                         + f" {s.get('offset_status', 'proven')}",
-                         f"[{fmt_ppm(dr['lo'])}, {fmt_ppm(dr['hi'])}] {s.get('drift_status', 'proven')}",
-                         fmt_ns(s["bracket_ns"]["median"]),
-                         str(len(c.get("breaks", []))) + (f" +{len(c['wraps'])} wrap"
-                                                          if c.get("wraps") else ""),
+            dr = s.drift_ppm
+            rows.append([name, d.plane, clock, str(c.reads or s.reads),
+                         offset_cell(s.offset_ns, c.counter)
+                         + f" {s.offset_status or 'proven'}",
+                         f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}] {s.drift_status or 'proven'}",
+                         fmt_ns(s.bracket_median_ns),
+                         str(len(c.breaks)) + (f" +{len(c.wraps)} wrap" if c.wraps else ""),
                          errs, truth])
             if len(head) > len(rows[-1]):
                 rows[-1].append(calibrated_cell(manifest, name, clock))
-            if c.get("verdict") == "beyond_prior":
-                notes.append(f"{name} {clock}: DRIFT BEYOND THE PRIOR: {c.get('beyond_prior_note', '')}")
-            for o in c.get("outliers", []):
-                notes.append(f"{name} {clock}: read at {_iso(o['t_ns'])} set aside: {o['reason']}")
-            if c.get("zone_note"):
-                notes.append(f"{name} {clock}: {c['zone_note']}")
-            if c.get("resolution_note"):
-                notes.append(f"{name} {clock}: {c['resolution_note']}")
+            if c.verdict == Verdict.BEYOND_PRIOR:
+                notes.append(f"{name} {clock}: DRIFT BEYOND THE PRIOR: {c.beyond_prior_note}")
+            for o in c.outliers:
+                notes.append(f"{name} {clock}: read at {_iso(o.t_ns)} set aside: {o.reason}")
+            if c.zone_note:
+                notes.append(f"{name} {clock}: {c.zone_note}")
+            if c.resolution_note:
+                notes.append(f"{name} {clock}: {c.resolution_note}")
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
@@ -136,16 +139,15 @@ def table(summary: dict, manifest: dict | None = None) -> str:
     return out
 
 
-def latency_table(summary: dict) -> str:
+def latency_table(summary) -> str:
     """Stimulus to log latency per device and stimulus: proven bounds over all events."""
+    from bench.model.documents import Summary
     rows = []
-    for name, d in summary.get("devices", {}).items():
-        for stim, x in d.get("latency", {}).items():
-            cells = []
-            for key in ("logged_ns", "observed_ns"):
-                b = x.get(key)
-                cells.append(f"[{fmt_ns(b['lo'])}, {fmt_ns(b['hi'])}] (n={b['n']})" if b else "—")
-            rows.append([name, stim, str(x.get("sent", 0)), *cells])
+    for name, d in Summary.of(summary).devices.items():
+        for stim, x in d.latency.items():
+            cells = [f"[{fmt_ns(b.lo)}, {fmt_ns(b.hi)}] (n={b.n})" if b else "—"
+                     for b in (x.logged_ns, x.observed_ns)]
+            rows.append([name, stim, str(x.sent), *cells])
     if not rows:
         return ""
     head = ["device", "stimulus", "sent", "stamped in log after (proven)", "seen by the bench after"]

@@ -34,7 +34,7 @@ class Trend:
 
 
 def _started(run: Run) -> int:
-    return int(run.manifest.get("started_ns") or 0)
+    return int(run.manifest.started_ns or 0)
 
 
 def trends(runs: list[Run], tolerances) -> list[Trend]:
@@ -73,7 +73,7 @@ def _cell(m: Measure | None, unit: str) -> str:
 
 
 def run_labels(runs: list[Run]) -> list[str]:
-    return [f"#{i + 1} {r.manifest.get('run_id', r.path.name)}" for i, r in enumerate(runs)]
+    return [f"#{i + 1} {r.run_id}" for i, r in enumerate(runs)]
 
 
 def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:

@@ -22,6 +22,7 @@ from bench.model.inventory import InventoryError, RackConfig, did_you_mean
 from bench.model.rackfile import check_out, check_params, load_checked
 from bench.reference.monitor import RunReference
 from bench.model.rundata import bound_from_manifest
+from bench.model.statuses import RunStatus
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.run import admission
 from bench.run.runner import ProbePlan, run_devices
@@ -89,14 +90,12 @@ class Bench:
             self.store.update_manifest(calibration=live.record())
         if self.store.full is not None:
             raise self.store.disk_full()
-        devices = self.store.manifest.get("devices", {})
-        for st in self.statuses:
-            devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
-                                                   state=st.state, plane=st.plane,
-                                                   reads=st.reads, probes=st.probes,
-                                                   late_probes=st.late,
-                                                   late_max_ns=st.late_max_ns)
-        self.store.update_manifest(devices=devices, probed_until_ns=self.reference.now_ns())
+        self.store.update_devices({st.name: dict(identity=st.identity, clocks=st.clocks,
+                                                 state=st.state, plane=st.plane, reads=st.reads,
+                                                 probes=st.probes, late_probes=st.late,
+                                                 late_max_ns=st.late_max_ns)
+                                   for st in self.statuses},
+                                  probed_until_ns=self.reference.now_ns())
         return self.statuses
 
     @property
@@ -129,14 +128,17 @@ class Bench:
         return offset_plots(load_run(self.store.path))
 
 
-def reference_line(manifest: dict) -> str:
-    """One line on what the bounds rest on: the reference's grade and the bound added."""
+def reference_line(manifest) -> str:
+    """One line on what the bounds rest on: the reference's grade and the bound added.
+    `manifest`: the dict as written, or a bench.model.documents.Manifest."""
+    from bench.model.documents import Manifest, ReferenceHealth
     from bench.units import fmt_ns
-    h = manifest.get("reference_run") or manifest.get("reference") or {}
-    basis = h.get("basis") or ("linuxptp" if h.get("verified") else "allowance")
-    return (f"reference: {h.get('source', '?')}, basis {basis}, grade {h.get('grade', '?')}"
-            f"{'' if h.get('verified') else ' (UNVERIFIED)'}; "
-            f"{fmt_ns(bound_from_manifest(manifest))} added to every bracket")
+    m = Manifest.of(manifest)
+    h = m.reference_run or m.reference or ReferenceHealth()
+    basis = h.basis or ("linuxptp" if h.verified else "allowance")
+    return (f"reference: {h.source or '?'}, basis {basis}, grade {h.grade or '?'}"
+            f"{'' if h.verified else ' (UNVERIFIED)'}; "
+            f"{fmt_ns(m.uncertainty_ns())} added to every bracket")
 
 
 def load_experiment(name: str):
@@ -177,7 +179,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     # experiment's own simulated rack (e.g. a power topology), when no rack file is given
     check_out(out)
     store = RunStore(out, new_run_id(name))
-    status, error = "failed", None
+    status, error = RunStatus.FAILED, None
     with contextlib.ExitStack() as stack:
         signals = stack.enter_context(interrupt_on_signals())
         sim = None
@@ -187,7 +189,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         try:
             rr = RunReference.open(rack, allowance_ns, store.path)
         except ReferenceRefused as exc:
-            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": "refused",
+            store.write_manifest({"experiment": name, "run_id": store.run_id,
+                                  "status": RunStatus.REFUSED,
                                   "error": str(exc), "inventory": rack.public()})
             store.close()
             print(f"refused: {exc}", file=sys.stderr)
@@ -199,7 +202,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         if not adm.fits and fit_rates:
             rack, adm = admission.fit_rates(rack, adm)
         elif not adm.fits:
-            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": "refused",
+            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.REFUSED,
                                   "error": adm.message(), "admission": adm.as_dict(),
                                   "inventory": rack.public()})
             store.close()
@@ -218,7 +221,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             "host": provenance.host(), "argv": sys.argv, "armed": armed,
             "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
             "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
-            "started_ns": reference.now_ns(), "status": "running", "pid": os.getpid(),
+            "started_ns": reference.now_ns(), "status": RunStatus.RUNNING, "pid": os.getpid(),
             "admission": adm.as_dict()})
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
         t0 = time.monotonic()
@@ -226,11 +229,11 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             exp.run(bench, params)
             if bench.summary is None:        # every run ends summarised, whatever the experiment did
                 bench.summarize()
-            status = "interrupted" if bench.interrupted else "completed"
+            status = RunStatus.INTERRUPTED if bench.interrupted else RunStatus.COMPLETED
         except DiskFull as exc:
-            status, error = "disk_full", exc.strerror
+            status, error = RunStatus.DISK_FULL, exc.strerror
         except KeyboardInterrupt:
-            status = "interrupted"
+            status = RunStatus.INTERRUPTED
             if bench.summary is None:        # stopped after the probing: summarise what was taken
                 try:
                     bench.summarize()
@@ -239,7 +242,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         except Exception as exc:
             if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 store.failed(exc)            # the disk filled while summarising or plotting
-                status, error = "disk_full", store.disk_full().strerror
+                status, error = RunStatus.DISK_FULL, store.disk_full().strerror
             else:
                 error = "".join(traceback.format_exception_only(exc)).strip()
                 store.journal("-", "error", "experiment", traceback.format_exc())
@@ -260,7 +263,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     if late and not quiet:
         print("late probes (started >= 10 ms after plan): " + ", ".join(
             f"{n} {d['late_probes']}/{d.get('probes', 0)}" for n, d in sorted(late.items())))
-    if status == "disk_full":
+    if status == RunStatus.DISK_FULL:
         print(f"rackclock run: disk full: {error}", file=sys.stderr)
     elif error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)

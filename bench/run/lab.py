@@ -31,6 +31,8 @@ from typing import Any, Callable
 
 from bench.run.runner import ProbePlan, run_devices
 from bench.model.rundata import MEASUREMENTS_FILE
+from bench.model.documents import Manifest
+from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
 from drivers import driver_class
 from drivers.base import DeviceError, Driver, LogEntry, Read, Stimulus
@@ -190,7 +192,7 @@ class Lab:
         return self._record_stimulus(device, label, st)
 
     def _record_stimulus(self, device: str, label: str, st: Stimulus) -> Stimulus:
-        status = "ok" if st.sent else "unarmed"
+        status = RowStatus.OK if st.sent else RowStatus.UNARMED
         self._out(device).write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status,
                                 st.raw)
         self.store.journal(device, "info", "stimulus", f"lab {label} {status}")
@@ -308,23 +310,19 @@ class Lab:
         return t
 
     def _merge_statuses(self, statuses) -> None:
-        devices = self.store.manifest.get("devices", {})
-        for st in statuses:
-            devices.setdefault(st.name, {}).update(identity=st.identity, clocks=st.clocks,
-                                                   state=st.state, plane=st.plane)
-        self.store.update_manifest(devices=devices)
+        self.store.update_devices({st.name: dict(identity=st.identity, clocks=st.clocks,
+                                                 state=st.state, plane=st.plane)
+                                   for st in statuses})
 
     def identify(self, device: str) -> None:
         """Record the device's identity and clocks in the manifest (as the probing loop does),
         so the summary fits the clocks a procedure read without the loop."""
         drv = self.driver(device)
         ident = self._call(asyncio.wait_for(drv.identity(), self.timeout_s))
-        devices = self.store.manifest.get("devices", {})
-        devices.setdefault(device, {}).update(
-            identity={"vendor": ident.vendor, "model": ident.model, "serial": ident.serial,
-                      "firmware": ident.firmware}, clocks=[c.__dict__ for c in drv.clocks()],
-            plane=self.config(device).plane)
-        self.store.update_manifest(devices=devices)
+        self.store.update_device(
+            device, identity={"vendor": ident.vendor, "model": ident.model,
+                              "serial": ident.serial, "firmware": ident.firmware},
+            clocks=[c.__dict__ for c in drv.clocks()], plane=self.config(device).plane)
 
     # -- results -------------------------------------------------------------------------------
     def measure(self, name: str, value: float | None, unit: str, *, lo: float | None = None,
@@ -370,11 +368,10 @@ def close_lab(bench) -> None:
     devices the procedure never touched are said so in the manifest."""
     lab = getattr(bench, "_lab", None)
     if lab is not None:
-        devices = bench.store.manifest.get("devices", {})
-        for name, d in devices.items():
-            if not (bench.store.path / "samples" / f"{name}.csv").exists() and not d.get("error"):
-                d["error"] = "not used by this experiment"
-        bench.store.update_manifest(devices=devices)
+        devices = Manifest.of(bench.store.manifest).devices
+        bench.store.update_devices({name: {"error": "not used by this experiment"}
+                                    for name, d in devices.items() if not d.error and not
+                                    (bench.store.path / "samples" / f"{name}.csv").exists()})
         lab.close()
         bench._lab = None
 

@@ -21,6 +21,7 @@ from typing import Callable
 
 from bench.model.inventory import DeviceConfig
 from bench.model.rundata import in_int64
+from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import RunStore, SampleWriter
 from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver
@@ -73,12 +74,12 @@ class DeviceStatus:
 
 def _kind_of(exc: BaseException) -> str:
     if isinstance(exc, DeviceError):
-        return exc.kind
+        return parse(ErrorKind, exc.kind)
     if isinstance(exc, asyncio.TimeoutError):
-        return "timeout"
+        return ErrorKind.TIMEOUT
     if isinstance(exc, (ConnectionError, OSError)):
-        return "unreachable"
-    return "error"
+        return ErrorKind.UNREACHABLE
+    return ErrorKind.ERROR
 
 
 def _message(exc: BaseException) -> str:
@@ -387,7 +388,7 @@ class DeviceWorker:
                            _kind_of(exc), _message(exc))
             self._release_pushed()
             return _kind_of(exc) == "refused"
-        status = "ok" if st.sent else "unarmed"
+        status = RowStatus.OK if st.sent else RowStatus.UNARMED
         self.out.write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status, st.raw)
         self._release_pushed()
         self.store.journal(self.config.name, "info", "stimulus", f"{label} {status}")

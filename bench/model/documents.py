@@ -1,0 +1,710 @@
+"""The run folder's JSON and CSV documents as frozen records: manifest.json, summary.json,
+truth.json and events.csv, read exactly as results/README.md documents them (the writers are
+bench/run/experiment.py, bench/model/store.py and bench/model/summary.py; they keep building
+dicts). Readers use these fields instead of string keys.
+
+Every record keeps the dict it was read from as `.raw` (compare=False): a key a newer bench
+added is kept there and never breaks an older reader, and a key an older run folder lacks takes
+its default (an empty string, zero, None, an empty tuple). A status string this bench does not
+know stays a plain string beside the enum members it does know (bench.model.statuses.parse).
+The summary's segments and breaks are the estimator's own `Segment` and `Break`
+(bench.analysis.estimate) with what the summary adds (band, truth check); their bounds are
+`Bound`s. Loaded segments carry no polygon: methods that need it (proven_offset_at, maps) are
+for fits made in this process, not for a summary read back.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
+from bench.model.statuses import (BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus,
+                                  Verdict, parse)
+
+RAW = dict(default_factory=dict, repr=False, compare=False)
+
+
+def _d(x) -> dict:
+    return x if isinstance(x, Mapping) else {}
+
+
+def _l(x) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _int(x, default: int | None = 0) -> int | None:
+    try:
+        return int(x) if x not in (None, "") else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _float(x, default: float | None = 0.0) -> float | None:
+    try:
+        return float(x) if x not in (None, "") else default
+    except (TypeError, ValueError):
+        return default
+
+
+def bound(x) -> Bound | None:
+    """{"lo", "hi", "point"} as a Bound; a missing point is the middle (per-event latencies)."""
+    x = _d(x)
+    if x.get("lo") is None or x.get("hi") is None:
+        return None
+    lo, hi = x["lo"], x["hi"]      # as written: an int stays an int (a counter's offset near
+    # 1.8e18 ns would lose hundreds of ns as a float)
+    return Bound(lo, hi, x["point"] if x.get("point") is not None else (lo + hi) / 2)
+
+
+def _rest(cls, x: Mapping) -> dict:
+    """The keys of `x` that are not fields of `cls`."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in x.items() if k not in known}
+
+
+class _RawMapping(Mapping):
+    """The document's keys, read-only, for code outside the bench (notebooks, tests,
+    experiments) that read `run.summary["devices"]` before this model existed. Bench modules
+    read the fields."""
+
+    def __getitem__(self, key):
+        return self.raw[key]
+
+    def __iter__(self):
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    __hash__ = None
+
+
+# -- shared -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Identity:
+    vendor: str = ""
+    model: str = ""
+    serial: str = ""
+    firmware: str = ""
+    extra: dict = field(default_factory=dict)
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> Identity:
+        x = _d(x)
+        return cls(*(str(x.get(k) or "") for k in ("vendor", "model", "serial", "firmware")),
+                   dict(_d(x.get("extra"))), dict(x))
+
+    def __bool__(self) -> bool:
+        return bool(self.raw)
+
+
+@dataclass(frozen=True)
+class ReferenceHealth:
+    """A reference health snapshot (manifest `reference`, `reference_end`), or the whole run's
+    (`reference_run`, and the summary's `reference`)."""
+    source: str = ""
+    basis: str = ""
+    verified: bool = False
+    grade: str = ""
+    uncertainty_ns: int = 0
+    detail: dict = field(default_factory=dict)      # the source's own figures
+    note: str = ""
+    problems: tuple = ()
+    checked_ns: int | None = None
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> ReferenceHealth | None:
+        if not isinstance(x, Mapping) or not x:
+            return None
+        return cls(str(x.get("source") or ""), str(x.get("basis") or ""), bool(x.get("verified")),
+                   str(x.get("grade") or ""), _int(x.get("uncertainty_ns")),
+                   dict(_d(x.get("detail"))), str(x.get("note") or ""),
+                   tuple(_l(x.get("problems"))), _int(x.get("checked_ns"), None), dict(x))
+
+
+# -- manifest.json ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClockInfo:
+    """A clock as its device declared it (manifest `devices.<d>.clocks[]`)."""
+    name: str
+    resolution_ns: int | None = None
+    counter: bool = False
+    modulus_ns: int | None = None
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> ClockInfo:
+        x = _d(x)
+        return cls(str(x.get("name") or ""), _int(x.get("resolution_ns"), None),
+                   bool(x.get("counter")), _int(x.get("modulus_ns"), None), dict(x))
+
+
+@dataclass(frozen=True)
+class DeviceEntry:
+    """manifest `devices.<name>`: what the run knew of a device."""
+    name: str
+    plane: str = ""
+    driver: str = ""
+    identity: Identity = field(default_factory=Identity)
+    clocks: tuple[ClockInfo, ...] = ()
+    state: str = ""
+    error: str = ""
+    reads: int = 0                  # clock reads taken (the runner's count)
+    probes: int = 0                 # probes planned and started
+    late_probes: int = 0            # probes started >= 10 ms after their planned instant
+    late_max_ns: int = 0            # the latest start after plan (ns)
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, name: str, x) -> DeviceEntry:
+        x = _d(x)
+        return cls(name, str(x.get("plane") or ""), str(x.get("driver") or ""),
+                   Identity.of(x.get("identity")),
+                   tuple(ClockInfo.of(c) for c in _l(x.get("clocks"))),
+                   str(x.get("state") or ""), str(x.get("error") or ""),
+                   _int(x.get("reads")), _int(x.get("probes")), _int(x.get("late_probes")),
+                   _int(x.get("late_max_ns")), dict(x))
+
+    def clock(self, name: str) -> ClockInfo | None:
+        return next((c for c in self.clocks if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """manifest `calibration.<device>.<clock>` (bench.output.live.LiveBounds.record)."""
+    calibrated_after_s: float | None = None
+    width_then_ns: float | None = None
+    last_width_ns: float | None = None
+    min_bracket_ns: float | None = None
+    last_status: str = ""
+    criterion: str = ""
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> Calibration:
+        x = _d(x)
+        return cls(*(_float(x.get(k), None) for k in ("calibrated_after_s", "width_then_ns",
+                                                       "last_width_ns", "min_bracket_ns")),
+                   str(x.get("last_status") or ""), str(x.get("criterion") or ""), dict(x))
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """manifest `inventory`: the rack without secrets (bench.model.inventory.RackConfig.public).
+    `devices` and `limits` are the rack file's own tables (config, not results)."""
+    name: str = ""
+    reference: str = ""
+    simulated: bool = False
+    devices: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)     # the [rack] table's other keys (seed, ...)
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> Inventory:
+        x = _d(x)
+        return cls(str(x.get("name") or ""), str(x.get("reference") or ""),
+                   bool(x.get("simulated")),
+                   {k: dict(_d(v)) for k, v in _d(x.get("devices")).items()},
+                   dict(_d(x.get("limits"))), _rest(cls, x), dict(x))
+
+    def device(self, name: str) -> dict:
+        return self.devices.get(name) or {}
+
+    def drift_prior_ppm(self, device: str) -> float:
+        """The device's drift prior (ppm), or the estimator's default."""
+        return float(self.device(device).get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
+
+    def wander_ppm(self, device: str) -> float:
+        return float(self.device(device).get("wander_ppm", 0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class Manifest(_RawMapping):
+    """manifest.json."""
+    schema: int = 0
+    run_id: str = ""
+    experiment: str = ""
+    experiment_file: str = ""
+    status: RunStatus | str = ""
+    error: str | None = None
+    stopped_by: str = ""
+    parameters: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    git: dict = field(default_factory=dict)
+    host: Any = None
+    argv: tuple = ()
+    armed: bool = False
+    simulated: bool = False
+    rack_file: str = ""
+    inventory: Inventory = field(default_factory=Inventory)
+    reference: ReferenceHealth | None = None
+    reference_run: ReferenceHealth | None = None
+    reference_end: ReferenceHealth | None = None
+    devices: dict[str, DeviceEntry] = field(default_factory=dict)
+    probe_plan: dict = field(default_factory=dict)
+    admission: dict = field(default_factory=dict)   # capacity against need (bench/run/admission.py)
+    runner: dict = field(default_factory=dict)      # processes and devices per process
+    calibration: dict[str, dict[str, Calibration]] = field(default_factory=dict)
+    started_ns: int | None = None
+    probed_until_ns: int | None = None
+    ended_ns: int | None = None
+    duration_s: float | None = None
+    pid: int | None = None
+    extra: dict = field(default_factory=dict)   # keys this model does not type: an experiment's
+    raw: dict = field(default_factory=dict, repr=False)     # own (`incident`), a newer bench's
+
+    @classmethod
+    def of(cls, x) -> Manifest:
+        if isinstance(x, Manifest):
+            return x
+        x = _d(x)
+        return cls(
+            _int(x.get("schema")), str(x.get("run_id") or ""), str(x.get("experiment") or ""),
+            str(x.get("experiment_file") or ""), parse(RunStatus, str(x.get("status") or "")),
+            None if x.get("error") is None else str(x["error"]), str(x.get("stopped_by") or ""),
+            dict(_d(x.get("parameters"))), dict(_d(x.get("versions"))), dict(_d(x.get("git"))),
+            x.get("host"), tuple(_l(x.get("argv"))), bool(x.get("armed")),
+            bool(x.get("simulated")), str(x.get("rack_file") or ""),
+            Inventory.of(x.get("inventory")), ReferenceHealth.of(x.get("reference")),
+            ReferenceHealth.of(x.get("reference_run")), ReferenceHealth.of(x.get("reference_end")),
+            {n: DeviceEntry.of(n, d) for n, d in _d(x.get("devices")).items()},
+            dict(_d(x.get("probe_plan"))),
+            dict(_d(x.get("admission"))), dict(_d(x.get("runner"))),
+            {dev: {c: Calibration.of(v) for c, v in _d(cl).items()}
+             for dev, cl in _d(x.get("calibration")).items()},
+            _int(x.get("started_ns"), None), _int(x.get("probed_until_ns"), None),
+            _int(x.get("ended_ns"), None), _float(x.get("duration_s"), None),
+            _int(x.get("pid"), None), _rest(cls, x), x)
+
+    def device(self, name: str) -> DeviceEntry:
+        return self.devices.get(name) or DeviceEntry(name)
+
+    def calibration_of(self, device: str, clock: str) -> Calibration | None:
+        return self.calibration.get(device, {}).get(clock)
+
+    def uncertainty_ns(self) -> int:
+        """The reference uncertainty to add to every bracket (ns): the largest of the start
+        snapshot, the run's series and the stop snapshot, as far as the manifest holds them."""
+        return max(h.uncertainty_ns if h else 0 for h in
+                   (self.reference, self.reference_run, self.reference_end))
+
+
+# -- summary.json -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Band:
+    """A segment's proven offset band sampled across it (ns)."""
+    t_ns: tuple = ()
+    lo: tuple = ()
+    hi: tuple = ()
+
+    @classmethod
+    def of(cls, x) -> Band | None:
+        x = _d(x)
+        if not x.get("lo"):
+            return None
+        return cls(tuple(_l(x.get("t_ns"))), tuple(_l(x.get("lo"))), tuple(_l(x.get("hi"))))
+
+    def range(self) -> tuple[float, float, float]:
+        """(lowest, highest, widest) offset the band allows."""
+        return (float(min(self.lo)), float(max(self.hi)),
+                float(max(h - lo for lo, h in zip(self.lo, self.hi))))
+
+
+@dataclass(frozen=True)
+class TruthCheck:
+    """A segment's check against the simulated truth (summary `segments[].truth`)."""
+    offset_ns: float = 0.0
+    offset_in: bool = False
+    drift_ppm: float | None = None
+    drift_in: bool = True             # absent in old folders: only the offset was checked
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> TruthCheck | None:
+        if not isinstance(x, Mapping) or not x:
+            return None
+        return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
+                   _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)), dict(x))
+
+    @property
+    def inside(self) -> bool:
+        return self.offset_in and self.drift_in
+
+
+@dataclass(frozen=True)
+class SegmentSummary(Segment):
+    """A summary segment: the estimator's Segment (without its polygon) plus its band and, on a
+    simulated rack, the truth check. `offset_status`/`drift_status` are None in folders older
+    than issue 11 (bench.model.verdict derives them)."""
+    band: Band | None = None
+    truth: TruthCheck | None = None
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> SegmentSummary:
+        x = _d(x)
+        off = bound(x.get("offset_ns")) or Bound(0.0, 0.0, 0.0)
+        dr = bound(x.get("drift_ppm")) or Bound(0.0, 0.0, 0.0)
+        st = {k: parse(BoundStatus, x[k]) if x.get(k) else None
+              for k in ("offset_status", "drift_status")}
+        return cls(_int(x.get("start_ns")), _int(x.get("end_ns")), _int(x.get("reads")),
+                   _int(x.get("epoch_ns")), off, dr, dict(_d(x.get("jitter_ns"))),
+                   dict(_d(x.get("bracket_ns"))), _int(x.get("resolution_ns"), None),
+                   str(x.get("resolution_note") or ""), st["offset_status"], st["drift_status"],
+                   str(x.get("drift_assumes") or ""), band=Band.of(x.get("band")),
+                   truth=TruthCheck.of(x.get("truth")), raw=dict(x))
+
+    @property
+    def bracket_median_ns(self) -> float | None:
+        return _float(self.bracket_ns.get("median"), None)
+
+    @property
+    def span_s(self) -> float:
+        return max(0.0, (self.end_ns - self.start_ns) / 1e9)
+
+    def offset_range(self) -> tuple[float, float, float]:
+        """(lowest, highest, widest) offset the proven band allows over the segment's span (ns);
+        the bound at the epoch when no band was written."""
+        if self.band is not None:
+            return self.band.range()
+        o = self.offset_ns
+        return float(o.lo), float(o.hi), float(o.hi - o.lo)
+
+    def line(self):
+        """The point fit: reference time (ns, scalar or array) -> offset ns (float)."""
+        import numpy as np
+        epoch, theta, rho = self.epoch_ns, self.offset_ns.point, self.drift_ppm.point * 1e-6
+        return lambda t: theta + rho * (np.asarray(t, dtype=float) - epoch)
+
+
+@dataclass(frozen=True)
+class BreakRecord(Break):
+    """A summary break: the estimator's Break (kind a BreakKind, or a newer bench's string)."""
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> BreakRecord:
+        x = _d(x)
+        return cls(parse(BreakKind, str(x.get("kind") or "unknown")), _int(x.get("after_ns")),
+                   _int(x.get("before_ns")), bound(x.get("size_ns")),
+                   _int(x.get("ambiguous_reads")), raw=dict(x))
+
+
+@dataclass(frozen=True)
+class Outlier:
+    t_ns: int
+    value_ns: int
+    reason: str = ""
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> Outlier:
+        x = _d(x)
+        return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), str(x.get("reason") or ""),
+                   dict(x))
+
+
+@dataclass(frozen=True)
+class Wrap:
+    """A counter wrap found between two reads."""
+    after_ns: int
+    before_ns: int
+
+    @classmethod
+    def of(cls, x) -> Wrap:
+        x = _d(x)
+        return cls(_int(x.get("after_ns")), _int(x.get("before_ns")))
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What every bound of a clock rests on (summary `clocks.<c>.assumptions`)."""
+    drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM
+    wander_ppm: float = 0.0
+    resolution_ns: int | None = None
+    resolution_basis: ResolutionBasis | str = ""
+    reference_uncertainty_ns: int = 0
+    rate_changes: str = ""
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> Assumptions | None:
+        if not isinstance(x, Mapping) or not x:
+            return None
+        return cls(_float(x.get("drift_prior_ppm"), DEFAULT_DRIFT_PRIOR_PPM),
+                   _float(x.get("wander_ppm")), _int(x.get("resolution_ns"), None),
+                   parse(ResolutionBasis, str(x.get("resolution_basis") or "")),
+                   _int(x.get("reference_uncertainty_ns")), str(x.get("rate_changes") or ""),
+                   dict(x))
+
+
+@dataclass(frozen=True)
+class ClockSummary:
+    """summary `devices.<d>.clocks.<name>`. `verdict` is "" in folders older than issue 11."""
+    name: str
+    reads: int = 0
+    counter: bool = False
+    resolution_declared_ns: int | None = None
+    resolution_ns: int | None = None
+    resolution_note: str = ""
+    verdict: Verdict | str = ""
+    assumptions: Assumptions | None = None
+    segments: tuple[SegmentSummary, ...] = ()
+    breaks: tuple[BreakRecord, ...] = ()
+    outliers: tuple[Outlier, ...] = ()
+    wraps: tuple[Wrap, ...] = ()
+    note: str = ""
+    zone_note: str = ""
+    beyond_prior_note: str = ""
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, name: str, x) -> ClockSummary:
+        x = _d(x)
+        return cls(name, _int(x.get("reads")), bool(x.get("counter")),
+                   _int(x.get("resolution_declared_ns"), None), _int(x.get("resolution_ns"), None),
+                   str(x.get("resolution_note") or ""),
+                   parse(Verdict, x["verdict"]) if x.get("verdict") else "",
+                   Assumptions.of(x.get("assumptions")),
+                   tuple(SegmentSummary.of(s) for s in _l(x.get("segments"))),
+                   tuple(BreakRecord.of(b) for b in _l(x.get("breaks"))),
+                   tuple(Outlier.of(o) for o in _l(x.get("outliers"))),
+                   tuple(Wrap.of(w) for w in _l(x.get("wraps"))),
+                   str(x.get("note") or ""), str(x.get("zone_note") or ""),
+                   str(x.get("beyond_prior_note") or ""), dict(x))
+
+    @property
+    def last(self) -> SegmentSummary | None:
+        return self.segments[-1] if self.segments else None
+
+    @property
+    def longest(self) -> SegmentSummary | None:
+        """The segment with the most reads (the first of equals)."""
+        return max(self.segments, key=lambda sg: sg.reads) if self.segments else None
+
+    @property
+    def tick_ns(self) -> int | None:
+        """The resolution the fit used (the clock's, else its longest segment's)."""
+        return self.resolution_ns or (self.longest.resolution_ns if self.segments else None)
+
+
+@dataclass(frozen=True)
+class LatencyBound(Bound):
+    """A latency bound over events: the union of their bounds, the median midpoint, how many."""
+    n: int = 0
+
+
+@dataclass(frozen=True)
+class LatencyEvent:
+    """One stimulus and what the device logged after it (summary `latency.<s>.events[]`)."""
+    seq: int = 0
+    s_ns: int | None = None
+    e_ns: int | None = None
+    logged_ns: Bound | None = None
+    observed_ns: Bound | None = None
+    event: str = ""
+    pushed: str = ""
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, x) -> LatencyEvent:
+        x = _d(x)
+        return cls(_int(x.get("seq")), _int(x.get("s_ns"), None), _int(x.get("e_ns"), None),
+                   bound(x.get("logged_ns")), bound(x.get("observed_ns")),
+                   str(x.get("event") or ""), str(x.get("pushed") or ""), dict(x))
+
+    @property
+    def bound(self) -> Bound | None:
+        """The device-stamped bound, else the first fetch's."""
+        return self.logged_ns or self.observed_ns
+
+
+@dataclass(frozen=True)
+class Latency:
+    """summary `devices.<d>.latency.<stimulus>`."""
+    stimulus: str
+    sent: int = 0
+    events: tuple[LatencyEvent, ...] = ()
+    logged_ns: LatencyBound | None = None
+    observed_ns: LatencyBound | None = None
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, name: str, x) -> Latency:
+        x = _d(x)
+        evs = tuple(LatencyEvent.of(e) for e in _l(x.get("events")))
+
+        def lb(y):
+            b = bound(y)
+            return None if b is None else LatencyBound(b.lo, b.hi, b.point, _int(_d(y).get("n")))
+        return cls(name, _int(x.get("sent"), len(evs)), evs, lb(x.get("logged_ns")),
+                   lb(x.get("observed_ns")), dict(x))
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    """summary `devices.<name>`."""
+    name: str
+    plane: str = ""
+    identity: Identity = field(default_factory=Identity)
+    state: str = ""
+    errors: dict[str, int] = field(default_factory=dict)      # ErrorKind (or newer) -> count
+    first_errors: dict[str, str] = field(default_factory=dict)
+    clocks: dict[str, ClockSummary] = field(default_factory=dict)
+    latency: dict[str, Latency] = field(default_factory=dict)
+    no_clock: tuple[str, ...] = ()
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, name: str, x) -> DeviceSummary:
+        x = _d(x)
+        return cls(name, str(x.get("plane") or ""), Identity.of(x.get("identity")),
+                   str(x.get("state") or ""),
+                   {parse(ErrorKind, k): _int(v) for k, v in _d(x.get("errors")).items()},
+                   {parse(ErrorKind, k): str(v) for k, v in _d(x.get("first_errors")).items()},
+                   {c: ClockSummary.of(c, v) for c, v in _d(x.get("clocks")).items()},
+                   {s: Latency.of(s, v) for s, v in _d(x.get("latency")).items()},
+                   tuple(str(p) for p in _l(x.get("no_clock"))), dict(x))
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def errors_text(self) -> str:
+        """'timeout 3, protocol 1' or '0'."""
+        return ", ".join(f"{k} {v}" for k, v in self.errors.items()) or "0"
+
+    def fitted_clocks(self) -> list[str]:
+        return [c for c, x in self.clocks.items() if x.segments]
+
+
+@dataclass(frozen=True, eq=False)
+class Summary(_RawMapping):
+    """summary.json (an empty one when the run wrote none)."""
+    schema: int = 0
+    rebuilt: bool = False
+    reference: ReferenceHealth | None = None
+    reference_uncertainty_ns: int = 0
+    devices: dict[str, DeviceSummary] = field(default_factory=dict)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, x) -> Summary:
+        if isinstance(x, Summary):
+            return x
+        x = _d(x)
+        return cls(_int(x.get("schema")), bool(x.get("rebuilt")),
+                   ReferenceHealth.of(x.get("reference")), _int(x.get("reference_uncertainty_ns")),
+                   {n: DeviceSummary.of(n, d) for n, d in _d(x.get("devices")).items()}, x)
+
+    def device(self, name: str) -> DeviceSummary | None:
+        return self.devices.get(name)
+
+    def clocks(self):
+        """(device summary, clock summary) of every clock, devices in name order."""
+        for name in sorted(self.devices):
+            d = self.devices[name]
+            for c in d.clocks.values():
+                yield d, c
+
+
+# -- truth.json -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TruthBreak:
+    kind: BreakKind | str
+    t_ns: int
+    raw: dict = field(**RAW)
+
+
+@dataclass(frozen=True)
+class TruthClock:
+    """A simulated clock's true offset and drift on a grid of reference instants (no grid for a
+    clock whose truth cannot be known; bench.sim.clock.ClockModel.truth)."""
+    name: str
+    t_ns: tuple = ()
+    offset_ns: tuple = ()
+    drift_ppm: tuple = ()
+    resolution_ns: int | None = None
+    counter: bool = False
+    breaks: tuple[TruthBreak, ...] = ()
+    raw: dict = field(**RAW)
+
+    @classmethod
+    def of(cls, name: str, x) -> TruthClock:
+        x = _d(x)
+        return cls(name, tuple(_l(x.get("t_ns"))), tuple(_l(x.get("offset_ns"))),
+                   tuple(_l(x.get("drift_ppm"))), _int(x.get("resolution_ns"), None),
+                   bool(x.get("counter")),
+                   tuple(TruthBreak(parse(BreakKind, str(_d(b).get("kind") or "")),
+                                    _int(_d(b).get("t_ns")), dict(_d(b)))
+                         for b in _l(x.get("breaks"))), dict(x))
+
+
+@dataclass(frozen=True)
+class TruthDevice:
+    name: str
+    clocks: dict[str, TruthClock] = field(default_factory=dict)
+    events: tuple[dict, ...] = ()          # as the emulators recorded them
+    raw: dict = field(**RAW)
+
+
+@dataclass(frozen=True, eq=False)
+class Truth(_RawMapping):
+    """truth.json (simulated racks)."""
+    schema: int = 0
+    t0_ns: int | None = None
+    devices: dict[str, TruthDevice] = field(default_factory=dict)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, x) -> Truth | None:
+        if x is None or isinstance(x, Truth):
+            return x
+        x = _d(x)
+        return cls(_int(x.get("schema")), _int(x.get("t0_ns"), None), {
+            n: TruthDevice(n, {c: TruthClock.of(c, v) for c, v in _d(_d(d).get("clocks")).items()},
+                           tuple(_l(_d(d).get("events"))), dict(_d(d)))
+            for n, d in _d(x.get("devices")).items()}, x)
+
+    def clock(self, device: str, clock: str) -> TruthClock | None:
+        d = self.devices.get(device)
+        return d.clocks.get(clock) if d else None
+
+
+# -- events.csv -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the run journal (events.csv)."""
+    t_ns: int
+    device: str
+    level: str
+    kind: str
+    message: str
+
+
+def load_events(path: str | Path) -> list[Event]:
+    """events.csv of a run folder; a line cut short by a run that died is skipped."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    out = []
+    with open(p, newline="") as f:
+        for row in csv.DictReader(f):
+            t = _int(row.get("t_ns"), None)
+            if t is None or row.get("message") is None:
+                continue
+            out.append(Event(t, row.get("device") or "", row.get("level") or "",
+                             row.get("kind") or "", row.get("message") or ""))
+    return out
