@@ -1,0 +1,141 @@
+"""Ray for the fleet: an embedded local instance (every rack's resource declared on this machine,
+so several simulated racks run side by side) or an existing cluster (`--address`), one task per
+rack pinned by its custom resource, and the gathering as each rack ends.
+
+Ray is an optional extra (`pip install 'rackclock[fleet]'`); it is imported only here, on use.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from bench.fleet.config import FleetConfig, FleetError
+from bench.fleet.gather import gather, rack_dir, write_fleet_manifest
+from bench.model import provenance
+from bench.model.store import new_run_id
+
+POLL_S = 1.0
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise FleetError("rackclock fleet needs Ray, an optional extra: "
+                         "pip install 'rackclock[fleet]'") from None
+    return ray
+
+
+def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None) -> dict:
+    """Start the embedded instance or join `address`; what the fleet manifest says of it."""
+    quiet = {"include_dashboard": False, "log_to_driver": False,
+             "configure_logging": True, "logging_level": "warning"}
+    if address:
+        ray.init(address=address, **quiet)
+        mode = "joined"
+    else:
+        # address="local": a new instance even when RAY_ADDRESS or a running cluster is about
+        ray.init(address="local", num_cpus=num_cpus or max(1, len(fleet.racks)),
+                 resources=fleet.resources(), **quiet)
+        mode = "embedded"
+    ctx = ray.get_runtime_context()
+    return {"version": ray.__version__, "mode": mode, "address": ctx.gcs_address,
+            "driver_node_id": ctx.get_node_id(), "resources": ray.cluster_resources()}
+
+
+def rack_task(ray):
+    @ray.remote(num_cpus=0, max_retries=0)
+    def run_rack_task(entry, out: str, driver_node: str) -> dict:
+        import ray as ray_here
+        from bench.fleet.tasks import run_rack
+        return run_rack(entry, out, driver_node, ray_here.get_runtime_context().get_node_id())
+    return run_rack_task
+
+
+def unplaceable(fleet: FleetConfig, cluster: dict) -> dict[str, str]:
+    """Racks whose resources no node of the cluster declares (Ray would wait for them forever)."""
+    out = {}
+    for r in fleet.racks:
+        short = [f"{k} (needs {v:g}, cluster has {cluster.get(k, 0):g})" for k, v in r.resources
+                 if cluster.get(k, 0) < v]
+        if short:
+            out[r.name] = ("no node of the Ray cluster declares " + ", ".join(short)
+                           + f"; on the bench host that reaches rack {r.name}: ray start "
+                           f"--address=HEAD:6379 --resources='{{\"{r.resources[0][0]}\": 1}}'")
+    return out
+
+
+def _say(line: str, quiet: bool) -> None:
+    if not quiet:
+        print(line, flush=True)
+
+
+def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
+              num_cpus: int | None = None, quiet: bool = False) -> Path:
+    """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
+    recorded in fleet.json and the others go on."""
+    ray = import_ray()
+    out = Path(out)
+    fleet_dir = out / new_run_id(f"fleet-{fleet.name}")
+    fleet_dir.mkdir(parents=True)
+    (fleet_dir / "fleet.toml").write_text(fleet_text)
+    manifest = {"fleet": fleet.name, "fleet_id": fleet_dir.name, "fleet_file": fleet.source,
+                "status": "starting", "versions": {**provenance.versions(), "ray": None},
+                "git": provenance.git_revision(), "host": provenance.host(), "argv": sys.argv,
+                "pid": os.getpid(), "started_ns": time.time_ns(),
+                "racks": {r.name: {**r.public(), "status": "pending"} for r in fleet.racks}}
+    write_fleet_manifest(fleet_dir, manifest)
+    t0 = time.monotonic()
+    status = "failed"
+    try:
+        manifest["ray"] = start_ray(ray, fleet, address, num_cpus)
+        manifest["versions"]["ray"] = ray.__version__
+        manifest["status"] = "running"
+        _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
+             f"{len(fleet.racks)} rack(s)", quiet)
+        for name, why in unplaceable(fleet, manifest["ray"]["resources"]).items():
+            manifest["racks"][name].update(status="unplaceable", error=why)
+            _say(f"  {name}: unplaceable: {why}", quiet)
+        task = rack_task(ray)
+        driver_node = manifest["ray"]["driver_node_id"]
+        pending = {}
+        for r in fleet.racks:
+            if manifest["racks"][r.name]["status"] != "pending":
+                continue
+            ref = task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
+                r, str(rack_dir(fleet_dir, r.name)), driver_node)
+            pending[ref] = r.name
+            manifest["racks"][r.name]["status"] = "submitted"
+        write_fleet_manifest(fleet_dir, manifest)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            for ref in done:
+                name = pending.pop(ref)
+                try:
+                    record = gather(fleet_dir, ray.get(ref))
+                except Exception as exc:        # the task's worker or node died
+                    record = {"status": "crashed", "error": f"{type(exc).__name__}: {exc}"}
+                manifest["racks"][name].update(record)
+                write_fleet_manifest(fleet_dir, manifest)
+                _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
+                     + (f" on {record.get('host')}" if record.get("host") else "")
+                     + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+        status = "completed"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        for ref in list(locals().get("pending", {})):
+            ray.cancel(ref)          # a KeyboardInterrupt in the task: the run ends interrupted
+    except FleetError:
+        raise
+    except Exception as exc:
+        manifest["error"] = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        manifest.update(status=status, stopped_ns=time.time_ns(),
+                        duration_s=round(time.monotonic() - t0, 3))
+        write_fleet_manifest(fleet_dir, manifest)
+        if ray.is_initialized():
+            ray.shutdown()
+    return fleet_dir
