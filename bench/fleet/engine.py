@@ -91,6 +91,7 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
     status = "failed"
     try:
         manifest["ray"] = start_ray(ray, fleet, address, num_cpus)
+        manifest["ray"]["init_s"] = round(time.monotonic() - t0, 3)
         manifest["versions"]["ray"] = ray.__version__
         manifest["status"] = "running"
         _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
