@@ -15,8 +15,10 @@ from bench.fleet.config import FleetConfig, FleetError
 from bench.fleet.gather import gather, rack_dir, write_fleet_manifest
 from bench.model import provenance
 from bench.model.store import new_run_id
+from bench.run.signals import interrupt_on_signals
 
 POLL_S = 1.0
+STOP_WAIT_S = 120.0     # after Ctrl-C: how long the racks get to summarise
 
 
 def import_ray():
@@ -67,6 +69,24 @@ def unplaceable(fleet: FleetConfig, cluster: dict) -> dict[str, str]:
     return out
 
 
+def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, quiet: bool,
+             cancelled: bool = False) -> None:
+    """Gather one rack's finished (or cancelled) task into the fleet folder and fleet.json."""
+    try:
+        record = gather(fleet_dir, ray.get(ref, timeout=0 if cancelled else None))
+    except Exception as exc:        # the task's worker or node died, or it was cancelled
+        record = {"status": "interrupted" if cancelled else "crashed",
+                  "error": f"{type(exc).__name__}: {exc}"}
+        runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
+        if runs:                     # written in place: the run folder is there all the same
+            record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
+    manifest["racks"][name].update(record)
+    write_fleet_manifest(fleet_dir, manifest)
+    _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
+         + (f" on {record.get('host')}" if record.get("host") else "")
+         + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+
+
 def _say(line: str, quiet: bool) -> None:
     if not quiet:
         print(line, flush=True)
@@ -89,8 +109,12 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
     write_fleet_manifest(fleet_dir, manifest)
     t0 = time.monotonic()
     status = "failed"
+    pending: dict = {}
+    signals = interrupt_on_signals()
     try:
         manifest["ray"] = start_ray(ray, fleet, address, num_cpus)
+        signals.__enter__()   # after ray.init, which sets its own SIGTERM handler (an exit):
+        # SIGTERM and SIGHUP stop the fleet as Ctrl-C does, as they stop `rackclock run`
         manifest["ray"]["init_s"] = round(time.monotonic() - t0, 3)
         manifest["versions"]["ray"] = ray.__version__
         manifest["status"] = "running"
@@ -101,7 +125,6 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
             _say(f"  {name}: unplaceable: {why}", quiet)
         task = rack_task(ray)
         driver_node = manifest["ray"]["driver_node_id"]
-        pending = {}
         for r in fleet.racks:
             if manifest["racks"][r.name]["status"] != "pending":
                 continue
@@ -113,23 +136,20 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
             for ref in done:
-                name = pending.pop(ref)
-                try:
-                    record = gather(fleet_dir, ray.get(ref))
-                except Exception as exc:        # the task's worker or node died
-                    record = {"status": "crashed", "error": f"{type(exc).__name__}: {exc}"}
-                manifest["racks"][name].update(record)
-                write_fleet_manifest(fleet_dir, manifest)
-                _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
-                     + (f" on {record.get('host')}" if record.get("host") else "")
-                     + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+                _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
-        for ref in list(locals().get("pending", {})):
-            ray.cancel(ref)          # a KeyboardInterrupt in the task: the run ends interrupted
-    except FleetError:
-        raise
+        _say(f"interrupted: Ray is asked to cancel the racks' tasks; what they return within "
+             f"{STOP_WAIT_S:g} s is gathered, then Ray stops", quiet)
+        for ref in pending:
+            ray.cancel(ref)   # meant as a KeyboardInterrupt in the task (`rackclock run`'s own
+            # stop); measured with Ray 2.60, a running rack goes on to the end of its run
+        if pending:
+            ray.wait(list(pending), num_returns=len(pending), timeout=STOP_WAIT_S)
+        for ref in list(pending):
+            _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet,
+                     cancelled=True)
     except Exception as exc:
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         raise
@@ -139,4 +159,5 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
         write_fleet_manifest(fleet_dir, manifest)
         if ray.is_initialized():
             ray.shutdown()
+        signals.__exit__(None, None, None)
     return fleet_dir
