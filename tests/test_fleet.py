@@ -131,9 +131,16 @@ def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
 
 def test_fleet_report_shows_every_rack_and_the_rollout(fleet, tmp_path):
     folder, _ = fleet
-    cp = rackclock(["fleet", "report", str(folder), "--json", str(tmp_path / "r.json")],
-                   tmp_path)
-    assert cp.returncode == 0, cp.stderr
+    # the rollout's baseline: the same fleet, but rack c still on 2.14.0 (rack a's run)
+    base = tmp_path / "baseline"
+    base.mkdir()
+    shutil.copytree(folder / "racks", base / "racks")
+    m = json.loads((folder / "fleet.json").read_text())
+    m["racks"]["c"] = dict(m["racks"]["a"])
+    (base / "fleet.json").write_text(json.dumps(m))
+    cp = rackclock(["fleet", "report", str(folder), "--baseline", str(base),
+                    "--json", str(tmp_path / "r.json")], tmp_path)
+    assert cp.returncode == 1, cp.stdout + cp.stderr      # a rack regressed
     lines = cp.stdout.splitlines()
     for r in ("a", "b", "c"):
         assert any(ln.split()[:1] == [r] and "completed" in ln for ln in lines), cp.stdout
@@ -144,23 +151,13 @@ def test_fleet_report_shows_every_rack_and_the_rollout(fleet, tmp_path):
     assert groups[("bmc", OLD, "offset")]["racks"] == ["a", "b"]
     assert groups[("bmc", NEW, "breaks")]["points"] == [1.0]     # 2.15.0 steps its clock
     assert groups[("bmc", OLD, "breaks")]["points"] == [0.0, 0.0]
-    # the rollout: a baseline fleet whose rack c still ran 2.14.0 (rack a's run)
-    base = tmp_path / "baseline"
-    base.mkdir()
-    shutil.copytree(folder / "racks", base / "racks")
-    m = json.loads((folder / "fleet.json").read_text())
-    m["racks"]["c"] = dict(m["racks"]["a"])
-    (base / "fleet.json").write_text(json.dumps(m))
-    cp = rackclock(["fleet", "report", str(folder), "--baseline", str(base), "--no-html",
-                    "--json", str(tmp_path / "r2.json")], tmp_path)
-    assert cp.returncode == 1, cp.stdout + cp.stderr      # a rack regressed
-    roll = json.loads((tmp_path / "r2.json").read_text())["rollout"]
+    roll = rep["rollout"]
     assert roll["c"]["verdict"] == "REGRESSED"
     failed = [x for x in roll["c"]["comparison"]["measures"] if x["failed"]]
     assert any(x["device"] == "bmc-1" and x["measure"] == "breaks" for x in failed)
     assert roll["a"]["verdict"] != "REGRESSED"       # the same run on both sides
     assert roll["bad"]["verdict"] == "not compared"
-    assert any(ln.strip().startswith("c: FAIL") for ln in cp.stdout.splitlines()), cp.stdout
+    assert any(ln.strip().startswith("c: FAIL") for ln in lines), cp.stdout
 
 
 def test_bench_imports_without_ray(tmp_path):
