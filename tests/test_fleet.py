@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackcloc
 pytestmark = pytest.mark.slow
 RACKCLOCK = [sys.executable, "-m", "bench.cli"]
 DEADLINE_S = 600           # a condition's deadline, not a timing margin: the run ends by itself
+EXIT_DEADLINE_S = 60      # ... and Ray's processes after it
 OLD, NEW = "2.14.0", "2.15.0"
 
 
@@ -73,15 +75,19 @@ def rackclock(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     try:
         out, err = proc.communicate(timeout=DEADLINE_S)
     finally:
-        left = [p for p in session_pids(proc.pid) if p != proc.pid]
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        # Ray's processes (and a rack's simulator, which dies with its worker) end after the
+        # command; wait for that, with a deadline, then kill what is left and fail
+        deadline = time.monotonic() + EXIT_DEADLINE_S
+        while (left := session_pids(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert not left, f"processes left behind by rackclock {args[0]}: {left}"
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
