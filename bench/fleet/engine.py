@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from bench.fleet.config import FleetConfig, FleetError
 from bench.fleet.gather import gather, rack_dir, write_fleet_manifest
 from bench.model import provenance
@@ -89,7 +91,7 @@ def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, qu
 
 def _say(line: str, quiet: bool) -> None:
     if not quiet:
-        print(line, flush=True)
+        tqdm.write(line)          # above the racks' progress bar
 
 
 def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
@@ -133,10 +135,17 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
             pending[ref] = r.name
             manifest["racks"][r.name]["status"] = "submitted"
         write_fleet_manifest(fleet_dir, manifest)
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
-            for ref in done:
-                _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
+        with tqdm(total=len(pending), unit="rack", disable=quiet or None,
+                  bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
+                  ) as bar:
+            while pending:
+                bar.set_postfix_str("running: " + ", ".join(sorted(pending.values())),
+                                    refresh=False)
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+                for ref in done:
+                    _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
+                    bar.update(1)
+                bar.refresh()
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
