@@ -79,6 +79,7 @@ SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "benc
                "limits": "bench.model.limits", "trend": "bench.output.trend",
                "summarize": "bench.resummarize"}
 SUBCOMMANDS["experiments"] = "bench.run.catalog"
+SUBCOMMANDS["fleet"] = "bench.fleet.cli"
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
         "report": "HTML report and print figures of a run folder",
@@ -88,6 +89,7 @@ HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "trend": "measures of three or more runs side by side, with a figure",
         "summarize": "(re)build summary.json of a run folder, a killed run included"}
 HELP["experiments"] = "the experiments, their parameters and documentation"
+HELP["fleet"] = "a fleet of racks on Ray: run each rack on its bench host, report the fleet"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""A fleet of racks on Ray: `rackclock fleet run` and `rackclock fleet report`."""

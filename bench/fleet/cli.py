@@ -1,0 +1,99 @@
+"""`rackclock fleet run FLEET.toml` and `rackclock fleet report FLEET_FOLDER`.
+
+run: every rack of the fleet file (bench.fleet.config) as a Ray task on the host that holds
+its resource (bench.fleet.engine), gathered into one fleet folder (bench.fleet.gather). Exit 0
+when every rack completed with usable reads, 1 when one did not (the others still ran), 2 on a
+bad fleet file or no Ray.
+report: per rack, per plane and firmware, and with --baseline the rollout verdicts
+(bench.fleet.report). Exit 1 when a rack regressed against the baseline, 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from bench.fleet.config import FleetError, fleet_from_dict
+
+
+def load_fleet_file(path: Path):
+    try:
+        text = path.read_text()
+        return fleet_from_dict(tomllib.loads(text), path.resolve().parent, str(path)), text
+    except OSError as exc:
+        raise FleetError(f"{path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FleetError(f"{path}: {exc}") from None
+
+
+def _run(a) -> int:
+    from bench.fleet.engine import run_fleet
+    from bench.fleet.report import load_fleet, rack_rows, RACK_HEAD
+    from bench.compare.output import _table as text_table
+
+    try:
+        fleet, text = load_fleet_file(a.fleet_file)
+        folder = run_fleet(fleet, text, a.out, address=a.address, num_cpus=a.num_cpus,
+                           quiet=a.quiet)
+    except FleetError as exc:
+        print(f"rackclock fleet run: {exc}", file=sys.stderr)
+        return 2
+    fl = load_fleet(folder)
+    if not a.quiet:
+        print("\n".join(text_table(RACK_HEAD, rack_rows(fl))))
+    print(f"fleet folder: {folder}")
+    ok = fl.manifest.get("status") == "completed" and all(
+        fr.record.get("status") == "completed" for fr in fl.racks)
+    return 0 if ok else 1
+
+
+def _report(a) -> int:
+    from bench.compare.tolerances import ToleranceError
+    from bench.compare.verdicts import load_tolerances
+    from bench.fleet import report as rep
+
+    try:
+        fleet = rep.load_fleet(a.fleet)
+        baseline = rep.load_fleet(a.baseline) if a.baseline else None
+        verdicts = rep.rollout_verdicts(fleet, baseline, load_tolerances(a.tolerances)) \
+            if baseline else None
+    except (FileNotFoundError, ToleranceError) as exc:
+        print(f"rackclock fleet report: {exc}", file=sys.stderr)
+        return 2
+    ds = rep.distributions(fleet)
+    print(rep.text(fleet, ds, verdicts, baseline))
+    if not a.no_html:
+        print(f"report: {rep.html(fleet, ds, verdicts, baseline)}")
+    if a.json:
+        rep.write_json(a.json, rep.as_dict(fleet, ds, verdicts))
+    return 1 if verdicts and any(rep.rollout_word(c) == "REGRESSED"
+                                 for c in verdicts.values()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rackclock fleet",
+                                 description="a fleet of racks on Ray: run, report")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run every rack of a fleet file, one Ray task per rack")
+    r.add_argument("fleet_file", type=Path, help="fleet file (TOML; bench/fleet/config.py)")
+    r.add_argument("--out", type=Path, default=Path("results"), help="folder for fleet folders")
+    r.add_argument("--address", default=None,
+                   help="join this Ray cluster (e.g. HEAD:6379; default: start a local instance "
+                        "declaring every rack's resource)")
+    r.add_argument("--num-cpus", type=int, default=None,
+                   help="CPUs of the local instance (default: one per rack)")
+    r.add_argument("--quiet", action="store_true", help="only the fleet folder")
+    p = sub.add_parser("report", help="per rack, per plane and firmware, rollout verdicts")
+    p.add_argument("fleet", type=Path, help="fleet folder")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="fleet folder before the rollout: compare each rack's run with it")
+    p.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
+    p.add_argument("--no-html", action="store_true", help="do not write FLEET/fleet.html")
+    a = ap.parse_args(argv)
+    return _run(a) if a.cmd == "run" else _report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

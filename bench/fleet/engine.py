@@ -1,0 +1,172 @@
+"""Ray for the fleet: an embedded local instance (every rack's resource declared on this machine,
+so several simulated racks run side by side) or an existing cluster (`--address`), one task per
+rack pinned by its custom resource, and the gathering as each rack ends.
+
+Ray is an optional extra (`pip install 'rackclock[fleet]'`); it is imported only here, on use.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from bench.fleet.config import FleetConfig, FleetError
+from bench.fleet.gather import gather, rack_dir, write_fleet_manifest
+from bench.model import provenance
+from bench.model.store import new_run_id
+from bench.run.signals import interrupt_on_signals
+
+POLL_S = 1.0
+STOP_WAIT_S = 120.0     # after Ctrl-C: how long the racks get to summarise
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise FleetError("rackclock fleet needs Ray, an optional extra: "
+                         "pip install 'rackclock[fleet]'") from None
+    return ray
+
+
+def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None) -> dict:
+    """Start the embedded instance or join `address`; what the fleet manifest says of it."""
+    quiet = {"include_dashboard": False, "log_to_driver": False,
+             "configure_logging": True, "logging_level": "warning"}
+    if address:
+        ray.init(address=address, **quiet)
+        mode = "joined"
+    else:
+        # address="local": a new instance even when RAY_ADDRESS or a running cluster is about
+        ray.init(address="local", num_cpus=num_cpus or max(1, len(fleet.racks)),
+                 resources=fleet.resources(), **quiet)
+        mode = "embedded"
+    ctx = ray.get_runtime_context()
+    return {"version": ray.__version__, "mode": mode, "address": ctx.gcs_address,
+            "driver_node_id": ctx.get_node_id(), "resources": ray.cluster_resources()}
+
+
+def rack_task(ray):
+    @ray.remote(num_cpus=0, max_retries=0)
+    def run_rack_task(entry, out: str, driver_node: str) -> dict:
+        import ray as ray_here
+        from bench.fleet.tasks import run_rack
+        return run_rack(entry, out, driver_node, ray_here.get_runtime_context().get_node_id())
+    return run_rack_task
+
+
+def unplaceable(fleet: FleetConfig, cluster: dict) -> dict[str, str]:
+    """Racks whose resources no node of the cluster declares (Ray would wait for them forever)."""
+    out = {}
+    for r in fleet.racks:
+        short = [f"{k} (needs {v:g}, cluster has {cluster.get(k, 0):g})" for k, v in r.resources
+                 if cluster.get(k, 0) < v]
+        if short:
+            out[r.name] = ("no node of the Ray cluster declares " + ", ".join(short)
+                           + f"; on the bench host that reaches rack {r.name}: ray start "
+                           f"--address=HEAD:6379 --resources='{{\"{r.resources[0][0]}\": 1}}'")
+    return out
+
+
+def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, quiet: bool,
+             cancelled: bool = False) -> None:
+    """Gather one rack's finished (or cancelled) task into the fleet folder and fleet.json."""
+    try:
+        record = gather(fleet_dir, ray.get(ref, timeout=0 if cancelled else None))
+    except Exception as exc:        # the task's worker or node died, or it was cancelled
+        record = {"status": "interrupted" if cancelled else "crashed",
+                  "error": f"{type(exc).__name__}: {exc}"}
+        runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
+        if runs:                     # written in place: the run folder is there all the same
+            record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
+    manifest["racks"][name].update(record)
+    write_fleet_manifest(fleet_dir, manifest)
+    _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
+         + (f" on {record.get('host')}" if record.get("host") else "")
+         + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+
+
+def _say(line: str, quiet: bool) -> None:
+    if not quiet:
+        tqdm.write(line)          # above the racks' progress bar
+
+
+def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
+              num_cpus: int | None = None, quiet: bool = False) -> Path:
+    """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
+    recorded in fleet.json and the others go on."""
+    ray = import_ray()
+    out = Path(out)
+    fleet_dir = out / new_run_id(f"fleet-{fleet.name}")
+    fleet_dir.mkdir(parents=True)
+    (fleet_dir / "fleet.toml").write_text(fleet_text)
+    manifest = {"fleet": fleet.name, "fleet_id": fleet_dir.name, "fleet_file": fleet.source,
+                "status": "starting", "versions": {**provenance.versions(), "ray": None},
+                "git": provenance.git_revision(), "host": provenance.host(), "argv": sys.argv,
+                "pid": os.getpid(), "started_ns": time.time_ns(),
+                "racks": {r.name: {**r.public(), "status": "pending"} for r in fleet.racks}}
+    write_fleet_manifest(fleet_dir, manifest)
+    t0 = time.monotonic()
+    status = "failed"
+    pending: dict = {}
+    signals = interrupt_on_signals()
+    try:
+        manifest["ray"] = start_ray(ray, fleet, address, num_cpus)
+        signals.__enter__()   # after ray.init, which sets its own SIGTERM handler (an exit):
+        # SIGTERM and SIGHUP stop the fleet as Ctrl-C does, as they stop `rackclock run`
+        manifest["ray"]["init_s"] = round(time.monotonic() - t0, 3)
+        manifest["versions"]["ray"] = ray.__version__
+        manifest["status"] = "running"
+        _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
+             f"{len(fleet.racks)} rack(s)", quiet)
+        for name, why in unplaceable(fleet, manifest["ray"]["resources"]).items():
+            manifest["racks"][name].update(status="unplaceable", error=why)
+            _say(f"  {name}: unplaceable: {why}", quiet)
+        task = rack_task(ray)
+        driver_node = manifest["ray"]["driver_node_id"]
+        for r in fleet.racks:
+            if manifest["racks"][r.name]["status"] != "pending":
+                continue
+            ref = task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
+                r, str(rack_dir(fleet_dir, r.name)), driver_node)
+            pending[ref] = r.name
+            manifest["racks"][r.name]["status"] = "submitted"
+        write_fleet_manifest(fleet_dir, manifest)
+        with tqdm(total=len(pending), unit="rack", disable=quiet or None,
+                  bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
+                  ) as bar:
+            while pending:
+                bar.set_postfix_str("running: " + ", ".join(sorted(pending.values())),
+                                    refresh=False)
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+                for ref in done:
+                    _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
+                    bar.update(1)
+                bar.refresh()
+        status = "completed"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        _say(f"interrupted: Ray is asked to cancel the racks' tasks; what they return within "
+             f"{STOP_WAIT_S:g} s is gathered, then Ray stops", quiet)
+        for ref in pending:
+            ray.cancel(ref)   # meant as a KeyboardInterrupt in the task (`rackclock run`'s own
+            # stop); measured with Ray 2.60, a running rack goes on to the end of its run
+        if pending:
+            ray.wait(list(pending), num_returns=len(pending), timeout=STOP_WAIT_S)
+        for ref in list(pending):
+            _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet,
+                     cancelled=True)
+    except Exception as exc:
+        manifest["error"] = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        manifest.update(status=status, stopped_ns=time.time_ns(),
+                        duration_s=round(time.monotonic() - t0, 3))
+        write_fleet_manifest(fleet_dir, manifest)
+        if ray.is_initialized():
+            ray.shutdown()
+        signals.__exit__(None, None, None)
+    return fleet_dir

@@ -1,0 +1,100 @@
+"""The fleet folder: the fleet manifest (fleet.json) and one folder per rack holding its run
+folder (or, from a remote bench host, the run's tarball and its manifest and summary).
+
+    FLEET/fleet.json                     provenance, Ray cluster, per-rack host, node, status
+    FLEET/fleet.toml                     the fleet file as given
+    FLEET/racks/NAME/RUN_ID/             the rack's run folder (rackclock report/compare read it)
+    FLEET/racks/NAME/RUN_ID.tar.gz       from a remote host: the whole run folder ...
+    FLEET/racks/NAME/RUN_ID/{manifest,summary,measurements}.json   ... and these, unpacked
+    FLEET/racks/NAME/run.log             the end of the rack's `rackclock run` output
+"""
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+from bench.model.store import write_json
+
+FLEET_MANIFEST = "fleet.json"
+UNPACKED = ("manifest.json", "summary.json", "measurements.json")
+
+
+def rack_dir(fleet_dir: Path, rack: str) -> Path:
+    return fleet_dir / "racks" / rack
+
+
+def rack_status(result: dict, run_manifest: dict | None) -> str:
+    """completed | unusable (completed, a device gave no usable read) | refused | failed |
+    interrupted | disk_full | crashed (the task itself died)."""
+    if result.get("exit_status") is None:
+        return "crashed"
+    if run_manifest is None:
+        return "refused" if result["exit_status"] == 2 else "failed"
+    status = run_manifest.get("status") or "failed"
+    if status == "completed" and result["exit_status"] != 0:
+        return "unusable"
+    return status
+
+
+def last_error(result: dict, run_manifest: dict | None) -> str | None:
+    if result.get("error"):
+        return result["error"]
+    if run_manifest and run_manifest.get("error"):
+        return str(run_manifest["error"])
+    if result.get("exit_status") != 0:
+        lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
+                 and not ln.startswith("run folder:")]
+        return lines[-1] if lines else f"exit status {result.get('exit_status')}"
+    return None
+
+
+def unpack_members(tar_path: Path, into: Path, names=UNPACKED) -> None:
+    """Unpack `names` of the run folder in `tar_path` (all when names is None) into `into`."""
+    with tarfile.open(tar_path, "r:gz") as tar:
+        members = [m for m in tar.getmembers()
+                   if names is None or m.name.split("/", 1)[-1] in names]
+        tar.extractall(into.parent, members=members, filter="data")
+
+
+def ensure_unpacked(run_dir: Path) -> Path:
+    """A run folder gathered as a tarball, unpacked in full on first need (samples for compare)."""
+    tar_path = run_dir.with_name(run_dir.name + ".tar.gz")
+    if tar_path.exists() and not (run_dir / "samples").exists():
+        unpack_members(tar_path, run_dir, names=None)
+    return run_dir
+
+
+def gather(fleet_dir: Path, result: dict) -> dict:
+    """Write what the task returned into the fleet folder; the rack's record for fleet.json."""
+    rd = rack_dir(fleet_dir, result["rack"])
+    rd.mkdir(parents=True, exist_ok=True)
+    (rd / "run.log").write_text(result.get("log") or "")
+    record = {k: result.get(k) for k in ("host", "node_id", "pid", "transfer", "started_ns",
+                                         "stopped_ns", "duration_s", "exit_status")}
+    run_id = result.get("run_id")
+    manifest = None
+    if run_id:
+        run_dir = rd / run_id
+        if result.get("tarball") is not None:
+            tar_path = rd / f"{run_id}.tar.gz"
+            tar_path.write_bytes(result["tarball"])
+            unpack_members(tar_path, run_dir)
+            record["tarball"] = str(tar_path.relative_to(fleet_dir))
+        if (run_dir / "manifest.json").exists():
+            manifest = json.loads((run_dir / "manifest.json").read_text())
+        record["run_folder"] = str(run_dir.relative_to(fleet_dir))
+    record["status"] = rack_status(result, manifest)
+    record["error"] = last_error(result, manifest)
+    return record
+
+
+def write_fleet_manifest(fleet_dir: Path, manifest: dict) -> None:
+    write_json(fleet_dir / FLEET_MANIFEST, manifest)
+
+
+def load_fleet_manifest(fleet_dir: Path) -> dict:
+    p = Path(fleet_dir) / FLEET_MANIFEST
+    if not p.exists():
+        raise FileNotFoundError(f"{fleet_dir} is not a fleet folder (no {FLEET_MANIFEST})")
+    return json.loads(p.read_text())

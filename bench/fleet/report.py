@@ -1,0 +1,244 @@
+"""`rackclock fleet report FLEET`: the fleet at a glance. Per rack its host, status and run; per
+plane and firmware version the distribution of offsets, drifts, latencies and breaks over every
+rack's devices; with `--baseline OTHER_FLEET`, which racks regressed after a rollout: each rack's
+run judged against the baseline fleet's run of the same rack exactly as `rackclock compare`
+judges a pair (bench.compare.verdicts, the same tolerance file).
+
+The values are the measures `rackclock compare` sets side by side (bench.compare.measures);
+a distribution shows each measure's point values (min, median, max) and the median half-width
+of their bounds, in the measure's unit. Writes FLEET/fleet.html (figure in FLEET/plots/).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from bench.compare.measures import Measure, identities, run_measures
+from bench.compare.output import _table as text_table, verdict_line
+from bench.compare.verdicts import Comparison, compare_runs, fmt_value
+from bench.fleet.gather import ensure_unpacked, load_fleet_manifest
+from bench.model.rundata import Run, load_run
+
+FAMILIES = ("offset", "drift", "latency", "breaks")
+
+
+@dataclass(frozen=True)
+class FleetRack:
+    name: str
+    record: dict                      # the rack's entry of fleet.json
+    run: Run | None                   # None: the rack made no run folder (refused, crashed, ...)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    path: Path
+    manifest: dict
+    racks: tuple[FleetRack, ...]
+
+
+@dataclass(frozen=True)
+class Distribution:
+    plane: str
+    firmware: str
+    measure: str                      # offset | drift | breaks | latency.<stimulus>
+    unit: str
+    points: tuple[float, ...]
+    half_widths: tuple[float, ...]
+    racks: tuple[str, ...]
+
+    def stats(self) -> tuple[float, float, float]:
+        p = np.asarray(self.points)
+        return float(p.min()), float(np.median(p)), float(p.max())
+
+
+def load_fleet(path: str | Path) -> Fleet:
+    path = Path(path)
+    manifest = load_fleet_manifest(path)
+    racks = []
+    for name, rec in manifest.get("racks", {}).items():
+        run = None
+        if rec.get("run_folder") and (path / rec["run_folder"] / "manifest.json").exists():
+            run = load_run(ensure_unpacked(path / rec["run_folder"]))
+        racks.append(FleetRack(name, rec, run))
+    return Fleet(path, manifest, tuple(racks))
+
+
+def distributions(fleet: Fleet) -> list[Distribution]:
+    """Per (plane, firmware, measure) every rack's device clocks' values."""
+    groups: dict[tuple, list[tuple[str, Measure]]] = {}
+    for fr in fleet.racks:
+        if fr.run is None or not fr.run.summary.get("devices"):
+            continue
+        ids = identities(fr.run)
+        for (device, _clock, name), m in run_measures(fr.run).items():
+            if name.split(".", 1)[0] not in FAMILIES or not m.judgeable:
+                continue
+            ident = ids.get(device, {})
+            key = (ident.get("plane", ""), ident.get("firmware", "") or "?", name, m.unit)
+            groups.setdefault(key, []).append((fr.name, m))
+    return [Distribution(plane, fw, name, unit, tuple(m.point for _, m in ms),
+                         tuple((m.hi - m.lo) / 2 for _, m in ms),
+                         tuple(sorted({r for r, _ in ms})))
+            for (plane, fw, name, unit), ms in sorted(groups.items())]
+
+
+def rollout_verdicts(fleet: Fleet, baseline: Fleet, tolerances) -> dict[str, Comparison | str]:
+    """Per rack of `fleet`: its comparison against the baseline fleet's run of the same rack,
+    or why there is none."""
+    base = {fr.name: fr for fr in baseline.racks}
+    out: dict[str, Comparison | str] = {}
+    for fr in fleet.racks:
+        b = base.get(fr.name)
+        if b is None:
+            out[fr.name] = "not in the baseline fleet"
+        elif b.run is None or fr.run is None:
+            out[fr.name] = f"no run folder in the {'baseline' if b.run is None else 'candidate'}"
+        else:
+            out[fr.name] = compare_runs(b.run, fr.run, tolerances)
+    return out
+
+
+def rollout_word(c: Comparison | str) -> str:
+    if isinstance(c, str):
+        return "not compared"
+    if c.failures:
+        return "REGRESSED"
+    return "INCONCLUSIVE" if c.inconclusive else "unchanged"
+
+
+def rack_rows(fleet: Fleet) -> list[list[str]]:
+    rows = []
+    for fr in fleet.racks:
+        r = fr.record
+        fw = sorted({x.get("firmware") or "?" for x in identities(fr.run).values()}) if fr.run \
+            else []
+        rows.append([fr.name, r.get("host") or "—", (r.get("node_id") or "—")[:12],
+                     r.get("status", "?"),
+                     "—" if r.get("duration_s") is None else f"{r['duration_s']:.1f} s",
+                     ", ".join(fw) or "—", r.get("run_folder") or "—",
+                     (r.get("error") or "")[:80]])
+    return rows
+
+
+RACK_HEAD = ["rack", "host", "node", "status", "took", "firmware", "run folder", "error"]
+DIST_HEAD = ["plane", "firmware", "measure", "n", "racks", "min", "median", "max",
+             "median ± bound"]
+
+
+def dist_rows(ds: list[Distribution]) -> list[list[str]]:
+    out = []
+    for d in ds:
+        lo, med, hi = d.stats()
+        out.append([d.plane, d.firmware, d.measure, str(len(d.points)), str(len(d.racks)),
+                    fmt_value(lo, d.unit), fmt_value(med, d.unit), fmt_value(hi, d.unit),
+                    "±" + fmt_value(float(np.median(d.half_widths)), d.unit)])
+    return out
+
+
+def rollout_lines(verdicts: dict[str, Comparison | str]) -> list[str]:
+    lines = []
+    for rack, c in verdicts.items():
+        lines.append(f"  {rack}: " + (f"not compared: {c}" if isinstance(c, str)
+                                       else verdict_line(c)))
+    return lines
+
+
+def text(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | None = None) \
+        -> str:
+    m = fleet.manifest
+    ray = m.get("ray") or {}
+    lines = [f"fleet {m.get('fleet')} ({fleet.path}): {m.get('status')}, "
+             f"{len(fleet.racks)} rack(s); ray {ray.get('version', '?')} "
+             f"{ray.get('mode', '')} at {ray.get('address', '?')}", ""]
+    lines += text_table(RACK_HEAD, rack_rows(fleet))
+    lines += ["", "per plane and firmware: point values over every rack's devices"]
+    lines += text_table(DIST_HEAD, dist_rows(ds)) if ds else ["  (no rack has a summary)"]
+    if verdicts is not None:
+        lines += ["", f"rollout against the baseline fleet {baseline.path}:"]
+        lines += rollout_lines(verdicts)
+    return "\n".join(lines)
+
+
+def figure(ds: list[Distribution], families=("offset", "drift", "latency", "breaks")):
+    """One panel per measure family: each (plane, firmware) group's points, x the group."""
+    import matplotlib.pyplot as plt
+
+    from bench.output.figures import COLUMN_IN, print_style, unit_for
+    from bench.output.plots import plane_colour
+
+    present = [f for f in families if any(d.measure.split(".")[0] == f for d in ds)]
+    with print_style():
+        fig, axes = plt.subplots(1, max(1, len(present)), squeeze=False,
+                                 figsize=(COLUMN_IN * 2, 2.2))
+        for ax, fam in zip(axes.ravel(), present):
+            sub = [d for d in ds if d.measure.split(".")[0] == fam]
+            unit = sub[0].unit
+            sc = 1.0
+            if unit == "ns":
+                sc, unit = unit_for([p for d in sub for p in d.points])
+            for i, d in enumerate(sub):
+                ax.plot(np.full(len(d.points), i), np.asarray(d.points) / sc, "o", ms=3,
+                        alpha=0.7, color=plane_colour(d.plane))
+            ax.set_xticks(range(len(sub)))
+            ax.set_xticklabels([f"{d.plane} {d.firmware}" + (f"\n{d.measure.split('.', 1)[1]}"
+                                                             if "." in d.measure else "")
+                                for d in sub], rotation=60, ha="right")
+            ax.set_ylabel(f"{fam} ({unit})")
+            ax.set_title(f"{fam} per plane and firmware")
+            ax.grid(alpha=0.3)
+        fig.suptitle("Fleet: point values of every rack's device clocks", fontsize=7)
+        fig.tight_layout()
+    return fig
+
+
+def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | None = None) \
+        -> Path:
+    """FLEET/fleet.html, with the report's style and helpers (bench.output)."""
+    from bench.output.report import CSS
+    from bench.output.report_sections import esc, figure_html, note_html, table_html
+
+    m = fleet.manifest
+    ray = m.get("ray") or {}
+    parts = [note_html(f"{len(fleet.racks)} rack(s), status {m.get('status')}; Ray "
+                       f"{ray.get('version', '?')} ({ray.get('mode', '')}, "
+                       f"{ray.get('address', '?')}); git {(m.get('git') or {}).get('revision')}"),
+             "<h2>Racks</h2>", table_html(RACK_HEAD, rack_rows(fleet)),
+             "<h2>Per plane and firmware</h2>",
+             table_html(DIST_HEAD, dist_rows(ds)) if ds else note_html("no rack has a summary")]
+    if ds:
+        parts.append(figure_html(SimpleNamespace(path=fleet.path, formats=("png", "svg")),
+                                 figure(ds), "fleet", "Every rack's device clocks, per plane and "
+                                 "firmware version (colour: plane)."))
+    if verdicts is not None:
+        parts += [f"<h2>Rollout against {esc(baseline.path)}</h2>",
+                  table_html(["rack", "verdict", "detail"],
+                             [[rack, rollout_word(c), c if isinstance(c, str) else
+                               verdict_line(c)] for rack, c in verdicts.items()])]
+    title = f"rackclock fleet {m.get('fleet')} {m.get('fleet_id', '')}"
+    doc = (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{esc(title)}"
+           f"</title><style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
+           + "\n".join(parts) + "</body></html>\n")
+    out = fleet.path / "fleet.html"
+    out.write_text(doc, encoding="utf-8")
+    return out
+
+
+def as_dict(fleet: Fleet, ds: list[Distribution], verdicts=None) -> dict:
+    from bench.compare.output import as_dict as comparison_dict
+    return {"fleet": str(fleet.path), "racks": {fr.name: fr.record for fr in fleet.racks},
+            "distributions": [{"plane": d.plane, "firmware": d.firmware, "measure": d.measure,
+                               "unit": d.unit, "points": list(d.points),
+                               "half_widths": list(d.half_widths), "racks": list(d.racks)}
+                              for d in ds],
+            "rollout": None if verdicts is None else {
+                rack: {"verdict": rollout_word(c), **({"reason": c} if isinstance(c, str)
+                                                      else {"comparison": comparison_dict(c)})}
+                for rack, c in verdicts.items()}}
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")

@@ -1,0 +1,72 @@
+"""One rack's run as a Ray task: `rackclock run` itself (bench.cli.main, the same code path,
+arguments from the fleet file), on the node that holds the rack's custom resource.
+
+Where the run folder goes: when the task runs on the node of the `fleet run` command (`folder`),
+straight into FLEET/racks/NAME/; elsewhere (`tarball`) into a scratch folder on the bench host,
+returned as a .tar.gz through Ray's object store and removed there. `transfer = "auto"` picks by
+node; `tarball` forces it (a lab whose bench hosts do not share the fleet folder's disk, and the
+tests of that path on one machine).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from bench.fleet.config import RackEntry
+
+LOG_TAIL = 4000        # characters of the run's own output kept in the result
+
+
+def tar_folder(path: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(path, arcname=path.name)
+    return buf.getvalue()
+
+
+def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> dict:
+    """Run `entry`'s experiment here; the result the fleet manifest records for the rack.
+    Never raises: whatever happens is the rack's status and error."""
+    transfer = entry.transfer
+    if transfer == "auto":
+        transfer = "folder" if node == driver_node else "tarball"
+    scratch = None
+    if transfer == "folder":
+        out = Path(rack_dir)
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix=f"rackclock-fleet-{entry.name}-"))
+        out = scratch
+    result = {"rack": entry.name, "node_id": node, "host": socket.gethostname(),
+              "pid": os.getpid(), "transfer": transfer, "started_ns": time.time_ns()}
+    log = io.StringIO()
+    t0 = time.monotonic()
+    try:
+        from bench.cli import main as rackclock
+
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            code = rackclock(entry.run_argv(str(out)))
+        result["exit_status"] = code
+    except BaseException as exc:     # noqa: BLE001 -- a rack's crash is its status, not the fleet's
+        result["exit_status"] = None
+        log.write(traceback.format_exc())
+        result["error"] = "".join(traceback.format_exception_only(exc)).strip()
+    result["stopped_ns"] = time.time_ns()
+    result["duration_s"] = round(time.monotonic() - t0, 3)
+    folders = sorted(p for p in out.iterdir() if (p / "manifest.json").exists())
+    result["log"] = log.getvalue()[-LOG_TAIL:]
+    if folders:
+        result["run_id"] = folders[-1].name
+        if transfer == "tarball":
+            result["tarball"] = tar_folder(folders[-1])
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result

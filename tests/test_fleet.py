@@ -1,0 +1,191 @@
+"""`rackclock fleet run` over three small simulated racks and one refused rack file on an
+embedded Ray instance, then `rackclock fleet report`, with a rollout judged against a baseline.
+
+One fleet run serves every test (Ray's start is the slow part on two cores). The command runs
+in its own session so that teardown can prove it left no Ray process behind, and kill any.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from racks import sim_rack_text
+
+pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
+
+pytestmark = pytest.mark.slow
+RACKCLOCK = [sys.executable, "-m", "bench.cli"]
+DEADLINE_S = 600           # a condition's deadline, not a timing margin: the run ends by itself
+EXIT_DEADLINE_S = 60      # ... and Ray's processes after it
+OLD, NEW = "2.14.0", "2.15.0"
+
+
+def rack_text(name: str, firmware: str) -> str:
+    """bmc-1 and pdu-2 of the default rack; bmc-1 on firmware 2.15.0 steps its clock by 2 s
+    after its 6th clock sample (a fault on the device's progress, not at a time)."""
+    step = [{"kind": "step", "after_samples": 6, "size_s": 2.0}] if firmware == NEW else None
+    return sim_rack_text(["bmc-1", "pdu-2"], name=name, seed=3, changes={"bmc-1": {"sim": {
+        "firmware": firmware, "faults": step}}})
+
+
+FLEET = """
+[fleet]
+name = "lab-t"
+duration_s = 8
+
+[racks.a]
+rack = "rack-a.toml"
+
+[racks.b]
+rack = "rack-b.toml"
+
+[racks.c]
+rack = "rack-c.toml"
+transfer = "tarball"          # the remote bench host's path, on this one machine
+
+[racks.bad]
+rack = "bad.toml"
+"""
+
+
+def session_pids(sid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[3]) == sid:
+                out.append(int(p.name))
+    return out
+
+
+def rackclock(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen(RACKCLOCK + args, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        # Ray's processes (and a rack's simulator, which dies with its worker) end after the
+        # command; wait for that, with a deadline, then kill what is left and fail
+        deadline = time.monotonic() + EXIT_DEADLINE_S
+        while (left := session_pids(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert not left, f"processes left behind by rackclock {args[0]}: {left}"
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fleet")
+    for name, fw in (("a", OLD), ("b", OLD), ("c", NEW)):
+        (root / f"rack-{name}.toml").write_text(rack_text(name, fw))
+    (root / "bad.toml").write_text(sim_rack_text(["bmc-1"], name="bad", changes={
+        "bmc-1": {"driver": "no_such_driver"}}))
+    (root / "fleet.toml").write_text(FLEET)
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], root)
+    folders = list((root / "out").glob("*-fleet-lab-t"))
+    assert len(folders) == 1, cp.stdout + cp.stderr
+    return folders[0], cp
+
+
+def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
+    folder, cp = fleet
+    assert cp.returncode == 1, cp.stderr         # one rack refused: the fleet says so
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["status"] == "completed"
+    assert m["ray"]["mode"] == "embedded" and m["ray"]["version"] == m["versions"]["ray"]
+    assert m["ray"]["address"] and m["git"]["revision"] and m["stopped_ns"] > m["started_ns"]
+    racks = m["racks"]
+    assert {r: racks[r]["status"] for r in racks} == {"a": "completed", "b": "completed",
+                                                      "c": "completed", "bad": "refused"}
+    assert "no_such_driver" in racks["bad"]["error"]
+    assert "run_folder" not in racks["bad"]
+    for r in ("a", "b", "c"):
+        rec = racks[r]
+        assert rec["node_id"] == m["ray"]["driver_node_id"] and rec["host"]
+        assert rec["stopped_ns"] > rec["started_ns"] and rec["exit_status"] == 0
+        run = folder / rec["run_folder"]
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["status"] == "completed" and manifest["parameters"]["duration_s"] == 8
+        assert (run / "summary.json").exists()
+    assert racks["a"]["transfer"] == "folder" and (folder / racks["a"]["run_folder"] / "samples"
+                                                   ).is_dir()
+    assert racks["c"]["transfer"] == "tarball" and (folder / racks["c"]["tarball"]).exists()
+    # three racks ran side by side: each one's run overlaps the others'
+    spans = [(racks[r]["started_ns"], racks[r]["stopped_ns"]) for r in ("a", "b", "c")]
+    assert max(s for s, _ in spans) < min(e for _, e in spans)
+    assert "fleet folder:" in cp.stdout
+
+
+def test_fleet_report_shows_every_rack_and_the_rollout(fleet, tmp_path):
+    folder, _ = fleet
+    # the rollout's baseline: the same fleet, but rack c still on 2.14.0 (rack a's run)
+    base = tmp_path / "baseline"
+    base.mkdir()
+    shutil.copytree(folder / "racks", base / "racks")
+    m = json.loads((folder / "fleet.json").read_text())
+    m["racks"]["c"] = dict(m["racks"]["a"])
+    (base / "fleet.json").write_text(json.dumps(m))
+    cp = rackclock(["fleet", "report", str(folder), "--baseline", str(base),
+                    "--json", str(tmp_path / "r.json")], tmp_path)
+    assert cp.returncode == 1, cp.stdout + cp.stderr      # a rack regressed
+    lines = cp.stdout.splitlines()
+    for r in ("a", "b", "c"):
+        assert any(ln.split()[:1] == [r] and "completed" in ln for ln in lines), cp.stdout
+    assert any(ln.split()[:1] == ["bad"] and "refused" in ln for ln in lines)
+    assert (folder / "fleet.html").exists() and (folder / "plots" / "fleet.png").exists()
+    rep = json.loads((tmp_path / "r.json").read_text())
+    groups = {(d["plane"], d["firmware"], d["measure"]): d for d in rep["distributions"]}
+    assert groups[("bmc", OLD, "offset")]["racks"] == ["a", "b"]
+    assert groups[("bmc", NEW, "breaks")]["points"] == [1.0]     # 2.15.0 steps its clock
+    assert groups[("bmc", OLD, "breaks")]["points"] == [0.0, 0.0]
+    roll = rep["rollout"]
+    assert roll["c"]["verdict"] == "REGRESSED"
+    failed = [x for x in roll["c"]["comparison"]["measures"] if x["failed"]]
+    assert any(x["device"] == "bmc-1" and x["measure"] == "breaks" for x in failed)
+    assert roll["a"]["verdict"] != "REGRESSED"       # the same run on both sides
+    assert roll["bad"]["verdict"] == "not compared"
+    assert any(ln.strip().startswith("c: FAIL") for ln in lines), cp.stdout
+
+
+def test_bench_imports_without_ray(tmp_path):
+    """Ray is optional: without it bench imports and `rackclock fleet run` names the extra."""
+    blocker = tmp_path / "ray"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    (tmp_path / "f.toml").write_text('[racks.a]\n')
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    cp = subprocess.run(RACKCLOCK + ["fleet", "run", "f.toml", "--out", "out"], cwd=tmp_path,
+                        env=env, capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 2
+    assert "pip install 'rackclock[fleet]'" in cp.stderr
+    cp = subprocess.run([sys.executable, "-c", "import bench.cli, bench.fleet.cli, "
+                         "bench.fleet.report, bench.fleet.config"], env=env, cwd=tmp_path,
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+
+
+def test_fleet_file_errors_are_one_line(tmp_path):
+    (tmp_path / "f.toml").write_text('[racks.a]\nresources = { CPU = 1 }\n')
+    cp = subprocess.run(RACKCLOCK + ["fleet", "run", "f.toml"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 2 and "Ray's own resource" in cp.stderr
+    assert not (tmp_path / "results").exists()
