@@ -424,6 +424,7 @@ class Segment:
     offset_status: str = "proven"     # "proven" | "assumed" | "undecided" (see fit_clock)
     drift_status: str = "proven"
     drift_assumes: str = ""           # what the drift bound rests on beyond the model
+    mean_drift: dict | None = None    # proven mean frequency error over a window (_mean_drift)
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
@@ -528,7 +529,8 @@ class Segment:
                 "bracket_ns": dict(self.bracket_ns), "resolution_ns": self.resolution_ns,
                 "resolution_note": self.resolution_note, "offset_status": self.offset_status,
                 "drift_status": self.drift_status,
-                **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {})}
+                **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {}),
+                **({"mean_drift_ppm": dict(self.mean_drift)} if self.mean_drift else {})}
 
 
 @dataclass(frozen=True)
@@ -712,18 +714,61 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
 EPOCH_CANDIDATES = 17     # instants tried for a segment's epoch (between its 10th and 90th %)
 
 
+def _epoch_candidates(seg: Segment) -> list[int]:
+    s, e, _ = seg._reads
+    mids = (s // 2 + e // 2)
+    return np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES))
+                     .astype(np.int64)).tolist()
+
+
+def _mean_drift(seg: Segment) -> dict | None:
+    """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
+    (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets by interval
+    arithmetic, so it holds whenever they do (one unseen break in the segment, slews included,
+    as the fuzz checks), unlike the drift at an instant (RATE_CHANGE_ASSUMPTION). Any step
+    inside the window is part of that change: it is the clock's mean rate over the window, not
+    its oscillator's. The window is the pair among the epoch candidates with the narrowest
+    bound off the prior's edge (their sides' vertices are cached already); "assumed" when
+    either offset's halves reach the prior's edge or the segment's offset is assumed; None
+    when undecided."""
+    s, _, _ = seg._reads
+    if len(s) < 4 or seg.offset_status == "undecided":
+        return None
+    pts = []
+    for t in _epoch_candidates(seg):
+        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior,
+                    seg._cache)
+        if h is not None:
+            pts.append((int(t), h[0], h[1], h[4]))
+    best = None
+    for i, (t1, lo1, hi1, a1) in enumerate(pts):
+        for t2, lo2, hi2, a2 in pts[i + 1:]:
+            dt = t2 - t1
+            if dt <= 0:
+                continue
+            lo, hi = (lo2 - hi1) / dt, (hi2 - lo1) / dt
+            key = (a1 or a2, hi - lo)          # a window off the prior's edge first
+            if best is None or key < best[0]:
+                best = (key, lo, hi, t1, t2)
+    if best is None:
+        return None
+    (touches, _), lo, hi, t1, t2 = best
+    lo, hi = lo / PPM, hi / PPM
+    lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
+    point = min(max(seg.drift_ppm.point, lo), hi)
+    status = "assumed" if touches or seg.offset_status != "proven" else "proven"
+    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2, "status": status}
+
+
 def _best_epoch(seg: Segment) -> int:
     """The instant inside the segment where the published (two-sided) offset bound is narrowest,
     preferring one that does not reach the prior's edge, scored by the sum of the offset and the
     drift widths relative to the middle's. Any instant's bound holds, so the epoch is free to
     choose; the middle's offset bound is often 1.2–2.5x wider than the best's."""
-    s, e, _ = seg._reads
-    if len(s) < 4:
+    if len(seg._reads[0]) < 4:
         return seg.epoch_ns
-    mids = (s // 2 + e // 2)
-    ts = np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES)).astype(np.int64))
     best, key, ref = seg.epoch_ns, None, None
-    for t in [seg.epoch_ns, *ts.tolist()]:
+    for t in [seg.epoch_ns, *_epoch_candidates(seg)]:
         h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior,
                     seg._cache)
         if h is None:
@@ -938,6 +983,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     lone_ok = len(segs) == 1
     segs = [_robust(sg, basis, lone_ok) if publish else
             _dc_replace(sg, offset_status="undecided", drift_status="undecided") for sg in segs]
+    if publish:
+        segs = [_dc_replace(sg, mean_drift=_mean_drift(sg)) for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])

@@ -147,6 +147,7 @@ def score(dev: dict) -> dict:
     true_breaks = [b for b in m.breaks() if s[0] < b["t_ns"] <= e[-1] and b["kind"] != "wrap"]
     misses = []
     assumed_drift = []
+    mean_drift, mean_drift_assumed = [], []
     checked = 0
     bad_t = {int(at[i]) for i in bad}
     for sg in fit.segments:
@@ -170,6 +171,18 @@ def score(dev: dict) -> dict:
                 checked += 1
                 if not (lo <= int(at[i]) - (lag if dev["lag_s"] else 0) <= hi) and not dev["lag_s"]:
                     misses.append(("map", int(at[i]), lo, hi))
+        md = sg.mean_drift
+        if md is not None:      # the offset's mean rate over [from, to], against the truth's
+            t1, t2 = md["from_ns"], md["to_ns"]
+            tr = (_truth_offset(m, t2, dev) - _truth_offset(m, t1, dev)) / (t2 - t1) * 1e6
+            held = md["lo"] <= tr <= md["hi"]
+            if md["status"] == "proven":
+                checked += 1
+                mean_drift.append((md["hi"] - md["lo"], (t2 - t1) / NS))
+                if not held:
+                    misses.append(("mean_drift", t1, t2, md["lo"], md["hi"], tr))
+            else:
+                mean_drift_assumed.append(held)
         if sg.drift_status in ("proven", "assumed"):
             tr = m.drift_ppm(sg.epoch_ns)
             held = sg.drift_ppm.lo - 1e-6 <= tr <= sg.drift_ppm.hi + 1e-6
@@ -201,6 +214,7 @@ def score(dev: dict) -> dict:
     return {"behaviour": dev["behaviour"], "ok": not bound_miss, "maps_ok": len(bound_miss) == len(misses),
             "misses": misses[:3],
             "checked": checked, "verdict": fit.verdict, "assumed_drift": assumed_drift,
+            "mean_drift": mean_drift, "mean_drift_assumed": mean_drift_assumed,
             "drift_proven": sum(sg.drift_status == "proven" for sg in fit.segments),
             "assumed": "assumed" in st or fit.verdict in ("assumed", "beyond_prior"),
             "undecided": "undecided" in st or fit.verdict == "undecided",
@@ -286,6 +300,29 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def mean_drift_table(results: list[dict]) -> str:
+    """The proven mean frequency over a window (Segment.mean_drift) per behaviour: how many
+    were published as proven (all checked against the truth's mean over the same window, in
+    the coverage), their median width and window, and how often one published as assumed
+    held the truth."""
+    out = ["| behaviour | mean drifts proven | median width ppm | median window s | "
+           "assumed ones holding the truth |", "|---|---|---|---|---|"]
+    by = defaultdict(list)
+    for r in results:
+        by[r["behaviour"]].append(r)
+    for name in BEHAVIOURS + ("all",):
+        rs = results if name == "all" else by.get(name, [])
+        if not rs:
+            continue
+        md = [x for r in rs for x in r["mean_drift"]]
+        ma = [x for r in rs for x in r["mean_drift_assumed"]]
+        w = f"{np.median([x[0] for x in md]):.1f}" if md else "—"
+        win = f"{np.median([x[1] for x in md]):.1f}" if md else "—"
+        held = f"{np.mean(ma):.4f} of {len(ma)}" if ma else "—"
+        out.append(f"| {name} | {len(md)} | {w} | {win} | {held} |")
+    return "\n".join(out)
+
+
 STEP_BINS_S = (1e-4, 1e-3, 1e-2, 0.1, 1.0, 2.0)
 
 
@@ -325,6 +362,8 @@ def main(argv=None) -> int:
     print(markdown(table(res)))
     print()
     print(delay_table(res))
+    print()
+    print(mean_drift_table(res))
     bad = [r for r in res if not (r["ok"] and r["maps_ok"])]
     for r in bad[:20]:
         print("MISS", r["behaviour"], r["seed"], r["tick"], r["misses"])
