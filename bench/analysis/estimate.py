@@ -652,11 +652,17 @@ def _side(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = 
             win.theta0 + math.ceil(float(h.max()) + TOL_NS), float(x[0]), float(x[-1]))
 
 
-def _halves(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = None):
+def _halves(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = None,
+            memo: bool = True):
     """The hull of the bounds at t from the reads before t and from the reads after it:
     (offset lo, offset hi, drift lo, drift hi, touches the prior), or None when a side is
     empty. A read whose bracket holds t serves neither side. `cache`: a dict kept with these
     reads (Segment._cache) for the sides' vertices."""
+    if cache is not None and memo:      # the same reads, the same instant: the same answer
+        got = cache.get(("t", int(t)))
+        if got is None:
+            got = cache[("t", int(t))] = (_halves(s, e, v, q, t, w, prior, cache, False),)
+        return got[0]
     # reads are in time order; each side keeps its SIDE_READS reads nearest t (a subset of a
     # clean side is clean: fewer constraints, still sound) so the cost stays bounded
     left = np.flatnonzero(e <= t)[-SIDE_READS:]
