@@ -46,7 +46,7 @@ def _width(S, E, V, absolute=False):
     """The line model's offset width at the epoch: what aiming pins (the published bound is the
     wider two-sided hull, bench.analysis.estimate)."""
     sg = fit_clock(S, E, V, NS, publish=False).segments[-1]
-    return sg.offset_at(sg.epoch_ns).width / (1e6 if absolute else sg.bracket_ns["min"])
+    return sg.offset_at(sg.epoch_ns).width / (1e6 if absolute else min(np.subtract(E, S)))
 
 
 def edge_run(seed: int, n_max: int = 60):

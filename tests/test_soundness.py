@@ -26,6 +26,12 @@ def published_ok(fit, m, points: int = 7) -> int:
                 if b is not None:
                     assert b.contains(m.true_ns(int(t)) - int(t)), (int(t), b)
                     n += 1
+        md = sg.mean_drift
+        if md is not None and md["status"] == "proven":     # the offset's mean rate, stated window
+            t1, t2 = md["from_ns"], md["to_ns"]
+            tr = (m.true_ns(t2) - t2 - (m.true_ns(t1) - t1)) / (t2 - t1) * 1e6
+            assert md["lo"] <= tr <= md["hi"], (md, tr)
+            n += 1
         # the drift at the epoch rests on RATE_CHANGE_ASSUMPTION: never labelled proven
         assert sg.drift_status in ("assumed", "undecided"), sg.drift_status
         if sg.drift_status == "assumed":
@@ -182,3 +188,33 @@ def test_an_unseen_slew_around_the_epoch_leaves_the_drift_assumed_and_the_offset
         for sg in proven:
             assert sg.drift_status == "assumed" and "rate change" in sg.drift_assumes
             assert sg.as_dict()["drift_assumes"] == sg.drift_assumes
+
+
+@pytest.mark.parametrize("sideband", [False, True])
+def test_a_mean_drift_over_a_stated_window_is_proven_where_the_drift_at_an_instant_is_not(
+        sideband):
+    """A 1 s clock read at 2 Hz for 120 s: the drift at the epoch is only ever assumed; the
+    offset's mean rate between two proven offsets (Segment.mean_drift, its window stated) holds
+    the truth's mean over that window, and with loopback brackets it is proven and far inside
+    the prior (sideband brackets of 20–40 ms leave it wide, and it says so when it rests on
+    the prior)."""
+    for seed in range(3):
+        p = ClockParams(offset_s=0.37 + 0.1 * seed, drift_ppm=25.0, resolution_s=1.0)
+        m = ClockModel(p, T0, seed)
+        s, e, v, at, _ = read_like_runner(m, 400, 2.0, NS, np.random.default_rng(seed),
+                                          sideband=sideband)
+        k = e <= T0 + 120 * NS
+        fit = fit_clock(s[k], e[k], v[k], NS)
+        sg = fit.segments[-1]
+        md = sg.mean_drift
+        t1, t2 = md["from_ns"], md["to_ns"]
+        assert s[k][0] < t1 < t2 < e[k][-1]
+        truth = (m.offset_ns(t2) - m.offset_ns(t1)) / (t2 - t1) * 1e6
+        assert md["lo"] <= truth <= md["hi"]
+        assert sg.as_dict()["mean_drift_ppm"] == md
+        assert sg.drift_status == "assumed"
+        if not sideband:
+            assert md["status"] == "proven" and md["hi"] - md["lo"] < 60.0
+            assert (t2 - t1) > 40 * NS
+        else:
+            assert md["status"] in ("proven", "assumed") and md["hi"] - md["lo"] < 1200.0

@@ -69,6 +69,7 @@ side pin the offset near the instant, and the fuzz checks them under slews
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
 
@@ -140,6 +141,61 @@ def _max_envelope(m: np.ndarray, c: np.ndarray):
     return M, C, X
 
 
+def _envelope_lists(m: list, c: list):
+    """_max_envelope in plain Python lists, bit for bit the same (the same float operations in
+    the same order): below a few hundred lines numpy's per-call cost is most of the time, and
+    the segmentation search and the fits call this on windows of tens of reads."""
+    pairs = sorted(zip(m, c))
+    dm: list[float] = []
+    dc: list[float] = []
+    for mk, ck in pairs:
+        if dm and dm[-1] == mk:            # equal slopes: the last (largest c) wins
+            dc[-1] = ck
+        else:
+            dm.append(mk)
+            dc.append(ck)
+    hm: list[float] = []
+    hc: list[float] = []
+    for mk, ck in zip(dm, dc):
+        while len(hm) >= 2:
+            mi, ci, mj, cj = hm[-2], hc[-2], hm[-1], hc[-1]
+            if (ci - ck) * (mj - mi) <= (ci - cj) * (mk - mi):
+                hm.pop()
+                hc.pop()
+            else:
+                break
+        hm.append(mk)
+        hc.append(ck)
+    X = [(hc[i] - hc[i + 1]) / (hm[i + 1] - hm[i]) for i in range(len(hm) - 1)]
+    return hm, hc, X
+
+
+def _eval_lists(env, x: float) -> float:
+    M, C, X = env
+    k = bisect_left(X, x)
+    return M[k] * x + C[k]
+
+
+LIST_ENVELOPE_MAX = 512   # lines up to which the envelope is built in plain Python
+
+
+def _within(m: np.ndarray, c: np.ndarray, P: float) -> tuple[list, list]:
+    """The lines y = m·x + c that are not below one other line at both x = −P and x = P (as
+    lists). A line below another at both ends is below it on all of [−P, P], so the upper
+    envelope there is the same without it; most reads' lines go this way, which keeps the
+    envelope's Python loop short."""
+    if len(m) < 8:
+        return m.tolist(), c.tolist()
+    a, b = c - m * P, c + m * P
+    order = np.lexsort((-b, -a))            # by the value at −P, highest first
+    bs = b[order]
+    keep = np.empty(len(bs), bool)
+    keep[0] = True
+    keep[1:] = bs[1:] > np.maximum.accumulate(bs)[:-1]
+    k = order[keep]
+    return m[k].tolist(), c[k].tolist()
+
+
 def _envelope_members(m: np.ndarray, c: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Indices of the lines y = m·x + c on their upper envelope somewhere in [lo, hi] (a little
     more is kept, never less: a line within rounding of the envelope stays)."""
@@ -189,8 +245,22 @@ class _Window:
         b = (e - self.t0).astype(np.float64)
         self.alpha = a * PPM                                     # upper: y <= U - alpha·x
         self.beta = b * PPM                                      # lower: y >= L - beta·x
-        self.U = ((v - s) - self.theta0 + self.q).astype(np.float64) + self.w * np.abs(a)
-        self.L = ((v - e) - self.theta0).astype(np.float64) - self.w * np.abs(b)
+        self.U = ((v - s) - self.theta0 + self.q).astype(np.float64)
+        self.L = ((v - e) - self.theta0).astype(np.float64)
+        if self.w:          # (adding 0.0 would change no value: skipped when there is none)
+            self.U += self.w * np.abs(a)
+            self.L -= self.w * np.abs(b)
+
+    def at_epoch(self, s, e, t0: int) -> "_Window":
+        """The same constraints relative to another epoch (no wander: U and L do not depend on
+        it), computed as __init__ would, so the same values bit for bit."""
+        assert not self.w
+        out = object.__new__(_Window)
+        out.__dict__.update(self.__dict__)
+        out.t0 = int(t0)
+        out.alpha = (s - out.t0).astype(np.float64) * PPM
+        out.beta = (e - out.t0).astype(np.float64) * PPM
+        return out
 
     def core(self, prior_ppm: float) -> np.ndarray:
         """Positions of the reads whose constraints bound the region for drift within
@@ -260,6 +330,8 @@ class _Window:
         """x of the polygon's vertices (ascending, first and last are the drift bounds), or None
         when the region is empty (g − h > tol everywhere)."""
         P = self.prior
+        if len(self.L) <= LIST_ENVELOPE_MAX:
+            return self._vertices_lists(tol)
         genv = _max_envelope(-self.beta, self.L)
         henv = _max_envelope(self.alpha, -self.U)
         xs = np.concatenate(([-P, P], genv[2], henv[2]))
@@ -280,6 +352,27 @@ class _Window:
         lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
         return np.unique(np.concatenate(([lo], inner, [hi])))
 
+    def _vertices_lists(self, tol: float):
+        """vertices() on plain Python floats: the same operations on the same values, so the
+        same result bit for bit (tests/test_estimate_fast.py compares them)."""
+        P = self.prior
+        genv = _envelope_lists(*_within(-self.beta, self.L, P))
+        henv = _envelope_lists(*_within(self.alpha, -self.U, P))
+        xs = sorted({x for x in (-P, P, *genv[2], *henv[2]) if -P <= x <= P})
+        d = [_eval_lists(genv, x) + _eval_lists(henv, x) for x in xs]
+        ok = [k for k, dk in enumerate(d) if dk <= tol]
+        if not ok:
+            return None
+        k0, k1 = ok[0], ok[-1]
+        lo, hi = xs[k0], xs[k1]
+        if k0 > 0 and d[k0] < 0:
+            lo = xs[k0 - 1] + (xs[k0] - xs[k0 - 1]) * d[k0 - 1] / (d[k0 - 1] - d[k0])
+        if k1 < len(xs) - 1 and d[k1] < 0:
+            hi = xs[k1] + (xs[k1 + 1] - xs[k1]) * d[k1] / (d[k1] - d[k1 + 1])
+        inner = [x for x in xs[k0:k1 + 1] if lo < x < hi]
+        lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
+        return np.array(sorted({lo, *inner, hi}))
+
     def chains(self, x: np.ndarray):
         """g(x) and h(x) from every constraint (not only the hull), so hull rounding cannot
         shrink the bounds."""
@@ -292,20 +385,27 @@ def _centroid(x, g, h):
     """Centroid of the polygon between chains g <= h over vertices x (coordinates scaled)."""
     if len(x) == 1:
         return float(x[0]), float((g[0] + h[0]) / 2)
-    px = np.concatenate((x, x[::-1]))
-    py = np.concatenate((g, h[::-1]))
-    sx = max(float(np.ptp(px)), 1e-300)
-    sy = max(float(np.ptp(py)), 1e-300)
-    X = (px - px.mean()) / sx
-    Y = (py - py.mean()) / sy
-    X1, Y1 = np.roll(X, -1), np.roll(Y, -1)
-    cr = X * Y1 - X1 * Y
-    A = cr.sum() / 2
+    # plain Python floats: the polygon has a few tens of vertices at most, where numpy's
+    # per-call cost would be most of the time
+    xl, gl, hl = list(map(float, x)), list(map(float, g)), list(map(float, h))
+    px, py = xl + xl[::-1], gl + hl[::-1]
+    n = len(px)
+    mx, my = math.fsum(px) / n, math.fsum(py) / n
+    sx = max(max(px) - min(px), 1e-300)
+    sy = max(max(py) - min(py), 1e-300)
+    X = [(a - mx) / sx for a in px]
+    Y = [(b - my) / sy for b in py]
+    A = cx = cy = 0.0
+    for k in range(n):
+        x0, y0, x1, y1 = X[k], Y[k], X[k - n + 1], Y[k - n + 1]
+        cr = x0 * y1 - x1 * y0
+        A += cr
+        cx += (x0 + x1) * cr
+        cy += (y0 + y1) * cr
+    A /= 2
     if abs(A) < 1e-9:
-        return float(px.mean()), float(py.mean())
-    cx = ((X + X1) * cr).sum() / (6 * A)
-    cy = ((Y + Y1) * cr).sum() / (6 * A)
-    return float(cx * sx + px.mean()), float(cy * sy + py.mean())
+        return mx, my
+    return cx / (6 * A) * sx + mx, cy / (6 * A) * sy + my
 
 
 # -- results ---------------------------------------------------------------------------------
@@ -325,6 +425,7 @@ class Segment:
     offset_status: BoundStatus = BoundStatus.PROVEN     # see fit_clock
     drift_status: BoundStatus = BoundStatus.PROVEN
     drift_assumes: str = ""           # what the drift bound rests on beyond the model
+    mean_drift: dict | None = None    # proven mean frequency error over a window (_mean_drift)
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
@@ -332,13 +433,15 @@ class Segment:
     _w: float = field(default=0.0, repr=False, compare=False)     # wander allowance, ns per ns
     _reads: tuple = field(default=(), repr=False, compare=False)  # (s, e, v) of its reads, ns
     _prior: float = field(default=DEFAULT_DRIFT_PRIOR_PPM, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)   # _halves' vertices
 
     def proven_offset_at(self, t_ns: int) -> Bound | None:
         """Offset bound at t_ns that holds even when one break the reads did not reveal (a small
         step, a frequency change) lies inside the segment: the hull of the bound from the reads
         that ended by t and the bound from the reads that started at or after t. One of the two
         sides is clean and holds the truth; None when a side has no read."""
-        h = _halves(*self._reads, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior)
+        h = _halves(*self._reads, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior,
+                    self._cache)
         if h is None:
             return None
         p = min(max(self.offset_at(int(t_ns)).point, h[0]), h[1])
@@ -427,7 +530,8 @@ class Segment:
                 "bracket_ns": dict(self.bracket_ns), "resolution_ns": self.resolution_ns,
                 "resolution_note": self.resolution_note, "offset_status": self.offset_status,
                 "drift_status": self.drift_status,
-                **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {})}
+                **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {}),
+                **({"mean_drift_ppm": dict(self.mean_drift)} if self.mean_drift else {})}
 
 
 @dataclass(frozen=True)
@@ -513,43 +617,73 @@ def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
                  f"({declared} -> {obs} ns)"), ResolutionBasis.OBSERVED
 
 
-def _side(s, e, v, q: int, t: int, w: float, prior: float):
-    """(offset lo, offset hi at t, drift lo, drift hi) from these reads alone, or None."""
-    if len(s) == 0:
-        return None
-    win = _Window(s, e, v, q, t, w, prior)
+def _side_vertices(s, e, v, q: int, t: int, w: float, prior: float):
+    """(window, drifts (ppm) of the polygon's vertices) from these reads alone; the drifts are
+    None when the region is empty. Without wander they do not depend on the epoch (a change of
+    epoch shears the polygon along the offset axis: vertices move in offset, not in drift), so
+    they are computed at the reads' own first instant, the same whatever t asks, and a cache
+    can keep them; with wander the allowance grows with the distance to t and the polygon is
+    t's own."""
+    win = _Window(s, e, v, q, t if w else int(s[0]), w, prior)
     x = win.vertices()
     if x is None:
         x = win.vertices(tol=1.0)
+    return win, x
+
+
+def _side(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = None,
+          key=None):
+    """(offset lo, offset hi at t, drift lo, drift hi) from these reads alone, or None.
+    `cache` keeps the vertices of read sets already seen (under `key`), so the many instants
+    a published bound is asked at cost one hull per side, not one each."""
+    if len(s) == 0:
+        return None
+    if cache is not None and not w:
+        if key not in cache:
+            cache[key] = _side_vertices(s, e, v, q, t, w, prior)
+        win, x = cache[key]
+    else:
+        win, x = _side_vertices(s, e, v, q, t, w, prior)
     if x is None:
         return None
+    win = win if w else win.at_epoch(s, e, t)
     g, h = win.chains(x)
     h = np.maximum(h, g)
     return (win.theta0 + math.floor(float(g.min()) - TOL_NS),
             win.theta0 + math.ceil(float(h.max()) + TOL_NS), float(x[0]), float(x[-1]))
 
 
-def _halves(s, e, v, q: int, t: int, w: float, prior: float):
+def _halves(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = None,
+            memo: bool = True):
     """The hull of the bounds at t from the reads before t and from the reads after it:
     (offset lo, offset hi, drift lo, drift hi, touches the prior), or None when a side is
-    empty. A read whose bracket holds t serves neither side."""
+    empty. A read whose bracket holds t serves neither side. `cache`: a dict kept with these
+    reads (Segment._cache) for the sides' vertices."""
+    if cache is not None and memo:      # the same reads, the same instant: the same answer
+        got = cache.get(("t", int(t)))
+        if got is None:
+            got = cache[("t", int(t))] = (_halves(s, e, v, q, t, w, prior, cache, False),)
+        return got[0]
     # reads are in time order; each side keeps its SIDE_READS reads nearest t (a subset of a
     # clean side is clean: fewer constraints, still sound) so the cost stays bounded
     left = np.flatnonzero(e <= t)[-SIDE_READS:]
     right = np.flatnonzero(s >= t)[:SIDE_READS]
-    a = _side(s[left], e[left], v[left], q, t, w, prior)
-    b = _side(s[right], e[right], v[right], q, t, w, prior)
+    a = _side(s[left], e[left], v[left], q, t, w, prior, cache, (0, left.tobytes()))
+    b = _side(s[right], e[right], v[right], q, t, w, prior, cache, (1, right.tobytes()))
     if a is None or b is None:
         return None
     touches = min(a[2], b[2]) <= -prior or max(a[3], b[3]) >= prior
     return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]), touches
 
 
-def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment | None:
+def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True, pre=None
+             ) -> Segment | None:
     si, ei, vi = s[idx], e[idx], v[idx]
     t0 = int(epoch_ns) if epoch_ns is not None else (int(si[0]) + int(ei[-1])) // 2
-    win = _Window(si, ei, vi, q, t0, w, prior)
-    x = win.vertices()
+    win, x = pre if pre is not None else (None, None)      # (window at t0, its vertices)
+    if win is None:
+        win = _Window(si, ei, vi, q, t0, w, prior)
+        x = win.vertices()
     if x is None:          # an epoch given far from the run can make the wander allowance fail
         t0 = (int(si[0]) + int(ei[-1])) // 2
         win = _Window(si, ei, vi, q, t0, w, prior)
@@ -567,16 +701,18 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
     # for the drift at every instant of the segment (and so for its mean over any part of it)
     wp = w * 1e-3                       # ns/s -> ppm
     dr = Bound(float(x[0]) - wp, float(x[-1]) + wp, min(max(cx, float(x[0])), float(x[-1])))
-    mid = (raw_s[idx] + raw_e[idx]) // 2
-    res = ((vi - mid) - th0).astype(np.float64) + q / 2 - cy - cx * PPM * (mid - t0)
-    br = (raw_e[idx] - raw_s[idx]).astype(np.float64)
+    jit, brk = {}, {}
+    if stats:             # the published statistics (an aim needs only the bounds)
+        mid = (raw_s[idx] + raw_e[idx]) // 2
+        res = ((vi - mid) - th0).astype(np.float64) + q / 2 - cy - cx * PPM * (mid - t0)
+        br = (raw_e[idx] - raw_s[idx]).astype(np.float64)
+        jit = {"std": float(np.std(res)), "p99": float(np.percentile(np.abs(res), 99)),
+               "max": float(np.max(np.abs(res)))}
+        brk = {"min": int(br.min()), "median": float(np.median(br)),
+               "p99": float(np.percentile(br, 99))}
     return Segment(
         start_ns=int(raw_s[idx[0]]), end_ns=int(raw_e[idx[-1]]), reads=len(idx), epoch_ns=t0,
-        offset_ns=off, drift_ppm=dr,
-        jitter_ns={"std": float(np.std(res)), "p99": float(np.percentile(np.abs(res), 99)),
-                   "max": float(np.max(np.abs(res)))},
-        bracket_ns={"min": int(br.min()), "median": float(np.median(br)),
-                    "p99": float(np.percentile(br, 99))},
+        offset_ns=off, drift_ppm=dr, jitter_ns=jit, bracket_ns=brk,
         resolution_ns=q, resolution_note=note,
         _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9,
         _reads=(si, ei, vi), _prior=prior)
@@ -585,19 +721,64 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior) -> Segment
 EPOCH_CANDIDATES = 17     # instants tried for a segment's epoch (between its 10th and 90th %)
 
 
+def _epoch_candidates(seg: Segment) -> list[int]:
+    s, e, _ = seg._reads
+    mids = (s // 2 + e // 2)
+    return np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES))
+                     .astype(np.int64)).tolist()
+
+
+def _mean_drift(seg: Segment) -> dict | None:
+    """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
+    (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets by interval
+    arithmetic, so it holds whenever they do (one unseen break in the segment, slews included,
+    as the fuzz checks), unlike the drift at an instant (RATE_CHANGE_ASSUMPTION). Any step
+    inside the window is part of that change: it is the clock's mean rate over the window, not
+    its oscillator's. The window is the pair among the epoch candidates with the narrowest
+    bound off the prior's edge (their sides' vertices are cached already); "assumed" when
+    either offset's halves reach the prior's edge or the segment's offset is assumed; None
+    when undecided."""
+    s, _, _ = seg._reads
+    if len(s) < 4 or seg.offset_status == BoundStatus.UNDECIDED:
+        return None
+    pts = []
+    for t in _epoch_candidates(seg):
+        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior,
+                    seg._cache)
+        if h is not None:
+            pts.append((int(t), h[0], h[1], h[4]))
+    best = None
+    for i, (t1, lo1, hi1, a1) in enumerate(pts):
+        for t2, lo2, hi2, a2 in pts[i + 1:]:
+            dt = t2 - t1
+            if dt <= 0:
+                continue
+            lo, hi = (lo2 - hi1) / dt, (hi2 - lo1) / dt
+            key = (a1 or a2, hi - lo)          # a window off the prior's edge first
+            if best is None or key < best[0]:
+                best = (key, lo, hi, t1, t2)
+    if best is None:
+        return None
+    (touches, _), lo, hi, t1, t2 = best
+    lo, hi = lo / PPM, hi / PPM
+    lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
+    point = min(max(seg.drift_ppm.point, lo), hi)
+    status = (BoundStatus.ASSUMED if touches or seg.offset_status != BoundStatus.PROVEN
+              else BoundStatus.PROVEN)
+    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2, "status": status}
+
+
 def _best_epoch(seg: Segment) -> int:
     """The instant inside the segment where the published (two-sided) offset bound is narrowest,
     preferring one that does not reach the prior's edge, scored by the sum of the offset and the
     drift widths relative to the middle's. Any instant's bound holds, so the epoch is free to
     choose; the middle's offset bound is often 1.2–2.5x wider than the best's."""
-    s, e, _ = seg._reads
-    if len(s) < 4:
+    if len(seg._reads[0]) < 4:
         return seg.epoch_ns
-    mids = (s // 2 + e // 2)
-    ts = np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES)).astype(np.int64))
     best, key, ref = seg.epoch_ns, None, None
-    for t in [seg.epoch_ns, *ts.tolist()]:
-        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior)
+    for t in [seg.epoch_ns, *_epoch_candidates(seg)]:
+        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior,
+                    seg._cache)
         if h is None:
             continue
         ref = ref or (max(h[1] - h[0], 1), max(h[3] - h[2], 1e-9))
@@ -616,7 +797,8 @@ def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
     empty, or with fewer than MIN_DECIDED_READS reads beside a break (a burst of bad reads looks
     the same); "assumed" when a side's region reaches the drift prior's edge; else "proven".
     The drift is at best "assumed": it rests on RATE_CHANGE_ASSUMPTION (module docstring)."""
-    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior)
+    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior,
+                seg._cache)
     if h is None:
         return _dc_replace(seg, offset_status=BoundStatus.UNDECIDED,
                            drift_status=BoundStatus.UNDECIDED)
@@ -721,6 +903,27 @@ def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
     return ""
 
 
+def fit_line(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
+             uncertainty_ns=0) -> Segment | None:
+    """One segment through all these reads (time order, resolution as given), or None when no
+    line within the prior fits them: the line-model bounds of fit_clock's segments (its
+    `publish=False` form, statuses "undecided"), without the segmentation search. For a caller
+    that already knows where the current segment starts (the probe schedule)."""
+    s = np.asarray(s_ns, dtype=np.int64) - int(uncertainty_ns)
+    e = np.asarray(e_ns, dtype=np.int64) + int(uncertainty_ns)
+    v = np.asarray(value_ns, dtype=np.int64)
+    if len(v) == 0:
+        return None
+    q, prior = int(resolution_ns), float(drift_prior_ppm)
+    win = _Window(s, e, v, q, (int(s[0]) + int(e[-1])) // 2, 0.0, prior)
+    x = win.vertices()
+    if x is None:
+        return None
+    sg = _fit_run(s, e, v, s + int(uncertainty_ns), e - int(uncertainty_ns), q, "",
+                  np.arange(len(v)), None, 0.0, prior, stats=False, pre=(win, x))
+    return _dc_replace(sg, offset_status="undecided", drift_status="undecided")
+
+
 def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
               wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None, publish=True) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
@@ -781,16 +984,19 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         sp, _, _ = _split(s, e, v, q, w, prior, wide)
     segs = []
     for run in sp.runs:
-        sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior)
+        sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior, stats=publish)
         if publish and epoch_ns is None:
             best = _best_epoch(sg)
-            if best != sg.epoch_ns:
-                sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, best, w, prior)
+            if best != sg.epoch_ns:          # the same reads: the sides' vertices carry over
+                sg = _dc_replace(_fit_run(s, e, v, raw_s, raw_e, q, note, run, best, w, prior),
+                                 _cache=sg._cache)
         segs.append(sg)
     lone_ok = len(segs) == 1
     segs = [_robust(sg, basis, lone_ok) if publish else
             _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
                         drift_status=BoundStatus.UNDECIDED) for sg in segs]
+    if publish:
+        segs = [_dc_replace(sg, mean_drift=_mean_drift(sg)) for sg in segs]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])

@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock
+from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock,
+                                     fit_line)
 
 RECENT = 256             # reads used to aim
 
@@ -84,20 +85,58 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
     return int(s)
 
 
+def current_segment(s, e, v, q: int, k: int, drift_prior_ppm: float, uncertainty_ns: int,
+                    state: dict | None, checked=None) -> tuple[Segment | None, int]:
+    """The segment the latest reads belong to (line-model bounds) and the resolution it was
+    fitted with, from the reads k.. on.
+
+    With `state` (a dict the caller keeps per clock between calls) the segment found last time
+    is extended by the reads since, when one line still fits them all (estimate.fit_line: one
+    test and one fit instead of a segmentation search per read); when they do not fit, or the
+    reads are not the ones seen before, the reads are segmented afresh (fit_clock) and the
+    state remembers where the last segment starts."""
+    qq, _, basis = check_resolution(v[k:], q) if checked is None else checked
+    if state is not None and basis != "unproven":
+        s0 = state.get("s_start")      # found by its instant: the caller's window may slide
+        start = int(np.searchsorted(s, s0)) if s0 is not None else len(v)
+        if state.get("q") == qq and start < len(v) and int(s[start]) == s0:
+            start = max(start, k)
+            keep = np.arange(start, len(v))
+            if state.get("outliers"):        # the reads the segmentation set aside stay aside
+                keep = keep[~np.isin(s[start:], state["outliers"])]
+            sg = fit_line(s[keep], e[keep], v[keep], qq,
+                          drift_prior_ppm=state.get("prior", drift_prior_ppm),
+                          uncertainty_ns=uncertainty_ns)
+            if sg is not None:
+                state["s_start"] = int(s[start])
+                return sg, qq
+    fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
+                    uncertainty_ns=uncertainty_ns, publish=False)
+    if not fit.segments:
+        return None, fit.resolution_ns
+    sg = fit.segments[-1]
+    if state is not None:
+        state.clear()
+        state.update(s_start=sg.start_ns, q=fit.resolution_ns, prior=fit.drift_prior_ppm,
+                     outliers=[o["s_ns"] for o in fit.outliers if o["s_ns"] >= sg.start_ns])
+    return sg, fit.resolution_ns
+
+
 def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
-                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0) -> int:
-    """The reference instant at which to read next, from the raw ok reads so far (time order)."""
+                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0,
+                  state: dict | None = None) -> int:
+    """The reference instant at which to read next, from the raw ok reads so far (time order).
+    `state`: a dict kept by the caller for this clock between calls (see current_segment)."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     earliest = int(now_ns) + int(min_gap_ns)
     if len(v) == 0:
         return earliest
     k = max(0, len(v) - RECENT)          # the latest reads aim as well as all of them, in O(1)
-    if check_resolution(v[k:], q)[0] <= 2 * int(typical_bracket_ns):
+    checked = check_resolution(v[k:], q)
+    if checked[0] <= 2 * int(typical_bracket_ns):
         return earliest                  # every read straddles a tick edge anyway
-    fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
-                    uncertainty_ns=uncertainty_ns, publish=False)
-    if not fit.segments:
+    sg, qq = current_segment(s, e, v, q, k, drift_prior_ppm, uncertainty_ns, state, checked)
+    if sg is None:
         return earliest
-    qq = fit.resolution_ns
-    phase = int(np.asarray(v, dtype=np.int64)[-1] % qq)
-    return aim(fit.segments[-1], qq, phase, now_ns, typical_bracket_ns, min_gap_ns)
+    phase = int(v[-1] % qq)
+    return aim(sg, qq, phase, now_ns, typical_bracket_ns, min_gap_ns)

@@ -361,8 +361,14 @@ class SegmentSummary(Segment):
                    _int(x.get("epoch_ns")), off, dr, dict(_d(x.get("jitter_ns"))),
                    dict(_d(x.get("bracket_ns"))), _int(x.get("resolution_ns"), None),
                    str(x.get("resolution_note") or ""), st["offset_status"], st["drift_status"],
-                   str(x.get("drift_assumes") or ""), band=Band.of(x.get("band")),
-                   truth=TruthCheck.of(x.get("truth")), raw=dict(x))
+                   str(x.get("drift_assumes") or ""),
+                   mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
+                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")), raw=dict(x))
+
+    @property
+    def mean_drift_ppm(self) -> dict | None:
+        """summary.json's `mean_drift_ppm`: the proven mean drift over a stated window."""
+        return self.mean_drift
 
     @property
     def bracket_median_ns(self) -> float | None:

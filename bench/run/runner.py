@@ -102,6 +102,7 @@ class DeviceWorker:
         self.armed = armed
         self.stop_event = stop
         self.rng = random.Random(seed)
+        self._aim_state: dict[str, dict] = {}      # per clock: where its current segment starts
         self.status = DeviceStatus(config.name, config.plane)
         self.out: SampleWriter | None = None
         self.cursor: str | None = None
@@ -206,7 +207,8 @@ class DeviceWorker:
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
         try:
             aimed = next_probe_ns(s, e, v, spec.resolution_ns, now, bracket,
-                                  int(period * (1 - d)))
+                                  int(period * (1 - d)),
+                                  state=self._aim_state.setdefault(spec.name, {}))
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
             return t

@@ -39,6 +39,7 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
     now = m.t0_ns if t0_ns is None else int(t0_ns)
     k = 0
     bad_at = int(rng.integers(10, max(11, n - 10))) if bad else -1
+    aim_state: dict = {}                # the schedule's per-clock state, as the runner keeps it
     while len(S) < n:
         t = now + explore_delay_ns(rng.random(), declared_ns, period, DITHER)
         aim = declared_ns >= 1_000_000 and not p.counter and len(S) >= 4 and k % EXPLORE_EVERY
@@ -46,7 +47,8 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         if aim:
             br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
             try:
-                a = next_probe_ns(S, E, V, declared_ns, now, br, int(period * (1 - DITHER)))
+                a = next_probe_ns(S, E, V, declared_ns, now, br, int(period * (1 - DITHER)),
+                                  state=aim_state)
                 t = a if a > now else t
             except Exception:           # the runner journals it and reads at the dithered time
                 pass
