@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
 
+from bench.errors import RackclockError
 from bench.model.inventory import DeviceConfig, Key
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
@@ -84,7 +85,7 @@ class LogEntry:
     raw: str = ""
 
 
-class DeviceError(Exception):
+class DeviceError(RackclockError):
     """A clear, per-device error. `kind` is the error class written to the `status` column:
     timeout | unreachable | auth | protocol | malformed | refused | reset | error."""
 

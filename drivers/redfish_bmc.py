@@ -39,6 +39,7 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
                          RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
                          RedfishProtocolError, RedfishTimeoutError)
 
+from bench.errors import RackclockError
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
@@ -53,7 +54,7 @@ _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_s
                                                                      default=None)
 
 
-class BodyTooLarge(aiohttp.ClientPayloadError):
+class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
     """An answer over the driver's size cap (`max_body_bytes`): not read further."""
 
 

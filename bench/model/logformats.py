@@ -25,6 +25,8 @@ from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bench.errors import RackclockError
+
 NS = 1_000_000_000
 US = 1_000
 MONTHS = {m: i for i, m in enumerate(
@@ -68,7 +70,7 @@ class Context:
     stamp: str = "auto"        # journald/snmptrapd: "wall" or "monotonic" stamp
 
 
-class Unparsed(ValueError):
+class Unparsed(RackclockError, ValueError):
     """This line is not a stamp of the format (the message says why)."""
 
 

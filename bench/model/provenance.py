@@ -19,7 +19,7 @@ LIBRARIES = ("numpy", "matplotlib", "allantools", "aiohttp", "redfish", "pysnmp"
              "pyserial")
 
 
-def git_revision(path: Path = Path(__file__).resolve().parent.parent) -> dict:
+def git_revision(path: Path = Path(__file__).resolve().parents[2]) -> dict:
     try:
         rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5).stdout.strip()

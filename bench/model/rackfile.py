@@ -26,7 +26,7 @@ ALLOWANCE_KEY = Key("float", 0.0, 60.0, unit="s")             # --reference-allo
 
 
 def known_drivers() -> list[str]:
-    here = Path(__file__).resolve().parent.parent / "drivers"
+    here = Path(__file__).resolve().parents[2] / "drivers"
     return sorted(p.stem for p in here.glob("*.py")
                   if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text())
 

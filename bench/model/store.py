@@ -15,6 +15,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.errors import RackclockError
 from bench.model.provenance import redact, redact_text
 
 SCHEMA = 1
@@ -62,7 +63,7 @@ def route_library_logs(path: Path) -> logging.Handler:
     return h
 
 
-class DiskFull(OSError):
+class DiskFull(RackclockError, OSError):
     """The run folder's file system is full (or failing): what was written is kept."""
 
 

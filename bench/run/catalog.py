@@ -13,7 +13,7 @@ import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parent.parent / "experiments"
+CHECKOUT = Path(__file__).resolve().parents[2] / "experiments"
 
 
 def load_file(path: Path):

@@ -30,7 +30,7 @@ from bench.run.simproc import SimProcess
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
 
-DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"
+DEFAULT_RACK = Path(__file__).parents[1] / "sim" / "default_rack.toml"
 
 
 @dataclass
@@ -142,7 +142,7 @@ def load_experiment(name: str):
         return importlib.import_module(f"experiments.{name}")
     except ModuleNotFoundError as exc:
         if exc.name in (f"experiments.{name}", "experiments"):
-            known = sorted(p.stem for p in Path(__file__).resolve().parent.parent.joinpath(
+            known = sorted(p.stem for p in Path(__file__).resolve().parents[2].joinpath(
                 "experiments").glob("*.py") if not p.stem.startswith("_"))
             raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
         raise

@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from bench.errors import RackclockError
 from bench.run.runner import ProbePlan, run_devices
 from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.store import SampleWriter, write_json
@@ -38,7 +39,7 @@ from drivers.base import DeviceError, Driver, LogEntry, Read, Stimulus
 NS = 1_000_000_000
 
 
-class LabTimeout(Exception):
+class LabTimeout(RackclockError):
     """`wait_for` reached its deadline without the condition holding."""
 
 

@@ -52,7 +52,7 @@ class SimProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
              "--out", str(self.out_dir.resolve())], stdout=log, stderr=log,
-            env=os.environ.copy(), cwd=Path(__file__).resolve().parent.parent,
+            env=os.environ.copy(), cwd=Path(__file__).resolve().parents[2],
             preexec_fn=functools.partial(die_with_parent, os.getpid()))
         ready = self.out_dir / "rack.toml"
         deadline = time.monotonic() + self.timeout
