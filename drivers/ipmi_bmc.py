@@ -51,6 +51,7 @@ from bench.model.inventory import Key
 from bench.model.logformats import ns_to_sel_seconds, sel_seconds_to_ns, sel_zone  # noqa: F401 (re-exported)
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
+from drivers.base import Stimulated
 
 NS = 1_000_000_000
 PRE_INIT_MAX = 0x20000000          # SEL stamps below this count seconds since controller init
@@ -90,7 +91,7 @@ class _StampedRmcpPlus(RmcpPlus):
         return rmcp.seq_number, rmcp.class_of_msg, sdu
 
 
-class IpmiBMC(Driver):
+class IpmiBMC(Stimulated, Driver):
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
                "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
                "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),

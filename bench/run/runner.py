@@ -19,7 +19,7 @@ from bench.model.inventory import DeviceConfig
 from bench.model.rundata import in_int64
 from bench.model.store import RunStore, SampleWriter
 from drivers import driver_class
-from drivers.base import ClockSpec, DeviceError, Driver
+from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarget
 
 NS = 1_000_000_000
 
@@ -191,6 +191,8 @@ class DeviceWorker(threading.Thread):
 
     def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
         out = []
+        if not isinstance(drv, StimulusTarget):
+            return out
         for entry in self.config.stimuli:
             name, _, target = entry.partition(":")
             if name in drv.stimuli():
@@ -352,6 +354,8 @@ class DeviceWorker(threading.Thread):
         return next_read - now < self._poll_ns
 
     async def _poll_log(self, drv: Driver) -> bool:
+        if not isinstance(drv, LogSource):         # a plane without a log: nothing to poll
+            return True
         s0 = self.now_ns()
         try:
             entries, cursor = await asyncio.wait_for(drv.log_entries(self.cursor),
