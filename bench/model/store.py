@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.errors import RackclockError
 from bench.model.provenance import redact, redact_text
+from bench.model.runlog import RUN_LOG, Redact, RunLog
 
 SCHEMA = 1
 SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
@@ -140,6 +141,8 @@ class RunStore:
         except OSError:
             self._reserve.unlink(missing_ok=True)
         self._library_log = route_library_logs(self.path / "library.log")
+        self._library_log.addFilter(Redact(lambda: self.manifest))
+        self._run_log = RunLog(self.path / RUN_LOG, lambda: self.manifest)
 
     def samples(self, device: str) -> SampleWriter:
         try:
@@ -209,3 +212,4 @@ class RunStore:
         for name in LIBRARY_LOGGERS:
             logging.getLogger(name).removeHandler(self._library_log)
         self._library_log.close()
+        self._run_log.close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import logging
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,6 +39,7 @@ from drivers.base import (ClockSetter, DeviceError, Driver, LogEntry, LogSource,
                           Stimulus, StimulusRefused, StimulusTarget)
 
 NS = 1_000_000_000
+log = logging.getLogger(__name__)
 
 
 class LabTimeout(RackclockError):
@@ -162,6 +164,7 @@ class Lab:
         k, msg = _kind_of(exc), _message(exc)
         self._out(device).write(kind, what, s0, self.now_ns(), None, None, "user", k, msg)
         self.store.journal(device, "error", k, f"lab {kind} {what}: {msg}")
+        log.info("%s: lab %s %s: %s: %s", device, kind, what, k, msg)
         if isinstance(exc, DeviceError):
             raise exc
         raise DeviceError(device, k, msg) from exc

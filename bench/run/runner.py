@@ -9,6 +9,7 @@ failures the driver is reopened with backoff. A run never stops for one device.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import threading
 import time
@@ -22,6 +23,7 @@ from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarget
 
 NS = 1_000_000_000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class DeviceWorker(threading.Thread):
         self.status.errors += 1
         self.status.last_error = f"{kind}: {msg}"[:120]
         self.store.journal(self.config.name, "error", kind, f"{what}: {msg}")
+        log.info("%s: %s: %s: %s", self.config.name, what, kind, msg)
 
     async def _sleep_until(self, t_ns: int) -> bool:
         """Sleep until reference time t_ns or the stop; False when stopped."""
@@ -271,6 +274,7 @@ class DeviceWorker(threading.Thread):
                 self.status.state = "reconnecting"
                 self.store.journal(self.config.name, "warn", "reopen",
                                    f"{failures} consecutive failures: reconnecting")
+                log.info("%s: %d consecutive failures: reconnecting", self.config.name, failures)
                 await drv.close()
                 drv = None
                 while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
