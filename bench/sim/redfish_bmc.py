@@ -2,7 +2,8 @@
 
 Written by hand on aiohttp.web because no Redfish mock serves a *moving* clock (DMTF's
 Redfish-Mockup-Server replays static JSON from `http.server`, which adds ~44 ms per keep-alive
-request, see FACTS.md). It speaks what the DMTF `redfish` clients and curl need, as bmcweb does:
+request, see docs/protocol_floors.md). It speaks what the DMTF `redfish` clients and curl need,
+as bmcweb does:
 
 - service root `/redfish/v1/`, the OData service document `/redfish/v1/odata` and `$metadata`
   (all three unauthenticated), session login (POST Sessions or Sessions/Members -> 201 with
