@@ -86,6 +86,7 @@ def test_terminal_shows_the_chosen_level_redacted(capsys, monkeypatch):
 
 def test_a_run_folder_keeps_the_log_without_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("BMC_PW", "s3cr3t-value")          # named only by the inventory
+    before = logging.getLogger("bench").level
     store = RunStore(tmp_path, "r")
     store.write_manifest({"inventory": {"devices": [{"name": "bmc-1", "password_env": "BMC_PW"}]}})
     logging.getLogger("bench.run.runner").info("bmc-1: read: auth: rejected s3cr3t-value")
@@ -99,4 +100,16 @@ def test_a_run_folder_keeps_the_log_without_credentials(tmp_path, monkeypatch):
     text = (store.path / RUN_LOG).read_text()
     assert "bmc-1: read: auth: rejected ***" in text and "RuntimeError: with *** inside" in text
     assert "s3cr3t" not in text and "below INFO" not in text and "not the bench's" not in text
-    assert logging.getLogger("bench").level == logging.NOTSET    # levels restored on close
+    assert logging.getLogger("bench").level == before            # levels restored on close
+
+
+def test_two_run_logs_open_at_once_both_keep_their_lines(tmp_path):
+    before = logging.getLogger("drivers").level
+    a, b = RunStore(tmp_path, "a"), RunStore(tmp_path, "b")
+    logging.getLogger("drivers.x").info("both")
+    a.close()
+    logging.getLogger("drivers.x").info("only b")
+    b.close()
+    assert "both" in (a.path / RUN_LOG).read_text() and "only b" not in (a.path / RUN_LOG).read_text()
+    assert "only b" in (b.path / RUN_LOG).read_text()
+    assert logging.getLogger("drivers").level == before

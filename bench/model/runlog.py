@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -16,6 +17,8 @@ from bench.model.provenance import REDACTED, redact_text
 
 BENCH_LOGGERS = ("bench", "drivers")
 RUN_LOG = "bench.log"
+_OPEN: list["RunLog"] = []          # run logs open in this process: the levels go back after the last
+_OPEN_LOCK = threading.Lock()
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
@@ -74,17 +77,23 @@ class RunLog:
         self.handler.setLevel(logging.INFO)
         self.handler.setFormatter(logging.Formatter(FORMAT))
         self.handler.addFilter(Redact(manifest))
-        self._levels = {}
-        for name in BENCH_LOGGERS:
-            lg = logging.getLogger(name)
-            self._levels[name] = lg.level
-            if lg.getEffectiveLevel() > logging.INFO:
-                lg.setLevel(logging.INFO)
-            lg.addHandler(self.handler)
+        with _OPEN_LOCK:
+            if not _OPEN:
+                RunLog._levels = {n: logging.getLogger(n).level for n in BENCH_LOGGERS}
+            _OPEN.append(self)
+            for name in BENCH_LOGGERS:
+                lg = logging.getLogger(name)
+                if lg.getEffectiveLevel() > logging.INFO:
+                    lg.setLevel(logging.INFO)
+                lg.addHandler(self.handler)
 
     def close(self) -> None:
-        for name, level in self._levels.items():
-            lg = logging.getLogger(name)
-            lg.removeHandler(self.handler)
-            lg.setLevel(level)
+        with _OPEN_LOCK:
+            if self not in _OPEN:
+                return
+            _OPEN.remove(self)
+            for name in BENCH_LOGGERS:
+                logging.getLogger(name).removeHandler(self.handler)
+                if not _OPEN:
+                    logging.getLogger(name).setLevel(RunLog._levels[name])
         self.handler.close()
