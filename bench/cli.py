@@ -6,6 +6,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from bench import logsetup
+
 
 
 def _run(a) -> int:
@@ -94,10 +96,17 @@ HELP["fleet"] = "a fleet of racks on Ray: run each rack on its bench host, repor
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:                                   # --log-level / -v: what of the log reaches stderr
+        argv, level = logsetup.take_log_options(argv)
+    except logsetup.LogLevelError as exc:
+        print(f"rackclock: {exc}", file=sys.stderr)
+        return 2
+    logsetup.configure(level)
     if argv and argv[0] in SUBCOMMANDS:
         return _delegate(SUBCOMMANDS[argv[0]], argv[1:])
     ap = OneLineParser(
-        prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane")
+        prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane",
+        epilog=f"logging (any subcommand): {logsetup.HELP}")
     sub = ap.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

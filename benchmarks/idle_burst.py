@@ -1,5 +1,6 @@
 """Why the runner probes in bursts of two: the first exchange after an idle pause has a wider
-bracket than one sent right after it (FACTS.md: idle costs ~0.3 ms a hop on this kind of VM).
+bracket than one sent right after it (docs/protocol_floors.md: idle costs ~0.3 ms a hop on this
+kind of VM).
 
 Serves the default simulated rack from `python -m bench.sim.serve` in a separate process and,
 for one device per plane, repeats: sleep `--idle` s, read, read again at once; prints the median

@@ -1,20 +1,42 @@
 """The driver contract shared by every plane.
 
 A driver is constructed from its inventory entry and a reference clock (`now_ns`, integer ns).
-It reports identity, reads each of its clocks inside a bracket taken as close to the wire as its
-library allows, performs only stimuli the inventory allows, and fetches log entries since a cursor.
+It reports identity and reads each of its clocks inside a bracket taken as close to the wire as its
+library allows (`Driver`: every plane is a `ClockSource`). What else a plane can do is a small
+capability interface (`typing.Protocol`) it implements only when it has it, and callers ask
+`isinstance(drv, LogSource)` instead of calling a default that answers nothing:
+
+- `ClockSource`: `clocks()`, `read_clock(clock)`;
+- `LogSource`: `log_entries(cursor)`, entries since a cursor;
+- `StimulusTarget`: `stimuli()`, `stimulate(name, target)`, only what the inventory allows
+  (the `Stimulated` mixin holds the allow-list and --arm gate; a driver writes `_stimulate`);
+- `ClockSetter`: `set_clock(value_ns | offset_s)` (mixin `ClockSetting`, `_set_clock`);
+- `NtpClient`: `set_ntp(enabled, server)` (mixin `NtpCommanding`, `_set_ntp`).
+
+Driver calls are coroutines run on an event loop that other devices may share (one loop per
+device in a small rack, one loop per worker process with a task per device in a large one; see
+bench/run/runner.py and bench/run/shards.py), and they must not block that loop: a blocking
+library call goes through `asyncio.to_thread` or the library's asyncio API (drivers/serial_optic.py
+runs its pyserial exchanges in `asyncio.to_thread`), so a slow device never holds the loop's
+timers (the log poll budget, the next clock read) nor another device's reads.
 Errors are `DeviceError`s naming the device and what it answered; nothing is silently retried.
 """
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from bench.errors import RackclockError
 from bench.model.inventory import DeviceConfig, Key
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
+SET_CLOCK = "set_clock"           # the stimulus kinds of ClockSetter and NtpClient, allow-listed
+SET_NTP = "ntp"                   # in the rack file like the others
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,7 +106,7 @@ class LogEntry:
     raw: str = ""
 
 
-class DeviceError(Exception):
+class DeviceError(RackclockError):
     """A clear, per-device error. `kind` is the error class written to the `status` column:
     timeout | unreachable | auth | protocol | malformed | refused | reset | error."""
 
@@ -104,6 +126,49 @@ def split_address(address: str) -> tuple[str, str, int | None, str]:
     """`scheme://host:port/path` -> (scheme, host, port, path)."""
     u = urlsplit(address)
     return u.scheme, u.hostname or "", u.port, u.path
+
+
+@runtime_checkable
+class ClockSource(Protocol):
+    """Reads its clocks, each in a bracket (every `Driver` is one)."""
+
+    def clocks(self) -> list[ClockSpec]: ...
+
+    async def read_clock(self, clock: str) -> Read: ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    """Keeps a log whose entries are fetched since a cursor. A paged source may set
+    `log_backlog` (more left after its budget) and honour `log_until_ns` (start no page after)."""
+
+    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
+        """Entries newer than `cursor`, and the new cursor."""
+
+
+@runtime_checkable
+class StimulusTarget(Protocol):
+    """Performs named stimuli (only those the inventory allows; unarmed: logged, not sent)."""
+
+    def stimuli(self) -> list[str]: ...
+
+    async def stimulate(self, name: str, target: str | int | None = None) -> Stimulus: ...
+
+
+@runtime_checkable
+class ClockSetter(Protocol):
+    """Sets the device's clock (stimulus kind `set_clock`)."""
+
+    async def set_clock(self, value_ns: int | None = None,
+                        offset_s: float | None = None) -> Stimulus: ...
+
+
+@runtime_checkable
+class NtpClient(Protocol):
+    """Commands the device's NTP client (stimulus kind `ntp`)."""
+
+    async def set_ntp(self, enabled: bool | None = None,
+                      server: str | None = None) -> Stimulus: ...
 
 
 class Driver(ABC):
@@ -149,79 +214,68 @@ class Driver(ABC):
     @abstractmethod
     async def read_clock(self, clock: str) -> Read: ...
 
+    SET_CLOCK = SET_CLOCK
+    SET_NTP = SET_NTP
+
+    def _gate(self, kind: str, target: str | None, what: str) -> Stimulus | None:
+        """The allow-list and --arm gate of every stimulus kind: raises StimulusRefused when the
+        inventory does not allow it; unarmed, logs what would be sent and returns the unsent
+        Stimulus; armed, None (send it)."""
+        if not self.config.allows(kind, target):
+            label = kind if target is None else f"{kind}:{target}"
+            raise StimulusRefused(self.name, f"stimulus {label!r} is not allowed by the inventory "
+                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
+        if self.armed:
+            return None
+        t = self.now_ns()
+        log.warning("[unarmed] would %s", what)
+        return Stimulus(kind, target, t, t, sent=False)
+
+    def error(self, kind: str, message: str) -> DeviceError:
+        return DeviceError(self.name, kind, message)
+
+
+class Stimulated:
+    """A `Driver` that is a StimulusTarget: lists `stimuli()` and writes `_stimulate`."""
+
     def stimuli(self) -> list[str]:
-        """Names of stimuli this driver can perform (allowed or not)."""
-        return []
+        raise NotImplementedError
 
     async def stimulate(self, name: str, target: str | int | None = None) -> Stimulus:
-        """Perform a stimulus, only if the inventory allows it; unarmed, print and do not send."""
+        """Perform a stimulus, only if the inventory allows it; unarmed, log and do not send."""
         if name not in self.stimuli():
             raise StimulusRefused(self.name, f"driver {self.config.driver} has no stimulus {name!r}")
-        if not self.config.allows(name, target):
-            what = name if target is None else f"{name}:{target}"
-            raise StimulusRefused(self.name, f"stimulus {what!r} is not allowed by the inventory "
-                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
-        if not self.armed:
-            t = self.now_ns()
-            print(f"[unarmed] would send {name}" + (f":{target}" if target is not None else "")
-                  + f" to {self.name}")
-            return Stimulus(name, None if target is None else str(target), t, t, sent=False)
-        return await self._stimulate(name, None if target is None else str(target))
+        target = None if target is None else str(target)
+        unsent = self._gate(name, target, f"send {name}" + (f":{target}" if target is not None
+                                                             else "") + f" to {self.name}")
+        return unsent or await self._stimulate(name, target)
 
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         raise StimulusRefused(self.name, f"no stimulus {name!r}")
 
-    # -- setting the device's clock: the stimulus kind "set_clock", allow-listed like the others
-    SET_CLOCK = "set_clock"
 
-    def can_set_clock(self) -> bool:
-        """Whether this driver can set its device's clock (it overrides `_set_clock`)."""
-        return type(self)._set_clock is not Driver._set_clock
+class ClockSetting:
+    """A `Driver` that is a ClockSetter: writes `_set_clock`."""
 
     async def set_clock(self, value_ns: int | None = None,
                         offset_s: float | None = None) -> Stimulus:
         """Set the device clock to `value_ns` (UTC ns), or to the reference's time at sending
-        plus `offset_s`; only if the inventory allows `set_clock`; unarmed, print and do not send."""
-        if not self.can_set_clock():
-            raise StimulusRefused(self.name, f"driver {self.config.driver} cannot set the clock")
-        if not self.config.allows(self.SET_CLOCK):
-            raise StimulusRefused(self.name, f"stimulus 'set_clock' is not allowed by the inventory "
-                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
-        if not self.armed:
-            t = self.now_ns()
-            print(f"[unarmed] would set the clock of {self.name}")
-            return Stimulus(self.SET_CLOCK, None, t, t, sent=False)
-        return await self._set_clock(value_ns, offset_s)
+        plus `offset_s`; only if the inventory allows `set_clock`; unarmed, log and do not send."""
+        unsent = self._gate(SET_CLOCK, None, f"set the clock of {self.name}")
+        return unsent or await self._set_clock(value_ns, offset_s)
 
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
-        raise StimulusRefused(self.name, "no set_clock")
+        raise NotImplementedError
 
-    # -- the device's NTP client: the stimulus kind "ntp", allow-listed like the others
-    SET_NTP = "ntp"
 
-    def can_set_ntp(self) -> bool:
-        return type(self)._set_ntp is not Driver._set_ntp
+class NtpCommanding:
+    """A `Driver` that is an NtpClient: writes `_set_ntp`."""
 
     async def set_ntp(self, enabled: bool | None = None, server: str | None = None) -> Stimulus:
         """Switch the device's NTP client on/off and/or point it at `server`; only if the
-        inventory allows `ntp`; unarmed, print and do not send."""
-        if not self.can_set_ntp():
-            raise StimulusRefused(self.name, f"driver {self.config.driver} cannot command NTP")
-        if not self.config.allows(self.SET_NTP):
-            raise StimulusRefused(self.name, f"stimulus 'ntp' is not allowed by the inventory "
-                                             f"(allowed: {list(self.config.stimuli) or 'none'})")
-        if not self.armed:
-            t = self.now_ns()
-            print(f"[unarmed] would command NTP of {self.name}")
-            return Stimulus(self.SET_NTP, None, t, t, sent=False)
-        return await self._set_ntp(enabled, server)
+        inventory allows `ntp`; unarmed, log and do not send."""
+        unsent = self._gate(SET_NTP, None, f"command NTP of {self.name}")
+        return unsent or await self._set_ntp(enabled, server)
 
     async def _set_ntp(self, enabled: bool | None, server: str | None) -> Stimulus:
-        raise StimulusRefused(self.name, "no ntp")
-
-    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
-        """Entries newer than `cursor`, and the new cursor. Default: the device keeps no log."""
-        return [], cursor
-
-    def error(self, kind: str, message: str) -> DeviceError:
-        return DeviceError(self.name, kind, message)
+        raise NotImplementedError

@@ -34,6 +34,7 @@ from collections import deque
 from bench.model.inventory import Key
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
+from drivers.base import Stimulated
 
 NS = 1_000_000_000
 US = 1000
@@ -50,7 +51,7 @@ def parse_record(line: str) -> tuple[int, int, str] | None:
     return int(m[2]), int(m[3]) * US, m[5]
 
 
-class HostKernel(Driver):
+class HostKernel(Stimulated, Driver):
     OPTIONS = {"write_kmsg": Key("bool"), "kmsg": Key("str"), "key_file": Key("path"),
                "known_hosts": Key("str"), "timeout_s": TIMEOUT_KEY}
     LOG_LINE = "log_line"

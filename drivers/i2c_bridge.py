@@ -37,8 +37,9 @@ answer: a counter value sampled before the next bracket opened would break it. A
 another tag are discarded as stale; the input buffer is flushed before each request.
 
 Bracket of an exchange: `s_ns` just before the request is written, `e_ns` just after the read
-that delivered the answer's line end. pyserial's `readline()` reads one byte per call (FACTS.md),
-so the port is opened non-blocking and read in chunks after `select` on its descriptor.
+that delivered the answer's line end. pyserial's `readline()` reads one byte per call
+(docs/protocol_floors.md), so the port is opened non-blocking and read in chunks after
+`select` on its descriptor.
 
 Errors (DeviceError kinds): cannot open -> "unreachable"; the port or socket goes away during an
 exchange -> "reset" (the next exchange reopens); no full answer in `timeout_s`, or the request

@@ -33,11 +33,10 @@ Address: `ipmi://host:port` (port 623 by default). Inventory keys: `sel_timezone
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import struct
 import threading
 from typing import Callable
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfoNotFoundError
 
 import pyipmi
 import pyipmi.interfaces
@@ -49,8 +48,10 @@ from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
 from bench.model.inventory import Key
+from bench.model.logformats import ns_to_sel_seconds, sel_seconds_to_ns, sel_zone  # noqa: F401 (re-exported)
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
+from drivers.base import Stimulated
 
 NS = 1_000_000_000
 PRE_INIT_MAX = 0x20000000          # SEL stamps below this count seconds since controller init
@@ -90,34 +91,7 @@ class _StampedRmcpPlus(RmcpPlus):
         return rmcp.seq_number, rmcp.class_of_msg, sdu
 
 
-def sel_zone(name: str | None) -> dt.tzinfo | None:
-    """The zone SEL wall-time stamps are read in; None for "unknown" (read as UTC, reported)."""
-    if name is None or str(name).lower() == "unknown":
-        return None
-    if str(name).upper() == "UTC":
-        return dt.timezone.utc
-    return ZoneInfo(str(name))
-
-
-def sel_seconds_to_ns(seconds: int, zone: dt.tzinfo | None) -> int:
-    """A SEL wall-time stamp (local seconds in `zone`) as Unix-epoch ns (UTC)."""
-    if zone is None or zone is dt.timezone.utc:
-        return seconds * NS
-    local = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)
-    off = local.replace(tzinfo=zone).utcoffset() or dt.timedelta(0)
-    return (seconds - int(off.total_seconds())) * NS
-
-
-def ns_to_sel_seconds(t_ns: int, zone: dt.tzinfo | None) -> int:
-    """The SEL seconds a BMC keeping local time in `zone` shows at Unix instant t_ns."""
-    s = t_ns // NS
-    if zone is None or zone is dt.timezone.utc:
-        return s
-    off = dt.datetime.fromtimestamp(s, dt.timezone.utc).astimezone(zone).utcoffset()
-    return s + int(off.total_seconds())
-
-
-class IpmiBMC(Driver):
+class IpmiBMC(Stimulated, Driver):
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
                "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
                "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),

@@ -46,6 +46,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from bench.model.inventory import Key
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
+from drivers.base import Stimulated
 
 NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -84,7 +85,7 @@ def parse_http_date_ns(text: str) -> int:
     return to_ns(parsedate_to_datetime(text))
 
 
-class K8sScheduler(Driver):
+class K8sScheduler(Stimulated, Driver):
     OPTIONS = {"kubeconfig": Key("str"), "context": Key("str"), "namespace": Key("str"),
                "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}
     SCHEDULE_POD = "schedule_pod"

@@ -36,6 +36,7 @@ from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOEx
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus)
+from drivers.base import ClockSetting, Stimulated
 from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
 
 NS = 1_000_000_000
@@ -68,7 +69,7 @@ def from_bcd(word: int, what: str) -> int:
 FUNCTION = {"coil": 1, "discrete": 2, "holding": 3, "input": 4}   # read function codes
 
 
-class ModbusCooling(Driver):
+class ModbusCooling(Stimulated, ClockSetting, Driver):
     SCHEMES = ("tcp", "socket", "serial")
     OPTIONS = {"map": Key("str", file_suffix=".toml"), "timezone": Key("str"), "device_id": Key("int", 0, 247),
                "word_order": Key("str", choices=("big", "little")), "timeout_s": TIMEOUT_KEY,

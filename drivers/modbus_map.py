@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from bench.errors import RackclockError
+
 MAP_DIR = Path(__file__).with_name("maps") / "cooling"
 
 TABLES = ("coil", "discrete", "holding", "input")
@@ -32,7 +34,7 @@ WINDOW_FIELDS = ("seq", "code", "bcd_ddmm", "bcd_yyyy", "bcd_00hh", "bcd_mmss")
 VALUE_TYPES = {"int16": 1, "uint16": 1, "int32": 2, "uint32": 2, "float32": 2}
 
 
-class MapError(ValueError):
+class MapError(RackclockError, ValueError):
     """A map file is missing, malformed, or names something this code does not know."""
 
 

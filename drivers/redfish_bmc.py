@@ -39,9 +39,11 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
                          RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
                          RedfishProtocolError, RedfishTimeoutError)
 
+from bench.errors import RackclockError
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
+from drivers.base import ClockSetting, NtpCommanding, Stimulated
 from drivers.redfish_events import EventSubscriber
 
 NS = 1_000_000_000
@@ -53,7 +55,7 @@ _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_s
                                                                      default=None)
 
 
-class BodyTooLarge(aiohttp.ClientPayloadError):
+class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
     """An answer over the driver's size cap (`max_body_bytes`): not read further."""
 
 
@@ -148,7 +150,7 @@ async def _on_answer(session, trace_ctx, params) -> None:
         stamps.append(("e", trace_ctx.now_ns()))
 
 
-class RedfishBMC(EventSubscriber, Driver):
+class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https",)
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,

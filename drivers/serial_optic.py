@@ -43,6 +43,7 @@ import os
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus)
+from drivers.base import Stimulated
 from drivers.i2c_bridge import Answer
 
 # CMIS 5 addresses (page, offset)
@@ -78,7 +79,7 @@ def adapter_latency_ms(url: str) -> int | None:
         return None
 
 
-class SerialOptic(Driver):
+class SerialOptic(Stimulated, Driver):
     MAX_ENTRIES = 10_000
     SCHEMES = ("serial", "socket", "rfc2217", "loop", "")
     OPTIONS = {"ports": Key("list[int]", 1, 255), "counter_ports": Key("list[int]", 1, 255),

@@ -44,6 +44,7 @@ from drivers import pdu_backends
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
+from drivers.base import ClockSetting, Stimulated
 
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 SYS_OBJECT_ID = "1.3.6.1.2.1.1.2.0"
@@ -118,7 +119,7 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
     return ns - offset_min * 60_000_000_000, offset_min
 
 
-class SnmpPdu(Driver):
+class SnmpPdu(Stimulated, ClockSetting, Driver):
     SCHEMES = ("udp", "snmp", "")
     OPTIONS = {"version": Key("str|int", choices=("2c", "3", "v2c", "v3", 3)),
                "vendor": Key("str"), "timeout_s": TIMEOUT_KEY, "trap_listen": Key("str"),

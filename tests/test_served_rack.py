@@ -41,7 +41,7 @@ def served(tmp_path, monkeypatch):
     proc.wait(30)
 
 
-def test_served_rack_is_a_lab_rack_and_stimuli_need_arm(served, tmp_path, capsys):
+def test_served_rack_is_a_lab_rack_and_stimuli_need_arm(served, tmp_path, caplog):
     rack_file = served / "rack.toml"
     rack = load_rack(rack_file)
     assert not rack.simulated and rack.options["served_by"] == "rackclock sim"
@@ -49,7 +49,7 @@ def test_served_rack_is_a_lab_rack_and_stimuli_need_arm(served, tmp_path, capsys
     params = {"duration_s": "6", "stimulus_every_s": "2"}
     unarmed = load_run(run_experiment("clock_offset", rack_file, tmp_path / "runs", params,
                                       allowance_ns=100_000, quiet=True))
-    printed = capsys.readouterr().out
+    printed = caplog.text              # drivers log the unarmed stimulus (drivers/base.py)
     armed = load_run(run_experiment("clock_offset", rack_file, tmp_path / "runs", params,
                                     armed=True, allowance_ns=100_000, quiet=True))
     for run in (unarmed, armed):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from bench.errors import RackclockError
 from bench.units import parse_duration_ns
 
 MEASURES = {"offset": "ns", "drift": "ppm", "jitter": "ns", "bracket": "ns", "resolution": "ns",
@@ -13,7 +14,7 @@ MEASURES = {"offset": "ns", "drift": "ppm", "jitter": "ns", "bracket": "ns", "re
 DIRECTIONS = ("higher_is_worse", "magnitude", "any")   # magnitude: farther from 0 is worse
 
 
-class ToleranceError(ValueError):
+class ToleranceError(RackclockError, ValueError):
     """The tolerance file is malformed."""
 
 

@@ -15,12 +15,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from bench.errors import RackclockError
+
 KNOWN_KEYS = {"plane", "driver", "address", "username", "password_env", "rate_hz", "stimuli", "sim"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class InventoryError(ValueError):
+class InventoryError(RackclockError, ValueError):
     """The rack file is malformed. `str()` is one line naming the file, device and key."""
 
     def __init__(self, message: str, *, file: str | None = None, device: str | None = None,

@@ -26,12 +26,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from bench.errors import RackclockError
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
 
 KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns"}
 
 
-class LimitError(ValueError):
+class LimitError(RackclockError, ValueError):
     """The [limits] table of the rack file is malformed."""
 
 

@@ -16,6 +16,7 @@ exactly the "404 not a timestamp" lines this module must refuse.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -24,6 +25,8 @@ from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bench.errors import RackclockError
 
 NS = 1_000_000_000
 US = 1_000
@@ -68,7 +71,7 @@ class Context:
     stamp: str = "auto"        # journald/snmptrapd: "wall" or "monotonic" stamp
 
 
-class Unparsed(ValueError):
+class Unparsed(RackclockError, ValueError):
     """This line is not a stamp of the format (the message says why)."""
 
 
@@ -529,3 +532,31 @@ def parse_log(text: str, fmt: str = "auto", ctx: Context = Context()) -> ParsedL
                 seen.append(nt)
     out.notes = seen
     return out
+
+
+# -- IPMI SEL stamps: local wall seconds in the BMC's zone (drivers/ipmi_bmc.py, bench/sim/ipmi_bmc.py)
+def sel_zone(name: str | None) -> dt.tzinfo | None:
+    """The zone SEL wall-time stamps are read in; None for "unknown" (read as UTC, reported)."""
+    if name is None or str(name).lower() == "unknown":
+        return None
+    if str(name).upper() == "UTC":
+        return dt.timezone.utc
+    return ZoneInfo(str(name))
+
+
+def sel_seconds_to_ns(seconds: int, zone: dt.tzinfo | None) -> int:
+    """A SEL wall-time stamp (local seconds in `zone`) as Unix-epoch ns (UTC)."""
+    if zone is None or zone is dt.timezone.utc:
+        return seconds * NS
+    local = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)
+    off = local.replace(tzinfo=zone).utcoffset() or dt.timedelta(0)
+    return (seconds - int(off.total_seconds())) * NS
+
+
+def ns_to_sel_seconds(t_ns: int, zone: dt.tzinfo | None) -> int:
+    """The SEL seconds a BMC keeping local time in `zone` shows at Unix instant t_ns."""
+    s = t_ns // NS
+    if zone is None or zone is dt.timezone.utc:
+        return s
+    off = dt.datetime.fromtimestamp(s, dt.timezone.utc).astimezone(zone).utcoffset()
+    return s + int(off.total_seconds())

@@ -50,7 +50,7 @@ def _resolve(key: Key, value: Any, base: Path) -> Any:
 
 def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
     """The device with its driver's keys checked and its paths resolved."""
-    from drivers.base import DeviceError
+    from drivers.base import SET_CLOCK, SET_NTP, ClockSetter, DeviceError, NtpClient, StimulusTarget
 
     cls = _driver_class(d)
     options = {}
@@ -73,9 +73,9 @@ def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
     d = replace(d, options=type(d.options)(options))
     try:
         drv = cls(d, lambda: 0, armed=False)
-        known = drv.stimuli()
-        known += [k for k, can in ((drv.SET_CLOCK, drv.can_set_clock()),
-                                   (drv.SET_NTP, drv.can_set_ntp())) if can]
+        known = list(drv.stimuli()) if isinstance(drv, StimulusTarget) else []
+        known += [k for k, can in ((SET_CLOCK, isinstance(drv, ClockSetter)),
+                                   (SET_NTP, isinstance(drv, NtpClient))) if can]
     except DeviceError as exc:
         raise InventoryError(exc.message, device=d.name) from None
     except (ValueError, TypeError) as exc:

@@ -15,7 +15,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.errors import RackclockError
 from bench.model.provenance import redact, redact_text
+from bench.model.runlog import RUN_LOG, Redact, RunLog
 
 SCHEMA = 1
 SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
@@ -62,7 +64,7 @@ def route_library_logs(path: Path) -> logging.Handler:
     return h
 
 
-class DiskFull(OSError):
+class DiskFull(RackclockError, OSError):
     """The run folder's file system is full (or failing): what was written is kept."""
 
 
@@ -140,6 +142,8 @@ class RunStore:
         except OSError:
             self._reserve.unlink(missing_ok=True)
         self._library_log = route_library_logs(self.path / "library.log")
+        self._library_log.addFilter(Redact(lambda: self.manifest))
+        self._run_log = RunLog(self.path / RUN_LOG, lambda: self.manifest)
 
     def samples(self, device: str) -> SampleWriter:
         try:
@@ -218,3 +222,4 @@ class RunStore:
         for name in LIBRARY_LOGGERS:
             logging.getLogger(name).removeHandler(self._library_log)
         self._library_log.close()
+        self._run_log.close()

@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 
+from bench.errors import RackclockError
 from bench.units import fmt_ns
 from bench.reference.ptp_health import (NS, DEFAULT_UDS, Pmc, PtpHealthError, PtpThresholds,
                               UncertaintyPolicy, find_uds, grade, kernel_clock_status, take_snapshot,
@@ -61,7 +62,7 @@ def worse_grade(a: str, b: str) -> str:
     return a if rank.get(a, 3) >= rank.get(b, 3) else b
 
 
-class ReferenceRefused(RuntimeError):
+class ReferenceRefused(RackclockError, RuntimeError):
     """The run cannot state a bound on the reference's error; the message says what to do."""
 
 

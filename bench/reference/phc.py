@@ -18,6 +18,8 @@ import struct
 import time
 from dataclasses import dataclass
 
+from bench.errors import RackclockError
+
 NS = 1_000_000_000
 PTP_MAX_SAMPLES = 25
 _CLOCK_TIME = struct.Struct("=qII")          # struct ptp_clock_time: s64 sec, u32 nsec, u32 reserved
@@ -36,7 +38,7 @@ PTP_SYS_OFFSET = _ioc(_IOC_WRITE, 5, _SYS_OFFSET_SIZE)
 PTP_SYS_OFFSET_EXTENDED = _ioc(_IOC_READ | _IOC_WRITE, 9, _SYS_OFFSET_EXTENDED_SIZE)
 
 
-class PhcError(OSError):
+class PhcError(RackclockError, OSError):
     """The PHC cannot be opened or read; the message names the device and the reason."""
 
 

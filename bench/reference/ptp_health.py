@@ -22,6 +22,8 @@ import tempfile
 import itertools
 from dataclasses import asdict, dataclass, field
 
+from bench.errors import RackclockError
+
 NS = 1_000_000_000
 DEFAULT_UDS = ("/var/run/ptp4l", "/var/run/ptp/ptp4l")      # linuxptp 3.x, 4.x defaults
 QUERIES = ("TIME_STATUS_NP", "PORT_DATA_SET", "CURRENT_DATA_SET", "PORT_PROPERTIES_NP",
@@ -29,7 +31,7 @@ QUERIES = ("TIME_STATUS_NP", "PORT_DATA_SET", "CURRENT_DATA_SET", "PORT_PROPERTI
 GRADES = ("ok", "warn", "fail")
 
 
-class PtpHealthError(Exception):
+class PtpHealthError(RackclockError):
     """linuxptp could not be asked (no pmc, no ptp4l answering, permission)."""
 
 

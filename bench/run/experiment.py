@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import importlib
+import logging
 import sys
 import time
 import traceback
@@ -33,6 +34,7 @@ from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
 
 DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -179,6 +181,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     # experiment's own simulated rack (e.g. a power topology), when no rack file is given
     check_out(out)
     store = RunStore(out, new_run_id(name))
+    log.info("run %s: experiment %s, rack %s", store.run_id, name, rack.source or "default")
     status, error = RunStatus.FAILED, None
     with contextlib.ExitStack() as stack:
         signals = stack.enter_context(interrupt_on_signals())
@@ -252,6 +255,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
                                   duration_s=round(time.monotonic() - t0, 3),
                                   **({"stopped_by": signals[0]} if signals else {}))
+            log.info("run %s %s%s", store.run_id, status, f": {error}" if error else "")
             store.close()
     if bench.summary and not quiet:
         print(reference_line(store.manifest))

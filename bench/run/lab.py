@@ -24,23 +24,27 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import logging
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from bench.errors import RackclockError
 from bench.run.runner import ProbePlan, run_devices
 from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.documents import Manifest
 from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
 from drivers import driver_class
-from drivers.base import DeviceError, Driver, LogEntry, Read, Stimulus
+from drivers.base import (ClockSetter, DeviceError, Driver, LogEntry, LogSource, NtpClient, Read,
+                          Stimulus, StimulusRefused, StimulusTarget)
 
 NS = 1_000_000_000
+log = logging.getLogger(__name__)
 
 
-class LabTimeout(Exception):
+class LabTimeout(RackclockError):
     """`wait_for` reached its deadline without the condition holding."""
 
 
@@ -162,6 +166,7 @@ class Lab:
         k, msg = _kind_of(exc), _message(exc)
         self._out(device).write(kind, what, s0, self.now_ns(), None, None, "user", k, msg)
         self.store.journal(device, "error", k, f"lab {kind} {what}: {msg}")
+        log.info("%s: lab %s %s: %s: %s", device, kind, what, k, msg)
         if isinstance(exc, DeviceError):
             raise exc
         raise DeviceError(device, k, msg) from exc
@@ -180,9 +185,19 @@ class Lab:
                                 r.stamp, "ok", r.raw)
         return r
 
-    def stimulate(self, device: str, name: str, target: str | int | None = None) -> Stimulus:
-        """Send one stimulus the inventory allows (unarmed on a real rack: printed, not sent)."""
+    def _able(self, device: str, capability: type, what: str) -> Driver:
+        """The device's driver when it has the capability (drivers/base.py), else a refusal,
+        recorded like any failed step."""
         drv = self.driver(device)
+        if not isinstance(drv, capability):
+            self._fail(device, "stimulus" if capability is not LogSource else "event", what,
+                       self.now_ns(), StimulusRefused(device, f"driver {drv.config.driver} is not "
+                                                              f"a {capability.__name__}"))
+        return drv
+
+    def stimulate(self, device: str, name: str, target: str | int | None = None) -> Stimulus:
+        """Send one stimulus the inventory allows (unarmed on a real rack: logged, not sent)."""
+        drv = self._able(device, StimulusTarget, name)
         label = name if target is None else f"{name}:{target}"
         s0 = self.now_ns()
         try:
@@ -203,7 +218,7 @@ class Lab:
         """Send `count` allowed stimuli back to back (e.g. to fill a device log). They are
         journalled as one line, not written as stimulus rows: nothing waits for their log
         entries, so none could be paired with its entry (the summary pairs stimulus rows)."""
-        drv = self.driver(device)
+        drv = self._able(device, StimulusTarget, name)
 
         async def burst():
             return [await asyncio.wait_for(drv.stimulate(name, target), self.timeout_s)
@@ -225,7 +240,7 @@ class Lab:
         `value_ns` (UTC ns), or to the reference's time at sending plus `offset_s`."""
         if (value_ns is None) == (offset_s is None):
             raise ValueError("give exactly one of value_ns, offset_s")
-        drv = self.driver(device)
+        drv = self._able(device, ClockSetter, "set_clock")
         s0 = self.now_ns()
         try:
             st = self._call(asyncio.wait_for(drv.set_clock(value_ns=value_ns, offset_s=offset_s),
@@ -237,7 +252,7 @@ class Lab:
     def set_ntp(self, device: str, enabled: bool | None = None,
                 server: str | None = None) -> Stimulus:
         """Switch the device's NTP client on/off and/or set its server (stimulus kind `ntp`)."""
-        drv = self.driver(device)
+        drv = self._able(device, NtpClient, "ntp")
         label = "ntp:" + ",".join([*(["on" if enabled else "off"] if enabled is not None else []),
                                    *([f"server={server}"] if server else [])])
         s0 = self.now_ns()
@@ -249,7 +264,7 @@ class Lab:
 
     def logs(self, device: str) -> list[LogEntry]:
         """Log entries new since the lab's last fetch of this device, recorded as events."""
-        drv = self.driver(device)
+        drv = self._able(device, LogSource, "")
         s0 = self.now_ns()
         try:
             entries, cur = self._call(asyncio.wait_for(drv.log_entries(self._cursors.get(device)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import logging
 import random
 import threading
 import time
@@ -24,13 +25,14 @@ from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import RunStore, SampleWriter
 from drivers import driver_class
-from drivers.base import ClockSpec, DeviceError, Driver
+from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarget
 
 NS = 1_000_000_000
 LATE_NS = 10_000_000           # a probe that starts this long after its planned instant is late
 SHARD_MIN_DEVICES = 32         # fewer devices: one process (one core is more than enough)
 OPENS_AT_ONCE = 4              # per loop: a driver's open can cost CPU (an SNMP engine ~0.2 s),
                                # and many at once starve the answers of the ones already open
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class DeviceWorker:
         self.status.errors += 1
         self.status.last_error = f"{kind}: {msg}"[:120]
         self.store.journal(self.config.name, "error", kind, f"{what}: {msg}")
+        log.info("%s: %s: %s: %s", self.config.name, what, kind, msg)
 
     async def _sleep_until(self, t_ns: int) -> bool:
         """Sleep until reference time t_ns or the stop; False when stopped."""
@@ -219,6 +222,8 @@ class DeviceWorker:
 
     def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
         out = []
+        if not isinstance(drv, StimulusTarget):
+            return out
         for entry in self.config.stimuli:
             name, _, target = entry.partition(":")
             if name in drv.stimuli():
@@ -303,6 +308,7 @@ class DeviceWorker:
                 self.status.state = "reconnecting"
                 self.store.journal(self.config.name, "warn", "reopen",
                                    f"{failures} consecutive failures: reconnecting")
+                log.info("%s: %d consecutive failures: reconnecting", self.config.name, failures)
                 await drv.close()
                 drv = None
                 while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
@@ -407,6 +413,8 @@ class DeviceWorker:
         return next_read - now < self._poll_ns
 
     async def _poll_log(self, drv: Driver) -> bool:
+        if not isinstance(drv, LogSource):         # a plane without a log: nothing to poll
+            return True
         s0 = self.now_ns()
         try:
             entries, cursor = await asyncio.wait_for(drv.log_entries(self.cursor),

@@ -222,7 +222,7 @@ class HostSelTruth:
                 d = dd
         off = d + self.off_s * NS
         if self.zone is not None and not self.counter:
-            from drivers.ipmi_bmc import ns_to_sel_seconds
+            from bench.model.logformats import ns_to_sel_seconds
             off -= (ns_to_sel_seconds(t_ns, self.zone) - t_ns // NS) * NS
         return off
 
@@ -239,7 +239,7 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
     if ipmi_sim_path() is None:
         raise RuntimeError("ipmi_sim is not installed (Debian package openipmi): IPMI devices "
                            "are left out of this run")
-    from drivers.ipmi_bmc import ns_to_sel_seconds, sel_zone
+    from bench.model.logformats import ns_to_sel_seconds, sel_zone
     out: dict[str, dict] = {}
     sims: list[IpmiSim] = []
     truths: list[HostSelTruth] = []

@@ -31,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from bench.errors import RackclockError
 from bench.sim.clock import NS
 from bench.sim.optic_cmis import CmisModule
 from bench.sim.timing import hold
@@ -64,7 +65,7 @@ class BridgeSpec:
     max_count: int = 128
 
 
-class BridgeError(Exception):
+class BridgeError(RackclockError):
     def __init__(self, code: int, text: str):
         super().__init__(text)
         self.code, self.text = code, text

@@ -2,7 +2,8 @@
 
 Written by hand on aiohttp.web because no Redfish mock serves a *moving* clock (DMTF's
 Redfish-Mockup-Server replays static JSON from `http.server`, which adds ~44 ms per keep-alive
-request, see FACTS.md). It speaks what the DMTF `redfish` clients and curl need, as bmcweb does:
+request, see docs/protocol_floors.md). It speaks what the DMTF `redfish` clients and curl need,
+as bmcweb does:
 
 - service root `/redfish/v1/`, the OData service document `/redfish/v1/odata` and `$metadata`
   (all three unauthenticated), session login (POST Sessions or Sessions/Members -> 201 with
@@ -61,10 +62,10 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import socket
-import sys
 import uuid as uuidlib
 from typing import Any
 
@@ -80,6 +81,7 @@ from bench.sim.rack import SimContext
 from bench.sim.tls import make_certificates, server_context
 from bench.sim.timing import hold, sample_clock
 
+log = logging.getLogger(__name__)
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
 UNAUTHENTICATED = ("/redfish", P.ROOT, P.ODATA, P.METADATA)    # DSP0266 §13.3.4
 
@@ -139,8 +141,8 @@ class EmulatedBMC:
         self.username = device.username or "root"
         self.password = os.environ.get(device.password_env) if device.password_env else None
         if not self.password:
-            print(f"redfish emulator: {self.name}: password variable {device.password_env!r} is "
-                  f"unset; nobody can log in", file=sys.stderr)
+            log.warning("redfish emulator: %s: password variable %r is unset; nobody can log in",
+                        self.name, device.password_env)
         self.ntp = bool(sim.get("ntp", False))
         self.ntp_servers = list(sim.get("ntp_servers", ["pool.ntp.org"] if self.ntp else []))
         self.uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.name}.rackclock.sim"))

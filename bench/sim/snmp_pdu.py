@@ -21,8 +21,8 @@ Emulator keys (in `[devices.X.sim]` unless said otherwise):
   (the driver listens there) and used as a trap receiver.
 A wrong community gets no answer (pysnmp drops it, as a real agent does). The model's
 `sample_delay_s`/`jitter_s`/`reply_delay_s` are served with loop timers, which fire about 1 ms
-late at best (FACTS.md): below that, leave them 0 and let pysnmp's own processing (about 0.5 ms
-a request) be the agent's delay.
+late at best (docs/protocol_floors.md): below that, leave them 0 and let pysnmp's own processing
+(about 0.5 ms a request) be the agent's delay.
 """
 from __future__ import annotations
 

@@ -1,0 +1,63 @@
+"""What of the bench's log reaches the terminal: the command line's `--log-level LEVEL` or `-v`
+(INFO; `-vv`: DEBUG), default WARNING, to stderr with credentials redacted. Library code only
+logs (bench/model/runlog.py); a run also keeps INFO and above in its folder's bench.log.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+
+from bench.errors import RackclockError
+from bench.model.runlog import Redact
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+HELP = "--log-level LEVEL (DEBUG, INFO, WARNING, ERROR; default WARNING) or -v / -vv: what of the log reaches stderr"
+
+
+class LogLevelError(RackclockError, ValueError):
+    pass
+
+
+def take_log_options(argv: list[str]) -> tuple[list[str], int]:
+    """argv without the logging options, and the level they ask for. Accepted anywhere on the
+    command line, so every subcommand has them."""
+    level, rest, it = logging.WARNING, [], iter(argv)
+    for arg in it:
+        if arg in ("-v", "-vv", "--verbose"):
+            level = logging.DEBUG if arg == "-vv" else min(level, logging.INFO)
+        elif arg == "--log-level" or arg.startswith("--log-level="):
+            value = arg.partition("=")[2] if "=" in arg else next(it, "")
+            if value.upper() not in LEVELS:
+                raise LogLevelError(f"--log-level {value!r}: expected one of {', '.join(LEVELS)}")
+            level = getattr(logging, value.upper())
+        elif arg == "--":
+            rest += [arg, *it]
+        else:
+            rest.append(arg)
+    return rest, level
+
+
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (as logging's own last-resort handler)."""
+
+    def __init__(self, level: int):
+        logging.Handler.__init__(self, level)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+
+def configure(level: int = logging.WARNING) -> logging.Handler:
+    """One stderr handler on the root logger (replacing one set before by this function)."""
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if getattr(h, "_rackclock", False)]:
+        root.removeHandler(h)
+    handler = _Stderr(level)
+    handler._rackclock = True
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(Redact())
+    root.addHandler(handler)
+    if root.level > level or root.level == logging.NOTSET:
+        root.setLevel(level)
+    return handler

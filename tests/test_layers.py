@@ -1,0 +1,170 @@
+"""The architecture rules, checked by reading every module's imports (lazy ones inside functions
+included) with `ast`:
+
+- drivers/ never import bench.sim, and bench/sim never imports drivers;
+- bench/analysis imports only the standard library, numpy, allantools, bench.units, bench.errors
+  and bench.analysis itself (the math stays pure);
+- a lower layer never imports a higher one. Order: base (bench.units, bench.errors) < analysis <
+  model < reference < compare < output < run < commands (the modules at bench/ top: cli,
+  timeline_cli, check, resummarize, pytest_plugin);
+- bench/sim may import the bench layers below run; only run and the commands import bench.sim.
+
+Imports by string (importlib.import_module("drivers." + name)) are not seen; the one such place,
+drivers.driver_class, loads drivers by name from the rack file.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ["base", "analysis", "model", "reference", "compare", "output", "run", "commands"]
+PURE_OK = {"numpy", "allantools"}
+PURE_OK_BENCH = {"base", "analysis"}
+
+
+def layer(module: str) -> str | None:
+    """The layer of a module name: a bench layer, "sim", "drivers", or None (not ours)."""
+    parts = module.split(".")
+    if parts[0] == "drivers":
+        return "drivers"
+    if parts[0] != "bench":
+        return None
+    if len(parts) == 1 or parts[1] in ("units", "errors", "__init__"):
+        return "base"
+    if parts[1] == "sim":
+        return "sim"
+    if parts[1] in ORDER:
+        return parts[1]
+    return "commands"
+
+
+def imports(module: str, source: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, imported module) for every import in the source, at any depth; `from a import b`
+    gives both a and a.b (b may be a module). Relative imports are resolved against `module`."""
+    package = module if is_package else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, *([base] if base else [])])
+            out.append((node.lineno, base))
+            out += [(node.lineno, f"{base}.{a.name}") for a in node.names if a.name != "*"]
+    return out
+
+
+def violations(module: str, source: str, is_package: bool = False) -> list[str]:
+    """The rules this module's imports break, one line each."""
+    me = layer(module)
+    found = []
+    for line, target in imports(module, source, is_package):
+        if any(f.startswith(f"{module} ") and f" at line {line}:" in f for f in found):
+            continue                      # one line per import statement
+        to = layer(target)
+        top = target.split(".")[0]
+        why = None
+        if me == "drivers" and to == "sim":
+            why = "drivers never import the simulator"
+        elif me == "sim" and to == "drivers":
+            why = "the simulator never imports drivers"
+        elif me == "analysis" and not (to in PURE_OK_BENCH or top in PURE_OK
+                                       or (to is None and top in sys.stdlib_module_names)):
+            why = ("bench/analysis imports only the standard library, numpy, allantools, "
+                   "bench.units, bench.errors and bench.analysis")
+        elif me == "sim" and to in ORDER and ORDER.index(to) >= ORDER.index("run"):
+            why = "bench/sim imports only the bench layers below run"
+        elif me in ORDER and to == "sim" and ORDER.index(me) < ORDER.index("run"):
+            why = "only run and the commands import bench.sim"
+        elif me in ORDER and to in ORDER and ORDER.index(to) > ORDER.index(me):
+            why = f"a lower layer ({me}) imports a higher one ({to})"
+        if why:
+            found.append(f"{module} ({me}) imports {target} ({to or 'third party'}) "
+                         f"at line {line}: {why}")
+    return sorted(set(found))
+
+
+def check_tree(root: Path) -> list[str]:
+    """Every violation in bench/ and drivers/ under `root`."""
+    found = []
+    for top in ("bench", "drivers"):
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
+            is_package = rel.name == "__init__"
+            module = ".".join(rel.parts[:-1] if is_package else rel.parts)
+            found += violations(module, path.read_text(), is_package)
+    return found
+
+
+def test_the_tree_keeps_its_layers():
+    found = check_tree(ROOT)
+    assert found == [], "layer rule broken:\n" + "\n".join(found)
+
+
+def test_the_walk_reads_the_layers():
+    """Not vacuous: the real tree has imports of every kind the rules allow."""
+    seen = set()
+    for top in ("bench", "drivers"):
+        for path in (ROOT / top).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            module = ".".join(rel.parts)
+            seen |= {(layer(module), layer(t)) for _, t in imports(module, path.read_text())}
+    for pair in [("run", "sim"), ("commands", "sim"), ("sim", "model"), ("output", "model"),
+                 ("analysis", "analysis"), ("drivers", "model"), ("run", "drivers")]:
+        assert pair in seen, pair
+
+
+def test_each_rule_catches_its_violation():
+    bad = {
+        ("drivers.snmp_pdu", "from bench.sim.clock import NS"): "drivers never import",
+        ("bench.sim.ntp", "import drivers.base"): "never imports drivers",
+        ("bench.analysis.estimate", "import scipy"): "bench/analysis imports only",
+        ("bench.analysis.estimate", "from bench.model import summary"): "bench/analysis imports",
+        ("bench.model.summary", "def f():\n    from bench.output.terminal import Progress\n"):
+            "lower layer (model) imports a higher one (output)",
+        ("bench.output.report", "from bench import cli"): "(output) imports a higher one (commands)",
+        ("bench.sim.serve", "from bench.run.runner import ProbePlan"): "below run",
+        ("bench.compare.verdicts", "from bench.sim import rack"): "only run and the commands",
+        ("bench.errors", "from bench.analysis import estimate"): "(base) imports a higher one",
+        ("bench.reference.clock", "from ..run import lab"): "(reference) imports a higher one (run)",
+    }
+    for (module, source), why in bad.items():
+        found = violations(module, source)
+        assert len(found) == 1 and why in found[0], (module, source, found)
+
+
+def test_allowed_imports_pass():
+    ok = [("bench.analysis.estimate", "import numpy as np\nimport math\nfrom bench.units import NS"),
+          ("bench.analysis.stability", "import allantools\nfrom . import estimate"),
+          ("bench.run.simproc", "import bench.sim.serve"),
+          ("bench.cli", "def f():\n    from bench.sim.rack import SimRack"),
+          ("bench.sim.rack", "from bench.model.inventory import Key"),
+          ("bench.output.report", "from bench.model.rundata import Run"),
+          ("drivers.base", "from bench.model.inventory import Key\nfrom bench.errors import X")]
+    for module, source in ok:
+        assert violations(module, source) == [], (module, source)
+
+
+def test_a_planted_violation_in_a_copy_of_the_tree_fails(tmp_path):
+    import shutil
+
+    for top in ("bench", "drivers"):
+        shutil.copytree(ROOT / top, tmp_path / top,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.toml", "*.json"))
+    assert check_tree(tmp_path) == []
+    target = tmp_path / "bench" / "analysis" / "segment.py"
+    target.write_text(target.read_text() + "\n\ndef _planted():\n"
+                      "    from bench.output.terminal import Progress   # lazy, still caught\n")
+    found = check_tree(tmp_path)
+    assert len(found) == 1 and found[0].startswith(
+        "bench.analysis.segment (analysis) imports bench.output.terminal (output)"), found
+
+
+if __name__ == "__main__":            # python tests/test_layers.py [ROOT]: list the violations
+    found = check_tree(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
+    print("\n".join(found) or "layers kept")
+    sys.exit(1 if found else 0)
