@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.errors import RackclockError
+
 TRANSFERS = ("auto", "folder", "tarball")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")     # a rack's name is a folder name
 FLEET_KEYS = {"name", "experiment", "duration_s", "params"}
@@ -32,7 +34,7 @@ RACK_KEYS = {"rack", "resources", "experiment", "duration_s", "params", "arm",
              "reference_allowance", "transfer"}
 
 
-class FleetError(ValueError):
+class FleetError(RackclockError, ValueError):
     """The fleet file is wrong: said before any rack starts."""
 
 

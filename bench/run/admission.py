@@ -14,12 +14,14 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from bench.errors import RackclockError
+
 COST_FILE = Path(__file__).with_name("exchange_cost.json")
 HEADROOM = 0.8                 # share of the usable cores the probing may plan to use
 MIN_RATE_HZ = 0.01             # the rack file's own lower limit
 
 
-class Refused(Exception):
+class Refused(RackclockError):
     """The rack needs more than the bench can do at the requested rates."""
 
     def __init__(self, admission: "Admission"):
