@@ -86,7 +86,7 @@ def check_reads_against_host(reads, off_s: int, zone_shift_s: int = 0):
         hi = (r.e_ns + d + u) // NS + off_s - zone_shift_s
         assert lo <= r.value_ns // NS <= hi, (r, lo, hi)
         assert r.value_ns % NS == 0 and r.resolution_ns == NS and r.stamp == "socket"
-        assert 0 < r.e_ns - r.s_ns < 50_000_000
+        assert 0 < r.e_ns - r.s_ns         # (how wide a bracket gets is the load's, not the driver's)
 
 
 def fitted_offset_contains(reads, truth_ns: int) -> tuple[int, int]:
