@@ -52,10 +52,14 @@ def classify(value_ns: int, now_ns: int) -> str:
     return "epoch" if value_ns < 365 * DAY else "image"
 
 
-def follow(lab, dev: str, pdu: str, p: Params) -> list[tuple]:
+def follow(lab, dev: str, pdu: str, p: Params, last_ok=None) -> list[tuple]:
     """Read the device until it went down, came back and was set again (or the deadline);
-    between reads, fetch the PDU's log and read its clock (the calibration of its stamps)."""
+    between reads, fetch the PDU's log and read its clock (the calibration of its stamps).
+    `last_ok`: the device's last good read before the command, the first row (on a slow bench
+    the device may be dark by the first read here; the read before still bounds the instant)."""
     rows: list[tuple] = []        # (state, s_ns, e_ns, value_ns or None)
+    if last_ok is not None:
+        rows.append(("ok", last_ok.s_ns, last_ok.e_ns, last_ok.value_ns))
     end = lab.now_ns() + int(p.deadline_s * NS)
     lab.timeout_s = p.read_timeout_s
     while lab.now_ns() < end:
@@ -130,11 +134,11 @@ def run(bench, p: Params) -> dict:
         lab.identify(d)
     lab.logs(pdu)
     for _ in range(10):                       # calibration before the cycle
-        lab.read_clock(dev)
+        last_ok = lab.read_clock(dev)
         lab.read_clock(pdu)
         lab.sleep(0.2)
     st = lab.stimulate(pdu, "outlet_reboot", outlet)
-    rows = follow(lab, dev, pdu, p)
+    rows = follow(lab, dev, pdu, p, last_ok)
     for _ in range(10):                       # calibration after it
         lab.read_clock(pdu)
         lab.sleep(0.2)
