@@ -1,4 +1,5 @@
-"""The simulated rack's truth for this host's clocks (bench.sim.host_kernel.HostTruth) under load:
+"""The simulated rack's truth for this host's clocks (bench.sim.host_kernel.HostTruth, and
+bench.sim.host_clocks.host_clock_pair under the IPMI SEL truth) under load:
 a stall of the sampler between its clock reads (preemption, the GIL, a descheduled vCPU) must not
 move the truth. Forced here: every CLOCK_MONOTONIC read the sampler makes is followed by a 50 ms
 sleep. The truth must then still lie inside a bracket read afterwards that proves the offset; the
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from bench.reference.clock import Reference
+from bench.sim.host_clocks import host_clock_pair
 from bench.sim.host_kernel import HostTruth, kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.host_kernel import US, HostKernel
 from test_host_kernel import device
@@ -24,8 +26,8 @@ needs_root = pytest.mark.skipif(not kmsg_writable(), reason="/dev/kmsg not writa
                                                             "runs in CI)")
 
 
-def stalled_truths(monkeypatch, kinds) -> dict[str, HostTruth]:
-    """HostTruth samples taken while each CLOCK_MONOTONIC read is followed by a stall."""
+def stalled(monkeypatch, sample):
+    """`sample()` while each CLOCK_MONOTONIC read is followed by a stall."""
     real = time.clock_gettime_ns
 
     def late(clock):
@@ -36,7 +38,7 @@ def stalled_truths(monkeypatch, kinds) -> dict[str, HostTruth]:
 
     monkeypatch.setattr(time, "clock_gettime_ns", late)
     try:
-        return {k: HostTruth(k) for k in kinds}
+        return sample()
     finally:
         monkeypatch.undo()
 
@@ -60,18 +62,27 @@ def mono_bracket():
 
 @needs_root
 def test_monotonic_truth_holds_when_the_sampler_stalls_between_its_reads(monkeypatch):
-    truth = stalled_truths(monkeypatch, ["monotonic"])["monotonic"]
+    truth = stalled(monkeypatch, lambda: HostTruth("monotonic"))
     assert truth.samples, truth.missing
     s, e, m = tight(mono_bracket)
     # CLOCK_MONOTONIC - CLOCK_REALTIME was m - t for some t in [s, e]; it is constant but for steps
     assert m - e <= truth.offset_ns(s) <= m - s, (m - e, truth.offset_ns(s), m - s)
 
 
+def test_host_clock_pair_holds_when_stalled_between_its_reads(monkeypatch):
+    """The IPMI SEL truth's sample: exact as root; otherwise its stated uncertainty covers it."""
+    r, m, u = stalled(monkeypatch, host_clock_pair)
+    s, e, m2 = tight(mono_bracket)
+    assert m2 - e - u <= m - r <= m2 - s + u, (m2 - e, m - r, u, m2 - s)
+    if kmsg_writable():                                 # root: the kernel's own figure
+        assert u == 0
+
+
 @needs_root
 @pytest.mark.skipif(kmsg_minus_monotonic_ns() is None, reason="debugfs sched/debug not readable: "
                                                               "the kernel log's clock has no truth")
 def test_kmsg_truth_holds_when_the_sampler_stalls_between_its_reads(monkeypatch):
-    truth = stalled_truths(monkeypatch, ["kmsg"])["kmsg"]
+    truth = stalled(monkeypatch, lambda: HostTruth("kmsg"))
     assert truth.samples, truth.missing
 
     async def marker():

@@ -5,12 +5,10 @@
 comes from the host's clocks, sampled once a second while serving, read from the kernel's own
 figures rather than estimated from user-space reads:
 - `realtime`: offset 0 (the simulated rack's reference is CLOCK_REALTIME);
-- `monotonic`: CLOCK_MONOTONIC - CLOCK_REALTIME is minus the kernel's `offs_real` (the REALTIME
-  hrtimer base's offset in /proc/timer_list, root only), plus this process's time namespace
-  offset. Exact, and constant but for steps: the two clocks advance at the timekeeper's one rate.
-  Not a REALTIME/MONOTONIC/REALTIME triple: a stall between its reads (preemption, the GIL, a
-  descheduled vCPU: measured up to 10 ms here) moves its midpoint by half the stall, and one such
-  sample put the truth 4.3 us outside a proven bound in a loaded run;
+- `monotonic`: CLOCK_MONOTONIC - CLOCK_REALTIME, the kernel's exact figure (bench.sim.host_clocks:
+  /proc/timer_list, root only), not a REALTIME/MONOTONIC/REALTIME triple: a stall between its
+  reads moves its midpoint by half the stall (one such sample put the truth 4.3 us outside a
+  proven bound in a loaded run);
 - `kmsg`: the kernel log's clock is `local_clock()` (sched clock), not CLOCK_MONOTONIC; the
   kernel shows both (`ktime`, `cpu_clk`) in debugfs `sched/debug`, read when that is mounted
   and readable; the sample's instant is that `ktime` on the realtime scale. Between samples the
@@ -26,39 +24,12 @@ import re
 import time
 
 from bench.model.inventory import DeviceConfig
+from bench.sim.host_clocks import TIMER_LIST, realtime_minus_monotonic_ns, timens_monotonic_ns
 from bench.sim.ipmi_bmc import note_every_second
 
 NS = 1_000_000_000
 SCHED_DEBUG = ("/sys/kernel/debug/sched/debug", "/proc/sched_debug")
-TIMER_LIST = "/proc/timer_list"
-TIMENS_OFFSETS = "/proc/self/timens_offsets"
 _FIELD = re.compile(r"^(ktime|cpu_clk)\s*:\s*(\d+)\.(\d{6})\s*$", re.M)
-_REALTIME_BASE = re.compile(r"^ clock 1:\n(?:  \..*\n)*?  \.offset:\s*(-?\d+) nsecs", re.M)
-
-
-def realtime_minus_monotonic_ns() -> int | None:
-    """The kernel's CLOCK_REALTIME - CLOCK_MONOTONIC (`offs_real`, ns), exactly: the offset of the
-    REALTIME hrtimer base (index 1) in /proc/timer_list; None when not readable (root only)."""
-    try:
-        with open(TIMER_LIST) as f:
-            m = _REALTIME_BASE.search(f.read(4096))
-    except OSError:
-        return None
-    return int(m[1]) if m else None
-
-
-def timens_monotonic_ns() -> int:
-    """This process's time namespace shift of CLOCK_MONOTONIC (ns; 0 outside one). The kernel
-    log's stamps are not shifted (measured: /work/shared/FACTS.md)."""
-    try:
-        with open(TIMENS_OFFSETS) as f:
-            for line in f:
-                name, sec, nsec = line.split()
-                if name == "monotonic":
-                    return int(sec) * NS + int(nsec)
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def kmsg_minus_monotonic_ns(tries: int = 5) -> int | None:
