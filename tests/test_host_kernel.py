@@ -17,6 +17,7 @@ import pytest
 from bench.analysis.estimate import fit_clock
 from bench.model.inventory import device_from_table
 from bench.reference.clock import Reference
+from bench.sim.host_clocks import host_clock_pair
 from bench.sim.host_kernel import kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.base import DeviceError
 from drivers.host_kernel import MARKER, HostKernel, parse_record
@@ -62,10 +63,9 @@ def bound(reads, resolution_ns):
 
 
 def mono_minus_real() -> int:
-    r1 = time.clock_gettime_ns(time.CLOCK_REALTIME)
-    m = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    r2 = time.clock_gettime_ns(time.CLOCK_REALTIME)
-    return m - (r1 + r2) // 2
+    """CLOCK_MONOTONIC - CLOCK_REALTIME: the kernel's exact figure as root (bench.sim.host_clocks)."""
+    r, m, _ = host_clock_pair()
+    return m - r
 
 
 def test_record_parsing():

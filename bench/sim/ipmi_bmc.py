@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from bench.model.inventory import DeviceConfig
+from bench.sim.host_clocks import host_clock_pair
 
 NS = 1_000_000_000
 PR_SET_PDEATHSIG = 1
@@ -52,15 +53,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except Exception:
         pass
-
-
-def host_clock_pair() -> tuple[int, int, int]:
-    """(realtime ns, monotonic ns, uncertainty ns): the monotonic reading against the midpoint of
-    two realtime readings around it."""
-    r1 = time.clock_gettime_ns(time.CLOCK_REALTIME)
-    m = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    r2 = time.clock_gettime_ns(time.CLOCK_REALTIME)
-    return (r1 + r2) // 2, m, (r2 - r1 + 1) // 2
 
 
 class IpmiSim:

@@ -1,0 +1,101 @@
+"""The simulated rack's truth for this host's clocks (bench.sim.host_kernel.HostTruth, and
+bench.sim.host_clocks.host_clock_pair under the IPMI SEL truth) under load:
+a stall of the sampler between its clock reads (preemption, the GIL, a descheduled vCPU) must not
+move the truth. Forced here: every CLOCK_MONOTONIC read the sampler makes is followed by a 50 ms
+sleep. The truth must then still lie inside a bracket read afterwards that proves the offset; the
+bracket is retried until it is narrower than a quarter of the stall (a condition with a deadline),
+so a truth taken from the midpoint of a REALTIME/MONOTONIC/REALTIME triple (25 ms off) cannot
+pass on any machine."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from bench.reference.clock import Reference
+from bench.sim.host_clocks import host_clock_pair
+from bench.sim.host_kernel import HostTruth, kmsg_minus_monotonic_ns, kmsg_writable
+from drivers.host_kernel import US, HostKernel
+from test_host_kernel import device
+
+STALL_NS = 50_000_000
+TIGHT_NS = STALL_NS // 4
+
+needs_root = pytest.mark.skipif(not kmsg_writable(), reason="/dev/kmsg not writable (needs root; "
+                                                            "runs in CI)")
+
+
+def stalled(monkeypatch, sample):
+    """`sample()` while each CLOCK_MONOTONIC read is followed by a stall."""
+    real = time.clock_gettime_ns
+
+    def late(clock):
+        v = real(clock)
+        if clock == time.CLOCK_MONOTONIC:
+            time.sleep(STALL_NS / 1e9)                  # the clocks go on; the reader is late
+        return v
+
+    monkeypatch.setattr(time, "clock_gettime_ns", late)
+    try:
+        return sample()
+    finally:
+        monkeypatch.undo()
+
+
+def tight(read, deadline_s: float = 20.0):
+    """The first bracket `read()` -> (s, e, ...) narrower than TIGHT_NS, within the deadline."""
+    end = time.monotonic() + deadline_s
+    while True:
+        got = read()
+        if got[1] - got[0] < TIGHT_NS:
+            return got
+        assert time.monotonic() < end, f"no bracket under {TIGHT_NS} ns within {deadline_s} s"
+
+
+def mono_bracket():
+    s = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    m = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    e = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    return s, e, m
+
+
+@needs_root
+def test_monotonic_truth_holds_when_the_sampler_stalls_between_its_reads(monkeypatch):
+    truth = stalled(monkeypatch, lambda: HostTruth("monotonic"))
+    assert truth.samples, truth.missing
+    s, e, m = tight(mono_bracket)
+    # CLOCK_MONOTONIC - CLOCK_REALTIME was m - t for some t in [s, e]; it is constant but for steps
+    assert m - e <= truth.offset_ns(s) <= m - s, (m - e, truth.offset_ns(s), m - s)
+
+
+def test_host_clock_pair_holds_when_stalled_between_its_reads(monkeypatch):
+    """The IPMI SEL truth's sample: exact as root; otherwise its stated uncertainty covers it."""
+    r, m, u = stalled(monkeypatch, host_clock_pair)
+    s, e, m2 = tight(mono_bracket)
+    assert m2 - e - u <= m - r <= m2 - s + u, (m2 - e, m - r, u, m2 - s)
+    if kmsg_writable():                                 # root: the kernel's own figure
+        assert u == 0
+
+
+@needs_root
+@pytest.mark.skipif(kmsg_minus_monotonic_ns() is None, reason="debugfs sched/debug not readable: "
+                                                              "the kernel log's clock has no truth")
+def test_kmsg_truth_holds_when_the_sampler_stalls_between_its_reads(monkeypatch):
+    truth = stalled(monkeypatch, lambda: HostTruth("kmsg"))
+    assert truth.samples, truth.missing
+
+    async def marker():
+        d = HostKernel(device(write_kmsg=True), Reference.now_ns, armed=True)
+        await d.open()
+        try:
+            r = await d.read_clock("kmsg")
+        finally:
+            await d.close()
+        return r.s_ns, r.e_ns, r.value_ns
+
+    s, e, v = tight(lambda: asyncio.run(marker()))
+    # the kernel stamped the marker at some t in [s, e] with local_clock() in [v, v + 1 us): the
+    # log clock is increasing, so its truth at s is below v + 1 us and at e at or above v
+    at_s, at_e = s + truth.offset_ns(s), e + truth.offset_ns(e)
+    assert at_s < v + US and at_e >= v, (at_s - v, at_e - v)
