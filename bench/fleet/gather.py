@@ -14,6 +14,8 @@ import json
 import tarfile
 from pathlib import Path
 
+from bench.model.documents import Manifest
+from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 
 FLEET_MANIFEST = "fleet.json"
@@ -24,24 +26,24 @@ def rack_dir(fleet_dir: Path, rack: str) -> Path:
     return fleet_dir / "racks" / rack
 
 
-def rack_status(result: dict, run_manifest: dict | None) -> str:
+def rack_status(result: dict, run_manifest: Manifest | None) -> str:
     """completed | unusable (completed, a device gave no usable read) | refused | failed |
     interrupted | disk_full | crashed (the task itself died)."""
     if result.get("exit_status") is None:
         return "crashed"
     if run_manifest is None:
         return "refused" if result["exit_status"] == 2 else "failed"
-    status = run_manifest.get("status") or "failed"
-    if status == "completed" and result["exit_status"] != 0:
+    status = str(run_manifest.status or RunStatus.FAILED)
+    if status == RunStatus.COMPLETED and result["exit_status"] != 0:
         return "unusable"
     return status
 
 
-def last_error(result: dict, run_manifest: dict | None) -> str | None:
+def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
     if result.get("error"):
         return result["error"]
-    if run_manifest and run_manifest.get("error"):
-        return str(run_manifest["error"])
+    if run_manifest is not None and run_manifest.error:
+        return str(run_manifest.error)
     if result.get("exit_status") != 0:
         lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
                  and not ln.startswith("run folder:")]
@@ -82,7 +84,7 @@ def gather(fleet_dir: Path, result: dict) -> dict:
             unpack_members(tar_path, run_dir)
             record["tarball"] = str(tar_path.relative_to(fleet_dir))
         if (run_dir / "manifest.json").exists():
-            manifest = json.loads((run_dir / "manifest.json").read_text())
+            manifest = Manifest.of(json.loads((run_dir / "manifest.json").read_text()))
         record["run_folder"] = str(run_dir.relative_to(fleet_dir))
     record["status"] = rack_status(result, manifest)
     record["error"] = last_error(result, manifest)

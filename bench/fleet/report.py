@@ -71,7 +71,7 @@ def distributions(fleet: Fleet) -> list[Distribution]:
     """Per (plane, firmware, measure) every rack's device clocks' values."""
     groups: dict[tuple, list[tuple[str, Measure]]] = {}
     for fr in fleet.racks:
-        if fr.run is None or not fr.run.summary.get("devices"):
+        if fr.run is None or not fr.run.summary.devices:
             continue
         ids = identities(fr.run)
         for (device, _clock, name), m in run_measures(fr.run).items():

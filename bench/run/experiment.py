@@ -23,6 +23,7 @@ from bench.model.inventory import InventoryError, RackConfig, did_you_mean
 from bench.model.rackfile import check_out, check_params, load_checked
 from bench.reference.monitor import RunReference
 from bench.model.rundata import bound_from_manifest
+from bench.model.documents import Manifest
 from bench.model.statuses import RunStatus
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.run import admission
@@ -263,10 +264,10 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         if adm.fit_factor is not None:
             print(f"rates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
                   f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
-    late = {n: d for n, d in store.manifest.get("devices", {}).items() if d.get("late_probes")}
+    late = {n: d for n, d in Manifest.of(store.manifest).devices.items() if d.late_probes}
     if late and not quiet:
         print("late probes (started >= 10 ms after plan): " + ", ".join(
-            f"{n} {d['late_probes']}/{d.get('probes', 0)}" for n, d in sorted(late.items())))
+            f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())))
     if status == RunStatus.DISK_FULL:
         print(f"rackclock run: disk full: {error}", file=sys.stderr)
     elif error:
