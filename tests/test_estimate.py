@@ -290,3 +290,15 @@ def test_a_bracket_ending_before_it_starts_is_reported_not_fitted():
     assert [o["index"] for o in fit.outliers] == [10]
     assert "before it starts" in fit.outliers[0]["evidence"]
     assert len(fit.segments) == 1 and fit.segments[0].reads == 49
+
+
+def test_a_stamp_search_beyond_int64_instants_is_unbounded_not_an_error():
+    """A counter's stamp far from its calibration sent the search past int64 instants, and the
+    OverflowError cost pdu-1 its whole summary in one run; such a stamp is now unbounded (None)."""
+    s = np.arange(1, 41, dtype=np.int64) * 500_000_000 + 1_796_000_000_000_000_000
+    e = s + 1_000_000
+    v = (s - 1_795_000_000_000_000_000) // 1_000_000_000 * 1_000_000_000
+    seg = fit_clock(s, e, v, 1_000_000_000).segments[-1]
+    assert seg.proven_to_reference(7_000_000_000_000_000_000, 1_000_000_000) is None
+    lo, hi = seg.proven_to_reference(int(v[20]), 1_000_000_000)      # an ordinary stamp still maps
+    assert lo <= int(e[20]) and hi >= int(s[20])

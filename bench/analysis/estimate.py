@@ -92,6 +92,9 @@ RATE_CHANGE_ASSUMPTION = ("at most one rate change inside the segment that the r
                           "anywhere within the prior)")
 
 
+SEARCH_LIMIT_NS = 2 ** 62      # instants a stamp search may try (int64 arithmetic on reads)
+
+
 @dataclass(frozen=True)
 class Bound:
     """lo <= truth <= hi is proven; point is a point estimate inside."""
@@ -498,6 +501,8 @@ class Segment:
             step = max(hi0 - lo0, 1_000_000)
             t = start
             for _ in range(24):
+                if abs(t) > SEARCH_LIMIT_NS:       # beyond int64 instants: not bounded here
+                    return None
                 if test(t):
                     break
                 t += sign * step
