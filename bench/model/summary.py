@@ -110,10 +110,13 @@ def latencies(smp: Samples, results: dict) -> dict:
             ef = int(smp.e_ns[j])
             iv = map_stamp(results.get(smp.clock[j]), int(smp.value_ns[j]),
                            int(smp.resolution_ns[j]), ef) if smp.has_value[j] else None
-            if iv is not None:
+            lo, hi = (max(iv[0], s_st), min(iv[1], ef)) if iv is not None else (1, 0)
+            if lo <= hi:
                 # the device cannot stamp the event before the request left (s_st) nor after
-                # the answer that listed it arrived (ef)
-                rec["logged_ns"] = {"lo": max(iv[0], s_st) - e_st, "hi": min(iv[1], ef) - s_st}
+                # the answer that listed it arrived (ef); an empty window means the stamp was
+                # made in another segment than the one in force at the fetch (a reboot between):
+                # not bounded here, rather than an inverted interval
+                rec["logged_ns"] = {"lo": lo - e_st, "hi": hi - s_st}
             rec["event"] = smp.raw[j][:200]
         if seen is not None and seen != j:
             rec["pushed"] = smp.raw[seen][:200]
