@@ -126,7 +126,14 @@ def _max_envelope(m: np.ndarray, c: np.ndarray):
     m, c = m[order], c[order]
     keep = np.ones(len(m), bool)
     keep[:-1] = m[1:] != m[:-1]            # equal slopes: the last (largest c) wins
-    m, c = m[keep].tolist(), c[keep].tolist()
+    hm, hc = _hull(m[keep].tolist(), c[keep].tolist())
+    M, C = np.array(hm), np.array(hc)
+    X = (C[:-1] - C[1:]) / (M[1:] - M[:-1])
+    return M, C, X
+
+
+def _hull(m: list, c: list) -> tuple[list, list]:
+    """The upper hull of lines with distinct slopes, ascending: the lines that make the envelope."""
     hm: list[float] = []
     hc: list[float] = []
     for mk, ck in zip(m, c):
@@ -139,9 +146,7 @@ def _max_envelope(m: np.ndarray, c: np.ndarray):
                 break
         hm.append(mk)
         hc.append(ck)
-    M, C = np.array(hm), np.array(hc)
-    X = (C[:-1] - C[1:]) / (M[1:] - M[:-1])
-    return M, C, X
+    return hm, hc
 
 
 def _envelope_lists(m: list, c: list):
@@ -157,18 +162,7 @@ def _envelope_lists(m: list, c: list):
         else:
             dm.append(mk)
             dc.append(ck)
-    hm: list[float] = []
-    hc: list[float] = []
-    for mk, ck in zip(dm, dc):
-        while len(hm) >= 2:
-            mi, ci, mj, cj = hm[-2], hc[-2], hm[-1], hc[-1]
-            if (ci - ck) * (mj - mi) <= (ci - cj) * (mk - mi):
-                hm.pop()
-                hc.pop()
-            else:
-                break
-        hm.append(mk)
-        hc.append(ck)
+    hm, hc = _hull(dm, dc)
     X = [(hc[i] - hc[i + 1]) / (hm[i + 1] - hm[i]) for i in range(len(hm) - 1)]
     return hm, hc, X
 
