@@ -116,7 +116,19 @@ class SampleWriter:
             pass
 
 
-class RunStore:
+class SampleFiles:
+    """A device's sample file in `self.path/samples`; a file that cannot be opened goes to
+    `self.failed` and its rows to nowhere (the run and the other devices go on)."""
+
+    def samples(self, device: str) -> SampleWriter:
+        try:
+            return SampleWriter(self.path / "samples" / f"{device}.csv", self.failed)
+        except OSError as exc:
+            self.failed(exc)
+            return SampleWriter(Path(os.devnull), lambda e: None)
+
+
+class RunStore(SampleFiles):
     def __init__(self, root: str | Path, run_id: str):
         Path(root).mkdir(parents=True, exist_ok=True)
         for n in range(1, 1000):          # two runs started within one second get -2, -3...
@@ -144,13 +156,6 @@ class RunStore:
         self._library_log = route_library_logs(self.path / "library.log")
         self._library_log.addFilter(Redact(lambda: self.manifest))
         self._run_log = RunLog(self.path / RUN_LOG, lambda: self.manifest)
-
-    def samples(self, device: str) -> SampleWriter:
-        try:
-            return SampleWriter(self.path / "samples" / f"{device}.csv", self.failed)
-        except OSError as exc:
-            self.failed(exc)
-            return SampleWriter(Path(os.devnull), lambda e: None)
 
     def failed(self, exc: OSError) -> None:
         """A write failed: remember the first failure and free the reserve for the manifest."""

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Callable
 
 from bench.model.inventory import DeviceConfig
-from bench.model.store import SampleWriter, route_library_logs
+from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
 from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, run_workers
 
@@ -86,20 +86,13 @@ def merge_status(st: DeviceStatus, f: dict) -> None:
 
 
 # -- the worker process -------------------------------------------------------------------------------
-class ShardStore:
+class ShardStore(SampleFiles):
     """The run folder as a worker sees it: its devices' sample files; the rest to the parent."""
 
     def __init__(self, path: Path, out: multiprocessing.Queue):
         self.path = Path(path)
         self.q = out
         self.full: OSError | None = None
-
-    def samples(self, device: str) -> SampleWriter:
-        try:
-            return SampleWriter(self.path / "samples" / f"{device}.csv", self.failed)
-        except OSError as exc:
-            self.failed(exc)
-            return SampleWriter(Path(os.devnull), lambda e: None)
 
     def failed(self, exc: OSError) -> None:
         if self.full is None:
