@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from procs import SESSION, pids_where
 from racks import sim_rack_text
 
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
@@ -56,19 +57,6 @@ rack = "bad.toml"
 """
 
 
-def session_pids(sid: int) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                stat = (p / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[3]) == sid:
-                out.append(int(p.name))
-    return out
-
-
 def rackclock(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     proc = subprocess.Popen(RACKCLOCK + args, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -81,7 +69,7 @@ def rackclock(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         # Ray's processes (and a rack's simulator, which dies with its worker) end after the
         # command; wait for that, with a deadline, then kill what is left and fail
         deadline = time.monotonic() + EXIT_DEADLINE_S
-        while (left := session_pids(proc.pid)) and time.monotonic() < deadline:
+        while (left := pids_where(SESSION, proc.pid)) and time.monotonic() < deadline:
             time.sleep(0.2)
         for pid in left:
             try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from bench.reference.clock import Reference
 from bench.run.experiment import run_experiment
 from bench.run.runner import ProbePlan, run_devices
 from bench.run.simproc import SimProcess
+from procs import wait_until
 from racks import sim_rack_text
 
 
@@ -29,16 +29,6 @@ def rows(path: Path) -> list[dict]:
 
 def ok_reads(path: Path) -> list[dict]:
     return [r for r in rows(path) if r["kind"] == "read" and r["status"] == "ok"]
-
-
-def wait_until(cond, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen within {timeout_s} s")
 
 
 def test_sharded_devices_isolated(tmp_path):

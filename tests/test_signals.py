@@ -9,10 +9,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from procs import PPID, pids_where, wait_until
 from racks import sim_rack_text
 
 from bench.model.rundata import load_run
@@ -21,17 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DEVICES = ["bmc-1", "cdu-1"]
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                stat = (p / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(p.name))
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -40,16 +29,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
-
-
-def _wait(cond, deadline_s: float, what: str):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError(f"not within {deadline_s} s: {what}")
 
 
 def _ok_reads(folder: Path, device: str) -> int:
@@ -69,11 +48,11 @@ def _start_run(tmp_path: Path):
                              "--duration", "300", "--out", str(out), "--quiet"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    folder = _wait(lambda: next(iter(out.glob("*/manifest.json")), None), 90,
+    folder = wait_until(lambda: next(iter(out.glob("*/manifest.json")), None), 90,
                    "the run folder's manifest").parent
-    _wait(lambda: all(_ok_reads(folder, d) >= 16 for d in DEVICES), 90,
+    wait_until(lambda: all(_ok_reads(folder, d) >= 16 for d in DEVICES), 90,
           "16 clock reads of every device")
-    sims = _wait(lambda: _children(proc.pid), 10, "the simulator child")
+    sims = wait_until(lambda: pids_where(PPID, proc.pid), 10, "the simulator child")
     return proc, folder, sims
 
 
@@ -90,14 +69,14 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path, sig):
     for d in DEVICES:
         assert sum(c["reads"] for c in run.summary["devices"][d]["clocks"].values()) >= 16
     assert run.truth is not None
-    _wait(lambda: not any(_alive(p) for p in sims), 30, "the simulator to be gone")
+    wait_until(lambda: not any(_alive(p) for p in sims), 30, "the simulator to be gone")
 
 
 def test_sigkill_leaves_no_simulator_and_summarize_recovers_the_run(tmp_path):
     proc, folder, sims = _start_run(tmp_path)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    _wait(lambda: not any(_alive(p) for p in sims), 30, "the simulator to die with its parent")
+    wait_until(lambda: not any(_alive(p) for p in sims), 30, "the simulator to die with its parent")
     assert json.loads((folder / "manifest.json").read_text())["status"] == "running"
     assert not (folder / "summary.json").exists()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

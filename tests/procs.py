@@ -1,0 +1,33 @@
+"""Processes as /proc shows them, and conditions waited for with a deadline (never a fixed
+sleep), for tests that start commands and check what they leave behind."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+PPID, SESSION = 1, 3          # fields of /proc/PID/stat after the command name
+
+
+def pids_where(field: int, value: int) -> list[int]:
+    """The pids whose /proc/PID/stat field (PPID or SESSION) equals `value`."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[field]) == value:
+                out.append(int(p.name))
+    return out
+
+
+def wait_until(cond, timeout_s: float, what: str):
+    """cond()'s first true value, polled every 0.2 s; AssertionError naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
