@@ -48,7 +48,7 @@ from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
 from bench.model.inventory import Key
-from bench.model.logformats import ns_to_sel_seconds, sel_seconds_to_ns, sel_zone  # noqa: F401 (re-exported)
+from bench.model.logformats import sel_seconds_to_ns, sel_zone
 from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
     split_address
 from drivers.base import Stimulated

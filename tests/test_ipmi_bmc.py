@@ -24,7 +24,8 @@ from bench.reference.clock import Reference
 from bench.sim.ipmi_bmc import IpmiSim, host_clock_pair, ipmi_sim_path
 from bench.model.summary import zone_note
 from drivers.base import DeviceError
-from drivers.ipmi_bmc import PRE_INIT_MAX, IpmiBMC, ns_to_sel_seconds, sel_zone
+from bench.model.logformats import ns_to_sel_seconds, sel_zone
+from drivers.ipmi_bmc import PRE_INIT_MAX, IpmiBMC
 
 NS = 1_000_000_000
 PW_ENV = "RACKCLOCK_TEST_IPMI_PASSWORD"
