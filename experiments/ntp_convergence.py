@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.analysis.estimate import fit_clock
+from bench.analysis.probe_schedule import current_segment, edge_window
 from bench.run.lab import LabTimeout
 from drivers.base import DeviceError
 
@@ -101,11 +102,42 @@ def fit_reads(lab, dev: str, t_from: int, t_to: int, prior_ppm: float):
     return max(fit.segments, key=lambda sg: sg.reads) if fit.segments else None
 
 
-def read_for(lab, dev: str, seconds: float, every_s: float) -> None:
+def read_for(lab, dev: str, seconds: float, every_s: float, prior_ppm: float) -> None:
+    """Reads for `seconds`. On a clock whose tick is coarser than a read's bracket, once its line
+    is known: reads back to back across the window the line allows for each next tick edge and
+    none between, so every edge is bracketed to about one read's width (reads at a fixed pace
+    bracket an edge only to the pace, which leaves a 14 s fit of a 1 s clock thousands of ppm
+    wide). Until then, and on fine clocks, one read per `every_s`."""
     t_end = lab.now_ns() + int(seconds * NS)
+    s, e, v, state = [], [], [], {}
+
+    def read():
+        r = lab.read_clock(dev)
+        s.append(r.s_ns), e.append(r.e_ns), v.append(r.value_ns)
+        return r
+
+    r = read()
     while lab.now_ns() < t_end:
-        lab.read_clock(dev)
-        lab.sleep(every_s)
+        b_ns = int(np.median(np.subtract(e, s)))
+        sg, q = current_segment(np.asarray(s), np.asarray(e), np.asarray(v), r.resolution_ns, 0,
+                                prior_ppm, 0, state)
+        now = lab.now_ns()
+        if sg is None or q <= 2 * b_ns or sg.offset_at(now).hi - sg.offset_at(now).lo >= q - b_ns:
+            lab.sleep(every_s)
+            r = read()
+            continue
+        k, a, b = edge_window(sg, q, int(v[-1] % q), now + b_ns)
+        if a - b_ns >= t_end:
+            lab.sleep(max(0, t_end - now) / NS)
+            break
+        lab.sleep(max(0, a - b_ns - now) / NS)
+        gap = 0.0 if b - a < 10 * every_s * NS else every_s
+        edge = k * q + int(v[-1] % q)
+        while lab.now_ns() <= b + b_ns and lab.now_ns() < t_end:
+            r = read()
+            if r.value_ns >= edge:
+                break
+            lab.sleep(gap)
 
 
 def case_step(lab, dev, p: Params, name: str = "step", ahead_s: float | None = None) -> dict:
@@ -125,7 +157,7 @@ def case_step(lab, dev, p: Params, name: str = "step", ahead_s: float | None = N
             lab.measure(f"ntp_convergence.{name}.size", None, "ns", device=dev, lo=st["size"][0],
                         hi=st["size"][1], direction="any", doc="the step's size")
         t = lab.now_ns()
-        read_for(lab, dev, 5.0, p.read_every_s)
+        read_for(lab, dev, 5.0, p.read_every_s, 200.0)
         seg = fit_reads(lab, dev, t, lab.now_ns(), 200.0)
         if seg is not None:
             o = seg.offset_at(lab.now_ns())
@@ -142,7 +174,7 @@ def case_slew(lab, dev, p: Params) -> dict:
     t_on = on.e_ns
     lab.sleep(2.0)                                    # the client's first poll
     t_from = lab.now_ns()
-    read_for(lab, dev, p.slew_window_s, p.read_every_s)
+    read_for(lab, dev, p.slew_window_s, p.read_every_s, p.slew_drift_prior_ppm)
     seg = fit_reads(lab, dev, t_from, lab.now_ns(), p.slew_drift_prior_ppm)
     res = {"on_s_ns": on.s_ns, "on_e_ns": on.e_ns, "window_ns": [t_from, lab.now_ns()]}
     if seg is None:
@@ -170,7 +202,7 @@ def case_slew(lab, dev, p: Params) -> dict:
         if 0 < wait < 120:
             lab.sleep(wait)
         t = lab.now_ns()
-        read_for(lab, dev, 4.0, p.read_every_s)
+        read_for(lab, dev, 4.0, p.read_every_s, p.slew_drift_prior_ppm)
         seg2 = fit_reads(lab, dev, t, lab.now_ns(), p.slew_drift_prior_ppm)
         if seg2 is not None:
             o = seg2.offset_at(lab.now_ns())

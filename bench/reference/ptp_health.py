@@ -173,6 +173,8 @@ def phc2sys_processes() -> list[dict]:
                 args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
         except OSError:
             continue
+        if not args:                 # mid-exec (comm set, arguments not yet) or a zombie
+            continue
         opts: dict[str, list[str]] = {}
         it = iter(args[1:])
         for a in it:
