@@ -90,6 +90,9 @@ def test_log_latency_under_load_against_truth(tmp_path):
     assert sum(1 for e in run.truth["devices"]["bmc-1"]["events"] if e["kind"] == "log") == 215
     # the load ran: the other devices were read by the probing loop meanwhile
     assert len(run.samples("cdu-1").select("read")) > 20
+    # ... and the lab's probing loop recorded its probes and how many started late
+    cdu = run.manifest["devices"]["cdu-1"]
+    assert cdu["probes"] > 0 and 0 <= cdu["late_probes"] <= cdu["probes"]
 
 
 def test_measurements_reach_report_and_compare(latency_run):

@@ -93,10 +93,8 @@ class Bench:
             self.store.update_manifest(calibration=live.record())
         if self.store.full is not None:
             raise self.store.disk_full()
-        self.store.update_devices({st.name: dict(identity=st.identity, clocks=st.clocks,
-                                                 state=st.state, plane=st.plane, reads=st.reads,
-                                                 probes=st.probes, late_probes=st.late,
-                                                 late_max_ns=st.late_max_ns)
+        before = self.store.manifest.get("devices", {})
+        self.store.update_devices({st.name: st.record(before.get(st.name))
                                    for st in self.statuses},
                                   probed_until_ns=self.reference.now_ns())
         return self.statuses

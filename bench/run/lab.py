@@ -325,8 +325,8 @@ class Lab:
         return t
 
     def _merge_statuses(self, statuses) -> None:
-        self.store.update_devices({st.name: dict(identity=st.identity, clocks=st.clocks,
-                                                 state=st.state, plane=st.plane)
+        devices = self.store.manifest.get("devices", {})
+        self.store.update_devices({st.name: st.record(devices.get(st.name))
                                    for st in statuses})
 
     def identify(self, device: str) -> None:

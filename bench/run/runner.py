@@ -73,6 +73,16 @@ class DeviceStatus:
     clocks: list = field(default_factory=list)
     recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.output.live
 
+    def record(self, before: dict | None = None) -> dict:
+        """The manifest's fields for this device after a probing loop; counts add to those of
+        `before` (the device's manifest entry), so a procedure that probes twice keeps both."""
+        b = before or {}
+        return dict(identity=self.identity, clocks=self.clocks, state=self.state,
+                    plane=self.plane, reads=int(b.get("reads", 0)) + self.reads,
+                    probes=int(b.get("probes", 0)) + self.probes,
+                    late_probes=int(b.get("late_probes", 0)) + self.late,
+                    late_max_ns=max(int(b.get("late_max_ns", 0)), self.late_max_ns))
+
 
 def _kind_of(exc: BaseException) -> str:
     if isinstance(exc, DeviceError):
