@@ -57,10 +57,17 @@ rack = "bad.toml"
 """
 
 
-def rackclock(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def rackclock(args: list[str], cwd: Path, until=None) -> subprocess.CompletedProcess:
+    """Run the command to its end; with `until`, a condition: once it holds, SIGINT to the
+    command alone (as `ray.cancel` is then its only way to stop the racks)."""
     proc = subprocess.Popen(RACKCLOCK + args, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
+        if until is not None:
+            deadline = time.monotonic() + DEADLINE_S
+            while not until() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=DEADLINE_S)
     finally:
         if proc.poll() is None:
@@ -177,3 +184,25 @@ def test_fleet_file_errors_are_one_line(tmp_path):
                         capture_output=True, text=True, timeout=120)
     assert cp.returncode == 2 and "Ray's own resource" in cp.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_an_interrupted_fleet_stops_its_running_racks(tmp_path):
+    """Ctrl-C to `rackclock fleet run` while a rack runs: the rack's run is stopped through
+    ray.cancel (its own Ctrl-C path: interrupted, summarised), long before its 600 s, and the
+    fleet gathers it and says interrupted."""
+    (tmp_path / "rack.toml").write_text(sim_rack_text(["bmc-1"], name="long", seed=3))
+    (tmp_path / "fleet.toml").write_text('[fleet]\nname = "long"\nduration_s = 600\n'
+                                         '[racks.a]\nrack = "rack.toml"\n')
+
+    def reading():               # the rack's run is probing: its bmc-1 samples have reads
+        return any(f.stat().st_size > 200 for f in
+                   (tmp_path / "out").glob("*-fleet-long/racks/a/*/samples/bmc-1.csv"))
+
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], tmp_path, until=reading)
+    (folder,) = (tmp_path / "out").glob("*-fleet-long")
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["status"] == "interrupted", cp.stdout + cp.stderr
+    assert m["racks"]["a"]["status"] == "interrupted", m["racks"]["a"]
+    (run,) = (folder / "racks" / "a").glob("*/manifest.json")
+    assert json.loads(run.read_text())["status"] == "interrupted"
+    assert (run.parent / "summary.json").exists()

@@ -152,8 +152,8 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
         _say(f"interrupted: Ray is asked to cancel the racks' tasks; what they return within "
              f"{STOP_WAIT_S:g} s is gathered, then Ray stops", quiet)
         for ref in pending:
-            ray.cancel(ref)   # meant as a KeyboardInterrupt in the task (`rackclock run`'s own
-            # stop); measured with Ray 2.60, a running rack goes on to the end of its run
+            ray.cancel(ref)   # a KeyboardInterrupt in the task: `rackclock run`'s own stop
+            # (summarised, interrupted); tests/test_fleet.py checks a running rack stops
         if pending:
             ray.wait(list(pending), num_returns=len(pending), timeout=STOP_WAIT_S)
         for ref in list(pending):
