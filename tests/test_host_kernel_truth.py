@@ -99,3 +99,39 @@ def test_kmsg_truth_holds_when_the_sampler_stalls_between_its_reads(monkeypatch)
     # log clock is increasing, so its truth at s is below v + 1 us and at e at or above v
     at_s, at_e = s + truth.offset_ns(s), e + truth.offset_ns(e)
     assert at_s < v + US and at_e >= v, (at_s - v, at_e - v)
+
+
+def busy_timer_list(timers: int, offset_ns: int) -> str:
+    """/proc/timer_list as a busy host writes it: CPU 0's MONOTONIC base lists `timers` active
+    timers before the REALTIME base and its offset."""
+    active = "".join(f" #{i}: <00000000{i:08x}>, hrtimer_wakeup, S:01\n"
+                     f" # expires at {10**9 + i}-{10**9 + i + 50000} nsecs [in {i} to {i + 50000} "
+                     f"nsecs]\n" for i in range(timers))
+    base = ("  .base:       000000005781f9b4\n  .index:      {i}\n  .resolution: 1 nsecs\n"
+            "  .offset:     {off} nsecs\nactive timers:\n")
+    return ("Timer List Version: v0.10\nHRTIMER_MAX_CLOCK_BASES: 8\nnow at 25577230376661 nsecs\n"
+            "\ncpu: 0\n clock 0:\n" + base.format(i=0, off=0) + active +
+            " clock 1:\n" + base.format(i=1, off=offset_ns) +
+            " clock 2:\n" + base.format(i=2, off=offset_ns + 37 * 10**9))
+
+
+def test_realtime_offset_is_found_behind_many_active_timers(tmp_path, monkeypatch):
+    """CI's loaded run listed enough timers ahead of the REALTIME base that a 4 KB read missed
+    it, and the host planes' truth went missing."""
+    from bench.sim import host_clocks
+    f = tmp_path / "timer_list"
+    f.write_text(busy_timer_list(600, 1764523456789012345))
+    assert f.stat().st_size > 16 * 4096
+    monkeypatch.setattr(host_clocks, "TIMER_LIST", str(f))
+    assert host_clocks.realtime_minus_monotonic_ns() == 1764523456789012345
+    f.write_text(busy_timer_list(3, 0).replace(" clock 1:", " clock 9:"))
+    assert host_clocks.realtime_minus_monotonic_ns() is None
+
+
+@needs_root
+def test_realtime_offset_matches_the_clocks():
+    """The offset read from the kernel lies inside a REALTIME/MONOTONIC/REALTIME bracket."""
+    from bench.sim.host_clocks import realtime_minus_monotonic_ns
+    s, e, m = tight(mono_bracket)
+    real = realtime_minus_monotonic_ns()
+    assert real is not None and s - m <= real <= e - m

@@ -12,24 +12,29 @@ the midpoint by half the stall, so a truth must not rest on one such triple.
 """
 from __future__ import annotations
 
-import re
 import time
 
 NS = 1_000_000_000
 TIMER_LIST = "/proc/timer_list"
 TIMENS_OFFSETS = "/proc/self/timens_offsets"
-_REALTIME_BASE = re.compile(r"^ clock 1:\n(?:  \..*\n)*?  \.offset:\s*(-?\d+) nsecs", re.M)
 
 
 def realtime_minus_monotonic_ns() -> int | None:
     """The kernel's CLOCK_REALTIME - CLOCK_MONOTONIC (`offs_real`, ns), exactly: the offset of the
-    REALTIME hrtimer base (index 1) in /proc/timer_list; None when not readable (root only)."""
+    REALTIME hrtimer base (index 1) in /proc/timer_list; None when not readable (root only).
+    Read line by line up to it: the MONOTONIC base's active timers come first, and a busy host
+    lists enough of them to push it past any fixed prefix."""
     try:
         with open(TIMER_LIST) as f:
-            m = _REALTIME_BASE.search(f.read(4096))
-    except OSError:
+            in_realtime = False
+            for line in f:
+                if line.startswith(" clock "):
+                    in_realtime = line.strip() == "clock 1:"
+                elif in_realtime and line.startswith("  .offset:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
         return None
-    return int(m[1]) if m else None
+    return None
 
 
 def timens_monotonic_ns() -> int:
