@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import fit_clock
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
 from bench.model.inventory import device_from_table
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
@@ -82,8 +82,8 @@ def test_not_opted_in_reads_no_log_clock_and_refuses_to_write():
 
     names, mono = run(with_driver(dev, go))
     assert names == ["realtime", "monotonic"]
-    truth = mono_minus_real()
-    assert abs(mono.value_ns - mono.s_ns - truth) < 1_000_000
+    r, m, u = host_clock_pair()            # u: 0 where the kernel shows its offset (root)
+    assert mono.value_ns - mono.e_ns - u <= m - r <= mono.value_ns - mono.s_ns + u
     with pytest.raises(DeviceError) as e:
         run(with_driver(dataclasses.replace(dev, stimuli=("log_line",)),
                         lambda d: d.stimulate("log_line")))
@@ -104,12 +104,14 @@ def test_local_clocks_bounds_contain_the_truth():
     assert names == ["kmsg", "realtime", "monotonic"]
     truth_mono = mono_minus_real()
     b = bound(mono, 1)
-    assert b.lo <= truth_mono <= b.hi and b.hi - b.lo < 200_000
+    last = mono[-1]           # the fit is no wider than its last read proves (drift over it)
+    assert b.lo <= truth_mono <= b.hi
+    assert b.hi - b.lo <= (last.e_ns - last.s_ns) * (1 + 2 * DEFAULT_DRIFT_PRIOR_PPM * 1e-6) + 2
     b = bound(real, 1)
     assert b.lo <= 0 <= b.hi
     b = bound(kmsg, 1000)
     assert all(r.resolution_ns == 1000 and r.value_ns % 1000 == 0 and MARKER in r.raw for r in kmsg)
-    assert all(0 < r.e_ns - r.s_ns < 5_000_000 for r in kmsg)
+    assert all(0 < r.e_ns - r.s_ns for r in kmsg)
     # the log clock is the kernel's local_clock(): within ms of CLOCK_MONOTONIC, not equal to it
     assert abs((b.lo + b.hi) / 2 - truth_mono) < 100_000_000
     if d_before is not None and d_after is not None:      # debugfs: the kernel's own figure
