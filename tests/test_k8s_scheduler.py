@@ -193,13 +193,11 @@ def test_closed_port_is_unreachable_at_once(k8s, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     closed = dataclasses.replace(dev, options={
-        **dev.options, "timeout_s": 20.0,
+        **dev.options, "timeout_s": 600.0,
         "kubeconfig": _kubeconfig(tmp_path, f"http://127.0.0.1:{port}", "x")})
-    t = time.monotonic()
-    with pytest.raises(DeviceError) as e:
+    with pytest.raises(DeviceError) as e:     # kind unreachable: not the timeout's
         run(with_driver(closed, lambda d: d.identity()))
     assert e.value.kind == "unreachable" and str(port) in e.value.message
-    assert time.monotonic() - t < 10
 
 
 @pytest.fixture
