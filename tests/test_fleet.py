@@ -206,3 +206,56 @@ def test_an_interrupted_fleet_stops_its_running_racks(tmp_path):
     (run,) = (folder / "racks" / "a").glob("*/manifest.json")
     assert json.loads(run.read_text())["status"] == "interrupted"
     assert (run.parent / "summary.json").exists()
+
+
+def free_tcp_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_fleet_joins_a_cluster_whose_node_declares_the_rack(tmp_path, monkeypatch):
+    """The lab's setup (README): a Ray node started by `ray start` with token authentication,
+    declaring the rack it reaches; `rackclock fleet run --address` joins it, runs rack a there,
+    and says that rack b, which no node declares, is unplaceable."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")           # the node and the driver alike
+    monkeypatch.setenv("RAY_AUTH_TOKEN", os.urandom(32).hex())
+    (tmp_path / "rack.toml").write_text(sim_rack_text(["bmc-1"], name="a", seed=3))
+    (tmp_path / "fleet.toml").write_text('[fleet]\nname = "joined"\nduration_s = 4\n'
+                                         '[racks.a]\nrack = "rack.toml"\n'
+                                         '[racks.b]\nrack = "rack.toml"\n')
+    port = free_tcp_port()
+    ray_bin = Path(sys.executable).with_name("ray")
+    log = tmp_path / "ray-start.log"
+    with open(log, "w") as out:
+        head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", f"--port={port}",
+                                 "--num-cpus=1", "--include-dashboard=false",
+                                 "--disable-usage-stats", '--resources={"rack:a": 1}'],
+                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while "Ray runtime started" not in log.read_text() and head.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "Ray runtime started" in log.read_text(), log.read_text()
+        cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--address",
+                        f"127.0.0.1:{port}"], tmp_path)
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)    # SIGTERM drains the node for up to 30 s
+        try:
+            head.wait(EXIT_DEADLINE_S)
+        finally:
+            deadline = time.monotonic() + EXIT_DEADLINE_S
+            while (left := pids_where(SESSION, head.pid)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+    (folder,) = (tmp_path / "out").glob("*-fleet-joined")
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["ray"]["mode"] == "joined", cp.stdout + cp.stderr
+    assert m["racks"]["a"]["status"] == "completed", m["racks"]["a"]
+    assert m["racks"]["b"]["status"] == "unplaceable" and "rack:b" in m["racks"]["b"]["error"]
+    assert cp.returncode == 1                     # a rack that could not run: the fleet says so
+    assert not left, f"ray start left processes behind: {left}"
