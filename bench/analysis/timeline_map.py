@@ -6,7 +6,8 @@ holds (its model D(t) = t + θ + ρ·(t − t0) is valid) over a *window* of ref
 break before it to the break after it (open-ended at the ends; between two runs the whole gap is
 in both neighbours' windows, since the clock may have been set in between). A stamp is a
 *candidate* of segment k when its interval mapped through k meets k's window and does not lie
-after the log was read. Exactly one candidate: that segment. Several (a stamp in device time that
+after the log was read (nor before the request that caused the line, where one did: a stimulus's
+entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that segment. Several (a stamp in device time that
 the clock showed twice, around a backward step or a reboot): the log's own order decides where it
 has one (entry ids, sequence numbers, file order: a log's order is time order, so its segment
 index cannot go down), and otherwise the line gets the union of the candidates' intervals and is
@@ -116,8 +117,6 @@ class Mapped:
     distance_ns: np.ndarray       # from the calibrated span of its segment (0 inside)
     names: list = field(default_factory=list)
     notes: list = field(default_factory=list)
-    cand_lo_ns: np.ndarray | None = None   # (calibrations, n): each calibration's own interval
-    cand_hi_ns: np.ndarray | None = None   # (meaningful where `candidates`)
 
     def __len__(self) -> int:
         return len(self.lo_ns)
@@ -217,7 +216,7 @@ def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None,
     lo = np.where(count > 0, lo, 0)
     hi = np.where(count > 0, hi, 0)
     return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), cand, dist,
-                  [c.name for c in cals], notes, los, his)
+                  [c.name for c in cals], notes)
 
 
 def _by_order(cand: np.ndarray, los: np.ndarray, his: np.ndarray, key: np.ndarray,
