@@ -108,23 +108,20 @@ def intervals(rows: list[tuple], set_within_ns: int) -> dict:
 
 
 def pdu_stamps(lab, pdu: str, st) -> list[dict]:
-    """The PDU's outlet-log entries after the command, their stamps mapped through this run's
-    fit of the PDU clock they are stamped in."""
+    """The PDU's outlet-log entries after the command, in log order, their stamps mapped through
+    every segment of this run's fit of the PDU clock that can have been in force between the
+    command and the fetch that listed them (bench/model/stamps.py): `lo`, `hi` (reference ns)
+    and `via`, or `lo`, `hi` None and why in `unbounded`."""
     from bench.model.rundata import load_samples
-    from bench.model.summary import device_meta, fit_clocks, map_stamp
+    from bench.model.stamps import bound_stamps
+    from bench.model.summary import device_meta, fit_clocks
     smp = load_samples(lab.store.path / "samples" / f"{pdu}.csv")
-    results = fit_clocks(smp, device_meta(lab.store.manifest, pdu))
-    out = []
-    for i in smp.select("event"):
-        if smp.e_ns[i] < st.s_ns or not smp.has_value[i]:
-            continue
-        iv = map_stamp(results.get(smp.clock[i]), int(smp.value_ns[i]),
-                       int(smp.resolution_ns[i]), int(smp.e_ns[i]))
-        if iv is not None:
-            # a stamp cannot precede the command nor follow the fetch that listed it
-            out.append({"raw": smp.raw[i], "lo": max(int(iv[0]), st.s_ns),
-                        "hi": min(int(iv[1]), int(smp.e_ns[i]))})
-    return out
+    meta = device_meta(lab.store.manifest, pdu)
+    results = fit_clocks(smp, meta)
+    rows = [i for i in smp.select("event") if smp.e_ns[i] >= st.s_ns and smp.has_value[i]]
+    return [{"raw": smp.raw[i], "lo": b.lo_ns, "hi": b.hi_ns,
+             **({"via": b.via} if b.lo_ns is not None else {"unbounded": b.why})}
+            for i, b in zip(rows, bound_stamps(smp, results, meta, rows, [st.s_ns] * len(rows)))]
 
 
 def run(bench, p: Params) -> dict:
@@ -152,8 +149,9 @@ def run(bench, p: Params) -> dict:
         lab.measure(f"power_cycle.{name}", None, "ns", device=who, lo=a_b[0] - st.e_ns,
                     hi=a_b[1] - st.s_ns, doc=f"reboot command -> {doc}")
     for k, s in enumerate(stamps[:2]):
-        rel(f"pdu_{'off' if k == 0 else 'on'}_stamp", (s["lo"], s["hi"]),
-            f"the PDU's outlet-log stamp ({'off' if k == 0 else 'on'}), mapped", pdu)
+        if s["lo"] is not None:
+            rel(f"pdu_{'off' if k == 0 else 'on'}_stamp", (s["lo"], s["hi"]),
+                f"the PDU's outlet-log stamp ({'off' if k == 0 else 'on'}), mapped", pdu)
     for name, doc in (("unreachable", "the device stops answering"),
                       ("reachable", "the device answers again"),
                       ("clock_set", "its clock set again (within set_within_s)")):

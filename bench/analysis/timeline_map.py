@@ -6,7 +6,8 @@ holds (its model D(t) = t + θ + ρ·(t − t0) is valid) over a *window* of ref
 break before it to the break after it (open-ended at the ends; between two runs the whole gap is
 in both neighbours' windows, since the clock may have been set in between). A stamp is a
 *candidate* of segment k when its interval mapped through k meets k's window and does not lie
-after the log was read. Exactly one candidate: that segment. Several (a stamp in device time that
+after the log was read (nor before the request that caused the line, where one did: a stimulus's
+entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that segment. Several (a stamp in device time that
 the clock showed twice, around a backward step or a reboot): the log's own order decides where it
 has one (entry ids, sequence numbers, file order: a log's order is time order, so its segment
 index cannot go down), and otherwise the line gets the union of the candidates' intervals and is
@@ -112,7 +113,7 @@ class Mapped:
     hi_ns: np.ndarray
     status: np.ndarray            # index into STATUS
     calibration: np.ndarray       # index into `names` (-1: none); for a union, the first
-    candidates: np.ndarray        # bit mask of the calibrations whose union it is
+    candidates: np.ndarray        # (calibrations, n) bool: the calibrations whose union it is
     distance_ns: np.ndarray       # from the calibrated span of its segment (0 inside)
     names: list = field(default_factory=list)
     notes: list = field(default_factory=list)
@@ -124,27 +125,38 @@ class Mapped:
         return STATUS[int(self.status[i])]
 
     def calibration_of(self, i: int) -> str:
-        m = int(self.candidates[i])
-        names = [self.names[k] for k in range(len(self.names)) if m >> k & 1]
+        names = [self.names[k] for k in np.flatnonzero(self.candidates[:, i])]
         return " | ".join(names) if names else "none"
 
 
 def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None, *,
-               wall: bool = True, not_after_ns: int | None = None,
-               presync_before_ns: int = PRESYNC_BEFORE_NS) -> Mapped:
+               wall: bool = True, not_after_ns=None, not_before_ns=None,
+               presync_before_ns: int = PRESYNC_BEFORE_NS, proven: bool = False,
+               clip: bool = False) -> Mapped:
     """Map stamps (arrays in the device's timescale) through the calibrations of their clock.
 
     `order_key`: the log's own order (entry id, sequence, line number) or None when the log has
     none to trust (then the value alone decides). `not_after_ns`: when the log was read (no line
-    can be later; one instant or one per line). `wall`: stamps are wall-clock (then a stamp before `presync_before_ns` was
-    written before the clock was set)."""
+    can be later; one instant or one per line); `not_before_ns`: no line can be earlier (e.g. the
+    request that caused it; one instant or one per line). `wall`: stamps are wall-clock (then a
+    stamp before `presync_before_ns` was written before the clock was set).
+    `proven`: each calibration maps a stamp through Segment.proven_to_reference (holds with one
+    break the reads did not reveal inside the segment; costs fits per stamp, so for the few
+    stamps of a run's stimuli, not a million log lines), the segment's line where that cannot
+    bound it (no read on one side). `clip`: each calibration's interval is cut to its window and
+    to [not_before, not_after] before the union; a calibration whose cut is empty is no
+    candidate."""
     v = np.asarray(value_ns, dtype=np.int64)
     q = np.maximum(1, np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape))
     n, K = len(v), len(cals)
-    if K > 62:
-        raise ValueError("more than 62 calibrations of one clock")
+    big = np.iinfo(np.int64).max
+    after = np.broadcast_to(np.asarray(big if not_after_ns is None else not_after_ns,
+                                       dtype=np.int64), v.shape)
+    before = np.broadcast_to(np.asarray(-big if not_before_ns is None else not_before_ns,
+                                        dtype=np.int64), v.shape)
     los = np.zeros((K, n), dtype=np.int64)
     his = np.zeros((K, n), dtype=np.int64)
+    dists = np.zeros((K, n), dtype=np.int64)
     cand = np.zeros((K, n), dtype=bool)
     presync = (v < presync_before_ns) if wall else np.zeros(n, dtype=bool)
     for k, c in enumerate(cals):
@@ -154,39 +166,17 @@ def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None,
             expect = mid + c.segment.offset_at(mid).point
             vk = v + np.round((expect - v) / c.modulus_ns).astype(np.int64) * c.modulus_ns
         lo, hi = to_reference_many(c.segment, vk, q)
-        los[k], his[k] = lo, hi
-        ok = ~presync
-        if c.window_lo is not None:
-            ok &= hi >= c.window_lo
-        if c.window_hi is not None:
-            ok &= lo <= c.window_hi
-        if not_after_ns is not None:
-            ok &= lo <= np.asarray(not_after_ns, dtype=np.int64)
-        cand[k] = ok
-    notes = []
-    if order_key is not None and K > 1:
-        drops = not any(c.modulus_ns for c in cals)
-        cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
-        if broken:
-            notes.append(f"{broken} lines' candidates contradict the log's own order: "
-                         f"their candidates were kept, unnarrowed")
-    count = cand.sum(axis=0)
-    first = np.where(count > 0, np.argmax(cand, axis=0), -1)
-    big = np.iinfo(np.int64).max
-    lo = np.where(cand, los, big).min(axis=0) if K else np.zeros(n, dtype=np.int64)
-    hi = np.where(cand, his, -big).max(axis=0) if K else np.zeros(n, dtype=np.int64)
-    mask = np.zeros(n, dtype=np.int64)
-    for k in range(K):
-        mask |= cand[k].astype(np.int64) << k
-    # distance from the calibrated span, and the wander allowance grown to it
-    dist = np.zeros(n, dtype=np.int64)
-    status = np.zeros(n, dtype=np.int8)
-    for k, c in enumerate(cals):
-        sel = cand[k] & (first == k)
+        w_lo = -big if c.window_lo is None else int(c.window_lo)
+        w_hi = big if c.window_hi is None else int(c.window_hi)
+        if proven:                   # only where this segment can have been in force
+            for i in np.flatnonzero(~presync & (before <= w_hi) & (after >= w_lo)):
+                iv = c.segment.proven_to_reference(int(vk[i]), int(q[i]))
+                if iv is not None:
+                    lo[i], hi[i] = iv
+        # distance from the calibrated span, and the wander allowance grown to it
         s0, s1 = c.span
-        d = np.maximum(0, np.maximum(s0 - his[k], los[k] - s1))
-        dist = np.where(cand[k], np.maximum(dist, d), dist)
-        far = sel & (d > 0)
+        d = np.maximum(0, np.maximum(s0 - hi, lo - s1))
+        far = d > 0
         if c.wander_ppm and far.any():
             # the allowance grows as the square root of the span it must cover
             span_s = max((s1 - s0) / NS, 1.0)
@@ -197,15 +187,35 @@ def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None,
             extra = np.ceil((w_far - w_fit) * gap / NS).astype(np.int64)
             lo[far] -= extra
             hi[far] += extra
+        if clip:
+            lo = np.maximum(lo, np.maximum(before, w_lo))
+            hi = np.minimum(hi, np.minimum(after, w_hi))
+        los[k], his[k], dists[k] = lo, hi, d
+        cand[k] = ~presync & (hi >= w_lo) & (lo <= w_hi) & (lo <= after) & (hi >= before) & \
+            (lo <= hi)
+    notes = []
+    if order_key is not None and K > 1:
+        drops = not any(c.modulus_ns for c in cals)
+        cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
+        if broken:
+            notes.append(f"{broken} lines' candidates contradict the log's own order: "
+                         f"their candidates were kept, unnarrowed")
+    count = cand.sum(axis=0)
+    first = np.where(count > 0, np.argmax(cand, axis=0), -1) if K else np.full(n, -1)
+    lo = np.where(cand, los, big).min(axis=0) if K else np.zeros(n, dtype=np.int64)
+    hi = np.where(cand, his, -big).max(axis=0) if K else np.zeros(n, dtype=np.int64)
+    dist = np.where(cand, dists, 0).max(axis=0) if K else np.zeros(n, dtype=np.int64)
+    status = np.zeros(n, dtype=np.int8)
+    for k, c in enumerate(cals):
         if c.status != "proven":
-            status = np.where(sel, STATUS.index("assumed"), status)
+            status = np.where(cand[k] & (first == k), STATUS.index("assumed"), status)
     status = np.where((dist > 0) & (status == 0), STATUS.index("extrapolated"), status)
     status = np.where(count > 1, STATUS.index("ambiguous"), status)
     status = np.where(count == 0, STATUS.index("unplaceable"), status)
     status = np.where(presync, STATUS.index("presync"), status)
     lo = np.where(count > 0, lo, 0)
     hi = np.where(count > 0, hi, 0)
-    return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), mask, dist,
+    return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), cand, dist,
                   [c.name for c in cals], notes)
 
 

@@ -520,6 +520,8 @@ class LatencyEvent:
     observed_ns: Bound | None = None
     event: str = ""
     pushed: str = ""
+    logged_via: str = ""          # the segment(s) the stamp was mapped through, with the status
+    logged_unbounded: str = ""    # why the entry's stamp gives no bound (logged_ns None)
     raw: dict = field(**RAW)
 
     @classmethod
@@ -527,7 +529,8 @@ class LatencyEvent:
         x = _d(x)
         return cls(_int(x.get("seq")), _int(x.get("s_ns"), None), _int(x.get("e_ns"), None),
                    bound(x.get("logged_ns")), bound(x.get("observed_ns")),
-                   str(x.get("event") or ""), str(x.get("pushed") or ""), dict(x))
+                   str(x.get("event") or ""), str(x.get("pushed") or ""),
+                   str(x.get("logged_via") or ""), str(x.get("logged_unbounded") or ""), dict(x))
 
     @property
     def bound(self) -> Bound | None:

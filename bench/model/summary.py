@@ -12,6 +12,7 @@ import numpy as np
 from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
                             fit_clock, wander_allowance_ns_per_s)
 from bench.model.rundata import Samples, load_samples
+from bench.model.stamps import bound_stamps
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
 OK = RowStatus.OK
@@ -74,22 +75,20 @@ def band(seg, points: int = 60) -> dict:
     return {"t_ns": [t for t, _ in pts], "lo": [b.lo for _, b in pts], "hi": [b.hi for _, b in pts]}
 
 
-def segment_for(fit_segments: list, t_ns: int):
-    cand = [s for s in fit_segments if s.start_ns <= t_ns]
-    return cand[-1] if cand else (fit_segments[0] if fit_segments else None)
-
-
-def latencies(smp: Samples, results: dict) -> dict:
+def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
     """Pair each sent stimulus with the next device log entry and bound the latency between them:
     `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
     the bracket of the fetch that first saw it, or of the pushed event's arrival when the device
     pushed one first (`pushed` rows; a pushed event never stands in for the log's own stamp).
-    Bounds only; midpoints as points."""
+    The stamp is mapped through every segment that can have been in force between the request
+    and the answer that listed the entry (bench/model/stamps.py; `logged_via` says which, and
+    `logged_unbounded` why there is no bound). Bounds only; midpoints as points."""
     out: dict[str, dict] = {}
     stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == OK]
     events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK]
     pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == OK]
     used = set()
+    logged = []                  # (record, event row) whose stamp bounds `logged_ns`
 
     def first_after(rows, i, nxt):
         return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
@@ -107,21 +106,22 @@ def latencies(smp: Samples, results: dict) -> dict:
         if j is not None:
             # only a log entry's own stamp bounds when the device logged it: a pushed event's
             # EventTimestamp is when it was emitted, which a slow logger does not share
-            ef = int(smp.e_ns[j])
-            iv = map_stamp(results.get(smp.clock[j]), int(smp.value_ns[j]),
-                           int(smp.resolution_ns[j]), ef) if smp.has_value[j] else None
-            lo, hi = (max(iv[0], s_st), min(iv[1], ef)) if iv is not None else (1, 0)
-            if lo <= hi:
-                # the device cannot stamp the event before the request left (s_st) nor after
-                # the answer that listed it arrived (ef); an empty window means the stamp was
-                # made in another segment than the one in force at the fetch (a reboot between):
-                # not bounded here, rather than an inverted interval
-                rec["logged_ns"] = {"lo": lo - e_st, "hi": hi - s_st}
+            logged.append((rec, j))
             rec["event"] = smp.raw[j][:200]
         if seen is not None and seen != j:
             rec["pushed"] = smp.raw[seen][:200]
         name = smp.clock[i]
         out.setdefault(name, {"events": []})["events"].append(rec)
+    # the device cannot stamp the event before the request left (s of its bracket) nor after
+    # the answer that listed it arrived
+    bounds = bound_stamps(smp, results, meta, [j for _, j in logged],
+                          [r["s_ns"] for r, _ in logged])
+    for (rec, _), b in zip(logged, bounds):
+        if b.lo_ns is None:
+            rec["logged_unbounded"] = b.why
+        else:
+            rec["logged_ns"] = {"lo": b.lo_ns - rec["e_ns"], "hi": b.hi_ns - rec["s_ns"]}
+            rec["logged_via"] = b.via
     for name, d in out.items():
         for key in ("logged_ns", "observed_ns"):
             b = [e[key] for e in d["events"] if key in e]
@@ -171,23 +171,6 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
     return out
 
 
-def map_stamp(res: ClockResult | None, value_ns: int, resolution_ns: int,
-              near_ns: int) -> tuple[int, int] | None:
-    """Reference interval of a device stamp in this clock, through the segment in force at
-    `near_ns` (a wrapped counter stamp is unwrapped to the value nearest the fit there). The
-    interval holds with one unseen break in the segment (Segment.proven_to_reference); where
-    that cannot be bounded (no read after the stamp) the segment's line maps it."""
-    if res is None or res.fit is None or not res.fit.segments:
-        return None
-    seg = segment_for(res.fit.segments, near_ns)
-    modulus = int(res.meta.get("modulus_ns") or 0)
-    if modulus:
-        expected = near_ns + seg.offset_at(near_ns).point
-        value_ns += round((expected - value_ns) / modulus) * modulus
-    q = max(1, int(resolution_ns))
-    return seg.proven_to_reference(int(value_ns), q) or seg.to_reference(int(value_ns), q)
-
-
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
                      truth: dict | None = None) -> dict:
     errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in NOT_ERRORS)
@@ -231,7 +214,7 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
                 seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
     out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
            "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
-           "clocks": clocks_out, "latency": latencies(smp, results)}
+           "clocks": clocks_out, "latency": latencies(smp, results, meta)}
     no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
     if no_clock:      # parts the driver found without any clock: only observation bounds exist
         out["no_clock"] = list(no_clock)

@@ -12,6 +12,7 @@ import numpy as np
 
 from bench.model.rundata import bound_from_manifest
 from bench.model.logformats import ISO, NS, Context, ParsedLog, iso_stamp, parse_log
+from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
 from bench.analysis.timeline import Entry, order, widen
@@ -93,11 +94,8 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
                 out.append(Entry(name, plane, f"stimulus {smp.clock[i]}", s, e, "reference"))
             elif smp.kind[i] == "event":
                 if smp.has_value[i] and smp.clock[i] in fits.get(name, {}):
-                    # one order per log: a device's trap stream and event log ("trap:3", "log:3")
-                    # are two logs, each in its own order, not one another's
-                    cursor = smp.raw[i].split(" ", 1)[0]
-                    family = cursor.split(":", 1)[0] if ":" in cursor else ""
-                    by_clock.setdefault((smp.clock[i], family), []).append(i)
+                    # one order per log (a trap stream and an event log are two)
+                    by_clock.setdefault((smp.clock[i], log_of(smp.raw[i])), []).append(i)
                     continue
                 b = OBSERVED_BOUND.search(smp.raw[i])
                 lo = int(b.group(1)) + 1 if b else s   # a latched flag: set after the last poll
