@@ -197,7 +197,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             user = (self._read_auth.userName, self._read_auth.authentication_key,
                     self._read_auth.privacy_key)
         # one engine per event loop (drivers/snmp_engine); this device's own stamped socket
-        self._share = snmp_engine.acquire(user)
+        self._share = self._engine_for(user)
         self.engine = self._share.engine
         self._client = _StampedUdp(self.now_ns).open_client_mode()
         self._domains = [self._share.add_transport(self._client)]
@@ -221,6 +221,10 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         value = read[2][0][1]
         if isinstance(value, rfc1902.OctetString) and len(bytes(value)) in (8, 11):
             self._clocks = [SYSUPTIME, HRSYSTEMDATE]
+
+    @staticmethod
+    def _engine_for(user):
+        return snmp_engine.acquire(user)
 
     def _open_trap_receiver(self, address: str) -> None:
         _, host, port, _ = split_address(address)

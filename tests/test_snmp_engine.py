@@ -1,0 +1,134 @@
+"""Several SNMP PDU drivers on one event loop share one pysnmp engine (drivers/snmp_engine), each
+on its own UDP socket: against the emulator over real sockets, a device whose answer the test
+holds back widens no other device's bracket, and closing one driver leaves the others reading."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import select
+import socket
+import threading
+
+from bench.reference.clock import Reference
+from bench.sim.rack import samples_in
+from drivers import snmp_engine
+from test_snmp_pdu import credentials, driver, pdu_toml, port_of, run, sim_samples  # noqa: F401
+
+
+class _HoldingRelay:
+    """A UDP relay in front of an agent that passes requests on at once and, while holding,
+    keeps the agent's answers until the test releases them."""
+
+    def __init__(self, agent_port: int):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.up.connect(("127.0.0.1", agent_port))
+        self.holding = False
+        self.held: list[bytes] = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.peer = None
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            ready, _, _ = select.select([self.sock, self.up], [], [], 0.05)
+            if self.sock in ready:
+                data, self.peer = self.sock.recvfrom(65536)
+                self.up.send(data)
+            if self.up in ready:
+                back = self.up.recv(65536)
+                with self.lock:
+                    if self.holding:
+                        self.held.append(back)
+                        continue
+                self.sock.sendto(back, self.peer)
+
+    def release(self):
+        with self.lock:
+            self.holding = False
+            held, self.held = self.held, []
+        for back in held:
+            self.sock.sendto(back, self.peer)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(2)
+        self.sock.close()
+        self.up.close()
+
+
+async def until(done, what: str, deadline_s: float = 20.0):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    while not done():
+        assert loop.time() < end, f"no {what} within {deadline_s} s"
+        await asyncio.sleep(0.01)
+
+
+def test_pdus_on_one_loop_share_one_engine_each_stamping_its_own_datagrams(sim_rack):
+    sim = sim_rack(pdu_toml("pdu-a") + pdu_toml("pdu-b")
+                   + pdu_toml("pdu-slow", trap=False, hrsystemdate=False))
+    a_dev, b_dev, slow_src = sim.rack.devices
+    relay = _HoldingRelay(port_of(slow_src.address))
+    slow_dev = dataclasses.replace(slow_src, address=f"udp://127.0.0.1:{relay.port}",
+                                   options={**slow_src.options, "timeout_s": 30.0})
+
+    async def go():
+        a, b, slow = driver(a_dev), driver(b_dev), driver(slow_dev)
+        await asyncio.gather(a.open(), b.open(), slow.open())
+        out = {"shared": (len(snmp_engine.engines_in_use()), a.engine is b.engine is slow.engine,
+                          len({id(a._client), id(b._client), id(slow._client)}),
+                          len({*a._domains, *b._domains, *slow._domains}))}
+        try:
+            with relay.lock:
+                relay.holding = True
+            pending = asyncio.create_task(slow.read_clock("sysuptime"))
+            await until(lambda: relay.held, "answer from the slow agent")
+            fast = [(d.name, await d.read_clock("sysuptime")) for _ in range(10) for d in (a, b)]
+            released = Reference.now_ns()
+            relay.release()
+            out.update(fast=fast, released=released, slow=await pending)
+            await a.close()                       # the others go on: reads, a stimulus, its trap
+            out["after"] = [(d.name, await d.read_clock("sysuptime")) for _ in range(3)
+                            for d in (b, slow)]
+            out["engine_after"] = (b.engine is slow.engine is not None,
+                                   len(snmp_engine.engines_in_use()))
+            await b.stimulate("outlet_reboot", 3)
+            traps = []
+
+            async def traps_seen():
+                entries, _ = await b.log_entries("log=999999;trap=0")
+                traps[:] = [e for e in entries if e.cursor.startswith("trap:")]
+                return len(traps) >= 2
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 20
+            while not await traps_seen():
+                assert loop.time() < end, "no traps from pdu-b after pdu-a closed"
+                await asyncio.sleep(0.05)
+            out["traps"] = traps
+        finally:
+            await asyncio.gather(a.close(), b.close(), slow.close())
+        out["left"] = len(snmp_engine.engines_in_use())
+        return out
+
+    try:
+        out = run(go())
+    finally:
+        relay.close()
+    assert out["shared"] == (1, True, 3, 5)        # one engine; 3 client and 2 trap transports
+    released = out["released"]
+    for name, r in out["fast"] + out["after"]:
+        assert len(samples_in(sim_samples(sim, name, "sysuptime"), r.s_ns, r.e_ns)) == 1, (name, r)
+    # the slow device's answer was held until `released`: no other device's bracket reaches it,
+    # and its own bracket spans it
+    assert all(r.e_ns < released for _, r in out["fast"])
+    slow = out["slow"]
+    assert slow.s_ns < released < slow.e_ns
+    assert len(samples_in(sim_samples(sim, "pdu-slow", "sysuptime"), slow.s_ns, slow.e_ns)) == 1
+    assert out["engine_after"] == (True, 1)
+    assert ["outlet 3" in t.message for t in out["traps"]] == [True, True]
+    assert out["left"] == 0
