@@ -132,3 +132,30 @@ def test_pdus_on_one_loop_share_one_engine_each_stamping_its_own_datagrams(sim_r
     assert out["engine_after"] == (True, 1)
     assert ["outlet 3" in t.message for t in out["traps"]] == [True, True]
     assert out["left"] == 0
+
+
+def test_v3_users_with_one_name_and_different_keys_get_engines_of_their_own(sim_rack, monkeypatch):
+    """pysnmp keeps one USM entry per user name in an engine: a device whose user has another
+    device's name but other keys reads through another engine; one with the same keys joins."""
+    monkeypatch.setenv("RACKCLOCK_TEST_PDU_PW2", "rc-test-other-authkey")
+    sim = sim_rack(pdu_toml("pdu-k1", v3=True, trap=False)
+                   + pdu_toml("pdu-k2", v3=True, trap=False).replace(
+                       '"RACKCLOCK_TEST_PDU_PW"', '"RACKCLOCK_TEST_PDU_PW2"')
+                   + pdu_toml("pdu-k1b", v3=True, trap=False))
+    k1, k2, k1b = sim.rack.devices
+    assert k1.username == k2.username and k2.password_env == "RACKCLOCK_TEST_PDU_PW2"
+
+    async def go():
+        ds = [driver(d) for d in (k1, k2, k1b)]
+        await asyncio.gather(*(d.open() for d in ds))
+        try:
+            reads = [(d.name, await d.read_clock("sysuptime")) for _ in range(3) for d in ds]
+            return (len(snmp_engine.engines_in_use()), ds[0].engine is ds[2].engine,
+                    ds[0].engine is not ds[1].engine, reads)
+        finally:
+            await asyncio.gather(*(d.close() for d in ds))
+
+    engines, same, other, reads = run(go())
+    assert (engines, same, other) == (2, True, True)
+    for name, r in reads:
+        assert len(samples_in(sim_samples(sim, name, "sysuptime"), r.s_ns, r.e_ns)) == 1, (name, r)
