@@ -295,7 +295,9 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 if tr.rx_count != rx0:
                     raise DeviceError(self.name, "malformed", (
                         f"{what}: {tr.rx_count - rx0} datagram(s) ({tr.rx_bytes - bytes0} bytes) "
-                        f"came back from {where} within {self.timeout_s} s, none a valid SNMP answer"))
+                        f"came back from {where} within {self.timeout_s} s, none taken as the "
+                        f"answer (not valid SNMP, or processed only after the timeout by a "
+                        f"bench whose event loop was behind)"))
                 raise DeviceError(self.name, "timeout",
                                   f"{what}: no answer from {where} within {self.timeout_s} s "
                                   f"(wrong community or user, or device down)")
