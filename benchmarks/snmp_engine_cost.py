@@ -5,9 +5,10 @@ N copies of the default rack's pdu-2 (SNMP v2c, trap listener on) served by the 
 own process (`bench.run.simproc`). Per arm, in a fresh event loop of this process: open all N
 drivers at once, then read each device's sysUpTime at `--rate-hz` from a random phase for
 `--duration` s, then close them. Arms alternate (`--repeats`), so the machine's load falls on
-both. It prints, per arm: CPU seconds of this process to open all N (and per device), the wall
+both; a last run has both arms at once in one loop (devices alternating), so their brackets are
+taken in the same instants. It prints, per arm: CPU seconds of this process to open all N (and per device), the wall
 time of the opens, CPU ms per read over the reading phase (the dispatcher's timers included),
-the bracket (e - s) p50 / p90 in µs, and brackets that miss the emulator's sample instant
+the bracket (e - s) p50 / p90 in µs (and each run's p50), and brackets that miss the emulator's sample instant
 (must be 0). An open that fails (e.g. its first answer processed after its 0.5 s timeout while
 the process loads engines) is counted and retried one device at a time (the CPU of these retries
 is shown apart), so that both arms read N devices.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import statistics
 import sys
@@ -53,7 +55,9 @@ ARMS = {"engine per device": EnginePerDevice, "shared engine": SnmpPdu}
 
 
 async def one_arm(cls, devices, duration_s: float, rate_hz: float) -> dict:
-    drivers = [cls(d, Reference.now_ns) for d in devices]
+    """`cls`: the driver class, or one per device."""
+    classes = cls if isinstance(cls, list) else [cls] * len(devices)
+    drivers = [c(d, Reference.now_ns) for c, d in zip(classes, devices)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     opened = await asyncio.gather(*(d.open() for d in drivers), return_exceptions=True)
     open_cpu, open_wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -87,6 +91,10 @@ async def one_arm(cls, devices, duration_s: float, rate_hz: float) -> dict:
             "read_cpu_s": read_cpu, "reads": reads}
 
 
+def p50(reads) -> float:
+    return statistics.median((r.e_ns - r.s_ns) / 1e3 for _, r in reads) if reads else float("nan")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--devices", type=int, default=40)
@@ -108,12 +116,17 @@ def main(argv=None) -> int:
                 row = rows[name][-1]
                 print(f"{name}: {row['open_cpu_s']:.2f} s CPU to open, {len(row['failed'])} "
                       f"opens failed {row['failed'][:2]}", flush=True)
+        # both arms at once, devices alternating: their brackets taken in the same instants
+        arm_of = {d.name: name for d, name in zip(devices, itertools.cycle(ARMS))}
+        mixed = asyncio.run(one_arm([ARMS[arm_of[d.name]] for d in devices], devices,
+                                    a.duration, a.rate_hz))
     samples = read_samples(tmp / "sim" / "sim_samples.csv")
     print(f"\n{a.devices} SNMP v2c PDUs (emulator in its own process), {a.rate_hz:g} reads/s "
           f"each for {a.duration:g} s per run, {a.repeats} runs per arm, alternating")
     print("| arm | engines | CPU to open all at once (s) | per device (ms) | open wall (s) | "
-          "opens failed at once, retry CPU (s) | reads | CPU per read (ms) | bracket p50 / p90 (µs) | brackets missing the sample |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "opens failed at once, retry CPU (s) | reads | CPU per read (ms) | bracket p50 / p90 (µs) | "
+          "p50 per run (µs) | brackets missing the sample |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, runs in rows.items():
         open_cpu = statistics.median(r["open_cpu_s"] for r in runs)
         reads = [x for r in runs for x in r["reads"]]
@@ -127,7 +140,16 @@ def main(argv=None) -> int:
               f"{'+'.join(str(len(r['failed'])) for r in runs)}, "
               f"{'+'.join(format(r['retry_cpu_s'], '.2f') for r in runs)} | {len(reads)} | "
               f"{1000 * per_read:.3f} | {statistics.median(widths):.0f} / "
-              f"{widths[int(0.9 * (len(widths) - 1))]:.0f} | {missing} |")
+              f"{widths[int(0.9 * (len(widths) - 1))]:.0f} | "
+              f"{', '.join(format(p50(r['reads']), '.0f') for r in runs)} | {missing} |")
+    print(f"\nBoth arms in one loop at once (devices alternating, {a.duration:g} s):")
+    for name in ARMS:
+        reads = [(dev, r) for dev, r in mixed["reads"] if arm_of[dev] == name]
+        widths = sorted((r.e_ns - r.s_ns) / 1e3 for _, r in reads)
+        missing = sum(not samples_in(samples.get((dev, "sysuptime"), []), r.s_ns, r.e_ns)
+                      for dev, r in reads)
+        print(f"  {name}: {len(reads)} reads, bracket p50 / p90 {statistics.median(widths):.0f} / "
+              f"{widths[int(0.9 * (len(widths) - 1))]:.0f} µs, missing the sample {missing}")
     return 0
 
 
