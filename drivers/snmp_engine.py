@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import weakref
 from typing import Callable
 
@@ -45,8 +46,9 @@ class SharedEngine:
     """An SnmpEngine, its dispatcher and who uses it."""
 
     def __init__(self):
+        self.loop = asyncio.get_running_loop()
         self.engine = SnmpEngine()
-        self.engine.register_transport_dispatcher(AsyncioDispatcher(loop=asyncio.get_running_loop()))
+        self.engine.register_transport_dispatcher(AsyncioDispatcher(loop=self.loop))
         self.members = 0
         self.users: dict[str, tuple] = {}           # v3 user name -> its keys, for this engine's life
         self.domains: dict[tuple, object] = {}      # transport domain -> transport (open ones)
@@ -106,30 +108,33 @@ class SharedEngine:
 
 _POOL: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[SharedEngine]]" = \
     weakref.WeakKeyDictionary()
+_POOL_LOCK = threading.Lock()       # loops in several threads (the in-process runner) share _POOL
 
 
 def acquire(user: tuple | None = None) -> SharedEngine:
     """The running loop's shared engine (one that holds `user` = (name, auth key, privacy key)
     with these keys or not at all), counted as used once more."""
-    shares = _POOL.setdefault(asyncio.get_running_loop(), [])
-    share = next((s for s in shares if s.fits(user)), None)
-    if share is None:
-        share = SharedEngine()
-        shares.append(share)
-    if user is not None:
-        share.users[user[0]] = user[1:]
-    share.members += 1
-    return share
+    with _POOL_LOCK:
+        shares = _POOL.setdefault(asyncio.get_running_loop(), [])
+        share = next((s for s in shares if s.fits(user)), None)
+        if share is None:
+            share = SharedEngine()
+            shares.append(share)
+        if user is not None:
+            share.users[user[0]] = user[1:]
+        share.members += 1
+        return share
 
 
 def release(share: SharedEngine, *domains: tuple) -> None:
     """Close one user's transports; the last user closes the engine."""
     for domain in domains:
         share.remove_transport(domain)
-    share.members -= 1
-    if share.members > 0:
-        return
-    for shares in _POOL.values():
+    with _POOL_LOCK:
+        share.members -= 1
+        if share.members > 0:
+            return
+        shares = _POOL.get(share.loop, [])
         if share in shares:
             shares.remove(share)
     share.close()
@@ -137,4 +142,5 @@ def release(share: SharedEngine, *domains: tuple) -> None:
 
 def engines_in_use() -> list[SharedEngine]:
     """The running loop's shared engines."""
-    return list(_POOL.get(asyncio.get_running_loop(), []))
+    with _POOL_LOCK:
+        return list(_POOL.get(asyncio.get_running_loop(), []))

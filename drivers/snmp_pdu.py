@@ -199,8 +199,12 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         # one engine per event loop (drivers/snmp_engine); this device's own stamped socket
         self._share = self._engine_for(user)
         self.engine = self._share.engine
-        self._client = _StampedUdp(self.now_ns).open_client_mode()
-        self._domains = [self._share.add_transport(self._client)]
+        try:
+            self._client = _StampedUdp(self.now_ns).open_client_mode()
+            self._domains = [self._share.add_transport(self._client)]
+        except Exception as exc:
+            await self.close()
+            raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
         try:
             self.target = await UdpTransportTarget.create((self.host, self.port),
                                                           timeout=self.timeout_s, retries=0)

@@ -159,3 +159,35 @@ def test_v3_users_with_one_name_and_different_keys_get_engines_of_their_own(sim_
     assert (engines, same, other) == (2, True, True)
     for name, r in reads:
         assert len(samples_in(sim_samples(sim, name, "sysuptime"), r.s_ns, r.e_ns)) == 1, (name, r)
+
+
+def test_loops_in_threads_get_engines_of_their_own(sim_rack):
+    """The in-process runner gives each device a loop in a thread of its own: each loop has its
+    own engine, and opening and closing in several threads at once is safe."""
+    sim = sim_rack("".join(pdu_toml(f"pdu-t{i}", trap=False, hrsystemdate=False) for i in range(4)))
+    results, errors = {}, []
+
+    async def one(devs):
+        ds = [driver(d) for d in devs]
+        await asyncio.gather(*(d.open() for d in ds))
+        try:
+            reads = [await d.read_clock("sysuptime") for d in ds for _ in range(3)]
+            return len(snmp_engine.engines_in_use()), {id(d.engine) for d in ds}, reads
+        finally:
+            await asyncio.gather(*(d.close() for d in ds))
+
+    def thread(k):
+        try:
+            results[k] = run(one(sim.rack.devices[2 * k:2 * k + 2]))
+        except BaseException as exc:       # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=thread, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and len(results) == 2
+    (n0, e0, r0), (n1, e1, r1) = results[0], results[1]
+    assert (n0, n1, len(e0), len(e1)) == (1, 1, 1, 1)
+    assert len(r0) == len(r1) == 6
