@@ -253,14 +253,18 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         config.add_v1_system(self.engine, self._trap_index, community)
 
     async def close(self) -> None:
-        share, self._share, self.engine = getattr(self, "_share", None), None, None
+        share, self._share, self.engine = self._share, None, None
         if share is None:
             return
+        index, self._trap_index = self._trap_index, None
         try:
-            if getattr(self, "_trap_index", None):
-                config.delete_v1_system(share.engine, self._trap_index)
-            snmp_engine.release(share, *self._domains)
+            if index:
+                config.delete_v1_system(share.engine, index)
         except Exception:           # to the run's library.log, not into the progress display
+            logging.getLogger("pysnmp").exception("%s: removing the trap community", self.name)
+        try:
+            snmp_engine.release(share, *self._domains)
+        except Exception:
             logging.getLogger("pysnmp").exception("%s: closing the SNMP transport", self.name)
 
     # -- one exchange --------------------------------------------------------------------------
