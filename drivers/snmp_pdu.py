@@ -10,6 +10,8 @@ sysUpTime.
 The bracket is taken in pysnmp's UDP transport: `s` just before `sendto` of the request, `e`
 when the answer's datagram reaches the event loop, so pysnmp's encoding, USM crypto and decoding
 (about 0.4 ms of CPU) stay outside it. Each exchange has a short timeout and no retries.
+The drivers on one event loop share one pysnmp engine (drivers/snmp_engine), each with its own
+UDP socket under its own transport domain, so a device's stamps are of its own datagrams.
 
 Inventory keys (beyond the common ones):
   version = "2c" | "3"          (default "3" when `username` is set, else "2c")
@@ -33,14 +35,13 @@ import struct
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.carrier.error import CarrierError
 from pysnmp.entity import config
-from pysnmp.entity.rfc3413 import ntfrcv
 from pysnmp.hlapi.v3arch.asyncio import (CommunityData, ContextData, ObjectIdentity, ObjectType,
                                          SnmpEngine, UdpTransportTarget, UsmUserData, get_cmd,
                                          next_cmd, set_cmd)
 from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 
-from drivers import pdu_backends
+from drivers import pdu_backends, snmp_engine
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
@@ -57,7 +58,6 @@ TICK_NS = 10_000_000
 NS = 1_000_000_000
 SYSUPTIME = ClockSpec("sysuptime", TICK_NS, counter=True, modulus_ns=2 ** 32 * TICK_NS)
 HRSYSTEMDATE = ClockSpec("hrsystemdate", 100_000_000)
-TRAP_DOMAIN = udp.DOMAIN_NAME + (1,)
 AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionError,
                errind.unknownEngineID, errind.notInTimeWindow, errind.unknownSecurityName,
                errind.unsupportedSecurityLevel, errind.authenticationFailure,
@@ -144,6 +144,9 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "error", str(exc)) from None
         self.trap_listen = opts.get("trap_listen")
         self.engine: SnmpEngine | None = None
+        self._share: snmp_engine.SharedEngine | None = None
+        self._domains: list[tuple] = []
+        self._trap_index = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
         self._traps: list[LogEntry] = []      # the newest MAX_TRAPS of them
@@ -189,20 +192,32 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
     # -- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         self._read_auth = self._auth()
-        self.engine = SnmpEngine()
-        self._client = _StampedUdp(self.now_ns).open_client_mode()
-        config.add_transport(self.engine, udp.DOMAIN_NAME, self._client)
+        user = None
+        if self.version == "3":
+            user = (self._read_auth.userName, self._read_auth.authentication_key,
+                    self._read_auth.privacy_key)
+        # one engine per event loop (drivers/snmp_engine); this device's own stamped socket
+        self._share = self._engine_for(user)
+        self.engine = self._share.engine
+        try:
+            self._client = _StampedUdp(self.now_ns).open_client_mode()
+            self._domains = [self._share.add_transport(self._client)]
+        except Exception as exc:
+            await self.close()
+            raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
         try:
             self.target = await UdpTransportTarget.create((self.host, self.port),
                                                           timeout=self.timeout_s, retries=0)
+            self.target.TRANSPORT_DOMAIN = self._domains[0]     # the LCD keys targets by domain
         except Exception as exc:
+            await self.close()
             raise DeviceError(self.name, "unreachable", f"cannot resolve {self.host}: {exc}") from None
         self._host_ip = self.target.transport_address[0]
         try:
             if self.trap_listen:
                 self._open_trap_receiver(str(self.trap_listen))
-            # First exchange: loads pysnmp's MIB tables (outside any later bracket) and probes
-            # whether the agent keeps hrSystemDate.
+            # First exchange: probes whether the agent keeps hrSystemDate (and, on a new engine,
+            # loads pysnmp's MIB tables outside any later bracket).
             read = await self._get(HR_SYSTEM_DATE, what="probe hrSystemDate")
         except BaseException:
             await self.close()
@@ -210,6 +225,10 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         value = read[2][0][1]
         if isinstance(value, rfc1902.OctetString) and len(bytes(value)) in (8, 11):
             self._clocks = [SYSUPTIME, HRSYSTEMDATE]
+
+    @staticmethod
+    def _engine_for(user):
+        return snmp_engine.acquire(user)
 
     def _open_trap_receiver(self, address: str) -> None:
         _, host, port, _ = split_address(address)
@@ -221,21 +240,32 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "error", f"cannot receive traps on {address}: {exc}") from None
         sock.setblocking(False)
         self._trap_transport = _StampedUdp(self.now_ns).open_server_mode(sock=sock)
-        config.add_transport(self.engine, TRAP_DOMAIN, self._trap_transport)
         community = self._env("trap_community_env", "trap community", required=False)
         if community is None:
             community = (self._read_auth.communityName if self.version == "2c" else
                          self._env("community_env", "read community", required=False) or "public")
-        config.add_v1_system(self.engine, "pdu-trap-source", community)
-        ntfrcv.NotificationReceiver(self.engine, self._on_trap)
+        # a trap is this device's when it came with the community its own engine used to know
+        self._trap_communities = {str(community)}
+        if self.version == "2c":
+            self._trap_communities.add(str(self._read_auth.communityName))
+        self._domains.append(self._share.listen(self._trap_transport, self._on_trap))
+        self._trap_index = f"pdu-trap-{self._domains[-1][-1]}"
+        config.add_v1_system(self.engine, self._trap_index, community)
 
     async def close(self) -> None:
+        share, self._share, self.engine = self._share, None, None
+        if share is None:
+            return
+        index, self._trap_index = self._trap_index, None
         try:
-            if self.engine is not None:
-                self.engine.close_dispatcher()
+            if index:
+                config.delete_v1_system(share.engine, index)
         except Exception:           # to the run's library.log, not into the progress display
-            logging.getLogger("pysnmp").exception("%s: closing the SNMP dispatcher", self.name)
-        self.engine = None
+            logging.getLogger("pysnmp").exception("%s: removing the trap community", self.name)
+        try:
+            snmp_engine.release(share, *self._domains)
+        except Exception:
+            logging.getLogger("pysnmp").exception("%s: closing the SNMP transport", self.name)
 
     # -- one exchange --------------------------------------------------------------------------
     async def _exchange(self, command, auth, varbinds, what: str):
@@ -273,7 +303,9 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 if tr.rx_count != rx0:
                     raise DeviceError(self.name, "malformed", (
                         f"{what}: {tr.rx_count - rx0} datagram(s) ({tr.rx_bytes - bytes0} bytes) "
-                        f"came back from {where} within {self.timeout_s} s, none a valid SNMP answer"))
+                        f"came back from {where} within {self.timeout_s} s, none taken as the "
+                        f"answer (not valid SNMP, or processed only after the timeout by a "
+                        f"bench whose event loop was behind)"))
                 raise DeviceError(self.name, "timeout",
                                   f"{what}: no answer from {where} within {self.timeout_s} s "
                                   f"(wrong community or user, or device down)")
@@ -378,11 +410,10 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                         raw=f"SET {HR_SYSTEM_DATE} = {octets.hex()}")
 
     # -- log -----------------------------------------------------------------------------------
-    def _on_trap(self, snmpEngine, stateReference, contextEngineId, contextName, varBinds, cbCtx):
+    def _on_trap(self, source, community: str, varBinds):
         t = self._trap_transport.rx_ns
-        ectx = snmpEngine.observer.get_execution_context("rfc3412.receiveMessage:request") or {}
-        source = ectx.get("transportAddress")
-        if source is not None and source[0] != self._host_ip:
+        if (source is not None and source[0] != self._host_ip) or \
+                community not in self._trap_communities:
             self._traps_ignored += 1
             return
         vbs = [(str(n), v) for n, v in varBinds]
