@@ -175,3 +175,25 @@ def test_a_partial_folder_loads(run_path, tmp_path):
     assert all(e.message is not None for e in run.events())
     build_report(p, formats=("png",))
     assert "no summary.json" in (p / "report.html").read_text()
+
+
+def test_an_old_summary_of_a_clock_beyond_its_prior_is_derived_as_such():
+    """A summary without verdict and assumptions (an older bench's) whose drift bound reaches
+    beyond the inventory's prior was fitted within the widened prior: it says beyond_prior."""
+    from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+    from bench.model import verdict as vd
+    from bench.model.documents import ClockSummary
+
+    def clock(lo, hi):
+        return ClockSummary.of("datetime", {"segments": [{
+            "start_ns": 0, "end_ns": 10**10, "reads": 20, "epoch_ns": 5 * 10**9,
+            "offset_ns": {"lo": -1e6, "hi": 1e6, "point": 0.0},
+            "drift_ppm": {"lo": lo, "hi": hi, "point": (lo + hi) / 2}}]})
+
+    wide = clock(-4000.0, 300.0)
+    assert vd.fitted_prior(wide, 600.0) == 600.0 * WIDE_PRIOR_FACTOR
+    assert vd.clock_verdict(wide, 600.0) == Verdict.BEYOND_PRIOR
+    inside = clock(-597.0, 300.0)              # on the prior's edge: assumed, not beyond it
+    assert vd.fitted_prior(inside, 600.0) == 600.0
+    assert vd.clock_verdict(inside, 600.0) == Verdict.ASSUMED
+    assert vd.clock_verdict(clock(10.0, 30.0), 600.0) == Verdict.PROVEN

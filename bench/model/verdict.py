@@ -7,13 +7,16 @@ Statuses (summary.json's own where the summary has them, issue 11's contract):
 Older run folders lack these keys (None or "" in bench.model.documents); they are derived
 here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
 without a fit is "undecided"; everything else the estimator proved. The prior is the
-inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM).
+inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM), or
+WIDE_PRIOR_FACTOR times it where a drift bound reaches beyond it: only the estimator's refit
+of a clock beyond its prior gives such a bound ("beyond_prior").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM
+from bench.analysis.estimate import WIDE_PRIOR_FACTOR
 from bench.model.documents import (Assumptions, BreakRecord, ClockSummary, Manifest,
                                    SegmentSummary, Summary)
 from bench.model.statuses import BoundStatus, ResolutionBasis, Verdict, worst
@@ -24,6 +27,16 @@ def device_inventory(manifest, device: str) -> dict:
     return Manifest.of(manifest).inventory.device(device)
 
 
+def fitted_prior(clock: ClockSummary, prior: float) -> float:
+    """The drift prior the clock was fitted with: the summary's, else `prior`, or the widened
+    one where a segment's drift bound reaches beyond `prior` (a summary without assumptions)."""
+    if clock.assumptions is not None:
+        return clock.assumptions.drift_prior_ppm
+    beyond = any(sg.drift_ppm.lo < -1.01 * prior or sg.drift_ppm.hi > 1.01 * prior
+                 for sg in clock.segments)
+    return prior * WIDE_PRIOR_FACTOR if beyond else prior
+
+
 def assumptions(manifest: Manifest, summary: Summary, device: str,
                 clock: ClockSummary) -> Assumptions:
     """The assumptions a clock's bounds rest on: the summary's where it names them, else the
@@ -31,7 +44,7 @@ def assumptions(manifest: Manifest, summary: Summary, device: str,
     if clock.assumptions is not None:
         return clock.assumptions
     inv = manifest.inventory
-    return Assumptions(inv.drift_prior_ppm(device), inv.wander_ppm(device),
+    return Assumptions(fitted_prior(clock, inv.drift_prior_ppm(device)), inv.wander_ppm(device),
                        clock.resolution_ns or clock.resolution_declared_ns,
                        ResolutionBasis.DECLARED if clock.resolution_ns in
                        (None, clock.resolution_declared_ns) else ResolutionBasis.OBSERVED,
@@ -55,6 +68,8 @@ def clock_verdict(clock: ClockSummary, prior: float) -> str:
         return clock.verdict
     if not clock.segments:
         return Verdict.UNDECIDED
+    if fitted_prior(clock, prior) > prior:
+        return Verdict.BEYOND_PRIOR
     return Verdict(worst(s for sg in clock.segments for s in segment_status(sg, prior)))
 
 
@@ -105,7 +120,7 @@ def clock_verdicts(run) -> list[ClockVerdict]:
                                         len(c.outliers), c.note or "no fit"))
                 continue
             rng = [sg.offset_range() for sg in c.segments]
-            sts = [segment_status(sg, prior) for sg in c.segments]
+            sts = [segment_status(sg, fitted_prior(c, prior)) for sg in c.segments]
             out.append(ClockVerdict(
                 device, d.plane, name, c.counter, clock_verdict(c, prior),
                 worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
