@@ -17,7 +17,7 @@ run: $(STAMP)
 # on 2 pytest-xdist workers (tests/conftest.py keeps each module on one); TEST_WORKERS=0: serially
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # the suite 3 times in a row beside two CPU-bound hogs (tests/under_load.py)
 test-under-load: $(STAMP)

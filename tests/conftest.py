@@ -39,13 +39,12 @@ def real_rack(rack):
     return rack
 
 
-# pytest-xdist (`pytest -n 2 --dist loadgroup`, optional): each module's tests stay on one worker
-# (its module fixtures, a simulated run read by several tests, are made once), the modules that
-# share tests/firmware_runs.py's runs go together, and so do the tests of the rack given by
-# --rack/RACKCLOCK_RACK. The longest modules are handed out first, so that no worker is left
-# with one of them at the end while the other idles (an order only: every test still runs).
-SHARED_GROUPS = {"test_compare": "firmware_runs", "test_report": "firmware_runs",
-                 "test_notebook": "firmware_runs"}
+# pytest-xdist (`make test`: `-n 2 --dist loadfile`): each module's tests stay on one worker, so
+# its module fixtures (a simulated run read by several tests) are made once. (`--dist loadgroup`
+# would put test_compare/test_report/test_notebook, which share tests/firmware_runs.py's runs, on
+# one worker, but xdist 3.8 under pytest 9 ignores the groups.) The longest modules are handed
+# out first, so that no worker is left with one of them at the end while the other idles: an
+# order only, every test still runs.
 LONGEST_FIRST = ("test_wheel", "test_experiments", "test_compare_repeats", "test_run",
                  "test_signals", "test_hostile", "test_config_errors", "test_soundness",
                  "test_fleet", "test_soundness_run", "test_compare", "test_new_planes_run",
@@ -55,16 +54,8 @@ LONGEST_FIRST = ("test_wheel", "test_experiments", "test_compare_repeats", "test
 def pytest_collection_modifyitems(config, items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else item.nodeid
-        group = "with_device" if "real_rack" in getattr(item, "fixturenames", ()) else \
-            SHARED_GROUPS.get(module, module)
-        item.add_marker(pytest.mark.xdist_group(group))
 
     def rank(item):
-        group = item.get_closest_marker("xdist_group").args[0]
-        firsts = [k for k, m in enumerate(LONGEST_FIRST) if SHARED_GROUPS.get(m, m) == group]
-        return firsts[0] if firsts else len(LONGEST_FIRST)
+        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
     items.sort(key=rank)
