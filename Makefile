@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/rackclock run
 
-# on 2 pytest-xdist workers (tests/conftest.py keeps each module on one); TEST_WORKERS=0: serially
-TEST_WORKERS ?= 2
+# serially by default; TEST_WORKERS=2: on 2 pytest-xdist workers, a module per worker at a time
+# (not the default yet: test_ntp_convergence's offset_after failed once beside the other worker)
+TEST_WORKERS ?= 0
 test: $(STAMP)
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
