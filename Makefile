@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/rackclock run
 
+# serially by default; TEST_WORKERS=2: on 2 pytest-xdist workers, a module per worker at a time
+# (not the default yet: test_ntp_convergence's offset_after failed once beside the other worker)
+TEST_WORKERS ?= 0
 test: $(STAMP)
-	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # the suite 3 times in a row beside two CPU-bound hogs (tests/under_load.py)
 test-under-load: $(STAMP)

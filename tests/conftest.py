@@ -37,3 +37,25 @@ def sim_rack(tmp_path):
 def real_rack(rack):
     """A real lab rack for the `*_with_device` tests (`pytest --rack FILE`); skipped without."""
     return rack
+
+
+# pytest-xdist (`make test`: `-n 2 --dist loadfile`): each module's tests stay on one worker, so
+# its module fixtures (a simulated run read by several tests) are made once. (`--dist loadgroup`
+# would put test_compare/test_report/test_notebook, which share tests/firmware_runs.py's runs, on
+# one worker, but xdist 3.8 under pytest 9 ignores the groups.) The longest modules are handed
+# out first, so that no worker is left with one of them at the end while the other idles: an
+# order only, every test still runs.
+LONGEST_FIRST = ("test_wheel", "test_experiments", "test_compare_repeats", "test_run",
+                 "test_signals", "test_hostile", "test_config_errors", "test_soundness",
+                 "test_fleet", "test_soundness_run", "test_compare", "test_new_planes_run",
+                 "test_rundata_model", "test_redfish_validator")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item):
+        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+    items.sort(key=rank)

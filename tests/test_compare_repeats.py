@@ -26,31 +26,33 @@ def rack_text(kind: str, seed: int) -> str:
 
 @pytest.fixture(scope="module")
 def rounds(tmp_path_factory):
+    """The three rounds' nine runs at once (all of them share the machine's load, as a round's
+    three did when the rounds ran one after another); seeds 100..102 keep the rounds apart."""
     root = tmp_path_factory.mktemp("cdu-repeats")
-    out: list[dict] = []
-    for k in range(ROUNDS):                  # each round's three runs share the machine's load
-        runs, errors = {}, []
+    out: list[dict] = [{} for _ in range(ROUNDS)]
+    errors: list[BaseException] = []
 
-        def go(kind: str, k=k, runs=runs, errors=errors) -> None:
-            try:
-                rack = root / f"rack-{k}-{kind}.toml"
-                rack.write_text(rack_text(kind, seed=100 + k))
-                runs[kind] = run_experiment("clock_offset", rack, root / f"out-{k}-{kind}",
-                                            {"duration_s": DURATION_S}, quiet=True)
-            except BaseException as exc:
-                errors.append(exc)
+    def go(k: int, kind: str) -> None:
+        try:
+            rack = root / f"rack-{k}-{kind}.toml"
+            rack.write_text(rack_text(kind, seed=100 + k))
+            out[k][kind] = run_experiment("clock_offset", rack, root / f"out-{k}-{kind}",
+                                          {"duration_s": DURATION_S}, quiet=True)
+        except BaseException as exc:
+            errors.append(exc)
 
-        threads = [threading.Thread(target=go, args=(kind,)) for kind in
-                   ("baseline", "faster", "same")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+    threads = [threading.Thread(target=go, args=(k, kind)) for k in range(ROUNDS)
+               for kind in ("baseline", "faster", "same")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    for k, runs in enumerate(out):
         for kind, path in runs.items():
             assert load_run(path).manifest["status"] == "completed", (k, kind)
-        out.append(runs)
+        assert set(runs) == {"baseline", "faster", "same"}, (k, set(runs))
     return out
 
 
