@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/rackclock run
 
-# serially by default; TEST_WORKERS=2: on 2 pytest-xdist workers, a module per worker at a time
-# (not the default yet: test_ntp_convergence's offset_after failed once beside the other worker)
-TEST_WORKERS ?= 0
+# on 2 pytest-xdist workers, a test module per worker at a time (its fixtures made once);
+# TEST_WORKERS=0 runs the suite serially
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
