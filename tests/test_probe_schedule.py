@@ -1,6 +1,7 @@
 """Tick-edge probing on a simulated 1 s clock (virtual time): it pins the clock to about one
 bracket in fewer than 30 reads, where reads at random phases stay tens of brackets wide."""
 import numpy as np
+import pytest
 
 from bench.analysis.estimate import fit_clock
 from bench.analysis.probe_schedule import next_probe_ns
@@ -74,3 +75,28 @@ def test_aim_is_at_a_predicted_edge():
     d = m.true_ns(mid)
     to_edge = min(d % NS, NS - d % NS)
     assert to_edge < 5_000_000
+
+
+def step_window(seed: int, size_s: float, rate_hz: float = 1.0, n: int = 80, at_s: float = 50.0):
+    """The break window (probe intervals) around a step at `at_s` on a 1 s clock read as the
+    runner reads it (aimed and exploration reads, loopback brackets); inf when not found."""
+    from bench.sim.probing import read_like_runner
+    rng = np.random.default_rng(seed)
+    p = ClockParams(offset_s=rng.uniform(-5, 5), drift_ppm=rng.uniform(-100, 100),
+                    resolution_s=1.0, steps=((at_s, size_s),), sample_delay_s=0.0)
+    m = ClockModel(p, T0, seed)
+    s, e, v, _, _ = read_like_runner(m, n, rate_hz, NS, rng)
+    t = T0 + int(at_s * NS)
+    hit = [b for b in fit_clock(s, e, v, NS).breaks if b.after_ns < t <= b.before_ns]
+    return (hit[0].before_ns - hit[0].after_ns) * rate_hz / NS if hit else np.inf
+
+
+@pytest.mark.parametrize("size_s", [0.3, -0.3, 0.1])
+def test_a_step_below_a_tick_is_pinned_within_a_few_probe_intervals(size_s):
+    """Flank reads (probe_schedule._aimed_start) see a step smaller than the tick at the next
+    flank on its side: over 16 seeds the break's window on a pinned 1 s clock read at 1 Hz has a
+    median of 5.0–5.2 probe intervals (every step found), where bisecting reads alone leave
+    11.9 (+0.3 s), 7.2 (−0.3 s, 15 of 16 found) and 20.9 (+0.1 s, 12 of 16 found)."""
+    w = np.array([step_window(seed, size_s) for seed in range(16)])
+    assert np.isfinite(w).mean() >= 0.9, w
+    assert np.median(w) <= 6.0, w

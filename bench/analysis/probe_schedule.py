@@ -22,6 +22,8 @@ from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, Segment, check_res
                                      fit_line)
 
 RECENT = 256             # reads used to aim
+PINNED = 1.5             # an edge window at most this many brackets wide is pinned: then ...
+FLANK_EVERY = 3          # ... the read aimed at every this-many-th edge is a flank read
 
 
 def explore_delay_ns(u: float, q: int, period_ns: float, dither: float) -> int:
@@ -67,6 +69,21 @@ def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int
     return k, a, b
 
 
+def _aimed_start(a: int, b: int, k: int, B: int) -> int:
+    """Where a read aimed at edge k (reference instant within [a, b]) starts: bisecting the
+    window, except once it is pinned (at most PINNED brackets wide) at every FLANK_EVERY-th edge,
+    where it goes on a flank, the two sides in turn: its bracket ends just before a, or starts
+    just after b. There the line is certain of the reading, and a forward (before a) or backward
+    (after b) step larger than b − a plus about a bracket reads differently, however far below a
+    tick it is; a read at a random phase sees it with probability |s|/q, a bisecting read,
+    straddling the old edge, never. Bisecting a pinned window gains little (it stays about a
+    bracket wide), so the flanks cost a few % of width (benchmarks/README.md)."""
+    if b - a > PINNED * B or k % FLANK_EVERY:
+        return (a + b - B) // 2
+    before = (k // FLANK_EVERY) % 2 == 0
+    return a - B - B // 4 if before else b + B // 4
+
+
 def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
         min_gap_ns: int) -> int:
     """The reference instant to send the next request, given the current segment."""
@@ -78,10 +95,10 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
     if off.hi - off.lo >= q - B:
         return earliest
     k, a, b = edge_window(seg, q, phase_ns, earliest + B // 2)
-    s = (a + b - B) // 2
+    s = _aimed_start(a, b, k, B)
     while s < earliest:                      # too close: aim at the next edge
         k, a, b = edge_window(seg, q, phase_ns, b + 1)
-        s = (a + b - B) // 2
+        s = _aimed_start(a, b, k, B)
     return int(s)
 
 
