@@ -93,7 +93,7 @@ class Bench:
             self.store.update_manifest(calibration=live.record())
         if self.store.full is not None:
             raise self.store.disk_full()
-        before = self.store.manifest.get("devices", {})
+        before = Manifest.of(self.store.manifest).devices
         self.store.update_devices({st.name: st.record(before.get(st.name))
                                    for st in self.statuses},
                                   probed_until_ns=self.reference.now_ns())

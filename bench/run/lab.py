@@ -325,7 +325,7 @@ class Lab:
         return t
 
     def _merge_statuses(self, statuses) -> None:
-        devices = self.store.manifest.get("devices", {})
+        devices = Manifest.of(self.store.manifest).devices
         self.store.update_devices({st.name: st.record(devices.get(st.name))
                                    for st in statuses})
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from bench.model.documents import DeviceEntry
 from bench.model.inventory import DeviceConfig
 from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
@@ -73,15 +74,14 @@ class DeviceStatus:
     clocks: list = field(default_factory=list)
     recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.output.live
 
-    def record(self, before: dict | None = None) -> dict:
+    def record(self, before: DeviceEntry | None = None) -> dict:
         """The manifest's fields for this device after a probing loop; counts add to those of
-        `before` (the device's manifest entry), so a procedure that probes twice keeps both."""
-        b = before or {}
+        `before` (its manifest entry), so a procedure that probes twice keeps both."""
+        b = before or DeviceEntry(self.name)
         return dict(identity=self.identity, clocks=self.clocks, state=self.state,
-                    plane=self.plane, reads=int(b.get("reads", 0)) + self.reads,
-                    probes=int(b.get("probes", 0)) + self.probes,
-                    late_probes=int(b.get("late_probes", 0)) + self.late,
-                    late_max_ns=max(int(b.get("late_max_ns", 0)), self.late_max_ns))
+                    plane=self.plane, reads=b.reads + self.reads, probes=b.probes + self.probes,
+                    late_probes=b.late_probes + self.late,
+                    late_max_ns=max(b.late_max_ns, self.late_max_ns))
 
 
 def _kind_of(exc: BaseException) -> str:
