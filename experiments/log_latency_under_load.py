@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.model.documents import Summary
+from bench.model.statuses import worst
 from experiments.stimulus_latency import series
 
 
@@ -77,11 +78,14 @@ def record(lab, summary: dict, phases: dict) -> None:
         d = Summary.of(summary).device(dev)
         for stim, L in (d.latency.items() if d else ()):
             evs = [e for e in L.events if a <= e.s_ns <= b]
-            for kind, what in (("logged_ns", "stamped in the device log (proven)"),
+            for kind, what in (("logged_ns", "stamped in the device log"),
                                ("observed_ns", "seen by the bench (first fetch showing it)")):
-                bs = [getattr(e, kind) for e in evs if getattr(e, kind) is not None]
+                has = [e for e in evs if getattr(e, kind) is not None]
+                bs = [getattr(e, kind) for e in has]
                 lab.distribution(f"log_latency_under_load.{phase}.{kind[:-3]}", "ns",
                                  [x.lo for x in bs], [x.hi for x in bs], device=dev,
+                                 basis=worst(e.logged_status for e in has)
+                                 if kind == "logged_ns" else "proven",
                                  doc=f"{stim} -> {what}, series '{phase}'")
         smp = run.samples(dev)
         ev = [i for i in smp.select("event") if a <= smp.s_ns[i] <= b]

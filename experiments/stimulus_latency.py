@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.model.documents import Summary
+from bench.model.statuses import worst
 from bench.run.lab import LabTimeout
 
 NS = 1_000_000_000
@@ -97,11 +98,14 @@ def record(lab, summary: dict, devices: list[str]) -> None:
     for dev in devices:
         d = Summary.of(summary).device(dev)
         for stim, L in sorted(d.latency.items() if d else ()):
-            evs = [e.logged_ns for e in L.events if e.logged_ns is not None]
+            logged = [e for e in L.events if e.logged_ns is not None]
+            evs = [e.logged_ns for e in logged]
             lab.distribution(f"stimulus_latency.{stim}", "ns", [b.lo for b in evs],
                              [b.hi for b in evs], device=dev,
+                             basis=worst(e.logged_status for e in logged),
                              doc="stimulus sent -> the device's own log stamp, mapped through "
-                                 "this run's calibration of its clock (proven per event)")
+                                 "this run's calibration of its clock (each event's status: "
+                                 "the summary's logged_via)")
             lab.measure(f"stimulus_latency.{stim}.unlogged", L.sent - len(evs),
                         "count", device=dev, doc="stimuli without a mapped log entry")
 

@@ -56,6 +56,10 @@ def test_stimulus_latency_bounds_contain_the_true_latency(latency_run):
         m = next(m for m in load_measurements(run.path)
                  if m["device"] == dev and m["name"] == f"stimulus_latency.{stim}")
         assert m["extra"]["n"] == 12 and len(m["extra"]["distribution"]["lo"]) == 12
+        # labelled with the worst of its events' statuses (summary logged_via), never above it
+        sts = {e["logged_via"].split()[0] for e in evs}
+        assert m["basis"] == ("assumed" if "assumed" in sts else "proven") and sts <= {"proven",
+                                                                                         "assumed"}
         true = [log["t_ns"] - t for t, log in zip(sent, logs)]
         assert m["lo"] <= min(true) and max(true) <= m["hi"]
 

@@ -537,6 +537,12 @@ class LatencyEvent:
         """The device-stamped bound, else the first fetch's."""
         return self.logged_ns or self.observed_ns
 
+    @property
+    def logged_status(self) -> BoundStatus:
+        """The status of `logged_ns`: `logged_via`'s first word (older summaries: proven)."""
+        word = self.logged_via.split(" ", 1)[0]
+        return parse(BoundStatus, word) if word in set(BoundStatus) else BoundStatus.PROVEN
+
 
 @dataclass(frozen=True)
 class Latency:
