@@ -14,9 +14,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/rackclock run
 
-# on 2 pytest-xdist workers, a test module per worker at a time (its fixtures made once);
-# TEST_WORKERS=0 runs the suite serially
-TEST_WORKERS ?= 2
+# serially by default; TEST_WORKERS=2: on 2 pytest-xdist workers, a test module per worker at a
+# time. Not the default: with a served rack (RACKCLOCK_RACK), two workers can open the same
+# device at once (test_pytest_plugin's calibration and test_snmp_pdu_with_device both bound
+# pdu-1's trap port in one CI run)
+TEST_WORKERS ?= 0
 test: $(STAMP)
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
