@@ -161,6 +161,7 @@ class DeviceEntry:
     probes: int = 0                 # probes planned and started
     late_probes: int = 0            # probes started >= 10 ms after their planned instant
     late_max_ns: int = 0            # the latest start after plan (ns)
+    aims_yielded: int = 0           # aimed probes read at an exploration instant (no room)
     raw: dict = field(**RAW)
 
     @classmethod
@@ -171,7 +172,7 @@ class DeviceEntry:
                    tuple(ClockInfo.of(c) for c in _l(x.get("clocks"))),
                    str(x.get("state") or ""), str(x.get("error") or ""),
                    _int(x.get("reads")), _int(x.get("probes")), _int(x.get("late_probes")),
-                   _int(x.get("late_max_ns")), dict(x))
+                   _int(x.get("late_max_ns")), _int(x.get("aims_yielded")), dict(x))
 
     def clock(self, name: str) -> ClockInfo | None:
         return next((c for c in self.clocks if c.name == name), None)

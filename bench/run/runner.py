@@ -25,14 +25,17 @@ from bench.model.inventory import DeviceConfig
 from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import RunStore, SampleWriter
+from bench.run.calendar import ReadCalendar
 from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarget
 
 NS = 1_000_000_000
 LATE_NS = 10_000_000           # a probe that starts this long after its planned instant is late
 SHARD_MIN_DEVICES = 32         # fewer devices: one process (one core is more than enough)
-OPENS_AT_ONCE = 4              # per loop: a driver's open can cost CPU (an SNMP engine ~0.2 s),
-                               # and many at once starve the answers of the ones already open
+OPENS_AT_ONCE = 16             # per loop: an open costs CPU (a TLS login, an SNMP engine's
+                               # tables: 5-15 ms), and many at once starve the answers of the
+                               # devices already open; 4 left the last of 150 devices 5-17 s
+                               # from their first read
 log = logging.getLogger(__name__)
 
 
@@ -70,6 +73,8 @@ class DeviceStatus:
     probes: int = 0                       # probes started (a burst of reads each) ...
     late: int = 0                         # ... of which started LATE_NS or more after their plan
     late_max_ns: int = 0
+    aims_yielded: int = 0                 # aimed probes read at an exploration instant instead:
+                                          # the loop's calendar had no room at the aim
     identity: dict = field(default_factory=dict)
     clocks: list = field(default_factory=list)
     recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.output.live
@@ -81,7 +86,8 @@ class DeviceStatus:
         return dict(identity=self.identity, clocks=self.clocks, state=self.state,
                     plane=self.plane, reads=b.reads + self.reads, probes=b.probes + self.probes,
                     late_probes=b.late_probes + self.late,
-                    late_max_ns=max(b.late_max_ns, self.late_max_ns))
+                    late_max_ns=max(b.late_max_ns, self.late_max_ns),
+                    aims_yielded=b.aims_yielded + self.aims_yielded)
 
 
 def _kind_of(exc: BaseException) -> str:
@@ -123,6 +129,7 @@ class DeviceWorker:
         self._poll_ns = 0                    # how long the last log poll took
         self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
         self.open_gate: asyncio.Semaphore | None = None   # set by run_workers: opens at once
+        self.calendar: ReadCalendar | None = None         # set by run_workers: the loop's probes
         self._end = 2**63 - 1                             # the run's end for this device
 
     # -- task ---------------------------------------------------------------------------------
@@ -205,16 +212,19 @@ class DeviceWorker:
     def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
         """Dithered by default; for coarse clocks, aimed at the predicted tick edge, except every
         `explore_every`-th read, which stays random so that a step the aimed reads would straddle
-        unseen is still found."""
+        unseen is still found. Booked on the loop's calendar (bench/run/calendar.py) when it has
+        one: an aim without room there becomes an exploration read."""
         period = NS / self.config.rate_hz
         d = self.plan.dither
         from bench.analysis.probe_schedule import explore_delay_ns   # uniform over the tick phase
         t = now + explore_delay_ns(self.rng.random(), spec.resolution_ns, period, d)
-        aimable = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
-                   and not spec.modulus_ns
-                   and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every != 0)
-        if not aimable:
-            return t
+        coarse = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
+                  and not spec.modulus_ns)
+        exploring = coarse and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every == 0
+        if not coarse:
+            return self._book_later(t, int(period * d))
+        if exploring:
+            return self._book_explore(t)
         from bench.analysis.probe_schedule import next_probe_ns
         s, e, v = (list(x) for x in zip(*reads[-400:]))
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
@@ -224,11 +234,29 @@ class DeviceWorker:
                                   state=self._aim_state.setdefault(spec.name, {}))
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
-            return t
+            return self._book_explore(t)
         if aimed is None:
-            return t
+            return self._book_explore(t)
         aimed = int(aimed) - (bracket if self.plan.burst > 1 else 0)   # the burst's last read aims
-        return aimed if aimed > now else t
+        if aimed <= now:
+            return self._book_explore(t)
+        if self.calendar is None:
+            return aimed
+        booked = self.calendar.aim(aimed, max(1, self.plan.burst), bracket // 2)
+        if booked is None:
+            self.status.aims_yielded += 1
+            return self._book_explore(t)
+        return booked
+
+    def _book_explore(self, t: int) -> int:
+        if self.calendar is not None:
+            self.calendar.force(t, max(1, self.plan.burst))
+        return t
+
+    def _book_later(self, t: int, limit_ns: int) -> int:
+        if self.calendar is None:
+            return t
+        return self.calendar.later(t, max(1, self.plan.burst), limit_ns)
 
     def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
         out = []
@@ -264,8 +292,8 @@ class DeviceWorker:
             self._no_reads(start)
             return
         reads: dict[str, list] = {c.name: [] for c in specs}
-        due = {c.name: self.now_ns() + int(self.rng.uniform(0, NS / self.config.rate_hz))
-               for c in specs}
+        due = {c.name: self._book_later(self.now_ns() + int(self.rng.uniform(
+                   0, NS / self.config.rate_hz)), int(NS / self.config.rate_hz)) for c in specs}
         stimuli = self._stimulus_plan(drv) if self.plan.stimulus_every_s else []
         stim_due = start + int(self.plan.first_stimulus_s * NS)
         stim_i = 0
@@ -483,14 +511,30 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float) -> None:
     loop.set_default_executor(ThreadPoolExecutor(max(8, min(64, len(workers))),
                                                  thread_name_prefix="driver"))
     gate = asyncio.Semaphore(OPENS_AT_ONCE)
+    calendar = ReadCalendar() if len(workers) > 1 else None
     for w in workers:
         w.open_gate = gate
+        w.calendar = calendar
     tasks = [asyncio.create_task(w.run(), name=f"dev-{w.config.name}") for w in workers]
+    meter = asyncio.create_task(_meter(calendar, workers)) if calendar else None
     _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline_s - time.monotonic()))
+    if meter:
+        meter.cancel()
+        workers[0].store.journal("", "info", "calendar",
+                                 f"{len(workers)} devices on one loop: "
+                                 f"{calendar.cost_per_read_ns / 1e6:.2f} ms of CPU per read, "
+                                 f"{calendar.yielded} aims yielded, {calendar.moved} reads moved")
     for t in pending:
         t.cancel()
     if pending:
         await asyncio.wait(pending, timeout=5)
+
+
+async def _meter(calendar: ReadCalendar, workers: list[DeviceWorker]) -> None:
+    """Once a second: the loop's CPU per read, for the calendar's capacity."""
+    while True:
+        await asyncio.sleep(1.0)
+        calendar.measure(sum(w.status.reads for w in workers), workers[0].now_ns())
 
 
 def deadline_of(plan: ProbePlan) -> float:
