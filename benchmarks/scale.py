@@ -172,6 +172,10 @@ def read_figures(run_dir: Path, devices, duration_s: float, t0_ns: int) -> dict:
     first read on (`measuring_*`: n / (last - first + one period)), the first read's delay after
     the run's start, bracket p50, late share, devices with no read."""
     planes: dict[str, dict] = {}
+    try:
+        entries = json.loads((run_dir / "manifest.json").read_text()).get("devices", {})
+    except (OSError, ValueError):
+        entries = {}
     for d in devices:
         reads, brackets, late, planned, starts = 0, [], 0, 0, []
         path = run_dir / "samples" / f"{d.name}.csv"
@@ -189,7 +193,9 @@ def read_figures(run_dir: Path, devices, duration_s: float, t0_ns: int) -> dict:
                         starts.append(int(r["s_ns"]))
         p = planes.setdefault(d.plane, {"rates": [], "brackets": [], "late": 0, "planned": 0,
                                         "zero": 0, "target": d.rate_hz * 2, "measuring": [],
-                                        "first": []})
+                                        "first": [], "yielded": 0, "probes": 0})
+        p["yielded"] += int(entries.get(d.name, {}).get("aims_yielded") or 0)
+        p["probes"] += int(entries.get(d.name, {}).get("probes") or 0)
         p["rates"].append(reads / duration_s)
         if starts:
             p["measuring"].append(reads / ((max(starts) - min(starts)) / 1e9 + 1 / d.rate_hz))
@@ -212,7 +218,9 @@ def read_figures(run_dir: Path, devices, duration_s: float, t0_ns: int) -> dict:
                       "bracket_p50_ms": round(statistics.median(p["brackets"]) / 1e6, 3)
                       if p["brackets"] else None,
                       "late_share": round(p["late"] / p["planned"], 4) if p["planned"] else None,
-                      "zero_reads": p["zero"]}
+                      "zero_reads": p["zero"],
+                      "aims_yielded_share": round(p["yielded"] / p["probes"], 4)
+                      if p["probes"] else None}
     return out
 
 
@@ -240,6 +248,7 @@ def run_size(n: int, duration_s: float, work: Path, sim_procs: int | None,
         statuses, _ = runner.run_devices(list(rack.devices), Reference.now_ns, store, plan,
                                          True, **run_kw)
         window = time.monotonic() - t0
+        store.update_devices({st.name: st.record() for st in statuses})
         sampler.sample()
         sampler.stop.set()
         store.close()
@@ -307,16 +316,18 @@ def print_row(row: dict, base: dict | None) -> None:
           f"{row['states']}")
     print("| plane | devices | reads/s per device over the run, min / median (target) | "
           "same while measuring | below 95 % while measuring | first read after (max, s) | "
-          "bracket p50 ms (× first size) | late share | zero reads |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "bracket p50 ms (× first size) | late share | zero reads | aims yielded |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for plane, p in row["planes"].items():
         b0 = (base or {}).get("planes", {}).get(plane, {}).get("bracket_p50_ms")
         ratio = f" ({p['bracket_p50_ms'] / b0:.2f}×)" if b0 and p["bracket_p50_ms"] else ""
         late = "-" if p["late_share"] is None else f"{100 * p['late_share']:.2f} %"
+        ys = p.get("aims_yielded_share")
+        yielded = "-" if ys is None else f"{100 * ys:.1f} %"
         print(f"| {plane} | {p['devices']} | {p['reads_min']} / {p['reads_median']} "
               f"({p['target']:g}) | {p['measuring_min']} / {p['measuring_median']} | "
               f"{p['below_95']} | {p['first_read_max_s']} | {p['bracket_p50_ms']}{ratio} | "
-              f"{late} | {p['zero_reads']} |")
+              f"{late} | {p['zero_reads']} | {yielded} |")
     procs = row["processes"]
     by_role: dict[str, list] = {}
     for p in procs:
