@@ -3,13 +3,13 @@ password and an unreachable device: clear errors for those, every sample kept fo
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import tomli_w
+from ports import free_port
 from racks import sim_rack_dict, sim_rack_text
 
 from bench.run.experiment import DEFAULT_RACK, run_experiment
@@ -87,12 +87,6 @@ def test_every_bracket_contains_the_emulators_sample_instant(default_run):
             assert samples_in(taken.get(key, []), s, e), f"{key}: no sample instant in [{s}, {e}]"
             n += 1
     assert n > 50
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkeypatch):

@@ -1,0 +1,47 @@
+"""Loopback ports for servers a test starts itself (sshd, a Ray head) or wants closed.
+
+A port found by binding port 0 and closing the socket is free only for that instant: until the
+server binds it, any port-0 bind or outgoing connection on the machine (the other xdist worker,
+another suite) may be handed the same number. So `free_port` picks below the kernel's ephemeral
+range (/proc/sys/net/ipv4/ip_local_port_range), which the kernel never hands out by itself,
+checks it is free, and reserves it for this process's life with a lock file, so that no other
+caller of this helper on the machine gets it.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import socket
+import tempfile
+from pathlib import Path
+
+LOW = 20000                   # below it: ports that servers (Ray's workers: 10002-19999) pick
+_reserved: list[int] = []     # lock file descriptors, kept open for the process's life
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    """A loopback port (TCP by default, `socket.SOCK_DGRAM` for UDP) that nothing holds and no
+    other caller of this helper on the machine will get."""
+    high = _ephemeral_low()
+    folder = Path(tempfile.gettempdir()) / "rackclock-test-ports"
+    folder.mkdir(exist_ok=True)
+    for port in random.sample(range(LOW if high > LOW + 1000 else 1024, high), 200):
+        fd = os.open(folder / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with socket.socket(socket.AF_INET, kind) as s:
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            os.close(fd)
+            continue
+        _reserved.append(fd)
+        return port
+    raise RuntimeError(f"no free loopback port below {high} after 200 tries")
