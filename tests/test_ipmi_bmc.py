@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import pytest
+from ports import free_port
 
 from bench.analysis.estimate import fit_clock
 from bench.model.inventory import device_from_table
@@ -252,9 +253,7 @@ def test_wrong_password_is_an_auth_error_without_the_password(bmc):
 
 def test_closed_port_is_unreachable_at_once(bmc):
     sim, device = bmc
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port(socket.SOCK_DGRAM)
     dev = dataclasses.replace(device(timeout_s=600.0), address=f"ipmi://127.0.0.1:{port}")
     with pytest.raises(DeviceError) as e:     # kind unreachable: not the timeout's
         run(with_driver(dev, lambda d: d.identity()))
