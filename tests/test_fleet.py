@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from ports import free_port
 from procs import SESSION, pids_where
 from racks import sim_rack_text
+
+from bench.ports import free_port
 
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
 

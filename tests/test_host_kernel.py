@@ -13,10 +13,10 @@ import time
 
 import numpy as np
 import pytest
-from ports import free_port
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
 from bench.model.inventory import device_from_table
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
 from bench.sim.host_kernel import kmsg_minus_monotonic_ns, kmsg_writable

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ports import free_port
 
+from bench.ports import free_port
 from tests.hostile import PROFILES, run_bench
 
 MEMORY_CEILING_MB = 400      # measured ~120 MB for all eight; 981 MB for one 100 MB body before

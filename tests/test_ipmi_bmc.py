@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 import pytest
-from ports import free_port
 
 from bench.analysis.estimate import fit_clock
 from bench.model.inventory import device_from_table
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.ipmi_bmc import IpmiSim, host_clock_pair, ipmi_sim_path
 from bench.model.summary import zone_note

@@ -12,10 +12,10 @@ import tomllib
 
 import pytest
 from aiohttp import web
-from ports import free_port
 from racks import sim_rack_text
 
 from bench.model.inventory import rack_from_dict
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in
 from drivers.base import DeviceError

@@ -13,8 +13,8 @@ import time
 
 import pytest
 import redfish
-from ports import free_port
 
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
 from drivers.base import DeviceError

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from ports import free_port
 from racks import sim_rack_dict, sim_rack_text
 
+from bench.ports import free_port
 from bench.run.experiment import DEFAULT_RACK, run_experiment
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.model.rundata import load_run

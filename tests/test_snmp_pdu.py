@@ -12,9 +12,9 @@ import threading
 import time
 
 import pytest
-from ports import free_port
 
 from bench.analysis.counters import split_reboots
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
 from drivers.base import DeviceError, StimulusRefused

@@ -1,11 +1,12 @@
-"""Loopback ports for servers a test starts itself (sshd, a Ray head) or wants closed.
+"""Loopback ports for servers started apart from whoever picks the port (an emulator's trap
+receiver, a test's sshd or Ray head) or meant to stay closed.
 
 A port found by binding port 0 and closing the socket is free only for that instant: until the
 server binds it, any port-0 bind or outgoing connection on the machine (the other xdist worker,
 another suite) may be handed the same number. So `free_port` picks below the kernel's ephemeral
 range (/proc/sys/net/ipv4/ip_local_port_range), which the kernel never hands out by itself,
 checks it is free, and reserves it for this process's life with a lock file, so that no other
-caller of this helper on the machine gets it.
+caller of this helper on the machine gets it. Base layer: the standard library only.
 """
 from __future__ import annotations
 
