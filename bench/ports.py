@@ -10,6 +10,7 @@ caller of this helper on the machine gets it. Base layer: the standard library o
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import random
@@ -28,12 +29,19 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def reservations() -> Path:
+    """The folder of the reservations' lock files (one per port)."""
+    return Path(tempfile.gettempdir()) / "rackclock-ports"
+
+
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
     """A loopback port (TCP by default, `socket.SOCK_DGRAM` for UDP) that nothing holds and no
     other caller of this helper on the machine will get."""
     high = _ephemeral_low()
-    folder = Path(tempfile.gettempdir()) / "rackclock-test-ports"
+    folder = reservations()
     folder.mkdir(exist_ok=True)
+    with contextlib.suppress(OSError):        # other users' callers share the folder
+        os.chmod(folder, 0o1777)
     for port in random.sample(range(LOW if high > LOW + 1000 else 1024, high), 200):
         fd = os.open(folder / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
         try:
