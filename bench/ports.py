@@ -29,9 +29,22 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def lock_dir(name: str) -> Path:
+    """A folder for lock files that every process on this machine sees, whatever its TMPDIR:
+    under /run/lock (FHS), or the temporary folder where that is not writable. Made on use."""
+    base = Path("/run/lock")
+    if not (base.is_dir() and os.access(base, os.W_OK | os.X_OK)):
+        base = Path(tempfile.gettempdir())
+    folder = base / name
+    folder.mkdir(exist_ok=True)
+    with contextlib.suppress(OSError):        # other users' processes share the folder
+        os.chmod(folder, 0o1777)
+    return folder
+
+
 def reservations() -> Path:
     """The folder of the reservations' lock files (one per port)."""
-    return Path(tempfile.gettempdir()) / "rackclock-ports"
+    return lock_dir("rackclock-ports")
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
@@ -39,9 +52,6 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
     other caller of this helper on the machine will get."""
     high = _ephemeral_low()
     folder = reservations()
-    folder.mkdir(exist_ok=True)
-    with contextlib.suppress(OSError):        # other users' callers share the folder
-        os.chmod(folder, 0o1777)
     for port in random.sample(range(LOW if high > LOW + 1000 else 1024, high), 200):
         fd = os.open(folder / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
         try:

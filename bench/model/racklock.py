@@ -7,10 +7,11 @@ tests) holds `rack_lock(rack_file)` for as long as they are open; a second sessi
 machine waits for it until its deadline and then fails naming the holder (pid, command, since).
 A simulated rack needs no lock: every session serves its own copy on fresh ports.
 
-`fcntl.flock` on `<tempdir>/rackclock-locks/<hash of the path>.lock`: the kernel drops the lock
-when its holder exits however it exits, so a killed session never leaves a rack locked. The lock
-is re-entrant within a process (a session holding it for its drivers may run a test that takes it
-again). It covers one machine; sessions on two hosts sharing one rack are not seen.
+`fcntl.flock` on `/run/lock/rackclock-racks/<hash of the path>.lock` (bench.ports.lock_dir, the
+same for every TMPDIR): the kernel drops the lock when its holder exits however it exits, so a
+killed session never leaves a rack locked. The lock is re-entrant within a process (a session
+holding it for its drivers may run a test that takes it again). It covers one machine; sessions
+on two hosts sharing one rack are not seen.
 """
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ import hashlib
 import os
 import socket
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Iterator
 
 from bench.errors import RackclockError
+from bench.ports import lock_dir
 
 DEFAULT_WAIT_S = 600.0
 
@@ -37,9 +38,9 @@ class RackBusy(RackclockError, TimeoutError):
 
 
 def lock_path(rack_file: str | os.PathLike) -> Path:
-    """The lock file of a rack file (its resolved path's hash, under the temporary folder)."""
+    """The lock file of a rack file (its resolved path's hash, in bench.ports.lock_dir)."""
     key = hashlib.sha256(str(Path(rack_file).resolve()).encode()).hexdigest()[:24]
-    return Path(tempfile.gettempdir()) / "rackclock-locks" / f"{key}.lock"
+    return lock_dir("rackclock-racks") / f"{key}.lock"
 
 
 _held: dict[Path, list] = {}          # lock file -> [fd, depth]: re-entrant within the process
@@ -47,9 +48,6 @@ _held_guard = threading.Lock()
 
 
 def _open(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):        # other users' sessions share the folder
-        os.chmod(path.parent, 0o1777)
     return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
 
 
