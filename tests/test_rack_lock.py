@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.model.racklock import RackBusy, lock_path, rack_lock
+from bench.ports import free_port
 from bench.run.simproc import SimProcess
 from racks import sim_rack_text
 
@@ -66,10 +68,12 @@ def test_a_second_session_on_the_rack_waits_for_the_first(tmp_path):
     """Session 1 opens the served pdu-1 (its driver binds the rack's trap port) and keeps it
     open; session 2 on the same rack file must wait on the lock rather than open pdu-1 at once
     (which fails: the trap port is taken); it opens pdu-1 once session 1 has ended."""
-    (tmp_path / "sim.toml").write_text(sim_rack_text(["pdu-1"], name="lock-test"))
+    trap = f"udp://127.0.0.1:{free_port(socket.SOCK_DGRAM)}"      # fixed, as on a lab rack
+    (tmp_path / "sim.toml").write_text(sim_rack_text(["pdu-1"], name="lock-test",
+                                                     changes={"pdu-1": {"trap_listen": trap}}))
     (tmp_path / "test_lab.py").write_text(LAB_SUITE)
     with SimProcess(tmp_path / "sim.toml", tmp_path / "served") as sim:
-        assert sim.rack.devices[0].options["trap_listen"].startswith("udp://127.0.0.1:")
+        assert sim.rack.devices[0].options["trap_listen"] == trap
         served = tmp_path / "served" / "rack.toml"            # the rack file, as .ci/run's
         first = lab_session(tmp_path, served, "first")
         second = None
