@@ -47,8 +47,8 @@ def reservations() -> Path:
     return lock_dir("rackclock-ports")
 
 
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    """A loopback port (TCP by default, `socket.SOCK_DGRAM` for UDP) that nothing holds and no
+def free_port(kind: int = socket.SOCK_STREAM, host: str = "127.0.0.1") -> int:
+    """A port on `host` (TCP by default, `socket.SOCK_DGRAM` for UDP) that nothing holds and no
     other caller of this helper on the machine will get."""
     high = _ephemeral_low()
     folder = reservations()
@@ -57,7 +57,7 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             with socket.socket(socket.AF_INET, kind) as s:
-                s.bind(("127.0.0.1", port))
+                s.bind((host, port))
         except OSError:
             os.close(fd)
             continue
