@@ -14,11 +14,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/rackclock run
 
-# serially by default; TEST_WORKERS=2: on 2 pytest-xdist workers, a test module per worker at a
-# time. Not the default: with a served rack (RACKCLOCK_RACK), two workers can open the same
-# device at once (test_pytest_plugin's calibration and test_snmp_pdu_with_device both bound
-# pdu-1's trap port in one CI run)
-TEST_WORKERS ?= 0
+# on 2 pytest-xdist workers where the machine has 2 cores or more, a test module per worker at a
+# time; a test that opens the served rack's devices (RACKCLOCK_RACK) holds the rack
+# (bench/model/racklock.py), so the other worker's waits. TEST_WORKERS=0: serially
+TEST_WORKERS ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 0)
 test: $(STAMP)
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 

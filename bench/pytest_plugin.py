@@ -10,14 +10,20 @@ Fixtures (all skip the test, with the reason, when no rack file is given):
                 as plain functions (`rack_drivers["bmc-1"].identity()`), run on a private loop
   calibration   {device: DeviceCalibration} from a short clock_offset run (--calibrate-s
                 seconds): `calibration["bmc-1"].offset_bound() < 5 * ms`
+  rack_held     the RackConfig, with the lab rack held by this session (below)
 
 A rack file marked `simulated = true` works too: it is served on loopback for the session.
+One session at a time on a lab rack: `rack_drivers` and `calibration` hold the rack
+(bench.model.racklock, keyed by the rack file's path) from their first use to the session's end,
+so a second session on the same rack (another pytest, a second xdist worker) waits for it, up to
+--rack-wait-s, and then fails naming the holder.
 Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`.
 Stimuli reach a real rack only with --rack-arm; on a simulated rack they are always sent.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import threading
@@ -27,6 +33,7 @@ import pytest
 
 from bench.analysis.estimate import Bound
 from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
+from bench.model.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
 from bench.model.statuses import RunStatus
 
 ns = 1
@@ -48,6 +55,9 @@ def pytest_addoption(parser):
                     help="folder for the calibration's run folder (default: a temporary folder)")
     group.addoption("--rack-arm", action="store_true", default=False,
                     help="let the calibration and the drivers send stimuli to a real rack")
+    group.addoption("--rack-wait-s", type=float, default=DEFAULT_WAIT_S,
+                    help="how long to wait for another session using the same rack file, s "
+                         f"(default {DEFAULT_WAIT_S:g})")
 
 
 def _rack_path(config) -> Path:
@@ -68,6 +78,35 @@ def rack(request):
     """The RackConfig of the rack file given with --rack; skips the test when none is given."""
     from bench.model.inventory import load_rack
     return load_rack(_rack_path(request.config))
+
+
+def _session_name(config) -> str:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"pytest{f' worker {worker}' if worker else ''} in {config.rootpath}"
+
+
+@contextlib.contextmanager
+def holding_rack(config, rack_file):
+    """Hold the rack of `rack_file` (bench.model.racklock) for the block; a wait past
+    --rack-wait-s fails the test naming the session that holds it."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(rack_lock(rack_file, config.getoption("--rack-wait-s"),
+                                         what=_session_name(config)))
+        except RackBusy as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield
+
+
+@pytest.fixture(scope="session")
+def rack_held(request, rack):
+    """The lab rack held by this session from first use to its end (a simulated rack is
+    served afresh for each session and needs no holding)."""
+    if rack.simulated:
+        yield rack
+        return
+    with holding_rack(request.config, rack.source):
+        yield rack
 
 
 # -- drivers -------------------------------------------------------------------------------------
@@ -133,7 +172,7 @@ def rack_served(request, rack, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def rack_drivers(request, rack_served):
+def rack_drivers(request, rack_held, rack_served):
     """Every device's driver, opened once for the session and closed at its end."""
     from bench.reference.clock import open_reference
     from drivers import driver_class
@@ -262,7 +301,7 @@ class Calibration(dict):
 
 
 @pytest.fixture(scope="session")
-def calibration(request, rack_file, tmp_path_factory) -> Calibration:
+def calibration(request, rack_held, rack_file, tmp_path_factory) -> Calibration:
     """A short clock_offset run on the rack (--calibrate-s), once per session."""
     from bench.run.experiment import run_experiment
     from bench.model.rundata import load_run

@@ -8,6 +8,7 @@ import tomllib
 import pytest
 
 from bench.model.inventory import rack_from_dict
+from bench.pytest_plugin import holding_rack
 from bench.sim.thread import SimRackThread
 
 
@@ -34,9 +35,13 @@ def sim_rack(tmp_path):
 
 
 @pytest.fixture
-def real_rack(rack):
-    """A real lab rack for the `*_with_device` tests (`pytest --rack FILE`); skipped without."""
-    return rack
+def real_rack(request, rack):
+    """A real lab rack for the `*_with_device` tests (`pytest --rack FILE`); skipped without.
+    Held for the test (bench.model.racklock): they open the rack file's own devices, which one
+    session at a time may do (a PDU's one trap port), so another xdist worker's test or another
+    session on the same rack waits."""
+    with holding_rack(request.config, rack.source):
+        yield rack
 
 
 # pytest-xdist (`make test`: `-n 2 --dist loadfile`): each module's tests stay on one worker, so

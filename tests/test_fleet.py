@@ -20,6 +20,8 @@ import pytest
 from procs import SESSION, pids_where
 from racks import sim_rack_text
 
+from bench.ports import free_port
+
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
 
 pytestmark = pytest.mark.slow
@@ -208,13 +210,6 @@ def test_an_interrupted_fleet_stops_its_running_racks(tmp_path):
     assert (run.parent / "summary.json").exists()
 
 
-def free_tcp_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_fleet_joins_a_cluster_whose_node_declares_the_rack(tmp_path, monkeypatch):
     """The lab's setup (README): a Ray node started by `ray start` with token authentication,
     declaring the rack it reaches; `rackclock fleet run --address` joins it, runs rack a there,
@@ -225,7 +220,7 @@ def test_fleet_joins_a_cluster_whose_node_declares_the_rack(tmp_path, monkeypatc
     (tmp_path / "fleet.toml").write_text('[fleet]\nname = "joined"\nduration_s = 4\n'
                                          '[racks.a]\nrack = "rack.toml"\n'
                                          '[racks.b]\nrack = "rack.toml"\n')
-    port = free_tcp_port()
+    port = free_port()
     ray_bin = Path(sys.executable).with_name("ray")
     log = tmp_path / "ray-start.log"
     with open(log, "w") as out:

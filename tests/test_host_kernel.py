@@ -16,6 +16,7 @@ import pytest
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
 from bench.model.inventory import device_from_table
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
 from bench.sim.host_kernel import kmsg_minus_monotonic_ns, kmsg_writable
@@ -159,12 +160,6 @@ def test_missing_device_is_unreachable_and_garbage_is_malformed(tmp_path):
 
 
 # -- over SSH ------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def sshd(tmp_path):
     """A real OpenSSH sshd on 127.0.0.1 accepting root with a key made here."""

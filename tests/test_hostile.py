@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.ports import free_port
 from tests.hostile import PROFILES, run_bench
 
 MEMORY_CEILING_MB = 400      # measured ~120 MB for all eight; 981 MB for one 100 MB body before
@@ -144,9 +145,7 @@ def test_a_wrong_snmpv3_privacy_key_is_auth_against_net_snmp(tmp_path):
     from drivers.base import DeviceError
     from drivers.snmp_pdu import SnmpPdu
 
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port(socket.SOCK_DGRAM)
     conf = tmp_path / "snmpd.conf"
     conf.write_text("createUser rcuser SHA authpass-12345 AES privpass-12345\nrouser rcuser priv\n")
     agent = subprocess.Popen(["snmpd", "-f", "-Lo", "-C", "-c", str(conf), "-p",

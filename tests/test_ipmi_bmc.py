@@ -20,6 +20,7 @@ import pytest
 
 from bench.analysis.estimate import fit_clock
 from bench.model.inventory import device_from_table
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.ipmi_bmc import IpmiSim, host_clock_pair, ipmi_sim_path
 from bench.model.summary import zone_note
@@ -252,9 +253,7 @@ def test_wrong_password_is_an_auth_error_without_the_password(bmc):
 
 def test_closed_port_is_unreachable_at_once(bmc):
     sim, device = bmc
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port(socket.SOCK_DGRAM)
     dev = dataclasses.replace(device(timeout_s=600.0), address=f"ipmi://127.0.0.1:{port}")
     with pytest.raises(DeviceError) as e:     # kind unreachable: not the timeout's
         run(with_driver(dev, lambda d: d.identity()))

@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import socket
 import threading
 import time
 import tomllib
@@ -16,6 +15,7 @@ from aiohttp import web
 from racks import sim_rack_text
 
 from bench.model.inventory import rack_from_dict
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in
 from drivers.base import DeviceError
@@ -189,9 +189,7 @@ def test_wrong_token_is_an_auth_error_without_the_token(k8s, tmp_path):
 
 def test_closed_port_is_unreachable_at_once(k8s, tmp_path):
     sim, dev = k8s()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     closed = dataclasses.replace(dev, options={
         **dev.options, "timeout_s": 600.0,
         "kubeconfig": _kubeconfig(tmp_path, f"http://127.0.0.1:{port}", "x")})

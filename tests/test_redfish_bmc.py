@@ -8,13 +8,13 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 
 import pytest
 import redfish
 
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
 from drivers.base import DeviceError
@@ -291,9 +291,7 @@ def test_wrong_password_is_auth_error_without_the_password(bmc):
 
 def test_closed_port_is_unreachable_without_waiting_for_the_timeout(bmc):
     sim, dev, _ = bmc()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     closed = dataclasses.replace(dev, address=f"https://127.0.0.1:{port}",
                                  options={**dev.options, "timeout_s": 600.0})
     with pytest.raises(DeviceError) as e:     # kind unreachable: not the timeout's

@@ -3,7 +3,6 @@ password and an unreachable device: clear errors for those, every sample kept fo
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
+from bench.ports import free_port
 from bench.run.experiment import DEFAULT_RACK, run_experiment
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.model.rundata import load_run
@@ -87,12 +87,6 @@ def test_every_bracket_contains_the_emulators_sample_instant(default_run):
             assert samples_in(taken.get(key, []), s, e), f"{key}: no sample instant in [{s}, {e}]"
             n += 1
     assert n > 50
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_wrong_password_and_unreachable_device_are_clear_errors(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from bench.analysis.counters import split_reboots
+from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
 from drivers.base import DeviceError, StimulusRefused
@@ -238,9 +239,7 @@ def test_outlet_stimulus_trap_and_event_log(sim_rack):
 @needs_netsnmp
 @pytest.mark.skipif(shutil.which("snmptrapd") is None, reason="snmptrapd not installed")
 def test_trap_reaches_snmptrapd(sim_rack, tmp_path):
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port(socket.SOCK_DGRAM)
     conf = tmp_path / "snmptrapd.conf"
     conf.write_text("authCommunity log rc-test-ro\n")
     trapd = subprocess.Popen(["snmptrapd", "-f", "-Lo", "-On", "-C", "-c", str(conf),
