@@ -41,7 +41,7 @@ from pysnmp.hlapi.v3arch.asyncio import (CommunityData, ContextData, ObjectIdent
 from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 
-from drivers import pdu_backends, snmp_engine
+from drivers import pdu_backends, snmp_engine, snmp_v2c
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
@@ -65,6 +65,7 @@ AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionErro
 LOG_ROWS_PER_POLL = 64
 MAX_TRAPS = 10_000
 END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstance)
+COMMANDS = {"get": get_cmd, "next": next_cmd, "set": set_cmd}      # SNMPv3: pysnmp's engine
 
 
 class _StampedUdp(udp.UdpAsyncioTransport):
@@ -146,6 +147,8 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self.engine: SnmpEngine | None = None
         self._share: snmp_engine.SharedEngine | None = None
         self._domains: list[tuple] = []
+        self._client: _StampedUdp | None = None
+        self._v2c: snmp_v2c.V2cClient | None = None
         self._trap_index = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
@@ -196,23 +199,28 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         if self.version == "3":
             user = (self._read_auth.userName, self._read_auth.authentication_key,
                     self._read_auth.privacy_key)
-        # one engine per event loop (drivers/snmp_engine); this device's own stamped socket
-        self._share = self._engine_for(user)
-        self.engine = self._share.engine
+        if user is not None or self.trap_listen:
+            # one engine per event loop (drivers/snmp_engine): v3 exchanges and traps
+            self._share = self._engine_for(user)
+            self.engine = self._share.engine
         try:
-            self._client = _StampedUdp(self.now_ns).open_client_mode()
-            self._domains = [self._share.add_transport(self._client)]
+            self._client = _StampedUdp(self.now_ns).open_client_mode()   # this device's own socket
+            if user is not None:
+                self._domains = [self._share.add_transport(self._client)]
         except Exception as exc:
             await self.close()
             raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
         try:
             self.target = await UdpTransportTarget.create((self.host, self.port),
                                                           timeout=self.timeout_s, retries=0)
-            self.target.TRANSPORT_DOMAIN = self._domains[0]     # the LCD keys targets by domain
+            if user is not None:
+                self.target.TRANSPORT_DOMAIN = self._domains[0]  # the LCD keys targets by domain
         except Exception as exc:
             await self.close()
             raise DeviceError(self.name, "unreachable", f"cannot resolve {self.host}: {exc}") from None
         self._host_ip = self.target.transport_address[0]
+        if user is None:
+            self._v2c = snmp_v2c.V2cClient(self._client, tuple(self.target.transport_address))
         try:
             if self.trap_listen:
                 self._open_trap_receiver(str(self.trap_listen))
@@ -253,6 +261,11 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         config.add_v1_system(self.engine, self._trap_index, community)
 
     async def close(self) -> None:
+        client, self._client, v2c, self._v2c = self._client, None, self._v2c, None
+        if v2c is not None:
+            v2c.close()
+        elif client is not None and self.version != "3":     # v3: its engine closes it
+            client.close_transport()
         share, self._share, self.engine = self._share, None, None
         if share is None:
             return
@@ -268,19 +281,27 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             logging.getLogger("pysnmp").exception("%s: closing the SNMP transport", self.name)
 
     # -- one exchange --------------------------------------------------------------------------
-    async def _exchange(self, command, auth, varbinds, what: str):
-        """Run one pysnmp command; returns (s_ns, e_ns, varbinds) or raises DeviceError."""
-        if self.engine is None:
+    async def _exchange(self, kind: str, auth, varbinds, what: str):
+        """One request ("get" | "next" | "set"; varbinds: (oid, value or None)): v2c through
+        drivers/snmp_v2c, v3 through pysnmp's engine. Returns (s_ns, e_ns, varbinds) or raises
+        DeviceError."""
+        if self._client is None:
             raise DeviceError(self.name, "error", "driver is not open")
         async with self._lock:
             tr = self._client
             tx0, rx0, bytes0 = tr.tx_ns, tr.rx_count, tr.rx_bytes
             s_user = self.now_ns()
             try:
-                err, status, index, vbs = await asyncio.wait_for(
-                    command(self.engine, auth, self.target, ContextData(), *varbinds,
-                            lookupMib=False),
-                    self.timeout_s + 2.0)
+                if self._v2c is not None:
+                    err, status, index, vbs = await self._v2c.request(
+                        kind, auth.communityName, varbinds, self.timeout_s)
+                else:
+                    err, status, index, vbs = await asyncio.wait_for(
+                        COMMANDS[kind](self.engine, auth, self.target, ContextData(),
+                                       *(ObjectType(ObjectIdentity(o), v) if v is not None else
+                                         ObjectType(ObjectIdentity(o)) for o, v in varbinds),
+                                       lookupMib=False),
+                        self.timeout_s + 2.0)
             except asyncio.TimeoutError:
                 err, status, index, vbs = errind.requestTimedOut, 0, 0, ()
             except (OSError, CarrierError) as exc:
@@ -322,8 +343,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         return s, e, [(str(n), v) for n, v in vbs]
 
     async def _get(self, *oids: str, what: str):
-        return await self._exchange(get_cmd, self._read_auth,
-                                    [ObjectType(ObjectIdentity(o)) for o in oids], what)
+        return await self._exchange("get", self._read_auth, [(o, None) for o in oids], what)
 
     # -- identity ------------------------------------------------------------------------------
     async def identity(self) -> Identity:
@@ -382,9 +402,8 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                                                     f"number") from None
         oid = f"{self.backend.outlet_command}.{outlet}"
         value = self.backend.commands[name]
-        s, e, vbs = await self._exchange(set_cmd, self._auth(write=True),
-                                         [ObjectType(ObjectIdentity(oid), rfc1902.Integer(value))],
-                                         f"{name} outlet {outlet}")
+        s, e, vbs = await self._exchange("set", self._auth(write=True),
+                                         [(oid, rfc1902.Integer(value))], f"{name} outlet {outlet}")
         return Stimulus(name, str(outlet), s, e, sent=True, stamp="socket",
                         raw=f"SET {oid} = {value} -> {vbs[0][1].prettyPrint()}")
 
@@ -402,9 +421,8 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         t = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=secs)
         octets = struct.pack(">HBBBBBBcBB", t.year, t.month, t.day, t.hour, t.minute, t.second,
                              rem // 100_000_000, b"+", 0, 0)
-        s, e, vbs = await self._exchange(set_cmd, self._auth(write=True),
-                                         [ObjectType(ObjectIdentity(HR_SYSTEM_DATE),
-                                                     rfc1902.OctetString(octets))],
+        s, e, vbs = await self._exchange("set", self._auth(write=True),
+                                         [(HR_SYSTEM_DATE, rfc1902.OctetString(octets))],
                                          "SET hrSystemDate")
         return Stimulus(self.SET_CLOCK, str(secs * NS + rem), s, e, sent=True, stamp="socket",
                         raw=f"SET {HR_SYSTEM_DATE} = {octets.hex()}")
@@ -442,9 +460,9 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         trap_at = self._traps_base + len(self._traps)
         cols = [f"{pdu_backends.OUTLET_LOG}.{c}" for c in (2, 3, 4)]
         for _ in range(LOG_ROWS_PER_POLL):
-            s, e, vbs = await self._exchange(
-                next_cmd, self._read_auth,
-                [ObjectType(ObjectIdentity(f"{c}.{log_at}")) for c in cols], "walk outlet log")
+            s, e, vbs = await self._exchange("next", self._read_auth,
+                                             [(f"{c}.{log_at}", None) for c in cols],
+                                             "walk outlet log")
             (n_stamp, stamp), (_, outlet), (_, state) = vbs
             if any(isinstance(v, END_OF_WALK) for _, v in vbs):
                 break                # the end of the agent's view (or MIB): the normal end
