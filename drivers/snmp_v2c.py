@@ -1,22 +1,24 @@
-"""SNMPv2c requests on one device's own stamped UDP socket, with pysnmp's message API.
+"""SNMPv2c requests on one device's own stamped UDP socket, without pysnmp's engine.
 
 Why not pysnmp's command generator for v2c: its high-level `get_cmd` redoes per call what a
 clock read does not need (MIB resolution of the varbinds, LCD lookup, the rfc3412 dispatcher's
-state, rfc2576 message processing decoding each answer twice, once for its version), about
-1.5 ms of CPU per GET on this machine kind against about 0.45 ms here. What is written here is
-only the request/answer bookkeeping a command generator keeps: the message is built with
-`pysnmp.proto.api.v2c` and encoded and decoded with pyasn1 (as pysnmp's own v1arch dispatcher
-does), and an answer is taken when it is a Response-PDU with the request's request-id and
-community; anything else that arrives is counted and ignored, as pysnmp drops it.
-SNMPv3 (USM) stays on pysnmp's engine (drivers/snmp_engine).
+state, rfc2576 message processing decoding each answer twice, once for its version): about
+1.5 ms of CPU per GET on this machine kind. What is kept here is only the bookkeeping a command
+generator keeps: one request outstanding, an answer taken when it is a Response-PDU with the
+request's request-id and community; anything else that arrives is counted (by the transport)
+and ignored, as pysnmp drops it. SNMPv3 (USM) stays on pysnmp's engine (drivers/snmp_engine).
 
-Written by hand, because pyasn1 does it slowly: decoding the answer. pyasn1's BER decoder takes
-about 0.3 ms of CPU for a 44-byte GetResponse (the nested CHOICEs of a varbind's value), two
-thirds of what is left of a read. `decode_response` reads the one shape a v2c answer has
-(RFC 3416: SEQUENCE {version, community, Response-PDU [2] {request-id, error-status,
-error-index, varbinds}}) with definite lengths, into the same pysnmp value types pyasn1 gives
-(tests/test_snmp_v2c.py checks both agree on every SMIv2 type); a datagram it does not take is
-handed to pyasn1 with pysnmp's v2c message spec, so nothing valid is refused for its form.
+Written by hand, because pyasn1 does it slowly: the messages' envelopes (RFC 3416: SEQUENCE
+{version 1, community, PDU {request-id, error-status, error-index, SEQUENCE OF {name,
+value}}}, definite lengths). With pysnmp's message API (`pysnmp.proto.api.v2c`) and pyasn1
+for whole messages a read still cost about 0.45 ms of CPU, 0.3 ms of it decoding a 44-byte
+GetResponse (the nested CHOICEs of a varbind's value) and 0.06 ms encoding the request.
+Requests: the names and values are encoded by pyasn1 (pysnmp's types), once per distinct GET
+or GETNEXT, and only the request-id and the envelope are written per request.
+`decode_response` reads an answer into the same pysnmp value types pyasn1 gives; a datagram it
+does not take is handed to pyasn1 with pysnmp's v2c message spec, so nothing valid is refused
+for its form. tests/test_snmp_v2c.py checks both directions against pysnmp's message API on
+every SMIv2 type.
 """
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 from pysnmp.proto.api import v2c
 
-PDU_CLASSES = {"get": v2c.GetRequestPDU, "next": v2c.GetNextRequestPDU, "set": v2c.SetRequestPDU}
-_NULL = v2c.Null("")
+PDU_TAGS = {"get": 0xA0, "next": 0xA1, "set": 0xA3}
+_NULL = b"\x05\x00"
 _RESPONSE = v2c.ResponsePDU.tagSet
 
 
@@ -57,6 +59,29 @@ def _tlv(buf: bytes, i: int, end: int) -> tuple[int, int, int]:
     if i + n > end:
         raise ValueError("truncated")
     return tag, i, i + n
+
+
+def _wrap(tag: int, body: bytes) -> bytes:
+    n = len(body)
+    if n < 0x80:
+        return bytes((tag, n)) + body
+    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes((tag, 0x80 | len(size))) + size + body
+
+
+def encode_request(kind: str, community: bytes, request_id: int, varbind_list: bytes) -> bytes:
+    """A v2c request message; `varbind_list` from encode_varbinds."""
+    rid = request_id.to_bytes(request_id.bit_length() // 8 + 1, "big", signed=True)
+    pdu = _wrap(PDU_TAGS[kind], b"\x02" + bytes((len(rid),)) + rid + b"\x02\x01\x00\x02\x01\x00"
+                + varbind_list)
+    return _wrap(0x30, b"\x02\x01\x01" + _wrap(0x04, community) + pdu)
+
+
+def encode_varbinds(varbinds) -> bytes:
+    """(oid, pysnmp value or None for NULL) pairs -> the encoded VarBindList."""
+    return _wrap(0x30, b"".join(
+        _wrap(0x30, encoder.encode(univ.ObjectIdentifier(oid))
+              + (_NULL if val is None else encoder.encode(val))) for oid, val in varbinds))
 
 
 def _int(buf: bytes, i: int, j: int) -> int:
@@ -141,38 +166,28 @@ class V2cClient:
         self.address = address
         self._request_id = random.randrange(1, 2 ** 30)
         self._waiting: tuple[int, bytes, asyncio.Future] | None = None
-        self._messages: dict[tuple, object] = {}      # GET requests built once, by OIDs
+        self._encoded: dict[tuple, bytes] = {}        # varbind lists of GET/GETNEXT, by OIDs
         transport.register_callback(self._received)
 
-    def _message(self, kind: str, community: bytes, varbinds) -> object:
-        """The request message; a GET or GETNEXT of the same OIDs reuses its message (the
-        request-id is set per request)."""
-        key = (kind, community, tuple(varbinds)) if kind != "set" else None
-        msg = self._messages.get(key) if key else None
-        if msg is None:
-            pdu = PDU_CLASSES[kind]()
-            v2c.apiPDU.set_defaults(pdu)
-            v2c.apiPDU.set_varbinds(pdu, [(v2c.ObjectIdentifier(oid), _NULL if val is None else val)
-                                          for oid, val in varbinds])
-            msg = v2c.Message()
-            v2c.apiMessage.set_defaults(msg)
-            v2c.apiMessage.set_community(msg, community)
-            v2c.apiMessage.set_pdu(msg, pdu)
-            if key:
-                if len(self._messages) >= 32:       # a log walk's OIDs move on
-                    self._messages.clear()
-                self._messages[key] = msg
-        return msg
+    def _varbind_list(self, kind: str, varbinds) -> bytes:
+        """The encoded varbinds; a GET or GETNEXT of the same OIDs encodes them once."""
+        if kind == "set":
+            return encode_varbinds(varbinds)
+        key = tuple(oid for oid, _ in varbinds)
+        out = self._encoded.get(key)
+        if out is None:
+            if len(self._encoded) >= 32:        # a log walk's OIDs move on
+                self._encoded.clear()
+            out = self._encoded[key] = encode_varbinds(varbinds)
+        return out
 
     async def request(self, kind: str, community: str, varbinds, timeout_s: float):
         """Send one request ("get" | "next" | "set"; varbinds: (oid, value or None)) and wait
         for its answer: (error indication, error-status, error-index, varbinds) as pysnmp's
         commands give them (errind.requestTimedOut after `timeout_s`)."""
         comm = community.encode() if isinstance(community, str) else bytes(community)
-        msg = self._message(kind, comm, varbinds)
         self._request_id = self._request_id % (2 ** 31 - 1) + 1
-        v2c.apiPDU.set_request_id(v2c.apiMessage.get_pdu(msg), self._request_id)
-        wire = encoder.encode(msg)
+        wire = encode_request(kind, comm, self._request_id, self._varbind_list(kind, varbinds))
         future = asyncio.get_running_loop().create_future()
         self._waiting = (self._request_id, comm, future)
         try:

@@ -1,7 +1,7 @@
-"""drivers/snmp_v2c's hand-written answer decoder against pyasn1 with pysnmp's v2c message spec:
-the same community, request-id, error fields and varbinds (types and values) for answers that
-pysnmp encodes with every SMIv2 value type, and no answer taken from what is not a v2c
-Response."""
+"""drivers/snmp_v2c's hand-written envelopes against pysnmp's message API and pyasn1: answers
+decode to the same community, request-id, error fields and varbinds (types and values) for
+every SMIv2 value type, nothing is taken from what is not a v2c Response, and requests are
+the same bytes."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +10,8 @@ from pyasn1.type import univ
 from pysnmp.proto import rfc1902, rfc1905
 from pysnmp.proto.api import v1, v2c
 
-from drivers.snmp_v2c import _decode_with_pyasn1, decode_response
+from drivers.snmp_v2c import (_decode_with_pyasn1, decode_response, encode_request,
+                               encode_varbinds)
 
 VALUES = [rfc1902.TimeTicks(0), rfc1902.TimeTicks(2 ** 32 - 1), rfc1902.TimeTicks(2 ** 31),
           rfc1902.Integer(-2 ** 31), rfc1902.Integer(0), rfc1902.Integer(127),
@@ -84,3 +85,27 @@ def test_truncated_answers_are_refused():
             decode_response(wire[:n])
     with pytest.raises(ValueError):
         decode_response(wire + b"\x00")
+
+
+@pytest.mark.parametrize("kind,pdu_class", [("get", v2c.GetRequestPDU),
+                                            ("next", v2c.GetNextRequestPDU),
+                                            ("set", v2c.SetRequestPDU)])
+@pytest.mark.parametrize("request_id", [1, 127, 128, 255, 256, 2 ** 31 - 1])
+def test_requests_are_the_bytes_pysnmp_writes(kind, pdu_class, request_id):
+    """encode_request + encode_varbinds give byte for byte what pysnmp's message API and pyasn1
+    give for the same request."""
+    values = [None, rfc1902.Integer(2),
+              rfc1902.OctetString(b"\x07\xea\x0b\x1d\x11\x0a\x37\x05+\x00\x00")]
+    varbinds = [(f"1.3.6.1.4.1.318.1.1.12.3.3.1.1.4.{i}", v if kind == "set" else None)
+                for i, v in enumerate(values * 20)]                  # long-form lengths
+    pdu = pdu_class()
+    v2c.apiPDU.set_defaults(pdu)
+    v2c.apiPDU.set_request_id(pdu, request_id)
+    v2c.apiPDU.set_varbinds(pdu, [(v2c.ObjectIdentifier(o), v2c.Null("") if v is None else v)
+                                  for o, v in varbinds])
+    msg = v2c.Message()
+    v2c.apiMessage.set_defaults(msg)
+    v2c.apiMessage.set_community(msg, b"rc-test-rw")
+    v2c.apiMessage.set_pdu(msg, pdu)
+    assert encode_request(kind, b"rc-test-rw", request_id, encode_varbinds(varbinds)) == \
+        encoder.encode(msg)
