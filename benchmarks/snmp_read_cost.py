@@ -5,7 +5,8 @@ The earlier commit's tree is extracted (`git archive`) into a temporary folder; 
 a child process with that tree first on sys.path, so the driver, the simulator and the runner
 are all that tree's. Arms alternate (`--repeats`), so the machine's load falls on both.
 Two kinds of runs per arm:
-  - `driver`: N copies of the default rack's pdu-2 (SNMP v2c, trap listener on) served from
+  - `driver`: N copies of the default rack's pdu-2 (SNMP v2c, trap listener on; `--device
+    pdu-1`: SNMPv3 with USM SHA/AES, hrSystemDate, trap listener on) served from
     their own process; this process opens N drivers and reads each one's sysUpTime at 1 Hz in
     bursts of two (as the runner does) from a random phase, with a log poll every 2 s per device,
     for `--duration` s. CPU ms per read of this process (`time.process_time`) and of the
@@ -44,7 +45,7 @@ def extract(commit: str, into: Path) -> Path:
 
 
 # -- in the child, with the arm's tree first on sys.path --------------------------------------------
-def child(tree: Path, kind: str, devices: int, duration_s: float) -> dict:
+def child(tree: Path, kind: str, devices: int, duration_s: float, source: str) -> dict:
     sys.path[:0] = [str(tree), str(tree / "benchmarks")]
     import asyncio
     import random
@@ -54,7 +55,7 @@ def child(tree: Path, kind: str, devices: int, duration_s: float) -> dict:
     from scale import TICK, _stat, run_size, scale_rack_dict  # the arm's own benchmarks/scale.py
     from spread import temp_dir
 
-    mix = (("pdu", "pdu-2", 1.0),)
+    mix = (("pdu", source, 1.0),)
     work = temp_dir("rackclock-snmp-read-cost-")
     if kind == "runner":
         row = run_size(devices, duration_s, work, None, {}, mix=mix)
@@ -123,10 +124,12 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=20.0, help="s per run")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--runs", default="driver,runner")
+    ap.add_argument("--device", default="pdu-2",
+                    help="the default rack's PDU to copy: pdu-2 (v2c) or pdu-1 (v3, USM)")
     ap.add_argument("--child", nargs=2, metavar=("TREE", "KIND"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(Path(a.child[0]), a.child[1], a.devices, a.duration)))
+        print(json.dumps(child(Path(a.child[0]), a.child[1], a.devices, a.duration, a.device)))
         return 0
     with tempfile.TemporaryDirectory(prefix="rackclock-snmp-base-") as tmp:
         arms = {f"before ({a.baseline})": extract(a.baseline, Path(tmp)), "after (this tree)": ROOT}
@@ -136,7 +139,7 @@ def main() -> int:
                 for arm, tree in arms.items():
                     out = subprocess.run(
                         [sys.executable, __file__, "--child", str(tree), kind, "--devices",
-                         str(a.devices), "--duration", str(a.duration)],
+                         str(a.devices), "--duration", str(a.duration), "--device", a.device],
                         capture_output=True, text=True, cwd=tree)
                     if out.returncode:
                         print(f"{arm} {kind} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
@@ -144,8 +147,8 @@ def main() -> int:
                     row = json.loads(out.stdout.strip().splitlines()[-1])
                     rows.setdefault((kind, arm), []).append(row)
                     print(kind, arm, row, flush=True)
-    print(f"\n{a.devices} SNMP v2c PDUs (default rack's pdu-2), {a.duration:g} s per run, "
-          f"{a.repeats} runs per arm alternating; medians over runs; CPU ms per read")
+    print(f"\n{a.devices} SNMP PDUs (copies of the default rack's {a.device}), {a.duration:g} s "
+          f"per run, {a.repeats} runs per arm alternating; medians over runs; CPU ms per read")
     print("| run | arm | bench | simulator | total | back-to-back bench / sim | load (1 min) |")
     print("|---|---|---|---|---|---|---|")
     for (kind, arm), runs in rows.items():

@@ -38,9 +38,10 @@ import struct
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.carrier.error import CarrierError
 from pysnmp.entity import config
-from pysnmp.hlapi.v3arch.asyncio import (CommunityData, ContextData, ObjectIdentity, ObjectType,
-                                         SnmpEngine, UdpTransportTarget, UsmUserData, get_cmd,
-                                         next_cmd, set_cmd)
+from pysnmp.entity.rfc3413 import cmdgen
+from pysnmp.hlapi.v3arch.asyncio import (CommunityData, SnmpEngine, UdpTransportTarget,
+                                         UsmUserData)
+from pysnmp.hlapi.v3arch.asyncio.lcd import CommandGeneratorLcdConfigurator
 from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 
@@ -68,7 +69,12 @@ AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionErro
 LOG_ROWS_PER_POLL = 64
 MAX_TRAPS = 10_000
 END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstance)
-COMMANDS = {"get": get_cmd, "next": next_cmd, "set": set_cmd}      # SNMPv3: pysnmp's engine
+# SNMPv3 through pysnmp's engine: its command generators, as hlapi's get_cmd etc. drive them
+# but with the target configured once per driver and the varbinds given as OIDs (hlapi
+# resolves them against the MIB on every call)
+GENERATORS = {"get": cmdgen.GetCommandGenerator, "next": cmdgen.NextCommandGeneratorSingleRun,
+              "set": cmdgen.SetCommandGenerator}
+LCD = CommandGeneratorLcdConfigurator()
 
 
 class _StampedUdp(udp.UdpAsyncioTransport):
@@ -152,6 +158,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self._domains: list[tuple] = []
         self._client: _StampedUdp | None = None
         self._v2c: snmp_v2c.V2cClient | None = None
+        self._read_target = None                 # v3: the read target's name in the engine
         self._trap_index = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
@@ -300,11 +307,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                         kind, auth.communityName, varbinds, self.timeout_s)
                 else:
                     err, status, index, vbs = await asyncio.wait_for(
-                        COMMANDS[kind](self.engine, auth, self.target, ContextData(),
-                                       *(ObjectType(ObjectIdentity(o), v) if v is not None else
-                                         ObjectType(ObjectIdentity(o)) for o, v in varbinds),
-                                       lookupMib=False),
-                        self.timeout_s + 2.0)
+                        self._engine_request(kind, auth, varbinds), self.timeout_s + 2.0)
             except asyncio.TimeoutError:
                 err, status, index, vbs = errind.requestTimedOut, 0, 0, ()
             except (OSError, CarrierError) as exc:
@@ -344,6 +347,24 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "malformed",
                               f"{what}: {len(vbs)} varbinds answered for {len(varbinds)} asked")
         return s, e, [(str(n), v) for n, v in vbs]
+
+    def _engine_request(self, kind: str, auth, varbinds) -> asyncio.Future:
+        """One command through the engine; its answer as hlapi's commands give it."""
+        if auth is self._read_auth:
+            if self._read_target is None:
+                self._read_target = LCD.configure(self.engine, auth, self.target, b"")[0]
+            target = self._read_target
+        else:
+            target = LCD.configure(self.engine, auth, self.target, b"")[0]
+        future = asyncio.get_running_loop().create_future()
+
+        def done(engine, handle, err, status, index, vbs, ctx):
+            if not future.done():
+                future.set_result((err, status, index, vbs))
+        GENERATORS[kind]().send_varbinds(
+            self.engine, target, None, b"",
+            [(rfc1902.ObjectName(o), rfc1905.unSpecified if v is None else v) for o, v in varbinds], done)
+        return future
 
     async def _get(self, *oids: str, what: str):
         return await self._exchange("get", self._read_auth, [(o, None) for o in oids], what)
