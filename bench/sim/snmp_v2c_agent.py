@@ -11,7 +11,9 @@ answer's values come from the agent's MIB (`PduObjects`) at the same point as be
 the request is read, before the answer is written. The request-id goes back as it came.
 What this does not take (SNMPv1 or v3, SET, GETBULK, a community it does not know, any other
 form) returns False and goes to the engine. net-snmp's snmpget and snmpwalk check these answers
-in tests/test_snmp_pdu.py.
+in tests/test_snmp_pdu.py. The few lines of BER framing are written apart from the driver's
+(drivers/snmp_v2c) on purpose, as the MIB tables are: an emulator that shared its client's
+codec could be wrong the same way and pass.
 """
 from __future__ import annotations
 
