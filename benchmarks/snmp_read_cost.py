@@ -18,7 +18,7 @@ Two kinds of runs per arm:
 CPU time is robust to other load on the machine (wall time is not); the load average is printed.
 
     nice .venv/bin/python benchmarks/snmp_read_cost.py [--baseline a5ace22] [--devices 16]
-        [--duration 20] [--repeats 2] [--runs driver,runner]
+        [--duration 20] [--repeats 2] [--runs driver,runner] [--device pdu-1] [--processes 2]
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def extract(commit: str, into: Path) -> Path:
 
 
 # -- in the child, with the arm's tree first on sys.path --------------------------------------------
-def child(tree: Path, kind: str, devices: int, duration_s: float, source: str) -> dict:
+def child(tree: Path, kind: str, devices: int, duration_s: float, source: str,
+          processes: int | None) -> dict:
     sys.path[:0] = [str(tree), str(tree / "benchmarks")]
     import asyncio
     import random
@@ -58,7 +59,8 @@ def child(tree: Path, kind: str, devices: int, duration_s: float, source: str) -
     mix = (("pdu", source, 1.0),)
     work = temp_dir("rackclock-snmp-read-cost-")
     if kind == "runner":
-        row = run_size(devices, duration_s, work, None, {}, mix=mix)
+        row = run_size(devices, duration_s, work, None,
+                       {} if processes is None else {"processes": processes}, mix=mix)
         return {**row["steady"], "load": row["load_before"]}
 
     from bench.reference.clock import Reference
@@ -126,10 +128,13 @@ def main() -> int:
     ap.add_argument("--runs", default="driver,runner")
     ap.add_argument("--device", default="pdu-2",
                     help="the default rack's PDU to copy: pdu-2 (v2c) or pdu-1 (v3, USM)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="runner: its worker processes (as scale.py --calibrate --processes)")
     ap.add_argument("--child", nargs=2, metavar=("TREE", "KIND"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(Path(a.child[0]), a.child[1], a.devices, a.duration, a.device)))
+        print(json.dumps(child(Path(a.child[0]), a.child[1], a.devices, a.duration, a.device,
+                               a.processes)))
         return 0
     with tempfile.TemporaryDirectory(prefix="rackclock-snmp-base-") as tmp:
         arms = {f"before ({a.baseline})": extract(a.baseline, Path(tmp)), "after (this tree)": ROOT}
@@ -139,7 +144,8 @@ def main() -> int:
                 for arm, tree in arms.items():
                     out = subprocess.run(
                         [sys.executable, __file__, "--child", str(tree), kind, "--devices",
-                         str(a.devices), "--duration", str(a.duration), "--device", a.device],
+                         str(a.devices), "--duration", str(a.duration), "--device", a.device,
+                         *(["--processes", str(a.processes)] if a.processes else [])],
                         capture_output=True, text=True, cwd=tree)
                     if out.returncode:
                         print(f"{arm} {kind} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
