@@ -14,6 +14,10 @@ the process loads engines) is counted and retried one device at a time (the CPU 
 is shown apart), so that both arms read N devices.
 
     nice .venv/bin/python benchmarks/snmp_engine_cost.py [--devices 40] [--duration 15]
+
+Since drivers/snmp_v2c, a v2c PDU's reads no longer go through any engine (only its trap
+listener does), so for pdu-2 the two arms differ only in that; benchmarks/snmp_read_cost.py
+measures the read cost now.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""One pysnmp SnmpEngine per event loop, shared by the SNMP PDU drivers that run on that loop.
+"""One pysnmp SnmpEngine per event loop, shared by the SNMP PDU drivers that run on that loop
+for SNMPv3 exchanges and for traps (SNMPv2c reads and sets go through drivers/snmp_v2c).
 
 Why: an SnmpEngine loads pysnmp's MIB tables on its first exchange (about 0.2 s of CPU) and its
 dispatcher wakes every 0.1 s; an engine per device made opening 300 PDUs cost a minute of CPU and

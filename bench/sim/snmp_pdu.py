@@ -19,7 +19,11 @@ Emulator keys (in `[devices.X.sim]` unless said otherwise):
   (AES key; the auth key when absent). Inventory `vendor` = "apc" (default) | "raritan";
   inventory `trap_listen = "udp://127.0.0.1:0"` gets a free port here, returned in the overrides
   (the driver listens there) and used as a trap receiver.
-A wrong community gets no answer (pysnmp drops it, as a real agent does). The model's
+A wrong community gets no answer (pysnmp drops it, as a real agent does).
+SNMPv2c GET and GETNEXT from the agent's read or write community, the requests of every clock
+read and log poll, are answered by bench/sim/snmp_v2c_agent (about a tenth of the engine's CPU
+per request; the clock sampled as late as before, after the request is read); every other
+message (v1, v3, SET, GETBULK, another community) goes to the engine. The model's
 `sample_delay_s`/`jitter_s`/`reply_delay_s` are served with loop timers, which fire about 1 ms
 late at best (docs/protocol_floors.md): below that, leave them 0 and let pysnmp's own processing
 (about 0.5 ms a request) be the agent's delay.
@@ -34,6 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 from pysnmp.carrier.asyncio.dgram import udp
+from pysnmp.carrier.asyncio.dispatch import AsyncioDispatcher
 from pysnmp.entity import config, engine
 from pysnmp.entity.rfc3413 import cmdrsp, context, ntforg
 from pysnmp.proto import rfc1902
@@ -43,9 +48,11 @@ from bench.model.inventory import DeviceConfig
 from bench.sim import power
 from bench.sim.clock import NS
 from bench.sim.snmp_pdu_mib import (LAYOUTS, SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects)
+from bench.sim.snmp_v2c_agent import V2cAnswers
 
 SYSUPTIME_DEFAULTS = {"counter": True, "resolution_s": 0.01, "wrap_ticks": 2 ** 32}
 HRSYSTEMDATE_DEFAULTS = {"resolution_s": 0.1}
+AGENT_TICK_S = 0.5
 
 
 def _udp_hostport(address: str) -> tuple[str, int]:
@@ -72,15 +79,20 @@ def with_clock_defaults(device: DeviceConfig) -> DeviceConfig:
 
 
 class _AgentUdp(udp.UdpAsyncioTransport):
-    """The agent's socket: a device that is rebooting receives nothing."""
+    """The agent's socket: a device that is rebooting receives nothing; what the fast path
+    answers does not reach the engine."""
 
     def __init__(self, down, *a, **kw):
         super().__init__(*a, **kw)
         self._down = down
+        self.fast = None
 
     def datagram_received(self, datagram, transportAddress):
-        if not self._down():
-            super().datagram_received(datagram, transportAddress)
+        if self._down():
+            return
+        if self.fast is not None and self.fast.answer(self, datagram, transportAddress):
+            return
+        super().datagram_received(datagram, transportAddress)
 
 
 class _DelayedGet(cmdrsp.GetCommandResponder):
@@ -187,6 +199,10 @@ class PduAgent:
         sock.setblocking(False)
 
         e = self.engine = engine.SnmpEngine()
+        # the engine's timers (request state expiry) tick every 0.5 s, not pysnmp's 0.1 s: a
+        # hundred agents in one process woke it 1,000 times a second for nothing
+        e.register_transport_dispatcher(AsyncioDispatcher(loop=asyncio.get_running_loop(),
+                                                          timeout=AGENT_TICK_S))
         transport = _AgentUdp(lambda: self.uptime.down(self.ctx.now_ns())).open_server_mode(sock=sock)
         config.add_transport(e, udp.DOMAIN_NAME, transport)
 
@@ -223,6 +239,8 @@ class PduAgent:
 
         def delays():
             return self.uptime.sample_delay_s(), self.uptime.p.reply_delay_s
+        transport.fast = V2cAnswers(self.objects, {str(c).encode() for c in (read, write) if c},
+                                    delays, lambda: self.engine is not None)
         self._responders = [_DelayedGet(e, snmp_context, delays),
                             cmdrsp.SetCommandResponder(e, snmp_context),
                             cmdrsp.NextCommandResponder(e, snmp_context),
