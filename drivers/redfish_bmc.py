@@ -196,6 +196,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         self._client: AsyncRedfishClient | None = None
         self._password: str | None = None
         self._submit_uri: str | None = None
+        self._root: dict | None = None         # the service root of this session
         self._events_sent = 0
         self._init_events(o)
 
@@ -291,6 +292,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         await self._close_events()
         client, session = self._client, self._session
         self._client = self._session = None
+        self._root = None
         try:
             if client is not None:
                 await client.logout()
@@ -344,8 +346,15 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             raise self._fail("malformed", f"{what}: not a JSON object: {resp.text[:120]!r}")
         return body, s, e, note
 
+    async def _service_root(self) -> dict:
+        """The service root, read once per session: its links lead to the Managers, the event
+        log and the EventService, each looked up once (a GET saved at each)."""
+        if self._root is None:
+            self._root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        return self._root
+
     async def _first_member(self, collection: str) -> str:
-        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        root = await self._service_root()
         uri = _link(root, collection) or f"/redfish/v1/{collection}"
         coll, *_ = await self._get_json(uri, f"GET {uri}")
         members = _members(coll)
@@ -402,7 +411,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)
         if self._submit_uri is None:
-            root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+            root = await self._service_root()
             es_uri = _link(root, "EventService") or "/redfish/v1/EventService"
             es, *_ = await self._get_json(es_uri, "GET EventService")
             actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
@@ -432,7 +441,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
 
     async def _find_entries_uri(self) -> str:
         """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""
-        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        root = await self._service_root()
         for coll in ("Systems", "Managers"):
             uri = _link(root, coll)
             if not uri:
@@ -453,7 +462,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
     async def _log_start(self) -> str:
         """Where a first poll starts: the newest page where the service pages by `$skip`
         (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
-        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        root = await self._service_root()
         features = root.get("ProtocolFeaturesSupported")
         if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
             return self.entries_uri
