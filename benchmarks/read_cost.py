@@ -4,6 +4,7 @@ at `--rate` probes/s in bursts of `--burst` (the runner's default shape, random 
 `--seconds` after the opens.
 
     nice .venv/bin/python benchmarks/read_cost.py --plane bmc --devices 16 --seconds 20 [--rows]
+    nice .venv/bin/python benchmarks/read_cost.py --plane bmc,cooling --devices 16 --seconds 25 --runner
 
 Prints, per plane, CPU ms per read of this process (`time.process_time`, all its threads) and of
 the simulator's process (`/proc/PID/task/*/schedstat`, ns), over the steady window only (opens
@@ -12,6 +13,11 @@ sample row (bench/model/store.py's SampleWriter), as the runner does; the differ
 without it is the writer's cost. With `--pyspy DIR` both processes are profiled by py-spy
 (`raw` format, 1000 Hz) into DIR for the steady window. The figures are CPU time, so they hold on
 a loaded machine better than wall times; the machine's load average is printed with them.
+
+`--runner` measures the same through the runner instead (bench/run/runner.py, log polls,
+stimuli, sample rows, status: what `benchmarks/scale.py --calibrate N` measures per plane,
+without writing bench/run/exchange_cost.json): the difference to the plain figures is the
+runner's own cost per read.
 """
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ from bench.model.store import SampleWriter  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from drivers import driver_class  # noqa: E402
-from scale import scale_rack_dict  # noqa: E402
+from scale import run_size, scale_rack_dict  # noqa: E402
 from spread import temp_dir  # noqa: E402
 
 PLANES = {"bmc": "bmc-1", "cooling": "cdu-1", "pdu": "pdu-2"}
@@ -123,11 +129,23 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=2, help="reads per probe")
     ap.add_argument("--rows", action="store_true", help="write each read as a sample row")
     ap.add_argument("--pyspy", type=Path, default=None, help="profile both processes into DIR")
+    ap.add_argument("--runner", action="store_true",
+                    help="through the runner, as scale.py --calibrate (no file written)")
     a = ap.parse_args()
     work = temp_dir("read-cost-")
     if a.pyspy:
         a.pyspy.mkdir(parents=True, exist_ok=True)
     for plane in a.plane.split(","):
+        if a.runner:
+            row = run_size(a.devices, a.seconds, work, None, {},
+                           mix=((plane, PLANES[plane], 1.0),))
+            st, p = row["steady"], row["planes"][plane]
+            print(f"{plane} through the runner: {a.devices} devices, {st.get('reads')} reads in "
+                  f"the steady window: CPU per read bench {st.get('bench_ms_per_read')} ms, "
+                  f"simulator {st.get('sim_ms_per_read')} ms; bracket p50 {p['bracket_p50_ms']} "
+                  f"ms; load average before {row['load_before']}, after {row['load_after']}",
+                  flush=True)
+            continue
         data = scale_rack_dict(a.devices, mix=((plane, PLANES[plane], 1.0),))
         rack_file = work / f"rack-{plane}.toml"
         rack_file.write_text(tomli_w.dumps(data))
