@@ -13,9 +13,10 @@ aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (req
   (after the connection, and any TLS handshake, is up) and `e` when the answer's headers have
   been parsed: the instants aiohttp's trace hooks (on_request_headers_sent, on_request_end)
   mark, without the trace machinery's five signal dispatches per request (about 30 µs of CPU
-  per read; benchmarks/README.md, "CPU per read"). If a library re-sends (redfish.aio logs in again after a 401 on a GET; aiohttp re-sends a GET
-  once on a stale keep-alive connection), the bracket is the one of the exchange whose answer
-  we use, and `raw` says so; nothing is retried silently into a wider bracket.
+  per read; benchmarks/README.md, "CPU per read"). If a library re-sends (redfish.aio logs in
+  again after a 401 on a GET; aiohttp re-sends a GET once on a stale keep-alive connection),
+  the bracket is the one of the exchange whose answer we use, and `raw` says so; nothing is
+  retried silently into a wider bracket.
 - The sync client retries failed requests `max_retry=10` times with a 1 s sleep each; the aio
   client never retries on its own, and every request here has a timeout (`timeout_s`, 3 s).
 
