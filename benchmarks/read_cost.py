@@ -131,13 +131,16 @@ def main() -> int:
     ap.add_argument("--pyspy", type=Path, default=None, help="profile both processes into DIR")
     ap.add_argument("--runner", action="store_true",
                     help="through the runner, as scale.py --calibrate (no file written)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="with --runner: the runner's worker processes (default: its choice)")
     a = ap.parse_args()
     work = temp_dir("read-cost-")
     if a.pyspy:
         a.pyspy.mkdir(parents=True, exist_ok=True)
     for plane in a.plane.split(","):
         if a.runner:
-            row = run_size(a.devices, a.seconds, work, None, {},
+            run_kw = {} if a.processes is None else {"processes": a.processes}
+            row = run_size(a.devices, a.seconds, work, None, run_kw,
                            mix=((plane, PLANES[plane], 1.0),))
             st, p = row["steady"], row["planes"][plane]
             print(f"{plane} through the runner: {a.devices} devices, {st.get('reads')} reads in "
