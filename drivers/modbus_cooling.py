@@ -67,6 +67,8 @@ def from_bcd(word: int, what: str) -> int:
 
 
 FUNCTION = {"coil": 1, "discrete": 2, "holding": 3, "input": 4}   # read function codes
+READ_METHOD = {"holding": "read_holding_registers", "input": "read_input_registers",
+               "coil": "read_coils", "discrete": "read_discrete_inputs"}
 
 
 class ModbusCooling(Stimulated, ClockSetting, Driver):
@@ -101,8 +103,11 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         self.resolution_ns = round(self.map.rtc.resolution_s * NS)
         self.client = None
         self._lock: asyncio.Lock | None = None
-        self._lost: asyncio.Future | None = None
+        self._inflight: asyncio.Task | None = None    # the task whose request is on the wire
+        self._cut = False            # _trace_connect cancelled it
+        self._drops = 0              # connections the device dropped
         self._stamps: dict[str, int] = {}
+        self._labels: dict[tuple, str] = {}    # (span, what) -> the request's label in errors
         self._guard = False          # a request timed out on a serial line: let late bytes pass
         self._dropped = False        # the device closed the connection since the last exchange
         self._closing = False
@@ -169,12 +174,19 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         if connected or self._closing:
             return
         self._dropped = True
-        if self._lost is not None and not self._lost.done():
-            self._lost.set_result(None)
+        self._drops += 1
+        task = self._inflight
+        if task is not None and not task.done():      # fail the request in flight at once
+            self._cut = True
+            task.cancel()
 
     # -- one exchange ----------------------------------------------------------------------------
     async def _exchange(self, what: str, call) -> tuple[object, int, int]:
-        """Send one request; its answer and its bracket (s, e). Raises DeviceError."""
+        """Send one request; its answer and its bracket (s, e). Raises DeviceError.
+
+        The request runs in the calling task (no task and wait of its own: two loop turns and
+        about 30 µs of CPU less per read); a connection dropped meanwhile cancels it
+        (_trace_connect), and that cancellation, told apart from the caller's, is a "reset"."""
         if self.client is None:
             raise self.error("error", "driver not opened")
         if self._dropped:          # said once; the next exchange connects again
@@ -185,37 +197,41 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         if self._guard:
             await asyncio.sleep(min(0.2, self.timeout_s))   # a late answer must not pass for ours
             self._guard = False
-        loop = asyncio.get_running_loop()
-        self._lost = loop.create_future()
         self._stamps = {}
+        drops = self._drops
+        task = self._inflight = asyncio.current_task()
+        self._cut = False
         s0 = self.now_ns()
-        task = asyncio.ensure_future(call())
+        guard = asyncio.timeout(2 * self.timeout_s + 1)
         try:
-            done, _ = await asyncio.wait({task, self._lost}, timeout=2 * self.timeout_s + 1,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            async with guard:
+                rr = await call()
         except asyncio.CancelledError:
-            task.cancel()
-            raise
-        e0 = self.now_ns()
-        if self._lost.done():
-            self._dropped = False
-        if task not in done:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            if self._lost.done():
-                raise self.error("reset", f"connection dropped by the device during {what}")
-            raise self._no_answer(what)
-        try:
-            rr = task.result()
+            cut, self._cut = self._cut, False
+            if not cut or task.uncancel() > 0:             # the caller's cancellation
+                raise
+            raise self.error("reset", f"connection dropped by the device during {what}") from None
+        except TimeoutError:
+            if not guard.expired():
+                raise
+            raise self._no_answer(what) from None
         except ModbusIOException as exc:
             if "No response" in str(exc):
                 self._guard = self._serial_line
-                raise self._no_answer(what)
-            raise self.error("malformed", f"{what}: {exc}")
+                raise self._no_answer(what) from None
+            raise self.error("malformed", f"{what}: {exc}") from None
         except ConnectionException:
-            raise self.error("reset", f"connection lost before {what}")
+            raise self.error("reset", f"connection lost before {what}") from None
         except ModbusException as exc:
-            raise self.error("protocol", f"{what}: {exc}")
+            raise self.error("protocol", f"{what}: {exc}") from None
+        finally:
+            self._inflight = None
+            if self._drops != drops:     # the drop is this exchange's outcome, not the next's
+                self._dropped = False
+            if self._cut:                # its cancellation never reached us: nothing pends
+                self._cut = False
+                task.uncancel()
+        e0 = self.now_ns()
         if rr.isError():
             code = getattr(rr, "exception_code", 0)
             raise self.error("protocol", f"answered exception {code} "
@@ -229,12 +245,14 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         return self.error("timeout", f"no answer to {what} within {self.timeout_s} s")
 
     async def _read(self, span: Span, what: str) -> tuple[list[int], int, int]:
-        c, dev = self.client, self.device_id
-        fn = {"holding": c.read_holding_registers, "input": c.read_input_registers,
-              "coil": c.read_coils, "discrete": c.read_discrete_inputs}[span.table]
-        label = f"read {what} ({span.table} {span.address}+{span.count})"
+        label = self._labels.get((span, what))
+        if label is None:
+            label = f"read {what} ({span.table} {span.address}+{span.count})"
+            if len(self._labels) < 64:
+                self._labels[(span, what)] = label
+        fn = getattr(self.client, READ_METHOD[span.table])
         rr, s, e = await self._exchange(label, lambda: fn(span.address, count=span.count,
-                                                          device_id=dev))
+                                                          device_id=self.device_id))
         self._matches(rr, FUNCTION[span.table], label)
         bits = span.table in ("coil", "discrete")
         values = list(rr.bits if bits else rr.registers)

@@ -8,11 +8,15 @@ aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (req
   with stamps around the call, aio 360 µs with the stamps taken by aiohttp's trace hooks (p99
   1302 / 714 / 575 µs). requests adds ~0.5 ms of client work inside the bracket; aiohttp does
   less, and only aiohttp lets us stamp at the wire.
-- The trace hooks put `s` just before the request's bytes are serialised and written (after the
-  connection, and any TLS handshake, is up) and `e` when the answer's headers have been parsed.
-  If a library re-sends (redfish.aio logs in again after a 401 on a GET; aiohttp re-sends a GET
-  once on a stale keep-alive connection), the bracket is the one of the exchange whose answer
-  we use, and `raw` says so; nothing is retried silently into a wider bracket.
+- The stamps are taken by the request and response classes this driver gives its aiohttp session
+  (`request_class`, `response_class`): `s` as the request starts to be serialised and written
+  (after the connection, and any TLS handshake, is up) and `e` when the answer's headers have
+  been parsed: the instants aiohttp's trace hooks (on_request_headers_sent, on_request_end)
+  mark, without the trace machinery's five signal dispatches per request (about 30 µs of CPU
+  per read; benchmarks/README.md, "CPU per read"). If a library re-sends (redfish.aio logs in
+  again after a 401 on a GET; aiohttp re-sends a GET once on a stale keep-alive connection),
+  the bracket is the one of the exchange whose answer we use, and `raw` says so; nothing is
+  retried silently into a wider bracket.
 - The sync client retries failed requests `max_retry=10` times with a 1 s sleep each; the aio
   client never retries on its own, and every request here has a timeout (`timeout_s`, 3 s).
 
@@ -31,10 +35,10 @@ import datetime as dt
 import json
 import re
 import ssl
-from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
+from multidict import CIMultiDictProxy
 from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, RedfishConnectionError,
                          RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
                          RedfishProtocolError, RedfishTimeoutError)
@@ -50,20 +54,43 @@ NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 
-# Stamps of the exchanges made by the current task: [("s"|"e", ns), ...], filled by trace hooks.
+# Stamps of the exchanges made by the current task: [("s"|"e", ns), ...], filled by the
+# session's request and response classes (stamped_request, capped_response).
 _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_stamps",
                                                                      default=None)
+_RAW = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
     """An answer over the driver's size cap (`max_body_bytes`): not read further."""
 
 
-def capped_response(limit: int) -> type[aiohttp.ClientResponse]:
+def stamped_request(now_ns) -> type[aiohttp.ClientRequest]:
+    """aiohttp's request, stamping `s` (into _STAMPS of the sending task) when it starts to be
+    written on a connection that is up: every send, a re-sent one included."""
+
+    class StampedRequest(aiohttp.ClientRequest):
+        async def send(self, conn):
+            stamps = _STAMPS.get()
+            if stamps is not None:
+                stamps.append(("s", now_ns()))
+            return await super().send(conn)
+
+    return StampedRequest
+
+
+def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
     """aiohttp's response, reading at most `limit` bytes of a body (aiohttp has no such cap):
-    a 100 MB or endless answer costs one exchange and `limit` bytes, not the bench's memory."""
+    a 100 MB or endless answer costs one exchange and `limit` bytes, not the bench's memory.
+    With `now_ns`, it stamps `e` (into _STAMPS) when the answer's headers have been parsed."""
 
     class CappedResponse(aiohttp.ClientResponse):
+        async def start(self, connection):
+            out = await super().start(connection)
+            if now_ns is not None and (stamps := _STAMPS.get()) is not None:
+                stamps.append(("e", now_ns()))
+            return out
+
         async def read(self) -> bytes:
             if self._body is None:
                 n = self.content_length
@@ -138,18 +165,6 @@ def _redfish_message(body: Any) -> str:
     return ""
 
 
-async def _on_send(session, trace_ctx, params) -> None:
-    stamps = _STAMPS.get()
-    if stamps is not None:
-        stamps.append(("s", trace_ctx.now_ns()))
-
-
-async def _on_answer(session, trace_ctx, params) -> None:
-    stamps = _STAMPS.get()
-    if stamps is not None:
-        stamps.append(("e", trace_ctx.now_ns()))
-
-
 class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https",)
@@ -182,6 +197,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         self._client: AsyncRedfishClient | None = None
         self._password: str | None = None
         self._submit_uri: str | None = None
+        self._root: dict | None = None         # the service root of this session
         self._events_sent = 0
         self._init_events(o)
 
@@ -252,12 +268,11 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                 tls = ssl.create_default_context(cafile=self.ca_file)
             except (OSError, ssl.SSLError) as exc:
                 raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
-        trace = aiohttp.TraceConfig(trace_config_ctx_factory=self._trace_ctx)
-        trace.on_request_headers_sent.append(_on_send)
-        trace.on_request_end.append(_on_answer)
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls, limit=4),
-                                              trace_configs=[trace],
-                                              response_class=capped_response(self.max_body))
+        # Redfish authenticates by X-Auth-Token: no cookie jar to keep or filter per request
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=tls, limit=4), cookie_jar=aiohttp.DummyCookieJar(),
+            request_class=stamped_request(self.now_ns),
+            response_class=capped_response(self.max_body, self.now_ns))
         base = f"https://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
                (f":{self.port}" if self.port else "")
         self._client = _OneSessionClient(base, username=self.config.username,
@@ -274,13 +289,11 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                 raise self._map(exc, "login") from None
             raise
 
-    def _trace_ctx(self, trace_request_ctx=None):
-        return SimpleNamespace(now_ns=self.now_ns, trace_request_ctx=trace_request_ctx)
-
     async def close(self) -> None:
         await self._close_events()
         client, session = self._client, self._session
         self._client = self._session = None
+        self._root = None
         try:
             if client is not None:
                 await client.logout()
@@ -334,8 +347,15 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             raise self._fail("malformed", f"{what}: not a JSON object: {resp.text[:120]!r}")
         return body, s, e, note
 
+    async def _service_root(self) -> dict:
+        """The service root, read once per session: its links lead to the Managers, the event
+        log and the EventService, each looked up once (a GET saved at each)."""
+        if self._root is None:
+            self._root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        return self._root
+
     async def _first_member(self, collection: str) -> str:
-        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        root = await self._service_root()
         uri = _link(root, collection) or f"/redfish/v1/{collection}"
         coll, *_ = await self._get_json(uri, f"GET {uri}")
         members = _members(coll)
@@ -361,7 +381,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             raise self.error("error", f"no clock {clock!r} (this driver reads 'datetime')")
         m, s, e, note = await self._get_json(self.manager_uri, "GET Manager DateTime")
         text, offset = m.get("DateTime"), m.get("DateTimeLocalOffset")
-        raw = json.dumps({"DateTime": text, "DateTimeLocalOffset": offset}, separators=(",", ":"))
+        raw = _RAW({"DateTime": text, "DateTimeLocalOffset": offset})
         if not isinstance(text, str):
             raise self._fail("malformed", f"Manager {self.manager_uri} has no DateTime: {raw}")
         try:
@@ -392,7 +412,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)
         if self._submit_uri is None:
-            root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+            root = await self._service_root()
             es_uri = _link(root, "EventService") or "/redfish/v1/EventService"
             es, *_ = await self._get_json(es_uri, "GET EventService")
             actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
@@ -422,7 +442,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
 
     async def _find_entries_uri(self) -> str:
         """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""
-        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        root = await self._service_root()
         for coll in ("Systems", "Managers"):
             uri = _link(root, coll)
             if not uri:
@@ -443,7 +463,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
     async def _log_start(self) -> str:
         """Where a first poll starts: the newest page where the service pages by `$skip`
         (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
-        root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+        root = await self._service_root()
         features = root.get("ProtocolFeaturesSupported")
         if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
             return self.entries_uri
@@ -534,7 +554,32 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
 class _OneSessionClient(AsyncRedfishClient):
     """redfish.aio logs in again after a 401 on a GET without ending the session it had; a BMC
     that still counts that session would fill its session table at every re-login. Here the old
-    session is deleted first (a BMC that already dropped it answers 401/404, which is fine)."""
+    session is deleted first (a BMC that already dropped it answers 401/404, which is fine).
+
+    It also keeps what redfish.aio computes afresh for every request and is the same from one
+    read to the next: the URL a path resolves to (checked against the origin once) and the
+    request headers of the current session (rebuilt when the token changes)."""
+
+    _URLS_KEPT = 256
+
+    def _resolve_url(self, target):
+        urls = self.__dict__.setdefault("_rc_urls", {})
+        url = urls.get(target) if isinstance(target, str) else None
+        if url is None:
+            url = super()._resolve_url(target)
+            if isinstance(target, str) and len(urls) < self._URLS_KEPT:
+                urls[target] = url
+        return url
+
+    def _request_headers(self, headers, authenticated=True):
+        if headers is not None:
+            return super()._request_headers(headers, authenticated)
+        key = (authenticated, self._session_key, self._authorization)
+        kept = self.__dict__.get("_rc_headers")
+        if kept is None or kept[0] != key:
+            kept = self._rc_headers = (key, CIMultiDictProxy(
+                super()._request_headers(None, authenticated)))
+        return kept[1]
 
     async def _refresh_session(self, expired_session_key):
         async with self._auth_lock:

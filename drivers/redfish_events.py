@@ -47,8 +47,8 @@ class EventSubscriber:
     """Mixin of the Redfish driver: `_open_events` after login, `_close_events` before logout.
 
     Needs of the driver: `config`, `name`, `now_ns`, `timeout_s`, `_session` (aiohttp),
-    `_client` (redfish.aio), `_get_json(uri, what)`, `_exchange(method, uri, body, what)`,
-    `_password`, and the module's `parse_datetime_ns`.
+    `_client` (redfish.aio), `_get_json(uri, what)`, `_service_root()`,
+    `_exchange(method, uri, body, what)`, `_password`, and the module's `parse_datetime_ns`.
     """
 
     on_event: Callable[[LogEntry], None] | None = None
@@ -108,7 +108,7 @@ class EventSubscriber:
             self.events_state = "polling (events = poll)"
             return
         try:
-            root, *_ = await self._get_json("/redfish/v1/", "GET service root")
+            root = await self._service_root()
             es_link = root.get("EventService")
             es_uri = es_link.get("@odata.id") if isinstance(es_link, dict) else None
             if not isinstance(es_uri, str):

@@ -26,12 +26,41 @@ from urllib.parse import parse_qs, urlsplit
 
 from pymodbus import FramerType
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
+from pymodbus.server.requesthandler import ServerRequestHandler
 
 from bench.model.inventory import DeviceConfig
 from bench.sim.clock import NS
 from bench.sim.modbus_cdu import Cdu, identity_request_class
 from bench.sim.modbus_manual import read_manual
 from bench.sim.modbus_pty import PtyLine, PtyTransport
+
+
+class _Handler(ServerRequestHandler):
+    """pymodbus 3.16 hands each request from its protocol callback to its own loop through
+    `run_coroutine_threadsafe` (a self-pipe write and read and a concurrent Future per request,
+    though both run on the loop's thread); here it is a task on the loop, as the same coroutine.
+    About 10 % of the emulator's CPU per read (benchmarks/README.md, "CPU per read")."""
+
+    def handle_later(self):
+        task = self.loop.create_task(self.handle_request())
+        _HANDLING.add(task)
+        task.add_done_callback(_HANDLING.discard)
+
+
+_HANDLING: set[asyncio.Task] = set()      # requests being answered (the loop keeps weak refs)
+
+
+class _Handoff:
+    def callback_new_connection(self):
+        return _Handler(self, self.trace_packet, self.trace_pdu, self.trace_connect)
+
+
+class TcpServer(_Handoff, ModbusTcpServer):
+    pass
+
+
+class SerialServer(_Handoff, ModbusSerialServer):
+    pass
 
 
 async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
@@ -56,7 +85,7 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
     if u.scheme in ("tcp", "socket"):
         framer = FramerType.SOCKET if u.scheme == "tcp" else FramerType.RTU
         host = u.hostname or ctx.host
-        server = ModbusTcpServer(cdu.simdevice(), framer=framer, address=(host, u.port or 0),
+        server = TcpServer(cdu.simdevice(), framer=framer, address=(host, u.port or 0),
                                  custom_pdu=[pdu])
         await server.serve_forever(background=True)
         port = server.transport.sockets[0].getsockname()[1]
@@ -70,7 +99,7 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
         query = parse_qs(u.query)
         baud = int(query.get("baud", [device.options.get("baudrate", 19200)])[-1])
         byte_time = 10.0 / baud if (device.sim or {}).get("line_delay") else 0.0
-        server = ModbusSerialServer(cdu.simdevice(), framer=FramerType.RTU, port=line.path,
+        server = SerialServer(cdu.simdevice(), framer=FramerType.RTU, port=line.path,
                                     baudrate=baud, custom_pdu=[pdu])
         loop = asyncio.get_running_loop()
 
@@ -89,7 +118,7 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
                      f"serial://auto")
 
 
-def _schedule_reboots(cdu: Cdu, server: ModbusTcpServer, ctx) -> None:
+def _schedule_reboots(cdu: Cdu, server: TcpServer, ctx) -> None:
     """The model's reboots: those of the rack file and those a test triggers (sim/faults.py)."""
     loop = asyncio.get_running_loop()
     down_ns = round(cdu.model.p.reboot_down_s * NS)
