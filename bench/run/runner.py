@@ -401,7 +401,8 @@ class DeviceWorker:
             self.status.late += late >= LATE_NS
             self.status.late_max_ns = max(self.status.late_max_ns, late)
         try:
-            r = await asyncio.wait_for(drv.read_clock(spec.name), self.plan.timeout_s)
+            async with asyncio.timeout(self.plan.timeout_s):   # no task per read (wait_for's)
+                r = await drv.read_clock(spec.name)
         except Exception as exc:
             self._error(f"read {spec.name}", exc)
             self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",

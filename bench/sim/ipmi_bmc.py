@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.ports import free_port
 from bench.model.inventory import DeviceConfig
 from bench.sim.host_clocks import host_clock_pair
 
@@ -38,12 +39,6 @@ PR_SET_PDEATHSIG = 1
 
 def ipmi_sim_path() -> str | None:
     return shutil.which("ipmi_sim") or shutil.which("ipmi_sim", path="/usr/bin:/usr/sbin:/sbin")
-
-
-def free_udp_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent() -> None:
@@ -66,7 +61,7 @@ class IpmiSim:
         if len(password.encode()) > 20 or not password:
             raise ValueError("an IPMI password is 1 to 20 bytes")
         self.username, self.password = username, password
-        self.port = port or free_udp_port()
+        self.port = port or free_port(socket.SOCK_DGRAM)
         self.firmware = firmware
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rackclock-ipmisim-"))
         self.dir.mkdir(parents=True, exist_ok=True)

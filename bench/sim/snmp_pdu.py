@@ -45,6 +45,7 @@ from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
 from bench.model.inventory import DeviceConfig
+from bench.ports import free_port
 from bench.sim import power
 from bench.sim.clock import NS
 from bench.sim.snmp_pdu_mib import (LAYOUTS, SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects)
@@ -59,12 +60,6 @@ def _udp_hostport(address: str) -> tuple[str, int]:
     rest = address.split("://", 1)[-1].strip("/")
     host, _, port = rest.rpartition(":")
     return host or "127.0.0.1", int(port)
-
-
-def _free_udp_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def with_clock_defaults(device: DeviceConfig) -> DeviceConfig:
@@ -181,7 +176,7 @@ class PduAgent:
         if listen:
             host, port = _udp_hostport(str(listen))
             if port == 0:
-                port = _free_udp_port(host)
+                port = free_port(socket.SOCK_DGRAM, host)
             listen = f"udp://{host}:{port}"
             self.overrides["trap_listen"] = listen
             out.append(listen)
