@@ -210,7 +210,7 @@ class DeviceWorker:
         return drv
 
     # -- schedule -----------------------------------------------------------------------------
-    def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
+    def _next_read(self, spec: ClockSpec, reads: list, now: int, planned: int | None = None) -> int:
         """Dithered by default; for coarse clocks, aimed at the predicted tick edge, except every
         `explore_every`-th read, which stays random so that a step the aimed reads would straddle
         unseen is still found. Booked on the loop's calendar (bench/run/calendar.py) when it has
@@ -218,7 +218,10 @@ class DeviceWorker:
         period = NS / self.config.rate_hz
         d = self.plan.dither
         from bench.analysis.probe_schedule import explore_delay_ns   # uniform over the tick phase
-        t = now + explore_delay_ns(self.rng.random(), spec.resolution_ns, period, d)
+        # from the probe's planned instant, not its end: the plan's rate is then the rate read
+        # (the time a probe takes and its lateness are not added to every interval)
+        t = max(now, (now if planned is None else min(now, planned))
+                + explore_delay_ns(self.rng.random(), spec.resolution_ns, period, d))
         coarse = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
                   and not spec.modulus_ns)
         exploring = coarse and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every == 0
@@ -323,7 +326,8 @@ class DeviceWorker:
                 # a planned stimulus keeps its instant; clock reads go ahead of the rest
                 spec = min(ready, key=lambda c: due[c.name])
                 ok &= await self._read(drv, spec, reads[spec.name], due[spec.name])
-                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
+                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns(),
+                                                 due[spec.name])
             elif stimuli and now >= stim_due:
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
