@@ -13,6 +13,7 @@ from bench import logsetup
 def _run(a) -> int:
     from bench.run.experiment import run_experiment
     from bench.model.inventory import InventoryError
+    from bench.model.racklock import RackBusy
     from bench.model.rackfile import check_duration, parse_allowance
 
     try:
@@ -34,7 +35,7 @@ def _run(a) -> int:
         path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
                               allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
                               fit_rates=a.fit_rates, calibration=a.calibration)
-    except InventoryError as exc:
+    except (InventoryError, RackBusy) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

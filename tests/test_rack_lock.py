@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 from bench.model.racklock import RackBusy, lock_path, rack_lock
 from bench.ports import free_port
@@ -170,3 +171,26 @@ def test_a_killed_holder_leaves_the_rack_free_and_the_lock_is_reentrant(tmp_path
             assert try_lock(rack, 0.2) == "busy"
         assert try_lock(rack, 0.2) == "busy"          # still held by the outer block
     assert try_lock(rack, DEADLINE_S) == "got"
+
+
+def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
+    from bench.cli import main
+    rack = tmp_path / "lab.toml"
+    rack.write_text(tomli_w.dumps({"rack": {"name": "lab-a", "reference": "realtime"},
+                                   "devices": {"bmc-1": {"plane": "bmc",
+                                                         "driver": "redfish_bmc",
+                                                         "address": "https://127.0.0.1:9",
+                                                         "username": "root",
+                                                         "password_env": "LAB_BMC_PW"}}}))
+    out = tmp_path / "results"
+    p = holder(rack)
+    try:
+        rc = main(["run", "--rack", str(rack), "--duration", "2", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert "in use by another session" in err and f"pid {p.pid} " in err
+        assert not out.exists() or not any(out.iterdir())      # refused before any run folder
+    finally:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.wait(timeout=DEADLINE_S)

@@ -20,6 +20,7 @@ from pathlib import Path
 from bench.model import provenance
 from bench.output.terminal import Progress, table
 from bench.model.inventory import InventoryError, RackConfig, did_you_mean
+from bench.model.racklock import rack_lock
 from bench.model.rackfile import check_out, check_params, load_checked
 from bench.reference.monitor import RunReference
 from bench.model.rundata import bound_from_manifest
@@ -178,11 +179,19 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         name = Path(name).stem       # an experiment file outside the checkout: named by its stem
     rack = load_checked(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
     # experiment's own simulated rack (e.g. a power topology), when no rack file is given
-    check_out(out)
-    store = RunStore(out, new_run_id(name))
+    held = contextlib.ExitStack()     # a lab rack: one session at a time (a busy one: RackBusy)
+    if not rack.simulated and rack.source:
+        held.enter_context(rack_lock(rack.source, wait_s=0, what=f"rackclock run {name}"))
+    try:
+        check_out(out)
+        store = RunStore(out, new_run_id(name))
+    except BaseException:
+        held.close()
+        raise
     log.info("run %s: experiment %s, rack %s", store.run_id, name, rack.source or "default")
     status, error = RunStatus.FAILED, None
     with contextlib.ExitStack() as stack:
+        stack.enter_context(held)
         signals = stack.enter_context(interrupt_on_signals())
         sim = None
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
