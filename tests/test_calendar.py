@@ -80,3 +80,13 @@ def test_past_slots_are_forgotten():
         cal.force(k * 20 * MS, 1)
     cal.measure(0, 200 * 20 * MS)
     assert not cal.booked
+
+
+def test_the_loops_lag_quantiles_come_from_its_bins():
+    from collections import Counter
+
+    from bench.run.runner import _bin_quantile
+    lags = Counter({3: 50, 5: 45, 120: 5})            # 0.1 ms bins
+    assert _bin_quantile(lags, 0.5) == 3
+    assert _bin_quantile(lags, 0.9) == 5
+    assert _bin_quantile(lags, 0.99) == 120
