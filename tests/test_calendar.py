@@ -2,7 +2,7 @@
 exploration reads keep their instants, other reads move to the next slot with room."""
 import random
 
-from bench.analysis.probe_schedule import explore_delay_ns
+from bench.analysis.probe_schedule import explore_instant_ns
 from bench.run.calendar import ReadCalendar
 
 MS = 1_000_000
@@ -43,7 +43,7 @@ def test_exploration_reads_keep_their_uniform_instants_whatever_the_slots_hold()
     rng = random.Random(1)
     phases = []
     for _ in range(4000):
-        t = 10 * NS + explore_delay_ns(rng.random(), NS, NS, 0.5)
+        t = explore_instant_ns(rng.random(), NS, 10 * NS + 123 * MS, NS, 0.5)
         assert cal.force(t, 2) == t
         phases.append(t % NS)
     crowd = sum(900 * MS <= p < 920 * MS for p in phases) / len(phases)
@@ -90,3 +90,19 @@ def test_the_loops_lag_quantiles_come_from_its_bins():
     assert _bin_quantile(lags, 0.5) == 3
     assert _bin_quantile(lags, 0.9) == 5
     assert _bin_quantile(lags, 0.99) == 120
+
+
+def test_stimuli_due_together_take_the_lane_one_per_two_slots_within_their_limit():
+    """Every device's first stimulus falls due at one instant: they spread one per
+    STIMULUS_SLOTS slots (with the log polls that watch for their entries, one slot could not
+    hold them), none before its instant, none past its limit; beyond it, at the limit."""
+    from bench.run.calendar import STIMULUS_SLOTS
+    cal = ReadCalendar(slot_ns=20 * MS, share=0.6, cost_ns=1 * MS)
+    t, limit = 5 * NS + 3 * MS, 1 * NS
+    got = [cal.stimulus(t, limit) for _ in range(60)]
+    assert got[0] == t and all(g >= t for g in got)
+    placed = sorted(g // (20 * MS) for g in got[:25])
+    assert all(b - a == STIMULUS_SLOTS for a, b in zip(placed, placed[1:]))
+    assert all(g <= t + limit for g in got)
+    assert got[-1] == t + limit                  # the lane within the limit is full
+    assert cal.booked[t // (20 * MS)] == 1 * MS  # a stimulus costs its slot a read

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
-from bench.analysis.probe_schedule import detection_reads, explore_delay_ns
+from bench.analysis.probe_schedule import detection_reads, explore_instant_ns, grid_slot
 from bench.sim.clock import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
@@ -138,14 +138,27 @@ def test_a_declared_resolution_finer_than_the_clock_never_breaks_a_bound():
 
 
 def test_exploration_reads_are_uniform_over_the_tick_phase():
-    """Whatever the previous read was, the exploration read's phase over a 1 s tick is uniform
-    (at 2 Hz the old schedule never sampled phases 0.75–1.0 s after an aimed read)."""
+    """Wherever its slot's centre falls on the tick, the exploration read's phase over a 1 s
+    tick is uniform, at 2 Hz (a slot narrower than the tick) as at 1 Hz."""
     rng = np.random.default_rng(1)
-    now = T0 + 123_456_789                     # just after an aimed read at a tick edge
-    phases = np.array([(now + explore_delay_ns(rng.random(), NS, 0.5 * NS, 0.5)) % NS
-                       for _ in range(4000)]) / NS
-    hist = np.histogram(phases, bins=10, range=(0, 1))[0]
-    assert hist.min() > 0.8 * 400 and hist.max() < 1.2 * 400
+    for period in (0.5 * NS, NS):
+        centres = T0 + 123_456_789 + period * np.arange(4000)     # the grid's slots
+        phases = np.array([explore_instant_ns(rng.random(), NS, int(c), period, 0.5) % NS
+                           for c in centres]) / NS
+        hist = np.histogram(phases, bins=10, range=(0, 1))[0]
+        assert hist.min() > 0.8 * 400 and hist.max() < 1.2 * 400
+
+
+def test_the_grid_keeps_the_plans_rate_and_skips_slots_already_past():
+    """One probe per slot, whatever the probes' places inside their slots: after 100 slots the
+    clock is read 100 times; a device silent for 10 periods resumes at the slot holding now,
+    without a run of catch-up reads."""
+    k, origin = -1, T0
+    for _ in range(100):
+        k, centre = grid_slot(origin, k, NS, origin + k * NS + NS // 2)   # each probe late
+    assert (k, centre) == (99, origin + 99 * NS)
+    k, centre = grid_slot(origin, k, NS, origin + 110 * NS + NS // 4)
+    assert (k, centre) == (110, origin + 110 * NS)
     assert detection_reads(0.03 * NS, NS, 1e6, 1e6) == pytest.approx(
         np.log(0.01) / np.log(1 - 0.028), rel=1e-9)
     assert detection_reads(2 * NS, NS, 1e6, 1e6) == 1.0

@@ -23,17 +23,32 @@ from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, Segment, check_res
 
 RECENT = 256             # reads used to aim
 PINNED = 1.5             # an edge window at most this many brackets wide is pinned: then ...
+AIM_REACH = 0.75         # a slot aims at an edge up to this many periods past its centre: a 1 s
+                         # clock read at 2 Hz has an edge in every other slot only (the slot's
+                         # own half period widened the 2 Hz mean drift; a whole one bunched reads)
 FLANK_EVERY = 3          # ... the read aimed at every this-many-th edge is a flank read
 
 
-def explore_delay_ns(u: float, q: int, period_ns: float, dither: float) -> int:
-    """Delay from `now` to an exploration read, u uniform in [0, 1): (1 − d)·period plus u times
-    a whole number of ticks (at least one, about 2·d·period). The read's instant is then uniform
-    over the tick phase whatever the previous read was (aimed reads included), so every part of
-    the tick, the one a small forward step shows in too, is sampled at the same rate."""
+def grid_slot(origin_ns: int, k: int, period_ns: float, now_ns: int) -> tuple[int, int]:
+    """The plan's slot after slot k of a clock read every `period_ns` from `origin_ns`: (its
+    index, its centre origin + index·period). Each slot holds one probe, so the rate read is the
+    plan's over any stretch of the run, however the probes move inside their slots (dithered,
+    aimed, exploring, late). A slot whose window (centre ± period/2) has passed by `now_ns` (the
+    device did not answer for a while) is skipped, not caught up with a run of reads."""
+    k += 1
+    if origin_ns + k * period_ns + period_ns / 2 < now_ns:
+        k = math.ceil((now_ns - origin_ns - period_ns / 2) / period_ns)
+    return k, int(origin_ns + k * period_ns)
+
+
+def explore_instant_ns(u: float, q: int, centre_ns: int, period_ns: float, dither: float) -> int:
+    """An exploration read's instant in the slot centred on `centre_ns`, u uniform in [0, 1):
+    uniform over a whole number of ticks around the centre (at least one, about 2·d·period), so
+    its tick phase is uniform whatever the reads before it were, and every part of the tick, the
+    one a small forward step shows in too, is sampled at the same rate."""
     q = max(1, int(q))
     window = q * max(1, int(2 * dither * period_ns // q))
-    return int(period_ns * (1 - dither) + u * window)
+    return int(centre_ns - window // 2 + u * window)
 
 
 def detection_reads(step_ns: float, q: int, bracket_ns: float, width_ns: float,

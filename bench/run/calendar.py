@@ -15,13 +15,22 @@ instead (the aim is a refinement; a late aim is a wide bracket). Exploration rea
 instant whatever the slots hold: their uniform tick phase is what the detection guarantee
 (DESIGN.md, "Probing that can see steps") rests on, and they are one probe in `explore_every`.
 Other reads (fine clocks, a clock's first reads) move to the next slot with room.
+
+A periodic stimulus costs both ends far more than its exchange: the device writes a log entry and
+pushes an event, and the bench polls the log every 100 ms until the entry shows (0.2-0.6 s on the
+simulated rack: about five reads' worth in all). Every device's first stimulus falls due at one
+instant (300 devices: the simulator went from 0.4 to 1.2 cores in that second, and the probes
+then started late). So stimuli take a lane of their own, one per STIMULUS_SLOTS slots.
 """
 from __future__ import annotations
 
 import time
 
 SLOT_NS = 20_000_000          # the calendar's grain
-SHARE = 0.6                   # of a slot's time the loop may spend on the probes booked in it
+SHARE = 0.4                   # of a slot's time the loop may spend on the probes booked in it
+                              # (0.6 left 2-3 % of probes late at 300 devices, 2 workers and
+                              # the emulators on 2 cores; 0.4: 0.5-1.3 %)
+STIMULUS_SLOTS = 2            # the stimulus lane's spacing: 25 per second per loop
 DEFAULT_COST_NS = 3_000_000   # per read until measured (bench/run/exchange_cost.json's order)
 
 
@@ -34,6 +43,7 @@ class ReadCalendar:
         self.cap_ns = int(slot_ns * share)
         self.cost_per_read_ns = int(cost_ns)
         self.booked: dict[int, int] = {}
+        self.lane: set[int] = set()       # slots holding a stimulus
         self.yielded = 0          # aimed probes that gave way to an exploration read
         self.moved = 0            # probes moved to a later slot
         self._cpu0: float | None = None
@@ -81,6 +91,22 @@ class ReadCalendar:
                 return s * self.slot_ns
         return self.force(t_ns + max(0, limit_ns), reads)
 
+    def stimulus(self, t_ns: int, limit_ns: int) -> int:
+        """Book a stimulus at t_ns or at the start of the first later slot with the lane free for
+        STIMULUS_SLOTS slots, up to t_ns + limit_ns (then there whatever the lane holds); it
+        costs its slot a read."""
+        slot, last = t_ns // self.slot_ns, (t_ns + max(0, limit_ns)) // self.slot_ns
+        s = next((s for s in range(slot, last + 1)
+                  if not any(x in self.lane for x in range(s, s + STIMULUS_SLOTS))), None)
+        if s is None:
+            return self.force(t_ns + max(0, limit_ns), 1)
+        self.lane.update(range(s, s + STIMULUS_SLOTS))
+        self._take(s, self.cost(1))
+        if s == slot:
+            return t_ns
+        self.moved += 1
+        return s * self.slot_ns
+
     def measure(self, reads_total: int, now_ns: int) -> None:
         """Update the cost per read from the loop thread's CPU time since the last call (call
         it every second or so from the loop), and forget the slots already past."""
@@ -94,4 +120,5 @@ class ReadCalendar:
         if now_slot - self._pruned_to > 50:
             for s in [s for s in self.booked if s < now_slot]:
                 del self.booked[s]
+            self.lane = {s for s in self.lane if s >= now_slot}
             self._pruned_to = now_slot

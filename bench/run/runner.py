@@ -4,8 +4,9 @@ over worker processes, one event loop each with all its devices' tasks (bench/ru
 small one runs in the bench's process, each task on a loop of its own in a thread of its own.
 Every exchange is written as it completes; a driver's blocking calls run off the loop (to_thread).
 
-Per device: open and identify; read each clock at the device's rate with random dither (or at
-the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
+Per device: open and identify, read the log's backlog, wait at the loop's start line
+(bench/run/startline.py); read each clock once per slot of the plan's grid at the device's rate,
+dithered in the slot (or at the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
 the device log. Errors become rows with their error class and journal lines; after repeated
 failures the driver is reopened with backoff. A run never stops for one device.
 """
@@ -28,6 +29,7 @@ from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import RunStore, SampleWriter
 from bench.run.calendar import ReadCalendar
+from bench.run.startline import Peers, StartLine
 from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarget
 
@@ -123,6 +125,7 @@ class DeviceWorker:
         self.stop_event = stop
         self.rng = random.Random(seed)
         self._aim_state: dict[str, dict] = {}      # per clock: where its current segment starts
+        self._grid: dict[str, list] = {}           # per clock: the plan's grid (origin, slot)
         self.status = DeviceStatus(config.name, config.plane)
         self.out: SampleWriter | None = None
         self.cursor: str | None = None
@@ -132,6 +135,7 @@ class DeviceWorker:
         self._log_wanted: int | None = None  # since when a due log poll waits for clock reads
         self.open_gate: asyncio.Semaphore | None = None   # set by run_workers: opens at once
         self.calendar: ReadCalendar | None = None         # set by run_workers: the loop's probes
+        self.start_line: StartLine | None = None          # set by run_workers: start together
         self._end = 2**63 - 1                             # the run's end for this device
 
     # -- task ---------------------------------------------------------------------------------
@@ -147,6 +151,7 @@ class DeviceWorker:
             self._row("worker", "", exc)
             self.status.state = "failed"
         finally:
+            self._at_start_line()
             self.out.close()
 
     def _row(self, kind: str, clock: str, exc: BaseException, s_ns: int | None = None) -> None:
@@ -211,39 +216,41 @@ class DeviceWorker:
         return drv
 
     # -- schedule -----------------------------------------------------------------------------
-    def _next_read(self, spec: ClockSpec, reads: list, now: int, planned: int | None = None) -> int:
-        """Dithered by default; for coarse clocks, aimed at the predicted tick edge, except every
-        `explore_every`-th read, which stays random so that a step the aimed reads would straddle
-        unseen is still found. Booked on the loop's calendar (bench/run/calendar.py) when it has
-        one: an aim without room there becomes an exploration read."""
+    def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
+        """The probe of the clock's next slot on the plan's grid (probe_schedule.grid_slot: one
+        probe per period, so the rate read is the plan's). Dithered inside the slot by default;
+        for coarse clocks, aimed at the predicted tick edge in it, except every
+        `explore_every`-th probe, which reads at a uniform tick phase so that a step the aimed
+        reads would straddle unseen is still found. Booked on the loop's calendar
+        (bench/run/calendar.py) when it has one: an aim without room there explores instead."""
+        from bench.analysis.probe_schedule import (AIM_REACH, explore_instant_ns, grid_slot,
+                                                   next_probe_ns)
         period = NS / self.config.rate_hz
         d = self.plan.dither
-        from bench.analysis.probe_schedule import explore_delay_ns   # uniform over the tick phase
-        # from the probe's planned instant, not its end: the plan's rate is then the rate read
-        # (the time a probe takes and its lateness are not added to every interval)
-        t = max(now, (now if planned is None else min(now, planned))
-                + explore_delay_ns(self.rng.random(), spec.resolution_ns, period, d))
+        grid = self._grid[spec.name]
+        grid[1], centre = grid_slot(grid[0], grid[1], period, now)
+        t = max(now, explore_instant_ns(self.rng.random(), spec.resolution_ns, centre, period, d))
         coarse = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
                   and not spec.modulus_ns)
         exploring = coarse and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every == 0
         if not coarse:
-            return self._book_later(t, int(period * d))
+            jitter = (self.rng.random() - 0.5) * d * period
+            return self._book_later(max(now, int(centre + jitter)), int(period * d / 2))
         if exploring:
             return self._book_explore(t)
-        from bench.analysis.probe_schedule import next_probe_ns
         s, e, v = (list(x) for x in zip(*reads[-400:]))
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
-        try:
-            aimed = next_probe_ns(s, e, v, spec.resolution_ns, now, bracket,
-                                  int(period * (1 - d)),
-                                  state=self._aim_state.setdefault(spec.name, {}))
+        try:                # the edge nearest the slot's centre
+            aimed = next_probe_ns(s, e, v, spec.resolution_ns,
+                                  max(now, centre - int(min(spec.resolution_ns, period)) // 2),
+                                  bracket, 0, state=self._aim_state.setdefault(spec.name, {}))
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
             return self._book_explore(t)
         if aimed is None:
             return self._book_explore(t)
         aimed = int(aimed) - (bracket if self.plan.burst > 1 else 0)   # the burst's last read aims
-        if aimed <= now:
+        if not now < aimed < centre + AIM_REACH * period:   # no edge to aim at from this slot
             return self._book_explore(t)
         if self.calendar is None:
             return aimed
@@ -253,15 +260,31 @@ class DeviceWorker:
             return self._book_explore(t)
         return booked
 
+    def _at_start_line(self) -> None:
+        if self.start_line is not None:
+            self.start_line.opened(self)
+
+    def _book_stimulus(self, t: int) -> int:
+        """A periodic stimulus is not aimed (its instant is stamped as sent): it takes the
+        calendar's stimulus lane, up to half its period later."""
+        if self.calendar is None:
+            return t
+        return self.calendar.stimulus(t, int((self.plan.stimulus_every_s or 0) * NS / 2))
+
+    def _book_poll(self, t: int, every_s: float) -> int:
+        """A log poll costs the loop about a read: booked like one, up to half its interval
+        later."""
+        return self._book_later(t, int(every_s * NS / 2), 1)
+
     def _book_explore(self, t: int) -> int:
         if self.calendar is not None:
             self.calendar.force(t, max(1, self.plan.burst))
         return t
 
-    def _book_later(self, t: int, limit_ns: int) -> int:
+    def _book_later(self, t: int, limit_ns: int, reads: int | None = None) -> int:
         if self.calendar is None:
             return t
-        return self.calendar.later(t, max(1, self.plan.burst), limit_ns)
+        return self.calendar.later(t, reads or max(1, self.plan.burst), limit_ns)
 
     def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
         out = []
@@ -281,6 +304,7 @@ class DeviceWorker:
         while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
             self.status.state = "connecting"
             drv = await self._open()
+            self._at_start_line()
             if drv is None:
                 self.status.state = "unreachable"
                 await self._sleep_until(min(end, self.now_ns() + int(backoff * NS)))
@@ -290,6 +314,13 @@ class DeviceWorker:
             if self.status.state == "stopped" and not self.stop_event.is_set():
                 self._no_reads(start)             # the run ended before the device answered
             return
+        if isinstance(drv, LogSource):
+            # the log's backlog (a first poll reads it all) before the start line, not in
+            # every device's first second of reads
+            drv.log_until_ns = None
+            await self._poll_log(drv)
+        if self.start_line is not None:
+            await self.start_line.event.wait()
         self.status.state = "measuring"
         specs = drv.clocks()
         if self.now_ns() >= end:                  # opened only after the run's end (a slow login)
@@ -299,12 +330,16 @@ class DeviceWorker:
         reads: dict[str, list] = {c.name: [] for c in specs}
         due = {c.name: self._book_later(self.now_ns() + int(self.rng.uniform(
                    0, NS / self.config.rate_hz)), int(NS / self.config.rate_hz)) for c in specs}
+        self._grid = {c: [t, 0] for c, t in due.items()}     # per clock: origin, slot
         stimuli = self._stimulus_plan(drv) if self.plan.stimulus_every_s else []
-        stim_due = start + int(self.plan.first_stimulus_s * NS)
+        stim_due = self._book_stimulus(start + int(self.plan.first_stimulus_s * NS))
         stim_i = 0
         planned = sorted((start + int(at * NS), what) for dev, at, what in self.plan.schedule
                          if dev == self.config.name)
-        poll_due = start + int(self.plan.log_poll_s * NS)
+        # the backlog was read at the open: the next poll at a random phase of the interval, so
+        # that the devices starting together do not poll together
+        poll_due = self._book_poll(self.now_ns() + int(self.rng.uniform(0, self.plan.log_poll_s)
+                                                       * NS), self.plan.log_poll_s)
         watch_until = 0
         failures = 0
         while not self.stop_event.is_set():
@@ -327,14 +362,14 @@ class DeviceWorker:
                 # a planned stimulus keeps its instant; clock reads go ahead of the rest
                 spec = min(ready, key=lambda c: due[c.name])
                 ok &= await self._read(drv, spec, reads[spec.name], due[spec.name])
-                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns(),
-                                                 due[spec.name])
+                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
             elif stimuli and now >= stim_due:
                 ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
-                stim_due = now + int(self.plan.stimulus_every_s * NS)
+                stim_due = self._book_stimulus(now + int(self.plan.stimulus_every_s * NS))
                 watch_until = now + int(self.plan.watch_s * NS)
-                poll_due = now + int(self.plan.watch_poll_s * NS)
+                poll_due = self._book_poll(now + int(self.plan.watch_poll_s * NS),
+                                           self.plan.watch_poll_s)
             elif now >= poll_due and self._defer_log(now, min(due.values())):
                 poll_due = min(due.values()) + 1           # after the read that comes first
             elif now >= poll_due:
@@ -344,7 +379,8 @@ class DeviceWorker:
                 ok &= await self._poll_log(drv)
                 watching = now < watch_until and self.logged == seen
                 soon = watching or getattr(drv, "log_backlog", False)
-                poll_due = now + int((self.plan.watch_poll_s if soon else self.plan.log_poll_s) * NS)
+                every = self.plan.watch_poll_s if soon else self.plan.log_poll_s
+                poll_due = self._book_poll(now + int(every * NS), every)
                 if not watching:
                     watch_until = 0
             failures = 0 if ok else failures + 1
@@ -509,30 +545,38 @@ def processes_for(n_devices: int, processes: int | None = None) -> int:
     return max(1, min(int(processes), max(1, n_devices)))
 
 
-async def run_workers(workers: list[DeviceWorker], deadline_s: float) -> None:
+async def run_workers(workers: list[DeviceWorker], deadline_s: float,
+                      peers: Peers | None = None) -> None:
     """Every device's task on this loop until all end or `deadline_s` (monotonic) passes; a task
     still running then is cancelled and reported hung. Blocking driver calls (to_thread) get a
-    thread each, up to one per device."""
+    thread each, up to one per device. Several devices start together (bench/run/startline.py),
+    with the loops of `peers` when given."""
     from concurrent.futures import ThreadPoolExecutor
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max(8, min(64, len(workers))),
                                                  thread_name_prefix="driver"))
     gate = asyncio.Semaphore(OPENS_AT_ONCE)
     calendar = ReadCalendar() if len(workers) > 1 else None
+    line = StartLine(len(workers), workers[0].plan.timeout_s, peers) if len(workers) > 1 else None
     for w in workers:
         w.open_gate = gate
         w.calendar = calendar
+        w.start_line = line
     tasks = [asyncio.create_task(w.run(), name=f"dev-{w.config.name}") for w in workers]
     lags: Counter[int] = Counter()     # the loop's lag in 0.1 ms bins: bounded in a long run
     meter = asyncio.create_task(_meter(calendar, workers, lags)) if calendar else None
+    watch = asyncio.create_task(line.watch(workers[0].stop_event)) if line else None
     _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline_s - time.monotonic()))
+    if watch:
+        watch.cancel()
     if meter:
         meter.cancel()
         lag = (f"loop lag p50 {_bin_quantile(lags, 0.5) / 10:.1f} ms, p99 "
                f"{_bin_quantile(lags, 0.99) / 10:.1f} ms, max {max(lags) / 10:.1f} ms; "
                if lags else "")
         workers[0].store.journal("", "info", "calendar",
-                                 f"{len(workers)} devices on one loop: {lag}"
+                                 f"{len(workers)} devices on one loop, started together "
+                                 f"{line.crossed_after_s or 0:.1f} s in: {lag}"
                                  f"{calendar.cost_per_read_ns / 1e6:.2f} ms of CPU per read, "
                                  f"{calendar.yielded} aims yielded, {calendar.moved} reads moved")
     for t in pending:
@@ -566,9 +610,8 @@ async def _meter(calendar: ReadCalendar, workers: list[DeviceWorker], lags: Coun
             calendar.measure(sum(w.status.reads for w in workers), workers[0].now_ns())
             opening = any(w.status.state in ("starting", "connecting") for w in workers)
             if not frozen and (not opening or now - t0 > 60):
-                # what the opens built (drivers, MIBs, sessions) is kept for the run: out of the
-                # collector's way, a full collection no longer walks it (it stalled the loop
-                # 120-290 ms at 75 devices, each probe due then started late)
+                # the start line froze what the opens before it built; this freezes what the
+                # devices that opened after it built (bench/run/startline.py)
                 gc.freeze()
                 frozen = True
 

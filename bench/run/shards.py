@@ -25,6 +25,7 @@ from bench.model.inventory import DeviceConfig
 from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
 from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, run_workers
+from bench.run.startline import Peers
 
 STATUS_EVERY_S = 0.5
 SPAWN_ALLOWANCE_S = 60.0       # a loaded machine can take long to start a Python process
@@ -107,7 +108,8 @@ class ShardStore(SampleFiles):
 
 
 def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, plan: ProbePlan,
-            armed: bool, seed: int, out: multiprocessing.Queue, stop_mp, deadline_s: float) -> None:
+            armed: bool, seed: int, out: multiprocessing.Queue, stop_mp, deadline_s: float,
+            peers: Peers | None = None) -> None:
     import asyncio
 
     from bench.run.simproc import die_with_parent
@@ -139,7 +141,7 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
                     report()
         rep = asyncio.create_task(reporter())
         try:
-            await run_workers(workers, time.monotonic() + deadline_s)
+            await run_workers(workers, time.monotonic() + deadline_s, peers)
         finally:
             rep.cancel()
     out.put(("started", index, os.getpid()))
@@ -160,12 +162,13 @@ def run_sharded(devices: list[DeviceConfig], clock: tuple, store, plan: ProbePla
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     stop = ctx.Event()
+    peers = Peers(ctx.Value("i", 0), processes)       # the workers' loops start together
     statuses = {d.name: DeviceStatus(d.name, d.plane) for d in devices}
     shards = [[(i, to_wire(d)) for i, d in enumerate(devices) if i % processes == k]
               for k in range(processes)]
     procs = [ctx.Process(target=_worker, name=f"rackclock-shard-{k}", daemon=True,
                          args=(k, items, clock, str(store.path), plan, armed, seed, out, stop,
-                               deadline_of(plan)))
+                               deadline_of(plan), peers))
              for k, items in enumerate(shards)]
     for p in procs:
         p.start()

@@ -3,7 +3,8 @@ soundness fuzz and the estimator tests drive the real probe schedule with it.
 
 Three probes of four of a coarse clock are aimed at the predicted tick edge
 (bench/probe_schedule.next_probe_ns), the fourth is an exploration read uniform over the tick
-phase (probe_schedule.explore_delay_ns), as bench/run/runner.py does; brackets are loopback-like
+phase (probe_schedule.explore_instant_ns), one probe per slot of the plan's grid
+(probe_schedule.grid_slot), as bench/run/runner.py does; brackets are loopback-like
 (0.3–1 ms) or sideband-like (20–40 ms), the device samples anywhere in its bracket, a few reads are
 lost, none is answered while the device reboots.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.analysis.probe_schedule import explore_delay_ns, next_probe_ns
+from bench.analysis.probe_schedule import AIM_REACH, explore_instant_ns, grid_slot, next_probe_ns
 from bench.sim.clock import ClockModel
 
 NS = 1_000_000_000
@@ -38,18 +39,25 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
     S, E, V, A, corrupted = [], [], [], [], []
     now = m.t0_ns if t0_ns is None else int(t0_ns)
     k = 0
+    origin, slot = now + int(period // 2), -1        # slot 0 spans the first period
     bad_at = int(rng.integers(10, max(11, n - 10))) if bad else -1
     aim_state: dict = {}                # the schedule's per-clock state, as the runner keeps it
     while len(S) < n:
-        t = now + explore_delay_ns(rng.random(), declared_ns, period, DITHER)
-        aim = declared_ns >= 1_000_000 and not p.counter and len(S) >= 4 and k % EXPLORE_EVERY
-        k += 1
+        slot, centre = grid_slot(origin, slot, period, now)
+        coarse = declared_ns >= 1_000_000 and not p.counter and len(S) >= 4
+        aim = coarse and k % EXPLORE_EVERY
+        k += coarse
+        if coarse:
+            t = max(now, explore_instant_ns(rng.random(), declared_ns, centre, period, DITHER))
+        else:                       # dithered in its slot
+            t = max(now, int(centre + (rng.random() - 0.5) * DITHER * period))
         if aim:
             br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
             try:
-                a = next_probe_ns(S, E, V, declared_ns, now, br, int(period * (1 - DITHER)),
+                a = next_probe_ns(S, E, V, declared_ns,
+                                  max(now, centre - int(min(declared_ns, period)) // 2), br, 0,
                                   state=aim_state)
-                t = a if a > now else t
+                t = a if now < a < centre + AIM_REACH * period else t
             except Exception:           # the runner journals it and reads at the dithered time
                 pass
         b = bracket_ns(rng, sideband)
