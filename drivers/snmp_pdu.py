@@ -9,7 +9,11 @@ sysUpTime.
 
 The bracket is taken in pysnmp's UDP transport: `s` just before `sendto` of the request, `e`
 when the answer's datagram reaches the event loop, so encoding, USM crypto and decoding stay
-outside it. Each exchange has a short timeout and no retries. Every device has a UDP socket of
+outside it. When the reference is CLOCK_REALTIME, `e` is the kernel's stamp of the datagram's
+arrival instead (the SIOCGSTAMPNS ioctl: asyncio's datagram transport receives with recvfrom,
+which gives no ancillary data; the first call turns the socket's stamps on, and SO_TIMESTAMPNS
+must stay off, or the stamp goes to ancillary data only), so a busy loop does not widen the
+bracket; such reads say `stamp = "kernel"`. Each exchange has a short timeout and no retries. Every device has a UDP socket of
 its own, so its stamps are of its own datagrams. SNMPv2c requests go out on it through
 drivers/snmp_v2c (pysnmp's message API; about 0.3 ms of CPU per read against 1.5 ms through
 pysnmp's command generator); SNMPv3 exchanges and the traps of every version go through the
@@ -29,6 +33,7 @@ Inventory keys (beyond the common ones):
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import datetime as dt
 import os
@@ -75,19 +80,39 @@ END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstanc
 GENERATORS = {"get": cmdgen.GetCommandGenerator, "next": cmdgen.NextCommandGeneratorSingleRun,
               "set": cmdgen.SetCommandGenerator}
 LCD = CommandGeneratorLcdConfigurator()
+SIOCGSTAMPNS = 0x8907                  # linux/sockios.h: the last datagram's arrival, a timespec
 
 
 class _StampedUdp(udp.UdpAsyncioTransport):
     """pysnmp's UDP transport, stamping each datagram on the reference clock as it is sent and
     as it arrives; the arrival stamp is published just before pysnmp processes that datagram."""
 
-    def __init__(self, now_ns, *args, **kwargs):
+    def __init__(self, now_ns, *args, kernel_rx: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.now_ns = now_ns
         self.tx_ns = 0          # last send
         self.rx_ns = 0          # arrival of the datagram being (or last) processed
+        self.rx_kernel = False  # ... stamped by the kernel
         self.rx_count = 0
         self.rx_bytes = 0
+        self.kernel_rx = kernel_rx   # now_ns is CLOCK_REALTIME: the kernel's stamps are on it
+        self._fd = -1
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        if self.kernel_rx:
+            try:
+                self._fd = transport.get_extra_info("socket").fileno()
+            except AttributeError:
+                return
+            self._kernel_stamp()        # no datagram yet: turns the socket's arrival stamps on
+
+    def _kernel_stamp(self) -> int | None:
+        try:
+            sec, nsec = struct.unpack("qq", fcntl.ioctl(self._fd, SIOCGSTAMPNS, bytes(16)))
+        except OSError:
+            return None
+        return sec * NS + nsec
 
     def send_message(self, outgoingMessage, transportAddress):
         if self.transport is None:
@@ -99,12 +124,15 @@ class _StampedUdp(udp.UdpAsyncioTransport):
 
     def datagram_received(self, datagram, transportAddress):
         t = self.now_ns()
+        k = self._kernel_stamp() if self._fd >= 0 else None
+        kernel = k is not None and self.tx_ns <= k <= t     # the answer came after the request
         self.rx_count += 1
         self.rx_bytes += len(datagram)
-        self.loop.call_soon(self._deliver, t, transportAddress, datagram)
+        self.loop.call_soon(self._deliver, k if kernel else t, transportAddress, datagram, kernel)
 
-    def _deliver(self, t, transportAddress, datagram):
+    def _deliver(self, t, transportAddress, datagram, kernel: bool = False):
         self.rx_ns = t
+        self.rx_kernel = kernel
         if self._callback_function is not None:
             self._callback_function(self, transportAddress, datagram)
 
@@ -138,6 +166,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                "trap_community_env": Key("env")}
     def __init__(self, config_, now_ns, armed: bool = False):
         super().__init__(config_, now_ns, armed)
+        self.stamp = "socket"          # how the last exchange's answer was stamped (or "kernel")
         opts = self.config.options
         scheme, host, port, _ = split_address(self.config.address)
         if scheme not in ("udp", "snmp", ""):
@@ -214,7 +243,9 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             self._share = self._engine_for(user)
             self.engine = self._share.engine
         try:
-            self._client = _StampedUdp(self.now_ns).open_client_mode()   # this device's own socket
+            from bench.reference.clock import Reference
+            self._client = _StampedUdp(self.now_ns, kernel_rx=self.now_ns is Reference.now_ns
+                                       ).open_client_mode()   # this device's own socket
             if user is not None:
                 self._domains = [self._share.add_transport(self._client)]
         except Exception as exc:
@@ -317,7 +348,9 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 raise DeviceError(self.name, "error", f"{what}: pysnmp failed: {exc!r}") from None
             e_user = self.now_ns()
             s = tr.tx_ns if tr.tx_ns != tx0 and s_user <= tr.tx_ns <= e_user else s_user
-            e = tr.rx_ns if tr.rx_count != rx0 and s <= tr.rx_ns <= e_user else e_user
+            answered = tr.rx_count != rx0 and s <= tr.rx_ns <= e_user
+            e = tr.rx_ns if answered else e_user
+            self.stamp = "kernel" if answered and tr.rx_kernel else "socket"
         where = f"{self.host}:{self.port}"
         if err:
             if err == errind.requestTimedOut:
@@ -395,7 +428,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 raise DeviceError(self.name, "malformed",
                                   f"sysUpTime.0 answered {type(v).__name__} {v.prettyPrint()!r}, "
                                   f"not TimeTicks")
-            return Read("sysuptime", s, e, int(v) * TICK_NS, TICK_NS, stamp="socket", raw=str(int(v)))
+            return Read("sysuptime", s, e, int(v) * TICK_NS, TICK_NS, stamp=self.stamp, raw=str(int(v)))
         if clock == "hrsystemdate" and HRSYSTEMDATE in self._clocks:
             s, e, vbs = await self._get(HR_SYSTEM_DATE, what="read hrSystemDate.0")
             v = vbs[0][1]
@@ -407,7 +440,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 value_ns, _offset = decode_date_and_time(octets)
             except ValueError as exc:
                 raise DeviceError(self.name, "malformed", f"hrSystemDate.0: {exc}") from None
-            return Read("hrsystemdate", s, e, value_ns, HRSYSTEMDATE.resolution_ns, stamp="socket",
+            return Read("hrsystemdate", s, e, value_ns, HRSYSTEMDATE.resolution_ns, stamp=self.stamp,
                         raw=octets.hex())
         raise DeviceError(self.name, "error", f"no clock {clock!r} (has: "
                           f"{[c.name for c in self._clocks]})")
@@ -428,7 +461,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         value = self.backend.commands[name]
         s, e, vbs = await self._exchange("set", self._auth(write=True),
                                          [(oid, rfc1902.Integer(value))], f"{name} outlet {outlet}")
-        return Stimulus(name, str(outlet), s, e, sent=True, stamp="socket",
+        return Stimulus(name, str(outlet), s, e, sent=True, stamp=self.stamp,
                         raw=f"SET {oid} = {value} -> {vbs[0][1].prettyPrint()}")
 
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
@@ -448,7 +481,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         s, e, vbs = await self._exchange("set", self._auth(write=True),
                                          [(HR_SYSTEM_DATE, rfc1902.OctetString(octets))],
                                          "SET hrSystemDate")
-        return Stimulus(self.SET_CLOCK, str(secs * NS + rem), s, e, sent=True, stamp="socket",
+        return Stimulus(self.SET_CLOCK, str(secs * NS + rem), s, e, sent=True, stamp=self.stamp,
                         raw=f"SET {HR_SYSTEM_DATE} = {octets.hex()}")
 
     # -- log -----------------------------------------------------------------------------------

@@ -108,20 +108,29 @@ def test_netsnmp_get_walk_set_v2c_and_v3(sim_rack):
 
 # -- the driver ----------------------------------------------------------------------------------
 def test_driver_brackets_contain_every_emulator_sample(sim_rack):
+    """On the CLOCK_REALTIME reference the answer's arrival is the kernel's stamp (SIOCGSTAMPNS),
+    on any other the loop's: either bracket holds the emulator's sampling instant."""
     sim = sim_rack(pdu_toml(clocks_sim="sample_delay_s = 0.0003\njitter_s = 0.0002"))
     dev = sim.rack.devices[0]
 
-    async def go():
-        d = driver(dev)
+    async def go(now_ns):
+        d = SnmpPdu(dev, now_ns, armed=True)
         await d.open()
         try:
             ident = await d.identity()
-            reads = {c.name: [await d.read_clock(c.name) for _ in range(25)] for c in d.clocks()}
+            reads = {}
+            for c in d.clocks():
+                reads[c.name] = []
+                for _ in range(25):
+                    reads[c.name].append(await d.read_clock(c.name))
+                    assert reads[c.name][-1].e_ns <= now_ns()
             return ident, d.clocks(), reads
         finally:
             await d.close()
 
-    ident, clocks, reads = run(go())
+    _, _, by_loop = run(go(lambda: Reference.now_ns()))      # not CLOCK_REALTIME's own function
+    assert {r.stamp for rs in by_loop.values() for r in rs} == {"socket"}
+    ident, clocks, reads = run(go(Reference.now_ns))
     assert ident.vendor == "APC" and ident.model == "AP8641" and ident.firmware == "1.0.0"
     assert ident.extra["sysObjectID"] == "1.3.6.1.4.1.318.1.3.4.5"
     assert [c.name for c in clocks] == ["sysuptime", "hrsystemdate"]
@@ -131,7 +140,7 @@ def test_driver_brackets_contain_every_emulator_sample(sim_rack):
         for r in rs:
             inside = [(t, v) for t, v in samples if r.s_ns <= t <= r.e_ns]
             assert len(inside) == 1, (clock, r)
-            assert inside[0][1] == r.value_ns and r.stamp == "socket"
+            assert inside[0][1] == r.value_ns and r.stamp == "kernel"
     # hrSystemDate: device clock 0.25 s ahead, its local time claims +01:00 but is UTC: the
     # decoded UTC is an hour behind, and shows as such
     r = reads["hrsystemdate"][-1]
