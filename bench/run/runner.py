@@ -6,8 +6,8 @@ Every exchange is written as it completes; a driver's blocking calls run off the
 
 Per device: open and identify, read the log's backlog, wait at the loop's start line
 (bench/run/startline.py); read each clock once per slot of the plan's grid at the device's rate,
-dithered in the slot (or at the instant the tick-edge scheduler picks); send the allowed stimuli on the plan's schedule; poll
-the device log. Errors become rows with their error class and journal lines; after repeated
+dithered in the slot (or at the instant the tick-edge scheduler picks); send the allowed stimuli
+on the plan's schedule; poll the device log. Errors become rows with their error class and journal lines; after repeated
 failures the driver is reopened with backoff. A run never stops for one device.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ class ProbePlan:
     timeout_s: float = 5.0                    # per exchange
     reopen_after: int = 3                     # consecutive failures before reconnecting
     tick_edge: bool = True                    # aim reads of coarse clocks at predicted tick edges
-    dither: float = 0.5                       # read interval = period * U(1 - d, 1 + d)
+    dither: float = 0.5                       # a read at its slot's centre + period * U(-d/2, d/2)
     explore_every: int = 4                    # every n-th read of an aimed clock stays random
     burst: int = 2                            # reads back to back at each probe: the first wakes
                                               # the path (an idle path widens a bracket ~3-6x)
