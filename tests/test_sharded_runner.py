@@ -136,3 +136,39 @@ def test_beyond_capacity_refused_or_fitted(tmp_path, capsys):
     assert m["admission"]["fit_factor"] == pytest.approx(0.1, rel=1e-3)
     assert m["inventory"]["devices"]["cdu-1"]["rate_hz"] == pytest.approx(0.2, rel=1e-3)
     assert "rates scaled to 10 % of the rack file's by --fit-rates" in capsys.readouterr().out
+
+
+def test_a_device_that_never_answers_does_not_hold_the_start_line(tmp_path):
+    """The devices of a worker start together once their opens are over
+    (bench/run/startline.py), but not after one whose open hangs: a Modbus "device" that
+    accepts the connection and never answers holds its open for its whole timeout (30 s: the
+    driver's and the plan's), and the others read meanwhile."""
+    import socket
+    rack = tmp_path / "rack.toml"
+    rack.write_text(sim_rack_text(["cdu-1", "pdu-2", "bmc-1"]))
+    silent = socket.create_server(("127.0.0.1", 0))          # accepts, never answers
+    with silent, SimProcess(rack, tmp_path / "sim") as sim:
+        devices = list(sim.rack.devices)
+        cdu = sim.rack.device("cdu-1")
+        devices.append(replace(cdu, name="silent-1", options={**cdu.options, "timeout_s": 30.0},
+                               address=f"tcp://127.0.0.1:{silent.getsockname()[1]}"))
+        store = RunStore(tmp_path / "runs", "sharded")
+        store.write_manifest({"experiment": "test"})
+        stop = threading.Event()
+        out = {}
+        plan = ProbePlan(duration_s=600, stimulus_every_s=None, timeout_s=30.0)
+        t = threading.Thread(target=lambda: out.update(r=run_devices(
+            devices, Reference.now_ns, store, plan, True, processes=2, stop=stop)))
+        t.start()
+        try:
+            samples = store.path / "samples"
+            wait_until(lambda: all(len(ok_reads(samples / f"{d}.csv")) >= 4
+                                   for d in ("cdu-1", "pdu-2", "bmc-1")), 50,
+                       "reads of the answering devices while silent-1's open hangs")
+            assert rows(samples / "silent-1.csv") == []       # its open has not ended yet
+        finally:
+            stop.set()
+            t.join(120)
+        assert not t.is_alive()
+    events = rows(store.path / "events.csv")
+    assert any(e["kind"] == "calendar" and "started together" in e["message"] for e in events)

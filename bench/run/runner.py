@@ -557,7 +557,8 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float,
                                                  thread_name_prefix="driver"))
     gate = asyncio.Semaphore(OPENS_AT_ONCE)
     calendar = ReadCalendar() if len(workers) > 1 else None
-    line = StartLine(len(workers), workers[0].plan.timeout_s, peers) if len(workers) > 1 else None
+    line = (StartLine(len(workers), min(1.0, workers[0].plan.timeout_s), peers,
+                      workers[0].plan.timeout_s) if len(workers) > 1 else None)
     for w in workers:
         w.open_gate = gate
         w.calendar = calendar

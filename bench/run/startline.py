@@ -12,9 +12,11 @@ Crossing, a loop collects what its opens left and freezes the rest (drivers, MIB
 for the run) out of the collector's way: a full collection walking them stalled the loop
 120-290 ms, and one in the first second of reads made them all late.
 
-Nobody is waited for beyond `quiet_s`: a device with no open ending for that long (it is failing
-its own timeout, or hung) is left to join when it opens, and a loop whose peers have not all
-arrived that long after it did (a worker died) starts without them.
+Nobody is waited for long: a device with no open ending for `quiet_s` (1 s: opens at their pace
+end milliseconds apart; a device that does not answer is failing its own timeout) is left to join
+when it opens, so it costs the others at most that (counted from the first open that ends: every
+first attempt ends, within the open's timeout); a loop whose peers have not all arrived
+`peer_wait_s` after it did (a worker died, or is still opening) starts without them.
 """
 from __future__ import annotations
 
@@ -47,11 +49,14 @@ class StartLine:
 
     POLL_S = 0.02
 
-    def __init__(self, devices: int, quiet_s: float, peers: Peers | None = None):
+    def __init__(self, devices: int, quiet_s: float, peers: Peers | None = None,
+                 peer_wait_s: float | None = None):
         self.pending = devices
         self.quiet_s = quiet_s
         self.peers = peers
-        self._t0 = self._last = time.monotonic()
+        self.peer_wait_s = quiet_s if peer_wait_s is None else peer_wait_s
+        self._t0 = time.monotonic()
+        self._last: float | None = None                 # when the last open ended
         self._seen: set[int] = set()
         self._here: float | None = None                 # when this loop's opens were over
         self.event = asyncio.Event()
@@ -74,10 +79,11 @@ class StartLine:
     async def watch(self, stop: threading.Event) -> None:
         while not stop.is_set():
             now = time.monotonic()
-            if self._here is None and (self.pending <= 0 or now - self._last > self.quiet_s):
+            quiet = self._last is not None and now - self._last > self.quiet_s
+            if self._here is None and (self.pending <= 0 or quiet):
                 self._arrive()
             if self._here is not None and (self.peers is None or self.peers.all_here()
-                                           or time.monotonic() - self._here > self.quiet_s):
+                                           or time.monotonic() - self._here > self.peer_wait_s):
                 break
             await asyncio.sleep(self.POLL_S)
         self.crossed_after_s = time.monotonic() - self._t0
