@@ -212,7 +212,14 @@ def main(argv: list[str] | None = None) -> int:
             declared = {d.name: d for d in source.devices}
             print(f"simulated rack {rack.name!r} served on loopback "
                   f"({len(rack.devices)} of {len(source.devices)} emulators up)")
-        else:
+        else:              # a lab rack: one session at a time, as `rackclock run` (RackBusy)
+            from bench.model.racklock import RackBusy, rack_lock
+            if source.source:
+                try:
+                    stack.enter_context(rack_lock(source.source, wait_s=0, what="rackclock check"))
+                except RackBusy as exc:
+                    print(f"rackclock check: {exc}", file=sys.stderr)
+                    return 2
             rack, sim_failed, declared = source, {}, {}
         if a.device:
             unknown = set(a.device) - {d.name for d in rack.devices} - set(sim_failed)

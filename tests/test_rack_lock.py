@@ -194,3 +194,28 @@ def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys
         p.stdin.write("\n")
         p.stdin.flush()
         p.wait(timeout=DEADLINE_S)
+
+
+def test_rackclock_check_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
+    """`rackclock check` opens every device of the rack, so it takes the rack's lock as `run`
+    does: held by another session, it is refused at once, naming the holder, before any device
+    is touched (exit 2)."""
+    from bench.cli import main
+    rack = tmp_path / "lab.toml"
+    rack.write_text(tomli_w.dumps({"rack": {"name": "lab-a", "reference": "realtime"},
+                                   "devices": {"bmc-1": {"plane": "bmc",
+                                                         "driver": "redfish_bmc",
+                                                         "address": "https://127.0.0.1:9",
+                                                         "username": "root",
+                                                         "password_env": "LAB_BMC_PW"}}}))
+    p = holder(rack)
+    try:
+        rc = main(["check", "--rack", str(rack), "--timeout", "1"])
+        out, err = capsys.readouterr()
+        assert rc == 2, (out, err)
+        assert "in use by another session" in err and f"pid {p.pid} " in err
+        assert "bmc-1" not in out                  # no device was checked
+    finally:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.wait(timeout=DEADLINE_S)
