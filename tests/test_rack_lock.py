@@ -2,6 +2,7 @@
 PDU through the plugin's `rack_drivers`, and the lock itself across processes."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -173,8 +174,9 @@ def test_a_killed_holder_leaves_the_rack_free_and_the_lock_is_reentrant(tmp_path
     assert try_lock(rack, DEADLINE_S) == "got"
 
 
-def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
-    from bench.cli import main
+@contextlib.contextmanager
+def lab_rack_held_by_another_session(tmp_path: Path):
+    """A one-BMC lab rack file and the pid of another process holding its lock (let go after)."""
     rack = tmp_path / "lab.toml"
     rack.write_text(tomli_w.dumps({"rack": {"name": "lab-a", "reference": "realtime"},
                                    "devices": {"bmc-1": {"plane": "bmc",
@@ -182,18 +184,24 @@ def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys
                                                          "address": "https://127.0.0.1:9",
                                                          "username": "root",
                                                          "password_env": "LAB_BMC_PW"}}}))
-    out = tmp_path / "results"
     p = holder(rack)
     try:
-        rc = main(["run", "--rack", str(rack), "--duration", "2", "--out", str(out)])
-        err = capsys.readouterr().err
-        assert rc == 2, err
-        assert "in use by another session" in err and f"pid {p.pid} " in err
-        assert not out.exists() or not any(out.iterdir())      # refused before any run folder
+        yield rack, p.pid
     finally:
         p.stdin.write("\n")
         p.stdin.flush()
         p.wait(timeout=DEADLINE_S)
+
+
+def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
+    from bench.cli import main
+    out = tmp_path / "results"
+    with lab_rack_held_by_another_session(tmp_path) as (rack, pid):
+        rc = main(["run", "--rack", str(rack), "--duration", "2", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert "in use by another session" in err and f"pid {pid} " in err
+        assert not out.exists() or not any(out.iterdir())      # refused before any run folder
 
 
 def test_rackclock_check_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
@@ -201,21 +209,9 @@ def test_rackclock_check_refuses_a_lab_rack_another_session_holds(tmp_path, caps
     does: held by another session, it is refused at once, naming the holder, before any device
     is touched (exit 2)."""
     from bench.cli import main
-    rack = tmp_path / "lab.toml"
-    rack.write_text(tomli_w.dumps({"rack": {"name": "lab-a", "reference": "realtime"},
-                                   "devices": {"bmc-1": {"plane": "bmc",
-                                                         "driver": "redfish_bmc",
-                                                         "address": "https://127.0.0.1:9",
-                                                         "username": "root",
-                                                         "password_env": "LAB_BMC_PW"}}}))
-    p = holder(rack)
-    try:
+    with lab_rack_held_by_another_session(tmp_path) as (rack, pid):
         rc = main(["check", "--rack", str(rack), "--timeout", "1"])
         out, err = capsys.readouterr()
         assert rc == 2, (out, err)
-        assert "in use by another session" in err and f"pid {p.pid} " in err
+        assert "in use by another session" in err and f"pid {pid} " in err
         assert "bmc-1" not in out                  # no device was checked
-    finally:
-        p.stdin.write("\n")
-        p.stdin.flush()
-        p.wait(timeout=DEADLINE_S)

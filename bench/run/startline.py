@@ -51,7 +51,7 @@ class StartLine:
 
     def __init__(self, devices: int, quiet_s: float, peers: Peers | None = None,
                  peer_wait_s: float | None = None):
-        self.pending = devices
+        self.devices = devices
         self.quiet_s = quiet_s
         self.peers = peers
         self.peer_wait_s = quiet_s if peer_wait_s is None else peer_wait_s
@@ -62,11 +62,15 @@ class StartLine:
         self.event = asyncio.Event()
         self.crossed_after_s: float | None = None      # since the line was drawn
 
+    @property
+    def pending(self) -> int:
+        """Devices whose first open attempt has not ended."""
+        return self.devices - len(self._seen)
+
     def opened(self, who: object) -> None:
         if id(who) in self._seen:
             return
         self._seen.add(id(who))
-        self.pending -= 1
         self._last = time.monotonic()
 
     def _arrive(self) -> None:
