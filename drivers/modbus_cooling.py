@@ -9,7 +9,10 @@ timeout, and the next request reconnects.
 
 Bracket: `s` is stamped by pymodbus' `trace_packet` hook just before the request frame is written
 to the transport, `e` when the last bytes of the answer arrive (before decoding); the RTC is read
-in ONE request, so the device sampled it inside [s, e]. Local-time RTCs and log stamps are turned
+in ONE request, so the device sampled it inside [s, e]. Over TCP on a CLOCK_REALTIME reference,
+`e` is the kernel's stamp of those bytes' arrival (drivers/tcp_rx_stamp.py; pymodbus connects
+through a stamped socket), so a busy loop does not widen the bracket; such reads say
+`stamp = "kernel"`. Local-time RTCs and log stamps are turned
 into UTC with the zone the inventory declares (`timezone = "Europe/Berlin"`, zoneinfo); if the
 controller really shows another zone, the reading is off by the zones' difference and that shows
 in the measured offset (nothing here corrects it). In the repeated hour at the end of summer time
@@ -37,6 +40,7 @@ from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus)
 from drivers.base import ClockSetting, Stimulated
+from drivers import tcp_rx_stamp
 from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
 
 NS = 1_000_000_000
@@ -111,6 +115,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         self._guard = False          # a request timed out on a serial line: let late bytes pass
         self._dropped = False        # the device closed the connection since the last exchange
         self._closing = False
+        self._sock: tcp_rx_stamp.StampedSocket | None = None    # the connection's, if stamped
+        self.stamp = "user"          # how the last exchange's answer was stamped (or "kernel")
 
     # -- connection ------------------------------------------------------------------------------
     def _make_client(self):
@@ -119,12 +125,13 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         common = dict(timeout=self.timeout_s, retries=0, reconnect_delay=0,
                       trace_packet=self._trace_packet, trace_pdu=self._trace_pdu,
                       trace_connect=self._trace_connect)
-        if u.scheme == "tcp":
-            return AsyncModbusTcpClient(u.hostname, port=u.port or 502, framer=FramerType.SOCKET,
-                                        **common)
-        if u.scheme == "socket":
-            return AsyncModbusTcpClient(u.hostname, port=u.port or 4001, framer=FramerType.RTU,
-                                        **common)
+        if u.scheme in ("tcp", "socket"):
+            port = u.port or (502 if u.scheme == "tcp" else 4001)
+            client = AsyncModbusTcpClient(u.hostname, port=port, framer=FramerType.SOCKET
+                                          if u.scheme == "tcp" else FramerType.RTU, **common)
+            if tcp_rx_stamp.on_kernel_clock(self.now_ns):
+                self._connect_stamped(client, u.hostname, port)
+            return client
         if u.scheme == "serial":
             q = {k: v[-1] for k, v in parse_qs(u.query).items()}
             return AsyncModbusSerialClient(
@@ -135,6 +142,24 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                 bytesize=int(q.get("bytesize", o.get("bytesize", 8))), **common)
         raise self.error("error", f"address {self.config.address!r}: expected tcp://, socket:// "
                                   f"or serial://")
+
+    def _connect_stamped(self, client, host: str, port: int) -> None:
+        """Connect `client` through a stamped socket: pymodbus has no socket hook, but connects
+        (and reconnects) by calling its transport's `call_create`."""
+        ctx = client.ctx
+
+        async def create():
+            self._sock = None
+            sock = await tcp_rx_stamp.connect(host, port)
+            try:
+                out = await ctx.loop.create_connection(ctx.handle_new_connection, sock=sock)
+            except BaseException:
+                sock.close()
+                raise
+            self._sock = sock
+            return out
+
+        ctx.call_create = create
 
     @property
     def _serial_line(self) -> bool:
@@ -162,12 +187,22 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             pass
 
     def _trace_packet(self, sending: bool, data: bytes) -> bytes:
-        self._stamps["s" if sending else "rx"] = self.now_ns()
+        t = self.now_ns()
+        if sending:
+            self._stamps["s"] = t
+        else:      # called as the transport hands over what the socket just read
+            self._stamps["rx"] = t
+            k = tcp_rx_stamp.arrival(self._sock, self._stamps.get("s", t), t)
+            if k is not None:
+                self._stamps["rx_kernel"] = k
+            else:
+                self._stamps.pop("rx_kernel", None)
         return data
 
     def _trace_pdu(self, sending: bool, pdu):
-        if not sending and "rx" in self._stamps:
-            self._stamps["e"] = self._stamps["rx"]     # the bytes that completed this answer
+        if not sending and "rx" in self._stamps:       # the bytes that completed this answer
+            self._stamps["e"] = self._stamps.get("rx_kernel", self._stamps["rx"])
+            self.stamp = "kernel" if "rx_kernel" in self._stamps else "user"
         return pdu
 
     def _trace_connect(self, connected: bool) -> None:
@@ -198,6 +233,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             await asyncio.sleep(min(0.2, self.timeout_s))   # a late answer must not pass for ours
             self._guard = False
         self._stamps = {}
+        self.stamp = "user"
         drops = self._drops
         task = self._inflight = asyncio.current_task()
         self._cut = False
@@ -364,12 +400,13 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             raise self.error("error", f"no clock {clock!r} (this device has: rtc)")
         async with self._lock:
             regs, s, e = await self._read(self.map.rtc.span, "RTC")
+            stamp = self.stamp
         raw = f"{self.map.rtc.span.table} {self.map.rtc.span.address}: {regs}"
         try:
             value = self.decode_rtc(regs)
         except (ValueError, OverflowError) as exc:
             raise self.error("malformed", f"RTC registers {regs} are not a time: {exc}")
-        return Read("rtc", s, e, value, self.resolution_ns, "user", raw)
+        return Read("rtc", s, e, value, self.resolution_ns, stamp, raw)
 
     def encode_rtc(self, t_s: int) -> list[int]:
         """Registers that set the RTC to Unix second `t_s` (the inverse of decode_rtc)."""

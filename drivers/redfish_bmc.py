@@ -17,6 +17,10 @@ aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (req
   again after a 401 on a GET; aiohttp re-sends a GET once on a stale keep-alive connection),
   the bracket is the one of the exchange whose answer we use, and `raw` says so; nothing is
   retried silently into a wider bracket.
+- On a CLOCK_REALTIME reference the session connects through stamped sockets
+  (drivers/tcp_rx_stamp.py, aiohttp's `socket_factory`) and `e` is the kernel's arrival stamp of
+  the last bytes read when the headers were parsed: a busy loop does not widen the bracket, and
+  such reads say `stamp = "kernel"`.
 - The sync client retries failed requests `max_retry=10` times with a 1 s sleep each; the aio
   client never retries on its own, and every request here has a timeout (`timeout_s`, 3 s).
 
@@ -48,14 +52,15 @@ from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
 from drivers.base import ClockSetting, NtpCommanding, Stimulated
+from drivers import tcp_rx_stamp
 from drivers.redfish_events import EventSubscriber
 
 NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 
-# Stamps of the exchanges made by the current task: [("s"|"e", ns), ...], filled by the
-# session's request and response classes (stamped_request, capped_response).
+# Stamps of the exchanges made by the current task: [("s", ns) | ("e", ns, kernel ns or None)],
+# filled by the session's request and response classes (stamped_request, capped_response).
 _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_stamps",
                                                                      default=None)
 _RAW = json.JSONEncoder(separators=(",", ":")).encode
@@ -82,13 +87,15 @@ def stamped_request(now_ns) -> type[aiohttp.ClientRequest]:
 def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
     """aiohttp's response, reading at most `limit` bytes of a body (aiohttp has no such cap):
     a 100 MB or endless answer costs one exchange and `limit` bytes, not the bench's memory.
-    With `now_ns`, it stamps `e` (into _STAMPS) when the answer's headers have been parsed."""
+    With `now_ns`, it stamps `e` (into _STAMPS) when the answer's headers have been parsed, with
+    the kernel's arrival stamp of the bytes last read where the connection's socket keeps one."""
 
     class CappedResponse(aiohttp.ClientResponse):
         async def start(self, connection):
+            sock = tcp_rx_stamp.stamped_socket_of(connection.transport)
             out = await super().start(connection)
             if now_ns is not None and (stamps := _STAMPS.get()) is not None:
-                stamps.append(("e", now_ns()))
+                stamps.append(("e", now_ns(), sock.rx_ns if sock is not None else None))
             return out
 
         async def read(self) -> bytes:
@@ -180,6 +187,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         super().__init__(config, now_ns, armed)
         o = config.options
         self.verify_tls = bool(o.get("verify_tls", True))
+        self.stamp = "user"          # how the last exchange's answer was stamped (or "kernel")
         self.ca_file = o.get("ca_file")
         self.timeout_s = float(o.get("timeout_s", 3.0))
         self.manager_uri = o.get("manager")
@@ -270,7 +278,10 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                 raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
         # Redfish authenticates by X-Auth-Token: no cookie jar to keep or filter per request
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=tls, limit=4), cookie_jar=aiohttp.DummyCookieJar(),
+            connector=aiohttp.TCPConnector(
+                ssl=tls, limit=4, socket_factory=tcp_rx_stamp.stamped_socket
+                if tcp_rx_stamp.on_kernel_clock(self.now_ns) else None),
+            cookie_jar=aiohttp.DummyCookieJar(),
             request_class=stamped_request(self.now_ns),
             response_class=capped_response(self.max_body, self.now_ns))
         base = f"https://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
@@ -326,10 +337,13 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         finally:
             e0 = self.now_ns()
             _STAMPS.reset(token)
-        sends = [t for k, t in stamps if k == "s"]
+        sends = [x[1] for x in stamps if x[0] == "s"]
         s = sends[-1] if sends else s0
-        answers = [t for k, t in stamps if k == "e" and t >= s]
-        e = answers[-1] if answers else e0
+        answers = [x[1:] for x in stamps if x[0] == "e" and x[1] >= s]
+        e, kernel = answers[-1] if answers else (e0, None)
+        self.stamp = "user"
+        if kernel is not None and s <= kernel <= e:     # bytes of this answer, read by then
+            e, self.stamp = kernel, "kernel"
         # aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
         # after a 401 on a GET: the bracket above is the last exchange's, and raw says so.
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
@@ -380,6 +394,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         if clock != "datetime":
             raise self.error("error", f"no clock {clock!r} (this driver reads 'datetime')")
         m, s, e, note = await self._get_json(self.manager_uri, "GET Manager DateTime")
+        stamp = self.stamp
         text, offset = m.get("DateTime"), m.get("DateTimeLocalOffset")
         raw = _RAW({"DateTime": text, "DateTimeLocalOffset": offset})
         if not isinstance(text, str):
@@ -388,7 +403,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             value = parse_datetime_ns(text, offset if isinstance(offset, str) else None)
         except ValueError as exc:
             raise self._fail("malformed", f"Manager DateTime {text!r}: {exc}") from None
-        return Read("datetime", s, e, value, NS, stamp="user", raw=raw + (f" {note}" if note else ""))
+        return Read("datetime", s, e, value, NS, stamp=stamp, raw=raw + (f" {note}" if note else ""))
 
     def stimuli(self) -> list[str]:
         return [self.TEST_EVENT]

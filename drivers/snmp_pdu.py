@@ -55,6 +55,7 @@ from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
 from drivers.base import ClockSetting, Stimulated
+from drivers.tcp_rx_stamp import on_kernel_clock
 
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 SYS_OBJECT_ID = "1.3.6.1.2.1.1.2.0"
@@ -243,8 +244,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             self._share = self._engine_for(user)
             self.engine = self._share.engine
         try:
-            from bench.reference.clock import Reference
-            self._client = _StampedUdp(self.now_ns, kernel_rx=self.now_ns is Reference.now_ns
+            self._client = _StampedUdp(self.now_ns, kernel_rx=on_kernel_clock(self.now_ns)
                                        ).open_client_mode()   # this device's own socket
             if user is not None:
                 self._domains = [self._share.add_transport(self._client)]

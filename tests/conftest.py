@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
+import time
 import tomllib
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from bench.model.inventory import rack_from_dict
 from bench.pytest_plugin import holding_rack
 from bench.sim.thread import SimRackThread
+from drivers import tcp_rx_stamp
 
 
 @pytest.fixture
@@ -32,6 +35,30 @@ def sim_rack(tmp_path):
     yield make
     for sim in started:
         sim.stop()
+
+
+@pytest.fixture(scope="session")
+def kernel_rx_stamps():
+    """Holds a socket with arrival stamps open for the session, once a stamped segment came
+    through it. While no socket wants stamps, the kernel turns them on from a work queue, so a
+    socket's first segments may go unstamped (the drivers then fall back to the loop's stamp);
+    with one held, every new socket's segments are stamped."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        (info,) = socket.getaddrinfo(*srv.getsockname(), type=socket.SOCK_STREAM)
+        client = tcp_rx_stamp.stamped_socket(info)
+        client.connect(srv.getsockname())
+        peer, _ = srv.accept()
+    deadline = time.monotonic() + 60
+    while True:
+        peer.sendall(b"x")
+        client.recv(16)
+        if client.rx_ns:
+            break
+        assert time.monotonic() < deadline, "the kernel never stamped a TCP segment"
+        time.sleep(0.01)
+    yield
+    client.close()
+    peer.close()
 
 
 @pytest.fixture

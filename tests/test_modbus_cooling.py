@@ -108,15 +108,22 @@ def test_driver_config_errors():
 @pytest.mark.parametrize("family,transport", [("family_a", "tcp"), ("family_b", "tcp"),
                                               ("family_a", "rtu"), ("family_b", "rtu"),
                                               ("family_b", "socket")])
+@pytest.mark.usefixtures("kernel_rx_stamps")
 def test_rtc_bracket_contains_the_sample(sim_rack, family, transport):
+    """Over TCP on the CLOCK_REALTIME reference `e` is the kernel's arrival stamp, on any other
+    reference (and on a serial line) the loop's: every bracket holds the device's sample."""
     sim = sim_rack(cdu("cdu", family, transport, extra="baudrate = 38400",
                        sim="offset_s = -3.25\ndrift_ppm = 100.0"))
     assert not sim.failed, sim.failed
     drv = driver(sim, "cdu")
     assert [(c.name, c.resolution_ns) for c in drv.clocks()] == [("rtc", NS)]
     reads = asyncio.run(read_n(drv, 20))
+    assert {r.stamp for r in reads} == {"user" if transport == "rtu" else "kernel"}
+    dev = sim.rack.device("cdu")
+    by_loop = asyncio.run(read_n(driver_class(dev.driver)(dev, lambda: Reference.now_ns()), 5))
+    assert {r.stamp for r in by_loop} == {"user"}          # not CLOCK_REALTIME's own function
     smp = samples(sim, "cdu")
-    for r in reads:
+    for r in reads + by_loop:
         hit = inside(smp, r.s_ns, r.e_ns)
         assert len(hit) == 1, (r, hit)                   # one request, one sample, inside [s, e]
         assert hit[0][1] == r.value_ns                   # and the value is that sample's
