@@ -4,7 +4,10 @@ Serves emulated CDUs (no modelled sample delay or jitter) from `python -m bench.
 separate process: family A over Modbus TCP, family B over RTU on a pty (no line time modelled,
 and at 19200 baud with the line time modelled), and reads the RTC registers with:
 
-- driver:   `drivers/modbus_cooling.py` (async client; stamps from pymodbus' trace_packet hook)
+- driver:   `drivers/modbus_cooling.py` on CLOCK_REALTIME (`e` the kernel's arrival stamp over
+            TCP; on the pty, pymodbus' trace_packet hook)
+- loop:     the driver on a reference that is not CLOCK_REALTIME (both stamps in pymodbus'
+            trace_packet hook, on the loop)
 - async:    `AsyncModbusTcpClient` / `AsyncModbusSerialClient`, stamps around the await
 - sync:     `ModbusTcpClient` / `ModbusSerialClient`, stamps around the call
 
@@ -129,8 +132,8 @@ async def async_reads(dev, n, warmup):
     return out
 
 
-async def driver_reads(dev, n, warmup):
-    d = ModbusCooling(dev, now_ns)
+async def driver_reads(dev, n, warmup, kernel: bool = True):
+    d = ModbusCooling(dev, now_ns if kernel else lambda: now_ns())
     await d.open()
     out = []
     try:
@@ -153,6 +156,8 @@ def measure(a, out: Path) -> dict[tuple[str, str], list]:
             for name, dev in devs.items():
                 got.setdefault((name, "driver"), []).extend(
                     asyncio.run(driver_reads(dev, per, a.warmup)))
+                got.setdefault((name, "loop"), []).extend(
+                    asyncio.run(driver_reads(dev, per, a.warmup, kernel=False)))
                 got.setdefault((name, "async"), []).extend(
                     asyncio.run(async_reads(dev, per, a.warmup)))
                 got.setdefault((name, "sync"), []).extend(sync_reads(dev, per, a.warmup))

@@ -6,7 +6,9 @@ reads the Manager with:
 
 - sync:        `redfish.redfish_client` (requests; max_retry=0), stamps around `client.get`
 - aio:         `redfish.aio.AsyncRedfishClient`, stamps around `await client.get`
-- aio+trace:   the driver (`drivers/redfish_bmc.py`): stamps from aiohttp's trace hooks
+- aio+trace:   the driver (`drivers/redfish_bmc.py`) on a reference that is not CLOCK_REALTIME:
+               stamps where aiohttp's trace hooks would take them, on the loop
+- kernel:      the driver on CLOCK_REALTIME: `e` is the kernel's arrival stamp
 
 in alternating blocks, and checks that every bracket holds the emulator's recorded sample instant.
 
@@ -107,9 +109,9 @@ async def aio_reads(dev, n: int, warmup: int) -> list[tuple[int, int]]:
             return out
 
 
-async def driver_reads(dev, n: int, warmup: int) -> list[tuple[int, int]]:
+async def driver_reads(dev, n: int, warmup: int, kernel: bool = False) -> list[tuple[int, int]]:
     from drivers.redfish_bmc import RedfishBMC
-    drv = RedfishBMC(dev, now_ns)
+    drv = RedfishBMC(dev, now_ns if kernel else lambda: now_ns())
     await drv.open()
     try:
         out = []
@@ -132,12 +134,13 @@ def main() -> int:
     out = temp_dir("rackclock-bench-redfish-")
     proc, dev = start_sim(out)
     per = max(1, a.reads // a.blocks)
-    got: dict[str, list[tuple[int, int]]] = {"sync": [], "aio": [], "aio+trace": []}
+    got: dict[str, list[tuple[int, int]]] = {"sync": [], "aio": [], "aio+trace": [], "kernel": []}
     try:
         for _ in range(a.blocks):
             got["sync"] += sync_reads(dev, per, a.warmup)
             got["aio"] += asyncio.run(aio_reads(dev, per, a.warmup))
             got["aio+trace"] += asyncio.run(driver_reads(dev, per, a.warmup))
+            got["kernel"] += asyncio.run(driver_reads(dev, per, a.warmup, kernel=True))
     finally:
         proc.terminate()
         proc.wait(10)
