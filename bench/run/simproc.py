@@ -37,8 +37,8 @@ def serve_child(parent: int) -> None:
     """In the simulator's child before exec: it dies with the bench, and it runs at the bench
     workers' priority where the bench may raise it. The emulators stand in for devices that have
     CPUs of their own; below the workers, an answer waits for a worker's time slice, and that
-    wait lands inside the bracket (300 devices: bracket p50 1.2-1.5x the 8-device run at nice
-    0, 1.05-1.2x at the workers' -5; benchmarks/README.md)."""
+    wait lands inside the bracket (300 devices: bracket p50 1.46-1.54x the 8-device run at nice
+    0, 0.98-1.43x over ten runs at the workers' -5; benchmarks/README.md, "Round 5")."""
     die_with_parent(parent)
     from bench.run.shards import WORKER_NICE
     try:
