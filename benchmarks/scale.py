@@ -25,6 +25,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import tomllib
@@ -348,6 +349,8 @@ def main() -> None:
                     help="the runner's worker processes (default: its own choice)")
     ap.add_argument("--sim-procs", type=int, default=None)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the work folder (run folders, simulator logs) and print its path")
     ap.add_argument("--calibrate", type=int, default=None, metavar="N",
                     help="measure the cost of a read per driver on racks of N devices of one "
                          "plane each and write bench/run/exchange_cost.json")
@@ -356,7 +359,9 @@ def main() -> None:
     run_kw = {}
     if a.processes is not None and "processes" in inspect.signature(runner.run_devices).parameters:
         run_kw["processes"] = a.processes
-    work = temp_dir("scale-")
+    work = Path(tempfile.mkdtemp(prefix="scale-")) if a.keep else temp_dir("scale-")
+    if a.keep:
+        print(f"work folder (kept): {work}")
     if a.calibrate:
         from bench.run.admission import COST_FILE
         calibrate(a.calibrate, a.duration, work, run_kw, COST_FILE)
