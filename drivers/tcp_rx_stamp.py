@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import sys
 import weakref
 
 import aiohappyeyeballs
 
 NS = 1_000_000_000
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)   # asm-generic/socket.h: SO_TIMESTAMPNS_OLD
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS",       # asm-generic/socket.h: SO_TIMESTAMPNS_OLD
+                         35 if sys.platform.startswith("linux") else None)
 _ANCILLARY = socket.CMSG_SPACE(16)                         # one struct timespec
 _BY_FD: weakref.WeakValueDictionary[int, StampedSocket] = weakref.WeakValueDictionary()
 
@@ -62,15 +64,17 @@ class StampedSocket(socket.socket):
 
 
 def stamped_socket(addr_info) -> StampedSocket:
-    """A socket for one `getaddrinfo` entry, its arrivals stamped (aiohttp's `socket_factory`)."""
+    """A socket for one `getaddrinfo` entry, its arrivals stamped (aiohttp's `socket_factory`).
+    Where the kernel will not stamp, it is a plain socket whose `rx_ns` stays 0 (the drivers then
+    keep the loop's stamp)."""
     family, type_, proto = addr_info[:3]
     sock = StampedSocket(family, type_, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    except OSError:
-        sock.close()
-        raise
-    _BY_FD[sock.fileno()] = sock
+    if SO_TIMESTAMPNS is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        except OSError:
+            return sock
+        _BY_FD[sock.fileno()] = sock
     return sock
 
 
