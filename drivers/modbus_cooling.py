@@ -192,7 +192,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             self._stamps["s"] = t
         else:      # called as the transport hands over what the socket just read
             self._stamps["rx"] = t
-            k = tcp_rx_stamp.arrival(self._sock, self._stamps.get("s", t), t)
+            k = tcp_rx_stamp.arrival(self._sock.rx_ns if self._sock is not None else None,
+                                     self._stamps.get("s", t), t)
             if k is not None:
                 self._stamps["rx_kernel"] = k
             else:

@@ -342,8 +342,8 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         answers = [x[1:] for x in stamps if x[0] == "e" and x[1] >= s]
         e, kernel = answers[-1] if answers else (e0, None)
         self.stamp = "user"
-        if kernel is not None and s <= kernel <= e:     # bytes of this answer, read by then
-            e, self.stamp = kernel, "kernel"
+        if (k := tcp_rx_stamp.arrival(kernel, s, e)) is not None:    # bytes of this answer
+            e, self.stamp = k, "kernel"
         # aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
         # after a 401 on a GET: the bracket above is the last exchange's, and raw says so.
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""

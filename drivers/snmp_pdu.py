@@ -55,7 +55,7 @@ from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
 from drivers.base import ClockSetting, Stimulated
-from drivers.tcp_rx_stamp import on_kernel_clock
+from drivers.tcp_rx_stamp import arrival, on_kernel_clock
 
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 SYS_OBJECT_ID = "1.3.6.1.2.1.1.2.0"
@@ -125,8 +125,8 @@ class _StampedUdp(udp.UdpAsyncioTransport):
 
     def datagram_received(self, datagram, transportAddress):
         t = self.now_ns()
-        k = self._kernel_stamp() if self._fd >= 0 else None
-        kernel = k is not None and self.tx_ns <= k <= t     # the answer came after the request
+        k = arrival(self._kernel_stamp() if self._fd >= 0 else None, self.tx_ns, t)
+        kernel = k is not None
         self.rx_count += 1
         self.rx_bytes += len(datagram)
         self.loop.call_soon(self._deliver, k if kernel else t, transportAddress, datagram, kernel)

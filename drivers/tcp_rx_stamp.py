@@ -97,10 +97,9 @@ async def connect(host: str, port: int) -> StampedSocket:
     return await aiohappyeyeballs.start_connection(infos, socket_factory=stamped_socket)
 
 
-def arrival(sock: StampedSocket | None, sent_ns: int, now_ns: int) -> int | None:
-    """The kernel's stamp of the last bytes `sock` read, if they came after a request sent at
-    `sent_ns` (an answer to it) and by `now_ns`; else None."""
-    if sock is None:
-        return None
-    k = sock.rx_ns
-    return k if sent_ns <= k <= now_ns else None
+def arrival(rx_ns: int | None, sent_ns: int, now_ns: int) -> int | None:
+    """A kernel arrival stamp (TCP's `rx_ns`, a datagram's SIOCGSTAMPNS) if it can close the
+    bracket of a request sent at `sent_ns` whose answer the loop saw at `now_ns`: it lies in
+    between (bytes that came before the request answer an older one). Else None, and the
+    loop's stamp stands."""
+    return rx_ns if rx_ns is not None and sent_ns <= rx_ns <= now_ns else None

@@ -13,18 +13,10 @@ import pytest
 
 from bench.reference.clock import Reference
 from drivers import tcp_rx_stamp
+from tcp_pair import stamped_pair
 
 now = Reference.now_ns
 pytestmark = pytest.mark.usefixtures("kernel_rx_stamps")    # stamping on before the first socket
-
-
-def pair() -> tuple[tcp_rx_stamp.StampedSocket, socket.socket]:
-    with socket.create_server(("127.0.0.1", 0)) as srv:
-        (info,) = socket.getaddrinfo(*srv.getsockname(), type=socket.SOCK_STREAM)
-        client = tcp_rx_stamp.stamped_socket(info)
-        client.connect(srv.getsockname())
-        peer, _ = srv.accept()
-    return client, peer
 
 
 def sent(peer: socket.socket, data: bytes) -> tuple[int, int]:
@@ -34,7 +26,7 @@ def sent(peer: socket.socket, data: bytes) -> tuple[int, int]:
 
 
 def test_recv_and_recv_into_keep_the_arrival_not_the_read():
-    client, peer = pair()
+    client, peer = stamped_pair()
     with client, peer:
         assert client.rx_ns == 0
         t0, t1 = sent(peer, b"answer")
@@ -51,8 +43,8 @@ def test_recv_and_recv_into_keep_the_arrival_not_the_read():
         peer.shutdown(socket.SHUT_WR)
         assert client.recv(100) == b""          # end of stream: no stamp, the last one kept
         assert t0 <= client.rx_ns <= t1
-        assert tcp_rx_stamp.arrival(client, t0, now()) == client.rx_ns
-        assert tcp_rx_stamp.arrival(client, t1 + 1, now()) is None     # older than the request
+        assert tcp_rx_stamp.arrival(client.rx_ns, t0, now()) == client.rx_ns
+        assert tcp_rx_stamp.arrival(client.rx_ns, t1 + 1, now()) is None   # older than the request
         assert tcp_rx_stamp.arrival(None, t0, now()) is None
 
 
