@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.model.inventory import RackConfig, load_rack
+from bench.run.shards import WORKER_NICE
 from bench.sim.serve import ensure_secrets
 
 
@@ -33,16 +34,15 @@ def die_with_parent(parent: int) -> None:
         pass
 
 
-def serve_child(parent: int) -> None:
+def serve_child(parent: int, nice: int) -> None:
     """In the simulator's child before exec: it dies with the bench, and it runs at the bench
     workers' priority where the bench may raise it. The emulators stand in for devices that have
     CPUs of their own; below the workers, an answer waits for a worker's time slice, and that
     wait lands inside the bracket (300 devices: bracket p50 1.46-1.54x the 8-device run at nice
     0, 0.98-1.43x over ten runs at the workers' -5; benchmarks/README.md, "Round 5")."""
     die_with_parent(parent)
-    from bench.run.shards import WORKER_NICE
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, WORKER_NICE)
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         pass                       # without CAP_SYS_NICE it stays at 0 (`SimProcess.nice`)
 
@@ -68,7 +68,7 @@ class SimProcess:
             [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
              "--out", str(self.out_dir.resolve())], stdout=log, stderr=log,
             env=os.environ.copy(), cwd=Path(__file__).resolve().parents[2],
-            preexec_fn=functools.partial(serve_child, os.getpid()))
+            preexec_fn=functools.partial(serve_child, os.getpid(), WORKER_NICE))
         try:
             self.nice = os.getpriority(os.PRIO_PROCESS, self.proc.pid)
         except OSError:
