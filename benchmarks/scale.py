@@ -359,9 +359,11 @@ def main() -> None:
     run_kw = {}
     if a.processes is not None and "processes" in inspect.signature(runner.run_devices).parameters:
         run_kw["processes"] = a.processes
-    work = Path(tempfile.mkdtemp(prefix="scale-")) if a.keep else temp_dir("scale-")
     if a.keep:
+        work = Path(tempfile.mkdtemp(prefix="scale-"))
         print(f"work folder (kept): {work}")
+    else:
+        work = temp_dir("scale-")
     if a.calibrate:
         from bench.run.admission import COST_FILE
         calibrate(a.calibrate, a.duration, work, run_kw, COST_FILE)

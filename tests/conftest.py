@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import time
 import tomllib
 
@@ -12,7 +11,7 @@ import pytest
 from bench.model.inventory import rack_from_dict
 from bench.pytest_plugin import holding_rack
 from bench.sim.thread import SimRackThread
-from drivers import tcp_rx_stamp
+from tcp_pair import stamped_pair
 
 
 @pytest.fixture
@@ -43,11 +42,7 @@ def kernel_rx_stamps():
     through it. While no socket wants stamps, the kernel turns them on from a work queue, so a
     socket's first segments may go unstamped (the drivers then fall back to the loop's stamp);
     with one held, every new socket's segments are stamped."""
-    with socket.create_server(("127.0.0.1", 0)) as srv:
-        (info,) = socket.getaddrinfo(*srv.getsockname(), type=socket.SOCK_STREAM)
-        client = tcp_rx_stamp.stamped_socket(info)
-        client.connect(srv.getsockname())
-        peer, _ = srv.accept()
+    client, peer = stamped_pair()
     deadline = time.monotonic() + 60
     while True:
         peer.sendall(b"x")

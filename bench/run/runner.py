@@ -7,8 +7,8 @@ Every exchange is written as it completes; a driver's blocking calls run off the
 Per device: open and identify, read the log's backlog, wait at the loop's start line
 (bench/run/startline.py); read each clock once per slot of the plan's grid at the device's rate,
 dithered in the slot (or at the instant the tick-edge scheduler picks); send the allowed stimuli
-on the plan's schedule; poll the device log. Errors become rows with their error class and journal lines; after repeated
-failures the driver is reopened with backoff. A run never stops for one device.
+on the plan's schedule; poll the device log. Errors become rows with their error class and
+journal lines; after repeated failures the driver is reopened with backoff. A run never stops for one device.
 """
 from __future__ import annotations
 
