@@ -69,6 +69,7 @@ side pin the offset near the instant, and the fuzz checks them under slews
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
@@ -447,11 +448,13 @@ class Segment:
     def offset_at(self, t_ns: int) -> Bound:
         """Bounds on device minus reference at reference instant t_ns."""
         dt = int(t_ns) - self.epoch_ns
-        x, g, h = np.array(self._x), np.array(self._g), np.array(self._h)
-        k = x * PPM * float(dt)
+        fdt = float(dt)
+        # plain floats over the polygon's few vertices: numpy's per-call cost would be most of
+        # the time (the probe schedule asks this several times per probe); the same operations
+        k = [x * PPM * fdt for x in self._x]
         slack = self._w * abs(dt)
-        lo = self._theta0 + math.floor(float(np.min(g + k)) - slack - TOL_NS)
-        hi = self._theta0 + math.ceil(float(np.max(h + k)) + slack + TOL_NS)
+        lo = self._theta0 + math.floor(min(map(operator.add, self._g, k)) - slack - TOL_NS)
+        hi = self._theta0 + math.ceil(max(map(operator.add, self._h, k)) + slack + TOL_NS)
         p = self.offset_ns.point - self._theta0 + self.drift_ppm.point * PPM * dt
         point = min(max(self._theta0 + round(p), lo), hi)
         return Bound(lo, hi, point)
@@ -591,10 +594,10 @@ def observed_resolution(value_ns) -> int | None:
     """The step between the clock's distinct values (GCD of their gaps), or None when fewer
     than two distinct values were seen. The true tick divides every gap, so this is never finer
     than the truth: a bound on the tick from above, from two distinct values on."""
-    u = np.unique(np.asarray(value_ns, dtype=np.int64))
-    if len(u) < 2:
-        return None
-    return int(np.gcd.reduce(np.diff(u)))
+    # the gaps between consecutive reads, in any order, have the GCD of all pairwise gaps (each
+    # pairwise gap is a sum of them): no sort needed; all zero means one distinct value
+    g = int(np.gcd.reduce(np.abs(np.diff(np.asarray(value_ns, dtype=np.int64)))))
+    return g or None
 
 
 def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
@@ -675,8 +678,8 @@ def _halves(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None 
     return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]), touches
 
 
-def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True, pre=None
-             ) -> Segment | None:
+def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True, pre=None,
+             **status) -> Segment | None:
     si, ei, vi = s[idx], e[idx], v[idx]
     t0 = int(epoch_ns) if epoch_ns is not None else (int(si[0]) + int(ei[-1])) // 2
     win, x = pre if pre is not None else (None, None)      # (window at t0, its vertices)
@@ -714,7 +717,7 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
         offset_ns=off, drift_ppm=dr, jitter_ns=jit, bracket_ns=brk,
         resolution_ns=q, resolution_note=note,
         _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9,
-        _reads=(si, ei, vi), _prior=prior)
+        _reads=(si, ei, vi), _prior=prior, **status)
 
 
 EPOCH_CANDIDATES = 17     # instants tried for a segment's epoch (between its 10th and 90th %)
@@ -918,9 +921,9 @@ def fit_line(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRI
     x = win.vertices()
     if x is None:
         return None
-    sg = _fit_run(s, e, v, s + int(uncertainty_ns), e - int(uncertainty_ns), q, "",
-                  np.arange(len(v)), None, 0.0, prior, stats=False, pre=(win, x))
-    return _dc_replace(sg, offset_status="undecided", drift_status="undecided")
+    return _fit_run(s, e, v, s + int(uncertainty_ns), e - int(uncertainty_ns), q, "",
+                    np.arange(len(v)), None, 0.0, prior, stats=False, pre=(win, x),
+                    offset_status="undecided", drift_status="undecided")
 
 
 def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
