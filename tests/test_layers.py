@@ -4,9 +4,10 @@ included) with `ast`:
 - drivers/ never import bench.sim, and bench/sim never imports drivers;
 - bench/analysis imports only the standard library, numpy, allantools, bench.units, bench.errors
   and bench.analysis itself (the math stays pure);
-- a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports) <
-  analysis < model < reference < compare < output < run < commands (the modules at bench/ top:
-  cli, timeline_cli, check, resummarize, pytest_plugin, and the bench/fleet package);
+- a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
+  bench.priority) < analysis < model < reference < compare < output < run < commands (the
+  modules at bench/ top: cli, timeline_cli, check, resummarize, pytest_plugin, and the
+  bench/fleet package);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.
 
 Imports by string (importlib.import_module("drivers." + name)) are not seen; the one such place,
@@ -31,7 +32,7 @@ def layer(module: str) -> str | None:
         return "drivers"
     if parts[0] != "bench":
         return None
-    if len(parts) == 1 or parts[1] in ("units", "errors", "ports", "__init__"):
+    if len(parts) == 1 or parts[1] in ("units", "errors", "ports", "priority", "__init__"):
         return "base"
     if parts[1] == "sim":
         return "sim"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -84,6 +85,12 @@ def test_sharded_devices_isolated(tmp_path):
     assert first[0]["late_ns"] != "" and int(first[0]["late_ns"]) >= 0   # the probe's lateness
     events = rows(store.path / "events.csv")
     assert any(e["device"] == "dead-1" and e["level"] == "error" for e in events)
+    said = [e["message"] for e in events if e["kind"] == "priority"]
+    for k in (0, 1):           # each worker: its nice at start, then real time at the start line
+        mine = [m for m in said if m.startswith(f"worker {k} ")]
+        assert len(mine) == 2 and "nice" in mine[0], said
+        assert "real-time priority" in mine[1] or "real time refused" in mine[1], said
+        assert os.geteuid() != 0 or "real-time priority" in mine[1], said
 
 
 EXPERIMENT = '''"""Probe every device for a few seconds."""

@@ -197,7 +197,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
             sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             rack = sim.rack
-            store.journal("", "info", "priority", f"simulator at nice {sim.nice}")
+            store.journal("", "info", "priority", f"simulator {sim.priority}")
         try:
             rr = RunReference.open(rack, allowance_ns, store.path)
         except ReferenceRefused as exc:

@@ -546,11 +546,12 @@ def processes_for(n_devices: int, processes: int | None = None) -> int:
 
 
 async def run_workers(workers: list[DeviceWorker], deadline_s: float,
-                      peers: Peers | None = None) -> None:
+                      peers: Peers | None = None,
+                      on_start: Callable[[], None] | None = None) -> None:
     """Every device's task on this loop until all end or `deadline_s` (monotonic) passes; a task
     still running then is cancelled and reported hung. Blocking driver calls (to_thread) get a
     thread each, up to one per device. Several devices start together (bench/run/startline.py),
-    with the loops of `peers` when given."""
+    with the loops of `peers` when given; `on_start()` is called on the loop when they start."""
     from concurrent.futures import ThreadPoolExecutor
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max(8, min(64, len(workers))),
@@ -567,9 +568,11 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float,
     lags: Counter[int] = Counter()     # the loop's lag in 0.1 ms bins: bounded in a long run
     meter = asyncio.create_task(_meter(calendar, workers, lags)) if calendar else None
     watch = asyncio.create_task(line.watch(workers[0].stop_event)) if line else None
+    started = asyncio.create_task(_when_started(line, on_start)) if on_start else None
     _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline_s - time.monotonic()))
-    if watch:
-        watch.cancel()
+    for t in (watch, started):
+        if t:
+            t.cancel()
     if meter:
         meter.cancel()
         lag = (f"loop lag p50 {_bin_quantile(lags, 0.5) / 10:.1f} ms, p99 "
@@ -584,6 +587,12 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float,
         t.cancel()
     if pending:
         await asyncio.wait(pending, timeout=5)
+
+
+async def _when_started(line: StartLine | None, on_start: Callable[[], None]) -> None:
+    if line is not None:
+        await line.event.wait()
+    on_start()
 
 
 def _bin_quantile(bins: Counter[int], q: float) -> int:

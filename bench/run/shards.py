@@ -24,13 +24,11 @@ from typing import Callable
 from bench.model.inventory import DeviceConfig
 from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
+from bench import priority
 from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, run_workers
 from bench.run.startline import Peers
 
 STATUS_EVERY_S = 0.5
-WORKER_NICE = -5               # the workers' priority when the bench may raise it (300 simulated
-                               # devices, 2 cores shared with the emulators: 0.9-1.9 % of probes
-                               # started late at nice 0, 0.1-0.6 % at -5)
 SPAWN_ALLOWANCE_S = 60.0       # a loaded machine can take long to start a Python process
 
 
@@ -119,13 +117,9 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # the parent handles Ctrl-C and says stop
     die_with_parent(os.getppid())
     store = ShardStore(Path(path), out)
-    try:            # a probe must start on time on a busy host: above its other jobs when allowed
-        os.setpriority(os.PRIO_PROCESS, 0, WORKER_NICE)
-        store.journal("", "info", "priority", f"worker {index} at nice {WORKER_NICE}")
-    except OSError as exc:
-        store.journal("", "info", "priority", f"worker {index} at nice "
-                      f"{os.getpriority(os.PRIO_PROCESS, 0)}: cannot raise it ({exc.strerror}; "
-                      f"needs CAP_SYS_NICE)")
+    # a probe must start on time on a busy host: above its other jobs when allowed, and in real
+    # time once the devices have opened (bench/priority.py)
+    store.journal("", "info", "priority", f"worker {index} {priority.raise_nice()}")
     handler = route_library_logs(Path(path) / "library.log")
     stop = threading.Event()        # polled often by every device: a local flag, set from the
                                     # parent's by polling (a process waiting on it and then dying
@@ -139,6 +133,11 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
         out.put(("status", [(w.config.name, status_fields(w.status, sent[w.config.name]))
                             for w in workers]))
 
+    def probing() -> None:
+        def left(words: str) -> None:
+            store.journal("", "warn", "priority", f"worker {index} {words}")
+        store.journal("", "info", "priority", f"worker {index} {priority.realtime(left)}")
+
     async def main():
         async def reporter():
             k = 0
@@ -151,7 +150,7 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
                     report()
         rep = asyncio.create_task(reporter())
         try:
-            await run_workers(workers, time.monotonic() + deadline_s, peers)
+            await run_workers(workers, time.monotonic() + deadline_s, peers, on_start=probing)
         finally:
             rep.cancel()
     out.put(("started", index, os.getpid()))

@@ -12,8 +12,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench import priority
 from bench.model.inventory import RackConfig, load_rack
-from bench.run.shards import WORKER_NICE
 from bench.sim.serve import ensure_secrets
 
 
@@ -36,15 +36,16 @@ def die_with_parent(parent: int) -> None:
 
 def serve_child(parent: int, nice: int) -> None:
     """In the simulator's child before exec: it dies with the bench, and it runs at the bench
-    workers' priority where the bench may raise it. The emulators stand in for devices that have
-    CPUs of their own; below the workers, an answer waits for a worker's time slice, and that
-    wait lands inside the bracket (300 devices: bracket p50 1.46-1.54x the 8-device run at nice
-    0, 0.98-1.43x over ten runs at the workers' -5; benchmarks/README.md, "Round 5")."""
+    workers' nice where the bench may raise it (and, once serving, at their real-time priority:
+    `--realtime`, bench/priority.py). The emulators stand in for devices that have CPUs of their
+    own; below the workers, an answer waits for a worker's time slice, and that wait lands inside
+    the bracket (300 devices: bracket p50 1.46-1.54x the 8-device run at nice 0, 0.98-1.43x over
+    ten runs at the workers' -5; benchmarks/README.md, "Round 5")."""
     die_with_parent(parent)
     try:
         os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
-        pass                       # without CAP_SYS_NICE it stays at 0 (`SimProcess.nice`)
+        pass                       # without CAP_SYS_NICE it stays at 0 (`SimProcess.priority`)
 
 
 class SimProcess:
@@ -58,7 +59,7 @@ class SimProcess:
         self.proc: subprocess.Popen | None = None
         self.rack: RackConfig | None = None
         self.failed: dict[str, str] = {}
-        self.nice: int | None = None      # the simulator's priority once started
+        self.priority = ""                # the simulator's scheduling once serving, in words
 
     def __enter__(self) -> "SimProcess":
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -66,13 +67,9 @@ class SimProcess:
         log = open(self.out_dir / "sim.log", "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
-             "--out", str(self.out_dir.resolve())], stdout=log, stderr=log,
+             "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
             env=os.environ.copy(), cwd=Path(__file__).resolve().parents[2],
-            preexec_fn=functools.partial(serve_child, os.getpid(), WORKER_NICE))
-        try:
-            self.nice = os.getpriority(os.PRIO_PROCESS, self.proc.pid)
-        except OSError:
-            self.nice = None
+            preexec_fn=functools.partial(serve_child, os.getpid(), priority.WORKER_NICE))
         ready = self.out_dir / "rack.toml"
         deadline = time.monotonic() + self.timeout
         while not ready.exists():
@@ -81,6 +78,7 @@ class SimProcess:
                 tail = (self.out_dir / "sim.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"the simulated rack did not start:\n{tail}")
             time.sleep(0.05)
+        self.priority = priority.describe(self.proc.pid)
         self.rack = replace(load_rack(ready), simulated=True,
                             limits=load_rack(self.rack_file).limits)   # [limits]: the rack file's
         failed = self.out_dir / "sim_failed.json"

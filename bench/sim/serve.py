@@ -18,6 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
+from bench import priority
 from bench.model.inventory import RackConfig, load_rack
 from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
@@ -43,7 +44,8 @@ def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
     return made
 
 
-async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> int:
+async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
+                realtime: bool = False) -> int:
     rack = load_rack(rack_path)
     ctx = SimContext(rack, out)
     stop = asyncio.Event()
@@ -53,6 +55,8 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> 
     try:
         resolved, failed = await start_rack(rack, ctx)
         await serve_control(ctx)             # faults on command (bench/sim/faults.py)
+        if realtime:     # at the bench workers' scheduling, once the slow start is over
+            print(f"simulator {priority.realtime(_say)}", file=sys.stderr, flush=True)
         write_rack_toml(resolved, out / "rack.toml.part")
         (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
         os.replace(out / "rack.toml.part", out / "rack.toml")
@@ -73,15 +77,21 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None) -> 
     return 0
 
 
+def _say(words: str) -> None:
+    print(f"simulator {words}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock sim", description="serve the simulated rack")
     ap.add_argument("--rack", type=Path, default=DEFAULT_RACK, help="simulated rack file")
     ap.add_argument("--out", type=Path, default=Path("results/sim"), help="folder for rack.toml, truth")
     ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    ap.add_argument("--realtime", action="store_true",
+                    help="serve at real-time priority where allowed (bench/priority.py)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     ensure_secrets(load_rack(a.rack))
-    return asyncio.run(serve(a.rack, a.out, a.duration))
+    return asyncio.run(serve(a.rack, a.out, a.duration, a.realtime))
 
 
 if __name__ == "__main__":
