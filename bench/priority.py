@@ -87,6 +87,7 @@ def realtime(on_left: Callable[[str], None] | None = None) -> str:
 def _leave(on_left: Callable[[str], None] | None) -> None:
     _set_policy(os.SCHED_OTHER, 0)       # sched_setscheduler keeps the nice
     asyncio.get_running_loop().remove_signal_handler(signal.SIGXCPU)
+    signal.signal(signal.SIGXCPU, signal.SIG_IGN)   # one sent before the move: not a core dump
     if on_left is not None:
         on_left(f"left real time after {RTTIME_S:g} s of CPU without a wait: back at nice "
                 f"{os.getpriority(os.PRIO_PROCESS, 0)}")
