@@ -66,8 +66,8 @@ def raise_nice(nice: int = WORKER_NICE) -> str:
 
 def realtime(on_left: Callable[[str], None] | None = None) -> str:
     """Every thread of this process (called from its event loop's thread, the main one) at
-    SCHED_FIFO REALTIME_PRIORITY where allowed, with the RLIMIT_RTTIME way back; else at nice
-    WORKER_NICE where allowed. Returns what it got, in words; `on_left(words)` is called on the
+    SCHED_FIFO REALTIME_PRIORITY where allowed, with the RLIMIT_RTTIME way back to the nice it
+    has (the callers raise it first); else at nice WORKER_NICE where allowed. Returns what it got, in words; `on_left(words)` is called on the
     loop if the process later leaves real time."""
     if not hasattr(os, "sched_setscheduler") or not hasattr(resource, "RLIMIT_RTTIME"):
         return raise_nice() + " (no real-time scheduling here)"
@@ -80,7 +80,6 @@ def realtime(on_left: Callable[[str], None] | None = None) -> str:
         why = getattr(exc, "strerror", None) or str(exc)
         return (raise_nice() + f" (real time refused: {why}; needs CAP_SYS_NICE or an rtprio "
                 f"limit of {REALTIME_PRIORITY})")
-    raise_nice()                         # kept for when it leaves real time
     return f"at real-time priority {REALTIME_PRIORITY} (SCHED_FIFO)"
 
 

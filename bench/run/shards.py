@@ -21,10 +21,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable
 
+from bench import priority
 from bench.model.inventory import DeviceConfig
 from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
-from bench import priority
 from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, run_workers
 from bench.run.startline import Peers
 

@@ -42,10 +42,7 @@ def serve_child(parent: int, nice: int) -> None:
     the bracket (300 devices: bracket p50 1.46-1.54x the 8-device run at nice 0, 0.98-1.43x over
     ten runs at the workers' -5; benchmarks/README.md, "Round 5")."""
     die_with_parent(parent)
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        pass                       # without CAP_SYS_NICE it stays at 0 (`SimProcess.priority`)
+    priority.raise_nice(nice)      # without CAP_SYS_NICE it stays at 0 (`SimProcess.priority`)
 
 
 class SimProcess:

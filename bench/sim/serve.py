@@ -56,7 +56,7 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
         resolved, failed = await start_rack(rack, ctx)
         await serve_control(ctx)             # faults on command (bench/sim/faults.py)
         if realtime:     # at the bench workers' scheduling, once the slow start is over
-            print(f"simulator {priority.realtime(_say)}", file=sys.stderr, flush=True)
+            _say(priority.realtime(_say))
         write_rack_toml(resolved, out / "rack.toml.part")
         (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
         os.replace(out / "rack.toml.part", out / "rack.toml")
