@@ -323,11 +323,15 @@ class Band:
 
 @dataclass(frozen=True)
 class TruthCheck:
-    """A segment's check against the simulated truth (summary `segments[].truth`)."""
+    """A segment's check against the simulated truth (summary `segments[].truth`): every proven
+    quantity (the offset at the epoch, every band point, a proven mean drift) in `inside`; the
+    assumed drift at the epoch apart (`drift_in`), never ANDed in."""
     offset_ns: float = 0.0
     offset_in: bool = False
     drift_ppm: float | None = None
     drift_in: bool = True             # absent in old folders: only the offset was checked
+    band_in: bool = True              # absent in folders before the full check
+    mean_drift_in: bool = True
     raw: dict = field(**RAW)
 
     @classmethod
@@ -335,11 +339,13 @@ class TruthCheck:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
-                   _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)), dict(x))
+                   _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)),
+                   bool(x.get("band_in", True)), bool(x.get("mean_drift_in", True)), dict(x))
 
     @property
     def inside(self) -> bool:
-        return self.offset_in and self.drift_in
+        """Every proven quantity holds the truth (the assumed drift is `drift_in`)."""
+        return self.offset_in and self.band_in and self.mean_drift_in
 
 
 @dataclass(frozen=True)
@@ -364,6 +370,8 @@ class SegmentSummary(Segment):
                    str(x.get("resolution_note") or ""), st["offset_status"], st["drift_status"],
                    str(x.get("drift_assumes") or ""),
                    mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
+                   offset_line=bound(x.get("offset_line_ns")),
+                   rate_needed_ppm=_float(x.get("rate_needed_ppm"), None),
                    band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")), raw=dict(x))
 
     @property
