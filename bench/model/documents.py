@@ -332,6 +332,9 @@ class TruthCheck:
     drift_in: bool = True             # absent in old folders: only the offset was checked
     band_in: bool = True              # absent in folders before the full check
     mean_drift_in: bool = True
+    band_points: int = 0
+    band_out_t_ns: tuple = ()
+    mean_drift_ppm: float | None = None
     raw: dict = field(**RAW)
 
     @classmethod
@@ -340,7 +343,9 @@ class TruthCheck:
             return None
         return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
                    _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)),
-                   bool(x.get("band_in", True)), bool(x.get("mean_drift_in", True)), dict(x))
+                   bool(x.get("band_in", True)), bool(x.get("mean_drift_in", True)),
+                   _int(x.get("band_points")), tuple(x.get("band_out_t_ns") or ()),
+                   _float(x.get("mean_drift_ppm"), None), dict(x))
 
     @property
     def inside(self) -> bool:
@@ -378,6 +383,12 @@ class SegmentSummary(Segment):
     def mean_drift_ppm(self) -> dict | None:
         """summary.json's `mean_drift_ppm`: the proven mean drift over a stated window."""
         return self.mean_drift
+
+    @property
+    def offset_line_ns(self) -> Bound | None:
+        """summary.json's `offset_line_ns`: the single line's offset at the epoch (it holds only
+        with no unseen break: assumed)."""
+        return self.offset_line
 
     @property
     def bracket_median_ns(self) -> float | None:
@@ -450,6 +461,10 @@ class Assumptions:
     resolution_basis: ResolutionBasis | str = ""
     reference_uncertainty_ns: int = 0
     rate_changes: str = ""
+    rate_bound_ppm: float | None = None
+    tick_lag_ns: int = 0
+    unseen_step: dict | None = None   # {"size_ns", "probability", "within_s"}
+    model: str = ""                   # the model the clock's proven bounds rest on, in words
     raw: dict = field(**RAW)
 
     @classmethod
@@ -460,7 +475,9 @@ class Assumptions:
                    _float(x.get("wander_ppm")), _int(x.get("resolution_ns"), None),
                    parse(ResolutionBasis, str(x.get("resolution_basis") or "")),
                    _int(x.get("reference_uncertainty_ns")), str(x.get("rate_changes") or ""),
-                   dict(x))
+                   _float(x.get("rate_bound_ppm"), None), _int(x.get("tick_lag_ns")),
+                   dict(x["unseen_step"]) if isinstance(x.get("unseen_step"), Mapping) else None,
+                   str(x.get("model") or ""), dict(x))
 
 
 @dataclass(frozen=True)
@@ -481,6 +498,7 @@ class ClockSummary:
     note: str = ""
     zone_note: str = ""
     beyond_prior_note: str = ""
+    stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
     raw: dict = field(**RAW)
 
     @classmethod
@@ -496,7 +514,8 @@ class ClockSummary:
                    tuple(Outlier.of(o) for o in _l(x.get("outliers"))),
                    tuple(Wrap.of(w) for w in _l(x.get("wraps"))),
                    str(x.get("note") or ""), str(x.get("zone_note") or ""),
-                   str(x.get("beyond_prior_note") or ""), dict(x))
+                   str(x.get("beyond_prior_note") or ""),
+                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None, dict(x))
 
     @property
     def last(self) -> SegmentSummary | None:
