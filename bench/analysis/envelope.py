@@ -125,9 +125,12 @@ class TwoSided:
     everything continuous (slews, corrections, a PLL hunting). A read whose bracket holds t serves
     neither side. Prefix and suffix extremes make each instant O(log n)."""
 
-    def __init__(self, env: Envelope):
+    def __init__(self, env: Envelope, gaps: tuple[tuple[int, int], ...] = ()):
         R = env.rate
         self.env = env
+        # (lo, hi) ns: spans where reads were set aside as bad answers; had the clock really
+        # been elsewhere then (a blip), nothing bounds it there, so no instant inside is published
+        self.gaps = tuple((int(a), int(b)) for a, b in gaps)
         by_e = np.argsort(env.a, kind="stable")            # a = e: left sides, in order of e
         self.e = env.a[by_e]
         self.lo_l = np.maximum.accumulate(env.L[by_e] + R * env.a[by_e])
@@ -144,6 +147,9 @@ class TwoSided:
         i = np.searchsorted(self.e, x, side="right")        # reads 0..i-1 ended by t
         j = np.searchsorted(self.s, x, side="left")         # reads j.. started at or after t
         ok = (i > 0) & (j < len(self.s))
+        t = x + self.env.t_ref
+        for g0, g1 in self.gaps:
+            ok &= ~((t > g0) & (t < g1))
         ii, jj = np.maximum(i - 1, 0), np.minimum(j, len(self.s) - 1)
         lo = np.minimum(self.lo_l[ii] - R * x, self.lo_r[jj] + R * x)
         hi = np.maximum(self.hi_l[ii] + R * x, self.hi_r[jj] - R * x)

@@ -544,6 +544,8 @@ class Segment:
                 **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {}),
                 **({"mean_drift_ppm": dict(self.mean_drift)} if self.mean_drift else {}),
                 **({"offset_line_ns": self.offset_line.as_dict()} if self.offset_line else {}),
+                **({"gaps_ns": [list(g) for g in self._env.gaps]}
+                   if self._env is not None and self._env.gaps else {}),
                 **({"rate_needed_ppm": self.rate_needed_ppm}
                    if self.rate_needed_ppm is not None else {})}
 
@@ -908,6 +910,22 @@ def _split_envelope(s, e, v, q, w, prior, wide):
         _envelope.build(s[idx], e[idx], v[idx], q, prior)))
 
 
+def _outlier_gaps(s, e, run, outliers) -> tuple[tuple[int, int], ...]:
+    """The spans inside a run where reads were set aside: from the start of the last kept read
+    before them to the end of the first kept read after them (a blip shorter than that span
+    would read exactly like a burst of bad answers)."""
+    pos = sorted(p for p, _ in outliers if run[0] < p < run[-1])
+    gaps: list[tuple[int, int]] = []
+    for p in pos:
+        k = int(np.searchsorted(run, p))
+        g = (int(s[run[k - 1]]), int(e[run[k]]))
+        if gaps and gaps[-1][1] >= g[0]:
+            g = (gaps[-1][0], max(gaps[-1][1], g[1]))
+            gaps.pop()
+        gaps.append(g)
+    return tuple(gaps)
+
+
 def _segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis, lone_ok,
              publish) -> Segment:
     """Run k of the split as a segment. Published: its two-sided envelope (the reads at its end
@@ -915,7 +933,8 @@ def _segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, bas
     where that bound is narrowest, the line's fit beside it (or the envelope's cone where no line
     fits), the mean drift. Otherwise the line's fit only, statuses "undecided" (the probe
     schedule's aim)."""
-    env = _envelope.TwoSided(_envelope.build(s[run], e[run], v[run], q, prior))
+    env = _envelope.TwoSided(_envelope.build(s[run], e[run], v[run], q, prior),
+                             _outlier_gaps(s, e, run, sp.outliers))
     t0 = epoch_ns
     if publish and t0 is None:
         t0 = env.narrowest(int(s[run[0]]), int(e[run[-1]]))

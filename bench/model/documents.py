@@ -360,6 +360,7 @@ class SegmentSummary(Segment):
     than issue 11 (bench.model.verdict derives them)."""
     band: Band | None = None
     truth: TruthCheck | None = None
+    gaps_ns: tuple = ()               # spans of reads set aside: nothing is proven inside them
     raw: dict = field(**RAW)
 
     @classmethod
@@ -377,7 +378,8 @@ class SegmentSummary(Segment):
                    mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
                    offset_line=bound(x.get("offset_line_ns")),
                    rate_needed_ppm=_float(x.get("rate_needed_ppm"), None),
-                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")), raw=dict(x))
+                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")),
+                   gaps_ns=tuple(tuple(g) for g in _l(x.get("gaps_ns"))), raw=dict(x))
 
     @property
     def mean_drift_ppm(self) -> dict | None:

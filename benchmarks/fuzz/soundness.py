@@ -255,6 +255,13 @@ def score(dev: dict) -> dict:
                                         fit.segments[-1].offset_ns.width, dev["rate_hz"])
                          if fit.segments and fit.segments[-1].bracket_ns else None),
             "blip_s": dev.get("blip_s"), "admitted": dev["behaviour"] not in NOT_ADMITTED,
+            # the statement for the blip's own duration: a step of at least this size lasting
+            # that long shows with probability >= UNSEEN_P
+            "blip_x": (unseen_step_ns(fit.resolution_ns, fit.segments[-1].bracket_ns["median"],
+                                      fit.segments[-1].offset_ns.width, dev["rate_hz"],
+                                      within_s=dev["params"].blips[0][2])
+                       if dev["params"].blips and fit.segments and fit.segments[-1].bracket_ns
+                       else None),
             "line_ratio": _line_ratio(fit)}
 
 
@@ -348,8 +355,9 @@ def markdown(rows: list[dict]) -> str:
 def calibration_table(results: list[dict]) -> str:
     """The unseen-step statement against what happened: for the devices outside the stated
     model, the share whose published proven bounds missed the truth; for blips, split at the
-    stated X (a step of at least X lasting 10 s shows with probability >= p): above X the
-    misses must stay within 1 − p."""
+    stated X for the blip's own duration T (a step of at least X lasting T shows with
+    probability >= p, probe_schedule.unseen_step_ns): above X the misses must stay within
+    1 − p."""
     out = [f"| behaviour | devices | proven bounds missing the truth | blips >= X | missed among "
            f"them (stated <= {1 - UNSEEN_P:.2f}) | blips < X | missed among them |",
            "|---|---|---|---|---|---|---|"]
@@ -358,8 +366,8 @@ def calibration_table(results: list[dict]) -> str:
         if not rs:
             continue
         miss = sum(not r["ok"] for r in rs) / len(rs)
-        big = [r for r in rs if r["blip_s"] is not None and r["unseen_x"] is not None
-               and r["blip_s"] * NS >= r["unseen_x"]]
+        big = [r for r in rs if r["blip_s"] is not None and r["blip_x"] is not None
+               and r["blip_s"] * NS >= r["blip_x"]]
         small = [r for r in rs if r["blip_s"] is not None and r not in big]
         f = (lambda g: f"{sum(not r['ok'] for r in g) / len(g):.4f}" if g else "—")
         out.append(f"| {name} | {len(rs)} | {miss:.4f} | {len(big)} | {f(big)} | {len(small)} | "
