@@ -156,6 +156,18 @@ def open_lock(path: Path) -> tuple[int, bool]:
     raise LockFolderError(f"lock file {path} keeps being replaced: refused")
 
 
+def open_existing(path: Path) -> int | None:
+    """A read-only descriptor of the regular file at `path`, or None (absent, or anything else)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError:
+        return None
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
 def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)

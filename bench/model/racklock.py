@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Iterator
 
 from bench.errors import RackclockError
-from bench.lockdir import LockFolderError, flock_holders, lock_dir, open_lock, process, same_file
+from bench.lockdir import (LockFolderError, flock_holders, lock_dir, open_existing, open_lock,
+                           process, same_file)
 
 DEFAULT_WAIT_S = 600.0
 log = logging.getLogger(__name__)
@@ -129,9 +130,8 @@ class _Waiter:
 def _holder(path: Path) -> str:
     """Who holds the lock: the holder's own line where the process /proc/locks names wrote it,
     else that process (pid, user, command) and what the file says."""
-    try:
-        fd, _ = open_lock(path)
-    except OSError:
+    fd = open_existing(path)
+    if fd is None:
         return "a session that has let go meanwhile"
     try:
         text = os.pread(fd, 512, 0).decode(errors="replace").strip()
