@@ -164,6 +164,22 @@ def make_params(exp, overrides: dict[str, str]):
     return exp.Params(**check_params(exp, overrides))
 
 
+def _ended_disk_full(store: RunStore, name: str, out: Path) -> Path:
+    """A run folder with less free space than the store's reserve: status disk_full at once
+    (one line); no run folder at all where not even the manifest fits (InventoryError)."""
+    error = store.start_full().strerror
+    store.write_manifest({"experiment": name, "run_id": store.run_id,
+                          "status": RunStatus.DISK_FULL, "error": error})
+    store.close()
+    if not (store.path / "manifest.json").exists():
+        import shutil
+        shutil.rmtree(store.path, ignore_errors=True)
+        raise InventoryError(f"--out {out}: disk full: {error}")
+    print(f"rackclock run: disk full: {error}", file=sys.stderr)
+    print(f"run folder: {store.path}")
+    return store.path
+
+
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
@@ -192,6 +208,9 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     status, error = RunStatus.FAILED, None
     with contextlib.ExitStack() as stack:
         stack.enter_context(held)
+        stack.callback(store.close)          # however the run ends, its reserve goes
+        if store.full is not None:           # less free than the reserve: nothing starts
+            return _ended_disk_full(store, name, out)
         signals = stack.enter_context(interrupt_on_signals())
         sim = None
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
