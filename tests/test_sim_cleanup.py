@@ -143,3 +143,22 @@ def test_fault_on_command_to_a_served_rack(tmp_path, tmpdir_env, monkeypatch):
     breaks = truth["devices"]["pdu-2"]["clocks"]["sysuptime"]["breaks"]
     assert {"t_ns": at, "kind": "reboot", "size_ns": None} in breaks
     assert list(long_tmp.iterdir()) == []                     # its temp folder went
+
+
+def test_a_killed_simulator_leaves_no_secrets_and_none_readable_by_others(tmp_path, tmpdir_env,
+                                                                          monkeypatch):
+    """Issue 31, Why 9: while the simulator serves, its folder of secrets (the Redfish TLS key,
+    the kubeconfig with its token) is 0700 and every file in it 0600; SIGKILLed, it cannot clean
+    up, and the SimProcess that started it removes the folder."""
+    rack = small_rack(tmp_path / "rack.toml", monkeypatch, sim_rack_text(["bmc-1", "k8s-1"]))
+    with SimProcess(rack, tmp_path / "out") as sim:
+        secrets_seen = [p for p in tmpdir_env.rglob("*") if p.is_file()]
+        assert any(p.name.endswith(".key") for p in secrets_seen)
+        assert any(p.name.startswith("kubeconfig-") for p in secrets_seen)
+        for p in tmpdir_env.rglob("*"):
+            mode = p.lstat().st_mode & 0o777
+            assert mode & 0o077 == 0, f"{p} is {mode:o}"
+        sim.proc.send_signal(signal.SIGKILL)
+        sim.proc.wait(60)
+        assert any(tmpdir_env.iterdir())          # left by the killed simulator...
+    assert list(tmpdir_env.iterdir()) == []       # ...and removed by the SimProcess
