@@ -63,6 +63,8 @@ class SimProcess:
         self.failed: dict[str, str] = {}
         self.priority = ""                # the simulator's scheduling once serving, in words
         self.tmp: Path | None = None       # the child's TMPDIR (0700), removed on exit
+        self.died: int | None = None       # its exit status if it ended before it was stopped
+        self._stopped = False
 
     def __enter__(self) -> "SimProcess":
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +101,8 @@ class SimProcess:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.proc is not None and not self._stopped:
+            self._stopped, self.died = True, self.proc.poll()
         try:
             if self.proc and self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)
