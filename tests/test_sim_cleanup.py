@@ -162,3 +162,22 @@ def test_a_killed_simulator_leaves_no_secrets_and_none_readable_by_others(tmp_pa
         sim.proc.wait(60)
         assert any(tmpdir_env.iterdir())          # left by the killed simulator...
     assert list(tmpdir_env.iterdir()) == []       # ...and removed by the SimProcess
+
+
+def test_a_run_whose_simulator_does_not_start_ends_failed_leaving_no_reserve(tmp_path, tmpdir_env,
+                                                                             monkeypatch):
+    """Issue 31, Why 9: a run folder of a failed start keeps no `.reserve` (nor the simulator's
+    folder), and says `failed` in one line and its manifest."""
+    data = sim_rack_dict(["bmc-1", "pdu-2"])
+    data["devices"]["pdu-2"]["sim"]["faults"] = [{"kind": "melt"}]   # the simulator dies at start
+    rack = small_rack(tmp_path / "rack.toml", monkeypatch, tomli_w.dumps(data))
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--rack", str(rack),
+                        "--duration", "5", "--out", str(tmp_path / "runs"), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    [folder] = list((tmp_path / "runs").iterdir())
+    assert not (folder / ".reserve").exists()
+    m = json.loads((folder / "manifest.json").read_text())
+    assert m["status"] == "failed" and "fault kind 'melt'" in m["error"]
+    assert p.stderr.strip() == f"experiment clock_offset failed: {m['error']}"
+    assert list(tmpdir_env.iterdir()) == []
