@@ -1,10 +1,11 @@
-"""Devices that stopped answering for a share of the run (results/README.md, "Lost devices").
+"""Devices that stopped answering for a share of the run (results/README.md, "Run status").
 
-A device is lost when its stretches without a usable clock read (a `read` row with status `ok`
-and a value), each longer than max(5 s, 3 of its read periods), add up to more than 25 % of the
-probing window (the manifest's `started_ns` to `probed_until_ns`); the window's edges count as
-reads. A probed device that never gave a usable read is lost for the whole window. The samples are read
-as a stream: memory holds one int64 per usable read.
+A device is lost when, from its first usable clock read (a `read` row with status `ok` and a
+value) to the end of probing (the manifest's `probed_until_ns`), its stretches without one, each
+longer than max(5 s, 3 of its read periods), add up to more than 25 % of the probing window
+(from `started_ns`). A slow start is not counted (a device found late did not stop answering),
+nor a device that never answered (`rackclock run` already exits 1 for it: no usable read). The
+samples are read as a stream: memory holds one int64 per usable read.
 """
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def _usable_reads(path: Path) -> array:
 
 
 def silent_ns(times, start_ns: int, end_ns: int, gap_ns: int) -> int:
-    """The time in [start_ns, end_ns] within stretches longer than `gap_ns` without a read."""
-    points = [start_ns, *sorted(t for t in times if start_ns < t < end_ns), end_ns]
+    """The time from the first read in [start_ns, end_ns] to `end_ns` within stretches longer
+    than `gap_ns` without a read (0 without any read)."""
+    points = sorted(t for t in times if start_ns <= t < end_ns)
+    points.append(end_ns)
     return sum(b - a for a, b in zip(points, points[1:]) if b - a > gap_ns)
 
 
@@ -54,7 +57,7 @@ def lost_devices(run_dir: Path, manifest: dict) -> dict[str, dict]:
         silent = silent_ns(times, start, end, gap)
         if silent > LOST_SHARE * (end - start):
             lost[name] = {"silent_s": round(silent / NS, 1), "share": round(silent / (end - start), 3),
-                          "last_read_ns": max(times) if times else None}
+                          "last_read_ns": max(times)}
     return lost
 
 
