@@ -80,8 +80,9 @@ def test_a_run_whose_simulator_is_killed_ends_devices_lost(tmp_path):
         assert abs(lost["silent_s"] * NS - (m["probed_until_ns"] - lost["last_read_ns"])) < NS
         assert lost["silent_s"] * NS <= window
     lines = [l for l in stderr.splitlines() if l.startswith("rackclock run:")]
-    assert lines and lines[0].startswith("rackclock run: devices lost: 3 of 3 devices had no "
-                                         "usable read for more than 25 % of the run: ")
+    assert lines and lines[0].startswith("rackclock run: devices lost: 3 of 3 devices stopped "
+                                         "answering (no usable read for the last 25 % of the "
+                                         "run, or for 50 % of it): ")
     assert "the simulator ended mid-run (exit status -9)" in lines[0]
 
 
@@ -96,3 +97,30 @@ def test_the_silent_share_rule():
     gap = [*reads[:20], *reads[50:]]                     # silent from 20 s to 51 s, back after
     assert silent_ns(gap, 0, 70 * NS, MIN_GAP_NS) == 31 * NS
     assert silent_ns([], 0, 100 * NS, MIN_GAP_NS) == 0             # never answered: not "lost"
+
+
+def test_lost_is_gone_at_the_end_or_away_most_of_the_run(tmp_path):
+    """A reboot it returns from is no loss; silent for the last 30 % is; back at the end but
+    away 62 % of the run in long stretches is; one that never answered is left to the
+    no-usable-read check."""
+    from bench.model.outage import lost_devices
+    from bench.model.store import SampleWriter
+
+    (tmp_path / "samples").mkdir()
+    plans = {"back": [*range(0, 40), *range(55, 100)],           # 15 s reboot mid-run
+             "gone": list(range(0, 70)),                           # last 30 % silent
+             "away": [*range(0, 20), *range(50, 60), *range(90, 100)],   # 62 % in 2 stretches
+             "never": []}
+    for name, secs in plans.items():
+        w = SampleWriter(tmp_path / "samples" / f"{name}.csv")
+        for s in secs:
+            w.write("read", "rtc", s * NS + 1, s * NS + 2, s * NS, NS, "", "ok", "")
+        w.write("read", "rtc", 99 * NS, 99 * NS, None, NS, "", "timeout", "no answer")
+        w.close()
+    manifest = {"started_ns": 0, "probed_until_ns": 100 * NS,
+                "inventory": {"devices": {n: {"rate_hz": 1.0} for n in plans}},
+                "devices": {n: {"state": "done"} for n in plans}}
+    lost = lost_devices(tmp_path, manifest)
+    assert set(lost) == {"gone", "away"}
+    assert lost["gone"]["silent_s"] == 31.0 and lost["gone"]["last_read_ns"] == 69 * NS + 1
+    assert lost["away"]["share"] == 0.62            # 19 -> 50 s and 59 -> 90 s

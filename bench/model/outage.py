@@ -1,11 +1,14 @@
 """Devices that stopped answering for a share of the run (results/README.md, "Run status").
 
-A device is lost when, from its first usable clock read (a `read` row with status `ok` and a
-value) to the end of probing (the manifest's `probed_until_ns`), its stretches without one, each
-longer than max(5 s, 3 of its read periods), add up to more than 25 % of the probing window
-(from `started_ns`). A slow start is not counted (a device found late did not stop answering),
-nor a device that never answered (`rackclock run` already exits 1 for it: no usable read). The
-samples are read as a stream: memory holds one int64 per usable read.
+Within the probing window (the manifest's `started_ns` to `probed_until_ns`), after a device's
+first usable clock read (a `read` row with status `ok` and a value), a device is lost when
+- it was silent from its last usable read to the end for more than 25 % of the window (it
+  stopped answering and did not come back: a dead simulator, a BMC gone for good), or
+- its stretches without a usable read, each longer than max(5 s, 3 of its read periods), add up
+  to more than 50 % of the window (it came back, but was away most of the run).
+A reboot or power cycle it returns from is not a loss, nor a slow start, nor a device that never
+answered (`rackclock run` already exits 1 for that: no usable read). The samples are read as a
+stream: memory holds one int64 per usable read.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from pathlib import Path
 
 NS = 1_000_000_000
 
-LOST_SHARE = 0.25              # more than this share of the window without usable reads: lost
+LOST_SHARE = 0.25              # silent at the end for more than this share of the window: lost
+AWAY_SHARE = 0.5               # silent stretches adding up to more than this share: lost
 MIN_GAP_NS = 5 * NS            # shorter stretches without a read are a device's normal pace
 GAP_PERIODS = 3                # ... and so are those under 3 of its read periods
 
@@ -54,10 +58,12 @@ def lost_devices(run_dir: Path, manifest: dict) -> dict[str, dict]:
         rate = float((inventory.get(name) or {}).get("rate_hz") or 1.0)
         gap = max(MIN_GAP_NS, int(GAP_PERIODS * NS / rate))
         times = _usable_reads(Path(run_dir) / "samples" / f"{name}.csv")
-        silent = silent_ns(times, start, end, gap)
-        if silent > LOST_SHARE * (end - start):
-            lost[name] = {"silent_s": round(silent / NS, 1), "share": round(silent / (end - start), 3),
-                          "last_read_ns": max(times)}
+        silent, window = silent_ns(times, start, end, gap), end - start
+        last = max((t for t in times if t < end), default=None)
+        tail = end - last if last is not None else 0
+        if silent > AWAY_SHARE * window or (tail > gap and tail > LOST_SHARE * window):
+            lost[name] = {"silent_s": round(silent / NS, 1), "share": round(silent / window, 3),
+                          "last_read_ns": last}
     return lost
 
 
@@ -66,5 +72,6 @@ def lost_line(lost: dict[str, dict], devices: int) -> str:
     worst = sorted(lost.items(), key=lambda kv: -kv[1]["share"])
     names = ", ".join(f"{n} ({100 * d['share']:.0f} %)" for n, d in worst[:6])
     more = f" and {len(worst) - 6} more" if len(worst) > 6 else ""
-    return (f"{len(lost)} of {devices} devices had no usable read for more than "
-            f"{100 * LOST_SHARE:.0f} % of the run: {names}{more}")
+    return (f"{len(lost)} of {devices} devices stopped answering (no usable read for the last "
+            f"{100 * LOST_SHARE:.0f} % of the run, or for {100 * AWAY_SHARE:.0f} % of it): "
+            f"{names}{more}")
