@@ -4,11 +4,11 @@ lock's name is never followed or written; a lock folder another user owns, or on
 write without the sticky bit, is refused; another user's holder is named and can be broken."""
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
 import shutil
-import socket
 import stat
 import subprocess
 import tempfile
@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_ports import bindable_below_the_ephemeral_range
 
 from bench import ports
 from bench.model.racklock import RackBusy, lock_path, rack_lock
@@ -88,16 +89,7 @@ def test_a_stale_file_of_another_user_is_replaced_not_written(shared_base, tmp_p
 
 def test_a_port_file_planted_as_a_symlink_creates_nothing(shared_base, tmp_path, monkeypatch):
     target = tmp_path / "made-by-root"                     # in a root-only folder
-    free = []
-    for p in range(ports._ephemeral_low() - 1, ports.LOW, -1):
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        free.append(p)
-        if len(free) == 3:
-            break
+    free = list(itertools.islice(bindable_below_the_ephemeral_range(), 3))
     folder = ports.reservations()
     for p in free:
         as_nobody("ln", "-s", str(target), str(folder / f"{p}.lock"))

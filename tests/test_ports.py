@@ -37,15 +37,21 @@ def unreserved(port: int) -> bool:
         os.close(fd)
 
 
-def two_free_below_the_ephemeral_range() -> tuple[int, int]:
-    """Two ports nothing holds or has reserved (the highest below the range: few pick there)."""
-    found = []
+def bindable_below_the_ephemeral_range():
+    """Ports nothing holds now, highest first (below the range: few pick there)."""
     for p in range(ports._ephemeral_low() - 1, ports.LOW, -1):
         try:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", p))
         except OSError:
             continue
+        yield p
+
+
+def two_free_below_the_ephemeral_range() -> tuple[int, int]:
+    """Two ports nothing holds or has reserved."""
+    found = []
+    for p in bindable_below_the_ephemeral_range():
         if not unreserved(p):
             continue
         found.append(p)
