@@ -104,7 +104,8 @@ def lock_dir(name: str) -> Path:
 def _describe(st: os.stat_result) -> str:
     kind = ("a symlink" if stat.S_ISLNK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
             else "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file" if not
-            stat.S_ISREG(st.st_mode) else "a file with other names (hard links)")
+            stat.S_ISREG(st.st_mode) else "a file with other names (hard links)"
+            if st.st_nlink > 1 else "a file you may not open")
     return f"{kind} of {user(st.st_uid)}"
 
 
@@ -139,12 +140,11 @@ def open_lock(path: Path) -> tuple[int, bool]:
             fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
         except FileNotFoundError:
             continue                      # let go meanwhile: make it
-        except OSError as exc:            # ELOOP: a symlink; EACCES: another's 0600 file
+        except OSError as exc:            # ELOOP: a symlink; EACCES: another user's 0600 file
             st = _lstat(path)
             if st is None:
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and not isinstance(exc,
-                                                                                 PermissionError):
+            if stat.S_ISREG(st.st_mode) and not isinstance(exc, PermissionError):
                 raise
             _clear(path, st)
             continue
