@@ -89,3 +89,13 @@ def test_a_port_another_process_picked_is_not_handed_out_again(monkeypatch):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_reservation_file_goes_when_its_process_ends():
+    """Its lock file is removed at exit (issue 31, Why 9): the folder does not fill with them."""
+    p = subprocess.run([sys.executable, "-c", "from bench import ports; "
+                        "print(ports.reservations() / f'{ports.free_port()}.lock')"],
+                       capture_output=True, text=True, cwd=Path(__file__).parents[1], timeout=60)
+    lock = Path(p.stdout.strip())
+    assert p.returncode == 0 and lock.name.endswith(".lock"), p.stderr
+    assert not lock.exists()
