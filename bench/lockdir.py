@@ -54,11 +54,12 @@ def _check_dir(path: Path, st: os.stat_result) -> None:
                               f"you: refused (its owner could replace the locks in it); {fix}")
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
         raise LockFolderError(f"lock folder {path} is writable by others without the sticky bit "
-                              f"(mode {stat.S_IMODE(st.st_mode):o}): refused; chmod 1777 it or {fix}")
+                              f"(mode {stat.S_IMODE(st.st_mode):o}): refused; chmod 1777 it or "
+                              f"{fix}")
 
 
 def checked_dir(path: Path, mode: int | None = None) -> Path:
-    """`path` once checked (see the module's rules); made with `mode` if missing and `mode` given."""
+    """`path` once checked (the module's rules); made with `mode` if missing and `mode` given."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:

@@ -8,7 +8,8 @@ range (/proc/sys/net/ipv4/ip_local_port_range), which the kernel never hands out
 checks it is free, and reserves it for this process's life with a flock on a lock file, so that no
 other caller of this helper on the machine, of any user, gets it. The lock files are opened as
 bench.lockdir says (checked folder, O_NOFOLLOW, never written): a port whose file another user
-planted or made unreadable is skipped. The files are removed at exit. Base layer: the standard library and bench.lockdir.
+planted or made unreadable is skipped. The files are removed at exit. Base layer: the standard
+library and bench.lockdir.
 """
 from __future__ import annotations
 

@@ -72,7 +72,8 @@ def rebuild_summary(path: Path) -> dict:
     if ended is not None:
         manifest["status"] = ended
         if ended == RunStatus.DISK_FULL and not manifest.get("error"):
-            manifest["error"] = f"cannot write in {path}: the disk filled (the run's reserve is used)"
+            manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
+                                 f"is used)")
     try:
         _copy_truth(path)
         if ended is not None:

@@ -183,9 +183,10 @@ class RunStore(SampleFiles):
 
     def start_full(self) -> DiskFull:
         """The one-line error of a run folder with less free space than the reserve."""
+        why = self.full.strerror or self.full
         return DiskFull(self.full.errno, f"cannot write in {self.path}: less than the "
-                        f"{RESERVE_BYTES >> 10} KiB reserve free ({self.full.strerror or self.full});"
-                        f" nothing was measured (free space, then run again)")
+                        f"{RESERVE_BYTES >> 10} KiB reserve free ({why}); nothing was measured "
+                        f"(free space, then run again)")
 
     def journal(self, device: str, level: str, kind: str, message: str) -> None:
         """A run-level event (error, reconnect, stimulus printed unarmed...), written at once."""
