@@ -23,6 +23,7 @@ import contextlib
 import datetime
 import fcntl
 import hashlib
+import itertools
 import logging
 import os
 import socket
@@ -64,13 +65,17 @@ _held_guard = threading.Lock()
 def _take(path: Path, block: bool) -> int | None:
     """The flock of the lock file at `path` (None: held elsewhere and not `block`). A file left by
     a killed session is replaced by one of ours where we may remove it."""
-    for _ in range(50):
+    for attempt in itertools.count():     # each turn follows a change made by another session
+        if not block and attempt == 50:
+            break
         fd, made = open_lock(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
-        except BlockingIOError:
+        except OSError as exc:
             os.close(fd)
-            return None
+            if isinstance(exc, BlockingIOError):
+                return None
+            raise
         if not same_file(fd, path):       # removed by its holder as we waited: take the new one
             os.close(fd)
             continue
