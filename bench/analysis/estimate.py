@@ -575,6 +575,7 @@ class ClockFit:
     drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM     # the range the segments were fitted in
     resolution_basis: ResolutionBasis = ResolutionBasis.UNPROVEN
     beyond_note: str = ""
+    lag_seen_ns: int = 0          # the reading lags its clock by at least this (lag_seen)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -592,7 +593,8 @@ class ClockFit:
                 "breaks": [b.as_dict() for b in self.breaks],
                 "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
                               "reason": o["evidence"]} for o in self.outliers],
-                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {})}
+                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
+                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {})}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -1047,6 +1049,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         order = None
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
+    seen = lag_seen(s, e, v, q, float(drift_prior_ppm)) if publish else 0
+    s = s - seen
     w = float(wander_ns_per_s)
     wide = prior * WIDE_PRIOR_FACTOR
 
@@ -1066,7 +1070,30 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
+    if seen:        # the lag is a floor the values prove, not a bound: nothing rests proven on it
+        segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
+                if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
     st = {sg.offset_status for sg in segs}
     verdict = (Verdict.BEYOND_PRIOR if beyond else Verdict.UNDECIDED if BoundStatus.UNDECIDED in st
                else Verdict.ASSUMED if BoundStatus.ASSUMED in st or outliers else Verdict.PROVEN)
-    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond)
+    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen)
+
+
+LAG_SEEN_MIN = 3      # value jumps ahead of the elapsed time before a lag is believed
+
+
+def lag_seen(s, e, v, q: int, prior_ppm: float) -> int:
+    """The lag the values prove, ns (0 when they prove none): a reading floored to q of a clock
+    moving at most 1 + R per unit of time cannot advance by more than (1 + R)·(e_j − s_i) + q
+    between consecutive reads i, j; each time it does, the earlier reading was that much behind
+    its clock (a tick that flips late, a value that updates slower than its tick, DESIGN.md).
+    A single jump is a step; from LAG_SEEN_MIN of them on, the largest is a floor on the lag.
+    Only a floor: the clock may lag more than any jump showed, so bounds fitted with it are
+    "assumed"."""
+    if len(v) < 2:
+        return 0
+    R = float(prior_ppm) * PPM
+    dv = np.diff(v).astype(np.float64)
+    x = (dv - q) / (1 + R) - (e[1:] - s[:-1]).astype(np.float64)
+    ahead = x[x > 0]
+    return int(math.ceil(float(ahead.max()))) if len(ahead) >= LAG_SEEN_MIN else 0
