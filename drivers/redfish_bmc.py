@@ -24,13 +24,30 @@ aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (req
 - The sync client retries failed requests `max_retry=10` times with a 1 s sleep each; the aio
   client never retries on its own, and every request here has a timeout (`timeout_s`, 3 s).
 
-Authentication is a Redfish session (token); `redfish.aio` logs in only over HTTPS, so plain
-`http://` addresses are refused. TLS is verified against `ca_file` (or the system store); a
+Authentication (`auth`): `session` (a Redfish session token, the default where the service root
+links a SessionService), `basic` (HTTP basic on every request; chosen, and said once in the log
+and the identity, where the service has no SessionService, as sushy-tools' emulator), or `none`.
+Credentials go only over HTTPS (`redfish.aio` logs in only there): a plain `http://` address is
+accepted only with `auth = "none"`. TLS is verified against `ca_file` (or the system store); a
 device may set `verify_tls = false`. The password comes from `config.secret()` and never appears
-in an error. Parsing of `DateTime` is written here (stdlib `datetime`), since the library does
-none. Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `manager` (Manager URI),
-`log_entries` (LogEntry collection URI), `test_message_id`, and those of event subscriptions
-(`events`, `event_listener`...: drivers/redfish_events.py).
+in an error or the log. Parsing of `DateTime` is written here (stdlib `datetime`).
+
+The event log is found by the service's links (drivers/redfish_discovery.py: every LogService
+with Entries under Managers and Systems, ranked by LogEntryType, OverWritePolicy and the
+entries it holds), once at the open; the choice and the candidates are in the identity's
+`extra` (`log_service`, `log_choice`); `log_service` in the rack file names the LogService to
+use instead. A service with no usable log is asked again at most once a minute.
+
+Politeness (drivers/redfish_session.py): at most `request_rate_hz` requests a second (default 10)
+and `max_concurrent_requests` at once (default 2; the SSE stream is not counted among them);
+a 429 or 503 answer holds every request for its Retry-After; log polls never wait for the
+budget (skipped instead, so clock reads come first). Requests, logins and throttled answers are
+counted for the runner (`on_traffic`).
+
+Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `auth`, `manager` (Manager URI),
+`log_service` (LogService URI), `log_entries` (LogEntry collection URI), `test_message_id`,
+`request_rate_hz`, `max_concurrent_requests`, and those of event subscriptions (`events`,
+`event_listener`...: drivers/redfish_events.py).
 """
 from __future__ import annotations
 
@@ -40,6 +57,8 @@ import json
 import re
 import ssl
 from typing import Any
+
+import logging
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -53,8 +72,13 @@ from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity,
                           Stimulus, split_address)
 from drivers.base import ClockSetting, NtpCommanding, Stimulated
 from drivers import tcp_rx_stamp
-from drivers.redfish_events import EventSubscriber
+from drivers import redfish_discovery as discovery
+from drivers.redfish_discovery import link as _link, members as _members
+from drivers.redfish_events import EventSubscriber, test_event_body
+from drivers.redfish_session import (AUTH_MODES, DEFAULT_CONCURRENT, DEFAULT_RATE_HZ, Budget,
+                                     Meter, Skipped, auth_mode, retry_after_s)
 
+log = logging.getLogger(__name__)
 NS = 1_000_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
@@ -66,16 +90,22 @@ _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_s
 _RAW = json.JSONEncoder(separators=(",", ":")).encode
 
 
+class NotSent(DeviceError):
+    """A request the budget held back (drivers/redfish_session.py): nothing was sent."""
+
+
 class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
     """An answer over the driver's size cap (`max_body_bytes`): not read further."""
 
 
-def stamped_request(now_ns) -> type[aiohttp.ClientRequest]:
+def stamped_request(now_ns, meter: Meter | None = None) -> type[aiohttp.ClientRequest]:
     """aiohttp's request, stamping `s` (into _STAMPS of the sending task) when it starts to be
-    written on a connection that is up: every send, a re-sent one included."""
+    written on a connection that is up: every send, a re-sent one included (each counted)."""
 
     class StampedRequest(aiohttp.ClientRequest):
         async def send(self, conn):
+            if meter is not None:
+                meter.count("requests")
             stamps = _STAMPS.get()
             if stamps is not None:
                 stamps.append(("s", now_ns()))
@@ -149,18 +179,6 @@ def _id_key(entry_id: str) -> tuple[int, ...] | None:
     return None
 
 
-def _link(obj: Any, key: str | None = None) -> str | None:
-    """The `@odata.id` of `obj[key]` (or of `obj`), None when the answer has no such link."""
-    if key is not None:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    uri = obj.get("@odata.id") if isinstance(obj, dict) else None
-    return uri if isinstance(uri, str) and uri else None
-
-
-def _members(coll: dict) -> list[str]:
-    return [u for u in (_link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
-
-
 def _redfish_message(body: Any) -> str:
     """The first message of a Redfish error body, if it is one."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -174,8 +192,12 @@ def _redfish_message(body: Any) -> str:
 
 class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
-    SCHEMES = ("https",)
+    SCHEMES = ("https", "http")
+    LOG_RETRY_NS = 60 * NS       # a service with no usable log is asked again after this
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
+               "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
+               "request_rate_hz": Key("float", 0.1, 100.0, unit="Hz"),
+               "max_concurrent_requests": Key("int", 1, 16),
                "manager": Key("str"), "log_entries": Key("str"), "test_message_id": Key("str"),
                "max_body_bytes": Key("int", 4096, 1 << 28, unit="bytes"),
                "log_pages_per_poll": Key("int", 1, 100), "log_budget_s": TIMEOUT_KEY,
@@ -192,6 +214,14 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         self.timeout_s = float(o.get("timeout_s", 3.0))
         self.manager_uri = o.get("manager")
         self.entries_uri = o.get("log_entries")
+        self.log_service_uri = o.get("log_service")
+        self.auth = o.get("auth")                # None: discovered at the open
+        self.auth_note: str | None = None
+        self.log_choice = ""                     # how the log was chosen (or why there is none)
+        self._log_failed_ns: int | None = None   # when log discovery last failed
+        self.meter = Meter()
+        self.budget = Budget(float(o.get("request_rate_hz", DEFAULT_RATE_HZ)),
+                             int(o.get("max_concurrent_requests", DEFAULT_CONCURRENT)))
         self.test_message_id = str(o.get("test_message_id", "Base.1.0.Success"))
         self.max_body = int(o.get("max_body_bytes", 4 << 20))
         self.log_pages = int(o.get("log_pages_per_poll", 2))
@@ -258,47 +288,99 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         except RedfishProtocolError:
             detail = response.text[:200]
         kind = "auth" if response.status in (401, 403) else "protocol"
+        if response.status in (429, 503):
+            kind = "refused"
+            detail = (f"Retry-After {response.getheader('Retry-After')!r}; " if
+                      response.getheader("Retry-After") else "") + detail
         return self._fail(kind, f"{what}: HTTP {response.status}" + (f" ({detail})" if detail else ""))
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @property
+    def on_traffic(self):
+        return self.meter.on_traffic
+
+    @on_traffic.setter
+    def on_traffic(self, fn) -> None:
+        """The runner's counter of requests, logins and throttled answers (per minute)."""
+        self.meter.on_traffic = fn
+
+    def _tls(self) -> ssl.SSLContext | bool:
+        if not self.verify_tls or self.scheme != "https":
+            return False
+        try:
+            return ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
+
     async def open(self) -> None:
-        if self.scheme != "https":
-            raise self.error("protocol", f"address {self.config.address!r}: redfish.aio logs in "
-                             f"only over HTTPS; use https://")
+        if self.scheme != "https" and self.auth != "none":
+            raise self.error("protocol", f"address {self.config.address!r}: credentials go only "
+                             f"over HTTPS (redfish.aio logs in only there); use https://, or "
+                             f"auth = \"none\" for a service that asks for none")
         self._password = self.config.secret()
-        if not self.config.username or self._password is None:
+        if self.auth != "none" and (not self.config.username or self._password is None):
             raise self.error("auth", f"no credentials: set username and the environment variable "
-                             f"named by password_env ({self.config.password_env!r})")
-        if not self.verify_tls:
-            tls: ssl.SSLContext | bool = False
-        else:
-            try:
-                tls = ssl.create_default_context(cafile=self.ca_file)
-            except (OSError, ssl.SSLError) as exc:
-                raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
+                             f"named by password_env ({self.config.password_env!r}), or "
+                             f"auth = \"none\"")
+        tls = self._tls()
         # Redfish authenticates by X-Auth-Token: no cookie jar to keep or filter per request
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
                 ssl=tls, limit=4, socket_factory=tcp_rx_stamp.stamped_socket
                 if tcp_rx_stamp.on_kernel_clock(self.now_ns) else None),
             cookie_jar=aiohttp.DummyCookieJar(),
-            request_class=stamped_request(self.now_ns),
+            request_class=stamped_request(self.now_ns, self.meter),
             response_class=capped_response(self.max_body, self.now_ns))
-        base = f"https://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
+        base = f"{self.scheme}://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
                (f":{self.port}" if self.port else "")
-        self._client = _OneSessionClient(base, username=self.config.username,
-                                         password=self._password, session=self._session,
-                                         timeout=self.timeout_s)
+        anonymous = self.auth == "none"
+        self._client = _OneSessionClient(base, username=None if anonymous else self.config.username,
+                                         password=None if anonymous else self._password,
+                                         session=self._session, timeout=self.timeout_s)
+        self._client.meter = self.meter
         try:
-            await self._client.login("session")
+            await self._login()
             if not self.manager_uri:
                 self.manager_uri = await self._first_member("Managers")
             await self._open_events()
+            await self._discover_log()
         except BaseException as exc:
             await self.close()
             if isinstance(exc, Exception):
                 raise self._map(exc, "login") from None
             raise
+
+    async def _login(self) -> None:
+        """Read the service root (unauthenticated, DSP0266), choose the auth mode (the rack
+        file's, else what the service offers: said once) and log in."""
+        try:
+            root = await self._service_root()
+        except DeviceError as exc:
+            if exc.kind != "auth":
+                raise
+            root = {}                     # a root behind authentication: try the configured way
+        mode, note = auth_mode(self.auth or ("session" if not root else None), root)
+        self.auth = mode
+        if note and self.auth_note is None:
+            self.auth_note = note
+            log.warning("%s: %s", self.name, note)
+        if mode == "none":
+            return
+        if self.scheme != "https":
+            raise self.error("protocol", f"the service asks for {mode} authentication: "
+                             f"credentials go only over HTTPS; use https://")
+        sessions = _link(root.get("Links"), "Sessions") or "/redfish/v1/SessionService/Sessions"
+        try:
+            async with self.budget.slot(True, self.timeout_s):
+                await self._client.login(mode)
+        except Skipped as exc:
+            raise self._fail("refused", f"login: {exc}") from None
+        except RedfishHTTPError as exc:
+            why = self._http_error(exc.response, f"login (POST {sessions})")
+            if exc.response.status in (404, 405, 501):
+                raise self._fail(why.kind, f"{why.message}: the service has no session "
+                                 f"login at {sessions}; set auth = \"basic\"") from None
+            raise why from None
 
     async def close(self) -> None:
         await self._close_events()
@@ -317,8 +399,10 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             pass
 
     # -- one bracketed exchange -------------------------------------------------------------------
-    async def _exchange(self, method: str, uri: str, body: dict | None = None, what: str = ""):
-        """(response, s_ns, e_ns, note): one request; the bracket is the wire-side stamps of the
+    async def _exchange(self, method: str, uri: str, body: dict | None = None, what: str = "",
+                        urgent: bool = True):
+        """(response, s_ns, e_ns, note): one request inside the budget (`urgent` False: skipped,
+        DeviceError `refused`, rather than waiting); the bracket is the wire-side stamps of the
         exchange that produced the answer (falls back to stamps around the call)."""
         if self._client is None:
             raise self.error("error", "not open")
@@ -326,12 +410,19 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         token = _STAMPS.set(stamps)
         s0 = self.now_ns()
         try:
-            if method == "GET":
-                resp = await self._client.get(uri)
-            elif method == "PATCH":
-                resp = await self._client.patch(uri, body=body)
-            else:
-                resp = await self._client.post(uri, body=body)
+            async with self.budget.slot(urgent, self.timeout_s / 2):
+                s0 = self.now_ns()
+                if method == "GET":
+                    resp = await self._client.get(uri)
+                elif method == "PATCH":
+                    resp = await self._client.patch(uri, body=body)
+                elif method == "DELETE":
+                    resp = await self._client.delete(uri)
+                else:
+                    resp = await self._client.post(uri, body=body)
+        except Skipped as exc:
+            raise NotSent(self.name, "refused", self._clean(
+                f"{what or f'{method} {uri}'}: not sent: {exc}")) from None
         except Exception as exc:
             raise self._map(exc, what or f"{method} {uri}") from None
         finally:
@@ -347,12 +438,23 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         # aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
         # after a 401 on a GET: the bracket above is the last exchange's, and raw says so.
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
+        if resp.status in (429, 503):
+            self._throttled(resp)
         if not 200 <= resp.status < 300:
             raise self._http_error(resp, what or f"{method} {uri}")
         return resp, s, e, note
 
-    async def _get_json(self, uri: str, what: str) -> tuple[dict, int, int, str]:
-        resp, s, e, note = await self._exchange("GET", uri, what=what)
+    def _throttled(self, resp) -> None:
+        """429 Too Many Requests / 503 Service Unavailable: no request until its Retry-After."""
+        wait = retry_after_s(resp.getheader("Retry-After"))
+        self.budget.hold(wait)
+        self.meter.count("throttled")
+        log.info("%s: HTTP %d: holding every request for %.1f s (Retry-After %r)", self.name,
+                 resp.status, wait, resp.getheader("Retry-After"))
+
+    async def _get_json(self, uri: str, what: str, urgent: bool = True
+                        ) -> tuple[dict, int, int, str]:
+        resp, s, e, note = await self._exchange("GET", uri, what=what, urgent=urgent)
         try:
             body = resp.dict
         except RedfishProtocolError:
@@ -385,7 +487,13 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                         firmware=str(m.get("FirmwareVersion", "")),
                         extra={"manager": self.manager_uri, "uuid": m.get("UUID", ""),
                                "local_offset": m.get("DateTimeLocalOffset", ""),
-                               "events": self.events_state})
+                               "events": self.events_state, "auth": self.auth,
+                               **({"auth_note": self.auth_note} if self.auth_note else {}),
+                               "log_service": self.log_service_uri or "",
+                               "log_entries": self.entries_uri or "",
+                               "log_choice": self.log_choice,
+                               "request_budget": {"rate_hz": self.budget.rate,
+                                                  "concurrent": self.budget.concurrent}})
 
     def clocks(self) -> list[ClockSpec]:
         return [ClockSpec("datetime", NS)]
@@ -426,18 +534,16 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)
+        es_uri, es = await self._event_service()
         if self._submit_uri is None:
-            root = await self._service_root()
-            es_uri = _link(root, "EventService") or "/redfish/v1/EventService"
-            es, *_ = await self._get_json(es_uri, "GET EventService")
             actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
             action = actions.get("#EventService.SubmitTestEvent")
             target = action.get("target") if isinstance(action, dict) else None
             self._submit_uri = target if isinstance(target, str) and target else \
                 f"{es_uri.rstrip('/')}/Actions/EventService.SubmitTestEvent"
         self._events_sent += 1
-        body = {"MessageId": self.test_message_id, "Severity": "OK",
-                "Message": f"rackclock test event {self._events_sent}"}
+        body = test_event_body(es, self.test_message_id, self._events_sent, self.now_ns(),
+                               self.manager_uri)
         resp, s, e, note = await self._exchange("POST", self._submit_uri, body,
                                                 "POST SubmitTestEvent")
         return Stimulus(name, None, s, e, sent=True, stamp="user",
@@ -455,25 +561,46 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                         raw=f"HTTP {resp.status} DateTime={body['DateTime']}"
                             + (f" {note}" if note else ""))
 
-    async def _find_entries_uri(self) -> str:
-        """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""
-        root = await self._service_root()
-        for coll in ("Systems", "Managers"):
-            uri = _link(root, coll)
-            if not uri:
-                continue
-            for member in _members((await self._get_json(uri, f"GET {uri}"))[0]):
-                res, *_ = await self._get_json(member, f"GET {member}")
-                ls_uri = _link(res, "LogServices")
-                if not ls_uri:
-                    continue
-                for svc in _members((await self._get_json(ls_uri, f"GET {ls_uri}"))[0]):
-                    if svc.rstrip("/").endswith("/EventLog"):
-                        ls, *_ = await self._get_json(svc, f"GET {svc}")
-                        if _link(ls, "Entries"):
-                            return _link(ls, "Entries")
-        raise self.error("protocol", "no EventLog LogService found; set log_entries to the URI "
-                                     "of the LogEntry collection")
+    async def _discover_log(self) -> None:
+        """Choose the event log (never raises): the rack file's `log_service` or `log_entries`,
+        else the best LogService the service's links lead to. The choice, or why there is none,
+        goes to `log_choice` (the identity's extra); a failure is retried at most once a
+        minute (log_entries)."""
+        if self.entries_uri is not None:
+            self.log_choice = self.log_choice or "log_entries set in the rack file"
+            return
+        self._log_failed_ns = None
+        try:
+            if self.log_service_uri:
+                ls, *_ = await self._get_json(self.log_service_uri, f"GET {self.log_service_uri}")
+                if not _link(ls, "Entries"):
+                    raise self._fail("protocol", f"LogService {self.log_service_uri} (log_service "
+                                     f"in the rack file) has no Entries link")
+                self.entries_uri = _link(ls, "Entries")
+                self.log_choice = "log_service set in the rack file"
+                return
+            cands = await discovery.find_logs(
+                lambda uri, what: self._first_of(self._get_json(uri, what)),
+                await self._service_root())
+        except DeviceError as exc:
+            self._log_failed_ns = self.now_ns()
+            self.log_choice = f"none: {exc.message}"
+            return
+        best = discovery.choose(cands)
+        if best is None:
+            self._log_failed_ns = self.now_ns()
+            self.log_choice = ("none: no LogService with Entries under the service's Managers "
+                               "and Systems; set log_service to one")
+            return
+        self.log_service_uri, self.entries_uri = best.service, best.entries
+        others = [c.describe() for c in cands if c is not best]
+        self.log_choice = f"chose {best.describe()}" + (f" over {'; '.join(others)}" if others
+                                                        else "")
+        log.info("%s: event log: %s", self.name, self.log_choice)
+
+    @staticmethod
+    async def _first_of(coro):
+        return (await coro)[0]
 
     async def _log_start(self) -> str:
         """Where a first poll starts: the newest page where the service pages by `$skip`
@@ -495,7 +622,13 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         pages by $skip), at most `log_pages_per_poll` pages and `log_budget_s` per call, so a
         long, slow log never holds the clock reads; `log_backlog` says pages are left."""
         if self.entries_uri is None:
-            self.entries_uri = await self._find_entries_uri()
+            if self._log_failed_ns is not None and \
+                    self.now_ns() - self._log_failed_ns < self.LOG_RETRY_NS:
+                return [], cursor                    # asked less than a minute ago: no request
+            await self._discover_log()
+            if self.entries_uri is None:
+                raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
+                                 f"in {self.LOG_RETRY_NS // NS} s)")
         if self._log_page is None:
             self._log_page = await self._log_start()
         deadline = self.now_ns() + self.log_budget_ns
@@ -508,7 +641,9 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         while True:
             t0 = self.now_ns()
             try:
-                page, ps, e, _ = await self._get_json(uri, "GET log entries")
+                page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False)
+            except NotSent:
+                break                          # the budget is spent: the next poll goes on
             except DeviceError:
                 self._log_page = None          # the log was cleared or moved: start again
                 raise
@@ -576,6 +711,12 @@ class _OneSessionClient(AsyncRedfishClient):
     request headers of the current session (rebuilt when the token changes)."""
 
     _URLS_KEPT = 256
+    meter: Meter | None = None
+
+    async def _login_session(self):
+        if self.meter is not None:
+            self.meter.count("logins")
+        return await super()._login_session()
 
     def _resolve_url(self, target):
         urls = self.__dict__.setdefault("_rc_urls", {})
