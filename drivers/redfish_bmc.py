@@ -375,6 +375,11 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                 await self._client.login(mode)
         except Skipped as exc:
             raise self._fail("refused", f"login: {exc}") from None
+        except RedfishAuthenticationError:
+            if mode == "session" and root and auth_mode(None, root)[0] != "session":
+                raise self._fail("auth", f"login (POST {sessions}): refused, and the service root "
+                                 f"links no SessionService; set auth = \"basic\"") from None
+            raise
         except RedfishHTTPError as exc:
             why = self._http_error(exc.response, f"login (POST {sessions})")
             if exc.response.status in (404, 405, 501):

@@ -36,6 +36,7 @@ it was deprecated; MessageSeverity from v1_10_0).
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import json
 import re
@@ -222,7 +223,8 @@ class EventSubscriber:
             return {"X-Auth-Token": token}
         if getattr(self, "auth", None) == "none":
             return {}
-        return {"Authorization": aiohttp.BasicAuth(self.config.username, self._password).encode()}
+        pair = f"{self.config.username}:{self._password}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
 
     def _url(self, uri: str) -> str:
         host = self.host if ":" not in self.host else f"[{self.host}]"

@@ -159,8 +159,7 @@ class EmulatedBMC:
         self.sessions: dict[str, tuple[str, str]] = {}     # token -> (session id, user)
         self.limits = Limits(self.profile, ctx, self.name, _error)
         self.logs = {self.profile.log_uri(x): _Log(x) for x in self.profile.logs}
-        self.event_log = next(lg for lg in self.logs.values() if lg.spec.test_events)
-        self.entries = self.event_log.entries          # where test events are logged
+        self.event_log = next((lg for lg in self.logs.values() if lg.spec.test_events), None)
         self.pending: set[asyncio.TimerHandle] = set()
         self.events = EventService(self.name, sim, ctx, _error, _reply, self.profile)
         self._routes, self._items = self.routes(), self.item_routes()
@@ -192,7 +191,7 @@ class EmulatedBMC:
         utc = self.profile.datetime_utc
         if not utc:
             return P.render_datetime(value_ns, self.offset_min)
-        text = P.render_datetime(value_ns - self.offset_min * 60 * NS, 0)
+        text = P.render_datetime(value_ns, 0)
         return text[:-6] + "Z" if utc == "Z" else text
 
     def seed_logs(self) -> None:
@@ -583,6 +582,8 @@ class EmulatedBMC:
     def append_entry(self, t_log: int, message_id: str, message: str, args: list, severity: str,
                      t_event: int) -> None:
         """The test event's log entry, stamped by the model at `t_log`; visible from now on."""
+        if self.event_log is None:
+            return
         created, entry_id = self._append(self.event_log, t_log, message, args, severity,
                                          message_id=message_id)
         self.ctx.record_event(self.name, "log", t_log, created_ns=created, entry_id=entry_id,

@@ -218,12 +218,12 @@ class EventService:
         event_id = str(self.next_event)
         self.next_event += 1
         self.kept.append((int(event_id), message_id, event_type, P.event(
-            event_id, timestamp, message_id, message, args, severity, "", origin)))
+            event_id, timestamp, message_id, message, args, severity, "", origin, event_type)))
         for sub in list(self.subs.values()):
             if not sub.wants(message_id, event_type):
                 continue
             payload = P.event(event_id, timestamp, message_id, message, args, severity,
-                              sub.context, origin)
+                              sub.context, origin, event_type)
             lo, hi = self.delivery_s
             delay_ns = round(self.rng.uniform(lo, hi) * NS) if hi > lo else round(lo * NS)
             task = asyncio.get_running_loop().create_task(

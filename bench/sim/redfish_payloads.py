@@ -196,10 +196,10 @@ def event_destination(sub_id: str, destination: str, context: str, protocol: str
 
 
 def event(event_id: str, timestamp: str, message_id: str, message: str, args: list,
-          severity: str, context: str, origin: str) -> dict:
+          severity: str, context: str, origin: str, event_type: str = "Other") -> dict:
     """An Event payload with one record (DSP0266 §13.5), as pushed or streamed."""
     record = {"MemberId": "0", "EventId": event_id, "EventTimestamp": timestamp,
-              "EventType": "Other",
+              "EventType": event_type,
               "MessageId": message_id, "Message": message, "MessageArgs": args,
               "MessageSeverity": severity, "OriginOfCondition": link(origin)}
     return {"@odata.type": "#Event.v1_8_0.Event", "Id": event_id, "Name": "Event",

@@ -27,7 +27,8 @@ Session counts and rate limits are this emulator's model where the documents giv
 (a rate limit is off unless `rate_limit_hz` is set): a request over the limit is answered 429
 with `Retry-After`, a login over `max_sessions` 503 with `Retry-After`. Sim keys override a
 profile's: `max_sessions`, `session_timeout_s`, `rate_limit_hz`, `retry_after_s`,
-`session_service` (false: no SessionService, basic auth only), `auth_required` (false: none).
+`session_service` (false: no SessionService, basic auth only), `auth_required` (false: none),
+`logs` (false: no LogService at all; test events reach the subscribers only).
 """
 from __future__ import annotations
 
@@ -127,4 +128,5 @@ def profile_of(sim: dict) -> Profile:
     p = PROFILES[name]
     keys = ("max_sessions", "session_timeout_s", "rate_limit_hz", "retry_after_s",
             "session_service", "auth_required")
-    return replace(p, **{k: type(getattr(p, k))(sim[k]) for k in keys if k in sim})
+    p = replace(p, **{k: type(getattr(p, k))(sim[k]) for k in keys if k in sim})
+    return p if sim.get("logs", True) else replace(p, logs=())
