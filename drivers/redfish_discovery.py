@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable
 GetJson = Callable[[str, str], Awaitable[dict]]
 # the kinds of log, best first for stimulus-to-log latency: an event log records the Redfish
 # events a test event raises; a SEL records IPMI sensor events; an OEM log is the vendor's own
-_TYPE_RANK = {"Event": 3, "Multiple": 2, "SEL": 2, "CXL": 1, "Oem": 0}
+_TYPE_RANK = {"Event": 3, "Multiple": 2, "SEL": 2, "CXL": 1, "OEM": 0, "Oem": 0}
 _POLICY_RANK = {"WrapsWhenFull": 2, "Unknown": 1, "NeverOverWrites": 0}
 
 

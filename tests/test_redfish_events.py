@@ -311,6 +311,8 @@ def test_reopened_stream_sends_last_event_id_and_the_service_replays(bmc):
             assert line, f"stream ended: {lines}"
             lines.append(line.rstrip("\n"))
         assert "id: 1" in lines and "rackclock test event 1" in lines[-1]
+        record = json.loads(lines[-1][5:])["Events"][0]
+        assert record["MemberId"] == "0"           # DMTF's Event schema requires it
     finally:
         p.terminate()
         p.wait(10)

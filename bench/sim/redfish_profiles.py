@@ -90,7 +90,7 @@ PROFILES = {
     "openbmc": Profile(
         "openbmc", "bmc", "system",
         (LogSpec("Systems", "EventLog", "Event", "WrapsWhenFull", test_events=True),
-         LogSpec("Managers", "Journal", "Oem", "WrapsWhenFull", seeded=5, seed_type="Oem",
+         LogSpec("Managers", "Journal", "OEM", "WrapsWhenFull", seeded=5, seed_type="Oem",
                  oem_format="BMC Journal Entry", message_ids=False)),
         manager_name="OpenBMC Manager"),
     "idrac": Profile(
