@@ -13,6 +13,7 @@ import time
 
 import pytest
 from test_redfish_bmc import PW_ENV, bmc_toml, curl, needs_curl
+from test_redfish_events import bmc  # noqa: F401  (the fixture: a running emulated BMC)
 
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples
@@ -28,15 +29,6 @@ EXPECTED = {   # profile: (Manager URI, the LogService the test events land in)
     "ilo": ("/redfish/v1/Managers/1", "/redfish/v1/Managers/1/LogServices/IEL"),
     "supermicro": ("/redfish/v1/Managers/1", "/redfish/v1/Systems/1/LogServices/Log1"),
 }
-
-
-@pytest.fixture
-def bmc(sim_rack):
-    def make(**sim):
-        s = sim_rack(bmc_toml(**sim))
-        assert not s.failed, s.failed
-        return s, s.rack.devices[0]
-    return make
 
 
 def traffic(sim) -> dict:
