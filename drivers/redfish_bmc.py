@@ -194,6 +194,8 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
     TEST_EVENT = "test_event"
     SCHEMES = ("https", "http")
     LOG_RETRY_NS = 60 * NS       # a service with no usable log is asked again after this
+    SWITCH_AFTER_NS = 15 * NS    # test events unseen in the chosen log this long: look elsewhere
+    MARK = "rackclock test event"
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
                "request_rate_hz": Key("float", 0.1, 100.0, unit="Hz"),
@@ -219,6 +221,10 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         self.auth_note: str | None = None
         self.log_choice = ""                     # how the log was chosen (or why there is none)
         self._log_failed_ns: int | None = None   # when log discovery last failed
+        self._log_others: list = []              # the other logs found (a switch's candidates)
+        self._marks_seen = False                 # a test event's entry came from the chosen log
+        self._unseen_since: int | None = None    # first test event sent while none was seen
+        self._others_checked: int | None = None  # when the other logs were last looked at
         self.meter = Meter()
         self.budget = Budget(float(o.get("request_rate_hz", DEFAULT_RATE_HZ)),
                              int(o.get("max_concurrent_requests", DEFAULT_CONCURRENT)))
@@ -551,6 +557,8 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                                self.manager_uri)
         resp, s, e, note = await self._exchange("POST", self._submit_uri, body,
                                                 "POST SubmitTestEvent")
+        if not self._marks_seen and self._unseen_since is None:
+            self._unseen_since = s
         return Stimulus(name, None, s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} {body['Message']}" + (f" {note}" if note else ""))
 
@@ -598,6 +606,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                                "and Systems; set log_service to one")
             return
         self.log_service_uri, self.entries_uri = best.service, best.entries
+        self._log_others = [c for c in cands if c is not best and c.enabled]
         others = [c.describe() for c in cands if c is not best]
         self.log_choice = f"chose {best.describe()}" + (f" over {'; '.join(others)}" if others
                                                         else "")
@@ -634,6 +643,8 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             if self.entries_uri is None:
                 raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
                                  f"in {self.LOG_RETRY_NS // NS} s)")
+        if await self._switch_log():
+            cursor = None                            # another log: its Ids are its own
         if self._log_page is None:
             self._log_page = await self._log_start()
         deadline = self.now_ns() + self.log_budget_ns
@@ -675,7 +686,36 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             self._log_seen[out[-1].cursor] = None
         while len(self._log_seen) > 10_000:
             del self._log_seen[next(iter(self._log_seen))]
+        self._marks_seen |= any(self.MARK in en.message for en in out)
         return out, (out[-1].cursor if out else cursor)
+
+    async def _switch_log(self) -> bool:
+        """Where the chosen log has shown none of the test events sent over SWITCH_AFTER_NS,
+        look (at most once a minute, one GET per other log) for a log whose first page holds
+        one, and switch to it; said in `log_choice` and the log."""
+        t = self.now_ns()
+        if (self._marks_seen or self._unseen_since is None or not self._log_others
+                or t - self._unseen_since < self.SWITCH_AFTER_NS
+                or (self._others_checked is not None
+                    and t - self._others_checked < self.LOG_RETRY_NS)):
+            return False
+        self._others_checked = t
+        for c in self._log_others:
+            try:
+                page, *_ = await self._get_json(c.entries, f"GET {c.entries}", urgent=False)
+            except DeviceError:
+                continue
+            if any(self.MARK in str(m.get("Message", "")) for m in page.get("Members") or []
+                   if isinstance(m, dict)):
+                self.log_choice = (f"switched to {c.describe()}: it records the test events; "
+                                   f"{self.log_service_uri} showed none in "
+                                   f"{(t - self._unseen_since) // NS} s")
+                log.warning("%s: event log: %s", self.name, self.log_choice)
+                self._log_others = [x for x in self._log_others if x is not c]
+                self.log_service_uri, self.entries_uri = c.service, c.entries
+                self._log_page, self._log_seen, self._marks_seen = None, {}, True
+                return True
+        return False
 
     @staticmethod
     def _entry_id(m: dict) -> str:

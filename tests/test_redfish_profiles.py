@@ -251,3 +251,34 @@ def test_failed_log_discovery_is_retried_at_most_once_a_minute(bmc):
             await drv.close()
     err, asked = asyncio.run(go())
     assert err.kind == "protocol" and "no LogService" in err.message and 0 < asked < 10
+
+
+def test_a_log_that_never_records_the_test_events_is_left_for_one_that_does(bmc):
+    """The SEL records the test events here, though the Lifecycle log ranks first: once a test
+    event has gone unseen in the chosen log, the driver looks at the other logs (once a minute;
+    here at once) and switches to the one that holds it."""
+    sim, dev = bmc(profile="idrac", test_event_log="Sel")
+    sel = "/redfish/v1/Managers/iDRAC.Embedded.1/LogServices/Sel"
+
+    async def go():
+        drv = RedfishBMC(dev, Reference.now_ns, armed=True)
+        drv.SWITCH_AFTER_NS = drv.LOG_RETRY_NS = 0
+        await drv.open()
+        try:
+            first = drv.log_service_uri
+            _, cursor = await drv.log_entries(None)
+            await drv.stimulate("test_event")
+            end, found = time.monotonic() + 10, []
+            while not found:
+                assert time.monotonic() < end, "no switch to the log holding the test event"
+                got, cursor = await drv.log_entries(cursor)
+                found = [e for e in got if "rackclock test event 1" in e.message]
+                await asyncio.sleep(0.05)
+            return first, drv.log_service_uri, drv.log_choice, found
+        finally:
+            await drv.close()
+    first, now, choice, found = asyncio.run(go())
+    assert first.endswith("/Lclog") and now == sel
+    assert choice.startswith(f"switched to {sel} ") and "/Lclog showed none" in choice
+    (ev,) = [e for e in sim.ctx.events["bmc-t"] if e["kind"] == "log"]
+    assert found[0].value_ns == ev["created_ns"]

@@ -28,7 +28,8 @@ Session counts and rate limits are this emulator's model where the documents giv
 with `Retry-After`, a login over `max_sessions` 503 with `Retry-After`. Sim keys override a
 profile's: `max_sessions`, `session_timeout_s`, `rate_limit_hz`, `retry_after_s`,
 `session_service` (false: no SessionService, basic auth only), `auth_required` (false: none),
-`logs` (false: no LogService at all; test events reach the subscribers only).
+`logs` (false: no LogService at all; test events reach the subscribers only), `test_event_log`
+(the Id of the log that records the test events instead of the profile's).
 """
 from __future__ import annotations
 
@@ -129,4 +130,7 @@ def profile_of(sim: dict) -> Profile:
     keys = ("max_sessions", "session_timeout_s", "rate_limit_hz", "retry_after_s",
             "session_service", "auth_required")
     p = replace(p, **{k: type(getattr(p, k))(sim[k]) for k in keys if k in sim})
+    if "test_event_log" in sim:                # another of its logs records the test events
+        p = replace(p, logs=tuple(replace(x, test_events=x.id == sim["test_event_log"])
+                                  for x in p.logs))
     return p if sim.get("logs", True) else replace(p, logs=())
