@@ -32,7 +32,8 @@ accepted only with `auth = "none"`. TLS is verified against `ca_file` (or the sy
 device may set `verify_tls = false`. The password comes from `config.secret()` and never appears
 in an error or the log. Parsing of `DateTime` is written here (stdlib `datetime`).
 
-The event log is found by the service's links (drivers/redfish_discovery.py: every LogService
+The event log (drivers/redfish_log.py) is found by the service's links
+(drivers/redfish_discovery.py: every LogService
 with Entries under Managers and Systems, ranked by LogEntryType, OverWritePolicy and the
 entries it holds), once at the open; the choice and the candidates are in the identity's
 `extra` (`log_service`, `log_choice`); `log_service` in the rack file names the LogService to
@@ -54,7 +55,6 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import json
-import re
 import ssl
 from typing import Any
 
@@ -68,30 +68,25 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
 
 from bench.errors import RackclockError
 from bench.model.inventory import Key
-from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, Read,
                           Stimulus, split_address)
 from drivers.base import ClockSetting, NtpCommanding, Stimulated
 from drivers import tcp_rx_stamp
-from drivers import redfish_discovery as discovery
 from drivers.redfish_discovery import link as _link, members as _members
 from drivers.redfish_events import EventSubscriber, test_event_body
+from drivers.redfish_log import LogReader, NotSent
+from drivers.redfish_time import parse_datetime_ns
 from drivers.redfish_session import (AUTH_MODES, DEFAULT_CONCURRENT, DEFAULT_RATE_HZ, Budget,
                                      Meter, Skipped, auth_mode, retry_after_s)
 
 log = logging.getLogger(__name__)
 NS = 1_000_000_000
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 
 # Stamps of the exchanges made by the current task: [("s", ns) | ("e", ns, kernel ns or None)],
 # filled by the session's request and response classes (stamped_request, capped_response).
 _STAMPS: contextvars.ContextVar[list | None] = contextvars.ContextVar("redfish_stamps",
                                                                      default=None)
 _RAW = json.JSONEncoder(separators=(",", ":")).encode
-
-
-class NotSent(DeviceError):
-    """A request the budget held back (drivers/redfish_session.py): nothing was sent."""
 
 
 class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
@@ -149,36 +144,6 @@ def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
     return CappedResponse
 
 
-def parse_offset(text: str) -> dt.timezone:
-    m = _OFFSET.match(text or "")
-    if not m:
-        raise ValueError(f"not a UTC offset: {text!r}")
-    minutes = int(m[2]) * 60 + int(m[3])
-    return dt.timezone(dt.timedelta(minutes=-minutes if m[1] == "-" else minutes))
-
-
-def parse_datetime_ns(text: str, local_offset: str | None = None) -> int:
-    """A Redfish date-time (`2026-11-29T18:03:29+01:00`) -> Unix-epoch ns (UTC).
-
-    Without an offset in the string, `local_offset` (`DateTimeLocalOffset`) applies; with neither,
-    ValueError: the instant would be ambiguous.
-    """
-    t = dt.datetime.fromisoformat(text)
-    if t.tzinfo is None:
-        if local_offset is None:
-            raise ValueError(f"date-time {text!r} has no UTC offset")
-        t = t.replace(tzinfo=parse_offset(local_offset))
-    d = t - EPOCH
-    return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
-
-
-def _id_key(entry_id: str) -> tuple[int, ...] | None:
-    """Numeric log entry Ids (`17`, bmcweb's `1700000000_3`) order; others do not."""
-    if re.fullmatch(r"\d+(?:[_.]\d+)*", entry_id or ""):
-        return tuple(int(p) for p in re.split(r"[_.]", entry_id))
-    return None
-
-
 def _redfish_message(body: Any) -> str:
     """The first message of a Redfish error body, if it is one."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -190,12 +155,9 @@ def _redfish_message(body: Any) -> str:
     return ""
 
 
-class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
+class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https", "http")
-    LOG_RETRY_NS = 60 * NS       # a service with no usable log is asked again after this
-    SWITCH_AFTER_NS = 15 * NS    # test events unseen in the chosen log this long: look elsewhere
-    MARK = "rackclock test event"
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
                "request_rate_hz": Key("float", 0.1, 100.0, unit="Hz"),
@@ -215,27 +177,14 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         self.ca_file = o.get("ca_file")
         self.timeout_s = float(o.get("timeout_s", 3.0))
         self.manager_uri = o.get("manager")
-        self.entries_uri = o.get("log_entries")
-        self.log_service_uri = o.get("log_service")
         self.auth = o.get("auth")                # None: discovered at the open
         self.auth_note: str | None = None
-        self.log_choice = ""                     # how the log was chosen (or why there is none)
-        self._log_failed_ns: int | None = None   # when log discovery last failed
-        self._log_others: list = []              # the other logs found (a switch's candidates)
-        self._marks_seen = False                 # a test event's entry came from the chosen log
-        self._unseen_since: int | None = None    # first test event sent while none was seen
-        self._others_checked: int | None = None  # when the other logs were last looked at
         self.meter = Meter()
         self.budget = Budget(float(o.get("request_rate_hz", DEFAULT_RATE_HZ)),
                              int(o.get("max_concurrent_requests", DEFAULT_CONCURRENT)))
         self.test_message_id = str(o.get("test_message_id", "Base.1.0.Success"))
         self.max_body = int(o.get("max_body_bytes", 4 << 20))
-        self.log_pages = int(o.get("log_pages_per_poll", 2))
-        self.log_budget_ns = int(float(o.get("log_budget_s", 0.5)) * NS)
-        self._log_page: str | None = None      # the log page to read next (the newest read)
-        self._log_seen: dict[str, None] = {}   # Ids of entries returned (the last 10,000)
-        self._page_ns = 0                      # how long the last log page took
-        self.log_backlog = False               # pages are left to read: poll again soon
+        self._init_log(o)
         self.scheme, self.host, self.port, _ = split_address(config.address)
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncRedfishClient | None = None
@@ -557,8 +506,7 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                                self.manager_uri)
         resp, s, e, note = await self._exchange("POST", self._submit_uri, body,
                                                 "POST SubmitTestEvent")
-        if not self._marks_seen and self._unseen_since is None:
-            self._unseen_since = s
+        self._test_event_sent(s)
         return Stimulus(name, None, s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} {body['Message']}" + (f" {note}" if note else ""))
 
@@ -573,178 +521,6 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         return Stimulus(self.SET_CLOCK, body["DateTime"], s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} DateTime={body['DateTime']}"
                             + (f" {note}" if note else ""))
-
-    async def _discover_log(self) -> None:
-        """Choose the event log (never raises): the rack file's `log_service` or `log_entries`,
-        else the best LogService the service's links lead to. The choice, or why there is none,
-        goes to `log_choice` (the identity's extra); a failure is retried at most once a
-        minute (log_entries)."""
-        if self.entries_uri is not None:
-            self.log_choice = self.log_choice or "log_entries set in the rack file"
-            return
-        self._log_failed_ns = None
-        try:
-            if self.log_service_uri:
-                ls, *_ = await self._get_json(self.log_service_uri, f"GET {self.log_service_uri}")
-                if not _link(ls, "Entries"):
-                    raise self._fail("protocol", f"LogService {self.log_service_uri} (log_service "
-                                     f"in the rack file) has no Entries link")
-                self.entries_uri = _link(ls, "Entries")
-                self.log_choice = "log_service set in the rack file"
-                return
-            cands = await discovery.find_logs(
-                lambda uri, what: self._first_of(self._get_json(uri, what)),
-                await self._service_root())
-        except DeviceError as exc:
-            self._log_failed_ns = self.now_ns()
-            self.log_choice = f"none: {exc.message}"
-            return
-        best = discovery.choose(cands)
-        if best is None:
-            self._log_failed_ns = self.now_ns()
-            self.log_choice = ("none: no LogService with Entries under the service's Managers "
-                               "and Systems; set log_service to one")
-            return
-        self.log_service_uri, self.entries_uri = best.service, best.entries
-        self._log_others = [c for c in cands if c is not best and c.enabled]
-        others = [c.describe() for c in cands if c is not best]
-        self.log_choice = f"chose {best.describe()}" + (f" over {'; '.join(others)}" if others
-                                                        else "")
-        log.info("%s: event log: %s", self.name, self.log_choice)
-
-    @staticmethod
-    async def _first_of(coro):
-        return (await coro)[0]
-
-    async def _log_start(self) -> str:
-        """Where a first poll starts: the newest page where the service pages by `$skip`
-        (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
-        root = await self._service_root()
-        features = root.get("ProtocolFeaturesSupported")
-        if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
-            return self.entries_uri
-        first, *_ = await self._get_json(self.entries_uri, "GET log entries")
-        count, per_page = first.get("Members@odata.count"), len(first.get("Members") or [])
-        if not isinstance(count, int) or not first.get("Members@odata.nextLink") or not per_page:
-            return self.entries_uri
-        sep = "&" if "?" in self.entries_uri else "?"
-        return f"{self.entries_uri}{sep}$skip={max(0, count - per_page)}"
-
-    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
-        """Entries newer than `cursor` (the last entry Id seen), read incrementally: from the
-        page where the last poll ended (the newest page on a first poll, where the service
-        pages by $skip), at most `log_pages_per_poll` pages and `log_budget_s` per call, so a
-        long, slow log never holds the clock reads; `log_backlog` says pages are left."""
-        if self.entries_uri is None:
-            if self._log_failed_ns is not None and \
-                    self.now_ns() - self._log_failed_ns < self.LOG_RETRY_NS:
-                return [], cursor                    # asked less than a minute ago: no request
-            await self._discover_log()
-            if self.entries_uri is None:
-                raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
-                                 f"in {self.LOG_RETRY_NS // NS} s)")
-        if await self._switch_log():
-            cursor = None                            # another log: its Ids are its own
-        if self._log_page is None:
-            self._log_page = await self._log_start()
-        deadline = self.now_ns() + self.log_budget_ns
-        if self.log_until_ns is not None:
-            deadline = min(deadline, self.log_until_ns)
-        members: list = []
-        start = uri = self._log_page
-        s, e, pages = None, None, 0
-        self.log_backlog = False
-        while True:
-            t0 = self.now_ns()
-            try:
-                page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False)
-            except NotSent:
-                break                          # the budget is spent: the next poll goes on
-            except DeviceError:
-                self._log_page = None          # the log was cleared or moved: start again
-                raise
-            self._page_ns = self.now_ns() - t0
-            s, pages = (ps if s is None else s), pages + 1
-            members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
-            nxt = page.get("Members@odata.nextLink")
-            if not isinstance(nxt, str) or not nxt or nxt == uri:
-                self._log_page = uri           # the newest page: read again next poll
-                break
-            self._log_page = uri = nxt
-            if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
-                self.log_backlog = True
-                break
-        new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
-        out = []
-        for m in new:
-            if "Created" not in m and _link(m):                 # a collection of links only
-                if self.now_ns() >= deadline:
-                    self.log_backlog, self._log_page = True, start   # the rest next poll
-                    break
-                m, _, e, _ = await self._get_json(_link(m), "GET log entry")
-            out.append(self._entry(m, s, e))
-            self._log_seen[out[-1].cursor] = None
-        while len(self._log_seen) > 10_000:
-            del self._log_seen[next(iter(self._log_seen))]
-        self._marks_seen |= any(self.MARK in en.message for en in out)
-        return out, (out[-1].cursor if out else cursor)
-
-    async def _switch_log(self) -> bool:
-        """Where the chosen log has shown none of the test events sent over SWITCH_AFTER_NS,
-        look (at most once a minute, one GET per other log) for a log whose first page holds
-        one, and switch to it; said in `log_choice` and the log."""
-        t = self.now_ns()
-        if (self._marks_seen or self._unseen_since is None or not self._log_others
-                or t - self._unseen_since < self.SWITCH_AFTER_NS
-                or (self._others_checked is not None
-                    and t - self._others_checked < self.LOG_RETRY_NS)):
-            return False
-        self._others_checked = t
-        for c in self._log_others:
-            try:
-                page, *_ = await self._get_json(c.entries, f"GET {c.entries}", urgent=False)
-            except DeviceError:
-                continue
-            if any(self.MARK in str(m.get("Message", "")) for m in page.get("Members") or []
-                   if isinstance(m, dict)):
-                self.log_choice = (f"switched to {c.describe()}: it records the test events; "
-                                   f"{self.log_service_uri} showed none in "
-                                   f"{(t - self._unseen_since) // NS} s")
-                log.warning("%s: event log: %s", self.name, self.log_choice)
-                self._log_others = [x for x in self._log_others if x is not c]
-                self.log_service_uri, self.entries_uri = c.service, c.entries
-                self._log_page, self._log_seen, self._marks_seen = None, {}, True
-                return True
-        return False
-
-    @staticmethod
-    def _entry_id(m: dict) -> str:
-        return str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
-
-    @staticmethod
-    def _newer(members: list[dict], cursor: str | None) -> list[dict]:
-        ids = [str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1]) for m in members]
-        keys = [_id_key(i) for i in ids]
-        if all(k is not None for k in keys) and (cursor is None or _id_key(cursor) is not None):
-            order = sorted(range(len(members)), key=lambda i: keys[i])
-            return [members[i] for i in order if cursor is None or keys[i] > _id_key(cursor)]
-        if cursor in ids:                                   # opaque Ids: oldest first
-            return members[ids.index(cursor) + 1:]
-        return members
-
-    def _entry(self, m: dict, s: int, e: int) -> LogEntry:
-        entry_id = str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
-        created = m.get("Created")
-        try:
-            value = parse_datetime_ns(created) if isinstance(created, str) else None
-        except ValueError:
-            value = None
-        raw = json.dumps({k: m.get(k) for k in ("Id", "Created", "MessageId", "Message")},
-                         separators=(",", ":"))
-        return LogEntry(cursor=entry_id, clock="datetime", value_ns=value, resolution_ns=NS,
-                        s_ns=s, e_ns=e, message=str(m.get("Message") or m.get("MessageId") or ""),
-                        raw=raw)
-
 
 class _OneSessionClient(AsyncRedfishClient):
     """redfish.aio logs in again after a 401 on a GET without ending the session it had; a BMC

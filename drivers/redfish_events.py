@@ -50,6 +50,7 @@ import aiohttp
 from aiohttp import web
 
 from drivers.base import DeviceError, LogEntry
+from drivers.redfish_time import parse_datetime_ns
 
 NS = 1_000_000_000
 MODES = ("auto", "sse", "push", "poll")
@@ -143,7 +144,6 @@ class EventSubscriber:
 
     @staticmethod
     def _parse_stamp(text: str) -> int:
-        from drivers.redfish_bmc import parse_datetime_ns
         return parse_datetime_ns(text)
 
     # -- lifecycle --------------------------------------------------------------------------------

@@ -20,13 +20,15 @@ import email.utils
 import time
 from typing import Callable
 
+from bench.errors import RackclockError
+
 DEFAULT_RATE_HZ = 10.0
 DEFAULT_CONCURRENT = 2
 RETRY_AFTER_CAP_S = 60.0
 AUTH_MODES = ("session", "basic", "none")
 
 
-class Skipped(Exception):
+class Skipped(RackclockError):
     """A request that could wait was not sent: the budget was spent or the service asked for a
     pause (Retry-After)."""
 
