@@ -336,6 +336,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                                  f"links no SessionService; set auth = \"basic\"") from None
             raise
         except RedfishHTTPError as exc:
+            if exc.response.status in (429, 503):
+                self._throttled(exc.response)
             why = self._http_error(exc.response, f"login (POST {sessions})")
             if exc.response.status in (404, 405, 501):
                 raise self._fail(why.kind, f"{why.message}: the service has no session "

@@ -282,3 +282,44 @@ def test_a_log_that_never_records_the_test_events_is_left_for_one_that_does(bmc)
     assert choice.startswith(f"switched to {sel} ") and "/Lclog showed none" in choice
     (ev,) = [e for e in sim.ctx.events["bmc-t"] if e["kind"] == "log"]
     assert found[0].value_ns == ev["created_ns"]
+
+
+@needs_curl
+def test_session_table_and_idle_timeout(bmc):
+    """iDRAC's table of 8 sessions: a ninth login is 503 SessionLimitExceeded with Retry-After;
+    a session idle past the timeout is gone, and the driver logs in again (counted)."""
+    sim, dev = bmc(profile="idrac", session_timeout_s=1)
+    pw = os.environ[PW_ENV]
+    login = ["--cacert", dev.options["ca_file"], "-H", "Content-Type: application/json", "-d",
+             json.dumps({"UserName": "root", "Password": pw}),
+             dev.address + "/redfish/v1/SessionService/Sessions"]
+    codes = [curl(*login)[0] for _ in range(8)]
+    assert codes == [201] * 8
+    code, body = curl("-D", "-", *login)
+    assert code == 503 and "SessionLimitExceeded" in body and "retry-after: 2" in body.lower()
+
+    async def go():
+        drv = RedfishBMC(with_options(dev, events="poll"), Reference.now_ns, armed=True)
+        end, refused = time.monotonic() + 10, 0
+        while True:                        # the 8 sessions above expire after 1 s idle
+            try:
+                await drv.open()
+                break
+            except DeviceError as exc:
+                assert exc.kind == "refused" and time.monotonic() < end, exc
+                refused += 1
+                await asyncio.sleep(0.2)
+        try:
+            first = await drv.read_clock("datetime")
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 1.5:     # idle past the session timeout
+                await asyncio.sleep(0.1)
+            second = await drv.read_clock("datetime")
+            return first, second, dict(drv.meter.counts), refused
+        finally:
+            await drv.close()
+    first, second, counts, refused = asyncio.run(go())
+    assert "re-sent" not in first.raw and "re-sent" in second.raw
+    # login attempts: each refused one (503, counted throttled) and the two that made sessions;
+    # an open inside the Retry-After pause sends nothing at all
+    assert refused >= 1 and counts["logins"] == counts["throttled"] + 2
