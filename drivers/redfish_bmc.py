@@ -41,8 +41,9 @@ use instead. A service with no usable log is asked again at most once a minute.
 
 Politeness (drivers/redfish_session.py): at most `request_rate_hz` requests a second (default 10)
 and `max_concurrent_requests` at once (default 2; the SSE stream is not counted among them);
-a 429 or 503 answer holds every request for its Retry-After; log polls never wait for the
-budget (skipped instead, so clock reads come first). Requests, logins and throttled answers are
+a 429 or 503 answer holds every request for its Retry-After; a log poll waits for the budget
+only until its own deadline (before the next clock read is due), else it is skipped and comes
+again soon. Requests, logins and throttled answers are
 counted for the runner (`on_traffic`).
 
 Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `auth`, `manager` (Manager URI),
@@ -157,7 +158,7 @@ def _redfish_message(body: Any) -> str:
 
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
-    SCHEMES = ("https", "http")
+    SCHEMES = ("https",)         # http:// only with auth = "none", for a driver made in code
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
                "request_rate_hz": Key("float", 0.1, 100.0, unit="Hz"),
@@ -362,17 +363,20 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
 
     # -- one bracketed exchange -------------------------------------------------------------------
     async def _exchange(self, method: str, uri: str, body: dict | None = None, what: str = "",
-                        urgent: bool = True):
-        """(response, s_ns, e_ns, note): one request inside the budget (`urgent` False: skipped,
-        DeviceError `refused`, rather than waiting); the bracket is the wire-side stamps of the
-        exchange that produced the answer (falls back to stamps around the call)."""
+                        urgent: bool = True, max_wait_s: float | None = None):
+        """(response, s_ns, e_ns, note): one request inside the budget, waiting for it up to
+        `max_wait_s` (default half the timeout; 0 for a request that is not `urgent`), else
+        NotSent; the bracket is the wire-side stamps of the exchange that produced the answer
+        (falls back to stamps around the call)."""
         if self._client is None:
             raise self.error("error", "not open")
         stamps: list = []
         token = _STAMPS.set(stamps)
         s0 = self.now_ns()
         try:
-            async with self.budget.slot(urgent, self.timeout_s / 2):
+            if max_wait_s is None:
+                max_wait_s = self.timeout_s / 2 if urgent else 0.0
+            async with self.budget.slot(urgent, max_wait_s):
                 s0 = self.now_ns()
                 if method == "GET":
                     resp = await self._client.get(uri)
@@ -414,9 +418,10 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         log.info("%s: HTTP %d: holding every request for %.1f s (Retry-After %r)", self.name,
                  resp.status, wait, resp.getheader("Retry-After"))
 
-    async def _get_json(self, uri: str, what: str, urgent: bool = True
-                        ) -> tuple[dict, int, int, str]:
-        resp, s, e, note = await self._exchange("GET", uri, what=what, urgent=urgent)
+    async def _get_json(self, uri: str, what: str, urgent: bool = True,
+                        max_wait_s: float | None = None) -> tuple[dict, int, int, str]:
+        resp, s, e, note = await self._exchange("GET", uri, what=what, urgent=urgent,
+                                                max_wait_s=max_wait_s)
         try:
             body = resp.dict
         except RedfishProtocolError:

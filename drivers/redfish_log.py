@@ -7,7 +7,7 @@ a poll costs no request. Where the chosen log has shown none of the test events 
 `SWITCH_AFTER_NS`, the other logs found are looked at (once a minute, one GET each) and the
 driver switches to one that holds a test event; `log_choice` says so.
 
-Needs of the driver: `name`, `now_ns`, `log_until_ns`, `_get_json(uri, what, urgent)`,
+Needs of the driver: `name`, `now_ns`, `log_until_ns`, `_get_json(uri, what, urgent, max_wait_s)`,
 `_service_root()`, `_fail(kind, message)`.
 """
 from __future__ import annotations
@@ -130,13 +130,13 @@ class LogReader:
             if self.entries_uri is None:
                 raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
                                  f"in {self.LOG_RETRY_NS // NS} s)")
-        if await self._switch_log():
-            cursor = None                            # another log: its Ids are its own
-        if self._log_page is None:
-            self._log_page = await self._log_start()
         deadline = self.now_ns() + self.log_budget_ns
         if self.log_until_ns is not None:
             deadline = min(deadline, self.log_until_ns)
+        if await self._switch_log(deadline):
+            cursor = None                            # another log: its Ids are its own
+        if self._log_page is None:
+            self._log_page = await self._log_start()
         members: list = []
         start = uri = self._log_page
         s, e, pages = None, None, 0
@@ -144,9 +144,12 @@ class LogReader:
         while True:
             t0 = self.now_ns()
             try:
-                page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False)
+                wait = max(0, deadline - self.now_ns()) / NS     # no later than the budget
+                page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False,
+                                                      max_wait_s=wait)
             except NotSent:
-                break                          # the budget is spent: the next poll goes on
+                self.log_backlog = True        # the budget is spent: poll again soon
+                break
             except DeviceError:
                 self._log_page = None          # the log was cleared or moved: start again
                 raise
@@ -176,7 +179,7 @@ class LogReader:
         self._marks_seen |= any(self.MARK in en.message for en in out)
         return out, (out[-1].cursor if out else cursor)
 
-    async def _switch_log(self) -> bool:
+    async def _switch_log(self, deadline: int) -> bool:
         """Where the chosen log has shown none of the test events sent over SWITCH_AFTER_NS,
         look (at most once a minute, one GET per other log) for a log whose first page holds
         one, and switch to it; said in `log_choice` and the log."""
@@ -186,12 +189,15 @@ class LogReader:
                 or (self._others_checked is not None
                     and t - self._others_checked < self.LOG_RETRY_NS)):
             return False
-        self._others_checked = t
         for c in self._log_others:
             try:
-                page, *_ = await self._get_json(c.entries, f"GET {c.entries}", urgent=False)
+                page, *_ = await self._get_json(c.entries, f"GET {c.entries}", urgent=False,
+                                                max_wait_s=max(0, deadline - t) / NS)
+            except NotSent:
+                return False                         # no room now: looked at next poll
             except DeviceError:
                 continue
+            self._others_checked = t
             if any(self.MARK in str(m.get("Message", "")) for m in page.get("Members") or []
                    if isinstance(m, dict)):
                 self.log_choice = (f"switched to {c.describe()}: it records the test events; "
@@ -202,6 +208,7 @@ class LogReader:
                 self.log_service_uri, self.entries_uri = c.service, c.entries
                 self._log_page, self._log_seen, self._marks_seen = None, {}, True
                 return True
+        self._others_checked = t
         return False
 
     @staticmethod

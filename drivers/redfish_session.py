@@ -5,8 +5,9 @@ and by later Redfish drivers (CDUs, power shelves).
   requests per second (a token bucket holding one second's worth) and `concurrent` requests in
   flight; a `429 Too Many Requests` or `503 Service Unavailable` answer holds every request until
   its `Retry-After` has passed (capped at `RETRY_AFTER_CAP_S`; 1 s when the header is absent or
-  unreadable). Requests that can wait (log polls) ask `urgent=False` and are skipped rather than
-  queued when the budget is spent, so clock reads are never late behind them.
+  unreadable). Requests that can wait (log polls) ask `urgent=False` with a `max_wait_s` that
+  ends before the next clock read is due, and are skipped (never queued) when the budget has no
+  room by then, so clock reads are never late behind them.
 - `auth_mode`: session (default), HTTP basic, or none, as the rack file says or as the service
   shows (a service root without a SessionService: basic).
 - `Meter`: requests, logins and throttled answers counted for the runner (`on_traffic`).
@@ -83,9 +84,12 @@ class Budget:
             wait = max(wait, (1.0 - self.tokens) / self.rate)
         return wait
 
-    def slot(self, urgent: bool = True, max_wait_s: float = 1.0) -> "_Slot":
-        """Room for one request: an urgent one waits up to `max_wait_s` for it (a longer pause
-        asked by Retry-After raises Skipped: nothing is sent), another never waits."""
+    def slot(self, urgent: bool = True, max_wait_s: float | None = None) -> "_Slot":
+        """Room for one request, waited for up to `max_wait_s` (default: 1 s when `urgent`, else
+        not at all); a longer wait (a Retry-After pause, a spent budget) raises Skipped and
+        nothing is sent. A request that is not urgent never queues for a concurrent slot."""
+        if max_wait_s is None:
+            max_wait_s = 1.0 if urgent else 0.0
         if self._sem is None:                  # made on the loop that uses it
             self._sem = asyncio.Semaphore(self.concurrent)
         return _Slot(self, urgent, max_wait_s)
@@ -98,7 +102,7 @@ class _Slot:
     async def __aenter__(self):
         b = self.b
         while (wait := b._wait_s()) > 0:
-            if not self.urgent or wait > self.max_wait:
+            if wait > self.max_wait:
                 b.skipped += 1
                 held = b.held_until - b.clock()
                 raise Skipped(f"the service asked for a pause (Retry-After): {held:.1f} s left"

@@ -1,7 +1,7 @@
 """The Redfish driver against a service the project did not write: OpenStack's sushy-tools
 (`sushy-emulator --fake`, PyPI `sushy-tools`), on loopback over HTTPS with an htpasswd file.
 It has no SessionService: the driver finds that out and uses HTTP basic authentication. Its
-Manager `DateTime` is the host's local time in whole seconds labelled `+00:00` (FACTS.md), so
+Manager `DateTime` is the host's local time in whole seconds labelled `+00:00` (measured), so
 its true offset from UTC is the host's local UTC offset: the process runs under a POSIX TZ
 (`IST-5:30`, +05:30, no tzdata needed) and every bound the driver's reads give must hold it."""
 from __future__ import annotations
