@@ -42,7 +42,14 @@ WARN 0, FAIL 0, NOT_TESTED 50. What it leaves NOT_TESTED, and why:
   on resources it created itself (accounts);
 - `only`/`excerpt` query parameters (1): not supported, as ProtocolFeaturesSupported says.
 
-Sim keys beyond the clock model's: `ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
+The URIs above are the default profile's (`openbmc`); `profile = "idrac" | "ilo" | "supermicro"`
+lays the Manager, System and LogServices out as that vendor does, with its DateTime rendering,
+session table and timeout, rate limit (429 with Retry-After) and EventService filters
+(bench/sim/redfish_profiles.py, bench/sim/redfish_limits.py). Every request is counted in a
+`traffic` record of `ctx.events[device]`.
+
+Sim keys beyond the clock model's: `profile` and its overrides (bench/sim/redfish_profiles.py),
+`ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
 `serial`, `log_capacity` (entries kept, oldest dropped first), and the EventService's
 (`event_subscriptions`, `event_delivery_s`, `event_retry_s`, `event_ca_file`: see
 bench/sim/redfish_events.py), `ntp_model` (the NTP client's
