@@ -19,7 +19,7 @@ from pathlib import Path
 from bench.model.inventory import DeviceConfig, InventoryError
 from bench.model.rackfile import load_checked, parse_allowance, reference_options
 from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
-from bench.units import fmt_ns
+from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
 
 
@@ -31,7 +31,7 @@ class DeviceCheck:
     address: str
     status: str = "timeout"                 # ok | an error class | timeout | no-driver
     identity: str = ""
-    reads: list = field(default_factory=list)   # (clock, offset_ns, bracket_ns) or (clock, error)
+    reads: list = field(default_factory=list)   # (clock, text) for a read or an error
     error: str = ""
     seconds: float = 0.0
 
@@ -64,9 +64,7 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
                 result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
                 failed = failed or exc
                 continue
-            mid = (r.s_ns + r.e_ns) // 2
-            off = r.value_ns - mid if not spec.counter else None
-            result.reads.append((spec.name, off, r.e_ns - r.s_ns))
+            result.reads.append((spec.name, read_text(r, spec.counter)))
         if failed:
             result.status, result.error = failed.kind, failed.message
         else:
@@ -78,6 +76,21 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(drv.close(), 5)
+
+
+def read_text(r, counter: bool) -> str:
+    """One read as the offset it allows: device minus reference at the bracket's middle, to the
+    precision of its bound; a clock coarser than its bracket says what the one read pins
+    ('-788 ms, 1 s resolution: offset in [-788, 212] ms; a run pins it')."""
+    br, q = r.e_ns - r.s_ns, max(1, int(r.resolution_ns))
+    if counter:
+        return f"counter [bracket {fmt_ns(br)}]"
+    lo, hi = r.value_ns - r.e_ns, r.value_ns + q - r.s_ns     # true reading in [v, v + q)
+    point = r.value_ns - (r.s_ns + r.e_ns) // 2
+    if q > br:
+        return (f"{fmt_ns(point, precision_ns=min(q, hi - lo))}, {fmt_ns(q)} resolution: "
+                f"offset in {fmt_interval_ns(lo, hi)}; a run pins it")
+    return f"{fmt_ns(point, precision_ns=hi - lo)} [bracket {fmt_ns(br)}]"
 
 
 def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]:
@@ -149,14 +162,7 @@ def device_table(results: list[DeviceCheck]) -> list[str]:
     rows = [("device", "plane", "driver", "status", "identity", "clock reads (device - reference, "
              "bracket)")]
     for r in results:
-        reads = []
-        for x in r.reads:
-            if len(x) == 2:
-                reads.append(f"{x[0]}: {x[1]}")
-            else:
-                clock, off, br = x
-                reads.append(f"{clock}: {'counter' if off is None else fmt_ns(off)} "
-                             f"[{fmt_ns(br)}]")
+        reads = [f"{clock}: {text}" for clock, text in r.reads]
         rows.append((r.name, r.plane, r.driver, r.status, r.identity or "-",
                      "; ".join(reads) or (r.error or "-")))
     widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
@@ -200,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:
         return int(exc.code or 0)
+    unknown = set(a.device) - {d.name for d in source.devices}
+    if unknown:                   # refused before anything is started or opened
+        print(f"rackclock check: no device {', '.join(sorted(unknown))} in the rack "
+              f"(devices: {', '.join(d.name for d in source.devices)})", file=sys.stderr)
+        return 2
 
     with contextlib.ExitStack() as stack:
         if source.simulated:       # a simulated rack file (the default, or a variant): serve it
@@ -221,12 +232,6 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"rackclock check: {exc}", file=sys.stderr)
                     return 2
             rack, sim_failed, declared = source, {}, {}
-        if a.device:
-            unknown = set(a.device) - {d.name for d in rack.devices} - set(sim_failed)
-            if unknown:
-                print(f"rackclock check: no device {', '.join(sorted(unknown))} in the rack",
-                      file=sys.stderr)
-                return 2
         health, refused = None, None
         try:
             opts = reference_options(rack)

@@ -380,11 +380,12 @@ class Lab:
 
 def close_lab(bench) -> None:
     """Close the bench's lab, if an experiment opened one (the bench does when the rack stops);
-    devices the procedure never touched are said so in the manifest."""
+    devices the procedure never touched are marked `unused` in the manifest (not an error: the
+    summary leaves them out)."""
     lab = getattr(bench, "_lab", None)
     if lab is not None:
         devices = Manifest.of(bench.store.manifest).devices
-        bench.store.update_devices({name: {"error": "not used by this experiment"}
+        bench.store.update_devices({name: {"unused": "not used by this experiment"}
                                     for name, d in devices.items() if not d.error and not
                                     (bench.store.path / "samples" / f"{name}.csv").exists()})
         lab.close()
