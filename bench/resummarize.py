@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = rebuild_summary(a.run)
     if not a.quiet:
-        from bench.run.experiment import reference_line
+        from bench.output.closing import reference_line
         from bench.output.terminal import table
 
         print(reference_line(load_run(a.run).manifest))
