@@ -202,3 +202,18 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     assert t["first_change_run"] == 2 and len(t["values"]) == 3
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 20000
     assert trend.main([str(runs[BASELINE]), str(runs[UNCHANGED])]) == 2
+
+
+def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, capsys,
+                                                             monkeypatch):
+    """Issue 30: the figure silently kept 24 panels and was written to the current folder."""
+    from bench.output import trend
+
+    monkeypatch.chdir(tmp_path)
+    rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
+                     "--as-given", "--max-panels", "1"])
+    out = capsys.readouterr().out
+    assert rc == 1 and not (tmp_path / "trend.png").exists()
+    line = next(x for x in out.splitlines() if x.startswith("figure: "))
+    assert line.startswith(f"figure: {runs[REGRESSED] / 'trend.png'} (1 of ")
+    assert "--max-panels" in line and (runs[REGRESSED] / "trend.png").exists()
