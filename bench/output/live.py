@@ -82,15 +82,23 @@ class LiveBounds:
             live.calibrated_s = round((int(e[-1]) - self.start_ns) / 1e9, 1)
             live.calibrated_width_ns = live.width_ns
 
-    def text(self, st) -> str:
-        parts = []
-        for clock in st.recent:
-            x = self.clocks.get((st.name, clock))
-            if x is None or x.width_ns is None:
-                continue
-            cal = f" cal@{x.calibrated_s:g}s" if x.calibrated_s is not None else ""
-            parts.append(f"{clock} ±{fmt_ns(x.width_ns / 2)} {x.status}{cal}")
-        return "; ".join(parts)
+    def text(self, st, width: int | None = None) -> str:
+        """Each clock's '±half-width status' (and 'pinned@T s' once calibrated), in at most
+        `width` columns: the calibration marks go first, then the clock names are shortened;
+        a bound and its status are never cut."""
+        xs = [(c, x) for c in st.recent if (x := self.clocks.get((st.name, c))) is not None
+              and x.width_ns is not None]
+
+        def render(cal: bool, name_len: int | None) -> str:
+            return "; ".join(
+                f"{c[:name_len] if name_len else c} ±{fmt_ns(x.width_ns / 2)} {x.status}"
+                + (f" pinned@{x.calibrated_s:g}s" if cal and x.calibrated_s is not None else "")
+                for c, x in xs)
+        for cal, n in ((True, None), (False, None), (False, 4), (False, 1)):
+            text = render(cal, n)
+            if width is None or len(text) <= width:
+                return text
+        return "; ".join(f"±{fmt_ns(x.width_ns / 2)} {x.status}" for _, x in xs)
 
     def record(self) -> dict:
         """{device: {clock: {...}}} for the manifest's `calibration`."""
@@ -105,16 +113,26 @@ class LiveBounds:
         return out
 
 
-def calibrated_cell(manifest, device: str, clock: str) -> str:
-    """'12.5 s' or 'not reached (±5.5 ms, floor 1.2 ms)' or '—' for a run without the record.
-    `manifest`: the dict as written or a bench.model.documents.Manifest."""
+def calibration_state(manifest, device: str, clock: str) -> str:
+    """'pinned 1.9 ms after 5.8 s' once the offset's width met the criterion, else 'pinned
+    1.9 ms; floor 1.0 ms' (the narrowest bracket: the floor a width can approach); '' for a run
+    without the record. `manifest`: the dict as written or a bench.model.documents.Manifest."""
     from bench.model.documents import Manifest
     x = Manifest.of(manifest or {}).calibration_of(device, clock)
     if x is None or not x.raw:
-        return "—"
+        return ""
     if x.calibrated_after_s is not None:
-        return f"{x.calibrated_after_s:g} s"
+        return f"pinned {fmt_ns(x.width_then_ns, 2)} after {x.calibrated_after_s:g} s"
     if x.last_width_ns is None:
-        return "not reached"
-    return (f"not yet ({fmt_ns(x.last_width_ns)} > "
-            f"{fmt_ns(CALIBRATED_RATIO * (x.min_bracket_ns or 0))})")
+        return "no fit yet"
+    return f"pinned {fmt_ns(x.last_width_ns, 2)}; floor {fmt_ns(x.min_bracket_ns, 2)}"
+
+
+def calibrated_cell(manifest, device: str, clock: str) -> str:
+    """'12.5 s' (when the criterion was met) or the state it reached ('pinned 1.9 ms; floor
+    1.0 ms') or '—' for a run without the record."""
+    from bench.model.documents import Manifest
+    x = Manifest.of(manifest or {}).calibration_of(device, clock)
+    if x is not None and x.raw and x.calibrated_after_s is not None:
+        return f"{x.calibrated_after_s:g} s"
+    return calibration_state(manifest, device, clock) or "—"

@@ -6,11 +6,15 @@ import time
 from datetime import datetime, timezone
 
 from bench.model.rundata import OLD_UNUSED
+from bench.output.live import calibration_state
 from bench.model.statuses import ErrorKind, Verdict
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.vocabulary import (ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text,
                                     word)
 from bench.units import fmt_interval_ns, fmt_ns
+
+
+LIVE_WIDTH = 100     # the live line fits a 100-column terminal with its bounds and status
 
 
 class Progress:
@@ -26,13 +30,20 @@ class Progress:
         self._final_done = False
         self.live = live                  # bench.output.live.LiveBounds: each clock's offset width
 
-    def line(self, st) -> str:
+    def line(self, st, width: int = LIVE_WIDTH) -> str:
+        """One device in at most `width` columns: name, state, reads, then each clock's bound
+        and status (never cut: shortened first), then what room is left for the rest."""
+        head = f"{st.name[:12]:<12} {st.state[:9]:<9} {st.reads:>5} reads" + (
+            f" errors {st.errors}" if st.errors else "")
+        bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
+        out = head + (f"  {bounds}" if bounds else "")
         br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
-        err = f" last error: {st.last_error}" if st.last_error else ""
-        bounds = self.live.text(st) if self.live is not None else ""
-        return (f"{st.name:<12} {st.plane:<8} {st.state:<12} reads {st.reads:>5}  "
-                f"bracket {br:>9}  stimuli {st.stimuli:>2}  events {st.events:>3}  "
-                f"errors {st.errors:>3}" + (f"  | {bounds}" if bounds else "") + err)[:220]
+        for extra in (f"bracket {br}",
+                      f"stimuli {st.stimuli} events {st.events}",
+                      f"last error: {st.last_error}" if st.last_error else ""):
+            if extra and len(out) + 2 + len(extra) <= width:
+                out += f"  {extra}"
+        return out[:width]
 
     def __call__(self, statuses, elapsed_s: float) -> None:
         if self.tty:
@@ -211,20 +222,6 @@ def mean_drift_cell(s) -> str:
     if not m or m.get("lo") is None:
         return ""
     return f"{ppm_interval(m['lo'], m['hi'])} {word(m.get('status'))}"
-
-
-def calibration_state(manifest, device: str, clock: str) -> str:
-    """'pinned 1.9 ms after 5.8 s' once the offset's width met the criterion, else 'pinned
-    1.9 ms; floor 1.0 ms' (the narrowest bracket, the floor a width can approach)."""
-    from bench.model.documents import Manifest
-    x = Manifest.of(manifest or {}).calibration_of(device, clock)
-    if x is None or not x.raw:
-        return ""
-    if x.calibrated_after_s is not None:
-        return f"pinned {fmt_ns(x.width_then_ns, 2)} after {x.calibrated_after_s:g} s"
-    if x.last_width_ns is None:
-        return "no fit yet"
-    return f"pinned {fmt_ns(x.last_width_ns, 2)}; floor {fmt_ns(x.min_bracket_ns, 2)}"
 
 
 def latency_table(summary, width: int | None = WIDTH) -> str:
