@@ -10,6 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from bench.model.bounds_csv import write_bounds_csv
 from bench.model.rundata import load_run
 from bench.model.statuses import RunStatus
 from bench.model.store import SCHEMA, write_json
@@ -40,6 +41,7 @@ def rebuild_summary(path: Path) -> dict:
                             uncertainty_ns=run.manifest.uncertainty_ns())
     summary["rebuilt"] = True
     write_json(path / "summary.json", {"schema": SCHEMA, **summary})
+    write_bounds_csv(path, summary)
     return summary
 
 
