@@ -35,7 +35,7 @@ def _unused_are_not_rows(p: subprocess.CompletedProcess, used: set[str]) -> None
     unused = set(run.summary.raw["unused_devices"])
     assert unused and not unused & used
     lines = p.stdout.strip().splitlines()
-    assert lines[-2].startswith("verdict: PASS"), lines[-2]      # the verdict, last
+    assert lines[-2].startswith("verdict: ") and "FAIL" not in lines[-2], lines[-2]   # last
     table = p.stdout.split("run folder:")[0]
     assert not any(x.startswith(tuple(f"{d} " for d in unused)) for x in table.splitlines())
 
@@ -63,7 +63,8 @@ def test_the_tutorials_experiment_on_the_default_rack_exits_0(tmp_path):
 def test_limits_on_a_copied_default_rack_pass_bmc1_at_100ms(tmp_path):
     rack = tmp_path / "lab-copy.toml"
     rack.write_text((ROOT / "bench" / "sim" / "default_rack.toml").read_text()
-                    + '\n[limits.devices."bmc-1"]\noffset_within = "100ms"\n')
+                    + '\n[limits.devices."bmc-1"]\noffset_within = "100ms"\n'
+                    + 'mtie = {"5s" = "5s"}\n')     # a 1 s clock: MTIE within about 1 s
     p = cli("run", "--rack", str(rack), "--duration", "20", "--out", str(tmp_path / "runs"),
             "--quiet")
     run = load_run(folder(p))
@@ -79,3 +80,6 @@ def test_limits_on_a_copied_default_rack_pass_bmc1_at_100ms(tmp_path):
     for t in (seg.start_ns, seg.end_ns):     # the truth at the span's ends lies within ±100 ms
         assert abs(_truth_offset_at(truth, t)) < 100e6
     assert q.returncode == 0 and "pass: offset within ±100 ms" in js.read_text()
+    mtie = next(x for x in q.stdout.splitlines() if x.startswith("bmc-1 ") and " mtie " in x)
+    assert mtie.rstrip().endswith("PASS"), q.stdout
+    assert (run.path / "bounds.csv").read_text().count("\nbmc-1,datetime,") >= 1

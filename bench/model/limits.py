@@ -29,18 +29,25 @@ from typing import Any, Mapping
 import numpy as np
 
 from bench.errors import RackclockError
+from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
 
-KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns"}
+KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",
+        "mtie": "mask", "tdev": "mask"}     # masks: bench.model.stability_limits
 
 
 class LimitError(RackclockError, ValueError):
     """The [limits] table of the rack file is malformed."""
 
 
-def _value(key: str, v: Any, where: str) -> float:
+def _value(key: str, v: Any, where: str):
+    if KEYS[key] == "mask":
+        try:
+            return parse_mask(v, where)
+        except ValueError as exc:
+            raise LimitError(str(exc)) from None
     if KEYS[key] == "ns":
         try:
             return float(parse_duration_ns(v))
@@ -190,10 +197,32 @@ def latency_checks(device: str, d, L: float) -> list[Check]:
     return out
 
 
-def check_run(summary, manifest, span=None) -> list[Check]:
+def mask_checks(device: str, clock: str, c, lim: dict, run, uncertainty_ns: int) -> list[Check]:
+    """MTIE / TDEV masks of one clock, judged from its reads (`run`: a bench.model.rundata.Run;
+    None: undecided, the reads are needed)."""
+    out = []
+    for kind in (k for k in MASK_KEYS if k in lim):
+        text = f"{kind.upper()} mask ({len(lim[kind])} tau)"
+        if run is None:
+            out.append(Check(device, clock, kind, text, "—", "undecided",
+                             "needs the run's reads: rackclock limits RUN"))
+            continue
+        s, e, v, q = run.clock_reads(device, clock)
+        if len(s) < 3:
+            out.append(Check(device, clock, kind, text, "—", "undecided", "fewer than 3 reads"))
+            continue
+        prior = c.assumptions.drift_prior_ppm if c.assumptions else 600.0
+        verdict, bound, why = judge(kind, lim[kind], *read_intervals(s, e, v, q, uncertainty_ns,
+                                                                    prior))
+        out.append(Check(device, clock, kind, text, bound, verdict, why))
+    return out
+
+
+def check_run(summary, manifest, span=None, run=None) -> list[Check]:
     """Every limit the run's inventory declares, judged from summary.json (dicts or the typed
     bench.model.documents records). `span`: (t0, t1) reference ns to judge offsets over instead
-    of each segment's calibrated span (beyond the reads: extrapolated, said so)."""
+    of each segment's calibrated span (beyond the reads: extrapolated, said so). `run`: the
+    bench.model.rundata.Run whose reads judge MTIE and TDEV masks."""
     from bench.model.documents import Manifest, Summary
 
     summary, manifest = Summary.of(summary), Manifest.of(manifest)
@@ -212,6 +241,7 @@ def check_run(summary, manifest, span=None) -> list[Check]:
                 out.append(offset_check(device, clock, c, lim["offset_within"], span))
             if "drift_within_ppm" in lim:
                 out.append(drift_check(device, clock, c, lim["drift_within_ppm"]))
+            out += mask_checks(device, clock, c, lim, run, summary.reference_uncertainty_ns)
         if "latency_max" in lim:
             out += latency_checks(device, d, lim["latency_max"])
     return out
@@ -309,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     except LimitError as exc:
         print(f"rackclock limits: {exc}", file=sys.stderr)
         return 2
-    checks = check_run(run.summary, run.manifest, span)
+    checks = check_run(run.summary, run.manifest, span, run)
     print(text_table(checks, None if a.wide else WIDTH)
           or "no limits in this run's rack file ([limits] table)")
     if a.junit:

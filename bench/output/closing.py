@@ -74,9 +74,10 @@ def incident_lines(path, width: int | None = WIDTH) -> list[str]:
 
 
 def overall_line(run, checks) -> str:
-    """The one-line verdict: FAIL (a limit fails, a bound misses the simulated truth, the run
-    did not complete, a used device gave nothing), UNDECIDED (a limit or a clock is undecided),
-    else PASS; with the reasons."""
+    """The one-line verdict: FAIL (a limit or a measurement fails, a bound misses the simulated
+    truth, the run did not complete, a used device gave nothing), UNDECIDED (a limit or a
+    measurement is undecided; with neither, a clock), else PASS; with the reasons."""
+    from bench.model.rundata import load_measurements
     from bench.model.rundata import unusable_devices
     from bench.model.statuses import RunStatus
     fail, undecided = [], []
@@ -90,7 +91,11 @@ def overall_line(run, checks) -> str:
     fail += [f"{c.device} {c.item} {c.measure} limit" for c in checks if c.verdict == "fail"]
     undecided += [f"{c.device} {c.item} {c.measure} limit" for c in checks
                   if verdict_word(c.verdict) == UNDECIDED_VERDICT]
-    if not checks:
+    ms = [m for m in load_measurements(run.path) if m.get("outcome") not in (None, "no limit")]
+    fail += [f"{m.get('device')} {m.get('name')}" for m in ms if m["outcome"] == "fail"]
+    undecided += [f"{m.get('device')} {m.get('name')}" for m in ms
+                  if verdict_word(m["outcome"]) == UNDECIDED_VERDICT]
+    if not checks and not ms:        # nothing was asked of the run but its clocks
         undecided += [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
                       if str(c.verdict) in ("undecided", "stuck")]
     word = FAIL if fail else UNDECIDED_VERDICT if undecided else PASS
@@ -98,8 +103,9 @@ def overall_line(run, checks) -> str:
     if not why:
         n = sum(1 for _ in run.summary.clocks())
         lim = sum(c.verdict == "pass" for c in checks)
-        return (f"verdict: {PASS}: {n} clock(s) measured" + (f", {lim} limit(s) pass" if checks
-                                                              else ", no limits declared"))
+        return (f"verdict: {PASS}: {n} clock(s) measured" + (f", {len(ms)} measurement(s) pass"
+                                                              if ms else "")
+                + (f", {lim} limit(s) pass" if checks else ", no limits declared"))
     more = f" and {len(why) - 4} more" if len(why) > 4 else ""
     return f"verdict: {word}: {'; '.join(why[:4])}{more}"
 
@@ -113,7 +119,7 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
     width = None if wide else WIDTH
     parts = [reference_line(run.manifest), table(run.summary, run.manifest, width, limits=False)]
     ms = measurement_lines(run.path, width)
-    checks = check_run(run.summary, run.manifest)
+    checks = check_run(run.summary, run.manifest, run=run)
     for block in (ms, text_table(checks, width).splitlines() if checks else [],
                   incident_lines(run.path, width)):
         if block:
