@@ -4,19 +4,27 @@ limit is judged from the proven bounds as pass, fail or undecided (the bound str
 In the rack file (per plane, then per device; a device's keys override its plane's):
 
     [limits.planes.bmc]
-    offset_within = "100ms"      # |device clock - reference| everywhere in the run
-    drift_within_ppm = 50        # |drift|
+    offset_within = "100ms"      # |device clock - reference| over every segment's calibrated span
+    drift_within_ppm = 50        # |drift| (the drift at an epoch: assumed, said so)
     latency_max = "500ms"        # every stimulus -> device log stamp
+    mtie = {"1s" = "5ms", "100s" = "20ms"}    # MTIE(tau) <= max, a mask as ITU-T G.8262 and
+    tdev = {"1s" = "1ms"}                     # G.8273.2 state theirs (bench.model.stability_limits)
 
     [limits.devices."bmc-2"]
     offset_within = "2s"
 
 A limit passes when every value the bounds allow meets it, fails when none does (for latency:
-when one event's whole bound is beyond it), and is undecided otherwise. A counter's offset is
-the instant of its zero, not a time of day: offset limits skip counters.
+when one event's whole bound is beyond it), and is undecided otherwise. An offset is judged over
+each segment's calibrated span (first to last read), from the bound at the epoch and the proven
+band widened by the drift prior to each instant (the model, named in the check: the offset moves
+at most the prior, checked, and makes no unseen step); beyond the reads it is extrapolated, and
+judged only over a span asked for (`--span FROM:TO`, seconds from the run's start). A counter's
+offset is the instant of its zero, not a time of day: offset limits skip counters. A stuck clock
+is undecided, with its reads and span.
 
-`rackclock limits RUN [--junit FILE]` prints the checks of a run (exit 1 on a fail; --strict: 3
-on undecided); the terminal table, the report and RUN/limits.xml show the same checks.
+`rackclock limits RUN [--junit FILE] [--span FROM:TO] [--wide]` prints the checks of a run (exit 1
+on a fail; --strict: 3 on undecided); the terminal table, the report and RUN/limits.xml show the
+same checks.
 """
 from __future__ import annotations
 
