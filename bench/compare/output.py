@@ -58,8 +58,8 @@ def verdict_cell(r: Row) -> str:
 
 def row_cells(r: Row) -> list[str]:
     m = r.baseline or r.candidate
-    basis = (m.basis + (" (assumed: prior)" if any(x is not None and x.assumed for x in
-                                                   (r.baseline, r.candidate)) else "")) if m else ""
+    basis = (m.basis + (" (on the prior)" if any(x is not None and x.assumed for x in
+                                                 (r.baseline, r.candidate)) else "")) if m else ""
     return [r.device, r.clock or "—", r.measure, basis, bounds(r.baseline, r.unit),
             bounds(r.candidate, r.unit), change(r),
             "—" if r.tolerance is None else "±" + fmt(r.tolerance, r.unit), verdict_cell(r)]
