@@ -108,3 +108,15 @@ def test_the_live_line_fits_100_columns_with_every_bound_and_status():
     line = Progress(60, live=live).line(st)
     assert len(line) <= LIVE_WIDTH, (len(line), line)
     assert len(re.findall(r"±\S+ \S+ (proven|assumed|break)", line)) == 3, line
+
+
+def test_the_live_line_calls_a_clock_that_never_advances_stuck():
+    st = DeviceStatus("bmc-9", "bmc", state="measuring", reads=40)
+    live = LiveBounds(T0)
+    rows = [(T0 + k * 500_000_000, T0 + k * 500_000_000 + 2_000_000, 1_700_000_000 * S, S)
+            for k in range(40)]                       # a DateTime that never moves
+    st.recent["datetime"] = rows
+    live._fit(st.name, "datetime", rows)
+    line = Progress(60, live=live).line(st)
+    assert "datetime stuck (no advance over 40 reads spanning 19.5 s)" in line, line
+    assert "±" not in line and len(line) <= LIVE_WIDTH

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.model.vocabulary import STUCK, stuck_text
 from bench.units import fmt_ns
 
 CALIBRATED_RATIO = 2.0
@@ -29,7 +30,7 @@ class ClockLive:
     reads: int = 0                  # reads in the last fit
     width_ns: float | None = None
     min_bracket_ns: float | None = None
-    status: str = "—"               # proven | assumed | break | —
+    status: str = "—"               # proven | assumed | break | stuck (...) | —
     calibrated_s: float | None = None   # run time at which it first met the criterion
     calibrated_width_ns: float | None = None
 
@@ -64,6 +65,11 @@ class LiveBounds:
         s, e, v, q = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
         live = self.clocks.setdefault((device, clock), ClockLive())
         live.reads = n
+        if len(v) >= MIN_READS and int(v.min()) == int(v.max()) and \
+                int(e[-1]) - int(s[0]) > 2 * int(q.max()):      # it never advanced over 2 ticks
+            live.status = stuck_text({"reads": len(v), "span_s": (int(e[-1]) - int(s[0])) / 1e9})
+            live.width_ns = None
+            return
         try:
             fit = fit_clock(s, e, v, int(max(1, q[-1])), drift_prior_ppm=self.prior)
         except Exception:          # a live guide must never stop the run
@@ -88,6 +94,15 @@ class LiveBounds:
         a bound and its status are never cut."""
         xs = [(c, x) for c in st.recent if (x := self.clocks.get((st.name, c))) is not None
               and x.width_ns is not None]
+        stuck = [f"{c} {x.status}" for c in st.recent if (x := self.clocks.get((st.name, c)))
+                 is not None and x.status.startswith(STUCK)]
+        if not stuck:
+            return self.text_of(xs, width)
+        rest = self.text_of(xs, width)       # a stuck clock says so first, never with a width
+        return "; ".join(stuck + ([rest] if rest else []))[:width or None]
+
+    @staticmethod
+    def text_of(xs, width: int | None) -> str:
 
         def render(cal: bool, name_len: int | None) -> str:
             return "; ".join(
