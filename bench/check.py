@@ -1,7 +1,10 @@
 """`rackclock check`: is the reference healthy, and is every device of the rack reachable?
 
 Prints the reference's grade and figures, then one row per device: its identity and one read of
-each of its clocks (device minus reference at the bracket's middle, and the bracket's width),
+each of its clocks (device minus reference at the bracket's middle, to the precision of what the
+read proves, and the bracket's width; a clock coarser than its bracket with its resolution and
+the offset interval the one read allows: `-788 ms, 1 s resolution: offset in [-796, 212] ms; a
+run pins it`),
 every device checked in its own thread with its own event loop and a timeout. Exit status 0 when
 everything is usable, 1 when the reference or any device is not, 2 on bad arguments.
 With no `--rack` it serves the simulated rack in this process and checks that.

@@ -17,7 +17,8 @@ One session at a time on a lab rack: `rack_drivers` and `calibration` hold the r
 (bench.model.racklock, keyed by the rack file's path) from their first use to the session's end,
 so a second session on the same rack (another pytest, a second xdist worker) waits for it, up to
 --rack-wait-s, and then fails naming the holder.
-Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`.
+Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`; a failed
+assertion on a calibration figure reads in units (`bmc-2 offset_bound: 41.27 s < 5 ms is false`).
 Stimuli reach a real rack only with --rack-arm; on a simulated rack they are always sent.
 """
 from __future__ import annotations
