@@ -97,12 +97,12 @@ def verdict_line(cmp: Comparison) -> str:
         what = "; ".join(f"{_name(r)} {r.verdict}" for r in fails[:6]) + (
             f" and {len(fails) - 6} more" if len(fails) > 6 else "")
         line = f"FAIL: {len(fails)} regression(s): {what}"
-        return line + (f" ({len(unsure)} more inconclusive)" if unsure else "")
+        return line + (f" ({len(unsure)} more undecided)" if unsure else "")
     if unsure:
         spans = [r.decide_s for r in unsure if r.decide_s is not None]
         what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
-        return (f"{UNDECIDED_VERDICT}: no regression proven, but {len(unsure)} measure(s) cannot be "
-                f"decided at their tolerance ({what})"
+        return (f"{UNDECIDED_VERDICT}: no regression proven, but {len(unsure)} measure(s) "
+                f"cannot be decided at their tolerance ({what})"
                 + (f"; runs of {fmt_span(max(spans))} each would decide "
                    f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
                    if spans else ""))

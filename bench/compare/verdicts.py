@@ -238,7 +238,8 @@ def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:
             continue
         for k in ("firmware", "vendor", "model", "serial", "plane", "error"):
             if ia[dev].get(k, "") != ib[dev].get(k, ""):
-                x, y = (without_addresses(ia[dev].get(k, "")), without_addresses(ib[dev].get(k, "")))
+                x, y = (without_addresses(ia[dev].get(k, "")),
+                        without_addresses(ib[dev].get(k, "")))
                 if x != y:         # a change of address or port alone says nothing of the device
                     out.append((dev, k, ia[dev].get(k, ""), ib[dev].get(k, "")))
     return out
