@@ -22,6 +22,7 @@ from pathlib import Path
 from bench.model.inventory import DeviceConfig, InventoryError
 from bench.model.rackfile import load_checked, parse_allowance, reference_options
 from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
+from bench.model.texttable import WIDTH, render, wrap
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
 
@@ -161,20 +162,19 @@ def reference_lines(h: Health | None, refused: str | None) -> list[str]:
     return out
 
 
-def device_table(results: list[DeviceCheck]) -> list[str]:
-    rows = [("device", "plane", "driver", "status", "identity", "clock reads (device - reference, "
-             "bracket)")]
-    for r in results:
-        reads = [f"{clock}: {text}" for clock, text in r.reads]
-        rows.append((r.name, r.plane, r.driver, r.status, r.identity or "-",
-                     "; ".join(reads) or (r.error or "-")))
-    widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
-    lines = []
-    for row in rows:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
-    for r in results:
-        if r.error and r.reads:          # errors with no read are already in the table
-            lines.append(f"  {r.name}: {r.status}: {r.error}")
+def device_table(results: list[DeviceCheck], width: int | None = WIDTH) -> list[str]:
+    """One row per device (identity clipped to fit `width`), its clock reads indented below it
+    (device - reference; a counter's bracket)."""
+    head = ["device", "plane", "driver", "status", "identity"]
+    rows = [[r.name, r.plane, r.driver, r.status, r.identity or "-"] for r in results]
+    table = render(head, rows, width=width, clip=4)
+    lines = table[:2]
+    for r, row in zip(results, table[2:]):
+        lines.append(row)
+        for clock, text in r.reads:
+            lines += wrap(f"    {clock}: {text}", width, " " * 8)
+        if r.error:
+            lines += wrap(f"    {r.status}: {r.error}", width, " " * 8)
     return lines
 
 

@@ -52,3 +52,15 @@ def test_check_refuses_an_unknown_device_before_starting_the_rack(capsys):
     out = capsys.readouterr()
     assert "no device bmc-9 in the rack" in out.err
     assert "served on loopback" not in out.out       # the old code started the rack first
+
+
+def test_check_table_fits_120_columns():
+    from bench.check import DeviceCheck, device_table
+    r = DeviceCheck("k8s-1", "scheduler", "k8s_scheduler", "", status="ok",
+                    identity="Kubernetes API server linux/amd64 fw v1.31.4 s/n "
+                             "https://127.0.0.1:36325 " + "x" * 80,
+                    reads=[("hrsystemdate", "-3600.1 s, 100 ms resolution: offset in "
+                            "[-3600.13, -3600.01] s; a run pins it " + "y" * 60)])
+    lines = device_table([r])
+    assert all(len(x) <= 120 for x in lines), lines
+    assert any(x.startswith("    hrsystemdate: -3600.1 s, 100 ms resolution") for x in lines)
