@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
-from bench.model.vocabulary import STUCK, stuck_text
+from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
 from bench.units import fmt_ns
 
 CALIBRATED_RATIO = 2.0
@@ -30,7 +30,7 @@ class ClockLive:
     reads: int = 0                  # reads in the last fit
     width_ns: float | None = None
     min_bracket_ns: float | None = None
-    status: str = "—"               # proven | assumed | break | stuck (...) | —
+    status: str = "—"               # proven | assumed [(after a break)] | stuck (...) | —
     calibrated_s: float | None = None   # run time at which it first met the criterion
     calibrated_width_ns: float | None = None
 
@@ -82,7 +82,8 @@ class LiveBounds:
         d = seg.drift_ppm
         at_edge = abs(d.lo + self.prior) <= 0.01 * self.prior or \
             abs(d.hi - self.prior) <= 0.01 * self.prior
-        live.status = "break" if len(fit.segments) > 1 else "assumed" if at_edge else "proven"
+        live.status = (ASSUMED if at_edge else PROVEN) + (" (after a break)"
+                                                          if len(fit.segments) > 1 else "")
         if live.calibrated_s is None and \
                 live.width_ns <= CALIBRATED_RATIO * live.min_bracket_ns:
             live.calibrated_s = round((int(e[-1]) - self.start_ns) / 1e9, 1)
