@@ -66,7 +66,7 @@ class Progress:
             self._last_plain = time.monotonic()
             print(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s", file=self.stream)
             for st in statuses:
-                print("   " + self.line(st), file=self.stream)
+                print("   " + self.line(st, LIVE_WIDTH - 3), file=self.stream)
             self.stream.flush()
 
     def close(self) -> None:
