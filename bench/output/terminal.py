@@ -125,7 +125,7 @@ def table(summary, manifest=None, width: int | None = WIDTH, limits: bool = True
                   if d.error_count and d.first_errors.get(ErrorKind.NOT_STARTED) != OLD_UNUSED]
     for n in notes:
         lines += wrap(f"note: {n}", width)
-    for w in sorted(used, key=[PROVEN, ASSUMED, UNDECIDED, STUCK].index):
+    for w in (x for x in (PROVEN, ASSUMED, UNDECIDED, STUCK) if x in used):
         lines += wrap(f"{w}: {LEGEND[w]}", width)
     lines += model_lines(summary, width)
     lat = latency_table(summary, width)
