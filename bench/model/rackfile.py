@@ -156,14 +156,27 @@ def check_out(out: Path) -> None:
         raise InventoryError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
 
 
-def check_params(exp, overrides: dict[str, str]) -> dict[str, Any]:
-    """`--param key=value` cast to the experiment's Params field types, ranges checked."""
+def _cast(cast, v: str, what: str):
+    try:
+        return cast(v)
+    except ValueError:
+        raise ValueError(f"expected {what}, got {v!r}") from None
+
+
+def check_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """`--param key=value` cast to the experiment's Params field types, ranges checked.
+    `given_as`: the option a key came from when not --param (duration_s: "--duration")."""
     from dataclasses import fields
 
     types = {f.name: str(f.type) for f in fields(exp.Params)}
     kw: dict[str, Any] = {}
     for k, v in overrides.items():
         if k not in types:
+            opt = (given_as or {}).get(k)
+            if opt:
+                raise InventoryError(f"{opt}: this experiment takes no {opt.lstrip('-')} "
+                                     f"(its parameters: {', '.join(types)})")
             raise InventoryError(f"--param {k}: the experiment has no such parameter"
                                  f"{did_you_mean(k, types)}")
         t = types[k]
@@ -176,11 +189,11 @@ def check_params(exp, overrides: dict[str, str]) -> dict[str, Any]:
                 if "None" in t and v.lower() == "none":
                     kw[k] = None
                 else:
-                    kw[k] = float(v)
+                    kw[k] = _cast(float, v, "a number")
                     if not math.isfinite(kw[k]) or kw[k] < 0:
                         raise ValueError("expected a finite number, 0 or more")
             elif "int" in t:
-                kw[k] = int(v)
+                kw[k] = _cast(int, v, "a whole number")
                 if kw[k] < 0:
                     raise ValueError("expected an integer, 0 or more")
             else:
