@@ -183,15 +183,25 @@ def clock_notes(name: str, clock: str, c) -> list[str]:
 
 
 def model_lines(summary, width) -> list[str]:
-    """Each clock's model (summary `assumptions.model`, issue 28), equal ones said once."""
+    """Each clock's model (summary `assumptions.model`, issue 28), equal ones said once; the step
+    that could hide (`assumptions.unseen_step`) differs per clock and is listed on one line."""
     by: dict[str, list[str]] = {}
+    hide: list[str] = []
     for d, c in summary.clocks():
-        m = (c.assumptions.raw.get("model") if c.assumptions else "") or ""
+        a = c.assumptions
+        m = str((a.raw.get("model") if a else "") or "").split("; a step of ")[0]
         if m:
-            by.setdefault(str(m), []).append(f"{d.name} {c.name}")
+            by.setdefault(m, []).append(f"{d.name} {c.name}")
+        u = a.unseen_step if a else None
+        if u and u.get("size_ns"):
+            hide.append(f"{d.name} {c.name} {fmt_ns(u['size_ns'])}")
+            p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
     out = []
     for m, who in by.items():
         out += wrap(f"model ({', '.join(who) if len(by) > 1 else 'every clock'}): {m}", width)
+    if hide:
+        out += wrap(f"steps that show with probability >= {p:g} when they last {within:g} s: "
+                    f"{', '.join(hide)}; a smaller one can hide", width)
     return out
 
 
