@@ -736,54 +736,46 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
         _reads=(si, ei, vi), _prior=prior, **status)
 
 
-EPOCH_CANDIDATES = 17     # instants a mean drift's window is chosen from (10th–90th % of reads)
 MEAN_DRIFT_CANDIDATES = 400   # read instants a mean drift's window is chosen from, at the most
 RATE_EDGE = 0.8           # reads that need this share of the rate bound sit on its edge
-
-
-def _epoch_candidates(seg: Segment) -> list[int]:
-    s, e, _ = seg._reads
-    mids = (s // 2 + e // 2)
-    return np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES))
-                     .astype(np.int64)).tolist()
 
 
 def _mean_drift(seg: Segment) -> dict | None:
     """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
     (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets (the envelope's)
     by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
-    the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair among the epoch
-    candidates with the narrowest bound; its status is the segment's offset status; None when
+    the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair of read instants
+    with the narrowest such bound; its status is the segment's offset status; None when
     undecided."""
-    s, _, _ = seg._reads
-    if len(s) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
+    if len(seg._reads[0]) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
         return None
-    two = seg._env
-    pts = np.unique(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref)
-    if len(pts) > MEAN_DRIFT_CANDIDATES:
-        pts = pts[np.linspace(0, len(pts) - 1, MEAN_DRIFT_CANDIDATES).astype(int)]
-    lo, hi, ok = two.bounds(pts)
-    pts, lo, hi = pts[ok], lo[ok], hi[ok]
-    best = None
-    if len(pts) >= 2:
-        dt = (pts[None, :] - pts[:, None]).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            width = np.where(dt > 0, ((hi[None, :] - lo[:, None]) - (lo[None, :] - hi[:, None]))
-                             / dt, np.inf)
-        k = int(np.argmin(width))
-        i, j = divmod(k, len(pts))
-        if np.isfinite(width[i, j]):
-            t1, t2 = int(pts[i]), int(pts[j])
-            b1, b2 = two.at(t1), two.at(t2)
-            best = (0.0, (b2[0] - b1[1]) / (t2 - t1), (b2[1] - b1[0]) / (t2 - t1), t1, t2)
-    if best is None:
+    window = _narrowest_window(seg._env)
+    if window is None:
         return None
-    _, lo, hi, t1, t2 = best
-    lo, hi = lo / PPM, hi / PPM
+    t1, t2 = window
+    (lo1, hi1), (lo2, hi2) = seg._env.at(t1), seg._env.at(t2)
+    lo, hi = (lo2 - hi1) / (t2 - t1) / PPM, (hi2 - lo1) / (t2 - t1) / PPM
     lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
     point = min(max(seg.drift_ppm.point, lo), hi)
     return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2,
             "status": seg.offset_status}
+
+
+def _narrowest_window(two: _envelope.TwoSided) -> tuple[int, int] | None:
+    """The pair of instants t1 < t2 among the reads' (at most MEAN_DRIFT_CANDIDATES of them)
+    where (w1 + w2) / (t2 − t1) is least: the narrowest mean rate between two proven offsets."""
+    pts = np.unique(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref)
+    if len(pts) > MEAN_DRIFT_CANDIDATES:
+        pts = pts[np.linspace(0, len(pts) - 1, MEAN_DRIFT_CANDIDATES).astype(int)]
+    lo, hi, ok = two.bounds(pts)
+    pts, w = pts[ok], (hi - lo)[ok]
+    if len(pts) < 2:
+        return None
+    dt = (pts[None, :] - pts[:, None]).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dt > 0, (w[:, None] + w[None, :]) / dt, np.inf)
+    i, j = divmod(int(np.argmin(rate)), len(pts))
+    return (int(pts[i]), int(pts[j])) if np.isfinite(rate[i, j]) else None
 
 
 def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
