@@ -175,13 +175,14 @@ def _redfish_message(body: Any) -> str:
 class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https",)
-    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"), "timeout_s": TIMEOUT_KEY,
                "manager": Key("str"), "log_entries": Key("str"), "test_message_id": Key("str"),
                "max_body_bytes": Key("int", 4096, 1 << 28, unit="bytes"),
                "log_pages_per_poll": Key("int", 1, 100), "log_budget_s": TIMEOUT_KEY,
                "events": Key("str", choices=("auto", "sse", "push", "poll")),
-               "event_listener": Key("str"), "event_listener_cert": Key("path"),
-               "event_listener_key": Key("path"), "event_verify_certificate": Key("bool")}
+               "event_listener": Key("str"), "event_listener_cert": Key("path", exists="file"),
+               "event_listener_key": Key("path", exists="file"), "event_verify_certificate": Key("bool")}
 
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)
