@@ -194,8 +194,9 @@ def test_relative_paths_resolve_against_the_rack_file(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("pmc"), reason="linuxptp's pmc is not installed")
-def test_check_honours_the_rack_files_ptp_uds(tmp_path):
+def test_check_honours_the_rack_files_ptp_uds(tmp_path, monkeypatch):
     """`check` looks for ptp4l where the rack file says, as `run` does."""
+    monkeypatch.setenv("X_PASSWORD", "x")           # a lab rack's variables must be set
     data = {"rack": {"name": "real", "ptp_uds": "ptp/sock"},
             "devices": {"bmc-9": dict(REDFISH)}}
     f = _write_rack(tmp_path, data)

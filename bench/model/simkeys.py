@@ -268,10 +268,11 @@ def check_sim(sim: Any, driver: str) -> None:
     if not isinstance(sim, Mapping):
         raise _bad("sim", sim, "a table")
     emulator = sim.get("emulator", driver)
-    if emulator not in emulators():
+    if "emulator" in sim and emulator not in emulators():
         raise InventoryError(f"{short(emulator)}: no such emulator (known: "
-                             f"{', '.join(emulators())})", key="sim.emulator" if "emulator" in sim
-                             else "driver")
+                             f"{', '.join(emulators())})", key="sim.emulator")
+    if emulator not in emulators():
+        return                # no emulator reads it (an unknown driver is refused by its check)
     own = EMULATORS.get(emulator, {})
     keys = {**CLOCK, **own, "emulator": TEXT, "faults": list_of(FAULT, 100),
             "clocks": named(clock_table(), 16), "by_firmware": named(clock_table(), 16, label,
