@@ -9,6 +9,7 @@ Paths in a rack file are relative to the rack file's folder.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -26,10 +27,11 @@ DURATION_KEY = Key("float", 0.5, 7 * 86400.0, unit="s")       # --duration
 ALLOWANCE_KEY = Key("float", 0.0, 60.0, unit="s")             # --reference-allowance
 
 
-def known_drivers() -> list[str]:
+@functools.cache
+def known_drivers() -> tuple[str, ...]:
     here = Path(__file__).resolve().parents[2] / "drivers"
-    return sorted(p.stem for p in here.glob("*.py")
-                  if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text())
+    return tuple(sorted(p.stem for p in here.glob("*.py")
+                        if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text()))
 
 
 def _driver_class(d: DeviceConfig):

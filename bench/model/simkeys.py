@@ -179,25 +179,29 @@ CLOCK: dict[str, Check] = {
     "seed": num(0, 2**63 - 1, kind="int"),
 }
 MIN_WRAP_S = 1.0             # a shorter wrap period makes the truth's list of wraps unbounded
+FINEST_DEFAULT_S = 0.001     # the finest resolution an emulator gives a counter by default
 
 
-def _wrap_period(t: Mapping[str, Any], path: str) -> None:
-    ticks = t.get("wrap_ticks", 0)
-    if ticks and ticks * t.get("resolution_s", 0.001) < MIN_WRAP_S:     # 1 ms: the finest default
-        raise InventoryError(f"{ticks} ticks of {t.get('resolution_s', 0.001)} s wrap in under "
-                             f"{MIN_WRAP_S:g} s (wrap_ticks x resolution_s must be at least "
-                             f"{MIN_WRAP_S:g} s)", key=f"{path}.wrap_ticks")
+def _wrap_periods(sim: Mapping[str, Any]) -> None:
+    """Each clock as the models see it (the sim table's keys, its own table's, its firmware's)
+    wraps no faster than once a second."""
+    top = {k: v for k, v in sim.items() if k in CLOCK}
+    own = [(f"sim.clocks.{n}", t) for n, t in (sim.get("clocks") or {}).items()]
+    own += [(f"sim.modules.{p}.clock", m["clock"]) for p, m in (sim.get("modules") or {}).items()
+            if "clock" in m]
+    for path, table in own or [("sim", {})]:
+        t = {**top, **table}
+        t.update((sim.get("by_firmware") or {}).get(t.get("firmware"), {}))
+        ticks = t.get("wrap_ticks", 0)
+        res = t.get("resolution_s", FINEST_DEFAULT_S)
+        if ticks and ticks * res < MIN_WRAP_S:
+            where = path if "wrap_ticks" in table else "sim"
+            raise InventoryError(f"{ticks} ticks of {res:g} s wrap in under {MIN_WRAP_S:g} s "
+                                 f"(wrap_ticks x resolution_s must be at least {MIN_WRAP_S:g} s)",
+                                 key=f"{where}.wrap_ticks")
 
 
-def clock_table(extra: Mapping[str, Check] = {}) -> Check:
-    plain = table({**CLOCK, **extra})
-
-    def check(value: Any, path: str) -> None:
-        plain(value, path)
-        _wrap_period(value, path)
-    return check
-
-
+CLOCK_TABLE = table(CLOCK)
 # -- faults (bench/sim/faults.py Fault) and the NTP client (bench/sim/ntp.py NtpParams) ---------
 FAULT = table({"kind": choice("reboot", "wrap", "step"), "clock": TEXT,
                "after_samples": num(0, 10**9, kind="int"), "in_s": num(0.0, 1e6, "s"),
@@ -217,7 +221,7 @@ OPTIC_MODULE = table({
     "tx_disable_s": num(0.0, 60.0, "s"), "tx_enable_s": num(0.0, 60.0, "s"),
     "los_assert_s": span(0.0, 60.0), "los_deassert_s": span(0.0, 60.0),
     "vdm_freeze_s": num(0.0, 60.0, "s"), "tx_fault_at_s": list_of(AT_S),
-    "counter_page": num(0, 255, kind="int"), "stalled": FLAG, "clock": clock_table()})
+    "counter_page": num(0, 255, kind="int"), "stalled": FLAG, "clock": CLOCK_TABLE})
 EMULATORS: dict[str, dict[str, Check]] = {
     "redfish_bmc": {
         "ntp": FLAG, "ntp_servers": SERVERS, "manufacturer": TEXT, "model": TEXT, "serial": TEXT,
@@ -275,7 +279,7 @@ def check_sim(sim: Any, driver: str) -> None:
         return                # no emulator reads it (an unknown driver is refused by its check)
     own = EMULATORS.get(emulator, {})
     keys = {**CLOCK, **own, "emulator": TEXT, "faults": list_of(FAULT, 100),
-            "clocks": named(clock_table(), 16), "by_firmware": named(clock_table(), 16, label,
+            "clocks": named(CLOCK_TABLE, 16), "by_firmware": named(CLOCK_TABLE, 16, label,
                                                                    "names of 1 to 64 characters")}
     table(keys)(sim, "sim")
-    _wrap_period(sim, "sim")
+    _wrap_periods(sim)
