@@ -56,12 +56,14 @@ RECORD = st.one_of(
     st.fixed_dictionaries({"at_s": NUM, "duration_s": NUM, "rate_ppm": NUM}),
     st.fixed_dictionaries({"at_s": NUM, "delta_ppm": NUM}),
     st.fixed_dictionaries({"kind": st.sampled_from(["reboot", "wrap", "step"])}, optional={
-        "clock": st.sampled_from(["datetime", "sysuptime", "x"]), "after_samples": st.integers(0, 5),
+        "clock": st.sampled_from(["datetime", "sysuptime", "x"]),
+        "after_samples": st.integers(0, 5),
         "in_s": NUM, "lead_s": NUM, "size_s": NUM}),
     st.fixed_dictionaries({"at_s": NUM, "node": st.text(max_size=5)}, optional={"for_s": NUM}))
-CLOCKS = st.dictionaries(st.sampled_from(["sysuptime", "hrsystemdate", "datetime", "rtc", "1", "2"]),
-                         st.dictionaries(st.sampled_from(sorted(CLOCK)), st.one_of(NUM, st.booleans()),
-                                         max_size=3), max_size=2)
+CLOCK_NAMES = st.sampled_from(["sysuptime", "hrsystemdate", "datetime", "rtc", "1", "2"])
+CLOCKS = st.dictionaries(CLOCK_NAMES, st.dictionaries(st.sampled_from(sorted(CLOCK)),
+                                                      st.one_of(NUM, st.booleans()), max_size=3),
+                         max_size=2)
 PLAUSIBLE = st.one_of(NUM, st.booleans(), st.lists(NUM, min_size=2, max_size=2),
                       st.lists(RECORD, max_size=3), CLOCKS, st.sampled_from(
                           ["none", "utc", "local", "rtc", "epoch", "refuse", "family_a", "UTC",

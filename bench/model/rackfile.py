@@ -94,8 +94,9 @@ def _credentials(d: DeviceConfig, drv) -> None:
 
 
 def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig:
-    """The device with its driver's keys checked and its paths resolved; `lab`: a rack of real
-    devices (not served by this bench), whose files and credential variables are checked too."""
+    """The device with its driver's keys checked and its paths resolved; `lab`: a rack this run
+    does not simulate (a served one included), whose files and credential variables are
+    checked too."""
     from drivers.base import SET_CLOCK, SET_NTP, ClockSetter, DeviceError, NtpClient, StimulusTarget
 
     cls = _driver_class(d)

@@ -156,8 +156,8 @@ def cooling_map(value: Any, path: str) -> None:
     TEXT(value, path)
     file = Path(value) if value.endswith(".toml") else MAP_DIR / f"{value}.toml"
     if "/" in value and not value.endswith(".toml") or not os.path.isfile(file):
-        raise _bad(path, value, "a map of drivers/maps/cooling ("
-                   + ", ".join(sorted(p.stem for p in MAP_DIR.glob("*.toml"))) + ") or a .toml file")
+        known = ", ".join(sorted(p.stem for p in MAP_DIR.glob("*.toml")))
+        raise _bad(path, value, f"a map of drivers/maps/cooling ({known}) or a .toml file")
 
 
 # -- the clock model (bench/sim/clock.py ClockParams) -------------------------------------------
@@ -242,7 +242,8 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "vendor": TEXT, "product_code": TEXT, "model": TEXT, "serial": TEXT, "map": cooling_map,
         "line_delay": FLAG},
     "serial_optic": {
-        "vendor": TEXT, "model": TEXT, "serial": TEXT, "baudrate": num(300, 4_000_000, "baud", "int"),
+        "vendor": TEXT, "model": TEXT, "serial": TEXT,
+        "baudrate": num(300, 4_000_000, "baud", "int"),
         "latency_timer_ms": num(0.0, 255.0, "ms"), "i2c_khz": num(1.0, 5000.0, "kHz"),
         "bridge_delay_s": num(0.0, 1.0, "s"), "i2c_timeout_ms": num(1.0, 60_000.0, "ms"),
         "max_count": num(1, 128, kind="int"),
