@@ -194,7 +194,7 @@ def simulator_reads(d) -> None:
     from bench.sim.clock import NS, device_models
     from bench.sim.faults import fault_from_table
     from bench.sim.ntp import NtpParams
-    from bench.sim.optic_cmis import module_spec
+    from bench.sim.optic_cmis import CmisModule, module_spec
     from bench.sim.serial_optic import bridge_spec
     from bench.sim.snmp_pdu import with_clock_defaults
 
@@ -204,6 +204,8 @@ def simulator_reads(d) -> None:
         sim = dict(with_clock_defaults(d).sim)
     if emulator == "serial_optic":
         specs = [module_spec(int(p), t) for p, t in (sim.get("modules") or {}).items()]
+        for spec in specs:
+            CmisModule(spec, 0)                     # fills its memory map from the table
         bridge_spec(replace(d, sim=sim))
         sim = {**{k: v for k, v in sim.items() if k not in ("modules", "clocks")},
                "clocks": {f"counter{s.port}": {"resolution_s": 0.001, "wrap_ticks": 2**32,

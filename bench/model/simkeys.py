@@ -126,9 +126,10 @@ def span(lo: float, hi: float, unit: str = "s") -> Check:
 def iso_instant(value: Any, path: str) -> None:
     TEXT(value, path)
     try:
-        datetime.fromisoformat(value)
+        if datetime.fromisoformat(value).tzinfo is None:
+            raise ValueError("no UTC offset")
     except ValueError:
-        raise _bad(path, value, "an ISO 8601 date and time") from None
+        raise _bad(path, value, "an ISO 8601 date and time with its UTC offset") from None
 
 
 def zone(value: Any, path: str) -> None:
@@ -214,9 +215,12 @@ NTP = table({"poll_s": num(0.1, 86400.0, "s"), "step_threshold_s": num(0.0, 1e6,
 
 # -- each emulator's own keys -------------------------------------------------------------------
 POWER = key(Key("str", pattern=r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}:\d{1,3}", hint="'PDU:OUTLET'"))
+UDP_PEER = key(Key("str", pattern=r"(udp://)?[A-Za-z0-9.-]*:\d{1,5}/?", hint="'udp://HOST:PORT'"))
 OPTIC_MODULE = table({
-    "vendor": TEXT, "oui": TEXT, "part": TEXT, "revision": TEXT, "serial": TEXT,
-    "date_code": TEXT, "firmware": TEXT, "identifier": num(0, 255, kind="int"),
+    "vendor": TEXT, "part": TEXT, "revision": TEXT, "serial": TEXT, "date_code": TEXT,
+    "oui": key(Key("str", pattern=r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){2}", hint="'00:90:65'")),
+    "firmware": key(Key("str", pattern=r"\d{1,3}(\.\d{1,3})?", hint="'MAJOR.MINOR'")),
+    "identifier": num(0, 255, kind="int"),
     "lanes": num(1, 8, kind="int"), "far_end": num(1, 255, kind="int"),
     "tx_disable_s": num(0.0, 60.0, "s"), "tx_enable_s": num(0.0, 60.0, "s"),
     "los_assert_s": span(0.0, 60.0), "los_deassert_s": span(0.0, 60.0),
@@ -233,7 +237,7 @@ EMULATORS: dict[str, dict[str, Check]] = {
     "snmp_pdu": {
         "outlets": lambda v, p: (list_of(TEXT, 256) if isinstance(v, list)
                                  else num(1, 256, kind="int"))(v, p),
-        "trap_receivers": list_of(TEXT, 16), "model": TEXT, "sys_descr": TEXT, "serial": TEXT,
+        "trap_receivers": list_of(UDP_PEER, 16), "model": TEXT, "sys_descr": TEXT, "serial": TEXT,
         "actuation_latency_s": num(0.0, 60.0, "s"), "outlet_reboot_s": num(0.0, 3600.0, "s"),
         "community": TEXT, "write_community": TEXT, "privacy": TEXT, "trap_community": TEXT},
     "modbus_cooling": {
