@@ -96,8 +96,10 @@ def kubeconfig_problem(path: str) -> str | None:
         names = [c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)]
         k8s_config.kube_config.KubeConfigLoader(
             config_dict=doc, active_context=doc.get("current-context") or next(iter(names), None))
-    except (yaml.YAMLError, ConfigException, OSError, ValueError, TypeError, KeyError,
-            AttributeError) as exc:
+    except yaml.YAMLError as exc:       # its text quotes the file, a token perhaps: not shown
+        mark = getattr(exc, "problem_mark", None)
+        return "not a kubeconfig: not YAML" + (f" (line {mark.line + 1})" if mark else "")
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         return f"not a usable kubeconfig: {type(exc).__name__}: {exc}"[:300]
     return None
 

@@ -316,3 +316,19 @@ def test_a_simulated_rack_file_given_relative_runs(tmp_path):
                    tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_broken_kubeconfig_is_refused_without_quoting_it(tmp_path):
+    """A kubeconfig the YAML parser cannot read is one line at load that names the line, not
+    the file's text (which holds the token)."""
+    from bench.model.inventory import InventoryError
+    from bench.model.rackfile import load_checked
+
+    (tmp_path / "kc.yaml").write_text("users: [{name: u, user: {token: s3cr3t-T0KEN}}\n"
+                                      "contexts: [\n")
+    f = _write_rack(tmp_path, lab("k8s-9", **K8S, kubeconfig="kc.yaml"))
+    with pytest.raises(InventoryError) as caught:
+        load_checked(f)
+    line = str(caught.value)
+    assert "key 'kubeconfig'" in line and "not YAML (line 2)" in line
+    assert "s3cr3t" not in line
