@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyasn1.error import PyAsn1Error
@@ -49,13 +50,22 @@ def test_redfish_datetime_parser_raises_only_value_error(text, offset):
 
 @SHORT
 @given(JSON, st.text(max_size=12))
-def test_redfish_links_members_ids_and_error_bodies_never_raise(body, entry_id):
+def test_redfish_links_ids_and_error_bodies_never_raise(body, entry_id):
     _link(body, "x")
     _link(body)
     _redfish_message(body)
     _id_key(entry_id)
-    if isinstance(body, dict):
-        _members(body)
+    if isinstance(body, dict) and isinstance(body.get("Members", []), (list, str, dict)):
+        _members(body)                 # a number as Members: the xfail below
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="found by the fuzz (issue 31): drivers/redfish_bmc._members iterates a "
+                          "collection's Members without checking it is a list, so a BMC answering "
+                          "`\"Members\": 1` makes open() raise TypeError, not a DeviceError; "
+                          "redfish_bmc.py is another engineer's to change")
+def test_redfish_members_of_a_collection_whose_members_is_a_number():
+    assert _members({"Members": 1}) == []
 
 
 @SHORT
