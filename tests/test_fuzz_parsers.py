@@ -24,6 +24,15 @@ from drivers.snmp_v2c import _decode_with_pyasn1, _wrap, decode_response, encode
 
 SHORT = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                  suppress_health_check=[HealthCheck.too_slow])
+PROPERTIES: dict[str, tuple] = {}     # name -> (strategies, the plain property)
+
+
+def prop(*strategies):
+    """A property, run SHORT here; benchmarks/fuzz/parsers.py runs the same ones long."""
+    def wrap(fn):
+        PROPERTIES[fn.__name__] = (strategies, fn)
+        return SHORT(given(*strategies)(fn))
+    return wrap
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.sampled_from(["@odata.id", "Members", "error", "code",
@@ -39,8 +48,7 @@ ISO_LIKE = st.one_of(
     st.from_regex(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?([+-]\d\d:\d\d|Z)?", fullmatch=True))
 
 
-@SHORT
-@given(ISO_LIKE, OFFSET)
+@prop(ISO_LIKE, OFFSET)
 def test_redfish_datetime_parser_raises_only_value_error(text, offset):
     try:
         assert isinstance(parse_datetime_ns(text, offset), int)
@@ -48,8 +56,7 @@ def test_redfish_datetime_parser_raises_only_value_error(text, offset):
         pass
 
 
-@SHORT
-@given(JSON, st.text(max_size=12))
+@prop(JSON, st.text(max_size=12))
 def test_redfish_links_ids_and_error_bodies_never_raise(body, entry_id):
     _link(body, "x")
     _link(body)
@@ -68,8 +75,7 @@ def test_redfish_members_of_a_collection_whose_members_is_a_number():
     assert _members({"Members": 1}) == []
 
 
-@SHORT
-@given(st.binary(max_size=14))
+@prop(st.binary(max_size=14))
 def test_snmp_date_and_time_raises_only_value_error(octets):
     try:
         ns, offset = decode_date_and_time(octets)
@@ -110,8 +116,7 @@ def datagrams(draw) -> bytes:
     return bytes(b)
 
 
-@SHORT
-@given(datagrams())
+@prop(datagrams())
 def test_snmp_v2c_readers_raise_only_what_their_caller_catches(datagram):
     try:
         decode_response(datagram)
@@ -138,8 +143,7 @@ def _cooling(name: str) -> ModbusCooling:
 COOLING = {name: _cooling(name) for name in ("cdu-1", "cdu-2")}     # family A and B maps
 
 
-@SHORT
-@given(st.sampled_from(sorted(COOLING)), st.data(), st.integers(0, 0xFFFF))
+@prop(st.sampled_from(sorted(COOLING)), st.data(), st.integers(0, 0xFFFF))
 def test_modbus_rtc_registers_raise_only_what_read_clock_catches(name, data, word):
     drv = COOLING[name]
     n = drv.map.rtc.span.count            # what a read of the RTC's span returns
@@ -154,8 +158,7 @@ def test_modbus_rtc_registers_raise_only_what_read_clock_catches(name, data, wor
         pass
 
 
-@SHORT
-@given(st.one_of(st.text(max_size=60),
+@prop(st.one_of(st.text(max_size=60),
                  st.from_regex(r"\d{1,3},\d{1,20},\d{1,25},[-c+]?(,\w*)*;.{0,20}", fullmatch=True)))
 def test_kmsg_records_parse_or_are_none(line):
     rec = parse_record(line)
