@@ -120,6 +120,8 @@ RACK_CASES = [
     ("sim wrap every tick", sim("pdu-2", clocks={"sysuptime": {"wrap_ticks": 1,
                                                                "resolution_s": 1e-9}}), [],
      ["key 'sim.clocks.sysuptime.wrap_ticks'", "at least 1 s"]),
+    ("sim steps past a century", sim("bmc-1", offset_s=3e9, steps=[[1.0, 3e9]]), [],
+     ["key 'sim.steps'", "about a century"]),
     ("sim module port 0", sim("optic-1", modules={"0": {"vendor": "X"}}), [],
      ["key 'sim.modules'", "ports 1 to 255"]),
     ("sim not a table", rack(sim=[1, 2]), [], ["key 'sim'", "a table"]),

@@ -183,23 +183,32 @@ MIN_WRAP_S = 1.0             # a shorter wrap period makes the truth's list of w
 FINEST_DEFAULT_S = 0.001     # the finest resolution an emulator gives a counter by default
 
 
-def _wrap_periods(sim: Mapping[str, Any]) -> None:
+def _sizes(steps: list) -> float:
+    return sum(abs(x["size_s"] if isinstance(x, Mapping) else x[1]) for x in steps)
+
+
+def _clock_limits(sim: Mapping[str, Any]) -> None:
     """Each clock as the models see it (the sim table's keys, its own table's, its firmware's)
-    wraps no faster than once a second."""
+    wraps no faster than once a second, and its offset and steps together stay within a
+    century of the reference (a date every emulator can still write)."""
     top = {k: v for k, v in sim.items() if k in CLOCK}
     own = [(f"sim.clocks.{n}", t) for n, t in (sim.get("clocks") or {}).items()]
     own += [(f"sim.modules.{p}.clock", m["clock"]) for p, m in (sim.get("modules") or {}).items()
             if "clock" in m]
+    faults = _sizes([(0, f.get("size_s", 0)) for f in sim.get("faults", [])])
     for path, table in own or [("sim", {})]:
         t = {**top, **table}
         t.update((sim.get("by_firmware") or {}).get(t.get("firmware"), {}))
+        where = path if table else "sim"
         ticks = t.get("wrap_ticks", 0)
         res = t.get("resolution_s", FINEST_DEFAULT_S)
         if ticks and ticks * res < MIN_WRAP_S:
-            where = path if "wrap_ticks" in table else "sim"
             raise InventoryError(f"{ticks} ticks of {res:g} s wrap in under {MIN_WRAP_S:g} s "
                                  f"(wrap_ticks x resolution_s must be at least {MIN_WRAP_S:g} s)",
                                  key=f"{where}.wrap_ticks")
+        if abs(t.get("offset_s", 0)) + _sizes(t.get("steps", [])) + faults > YEARS_100_S:
+            raise InventoryError(f"offset_s and the sizes of steps add up to more than "
+                                 f"{YEARS_100_S:g} s (about a century)", key=f"{where}.steps")
 
 
 CLOCK_TABLE = table(CLOCK)
@@ -287,4 +296,4 @@ def check_sim(sim: Any, driver: str) -> None:
             "clocks": named(CLOCK_TABLE, 16), "by_firmware": named(CLOCK_TABLE, 16, label,
                                                                    "names of 1 to 64 characters")}
     table(keys)(sim, "sim")
-    _wrap_periods(sim)
+    _clock_limits(sim)
