@@ -159,7 +159,9 @@ def _redfish_message(body: Any) -> str:
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https",)         # http:// only with auth = "none", for a driver made in code
-    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"),
+               "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
                "request_rate_hz": Key("float", 0.1, 100.0, unit="Hz"),
                "max_concurrent_requests": Key("int", 1, 16),
@@ -167,8 +169,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                "max_body_bytes": Key("int", 4096, 1 << 28, unit="bytes"),
                "log_pages_per_poll": Key("int", 1, 100), "log_budget_s": TIMEOUT_KEY,
                "events": Key("str", choices=("auto", "sse", "push", "poll")),
-               "event_listener": Key("str"), "event_listener_cert": Key("path"),
-               "event_listener_key": Key("path"), "event_verify_certificate": Key("bool")}
+               "event_listener": Key("str"), "event_listener_cert": Key("path", exists="file"),
+               "event_listener_key": Key("path", exists="file"), "event_verify_certificate": Key("bool")}
 
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)

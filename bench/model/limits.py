@@ -40,6 +40,7 @@ from bench.errors import RackclockError
 from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
+from bench.model.inventory import short
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
 
 KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",
@@ -50,20 +51,36 @@ class LimitError(RackclockError, ValueError):
     """The [limits] table of the rack file is malformed."""
 
 
+MAX_NS = 366 * 86400 * 10**9          # a limit of more than a year says nothing
+MAX_PPM = 1e6
+
+
 def _value(key: str, v: Any, where: str):
+    """A limit's value: a mask (bench.model.stability_limits), a duration of 0 to a year (ns),
+    or 0 to 1e6 ppm."""
     if KEYS[key] == "mask":
         try:
             return parse_mask(v, where)
-        except ValueError as exc:
-            raise LimitError(str(exc)) from None
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise LimitError(str(exc)[:300]) from None
     if KEYS[key] == "ns":
         try:
-            return float(parse_duration_ns(v))
-        except ValueError as exc:
-            raise LimitError(f"{where}: {exc}") from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise LimitError(f"{where}: expected a number (ppm), got {v!r}")
+            ns = parse_duration_ns(v)
+        except (ValueError, OverflowError, TypeError):
+            raise LimitError(f"{where}: {short(v)} is not a duration (examples: 1ms, 250us, "
+                             f"2.5s)") from None
+        if not 0 <= ns <= MAX_NS:
+            raise LimitError(f"{where}: {short(v)} is not accepted (a duration from 0 to 366 days)")
+        return float(ns)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_PPM:
+        raise LimitError(f"{where}: {short(v)} is not accepted (a number of ppm from 0 to 1e6)")
     return float(v)
+
+
+def _tables(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise LimitError(f"{where}: expected a table, got {type(data).__name__}")
+    return data
 
 
 def limits_from_dict(data: Mapping[str, Any] | None) -> dict:
@@ -71,17 +88,16 @@ def limits_from_dict(data: Mapping[str, Any] | None) -> dict:
     manifest and a rewritten rack file): {"planes": {plane: {key: value}}, "devices": {...}}.
     Raises LimitError for unknown keys or values."""
     out: dict = {"planes": {}, "devices": {}}
-    data = data or {}
+    data = _tables({} if data is None else data, "[limits]")
     unknown = set(data) - {"planes", "devices"}
     if unknown:
         raise LimitError(f"[limits]: unknown table(s) {sorted(unknown)} (known: planes, devices)")
     for scope in ("planes", "devices"):
-        for name, t in (data.get(scope) or {}).items():
-            if not isinstance(t, Mapping):
-                raise LimitError(f"[limits.{scope}.{name}]: expected a table")
+        for name, t in _tables(data.get(scope) or {}, f"[limits.{scope}]").items():
+            _tables(t, f"[limits.{scope}.{name}]")
             for k, v in t.items():
                 if k not in KEYS:
-                    raise LimitError(f"[limits.{scope}.{name}]: unknown limit {k!r} "
+                    raise LimitError(f"[limits.{scope}.{name}]: unknown limit {short(k)} "
                                      f"(known: {', '.join(KEYS)})")
                 _value(k, v, f"limits.{scope}.{name}.{k}")
                 out[scope].setdefault(name, {})[k] = v
