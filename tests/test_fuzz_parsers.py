@@ -18,7 +18,11 @@ from bench.model.inventory import device_from_table
 from bench.sim.serve import DEFAULT_RACK
 from drivers.host_kernel import parse_record
 from drivers.modbus_cooling import ModbusCooling, from_bcd
-from drivers.redfish_bmc import _id_key, _link, _members, _redfish_message, parse_datetime_ns
+from drivers.redfish_bmc import _redfish_message
+from drivers.redfish_discovery import link as _link
+from drivers.redfish_discovery import members as _members
+from drivers.redfish_log import _id_key
+from drivers.redfish_time import parse_datetime_ns
 from drivers.snmp_pdu import decode_date_and_time
 from drivers.snmp_v2c import _decode_with_pyasn1, _wrap, decode_response, encode_varbinds
 

@@ -178,6 +178,17 @@ CLOCK: dict[str, Check] = {
     "log_latency_s": span(0.0, 3600.0), "local_offset_min": num(-1440, 1440, "min", "int"),
     "true_local_offset_min": num(-1440, 1440, "min", "int"), "firmware": TEXT,
     "seed": num(0, 2**63 - 1, kind="int"),
+    # the clocks racks really have (issue 28): each generated up to horizon_s, so the periods
+    # have floors that keep the generated slews few
+    "blips": list_of(record(("at_s", "size_s", "back_after_s"),
+                            (AT_S, num(-YEARS_100_S, YEARS_100_S, "s"), num(0.0, 1e8, "s")))),
+    "discipline": record(("every_lo_s", "every_hi_s", "corr_lo_ms", "corr_hi_ms", "slew_ppm"),
+                         (num(1.0, 86400.0, "s"), num(1.0, 86400.0, "s"), num(0.0, 1e6, "ms"),
+                          num(0.0, 1e6, "ms"), num(1.0, 10_000.0, "ppm"))),
+    "hunting": record(("ppm", "period_s"), (PPM, num(1.0, 86400.0, "s"))),
+    "tick_lag_ms": record(("lo", "hi"), (num(0.0, 10_000.0, "ms"), num(0.0, 10_000.0, "ms"))),
+    "update_s": num(0.0, 86400.0, "s"), "frozen_at_s": AT_S,
+    "horizon_s": num(0.0, 2 * 86400.0, "s"),
 }
 MIN_WRAP_S = 1.0             # a shorter wrap period makes the truth's list of wraps unbounded
 FINEST_DEFAULT_S = 0.001     # the finest resolution an emulator gives a counter by default
