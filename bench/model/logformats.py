@@ -56,6 +56,7 @@ UNPARSED_KEEP = 1000            # unparsed lines listed with their number; the r
 INT64_MAX = 2**63 - 1
 NO_ORDER = -(2**63)
 KINDS = ("wall", "monotonic")
+KIND_IX = {k: i for i, k in enumerate(KINDS)}
 
 
 class Stamps:
@@ -69,25 +70,33 @@ class Stamps:
         self.note_sets: list[tuple] = []
         self._note_ix: dict[tuple, int] = {}
         self.raw, self.text = TextStore(), TextStore()
+        self._bind()
 
     def add(self, n: int, value: int, res: int, kind: str, raw: str, text: str,
             order: int | None = None, notes: tuple = ()) -> None:
-        if not (-INT64_MAX <= value and value + max(res, 1) <= INT64_MAX):
+        if not (-INT64_MAX <= value and value + res <= INT64_MAX and 0 <= res):
             raise Unparsed("stamp outside the int64 ns range (years 1678-2262)")
-        if order is not None and not -INT64_MAX <= order <= INT64_MAX:
-            order = None
-        self.line.append(n)
-        self.value.append(value)
-        self.res.append(res)
-        self.order.append(NO_ORDER if order is None else order)
-        self.kind.append(KINDS.index(kind))
+        if order is None or not -INT64_MAX <= order <= INT64_MAX:
+            order = NO_ORDER
         k = self._note_ix.get(notes)
         if k is None:
             k = self._note_ix[notes] = len(self.note_sets)
             self.note_sets.append(notes)
-        self.note_id.append(k)
-        self.raw.append(raw[:TEXT_KEEP])
-        self.text.append(text[:TEXT_KEEP])
+        self._line(n)
+        self._value(value)
+        self._res(res)
+        self._order(order)
+        self._kind(KIND_IX[kind])
+        self._note(k)
+        self._raw(raw[:TEXT_KEEP])
+        self._text(text[:TEXT_KEEP])
+
+    def _bind(self):
+        """Bound appends, looked up once (a million lines)."""
+        self._line, self._value, self._res, self._order = (c.append for c in (
+            self.line, self.value, self.res, self.order))
+        self._kind, self._note = self.kind.append, self.note_id.append
+        self._raw, self._text = self.raw.append, self.text.append
 
     def pop(self) -> Stamp:
         st = self[len(self) - 1]
@@ -243,28 +252,30 @@ def iso_stamp(m: re.Match, ctx: Context) -> tuple[int, int, tuple]:
 
 RFC5424 = re.compile(r"^<(\d{1,3})>(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) ?(.*)$")
 # the common case in one match: RFC 3339 with seconds and a zone, no second regex on the stamp
-RFC5424_FAST = re.compile(r"<\d{1,3}>\d{1,2} ((\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})"
-                          r"(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})) (\S+) (\S+) \S+ \S+ ?(.*)")
+RFC5424_FAST = re.compile(r"<\d{1,3}>\d{1,2} ((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})"
+                          r"(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})) (\S+) (\S+) \S+ \S+ ?")
 
 
 @lru_cache(maxsize=4096)
-def _minute_3339(day: str, h: str, mi: str, tz: str) -> int:
-    return _minute(*day.split("-"), h, mi, tz, "")[0]
+def _minute_3339(minute: str, tz: str) -> int:
+    return _minute(minute[:4], minute[5:7], minute[8:10], minute[11:13], minute[14:16], tz,
+                   "")[0]
 
 
 def parse_rfc5424(line: str, ctx: Context) -> tuple:
-    m = RFC5424_FAST.fullmatch(line)
+    m = RFC5424_FAST.match(line)
     if m is not None:
-        ts, day, h, mi, s, frac, tz, host, app, msg = m.groups()
+        ts, minute, s, frac, tz, host, app = m.groups()
+        msg = line[m.end():]
         if int(s) > 59:
             raise Unparsed(f"second {s} out of range")
         try:
-            v = _minute_3339(day, h, mi, tz)
+            v = _minute_3339(minute, tz)
         except (ValueError, OverflowError) as exc:
             raise Unparsed(f"no such date and time: {exc}") from None
-        if frac:
-            f_ns, res = _frac(frac)
-            v += f_ns
+        if frac:            # ".d" to ".ddddddddd"
+            res = 10 ** (10 - len(frac))
+            v += int(frac[1:]) * res
         else:
             res = NS
         return (v + int(s) * NS, res, "wall", ts, f"{host} {app}: {msg}".strip(), None, ())

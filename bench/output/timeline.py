@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from json.encoder import encode_basestring as js
 from pathlib import Path
 
@@ -19,9 +20,10 @@ from bench.units import fmt_ns
 FIELDS = ("index", "block", "source", "plane", "label", "lo_ns", "hi_ns", "basis", "raw",
           "calibration", "status", "distance_ns", "unordered_count", "unordered_with",
           "device_time", "log")
-CHUNK = 65_536
+CHUNK = 8192                # rows formatted at a time (their text: a few MB)
 UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
 HTML_ROWS = 2000
+NEEDS_QUOTE = re.compile(r'[",\r\n]')
 
 
 def utc_text(ns, unit: str = "us") -> np.ndarray:
@@ -46,8 +48,9 @@ def device_times(stamp: np.ndarray, has: np.ndarray, res: np.ndarray) -> list[st
 
 
 def records(tl, idx: np.ndarray):
-    """(index, block, source, plane, label, lo, hi, basis, raw, calibration, status, distance,
-    unordered count, unordered list, device time, log, raw_ns) of rows `idx`, a chunk at a time."""
+    """Lists of rows `idx`, a chunk at a time, each row (index, block, source, plane, label, lo,
+    hi, basis, raw, calibration, status, distance, unordered count, unordered list, device
+    time, log, raw_ns)."""
     c, t = tl.c, tl.table
     for a in range(0, len(idx), CHUNK):
         ix = idx[a:a + CHUNK]
@@ -59,14 +62,19 @@ def records(tl, idx: np.ndarray):
         st, has = c["stamp"][ix], c["has_stamp"][ix]
         dtime = device_times(st, has, c["res"][ix])
         raw_ns = np.where(has & (c["basis"][ix] == 0) & (st > UNIX_AFTER_NS), st, -1).tolist()
+        near = tl.near[ix]
+        got = np.count_nonzero(near >= 0, axis=1).tolist()
+        near = np.sort(np.where(near < 0, np.iinfo(np.int32).max, near), axis=1).tolist()
+        sources, devices, cals = t.sources, t.devices, t.cal_names
+        out = []
         for j, i in enumerate(ix.tolist()):
-            s = t.sources[src[j]]
-            name, plane = t.devices[dev[j]]
+            s = sources[src[j]]
             b = BASES[basis[j]]
-            yield (i, blk[j], name, plane, s.label(k[j]), lo[j], hi[j], b, s.raw(k[j]),
-                   t.cal_names[cal[j]], STATUSES[status[j]] if b in ("stamp", "event")
-                   else "proven", dist[j], cnt[j], tl.unordered_with(i), dtime[j], s.log,
-                   raw_ns[j])
+            out.append((i, blk[j], *devices[dev[j]], s.label(k[j]), lo[j], hi[j], b, s.raw(k[j]),
+                        cals[cal[j]], STATUSES[status[j]] if b in ("stamp", "event")
+                        else "proven", dist[j], cnt[j], str(near[j][:got[j]]), dtime[j], s.log,
+                        raw_ns[j]))
+        yield out
 
 
 def print_table(tl, t0: int, limit: int = 200) -> None:
@@ -78,7 +86,8 @@ def print_table(tl, t0: int, limit: int = 200) -> None:
           f"{'status':<12} {'device':<10} {'device time':<27} {'order':<16} what")
     n = min(limit, len(tl))
     utc = utc_text(tl.c["lo"][:n]).tolist()
-    for r, u in zip(records(tl, np.arange(n)), utc):
+    rows = [r for chunk in records(tl, np.arange(n)) for r in chunk]
+    for r, u in zip(rows, utc):
         i, _, src, _, label, lo, hi, basis, _, _, status, _, cnt, _, dtime, log, _ = r
         ordtxt = "proven" if not cnt else f"unordered with {cnt}"
         st = status if basis in ("stamp", "event") else basis
@@ -117,40 +126,42 @@ def _print_report(rep: dict) -> None:
               f"{len(rep['unplaced'])} in timeline.json)")
 
 
-def _json_row(r) -> str:
-    (i, blk, src, plane, label, lo, hi, basis, raw, cal, status, dist, cnt, un, dtime, log,
-     _) = r
+def _json_row(r, e) -> str:
+    """A row as JSON; `e`: its label, raw and calibration already JSON-escaped."""
+    (i, blk, src, plane, _, lo, hi, basis, _, _, status, dist, cnt, un, dtime, log, _) = r
     return (f'{{"index": {i}, "block": {blk}, "source": {js(src)}, "plane": {js(plane)}, '
-            f'"label": {js(label)}, "lo_ns": {lo}, "hi_ns": {hi}, "basis": "{basis}", '
-            f'"raw": {js(raw)}, "calibration": {js(cal)}, "status": "{status}", '
+            f'"label": {e[0]}, "lo_ns": {lo}, "hi_ns": {hi}, "basis": "{basis}", '
+            f'"raw": {e[1]}, "calibration": {e[2]}, "status": "{status}", '
             f'"distance_ns": {dist}, "unordered_count": {cnt}, "unordered_with": {un}, '
             f'"device_time": {js(dtime)}, "log": {js(log)}}}')
 
 
-def write_json_and_csv(tl, json_path: Path, csv_path: Path) -> None:
-    with open(json_path, "w", encoding="utf-8") as fj, \
-            open(csv_path, "w", newline="", encoding="utf-8") as fc:
-        fj.write('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
-                 + json.dumps(tl.unplaced) + ', "entries": [\n')
-        w = csv.writer(fc)
-        w.writerow(FIELDS)
-        sep = ""
-        for r in records(tl, np.arange(len(tl))):
-            fj.write(sep + _json_row(r))
-            sep = ",\n"
-            w.writerow(r[:13] + (" ".join(map(str, r[13])),) + r[14:16])
-        fj.write("]}\n")
+def _q(s: str) -> str:
+    """A CSV field as csv.writer's default dialect writes it."""
+    return f'"{s.replace(chr(34), chr(34) * 2)}"' if NEEDS_QUOTE.search(s) else s
 
 
-def _otel_record(r) -> str:
+def _csv_row(r, cq: dict) -> str:
+    """A row of timeline.csv (csv's excel dialect, without a call per field for the columns
+    whose values repeat: device, plane, calibration, log, cached in `cq`)."""
+    (i, blk, src, plane, label, lo, hi, basis, raw, cal, status, dist, cnt, un, dtime, log,
+     _) = r
+    rep = cq.get((src, plane, cal, log))
+    if rep is None:
+        rep = cq[(src, plane, cal, log)] = tuple(map(_q, (src, plane, cal, log)))
+    return (f"{i},{blk},{rep[0]},{rep[1]},{_q(label)},{lo},{hi},{basis},{_q(raw)},{rep[2]},"
+            f"{status},{dist},{cnt},{un[1:-1].replace(',', '')},{dtime},{rep[3]}\r\n")
+
+
+def _otel_record(r, e) -> str:
     """One OTLP/JSON log record: timeUnixNano is the device's own time as written (0 when it is
     not a Unix time), the reference interval an attribute."""
-    (_, blk, _, plane, label, lo, hi, basis, raw, cal, status, dist, cnt, _, _, _, raw_ns) = r
-    return (f'{{"timeUnixNano": "{max(raw_ns, 0)}", "body": {{"stringValue": {js(label)}}}, '
+    (_, blk, _, plane, _, lo, hi, basis, _, _, status, dist, cnt, _, _, _, raw_ns) = r
+    return (f'{{"timeUnixNano": "{max(raw_ns, 0)}", "body": {{"stringValue": {e[0]}}}, '
             f'"attributes": [{{"key": "rackclock.interval.lo_ns", "value": {{"intValue": "{lo}"}}}}, '
             f'{{"key": "rackclock.interval.hi_ns", "value": {{"intValue": "{hi}"}}}}, '
-            f'{{"key": "rackclock.raw_timestamp", "value": {{"stringValue": {js(raw)}}}}}, '
-            f'{{"key": "rackclock.calibration", "value": {{"stringValue": {js(cal)}}}}}, '
+            f'{{"key": "rackclock.raw_timestamp", "value": {{"stringValue": {e[1]}}}}}, '
+            f'{{"key": "rackclock.calibration", "value": {{"stringValue": {e[2]}}}}}, '
             f'{{"key": "rackclock.status", "value": {{"stringValue": "{status}"}}}}, '
             f'{{"key": "rackclock.basis", "value": {{"stringValue": "{basis}"}}}}, '
             f'{{"key": "rackclock.order.block", "value": {{"intValue": "{blk}"}}}}, '
@@ -159,27 +170,53 @@ def _otel_record(r) -> str:
             f'{{"key": "rackclock.plane", "value": {{"stringValue": {js(plane)}}}}}]}}')
 
 
-def write_otel(tl, path: Path) -> None:
+def write_files(tl, json_path: Path, csv_path: Path, otel_path: Path) -> None:
+    """timeline.json, timeline.csv and timeline.otel.json in one pass over the rows, a chunk
+    at a time (each device's OTLP records gathered in an unlinked temporary file beside them)."""
+    from tempfile import TemporaryFile
+    per_dev: dict[int, list] = {}
+    with open(json_path, "w", encoding="utf-8") as fj, \
+            open(csv_path, "w", newline="", encoding="utf-8") as fc:
+        fj.write('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
+                 + json.dumps(tl.unplaced) + ', "entries": [\n')
+        csv.writer(fc).writerow(FIELDS)
+        cal_js, cq = {}, {}
+        for chunk in records(tl, np.arange(len(tl))):
+            esc = [(js(r[4]), js(r[8]), cal_js.get(r[9]) or cal_js.setdefault(r[9], js(r[9])))
+                   for r in chunk]
+            fj.write(("" if chunk[0][0] == 0 else ",\n")
+                     + ",\n".join([_json_row(r, e) for r, e in zip(chunk, esc)]))
+            fc.write("".join([_csv_row(r, cq) for r in chunk]))
+            by_dev: dict[int, list] = {}
+            for r, e in zip(chunk, esc):
+                by_dev.setdefault(r[2], []).append(_otel_record(r, e))
+            for name, recs in by_dev.items():
+                f = per_dev.get(name)
+                if f is None:
+                    f = per_dev[name] = [TemporaryFile("w+b", dir=otel_path.parent), 0]
+                f[0].write((",\n" if f[1] else "").encode() + ",\n".join(recs).encode())
+                f[1] += len(recs)
+        fj.write("]}\n")
+    try:
+        _write_otel(otel_path, per_dev)
+    finally:
+        for f, _ in per_dev.values():
+            f.close()
+
+
+def _write_otel(path: Path, per_dev: dict) -> None:
     """OTLP/JSON `resourceLogs`, one resource per source, its records in timeline order."""
-    dev = tl.c["dev"]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write('{"resourceLogs": [')
-        first = True
-        for d, (name, _) in enumerate(tl.table.devices):
-            idx = np.flatnonzero(dev == d)
-            if not len(idx):
-                continue
-            f.write("" if first else ",\n")
-            first = False
-            f.write('{"resource": {"attributes": [{"key": "service.name", "value": '
-                    f'{{"stringValue": {js(name)}}}}}]}}, "scopeLogs": [{{"scope": {{"name": '
-                    '"rackclock.timeline"}, "logRecords": [\n')
-            sep = ""
-            for r in records(tl, idx):
-                f.write(sep + _otel_record(r))
-                sep = ",\n"
-            f.write("]}]}")
-        f.write("]}\n")
+    import shutil
+    with open(path, "wb") as f:
+        f.write(b'{"resourceLogs": [')
+        for k, (name, (part, _)) in enumerate(per_dev.items()):
+            f.write((("" if not k else ",\n") + '{"resource": {"attributes": [{"key": '
+                     f'"service.name", "value": {{"stringValue": {js(name)}}}}}]}}, "scopeLogs": '
+                     '[{"scope": {"name": "rackclock.timeline"}, "logRecords": [\n').encode())
+            part.seek(0)
+            shutil.copyfileobj(part, f, 1 << 20)
+            f.write(b"]}]}")
+        f.write(b"]}\n")
 
 
 def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
@@ -195,7 +232,6 @@ def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
 def write_outputs(folder: Path, tl, t0: int) -> list[Path]:
     paths = [folder / "timeline.json", folder / "timeline.csv", folder / "timeline.otel.json",
              folder / "timeline.html"]
-    write_json_and_csv(tl, paths[0], paths[1])
-    write_otel(tl, paths[2])
+    write_files(tl, *paths[:3])
     write_html(tl, paths[3], t0)
     return paths
