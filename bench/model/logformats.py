@@ -629,6 +629,12 @@ def _one_json(line: str):
         return None
 
 
+def _is_redfish(doc) -> bool:
+    if isinstance(doc, list):
+        doc = doc[0] if doc else {}
+    return isinstance(doc, dict) and ("Members" in doc or "Created" in doc)
+
+
 def detect(head: list[str], document=None) -> tuple[str, str]:
     """(format, how sure) from the file's first non-empty lines (and, for a JSON document that
     spans lines, `document()` giving it whole), or raise LogError naming what was tried."""
@@ -639,9 +645,7 @@ def detect(head: list[str], document=None) -> tuple[str, str]:
         doc = _one_json(first)
         if doc is None and document is not None and (first.startswith("[") or len(head) > 1):
             doc = _one_json(document())
-        if isinstance(doc, list):
-            doc = doc[0] if doc else {}
-        if isinstance(doc, dict) and ("Members" in doc or "Created" in doc):
+        if _is_redfish(doc):
             return "redfish", "detected: a JSON document with Redfish LogEntry members"
         ok = sum(isinstance(r, dict) and "__REALTIME_TIMESTAMP" in r
                  for r in map(_one_json, head))
@@ -687,12 +691,16 @@ def parse_file(f, fmt: str = "auto", ctx: Context = Context(), line_limit: int |
     stats = LineStats(line_limit) if line_limit else LineStats()
     src = lines(f, stats)
     head = _head(src, sample)
+    how = "given"
     if fmt in ("auto", "", None):
-        fmt, how = detect([ln for _, ln in head], lambda: read_document(f))
+        if not head and stats.over and _is_redfish(_one_json(read_document(f))):
+            fmt, how = "redfish", "detected: a one-line JSON document with Redfish members"
+        elif head or not stats.over:
+            fmt, how = detect([ln for _, ln in head], lambda: read_document(f))
     elif fmt not in FORMATS:
         raise LogError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
-    else:
-        how = "given"
+    if fmt in ("auto", "", None) or (not head and stats.over and fmt != "redfish"):
+        raise LogError(f"no line to read: {stats.note()}")
     out = ParsedLog(fmt, how, over=stats)
     if fmt == "redfish":
         parse_redfish(read_document(f), ctx, out)
