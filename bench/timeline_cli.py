@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.model.logfile import LINE_LIMIT, LogError
 from bench.model.logformats import FORMATS
-from bench.model.rundata import load_run
+from bench.model.rundata import RunFolderError, load_run
 from bench.model.timeline import OPTIONS, build
 
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run = load_run(a.run)
         others = [load_run(p) for p in a.calibration]
-    except (FileNotFoundError, NotADirectoryError) as exc:
+    except (FileNotFoundError, NotADirectoryError, RunFolderError) as exc:
         print(f"rackclock timeline: {exc}", file=sys.stderr)
         return 2
     defaults = {k: v for k, v in (("format", a.format), ("tz", a.tz)) if v}

@@ -476,7 +476,8 @@ def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        ln = text.splitlines()[exc.lineno - 1] if exc.lineno <= text.count("\n") + 1 else ""
+        lines = text.splitlines()
+        ln = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
         out.reject(exc.lineno, ln, f"not JSON: {exc.msg}")
         return
     except RecursionError:
