@@ -113,11 +113,14 @@ class EntryTable:
         return len(sel)
 
     def columns(self) -> dict:
+        """All entries' columns, the chunks let go a column at a time (memory: one copy)."""
         out = {}
         for k in INT_COLS + tuple(SMALL_COLS):
             dt = SMALL_COLS.get(k, np.int64)
-            parts = [np.asarray(c[k], dtype=dt) for c in self.chunks]
+            parts = [np.asarray(c.pop(k), dtype=dt) for c in self.chunks]
             out[k] = np.concatenate(parts) if parts else np.zeros(0, dt)
+            del parts
+        self.chunks = []
         return out
 
 
@@ -133,9 +136,11 @@ class Timeline:
         stamped = (c["basis"] == 0) & c["has_stamp"] & (c["clock"] >= 0)
         clock = np.where(stamped, c["clock"], -1)
         perm, block, count = order_arrays(c["lo"], c["hi"], clock, c["stamp"], c["res"])
-        self.c = {k: v[perm] for k, v in c.items()}
-        self.c["clock"] = clock[perm]
-        del c
+        c["clock"] = clock
+        del clock
+        self.c = {}
+        for k in list(c):             # sorted a column at a time (memory: one column more)
+            self.c[k] = c.pop(k)[perm]
         self.block, self.count = block, count
         self.near = nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
                                       self.c["stamp"], self.c["res"], count)
