@@ -127,13 +127,14 @@ def _print_report(rep: dict) -> None:
 
 
 def _json_row(r, e) -> str:
-    """A row as JSON; `e`: its label, raw and calibration already JSON-escaped."""
-    (i, blk, src, plane, _, lo, hi, basis, _, _, status, dist, cnt, un, dtime, log, _) = r
-    return (f'{{"index": {i}, "block": {blk}, "source": {js(src)}, "plane": {js(plane)}, '
+    """A row as JSON; `e`: its label, raw, calibration and (source, plane, log) JSON-escaped
+    (a device time is ISO 8601 or a number of seconds: nothing to escape)."""
+    (i, blk, _, _, _, lo, hi, basis, _, _, status, dist, cnt, un, dtime, _, _) = r
+    return (f'{{"index": {i}, "block": {blk}, "source": {e[3][0]}, "plane": {e[3][1]}, '
             f'"label": {e[0]}, "lo_ns": {lo}, "hi_ns": {hi}, "basis": "{basis}", '
             f'"raw": {e[1]}, "calibration": {e[2]}, "status": "{status}", '
             f'"distance_ns": {dist}, "unordered_count": {cnt}, "unordered_with": {un}, '
-            f'"device_time": {js(dtime)}, "log": {js(log)}}}')
+            f'"device_time": "{dtime}", "log": {e[3][2]}}}')
 
 
 def _q(s: str) -> str:
@@ -156,7 +157,7 @@ def _csv_row(r, cq: dict) -> str:
 def _otel_record(r, e) -> str:
     """One OTLP/JSON log record: timeUnixNano is the device's own time as written (0 when it is
     not a Unix time), the reference interval an attribute."""
-    (_, blk, _, plane, _, lo, hi, basis, _, _, status, dist, cnt, _, _, _, raw_ns) = r
+    (_, blk, _, _, _, lo, hi, basis, _, _, status, dist, cnt, _, _, _, raw_ns) = r
     return (f'{{"timeUnixNano": "{max(raw_ns, 0)}", "body": {{"stringValue": {e[0]}}}, '
             f'"attributes": [{{"key": "rackclock.interval.lo_ns", "value": {{"intValue": "{lo}"}}}}, '
             f'{{"key": "rackclock.interval.hi_ns", "value": {{"intValue": "{hi}"}}}}, '
@@ -167,7 +168,7 @@ def _otel_record(r, e) -> str:
             f'{{"key": "rackclock.order.block", "value": {{"intValue": "{blk}"}}}}, '
             f'{{"key": "rackclock.order.unordered_count", "value": {{"intValue": "{cnt}"}}}}, '
             f'{{"key": "rackclock.distance_ns", "value": {{"intValue": "{dist}"}}}}, '
-            f'{{"key": "rackclock.plane", "value": {{"stringValue": {js(plane)}}}}}]}}')
+            f'{{"key": "rackclock.plane", "value": {{"stringValue": {e[3][1]}}}}}]}}')
 
 
 def write_files(tl, json_path: Path, csv_path: Path, otel_path: Path) -> None:
@@ -180,9 +181,11 @@ def write_files(tl, json_path: Path, csv_path: Path, otel_path: Path) -> None:
         fj.write('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
                  + json.dumps(tl.unplaced) + ', "entries": [\n')
         csv.writer(fc).writerow(FIELDS)
-        cal_js, cq = {}, {}
+        cal_js, src_js, cq = {}, {}, {}
         for chunk in records(tl, np.arange(len(tl))):
-            esc = [(js(r[4]), js(r[8]), cal_js.get(r[9]) or cal_js.setdefault(r[9], js(r[9])))
+            esc = [(js(r[4]), js(r[8]), cal_js.get(r[9]) or cal_js.setdefault(r[9], js(r[9])),
+                    src_js.get(r[2:4] + r[15:16])
+                    or src_js.setdefault(r[2:4] + r[15:16], tuple(map(js, r[2:4] + r[15:16]))))
                    for r in chunk]
             fj.write(("" if chunk[0][0] == 0 else ",\n")
                      + ",\n".join([_json_row(r, e) for r, e in zip(chunk, esc)]))
