@@ -84,10 +84,36 @@ def measure(argv: list[str]) -> tuple[int, float, int, float]:
     return int(out[0]), float(out[1]), int(out[2]) * 1024, float(out[3])
 
 
+def phases(run: Path, log: Path) -> None:
+    """CPU seconds of each step of the command, in this process."""
+    import time
+    from bench.model.logformats import parse_path
+    from bench.model.rundata import load_run
+    from bench.model.timeline import build
+    from bench.output.timeline import write_files, write_html
+    t = time.process_time()
+    parse_path(log)
+    t_parse = time.process_time() - t
+    t = time.process_time()
+    tl = build(load_run(run), [f"bmc-1={log}"])
+    t_build = time.process_time() - t
+    t = time.process_time()
+    write_files(tl, run / "timeline.json", run / "timeline.csv", run / "timeline.otel.json")
+    t_write = time.process_time() - t
+    t = time.process_time()
+    write_html(tl, run / "timeline.html", T0)
+    t_html = time.process_time() - t
+    print(f"CPU by phase: parse {t_parse:.1f} s; parse + calibrate + map + order "
+          f"{t_build:.1f} s; timeline.json/.csv/.otel.json {t_write:.1f} s; html {t_html:.1f} s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--keep", type=Path, default=None, help="make the files here and keep them")
+    ap.add_argument("--phases", action="store_true",
+                    help="also the CPU time of each phase, in this process (parse, map and order, "
+                         "write)")
     a = ap.parse_args(argv)
     folder = a.keep or Path(tempfile.mkdtemp(prefix="rackclock-tl-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -118,6 +144,8 @@ def main(argv=None) -> int:
     print(f"ratio: {t_tl / t_b:.1f}x the wall time, {cpu_tl / cpu_b:.1f}x the CPU, "
           f"{rss_tl / rss_b:.1f}x the memory; "
           f"lines checked against the truth {checked:,}, intervals missing their instant {missed}")
+    if a.phases:
+        phases(run, log)
     if a.keep is None:
         shutil.rmtree(folder)
     return 0 if rc == 0 and missed == 0 and checked == a.lines else 1
