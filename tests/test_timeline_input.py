@@ -158,9 +158,12 @@ def test_utc_beside_run_time_journald_stamps_as_time_and_the_users_lines_in_html
     shown = bmc.read_ns(t)
     log = tmp_path / "journal.json"
     log.write_text(json.dumps({"__REALTIME_TIMESTAMP": str(shown // 1000), "__SEQNUM": "1",
-                               "MESSAGE": "thermal trip"}) + "\n")
+                               "MESSAGE": "thermal trip"}) + "\n"
+                   + json.dumps({"__REALTIME_TIMESTAMP": "1000000", "__SEQNUM": "2",
+                                 "MESSAGE": "before the clock was set"}) + "\n")
     assert main([str(run), f"bmc-1={log}"]) == 0
     out = capsys.readouterr().out
+    assert "line 2 (1970-01-01T00:00:01.000000Z): stamped before the clock was set" in out   # to the µs it was written with
     row = next(ln for ln in out.splitlines() if "thermal trip" in ln)
     dev_time = datetime.fromtimestamp(shown // NS, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     assert dev_time in row and str(shown // 1000) not in row      # printed as a time

@@ -15,7 +15,7 @@ from bench.model.rundata import bound_from_manifest, in_int64
 from bench.model.logfile import LogError
 from bench.model.logformats import (ISO, NO_ORDER, NS, UNPARSED_KEEP, Context, ParsedLog,
                                     iso_stamp, local_to_ns, parse_path)
-from bench.model.timeline_table import EntryTable, LogTexts, Timeline
+from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
 from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
@@ -259,8 +259,13 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: "EntryTable
                                         clock)
     bad = np.flatnonzero(m.status >= STATUS.index("presync"))
     report["unplaced_count"] = len(bad)
-    report["unplaced"] = [{"line": st.line[i], "raw": st.raw[i], "why": describe(m, i)}
-                          for i in bad[:UNPARSED_KEEP].tolist()]
+    shown = bad[:UNPARSED_KEEP]
+    report["unplaced"] = [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
+                           "why": describe(m, i)} for i, t in
+                          zip(shown.tolist(), device_times(
+                              vals[shown], np.ones(len(shown), bool),
+                              np.frombuffer(st.res, dtype=np.int64)[shown],
+                              [kind == "wall"] * len(shown)))]
     report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
                         if np.any(m.status == k)}
     return report

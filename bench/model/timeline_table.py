@@ -13,9 +13,33 @@ from bench.analysis.timeline import Entry, nearest_unordered, order_arrays
 BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
 LABEL_KEEP = 200
+UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
 INT_COLS = ("lo", "hi", "stamp", "res", "dist", "clock", "idx")
 SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
               "dev": np.int32, "src": np.int32}
+
+
+def utc_text(ns, unit: str = "us") -> np.ndarray:
+    """Unix ns (array) as ISO 8601 UTC text to `unit`."""
+    a = np.asarray(ns, dtype=np.int64).astype("datetime64[ns]")
+    return np.char.add(np.datetime_as_string(a, unit=unit), "Z")
+
+
+def device_times(stamp, has, res, wall=None) -> list[str]:
+    """Each stamp as a time: a wall stamp in UTC to its resolution, a counter's in seconds
+    (`wall` not given: a stamp before 2000 is taken for a counter's)."""
+    stamp, has, res = (np.asarray(x) for x in (stamp, has, res))
+    out = np.full(len(stamp), "", dtype=object)
+    wall = has & ((stamp > UNIX_AFTER_NS) if wall is None else np.asarray(wall, bool))
+    cnt = has & ~wall
+    for unit, lo_q in (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 0)):
+        pick = wall & (res >= lo_q)
+        wall &= ~pick
+        if pick.any():
+            out[pick] = utc_text(stamp[pick], unit)
+    if cnt.any():
+        out[cnt] = [f"{v / 1e9:.9f} s (counter)" for v in stamp[cnt].tolist()]
+    return out.tolist()
 
 
 class LogTexts:

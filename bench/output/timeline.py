@@ -14,37 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.model.timeline_table import BASES, STATUSES
+from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, device_times, utc_text
 from bench.units import fmt_ns
 
 FIELDS = ("index", "block", "source", "plane", "label", "lo_ns", "hi_ns", "basis", "raw",
           "calibration", "status", "distance_ns", "unordered_count", "unordered_with",
           "device_time", "log")
 CHUNK = 8192                # rows formatted at a time (their text: a few MB)
-UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
 HTML_ROWS = 2000
 NEEDS_QUOTE = re.compile(r'[",\r\n]')
-
-
-def utc_text(ns, unit: str = "us") -> np.ndarray:
-    """Unix ns (array) as ISO 8601 UTC text to `unit`."""
-    a = np.asarray(ns, dtype=np.int64).astype("datetime64[ns]")
-    return np.char.add(np.datetime_as_string(a, unit=unit), "Z")
-
-
-def device_times(stamp: np.ndarray, has: np.ndarray, res: np.ndarray) -> list[str]:
-    """Each stamp as a time: a wall stamp in UTC to its resolution, a counter's in seconds."""
-    out = np.full(len(stamp), "", dtype=object)
-    wall = has & (stamp > UNIX_AFTER_NS)
-    for unit, lo_q in (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 0)):
-        pick = wall & (res >= lo_q)
-        wall &= ~pick
-        if pick.any():
-            out[pick] = utc_text(stamp[pick], unit)
-    cnt = has & (stamp <= UNIX_AFTER_NS)
-    if cnt.any():
-        out[cnt] = [f"{v / 1e9:.9f} s (counter)" for v in stamp[cnt].tolist()]
-    return out.tolist()
 
 
 def records(tl, idx: np.ndarray):
@@ -120,7 +98,7 @@ def _print_report(rep: dict) -> None:
             print(f"    ... {rep['unparsed_count'] - 20} more (the first "
                   f"{len(rep['unparsed'])} in timeline.json)")
     for u in rep["unplaced"][:20]:
-        print(f"  line {u['line']} ({u['raw']}): {u['why']}")
+        print(f"  line {u['line']} ({u['device_time']}): {u['why']}")
     if rep["unplaced_count"] > 20:
         print(f"  ... {rep['unplaced_count'] - 20} more unplaced (the first "
               f"{len(rep['unplaced'])} in timeline.json)")
