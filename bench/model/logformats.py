@@ -374,7 +374,7 @@ def parse_ipmi_sel(line: str, ctx: Context) -> tuple:
         raise Unparsed(f"no such date: {exc}") from None
     v, q, zn = local_to_ns(base, ctx, NS)
     return (v, q, "wall", line[m.start(2):m.end(8) if ampm else m.end(7)], rest.strip(),
-            int(rid[-16:], 16), ("SEL time is the BMC's local time",) + zn)
+            int(rid, 16), ("SEL time is the BMC's local time",) + zn)
 
 
 SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) \[(.*?)\]:?\s*(.*)$")
