@@ -176,3 +176,15 @@ def test_utc_beside_run_time_journald_stamps_as_time_and_the_users_lines_in_html
     assert page.count('class="ev user"') == 1 and "✎ bmc-1: journal.json:1" in page
     assert ">bmc</text>" in page and "UTC: " in page
     assert abs(T - t) < 3600 * NS
+
+
+def test_outputs_replace_a_planted_symlink_never_write_through_it(tmp_path):
+    run, bmc, _, t0 = _run_folder(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    (run / "timeline.json").symlink_to(victim)
+    assert main([str(run)]) == 0
+    assert victim.read_text() == "keep me\n"
+    assert not (run / "timeline.json").is_symlink()
+    assert json.loads((run / "timeline.json").read_text())["schema"] == 2
+    assert not [p for p in run.iterdir() if p.name.startswith(".timeline")]

@@ -211,8 +211,25 @@ def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
 
 
 def write_outputs(folder: Path, tl, t0: int) -> list[Path]:
+    """The four files, each written under a fresh temporary name (O_EXCL) and renamed into
+    place: a name planted in the folder (a symlink) is replaced, never written through, and a
+    reader never sees half a file."""
+    import os
+    import tempfile
     paths = [folder / "timeline.json", folder / "timeline.csv", folder / "timeline.otel.json",
              folder / "timeline.html"]
-    write_files(tl, *paths[:3])
-    write_html(tl, paths[3], t0)
+    parts = []
+    try:
+        for p in paths:
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
+            os.close(fd)
+            parts.append(Path(tmp))
+        write_files(tl, *parts[:3])
+        write_html(tl, parts[3], t0)
+        for tmp, p in zip(parts, paths):
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, p)
+    finally:
+        for tmp in parts:
+            tmp.unlink(missing_ok=True)
     return paths
