@@ -239,17 +239,7 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: "EntryTable
     if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
         qs = np.maximum(qs, fit_q)
         report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
-    ids = np.frombuffer(st.order, dtype=np.int64)
-    has_id = ids != NO_ORDER
-    if how == "auto":
-        how = "id" if has_id.any() else "file"
-    if how == "id" and has_id.all():
-        key = ids
-    elif how in ("file", "id"):
-        key, how = np.frombuffer(st.line, dtype=np.int64), "file"
-    else:
-        key, how = None, "none"
-    report["order"] = how
+    key, report["order"] = _order_key(st, how)
     read_at = max(time.time_ns(), max(c.span[1] for c in cals))
     m = map_stamps(cals, vals, qs, key, wall=kind != "monotonic", not_after_ns=read_at,
                    presync_before_ns=presync)
@@ -269,6 +259,20 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: "EntryTable
     report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
                         if np.any(m.status == k)}
     return report
+
+
+def _order_key(st, how: str) -> tuple[np.ndarray | None, str]:
+    """The log's own order to decide segments by (ids where every line has one, else the file's
+    line order, or none), and which it is."""
+    ids = np.frombuffer(st.order, dtype=np.int64)
+    has_id = ids != NO_ORDER
+    if how == "auto":
+        how = "id" if has_id.any() else "file"
+    if how == "id" and has_id.all():
+        return ids, "id"
+    if how in ("file", "id"):
+        return np.frombuffer(st.line, dtype=np.int64), "file"
+    return None, "none"
 
 
 def _log_clock(spec: str, device: str, clock: str, clocks: dict, kind: str) -> str:
