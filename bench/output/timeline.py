@@ -134,7 +134,8 @@ def _csv_row(r, cq: dict) -> str:
 
 def _otel_record(r, e) -> str:
     """One OTLP/JSON log record: timeUnixNano is the device's own time as written (0 when it is
-    not a Unix time), the reference interval an attribute."""
+    not a Unix time), the reference interval an attribute (the distance from the calibrated
+    span only where there is one)."""
     (_, blk, _, _, _, lo, hi, basis, _, _, status, dist, cnt, _, _, _, raw_ns) = r
     return (f'{{"timeUnixNano": "{max(raw_ns, 0)}", "body": {{"stringValue": {e[0]}}}, '
             f'"attributes": [{{"key": "rackclock.interval.lo_ns", "value": {{"intValue": "{lo}"}}}}, '
@@ -144,60 +145,89 @@ def _otel_record(r, e) -> str:
             f'{{"key": "rackclock.status", "value": {{"stringValue": "{status}"}}}}, '
             f'{{"key": "rackclock.basis", "value": {{"stringValue": "{basis}"}}}}, '
             f'{{"key": "rackclock.order.block", "value": {{"intValue": "{blk}"}}}}, '
-            f'{{"key": "rackclock.order.unordered_count", "value": {{"intValue": "{cnt}"}}}}, '
-            f'{{"key": "rackclock.distance_ns", "value": {{"intValue": "{dist}"}}}}, '
-            f'{{"key": "rackclock.plane", "value": {{"stringValue": {e[3][1]}}}}}]}}')
+            f'{{"key": "rackclock.order.unordered_count", "value": {{"intValue": "{cnt}"}}}}'
+            + (f', {{"key": "rackclock.distance_ns", "value": {{"intValue": "{dist}"}}}}]}}'
+               if dist else "]}"))
+
+
+class OtelSink:
+    """timeline.otel.json written as the rows come: OTLP/JSON `resourceLogs`, one resource
+    per device (its plane a resource attribute), records in timeline order. The first device's
+    records go straight into the file; each other device's into an unlinked temporary file
+    beside it, appended at the end."""
+
+    def __init__(self, path: Path):
+        self.f = open(path, "wb")
+        self.f.write(b'{"resourceLogs": [')
+        self.first = None
+        self.parts: dict[tuple, list] = {}
+
+    @staticmethod
+    def _resource(dev: tuple) -> bytes:
+        return ('{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": '
+                f'{js(dev[0])}}}}}, {{"key": "rackclock.plane", "value": {{"stringValue": '
+                f'{js(dev[1])}}}}}]}}, "scopeLogs": [{{"scope": {{"name": "rackclock.timeline"}}, '
+                '"logRecords": [\n').encode()
+
+    def add(self, dev: tuple, recs: list[str]) -> None:
+        from tempfile import TemporaryFile
+        if self.first is None:
+            self.first = dev
+            self.f.write(self._resource(dev))
+        part = self.parts.get(dev)
+        if part is None:
+            part = self.parts[dev] = [self.f if dev == self.first else
+                                      TemporaryFile("w+b", dir=Path(self.f.name).parent), 0]
+        part[0].write((",\n" if part[1] else "").encode() + ",\n".join(recs).encode())
+        part[1] += len(recs)
+
+    def close(self) -> None:
+        import shutil
+        try:
+            if self.first is not None:
+                self.f.write(b"]}]}")
+            for dev, (part, _) in self.parts.items():
+                if part is self.f:
+                    continue
+                self.f.write(b",\n" + self._resource(dev))
+                part.seek(0)
+                shutil.copyfileobj(part, self.f, 1 << 20)
+                self.f.write(b"]}]}")
+            self.f.write(b"]}\n")
+        finally:
+            for part, _ in self.parts.values():
+                part.close()
+            self.f.close()
 
 
 def write_files(tl, json_path: Path, csv_path: Path, otel_path: Path) -> None:
     """timeline.json, timeline.csv and timeline.otel.json in one pass over the rows, a chunk
-    at a time (each device's OTLP records gathered in an unlinked temporary file beside them)."""
-    from tempfile import TemporaryFile
-    per_dev: dict[int, list] = {}
-    with open(json_path, "w", encoding="utf-8") as fj, \
-            open(csv_path, "w", newline="", encoding="utf-8") as fc:
-        fj.write('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
-                 + json.dumps(tl.unplaced) + ', "entries": [\n')
-        csv.writer(fc).writerow(FIELDS)
-        cal_js, src_js, cq = {}, {}, {}
-        for chunk in records(tl, np.arange(len(tl))):
-            esc = [(js(r[4]), js(r[8]), cal_js.get(r[9]) or cal_js.setdefault(r[9], js(r[9])),
-                    src_js.get(r[2:4] + r[15:16])
-                    or src_js.setdefault(r[2:4] + r[15:16], tuple(map(js, r[2:4] + r[15:16]))))
-                   for r in chunk]
-            fj.write(("" if chunk[0][0] == 0 else ",\n")
-                     + ",\n".join([_json_row(r, e) for r, e in zip(chunk, esc)]))
-            fc.write("".join([_csv_row(r, cq) for r in chunk]))
-            by_dev: dict[int, list] = {}
-            for r, e in zip(chunk, esc):
-                by_dev.setdefault(r[2], []).append(_otel_record(r, e))
-            for name, recs in by_dev.items():
-                f = per_dev.get(name)
-                if f is None:
-                    f = per_dev[name] = [TemporaryFile("w+b", dir=otel_path.parent), 0]
-                f[0].write((",\n" if f[1] else "").encode() + ",\n".join(recs).encode())
-                f[1] += len(recs)
-        fj.write("]}\n")
+    at a time."""
+    otel = OtelSink(otel_path)
     try:
-        _write_otel(otel_path, per_dev)
+        with open(json_path, "w", encoding="utf-8") as fj, \
+                open(csv_path, "w", newline="", encoding="utf-8") as fc:
+            fj.write('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
+                     + json.dumps(tl.unplaced) + ', "entries": [\n')
+            csv.writer(fc).writerow(FIELDS)
+            cal_js, src_js, cq = {}, {}, {}
+            for chunk in records(tl, np.arange(len(tl))):
+                esc = [(js(r[4]), js(r[8]),
+                        cal_js.get(r[9]) or cal_js.setdefault(r[9], js(r[9])),
+                        src_js.get(r[2:4] + r[15:16])
+                        or src_js.setdefault(r[2:4] + r[15:16], tuple(map(js, r[2:4] + r[15:16]))))
+                       for r in chunk]
+                fj.write(("" if chunk[0][0] == 0 else ",\n")
+                         + ",\n".join([_json_row(r, e) for r, e in zip(chunk, esc)]))
+                fc.write("".join([_csv_row(r, cq) for r in chunk]))
+                by_dev: dict[tuple, list] = {}
+                for r, e in zip(chunk, esc):
+                    by_dev.setdefault(r[2:4], []).append(_otel_record(r, e))
+                for dev, recs in by_dev.items():
+                    otel.add(dev, recs)
+            fj.write("]}\n")
     finally:
-        for f, _ in per_dev.values():
-            f.close()
-
-
-def _write_otel(path: Path, per_dev: dict) -> None:
-    """OTLP/JSON `resourceLogs`, one resource per source, its records in timeline order."""
-    import shutil
-    with open(path, "wb") as f:
-        f.write(b'{"resourceLogs": [')
-        for k, (name, (part, _)) in enumerate(per_dev.items()):
-            f.write((("" if not k else ",\n") + '{"resource": {"attributes": [{"key": '
-                     f'"service.name", "value": {{"stringValue": {js(name)}}}}}]}}, "scopeLogs": '
-                     '[{"scope": {"name": "rackclock.timeline"}, "logRecords": [\n').encode())
-            part.seek(0)
-            shutil.copyfileobj(part, f, 1 << 20)
-            f.write(b"]}]}")
-        f.write(b"]}\n")
+        otel.close()
 
 
 def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
