@@ -129,6 +129,15 @@ class TextStore:
     def __len__(self) -> int:
         return len(self._end)
 
+    def many(self, idx) -> list[str]:
+        """The strings at indices `idx` (a chunk of rows: one call, not one each)."""
+        chunks, end, pend, n = self._chunks, self._end, self._pending, len(self._chunks)
+        out = []
+        for i in idx:
+            c, r = divmod(i, STORE_CHUNK)
+            out.append(pend[r] if c == n else chunks[c][(end[i - 1] if r else 0):end[i]])
+        return out
+
     def __getitem__(self, i: int) -> str:
         if i < 0:
             i += len(self._end)

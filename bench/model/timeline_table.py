@@ -55,6 +55,12 @@ class LogTexts:
     def raw(self, k: int) -> str:
         return self.st.raw[k]
 
+    def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
+        """Labels and raw stamps of many lines at once."""
+        line, log = self.st.line, self.log
+        return ([f"{log}:{line[k]} {t}"[:LABEL_KEEP] for k, t in zip(ks, self.st.text.many(ks))],
+                self.st.raw.many(ks))
+
 
 class EntryTexts:
     """The same for a run's own entries (a few thousand Entry records)."""
@@ -69,6 +75,9 @@ class EntryTexts:
 
     def raw(self, k: int) -> str:
         return self.entries[k].raw
+
+    def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
+        return [self.entries[k].label for k in ks], [self.entries[k].raw for k in ks]
 
 
 class EntryTable:

@@ -44,15 +44,27 @@ def records(tl, idx: np.ndarray):
         got = np.count_nonzero(near >= 0, axis=1).tolist()
         near = np.sort(np.where(near < 0, np.iinfo(np.int32).max, near), axis=1).tolist()
         sources, devices, cals = t.sources, t.devices, t.cal_names
+        label, raw = _texts(sources, src, k)
         out = []
         for j, i in enumerate(ix.tolist()):
             s = sources[src[j]]
             b = BASES[basis[j]]
-            out.append((i, blk[j], *devices[dev[j]], s.label(k[j]), lo[j], hi[j], b, s.raw(k[j]),
+            out.append((i, blk[j], *devices[dev[j]], label[j], lo[j], hi[j], b, raw[j],
                         cals[cal[j]], STATUSES[status[j]] if b in ("stamp", "event")
                         else "proven", dist[j], cnt[j], str(near[j][:got[j]]), dtime[j], s.log,
                         raw_ns[j]))
         yield out
+
+
+def _texts(sources: list, src: list[int], k: list[int]) -> tuple[list, list]:
+    """Labels and raw stamps of a chunk of rows, fetched a source at a time."""
+    label, raw = [""] * len(k), [""] * len(k)
+    for s in set(src):
+        pos = [j for j, x in enumerate(src) if x == s] if len(set(src)) > 1 else range(len(k))
+        lab, rw = sources[s].labels_raws([k[j] for j in pos])
+        for j, a, b in zip(pos, lab, rw):
+            label[j], raw[j] = a, b
+    return label, raw
 
 
 def print_table(tl, t0: int, limit: int = 200) -> None:
