@@ -26,19 +26,26 @@ def test_disjoint_is_ordered_overlap_is_not():
     assert [r["unordered_count"] for r in rows] == [0, 1, 1]
 
 
-def test_the_array_order_counts_exactly_what_the_pairwise_rule_says():
-    rng = np.random.default_rng(2)
+def mixed_entries(n: int, seed: int, span_s: int, obs_ms: int) -> list[Entry]:
+    """Stamps of three 1 s clocks (each mapped: the tick's interval, offset per clock) and
+    observed events of random widths, over `span_s` seconds."""
+    rng = np.random.default_rng(seed)
     ents = []
-    for i in range(300):
-        if i % 2:      # a 1 s clock's stamp, mapped: the tick's interval (offset per clock)
-            st = int(rng.integers(0, 20)) * 10**9
+    for i in range(n):
+        if i % 2:
+            st = int(rng.integers(0, span_s)) * 10**9
             lo = T0 + st + (i % 3) * 300 * MS
             ents.append(Entry(f"dev-{i % 3}", "p", str(i), lo, lo + 10**9 + 5 * MS, "stamp",
                               f"dev-{i % 3}/clock/0", st, 10**9))
         else:
-            lo = T0 + int(rng.uniform(0, 20_000)) * MS
-            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, 2000)) * MS,
+            lo = T0 + int(rng.uniform(0, span_s * 1000)) * MS
+            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, obs_ms)) * MS,
                               "observed"))
+    return ents
+
+
+def test_the_array_order_counts_exactly_what_the_pairwise_rule_says():
+    ents = mixed_entries(300, 2, 20, 2000)
     rows = order(ents)
     for r in rows:
         assert r["unordered_count"] == len(r["unordered_with"])
@@ -115,18 +122,7 @@ def test_timeline_command_maps_a_log_line_onto_the_truth(tmp_path, capsys):
 
 def test_nearest_unordered_lists_hold_only_unordered_entries_and_all_of_them_up_to_12():
     from bench.analysis.timeline import nearest_unordered, order_arrays
-    rng = np.random.default_rng(7)
-    ents = []
-    for i in range(400):
-        if i % 2:
-            st = int(rng.integers(0, 40)) * 10**9
-            lo = T0 + st + (i % 3) * 300 * MS
-            ents.append(Entry(f"dev-{i % 3}", "p", str(i), lo, lo + 10**9 + 5 * MS, "stamp",
-                              f"dev-{i % 3}/clock/0", st, 10**9))
-        else:
-            lo = T0 + int(rng.uniform(0, 40_000)) * MS
-            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, 3000)) * MS,
-                              "observed"))
+    ents = mixed_entries(400, 7, 40, 3000)
     rows = order(ents)                  # every list complete: 400 entries, few pairs
     keys = {}
     clock = [keys.setdefault(e.clock_key, len(keys)) if e.clock_key else -1 for e in ents]
