@@ -5,11 +5,9 @@ Each log is read in its format (given with `format=NAME`, or detected and said h
 bench/model/logformats.py), each stamp mapped through the segment of its device clock that was in force
 (bench/analysis/timeline_map.py), calibrated by this run and any `--calibration RUN`. Every mapped line
 keeps its raw timestamp beside its interval and names its calibration; every line that did not
-parse is counted and listed with its number. Per-log keys: format, tz (IANA zone of zone-less
-stamps), year (of year-less stamps; default: from the run), order (id | file | none: the log's own
-order, used to decide a stamp's segment), boot (dmesg: the boot instant in the host's wall time),
-stamp (wall | monotonic, for journald and snmptrapd), presync_before (a wall stamp before this
-date, e.g. the firmware image date, was written before the clock was set).
+parse is counted and listed with its number. A log is a regular file, read a line at a time
+(lines over --line-limit bytes are counted and skipped); a log that cannot be read, or a bad
+option, is one error line for that log and the others go on (exit status 2).
 """
 from __future__ import annotations
 
@@ -17,8 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.model.logfile import LINE_LIMIT, LogError
 from bench.model.logformats import FORMATS
-from bench.model.rundata import load_run
+from bench.model.rundata import RunFolderError, load_run
 from bench.model.timeline import build
 
 
@@ -56,31 +55,38 @@ def main(argv: list[str] | None = None) -> int:
                     help="another run folder calibrating the same devices (repeatable)")
     ap.add_argument("--format", default=None, choices=FORMATS,
                     help="default log format (per log: format=...; default: detected)")
-    ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...)")
+    ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...; "
+                    "default: the device's zone in the rack file, else UTC)")
     ap.add_argument("--widen-latency", action="store_true",
                     help="bound event instants, not stamps, with the run's measured log latency")
     ap.add_argument("--rows", type=int, default=200,
                     help="rows printed (all are written to timeline.json/.csv; default 200)")
+    ap.add_argument("--line-limit", type=int, default=LINE_LIMIT, metavar="BYTES",
+                    help=f"longest log line read; longer ones are counted and skipped "
+                         f"(default {LINE_LIMIT})")
     a = ap.parse_args(argv)
+    if a.line_limit < 80:
+        ap.error("--line-limit: at least 80 bytes")
     try:
         run = load_run(a.run)
         others = [load_run(p) for p in a.calibration]
-    except (FileNotFoundError, NotADirectoryError) as exc:
+    except (FileNotFoundError, NotADirectoryError, RunFolderError) as exc:
         print(f"rackclock timeline: {exc}", file=sys.stderr)
         return 2
     defaults = {k: v for k, v in (("format", a.format), ("tz", a.tz)) if v}
     try:
-        rows, reports, unplaced = build(run, a.logs, a.widen_latency, others, defaults)
-    except SystemExit as exc:
-        if isinstance(exc.code, str):
-            print(f"rackclock timeline: {exc.code}", file=sys.stderr)
-            return 2
-        raise
-    t0 = run.manifest.started_ns or (rows[0]["entry"].lo_ns if rows else 0)
-    print_table(rows, reports, unplaced, int(t0), a.rows)
-    paths = write_outputs(run.path, rows, reports, unplaced)
+        tl = build(run, a.logs, a.widen_latency, others, defaults, a.line_limit)
+    except LogError as exc:
+        print(f"rackclock timeline: {exc}", file=sys.stderr)
+        return 2
+    refused = [rep for rep in tl.reports if "error" in rep]
+    for rep in refused:
+        print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
+    t0 = run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0)
+    print_table(tl, int(t0), a.rows)
+    paths = write_outputs(run.path, tl, int(t0))
     print("written: " + ", ".join(str(p) for p in paths))
-    return 0
+    return 2 if refused else 0
 
 
 if __name__ == "__main__":

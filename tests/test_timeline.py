@@ -26,19 +26,26 @@ def test_disjoint_is_ordered_overlap_is_not():
     assert [r["unordered_count"] for r in rows] == [0, 1, 1]
 
 
-def test_the_array_order_counts_exactly_what_the_pairwise_rule_says():
-    rng = np.random.default_rng(2)
+def mixed_entries(n: int, seed: int, span_s: int, obs_ms: int) -> list[Entry]:
+    """Stamps of three 1 s clocks (each mapped: the tick's interval, offset per clock) and
+    observed events of random widths, over `span_s` seconds."""
+    rng = np.random.default_rng(seed)
     ents = []
-    for i in range(300):
-        if i % 2:      # a 1 s clock's stamp, mapped: the tick's interval (offset per clock)
-            st = int(rng.integers(0, 20)) * 10**9
+    for i in range(n):
+        if i % 2:
+            st = int(rng.integers(0, span_s)) * 10**9
             lo = T0 + st + (i % 3) * 300 * MS
             ents.append(Entry(f"dev-{i % 3}", "p", str(i), lo, lo + 10**9 + 5 * MS, "stamp",
                               f"dev-{i % 3}/clock/0", st, 10**9))
         else:
-            lo = T0 + int(rng.uniform(0, 20_000)) * MS
-            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, 2000)) * MS,
+            lo = T0 + int(rng.uniform(0, span_s * 1000)) * MS
+            ents.append(Entry("obs", "p", str(i), lo, lo + int(rng.uniform(1, obs_ms)) * MS,
                               "observed"))
+    return ents
+
+
+def test_the_array_order_counts_exactly_what_the_pairwise_rule_says():
+    ents = mixed_entries(300, 2, 20, 2000)
     rows = order(ents)
     for r in rows:
         assert r["unordered_count"] == len(r["unordered_with"])
@@ -111,3 +118,27 @@ def test_timeline_command_maps_a_log_line_onto_the_truth(tmp_path, capsys):
     assert line["lo_ns"] <= t_event <= line["hi_ns"]
     assert line["hi_ns"] - line["lo_ns"] < 1.1e9          # one tick of 1 s, mapped
     assert "thermal trip" in capsys.readouterr().out
+
+
+def test_nearest_unordered_lists_hold_only_unordered_entries_and_all_of_them_up_to_12():
+    from bench.analysis.timeline import nearest_unordered, order_arrays
+    ents = mixed_entries(400, 7, 40, 3000)
+    rows = order(ents)                  # every list complete: 400 entries, few pairs
+    keys = {}
+    clock = [keys.setdefault(e.clock_key, len(keys)) if e.clock_key else -1 for e in ents]
+    stamp = [e.stamp_ns or 0 for e in ents]
+    perm, _, count = order_arrays([e.lo_ns for e in ents], [e.hi_ns for e in ents], clock,
+                                  stamp, [e.resolution_ns for e in ents])
+    pick = lambda xs: np.asarray(xs)[perm]          # noqa: E731
+    near = nearest_unordered(pick([e.lo_ns for e in ents]), pick([e.hi_ns for e in ents]),
+                             pick(clock), pick(stamp), pick([e.resolution_ns for e in ents]),
+                             count)
+    assert [r["unordered_count"] for r in rows] == count.tolist()
+    assert any(c > 12 for c in count) and any(0 < c <= 12 for c in count)
+    for r, got in zip(rows, near):
+        got = sorted(int(x) for x in got if x >= 0)
+        assert set(got) <= set(r["unordered_with"])
+        if r["unordered_count"] <= 12:
+            assert got == r["unordered_with"]
+        else:
+            assert len(got) == 12

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from bench.model.logformats import Context, parse_log
+from bench.model.logfile import LogError
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -164,9 +165,9 @@ def test_rfc2822_dates_through_email_utils():
 
 
 def test_no_format_is_any_leading_number():
-    with pytest.raises(SystemExit, match="not recognised"):
+    with pytest.raises(LogError, match="not recognised"):
         parse_log("404 not a timestamp\n1 2 3\n   1 | something\n", "auto", RUN)
-    with pytest.raises(SystemExit, match="unknown log format"):
+    with pytest.raises(LogError, match="unknown log format"):
         parse_log("x", "numbers", RUN)
 
 

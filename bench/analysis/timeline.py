@@ -122,3 +122,40 @@ def order_arrays(lo_ns, hi_ns, clock=None, stamp_ns=None, resolution_ns=None):
                     - np.searchsorted(sst, st[idx] - q[idx], "right")) - 1
             overlap[idx] -= same - tied
     return perm, block, overlap
+
+
+def nearest_unordered(lo, hi, clock, stamp_ns, resolution_ns, count, cap: int = 12,
+                      window: int = 4096) -> np.ndarray:
+    """Over entries sorted as `order_arrays` sorts them: for each, up to `cap` of the entries it
+    is unordered with (the rule of `before`, pair by pair), nearest in the order first, looked
+    for within `window` positions; (n, cap) int32 indices, -1 padded. An entry whose exact
+    `count` is at most `cap` gets all of them unless one lies farther than `window` positions.
+    Vectorised over all entries one distance at a time; memory n * cap * 4 bytes."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    clock, st = np.asarray(clock, np.int64), np.asarray(stamp_ns, np.int64)
+    q = np.asarray(resolution_ns, np.int64)
+    n = len(lo)
+    out = np.full((n, cap), -1, dtype=np.int32)
+    got = np.zeros(n, dtype=np.int64)
+    need = np.minimum(np.asarray(count, np.int64), cap)
+    reach = np.searchsorted(lo, hi, "right")      # sorted by lo: j in (i, reach_i) overlap i
+    active = np.flatnonzero(reach > np.arange(n) + 1)
+    d = 0
+    while len(active) and d < window:
+        d += 1
+        if d % 4 == 1:        # keep i while it, or a later entry it overlaps, still needs some
+            short = np.concatenate(([0], np.cumsum(got < need)))
+            keep = (got[active] < need[active]) | \
+                (short[np.minimum(reach[active], n)] > short[np.minimum(active + d, n)])
+            active = active[keep]
+        active = active[active + d < reach[active]]
+        i, j = active, active + d
+        same = (clock[i] >= 0) & (clock[i] == clock[j])
+        ordered = same & ((st[i] + q[i] <= st[j]) | (st[j] + q[j] <= st[i]))
+        i, j = i[~ordered], j[~ordered]
+        for a, b in ((i, j), (j, i)):    # each a distinct in one pass: safe to assign at once
+            room = got[a] < cap
+            a, b = a[room], b[room]
+            out[a, got[a]] = b
+            got[a] += 1
+    return out

@@ -32,7 +32,7 @@ from bench.analysis.estimate import PPM, TOL_NS, wander_allowance_ns_per_s
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
 STATUS = ("proven", "assumed", "extrapolated", "ambiguous", "presync", "unplaceable")
-CHUNK = 131_072
+CELLS = 2_000_000           # float64 cells of one mapping step's temporaries (16 MB each)
 
 
 @dataclass(frozen=True)
@@ -94,15 +94,16 @@ def to_reference_many(seg, value_ns: np.ndarray, resolution_ns: np.ndarray) -> t
     f = w / max(1e-12, 1.0 - w - float(np.max(np.abs(x))) * PPM)
     lo = np.empty(len(value_ns), dtype=np.int64)
     hi = np.empty(len(value_ns), dtype=np.int64)
-    for a in range(0, len(value_ns), CHUNK):
-        base = (value_ns[a:a + CHUNK] - (seg.epoch_ns + th0)).astype(np.float64)
+    step = max(1024, CELLS // max(len(y), 1))     # (step, vertices) float64 temporaries
+    for a in range(0, len(value_ns), step):
+        base = (value_ns[a:a + step] - (seg.epoch_ns + th0)).astype(np.float64)
         t_lo = np.min((base[:, None] - y[None, :]) / den[None, :], axis=1)
-        t_hi = np.max(((base + resolution_ns[a:a + CHUNK])[:, None] - y[None, :]) / den[None, :],
+        t_hi = np.max(((base + resolution_ns[a:a + step])[:, None] - y[None, :]) / den[None, :],
                       axis=1)
         t_lo -= f * np.abs(t_lo) + TOL_NS
         t_hi += f * np.abs(t_hi) + TOL_NS
-        lo[a:a + CHUNK] = seg.epoch_ns + np.floor(t_lo).astype(np.int64)
-        hi[a:a + CHUNK] = seg.epoch_ns + np.ceil(t_hi).astype(np.int64)
+        lo[a:a + step] = seg.epoch_ns + np.floor(t_lo).astype(np.int64)
+        hi[a:a + step] = seg.epoch_ns + np.ceil(t_hi).astype(np.int64)
     return lo, hi
 
 

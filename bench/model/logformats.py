@@ -18,15 +18,18 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 import re
+from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bench.errors import RackclockError
+from bench.model.logfile import LineStats, LogError, TextStore, lines, open_regular, read_document
 
 NS = 1_000_000_000
 US = 1_000
@@ -43,22 +46,104 @@ class Stamp:
     resolution_ns: int
     kind: str                  # wall | monotonic
     raw: str                   # the timestamp exactly as written
-    text: str                  # the rest of the entry
+    text: str                  # the rest of the entry (its first TEXT_KEEP characters)
     order: int | None = None   # the log's own order (entry id, sequence number), if it has one
     notes: tuple = ()          # assumptions made reading this stamp
+
+
+TEXT_KEEP = 200                 # characters of a line's text (and of an unparsed line) kept
+UNPARSED_KEEP = 1000            # unparsed lines listed with their number; the rest counted
+INT64_MAX = 2**63 - 1
+NO_ORDER = -(2**63)
+KINDS = ("wall", "monotonic")
+KIND_IX = {k: i for i, k in enumerate(KINDS)}
+
+
+class Stamps:
+    """A log's stamps as columns (arrays of int64 and two text stores): a million lines cost
+    tens of MB, not a frozen dataclass each. Indexing gives a Stamp."""
+
+    def __init__(self):
+        self.line, self.value, self.res, self.order = (array("q") for _ in range(4))
+        self.kind = bytearray()
+        self.note_id = array("l")
+        self.note_sets: list[tuple] = []
+        self._note_ix: dict[tuple, int] = {}
+        self.raw, self.text = TextStore(), TextStore()
+        self._bind()
+
+    def add(self, n: int, value: int, res: int, kind: str, raw: str, text: str,
+            order: int | None = None, notes: tuple = ()) -> None:
+        if not (-INT64_MAX <= value and value + res <= INT64_MAX and 0 <= res):
+            raise Unparsed("stamp outside the int64 ns range (years 1678-2262)")
+        if order is None or not -INT64_MAX <= order <= INT64_MAX:
+            order = NO_ORDER
+        k = self._note_ix.get(notes)
+        if k is None:
+            k = self._note_ix[notes] = len(self.note_sets)
+            self.note_sets.append(notes)
+        self._line(n)
+        self._value(value)
+        self._res(res)
+        self._order(order)
+        self._kind(KIND_IX[kind])
+        self._note(k)
+        self._raw(raw[:TEXT_KEEP])
+        self._text(text[:TEXT_KEEP])
+
+    def _bind(self):
+        """Bound appends, looked up once (a million lines)."""
+        self._line, self._value, self._res, self._order = (c.append for c in (
+            self.line, self.value, self.res, self.order))
+        self._kind, self._note = self.kind.append, self.note_id.append
+        self._raw, self._text = self.raw.append, self.text.append
+
+    def pop(self) -> Stamp:
+        st = self[len(self) - 1]
+        for col in (self.line, self.value, self.res, self.order, self.note_id):
+            col.pop()
+        self.kind.pop()
+        self.raw.pop()
+        self.text.pop()
+        return st
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def __getitem__(self, i: int) -> Stamp:
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        o = self.order[i]
+        return Stamp(self.line[i], self.value[i], self.res[i], KINDS[self.kind[i]], self.raw[i],
+                     self.text[i], None if o == NO_ORDER else o, self.note_sets[self.note_id[i]])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def kinds(self) -> set:
+        return {KINDS[k] for k in set(self.kind)}
 
 
 @dataclass
 class ParsedLog:
     format: str
     detected: str              # "given" or "detected: 98 of 100 sampled lines"
-    stamps: list = field(default_factory=list)
-    unparsed: list = field(default_factory=list)     # (line number, line, why)
+    stamps: Stamps = field(default_factory=Stamps)
+    unparsed: list = field(default_factory=list)     # (line number, line, why), the first 1000
     notes: list = field(default_factory=list)        # file-wide assumptions, said once
+    unparsed_count: int = 0
+    over: LineStats = field(default_factory=LineStats)
 
     @property
     def lines(self) -> int:
-        return len(self.stamps) + len(self.unparsed)
+        return len(self.stamps) + self.unparsed_count + self.over.over
+
+    def reject(self, n: int, line: str, why: str) -> None:
+        self.unparsed_count += 1
+        if len(self.unparsed) < UNPARSED_KEEP:
+            self.unparsed.append((n, line[:TEXT_KEEP], why))
 
 
 @dataclass(frozen=True)
@@ -69,6 +154,7 @@ class Context:
     near_ns: int | None = None # a reference instant the log is near (the run), to pick the year
     boot_ns: int | None = None # dmesg -> wall: the host's boot instant in its own wall time
     stamp: str = "auto"        # journald/snmptrapd: "wall" or "monotonic" stamp
+    zone_from: str = "given"   # where the zone came from, said in the notes
 
 
 class Unparsed(RackclockError, ValueError):
@@ -91,8 +177,8 @@ def _zone(ctx: Context):
         return timezone.utc
     try:
         return ZoneInfo(ctx.zone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise SystemExit(f"unknown time zone {ctx.zone!r}") from exc
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise LogError(f"unknown time zone {ctx.zone!r}") from exc
 
 
 def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, tuple]:
@@ -102,11 +188,11 @@ def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, t
     tz = _zone(ctx)
     if tz is timezone.utc:
         return _ns(naive.replace(tzinfo=timezone.utc)), res_ns, ("zone: UTC assumed (none given)",) \
-            if not ctx.zone else ("zone: UTC (given)",)
+            if not ctx.zone else (f"zone: UTC ({ctx.zone_from})",)
     a = naive.replace(tzinfo=tz, fold=0)
     b = naive.replace(tzinfo=tz, fold=1)
     va, vb = _ns(a), _ns(b)
-    note = f"zone: {ctx.zone} (given)"
+    note = f"zone: {ctx.zone} ({ctx.zone_from})"
     if va == vb:
         return va, res_ns, (note,)
     lo, hi = min(va, vb), max(va, vb)
@@ -127,7 +213,8 @@ ISO = re.compile(r"(?<![\d.])(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2
 
 
 @lru_cache(maxsize=4096)
-def _minute(y: str, mo: str, d: str, h: str, mi: str, tz: str | None, zone: str):
+def _minute(y: str, mo: str, d: str, h: str, mi: str, tz: str | None, zone: str,
+            zone_from: str = "given"):
     """(ns, widening, notes) of a minute's start: zone changes fall on whole minutes, so a log's
     lines share few of these (cached: a million lines parse in seconds, not minutes)."""
     base = datetime(int(y), int(mo), int(d), int(h), int(mi))
@@ -139,7 +226,7 @@ def _minute(y: str, mo: str, d: str, h: str, mi: str, tz: str | None, zone: str)
             digits = tz[1:].replace(":", "")
             off = sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
         return _ns(base.replace(tzinfo=timezone(off))), 0, ()
-    v, r, zn = local_to_ns(base, Context(zone=zone), 0)
+    v, r, zn = local_to_ns(base, Context(zone=zone, zone_from=zone_from), 0)
     return v, r, zn
 
 
@@ -152,20 +239,46 @@ def iso_stamp(m: re.Match, ctx: Context) -> tuple[int, int, tuple]:
     if s is None:
         res, notes = 60 * NS, ("no seconds in the stamp: resolution 1 min",)
     try:
-        v, widen, zn = _minute(y, mo, d, h, mi, tz, ctx.zone)
-    except ValueError as exc:
+        v, widen, zn = _minute(y, mo, d, h, mi, tz, ctx.zone, ctx.zone_from)
+    except (ValueError, OverflowError) as exc:
         raise Unparsed(f"no such date and time: {exc}") from None
     if int(s or 0) > 59:
         raise Unparsed(f"second {s} out of range")
     return v + int(s or 0) * NS + frac_ns, res + widen, notes + zn
 
 
-# -- formats: each parse(line_no, line, ctx) -> Stamp, raising Unparsed ---------------------------
+# -- formats: each parse(line, ctx) -> (value_ns, resolution_ns, kind, raw, text, order, notes),
+# raising Unparsed (a tuple, not a record per line: a million lines parse in seconds)
 
 RFC5424 = re.compile(r"^<(\d{1,3})>(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) ?(.*)$")
+# the common case in one match: RFC 3339 with seconds and a zone, no second regex on the stamp
+RFC5424_FAST = re.compile(r"<\d{1,3}>\d{1,2} ((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})"
+                          r"(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})) (\S+) (\S+) \S+ \S+ ?")
 
 
-def parse_rfc5424(n: int, line: str, ctx: Context) -> Stamp:
+@lru_cache(maxsize=4096)
+def _minute_3339(minute: str, tz: str) -> int:
+    return _minute(minute[:4], minute[5:7], minute[8:10], minute[11:13], minute[14:16], tz,
+                   "")[0]
+
+
+def parse_rfc5424(line: str, ctx: Context) -> tuple:
+    m = RFC5424_FAST.match(line)
+    if m is not None:
+        ts, minute, s, frac, tz, host, app = m.groups()
+        msg = line[m.end():]
+        if int(s) > 59:
+            raise Unparsed(f"second {s} out of range")
+        try:
+            v = _minute_3339(minute, tz)
+        except (ValueError, OverflowError) as exc:
+            raise Unparsed(f"no such date and time: {exc}") from None
+        if frac:            # ".d" to ".ddddddddd"
+            res = 10 ** (10 - len(frac))
+            v += int(frac[1:]) * res
+        else:
+            res = NS
+        return (v + int(s) * NS, res, "wall", ts, f"{host} {app}: {msg}".strip(), None, ())
     m = RFC5424.match(line)
     if not m:
         raise Unparsed("not an RFC 5424 header (<PRI>VERSION TIMESTAMP HOST APP PROCID MSGID)")
@@ -176,8 +289,7 @@ def parse_rfc5424(n: int, line: str, ctx: Context) -> Stamp:
     if not im or "T" not in ts or not im.group(8):
         raise Unparsed(f"RFC 5424 timestamp {ts!r} is not RFC 3339 with a zone")
     v, q, notes = iso_stamp(im, ctx)
-    return Stamp(n, v, q, "wall", ts, f"{m.group(4)} {m.group(5)}: {m.group(8)}".strip(), None,
-                 notes)
+    return (v, q, "wall", ts, f"{m.group(4)} {m.group(5)}: {m.group(8)}".strip(), None, notes)
 
 
 RFC3164 = re.compile(r"^(?:<(\d{1,3})>)?([A-Z][a-z]{2}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2})"
@@ -190,7 +302,7 @@ def pick_year(month: int, day: int, ctx: Context) -> tuple[int, str]:
         return ctx.year, f"year {ctx.year} (given)"
     if ctx.near_ns is None:
         raise Unparsed("year-less stamp and no run to take the year from")
-    near = datetime.fromtimestamp(ctx.near_ns / NS, timezone.utc)
+    near = datetime.fromtimestamp(ctx.near_ns // NS, timezone.utc)
     best = None
     for y in (near.year - 1, near.year, near.year + 1):
         try:
@@ -204,7 +316,7 @@ def pick_year(month: int, day: int, ctx: Context) -> tuple[int, str]:
     return best[1], f"year {best[1]} taken from the run"
 
 
-def parse_rfc3164(n: int, line: str, ctx: Context) -> Stamp:
+def parse_rfc3164(line: str, ctx: Context) -> tuple:
     m = RFC3164.match(line)
     if not m or m.group(2) not in MONTHS:
         raise Unparsed("not an RFC 3164 header ([<PRI>]Mmm dd hh:mm:ss HOST ...)")
@@ -218,13 +330,13 @@ def parse_rfc3164(n: int, line: str, ctx: Context) -> Stamp:
     frac_ns, res = _frac(frac)
     v, q, zn = local_to_ns(base, ctx, res)
     raw = line[m.start(2):m.end(7) if frac else m.end(6)]
-    return Stamp(n, v + frac_ns, q, "wall", raw, rest, None, (ynote,) + zn)
+    return (v + frac_ns, q, "wall", raw, rest, None, (ynote,) + zn)
 
 
 DMESG = re.compile(r"^(?:<\d{1,3}>)?\[\s*(\d+)\.(\d{3,9})\] ?(.*)$")
 
 
-def parse_dmesg(n: int, line: str, ctx: Context) -> Stamp:
+def parse_dmesg(line: str, ctx: Context) -> tuple:
     m = DMESG.match(line)
     if not m:
         raise Unparsed("not a kernel log line ([seconds.micro] since boot)")
@@ -232,9 +344,9 @@ def parse_dmesg(n: int, line: str, ctx: Context) -> Stamp:
     mono = int(m.group(1)) * NS + frac_ns
     raw = line[:m.start(3)].strip()
     if ctx.boot_ns is not None:      # through the boot instant, in the host's wall time
-        return Stamp(n, ctx.boot_ns + mono, max(res, NS), "wall", raw, m.group(3), None,
-                     ("monotonic since boot + the boot instant given (1 s as /proc/stat has it)",))
-    return Stamp(n, mono, res, "monotonic", raw, m.group(3), None, ("monotonic since boot",))
+        return (ctx.boot_ns + mono, max(res, NS), "wall", raw, m.group(3), None,
+                ("monotonic since boot + the boot instant given (1 s as /proc/stat has it)",))
+    return (mono, res, "monotonic", raw, m.group(3), None, ("monotonic since boot",))
 
 
 SEL = re.compile(r"^\s*([0-9a-fA-F]+) \| (\d{2})/(\d{2})/(\d{4}) \| (\d{2}):(\d{2}):(\d{2})"
@@ -242,15 +354,15 @@ SEL = re.compile(r"^\s*([0-9a-fA-F]+) \| (\d{2})/(\d{2})/(\d{4}) \| (\d{2}):(\d{
 SEL_PREINIT = re.compile(r"^\s*([0-9a-fA-F]+) \| (Pre-Init.*?)\s*\|\s*(\S+)\s*\| (.*)$")
 
 
-def parse_ipmi_sel(n: int, line: str, ctx: Context) -> Stamp:
+def parse_ipmi_sel(line: str, ctx: Context) -> tuple:
     """`ipmitool sel list` / `sel elist`: the BMC's SEL time, local, no zone; the record id
     (hex, as ipmitool prints it) is the log's own order."""
     m = SEL.match(line)
     if not m:
         p = SEL_PREINIT.match(line)
         if p:
-            raise Unparsed(f"pre-init SEL time ({p.group(3)}): stamped before the BMC's clock "
-                           f"was set, no wall time")
+            raise Unparsed(f"pre-init SEL time ({p.group(3)[:40]}): stamped before the BMC's "
+                           f"clock was set, no wall time")
         raise Unparsed("not an `ipmitool sel list` line (id | mm/dd/yyyy | hh:mm:ss | ...)")
     rid, mo, d, y, h, mi, s, ampm, rest = m.groups()
     hour = int(h)
@@ -261,16 +373,17 @@ def parse_ipmi_sel(n: int, line: str, ctx: Context) -> Stamp:
     except ValueError as exc:
         raise Unparsed(f"no such date: {exc}") from None
     v, q, zn = local_to_ns(base, ctx, NS)
-    return Stamp(n, v, q, "wall", line[m.start(2):m.end(8) if ampm else m.end(7)], rest.strip(),
-                 int(rid, 16), ("SEL time is the BMC's local time",) + zn)
+    return (v, q, "wall", line[m.start(2):m.end(8) if ampm else m.end(7)], rest.strip(),
+            int(rid, 16), ("SEL time is the BMC's local time",) + zn)
 
 
 SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) \[(.*?)\]:?\s*(.*)$")
 UPTIME_VB = re.compile(r"(?:sysUpTime(?:Instance)?|1\.3\.6\.1\.2\.1\.1\.3\.0)\S* = Timeticks: "
-                       r"\((\d+)\)")
+                       r"\((\d{1,12})\)")
+UPTIME_NOTE = ("the agent's sysUpTime varbind (10 ms ticks)",)
 
 
-def parse_snmptrapd(n: int, line: str, ctx: Context) -> Stamp:
+def parse_snmptrapd(line: str, ctx: Context) -> tuple:
     """snmptrapd's default log line (`%y-%m-%l %h:%j:%k %B [%b]:` then the varbinds): the
     receiver's local time to the second, or (stamp "monotonic") the agent's sysUpTime varbind."""
     m = SNMPTRAPD.match(line)
@@ -279,101 +392,101 @@ def parse_snmptrapd(n: int, line: str, ctx: Context) -> Stamp:
     text = m.group(4)
     up = UPTIME_VB.search(text)
     if ctx.stamp == "monotonic" and up:      # (else its varbind lines may still carry it)
-        return Stamp(n, int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0), text,
-                     None, ("the agent's sysUpTime varbind (10 ms ticks)",))
-    v, q, zn = local_to_ns(datetime.fromisoformat(m.group(1)), ctx, NS)
-    return Stamp(n, v, q, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None,
-                 ("the trap receiver's clock, not the agent's",) + zn)
+        return (int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0), text,
+                None, UPTIME_NOTE)
+    try:
+        v, q, zn = local_to_ns(datetime.fromisoformat(m.group(1)), ctx, NS)
+    except (ValueError, OverflowError) as exc:
+        raise Unparsed(f"no such date: {exc}") from None
+    return (v, q, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None,
+            ("the trap receiver's clock, not the agent's",) + zn)
 
 
-def parse_iso(n: int, line: str, ctx: Context) -> Stamp:
+def parse_iso(line: str, ctx: Context) -> tuple:
     """A line holding an ISO 8601 date and time anywhere (first one wins)."""
     m = ISO.search(line)
     if not m:
         raise Unparsed("no ISO 8601 date and time in the line")
     v, q, notes = iso_stamp(m, ctx)
     text = (line[:m.start()] + line[m.end():]).strip()
-    return Stamp(n, v, q, "wall", m.group(0), text, None, notes)
+    return (v, q, "wall", m.group(0), text, None, notes)
 
 
-def parse_rfc2822(n: int, line: str, ctx: Context) -> Stamp:
+RFC2822 = re.compile(r"^((?:[A-Z][a-z]{2}, )?\d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}"
+                     r" (?:[+-]\d{4}|GMT|UTC|UT))\s*(.*)$")
+
+
+def parse_rfc2822(line: str, ctx: Context) -> tuple:
     """`Mon, 30 Nov 2026 09:51:14 +0000` at the start of a line (mail-style, via email.utils)."""
-    m = re.match(r"^((?:[A-Z][a-z]{2}, )?\d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}"
-                 r" (?:[+-]\d{4}|GMT|UTC|UT))\s*(.*)$", line)
+    m = RFC2822.match(line)
     if not m:
         raise Unparsed("no RFC 2822 date at the start of the line")
     try:
         d = parsedate_to_datetime(m.group(1))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise Unparsed(f"bad RFC 2822 date: {exc}") from None
-    return Stamp(n, _ns(d), NS, "wall", m.group(1), m.group(2))
+    return (_ns(d), NS, "wall", m.group(1), m.group(2), None, ())
 
 
 LINE_FORMATS = {"rfc5424": parse_rfc5424, "rfc3164": parse_rfc3164, "dmesg": parse_dmesg,
                 "ipmi-sel": parse_ipmi_sel, "snmptrapd": parse_snmptrapd, "iso8601": parse_iso,
                 "rfc2822": parse_rfc2822}
+BAD_INPUT = (ValueError, OverflowError, RecursionError, TypeError)   # Unparsed is a ValueError
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return str(exc)[:200] or type(exc).__name__
 
 
 # -- whole-file formats ----------------------------------------------------------------------
 
-def _json_records(text: str):
-    """journald writes one JSON object a line; a Redfish collection is one document."""
-    s = text.lstrip()
-    if s.startswith("{") and "\n{" not in s.strip():
-        try:
-            return [json.loads(s)], True
-        except json.JSONDecodeError:
-            pass
-    if s.startswith("["):
-        try:
-            return json.loads(s), True
-        except json.JSONDecodeError:
-            pass
-    return None, False
-
-
-def parse_journald(text: str, ctx: Context) -> ParsedLog:
+def parse_journald(src, ctx: Context, out: ParsedLog) -> None:
     """`journalctl -o json`: __REALTIME_TIMESTAMP (µs, wall) or __MONOTONIC_TIMESTAMP (µs since
-    that boot), __SEQNUM as the log's own order."""
-    out = ParsedLog("journald", "")
+    that boot), __SEQNUM as the log's own order. The raw stamp is the integer as written."""
     use_mono = ctx.stamp == "monotonic"
-    for n, line in enumerate(text.splitlines(), 1):
+    key = "__MONOTONIC_TIMESTAMP" if use_mono else "__REALTIME_TIMESTAMP"
+    kind = "monotonic" if use_mono else "wall"
+    for n, line in src:
         if not line.strip():
             continue
         try:
             r = json.loads(line)
             if not isinstance(r, dict):
                 raise Unparsed("not a JSON object")
-            key = "__MONOTONIC_TIMESTAMP" if use_mono else "__REALTIME_TIMESTAMP"
             if key not in r:
                 raise Unparsed(f"no {key}")
+            raw = str(r[key])[:40]
             us = int(r[key])
             seq = r.get("__SEQNUM")
             msg = r.get("MESSAGE", "")
             if isinstance(msg, list):              # journald writes non-UTF-8 as a byte list
-                msg = bytes(msg).decode(errors="replace")
-            out.stamps.append(Stamp(n, us * US, US, "monotonic" if use_mono else "wall",
-                                    str(r[key]), str(msg), int(seq) if seq is not None else None,
-                                    (f"boot {r.get('_BOOT_ID', '?')}",) if use_mono else ()))
-        except (json.JSONDecodeError, ValueError, TypeError, Unparsed) as exc:
-            out.unparsed.append((n, line, str(exc) or type(exc).__name__))
-    return out
+                msg = bytes(msg[:4 * TEXT_KEEP]).decode(errors="replace")
+            out.stamps.add(n, us * US, US, kind, raw, str(msg)[:TEXT_KEEP],
+                           int(seq) if seq is not None else None,
+                           (f"boot {str(r.get('_BOOT_ID', '?'))[:40]}",) if use_mono else ())
+        except BAD_INPUT as exc:
+            out.reject(n, line, _why(exc))
 
 
-def parse_redfish(text: str, ctx: Context) -> ParsedLog:
+def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
     """A Redfish LogEntryCollection (or a list of LogEntry): `Created` (RFC 3339; a `Created`
     without seconds or without an offset is read as such and said so), Id as the log's order."""
-    out = ParsedLog("redfish", "")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        out.unparsed.append((exc.lineno, text.splitlines()[exc.lineno - 1][:200]
-                             if text.splitlines() else "", f"not JSON: {exc.msg}"))
-        return out
+        lines = text.splitlines()
+        ln = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+        out.reject(exc.lineno, ln, f"not JSON: {exc.msg}")
+        return
+    except RecursionError:
+        out.reject(1, text, "JSON nested too deeply to read")
+        return
     members = doc.get("Members", []) if isinstance(doc, dict) else doc
     if not isinstance(members, list):
-        out.unparsed.append((1, text[:200], "no Members list"))
-        return out
+        out.reject(1, text, "no Members list")
+        return
     for n, m in enumerate(members, 1):
         try:
             if not isinstance(m, dict):
@@ -383,34 +496,48 @@ def parse_redfish(text: str, ctx: Context) -> ParsedLog:
                 raise Unparsed("no Created")
             im = ISO.fullmatch(created.strip())
             if not im:
-                raise Unparsed(f"Created {created!r} is not ISO 8601")
+                raise Unparsed(f"Created {created[:60]!r} is not ISO 8601")
             v, q, notes = iso_stamp(im, ctx)
-            rid = str(m.get("Id", ""))
-            out.stamps.append(Stamp(n, v, q, "wall", created,
-                                    f"{rid} {m.get('MessageId', '')} {m.get('Message', '')}".strip(),
-                                    int(rid) if rid.isdigit() else None, notes))
-        except Unparsed as exc:
-            out.unparsed.append((n, json.dumps(m)[:200], str(exc)))
-    return out
+            rid = str(m.get("Id", ""))[:40]
+            msg = f"{rid} {m.get('MessageId', '')} {m.get('Message', '')}"[:TEXT_KEEP]
+            out.stamps.add(n, v, q, "wall", created, msg.strip(),
+                           int(rid) if rid.isdigit() else None, notes)
+        except BAD_INPUT as exc:
+            out.reject(n, _member_text(m), _why(exc))
+
+
+def _member_text(m) -> str:
+    try:
+        return json.dumps(m)[:TEXT_KEEP]
+    except (ValueError, TypeError, RecursionError):
+        return "(a member nested too deeply to show)"
 
 
 CSV_TIME = ("timestamp", "time", "ts", "date", "datetime", "created", "@timestamp")
 
 
-def parse_csv(text: str, ctx: Context) -> ParsedLog:
+def parse_csv(src, ctx: Context, out: ParsedLog) -> None:
     """A CSV with a header: the first column named like a timestamp (ISO 8601 values) and the
-    rest joined as text."""
-    out = ParsedLog("csv", "")
-    rows = csv.reader(io.StringIO(text))
-    header = next(rows, None)
+    rest joined as text. A quoted field may span lines; a row csv refuses is one unparsed row."""
+    where = [0]
+
+    def feed():
+        for n, line in src:
+            where[0] = n
+            yield line + "\n"
+    rows = csv.reader(feed())
+    header = _csv_row(rows, out, where)
+    while header == []:
+        header = _csv_row(rows, out, where)
     if not header:
-        return out
+        return
     cols = [h.strip().lower() for h in header]
     tcol = next((i for i, h in enumerate(cols) if h in CSV_TIME), None)
     if tcol is None:
-        out.unparsed.append((1, ",".join(header), f"no timestamp column (one of {CSV_TIME})"))
-        return out
-    for n, row in enumerate(rows, 2):
+        out.reject(where[0], ",".join(header), f"no timestamp column (one of {CSV_TIME})")
+        return
+    while (row := _csv_row(rows, out, where)) is not None:
+        n = where[0]
         if not row:
             continue
         try:
@@ -418,13 +545,23 @@ def parse_csv(text: str, ctx: Context) -> ParsedLog:
                 raise Unparsed("row has no timestamp column")
             m = ISO.fullmatch(row[tcol].strip())
             if not m:
-                raise Unparsed(f"{row[tcol]!r} is not ISO 8601")
+                raise Unparsed(f"{row[tcol][:60]!r} is not ISO 8601")
             v, q, notes = iso_stamp(m, ctx)
             text_ = " ".join(x for i, x in enumerate(row) if i != tcol)
-            out.stamps.append(Stamp(n, v, q, "wall", row[tcol], text_, None, notes))
-        except Unparsed as exc:
-            out.unparsed.append((n, ",".join(row), str(exc)))
-    return out
+            out.stamps.add(n, v, q, "wall", row[tcol], text_, None, notes)
+        except BAD_INPUT as exc:
+            out.reject(n, ",".join(row), _why(exc))
+
+
+def _csv_row(rows, out: ParsedLog, where) -> list | None:
+    """The next row ([] for a row csv refused, said as unparsed; None at the end)."""
+    try:
+        return next(rows)
+    except StopIteration:
+        return None
+    except csv.Error as exc:
+        out.reject(where[0], "", f"CSV: {exc}")
+        return []
 
 
 FILE_FORMATS = {"journald": parse_journald, "redfish": parse_redfish, "csv": parse_csv}
@@ -434,104 +571,162 @@ DETECT_ORDER = ("rfc5424", "ipmi-sel", "snmptrapd", "dmesg", "rfc3164", "rfc2822
 SNMPTRAPD_CONT = re.compile(r"^\s+\S|^[A-Za-z][\w-]*::|^\.?\d+(\.\d+)+ = ")
 
 
-def _parse_lines(fmt: str, text: str, ctx: Context) -> ParsedLog:
+def _parse_lines(fmt: str, src, ctx: Context, out: ParsedLog) -> None:
     fn = LINE_FORMATS[fmt]
-    out = ParsedLog(fmt, "")
-    for n, line in enumerate(text.splitlines(), 1):
+    add = out.stamps.add
+    trapd, mono = fmt == "snmptrapd", ctx.stamp == "monotonic"
+    for n, line in src:
         if not line.strip():
             continue
         try:
-            out.stamps.append(fn(n, line, ctx))
-        except Unparsed as exc:
-            if fmt == "snmptrapd" and out.stamps and SNMPTRAPD_CONT.match(line):
-                last = out.stamps[-1]        # a varbind line of the trap above: part of it
-                out.stamps[-1] = _with_varbind(last, line, ctx, n)
+            st = fn(line, ctx)
+            if trapd and mono:      # a new trap: the one above is done
+                _drop_wall_trap(out)
+            add(n, *st)
+        except BAD_INPUT as exc:
+            if trapd and len(out.stamps) and SNMPTRAPD_CONT.match(line):
+                _with_varbind(out.stamps, line, ctx)      # a varbind line of the trap above
                 continue
-            out.unparsed.append((n, line, str(exc)))
-    if fmt == "snmptrapd" and ctx.stamp == "monotonic":
-        for st in [st for st in out.stamps if st.kind != "monotonic"]:
-            out.stamps.remove(st)
-            out.unparsed.append((st.line, st.text, "trap without a sysUpTime varbind"))
+            out.reject(n, line, _why(exc))
+    if trapd and mono:
+        _drop_wall_trap(out)
         out.unparsed.sort()
+
+
+def _drop_wall_trap(out: ParsedLog) -> None:
+    """stamp=monotonic: the trap above, if no varbind gave it the agent's uptime, is unparsed."""
+    st = out.stamps
+    if len(st) and st.kind[-1] != KINDS.index("monotonic"):
+        last = st.pop()
+        out.reject(last.line, last.text, "trap without a sysUpTime varbind")
+
+
+def _with_varbind(st: Stamps, line: str, ctx: Context) -> None:
+    last = st.pop()
+    text = f"{last.text} | {line.strip()}"
+    up = UPTIME_VB.search(line)
+    if ctx.stamp == "monotonic" and up and last.kind != "monotonic":
+        st.add(last.line, int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0),
+               text, None, UPTIME_NOTE)
+    else:
+        st.add(last.line, last.value_ns, last.resolution_ns, last.kind, last.raw, text,
+               last.order, last.notes)
+
+
+def _head(src, sample: int) -> list:
+    out = []
+    for n, ln in src:
+        if ln.strip():
+            out.append((n, ln))
+            if len(out) >= sample:
+                break
     return out
 
 
-def _with_varbind(st: Stamp, line: str, ctx: Context, n: int) -> Stamp:
-    from dataclasses import replace
-    text = f"{st.text} | {line.strip()}"
-    up = UPTIME_VB.search(line)
-    if ctx.stamp == "monotonic" and up and st.kind != "monotonic":
-        return replace(st, value_ns=int(up.group(1)) * 10_000_000, resolution_ns=10_000_000,
-                       kind="monotonic", raw=up.group(0), text=text,
-                       notes=("the agent's sysUpTime varbind (10 ms ticks)",))
-    return replace(st, text=text)
+def _one_json(line: str):
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
-def detect(text: str, sample: int = 200) -> tuple[str, str]:
-    """(format, how sure) from the file itself, or raise SystemExit naming what was tried."""
-    rec, is_json = _json_records(text)
-    if is_json:
-        first = rec[0] if rec else {}
-        if isinstance(first, dict) and ("Members" in first or "Created" in first):
-            return "redfish", "detected: a JSON document with Redfish LogEntry members"
-    head = [ln for ln in text.splitlines() if ln.strip()][:sample]
+def _is_redfish(doc) -> bool:
+    if isinstance(doc, list):
+        doc = doc[0] if doc else {}
+    return isinstance(doc, dict) and ("Members" in doc or "Created" in doc)
+
+
+def detect(head: list[str], document=None) -> tuple[str, str]:
+    """(format, how sure) from the file's first non-empty lines (and, for a JSON document that
+    spans lines, `document()` giving it whole), or raise LogError naming what was tried."""
     if not head:
-        raise SystemExit("empty log: nothing to read")
-    if head[0].lstrip().startswith("{"):
-        ok = 0
-        for ln in head:
-            try:
-                ok += "__REALTIME_TIMESTAMP" in json.loads(ln)
-            except (json.JSONDecodeError, TypeError):
-                pass
+        raise LogError("empty log: nothing to read")
+    first = head[0].lstrip()
+    if first.startswith(("{", "[")):
+        doc = _one_json(first)
+        if doc is None and document is not None and (first.startswith("[") or len(head) > 1):
+            doc = _one_json(document())
+        if _is_redfish(doc):
+            return "redfish", "detected: a JSON document with Redfish LogEntry members"
+        ok = sum(isinstance(r, dict) and "__REALTIME_TIMESTAMP" in r
+                 for r in map(_one_json, head))
         if ok >= 0.5 * len(head):
             return "journald", f"detected: {ok} of {len(head)} sampled lines are journald JSON"
-    first = [c.strip().lower() for c in next(csv.reader([head[0]]), [])]
-    if len(first) > 1 and any(c in CSV_TIME for c in first):
+    try:
+        cells = [c.strip().lower() for c in next(csv.reader([head[0]]), [])]
+    except csv.Error:
+        cells = []
+    if len(cells) > 1 and any(c in CSV_TIME for c in cells):
         return "csv", f"detected: CSV header with a timestamp column ({head[0][:60]!r})"
+    return _detect_lines(head)
+
+
+def _detect_lines(head: list[str]) -> tuple[str, str]:
     ctx = Context(year=2000)
     scores = []
     for fmt in DETECT_ORDER:
         fn = LINE_FORMATS[fmt]
         ok, prev = 0, False
-        for i, ln in enumerate(head, 1):
+        for ln in head:
             try:
-                fn(i, ln, ctx)
+                fn(ln, ctx)
                 ok, prev = ok + 1, True
-            except Unparsed:      # a trap's varbind lines belong to the header above them
+            except BAD_INPUT:      # a trap's varbind lines belong to the header above them
                 cont = fmt == "snmptrapd" and prev and bool(SNMPTRAPD_CONT.match(ln))
                 ok += cont
                 prev = cont
         scores.append((ok, fmt))
-    best_ok, best = max(scores, key=lambda s: s[0])       # ties: the earlier (more specific) wins
-    for ok, fmt in scores:
-        if ok == best_ok:
-            best = fmt
-            break
+    best_ok = max(k for k, _ in scores)
+    best = next(f for k, f in scores if k == best_ok)    # ties: the earlier (more specific) wins
     if best_ok < 0.5 * len(head):
         tried = ", ".join(f"{f} {k}/{len(head)}" for k, f in scores)
-        raise SystemExit(f"log format not recognised (lines matched: {tried}); give it with "
-                         f"format=NAME (one of {', '.join(FORMATS)})")
+        raise LogError(f"log format not recognised (lines matched: {tried}); give it with "
+                       f"format=NAME (one of {', '.join(FORMATS)})")
     return best, f"detected: {best_ok} of {len(head)} sampled lines match {best}"
 
 
-def parse_log(text: str, fmt: str = "auto", ctx: Context = Context()) -> ParsedLog:
-    """Every line of a log: its stamps, and each line that did not parse with its number."""
+def parse_file(f, fmt: str = "auto", ctx: Context = Context(), line_limit: int | None = None,
+               sample: int = 200) -> ParsedLog:
+    """Every line of a log (a binary file object, read from its start, bounded as
+    bench/model/logfile.py says): its stamps, and each line that did not parse with its number."""
+    stats = LineStats(line_limit) if line_limit else LineStats()
+    src = lines(f, stats)
+    head = _head(src, sample)
+    how = "given"
     if fmt in ("auto", "", None):
-        fmt, how = detect(text)
+        if not head and stats.over and _is_redfish(_one_json(read_document(f))):
+            fmt, how = "redfish", "detected: a one-line JSON document with Redfish members"
+        elif head or not stats.over:
+            fmt, how = detect([ln for _, ln in head], lambda: read_document(f))
+    elif fmt not in FORMATS:
+        raise LogError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
+    if fmt in ("auto", "", None) or (not head and stats.over and fmt != "redfish"):
+        raise LogError(f"no line to read: {stats.note()}")
+    out = ParsedLog(fmt, how, over=stats)
+    if fmt == "redfish":
+        parse_redfish(read_document(f), ctx, out)
     else:
-        if fmt not in FORMATS:
-            raise SystemExit(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
-        how = "given"
-    out = FILE_FORMATS[fmt](text, ctx) if fmt in FILE_FORMATS else _parse_lines(fmt, text, ctx)
-    out.detected = how
+        whole = itertools.chain(head, src)
+        (FILE_FORMATS[fmt] if fmt in FILE_FORMATS else partial(_parse_lines, fmt))(whole, ctx, out)
     seen = []
-    for st in out.stamps:
-        for nt in st.notes:
+    for notes in out.stamps.note_sets:
+        for nt in notes:
             if nt not in seen and not nt.startswith("boot "):
                 seen.append(nt)
     out.notes = seen
     return out
+
+
+def parse_path(path, fmt: str = "auto", ctx: Context = Context(),
+               line_limit: int | None = None) -> ParsedLog:
+    """A log file by path: a regular file only (bench.model.logfile.open_regular)."""
+    with open_regular(path) as f:
+        return parse_file(f, fmt, ctx, line_limit)
+
+
+def parse_log(text: str, fmt: str = "auto", ctx: Context = Context()) -> ParsedLog:
+    """A log given as text (tests, notebooks): as parse_file reads a file."""
+    return parse_file(io.BytesIO(text.encode("utf-8", "surrogatepass")), fmt, ctx)
 
 
 # -- IPMI SEL stamps: local wall seconds in the BMC's zone (drivers/ipmi_bmc.py, bench/sim/ipmi_bmc.py)

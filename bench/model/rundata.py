@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.errors import RackclockError
 from bench.model.documents import Event, Manifest, Summary, Truth, load_events
 from bench.model.statuses import ErrorKind, RowStatus
 
@@ -145,14 +146,35 @@ class Run:
         return self.samples(device).clock_reads(clock, info.raw if info else None)[:4]
 
 
+class RunFolderError(RackclockError, ValueError):
+    """A run folder's document that cannot be read (which, and why: one line)."""
+
+
+def read_json(p: Path):
+    """A run folder's JSON document, or RunFolderError naming it and why."""
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RunFolderError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise RunFolderError(f"{p}: not JSON ({exc.msg} at line {exc.lineno} column "
+                             f"{exc.colno})") from None
+    except RecursionError:
+        raise RunFolderError(f"{p}: JSON nested too deeply to read") from None
+    except OSError as exc:
+        raise RunFolderError(f"{p}: {exc.strerror or exc}") from None
+
+
 def load_run(path: str | Path) -> Run:
+    """A run folder read back: FileNotFoundError when it is none, RunFolderError when one of
+    its documents cannot be read."""
     path = Path(path)
     if not (path / "manifest.json").exists():
         raise FileNotFoundError(f"{path} is not a run folder (no manifest.json)")
 
     def j(name: str) -> dict | None:
         p = path / name
-        return json.loads(p.read_text()) if p.exists() else None
+        return read_json(p) if p.exists() else None
 
     return Run(path, Manifest.of(j("manifest.json") or {}), Summary.of(j("summary.json") or {}),
                Truth.of(j("truth.json")))

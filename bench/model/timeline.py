@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from bench.model.rundata import bound_from_manifest
-from bench.model.logformats import ISO, NS, Context, ParsedLog, iso_stamp, parse_log
+from bench.model.rundata import bound_from_manifest, in_int64
+from bench.model.logfile import LogError
+from bench.model.logformats import (ISO, NO_ORDER, NS, UNPARSED_KEEP, Context, ParsedLog,
+                                    iso_stamp, local_to_ns, parse_path)
+from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
 from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
-from bench.analysis.timeline import Entry, order, widen
+from bench.analysis.timeline import Entry, order
 from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
 
 OBSERVED_BOUND = re.compile(r"in \((\d+), (\d+)\] ns")
@@ -122,135 +126,202 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
     return out, unplaced
 
 
+OPTIONS = {"format": "the log's format (default: detected)",
+           "tz": "IANA zone of zone-less stamps (default: the rack file's zone for the device)",
+           "year": "year of year-less stamps (default: nearest the run)",
+           "order": "id | file | none: the log's own order, used to decide a stamp's segment",
+           "boot": "dmesg: the boot instant in the host's wall time (ISO 8601)",
+           "stamp": "wall | monotonic (journald, snmptrapd)",
+           "presync_before": "a wall stamp before this date was written before the clock was set"}
+ZONE_KEYS = ("timezone", "sel_timezone")     # a device's zone in the rack file (drivers' keys)
+
+
 def parse_spec(spec: str) -> tuple[str, str, Path, dict]:
     target, eq, rest = spec.partition("=")
     if not eq or not rest:
-        raise SystemExit(f"{spec!r}: expected DEVICE[:CLOCK]=FILE[,key=value...]")
+        raise LogError(f"{spec!r}: expected DEVICE[:CLOCK]=FILE[,key=value...]")
     path, *opts = rest.split(",")
     kv = {}
     for o in opts:
         k, e, v = o.partition("=")
         if not e:
-            raise SystemExit(f"{spec!r}: option {o!r} is not key=value")
+            raise LogError(f"{spec!r}: option {o!r} is not key=value")
         kv[k.strip()] = v.strip()
-    known = {"format", "tz", "year", "order", "boot", "stamp", "presync_before"}
-    if set(kv) - known:
-        raise SystemExit(f"{spec!r}: unknown option(s) {sorted(set(kv) - known)} "
-                         f"(known: {', '.join(sorted(known))})")
+    if set(kv) - set(OPTIONS):
+        raise LogError(f"{spec!r}: unknown option(s) {sorted(set(kv) - set(OPTIONS))} "
+                       f"(known: {', '.join(OPTIONS)})")
     device, _, clock = target.partition(":")
     return device, clock, Path(path), kv
 
 
 def _wall_ns(text: str, what: str) -> int:
     m = ISO.fullmatch(text)
-    if not m:
-        raise SystemExit(f"{what} {text!r}: expected an ISO 8601 date and time")
-    return iso_stamp(m, Context())[0]
+    try:
+        v = iso_stamp(m, Context())[0] if m else None
+    except ValueError:
+        v = None
+    if v is None or not in_int64(v):
+        raise LogError(f"{what}={text!r}: expected an ISO 8601 date and time (years 1678-2261)")
+    return v
 
 
-def read_log(spec: str, run, cal: Calibrated, defaults: dict) -> tuple[list[Entry], dict]:
-    """A log file's entries, and its report: format, how it was known, assumptions, unparsed
-    lines with their numbers, lines that could not be placed."""
+def _choice(kv: dict, key: str, allowed: tuple, default: str) -> str:
+    v = kv.get(key, default)
+    if v not in allowed:
+        raise LogError(f"{key}={v!r}: expected one of {', '.join(allowed)}")
+    return v
+
+
+def log_context(kv: dict, run, device: str) -> Context:
+    """The Context a log is read with, every option checked (one LogError naming it)."""
+    year = None
+    if kv.get("year") is not None:
+        try:
+            year = int(kv["year"])
+        except ValueError:
+            year = 0
+        if not 1678 <= year <= 2261:
+            raise LogError(f"year={kv['year']!r}: expected a year from 1678 to 2261")
+    zone, src = kv.get("tz", ""), "given"
+    inv = run.manifest.inventory.device(device)
+    if not zone:
+        zone = next((str(inv[k]) for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
+        src = "from the rack file"
+    if zone.lower() == "unknown":
+        zone = ""
+    near = run.manifest.started_ns
+    ctx = Context(zone=zone, year=year, near_ns=int(near) if near and in_int64(near) else None,
+                  boot_ns=_wall_ns(kv["boot"], "boot") if kv.get("boot") else None,
+                  stamp=_choice(kv, "stamp", ("auto", "wall", "monotonic"), "auto"),
+                  zone_from=src)
+    local_to_ns(datetime(2000, 1, 1), ctx, 0)       # an unknown zone: said here, once
+    return ctx
+
+
+def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: "EntryTable",
+             line_limit: int | None = None) -> dict:
+    """A log file's entries into `table`, and its report: format, how it was known, assumptions,
+    unparsed lines with their numbers, lines that could not be placed. LogError: this log is
+    refused (which, and why), the others go on."""
     device, clock, path, kv = parse_spec(spec)
     kv = {**defaults, **kv}
     if device not in cal.devices:
-        raise SystemExit(f"{spec!r}: no device {device!r} in the calibrating run(s) "
-                         f"(devices: {', '.join(cal.devices)})")
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise SystemExit(f"log {path}: {exc.strerror or exc}") from None
-    near = run.manifest.started_ns
-    ctx = Context(zone=kv.get("tz", ""), year=int(kv["year"]) if kv.get("year") else None,
-                  near_ns=int(near) if near else None,
-                  boot_ns=_wall_ns(kv["boot"], "boot") if kv.get("boot") else None,
-                  stamp=kv.get("stamp", "auto"))
+        raise LogError(f"{spec!r}: no device {device!r} in the calibrating run(s) "
+                       f"(devices: {', '.join(cal.devices)})")
+    ctx = log_context(kv, run, device)
+    how = _choice(kv, "order", ("auto", "id", "file", "none"), "auto")
+    presync = _wall_ns(kv["presync_before"], "presync_before") if kv.get("presync_before") \
+        else PRESYNC_BEFORE_NS
     clocks = cal.clocks_of(device)
     if ctx.stamp == "auto" and clock and clock in clocks:
-        ctx = Context(**{**ctx.__dict__, "stamp": "monotonic" if clocks[clock].meta.get("counter")
-                         else "wall"})
-    log: ParsedLog = parse_log(text, kv.get("format", "auto"), ctx)
-    kinds = {s.kind for s in log.stamps}
+        ctx = replace(ctx, stamp="monotonic" if clocks[clock].meta.get("counter") else "wall")
+    log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
     report = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
               "lines": log.lines, "mapped": 0, "notes": list(log.notes),
-              "unparsed": [{"line": n, "text": t[:200], "why": w} for n, t, w in log.unparsed],
-              "unplaced": []}
-    if not log.stamps:
-        return [], report
+              "unparsed_count": log.unparsed_count, "lines_over_limit": log.over.over,
+              "line_limit_bytes": log.over.limit,
+              "unparsed": [{"line": n, "text": t, "why": w} for n, t, w in log.unparsed],
+              "unplaced": [], "unplaced_count": 0}
+    if log.over.note():
+        report["notes"].append(log.over.note())
+    st = log.stamps
+    if not len(st):
+        return report
+    kinds = st.kinds()
     kind = kinds.pop() if len(kinds) == 1 else "wall"
+    clock = _log_clock(spec, device, clock, clocks, kind)
+    cals = cal.clock(device, clock)
+    if not cals:
+        raise LogError(f"{device}: clock {clock!r} has no fit in the calibrating run(s)")
+    vals = np.frombuffer(st.value, dtype=np.int64)
+    qs = np.maximum(np.frombuffer(st.res, dtype=np.int64), 1)
+    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
+    if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
+        qs = np.maximum(qs, fit_q)
+        report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
+    key, report["order"] = _order_key(st, how)
+    read_at = max(time.time_ns(), max(c.span[1] for c in cals))
+    m = map_stamps(cals, vals, qs, key, wall=kind != "monotonic", not_after_ns=read_at,
+                   presync_before_ns=presync)
+    report["notes"] += m.notes
+    plane = run.manifest.device(device).plane
+    report["mapped"] = table.add_mapped(device, plane, LogTexts(st, path.name), m, vals, qs,
+                                        clock)
+    bad = np.flatnonzero(m.status >= STATUS.index("presync"))
+    report["unplaced_count"] = len(bad)
+    shown = bad[:UNPARSED_KEEP]
+    report["unplaced"] = [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
+                           "why": describe(m, i)} for i, t in
+                          zip(shown.tolist(), device_times(
+                              vals[shown], np.ones(len(shown), bool),
+                              np.frombuffer(st.res, dtype=np.int64)[shown],
+                              [kind == "wall"] * len(shown)))]
+    report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
+                        if np.any(m.status == k)}
+    return report
+
+
+def _order_key(st, how: str) -> tuple[np.ndarray | None, str]:
+    """The log's own order to decide segments by (ids where every line has one, else the file's
+    line order, or none), and which it is."""
+    ids = np.frombuffer(st.order, dtype=np.int64)
+    has_id = ids != NO_ORDER
+    if how == "auto":
+        how = "id" if has_id.any() else "file"
+    if how == "id" and has_id.all():
+        return ids, "id"
+    if how in ("file", "id"):
+        return np.frombuffer(st.line, dtype=np.int64), "file"
+    return None, "none"
+
+
+def _log_clock(spec: str, device: str, clock: str, clocks: dict, kind: str) -> str:
+    """The device clock a log's stamps come from: given, or the one of the stamps' kind."""
     want_counter = kind == "monotonic"
     if not clock:
         clock = next((c for c, r in clocks.items() if bool(r.meta.get("counter")) == want_counter),
                      "")
         if not clock:
-            raise SystemExit(f"{spec!r}: the log's stamps are {kind} but {device} has no "
-                             f"{'counter' if want_counter else 'wall'} clock "
-                             f"(clocks: {', '.join(clocks) or 'none'})")
+            raise LogError(f"{spec!r}: the log's stamps are {kind} but {device} has no "
+                           f"{'counter' if want_counter else 'wall'} clock "
+                           f"(clocks: {', '.join(clocks) or 'none'})")
     if clock not in clocks:
-        raise SystemExit(f"{spec!r}: {device} has no clock {clock!r} "
-                         f"(clocks: {', '.join(clocks) or 'none'})")
+        raise LogError(f"{spec!r}: {device} has no clock {clock!r} "
+                       f"(clocks: {', '.join(clocks) or 'none'})")
     if bool(clocks[clock].meta.get("counter")) != want_counter:
-        raise SystemExit(f"{spec!r}: the log's stamps are {kind} "
-                         f"({'since boot' if want_counter else 'wall-clock dates'}) but clock "
-                         f"{clock!r} is {'a counter' if not want_counter else 'a wall clock'}: "
-                         f"give a matching clock (or boot=... for a kernel log)")
-    cals = cal.clock(device, clock)
-    if not cals:
-        raise SystemExit(f"{device}: clock {clock!r} has no fit in the calibrating run(s)")
-    st = log.stamps
-    vals = np.array([s.value_ns for s in st], dtype=np.int64)
-    qs = np.array([max(s.resolution_ns, 1) for s in st], dtype=np.int64)
-    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
-    if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
-        qs = np.maximum(qs, fit_q)
-        report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
-    how = kv.get("order", "id" if any(s.order is not None for s in st) else "file")
-    if how == "id" and all(s.order is not None for s in st):
-        key = np.array([s.order for s in st], dtype=np.int64)
-    elif how in ("file", "id"):
-        key = np.array([s.line for s in st], dtype=np.int64)
-        how = "file"
-    else:
-        key, how = None, "none"
-    report["order"] = how
-    presync = _wall_ns(kv["presync_before"], "presync_before") if kv.get("presync_before") \
-        else PRESYNC_BEFORE_NS
-    read_at = max(time.time_ns(), max(c.span[1] for c in cals))
-    m = map_stamps(cals, vals, qs, key, wall=not want_counter, not_after_ns=read_at,
-                   presync_before_ns=presync)
-    report["notes"] += m.notes
-    plane = run.manifest.device(device).plane
-    labels = [f"{path.name}:{s.line} {s.text}"[:200] for s in st]
-    entries = _entries(device, plane, labels, [s.raw for s in st], m, vals, qs, key=clock)
-    report["mapped"] = len(entries)
-    report["unplaced"] = [{"line": st[i].line, "raw": st[i].raw, "why": describe(m, i)}
-                          for i in range(len(m)) if m.status_of(i) in ("presync", "unplaceable")]
-    report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
-                        if np.any(m.status == k)}
-    return entries, report
+        raise LogError(f"{spec!r}: the log's stamps are {kind} "
+                       f"({'since boot' if want_counter else 'wall-clock dates'}) but clock "
+                       f"{clock!r} is {'a counter' if not want_counter else 'a wall clock'}: "
+                       f"give a matching clock (or boot=... for a kernel log)")
+    return clock
 
 
 def build(run, logs=(), widen_latency: bool = False, calibration_runs=(),
-          defaults: dict | None = None) -> tuple[list[dict], list[dict], list[dict]]:
-    """(ordered rows as bench.analysis.timeline.order gives them, log reports, unplaced run events)."""
+          defaults: dict | None = None, line_limit: int | None = None) -> "Timeline":
+    """The timeline of a run and its logs, ordered (bench.model.timeline_table.Timeline): each
+    log's report, or its error (a refused log is said and the rest goes on)."""
     cal = Calibrated.of([run, *calibration_runs])
     entries, unplaced = run_entries(run, cal)
+    table = EntryTable()
+    table.add_entries(entries)
     reports = []
     for spec in logs:
-        ents, rep = read_log(spec, run, cal, defaults or {})
-        entries += ents
-        reports.append(rep)
-    if widen_latency:
-        lat = {}
-        for name, d in run.summary.devices.items():
-            b = [x.logged_ns for x in d.latency.values() if x.logged_ns is not None]
-            if b:
-                lat[name] = (min(x.lo for x in b), max(x.hi for x in b))
-        entries = [widen(en, *lat[en.source]) if en.basis == "stamp" and en.source in lat else en
-                   for en in entries]
-    return order(entries), reports, unplaced
+        try:
+            reports.append(read_log(spec, run, cal, defaults or {}, table, line_limit))
+        except LogError as exc:
+            reports.append({"spec": spec, "error": str(exc)})
+    lat = {}
+    for name, d in run.summary.devices.items() if widen_latency else ():
+        b = [x.logged_ns for x in d.latency.values() if x.logged_ns is not None]
+        if b:
+            lat[name] = (min(x.lo for x in b), max(x.hi for x in b))
+    return Timeline(table, reports, unplaced, lat)
 
 
 def build_timeline(run, logs=(), widen_latency: bool = False) -> list[dict]:
-    """The ordered timeline of a run folder (see bench.analysis.timeline.order), with any log files."""
-    return build(run, logs, widen_latency)[0]
+    """The ordered timeline of a run folder as bench.analysis.timeline.order gives it (every
+    entry's full unordered list), with any log files (then the lists of Timeline.rows)."""
+    if not logs and not widen_latency:
+        return order(run_entries(run, Calibrated.of([run]))[0])
+    tl = build(run, logs, widen_latency)
+    return tl.rows(0, len(tl))

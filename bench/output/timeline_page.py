@@ -1,4 +1,5 @@
-"""The timeline as an HTML fragment for the report: one lane per plane, each entry an interval bar
+"""The timeline as an HTML fragment (the report's, and timeline.html of `rackclock timeline`):
+one lane per plane (the user's own log lines marked), each entry an interval bar
 in reference time, the proven order visible (alternating bands are blocks: every entry of a band
 is proven later than every entry of the bands before it; a hollow bar is unordered against
 another entry, named in its tooltip), paged so that 1,000 entries stay readable (each page zoomed
@@ -15,6 +16,7 @@ PER_PAGE = 100
 ROW_PX = 14
 LABEL_PX = 260
 PLOT_PX = 820
+USER_TEXT = ' font-style="italic" font-weight="bold"'
 PALETTE = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
            "scheduler": "#ff7f0e", "reference": "#555555"}
 
@@ -73,29 +75,46 @@ def _page_svg(rows: list[dict], t0: int) -> str:
             en = r["entry"]
             un = r["unordered_with"]
             c = _colour(en.plane)
+            user = bool(r.get("log"))
             tip = (f"#{r['index']} {en.source}: {en.label}\nraw stamp: {en.raw or '-'}\n"
-                   f"interval: {(en.lo_ns - t0) / 1e9:.6f} .. {(en.hi_ns - t0) / 1e9:.6f} s "
-                   f"({fmt_ns(en.width_ns)})\nbasis: {en.basis}, status: {en.status}"
+                   + (f"from your log {r['log']}\n" if user else "")
+                   + f"interval: {(en.lo_ns - t0) / 1e9:.6f} .. {(en.hi_ns - t0) / 1e9:.6f} s "
+                   f"({fmt_ns(en.width_ns)})\nUTC: {_utc(en.lo_ns)} .. {_utc(en.hi_ns)}\n"
+                   f"basis: {en.basis}, status: {en.status}"
                    + (f"\ncalibration: {en.calibration}" if en.calibration else "")
                    + (f"\nunordered with {r['unordered_count']}: #{', #'.join(map(str, un[:12]))}"
                       + ("…" if r["unordered_count"] > 12 else "") if un else "\norder: proven"))
             w = max(x(en.hi_ns) - x(en.lo_ns), 2.0)
             fill = "none" if r["unordered_count"] else c
+            name = ("✎ " if user else "") + (en.source + ": " + en.label)[:40]
             parts.append(
-                f'<g class="ev" data-index="{r["index"]}" data-block="{r["block"]}">'
-                f'<title>{html.escape(tip)}</title>'
-                f'<text x="12" y="{y + 10}">{html.escape((en.source + ": " + en.label)[:40])}</text>'
+                f'<g class="ev{" user" if user else ""}" data-index="{r["index"]}" '
+                f'data-block="{r["block"]}"><title>{html.escape(tip)}</title>'
+                f'<text x="12" y="{y + 10}"{USER_TEXT if user else ""}>{html.escape(name)}</text>'
                 f'<rect class="bar" x="{x(en.lo_ns):.1f}" y="{y + 2}" width="{w:.1f}" height="9" '
-                f'fill="{fill}" stroke="{c}" stroke-width="1.5"/></g>')
+                f'fill="{fill}" stroke="{"#000" if user else c}" stroke-width="1.5"/></g>')
             y += ROW_PX
-    # time axis: five ticks in run seconds
+    # time axis: five ticks in run seconds, each with its UTC time below
     for k in range(6):
         t = lo + span * k // 5
         parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="14" y2="{y}" stroke="#ccc"/>'
-                     f'<text x="{x(t) - 20:.1f}" y="{y + 14}">{(t - t0) / 1e9:.3f} s</text>')
+                     f'<text x="{x(t) - 20:.1f}" y="{y + 14}">{(t - t0) / 1e9:.3f} s</text>'
+                     f'<text class="utc" x="{x(t) - 40:.1f}" y="{y + 28}">'
+                     f'{_utc(t)[11:]}</text>')
     width = LABEL_PX + PLOT_PX + 40
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 24}" '
-            f'viewBox="0 0 {width} {y + 24}">' + "".join(parts) + "</svg>")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 38}" '
+            f'viewBox="0 0 {width} {y + 38}">' + "".join(parts) + "</svg>")
+
+
+def _utc(t_ns: int) -> str:
+    """A reference instant as UTC to the microsecond."""
+    from datetime import datetime, timezone
+    s, f = divmod(int(t_ns), 10**9)
+    try:
+        return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
+            f".{f // 1000:06d}Z"
+    except (OverflowError, OSError, ValueError):
+        return f"{t_ns} ns"
 
 
 def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
@@ -108,6 +127,8 @@ def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
            "<button class='tl-all'>show all</button></div>",
            "<p class='tl-legend'>Bars: proven reference-time intervals (filled: order against "
            "every other entry proven; hollow: unordered against another, see its tooltip). "
+           "✎ and a black outline: a line of your own log files. The axis gives seconds from "
+           "the run's start and, below, UTC. "
            f"Grey and white bands: proven-ordered blocks. {len(rows)} entries on {len(pages)} "
            f"page(s) of up to {per_page}, each zoomed to its own span.</p>"]
     for k, page in enumerate(pages):

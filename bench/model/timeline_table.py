@@ -1,0 +1,234 @@
+"""A timeline as columns (numpy arrays), so a million log lines are ordered and written in
+bounded memory: each entry's interval, stamp, status and calibration as numbers, its label and
+raw stamp read back from its log's text store only when a row is shown or written. The rows it
+gives are those of bench.analysis.timeline.order (same order, blocks and exact counts); each
+row's `unordered_with` lists the nearest entries it is unordered with (all of them up to 12;
+bench.analysis.timeline.nearest_unordered)."""
+from __future__ import annotations
+
+import numpy as np
+
+from bench.analysis.timeline import Entry, nearest_unordered, order_arrays
+
+BASES = ("stamp", "event", "reference", "break", "observed")
+STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
+LABEL_KEEP = 200
+UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
+INT_COLS = ("lo", "hi", "stamp", "res", "dist", "clock", "idx")
+SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
+              "dev": np.int32, "src": np.int32}
+
+
+def utc_text(ns, unit: str = "us") -> np.ndarray:
+    """Unix ns (array) as ISO 8601 UTC text to `unit`."""
+    a = np.asarray(ns, dtype=np.int64).astype("datetime64[ns]")
+    return np.char.add(np.datetime_as_string(a, unit=unit), "Z")
+
+
+def device_times(stamp, has, res, wall=None) -> list[str]:
+    """Each stamp as a time: a wall stamp in UTC to its resolution, a counter's in seconds
+    (`wall` not given: a stamp before 2000 is taken for a counter's)."""
+    stamp, has, res = (np.asarray(x) for x in (stamp, has, res))
+    out = np.full(len(stamp), "", dtype=object)
+    wall = has & ((stamp > UNIX_AFTER_NS) if wall is None else np.asarray(wall, bool))
+    cnt = has & ~wall
+    for unit, lo_q in (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 0)):
+        pick = wall & (res >= lo_q)
+        wall &= ~pick
+        if pick.any():
+            out[pick] = utc_text(stamp[pick], unit)
+    if cnt.any():
+        out[cnt] = [f"{v / 1e9:.9f} s (counter)" for v in stamp[cnt].tolist()]
+    return out.tolist()
+
+
+class LogTexts:
+    """Labels and raw stamps of a log's lines (bench.model.logformats.Stamps), by stamp index."""
+    user = True
+
+    def __init__(self, stamps, name: str):
+        self.st, self.log = stamps, name
+
+    def label(self, k: int) -> str:
+        return f"{self.log}:{self.st.line[k]} {self.st.text[k]}"[:LABEL_KEEP]
+
+    def raw(self, k: int) -> str:
+        return self.st.raw[k]
+
+    def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
+        """Labels and raw stamps of many lines at once."""
+        line, log = self.st.line, self.log
+        return ([f"{log}:{line[k]} {t}"[:LABEL_KEEP] for k, t in zip(ks, self.st.text.many(ks))],
+                self.st.raw.many(ks))
+
+
+class EntryTexts:
+    """The same for a run's own entries (a few thousand Entry records)."""
+    user = False
+    log = ""
+
+    def __init__(self, entries: list[Entry]):
+        self.entries = entries
+
+    def label(self, k: int) -> str:
+        return self.entries[k].label
+
+    def raw(self, k: int) -> str:
+        return self.entries[k].raw
+
+    def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
+        return [self.entries[k].label for k in ks], [self.entries[k].raw for k in ks]
+
+
+class EntryTable:
+    """Entries gathered from a run and its logs, as column chunks."""
+
+    def __init__(self):
+        self.chunks: list[dict] = []
+        self.devices: list[tuple[str, str]] = []
+        self._dev: dict = {}
+        self.cal_names: list[str] = [""]
+        self._cal: dict = {"": 0}
+        self._clock: dict = {}
+        self.sources: list = []
+
+    def _ix(self, table: dict, names: list | None, key) -> int:
+        k = table.get(key)
+        if k is None:
+            k = table[key] = len(table)
+            if names is not None:
+                names.append(key)
+        return k
+
+    def add_entries(self, entries: list[Entry]) -> None:
+        src = len(self.sources)
+        self.sources.append(EntryTexts(entries))
+        stamped = [e.basis == "stamp" and e.clock_key is not None and e.stamp_ns is not None
+                   for e in entries]
+        self.chunks.append({
+            "lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
+            "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
+            "has_stamp": [e.stamp_ns is not None for e in entries],
+            "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],
+            "clock": [self._ix(self._clock, None, e.clock_key) if s else -1
+                      for e, s in zip(entries, stamped)],
+            "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
+            "status": [STATUSES.index(e.status) if e.status in STATUSES else 0 for e in entries],
+            "basis": [BASES.index(e.basis) if e.basis in BASES else 1 for e in entries],
+            "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries],
+            "src": [src] * len(entries), "idx": list(range(len(entries)))})
+
+    def add_mapped(self, device: str, plane: str, texts, m, vals, qs, clock: str) -> int:
+        """A log's mapped stamps (bench.analysis.timeline_map.Mapped) but the unplaced ones;
+        their number."""
+        sel = np.flatnonzero(m.status < len(STATUSES))
+        if not len(sel):
+            return 0
+        K = m.candidates.shape[0]
+        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
+        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
+            np.zeros(len(sel), np.uint64)
+        uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        names = [m.calibration_of(int(sel[i])) for i in first]
+        cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
+        keys = np.array([self._ix(self._clock, None, f"{device}/{clock}/{nm}") for nm in names],
+                        np.int64)[inv]
+        status = m.status[sel].astype(np.int8)
+        src = len(self.sources)
+        self.sources.append(texts)
+        self.chunks.append({
+            "lo": m.lo_ns[sel], "hi": m.hi_ns[sel], "stamp": vals[sel], "res": qs[sel],
+            "has_stamp": np.ones(len(sel), bool), "dist": m.distance_ns[sel],
+            "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
+            "status": status, "basis": np.zeros(len(sel), np.int8),
+            "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
+            "src": np.full(len(sel), src, np.int32), "idx": sel})
+        return len(sel)
+
+    def columns(self) -> dict:
+        """All entries' columns, the chunks let go a column at a time (memory: one copy)."""
+        out = {}
+        for k in INT_COLS + tuple(SMALL_COLS):
+            dt = SMALL_COLS.get(k, np.int64)
+            parts = [np.asarray(c.pop(k), dtype=dt) for c in self.chunks]
+            out[k] = np.concatenate(parts) if parts else np.zeros(0, dt)
+            del parts
+        self.chunks = []
+        return out
+
+
+class Timeline:
+    """The ordered timeline: columns sorted as order_arrays sorts them, each row's block, exact
+    unordered count and nearest unordered entries; rows materialised on demand."""
+
+    def __init__(self, table: EntryTable, reports: list[dict], unplaced: list[dict],
+                 widen_by: dict | None = None):
+        c = table.columns()
+        if widen_by:
+            _widen(c, table.devices, widen_by)
+        stamped = (c["basis"] == 0) & c["has_stamp"] & (c["clock"] >= 0)
+        clock = np.where(stamped, c["clock"], -1)
+        perm, block, count = order_arrays(c["lo"], c["hi"], clock, c["stamp"], c["res"])
+        c["clock"] = clock
+        del clock
+        self.c = {}
+        for k in list(c):             # sorted a column at a time (memory: one column more)
+            self.c[k] = c.pop(k)[perm]
+        self.block, self.count = block, count
+        self.near = nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
+                                      self.c["stamp"], self.c["res"], count)
+        self.table, self.reports, self.unplaced = table, reports, unplaced
+
+    def __len__(self) -> int:
+        return len(self.block)
+
+    def source(self, i: int):
+        return self.table.sources[int(self.c["src"][i])]
+
+    def entry(self, i: int) -> Entry:
+        c, t = self.c, self.table
+        dev, plane = t.devices[int(c["dev"][i])]
+        src, k = self.source(i), int(c["idx"][i])
+        basis = BASES[int(c["basis"][i])]
+        return Entry(dev, plane, src.label(k), int(c["lo"][i]), int(c["hi"][i]), basis,
+                     None, int(c["stamp"][i]) if c["has_stamp"][i] else None, int(c["res"][i]),
+                     src.raw(k), t.cal_names[int(c["cal"][i])],
+                     STATUSES[int(c["status"][i])], int(c["dist"][i]))
+
+    def unordered_with(self, i: int) -> list[int]:
+        row = self.near[i]
+        return sorted(int(x) for x in row[row >= 0])
+
+    def row(self, i: int) -> dict:
+        """A row as bench.analysis.timeline.order gives it, with `log` (the user's log file
+        the entry came from, "" for the run's own)."""
+        return {"index": i, "block": int(self.block[i]), "entry": self.entry(i),
+                "unordered_with": self.unordered_with(i),
+                "unordered_count": int(self.count[i]), "log": self.source(i).log}
+
+    def rows(self, a: int = 0, b: int | None = None) -> list[dict]:
+        return [self.row(i) for i in range(a, min(len(self), len(self) if b is None else b))]
+
+    @property
+    def blocks(self) -> int:
+        return int(self.block[-1]) + 1 if len(self) else 0
+
+    @property
+    def unordered(self) -> int:
+        return int(np.count_nonzero(self.count))
+
+
+def _widen(c: dict, devices: list, lat: dict) -> None:
+    """From the instant a device stamped a line to the instant of the event it logs (as
+    bench.analysis.timeline.widen, over the columns)."""
+    for d, (name, _) in enumerate(devices):
+        if name not in lat:
+            continue
+        lo_lat, hi_lat = lat[name]
+        m = (c["dev"] == d) & (c["basis"] == 0)
+        c["lo"][m] -= hi_lat
+        c["hi"][m] -= lo_lat
+        c["basis"][m] = BASES.index("event")
+        c["clock"][m] = -1
+        c["has_stamp"][m] = False
+        c["res"][m] = 0

@@ -1,0 +1,155 @@
+"""`rackclock timeline` on a big log, end to end: a run folder made in virtual time (one BMC
+clock, 1 s ticks, 20 ppm, read 1,200 times over ten minutes) and an RFC 5424 log of N lines (ms
+stamps of that clock at random instants over the run), run as a subprocess; wall time and peak
+RSS of the child (resource.getrusage(RUSAGE_CHILDREN) in a fresh wrapper process per command),
+outputs included. Side by side: a plain Python loop parsing the same stamps
+(datetime.fromisoformat, a list of ints). The truth is checked: every mapped line's interval
+must hold the instant the clock showed its stamp.
+
+    .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.model.store import RunStore                       # noqa: E402
+from bench.sim.clock import ClockModel, ClockParams           # noqa: E402
+
+NS = 1_000_000_000
+MS = 1_000_000
+T0 = 1_796_000_000 * NS
+MEASURE = ("import resource, subprocess, sys, time\n"
+           "t = time.perf_counter()\n"
+           "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+           "dt = time.perf_counter() - t\n"
+           "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "print(r.returncode, dt, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)\n")
+BASELINE = ("import sys\nfrom datetime import datetime\nout = []\n"
+            "for line in open(sys.argv[1], encoding='utf-8'):\n"
+            "    d = datetime.fromisoformat(line.split(' ', 2)[1].replace('Z', '+00:00'))\n"
+            "    out.append(int(d.timestamp()) * 10**9 + d.microsecond * 1000)\n"
+            "print(len(out))\n")
+
+
+def make_run(folder: Path, model: ClockModel) -> Path:
+    store = RunStore(folder, "run")
+    rng = np.random.default_rng(3)
+    w = store.samples("bmc-1")
+    t = T0
+    for _ in range(1200):
+        t += int(rng.uniform(0.2, 0.8) * NS)
+        s, e = t, t + int(rng.uniform(0.5, 3) * MS)
+        w.write("read", "datetime", s, e, model.read_ns(int(rng.integers(s, e + 1))), NS,
+                "user", "ok", "")
+    w.close()
+    store.write_manifest({"started_ns": T0, "run_id": "run", "devices": {"bmc-1": {
+        "plane": "bmc", "clocks": [{"name": "datetime", "resolution_ns": NS}]}}})
+    store.close()
+    return folder / "run"
+
+
+def make_log(path: Path, model: ClockModel, n: int) -> np.ndarray:
+    """n RFC 5424 lines, their stamps the clock's reading (to the ms) at sorted random instants;
+    the instants returned (the truth)."""
+    rng = np.random.default_rng(4)
+    truth = np.sort(T0 + rng.integers(10 * NS, 590 * NS, n))
+    raw = np.array([model.true_ns(int(t)) for t in truth[:: max(1, n // 2000)]])
+    # the model's continuous reading, interpolated (smooth: offset + drift, no steps)
+    shown = np.interp(truth, truth[:: max(1, n // 2000)], raw).astype(np.int64) // MS * MS
+    text = np.datetime_as_string(shown.astype("datetime64[ns]"), unit="ms")
+    with open(path, "w", encoding="utf-8") as f:
+        for k in range(0, n, 100_000):
+            f.write("".join(f"<134>1 {s}Z bmc-1 thermald 42 TEMP - inlet {i} over limit\n"
+                            for i, s in enumerate(text[k:k + 100_000].tolist(), k)))
+    return truth
+
+
+def measure(argv: list[str]) -> tuple[int, float, int, float]:
+    """(exit status, wall s, peak RSS bytes, CPU s) of a command, in a fresh wrapper process."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return int(out[0]), float(out[1]), int(out[2]) * 1024, float(out[3])
+
+
+def phases(run: Path, log: Path) -> None:
+    """CPU seconds of each step of the command, in this process."""
+    import time
+    from bench.model.logformats import parse_path
+    from bench.model.rundata import load_run
+    from bench.model.timeline import build
+    from bench.output.timeline import write_files, write_html
+    t = time.process_time()
+    parse_path(log)
+    t_parse = time.process_time() - t
+    t = time.process_time()
+    tl = build(load_run(run), [f"bmc-1={log}"])
+    t_build = time.process_time() - t
+    t = time.process_time()
+    write_files(tl, run / "timeline.json", run / "timeline.csv", run / "timeline.otel.json")
+    t_write = time.process_time() - t
+    t = time.process_time()
+    write_html(tl, run / "timeline.html", T0)
+    t_html = time.process_time() - t
+    print(f"CPU by phase: parse {t_parse:.1f} s; parse + calibrate + map + order "
+          f"{t_build:.1f} s; timeline.json/.csv/.otel.json {t_write:.1f} s; html {t_html:.1f} s")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lines", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, default=None, help="make the files here and keep them")
+    ap.add_argument("--phases", action="store_true",
+                    help="also the CPU time of each phase, in this process (parse, map and order, "
+                         "write)")
+    a = ap.parse_args(argv)
+    folder = a.keep or Path(tempfile.mkdtemp(prefix="rackclock-tl-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    model = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), T0, seed=1)
+    run = make_run(folder, model)
+    log = folder / "bmc.log"
+    truth = make_log(log, model, a.lines)
+    size = log.stat().st_size
+    rc, t_tl, rss_tl, cpu_tl = measure([str(ROOT / ".venv/bin/rackclock"), "timeline", str(run),
+                                f"bmc-1={log}", "--rows", "20"])
+    rc_b, t_b, rss_b, cpu_b = measure([sys.executable, "-c", BASELINE, str(log)])
+    outs = {p.name: p.stat().st_size for p in run.glob("timeline*")}
+    missed = checked = 0
+    with open(run / "timeline.csv", encoding="utf-8") as f:     # the truth, row by row
+        for row in csv.DictReader(f):
+            if row["log"]:
+                k = int(row["label"].split(":", 1)[1].split(" ", 1)[0]) - 1
+                checked += 1
+                missed += not int(row["lo_ns"]) <= truth[k] <= int(row["hi_ns"])
+    print(f"log: {a.lines:,} RFC 5424 lines, {size / 2**20:.1f} MiB; outputs "
+          + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in sorted(outs.items())))
+    print(f"rackclock timeline: {t_tl:.2f} s wall, {cpu_tl:.2f} s CPU, peak RSS "
+          f"{rss_tl / 2**20:.0f} MiB (exit {rc})")
+    print(f"plain Python loop (datetime.fromisoformat): {t_b:.2f} s wall, {cpu_b:.2f} s CPU, "
+          f"peak RSS {rss_b / 2**20:.0f} MiB (exit {rc_b})")
+    with open("/proc/loadavg") as f:
+        print(f"load average at the end: {f.read().split()[0]} ({os.cpu_count()} CPUs)")
+    print(f"ratio: {t_tl / t_b:.1f}x the wall time, {cpu_tl / cpu_b:.1f}x the CPU, "
+          f"{rss_tl / rss_b:.1f}x the memory; "
+          f"lines checked against the truth {checked:,}, intervals missing their instant {missed}")
+    if a.phases:
+        phases(run, log)
+    if a.keep is None:
+        shutil.rmtree(folder)
+    return 0 if rc == 0 and missed == 0 and checked == a.lines else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
