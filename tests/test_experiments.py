@@ -236,10 +236,12 @@ def test_ntp_convergence_holds_the_modelled_client(tmp_path):
     # interpolated across the step there). Its drift is not checked here: a slew that ends
     # inside a segment leaves a bent line whose mean slope the fit's drift bound can miss (an
     # estimator finding, reported; the experiment's own rate fit stays inside the slew).
+    # The step is a break; the slew, within the rate bound the experiment states for this clock
+    # (slew_drift_prior_ppm), is not: the envelope carries every read across it.
     segs = [s for s in run.summary["devices"]["bmc-1"]["clocks"]["datetime"]["segments"]
             if s["reads"] >= 20]
-    assert len(segs) >= 3
-    assert all(s["truth"]["offset_in"] for s in segs)
+    assert len(segs) >= 2
+    assert all(s["truth"]["offset_in"] and s["truth"]["band_in"] for s in segs)
 
 
 def test_power_cycle_intervals_hold_the_true_instants(tmp_path):
