@@ -18,19 +18,19 @@ import numpy as np
 from bench.output import figures
 from bench.analysis.residuals import regular_series, segment_residuals
 from bench.model.rundata import Run
-from bench.output.terminal import offset_cell
 from bench.units import fmt_ns, fmt_ppm
-from bench.model.statuses import BoundStatus, BreakKind, Verdict
-from bench.model.verdict import segment_status
+from bench.model.statuses import BreakKind
 
 
 @dataclass(frozen=True)
 class ReportRun(Run):
     """A Run plus the report's figure settings; `written` collects every figure file."""
 
-    formats: tuple = ("png", "svg", "pdf")
+    formats: tuple = ("png",)
+    details: bool = False             # draw the per-clock jitter and stability figures too
     written: list = field(default_factory=list, compare=False)
     figure_texts: dict = field(default_factory=dict, compare=False)   # stem -> texts shown
+    figure_pt: dict = field(default_factory=dict, compare=False)      # stem -> smallest text pt
 
 
 def esc(x) -> str:
@@ -48,18 +48,20 @@ def note_html(text: str) -> str:
 
 
 def figure_html(run, fig, stem: str, caption: str) -> str:
-    """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded with its caption."""
+    """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded, at its own size (its
+    text as large on the screen as its points say), with its caption."""
     formats = getattr(run, "formats", ("png",))
-    shown = getattr(run, "figure_texts", None)
-    if shown is not None:
-        shown[stem] = figures.texts(fig)
-    paths, png = figures.save(fig, run.path / "plots", stem, formats)
+    paths, png = figures.save(fig, run.path / "plots", stem, formats, tight=False)
+    for attr, value in (("figure_texts", figures.texts), ("figure_pt", figures.smallest_text_pt)):
+        d = getattr(run, attr, None)
+        if d is not None:                   # read after the save's draw: no second draw
+            d[stem] = value(fig)
     written = getattr(run, "written", None)
     if written is not None:
         written.extend(paths)
     files = ", ".join(p.name for p in paths)
     w, h = figures.png_size(png)
-    css_w = round(w / figures.DPI * 96)         # the figure's printed size, in CSS pixels
+    css_w = round(w / figures.DPI * 96)         # the figure's own size, in CSS pixels
     return (f'<figure style="width:{css_w}px"><img src="{figures.data_uri(png)}" '
             f'alt="{esc(stem)}" width="{css_w}" height="{round(h / figures.DPI * 96)}">'
             f'<figcaption>{esc(caption)} <span class="files">(plots/{esc(files)})</span>'
@@ -147,19 +149,27 @@ def prior_of(run, device: str) -> float:
     return run.manifest.inventory.drift_prior_ppm(device)
 
 
+def bound_cells(sg, counter: bool) -> tuple[str, str]:
+    """(offset, drift) of a segment with the vocabulary's word for each: a drift at an instant
+    is assumed unless the summary says otherwise (never called proven by default)."""
+    from bench.model.vocabulary import word
+    from bench.output.terminal import compact_offset, ppm_interval
+    off = ("zero at " if counter else "") + compact_offset(sg.offset_ns, counter)
+    d = sg.drift_ppm
+    return (f"{off} {word(sg.offset_status)}",
+            f"{ppm_interval(d.lo, d.hi)} ppm {word(sg.drift_status or 'assumed')}")
+
+
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
     for device, plane, clock, c in clock_items(run):
         for k, sg in enumerate(c.segments):
-            o, dr = sg.offset_ns, sg.drift_ppm
+            o = sg.offset_ns
             truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
-            _, drift_status = segment_status(sg, prior_of(run, device))
-            rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns),
-                         offset_cell(o, c.counter).split(" (width")[0],
-                         fmt_ns(o.hi - o.lo),
-                         f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}]"
-                         + ("" if drift_status == "proven" else f" ({drift_status})"),
+            off, drift = bound_cells(sg, c.counter)
+            rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns), off,
+                         fmt_ns(o.hi - o.lo), drift, mean_drift_text(sg),
                          fmt_ns(sg.resolution_ns or c.resolution_ns),
                          fmt_ns(sg.bracket_median_ns), fmt_ns(sg.jitter_ns.get("std")),
                          truth])
@@ -172,8 +182,9 @@ def clocks(run) -> str | None:
     if not rows:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
-           table_html(["device", "clock", "seg", "reads", "epoch", "offset (proven)", "width",
-                       "drift", "resolution", "bracket p50", "residual std", "truth"],
+           table_html(["device", "clock", "seg", "reads", "epoch", "offset", "width",
+                       "drift at the epoch", "mean drift", "resolution", "bracket p50",
+                       "residual std", "truth"],
                       rows),
            note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
                      "as the instant of its zero. Residual std is of interval midpoints "
@@ -186,20 +197,6 @@ def clocks(run) -> str | None:
         out.append("<h3>Breaks</h3>" + table_html(
             ["device", "clock", "kind", "after", "at or before", "size (proven)"], brk))
     return "".join(out)
-
-
-def offsets(run) -> str | None:
-    figs = []
-    for device, plane, clock, c in clock_items(run):
-        fig = figures.offset_print_figure(run, device, clock, c, plane)
-        figs.append(figure_html(
-            run, fig, f"offset_{device}_{clock}",
-            f"{device} · {clock}: offset minus each segment's own fitted line. Shaded: the "
-            f"proven band; grey: each read's own offset interval; dashed: breaks"
-            + ("; black: the simulated truth." if run.truth else ".")))
-    if not figs:
-        return None
-    return "<h2>Offset over time</h2>" + "".join(figs)
 
 
 def _residuals(run, device, clock, c):
@@ -234,7 +231,13 @@ def per_clock(run, title: str, kind: str, figure_of) -> str | None:
     return f"<h2>{title}</h2>" + "".join(figs) if figs else None
 
 
+ON_DEMAND = ("Drawn on demand: `rackclock report RUN --details` adds a figure per clock of {}.")
+
+
 def jitter(run) -> str | None:
+    if not getattr(run, "details", True):
+        return ("<h2>Residual jitter and brackets</h2>"
+                + note_html(ON_DEMAND.format("the residuals' and brackets' histograms")))
     return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of)
 
 
@@ -268,6 +271,9 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 
 
 def stability(run) -> str | None:
+    if not getattr(run, "details", True):
+        return ("<h2>Stability (ADEV, MDEV, TDEV, MTIE)</h2>"
+                + note_html(ON_DEMAND.format("ADEV, MDEV, TDEV and MTIE")))
     return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
                      stability_figure_of)
 
@@ -391,20 +397,21 @@ def chrony_columns(run) -> str | None:
                else fmt_ns(f.offset_ns.point, 6))
         rows.append([device, clock, f.used, fmt_ns(f.span_ns), fmt_ppm(f.drift_ppm.point),
                      fmt_ppm(f.drift_ppm.width / 2), off, fmt_ns(f.residual_sd_ns),
-                     offset_cell(o, counter).split(" (width")[0],
-                     f"[{fmt_ppm(d.lo)}, {fmt_ppm(d.hi)}]"])
+                     *bound_cells(sg, counter)])
     if not rows:
         return None
-    return ("<h2>Chrony-style statistics beside the proven bounds</h2>"
+    return ("<h2>Chrony-style statistics beside the bench's bounds</h2>"
             + table_html(["device", "clock", "NP", "span", "frequency", "skew", "offset",
-                          "std dev", "offset (proven)", "drift (proven)"], rows)
-            + note_html("Left of the proven columns: statistics, not proofs. chrony's "
+                          "std dev", "offset (bound)", "drift (bound)"], rows)
+            + note_html("Left of the bounds: statistics, not proofs. chrony's "
                         "regression (bench/analysis/chrony_style.py) over the last segment's reads: NP "
                         "points kept by its runs test, their span, the frequency and its skew "
                         "(99 % Student-t half-width, assuming independent Gaussian residuals, "
                         "which a coarse tick and one-sided delays are not), the offset at the "
-                        "segment's epoch and the residuals' standard deviation. Only the two "
-                        "right-hand columns are bounds that hold."))
+                        "segment's epoch and the residuals' standard deviation. The two "
+                        "right-hand columns are the bench's bounds, each with its word: proven, "
+                        "or assumed (a drift at an instant rests on at most one unseen rate "
+                        "change)."))
 
 
 def limits(run) -> str | None:
@@ -421,77 +428,133 @@ def limits(run) -> str | None:
                         "the limit; fail: none does; JUnit: limits.xml."))
 
 
-def _status_cell(status: str) -> str:
-    return {Verdict.PROVEN: "proven", Verdict.ASSUMED: "ASSUMED",
-            Verdict.UNDECIDED: "UNDECIDED",
-            Verdict.BEYOND_PRIOR: "BEYOND PRIOR"}.get(status, status)
+def mean_drift_text(sg) -> str:
+    """'[-110, 110] ppm proven over 35.5 s': the one proven drift, over its window."""
+    from bench.model.vocabulary import word
+    from bench.output.terminal import ppm_interval
+    m = sg.mean_drift_ppm
+    if not m or m.get("lo") is None:
+        return "—"
+    win = (f" over {(m['to_ns'] - m['from_ns']) / 1e9:.3g} s" if m.get("to_ns") and
+           m.get("from_ns") else "")
+    return f"{ppm_interval(m['lo'], m['hi'])} ppm {word(m.get('status'))}{win}"
+
+
+def _clock_cells(d, c) -> list[str]:
+    """The compact table's cells of one clock: offset and drift with their words, the proven
+    mean drift, breaks and errors, truth."""
+    from bench.model.vocabulary import STUCK, UNDECIDED, stuck_text
+    errs = d.errors_text()
+    name = f"{d.name} {c.name}"
+    if str(c.verdict) == STUCK:
+        return [name, stuck_text(c.raw.get("stuck")), "—", "—", errs, ""]
+    if not c.segments:
+        return [name, f"{UNDECIDED}: {c.note or 'no fit'}", "—", "—", errs, ""]
+    sg = c.segments[-1]
+    brk = (f"{len(c.breaks)} break ({', '.join(sorted({str(b.kind) for b in c.breaks}))})"
+           if c.breaks else "") + (f" {len(c.wraps)} wrap" if c.wraps else "")
+    truth = ""
+    if all(x.truth is not None for x in c.segments):
+        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
+    return [name, *bound_cells(sg, c.counter), mean_drift_text(sg),
+            " · ".join(x for x in (brk.strip(), "" if errs == "0" else f"errors {errs}") if x)
+            or "—", truth]
+
+
+def _overall_html(run, checks, inc) -> str:
+    from bench.model import verdict as vd
+    from bench.model.rundata import load_measurements
+    o = vd.overall(run, checks, load_measurements(run.path), inc)
+    return (f'<p class="overall {esc(o.word.lower())}"><b>{esc(o.word)}</b> '
+            f'{esc("; ".join(o.reasons))}</p>')
+
+
+def _limits_html(run, checks) -> str:
+    from bench.model import limits as lim
+    if not checks:
+        return ("<h3>Limits</h3>" + note_html(
+            "No limits declared: the rack file's [limits] (offset_within, drift_within_ppm, "
+            "latency_max per plane or device) turns these bounds into PASS / FAIL."))
+    (run.path / "limits.xml").write_text(lim.junit(checks))
+    return ("<h3>Limits</h3>" + table_html(lim.HEAD, lim.rows(checks), "limits")
+            + note_html(lim.counts_line(checks) + ". Why each is judged so: the Limits table "
+                        "in the details below; JUnit: limits.xml."))
+
+
+def _incident_html(run, inc) -> str:
+    from bench.output.closing import incident_lines
+    if inc is None:
+        return ""
+    lines = incident_lines(run.path, None)
+    head, rest = (lines[0], lines[1:]) if lines else ("incident: no result", [])
+    return ("<h3>Which plane broke first</h3>"
+            + f'<p class="incident">{esc(head.removeprefix("incident: "))}</p>'
+            + "".join(note_html(x.strip()) for x in rest))
+
+
+def _clock_table_html(run) -> str:
+    from bench.model.vocabulary import legend_lines
+    rows = [_clock_cells(d, c) for d, c in run.summary.clocks()]
+    if not rows:
+        return note_html("No device clock was measured in this run.")
+    words = {w for r in rows for w in ("proven", "assumed", "undecided", "stuck")
+             if any(w in x for x in r[1:4])}
+    legend = [x for x in legend_lines() if x.split(":")[0] in words]
+    models = {}
+    for d, c in run.summary.clocks():
+        m = (c.assumptions.raw.get("model") if c.assumptions else "") or ""
+        if m:
+            models.setdefault(str(m), []).append(f"{d.name} {c.name}")
+    out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",
+                       "breaks · errors", "truth"], rows, "verdict")]
+    out += [note_html(x) for x in legend]
+    out += [note_html(f"model ({', '.join(who) if len(models) > 1 else 'every clock'}): {m}")
+            for m, who in models.items()]
+    return "".join(out)
 
 
 def verdict_page(run) -> str | None:
-    """The first screen: per device clock its offset and drift with their status, breaks,
-    errors; every clock against the reference in one figure; the ordering horizon per plane pair;
-    what the bounds assume."""
+    """The first screen: one overall line (PASS / FAIL / UNDECIDED and why), the limits, which
+    plane broke first (where an incident was played), a compact per-clock table, and every clock
+    against the reference in one figure."""
     from bench.model import verdict as vd
-    from bench.output.live import calibrated_cell
+    from bench.model.limits import check_run
     from bench.units import fmt_interval_ns
 
-    vs = vd.clock_verdicts(run)
-    if not vs:
-        return None
-    rows, fig_rows, counters, assumed, notes = [], [], [], [], []
-    for v in vs:
-        errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
+    checks = check_run(run.summary, run.manifest)
+    inc = vd.incident_result(run.path)
+    out = ["<h2>Verdict</h2>", _overall_html(run, checks, inc), _limits_html(run, checks),
+           _incident_html(run, inc), "<h3>Clocks</h3>", _clock_table_html(run)]
+    fig_rows, counters = [], []
+    for v in vd.clock_verdicts(run):
         if v.segment is None:
-            rows.append([v.device, v.plane, v.clock, "—", _status_cell(v.verdict), "—", "",
-                         "—", errs, "—"])
-            notes.append(f"{v.device} · {v.clock}: {v.note}")
             continue
-        o, d = v.segment.offset_ns, v.segment.drift_ppm
-        off = offset_cell(o, v.counter).split(" (width")[0]
-        off += "" if v.counter else f" (±{fmt_ns((o.hi - o.lo) / 2)})"
-        brk = len(v.breaks)
-        kinds = ", ".join(sorted({b.kind for b in v.breaks}))
-        brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
-        prior = v.assumptions.drift_prior_ppm if v.assumptions else vd.DEFAULT_PRIOR_PPM
-        rows.append([v.device, v.plane, v.clock, off,
-                     _status_cell(v.offset_status),
-                     f"[{fmt_ppm(d.lo)}, {fmt_ppm(d.hi)}]", _status_cell(v.drift_status),
-                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
-        if v.note:
-            notes.append(f"{v.device} · {v.clock}: {v.note}")
-        if v.drift_status == BoundStatus.ASSUMED and vd.on_prior_edge(d.lo, d.hi, prior):
-            assumed.append((prior, f"{v.device} · {v.clock}"))
         if v.counter:
-            counters.append(f"{v.device} · {v.clock}")
-        else:
-            lo, hi = v.offset_range
-            fig_rows.append({"label": f"{v.device} · {v.clock} ({v.verdict})", "plane": v.plane,
-                             "lo_ns": lo, "hi_ns": hi,
-                             "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
-    out = ["<h2>Verdict</h2>",
-           table_html(["device", "plane", "clock", "offset at epoch", "status",
-                       "drift", "status", "breaks", "errors", "calibrated after"], rows,
-                      "verdict"),
-           note_html("Proven: the bound holds whenever the stated model holds, and the bench "
-                     "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
-                     "drift prior), so the assumption, not the reads, decides it. UNDECIDED: no "
-                     "fit. BEYOND PRIOR: the reads contradict the drift prior. Calibrated after: "
-                     "the run time at which the live fit's offset width first came within 2× the "
-                     "clock's narrowest bracket.")]
-    out += [note_html(n) for n in notes]
-    for prior in sorted({p for p, _ in assumed}):
-        who = [w for p, w in assumed if p == prior]
-        out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
-                             f"it): {', '.join(who)}."))
+            counters.append(f"{v.device} {v.clock}")
+            continue
+        lo, hi = v.offset_range
+        o = v.segment.offset_ns
+        fig_rows.append({"label": f"{v.device} · {v.clock}", "plane": v.plane, "lo_ns": lo,
+                         "hi_ns": hi, "epoch_lo_ns": o.lo, "epoch_hi_ns": o.hi,
+                         "text": fmt_interval_ns(lo, hi)})
     if fig_rows:
         out.append(figure_html(
             run, figures.rack_offset_figure(fig_rows), "rack_offsets",
-            "Every device clock's offset from the reference: the lowest and highest value the "
-            "proven band allows anywhere in the run. Symmetric log axis: planes hours apart "
-            "share the figure with planes within a millisecond; the range is written beside "
-            "each bar." + (f" Counters ({', '.join(counters)}) have no time of day: their "
-                           f"offset is the instant of their zero, in the table." if counters
-                           else "")))
+            "Every device clock's offset from the reference. Thick: the bound at the last "
+            "segment's epoch (the table's); thin, and written beside it: the range over every "
+            "segment's calibrated span (first to last read), as the limits judge it: the epoch "
+            "bound and the envelope's points, each widened by the checked rate bound. Symmetric "
+            "log axis: planes hours apart share it with planes within a millisecond."
+            + (f" Counters ({', '.join(counters)}) have no time of day: their offset is the "
+               f"instant of their zero, in the table." if counters else "")))
+    return "".join(out)
+
+
+def horizons(run) -> str | None:
+    """The ordering horizon of each pair of planes and what every clock's bounds assume."""
+    from bench.model import verdict as vd
+    vs = vd.clock_verdicts(run)
+    out = []
     hz = vd.ordering_horizons(vs)
     if hz:
         planes = sorted({p for pq in hz for p in pq})
@@ -501,23 +564,58 @@ def verdict_page(run) -> str | None:
                                "farther apart than this are always proven in order: the sum of "
                                "both planes' widest stamp interval (proven band plus one tick). "
                                "Closer events may still be ordered; the timeline says which."))
-    a_rows = []
-    for v in vs:
-        if v.assumptions:
-            a = v.assumptions
-            a_rows.append([v.device, v.clock, fmt_ppm(a.drift_prior_ppm),
-                           f"{a.wander_ppm:g} ppm/√h",
-                           fmt_ns(a.resolution_ns) + f" ({a.resolution_basis})",
-                           fmt_ns(a.reference_uncertainty_ns)])
+    a_rows = [[v.device, v.clock, fmt_ppm(v.assumptions.drift_prior_ppm),
+               f"{v.assumptions.wander_ppm:g} ppm/√h",
+               fmt_ns(v.assumptions.resolution_ns) + f" ({v.assumptions.resolution_basis})",
+               fmt_ns(v.assumptions.reference_uncertainty_ns)] for v in vs if v.assumptions]
     if a_rows:
         out.append("<h3>What the bounds assume</h3>" + table_html(
             ["device", "clock", "drift prior (±)", "wander allowance", "resolution",
              "reference allowance"], a_rows))
-    return "".join(out)
+    return "<h2>Assumptions and ordering</h2>" + "".join(out) if out else None
 
 
-SECTIONS = [verdict_page, overview, limits, identities, clocks, chrony_columns, offsets, jitter,
-            stability, latency, timeline, reference_health]
+def rack_tie(run) -> str | None:
+    """Every clock's TIE (offset against time, its envelope, reads, breaks) in one figure."""
+    from bench.output.tie import tie_of
+    ties = [tie_of(run, dv, plane, ck, c) for dv, plane, ck, c in clock_items(run)]
+    if not ties:
+        return None
+    return ("<h2>Offset against time (TIE)</h2>" + figure_html(
+        run, figures.rack_tie_figure(ties), "tie_rack",
+        "Each clock's offset minus a constant c (its first segment's offset point at the epoch, "
+        "so a slope is its drift) against run time. Shaded: the proven envelope (the "
+        "estimator's two-sided bound at each instant, holding with one unseen break); grey: "
+        "the reads (a read of a coarse clock spans its tick: the ends inside the axes are "
+        "marked); dashed: breaks; black: the simulated truth. Each axis spans the clock's "
+        "range over its calibrated span: an envelope that leaves it near a segment's end is "
+        "wide there because one side has few reads."))
+
+
+def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
+    """Per clock: the TIE with the residuals below (the secondary view). `part` (k, n): the
+    k-th of n contiguous shares of the clocks (the report draws the shares in parallel)."""
+    from bench.output.tie import tie_of
+    figs = []
+    items = list(clock_items(run))
+    k, n = part
+    for device, plane, clock, c in items[k * len(items) // n:(k + 1) * len(items) // n]:
+        figs.append(figure_html(
+            run, figures.tie_figure(tie_of(run, device, plane, clock, c)),
+            f"tie_{device}_{clock}",
+            f"{device} · {clock}: above, the offset minus a constant with its proven envelope, "
+            f"reads and breaks; below, the same minus each segment's fitted line (residuals)."))
+    head = "<h2>Per clock: offset and residuals</h2>" if k == 0 else ""
+    return head + "".join(figs) if figs or head else None
+
 
 from bench.output.report_measurements import measurements  # noqa: E402  (an experiment's own results)
-SECTIONS.append(measurements)
+
+clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
+clock_figures.parts = 4
+rack_tie.weight = 3
+timeline.weight = 2
+
+SECTIONS = [verdict_page, measurements, rack_tie, overview, limits, identities, clocks,
+            chrony_columns, horizons, clock_figures, latency, timeline, reference_health, jitter,
+            stability]
