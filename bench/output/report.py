@@ -38,7 +38,8 @@ p.overall.undecided{border-color:#c80} p.incident{font-size:15px;margin:.3em 0}
 @media print{body{max-width:none;margin:0} h2{break-after:avoid} figure{break-inside:avoid}}
 """
 
-_RR = None                     # the ReportRun a forked worker draws from
+_RR = None                     # the ReportRun a forked worker draws from, and its jobs
+_JOBS: list = []
 
 
 def _jobs(sections) -> list[tuple]:
@@ -47,11 +48,12 @@ def _jobs(sections) -> list[tuple]:
             for s in sections for k in range(getattr(s, "parts", 1))]
 
 
-def _section(index: int, jobs) -> tuple[str, list, dict, dict]:
+def _section(index: int) -> tuple[str, list, dict, dict]:
     """Run one job on a fresh copy of the report's run: (html, files, texts, text sizes).
-    A section that fails becomes a visible error in the report, never a missing report."""
+    A section that fails becomes a visible error in the report, never a missing report.
+    Only the index crosses to a worker (forked: it has the run and the sections already)."""
     rr = dataclasses.replace(_RR, written=[], figure_texts={}, figure_pt={})
-    section, part = jobs[index]
+    section, part = _JOBS[index]
     try:
         frag = (section(rr) if part is None else section(rr, part)) or ""
     except Exception as exc:   # one broken section must not cost the whole report
@@ -63,17 +65,17 @@ def _section(index: int, jobs) -> tuple[str, list, dict, dict]:
 def _run_sections(rr, sections, processes: int) -> list[str]:
     """Every section's html in order; with more than one process, sections are drawn in forked
     worker processes (the heaviest first), each a figure set of its own."""
-    global _RR
-    _RR = rr
-    jobs = _jobs(sections)
+    global _RR, _JOBS
+    _RR, _JOBS = rr, _jobs(sections)
+    jobs = _JOBS
     order = sorted(range(len(jobs)), key=lambda i: -getattr(jobs[i][0], "weight", 1))
     if processes > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(processes, mp_context=ctx) as pool:
-            futs = {i: pool.submit(_section, i, jobs) for i in order}
+            futs = {i: pool.submit(_section, i) for i in order}
             results = {i: f.result() for i, f in futs.items()}
     else:
-        results = {i: _section(i, jobs) for i in order}
+        results = {i: _section(i) for i in order}
     parts = []
     for i in range(len(jobs)):
         frag, written, texts, pts = results[i]
