@@ -62,6 +62,7 @@ def expected_stems(run, details: bool = True) -> list[str]:
     stems = ["rack_offsets", "tie_rack"] + [f"tie_{d}_{c}" for d, c in _clocks(run)]
     stems += ["latency", "timeline", "reference"]
     if details:
+        stems.append("latency_cdf")
         stems += [f"jitter_{d}_{c}" for d, c in _clocks(run)]
         for d, c in _clocks(run):
             skipped = f"{d} · {c}: no ADEV/MDEV/TDEV/MTIE: " in html
@@ -223,7 +224,7 @@ def test_the_default_report_draws_the_page_and_leaves_details_on_demand(reported
     assert [p.name for p in rr.written] == [f"{s}.png" for s in expected_stems(load_run(run),
                                                                               details=False)]
     html = (run / "report.html").read_text()
-    assert html.count("rackclock report RUN --details") == 2       # jitter and stability
+    assert html.count("rackclock report RUN --details") >= 3   # jitter, stability, latency CDF
     assert len(html) < 1_500_000
 
 

@@ -270,6 +270,44 @@ def latency_figure(series: list[dict]):
     return fig
 
 
+def latency_strip_figure(series: list[dict]):
+    """Log latency of every device and stimulus type on one axes: a row each, every event's
+    proven bound as a thin bar (stacked within the row) and its midpoint as a dot, on a
+    symmetric-log axis (linear within ±1 ms) so µs and s share it."""
+    n = len(series)
+    with screen_style():
+        fig, ax = plt.subplots(figsize=(FULL_IN, 1.2 + 0.34 * max(n, 1)))
+        top = 1e-3
+        for i, sr in enumerate(series):
+            y = n - 1 - i
+            b = np.asarray(sr["bounds"], dtype=float) / 1e9
+            top = max(top, float(np.max(np.abs(b))))
+            c = plane_colour(sr.get("plane", ""))
+            dy = (np.arange(len(b)) / max(1, len(b) - 1) - 0.5) * 0.5 if len(b) > 1 else [0.0]
+            ax.hlines(y + np.asarray(dy), b[:, 0], b[:, 1], color=c, lw=1.6)
+            ax.plot(b.mean(axis=1), y + np.asarray(dy), "o", color=c, ms=3)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_xscale("symlog", linthresh=1e-3, linscale=1.0)
+        top = 10 ** np.ceil(np.log10(top * 1.1))
+        neg = min([0.0] + [float(np.min(np.asarray(s["bounds"], dtype=float))) / 1e9
+                           for s in series])
+        left = 10 ** np.ceil(np.log10(max(-neg * 1.1, 1e-3)))
+        ax.set_xlim(-left, top)
+        dec = 10.0 ** np.arange(-3, np.log10(top) + 0.5)
+        ax.set_xticks(np.concatenate([-dec[::-1][dec[::-1] <= left * 1.001], [0], dec]))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda x, _: "0" if x == 0 else f"{x * 1e3:.0f} ms" if abs(x) < 1 else f"{x:.0f} s"))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([f"{s['label']} ({len(s['bounds'])})" for s in series][::-1])
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel("stimulus to log latency (symmetric log scale, linear within ±1 ms)")
+        ax.grid(alpha=0.3, axis="x")
+        margins(fig, left=0.3 + 0.068 * max([len(s["label"]) + 4 for s in series] or [8]),
+                right=0.25, top=0.2, bottom=0.6)
+    return fig
+
+
 def reference_figure(t_s, uncertainty_ns, grades, offset_ns=None):
     """The reference's health over the run: its error bound (and, where linuxptp reports it,
     the offset from its master) above, its grade as a step below."""

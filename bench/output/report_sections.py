@@ -220,6 +220,9 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
     return figures.residual_figure(r, device, clock, plane), cap
 
 
+ON_DEMAND = "Drawn on demand (`rackclock report RUN --details`): {}."
+
+
 def per_clock(run, title: str, kind: str, figure_of) -> str | None:
     """A section of one figure per clock (`figure_of` -> (figure, caption), or (None, why not)),
     saved as plots/<kind>_<device>_<clock>."""
@@ -231,13 +234,13 @@ def per_clock(run, title: str, kind: str, figure_of) -> str | None:
     return f"<h2>{title}</h2>" + "".join(figs) if figs else None
 
 
-ON_DEMAND = ("Drawn on demand: `rackclock report RUN --details` adds a figure per clock of {}.")
 
 
 def jitter(run) -> str | None:
     if not getattr(run, "details", True):
         return ("<h2>Residual jitter and brackets</h2>"
-                + note_html(ON_DEMAND.format("the residuals' and brackets' histograms")))
+                + note_html(ON_DEMAND.format("a figure per clock of its residuals' and "
+                                             "brackets' histograms")))
     return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of)
 
 
@@ -273,7 +276,8 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 def stability(run) -> str | None:
     if not getattr(run, "details", True):
         return ("<h2>Stability (ADEV, MDEV, TDEV, MTIE)</h2>"
-                + note_html(ON_DEMAND.format("ADEV, MDEV, TDEV and MTIE")))
+                + note_html(ON_DEMAND.format("a figure per clock of its ADEV, MDEV, TDEV "
+                                             "and MTIE")))
     return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
                      stability_figure_of)
 
@@ -319,7 +323,14 @@ def latency(run) -> str | None:
                      "Observed: to the bracket of the first log fetch that saw the entry.")]
     if series:
         out.append(figure_html(
-            run, figures.latency_figure(series), "latency",
+            run, figures.latency_strip_figure(series), "latency",
+            "Log latency per device and stimulus type (events in brackets): each event's "
+            "bound as a bar, its midpoint as a dot; the table gives the bounds over all events."
+            + ("" if getattr(run, "details", True) else " "
+               + ON_DEMAND.format("the latency distributions (histograms and CDF bounds)"))))
+    if series and getattr(run, "details", True):
+        out.append(figure_html(
+            run, figures.latency_figure(series), "latency_cdf",
             "Log latency per device and stimulus type as a distribution: histogram of the "
             "events' bound midpoints (shaded: the range every bound allows) and the empirical "
             "CDF of the bounds' lower (solid) and upper (dashed) ends; the events' true CDF "
@@ -587,26 +598,53 @@ def rack_tie(run) -> str | None:
         "so a slope is its drift) against run time. Shaded: the proven envelope (the "
         "estimator's two-sided bound at each instant, holding with one unseen break); grey: "
         "the reads (a read of a coarse clock spans its tick: the ends inside the axes are "
-        "marked); dashed: breaks; black: the simulated truth. Each axis spans the clock's "
-        "range over its calibrated span: an envelope that leaves it near a segment's end is "
-        "wide there because one side has few reads."))
+        "marked); dashed: breaks; black: the simulated truth. Each axis spans the envelope "
+        "where it is within four times its median width: an envelope that leaves it near a "
+        "segment's end is wide there because one side of that instant has few reads."))
+
+
+def needs_figure(c) -> str:
+    """Why a clock's own figure belongs on the page (a break, a wrap, a bound that is not
+    proven, a bound that misses the truth), or '' when the rack-wide TIE says enough."""
+    from bench.model.vocabulary import PROVEN, word
+    why = []
+    if c.breaks:
+        why.append("a break")
+    if c.wraps:
+        why.append("a wrap")
+    if any(word(sg.offset_status) != PROVEN for sg in c.segments):
+        why.append("an offset that is not proven")
+    if any(sg.truth is not None and not sg.truth.inside for sg in c.segments):
+        why.append("a bound that misses the truth")
+    return ", ".join(why)
 
 
 def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
-    """Per clock: the TIE with the residuals below (the secondary view). `part` (k, n): the
-    k-th of n contiguous shares of the clocks (the report draws the shares in parallel)."""
+    """Per clock: the TIE with the residuals below (the secondary view), for the clocks that
+    need a closer look (`needs_figure`; every clock with --details). `part` (k, n): the k-th of
+    n contiguous shares of those clocks (the report draws the shares in parallel)."""
     from bench.output.tie import tie_of
-    figs = []
-    items = list(clock_items(run))
+    details = getattr(run, "details", True)
+    items = [x for x in clock_items(run) if details or needs_figure(x[3])]
+    rest = [f"{d} {ck}" for d, _, ck, c in clock_items(run) if not details and not needs_figure(c)]
     k, n = part
+    figs = []
     for device, plane, clock, c in items[k * len(items) // n:(k + 1) * len(items) // n]:
+        why = needs_figure(c)
         figs.append(figure_html(
             run, figures.tie_figure(tie_of(run, device, plane, clock, c)),
             f"tie_{device}_{clock}",
-            f"{device} · {clock}: above, the offset minus a constant with its proven envelope, "
-            f"reads and breaks; below, the same minus each segment's fitted line (residuals)."))
-    head = "<h2>Per clock: offset and residuals</h2>" if k == 0 else ""
-    return head + "".join(figs) if figs or head else None
+            f"{device} · {clock}" + (f" ({why})" if why else "") + ": above, the offset minus a "
+            f"constant with its proven envelope, reads and breaks; below, the same minus each "
+            f"segment's fitted line (residuals)."))
+    if k:
+        return "".join(figs) or None
+    head = "<h2>Per clock: offset and residuals</h2>"
+    if rest:
+        others = ON_DEMAND.format("the figures of the others: " + ", ".join(rest))
+        head += note_html(f"Shown here: the clocks with a break, a wrap or a bound that is not "
+                          f"proven. {others}")
+    return head + "".join(figs) if items or rest else None
 
 
 from bench.output.report_measurements import measurements  # noqa: E402  (an experiment's own results)
