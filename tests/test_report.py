@@ -248,8 +248,8 @@ def test_the_incident_result_is_on_the_verdict_page(reported, tmp_path):
     report.build_report(run, sections=SECTIONS[:1], processes=1)
     html = (run / "report.html").read_text()
     assert html.index("<h3>Which plane broke first</h3>") < html.index("<h3>Clocks</h3>")
-    assert "one of {CDU pump trip, BMC thermal event} (true first: CDU pump trip, contained)" \
-        in html and "the naive merge says BMC thermal event" in html
+    assert '<p class="incident">one of {CDU pump trip, BMC thermal event} (true first: CDU pump ' \
+        'trip, contained)' in html and "the naive merge says BMC thermal event" in html
     assert '<p class="overall pass"><b>PASS</b>' in html and "incident ordered" in html
     (run / "incident.json").write_text(json.dumps(_incident(1, contains=False)))
     report.build_report(run, sections=SECTIONS[:1], processes=1)

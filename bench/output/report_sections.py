@@ -498,8 +498,9 @@ def _incident_html(run, inc) -> str:
         return ""
     lines = incident_lines(run.path, None)
     head, rest = (lines[0], lines[1:]) if lines else ("incident: no result", [])
+    head = head.removeprefix("incident: ").removeprefix("which plane broke first: ")
     return ("<h3>Which plane broke first</h3>"
-            + f'<p class="incident">{esc(head.removeprefix("incident: "))}</p>'
+            + f'<p class="incident">{esc(head)}</p>'
             + "".join(note_html(x.strip()) for x in rest))
 
 
