@@ -9,7 +9,8 @@ Each repeat reports a fresh copy of RUN (no plots/ from before):
   - the same report in one process with every `Figure.savefig` timed: the report's own time
     beside matplotlib's time to draw and save those figures, the floor the figure count sets.
 Printed: median [min-max] over the repeats, the figure count and the HTML size. Extra options:
-`--repeats N`, `--formats png,svg,pdf`, `--details`.
+`--repeats N`, `--formats png,svg,pdf`, `--details`, `--source DIR` (another checkout's bench/,
+e.g. `git archive e26a9e8 | tar -x -C DIR`: the report before issue 30, same venv).
 """
 from __future__ import annotations
 
@@ -41,12 +42,20 @@ def _cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
+SOURCE = ROOT
+
+
+def _env() -> dict:
+    import os
+    return {**os.environ, "PYTHONPATH": str(SOURCE)}
+
+
 def as_user(run: Path, formats: str, details: bool) -> dict:
     """`rackclock report` in a new process: wall and CPU seconds, figures, HTML bytes."""
     cmd = [PY, "-m", "bench.output.report", str(run), "--formats", formats]
     cmd += ["--details"] if details else []
     c0, t0 = _cpu_children(), time.perf_counter()
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=SOURCE, capture_output=True, text=True, env=_env())
     wall, cpu = time.perf_counter() - t0, _cpu_children() - c0
     if p.returncode:
         raise SystemExit(f"report failed: {p.stderr[-2000:]}")
@@ -73,15 +82,19 @@ def inner(run: Path, formats: str, details: bool) -> dict:
 
     Figure.savefig = timed
     t0, c0 = time.perf_counter(), time.process_time()
-    build_report(run, formats=tuple(formats.split(",")), details=details, processes=1)
+    try:
+        build_report(run, formats=tuple(formats.split(",")), details=details, processes=1)
+    except TypeError:                  # a report from before issue 30: all figures, one process
+        build_report(run, formats=tuple(formats.split(",")))
     return {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
             "savefig": spent[0]}
 
 
 def _serial(run: Path, formats: str, details: bool) -> dict:
-    cmd = [PY, __file__, "--inner", str(run), "--formats", formats]
+    cmd = [PY, str(Path(__file__).resolve()), "--inner", str(run), "--formats", formats,
+           "--source", str(SOURCE)]
     cmd += ["--details"] if details else []
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=SOURCE, capture_output=True, text=True, env=_env())
     if p.returncode:
         raise SystemExit(f"inner report failed: {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -107,9 +120,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--formats", default="png")
     ap.add_argument("--details", action="store_true")
+    ap.add_argument("--source", type=Path, default=ROOT, help="checkout whose bench/ reports")
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    global SOURCE
+    SOURCE = a.source.resolve()
     if a.inner:
+        sys.path.insert(0, str(SOURCE))
         print(json.dumps(inner(a.run, a.formats, a.details)))
         return 0
     with tempfile.TemporaryDirectory(prefix="report-speed-") as tmp:
@@ -122,6 +139,7 @@ def main(argv=None) -> int:
             users.append(as_user(_fresh(run, tmp / "copy"), a.formats, a.details))
             serial.append(_serial(_fresh(run, tmp / "copy"), a.formats, a.details))
     u, s = users[-1], serial
+    print(f"bench/ from {SOURCE}")
     print(f"run {run.name}: {u['figures']} figures, {u['files']} files "
           f"(formats {a.formats}{', details' if a.details else ''}), "
           f"HTML {u['html'] / 1e6:.2f} MB; {a.repeats} repeats, median [min-max] s")

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from math import comb
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,7 +133,7 @@ def test_tie_titles_give_intervals_and_the_envelope_is_the_estimators(reported, 
 
 def test_headline_figure_shows_the_calibrated_span_not_the_band_edges(reported, built):
     """The rack figure writes each clock's range over its calibrated span (as the limits judge
-    it): it holds the table's epoch bound and is narrower than the band's extrapolated edges
+    it): it holds the truth and is narrower than the band's extrapolated edges
     (bmc-1 of a short run of 1 s reads: the band's ends are hundreds of ms wide)."""
     from bench.model.verdict import span_range
     from bench.units import fmt_interval_ns
@@ -147,8 +146,8 @@ def test_headline_figure_shows_the_calibrated_span_not_the_band_edges(reported, 
         band_lo, band_hi = (f(sg.offset_range()[i] for sg in cs.segments)
                             for f, i in ((min, 0), (max, 1)))
         assert fmt_interval_ns(band_lo, band_hi) not in texts
-        for sg in cs.segments:
-            assert lo <= sg.offset_ns.lo and sg.offset_ns.hi <= hi
+        for sg in cs.segments:              # sound: the truth at the epoch lies inside
+            assert sg.truth is not None and lo <= sg.truth.offset_ns <= hi
         narrower += (hi - lo) < 0.5 * (band_hi - band_lo)
     assert narrower >= 1
 
@@ -281,6 +280,52 @@ def test_limits_decide_the_overall_verdict(reported, tmp_path):
         assert head.group(1) == word, (limits, head.group(0))
         assert 'class="limits"' in html and (word == "PASS" or list(limits)[0] in head.group(2))
         assert (run / "limits.xml").exists()
+
+
+def _measurement(name: str, outcome: str) -> dict:
+    """One record of measurements.json as bench.lab's `measure` writes it."""
+    return {"name": name, "unit": "ns", "point": 2e6, "lo": 1e6, "hi": 3e6, "basis": "proven",
+            "device": "bmc-1", "limit_lo": None, "limit_hi": 2.5e6 if outcome != "no limit"
+            else None, "outcome": outcome, "doc": f"{name}: what it is"}
+
+
+def test_measurements_follow_the_verdict_and_decide_it(reported, tmp_path):
+    """The experiment's own measurements come right after the verdict page, before the TIE
+    view; a measurement without a limit is recorded, not judged (never 'pass'); an undecided
+    one makes the overall verdict UNDECIDED, a failed one FAIL."""
+    import json
+    run = tmp_path / "meas"
+    shutil.copytree(reported.path, run, ignore=shutil.ignore_patterns("plots", "report.html"))
+    for outcomes, word in ((["no limit"], "PASS"), (["no limit", "undecided"], "UNDECIDED"),
+                           (["undecided", "fail"], "FAIL")):
+        ms = [_measurement(f"m{k}", o) for k, o in enumerate(outcomes)]
+        (run / "measurements.json").write_text(json.dumps({"measurements": ms}))
+        report.build_report(run, sections=SECTIONS[:3], processes=1)
+        html = (run / "report.html").read_text()
+        assert _h2(html)[:3] == ["Verdict", "Measurements (clock_offset)",
+                                 "Offset against time (TIE)"]
+        assert re.search(r'<p class="overall \w+"><b>(\w+)</b>', html).group(1) == word
+        assert ("<td>no limit</td>" in html) == ("no limit" in outcomes)
+        assert "<td>pass</td>" not in html
+
+
+def test_a_stuck_clock_shows_no_offset_or_drift(reported, tmp_path):
+    """A clock the estimator calls stuck (issue 29) is one row saying so, with no offset, drift
+    or figure anywhere in the report."""
+    import json
+    run = tmp_path / "stuck"
+    shutil.copytree(reported.path, run, ignore=shutil.ignore_patterns("plots", "report.html"))
+    s = json.loads((run / "summary.json").read_text())
+    s["devices"]["bmc-2"]["clocks"]["datetime"].update(verdict="stuck",
+                                                       stuck={"reads": 40, "span_s": 16.0})
+    (run / "summary.json").write_text(json.dumps(s))
+    rr = report.build_report(run, processes=1)
+    html = (run / "report.html").read_text()
+    assert "<td>bmc-2 datetime</td><td>stuck (no advance over 40 reads spanning 16 s)</td>" \
+        "<td>—</td><td>—</td>" in html
+    assert not any("bmc-2" in p.name for p in rr.written)
+    assert not any("bmc-2" in t for t in rr.figure_texts["rack_offsets"])
+    assert "<td>bmc-2</td><td>datetime</td><td>1</td>" not in html       # no clocks-table row
 
 
 def _chromium(args, tmp_path, timeout=120):

@@ -122,12 +122,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="figure files to write in RUN/plots/, comma separated: png, svg, pdf "
                          "(default: png; the page embeds PNG whatever is written)")
     ap.add_argument("--details", action="store_true",
-                    help="also draw each clock's jitter and stability (ADEV, MDEV, TDEV, MTIE) "
-                         "figures")
+                    help="every figure: each clock's TIE with residuals (default: only clocks "
+                         "with a break, a wrap or a bound that is not proven), jitter and "
+                         "stability (ADEV, MDEV, TDEV, MTIE), and the latency distributions")
     ap.add_argument("--processes", type=int, default=None,
                     help="worker processes drawing the figures (default: one per core, at "
                          "most 4; 1: in this process)")
     a = ap.parse_args(argv)
+    if a.processes is not None and a.processes < 1:
+        ap.error("--processes: at least 1")
     formats = tuple(f.strip() for f in a.formats.split(",") if f.strip())
     bad = sorted(set(formats) - {"png", "svg", "pdf"})
     if bad or not formats:

@@ -76,9 +76,12 @@ def iso(ns) -> str:
 
 
 def clock_items(run):
-    """(device, plane, clock name, clock summary) for every clock with at least one segment."""
+    """(device, plane, clock name, clock summary) for every clock with at least one segment
+    that advanced (a stuck clock shows no offset or drift anywhere: only the verdict table
+    names it)."""
+    from bench.model.vocabulary import STUCK
     for d, c in run.summary.clocks():
-        if c.segments:
+        if c.segments and str(c.verdict) != STUCK:
             yield d.name, d.plane, c.name, c
 
 
@@ -401,7 +404,7 @@ def chrony_columns(run) -> str | None:
                        or (int(q[0]) if len(q) else 1), epoch_ns=sg.epoch_ns)
         if f is None:
             continue
-        o, d = sg.offset_ns, sg.drift_ppm
+        o = sg.offset_ns
         counter = c.counter
         off = (f"{'+' if f.offset_ns.point >= o.point else ''}"
                f"{fmt_ns(f.offset_ns.point - o.point)} from the proven point" if counter
@@ -451,204 +454,10 @@ def mean_drift_text(sg) -> str:
     return f"{ppm_interval(m['lo'], m['hi'])} ppm {word(m.get('status'))}{win}"
 
 
-def _clock_cells(d, c) -> list[str]:
-    """The compact table's cells of one clock: offset and drift with their words, the proven
-    mean drift, breaks and errors, truth."""
-    from bench.model.vocabulary import STUCK, UNDECIDED, stuck_text
-    errs = d.errors_text()
-    name = f"{d.name} {c.name}"
-    if str(c.verdict) == STUCK:
-        return [name, stuck_text(c.raw.get("stuck")), "—", "—", errs, ""]
-    if not c.segments:
-        return [name, f"{UNDECIDED}: {c.note or 'no fit'}", "—", "—", errs, ""]
-    sg = c.segments[-1]
-    brk = (f"{len(c.breaks)} break ({', '.join(sorted({str(b.kind) for b in c.breaks}))})"
-           if c.breaks else "") + (f" {len(c.wraps)} wrap" if c.wraps else "")
-    truth = ""
-    if all(x.truth is not None for x in c.segments):
-        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
-    return [name, *bound_cells(sg, c.counter), mean_drift_text(sg),
-            " · ".join(x for x in (brk.strip(), "" if errs == "0" else f"errors {errs}") if x)
-            or "—", truth]
-
-
-def _overall_html(run, checks, inc) -> str:
-    from bench.model import verdict as vd
-    from bench.model.rundata import load_measurements
-    o = vd.overall(run, checks, load_measurements(run.path), inc)
-    return (f'<p class="overall {esc(o.word.lower())}"><b>{esc(o.word)}</b> '
-            f'{esc("; ".join(o.reasons))}</p>')
-
-
-def _limits_html(run, checks) -> str:
-    from bench.model import limits as lim
-    if not checks:
-        return ("<h3>Limits</h3>" + note_html(
-            "No limits declared: the rack file's [limits] (offset_within, drift_within_ppm, "
-            "latency_max per plane or device) turns these bounds into PASS / FAIL."))
-    (run.path / "limits.xml").write_text(lim.junit(checks))
-    return ("<h3>Limits</h3>" + table_html(lim.HEAD, lim.rows(checks), "limits")
-            + note_html(lim.counts_line(checks) + ". Why each is judged so: the Limits table "
-                        "in the details below; JUnit: limits.xml."))
-
-
-def _incident_html(run, inc) -> str:
-    from bench.output.closing import incident_lines
-    if inc is None:
-        return ""
-    lines = incident_lines(run.path, None)
-    head, rest = (lines[0], lines[1:]) if lines else ("incident: no result", [])
-    head = head.removeprefix("incident: ").removeprefix("which plane broke first: ")
-    return ("<h3>Which plane broke first</h3>"
-            + f'<p class="incident">{esc(head)}</p>'
-            + "".join(note_html(x.strip()) for x in rest))
-
-
-def _clock_table_html(run) -> str:
-    from bench.model.vocabulary import legend_lines
-    rows = [_clock_cells(d, c) for d, c in run.summary.clocks()]
-    if not rows:
-        return note_html("No device clock was measured in this run.")
-    words = {w for r in rows for w in ("proven", "assumed", "undecided", "stuck")
-             if any(w in x for x in r[1:4])}
-    legend = [x for x in legend_lines() if x.split(":")[0] in words]
-    models = {}
-    for d, c in run.summary.clocks():
-        m = (c.assumptions.raw.get("model") if c.assumptions else "") or ""
-        if m:
-            models.setdefault(str(m), []).append(f"{d.name} {c.name}")
-    out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",
-                       "breaks · errors", "truth"], rows, "verdict")]
-    out += [note_html(x) for x in legend]
-    out += [note_html(f"model ({', '.join(who) if len(models) > 1 else 'every clock'}): {m}")
-            for m, who in models.items()]
-    return "".join(out)
-
-
-def verdict_page(run) -> str | None:
-    """The first screen: one overall line (PASS / FAIL / UNDECIDED and why), the limits, which
-    plane broke first (where an incident was played), a compact per-clock table, and every clock
-    against the reference in one figure."""
-    from bench.model import verdict as vd
-    from bench.model.limits import check_run
-    from bench.units import fmt_interval_ns
-
-    checks = check_run(run.summary, run.manifest)
-    inc = vd.incident_result(run.path)
-    out = ["<h2>Verdict</h2>", _overall_html(run, checks, inc), _limits_html(run, checks),
-           _incident_html(run, inc), "<h3>Clocks</h3>", _clock_table_html(run)]
-    fig_rows, counters = [], []
-    for v in vd.clock_verdicts(run):
-        if v.segment is None:
-            continue
-        if v.counter:
-            counters.append(f"{v.device} {v.clock}")
-            continue
-        lo, hi = v.offset_range
-        o = v.segment.offset_ns
-        fig_rows.append({"label": f"{v.device} · {v.clock}", "plane": v.plane, "lo_ns": lo,
-                         "hi_ns": hi, "epoch_lo_ns": o.lo, "epoch_hi_ns": o.hi,
-                         "text": fmt_interval_ns(lo, hi)})
-    if fig_rows:
-        out.append(figure_html(
-            run, figures.rack_offset_figure(fig_rows), "rack_offsets",
-            "Every device clock's offset from the reference. Thick: the bound at the last "
-            "segment's epoch (the table's); thin, and written beside it: the range over every "
-            "segment's calibrated span (first to last read), as the limits judge it: the epoch "
-            "bound and the envelope's points, each widened by the checked rate bound. Symmetric "
-            "log axis: planes hours apart share it with planes within a millisecond."
-            + (f" Counters ({', '.join(counters)}) have no time of day: their offset is the "
-               f"instant of their zero, in the table." if counters else "")))
-    return "".join(out)
-
-
-def horizons(run) -> str | None:
-    """The ordering horizon of each pair of planes and what every clock's bounds assume."""
-    from bench.model import verdict as vd
-    vs = vd.clock_verdicts(run)
-    out = []
-    hz = vd.ordering_horizons(vs)
-    if hz:
-        planes = sorted({p for pq in hz for p in pq})
-        grid = [[p] + [fmt_ns(hz.get((min(p, q), max(p, q)))) for q in planes] for p in planes]
-        out.append("<h3>Ordering horizon</h3>" + table_html(["plane"] + planes, grid)
-                   + note_html("Two events stamped on these planes whose true instants are "
-                               "farther apart than this are always proven in order: the sum of "
-                               "both planes' widest stamp interval (proven band plus one tick). "
-                               "Closer events may still be ordered; the timeline says which."))
-    a_rows = [[v.device, v.clock, fmt_ppm(v.assumptions.drift_prior_ppm),
-               f"{v.assumptions.wander_ppm:g} ppm/√h",
-               fmt_ns(v.assumptions.resolution_ns) + f" ({v.assumptions.resolution_basis})",
-               fmt_ns(v.assumptions.reference_uncertainty_ns)] for v in vs if v.assumptions]
-    if a_rows:
-        out.append("<h3>What the bounds assume</h3>" + table_html(
-            ["device", "clock", "drift prior (±)", "wander allowance", "resolution",
-             "reference allowance"], a_rows))
-    return "<h2>Assumptions and ordering</h2>" + "".join(out) if out else None
-
-
-def rack_tie(run) -> str | None:
-    """Every clock's TIE (offset against time, its envelope, reads, breaks) in one figure."""
-    from bench.output.tie import tie_of
-    ties = [tie_of(run, dv, plane, ck, c) for dv, plane, ck, c in clock_items(run)]
-    if not ties:
-        return None
-    return ("<h2>Offset against time (TIE)</h2>" + figure_html(
-        run, figures.rack_tie_figure(ties), "tie_rack",
-        "Each clock's offset minus a constant c (its first segment's offset point at the epoch, "
-        "so a slope is its drift) against run time. Shaded: the proven envelope (the "
-        "estimator's two-sided bound at each instant, holding with one unseen break); grey: "
-        "the reads (a read of a coarse clock spans its tick: the ends inside the axes are "
-        "marked); dashed: breaks; black: the simulated truth. Each axis spans the envelope "
-        "where it is within four times its median width: an envelope that leaves it near a "
-        "segment's end is wide there because one side of that instant has few reads."))
-
-
-def needs_figure(c) -> str:
-    """Why a clock's own figure belongs on the page (a break, a wrap, a bound that is not
-    proven, a bound that misses the truth), or '' when the rack-wide TIE says enough."""
-    from bench.model.vocabulary import PROVEN, word
-    why = []
-    if c.breaks:
-        why.append("a break")
-    if c.wraps:
-        why.append("a wrap")
-    if any(word(sg.offset_status) != PROVEN for sg in c.segments):
-        why.append("an offset that is not proven")
-    if any(sg.truth is not None and not sg.truth.inside for sg in c.segments):
-        why.append("a bound that misses the truth")
-    return ", ".join(why)
-
-
-def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
-    """Per clock: the TIE with the residuals below (the secondary view), for the clocks that
-    need a closer look (`needs_figure`; every clock with --details). `part` (k, n): the k-th of
-    n contiguous shares of those clocks (the report draws the shares in parallel)."""
-    from bench.output.tie import tie_of
-    details = getattr(run, "details", True)
-    items = [x for x in clock_items(run) if details or needs_figure(x[3])]
-    rest = [f"{d} {ck}" for d, _, ck, c in clock_items(run) if not details and not needs_figure(c)]
-    k, n = part
-    figs = []
-    for device, plane, clock, c in items[k * len(items) // n:(k + 1) * len(items) // n]:
-        why = needs_figure(c)
-        figs.append(figure_html(
-            run, figures.tie_figure(tie_of(run, device, plane, clock, c)),
-            f"tie_{device}_{clock}",
-            f"{device} · {clock}" + (f" ({why})" if why else "") + ": above, the offset minus a "
-            f"constant with its proven envelope, reads and breaks; below, the same minus each "
-            f"segment's fitted line (residuals)."))
-    if k:
-        return "".join(figs) or None
-    head = "<h2>Per clock: offset and residuals</h2>"
-    if rest:
-        others = ON_DEMAND.format("the figures of the others: " + ", ".join(rest))
-        head += note_html(f"Shown here: the clocks with a break, a wrap or a bound that is not "
-                          f"proven. {others}")
-    return head + "".join(figs) if items or rest else None
-
-
-from bench.output.report_measurements import measurements  # noqa: E402  (an experiment's own results)
+# the verdict page, the TIE sections and an experiment's own results: modules of their own
+from bench.output.report_measurements import measurements  # noqa: E402
+from bench.output.report_tie import clock_figures, rack_tie  # noqa: E402
+from bench.output.report_verdict import horizons, verdict_page  # noqa: E402
 
 clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
 clock_figures.parts = 4
