@@ -35,8 +35,8 @@ def _overall_html(run, checks, inc) -> str:
     from bench.model import verdict as vd
     from bench.model.rundata import load_measurements
     o = vd.overall(run, checks, load_measurements(run.path), inc)
-    return (f'<p class="overall {esc(o.word.lower())}"><b>{esc(o.word)}</b> '
-            f'{esc("; ".join(o.reasons))}</p>')
+    why = o.text(most=8).removeprefix(f"{o.word}: ")
+    return f'<p class="overall {esc(o.word.lower())}"><b>{esc(o.word)}</b> {esc(why)}</p>'
 
 
 def _limits_html(run, checks) -> str:
