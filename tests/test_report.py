@@ -328,6 +328,26 @@ def test_a_stuck_clock_shows_no_offset_or_drift(reported, tmp_path):
     assert "<td>bmc-2</td><td>datetime</td><td>1</td>" not in html       # no clocks-table row
 
 
+def test_each_clocks_model_line_is_under_the_verdict_table(reported, tmp_path):
+    """summary.json's per-clock `assumptions.model` (issue 28), read defensively: said under the
+    compact table, equal lines once; absent in older folders: nothing said."""
+    import json
+    run = tmp_path / "model"
+    shutil.copytree(reported.path, run, ignore=shutil.ignore_patterns("plots", "report.html"))
+    report.build_report(run, sections=SECTIONS[:1], processes=1)
+    assert "model (" not in (run / "report.html").read_text()
+    s = json.loads((run / "summary.json").read_text())
+    for d, text in (("bmc-1", "offset moves at most 600 ppm between reads (checked)"),
+                    ("bmc-2", "offset moves at most 50 ppm between reads (checked)")):
+        s["devices"][d]["clocks"]["datetime"]["assumptions"]["model"] = text
+    (run / "summary.json").write_text(json.dumps(s))
+    report.build_report(run, sections=SECTIONS[:1], processes=1)
+    html = (run / "report.html").read_text()
+    assert html.index("model (bmc-1 datetime): offset moves at most 600 ppm") > \
+        html.index('class="verdict"')
+    assert "model (bmc-2 datetime): offset moves at most 50 ppm between reads" in html
+
+
 def _chromium(args, tmp_path, timeout=120):
     base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
