@@ -50,10 +50,12 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(SOURCE)}
 
 
-def as_user(run: Path, formats: str, details: bool) -> dict:
-    """`rackclock report` in a new process: wall and CPU seconds, figures, HTML bytes."""
+def as_user(run: Path, formats: str, details: bool, one: bool = False) -> dict:
+    """`rackclock report` in a new process: wall and CPU seconds, figures, HTML bytes. `one`:
+    with --processes 1 (every figure in that process)."""
     cmd = [PY, "-m", "bench.output.report", str(run), "--formats", formats]
     cmd += ["--details"] if details else []
+    cmd += ["--processes", "1"] if one else []
     c0, t0 = _cpu_children(), time.perf_counter()
     p = subprocess.run(cmd, cwd=SOURCE, capture_output=True, text=True, env=_env())
     wall, cpu = time.perf_counter() - t0, _cpu_children() - c0
@@ -135,9 +137,12 @@ def main(argv=None) -> int:
         run = make_run(tmp / "runs") if a.make else a.run
         if run is None:
             ap.error("give a run folder or --make")
-        users, serial = [], []
+        users, ones, serial = [], [], []
+        old = a.source.resolve() != ROOT     # a report from before issue 30 has no --processes
         for _ in range(a.repeats):
             users.append(as_user(_fresh(run, tmp / "copy"), a.formats, a.details))
+            if not old:
+                ones.append(as_user(_fresh(run, tmp / "copy"), a.formats, a.details, one=True))
             serial.append(_serial(_fresh(run, tmp / "copy"), a.formats, a.details))
     u, s = users[-1], serial
     print(f"bench/ from {SOURCE}")
@@ -146,7 +151,10 @@ def main(argv=None) -> int:
           f"HTML {u['html'] / 1e6:.2f} MB; {a.repeats} repeats, median [min-max] s")
     print(f"  rackclock report (new process, workers)  wall {_med([x['wall'] for x in users])}"
           f"  cpu {_med([x['cpu'] for x in users])}")
-    print(f"  the same in one process                  wall {_med([x['wall'] for x in s])}"
+    if ones:
+        print(f"  rackclock report --processes 1           wall {_med([x['wall'] for x in ones])}"
+              f"  cpu {_med([x['cpu'] for x in ones])}")
+    print(f"  the same in one process, after imports   wall {_med([x['wall'] for x in s])}"
           f"  cpu {_med([x['cpu'] for x in s])}")
     print(f"  matplotlib's savefig of those figures    wall {_med([x['savefig'] for x in s])}"
           f"  cpu {_med([x['savefig_cpu'] for x in s])}")
