@@ -458,3 +458,10 @@ def test_median_ci_from_order_statistics():
     cover = 1 - 2 * sum(comb(10, k) for k in range(2)) / 2 ** 10
     assert cover >= 0.95
     assert median_ci([3.0, 1.0]) == (1.0, 2.0, 3.0)   # too few for 95%: the full range
+
+
+def test_an_unknown_figure_format_is_one_line_and_nothing_written(tmp_path, capsys):
+    assert report.main([str(tmp_path), "--formats", "png,gif"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown gif (accepted: png, svg, pdf)" in err
+    assert not list(tmp_path.iterdir())
