@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
 from bench.model.documents import (Assumptions, BreakRecord, ClockSummary, Manifest,
                                    SegmentSummary, Summary)
@@ -83,7 +83,7 @@ class ClockVerdict:
     offset_status: str
     drift_status: str
     segment: SegmentSummary | None    # the last segment (None: no fit)
-    offset_range: tuple[float, float] | None   # lowest, highest offset the band allows (ns)
+    offset_range: tuple[float, float] | None   # lowest, highest offset over the calibrated span
     width_ns: float | None          # widest the proven band gets over the run
     breaks: tuple[BreakRecord, ...]
     wraps: int
@@ -96,6 +96,16 @@ class ClockVerdict:
 def band_range(seg: SegmentSummary) -> tuple[float, float, float]:
     """(lowest, highest, widest) offset the segment's proven band allows over its span (ns)."""
     return seg.offset_range()
+
+
+def span_range(clock: ClockSummary) -> tuple[float, float]:
+    """(lowest, highest) offset over every segment's calibrated span (first to last read), as the
+    limits judge it (bench.model.limits.segment_range: the epoch bound and band points, each
+    widened by the checked rate bound): never the band's extrapolated edges."""
+    from bench.model.limits import segment_range, span_model
+    prior, step, _ = span_model(clock)
+    rng = [segment_range(sg, prior, step) for sg in clock.segments]
+    return min(r[0] for r in rng), max(r[1] for r in rng)
 
 
 def clock_verdicts(run) -> list[ClockVerdict]:
@@ -124,7 +134,7 @@ def clock_verdicts(run) -> list[ClockVerdict]:
             out.append(ClockVerdict(
                 device, d.plane, name, c.counter, clock_verdict(c, prior),
                 worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
-                (min(r[0] for r in rng), max(r[1] for r in rng)), max(r[2] for r in rng),
+                span_range(c), max(r[2] for r in rng),
                 c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note))
     return out
 
@@ -142,3 +152,80 @@ def ordering_horizons(verdicts: list[ClockVerdict]) -> dict[tuple[str, str], flo
         widest[v.plane] = max(widest.get(v.plane, 0.0), w)
     planes = sorted(widest)
     return {(p, q): widest[p] + widest[q] for i, p in enumerate(planes) for q in planes[i:]}
+
+
+# -- the one overall verdict ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Overall:
+    """The report's first line: PASS / FAIL / UNDECIDED and why (bench.model.vocabulary words)."""
+    word: str
+    reasons: tuple[str, ...]     # what failed, else what is undecided, else what passed
+
+    def text(self, most: int = 4) -> str:
+        more = f" and {len(self.reasons) - most} more" if len(self.reasons) > most else ""
+        return f"{self.word}: {'; '.join(self.reasons[:most])}{more}"
+
+
+def incident_result(path) -> dict | None:
+    """incident.json's end-to-end result (experiments/incident.py, the default run), or None
+    when the run played no cascade; an unreadable file is a result that says so."""
+    import json
+    from pathlib import Path
+    p = Path(path) / "incident.json"
+    if not p.exists():
+        return None
+    try:
+        return dict(json.loads(p.read_text()).get("end_to_end") or {})
+    except (OSError, ValueError, AttributeError) as exc:
+        return {"played": False, "why": f"incident.json unreadable ({exc})"}
+
+
+def _incident_failures(inc: dict | None) -> list[str]:
+    if not inc or not inc.get("played"):
+        return []
+    out = []
+    wrong = (inc.get("rackclock") or {}).get("wrong") or 0
+    if wrong:
+        out.append(f"incident: {wrong} pair(s) ordered wrong")
+    if not inc.get("first_contains_truth"):
+        out.append("incident: the first-event set misses the true first")
+    return out
+
+
+def overall(run, checks, measurements: list[dict], inc: dict | None) -> Overall:
+    """FAIL when the run did not complete, a used device gave nothing, a bound misses the
+    simulated truth, a limit or a measurement fails, or the incident was ordered wrongly;
+    else UNDECIDED when a limit or measurement is undecided (or, without any, a clock);
+    else PASS, saying what passed."""
+    from bench.model.rundata import unusable_devices
+    from bench.model.statuses import RunStatus
+    from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
+    fail = [] if run.manifest.status == RunStatus.COMPLETED else \
+        [f"run {run.manifest.status or 'unfinished'}"]
+    fail += [f"{n}: no usable read" for n in unusable_devices(run.summary)]
+    fail += [f"{d.name} {c.name} misses the truth" for d, c in run.summary.clocks()
+             if any(s.truth is not None and not s.truth.inside for s in c.segments)]
+    judged = [(f"{c.device} {c.item} {c.measure} limit", verdict_word(c.verdict)) for c in checks]
+    judged += [(f"{m.get('device') or ''} {m.get('name')}".strip(),
+                verdict_word(m.get("outcome") or "")) for m in measurements
+               if str(m.get("outcome") or "").lower() in ("pass", "fail", "undecided",
+                                                           "unproven", "inconclusive")]
+    fail += [w for w, v in judged if v == FAIL] + _incident_failures(inc)
+    undecided = [w for w, v in judged if v == UNDECIDED_VERDICT]
+    if not judged:
+        undecided += [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
+                      if str(c.verdict) in ("undecided", "stuck")]
+    if fail:
+        return Overall(FAIL, tuple(fail))
+    if undecided:
+        return Overall(UNDECIDED_VERDICT, tuple(f"{w} undecided" for w in undecided))
+    n = sum(1 for _ in run.summary.clocks())
+    why = [f"{n} clock(s) measured, every bound holds the truth" if run.truth
+           else f"{n} clock(s) measured"]
+    passed = sum(v == PASS for _, v in judged)
+    why.append(f"{passed} limit(s) and measurement(s) pass" if judged
+               else "no limits declared (the rack file's [limits] judges pass/fail)")
+    if inc and inc.get("played"):
+        why.append("incident ordered with no wrong pair")
+    return Overall(PASS, tuple(why))

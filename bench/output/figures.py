@@ -1,7 +1,9 @@
-"""The report's figures, made for print: one column wide (3.5 in), 7 pt type, every axis with its
-unit, one colour per plane (bench.output.plots.PLANE_COLOURS). The offset figure itself is bench.output.plots'
-(called here and resized, never copied). Drawn from summary.json, the samples and bench.analysis.stability;
-no fit is recomputed here.
+"""The report's figures, made for the screen first: page wide (FULL_IN) or half (HALF_IN), every
+text at least 8.25 pt, which is 11 CSS px when the report embeds a figure at its own size (its
+pixels / DPI * 96), every axis with its unit, one colour per plane (bench.output.plots.PLANE_COLOURS).
+Layouts are fixed margins in inches (`margins`), never a tight layout or a tight bounding box:
+each figure is drawn once, by the save that writes its PNG. Drawn from summary.json, the samples
+and bench.analysis.stability; no fit is recomputed here.
 """
 from __future__ import annotations
 
@@ -17,15 +19,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.output.plots import fmt_tick, offset_figure, plane_colour  # noqa: E402
+from bench.output.plots import fmt_tick, plane_colour  # noqa: E402
 from bench.analysis.residuals import Residuals  # noqa: E402
 
-COLUMN_IN = 3.5                 # single-column width of a printed report
-DPI = 200
+COLUMN_IN = 3.5                 # single-column width of a printed figure (trend, fleet)
+FULL_IN = 9.6                   # the report's page-wide figure: 922 CSS px, fits a 1024 px window
+HALF_IN = 4.7
+DPI = 96                        # pixels per inch of the PNGs: shown 1:1 at 100 % zoom
+MIN_TEXT_PT = 8.25              # 11 CSS px at 100 % zoom (1 pt = 96/72 CSS px at printed size)
 PRINT_RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "xtick.labelsize": 6.5,
             "ytick.labelsize": 6.5, "legend.fontsize": 6, "lines.linewidth": 0.9,
-            "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": DPI,
+            "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": 200,
             "savefig.bbox": "tight", "savefig.pad_inches": 0.03, "svg.fonttype": "none"}
+SCREEN_RC = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.labelsize": 8.5,
+             "ytick.labelsize": 8.5, "legend.fontsize": 8.5, "figure.titlesize": 10,
+             "lines.linewidth": 1.0, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
+             "savefig.dpi": DPI, "svg.fonttype": "none", "axes.titlelocation": "left"}
 
 _UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 
@@ -34,6 +43,19 @@ _UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 def print_style():
     with plt.rc_context(PRINT_RC):
         yield
+
+
+@contextmanager
+def screen_style():
+    with plt.rc_context(SCREEN_RC):
+        yield
+
+
+def margins(fig, left=0.85, right=0.25, top=0.45, bottom=0.6, hspace=None, wspace=None):
+    """Fixed margins in inches (a layout that costs no draw)."""
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h, bottom=bottom / h,
+                        hspace=hspace, wspace=wspace)
 
 
 def unit_for(values_ns) -> tuple[float, str]:
@@ -49,40 +71,56 @@ def unit_for(values_ns) -> tuple[float, str]:
 
 # -- writing -------------------------------------------------------------------------------------
 
-def save(fig, out_dir: Path, stem: str, formats=("png", "svg", "pdf")) -> tuple[list[Path], bytes]:
-    """Write the figure in every format; return the files and the PNG bytes (for embedding)."""
+def save(fig, out_dir: Path, stem: str, formats=("png",), tight: bool = True
+         ) -> tuple[list[Path], bytes]:
+    """Write the figure in every format; return the files and the PNG bytes (for embedding).
+    The PNG is drawn once, into memory, and written from there. `tight`: a tight bounding box
+    (the print figures of trend and fleet); the report's figures have fixed margins."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    kw = {"bbox_inches": "tight", "pad_inches": 0.03} if tight else {}
+    dpi = DPI if not tight else 200
     paths = []
-    with print_style():
+    with plt.rc_context(PRINT_RC if tight else SCREEN_RC):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, **kw)
+        png = buf.getvalue()
         for fmt in formats:
             p = out_dir / f"{stem}.{fmt}"
-            fig.savefig(p, format=fmt, dpi=DPI)
+            if fmt == "png":
+                p.write_bytes(png)
+            else:
+                fig.savefig(p, format=fmt, dpi=dpi, **kw)
             paths.append(p)
-        if "png" in formats:
-            png = (out_dir / f"{stem}.png").read_bytes()
-        else:
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=DPI)
-            png = buf.getvalue()
     plt.close(fig)
     return paths, png
 
 
-def texts(fig) -> list[str]:
-    """Every text a reader sees in the figure: titles, axis labels, tick labels, legend entries
-    and annotations (what the report's legibility test reads)."""
-    fig.canvas.draw()
-    out = [t.get_text() for t in fig.texts]
+def _visible_texts(fig):
+    out = list(fig.texts)
     for ax in fig.axes:
-        out += [ax.get_title(loc) for loc in ("left", "center", "right")]
-        out += [ax.get_xlabel(), ax.get_ylabel()]
-        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
-        out += [t.get_text() for t in ax.texts]
+        out += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        out += [t for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        out += list(ax.texts)
         leg = ax.get_legend()
         if leg is not None:
-            out += [t.get_text() for t in leg.get_texts()]
-    return [t for t in out if t]
+            out += list(leg.get_texts())
+    for leg in fig.legends:
+        out += list(leg.get_texts())
+    return [t for t in out if t.get_text() and t.get_visible()]
+
+
+def texts(fig) -> list[str]:
+    """Every text a reader sees in the figure: titles, axis labels, tick labels, legend entries
+    and annotations (what the report's legibility test reads). Call it after `save`: the save's
+    draw set the tick labels, so no second draw is needed."""
+    return [t.get_text() for t in _visible_texts(fig)]
+
+
+def smallest_text_pt(fig) -> float:
+    """The smallest font size (pt) of any text a reader sees."""
+    sizes = [t.get_fontsize() for t in _visible_texts(fig)]
+    return float(min(sizes)) if sizes else 0.0
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -94,28 +132,6 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-# -- offset --------------------------------------------------------------------------------------
-
-def offset_print_figure(run, device: str, clock: str, c: dict, plane: str):
-    """bench.output.plots' offset figure (proven band, reads, breaks, truth) at column width."""
-    with print_style():
-        fig = offset_figure(run, device, clock, c, plane)
-        fig.set_size_inches(COLUMN_IN, 2.5)
-        ax = fig.axes[0]
-        head, _, rest = ax.get_title().partition(": ")
-        ax.set_title(f"{head}\n{rest}" if rest else head, fontsize=6.5)
-        leg = ax.get_legend()
-        if leg is not None:
-            for t in leg.get_texts():
-                t.set_fontsize(5.5)
-        for a in fig.axes:
-            a.xaxis.label.set_size(7)
-            a.yaxis.label.set_size(7)
-            a.tick_params(labelsize=6.5)
-        fig.tight_layout()
-    return fig
-
-
 # -- residuals -----------------------------------------------------------------------------------
 
 def residual_figure(r: Residuals, device: str, clock: str, plane: str):
@@ -124,8 +140,8 @@ def residual_figure(r: Residuals, device: str, clock: str, plane: str):
     A fine clock's residual is the midpoint of the read's offset interval minus the fit; a coarse
     one's is the same midpoint but dominated by the tick, and the panel says so."""
     colour = plane_colour(plane)
-    with print_style():
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN, 3.3))
+    with screen_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(HALF_IN, 4.6))
         if r.coarse:
             # the midpoint is the tick's quantization: show instead how close each read's tick
             # edge came to the fit, which is what narrows the bound
@@ -153,7 +169,7 @@ def residual_figure(r: Residuals, device: str, clock: str, plane: str):
         a2.legend(loc="upper right")
         for a in (a1, a2):
             a.grid(alpha=0.3)
-        fig.tight_layout()
+        margins(fig, left=0.7, top=0.75, bottom=0.55, hspace=0.6)
     return fig
 
 
@@ -181,8 +197,8 @@ def stability_figure(curves: dict, device: str, clock: str, plane: str, interval
         else:
             ax.plot(t, d, fmt, ms=2.5, color=colour, label=label, **kw)
 
-    with print_style():
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN * 1.45, 3.8), sharex=True)
+    with screen_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(HALF_IN * 1.4, 5.0), sharex=True)
         draw(a1, "adev", 1.0, "o-", "ADEV")
         draw(a1, "mdev", 1.0, "s--", "MDEV", alpha=0.7)
         if floor_ns and "adev" in curves:
@@ -209,7 +225,7 @@ def stability_figure(curves: dict, device: str, clock: str, plane: str, interval
         a2.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
         for a in (a1, a2):
             a.grid(alpha=0.3, which="both")
-        fig.tight_layout()
+        margins(fig, left=1.2, right=1.75, top=0.45, bottom=0.55, hspace=0.12)
     return fig
 
 
@@ -223,8 +239,8 @@ def latency_figure(series: list[dict]):
 
     `series`: [{"label", "plane", "bounds": [(lo_ns, hi_ns), ...], "basis"}]."""
     n = len(series)
-    with print_style():
-        fig, axes = plt.subplots(n, 2, figsize=(COLUMN_IN * 2, 0.5 + 1.05 * n), squeeze=False)
+    with screen_style():
+        fig, axes = plt.subplots(n, 2, figsize=(FULL_IN, 1.3 + 1.9 * n), squeeze=False)
         for (a1, a2), sr in zip(axes, series):
             b = np.asarray(sr["bounds"], dtype=float)
             sc, unit = unit_for(b.ravel())
@@ -248,9 +264,47 @@ def latency_figure(series: list[dict]):
             a2.set_xlabel(f"latency ({unit})")
             for a in (a1, a2):
                 a.grid(alpha=0.3)
-        axes[0][0].legend(loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, frameon=False)
-        axes[0][1].legend(loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, frameon=False)
-        fig.tight_layout()
+        axes[0][0].legend(loc="lower left", bbox_to_anchor=(0, 1.18), ncol=2, frameon=False)
+        axes[0][1].legend(loc="lower left", bbox_to_anchor=(0, 1.18), ncol=2, frameon=False)
+        margins(fig, left=0.7, right=0.2, top=0.85, bottom=0.55, hspace=0.85, wspace=0.22)
+    return fig
+
+
+def latency_strip_figure(series: list[dict]):
+    """Log latency of every device and stimulus type on one axes: a row each, every event's
+    proven bound as a thin bar (stacked within the row) and its midpoint as a dot, on a
+    symmetric-log axis (linear within ±1 ms) so µs and s share it."""
+    n = len(series)
+    with screen_style():
+        fig, ax = plt.subplots(figsize=(FULL_IN, 1.2 + 0.34 * max(n, 1)))
+        top = 1e-3
+        for i, sr in enumerate(series):
+            y = n - 1 - i
+            b = np.asarray(sr["bounds"], dtype=float) / 1e9
+            top = max(top, float(np.max(np.abs(b))))
+            c = plane_colour(sr.get("plane", ""))
+            dy = (np.arange(len(b)) / max(1, len(b) - 1) - 0.5) * 0.5 if len(b) > 1 else [0.0]
+            ax.hlines(y + np.asarray(dy), b[:, 0], b[:, 1], color=c, lw=1.6)
+            ax.plot(b.mean(axis=1), y + np.asarray(dy), "o", color=c, ms=3)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_xscale("symlog", linthresh=1e-3, linscale=1.0)
+        top = 10 ** np.ceil(np.log10(top * 1.1))
+        neg = min([0.0] + [float(np.min(np.asarray(s["bounds"], dtype=float))) / 1e9
+                           for s in series])
+        left = 10 ** np.ceil(np.log10(max(-neg * 1.1, 1e-3)))
+        ax.set_xlim(-left, top)
+        dec = 10.0 ** np.arange(-3, np.log10(top) + 0.5)
+        ax.set_xticks(np.concatenate([-dec[::-1][dec[::-1] <= left * 1.001], [0], dec]))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda x, _: "0" if x == 0 else f"{x * 1e3:.0f} ms" if abs(x) < 1 else f"{x:.0f} s"))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([f"{s['label']} ({len(s['bounds'])})" for s in series][::-1])
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel("stimulus to log latency (symmetric log scale, linear within ±1 ms)")
+        ax.grid(alpha=0.3, axis="x")
+        margins(fig, left=0.3 + 0.068 * max([len(s["label"]) + 4 for s in series] or [8]),
+                right=0.25, top=0.2, bottom=0.6)
     return fig
 
 
@@ -258,8 +312,8 @@ def reference_figure(t_s, uncertainty_ns, grades, offset_ns=None):
     """The reference's health over the run: its error bound (and, where linuxptp reports it,
     the offset from its master) above, its grade as a step below."""
     order = ["ok", "warn", "unverified", "fail"]
-    with print_style():
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_IN * 1.45, 2.8), sharex=True,
+    with screen_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(FULL_IN, 3.4), sharex=True,
                                      gridspec_kw={"height_ratios": [2.2, 1]})
         u = np.asarray(uncertainty_ns, dtype=float)
         vals = [u] + ([np.abs(np.asarray(offset_ns, dtype=float))] if offset_ns is not None
@@ -281,7 +335,7 @@ def reference_figure(t_s, uncertainty_ns, grades, offset_ns=None):
         a2.set_xlabel("run time (s)")
         for a in (a1, a2):
             a.grid(alpha=0.3)
-        fig.tight_layout()
+        margins(fig, left=0.95, right=2.6, top=0.4, bottom=0.55, hspace=0.12)
     return fig
 
 
@@ -295,8 +349,8 @@ def timeline_figure(rows: list[dict], t0_ns: int):
     for r in rows:
         lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
     depth = 8                                  # sub-rows per lane
-    with print_style():
-        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 1.0 + 0.45 * len(lanes)))
+    with screen_style():
+        fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes)))
         for li, (lane, members) in enumerate(lanes.items()):
             y0 = len(lanes) - 1 - li
             for k, r in enumerate(members):
@@ -314,7 +368,7 @@ def timeline_figure(rows: list[dict], t0_ns: int):
         ax.set_ylim(-0.6, len(lanes) - 0.4)
         ax.set_xlabel("run time (s)")
         ax.grid(alpha=0.3, axis="x")
-        fig.tight_layout()
+        margins(fig, left=1.5, top=0.2, bottom=0.55)
     return fig
 
 
@@ -333,29 +387,30 @@ def human_time_label(x_s: float) -> str:
 
 
 def rack_offset_figure(rows: list[dict]):
-    """Every clock's proven offset range over the run against the reference, one row each, on a
-    shared symmetric-log axis (linear within ±1 ms) so that planes hours apart and planes within
-    a millisecond share one picture; the range is written beside each bar.
+    """Every clock's offset against the reference, one row each, on a shared symmetric-log axis
+    (linear within ±1 ms) so that planes hours apart and planes within a millisecond share one
+    picture: a thin bar over the calibrated span (first to last read: the offset's range as the
+    limits judge it, never the band's extrapolated edges), a thick one at the epoch (the table's
+    bound); the span's range is written beside each bar.
 
-    `rows`: [{"label", "plane", "lo_ns", "hi_ns", "text"}]."""
-    from bench.output.plots import plane_colour
-
+    `rows`: [{"label", "plane", "lo_ns", "hi_ns", "epoch_lo_ns", "epoch_hi_ns", "text"}]."""
     n = len(rows)
-    with print_style():
-        fig, ax = plt.subplots(figsize=(COLUMN_IN * 2, 0.9 + 0.26 * max(n, 1)))
+    with screen_style():
+        fig, ax = plt.subplots(figsize=(FULL_IN, 1.3 + 0.3 * max(n, 1)))
         lim = max([abs(r[k]) / 1e9 for r in rows for k in ("lo_ns", "hi_ns")] or [1.0])
         for i, r in enumerate(rows):
             y = n - 1 - i
-            lo, hi = r["lo_ns"] / 1e9, r["hi_ns"] / 1e9
             c = plane_colour(r["plane"])
-            ax.plot([lo, hi], [y, y], color=c, lw=5, solid_capstyle="butt")
-            ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=8, mew=1.2)
-            ax.annotate(r["text"], (hi, y), xytext=(6, 0), textcoords="offset points",
-                        va="center", fontsize=6.5)
+            ax.plot([r["lo_ns"] / 1e9, r["hi_ns"] / 1e9], [y, y], color=c, lw=2.5, alpha=0.55,
+                    solid_capstyle="butt", marker="|", ms=9, mew=1.2)
+            ax.plot([r["epoch_lo_ns"] / 1e9, r["epoch_hi_ns"] / 1e9], [y, y], color=c, lw=7,
+                    solid_capstyle="butt")
+            ax.annotate(r["text"], (r["hi_ns"] / 1e9, y), xytext=(6, 0),
+                        textcoords="offset points", va="center", fontsize=8.5)
         ax.axvline(0, color="k", lw=0.8)
         ax.set_xscale("symlog", linthresh=1e-3, linscale=1.0)
         top = 10 ** np.ceil(np.log10(max(lim * 1.2, 2e-3)))
-        ax.set_xlim(-top, top * 10)          # room on the right for the written ranges
+        ax.set_xlim(-top, top * 100)          # room on the right for the written ranges
         dec = 10.0 ** np.arange(-3, np.log10(top) + 0.5)
         ax.set_xticks(np.concatenate([-dec[::-1], [0], dec]))
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
@@ -366,7 +421,58 @@ def rack_offset_figure(rows: list[dict]):
         ax.set_yticklabels([r["label"] for r in rows][::-1])
         ax.set_ylim(-0.7, n - 0.3)
         ax.set_xlabel("device clock − reference (symmetric log scale, linear within ±1 ms)")
-        ax.set_title("Every clock against the reference: proven offset range over the run")
+        ax.set_title("Every clock against the reference: thick, the proven bound at the epoch; "
+                     "thin, the range over the calibrated span")
         ax.grid(alpha=0.3, axis="x")
-        fig.tight_layout()
+        margins(fig, left=0.3 + 0.068 * max([len(r["label"]) for r in rows] or [8]), right=0.15,
+                top=0.35, bottom=0.95)
+    return fig
+
+
+# -- the TIE view (bench.output.tie holds its data) ----------------------------------------------
+
+def tie_figure(tie):
+    """One clock: the TIE (offset minus a constant, its proven envelope, reads, breaks, truth)
+    above, and the secondary view, the same minus each segment's fit, below."""
+    from bench.output.tie import draw_residuals, draw_tie, ref_text
+    colour = plane_colour(tie.plane)
+    with screen_style():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(FULL_IN, 5.0), sharex=True,
+                                     gridspec_kw={"height_ratios": [1.6, 1]})
+        draw_tie(a1, tie, colour)
+        a1.set_ylabel(f"{ref_text(tie)}\n({tie.scale[1]})")
+        a1.set_title(tie.title)
+        draw_residuals(a2, tie, colour)
+        a2.set_xlabel("run time (s)")
+        margins(fig, left=1.45, right=3.3, top=0.35, bottom=0.55, hspace=0.1)
+    return fig
+
+
+def rack_tie_figure(ties: list, columns: int = 3):
+    """Every clock's TIE on one page: a panel per clock (its offset minus its own first offset
+    point, so a slope is its drift), its proven envelope, reads and breaks; one shared legend."""
+    from bench.output.tie import draw_tie
+    rows = max(1, -(-len(ties) // columns))
+    with screen_style():
+        fig, axes = plt.subplots(rows, columns, figsize=(FULL_IN, 0.9 + 2.6 * rows),
+                                 squeeze=False, sharex=True)
+        for ax, tie in zip(axes.ravel(), ties):
+            draw_tie(ax, tie, plane_colour(tie.plane), legend=False)
+            ax.set_title(f"{tie.label}\n{tie.short}", fontsize=9)
+            ax.set_ylabel(f"offset − {'c per segment' if tie.rebased else 'c'} ({tie.scale[1]})")
+        for ax in axes.ravel()[len(ties):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("run time (s)")
+            ax.xaxis.set_tick_params(labelbottom=True)
+        handles, labels = {}, []
+        for ax in axes.ravel()[:len(ties)]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                key = lab.split(":")[0]
+                if key not in handles:
+                    handles[key] = h
+                    labels.append(lab if key != "break" else "break (dashed)")
+        fig.legend(list(handles.values()), labels, loc="upper left", ncol=3, frameon=False,
+                   bbox_to_anchor=(0.01, 1.0))
+        margins(fig, left=0.75, right=0.1, top=0.95, bottom=0.55, hspace=0.6, wspace=0.45)
     return fig

@@ -40,14 +40,10 @@ def _iso(ns: float) -> str:
 
 
 def offset_title(device: str, clock: str, c: ClockSummary) -> str:
-    """'bmc-2 · datetime: offset -3641.27 s, drift +38 ppm' (a counter: its zero instant)."""
-    from bench.units import fmt_ns, fmt_ppm
-    segs = c.segments
-    ref = segs[-1]
-    o = ref.offset_ns.point
-    what = (f"zero at {_iso(-o)}" if c.counter else f"offset {fmt_ns(o, 6)} at epoch")
-    return (f"{device} · {clock}: {what}, drift {fmt_ppm(ref.drift_ppm.point)}"
-            + (f", {len(segs)} segments" if len(segs) > 1 else ""))
+    """'bmc-1 · datetime: [0.8, 4.4] ms proven, drift [-73, 126] ppm assumed': the last
+    segment's intervals with their words (bench.output.tie.title_of), never a point."""
+    from bench.output.tie import title_of
+    return title_of(device, clock, c)
 
 
 def break_label(br: Break, counter: bool) -> str:

@@ -1,51 +1,107 @@
 """`rackclock report RUN`: a self-contained HTML report (RUN/report.html, figures embedded, no
-network needed to read it) and the figures as files in RUN/plots/ (PNG, SVG, PDF).
+network needed to read it) and the figures as files in RUN/plots/ (PNG; SVG and PDF on request).
 
 The report is the list of sections in bench.output.report_sections; each draws from the run folder
-through bench.model.rundata.load_run.
+through bench.model.rundata.load_run. It opens on the verdict page; sections are drawn in forked
+worker processes, one per core (a section's `weight` attribute: the heavier, the earlier).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import multiprocessing
+import os
 import sys
 import traceback
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench.output.report_sections import SECTIONS, ReportRun, esc, note_html
 from bench.model.rundata import load_run
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72em;margin:2em auto;
-     padding:0 1em;color:#222}
-h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.2em;border-bottom:1px solid #ccc;
-     margin-top:1.8em} h3{font-size:1em}
-table{border-collapse:collapse;margin:.6em 0;font-size:12px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:960px;margin:1.2em auto;
+     padding:0 12px;color:#222}
+h1{font-size:1.4em;margin-bottom:.2em} h2{font-size:1.2em;border-bottom:1px solid #ccc;
+     margin-top:1.6em} h3{font-size:1.02em;margin:1em 0 .3em}
+table{border-collapse:collapse;margin:.5em 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} table.kv thead{display:none}
 figure{display:inline-block;margin:.6em 1em .6em 0;max-width:100%;vertical-align:top}
-figure img{max-width:100%;height:auto} figcaption{font-size:11px;color:#444}
-table.verdict td{white-space:nowrap}
-table.verdict td:nth-child(5),table.verdict td:nth-child(7){font-weight:600}
-.files{color:#888} .note{font-size:12px;color:#555;max-width:60em} .error{color:#a00}
+figure img{max-width:100%;height:auto} figcaption{font-size:13px;color:#444}
+table.verdict td:nth-child(1){white-space:nowrap} table.verdict{width:100%}
+p.overall{font-size:18px;padding:.4em .6em;border-left:6px solid #888;background:#f6f6f6}
+p.overall.pass{border-color:#2a7d2a} p.overall.fail{border-color:#b00;background:#fdf0f0}
+p.overall.undecided{border-color:#c80} p.incident{font-size:15px;margin:.3em 0}
+.files{color:#888} .note{font-size:13px;color:#555;max-width:60em;margin:.3em 0}
+.error{color:#a00}
 @media print{body{max-width:none;margin:0} h2{break-after:avoid} figure{break-inside:avoid}}
 """
 
+_RR = None                     # the ReportRun a forked worker draws from, and its jobs
+_JOBS: list = []
 
-def build_report(path: str | Path, sections=None, formats=("png", "svg", "pdf")) -> ReportRun:
-    """Write RUN/report.html and RUN/plots/*; returns the ReportRun (`.written` lists figures).
 
-    A section that fails becomes a visible error in the report, never a missing report."""
-    run = load_run(path)
-    rr = ReportRun(run.path, run.manifest, run.summary, run.truth, formats=tuple(formats))
+def _jobs(sections) -> list[tuple]:
+    """(section, part) in page order: a section with `parts` = n is n jobs (k, n)."""
+    return [(s, (k, s.parts) if getattr(s, "parts", 1) > 1 else None)
+            for s in sections for k in range(getattr(s, "parts", 1))]
+
+
+def _section(index: int) -> tuple[str, list, dict, dict]:
+    """Run one job on a fresh copy of the report's run: (html, files, texts, text sizes).
+    A section that fails becomes a visible error in the report, never a missing report.
+    Only the index crosses to a worker (forked: it has the run and the sections already)."""
+    rr = dataclasses.replace(_RR, written=[], figure_texts={}, figure_pt={})
+    section, part = _JOBS[index]
+    try:
+        frag = (section(rr) if part is None else section(rr, part)) or ""
+    except Exception as exc:   # one broken section must not cost the whole report
+        frag = (f"<h2>{esc(section.__name__)}</h2><p class='error'>this section failed: "
+                f"{esc(repr(exc))}</p><pre class='note'>{esc(traceback.format_exc())}</pre>")
+    return frag, rr.written, rr.figure_texts, rr.figure_pt
+
+
+def _run_sections(rr, sections, processes: int) -> list[str]:
+    """Every section's html in order; with more than one process, sections are drawn in forked
+    worker processes (the heaviest first), each a figure set of its own."""
+    global _RR, _JOBS
+    _RR, _JOBS = rr, _jobs(sections)
+    jobs = _JOBS
+    order = sorted(range(len(jobs)), key=lambda i: -getattr(jobs[i][0], "weight", 1))
+    if processes > 1 and len(jobs) > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(processes, mp_context=ctx) as pool:
+            futs = {i: pool.submit(_section, i) for i in order}
+            results = {i: f.result() for i, f in futs.items()}
+    else:
+        results = {i: _section(i) for i in order}
     parts = []
-    for section in SECTIONS if sections is None else sections:
-        try:
-            frag = section(rr)
-        except Exception as exc:   # one broken section must not cost the whole report
-            frag = (f"<h2>{esc(section.__name__)}</h2><p class='error'>this section failed: "
-                    f"{esc(repr(exc))}</p><pre class='note'>{esc(traceback.format_exc())}</pre>")
+    for i in range(len(jobs)):
+        frag, written, texts, pts = results[i]
+        rr.written.extend(written)
+        rr.figure_texts.update(texts)
+        rr.figure_pt.update(pts)
         if frag:
             parts.append(frag)
+    return parts
+
+
+def default_processes() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def build_report(path: str | Path, sections=None, formats=("png",), details: bool = False,
+                 processes: int | None = None) -> ReportRun:
+    """Write RUN/report.html and RUN/plots/*; returns the ReportRun (`.written` lists figures).
+    `formats`: the figure files written (the page embeds PNG whatever they are); `details`: the
+    per-clock jitter and stability figures too; `processes`: worker processes drawing sections
+    (default: one per core, at most 4)."""
+    run = load_run(path)
+    rr = ReportRun(run.path, run.manifest, run.summary, run.truth, formats=tuple(formats),
+                   details=details)
+    procs = default_processes() if processes is None else processes
+    parts = _run_sections(rr, list(SECTIONS if sections is None else sections), procs)
     if not rr.summary.raw:
         parts.insert(0, note_html("This run has no summary.json (it did not finish): only what "
                                   "the manifest says is shown."))
@@ -62,12 +118,27 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock report",
                                  description="write RUN/report.html and RUN/plots/ from a run folder")
     ap.add_argument("run", type=Path, help="run folder (results/<run-id>)")
-    ap.add_argument("--formats", default="png,svg,pdf",
-                    help="figure files to write in RUN/plots/ (default: png,svg,pdf)")
+    ap.add_argument("--formats", default="png",
+                    help="figure files to write in RUN/plots/, comma separated: png, svg, pdf "
+                         "(default: png; the page embeds PNG whatever is written)")
+    ap.add_argument("--details", action="store_true",
+                    help="every figure: each clock's TIE with residuals (default: only clocks "
+                         "with a break, a wrap or a bound that is not proven), jitter and "
+                         "stability (ADEV, MDEV, TDEV, MTIE), and the latency distributions")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="worker processes drawing the figures (default: one per core, at "
+                         "most 4; 1: in this process)")
     a = ap.parse_args(argv)
+    if a.processes is not None and a.processes < 1:
+        ap.error("--processes: at least 1")
     formats = tuple(f.strip() for f in a.formats.split(",") if f.strip())
+    bad = sorted(set(formats) - {"png", "svg", "pdf"})
+    if bad or not formats:
+        print(f"rackclock report: --formats {a.formats!r}: unknown {', '.join(bad) or 'empty'} "
+              f"(accepted: png, svg, pdf)", file=sys.stderr)
+        return 2
     try:
-        rr = build_report(a.run, formats=formats)
+        rr = build_report(a.run, formats=formats, details=a.details, processes=a.processes)
     except FileNotFoundError as exc:
         print(f"rackclock report: {exc}", file=sys.stderr)
         return 2

@@ -33,14 +33,15 @@ def _limit(m: dict) -> str:
 
 
 def cdf_figure(title: str, unit: str, series: list[tuple[str, list, list]]):
-    """Empirical CDFs of per-event lower and upper bounds, one pair per label."""
+    """Empirical CDFs of per-event lower and upper bounds, one pair per label (legend beside the
+    axes, never on the data)."""
     import matplotlib.pyplot as plt
 
-    from bench.output.figures import COLUMN_IN, print_style, unit_for
+    from bench.output.figures import HALF_IN, margins, screen_style, unit_for
     allv = np.concatenate([np.asarray(a + b, dtype=float) for _, a, b in series] or [np.zeros(1)])
     scale, u = unit_for(allv) if unit == "ns" else (1.0, unit)
-    with print_style():
-        fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.3))
+    with screen_style():
+        fig, ax = plt.subplots(figsize=(HALF_IN * 2, 3.2))
         for k, (label, lo, hi) in enumerate(series):
             c = f"C{k % 10}"
             for vals, ls, what in ((lo, "--", "lower"), (hi, "-", "upper")):
@@ -51,7 +52,8 @@ def cdf_figure(title: str, unit: str, series: list[tuple[str, list, list]]):
         ax.set_xlabel(f"{title} ({u})")
         ax.set_ylabel("fraction of events")
         ax.grid(True, alpha=0.4)
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+        margins(fig, left=0.8, right=2.9, top=0.2, bottom=0.6)
     return fig
 
 
@@ -59,15 +61,16 @@ def measurements(run) -> str | None:
     ms = load_measurements(run.path)
     if not ms:
         return None
+    from bench.model.vocabulary import word
     rows = [[m.get("device") or "—", m["name"], fmt(m["point"], m["unit"]),
              f"[{fmt(m['lo'], m['unit'])}, {fmt(m['hi'], m['unit'])}]", m.get("basis", ""),
-             _limit(m), m.get("outcome", "")] for m in ms]
+             _limit(m), word(m.get("outcome") or "no limit")] for m in ms]
     out = [f"<h2>Measurements ({esc(run.manifest.experiment)})</h2>",
            table_html(["device", "measurement", "value", "bound", "basis", "limit", "outcome"],
                       rows),
            note_html("Recorded by the experiment (measurements.json). Outcome: pass when the whole "
-                     "bound lies within the limit, fail when wholly outside, unproven when it "
-                     "straddles a limit edge.")]
+                     "bound lies within the limit, fail when wholly outside, undecided when it "
+                     "straddles a limit edge; no limit: recorded, not judged.")]
     docs = {m["name"]: m["doc"] for m in ms if m.get("doc")}
     if docs:
         out.append(table_html(["measurement", "what it is"], sorted(docs.items()), "kv"))

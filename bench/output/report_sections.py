@@ -18,19 +18,19 @@ import numpy as np
 from bench.output import figures
 from bench.analysis.residuals import regular_series, segment_residuals
 from bench.model.rundata import Run
-from bench.output.terminal import offset_cell
 from bench.units import fmt_ns, fmt_ppm
-from bench.model.statuses import BoundStatus, BreakKind, Verdict
-from bench.model.verdict import segment_status
+from bench.model.statuses import BreakKind
 
 
 @dataclass(frozen=True)
 class ReportRun(Run):
     """A Run plus the report's figure settings; `written` collects every figure file."""
 
-    formats: tuple = ("png", "svg", "pdf")
+    formats: tuple = ("png",)
+    details: bool = False             # draw the per-clock jitter and stability figures too
     written: list = field(default_factory=list, compare=False)
     figure_texts: dict = field(default_factory=dict, compare=False)   # stem -> texts shown
+    figure_pt: dict = field(default_factory=dict, compare=False)      # stem -> smallest text pt
 
 
 def esc(x) -> str:
@@ -48,18 +48,20 @@ def note_html(text: str) -> str:
 
 
 def figure_html(run, fig, stem: str, caption: str) -> str:
-    """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded with its caption."""
+    """Write `fig` into RUN/plots/<stem>.{formats} and return it embedded, at its own size (its
+    text as large on the screen as its points say), with its caption."""
     formats = getattr(run, "formats", ("png",))
-    shown = getattr(run, "figure_texts", None)
-    if shown is not None:
-        shown[stem] = figures.texts(fig)
-    paths, png = figures.save(fig, run.path / "plots", stem, formats)
+    paths, png = figures.save(fig, run.path / "plots", stem, formats, tight=False)
+    for attr, value in (("figure_texts", figures.texts), ("figure_pt", figures.smallest_text_pt)):
+        d = getattr(run, attr, None)
+        if d is not None:                   # read after the save's draw: no second draw
+            d[stem] = value(fig)
     written = getattr(run, "written", None)
     if written is not None:
         written.extend(paths)
     files = ", ".join(p.name for p in paths)
     w, h = figures.png_size(png)
-    css_w = round(w / figures.DPI * 96)         # the figure's printed size, in CSS pixels
+    css_w = round(w / figures.DPI * 96)         # the figure's own size, in CSS pixels
     return (f'<figure style="width:{css_w}px"><img src="{figures.data_uri(png)}" '
             f'alt="{esc(stem)}" width="{css_w}" height="{round(h / figures.DPI * 96)}">'
             f'<figcaption>{esc(caption)} <span class="files">(plots/{esc(files)})</span>'
@@ -74,9 +76,12 @@ def iso(ns) -> str:
 
 
 def clock_items(run):
-    """(device, plane, clock name, clock summary) for every clock with at least one segment."""
+    """(device, plane, clock name, clock summary) for every clock with at least one segment
+    that advanced (a stuck clock shows no offset or drift anywhere: only the verdict table
+    names it)."""
+    from bench.model.vocabulary import STUCK
     for d, c in run.summary.clocks():
-        if c.segments:
+        if c.segments and str(c.verdict) != STUCK:
             yield d.name, d.plane, c.name, c
 
 
@@ -147,19 +152,27 @@ def prior_of(run, device: str) -> float:
     return run.manifest.inventory.drift_prior_ppm(device)
 
 
+def bound_cells(sg, counter: bool) -> tuple[str, str]:
+    """(offset, drift) of a segment with the vocabulary's word for each: a drift at an instant
+    is assumed unless the summary says otherwise (never called proven by default)."""
+    from bench.model.vocabulary import word
+    from bench.output.terminal import compact_offset, ppm_interval
+    off = ("zero at " if counter else "") + compact_offset(sg.offset_ns, counter)
+    d = sg.drift_ppm
+    return (f"{off} {word(sg.offset_status)}",
+            f"{ppm_interval(d.lo, d.hi)} ppm {word(sg.drift_status or 'assumed')}")
+
+
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
     for device, plane, clock, c in clock_items(run):
         for k, sg in enumerate(c.segments):
-            o, dr = sg.offset_ns, sg.drift_ppm
+            o = sg.offset_ns
             truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
-            _, drift_status = segment_status(sg, prior_of(run, device))
-            rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns),
-                         offset_cell(o, c.counter).split(" (width")[0],
-                         fmt_ns(o.hi - o.lo),
-                         f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}]"
-                         + ("" if drift_status == "proven" else f" ({drift_status})"),
+            off, drift = bound_cells(sg, c.counter)
+            rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns), off,
+                         fmt_ns(o.hi - o.lo), drift, mean_drift_text(sg),
                          fmt_ns(sg.resolution_ns or c.resolution_ns),
                          fmt_ns(sg.bracket_median_ns), fmt_ns(sg.jitter_ns.get("std")),
                          truth])
@@ -172,8 +185,9 @@ def clocks(run) -> str | None:
     if not rows:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
-           table_html(["device", "clock", "seg", "reads", "epoch", "offset (proven)", "width",
-                       "drift", "resolution", "bracket p50", "residual std", "truth"],
+           table_html(["device", "clock", "seg", "reads", "epoch", "offset", "width",
+                       "drift at the epoch", "mean drift", "resolution", "bracket p50",
+                       "residual std", "truth"],
                       rows),
            note_html("Offset is device minus reference at the segment's epoch; a counter's is shown "
                      "as the instant of its zero. Residual std is of interval midpoints "
@@ -186,20 +200,6 @@ def clocks(run) -> str | None:
         out.append("<h3>Breaks</h3>" + table_html(
             ["device", "clock", "kind", "after", "at or before", "size (proven)"], brk))
     return "".join(out)
-
-
-def offsets(run) -> str | None:
-    figs = []
-    for device, plane, clock, c in clock_items(run):
-        fig = figures.offset_print_figure(run, device, clock, c, plane)
-        figs.append(figure_html(
-            run, fig, f"offset_{device}_{clock}",
-            f"{device} · {clock}: offset minus each segment's own fitted line. Shaded: the "
-            f"proven band; grey: each read's own offset interval; dashed: breaks"
-            + ("; black: the simulated truth." if run.truth else ".")))
-    if not figs:
-        return None
-    return "<h2>Offset over time</h2>" + "".join(figs)
 
 
 def _residuals(run, device, clock, c):
@@ -223,6 +223,9 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
     return figures.residual_figure(r, device, clock, plane), cap
 
 
+ON_DEMAND = "Drawn on demand (`rackclock report RUN --details`): {}."
+
+
 def per_clock(run, title: str, kind: str, figure_of) -> str | None:
     """A section of one figure per clock (`figure_of` -> (figure, caption), or (None, why not)),
     saved as plots/<kind>_<device>_<clock>."""
@@ -234,7 +237,13 @@ def per_clock(run, title: str, kind: str, figure_of) -> str | None:
     return f"<h2>{title}</h2>" + "".join(figs) if figs else None
 
 
+
+
 def jitter(run) -> str | None:
+    if not getattr(run, "details", True):
+        return ("<h2>Residual jitter and brackets</h2>"
+                + note_html(ON_DEMAND.format("a figure per clock of its residuals' and "
+                                             "brackets' histograms")))
     return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of)
 
 
@@ -268,6 +277,10 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
 
 
 def stability(run) -> str | None:
+    if not getattr(run, "details", True):
+        return ("<h2>Stability (ADEV, MDEV, TDEV, MTIE)</h2>"
+                + note_html(ON_DEMAND.format("a figure per clock of its ADEV, MDEV, TDEV "
+                                             "and MTIE")))
     return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
                      stability_figure_of)
 
@@ -313,7 +326,14 @@ def latency(run) -> str | None:
                      "Observed: to the bracket of the first log fetch that saw the entry.")]
     if series:
         out.append(figure_html(
-            run, figures.latency_figure(series), "latency",
+            run, figures.latency_strip_figure(series), "latency",
+            "Log latency per device and stimulus type (events in brackets): each event's "
+            "bound as a bar, its midpoint as a dot; the table gives the bounds over all events."
+            + ("" if getattr(run, "details", True) else " "
+               + ON_DEMAND.format("the latency distributions (histograms and CDF bounds)"))))
+    if series and getattr(run, "details", True):
+        out.append(figure_html(
+            run, figures.latency_figure(series), "latency_cdf",
             "Log latency per device and stimulus type as a distribution: histogram of the "
             "events' bound midpoints (shaded: the range every bound allows) and the empirical "
             "CDF of the bounds' lower (solid) and upper (dashed) ends; the events' true CDF "
@@ -384,27 +404,28 @@ def chrony_columns(run) -> str | None:
                        or (int(q[0]) if len(q) else 1), epoch_ns=sg.epoch_ns)
         if f is None:
             continue
-        o, d = sg.offset_ns, sg.drift_ppm
+        o = sg.offset_ns
         counter = c.counter
         off = (f"{'+' if f.offset_ns.point >= o.point else ''}"
                f"{fmt_ns(f.offset_ns.point - o.point)} from the proven point" if counter
                else fmt_ns(f.offset_ns.point, 6))
         rows.append([device, clock, f.used, fmt_ns(f.span_ns), fmt_ppm(f.drift_ppm.point),
                      fmt_ppm(f.drift_ppm.width / 2), off, fmt_ns(f.residual_sd_ns),
-                     offset_cell(o, counter).split(" (width")[0],
-                     f"[{fmt_ppm(d.lo)}, {fmt_ppm(d.hi)}]"])
+                     *bound_cells(sg, counter)])
     if not rows:
         return None
-    return ("<h2>Chrony-style statistics beside the proven bounds</h2>"
+    return ("<h2>Chrony-style statistics beside the bench's bounds</h2>"
             + table_html(["device", "clock", "NP", "span", "frequency", "skew", "offset",
-                          "std dev", "offset (proven)", "drift (proven)"], rows)
-            + note_html("Left of the proven columns: statistics, not proofs. chrony's "
+                          "std dev", "offset (bound)", "drift (bound)"], rows)
+            + note_html("Left of the bounds: statistics, not proofs. chrony's "
                         "regression (bench/analysis/chrony_style.py) over the last segment's reads: NP "
                         "points kept by its runs test, their span, the frequency and its skew "
                         "(99 % Student-t half-width, assuming independent Gaussian residuals, "
                         "which a coarse tick and one-sided delays are not), the offset at the "
-                        "segment's epoch and the residuals' standard deviation. Only the two "
-                        "right-hand columns are bounds that hold."))
+                        "segment's epoch and the residuals' standard deviation. The two "
+                        "right-hand columns are the bench's bounds, each with its word: proven, "
+                        "or assumed (a drift at an instant rests on at most one unseen rate "
+                        "change)."))
 
 
 def limits(run) -> str | None:
@@ -421,103 +442,28 @@ def limits(run) -> str | None:
                         "the limit; fail: none does; JUnit: limits.xml."))
 
 
-def _status_cell(status: str) -> str:
-    return {Verdict.PROVEN: "proven", Verdict.ASSUMED: "ASSUMED",
-            Verdict.UNDECIDED: "UNDECIDED",
-            Verdict.BEYOND_PRIOR: "BEYOND PRIOR"}.get(status, status)
+def mean_drift_text(sg) -> str:
+    """'[-110, 110] ppm proven over 35.5 s': the one proven drift, over its window."""
+    from bench.model.vocabulary import word
+    from bench.output.terminal import ppm_interval
+    m = sg.mean_drift_ppm
+    if not m or m.get("lo") is None:
+        return "—"
+    win = (f" over {(m['to_ns'] - m['from_ns']) / 1e9:.3g} s" if m.get("to_ns") and
+           m.get("from_ns") else "")
+    return f"{ppm_interval(m['lo'], m['hi'])} ppm {word(m.get('status'))}{win}"
 
 
-def verdict_page(run) -> str | None:
-    """The first screen: per device clock its offset and drift with their status, breaks,
-    errors; every clock against the reference in one figure; the ordering horizon per plane pair;
-    what the bounds assume."""
-    from bench.model import verdict as vd
-    from bench.output.live import calibrated_cell
-    from bench.units import fmt_interval_ns
+# the verdict page, the TIE sections and an experiment's own results: modules of their own
+from bench.output.report_measurements import measurements  # noqa: E402
+from bench.output.report_tie import clock_figures, rack_tie  # noqa: E402
+from bench.output.report_verdict import horizons, verdict_page  # noqa: E402
 
-    vs = vd.clock_verdicts(run)
-    if not vs:
-        return None
-    rows, fig_rows, counters, assumed, notes = [], [], [], [], []
-    for v in vs:
-        errs = ", ".join(f"{k} {n}" for k, n in v.errors.items()) or "0"
-        if v.segment is None:
-            rows.append([v.device, v.plane, v.clock, "—", _status_cell(v.verdict), "—", "",
-                         "—", errs, "—"])
-            notes.append(f"{v.device} · {v.clock}: {v.note}")
-            continue
-        o, d = v.segment.offset_ns, v.segment.drift_ppm
-        off = offset_cell(o, v.counter).split(" (width")[0]
-        off += "" if v.counter else f" (±{fmt_ns((o.hi - o.lo) / 2)})"
-        brk = len(v.breaks)
-        kinds = ", ".join(sorted({b.kind for b in v.breaks}))
-        brk_txt = (f"{brk} ({kinds})" if brk else "0") + (f", {v.wraps} wrap" if v.wraps else "")
-        prior = v.assumptions.drift_prior_ppm if v.assumptions else vd.DEFAULT_PRIOR_PPM
-        rows.append([v.device, v.plane, v.clock, off,
-                     _status_cell(v.offset_status),
-                     f"[{fmt_ppm(d.lo)}, {fmt_ppm(d.hi)}]", _status_cell(v.drift_status),
-                     brk_txt, errs, calibrated_cell(run.manifest, v.device, v.clock)])
-        if v.note:
-            notes.append(f"{v.device} · {v.clock}: {v.note}")
-        if v.drift_status == BoundStatus.ASSUMED and vd.on_prior_edge(d.lo, d.hi, prior):
-            assumed.append((prior, f"{v.device} · {v.clock}"))
-        if v.counter:
-            counters.append(f"{v.device} · {v.clock}")
-        else:
-            lo, hi = v.offset_range
-            fig_rows.append({"label": f"{v.device} · {v.clock} ({v.verdict})", "plane": v.plane,
-                             "lo_ns": lo, "hi_ns": hi,
-                             "text": f"{fmt_interval_ns(lo, hi)} (widest {fmt_ns(v.width_ns)})"})
-    out = ["<h2>Verdict</h2>",
-           table_html(["device", "plane", "clock", "offset at epoch", "status",
-                       "drift", "status", "breaks", "errors", "calibrated after"], rows,
-                      "verdict"),
-           note_html("Proven: the bound holds whenever the stated model holds, and the bench "
-                     "checked the model. ASSUMED: the bound sits on an assumption's edge (the "
-                     "drift prior), so the assumption, not the reads, decides it. UNDECIDED: no "
-                     "fit. BEYOND PRIOR: the reads contradict the drift prior. Calibrated after: "
-                     "the run time at which the live fit's offset width first came within 2× the "
-                     "clock's narrowest bracket.")]
-    out += [note_html(n) for n in notes]
-    for prior in sorted({p for p, _ in assumed}):
-        who = [w for p, w in assumed if p == prior]
-        out.append(note_html(f"Drift bound on the ±{prior:g} ppm prior (run longer to prove "
-                             f"it): {', '.join(who)}."))
-    if fig_rows:
-        out.append(figure_html(
-            run, figures.rack_offset_figure(fig_rows), "rack_offsets",
-            "Every device clock's offset from the reference: the lowest and highest value the "
-            "proven band allows anywhere in the run. Symmetric log axis: planes hours apart "
-            "share the figure with planes within a millisecond; the range is written beside "
-            "each bar." + (f" Counters ({', '.join(counters)}) have no time of day: their "
-                           f"offset is the instant of their zero, in the table." if counters
-                           else "")))
-    hz = vd.ordering_horizons(vs)
-    if hz:
-        planes = sorted({p for pq in hz for p in pq})
-        grid = [[p] + [fmt_ns(hz.get((min(p, q), max(p, q)))) for q in planes] for p in planes]
-        out.append("<h3>Ordering horizon</h3>" + table_html(["plane"] + planes, grid)
-                   + note_html("Two events stamped on these planes whose true instants are "
-                               "farther apart than this are always proven in order: the sum of "
-                               "both planes' widest stamp interval (proven band plus one tick). "
-                               "Closer events may still be ordered; the timeline says which."))
-    a_rows = []
-    for v in vs:
-        if v.assumptions:
-            a = v.assumptions
-            a_rows.append([v.device, v.clock, fmt_ppm(a.drift_prior_ppm),
-                           f"{a.wander_ppm:g} ppm/√h",
-                           fmt_ns(a.resolution_ns) + f" ({a.resolution_basis})",
-                           fmt_ns(a.reference_uncertainty_ns)])
-    if a_rows:
-        out.append("<h3>What the bounds assume</h3>" + table_html(
-            ["device", "clock", "drift prior (±)", "wander allowance", "resolution",
-             "reference allowance"], a_rows))
-    return "".join(out)
+clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
+clock_figures.parts = 4
+rack_tie.weight = 3
+timeline.weight = 2
 
-
-SECTIONS = [verdict_page, overview, limits, identities, clocks, chrony_columns, offsets, jitter,
-            stability, latency, timeline, reference_health]
-
-from bench.output.report_measurements import measurements  # noqa: E402  (an experiment's own results)
-SECTIONS.append(measurements)
+SECTIONS = [verdict_page, measurements, rack_tie, overview, limits, identities, clocks,
+            chrony_columns, horizons, clock_figures, latency, timeline, reference_health, jitter,
+            stability]

@@ -1,0 +1,230 @@
+"""The TIE view: a clock's offset (device minus reference) against run time, minus one constant,
+with its proven envelope, its reads and its breaks; and, as the secondary view, the same minus
+each segment's own fitted line (the residuals).
+
+The envelope points come from `envelope()`, the one place that asks the estimator for them:
+summary.json's `band`, which bench.model.summary writes from the estimator's own two-sided bound
+at an instant (bench.analysis.estimate.Segment.proven_offset_at). The axes are scaled to the
+envelope where it is within four times its median width, so an envelope that is wide only near a
+segment's ends (one side has few reads there) leaves the axes instead of flattening the rest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.units import fmt_ns
+
+_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+
+
+def envelope(seg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t_ns, lo_ns, hi_ns) of a segment's proven offset envelope: the estimator's band points
+    as summary.json holds them (the bound at the epoch alone where a folder has no band)."""
+    b = seg.band
+    if b is None or not b.t_ns:
+        o = seg.offset_ns
+        return (np.array([seg.epoch_ns], dtype=np.int64), np.array([o.lo], dtype=float),
+                np.array([o.hi], dtype=float))
+    return (np.asarray(b.t_ns, dtype=np.int64), np.asarray(b.lo, dtype=float),
+            np.asarray(b.hi, dtype=float))
+
+
+def unit_for(magnitude_ns: float) -> tuple[float, str]:
+    for scale, unit in _UNITS:
+        if magnitude_ns >= scale:
+            return scale, unit
+    return 1.0, "ns"
+
+
+@dataclass
+class Tie:
+    """One clock's TIE data, in run seconds and ns relative to `ref_ns` (not yet scaled)."""
+    label: str
+    plane: str
+    counter: bool
+    ref_ns: float                      # the constant subtracted (first segment's offset point)
+    ylim_ns: tuple[float, float]       # the axes' range, relative to ref
+    segments: list = field(default_factory=list)    # (t_s, lo, hi, line_at(t_ns) - ref)
+    reads: tuple = ()                  # (x_s, lo, hi) of every read's own offset interval
+    breaks: list = field(default_factory=list)      # (after_s, before_s, label)
+    truth: tuple | None = None         # (t_s, offset - ref)
+    title: str = ""                    # the per-clock figure's: offset and drift intervals
+    short: str = ""                    # a panel's: the offset interval and its word
+    rebased: bool = False              # each segment minus its own point (after a reboot)
+
+    @property
+    def scale(self) -> tuple[float, str]:
+        lo, hi = self.ylim_ns
+        return unit_for(max(abs(lo), abs(hi), hi - lo))
+
+
+def short_of(c) -> str:
+    """'[0.8, 4.4] ms proven'; a counter's zero as time of day: 'zero 12:44:23.077Z ±3.23 µs'."""
+    from bench.model.vocabulary import word
+    from bench.output.terminal import compact_offset
+    sg = c.segments[-1]
+    off = compact_offset(sg.offset_ns, c.counter)
+    return ("zero " + off.split(" ", 1)[-1] if c.counter else off) + f" {word(sg.offset_status)}"
+
+
+def title_of(device: str, clock: str, c) -> str:
+    """'bmc-1 · datetime: [0.80, 4.38] ms proven at the epoch, drift [-116, 95.6] ppm assumed':
+    intervals and their words, never a point."""
+    from bench.model.vocabulary import word
+    from bench.output.terminal import compact_offset, ppm_interval
+    sg = c.segments[-1]
+    what = ("zero at " if c.counter else "") + compact_offset(sg.offset_ns, c.counter)
+    d = sg.drift_ppm
+    return (f"{device} · {clock}: {what} {word(sg.offset_status)}, drift "
+            f"{ppm_interval(d.lo, d.hi)} ppm {word(sg.drift_status or 'assumed')}"
+            + (f" ({len(c.segments)} segments)" if len(c.segments) > 1 else ""))
+
+
+def _truth(run, device: str, clock: str, c, t0: int):
+    truth = run.truth.clock(device, clock) if run.truth else None
+    if truth is None or not truth.t_ns:
+        return None
+    info = run.manifest.device(device).clock(clock)
+    modulus = (info.modulus_ns or 0) if info else 0
+    tt = np.asarray(truth.t_ns, dtype=np.int64)
+    to = np.asarray(truth.offset_ns, dtype=np.float64)
+    keep = np.zeros(len(tt), bool)      # inside a segment: a break's own interval is unfitted
+    for sg in c.segments:
+        keep |= (tt >= sg.start_ns) & (tt <= sg.end_ns)
+    tt, to = tt[keep], to[keep]
+    if modulus and len(tt):           # a wrapping counter's truth, on the fitted zero's turn
+        line = c.segments[0].line()(tt)
+        to = to - np.round((to - line) / modulus) * modulus
+    return (tt - t0) / 1e9, to - _refs(c, tt)
+
+
+def _ylim(segments, truth) -> tuple[float, float]:
+    """The axes' range: the envelope where it is within four times its median width (its ends,
+    where one side has few reads, may leave the axes), and the truth."""
+    los, his, widths = [], [], []
+    for _, lo, hi, _ in segments:
+        w = hi - lo
+        keep = w <= 4 * np.median(w) if len(w) > 2 else np.ones(len(w), bool)
+        los.append(lo[keep])
+        his.append(hi[keep])
+        widths.append(float(np.median(w)))
+    lo, hi = float(min(x.min() for x in los)), float(max(x.max() for x in his))
+    if truth is not None and len(truth[1]):
+        lo, hi = min(lo, float(truth[1].min())), max(hi, float(truth[1].max()))
+    pad = max(0.25 * (hi - lo), 0.5 * max(widths), 1.0)
+    return lo - pad, hi + pad
+
+
+def _refs(c, starts) -> np.ndarray:
+    """Per instant the constant subtracted: the first segment's offset point, or after a reboot
+    (a counter's zero moved) the point of the segment in force."""
+    points = np.array([float(sg.offset_ns.point) for sg in c.segments])
+    if not rebased(c):
+        return np.full(len(starts), points[0])
+    seg_starts = np.array([sg.start_ns for sg in c.segments], dtype=np.int64)
+    k = np.clip(np.searchsorted(seg_starts, starts, side="right") - 1, 0, len(points) - 1)
+    return points[k]
+
+
+def rebased(c) -> bool:
+    from bench.model.statuses import BreakKind
+    return any(b.kind == BreakKind.REBOOT for b in c.breaks)
+
+
+def tie_of(run, device: str, plane: str, clock: str, c) -> Tie:
+    """The TIE data of one clock with at least one segment."""
+    from bench.output.plots import break_label
+    t0 = run.manifest.started_ns or c.segments[0].start_ns
+    ref = float(c.segments[0].offset_ns.point)
+    tie = Tie(f"{device} · {clock}", plane, c.counter, ref, (0.0, 0.0),
+              title=title_of(device, clock, c), short=short_of(c), rebased=rebased(c))
+    for sg in c.segments:
+        t, blo, bhi = envelope(sg)
+        r = _refs(c, t)
+        tie.segments.append(((t - t0) / 1e9, blo - r, bhi - r, sg.line()(t) - r))
+    s, e, v, q = run.clock_reads(device, clock)
+    if len(s):
+        r = _refs(c, s)
+        tie.reads = (((s + e) // 2 - t0) / 1e9, (v - e).astype(float) - r,
+                     (v + q - s).astype(float) - r)
+    tie.breaks = [((b.after_ns - t0) / 1e9, (b.before_ns - t0) / 1e9, break_label(b, c.counter))
+                  for b in c.breaks]
+    tie.truth = _truth(run, device, clock, c, t0)
+    tie.ylim_ns = _ylim(tie.segments, tie.truth)
+    return tie
+
+
+def ref_text(tie: Tie) -> str:
+    """What was subtracted, in words: 'offset − 0.80 ms' or, for a counter, its zero."""
+    if tie.counter:
+        return "offset − its zero instant" + (" (each segment's)" if tie.rebased else "")
+    return f"offset − ({fmt_ns(tie.ref_ns, 6)})" if tie.ref_ns else "offset"
+
+
+def draw_tie(ax, tie: Tie, colour: str, legend: bool = True) -> None:
+    """Envelope (shaded), reads (grey: each one's interval; or, where a read spans a coarse tick
+    wider than the axes, only its ends that fall inside), breaks (dashed), truth (black)."""
+    sc, unit = tie.scale
+    ylo, yhi = (x / sc for x in tie.ylim_ns)
+    if len(tie.reads) == 3:
+        x, lo, hi = tie.reads
+        draw_reads(ax, x, lo / sc, hi / sc, (ylo, yhi))
+    for k, (t, lo, hi, _) in enumerate(tie.segments):
+        ax.fill_between(t, lo / sc, hi / sc, color=colour, alpha=0.45, lw=0,
+                        label="proven envelope" if k == 0 else None)
+    for k, (a, b, text) in enumerate(tie.breaks):
+        ax.axvspan(a, b, color="k", alpha=0.12, lw=0)
+        ax.axvline((a + b) / 2, color="k", ls="--", lw=0.9,
+                   label=f"break: {text}" if k == 0 else None)
+    if tie.truth is not None:
+        ax.plot(tie.truth[0], tie.truth[1] / sc, color="k", lw=1.0, label="truth (simulated)")
+    ax.set_ylim(ylo, yhi)
+    ax.grid(alpha=0.3)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+
+
+def draw_reads(ax, x, lo, hi, ylim, what: str = "", legend: bool = True) -> None:
+    """Each read's offset interval as a grey bar; where reads are wider than the axes (a
+    coarse tick), only their ends that fall inside, as markers."""
+    ylo, yhi = ylim
+    if not len(x):
+        return
+    labels = ((f"reads{what} (each one's interval)",
+               f"read{what}: offset at least (a tick-wide read's low end)",
+               f"read{what}: offset at most (its high end)") if legend else (None,) * 3)
+    if np.median(hi - lo) <= (yhi - ylo):
+        ax.vlines(x, lo, hi, color="0.6", lw=0.7, label=labels[0])
+        return
+    inl, inh = (lo > ylo) & (lo < yhi), (hi > ylo) & (hi < yhi)
+    ax.plot(x[inl], lo[inl], "^", color="0.45", ms=3.5, lw=0, label=labels[1])
+    ax.plot(x[inh], hi[inh], "v", color="0.65", ms=3.5, lw=0, label=labels[2])
+
+
+def draw_residuals(ax, tie: Tie, colour: str) -> None:
+    """The secondary view: the envelope, reads and truth minus each segment's fitted line."""
+    widths = [float(np.median(hi - lo)) for _, lo, hi, _ in tie.segments]
+    half = max(3 * max(widths or [1.0]), 1.0)
+    sc, unit = unit_for(half)
+    for k, (t, lo, hi, line) in enumerate(tie.segments):
+        ax.fill_between(t, (lo - line) / sc, (hi - line) / sc, color=colour, alpha=0.45, lw=0,
+                        label="proven envelope − fit" if k == 0 else None)
+        if len(tie.reads) == 3 and len(t) > 1:
+            x, rlo, rhi = tie.reads
+            keep = (x >= t[0] - 1) & (x <= t[-1] + 1)
+            base = np.interp(x[keep], t, line)
+            draw_reads(ax, x[keep], (rlo[keep] - base) / sc, (rhi[keep] - base) / sc,
+                       (-half / sc, half / sc), " − fit", legend=k == 0)
+        if tie.truth is not None and len(t) > 1:
+            tt, to = tie.truth
+            keep = (tt >= t[0]) & (tt <= t[-1])
+            ax.plot(tt[keep], (to[keep] - np.interp(tt[keep], t, line)) / sc, color="k", lw=1.0,
+                    label="truth − fit" if k == 0 else None)
+    ax.set_ylim(-half / sc, half / sc)
+    ax.set_ylabel(f"− segment fit ({unit})")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+
+
