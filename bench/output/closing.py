@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from bench.model.texttable import WIDTH, render, wrap
-from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 from bench.units import fmt_interval_ns, fmt_ns
 
 
@@ -74,40 +73,14 @@ def incident_lines(path, width: int | None = WIDTH) -> list[str]:
 
 
 def overall_line(run, checks) -> str:
-    """The one-line verdict: FAIL (a limit or a measurement fails, a bound misses the simulated
-    truth, the run did not complete, a used device gave nothing), UNDECIDED (a limit or a
-    measurement is undecided; with neither, a clock), else PASS; with the reasons."""
+    """The one-line verdict, by the report's own rule (bench.model.verdict.overall): FAIL (a
+    limit, a measurement or the incident's order fails, a bound misses the simulated truth, the
+    run did not complete, a used device gave nothing), UNDECIDED (a limit or a measurement is
+    undecided; with neither, a clock), else PASS; with the reasons."""
     from bench.model.rundata import load_measurements
-    from bench.model.rundata import unusable_devices
-    from bench.model.statuses import RunStatus
-    fail, undecided = [], []
-    if run.manifest.status != RunStatus.COMPLETED:
-        fail.append(f"run {run.manifest.status or 'unfinished'}")
-    bad = unusable_devices(run.summary)
-    fail += [f"{n}: no usable read" for n in bad]
-    outside = [f"{d.name} {c.name}" for d, c in run.summary.clocks()
-               if any(s.truth is not None and not s.truth.inside for s in c.segments)]
-    fail += [f"{x} misses the truth" for x in outside]
-    fail += [f"{c.device} {c.item} {c.measure} limit" for c in checks if c.verdict == "fail"]
-    undecided += [f"{c.device} {c.item} {c.measure} limit" for c in checks
-                  if verdict_word(c.verdict) == UNDECIDED_VERDICT]
-    ms = [m for m in load_measurements(run.path) if m.get("outcome") not in (None, "no limit")]
-    fail += [f"{m.get('device')} {m.get('name')}" for m in ms if m["outcome"] == "fail"]
-    undecided += [f"{m.get('device')} {m.get('name')}" for m in ms
-                  if verdict_word(m["outcome"]) == UNDECIDED_VERDICT]
-    if not checks and not ms:        # nothing was asked of the run but its clocks
-        undecided += [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
-                      if str(c.verdict) in ("undecided", "stuck")]
-    word = FAIL if fail else UNDECIDED_VERDICT if undecided else PASS
-    why = fail or undecided
-    if not why:
-        n = sum(1 for _ in run.summary.clocks())
-        lim = sum(c.verdict == "pass" for c in checks)
-        return (f"verdict: {PASS}: {n} clock(s) measured" + (f", {len(ms)} measurement(s) pass"
-                                                              if ms else "")
-                + (f", {lim} limit(s) pass" if checks else ", no limits declared"))
-    more = f" and {len(why) - 4} more" if len(why) > 4 else ""
-    return f"verdict: {word}: {'; '.join(why[:4])}{more}"
+    from bench.model.verdict import incident_result, overall
+    o = overall(run, checks, load_measurements(run.path), incident_result(run.path))
+    return f"verdict: {o.text()}"
 
 
 def closing_text(path, wide: bool = False) -> tuple[str, str]:
