@@ -427,6 +427,7 @@ class Segment:
     mean_drift: dict | None = None    # proven mean frequency error over a window (_mean_drift)
     offset_line: Bound | None = None  # the single line's offset at the epoch: no unseen break
     rate_needed_ppm: float | None = None   # the least rate bound the reads are consistent with
+    span_offset: Bound | None = None  # every offset the proven bound allows, first to last read
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
@@ -547,7 +548,8 @@ class Segment:
                 **({"gaps_ns": [list(g) for g in self._env.gaps]}
                    if self._env is not None and self._env.gaps else {}),
                 **({"rate_needed_ppm": self.rate_needed_ppm}
-                   if self.rate_needed_ppm is not None else {})}
+                   if self.rate_needed_ppm is not None else {}),
+                **({"span_offset_ns": self.span_offset.as_dict()} if self.span_offset else {})}
 
 
 @dataclass(frozen=True)
@@ -809,7 +811,22 @@ def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
         dst = BoundStatus.ASSUMED
     return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=dst,
                        drift_assumes=RATE_CHANGE_ASSUMPTION if dst != BoundStatus.UNDECIDED
-                       else "", offset_line=line, rate_needed_ppm=need / PPM, _env=env)
+                       else "", offset_line=line, rate_needed_ppm=need / PPM,
+                       span_offset=_span_offset(env, seg), _env=env)
+
+
+def _span_offset(two: _envelope.TwoSided, seg: Segment) -> Bound | None:
+    """The lowest and highest offset the published bound allows at any instant from the
+    segment's first read to its last: between two reads each side's bound is linear in t, so the
+    extremes are at the reads' own instants (every one of them is evaluated)."""
+    pts = np.unique(np.clip(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref,
+                            seg.start_ns, seg.end_ns))
+    lo, hi, ok = two.bounds(pts)
+    if not ok.any():
+        return None
+    th = two.env.theta0
+    lo_, hi_ = th + math.floor(float(lo[ok].min()) - 1.0), th + math.ceil(float(hi[ok].max()) + 1.0)
+    return Bound(lo_, hi_, min(max(seg.offset_ns.point, lo_), hi_))
 
 
 def _cone(s, e, v, raw_s, raw_e, q, note, idx, env: _envelope.Envelope, t0: int | None,

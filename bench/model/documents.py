@@ -162,6 +162,7 @@ class DeviceEntry:
     late_probes: int = 0            # probes started >= 10 ms after their planned instant
     late_max_ns: int = 0            # the latest start after plan (ns)
     aims_yielded: int = 0           # aimed probes read at an exploration instant (no room)
+    traffic: dict | None = None     # requests, logins, throttled, reconnects, per minute
     raw: dict = field(**RAW)
 
     @classmethod
@@ -172,7 +173,8 @@ class DeviceEntry:
                    tuple(ClockInfo.of(c) for c in _l(x.get("clocks"))),
                    str(x.get("state") or ""), str(x.get("error") or ""),
                    _int(x.get("reads")), _int(x.get("probes")), _int(x.get("late_probes")),
-                   _int(x.get("late_max_ns")), _int(x.get("aims_yielded")), dict(x))
+                   _int(x.get("late_max_ns")), _int(x.get("aims_yielded")),
+                   dict(x["traffic"]) if isinstance(x.get("traffic"), Mapping) else None, dict(x))
 
     def clock(self, name: str) -> ClockInfo | None:
         return next((c for c in self.clocks if c.name == name), None)
@@ -378,6 +380,7 @@ class SegmentSummary(Segment):
                    mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
                    offset_line=bound(x.get("offset_line_ns")),
                    rate_needed_ppm=_float(x.get("rate_needed_ppm"), None),
+                   span_offset=bound(x.get("span_offset_ns")),
                    band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")),
                    gaps_ns=tuple(tuple(g) for g in _l(x.get("gaps_ns"))), raw=dict(x))
 
@@ -385,6 +388,12 @@ class SegmentSummary(Segment):
     def mean_drift_ppm(self) -> dict | None:
         """summary.json's `mean_drift_ppm`: the proven mean drift over a stated window."""
         return self.mean_drift
+
+    @property
+    def span_offset_ns(self) -> Bound | None:
+        """summary.json's `span_offset_ns`: every offset the proven bound allows from the
+        segment's first read to its last."""
+        return self.span_offset
 
     @property
     def offset_line_ns(self) -> Bound | None:

@@ -130,26 +130,31 @@ def _within(lo: float, hi: float, lim: float) -> str:
     return "undecided"
 
 
-def span_model(c) -> tuple[float, float, str]:
-    """(rate bound ppm, unseen step ns, model text) an offset over a calibrated span rests on: the
-    clock's drift prior (checked by the fit: reads that need more are `beyond_prior`) and, when
-    the estimator states it, the smallest step that cannot go unseen (issue 28)."""
+def span_model(c) -> tuple[float, str]:
+    """(rate bound ppm, model text) an offset over a span rests on: the clock's stated model
+    (summary `assumptions.model`: the rate bound, at most one unseen step per segment), whose rate
+    bound also carries a segment's first and last bounds beyond its reads when a span is asked."""
     a = c.assumptions
     prior = a.drift_prior_ppm if a is not None else 600.0
-    step = (a.raw.get("unseen_step") or {}).get("size_ns") if a is not None else None
-    text = f"offset moves at most {prior:g} ppm (the prior, checked)"
-    text += f"; no unseen step >= {fmt_ns(step)}" if step else "; no unseen step"
-    return float(prior), float(step or 0), text
+    text = (a.raw.get("model") if a is not None else "") or \
+        f"offset moves at most {prior:g} ppm (the prior, checked); at most one unseen step"
+    return float(prior), str(text).split("; a step of ")[0]
 
 
-def segment_range(sg, prior_ppm: float, step_ns: float, t0: int | None = None,
+def segment_range(sg, prior_ppm: float, t0: int | None = None,
                   t1: int | None = None) -> tuple[float, float]:
     """(lo, hi) ns the offset can take over [t0, t1] (default: the segment's calibrated span,
-    first to last read). Anchors: the bound at the epoch and the proven band's points; at each
-    instant the offset lies within every anchor widened by the rate bound to it (plus the unseen
-    step), so the tightest anchor near an instant decides it."""
+    first to last read): the estimator's `span_offset_ns` (every instant's proven bound, from
+    the first read to the last), carried beyond the reads at the rate bound where the span asked
+    for goes further. Older folders without it: the bound at the epoch and the band's points,
+    each widened by the rate bound to every instant."""
     t0 = sg.start_ns if t0 is None else t0
     t1 = sg.end_ns if t1 is None else t1
+    rate = prior_ppm * 1e-6
+    out = max(0, sg.start_ns - t0) + max(0, t1 - sg.end_ns)
+    if sg.span_offset is not None:
+        return (float(np.floor(sg.span_offset.lo - rate * out)),
+                float(np.ceil(sg.span_offset.hi + rate * out)))
     o, band = sg.offset_ns, sg.band
     anchors = [(sg.epoch_ns, o.lo, o.hi)]
     if band is not None:
@@ -157,7 +162,7 @@ def segment_range(sg, prior_ppm: float, step_ns: float, t0: int | None = None,
     ts = np.array(sorted({int(t0), int(t1), *(int(a[0]) for a in anchors if t0 <= a[0] <= t1)}),
                   dtype=float)
     at, alo, ahi = (np.array(x, dtype=float) for x in zip(*anchors))
-    reach = prior_ppm * 1e-6 * np.abs(ts[:, None] - at[None, :]) + step_ns
+    reach = rate * np.abs(ts[:, None] - at[None, :])
     lo = np.max(alo[None, :] - reach, axis=1)
     hi = np.min(ahi[None, :] + reach, axis=1)
     return float(np.floor(lo.min())), float(np.ceil(hi.max()))
@@ -170,7 +175,7 @@ def offset_check(device: str, clock: str, c, L: float, span=None) -> Check:
     text, segs = f"within ±{fmt_ns(L)}", c.segments
     if not segs:
         return Check(device, clock, "offset", text, "—", "undecided", "no fit")
-    prior, step, model = span_model(c)
+    prior, model = span_model(c)
     rng, extra = [], 0.0
     for i, sg in enumerate(segs):
         t0, t1 = sg.start_ns, sg.end_ns
@@ -181,7 +186,7 @@ def offset_check(device: str, clock: str, c, L: float, span=None) -> Check:
             if t0 > t1:
                 continue
             extra += max(0, sg.start_ns - t0) + max(0, t1 - sg.end_ns)
-        rng.append(segment_range(sg, prior, step, t0, t1))
+        rng.append(segment_range(sg, prior, t0, t1))
     if not rng:
         return Check(device, clock, "offset", text, "—", "undecided", "no segment in the span")
     lo, hi = min(r[0] for r in rng), max(r[1] for r in rng)

@@ -253,7 +253,12 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "boot_s": num(0.0, 600.0, "s"), "power_clock": choice("rtc", "epoch", "image"),
         "image_date": iso_instant, "power": POWER, "event_subscriptions": FLAG,
         "event_delivery_s": span(0.0, 60.0), "event_retry_s": num(0.01, 3600.0, "s"),
-        "event_ca_file": TEXT},
+        "event_ca_file": TEXT,
+        # vendor-shaped layouts and their session rules (bench/sim/redfish_profiles.py)
+        "profile": choice("openbmc", "idrac", "ilo", "supermicro"),
+        "max_sessions": num(1, 1024, kind="int"), "session_timeout_s": num(1, 86400, "s", "int"),
+        "rate_limit_hz": num(0.0, 10_000.0, "Hz"), "retry_after_s": num(0, 3600, "s", "int"),
+        "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT},
     "snmp_pdu": {
         "outlets": lambda v, p: (list_of(TEXT, 256) if isinstance(v, list)
                                  else num(1, 256, kind="int"))(v, p),

@@ -153,9 +153,10 @@ def make_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None 
     return exp.Params(**check_params(exp, overrides, given_as))
 
 
-def _ended_disk_full(store: RunStore, name: str, out: Path) -> Path:
-    """A run folder with less free space than the store's reserve: status disk_full at once
-    (one line); no run folder at all where not even the manifest fits (InventoryError)."""
+def _ended_disk_full(store: RunStore, name: str, out: Path) -> str:
+    """A run folder with less free space than the store's reserve: status disk_full at once;
+    its one line to say. No run folder at all where not even the manifest fits
+    (InventoryError)."""
     error = store.start_full().strerror
     store.write_manifest({"experiment": name, "run_id": store.run_id,
                           "status": RunStatus.DISK_FULL, "error": error})
@@ -164,20 +165,17 @@ def _ended_disk_full(store: RunStore, name: str, out: Path) -> Path:
         import shutil
         shutil.rmtree(store.path, ignore_errors=True)
         raise InventoryError(f"--out {out}: disk full: {error}")
-    print(f"rackclock run: disk full: {error}", file=sys.stderr)
-    print(f"run folder: {store.path}")
-    return store.path
+    return f"rackclock run: disk full: {error}"
 
 
-def _ended_failed(store: RunStore, name: str, lines: list[str]) -> Path:
-    """A run whose simulated rack did not start: status failed, its last log line as the error."""
+def _ended_failed(store: RunStore, name: str, lines: list[str]) -> str:
+    """A run whose simulated rack did not start: status failed, its last log line as the error;
+    its one line to say."""
     error = f"{lines[0].rstrip(':')} ({lines[-1].strip() if len(lines) > 1 else 'no output'}; " \
             f"log: {store.path / 'sim' / 'sim.log'})"
     store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.FAILED,
                           "error": error})
-    print(f"experiment {name} failed: {error}", file=sys.stderr)
-    print(f"run folder: {store.path}")
-    return store.path
+    return f"experiment {name} failed: {error}"
 
 
 def _lost_status(store: RunStore, devices: int, sim: SimProcess | None) -> tuple[str, str | None]:
@@ -221,15 +219,20 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     with contextlib.ExitStack() as stack:
         stack.enter_context(held)
         stack.callback(store.close)          # however the run ends, its reserve goes
-        if store.full is not None:           # less free than the reserve: nothing starts
-            return _ended_disk_full(store, name, out)
+        # less free than the reserve: nothing starts
+        ended = _ended_disk_full(store, name, out) if store.full is not None else None
         signals = stack.enter_context(interrupt_on_signals())
         sim = None
-        if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
+        if ended is None and rack.simulated:   # a simulated rack file (the default, a variant)
             try:
                 sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
             except RuntimeError as exc:      # it did not start: a failed run, one line
-                return _ended_failed(store, name, str(exc).splitlines())
+                ended = _ended_failed(store, name, str(exc).splitlines())
+        if ended is not None:
+            print(ended, file=sys.stderr)
+            print(f"run folder: {store.path}")
+            return store.path
+        if sim is not None:
             rack = sim.rack
             store.journal("", "info", "priority", f"simulator {sim.priority}")
         try:
