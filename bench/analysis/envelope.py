@@ -133,19 +133,23 @@ class TwoSided:
         self.lo_r = np.maximum.accumulate((env.L[by_s] - R * env.a[by_s])[::-1])[::-1]
         self.hi_r = np.minimum.accumulate((env.U[by_s] + R * env.b[by_s])[::-1])[::-1]
 
-    def bounds(self, t_ns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(lo, hi, both sides have reads) at each instant, float ns relative to theta0."""
+    def bounds(self, t_ns, min_side: int = 1, joined: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lo, hi, each side has at least `min_side` reads) at each instant, float ns relative
+        to theta0. `joined`: the two sides intersected instead of their hull, which holds only
+        with no unseen step at all."""
         R = self.env.rate
         x = (np.atleast_1d(np.asarray(t_ns, dtype=np.int64)) - self.env.t_ref).astype(np.float64)
         i = np.searchsorted(self.e, x, side="right")        # reads 0..i-1 ended by t
         j = np.searchsorted(self.s, x, side="left")         # reads j.. started at or after t
-        ok = (i > 0) & (j < len(self.s))
+        ok = (i >= min_side) & (j <= len(self.s) - min_side)
         t = x + self.env.t_ref
         for g0, g1 in self.gaps:
             ok &= ~((t > g0) & (t < g1))
         ii, jj = np.maximum(i - 1, 0), np.minimum(j, len(self.s) - 1)
-        lo = np.minimum(self.lo_l[ii] - R * x, self.lo_r[jj] + R * x)
-        hi = np.maximum(self.hi_l[ii] + R * x, self.hi_r[jj] - R * x)
+        both = (np.maximum, np.minimum) if joined else (np.minimum, np.maximum)
+        lo = both[0](self.lo_l[ii] - R * x, self.lo_r[jj] + R * x)
+        hi = both[1](self.hi_l[ii] + R * x, self.hi_r[jj] - R * x)
         return lo, hi, ok
 
     def at(self, t_ns: int) -> tuple[int, int] | None:

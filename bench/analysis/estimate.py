@@ -816,12 +816,14 @@ def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
 
 
 def _span_offset(two: _envelope.TwoSided, seg: Segment) -> Bound | None:
-    """The lowest and highest offset the published bound allows at any instant from the
-    segment's first read to its last: between two reads each side's bound is linear in t, so the
-    extremes are at the reads' own instants (every one of them is evaluated)."""
+    """The lowest and highest offset at any instant from the segment's first read to its last
+    with no unseen step there (the reads on both sides of each instant intersected, not their
+    hull): what a limit over the span is judged on, its assumption said beside it (the
+    clock's `unseen_step` says what could hide). Between two reads each side's bound is linear in
+    t, so the extremes are at the reads' own instants (every one of them is evaluated)."""
     pts = np.unique(np.clip(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref,
                             seg.start_ns, seg.end_ns))
-    lo, hi, ok = two.bounds(pts)
+    lo, hi, ok = two.bounds(pts, joined=True)
     if not ok.any():
         return None
     th = two.env.theta0

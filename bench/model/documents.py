@@ -391,8 +391,8 @@ class SegmentSummary(Segment):
 
     @property
     def span_offset_ns(self) -> Bound | None:
-        """summary.json's `span_offset_ns`: every offset the proven bound allows from the
-        segment's first read to its last."""
+        """summary.json's `span_offset_ns`: every offset the reads allow from the segment's first
+        read to its last with no unseen step there (assumed: limits say so)."""
         return self.span_offset
 
     @property

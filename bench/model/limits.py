@@ -131,22 +131,23 @@ def _within(lo: float, hi: float, lim: float) -> str:
 
 
 def span_model(c) -> tuple[float, str]:
-    """(rate bound ppm, model text) an offset over a span rests on: the clock's stated model
-    (summary `assumptions.model`: the rate bound, at most one unseen step per segment), whose rate
-    bound also carries a segment's first and last bounds beyond its reads when a span is asked."""
+    """(rate bound ppm, model text) an offset over a span is judged under: the rate bound
+    (checked by the fit) and no unseen step over the span, with the step the clock says could
+    hide (summary `assumptions.unseen_step`)."""
     a = c.assumptions
     prior = a.drift_prior_ppm if a is not None else 600.0
-    text = (a.raw.get("model") if a is not None else "") or \
-        f"offset moves at most {prior:g} ppm (the prior, checked); at most one unseen step"
-    return float(prior), str(text).split("; a step of ")[0]
+    step = (a.unseen_step or {}).get("size_ns") if a is not None else None
+    text = f"offset moves at most {prior:g} ppm (checked); assumed: no unseen step over the span"
+    text += f" (a step of {fmt_ns(step)} or more shows with probability >= 0.99)" if step else ""
+    return float(prior), text
 
 
 def segment_range(sg, prior_ppm: float, t0: int | None = None,
                   t1: int | None = None) -> tuple[float, float]:
     """(lo, hi) ns the offset can take over [t0, t1] (default: the segment's calibrated span,
-    first to last read): the estimator's `span_offset_ns` (every instant's proven bound, from
-    the first read to the last), carried beyond the reads at the rate bound where the span asked
-    for goes further. Older folders without it: the bound at the epoch and the band's points,
+    first to last read): the estimator's `span_offset_ns` (every instant's bound with no unseen
+    step over the span), carried beyond the reads at the rate bound where the span asked for
+    goes further. Older folders without it: the bound at the epoch and the band's points,
     each widened by the rate bound to every instant."""
     t0 = sg.start_ns if t0 is None else t0
     t1 = sg.end_ns if t1 is None else t1

@@ -90,6 +90,7 @@ class EntryTable:
         self.cal_names: list[str] = [""]
         self._cal: dict = {"": 0}
         self._clock: dict = {}
+        self.clock_names: list = []      # device/clock/segment keys by their index
         self.sources: list = []
 
     def _ix(self, table: dict, names: list | None, key) -> int:
@@ -110,7 +111,7 @@ class EntryTable:
             "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
             "has_stamp": [e.stamp_ns is not None for e in entries],
             "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],
-            "clock": [self._ix(self._clock, None, e.clock_key) if s else -1
+            "clock": [self._ix(self._clock, self.clock_names, e.clock_key) if s else -1
                       for e, s in zip(entries, stamped)],
             "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
             "status": [STATUSES.index(e.status) if e.status in STATUSES else 0 for e in entries],
@@ -131,7 +132,8 @@ class EntryTable:
         uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
         names = [m.calibration_of(int(sel[i])) for i in first]
         cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
-        keys = np.array([self._ix(self._clock, None, f"{device}/{clock}/{nm}") for nm in names],
+        keys = np.array([self._ix(self._clock, self.clock_names, f"{device}/{clock}/{nm}")
+                         for nm in names],
                         np.int64)[inv]
         status = m.status[sel].astype(np.int8)
         src = len(self.sources)
@@ -190,8 +192,10 @@ class Timeline:
         dev, plane = t.devices[int(c["dev"][i])]
         src, k = self.source(i), int(c["idx"][i])
         basis = BASES[int(c["basis"][i])]
+        ck = int(c["clock"][i])
         return Entry(dev, plane, src.label(k), int(c["lo"][i]), int(c["hi"][i]), basis,
-                     None, int(c["stamp"][i]) if c["has_stamp"][i] else None, int(c["res"][i]),
+                     t.clock_names[ck] if ck >= 0 else None,
+                     int(c["stamp"][i]) if c["has_stamp"][i] else None, int(c["res"][i]),
                      src.raw(k), t.cal_names[int(c["cal"][i])],
                      STATUSES[int(c["status"][i])], int(c["dist"][i]))
 

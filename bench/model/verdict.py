@@ -100,8 +100,8 @@ def band_range(seg: SegmentSummary) -> tuple[float, float, float]:
 
 def span_range(clock: ClockSummary) -> tuple[float, float]:
     """(lowest, highest) offset over every segment's calibrated span (first to last read), as the
-    limits judge it (bench.model.limits.segment_range: every instant's proven bound from the
-    first read to the last): never the band's extrapolated edges."""
+    limits judge it (bench.model.limits.segment_range: every instant's bound from the first read
+    to the last, with no unseen step there): never the band's extrapolated edges."""
     from bench.model.limits import segment_range, span_model
     prior, _ = span_model(clock)
     rng = [segment_range(sg, prior) for sg in clock.segments]
