@@ -1,0 +1,105 @@
+"""Real PDU MIBs through the driver and the emulator: each vendor's agent (`[sim] vendor`)
+announces its sysObjectID, the driver picks that vendor's objects by it (or by the inventory's
+`vendor`), switches an outlet, hears the vendor's trap, reads the outlet's state back, and counts
+a trap the agent lost."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from bench.reference.clock import Reference
+from tests.test_snmp_pdu import credentials, driver, pdu_toml, run  # noqa: F401  (fixture)
+
+# sim vendor -> (inventory override, Identity.vendor, MIB, chosen by)
+VENDORS = {
+    "apc": ("", "APC", "PowerNet-MIB (rPDU)", "sysObjectID 1.3.6.1.4.1.318.1.3.4.5"),
+    "apc_rpdu2": ("apc_rpdu2", "APC", "PowerNet-MIB (rPDU2)", "inventory key vendor"),
+    "apc_spdu": ("apc_spdu", "APC", "PowerNet-MIB (sPDU, MasterSwitch)", "inventory key vendor"),
+    "raritan": ("", "Raritan", "PDU2-MIB", "sysObjectID 1.3.6.1.4.1.13742.6"),
+    "eaton": ("", "Eaton", "EATON-EPDU-MIB", "sysObjectID 1.3.6.1.4.1.534.6.6.7"),
+    "sentry4": ("", "Server Technology", "Sentry4-MIB", "sysObjectID 1.3.6.1.4.1.1718.4"),
+}
+
+
+def poll_until(d, done, deadline_s: float = 20.0) -> list:
+    """log_entries until `done(entries so far)`; a deadline, not a margin."""
+    async def go():
+        got, cursor = [], None
+        end = time.monotonic() + deadline_s
+        while not done(got):
+            assert time.monotonic() < end, [e.message for e in got]
+            entries, cursor = await d.log_entries(cursor)
+            got += entries
+            await asyncio.sleep(0.05)
+        return got
+    return go()
+
+
+@pytest.mark.parametrize("vendor", sorted(VENDORS))
+def test_vendor_mib_chosen_switched_trapped_and_read_back(sim_rack, vendor):
+    override, name, mib, chosen = VENDORS[vendor]
+    sim = sim_rack(pdu_toml(vendor=vendor, override=override, hrsystemdate=False,
+                            stimuli=("outlet_off:2", "outlet_on:2")))
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        try:
+            ident = await d.identity()
+            await d.log_entries(None)              # the first state read: outlet 2 on
+            await d.stimulate("outlet_off", 2)
+            got = await poll_until(d, lambda es: any(e.message.startswith("trap") for e in es)
+                                   and any(e.message == "state outlet 2 off" for e in es))
+            return ident, got, d.watch.lost
+        finally:
+            await d.close()
+
+    ident, entries, lost = run(go())
+    assert (ident.vendor, ident.extra["mib"], ident.extra["mib_chosen_by"]) == (name, mib, chosen)
+    assert "traps are the log" in ident.extra["log"]
+    assert ident.model and ident.serial and ident.firmware == "1.0.0"
+    events = sim.ctx.events[dev.name]
+    assert [e["kind"] for e in events][:2] == ["outlet_command", "outlet_off"]
+    (trap,) = [e for e in entries if e.message.startswith("trap")]
+    assert "outlet 2" in trap.message and trap.value_ns is not None
+    logged = [e for e in events if e["kind"] == "outlet_log"]
+    assert trap.value_ns == logged[0]["stamp_ns"]                # the agent's sysUpTime stamp
+    assert not [e for e in entries if e.cursor.startswith("log:")]   # no vendor log table
+    assert lost == 0
+
+
+def test_a_lost_trap_is_logged_and_counted(sim_rack):
+    """The agent loses its first outlet trap; the state read shows the outlet off and no trap
+    comes within the grace period: one lost trap. The second change's trap arrives: not lost."""
+    sim = sim_rack(pdu_toml(vendor="eaton", hrsystemdate=False, sim="drop_traps = 1",
+                            stimuli=("outlet_off:2", "outlet_on:2")).replace(
+        'trap_listen', 'trap_grace_s = 0.3\ntrap_listen'))
+    dev = sim.rack.devices[0]
+
+    async def go():
+        d = driver(dev)
+        await d.open()
+        try:
+            await d.log_entries(None)
+            await d.stimulate("outlet_off", 2)
+            first = await poll_until(d, lambda es: any(e.message.startswith("lost trap") for e in es))
+            await d.stimulate("outlet_on", 2)
+
+            def settled(es):          # the change was seen, its trap came, the grace has passed
+                on = [e for e in es if e.message == "state outlet 2 on"]
+                return bool(on) and Reference.now_ns() - on[0].e_ns > d.watch.grace_ns \
+                    and any(e.message.startswith("trap") for e in es)
+            second = await poll_until(d, settled)
+            return first, second, d.watch.lost
+        finally:
+            await d.close()
+
+    first, second, lost = run(go())
+    assert [e["kind"] for e in sim.ctx.events[dev.name] if e["kind"] == "trap_lost"] == ["trap_lost"]
+    (gone,) = [e for e in first if e.message.startswith("lost trap")]
+    assert "outlet 2 off" in gone.message and "(lost traps: 1)" in gone.message
+    assert not [e for e in first if e.message.startswith("trap")]
+    assert lost == 1 and not [e for e in second if e.message.startswith("lost trap")]
