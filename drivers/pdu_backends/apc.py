@@ -16,8 +16,10 @@ BACKEND = PduBackend(
     outlet_name=f"{APC}.1.1.12.3.3.1.1.2",           # rPDUOutletControlOutletName
     commands={"outlet_on": (CONTROL, 1), "outlet_off": (CONTROL, 2),
               "outlet_reboot": (CONTROL, 3)},        # immediateOn / immediateOff / immediateReboot
-    outlet_state=f"{APC}.1.1.12.3.5.1.1.4",          # rPDUOutletStatusOutletState: on(1) off(2)
-    states={1: "on", 2: "off"},
+    # the state as the command column reads it ("Getting this variable will return the outlet
+    # state": immediateOn(1) / immediateOff(2)); rPDUOutletStatusOutletState (.12.3.5.1.1.4)
+    # says the same in on(1) off(2)
+    outlet_state=CONTROL, states={1: "on", 2: "off"},
     sys_object_ids=(APC,),
     traps={f"{APC}.0.268": "rPDUOutletOn", f"{APC}.0.269": "rPDUOutletOff"},
     trap_states={f"{APC}.0.268": "on", f"{APC}.0.269": "off"},
