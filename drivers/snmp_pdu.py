@@ -199,7 +199,8 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 raise DeviceError(self.name, "error", str(exc)) from None
             self.chosen_by = "inventory key vendor"
         self.trap_listen = opts.get("trap_listen")
-        self.watch = OutletWatch(int(float(opts.get("trap_grace_s", 10.0)) * NS), bool(self.trap_listen))
+        grace_ns = int(float(opts.get("trap_grace_s", 10.0)) * NS)
+        self.watch = OutletWatch(grace_ns, traps_expected=bool(self.trap_listen))
         for entry in self.config.stimuli:
             name, _, target = entry.partition(":")
             if name in STIMULI and target.isdigit():
