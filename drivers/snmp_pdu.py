@@ -8,10 +8,10 @@ through the vendor's own MIB (drivers/pdu_backends: APC PowerNet rPDU / rPDU2 / 
 PDU2, Eaton ePDU, ServerTech Sentry4), chosen by the agent's `sysObjectID` unless the inventory
 names one. Log: outlet traps received on `trap_listen`, stamped in sysUpTime; no vendor MIB keeps
 an outlet-change record with a stamp, so traps are the log (the simulated "rackclock" PDU adds
-the project's experimental outlet log table, walked too). Each log poll also reads the state of
-the outlets it watches (those the inventory allows stimuli on, were commanded or trapped, at
-most 64, one GET): a change no trap announced within `trap_grace_s` is a lost trap, logged as
-an entry "lost trap" and counted.
+the project's experimental outlet log table, walked too). Where traps are received, each log
+poll also reads the state of the outlets it watches (those the inventory allows stimuli on, were
+commanded or trapped, at most 64, one GET): a change no trap announced within `trap_grace_s` is
+a lost trap, logged as an entry "lost trap" (no stamp: the device's was lost) and counted.
 
 The bracket is taken in pysnmp's UDP transport: `s` just before `sendto` of the request, `e`
 when the answer's datagram reaches the event loop, so encoding, USM crypto and decoding stay
@@ -318,7 +318,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         b = self.backend
         note = b.log_note if b else "no outlet MIB: traps are the log"
         if not self.trap_listen and (b is None or not b.log):
-            note += " (no trap_listen configured: outlet changes are seen only by state reads)"
+            note += " (no trap_listen configured: outlet changes are not logged)"
         return note
 
     @staticmethod
@@ -574,34 +574,38 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         return None, None
 
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
-        """Traps received since the cursor, outlet changes a state read shows (and traps they
-        show lost), then new rows of the outlet event log where the MIB keeps one.
+        """Traps received since the cursor, the traps a state read shows lost, then new rows of
+        the outlet event log where the MIB keeps one.
         Cursor: "log=<last row index>;trap=<traps seen>"."""
         pos = dict(p.split("=", 1) for p in (cursor or "").split(";") if "=" in p)
         log_at, trap_at = int(pos.get("log", 0)), int(pos.get("trap", 0))
         entries = list(self._traps[max(0, trap_at - self._traps_base):])
         trap_at = self._traps_base + len(self._traps)
-        entries += await self._outlet_changes()
+        entries += await self._lost_traps()
         if self.backend is not None and self.backend.log == "rackclock":
             log_at = await self._walk_outlet_log(log_at, entries)
         return entries, f"log={log_at};trap={trap_at}"
 
-    async def _outlet_changes(self) -> list[LogEntry]:
-        """One GET of the watched outlets' state: the changes since the last read, and the lost
-        traps (changes no trap announced within the grace period)."""
+    async def outlet_states(self) -> tuple[int, int, dict[int, str]]:
+        """One GET of the watched outlets' state through the vendor's MIB: (s_ns, e_ns,
+        {outlet: "on" | "off"}); outlets in another state (pending, unknown) are left out."""
         b, outlets = self.backend, sorted(self.watch.outlets)
         if b is None or not outlets:
-            return []
+            return 0, 0, {}
         s, e, vbs = await self._get(*(b.instance(b.outlet_state, o) for o in outlets),
                                     what="read outlet states")
-        states = {o: b.states[int(v)] for o, (_, v) in zip(outlets, vbs)
-                  if isinstance(v, univ.Integer) and int(v) in b.states}
+        return s, e, {o: b.states[int(v)] for o, (_, v) in zip(outlets, vbs)
+                      if isinstance(v, univ.Integer) and int(v) in b.states}
+
+    async def _lost_traps(self) -> list[LogEntry]:
+        """Where traps are expected: read the watched outlets' state, and log the changes no
+        trap announced within the grace period (lost traps). The changes themselves are not
+        log entries: the device did not stamp them."""
+        if not self.trap_listen or self.backend is None or not self.watch.outlets:
+            return []
+        s, e, states = await self.outlet_states()
+        self.watch.states_read(states, s, e)
         out = []
-        for c in self.watch.states_read(states, s, e):
-            out.append(LogEntry(cursor=f"state:{c.outlet}:{e}", clock="sysuptime", value_ns=None,
-                                resolution_ns=TICK_NS, s_ns=s, e_ns=e,
-                                message=f"state outlet {c.outlet} {c.state}",
-                                raw=f"{b.instance(b.outlet_state, c.outlet)} read {c.state}"))
         for c in self.watch.expired(self.now_ns()):
             log.warning("%s: lost trap: outlet %d turned %s (seen by a state read) and no trap "
                         "said so within %.1f s", self.name, c.outlet, c.state,

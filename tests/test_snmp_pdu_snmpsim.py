@@ -131,24 +131,24 @@ def test_outlet_control_through_the_apc_backend_chosen_by_sys_object_id(snmpsim)
         await d.open()
         try:
             ident = await d.identity()
-            _, cursor = await d.log_entries(None)         # the first state read: outlet 1 on
+            before = (await d.outlet_states())[2]
             off = await d.stimulate("outlet_off", 1)
-            after_off, cursor = await d.log_entries(cursor)
+            after_off = (await d.outlet_states())[2]
             on = await d.stimulate("outlet_on", 1)
-            after_on, _ = await d.log_entries(cursor)
-            return ident, off, after_off, on, after_on
+            after_on = (await d.outlet_states())[2]
+            return ident, before, off, after_off, on, after_on
         finally:
             await d.close()
 
-    ident, off, after_off, on, after_on = asyncio.run(go())
+    ident, before, off, after_off, on, after_on = asyncio.run(go())
     assert (ident.vendor, ident.model, ident.serial, ident.firmware) == \
         ("APC", "AP7902B", "5A1551F39430", "v6.7.2")
     assert ident.extra["mib_chosen_by"] == "sysObjectID 1.3.6.1.4.1.318.1.3.4.8"
     assert ident.extra["mib"] == "PowerNet-MIB (rPDU)" and "traps are the log" in ident.extra["log"]
+    assert before == {1: "on"}                            # as recorded
     assert off.sent and off.raw == f"SET {CONTROL}.1 = 2 -> 2"
-    assert [e.message for e in after_off] == ["state outlet 1 off"]
-    assert on.raw == f"SET {CONTROL}.1 = 1 -> 1"
-    assert [e.message for e in after_on] == ["state outlet 1 on"]
+    assert after_off == {1: "off"}                        # the SET remembered, read back
+    assert on.raw == f"SET {CONTROL}.1 = 1 -> 1" and after_on == {1: "on"}
 
 
 def test_sysuptime_bound_contains_the_numeric_modules_truth(snmpsim):
