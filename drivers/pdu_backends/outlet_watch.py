@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MAX_WATCHED = 64                 # outlets read per poll, at most (one GET)
+ANY = "*"                        # a trap that does not say the new state
 
 
 @dataclass
@@ -31,15 +32,16 @@ class OutletWatch:
             self.outlets.add(outlet)
 
     def trap(self, outlet: int, state: str | None, t_ns: int) -> None:
+        """A trap about `outlet` announcing `state` (None: a trap that does not say which)."""
         self.watch(outlet)
-        if state:
-            self.trapped[outlet] = (state, t_ns)
+        self.trapped[outlet] = (state or ANY, t_ns)
         self.pending = [c for c in self.pending if not self._announced(c)]
 
     def _announced(self, c: Change) -> bool:
-        """A trap with the new state, received after the read that still showed the old one."""
+        """A trap with the new state (or not saying), received after the read that still showed
+        the old one."""
         st = self.trapped.get(c.outlet)
-        return st is not None and st[0] == c.state and st[1] >= c.after_ns
+        return st is not None and st[0] in (c.state, ANY) and st[1] >= c.after_ns
 
     def states_read(self, states: dict[int, str], s_ns: int, e_ns: int) -> list[Change]:
         """Record one read of the watched outlets; returns the changes it shows (the first read
