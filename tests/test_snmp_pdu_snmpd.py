@@ -1,10 +1,10 @@
 """The PDU driver against net-snmp's own agent, snmpd: an agent whose sysObjectID names no PDU MIB
 (NET-SNMP-MIB's linux agent). The driver says so, refuses outlet stimuli with that reason, and its
 sysUpTime bound on the counter's zero meets the interval the truth is independently known in:
-snmpd's sysUpTime counts from the agent's start (not the host's boot), which lies between the kernel's start
-time of the process (/proc/PID/stat, in clock ticks since boot, mapped to CLOCK_REALTIME) and the
-end of the first exchange it answered (measured here: the bound lies 4-16 ms after the process
-start, the interval spans 0-725 ms)."""
+snmpd's sysUpTime counts from the agent's start (not the host's boot), which lies between the
+kernel's start time of the process (/proc/PID/stat, in clock ticks since boot, mapped to
+CLOCK_REALTIME) and the end of the first exchange it answered (measured here: the bound lies
+4-16 ms after the process start, the interval spans 0-725 ms)."""
 from __future__ import annotations
 
 import asyncio
