@@ -12,14 +12,20 @@ import pytest
 from bench.reference.clock import Reference
 from tests.test_snmp_pdu import credentials, driver, pdu_toml, run  # noqa: F401  (fixture)
 
-# sim vendor -> (inventory override, Identity.vendor, MIB, chosen by)
+# sim vendor -> (inventory override, Identity.vendor, MIB, chosen by, the trap's message)
 VENDORS = {
-    "apc": ("", "APC", "PowerNet-MIB (rPDU)", "sysObjectID 1.3.6.1.4.1.318.1.3.4.5"),
-    "apc_rpdu2": ("apc_rpdu2", "APC", "PowerNet-MIB (rPDU2)", "inventory key vendor"),
-    "apc_spdu": ("apc_spdu", "APC", "PowerNet-MIB (sPDU, MasterSwitch)", "inventory key vendor"),
-    "raritan": ("", "Raritan", "PDU2-MIB", "sysObjectID 1.3.6.1.4.1.13742.6"),
-    "eaton": ("", "Eaton", "EATON-EPDU-MIB", "sysObjectID 1.3.6.1.4.1.534.6.6.7"),
-    "sentry4": ("", "Server Technology", "Sentry4-MIB", "sysObjectID 1.3.6.1.4.1.1718.4"),
+    "apc": ("", "APC", "PowerNet-MIB (rPDU)", "sysObjectID 1.3.6.1.4.1.318.1.3.4.5",
+            "trap rPDUOutletOff outlet 2 off"),
+    "apc_rpdu2": ("apc_rpdu2", "APC", "PowerNet-MIB (rPDU2)", "inventory key vendor",
+                  "trap rPDUOutletOff outlet 2 off"),
+    "apc_spdu": ("apc_spdu", "APC", "PowerNet-MIB (sPDU, MasterSwitch)", "inventory key vendor",
+                 "trap outletOff outlet 2 off"),
+    "raritan": ("", "Raritan", "PDU2-MIB", "sysObjectID 1.3.6.1.4.1.13742.6",
+                "trap outletSensorStateChange outlet 2"),
+    "eaton": ("", "Eaton", "EATON-EPDU-MIB", "sysObjectID 1.3.6.1.4.1.534.6.6.7",
+              "trap notifyOutletControlStatus outlet 2 off"),
+    "sentry4": ("", "Server Technology", "Sentry4-MIB", "sysObjectID 1.3.6.1.4.1.1718.4",
+                "trap st4OutletStateChangeEvent outlet 2 off"),
 }
 
 
@@ -39,7 +45,7 @@ def poll_until(d, done, deadline_s: float = 20.0) -> list:
 
 @pytest.mark.parametrize("vendor", sorted(VENDORS))
 def test_vendor_mib_chosen_switched_trapped_and_read_back(sim_rack, vendor):
-    override, name, mib, chosen = VENDORS[vendor]
+    override, name, mib, chosen, message = VENDORS[vendor]
     sim = sim_rack(pdu_toml(vendor=vendor, override=override, hrsystemdate=False,
                             stimuli=("outlet_off:2", "outlet_on:2")))
     dev = sim.rack.devices[0]
@@ -64,7 +70,7 @@ def test_vendor_mib_chosen_switched_trapped_and_read_back(sim_rack, vendor):
     events = sim.ctx.events[dev.name]
     assert [e["kind"] for e in events][:2] == ["outlet_command", "outlet_off"]
     (trap,) = [e for e in entries if e.message.startswith("trap")]
-    assert "outlet 2" in trap.message and trap.value_ns is not None
+    assert trap.message == message and trap.value_ns is not None
     logged = [e for e in events if e["kind"] == "outlet_log"]
     assert trap.value_ns == logged[0]["stamp_ns"]                # the agent's sysUpTime stamp
     assert not [e for e in entries if e.cursor.startswith("log:")]   # no vendor log table

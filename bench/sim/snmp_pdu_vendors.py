@@ -72,7 +72,8 @@ APC_SPDU = VendorLayout(
     firmware=oid(f"{APC_}.1.1.4.1.2.0"), outlet_name=oid(f"{APC_}.1.1.4.4.2.1.4"),
     commands={oid(f"{APC_}.1.1.4.4.2.1.3"): APC_CMD}, reads={oid(f"{APC_}.1.1.4.4.2.1.3"): (1, 2)},
     outlet_state=oid(f"{APC_}.1.1.4.4.2.1.3"), state_on=1, state_off=2,
-    model_name="AP9211", descr=APC_DESCR, **APC_TRAPS)
+    model_name="AP9211", descr=APC_DESCR,      # MasterSwitch traps outletOn(41) / outletOff(42)
+    **{**APC_TRAPS, "trap_on": oid(f"{APC_}.0.41"), "trap_off": oid(f"{APC_}.0.42")})
 
 RARITAN_ = "1.3.6.1.4.1.13742.6"
 RARITAN = VendorLayout(

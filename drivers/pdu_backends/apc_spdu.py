@@ -14,6 +14,9 @@ BACKEND = PduBackend(
     outlet_name=f"{APC}.1.1.4.4.2.1.4",              # sPDUOutletCtlName
     commands={"outlet_on": (CONTROL, 1), "outlet_off": (CONTROL, 2), "outlet_reboot": (CONTROL, 3)},
     outlet_state=CONTROL, states={1: "on", 2: "off"},
-    traps=RPDU.traps, trap_states=RPDU.trap_states, trap_outlet=RPDU.trap_outlet,
-    log_note=RPDU.log_note,
+    # MasterSwitch traps outletOn(41) / outletOff(42), the outlet in mtrapargsInteger (AP9210
+    # user guide); newer firmware also sends rPDU's
+    traps={f"{APC}.0.41": "outletOn", f"{APC}.0.42": "outletOff", **RPDU.traps},
+    trap_states={f"{APC}.0.41": "on", f"{APC}.0.42": "off", **RPDU.trap_states},
+    trap_outlet=RPDU.trap_outlet, log_note=RPDU.log_note,
 )
