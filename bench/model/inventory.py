@@ -124,6 +124,7 @@ DEVICE_KEYS = {
     # the fit's assumptions about this device's oscillator (bench/model/summary.py)
     "drift_prior_ppm": Key("float", 0.001, 10_000.0, unit="ppm"),
     "wander_ppm": Key("float", 0.0, 1_000.0, unit="ppm per sqrt(hour)"),
+    "tick_lag_ms": Key("float", 0.0, 10_000.0, unit="ms"),
 }
 RACK_KEYS = {
     "name": Key("str"), "reference": Key("str"), "simulated": Key("bool"),

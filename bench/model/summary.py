@@ -11,6 +11,7 @@ import numpy as np
 
 from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
                             fit_clock, wander_allowance_ns_per_s)
+from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
 from bench.model.rundata import Samples, load_samples
 from bench.model.stamps import bound_stamps
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
@@ -49,26 +50,45 @@ def _truth_offset_at(tc: dict, t: int) -> float:
 
 
 def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
-    """Does the truth lie inside this segment's bounds? Truth offset at the segment's epoch;
-    truth drift at the epoch (the grid point nearest it), which is what the published drift
-    bounds (bench.analysis.estimate: it holds at every instant only when no frequency change went
-    unseen)."""
+    """Does the truth lie inside this segment's bounds? Every proven quantity is checked: the
+    offset at the epoch, every point of the band, the mean drift over its window (against the
+    truth's mean there); the drift at the epoch is assumed (bench.analysis.estimate) and is
+    checked apart (`drift_in`), never ANDed into the others."""
     o, d = seg["offset_ns"], seg["drift_ppm"]
-    true_off = _truth_offset_at(truth_clock, seg["epoch_ns"])
-    if modulus_ns:
-        true_off -= round((true_off - o["point"]) / modulus_ns) * modulus_ns
+
+    def offset_at(t):
+        x = _truth_offset_at(truth_clock, int(t))
+        if modulus_ns:
+            x -= round((x - o["point"]) / modulus_ns) * modulus_ns
+        return x
+
+    true_off = offset_at(seg["epoch_ns"])
     ts = np.asarray(truth_clock["t_ns"], dtype=np.int64)
     drifts = np.asarray(truth_clock["drift_ppm"], dtype=float)
     true_drift = float(drifts[np.argmin(np.abs(ts - seg["epoch_ns"]))])
-    # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
-    return {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"]),
-            "drift_ppm": true_drift, "drift_in": bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4)}
+    b = seg.get("band") or {"t_ns": [], "lo": [], "hi": []}
+    band_out = [t for t, lo, hi in zip(b["t_ns"], b["lo"], b["hi"])
+                if not lo <= offset_at(t) <= hi]
+    out = {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"]),
+           "band_points": len(b["t_ns"]), "band_in": not band_out,
+           # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
+           "drift_ppm": true_drift,
+           "drift_in": bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4)}
+    if band_out:
+        out["band_out_t_ns"] = band_out[:5]
+    md = seg.get("mean_drift_ppm")
+    if md and md.get("to_ns", 0) > md.get("from_ns", 0):
+        t1, t2 = md["from_ns"], md["to_ns"]
+        true_md = (offset_at(t2) - offset_at(t1)) / (t2 - t1) * 1e6
+        out["mean_drift_ppm"] = true_md
+        out["mean_drift_in"] = bool(md["lo"] - 1e-4 <= true_md <= md["hi"] + 1e-4)
+    return out
 
 
 def band(seg, points: int = 60) -> dict:
     """The proven offset band sampled across a segment (for plots: exact at each point). Each
-    point holds even with one unseen break in the segment (Segment.proven_offset_at); points
-    with no read on one side (the segment's ends) are left out."""
+    point is the published model's bound there (Segment.proven_offset_at: the rate bound, one
+    unseen step); points with no read on one side (the segment's ends) are left out."""
     ts = np.linspace(seg.start_ns, seg.end_ns, points).astype(np.int64) if seg.end_ns > seg.start_ns \
         else np.array([seg.start_ns], dtype=np.int64)
     pts = [(int(t), b) for t in ts if (b := seg.proven_offset_at(int(t))) is not None]
@@ -143,6 +163,49 @@ class ClockResult:
     fit: ClockFit | None = None
     wraps: list = field(default_factory=list)
     note: str = ""
+    lag_ns: int = 0                  # the reading may lag the clock by this much (tick_lag_ms)
+    stuck: dict | None = None        # {"reads", "span_s"}: it never advanced; nothing fitted
+
+
+STUCK_MIN_READS = 3
+
+
+def stuck(s, e, v, declared_ns: int) -> bool:
+    """A clock that showed one value over at least STUCK_MIN_READS reads spanning more than
+    twice its declared resolution (and a second) did not advance: a wall clock stopped, a
+    counter frozen. Nothing is published for it (a single value bounds neither offset nor
+    tick)."""
+    return (len(v) >= STUCK_MIN_READS and int(np.min(v)) == int(np.max(v))
+            and int(e[-1]) - int(s[0]) > max(2 * int(declared_ns), 1_000_000_000))
+
+
+def lag_ns(meta: dict, clock_meta: dict) -> int:
+    """How far a reading may lag its clock: the rack file's `tick_lag_ms` for the device, else
+    what the driver declares for the clock (`lag_ns`), else 0."""
+    if "tick_lag_ms" in meta:
+        return round(float(meta["tick_lag_ms"]) * 1e6)
+    return int(clock_meta.get("lag_ns") or 0)
+
+
+def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: float) -> dict:
+    """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
+    reads that need more split or are beyond the prior), at most one unseen step per segment,
+    the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
+    from bench.units import fmt_ns
+    seg = fit.segments[-1] if fit and fit.segments else None
+    text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
+            f"inside a segment unseen")
+    out: dict = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
+    if seg is not None and seg.bracket_ns:
+        x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
+                           rate_hz)
+        out["unseen_step"] = {"size_ns": x, "probability": UNSEEN_P, "within_s": UNSEEN_WITHIN_S}
+        text += (f"; a step of {fmt_ns(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
+                 f"probability >= {UNSEEN_P:g}")
+    if lag:
+        text += f"; reading lags its clock by at most {fmt_ns(lag)}"
+    out["model"] = text
+    return out
 
 
 def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, ClockResult]:
@@ -162,10 +225,14 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
                          for i in range(1, len(count)) if count[i] > count[i - 1]]
             wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
                                                (int(s[-1]) - int(s[0])) / 1e9)
+            res.lag_ns = lag_ns(meta, cm)
+            if stuck(s, e, v, declared):
+                res.stuck = {"reads": int(len(s)), "span_s": (int(e[-1]) - int(s[0])) / 1e9}
+                continue
             res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
                                 drift_prior_ppm=float(meta.get("drift_prior_ppm",
                                                                   DEFAULT_DRIFT_PRIOR_PPM)),
-                                wander_ns_per_s=wander)
+                                wander_ns_per_s=wander, lag_ns=res.lag_ns)
         except Exception as exc:  # the estimator must never take the summary down
             res.note = f"estimator failed: {exc!r}"
     return out
@@ -195,7 +262,15 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
             "resolution_basis": fit.resolution_basis if fit else "unproven",
             "reference_uncertainty_ns": int(uncertainty_ns),
-            "rate_changes": RATE_CHANGE_ASSUMPTION}
+            "rate_changes": RATE_CHANGE_ASSUMPTION,
+            **model_statement(float(fit.drift_prior_ppm if fit else
+                                    meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
+                              res.lag_ns, fit, float(meta.get("rate_hz") or 1.0))}
+        if res.stuck is not None:
+            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.STUCK,
+                         stuck=res.stuck, note=(f"did not advance over {res.stuck['reads']} reads "
+                                                f"spanning {res.stuck['span_s']:.1f} s"))
+            continue
         if fit is None:
             entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED, note=res.note)
             continue
@@ -227,7 +302,8 @@ def device_meta(manifest: dict, name: str) -> dict:
     (frequency walk per sqrt(hour), default 0)."""
     inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
     return {**manifest.get("devices", {}).get(name, {}),
-            **{k: inv[k] for k in ("drift_prior_ppm", "wander_ppm") if k in inv}}
+            **{k: inv[k] for k in ("drift_prior_ppm", "wander_ppm", "tick_lag_ms", "rate_hz")
+               if k in inv}}
 
 
 def summarize_run(path: Path, manifest: dict, truth: dict | None = None,

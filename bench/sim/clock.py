@@ -32,6 +32,15 @@ class ClockParams:
     reboots: tuple[float, ...] = ()  # at_s after t0: a counter restarts from zero
     slews: tuple[tuple[float, float, float], ...] = ()  # (at_s, duration_s, rate_ppm): NTP-style
     freq_steps: tuple[tuple[float, float], ...] = ()   # (at_s, delta_ppm): the frequency changes
+    blips: tuple[tuple[float, float, float], ...] = ()  # (at_s, size_s, back_after_s): a step
+    #                                      and its correction (an NTP step, then the re-sync)
+    discipline: tuple[float, ...] = ()  # (every_lo_s, every_hi_s, corr_lo_ms, corr_hi_ms,
+    #        slew_ppm): an NTP client correcting ±corr every `every` s by slewing (no step)
+    hunting: tuple[float, ...] = ()      # (ppm, period_s): a PLL hunting, ±ppm alternating
+    tick_lag_ms: tuple[float, ...] = ()  # (lo, hi): the reading lags the clock by a varying
+    #        lag in [lo, hi] ms, redrawn each second (libc time() on the kernel's coarse clock)
+    update_s: float = 0.0                # the value updates only every update_s (0: always)
+    horizon_s: float = 6 * 3600.0        # how far discipline and hunting are generated
     reboot_down_s: float = 5.0       # the device does not answer this long after a reboot
     sample_delay_s: float = 0.0      # from request arrival to the instant the clock is sampled
     reply_delay_s: float = 0.0       # from that sample to the answer leaving
@@ -78,6 +87,17 @@ def params_from_table(table: Mapping[str, Any]) -> ClockParams:
     if "freq_steps" in t:     # [{at_s, delta_ppm}] or [[at_s, delta_ppm]]
         t["freq_steps"] = tuple((float(s["at_s"]), float(s["delta_ppm"])) if isinstance(s, Mapping)
                                 else (float(s[0]), float(s[1])) for s in t["freq_steps"])
+    if "blips" in t:          # [{at_s, size_s, back_after_s}] or [[at_s, size_s, back_after_s]]
+        t["blips"] = tuple((float(s["at_s"]), float(s["size_s"]), float(s["back_after_s"]))
+                           if isinstance(s, Mapping) else tuple(float(x) for x in s)
+                           for s in t["blips"])
+    for key, names in (("discipline", ("every_lo_s", "every_hi_s", "corr_lo_ms", "corr_hi_ms",
+                                       "slew_ppm")), ("hunting", ("ppm", "period_s")),
+                       ("tick_lag_ms", ("lo", "hi"))):
+        if key in t:          # a table with these names, or a list in this order
+            x = t[key]
+            t[key] = tuple(float(x[n]) for n in names) if isinstance(x, Mapping) \
+                else tuple(float(y) for y in x)
     if "log_latency_s" in t:
         lat = t["log_latency_s"]
         t["log_latency_s"] = (float(lat), float(lat)) if isinstance(lat, (int, float)) \
@@ -107,7 +127,10 @@ class ClockModel:
         self._freq = np.zeros(1)                           # fractional frequency at each second
         self._phase = np.zeros(1)                          # integral of it, ns, at each second
         self._sigma = params.wander_ppm * 1e-6 / math.sqrt(3600.0)
-        self._steps = sorted((self.t0_ns + round(a * NS), round(s * NS)) for a, s in params.steps)
+        blips = [x for a, s, back in params.blips for x in ((a, s), (a + back, -s))]
+        self._steps = sorted((self.t0_ns + round(a * NS), round(s * NS))
+                             for a, s in (*params.steps, *blips))
+        self._slew_a, self._slew_d, self._slew_r = _slew_arrays(params, seed)
         self._reboots = sorted(self.t0_ns + round(a * NS) for a in params.reboots)
         rate = 1.0 + params.drift_ppm * 1e-6
         self._zero0 = self.t0_ns - round(params.uptime_s * NS / rate)
@@ -169,19 +192,21 @@ class ClockModel:
                 + sum(c(t_ns) for c in self.corrections))
 
     def rate_changes_ns(self, t_ns: int) -> float:
-        """Phase gained by slews and frequency steps up to t (wall clocks), ns."""
+        """Phase gained by slews (discipline and hunting included) and frequency steps up to t
+        (wall clocks), ns."""
         x = 0.0
-        for at, dur, rate in self.p.slews:
-            a = self.t0_ns + at * NS
-            x += rate * 1e-6 * min(max(t_ns - a, 0.0), dur * NS)
+        if len(self._slew_a):
+            dt = float(t_ns - self.t0_ns)
+            x += float(np.sum(self._slew_r * 1e-6 * np.clip(dt - self._slew_a, 0.0, self._slew_d)))
         for at, dppm in self.p.freq_steps:
             x += dppm * 1e-6 * max(t_ns - (self.t0_ns + at * NS), 0.0)
         return x
 
     def rate_change_ppm(self, t_ns: int) -> float:
         """The frequency added by slews and frequency steps at t, ppm."""
-        r = sum(rate for at, dur, rate in self.p.slews
-                if self.t0_ns + at * NS <= t_ns < self.t0_ns + (at + dur) * NS)
+        dt = float(t_ns - self.t0_ns)
+        on = (self._slew_a <= dt) & (dt < self._slew_a + self._slew_d)
+        r = float(np.sum(self._slew_r[on]))
         return r + sum(d for at, d in self.p.freq_steps if self.t0_ns + at * NS <= t_ns)
 
     def add_step(self, at_ns: int, size_ns: int) -> None:
@@ -214,10 +239,24 @@ class ClockModel:
             self._wrap_lead_ns = None
         self._read_once = True
         q = self.p.resolution_ns
-        v = (self.true_ns(t_ns) // q) * q
+        v = (self.true_ns(self.shown_at(int(t_ns))) // q) * q
         if self.p.counter and self.p.wrap_ticks:
             v %= self.p.wrap_ticks * q
         return v
+
+    def shown_at(self, t_ns: int) -> int:
+        """The instant whose clock value the device shows at t: its last update (update_s),
+        less the tick's lag (tick_lag_ms, redrawn each second from the seed)."""
+        p = self.p
+        if p.update_s > 0:
+            u = round(p.update_s * NS)
+            t_ns = self.t0_ns + (t_ns - self.t0_ns) // u * u
+        if p.tick_lag_ms:
+            sec = (t_ns - self.t0_ns) // NS
+            frac = zlib.crc32(f"{self.seed}/{sec}".encode()) / 2 ** 32
+            lo, hi = p.tick_lag_ms
+            t_ns -= round((lo + (hi - lo) * frac) * 1e6)
+        return t_ns
 
     def offset_ns(self, t_ns: int) -> int:
         """Device minus reference at t (for a counter: minus the time since the Unix epoch,
@@ -261,6 +300,30 @@ class ClockModel:
                 "resolution_ns": self.p.resolution_ns, "counter": self.p.counter,
                 "tz_error_ns": self.p.tz_error_ns, "firmware": self.p.firmware,
                 "breaks": self.breaks()}
+
+
+def _slew_arrays(p: ClockParams, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every slew as arrays (start after t0 ns, duration ns, rate ppm): the listed ones, an NTP
+    client's corrections (each ±corr slewed at slew_ppm, one every U(every) s) and a PLL's
+    hunting (±ppm for half a period each), generated from the seed up to the horizon."""
+    rows = [(a * NS, d * NS, r) for a, d, r in p.slews]
+    rng = np.random.default_rng([seed, 7])
+    if p.discipline:
+        e_lo, e_hi, c_lo, c_hi, rate = p.discipline
+        t = float(rng.uniform(0, e_hi))
+        while t < p.horizon_s:
+            corr = float(rng.uniform(c_lo, c_hi)) * 1e-3 * float(rng.choice([-1, 1]))
+            rows.append((t * NS, abs(corr) / (rate * 1e-6) * NS, rate if corr > 0 else -rate))
+            t += float(rng.uniform(e_lo, e_hi))
+    if p.hunting:
+        ppm, period = p.hunting
+        half = period / 2
+        k = int(p.horizon_s // half) + 1
+        rows += [(i * half * NS, half * NS, ppm if i % 2 == 0 else -ppm) for i in range(k)]
+    if not rows:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    a, d, r = (np.array(x, dtype=np.float64) for x in zip(*rows))
+    return a, d, r
 
 
 def device_models(sim: Mapping[str, Any], default_clocks: tuple[str, ...], t0_ns: int,
