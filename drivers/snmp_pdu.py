@@ -76,7 +76,12 @@ SNMP_TRAP_OID = "1.3.6.1.6.3.1.1.4.1.0"
 TICK_NS = 10_000_000
 NS = 1_000_000_000
 SYSUPTIME = ClockSpec("sysuptime", TICK_NS, counter=True, modulus_ns=2 ** 32 * TICK_NS)
-HRSYSTEMDATE = ClockSpec("hrsystemdate", 100_000_000)
+# hrSystemDate's tick may flip late: net-snmp (and firmware built on it) answers it from libc
+# time(), the kernel's coarse clock, which turns over 4-8 ms after the true second, by a varying
+# amount (measured with 4 ms jiffies, HZ=250; a kernel at HZ=100 can lag more: set the rack
+# file's `tick_lag_ms`, which overrides this). Declared as the clock's lag: the fit widens by it.
+HR_DATE_LAG_NS = 10_000_000
+HRSYSTEMDATE = ClockSpec("hrsystemdate", 100_000_000, lag_ns=HR_DATE_LAG_NS)
 AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionError,
                errind.unknownEngineID, errind.notInTimeWindow, errind.unknownSecurityName,
                errind.unsupportedSecurityLevel, errind.authenticationFailure,
