@@ -466,6 +466,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                         extra={"sysDescr": descr, "sysObjectID": oid, "sysName": name,
                                "snmp_version": self.version, "mib": b.mib if b else "",
                                "mib_chosen_by": self.chosen_by, "log": self.log_note(),
+                               "lost_traps_counted": bool(self.trap_listen and b),
                                "clocks": [c.name for c in self._clocks]})
 
     # -- clocks --------------------------------------------------------------------------------

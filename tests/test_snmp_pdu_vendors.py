@@ -112,3 +112,23 @@ def test_a_lost_trap_is_logged_and_counted(sim_rack):
     assert "outlet 2 off" in gone.message and "(lost traps: 1)" in gone.message
     assert not [e for e in first if e.message.startswith("trap")]
     assert lost == 1 and not [e for e in second if e.message.startswith("lost trap")]
+
+
+def test_lost_traps_are_counted_in_the_summary(tmp_path):
+    """A whole run: the agent loses its first outlet trap; summary.json's device-level
+    `traps_lost` counts what the emulator's truth says it dropped (one), and a PDU whose traps
+    are not received says nothing (it cannot tell)."""
+    from bench.model.rundata import load_run
+    from bench.run.experiment import run_experiment
+    lossy = pdu_toml(vendor="eaton", hrsystemdate=False, sim="drop_traps = 1",
+                     stimuli=("outlet_off:2", "outlet_on:2")).replace(
+        'trap_listen', 'trap_grace_s = 0.3\ntrap_listen')
+    deaf = pdu_toml("pdu-deaf", vendor="eaton", hrsystemdate=False, trap=False)
+    rack = tmp_path / "rack.toml"
+    rack.write_text('[rack]\nname = "lost"\nsimulated = true\n\n' + lossy + deaf)
+    run = load_run(run_experiment("clock_offset", rack, tmp_path / "runs",
+                                  {"duration_s": "14", "stimulus_every_s": "3"}, quiet=True))
+    dropped = [e for e in run.truth["devices"]["pdu-t"]["events"] if e["kind"] == "trap_lost"]
+    assert len(dropped) == 1, run.truth["devices"]["pdu-t"]["events"]
+    assert run.summary["devices"]["pdu-t"]["traps_lost"] == 1
+    assert "traps_lost" not in run.summary["devices"]["pdu-deaf"]
