@@ -74,15 +74,21 @@ async def session(port: int, n: int):
         await d.close()
 
 
-def test_snmpd_no_outlet_mib_and_uptime_bound_holds_its_start(tmp_path, monkeypatch):
-    monkeypatch.setenv(ENV, "rc-snmpd-ro")
+def start_snmpd(tmp) -> tuple[subprocess.Popen, int]:
+    """net-snmp's agent on a free loopback port, read community rc-snmpd-ro, no MIB files."""
     port = free_port(socket.SOCK_DGRAM)
-    (tmp_path / "snmpd.conf").write_text("rocommunity rc-snmpd-ro 127.0.0.1\n")
-    agent = subprocess.Popen(["snmpd", "-f", "-Lo", "-C", "-c", str(tmp_path / "snmpd.conf"),
-                              "-p", str(tmp_path / "pid"), f"udp:127.0.0.1:{port}"],
-                             env={**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(tmp_path)},
+    (tmp / "snmpd.conf").write_text("rocommunity rc-snmpd-ro 127.0.0.1\n")
+    agent = subprocess.Popen(["snmpd", "-f", "-Lo", "-C", "-c", str(tmp / "snmpd.conf"),
+                              "-p", str(tmp / "pid"), f"udp:127.0.0.1:{port}"],
+                             env={**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(tmp)},
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
+    return agent, port
+
+
+def test_snmpd_no_outlet_mib_and_uptime_bound_holds_its_start(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, "rc-snmpd-ro")
+    agent, port = start_snmpd(tmp_path)
     try:
         started_lo, _ = process_start_realtime_ns(agent.pid)
         deadline = time.monotonic() + 20
@@ -111,14 +117,7 @@ def test_snmpd_no_outlet_mib_and_uptime_bound_holds_its_start(tmp_path, monkeypa
 @pytest.fixture(scope="module")
 def snmpd_port(tmp_path_factory):
     """A net-snmp agent on loopback, answering; its v2c read community in ENV."""
-    tmp = tmp_path_factory.mktemp("snmpd")
-    port = free_port(socket.SOCK_DGRAM)
-    (tmp / "snmpd.conf").write_text("rocommunity rc-snmpd-ro 127.0.0.1\n")
-    agent = subprocess.Popen(["snmpd", "-f", "-Lo", "-C", "-c", str(tmp / "snmpd.conf"),
-                              "-p", str(tmp / "pid"), f"udp:127.0.0.1:{port}"],
-                             env={**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(tmp)},
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    agent, port = start_snmpd(tmp_path_factory.mktemp("snmpd"))
     os.environ[ENV] = "rc-snmpd-ro"
     try:
         deadline = time.monotonic() + 20
