@@ -117,13 +117,16 @@ def test_a_lost_trap_is_logged_and_counted(sim_rack):
 def test_lost_traps_are_counted_in_the_summary(tmp_path):
     """A whole run: the agent loses its first outlet trap; summary.json's device-level
     `traps_lost` counts what the emulator's truth says it dropped (one), and a PDU whose traps
-    are not received says nothing (it cannot tell)."""
+    are not received says nothing (it cannot tell). hrSystemDate's fit takes the lag the driver
+    declares, or the rack file's `tick_lag_ms`."""
     from bench.model.rundata import load_run
     from bench.run.experiment import run_experiment
-    lossy = pdu_toml(vendor="eaton", hrsystemdate=False, sim="drop_traps = 1",
+    from drivers.snmp_pdu import HR_DATE_LAG_NS
+    lossy = pdu_toml(vendor="eaton", sim="drop_traps = 1",
                      stimuli=("outlet_off:2", "outlet_on:2")).replace(
         'trap_listen', 'trap_grace_s = 0.3\ntrap_listen')
-    deaf = pdu_toml("pdu-deaf", vendor="eaton", hrsystemdate=False, trap=False)
+    deaf = pdu_toml("pdu-deaf", vendor="eaton", trap=False).replace(
+        'driver = "snmp_pdu"\n', 'driver = "snmp_pdu"\ntick_lag_ms = 2.5\n')
     rack = tmp_path / "rack.toml"
     rack.write_text('[rack]\nname = "lost"\nsimulated = true\n\n' + lossy + deaf)
     run = load_run(run_experiment("clock_offset", rack, tmp_path / "runs",
@@ -132,3 +135,6 @@ def test_lost_traps_are_counted_in_the_summary(tmp_path):
     assert len(dropped) == 1, run.truth["devices"]["pdu-t"]["events"]
     assert run.summary["devices"]["pdu-t"]["traps_lost"] == 1
     assert "traps_lost" not in run.summary["devices"]["pdu-deaf"]
+    lags = {d: run.summary["devices"][d]["clocks"]["hrsystemdate"]["assumptions"]["tick_lag_ns"]
+            for d in ("pdu-t", "pdu-deaf")}
+    assert lags == {"pdu-t": HR_DATE_LAG_NS, "pdu-deaf": 2_500_000}, lags
