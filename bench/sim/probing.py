@@ -29,12 +29,14 @@ def bracket_ns(rng: np.random.Generator, sideband: bool) -> int:
 
 def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
                      rng: np.random.Generator, *, sideband: bool = False, lag_s: float = 0.0,
-                     bad: int = 0, lost: float = 0.03, t0_ns: int | None = None):
+                     bad: int = 0, lost: float = 0.03, t0_ns: int | None = None,
+                     aim_declared: bool = False):
     """n answered reads: (s, e, v, sample instants, indices of corrupted reads).
 
     `lag_s`: the device's value lags its own clock by a varying U(0.5, 1)·lag (libc time() on
     the kernel's coarse clock); `bad`: that many consecutive answers, from a random read on, are
-    corrupted by whole ticks, far off (at least 2 s or 20 ticks)."""
+    corrupted by whole ticks, far off (at least 2 s or 20 ticks); `aim_declared`: aim and explore
+    with the declared tick, as the runner did before issue 29 (benchmarks/snmpd_hrsystemdate.py)."""
     p = m.p
     period = NS / rate_hz
     S, E, V, A, corrupted = [], [], [], [], []
@@ -46,7 +48,7 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
     tick, reads = ProvenTick(declared_ns), []
     while len(S) < n:
         slot, centre = grid_slot(origin, slot, period, now)
-        q = tick.update(reads)          # the tick the values prove, as the runner aims with it
+        q = tick.declared_ns if aim_declared else tick.update(reads)   # as the runner aims
         coarse = q >= 1_000_000 and not p.counter and len(S) >= 4
         aim = coarse and k % EXPLORE_EVERY
         k += coarse
