@@ -5,7 +5,7 @@ included) with `ast`:
 - bench/analysis imports only the standard library, numpy, allantools, bench.units, bench.errors
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
-  bench.priority) < analysis < model < reference < compare < output < run < commands (the
+  bench.lockdir, bench.priority) < analysis < model < reference < compare < output < run < commands (the
   modules at bench/ top: cli, timeline_cli, check, resummarize, pytest_plugin, and the
   bench/fleet package);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.
@@ -32,7 +32,8 @@ def layer(module: str) -> str | None:
         return "drivers"
     if parts[0] != "bench":
         return None
-    if len(parts) == 1 or parts[1] in ("units", "errors", "ports", "priority", "__init__"):
+    if len(parts) == 1 or parts[1] in ("units", "errors", "ports", "lockdir", "priority",
+                                       "__init__"):
         return "base"
     if parts[1] == "sim":
         return "sim"

@@ -37,15 +37,21 @@ def unreserved(port: int) -> bool:
         os.close(fd)
 
 
-def two_free_below_the_ephemeral_range() -> tuple[int, int]:
-    """Two ports nothing holds or has reserved (the highest below the range: few pick there)."""
-    found = []
+def bindable_below_the_ephemeral_range():
+    """Ports nothing holds now, highest first (below the range: few pick there)."""
     for p in range(ports._ephemeral_low() - 1, ports.LOW, -1):
         try:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", p))
         except OSError:
             continue
+        yield p
+
+
+def two_free_below_the_ephemeral_range() -> tuple[int, int]:
+    """Two ports nothing holds or has reserved."""
+    found = []
+    for p in bindable_below_the_ephemeral_range():
         if not unreserved(p):
             continue
         found.append(p)
@@ -83,3 +89,13 @@ def test_a_port_another_process_picked_is_not_handed_out_again(monkeypatch):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_reservation_file_goes_when_its_process_ends():
+    """Its lock file is removed at exit (issue 31, Why 9): the folder does not fill with them."""
+    p = subprocess.run([sys.executable, "-c", "from bench import ports; "
+                        "print(ports.reservations() / f'{ports.free_port()}.lock')"],
+                       capture_output=True, text=True, cwd=Path(__file__).parents[1], timeout=60)
+    lock = Path(p.stdout.strip())
+    assert p.returncode == 0 and lock.name.endswith(".lock"), p.stderr
+    assert not lock.exists()

@@ -126,9 +126,11 @@ def test_a_held_rack_is_refused_naming_the_holder_then_granted_when_let_go(tmp_p
         msg = str(busy.value)
         assert f"pid {p.pid} " in msg and "the holder test process" in msg and str(rack) in msg
         got = threading.Event()
+        signed = []
 
         def waiter():
             with rack_lock(rack, wait_s=DEADLINE_S, what="the waiter"):
+                signed.append(lock_path(rack).read_text())
                 got.set()
         t = threading.Thread(target=waiter)
         t.start()
@@ -138,7 +140,8 @@ def test_a_held_rack_is_refused_naming_the_holder_then_granted_when_let_go(tmp_p
         p.stdin.flush()
         t.join(DEADLINE_S)
         assert got.is_set()
-        assert f"pid {os.getpid()} " in lock_path(rack).read_text()
+        assert f"pid {os.getpid()} " in signed[0]
+        assert not lock_path(rack).exists()        # let go: its file removed
     finally:
         p.kill()
         p.wait()

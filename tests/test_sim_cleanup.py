@@ -143,3 +143,41 @@ def test_fault_on_command_to_a_served_rack(tmp_path, tmpdir_env, monkeypatch):
     breaks = truth["devices"]["pdu-2"]["clocks"]["sysuptime"]["breaks"]
     assert {"t_ns": at, "kind": "reboot", "size_ns": None} in breaks
     assert list(long_tmp.iterdir()) == []                     # its temp folder went
+
+
+def test_a_killed_simulator_leaves_no_secrets_and_none_readable_by_others(tmp_path, tmpdir_env,
+                                                                          monkeypatch):
+    """Issue 31, Why 9: while the simulator serves, its folder of secrets (the Redfish TLS key,
+    the kubeconfig with its token) is 0700 and every file in it 0600; SIGKILLed, it cannot clean
+    up, and the SimProcess that started it removes the folder."""
+    rack = small_rack(tmp_path / "rack.toml", monkeypatch, sim_rack_text(["bmc-1", "k8s-1"]))
+    with SimProcess(rack, tmp_path / "out") as sim:
+        secrets_seen = [p for p in tmpdir_env.rglob("*") if p.is_file()]
+        assert any(p.name.endswith(".key") for p in secrets_seen)
+        assert any(p.name.startswith("kubeconfig-") for p in secrets_seen)
+        for p in tmpdir_env.rglob("*"):
+            mode = p.lstat().st_mode & 0o777
+            assert mode & 0o077 == 0, f"{p} is {mode:o}"
+        sim.proc.send_signal(signal.SIGKILL)
+        sim.proc.wait(60)
+        assert any(tmpdir_env.iterdir())          # left by the killed simulator...
+    assert list(tmpdir_env.iterdir()) == []       # ...and removed by the SimProcess
+
+
+def test_a_run_whose_simulator_does_not_start_ends_failed_leaving_no_reserve(tmp_path, tmpdir_env,
+                                                                             monkeypatch):
+    """Issue 31, Why 9: a run folder of a failed start keeps no `.reserve` (nor the simulator's
+    folder), and says `failed` in one line and its manifest."""
+    data = sim_rack_dict(["bmc-1", "pdu-2"])
+    data["devices"]["pdu-2"]["sim"]["faults"] = [{"kind": "melt"}]   # the simulator dies at start
+    rack = small_rack(tmp_path / "rack.toml", monkeypatch, tomli_w.dumps(data))
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--rack", str(rack),
+                        "--duration", "5", "--out", str(tmp_path / "runs"), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    [folder] = list((tmp_path / "runs").iterdir())
+    assert not (folder / ".reserve").exists()
+    m = json.loads((folder / "manifest.json").read_text())
+    assert m["status"] == "failed" and "fault kind 'melt'" in m["error"]
+    assert p.stderr.strip() == f"experiment clock_offset failed: {m['error']}"
+    assert list(tmpdir_env.iterdir()) == []

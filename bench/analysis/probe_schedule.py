@@ -27,6 +27,7 @@ AIM_REACH = 0.75         # a slot aims at an edge up to this many periods past i
                          # clock read at 2 Hz has an edge in every other slot only (the slot's
                          # own half period widened the 2 Hz mean drift; a whole one bunched reads)
 FLANK_EVERY = 3          # ... the read aimed at every this-many-th edge is a flank read
+FLANK_TICKS = 8          # a flank stays the rate bound's movement over this many ticks outside
 
 
 def grid_slot(origin_ns: int, k: int, period_ns: float, now_ns: int) -> tuple[int, int]:
@@ -125,7 +126,7 @@ def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int
     return k, a, b
 
 
-def _aimed_start(a: int, b: int, k: int, B: int) -> int:
+def _aimed_start(a: int, b: int, k: int, B: int, margin: int = 0) -> int:
     """Where a read aimed at edge k (reference instant within [a, b]) starts: bisecting the
     window, except once it is pinned (at most PINNED brackets wide) at every FLANK_EVERY-th edge,
     where it goes on a flank, the two sides in turn: its bracket ends just before a, or starts
@@ -133,11 +134,15 @@ def _aimed_start(a: int, b: int, k: int, B: int) -> int:
     (after b) step larger than b − a plus about a bracket reads differently, however far below a
     tick it is; a read at a random phase sees it with probability |s|/q, a bisecting read,
     straddling the old edge, never. Bisecting a pinned window gains little (it stays about a
-    bracket wide), so the flanks cost a few % of width (benchmarks/README.md)."""
+    bracket wide), so the flanks cost a few % of width (benchmarks/README.md). `margin`: how
+    far beyond the window the flank stays: the published model lets the offset move at the rate
+    bound between reads, so a flank closer to the window than that movement since the nearest
+    pins contradicts nothing."""
     if b - a > PINNED * B or k % FLANK_EVERY:
         return (a + b - B) // 2
     before = (k // FLANK_EVERY) % 2 == 0
-    return a - B - B // 4 if before else b + B // 4
+    m = max(B // 4, int(margin))
+    return a - B - m if before else b + m
 
 
 def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
@@ -151,10 +156,13 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
     if off.hi - off.lo >= q - B:
         return earliest
     k, a, b = edge_window(seg, q, phase_ns, earliest + B // 2)
-    s = _aimed_start(a, b, k, B)
+    # the pins a flank is judged against are the edges a tick or two before: the rate bound
+    # moves the offset that much over two ticks
+    margin = B // 4 + int(FLANK_TICKS * seg._prior * 1e-6 * q)
+    s = _aimed_start(a, b, k, B, margin)
     while s < earliest:                      # too close: aim at the next edge
         k, a, b = edge_window(seg, q, phase_ns, b + 1)
-        s = _aimed_start(a, b, k, B)
+        s = _aimed_start(a, b, k, B, margin)
     return int(s)
 
 

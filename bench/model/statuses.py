@@ -14,6 +14,7 @@ class RunStatus(StrEnum):
     """manifest.json `status` (bench/run/experiment.py, bench/resummarize.py)."""
     RUNNING = "running"
     COMPLETED = "completed"
+    DEVICES_LOST = "devices_lost"   # ran to its end, but devices went silent (`devices_lost`)
     INTERRUPTED = "interrupted"     # Ctrl-C or a stop signal (`stopped_by`)
     FAILED = "failed"               # the experiment raised (`error`)
     DISK_FULL = "disk_full"

@@ -24,6 +24,7 @@ SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolutio
                   "status", "raw", "late_ns"]
 EVENT_COLUMNS = ["t_ns", "device", "level", "kind", "message"]
 RESERVE_BYTES = 256 << 10        # kept free for the last manifest and journal lines
+RESERVE = ".reserve"             # its file in the run folder, removed when the run ends
 
 
 def new_run_id(experiment: str) -> str:
@@ -32,10 +33,15 @@ def new_run_id(experiment: str) -> str:
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Write atomically: a reader never sees half a file."""
+    """Write atomically: a reader never sees half a file, and a failed write (disk full) leaves
+    no `.part` behind."""
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=1, default=str))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 LIBRARY_LOGGERS = ("pymodbus", "pysnmp", "asyncio", "aiohttp", "redfish", "serial")
@@ -139,20 +145,24 @@ class RunStore(SampleFiles):
                 break
             except FileExistsError:
                 continue
+        self.manifest: dict = {}
+        self.full: OSError | None = None     # the first failed write (disk full)
+        self._closed = False
+        self._reserve = self.path / RESERVE
+        try:                  # first, freed when the disk fills, so the manifest can still say so
+            self._reserve.write_bytes(b"\0" * RESERVE_BYTES)
+        except OSError as exc:               # less free than the reserve: the run ends at once
+            self.failed(exc)
         (self.path / "samples").mkdir()
         (self.path / "plots").mkdir()
         self._lock = threading.Lock()
         self._events = open(self.path / "events.csv", "a", newline="")
         self._ew = csv.writer(self._events)
-        self._ew.writerow(EVENT_COLUMNS)
-        self._events.flush()
-        self.manifest: dict = {}
-        self.full: OSError | None = None     # the first failed write (disk full)
-        self._reserve = self.path / ".reserve"
-        try:                  # freed when the disk fills, so the manifest can still say so
-            self._reserve.write_bytes(b"\0" * RESERVE_BYTES)
-        except OSError:
-            self._reserve.unlink(missing_ok=True)
+        try:
+            self._ew.writerow(EVENT_COLUMNS)
+            self._events.flush()
+        except OSError as exc:
+            self.failed(exc)
         self._library_log = route_library_logs(self.path / "library.log")
         self._library_log.addFilter(Redact(lambda: self.manifest))
         self._run_log = RunLog(self.path / RUN_LOG, lambda: self.manifest)
@@ -171,6 +181,13 @@ class RunStore(SampleFiles):
                         f"{self.full.strerror or self.full}; the {rows} sample rows written "
                         f"before are kept (free space, then `rackclock summarize {self.path}`)")
 
+    def start_full(self) -> DiskFull:
+        """The one-line error of a run folder with less free space than the reserve."""
+        why = self.full.strerror or self.full
+        return DiskFull(self.full.errno, f"cannot write in {self.path}: less than the "
+                        f"{RESERVE_BYTES >> 10} KiB reserve free ({why}); nothing was measured "
+                        f"(free space, then run again)")
+
     def journal(self, device: str, level: str, kind: str, message: str) -> None:
         """A run-level event (error, reconnect, stimulus printed unarmed...), written at once."""
         with self._lock:
@@ -188,7 +205,10 @@ class RunStore(SampleFiles):
             write_json(self.path / "manifest.json", self.manifest)
         except OSError as exc:
             self.failed(exc)
-            write_json(self.path / "manifest.json", self.manifest)   # in the freed reserve
+            try:
+                write_json(self.path / "manifest.json", self.manifest)   # in the freed reserve
+            except OSError:          # no reserve left: the last manifest that fitted stays, and
+                pass                 # `summarize` reads the missing reserve as disk_full
 
     def write_manifest(self, manifest: dict) -> None:
         self.manifest = redact({"schema": SCHEMA, **manifest})
@@ -219,6 +239,10 @@ class RunStore(SampleFiles):
         write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
 
     def close(self) -> None:
+        """Idempotent: every way a run ends closes its store, the reserve goes."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._events.close()
         except OSError:

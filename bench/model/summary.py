@@ -170,13 +170,24 @@ class ClockResult:
 STUCK_MIN_READS = 3
 
 
-def stuck(s, e, v, declared_ns: int) -> bool:
-    """A clock that showed one value over at least STUCK_MIN_READS reads spanning more than
-    twice its declared resolution (and a second) did not advance: a wall clock stopped, a
-    counter frozen. Nothing is published for it (a single value bounds neither offset nor
-    tick)."""
-    return (len(v) >= STUCK_MIN_READS and int(np.min(v)) == int(np.max(v))
-            and int(e[-1]) - int(s[0]) > max(2 * int(declared_ns), 1_000_000_000))
+def stuck_since(s, e, v, declared_ns: int) -> int | None:
+    """Where a clock stopped: the first of its last reads that all showed one value, when there
+    are at least STUCK_MIN_READS of them spanning more than twice its declared resolution (and a
+    second): a wall clock stopped, a counter frozen. None while it advances. A single value
+    bounds neither offset nor tick, so nothing is fitted from those reads."""
+    v = np.asarray(v)
+    if len(v) < STUCK_MIN_READS:
+        return None
+    moved = np.flatnonzero(v != v[-1])
+    k = int(moved[-1]) + 1 if len(moved) else 0
+    if len(v) - k >= STUCK_MIN_READS and \
+            int(e[-1]) - int(s[k]) > max(2 * int(declared_ns), 1_000_000_000):
+        return k
+    return None
+
+
+def _stuck_note(st: dict) -> str:
+    return f"did not advance over {st['reads']} reads spanning {st['span_s']:.1f} s"
 
 
 def lag_ns(meta: dict, clock_meta: dict) -> int:
@@ -226,9 +237,13 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
             wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
                                                (int(s[-1]) - int(s[0])) / 1e9)
             res.lag_ns = lag_ns(meta, cm)
-            if stuck(s, e, v, declared):
-                res.stuck = {"reads": int(len(s)), "span_s": (int(e[-1]) - int(s[0])) / 1e9}
-                continue
+            k = stuck_since(s, e, v, declared)
+            if k is not None:         # it stopped: what it showed before still fits
+                res.stuck = {"reads": int(len(s) - k), "span_s": (int(e[-1]) - int(s[k])) / 1e9,
+                             "since_ns": int(s[k])}
+                s, e, v = s[:k], e[:k], v[:k]
+                if len(v) < 2:
+                    continue
             res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
                                 drift_prior_ppm=float(meta.get("drift_prior_ppm",
                                                                   DEFAULT_DRIFT_PRIOR_PPM)),
@@ -274,10 +289,9 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             **model_statement(float(fit.drift_prior_ppm if fit else
                                     meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
                               res.lag_ns, fit, float(meta.get("rate_hz") or 1.0))}
-        if res.stuck is not None:
+        if res.stuck is not None and fit is None:
             entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.STUCK,
-                         stuck=res.stuck, note=(f"did not advance over {res.stuck['reads']} reads "
-                                                f"spanning {res.stuck['span_s']:.1f} s"))
+                         stuck=res.stuck, note=_stuck_note(res.stuck))
             continue
         if fit is None:
             entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED, note=res.note)
@@ -286,6 +300,8 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
         for seg, sd in zip(res.fit.segments, entry["segments"]):
             sd["band"] = band(seg)
         entry["wraps"] = res.wraps
+        if res.stuck is not None:     # segments from before it stopped; nothing after
+            entry.update(verdict=Verdict.STUCK, stuck=res.stuck, note=_stuck_note(res.stuck))
         if entry["segments"] and not cm.get("counter"):
             last = entry["segments"][-1]["offset_ns"]
             note = zone_note(last["lo"], last["hi"])

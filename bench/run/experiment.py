@@ -34,6 +34,7 @@ from bench.model.rundata import load_run
 from bench.run.simproc import SimProcess
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
+from bench.model.outage import lost_devices, lost_line
 
 DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
 log = logging.getLogger(__name__)
@@ -164,6 +165,44 @@ def make_params(exp, overrides: dict[str, str]):
     return exp.Params(**check_params(exp, overrides))
 
 
+def _ended_disk_full(store: RunStore, name: str, out: Path) -> Path:
+    """A run folder with less free space than the store's reserve: status disk_full at once
+    (one line); no run folder at all where not even the manifest fits (InventoryError)."""
+    error = store.start_full().strerror
+    store.write_manifest({"experiment": name, "run_id": store.run_id,
+                          "status": RunStatus.DISK_FULL, "error": error})
+    store.close()
+    if not (store.path / "manifest.json").exists():
+        import shutil
+        shutil.rmtree(store.path, ignore_errors=True)
+        raise InventoryError(f"--out {out}: disk full: {error}")
+    print(f"rackclock run: disk full: {error}", file=sys.stderr)
+    print(f"run folder: {store.path}")
+    return store.path
+
+
+def _ended_failed(store: RunStore, name: str, lines: list[str]) -> Path:
+    """A run whose simulated rack did not start: status failed, its last log line as the error."""
+    error = f"{lines[0].rstrip(':')} ({lines[-1].strip() if len(lines) > 1 else 'no output'}; " \
+            f"log: {store.path / 'sim' / 'sim.log'})"
+    store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.FAILED,
+                          "error": error})
+    print(f"experiment {name} failed: {error}", file=sys.stderr)
+    print(f"run folder: {store.path}")
+    return store.path
+
+
+def _lost_status(store: RunStore, devices: int, sim: SimProcess | None) -> tuple[str, str | None]:
+    """`completed`, or `devices_lost` with its one line when devices went silent for more than
+    bench.model.outage's share of the run (the list goes into the manifest's `devices_lost`)."""
+    lost = lost_devices(store.path, store.manifest)
+    if not lost:
+        return RunStatus.COMPLETED, None
+    store.update_manifest(devices_lost=lost)
+    died = f"; the simulator ended mid-run (exit status {sim.died})" if sim and sim.died else ""
+    return RunStatus.DEVICES_LOST, lost_line(lost, devices) + died
+
+
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
@@ -192,10 +231,16 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     status, error = RunStatus.FAILED, None
     with contextlib.ExitStack() as stack:
         stack.enter_context(held)
+        stack.callback(store.close)          # however the run ends, its reserve goes
+        if store.full is not None:           # less free than the reserve: nothing starts
+            return _ended_disk_full(store, name, out)
         signals = stack.enter_context(interrupt_on_signals())
         sim = None
         if rack.simulated:   # a simulated rack file (the default one, or a variant of it): serve it
-            sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
+            try:
+                sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
+            except RuntimeError as exc:      # it did not start: a failed run, one line
+                return _ended_failed(store, name, str(exc).splitlines())
             rack = sim.rack
             store.journal("", "info", "priority", f"simulator {sim.priority}")
         try:
@@ -242,6 +287,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             if bench.summary is None:        # every run ends summarised, whatever the experiment did
                 bench.summarize()
             status = RunStatus.INTERRUPTED if bench.interrupted else RunStatus.COMPLETED
+            if status == RunStatus.COMPLETED:
+                status, error = _lost_status(store, len(rack.devices), sim)
         except DiskFull as exc:
             status, error = RunStatus.DISK_FULL, exc.strerror
         except KeyboardInterrupt:
@@ -278,6 +325,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
             f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())))
     if status == RunStatus.DISK_FULL:
         print(f"rackclock run: disk full: {error}", file=sys.stderr)
+    elif status == RunStatus.DEVICES_LOST:
+        print(f"rackclock run: devices lost: {error}", file=sys.stderr)
     elif error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)
     print(f"run folder: {store.path}")

@@ -1,4 +1,8 @@
-"""Serve the simulated rack from a child process for the length of a run."""
+"""Serve the simulated rack from a child process for the length of a run.
+
+The child's TMPDIR is a 0700 folder of the SimProcess's own, where the simulator keeps its
+secrets (TLS keys, kubeconfig tokens): the SimProcess removes it when it ends, however the
+child ended (a SIGKILLed simulator cannot clean up after itself)."""
 from __future__ import annotations
 
 import functools
@@ -8,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -57,21 +62,34 @@ class SimProcess:
         self.rack: RackConfig | None = None
         self.failed: dict[str, str] = {}
         self.priority = ""                # the simulator's scheduling once serving, in words
+        self.tmp: Path | None = None       # the child's TMPDIR (0700), removed on exit
+        self.died: int | None = None       # its exit status if it ended before it was stopped
+        self._stopped = False
 
     def __enter__(self) -> "SimProcess":
         self.out_dir.mkdir(parents=True, exist_ok=True)
         ensure_secrets(load_rack(self.rack_file), quiet=True)
-        log = open(self.out_dir / "sim.log", "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
-             "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
-            env=os.environ.copy(), cwd=Path(__file__).resolve().parents[2],
-            preexec_fn=functools.partial(serve_child, os.getpid(), priority.WORKER_NICE))
+        env_tmp = os.environ.get("TMPDIR")          # where the child would have put it
+        self.tmp = Path(tempfile.mkdtemp(prefix="rackclock-sim-", dir=env_tmp if env_tmp and
+                                         os.path.isdir(env_tmp) else None))     # mode 0700
+        try:
+            return self._start()
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def _start(self) -> "SimProcess":
+        with open(self.out_dir / "sim.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
+                 "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
+                env={**os.environ, "TMPDIR": str(self.tmp)},
+                cwd=Path(__file__).resolve().parents[2],
+                preexec_fn=functools.partial(serve_child, os.getpid(), priority.WORKER_NICE))
         ready = self.out_dir / "rack.toml"
         deadline = time.monotonic() + self.timeout
         while not ready.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__()
                 tail = (self.out_dir / "sim.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"the simulated rack did not start:\n{tail}")
             time.sleep(0.05)
@@ -83,13 +101,20 @@ class SimProcess:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None and not self._stopped:
+            self._stopped, self.died = True, self.proc.poll()
+        try:
+            if self.proc and self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        finally:
+            if self.tmp is not None:          # the keys and tokens, whatever became of the child
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                self.tmp = None
 
     def fault(self, device: str, kind: str, **how) -> dict:
         """Trigger a fault in the served rack (bench/sim/faults.py): `{"t_ns": ...}`, the instant

@@ -40,6 +40,8 @@ class ClockParams:
     tick_lag_ms: tuple[float, ...] = ()  # (lo, hi): the reading lags the clock by a varying
     #        lag in [lo, hi] ms, redrawn each second (libc time() on the kernel's coarse clock)
     update_s: float = 0.0                # the value updates only every update_s (0: always)
+    frozen_at_s: float | None = None     # the clock stops advancing from then on (stuck RTC,
+    #                                      a frozen agent counter)
     horizon_s: float = 6 * 3600.0        # how far discipline and hunting are generated
     reboot_down_s: float = 5.0       # the device does not answer this long after a reboot
     sample_delay_s: float = 0.0      # from request arrival to the instant the clock is sampled
@@ -248,6 +250,8 @@ class ClockModel:
         """The instant whose clock value the device shows at t: its last update (update_s),
         less the tick's lag (tick_lag_ms, redrawn each second from the seed)."""
         p = self.p
+        if p.frozen_at_s is not None:
+            t_ns = min(t_ns, self.t0_ns + round(p.frozen_at_s * NS))
         if p.update_s > 0:
             u = round(p.update_s * NS)
             t_ns = self.t0_ns + (t_ns - self.t0_ns) // u * u

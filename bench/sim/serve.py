@@ -2,7 +2,9 @@
 
 Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up
 (and `<out>/sim_control`, the socket on which a test triggers faults: bench/sim/faults.py),
-`<out>/sim_samples.csv` as requests are answered, and `<out>/truth.json` when it stops.
+`<out>/sim_samples.csv` as requests are answered, and `<out>/truth.json` when it stops. Its
+secrets (TLS keys, the kubeconfig's token) go in a 0700 temp folder, every file 0600, removed
+when it stops (a SimProcess removes it also when the simulator was killed).
 Passwords come from the environment variables the rack names; unset ones get a random value,
 printed to the terminal only.
 """
@@ -53,7 +55,11 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)   # a clean stop: truth.json, temp folder removed
     try:
-        resolved, failed = await start_rack(rack, ctx)
+        umask = os.umask(0o077)      # what the emulators write (kubeconfig: a token) is 0600
+        try:
+            resolved, failed = await start_rack(rack, ctx)
+        finally:
+            os.umask(umask)
         await serve_control(ctx)             # faults on command (bench/sim/faults.py)
         if realtime:     # at the bench workers' scheduling, once the slow start is over
             _say(priority.realtime(_say))

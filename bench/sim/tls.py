@@ -1,12 +1,14 @@
 """A throw-away certificate authority and server certificate for the simulated rack's HTTPS.
 
 Made at start with `cryptography` (EC P-256: fast to make and to handshake), written into the
-simulation's work directory. Clients verify against `ca.pem`, as they would against a lab's CA.
+simulation's work directory (a 0700 folder), each file 0600 from its creation. Clients verify
+against `ca.pem`, as they would against a lab's CA.
 """
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,13 +80,20 @@ def make_certificates(workdir: Path, prefix: str = "sim",
 
     files = CertFiles(workdir / f"{prefix}-ca.pem", workdir / f"{prefix}-server.pem",
                       workdir / f"{prefix}-server.key")
-    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    files.key.touch(mode=0o600)
-    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                            serialization.PrivateFormat.PKCS8,
-                                            serialization.NoEncryption()))
+    _private(files.ca, ca.public_bytes(serialization.Encoding.PEM))
+    _private(files.cert, cert.public_bytes(serialization.Encoding.PEM))
+    _private(files.key, key.private_bytes(serialization.Encoding.PEM,
+                                          serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
     return files
+
+
+def _private(path: Path, data: bytes) -> None:
+    """A new file, 0600 from its creation (O_EXCL, O_NOFOLLOW: never another's file followed)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def server_context(files: CertFiles) -> ssl.SSLContext:
