@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,23 +33,17 @@ import numpy as np                                        # noqa: E402
 from bench.analysis.estimate import fit_clock             # noqa: E402
 from bench.model.rundata import load_run                  # noqa: E402
 from bench.model.summary import band                      # noqa: E402
-from bench.ports import free_port                         # noqa: E402
 from bench.run.experiment import run_experiment           # noqa: E402
 from drivers.snmp_pdu import HR_DATE_LAG_NS               # noqa: E402
+from tests.test_snmp_pdu_snmpd import start_snmpd         # noqa: E402
 
 NS = 1_000_000_000
 ENV = "RACKCLOCK_BENCH_SNMPD_COMMUNITY"
 
 
 def one_run(tmp: Path, duration_s: int) -> Path:
-    port = free_port(socket.SOCK_DGRAM)
-    (tmp / "snmpd.conf").write_text("rocommunity rc-bench-ro 127.0.0.1\n")
-    agent = subprocess.Popen(["snmpd", "-f", "-Lo", "-C", "-c", str(tmp / "snmpd.conf"),
-                              "-p", str(tmp / "pid"), f"udp:127.0.0.1:{port}"],
-                             env={**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(tmp)},
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    os.environ[ENV] = "rc-bench-ro"
+    agent, port = start_snmpd(tmp)
+    os.environ[ENV] = "rc-snmpd-ro"
     (tmp / "rack.toml").write_text(
         f'[rack]\nname = "snmpd"\nreference = "realtime"\nsimulated = false\n\n'
         f'[devices.snmpd]\nplane = "pdu"\ndriver = "snmp_pdu"\n'
