@@ -2,16 +2,25 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: run test test-under-load bench clean
 
+# `make run`: the package alone (no test extra: no Ray, Jupyter or validators in a demo's .venv)
+$(RUN_STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
+
+# `make test` and the benchmarks: the package with its test extra
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/rackclock run
 
 # on 2 pytest-xdist workers where the machine has 2 cores or more, a test module per worker at a

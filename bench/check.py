@@ -1,7 +1,10 @@
 """`rackclock check`: is the reference healthy, and is every device of the rack reachable?
 
 Prints the reference's grade and figures, then one row per device: its identity and one read of
-each of its clocks (device minus reference at the bracket's middle, and the bracket's width),
+each of its clocks (device minus reference at the bracket's middle, to the precision of what the
+read proves, and the bracket's width; a clock coarser than its bracket with its resolution and
+the offset interval the one read allows: `-788 ms, 1 s resolution: offset in [-796, 212] ms; a
+run pins it`),
 every device checked in its own thread with its own event loop and a timeout. Exit status 0 when
 everything is usable, 1 when the reference or any device is not, 2 on bad arguments.
 With no `--rack` it serves the simulated rack in this process and checks that.
@@ -19,7 +22,8 @@ from pathlib import Path
 from bench.model.inventory import DeviceConfig, InventoryError
 from bench.model.rackfile import load_checked, parse_allowance, reference_options
 from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
-from bench.units import fmt_ns
+from bench.model.texttable import WIDTH, render, wrap
+from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
 
 
@@ -31,7 +35,7 @@ class DeviceCheck:
     address: str
     status: str = "timeout"                 # ok | an error class | timeout | no-driver
     identity: str = ""
-    reads: list = field(default_factory=list)   # (clock, offset_ns, bracket_ns) or (clock, error)
+    reads: list = field(default_factory=list)   # (clock, text) for a read or an error
     error: str = ""
     seconds: float = 0.0
 
@@ -64,9 +68,7 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
                 result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
                 failed = failed or exc
                 continue
-            mid = (r.s_ns + r.e_ns) // 2
-            off = r.value_ns - mid if not spec.counter else None
-            result.reads.append((spec.name, off, r.e_ns - r.s_ns))
+            result.reads.append((spec.name, read_text(r, spec.counter)))
         if failed:
             result.status, result.error = failed.kind, failed.message
         else:
@@ -78,6 +80,21 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(drv.close(), 5)
+
+
+def read_text(r, counter: bool) -> str:
+    """One read as the offset it allows: device minus reference at the bracket's middle, to the
+    precision of its bound; a clock coarser than its bracket says what the one read pins
+    ('-788 ms, 1 s resolution: offset in [-788, 212] ms; a run pins it')."""
+    br, q = r.e_ns - r.s_ns, max(1, int(r.resolution_ns))
+    if counter:
+        return f"counter [bracket {fmt_ns(br)}]"
+    lo, hi = r.value_ns - r.e_ns, r.value_ns + q - r.s_ns     # true reading in [v, v + q)
+    point = r.value_ns - (r.s_ns + r.e_ns) // 2
+    if q > br:
+        return (f"{fmt_ns(point, precision_ns=min(q, hi - lo))}, {fmt_ns(q)} resolution: "
+                f"offset in {fmt_interval_ns(lo, hi)}; a run pins it")
+    return f"{fmt_ns(point, precision_ns=hi - lo)} [bracket {fmt_ns(br)}]"
 
 
 def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]:
@@ -145,27 +162,19 @@ def reference_lines(h: Health | None, refused: str | None) -> list[str]:
     return out
 
 
-def device_table(results: list[DeviceCheck]) -> list[str]:
-    rows = [("device", "plane", "driver", "status", "identity", "clock reads (device - reference, "
-             "bracket)")]
-    for r in results:
-        reads = []
-        for x in r.reads:
-            if len(x) == 2:
-                reads.append(f"{x[0]}: {x[1]}")
-            else:
-                clock, off, br = x
-                reads.append(f"{clock}: {'counter' if off is None else fmt_ns(off)} "
-                             f"[{fmt_ns(br)}]")
-        rows.append((r.name, r.plane, r.driver, r.status, r.identity or "-",
-                     "; ".join(reads) or (r.error or "-")))
-    widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
-    lines = []
-    for row in rows:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
-    for r in results:
-        if r.error and r.reads:          # errors with no read are already in the table
-            lines.append(f"  {r.name}: {r.status}: {r.error}")
+def device_table(results: list[DeviceCheck], width: int | None = WIDTH) -> list[str]:
+    """One row per device (identity clipped to fit `width`), its clock reads indented below it
+    (device - reference; a counter's bracket)."""
+    head = ["device", "plane", "driver", "status", "identity"]
+    rows = [[r.name, r.plane, r.driver, r.status, r.identity or "-"] for r in results]
+    table = render(head, rows, width=width, clip=4)
+    lines = table[:2]
+    for r, row in zip(results, table[2:]):
+        lines.append(row)
+        for clock, text in r.reads:
+            lines += wrap(f"    {clock}: {text}", width, " " * 8)
+        if r.error:
+            lines += wrap(f"    {r.status}: {r.error}", width, " " * 8)
     return lines
 
 
@@ -200,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:
         return int(exc.code or 0)
+    unknown = set(a.device) - {d.name for d in source.devices}
+    if unknown:                   # refused before anything is started or opened
+        print(f"rackclock check: no device {', '.join(sorted(unknown))} in the rack "
+              f"(devices: {', '.join(d.name for d in source.devices)})", file=sys.stderr)
+        return 2
 
     with contextlib.ExitStack() as stack:
         if source.simulated:       # a simulated rack file (the default, or a variant): serve it
@@ -221,12 +235,6 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"rackclock check: {exc}", file=sys.stderr)
                     return 2
             rack, sim_failed, declared = source, {}, {}
-        if a.device:
-            unknown = set(a.device) - {d.name for d in rack.devices} - set(sim_failed)
-            if unknown:
-                print(f"rackclock check: no device {', '.join(sorted(unknown))} in the rack",
-                      file=sys.stderr)
-                return 2
         health, refused = None, None
         try:
             opts = reference_options(rack)

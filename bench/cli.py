@@ -34,7 +34,8 @@ def _run(a) -> int:
                   file=sys.stderr)
         path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
                               allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
-                              fit_rates=a.fit_rates, calibration=a.calibration)
+                              fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
+                              given_as={"duration_s": "--duration"} if a.duration else None)
     except (InventoryError, RackBusy) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
@@ -126,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="experiment parameter (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress display or table")
+    r.add_argument("--wide", action="store_true",
+                   help="every column and note, as wide as they are (default: fit 120 columns)")
     r.add_argument("--processes", type=int, default=None,
                    help="worker processes probing the devices (default: one per core from 32 "
                         "devices, else one)")

@@ -17,7 +17,8 @@ One session at a time on a lab rack: `rack_drivers` and `calibration` hold the r
 (bench.model.racklock, keyed by the rack file's path) from their first use to the session's end,
 so a second session on the same rack (another pytest, a second xdist worker) waits for it, up to
 --rack-wait-s, and then fails naming the holder.
-Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`.
+Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`; a failed
+assertion on a calibration figure reads in units (`bmc-2 offset_bound: 41.27 s < 5 ms is false`).
 Stimuli reach a real rack only with --rack-arm; on a simulated rack they are always sent.
 """
 from __future__ import annotations
@@ -40,6 +41,35 @@ ns = 1
 us = 1_000
 ms = 1_000_000
 s = 1_000_000_000
+
+
+
+class Nanoseconds(float):
+    """A duration in ns from a calibration accessor: an assertion on it reads in units
+    (pytest_assertrepr_compare below), e.g. `offset_bound 41.3 s < 5 ms`."""
+
+    what = "ns"
+
+    def __new__(cls, value: float, what: str = "ns"):
+        x = super().__new__(cls, value)
+        x.what = what
+        return x
+
+
+def pytest_assertrepr_compare(config, op, left, right):
+    """A comparison with a calibration figure, in units; the raw ns figures on a second line."""
+    if not isinstance(left, Nanoseconds) and not isinstance(right, Nanoseconds):
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (left, right)):
+        return None
+    from bench.units import fmt_ns
+    name = next(x.what for x in (left, right) if isinstance(x, Nanoseconds))
+
+    def show(x):
+        return fmt_ns(float(x), 4)
+    return [f"{name}: {show(left)} {op} {show(right)} is false",
+            f"(in ns: {float(left):.0f} {op} {float(right):.0f})"]
+
 
 NO_RACK = "no rack file given (pytest --rack FILE or RACKCLOCK_RACK=FILE)"
 CALL_TIMEOUT_S = 30.0
@@ -250,7 +280,7 @@ class DeviceCalibration:
 
     def offset_bound(self, clock: str | None = None) -> float:
         """The largest |offset| the proof allows, ns."""
-        return self.offset(clock).magnitude
+        return Nanoseconds(self.offset(clock).magnitude, f"{self.name} offset_bound")
 
     def drift(self, clock: str | None = None) -> Bounds:
         return self._segment(clock).drift_ppm
@@ -264,7 +294,7 @@ class DeviceCalibration:
         return list(self._clock(clock).breaks)
 
     def bracket_median(self, clock: str | None = None) -> float:
-        return float(self._segment(clock).bracket_median_ns)
+        return Nanoseconds(self._segment(clock).bracket_median_ns, f"{self.name} bracket_median")
 
     def resolution(self, clock: str | None = None) -> int:
         return int(self._clock(clock).resolution_ns or 0)
@@ -282,7 +312,7 @@ class DeviceCalibration:
 
     def latency_bound(self, stimulus: str | None = None) -> float:
         """The longest logging latency the proof allows, ns."""
-        return self.latency(stimulus).hi
+        return Nanoseconds(self.latency(stimulus).hi, f"{self.name} latency_bound")
 
 
 class Calibration(dict):

@@ -17,6 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from bench.model.bounds_csv import write_bounds_csv
 from bench.model.rundata import load_run
 from bench.model.statuses import RunStatus
 from bench.model.store import RESERVE, SCHEMA, DiskFull, write_json
@@ -91,6 +92,7 @@ def rebuild_summary(path: Path) -> dict:
         if failed is not None:
             raise failed
         write_json(path / "summary.json", {"schema": SCHEMA, **summary})
+        write_bounds_csv(path, summary)
     except OSError as exc:
         raise SummaryNotWritten(summary, exc, path) from None
     return summary
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except SummaryNotWritten as exc:
         summary, error = exc.summary, exc
     if not a.quiet:
-        from bench.run.experiment import reference_line
+        from bench.output.closing import reference_line
         from bench.output.terminal import table
 
         print(reference_line(load_run(a.run).manifest))

@@ -22,14 +22,36 @@ from bench.model.rundata import load_run
 from bench.model.timeline import build
 
 
+KEYS = {
+    "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
+              "surely",
+    "tz": "IANA zone of the log's zone-less stamps, e.g. Europe/Berlin (default: --tz, else UTC)",
+    "year": "year of year-less stamps (rfc3164, dmesg -T); default: the run's",
+    "order": "id | file | none: the log's own order, used to decide which clock segment a "
+             "stamp belongs to (default: id where lines carry one, else file)",
+    "boot": "dmesg: the boot instant in the host's wall time (its stamps count from boot)",
+    "stamp": "wall | monotonic: which clock journald and snmptrapd stamps are on (default auto)",
+    "presync_before": "a wall stamp before this date (e.g. the firmware image date) was written "
+                      "before the clock was set: placed by order, not by its stamp",
+}
+
+
+def key_help() -> str:
+    import textwrap
+    return "per-log keys (DEVICE[:CLOCK]=LOG,key=value,...):\n" + "\n".join(
+        textwrap.fill(f"{k:<15} {v}", 100, initial_indent="  ", subsequent_indent=" " * 18)
+        for k, v in KEYS.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.output.timeline import print_table, write_outputs
 
-    ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run", type=Path)
+    ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0],
+                                 epilog=key_help(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=Path, help="the run folder whose calibration maps the stamps")
     ap.add_argument("logs", nargs="*", metavar="DEVICE[:CLOCK]=LOG[,key=value]",
-                    help="a log file of a device (keys: format, tz, year, order, boot, stamp, "
-                         "presync_before)")
+                    help="a log file of a device (the keys: below)")
     ap.add_argument("--calibration", type=Path, action="append", default=[], metavar="RUN",
                     help="another run folder calibrating the same devices (repeatable)")
     ap.add_argument("--format", default=None, choices=FORMATS,

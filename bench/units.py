@@ -17,15 +17,21 @@ def _g(x: float, digits: int) -> str:
     return np.format_float_positional(float(t), trim="-")
 
 
-def fmt_ns(x: float | None, digits: int = 3) -> str:
-    """12345678 -> '12.3 ms'; picks the unit that keeps the mantissa at or above 1."""
+def fmt_ns(x: float | None, digits: int = 3, precision_ns: float | None = None) -> str:
+    """12345678 -> '12.3 ms'; picks the unit that keeps the mantissa at or above 1. Never rounds
+    away a digit of the integer part (-3641.27 s -> '-3641 s', never '-3640 s'), and with
+    `precision_ns` (the figure's bound width or resolution) shows every digit down to it
+    (-3641.27 s with 10 ms -> '-3641.27 s')."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
     a = float(f"{abs(x):.{digits}g}")      # rounded first: 999.98 ms shows as 1 s
-    for scale, unit in _UNITS:
-        if a >= scale or unit == "ns":
-            return f"{_g(x / scale, digits)} {unit}"
-    return f"{x} ns"
+    scale, unit = next(((sc, u) for sc, u in _UNITS if a >= sc), (1.0, "ns"))
+    v = x / scale
+    d = max(digits, len(str(int(round(abs(v))))))
+    if precision_ns and precision_ns > 0 and v:
+        need = math.floor(math.log10(abs(v))) - math.floor(math.log10(precision_ns / scale)) + 1
+        d = max(d, min(17, need))
+    return f"{_g(v, d)} {unit}"
 
 
 def fmt_interval_ns(lo: float, hi: float) -> str:

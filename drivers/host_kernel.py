@@ -52,7 +52,10 @@ def parse_record(line: str) -> tuple[int, int, str] | None:
 
 
 class HostKernel(Stimulated, Driver):
-    OPTIONS = {"write_kmsg": Key("bool"), "kmsg": Key("str"), "key_file": Key("path"),
+    OPTIONS = {"write_kmsg": Key("bool"),
+               "kmsg": Key("str", pattern=r"/dev/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*", exists="chardev",
+                           hint="a character device such as /dev/kmsg"),
+               "key_file": Key("path", exists="file"),
                "known_hosts": Key("str"), "timeout_s": TIMEOUT_KEY}
     LOG_LINE = "log_line"
 

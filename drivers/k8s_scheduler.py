@@ -85,8 +85,29 @@ def parse_http_date_ns(text: str) -> int:
     return to_ns(parsedate_to_datetime(text))
 
 
+def kubeconfig_problem(path: str) -> str | None:
+    """What loading this kubeconfig would fail on, checked when the rack file is read."""
+    import yaml
+    try:
+        with open(path, "rb") as f:
+            doc = yaml.safe_load(f.read(1 << 20))
+        if not isinstance(doc, dict):
+            return "not a kubeconfig (a YAML mapping of clusters, contexts and users)"
+        names = [c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)]
+        k8s_config.kube_config.KubeConfigLoader(
+            config_dict=doc, active_context=doc.get("current-context") or next(iter(names), None))
+    except yaml.YAMLError as exc:       # its text quotes the file, a token perhaps: not shown
+        mark = getattr(exc, "problem_mark", None)
+        return "not a kubeconfig: not YAML" + (f" (line {mark.line + 1})" if mark else "")
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return f"not a usable kubeconfig: {type(exc).__name__}: {exc}"[:300]
+    return None
+
+
 class K8sScheduler(Stimulated, Driver):
-    OPTIONS = {"kubeconfig": Key("str"), "context": Key("str"), "namespace": Key("str"),
+    CREDENTIALS = (("kubeconfig",),)                        # checked at load (bench.model.rackfile)
+    OPTIONS = {"kubeconfig": Key("path", exists="file", content=kubeconfig_problem),
+               "context": Key("str"), "namespace": Key("str"),
                "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}
     SCHEDULE_POD = "schedule_pod"
 

@@ -24,22 +24,42 @@ aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (req
 - The sync client retries failed requests `max_retry=10` times with a 1 s sleep each; the aio
   client never retries on its own, and every request here has a timeout (`timeout_s`, 3 s).
 
-Authentication is a Redfish session (token); `redfish.aio` logs in only over HTTPS, so plain
-`http://` addresses are refused. TLS is verified against `ca_file` (or the system store); a
+Authentication (`auth`): `session` (a Redfish session token, the default where the service root
+links a SessionService), `basic` (HTTP basic on every request; chosen, and said once in the log
+and the identity, where the service has no SessionService, as sushy-tools' emulator), or `none`.
+Credentials go only over HTTPS (`redfish.aio` logs in only there): a plain `http://` address is
+accepted only with `auth = "none"`. TLS is verified against `ca_file` (or the system store); a
 device may set `verify_tls = false`. The password comes from `config.secret()` and never appears
-in an error. Parsing of `DateTime` is written here (stdlib `datetime`), since the library does
-none. Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `manager` (Manager URI),
-`log_entries` (LogEntry collection URI), `test_message_id`, and those of event subscriptions
-(`events`, `event_listener`...: drivers/redfish_events.py).
+in an error or the log. Parsing of `DateTime` is written here (stdlib `datetime`).
+
+The event log (drivers/redfish_log.py) is found by the service's links
+(drivers/redfish_discovery.py: every LogService
+with Entries under Managers and Systems, ranked by LogEntryType, OverWritePolicy and the
+entries it holds), once at the open; the choice and the candidates are in the identity's
+`extra` (`log_service`, `log_choice`); `log_service` in the rack file names the LogService to
+use instead. A service with no usable log is asked again at most once a minute.
+
+Politeness (drivers/redfish_session.py): at most `request_rate_hz` requests a second (default 10)
+and `max_concurrent_requests` at once (default 2; the SSE stream is not counted among them);
+a 429 or 503 answer holds every request for its Retry-After; a log poll waits for the budget
+only until its own deadline (before the next clock read is due), else it is skipped and comes
+again soon. Requests, logins and throttled answers are
+counted for the runner (`on_traffic`).
+
+Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `auth`, `manager` (Manager URI),
+`log_service` (LogService URI), `log_entries` (LogEntry collection URI), `test_message_id`,
+`request_rate_hz`, `max_concurrent_requests`, and those of event subscriptions (`events`,
+`event_listener`...: drivers/redfish_events.py).
 """
 from __future__ import annotations
 
 import contextvars
 import datetime as dt
 import json
-import re
 import ssl
 from typing import Any
+
+import logging
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -49,15 +69,19 @@ from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, Redfish
 
 from bench.errors import RackclockError
 from bench.model.inventory import Key
-from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
+from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, Read,
                           Stimulus, split_address)
 from drivers.base import ClockSetting, NtpCommanding, Stimulated
 from drivers import tcp_rx_stamp
-from drivers.redfish_events import EventSubscriber
+from drivers.redfish_discovery import link as _link, members as _members
+from drivers.redfish_events import EventSubscriber, test_event_body
+from drivers.redfish_log import LogReader, NotSent
+from drivers.redfish_time import parse_datetime_ns
+from drivers.redfish_session import (AUTH_MODES, DEFAULT_CONCURRENT, DEFAULT_RATE_HZ, Budget,
+                                     Meter, Skipped, auth_mode, retry_after_s)
 
+log = logging.getLogger(__name__)
 NS = 1_000_000_000
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 
 # Stamps of the exchanges made by the current task: [("s", ns) | ("e", ns, kernel ns or None)],
 # filled by the session's request and response classes (stamped_request, capped_response).
@@ -70,12 +94,14 @@ class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
     """An answer over the driver's size cap (`max_body_bytes`): not read further."""
 
 
-def stamped_request(now_ns) -> type[aiohttp.ClientRequest]:
+def stamped_request(now_ns, meter: Meter | None = None) -> type[aiohttp.ClientRequest]:
     """aiohttp's request, stamping `s` (into _STAMPS of the sending task) when it starts to be
-    written on a connection that is up: every send, a re-sent one included."""
+    written on a connection that is up: every send, a re-sent one included (each counted)."""
 
     class StampedRequest(aiohttp.ClientRequest):
         async def send(self, conn):
+            if meter is not None:
+                meter.count("requests")
             stamps = _STAMPS.get()
             if stamps is not None:
                 stamps.append(("s", now_ns()))
@@ -119,48 +145,6 @@ def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
     return CappedResponse
 
 
-def parse_offset(text: str) -> dt.timezone:
-    m = _OFFSET.match(text or "")
-    if not m:
-        raise ValueError(f"not a UTC offset: {text!r}")
-    minutes = int(m[2]) * 60 + int(m[3])
-    return dt.timezone(dt.timedelta(minutes=-minutes if m[1] == "-" else minutes))
-
-
-def parse_datetime_ns(text: str, local_offset: str | None = None) -> int:
-    """A Redfish date-time (`2026-11-29T18:03:29+01:00`) -> Unix-epoch ns (UTC).
-
-    Without an offset in the string, `local_offset` (`DateTimeLocalOffset`) applies; with neither,
-    ValueError: the instant would be ambiguous.
-    """
-    t = dt.datetime.fromisoformat(text)
-    if t.tzinfo is None:
-        if local_offset is None:
-            raise ValueError(f"date-time {text!r} has no UTC offset")
-        t = t.replace(tzinfo=parse_offset(local_offset))
-    d = t - EPOCH
-    return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
-
-
-def _id_key(entry_id: str) -> tuple[int, ...] | None:
-    """Numeric log entry Ids (`17`, bmcweb's `1700000000_3`) order; others do not."""
-    if re.fullmatch(r"\d+(?:[_.]\d+)*", entry_id or ""):
-        return tuple(int(p) for p in re.split(r"[_.]", entry_id))
-    return None
-
-
-def _link(obj: Any, key: str | None = None) -> str | None:
-    """The `@odata.id` of `obj[key]` (or of `obj`), None when the answer has no such link."""
-    if key is not None:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    uri = obj.get("@odata.id") if isinstance(obj, dict) else None
-    return uri if isinstance(uri, str) and uri else None
-
-
-def _members(coll: dict) -> list[str]:
-    return [u for u in (_link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
-
-
 def _redfish_message(body: Any) -> str:
     """The first message of a Redfish error body, if it is one."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -172,16 +156,21 @@ def _redfish_message(body: Any) -> str:
     return ""
 
 
-class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
+class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
-    SCHEMES = ("https",)
-    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path"), "timeout_s": TIMEOUT_KEY,
+    SCHEMES = ("https",)         # http:// only with auth = "none", for a driver made in code
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"),
+               "timeout_s": TIMEOUT_KEY,
+               "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
+               "request_rate_hz": Key("float", 0.1, 100.0, unit="Hz"),
+               "max_concurrent_requests": Key("int", 1, 16),
                "manager": Key("str"), "log_entries": Key("str"), "test_message_id": Key("str"),
                "max_body_bytes": Key("int", 4096, 1 << 28, unit="bytes"),
                "log_pages_per_poll": Key("int", 1, 100), "log_budget_s": TIMEOUT_KEY,
                "events": Key("str", choices=("auto", "sse", "push", "poll")),
-               "event_listener": Key("str"), "event_listener_cert": Key("path"),
-               "event_listener_key": Key("path"), "event_verify_certificate": Key("bool")}
+               "event_listener": Key("str"), "event_listener_cert": Key("path", exists="file"),
+               "event_listener_key": Key("path", exists="file"), "event_verify_certificate": Key("bool")}
 
     def __init__(self, config, now_ns, armed: bool = False):
         super().__init__(config, now_ns, armed)
@@ -191,15 +180,14 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         self.ca_file = o.get("ca_file")
         self.timeout_s = float(o.get("timeout_s", 3.0))
         self.manager_uri = o.get("manager")
-        self.entries_uri = o.get("log_entries")
+        self.auth = o.get("auth")                # None: discovered at the open
+        self.auth_note: str | None = None
+        self.meter = Meter()
+        self.budget = Budget(float(o.get("request_rate_hz", DEFAULT_RATE_HZ)),
+                             int(o.get("max_concurrent_requests", DEFAULT_CONCURRENT)))
         self.test_message_id = str(o.get("test_message_id", "Base.1.0.Success"))
         self.max_body = int(o.get("max_body_bytes", 4 << 20))
-        self.log_pages = int(o.get("log_pages_per_poll", 2))
-        self.log_budget_ns = int(float(o.get("log_budget_s", 0.5)) * NS)
-        self._log_page: str | None = None      # the log page to read next (the newest read)
-        self._log_seen: dict[str, None] = {}   # Ids of entries returned (the last 10,000)
-        self._page_ns = 0                      # how long the last log page took
-        self.log_backlog = False               # pages are left to read: poll again soon
+        self._init_log(o)
         self.scheme, self.host, self.port, _ = split_address(config.address)
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncRedfishClient | None = None
@@ -258,47 +246,106 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         except RedfishProtocolError:
             detail = response.text[:200]
         kind = "auth" if response.status in (401, 403) else "protocol"
+        if response.status in (429, 503):
+            kind = "refused"
+            detail = (f"Retry-After {response.getheader('Retry-After')!r}; " if
+                      response.getheader("Retry-After") else "") + detail
         return self._fail(kind, f"{what}: HTTP {response.status}" + (f" ({detail})" if detail else ""))
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @property
+    def on_traffic(self):
+        return self.meter.on_traffic
+
+    @on_traffic.setter
+    def on_traffic(self, fn) -> None:
+        """The runner's counter of requests, logins and throttled answers (per minute)."""
+        self.meter.on_traffic = fn
+
+    def _tls(self) -> ssl.SSLContext | bool:
+        if not self.verify_tls or self.scheme != "https":
+            return False
+        try:
+            return ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
+
     async def open(self) -> None:
-        if self.scheme != "https":
-            raise self.error("protocol", f"address {self.config.address!r}: redfish.aio logs in "
-                             f"only over HTTPS; use https://")
+        if self.scheme != "https" and self.auth != "none":
+            raise self.error("protocol", f"address {self.config.address!r}: credentials go only "
+                             f"over HTTPS (redfish.aio logs in only there); use https://, or "
+                             f"auth = \"none\" for a service that asks for none")
         self._password = self.config.secret()
-        if not self.config.username or self._password is None:
+        if self.auth != "none" and (not self.config.username or self._password is None):
             raise self.error("auth", f"no credentials: set username and the environment variable "
-                             f"named by password_env ({self.config.password_env!r})")
-        if not self.verify_tls:
-            tls: ssl.SSLContext | bool = False
-        else:
-            try:
-                tls = ssl.create_default_context(cafile=self.ca_file)
-            except (OSError, ssl.SSLError) as exc:
-                raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
+                             f"named by password_env ({self.config.password_env!r}), or "
+                             f"auth = \"none\"")
+        tls = self._tls()
         # Redfish authenticates by X-Auth-Token: no cookie jar to keep or filter per request
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
                 ssl=tls, limit=4, socket_factory=tcp_rx_stamp.stamped_socket
                 if tcp_rx_stamp.on_kernel_clock(self.now_ns) else None),
             cookie_jar=aiohttp.DummyCookieJar(),
-            request_class=stamped_request(self.now_ns),
+            request_class=stamped_request(self.now_ns, self.meter),
             response_class=capped_response(self.max_body, self.now_ns))
-        base = f"https://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
+        base = f"{self.scheme}://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
                (f":{self.port}" if self.port else "")
-        self._client = _OneSessionClient(base, username=self.config.username,
-                                         password=self._password, session=self._session,
-                                         timeout=self.timeout_s)
+        anonymous = self.auth == "none"
+        self._client = _OneSessionClient(base, username=None if anonymous else self.config.username,
+                                         password=None if anonymous else self._password,
+                                         session=self._session, timeout=self.timeout_s)
+        self._client.meter = self.meter
         try:
-            await self._client.login("session")
+            await self._login()
             if not self.manager_uri:
                 self.manager_uri = await self._first_member("Managers")
             await self._open_events()
+            await self._discover_log()
         except BaseException as exc:
             await self.close()
             if isinstance(exc, Exception):
                 raise self._map(exc, "login") from None
             raise
+
+    async def _login(self) -> None:
+        """Read the service root (unauthenticated, DSP0266), choose the auth mode (the rack
+        file's, else what the service offers: said once) and log in."""
+        try:
+            root = await self._service_root()
+        except DeviceError as exc:
+            if exc.kind != "auth":
+                raise
+            root = {}                     # a root behind authentication: try the configured way
+        mode, note = auth_mode(self.auth or ("session" if not root else None), root)
+        self.auth = mode
+        if note and self.auth_note is None:
+            self.auth_note = note
+            log.warning("%s: %s", self.name, note)
+        if mode == "none":
+            return
+        if self.scheme != "https":
+            raise self.error("protocol", f"the service asks for {mode} authentication: "
+                             f"credentials go only over HTTPS; use https://")
+        sessions = _link(root.get("Links"), "Sessions") or "/redfish/v1/SessionService/Sessions"
+        try:
+            async with self.budget.slot(True, self.timeout_s):
+                await self._client.login(mode)
+        except Skipped as exc:
+            raise self._fail("refused", f"login: {exc}") from None
+        except RedfishAuthenticationError:
+            if mode == "session" and root and auth_mode(None, root)[0] != "session":
+                raise self._fail("auth", f"login (POST {sessions}): refused, and the service root "
+                                 f"links no SessionService; set auth = \"basic\"") from None
+            raise
+        except RedfishHTTPError as exc:
+            if exc.response.status in (429, 503):
+                self._throttled(exc.response)
+            why = self._http_error(exc.response, f"login (POST {sessions})")
+            if exc.response.status in (404, 405, 501):
+                raise self._fail(why.kind, f"{why.message}: the service has no session "
+                                 f"login at {sessions}; set auth = \"basic\"") from None
+            raise why from None
 
     async def close(self) -> None:
         await self._close_events()
@@ -317,21 +364,33 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
             pass
 
     # -- one bracketed exchange -------------------------------------------------------------------
-    async def _exchange(self, method: str, uri: str, body: dict | None = None, what: str = ""):
-        """(response, s_ns, e_ns, note): one request; the bracket is the wire-side stamps of the
-        exchange that produced the answer (falls back to stamps around the call)."""
+    async def _exchange(self, method: str, uri: str, body: dict | None = None, what: str = "",
+                        urgent: bool = True, max_wait_s: float | None = None):
+        """(response, s_ns, e_ns, note): one request inside the budget, waiting for it up to
+        `max_wait_s` (default half the timeout; 0 for a request that is not `urgent`), else
+        NotSent; the bracket is the wire-side stamps of the exchange that produced the answer
+        (falls back to stamps around the call)."""
         if self._client is None:
             raise self.error("error", "not open")
         stamps: list = []
         token = _STAMPS.set(stamps)
         s0 = self.now_ns()
         try:
-            if method == "GET":
-                resp = await self._client.get(uri)
-            elif method == "PATCH":
-                resp = await self._client.patch(uri, body=body)
-            else:
-                resp = await self._client.post(uri, body=body)
+            if max_wait_s is None:
+                max_wait_s = self.timeout_s / 2 if urgent else 0.0
+            async with self.budget.slot(urgent, max_wait_s):
+                s0 = self.now_ns()
+                if method == "GET":
+                    resp = await self._client.get(uri)
+                elif method == "PATCH":
+                    resp = await self._client.patch(uri, body=body)
+                elif method == "DELETE":
+                    resp = await self._client.delete(uri)
+                else:
+                    resp = await self._client.post(uri, body=body)
+        except Skipped as exc:
+            raise NotSent(self.name, "refused", self._clean(
+                f"{what or f'{method} {uri}'}: not sent: {exc}")) from None
         except Exception as exc:
             raise self._map(exc, what or f"{method} {uri}") from None
         finally:
@@ -347,12 +406,24 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
         # aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
         # after a 401 on a GET: the bracket above is the last exchange's, and raw says so.
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
+        if resp.status in (429, 503):
+            self._throttled(resp)
         if not 200 <= resp.status < 300:
             raise self._http_error(resp, what or f"{method} {uri}")
         return resp, s, e, note
 
-    async def _get_json(self, uri: str, what: str) -> tuple[dict, int, int, str]:
-        resp, s, e, note = await self._exchange("GET", uri, what=what)
+    def _throttled(self, resp) -> None:
+        """429 Too Many Requests / 503 Service Unavailable: no request until its Retry-After."""
+        wait = retry_after_s(resp.getheader("Retry-After"))
+        self.budget.hold(wait)
+        self.meter.count("throttled")
+        log.info("%s: HTTP %d: holding every request for %.1f s (Retry-After %r)", self.name,
+                 resp.status, wait, resp.getheader("Retry-After"))
+
+    async def _get_json(self, uri: str, what: str, urgent: bool = True,
+                        max_wait_s: float | None = None) -> tuple[dict, int, int, str]:
+        resp, s, e, note = await self._exchange("GET", uri, what=what, urgent=urgent,
+                                                max_wait_s=max_wait_s)
         try:
             body = resp.dict
         except RedfishProtocolError:
@@ -385,7 +456,13 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                         firmware=str(m.get("FirmwareVersion", "")),
                         extra={"manager": self.manager_uri, "uuid": m.get("UUID", ""),
                                "local_offset": m.get("DateTimeLocalOffset", ""),
-                               "events": self.events_state})
+                               "events": self.events_state, "auth": self.auth,
+                               **({"auth_note": self.auth_note} if self.auth_note else {}),
+                               "log_service": self.log_service_uri or "",
+                               "log_entries": self.entries_uri or "",
+                               "log_choice": self.log_choice,
+                               "request_budget": {"rate_hz": self.budget.rate,
+                                                  "concurrent": self.budget.concurrent}})
 
     def clocks(self) -> list[ClockSpec]:
         return [ClockSpec("datetime", NS)]
@@ -426,20 +503,19 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)
+        es_uri, es = await self._event_service()
         if self._submit_uri is None:
-            root = await self._service_root()
-            es_uri = _link(root, "EventService") or "/redfish/v1/EventService"
-            es, *_ = await self._get_json(es_uri, "GET EventService")
             actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
             action = actions.get("#EventService.SubmitTestEvent")
             target = action.get("target") if isinstance(action, dict) else None
             self._submit_uri = target if isinstance(target, str) and target else \
                 f"{es_uri.rstrip('/')}/Actions/EventService.SubmitTestEvent"
         self._events_sent += 1
-        body = {"MessageId": self.test_message_id, "Severity": "OK",
-                "Message": f"rackclock test event {self._events_sent}"}
+        body = test_event_body(es, self.test_message_id, self._events_sent, self.now_ns(),
+                               self.manager_uri)
         resp, s, e, note = await self._exchange("POST", self._submit_uri, body,
                                                 "POST SubmitTestEvent")
+        self._test_event_sent(s)
         return Stimulus(name, None, s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} {body['Message']}" + (f" {note}" if note else ""))
 
@@ -455,117 +531,6 @@ class RedfishBMC(EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Drive
                         raw=f"HTTP {resp.status} DateTime={body['DateTime']}"
                             + (f" {note}" if note else ""))
 
-    async def _find_entries_uri(self) -> str:
-        """The LogEntry collection of the `EventLog` LogService (a System's, else a Manager's)."""
-        root = await self._service_root()
-        for coll in ("Systems", "Managers"):
-            uri = _link(root, coll)
-            if not uri:
-                continue
-            for member in _members((await self._get_json(uri, f"GET {uri}"))[0]):
-                res, *_ = await self._get_json(member, f"GET {member}")
-                ls_uri = _link(res, "LogServices")
-                if not ls_uri:
-                    continue
-                for svc in _members((await self._get_json(ls_uri, f"GET {ls_uri}"))[0]):
-                    if svc.rstrip("/").endswith("/EventLog"):
-                        ls, *_ = await self._get_json(svc, f"GET {svc}")
-                        if _link(ls, "Entries"):
-                            return _link(ls, "Entries")
-        raise self.error("protocol", "no EventLog LogService found; set log_entries to the URI "
-                                     "of the LogEntry collection")
-
-    async def _log_start(self) -> str:
-        """Where a first poll starts: the newest page where the service pages by `$skip`
-        (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
-        root = await self._service_root()
-        features = root.get("ProtocolFeaturesSupported")
-        if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
-            return self.entries_uri
-        first, *_ = await self._get_json(self.entries_uri, "GET log entries")
-        count, per_page = first.get("Members@odata.count"), len(first.get("Members") or [])
-        if not isinstance(count, int) or not first.get("Members@odata.nextLink") or not per_page:
-            return self.entries_uri
-        sep = "&" if "?" in self.entries_uri else "?"
-        return f"{self.entries_uri}{sep}$skip={max(0, count - per_page)}"
-
-    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
-        """Entries newer than `cursor` (the last entry Id seen), read incrementally: from the
-        page where the last poll ended (the newest page on a first poll, where the service
-        pages by $skip), at most `log_pages_per_poll` pages and `log_budget_s` per call, so a
-        long, slow log never holds the clock reads; `log_backlog` says pages are left."""
-        if self.entries_uri is None:
-            self.entries_uri = await self._find_entries_uri()
-        if self._log_page is None:
-            self._log_page = await self._log_start()
-        deadline = self.now_ns() + self.log_budget_ns
-        if self.log_until_ns is not None:
-            deadline = min(deadline, self.log_until_ns)
-        members: list = []
-        start = uri = self._log_page
-        s, e, pages = None, None, 0
-        self.log_backlog = False
-        while True:
-            t0 = self.now_ns()
-            try:
-                page, ps, e, _ = await self._get_json(uri, "GET log entries")
-            except DeviceError:
-                self._log_page = None          # the log was cleared or moved: start again
-                raise
-            self._page_ns = self.now_ns() - t0
-            s, pages = (ps if s is None else s), pages + 1
-            members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
-            nxt = page.get("Members@odata.nextLink")
-            if not isinstance(nxt, str) or not nxt or nxt == uri:
-                self._log_page = uri           # the newest page: read again next poll
-                break
-            self._log_page = uri = nxt
-            if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
-                self.log_backlog = True
-                break
-        new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
-        out = []
-        for m in new:
-            if "Created" not in m and _link(m):                 # a collection of links only
-                if self.now_ns() >= deadline:
-                    self.log_backlog, self._log_page = True, start   # the rest next poll
-                    break
-                m, _, e, _ = await self._get_json(_link(m), "GET log entry")
-            out.append(self._entry(m, s, e))
-            self._log_seen[out[-1].cursor] = None
-        while len(self._log_seen) > 10_000:
-            del self._log_seen[next(iter(self._log_seen))]
-        return out, (out[-1].cursor if out else cursor)
-
-    @staticmethod
-    def _entry_id(m: dict) -> str:
-        return str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
-
-    @staticmethod
-    def _newer(members: list[dict], cursor: str | None) -> list[dict]:
-        ids = [str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1]) for m in members]
-        keys = [_id_key(i) for i in ids]
-        if all(k is not None for k in keys) and (cursor is None or _id_key(cursor) is not None):
-            order = sorted(range(len(members)), key=lambda i: keys[i])
-            return [members[i] for i in order if cursor is None or keys[i] > _id_key(cursor)]
-        if cursor in ids:                                   # opaque Ids: oldest first
-            return members[ids.index(cursor) + 1:]
-        return members
-
-    def _entry(self, m: dict, s: int, e: int) -> LogEntry:
-        entry_id = str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
-        created = m.get("Created")
-        try:
-            value = parse_datetime_ns(created) if isinstance(created, str) else None
-        except ValueError:
-            value = None
-        raw = json.dumps({k: m.get(k) for k in ("Id", "Created", "MessageId", "Message")},
-                         separators=(",", ":"))
-        return LogEntry(cursor=entry_id, clock="datetime", value_ns=value, resolution_ns=NS,
-                        s_ns=s, e_ns=e, message=str(m.get("Message") or m.get("MessageId") or ""),
-                        raw=raw)
-
-
 class _OneSessionClient(AsyncRedfishClient):
     """redfish.aio logs in again after a 401 on a GET without ending the session it had; a BMC
     that still counts that session would fill its session table at every re-login. Here the old
@@ -576,6 +541,12 @@ class _OneSessionClient(AsyncRedfishClient):
     request headers of the current session (rebuilt when the token changes)."""
 
     _URLS_KEPT = 256
+    meter: Meter | None = None
+
+    async def _login_session(self):
+        if self.meter is not None:
+            self.meter.count("logins")
+        return await super()._login_session()
 
     def _resolve_url(self, target):
         urls = self.__dict__.setdefault("_rc_urls", {})

@@ -23,11 +23,23 @@ stream that drops is reopened with backoff while the driver is open.
 
 SSE is parsed here (a few lines of the HTML5 event-stream format): the libraries that parse it
 (sseclient, aiohttp-sse-client) hide when each line arrived, which is the point of reading it.
+A reopened stream sends `Last-Event-ID` (the `id:` of the last event received), so a service
+that keeps its events replays those sent while the stream was down.
+
+As the schemas say (DMTF EventService and EventDestination): a push subscription asks for the
+`RegistryPrefixes` the EventService advertises (those of the test event's MessageId where it
+lists it), else the `EventTypes` it lists for subscription (`EventTypesForSubscription`), so a
+service that filters by them delivers the test events; `test_event_body` fills every parameter
+of SubmitTestEvent the service's EventService version defines (EventType before v1_3_0, when
+it was deprecated; MessageSeverity from v1_10_0).
 """
 from __future__ import annotations
 
 import asyncio
+import base64
+import datetime as dt
 import json
+import re
 import secrets
 import socket
 import ssl
@@ -38,9 +50,41 @@ import aiohttp
 from aiohttp import web
 
 from drivers.base import DeviceError, LogEntry
+from drivers.redfish_time import parse_datetime_ns
 
 NS = 1_000_000_000
 MODES = ("auto", "sse", "push", "poll")
+
+
+def schema_version(odata_type: object) -> tuple[int, int, int]:
+    """`#EventService.v1_8_0.EventService` -> (1, 8, 0); (1, 0, 0) when unversioned."""
+    m = re.search(r"\.v(\d+)_(\d+)_(\d+)\.", odata_type if isinstance(odata_type, str) else "")
+    return (int(m[1]), int(m[2]), int(m[3])) if m else (1, 0, 0)
+
+
+def test_event_body(es: dict, message_id: str, n: int, now_ns: int, origin: str | None) -> dict:
+    """SubmitTestEvent's parameters as the EventService's schema version defines them."""
+    version = schema_version(es.get("@odata.type"))
+    stamp = dt.datetime.fromtimestamp(now_ns // NS, dt.timezone.utc).isoformat()
+    body = {"EventId": f"rackclock-{n}", "EventTimestamp": stamp, "Severity": "OK",
+            "Message": f"rackclock test event {n}", "MessageId": message_id,
+            "MessageArgs": [], "OriginOfCondition": origin or "/redfish/v1"}
+    if version < (1, 3, 0):
+        body["EventType"] = "Alert"
+    if version >= (1, 10, 0):
+        body["MessageSeverity"] = "OK"
+    return body
+
+
+def subscription_filter(es: dict, message_id: str) -> dict:
+    """What a push subscription asks for: the advertised RegistryPrefixes (the test event's own
+    where listed), else the advertised EventTypesForSubscription, else nothing."""
+    prefixes = [p for p in es.get("RegistryPrefixes") or [] if isinstance(p, str)]
+    if prefixes:
+        own = message_id.split(".", 1)[0]
+        return {"RegistryPrefixes": [own] if own in prefixes else prefixes}
+    types = [t for t in es.get("EventTypesForSubscription") or [] if isinstance(t, str)]
+    return {"EventTypes": types} if types else {}
 
 
 class EventSubscriber:
@@ -68,6 +112,8 @@ class EventSubscriber:
         self._listener: web.BaseRunner | None = None
         self._subscription_uri: str | None = None
         self._context = secrets.token_hex(16)
+        self._es: tuple[str, dict] | None = None     # the EventService: (URI, body), read once
+        self._last_event_id: str | None = None       # the SSE stream's last `id:`
 
     # -- what the runner sees ---------------------------------------------------------------------
     def pushed_events(self) -> list[LogEntry]:
@@ -98,7 +144,6 @@ class EventSubscriber:
 
     @staticmethod
     def _parse_stamp(text: str) -> int:
-        from drivers.redfish_bmc import parse_datetime_ns
         return parse_datetime_ns(text)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -110,11 +155,10 @@ class EventSubscriber:
         try:
             root = await self._service_root()
             es_link = root.get("EventService")
-            es_uri = es_link.get("@odata.id") if isinstance(es_link, dict) else None
-            if not isinstance(es_uri, str):
+            if not isinstance(es_link, dict) or not isinstance(es_link.get("@odata.id"), str):
                 self.events_state = "polling (the service has no EventService)"
                 return
-            es, *_ = await self._get_json(es_uri, "GET EventService")
+            _, es = await self._event_service()
         except DeviceError as exc:
             self.events_state = f"polling (EventService unreadable: {exc.message})"
             return
@@ -142,6 +186,17 @@ class EventSubscriber:
                 reasons.append(f"push refused: {why}")
         self.events_state = f"polling ({'; '.join(reasons)})"
 
+    async def _event_service(self) -> tuple[str, dict]:
+        """(URI, body) of the EventService, read once per driver."""
+        if self._es is None:
+            root = await self._service_root()
+            es_link = root.get("EventService")
+            uri = es_link.get("@odata.id") if isinstance(es_link, dict) else None
+            uri = uri if isinstance(uri, str) and uri else "/redfish/v1/EventService"
+            es, *_ = await self._get_json(uri, "GET EventService")
+            self._es = (uri, es)
+        return self._es
+
     async def _close_events(self) -> None:
         task, self._event_task = self._event_task, None
         if task is not None:
@@ -153,7 +208,7 @@ class EventSubscriber:
         uri, self._subscription_uri = self._subscription_uri, None
         if uri and self._client is not None:
             try:
-                await self._client.delete(uri)
+                await self._exchange("DELETE", uri, what="DELETE subscription")
             except Exception:
                 pass
         runner, self._listener = self._listener, None
@@ -166,17 +221,23 @@ class EventSubscriber:
         token = getattr(self._client, "_session_key", None)
         if token:
             return {"X-Auth-Token": token}
-        return {"Authorization": aiohttp.BasicAuth(self.config.username, self._password).encode()}
+        if getattr(self, "auth", None) == "none":
+            return {}
+        pair = f"{self.config.username}:{self._password}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
 
     def _url(self, uri: str) -> str:
         host = self.host if ":" not in self.host else f"[{self.host}]"
-        return f"https://{host}" + (f":{self.port}" if self.port else "") + uri
+        return f"{self.scheme}://{host}" + (f":{self.port}" if self.port else "") + uri
 
     async def _connect_sse(self, uri: str) -> tuple[aiohttp.ClientResponse | None, str | None]:
         """(open stream, None) or (None, why not)."""
+        headers = {"Accept": "text/event-stream", **self._auth_headers()}
+        if self._last_event_id is not None:
+            headers["Last-Event-ID"] = self._last_event_id
         try:
             resp = await self._session.get(
-                self._url(uri), headers={"Accept": "text/event-stream", **self._auth_headers()},
+                self._url(uri), headers=headers,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout_s,
                                               sock_read=None))
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -244,8 +305,11 @@ class EventSubscriber:
                     continue
                 first = t if first is None else first
                 field, _, value = text.partition(":")
+                value = value[1:] if value.startswith(" ") else value
                 if field == "data":
-                    data.append(value[1:] if value.startswith(" ") else value)
+                    data.append(value)
+                elif field == "id" and "\0" not in value:
+                    self._last_event_id = value
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             return f"{type(exc).__name__}"
         finally:
@@ -282,9 +346,11 @@ class EventSubscriber:
         self._listener = runner
         host = u.hostname if ":" not in u.hostname else f"[{u.hostname}]"
         dest = f"{u.scheme}://{host}:{sock.getsockname()[1]}/rackclock/events/{self.name}"
+        _, es = await self._event_service()
         body = {"Destination": dest, "Protocol": "Redfish", "Context": self._context,
                 "EventFormatType": "Event", "SubscriptionType": "RedfishEvent",
-                "VerifyCertificate": self.event_verify_certificate}
+                "VerifyCertificate": self.event_verify_certificate,
+                **subscription_filter(es, self.test_message_id)}
         try:
             resp, *_ = await self._exchange("POST", subs_uri, body, "POST Subscriptions")
         except DeviceError as exc:

@@ -16,6 +16,7 @@ the naive merge orders wrongly, against the true gap between the events.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.run.runner import ProbePlan
+
+log = logging.getLogger(__name__)
 
 NS = 1_000_000_000
 
@@ -245,15 +248,15 @@ def lines(e2e: dict, off: dict | None) -> list[str]:
 
 
 def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
-    """Score the run's cascade and the offline curve; write incident.json; print the result."""
+    """Score the run's cascade and the offline curve; write incident.json (the closing output,
+    bench.output.closing, shows its result after the table; all of it is in bench.log)."""
     from bench.model.rundata import load_run
     run = load_run(bench.store.path)
     e2e = score_run(run)
     off = offline(offline_cascades, racks, seed) if offline_cascades else None
     res = {"schema": 1, "end_to_end": e2e, "offline": off}
     (bench.store.path / "incident.json").write_text(json.dumps(res, indent=1, default=int))
-    if not bench.quiet:
-        print("\n".join(lines(e2e, off)))
+    log.info("incident:\n%s", "\n".join(lines(e2e, off)))   # the terminal shows it after the table
     return res
 
 

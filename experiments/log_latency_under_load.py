@@ -10,6 +10,7 @@ the proven latency to the device's own log stamp, the latency until the bench sa
 """
 from __future__ import annotations
 
+import logging
 import random
 import sys
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ import numpy as np
 from bench.model.documents import Summary
 from bench.model.statuses import worst
 from experiments.stimulus_latency import series
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,7 @@ def run(bench, p: Params) -> dict:
                                                          "load_devices": others})
     summary = bench.summarize()
     record(lab, summary, phases)
-    if not bench.quiet:
-        print("\n".join(lines(lab.measurements)))
+    log.info("%s", "\n".join(lines(lab.measurements)))   # the terminal shows them after the table
     return summary
 
 

@@ -19,6 +19,7 @@ against the device's own client (give `server`, `unreachable_server`, deadlines 
 """
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from bench.run.lab import LabTimeout
 from drivers.base import DeviceError
 
 NS = 1_000_000_000
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -288,8 +291,7 @@ def run(bench, p: Params) -> dict:
     bench.store.journal(dev, "info", "drift_prior", f"raised to {p.slew_drift_prior_ppm:g} ppm "
                         f"for the fit: the experiment slews this clock")
     summary = bench.summarize()
-    if not bench.quiet:
-        print("\n".join(lines(lab.measurements)))
+    log.info("%s", "\n".join(lines(lab.measurements)))   # the terminal shows them after the table
     return summary
 
 

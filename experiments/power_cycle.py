@@ -11,6 +11,7 @@ reboot command's bracket.
 """
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from drivers.base import DeviceError
 NS = 1_000_000_000
 RACK = Path(__file__).with_name("power_cycle_rack.toml")
 DAY = 86400 * NS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -164,8 +167,7 @@ def run(bench, p: Params) -> dict:
                     judge=cb["kind"] == "rtc", kind=cb["kind"], doc=f"its clock when it answers again: {cb['kind']} "
                                          f"(device minus reference)")
     summary = bench.summarize()
-    if not bench.quiet:
-        print("\n".join(lines(lab.measurements, iv)))
+    log.info("%s", "\n".join(lines(lab.measurements, iv)))   # the terminal shows them after the table
     return summary
 
 

@@ -9,6 +9,7 @@ event, their distribution (CDF in the report) and percentiles, as measurements.
 """
 from __future__ import annotations
 
+import logging
 import random
 import sys
 import threading
@@ -20,6 +21,8 @@ from bench.model.statuses import worst
 from bench.run.lab import LabTimeout
 
 NS = 1_000_000_000
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,7 @@ def run(bench, p: Params) -> dict:
                                                   "errors": errors})
     summary = bench.summarize()
     record(lab, summary, devices)
-    if not bench.quiet:
-        print("\n".join(lines(lab.measurements)))
+    log.info("%s", "\n".join(lines(lab.measurements)))   # the terminal shows them after the table
     return summary
 
 

@@ -3,6 +3,8 @@ fail the comparison naming that device and measure; an update that changes nothi
 from __future__ import annotations
 
 import json
+import math
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -66,10 +68,11 @@ def test_unchanged_update_passes(runs, tmp_path, capsys):
     data = json.loads(js.read_text())
     verdicts = {(m["device"], m["measure"]): m["verdict"] for m in data["measures"]}
     assert verdicts[("bmc-1", "resolution")] == "unchanged"
-    assert verdicts[("bmc-1", "offset")] == "not compared"        # free-running by default
+    assert verdicts[("bmc-1", "offset")] in ("not compared",      # free-running by default,
+                                             "changed (not judged)")   # shown when it moved
     assert verdicts[("bmc-1", "jitter")] == "not compared"        # 1 s clock: the tick
     assert verdicts[("bmc-1", "latency.test_event")] in ("unchanged", "inconclusive")
-    assert "PASS" in out or "INCONCLUSIVE" in out
+    assert "PASS" in out or "UNDECIDED" in out
 
 
 def test_tolerance_file_overrides_per_device(runs, tmp_path, capsys):
@@ -123,7 +126,9 @@ def _m(lo, hi, basis="proven", judgeable=True):
     (_m(3, 3, "exact"), _m(3, 3, "exact"), Rule(), "unchanged"),
     (_m(0, 10), None, Rule(), "lost"),
     (None, _m(0, 10), Rule(), "new"),
-    (_m(0, 10), _m(30, 40), Rule(judge=False), "not compared"),
+    # not judged (a free-running offset), yet a proven change beyond the tolerance is shown
+    (_m(0, 10), _m(30, 40), Rule(tolerance=5, judge=False), "changed (not judged)"),
+    (_m(0, 10), _m(2, 12), Rule(tolerance=5, judge=False), "not compared"),
     (_m(0, 10, judgeable=False), _m(30, 40), Rule(), "not compared"),
 ])
 def test_verdicts(b, c, rule, expected):
@@ -202,3 +207,63 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     assert t["first_change_run"] == 2 and len(t["values"]) == 3
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 20000
     assert trend.main([str(runs[BASELINE]), str(runs[UNCHANGED])]) == 2
+
+
+def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, capsys,
+                                                             monkeypatch):
+    """Issue 30: the figure silently kept 24 panels and was written to the current folder."""
+    from bench.output import trend
+
+    monkeypatch.chdir(tmp_path)
+    rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
+                     "--as-given", "--max-panels", "1"])
+    out = capsys.readouterr().out
+    assert rc == 1 and not (tmp_path / "trend.png").exists()
+    line = next(x for x in out.splitlines() if x.startswith("figure: "))
+    assert line.startswith(f"figure: {runs[REGRESSED] / 'trend.png'} (1 of ")
+    assert "--max-panels" in line and (runs[REGRESSED] / "trend.png").exists()
+
+
+def test_compare_fits_120_columns_with_figures_to_their_precision(runs, capsys):
+    """Issue 30 item 7: ~265 columns before, and -3641.27 s printed as -3640 s."""
+    compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--all"])
+    out = capsys.readouterr().out
+    assert max(len(x) for x in out.splitlines()) <= 120, out
+    compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--all", "--wide"])
+    out = capsys.readouterr().out
+    assert max(len(x) for x in out.splitlines()) > 120              # every column
+    row = next(x for x in out.splitlines() if x.startswith("bmc-2") and " offset " in x)
+    # bmc-2 is 41.27 s behind here: every interval with the decimals its width needs
+    ivs = re.findall(r"\[(-41\.\d+), (-41\.\d+)\] s", row)
+    assert len(ivs) == 2, row
+    for a, b in ivs:
+        need = math.ceil(-math.log10(float(b) - float(a)))
+        assert float(a) < float(b) and len(a.split(".")[1]) >= need, (a, b, row)
+
+
+def test_bounds_show_the_digits_their_width_needs():
+    from bench.compare.output import bounds
+    m = Measure("d", "c", "offset", "ns", -3641.2695e9, -3641.2665e9, -3641.268e9, "proven", True)
+    assert bounds(m, "ns") == "-3641.268 s [-3641.2695, -3641.2665] s"
+
+
+def test_an_address_or_port_alone_is_no_identity_change():
+    from bench.compare.verdicts import without_addresses as w
+    assert w("unreachable: host 127.0.0.1:34097") == w("unreachable: host 127.0.0.1:40211")
+    assert w("serial:///dev/pts/3") == w("serial:///dev/pts/7")
+    assert w("https://10.0.0.21:443/redfish/v1") == w("https://10.0.0.22/redfish/v1")
+    assert w("2.14.0") != w("2.15.0") and w("SIM3C56A850") != w("SIM3C56A851")
+
+
+def test_an_assumed_drift_is_never_called_proven(runs):
+    """Issue 28 item 7: compare labelled every drift 'proven'; the drift at an epoch is assumed."""
+    from bench.model.rundata import load_run
+    from bench.compare.measures import run_measures
+    run = load_run(runs[BASELINE])
+    ms = run_measures(run)
+    drifts = [m for (d, c, name), m in ms.items() if name == "drift"]
+    assert drifts and all(m.basis != "proven" for m in drifts), [m.basis for m in drifts]
+    for (d, c, name), m in ms.items():
+        if name == "drift":
+            seg = run.summary.devices[d].clocks[c].longest
+            assert m.basis == seg.drift_status

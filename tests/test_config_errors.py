@@ -34,6 +34,30 @@ def with_device(name: str, table: dict) -> dict:
     return data
 
 
+def sim(device: str, **changes) -> dict:
+    """A simulated rack of one default-rack device with changes to its [sim] table."""
+    return sim_rack_dict([device], changes={device: {"sim": changes}})
+
+
+def limits(table) -> dict:
+    return {**rack(), "limits": table}
+
+
+def reference(spec: str) -> dict:
+    return {**rack(), "rack": {"name": "x", "simulated": True, "reference": spec}}
+
+
+def lab(name: str = "bmc-9", **changes) -> dict:
+    """A lab rack (not simulated) of one device, REDFISH by default (None removes a key)."""
+    table = {**REDFISH, **changes}
+    return {"rack": {"name": "lab"}, "devices": {name: {k: v for k, v in table.items()
+                                                        if v is not None}}}
+
+
+K8S = {"plane": "scheduler", "driver": "k8s_scheduler", "address": "https://127.0.0.1:1",
+       "password_env": None, "username": None}
+
+
 # (case, rack file content: dict | str | None for "no file", extra argv, words the line must hold)
 RACK_CASES = [
     ("malformed TOML", "[rack\nname = 'x'", [], ["rack.toml", "TOML", "line 1"]),
@@ -81,6 +105,84 @@ RACK_CASES = [
                                                  "address": "tcp://127.0.0.1:1",
                                                  "map": "family_z"}),
      [], ["device 'cdu-9'", "family_z", "known maps"]),
+    # issue 31, Why 4: every [sim] key has a type and a range that bounds memory
+    ("sim outlets 1e9", sim("pdu-1", outlets=10**9), [], ["device 'pdu-1'", "key 'sim.outlets'",
+                                                          "1 to 256"]),
+    ("sim log_capacity 1e9", sim("bmc-1", log_capacity=10**9), [], ["key 'sim.log_capacity'"]),
+    ("sim 10^5 steps", sim("bmc-1", steps=[[1.0, 0.1]] * 100_000), [],
+     ["key 'sim.steps'", "at most 1000"]),
+    ("sim 10^5 reboots", sim("pdu-1", reboots=[1.0] * 100_000), [], ["key 'sim.reboots'"]),
+    ("sim slews entry short", sim("bmc-1", slews=[[1.0, 2.0]]), [], ["key 'sim.slews[0]'"]),
+    ("sim seed negative", sim("bmc-1", seed=-1), [], ["key 'sim.seed'"]),
+    ("sim offset 1e300", sim("bmc-1", offset_s=1e300), [], ["key 'sim.offset_s'"]),
+    ("sim key typo", sim("bmc-1", ofset_s=1.0), [], ["key 'sim.ofset_s'",
+                                                      "did you mean 'offset_s'"]),
+    ("sim wrap every tick", sim("pdu-2", clocks={"sysuptime": {"wrap_ticks": 1,
+                                                               "resolution_s": 1e-9}}), [],
+     ["key 'sim.clocks.sysuptime.wrap_ticks'", "at least 1 s"]),
+    ("sim steps past a century", sim("bmc-1", offset_s=3e9, steps=[[1.0, 3e9]]), [],
+     ["key 'sim.steps'", "about a century"]),
+    ("sim module port 0", sim("optic-1", modules={"0": {"vendor": "X"}}), [],
+     ["key 'sim.modules'", "ports 1 to 255"]),
+    ("sim not a table", rack(sim=[1, 2]), [], ["key 'sim'", "a table"]),
+    # Why 6: rack files that gave tracebacks
+    ("nested arrays", "a = " + "[" * 5000 + "]" * 5000 + "\n", [], ["rack.toml",
+                                                                     "nested too deeply"]),
+    ("limits planes a string", limits({"planes": "x"}), [], ["[limits.planes]", "a table"]),
+    ("limits devices a list", limits({"devices": [1]}), [], ["[limits.devices]", "a table"]),
+    ("limits a number", {**rack(), "limits": 5}, [], ["[limits]", "a table"]),
+    ("sim fault kind", sim("pdu-2", faults=[{"kind": "melt"}]), [],
+     ["key 'sim.faults[0].kind'", "'reboot'"]),
+    ("sim fault a word", sim("pdu-2", faults=["reboot"]), [], ["key 'sim.faults[0]'", "a table"]),
+    ("sim fault key typo", sim("pdu-2", faults=[{"kind": "reboot", "after": 3}]), [],
+     ["key 'sim.faults[0].after'", "after_samples"]),
+    ("sim offset a word", sim("bmc-1", offset_s="soon"), [], ["key 'sim.offset_s'", "'soon'"]),
+    ("sim resolution a string", sim("bmc-1", resolution_s="1s"), [], ["key 'sim.resolution_s'"]),
+    ("sim log latency words", sim("bmc-1", log_latency_s=["a", "b"]), [],
+     ["key 'sim.log_latency_s[0]'"]),
+    ("sim log latency reversed", sim("bmc-1", log_latency_s=[2.0, 1.0]), [],
+     ["key 'sim.log_latency_s'", "lo <= hi"]),
+    ("sim by_firmware a word", sim("bmc-1", by_firmware={"2.14.0": "fast"}), [],
+     ["key 'sim.by_firmware.2.14.0'", "a table"]),
+    ("sim k8s not_ready no node", sim("k8s-1", not_ready=[{"at_s": 1.0}]), [],
+     ["key 'sim.not_ready[0].node'", "missing"]),
+    ("sim time zone unknown", sim("cdu-1", rtc_timezone="Mars/Olympus"), [],
+     ["key 'sim.rtc_timezone'", "time zone"]),
+    ("sim emulator unknown", sim("bmc-1", emulator="serve"), [], ["key 'sim.emulator'",
+                                                                  "redfish_bmc"]),
+    # Why 8: what failed at open is refused at load
+    ("lab ca_file missing", lab(ca_file="nowhere/ca.pem"), [],
+     ["device 'bmc-9'", "key 'ca_file'", "no readable file"]),
+    ("lab username missing", lab(username=None), [], ["key 'username'", "needs username"]),
+    ("lab password_env missing", lab(password_env=None), [], ["key 'password_env'",
+                                                              "needs password_env"]),
+    ("lab password variable unset", lab(), [], ["key 'password_env'", "X_PASSWORD is not set"]),
+    ("lab kubeconfig missing", lab("k8s-9", **K8S), [], ["key 'kubeconfig'",
+                                                         "needs kubeconfig"]),
+    ("lab kubeconfig absent", lab("k8s-9", **K8S, kubeconfig="nowhere.yaml"), [],
+     ["key 'kubeconfig'", "no readable file"]),
+    ("lab kubeconfig a word", lab("k8s-9", **K8S, kubeconfig="plain.txt"), [],
+     ["key 'kubeconfig'", "not a kubeconfig"]),
+    ("lab snmp v3 no user", lab("pdu-9", plane="pdu", driver="snmp_pdu", address="udp://h:161",
+                                version="3", username=None), [], ["key 'username'"]),
+    ("lab snmp v2c no community", lab("pdu-9", plane="pdu", driver="snmp_pdu",
+                                      address="udp://h:161", username=None, password_env=None),
+     [], ["key 'community_env'", "community_env or password_env"]),
+    ("reference virtual", reference("virtual:5"), [], ["key 'reference'", "phc:/dev/ptpN"]),
+    ("reference phc escape", reference("phc:/dev/../etc/passwd"), [], ["key 'reference'"]),
+    ("reference phc absent", reference("phc:/dev/ptp97"), [], ["key 'reference'",
+                                                                "not a PTP hardware clock"]),
+    ("limit latency negative", limits({"planes": {"bmc": {"latency_max": "-5ms"}}}), [],
+     ["latency_max", "'-5ms'"]),
+    ("limit drift nan", limits({"planes": {"bmc": {"drift_within_ppm": float("nan")}}}), [],
+     ["drift_within_ppm", "nan"]),
+    ("limit offset inf", limits({"devices": {"bmc-1": {"offset_within": "1e400s"}}}), [],
+     ["offset_within", "1e400s"]),
+    ("kmsg a regular file", sim_rack_dict(["host-1"], changes={"host-1": {"kmsg": "/etc/passwd"}}),
+     [], ["key 'kmsg'", "character device"]),
+    ("kmsg escaping /dev", sim_rack_dict(["host-1"], changes={"host-1": {
+        "kmsg": "/dev/../etc/passwd"}}), [], ["key 'kmsg'", "character device"]),
+    ("rack file /dev/zero", "DEVZERO", [], ["not a regular file"]),
     ("missing rack file", None, [], ["no such rack file"]),
     ("rack file a folder", "FOLDER", [], ["is a folder"]),
     ("rack file not text", b"\xff\xfe\x00garbage", [], ["rack.toml"]),
@@ -106,9 +208,12 @@ CLI_CASES = [
 
 def _write_rack(tmp_path: Path, content) -> Path:
     p = tmp_path / "rack.toml"
+    (tmp_path / "plain.txt").write_text("just words, no kubeconfig\n")
     if content is None:
         return p
-    if content == "FOLDER":
+    if content == "DEVZERO":
+        p.symlink_to("/dev/zero")
+    elif content == "FOLDER":
         p.mkdir()
     elif isinstance(content, bytes):
         p.write_bytes(content)
@@ -194,8 +299,9 @@ def test_relative_paths_resolve_against_the_rack_file(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("pmc"), reason="linuxptp's pmc is not installed")
-def test_check_honours_the_rack_files_ptp_uds(tmp_path):
+def test_check_honours_the_rack_files_ptp_uds(tmp_path, monkeypatch):
     """`check` looks for ptp4l where the rack file says, as `run` does."""
+    monkeypatch.setenv("X_PASSWORD", "x")           # a lab rack's variables must be set
     data = {"rack": {"name": "real", "ptp_uds": "ptp/sock"},
             "devices": {"bmc-9": dict(REDFISH)}}
     f = _write_rack(tmp_path, data)
@@ -212,3 +318,19 @@ def test_a_simulated_rack_file_given_relative_runs(tmp_path):
                    tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_broken_kubeconfig_is_refused_without_quoting_it(tmp_path):
+    """A kubeconfig the YAML parser cannot read is one line at load that names the line, not
+    the file's text (which holds the token)."""
+    from bench.model.inventory import InventoryError
+    from bench.model.rackfile import load_checked
+
+    (tmp_path / "kc.yaml").write_text("users: [{name: u, user: {token: s3cr3t-T0KEN}}\n"
+                                      "contexts: [\n")
+    f = _write_rack(tmp_path, lab("k8s-9", **K8S, kubeconfig="kc.yaml"))
+    with pytest.raises(InventoryError) as caught:
+        load_checked(f)
+    line = str(caught.value)
+    assert "key 'kubeconfig'" in line and "not YAML (line 2)" in line
+    assert "s3cr3t" not in line

@@ -36,7 +36,7 @@ def test_live_bounds_record_when_a_clock_is_calibrated():
     x = live.clocks[("dev-1", "c")]
     assert x.calibrated_s is not None and 0 < x.calibrated_s < 21
     assert x.calibrated_width_ns <= 2 * x.min_bracket_ns
-    assert re.search(r"c ±\S+ \S+ (proven|assumed) cal@", live.text(st))
+    assert re.search(r"c ±\S+ \S+ (proven|assumed) pinned@", live.text(st))
     rec = live.record()
     assert rec["dev-1"]["c"]["calibrated_after_s"] == x.calibrated_s
     assert calibrated_cell({"calibration": rec}, "dev-1", "c") == f"{x.calibrated_s:g} s"
@@ -67,7 +67,7 @@ def test_display_and_table_count_the_same_errors(tmp_path, capfd):
     assert total > 0 and live and int(live[-1]) == total, (total, live, err.err[-3000:])
     assert err.err.count(f"-- ") >= 1 and err.err.count("/ 12 s") == len(
         set(re.findall(r"-- +(\d+) / 12 s", err.err)))        # no block printed twice
-    assert "calibrated after" in err.out
+    assert "calibration" in err.out and "pinned" in err.out
     cal = run.manifest["calibration"]["pdu-1"]
     assert set(cal) == {"sysuptime", "hrsystemdate"}
     assert "±" in err.err                                     # live offset widths were shown

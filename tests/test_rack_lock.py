@@ -196,7 +196,8 @@ def lab_rack_held_by_another_session(tmp_path: Path):
         p.wait(timeout=DEADLINE_S)
 
 
-def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
+def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LAB_BMC_PW", "lab-pw")      # a lab rack's variables are checked at load
     from bench.cli import main
     out = tmp_path / "results"
     with lab_rack_held_by_another_session(tmp_path) as (rack, pid):
@@ -207,10 +208,11 @@ def test_rackclock_run_refuses_a_lab_rack_another_session_holds(tmp_path, capsys
         assert not out.exists() or not any(out.iterdir())      # refused before any run folder
 
 
-def test_rackclock_check_refuses_a_lab_rack_another_session_holds(tmp_path, capsys):
+def test_rackclock_check_refuses_a_lab_rack_another_session_holds(tmp_path, capsys, monkeypatch):
     """`rackclock check` opens every device of the rack, so it takes the rack's lock as `run`
     does: held by another session, it is refused at once, naming the holder, before any device
     is touched (exit 2)."""
+    monkeypatch.setenv("LAB_BMC_PW", "lab-pw")      # a lab rack's variables are checked at load
     from bench.cli import main
     with lab_rack_held_by_another_session(tmp_path) as (rack, pid):
         rc = main(["check", "--rack", str(rack), "--timeout", "1"])

@@ -277,3 +277,77 @@ def test_stream_closed_by_the_service_is_reopened(bmc):
     (ev,) = asyncio.run(main())
     (sent,) = sim_events(sim, "event_sent")
     assert sent["t_ns"] <= ev.s_ns
+
+
+def test_reopened_stream_sends_last_event_id_and_the_service_replays(bmc):
+    """The driver reopens a dropped stream with `Last-Event-ID` (the id of the last event it
+    heard); a stream opened with it gets the events sent after that id first (curl)."""
+    sim, dev = bmc()
+    auth = f"root:{os.environ[PW_ENV]}"
+
+    async def main():
+        async with opened(dev) as (drv, heard):
+            await drv.stimulate("test_event")
+            await until(lambda: heard, what="the first event")
+            (first,) = await asyncio.to_thread(_live_ids, sim)
+            code, _ = await asyncio.to_thread(curl, "-u", auth, "-X", "DELETE",
+                                              f"{dev.address}{SUBSCRIPTIONS}/{first}")
+            assert code == 204
+            await until(lambda: len(sim_events(sim, "subscribed")) == 2, what="the reopen")
+    asyncio.run(main())
+    opened_with = [e.get("last_event_id") for e in sim_events(sim, "subscribed")]
+    assert opened_with == [None, "1"]
+    if shutil.which("curl") is None:
+        pytest.skip("curl not installed")
+    # the service keeps what it sent: a stream resuming after id 0 gets event 1 at once
+    p = subprocess.Popen(["curl", "-sN", "--cacert", dev.options["ca_file"], "-u", auth,
+                          "-H", "Accept: text/event-stream", "-H", "Last-Event-ID: 0",
+                          "--max-time", "30", f"{dev.address}{SSE}"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not any(x.startswith("data:") for x in lines):
+            line = p.stdout.readline()
+            assert line, f"stream ended: {lines}"
+            lines.append(line.rstrip("\n"))
+        assert "id: 1" in lines and "rackclock test event 1" in lines[-1]
+        record = json.loads(lines[-1][5:])["Events"][0]
+        assert record["MemberId"] == "0"           # DMTF's Event schema requires it
+    finally:
+        p.terminate()
+        p.wait(10)
+    resumed = {e["last_event_id"]: e["replayed"] for e in sim_events(sim, "sse_resume")}
+    assert resumed == {"1": 0, "0": 1}      # the driver's (nothing missed), then curl's
+
+
+@pytest.mark.parametrize("profile, asked", [
+    ("openbmc", {"prefixes": ["Base"], "types": []}),
+    ("supermicro", {"prefixes": [], "types": ["StatusChange", "ResourceUpdated",
+                                              "ResourceAdded", "ResourceRemoved", "Alert"]})])
+def test_push_subscription_asks_for_what_the_service_advertises(bmc, tmp_path, profile, asked):
+    """RegistryPrefixes where the EventService lists them, else its EventTypesForSubscription;
+    the service delivers only what was asked for, and the test event is among it."""
+    certs = make_certificates(tmp_path, "bench-listener")
+    sim, dev = bmc(event_ca_file=str(certs.ca), profile=profile)
+    state, st, heard = asyncio.run(stimulate_and_hear(dev, push_options(certs)))
+    assert state.startswith("push ("), state
+    (sub,) = sim_events(sim, "subscribed")
+    assert {"prefixes": sub["prefixes"], "types": sub["types"]} == asked
+    assert heard[0].message == "rackclock test event 1"
+    (ev,) = sim_events(sim, "test_event")
+    assert ev["message_id"] == "Base.1.0.Success"
+
+
+def test_test_event_carries_the_schema_parameters(bmc):
+    """Every SubmitTestEvent parameter the EventService's version defines is sent: EventType
+    only before v1_3_0 (supermicro's v1_0_6), MessageSeverity from v1_10_0 (idrac's)."""
+    from drivers.redfish_events import test_event_body
+    es = {"@odata.type": "#EventService.v1_0_6.EventService"}
+    old = test_event_body(es, "Base.1.0.Success", 3, 1_700_000_000 * 10**9, "/redfish/v1/M")
+    assert old["EventType"] == "Alert" and "MessageSeverity" not in old
+    assert old["EventTimestamp"] == "2023-11-14T22:13:20+00:00"
+    assert {"EventId", "Severity", "Message", "MessageId", "MessageArgs",
+            "OriginOfCondition"} <= set(old)
+    new = test_event_body({"@odata.type": "#EventService.v1_10_0.EventService"}, "Base.1.0.S",
+                          1, 0, None)
+    assert "EventType" not in new and new["MessageSeverity"] == "OK"

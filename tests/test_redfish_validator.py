@@ -56,3 +56,57 @@ def test_protocol_validator_finds_no_failure(sim_rack, tmp_path):
     for assertion in ("/redfish/v1/$metadata", "/redfish/v1/odata",
                       "/redfish/v1/EventService/Subscriptions"):
         assert f"\t{assertion}\tPASS\t" in text, assertion
+
+
+def schema_directory() -> Path | None:
+    """DMTF's CSDL bundle: $RACKCLOCK_REDFISH_SCHEMAS, else `../shared/redfish/csdl` from the
+    project's root (CI's layout), else two levels up (a worktree beside the shared folder)."""
+    root = Path(__file__).resolve().parent.parent
+    env = os.environ.get("RACKCLOCK_REDFISH_SCHEMAS")
+    for d in ([Path(env)] if env else []) + [root.parent / "shared/redfish/csdl",
+                                             root.parent.parent / "shared/redfish/csdl"]:
+        if (d / "ServiceRoot_v1.xml").is_file():
+            return d
+    return None
+
+
+def service_validator() -> str | None:
+    here = Path(sys.executable).parent / "rf_service_validator"
+    return str(here) if here.exists() else shutil.which("rf_service_validator")
+
+
+# the closing table: | PASS | WARN | FAIL | NOT TESTED | over one row of counts
+SERVICE_SUMMARY = re.compile(r"PASS\s*\|\s*WARN\s*\|\s*FAIL\s*\|\s*NOT TESTED\s*\|\s*\n"
+                             r"\+[-+]+\n\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["openbmc", "idrac", "ilo", "supermicro"])
+def test_service_validator_finds_no_failure(sim_rack, tmp_path, profile):
+    """DMTF's Redfish Service Validator checks every payload the emulator serves against the
+    schema versions it declares (offline, from the shared CSDL bundle): 0 failures."""
+    exe, schemas = service_validator(), schema_directory()
+    if exe is None:
+        pytest.skip("rf_service_validator not installed (pip install redfish-service-validator)")
+    if schemas is None:
+        pytest.skip("DMTF's schema bundle not found at ../shared/redfish/csdl "
+                    "(or $RACKCLOCK_REDFISH_SCHEMAS)")
+    data = tomllib.loads(default_bmc_toml())
+    data["devices"]["bmc-1"].setdefault("sim", {})["profile"] = profile
+    sim = sim_rack(tomli_w.dumps(data))
+    assert not sim.failed, sim.failed
+    dev = sim.rack.devices[0]
+    env = {**os.environ, "REQUESTS_CA_BUNDLE": dev.options["ca_file"]}
+    r = subprocess.run([exe, "-r", dev.address, "-u", dev.username, "-p",
+                        os.environ[dev.password_env], "--authtype", "Session",
+                        "--schema_directory", str(schemas), "--skipschema",
+                        "--logdir", str(tmp_path / "report")],
+                       env=env, capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    m = SERVICE_SUMMARY.search(out)
+    assert m, f"no summary table; rc {r.returncode}\n{out[-3000:]}"
+    passed, warned, failed, not_tested = map(int, m.groups())
+    fails = [x for x in out.splitlines() if "FAIL - " in x or ("Fail: " in x and
+                                                               "Fail: 0" not in x)]
+    assert failed == 0 and r.returncode == 0, "\n".join(fails) or out[-3000:]
+    assert passed > 200, m.group(0)

@@ -55,13 +55,6 @@ class Envelope:
         slack = TOL_NS + 1e-12 * self.rate * abs(x)
         return self.theta0 + math.floor(lo - slack), self.theta0 + math.ceil(hi + slack)
 
-    def widths(self, t_ns: np.ndarray) -> np.ndarray:
-        """hi − lo at each instant (float ns; negative where the reads contradict the model)."""
-        x = (np.asarray(t_ns, dtype=np.int64) - self.t_ref).astype(np.float64)[:, None]
-        lo = np.max(self.L[None, :] - self.rate * np.abs(x - self.a[None, :]), axis=1)
-        hi = np.min(self.U[None, :] + self.rate * np.abs(x - self.b[None, :]), axis=1)
-        return hi - lo
-
 
 def build(s, e, v, q: int, rate_ppm: float, lag_ns: int = 0) -> Envelope:
     """The envelope of reads (int64 arrays, ns). `lag_ns`: the device's reading may lag its clock

@@ -575,6 +575,7 @@ class ClockFit:
     drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM     # the range the segments were fitted in
     resolution_basis: ResolutionBasis = ResolutionBasis.UNPROVEN
     beyond_note: str = ""
+    lag_seen_ns: int = 0          # the reading lags its clock by at least this (lag_seen)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -592,7 +593,8 @@ class ClockFit:
                 "breaks": [b.as_dict() for b in self.breaks],
                 "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
                               "reason": o["evidence"]} for o in self.outliers],
-                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {})}
+                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
+                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {})}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -734,54 +736,46 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
         _reads=(si, ei, vi), _prior=prior, **status)
 
 
-EPOCH_CANDIDATES = 17     # instants a mean drift's window is chosen from (10th–90th % of reads)
 MEAN_DRIFT_CANDIDATES = 400   # read instants a mean drift's window is chosen from, at the most
 RATE_EDGE = 0.8           # reads that need this share of the rate bound sit on its edge
-
-
-def _epoch_candidates(seg: Segment) -> list[int]:
-    s, e, _ = seg._reads
-    mids = (s // 2 + e // 2)
-    return np.unique(np.quantile(mids, np.linspace(0.1, 0.9, EPOCH_CANDIDATES))
-                     .astype(np.int64)).tolist()
 
 
 def _mean_drift(seg: Segment) -> dict | None:
     """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
     (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets (the envelope's)
     by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
-    the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair among the epoch
-    candidates with the narrowest bound; its status is the segment's offset status; None when
+    the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair of read instants
+    with the narrowest such bound; its status is the segment's offset status; None when
     undecided."""
-    s, _, _ = seg._reads
-    if len(s) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
+    if len(seg._reads[0]) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
         return None
-    two = seg._env
-    pts = np.unique(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref)
-    if len(pts) > MEAN_DRIFT_CANDIDATES:
-        pts = pts[np.linspace(0, len(pts) - 1, MEAN_DRIFT_CANDIDATES).astype(int)]
-    lo, hi, ok = two.bounds(pts)
-    pts, lo, hi = pts[ok], lo[ok], hi[ok]
-    best = None
-    if len(pts) >= 2:
-        dt = (pts[None, :] - pts[:, None]).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            width = np.where(dt > 0, ((hi[None, :] - lo[:, None]) - (lo[None, :] - hi[:, None]))
-                             / dt, np.inf)
-        k = int(np.argmin(width))
-        i, j = divmod(k, len(pts))
-        if np.isfinite(width[i, j]):
-            t1, t2 = int(pts[i]), int(pts[j])
-            b1, b2 = two.at(t1), two.at(t2)
-            best = (0.0, (b2[0] - b1[1]) / (t2 - t1), (b2[1] - b1[0]) / (t2 - t1), t1, t2)
-    if best is None:
+    window = _narrowest_window(seg._env)
+    if window is None:
         return None
-    _, lo, hi, t1, t2 = best
-    lo, hi = lo / PPM, hi / PPM
+    t1, t2 = window
+    (lo1, hi1), (lo2, hi2) = seg._env.at(t1), seg._env.at(t2)
+    lo, hi = (lo2 - hi1) / (t2 - t1) / PPM, (hi2 - lo1) / (t2 - t1) / PPM
     lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
     point = min(max(seg.drift_ppm.point, lo), hi)
     return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2,
             "status": seg.offset_status}
+
+
+def _narrowest_window(two: _envelope.TwoSided) -> tuple[int, int] | None:
+    """The pair of instants t1 < t2 among the reads' (at most MEAN_DRIFT_CANDIDATES of them)
+    where (w1 + w2) / (t2 − t1) is least: the narrowest mean rate between two proven offsets."""
+    pts = np.unique(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref)
+    if len(pts) > MEAN_DRIFT_CANDIDATES:
+        pts = pts[np.linspace(0, len(pts) - 1, MEAN_DRIFT_CANDIDATES).astype(int)]
+    lo, hi, ok = two.bounds(pts)
+    pts, w = pts[ok], (hi - lo)[ok]
+    if len(pts) < 2:
+        return None
+    dt = (pts[None, :] - pts[:, None]).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dt > 0, (w[:, None] + w[None, :]) / dt, np.inf)
+    i, j = divmod(int(np.argmin(rate)), len(pts))
+    return (int(pts[i]), int(pts[j])) if np.isfinite(rate[i, j]) else None
 
 
 def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
@@ -1047,6 +1041,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         order = None
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
+    seen = lag_seen(s, e, v, q, float(drift_prior_ppm)) if publish else 0
+    s = s - seen
     w = float(wander_ns_per_s)
     wide = prior * WIDE_PRIOR_FACTOR
 
@@ -1066,7 +1062,30 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
+    if seen:        # the lag is a floor the values prove, not a bound: nothing rests proven on it
+        segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
+                if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
     st = {sg.offset_status for sg in segs}
     verdict = (Verdict.BEYOND_PRIOR if beyond else Verdict.UNDECIDED if BoundStatus.UNDECIDED in st
                else Verdict.ASSUMED if BoundStatus.ASSUMED in st or outliers else Verdict.PROVEN)
-    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond)
+    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen)
+
+
+LAG_SEEN_MIN = 3      # value jumps ahead of the elapsed time before a lag is believed
+
+
+def lag_seen(s, e, v, q: int, prior_ppm: float) -> int:
+    """The lag the values prove, ns (0 when they prove none): a reading floored to q of a clock
+    moving at most 1 + R per unit of time cannot advance by more than (1 + R)·(e_j − s_i) + q
+    between consecutive reads i, j; each time it does, the earlier reading was that much behind
+    its clock (a tick that flips late, a value that updates slower than its tick, DESIGN.md).
+    A single jump is a step; from LAG_SEEN_MIN of them on, the largest is a floor on the lag.
+    Only a floor: the clock may lag more than any jump showed, so bounds fitted with it are
+    "assumed"."""
+    if len(v) < 2:
+        return 0
+    R = float(prior_ppm) * PPM
+    dv = np.diff(v).astype(np.float64)
+    x = (dv - q) / (1 + R) - (e[1:] - s[:-1]).astype(np.float64)
+    ahead = x[x > 0]
+    return int(math.ceil(float(ahead.max()))) if len(ahead) >= LAG_SEEN_MIN else 0

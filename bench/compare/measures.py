@@ -4,7 +4,7 @@ possible, taken from one run folder (summary.json, and the samples where a stati
 | measure     | value                                         | bounds                          |
 |-------------|-----------------------------------------------|---------------------------------|
 | offset      | last segment's offset at its epoch            | proven (interval fit)           |
-| drift       | longest segment's drift                       | proven                          |
+| drift       | longest segment's drift                       | assumed (drift_status)          |
 | jitter      | median |residual| of the reads (fine clocks)  | 95% CI of the median            |
 | bracket     | median bracket width of the reads             | 95% CI of the median            |
 | resolution  | the tick the fit used                         | exact                           |
@@ -94,7 +94,9 @@ def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float)
     # assumed here means clipped by the prior (the drift is also assumed on an unseen-rate-change
     # assumption everywhere, bench/estimate.RATE_CHANGE_ASSUMPTION, which does not clip it)
     assumed = at_lo or at_hi
-    return Measure(device, clock, "drift", "ppm", d.lo, d.hi, d.point, "proven",
+    # the drift at an epoch is never proven (an unseen slew): its basis says what it rests on
+    basis = str(sg.drift_status or "assumed")
+    return Measure(device, clock, "drift", "ppm", d.lo, d.hi, d.point, basis,
                    note=f"rests on the ±{prior_ppm:g} ppm drift prior" if assumed else "",
                    span_s=span, narrowing="1/span", assumed=assumed, half_width=half,
                    point_informative=not (at_lo and at_hi))
@@ -106,7 +108,8 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[M
     last, longest = c.last, c.longest
     o = last.offset_ns
     counter = c.counter
-    out = [Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point, "proven",
+    out = [Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point,
+                   str(last.offset_status or "proven"),
                    not counter, "a counter's offset is its zero instant: moves with every reboot"
                    if counter else "", _span_s(last)),
            drift_measure(device, clock, longest, drift_prior_ppm(run, device)),

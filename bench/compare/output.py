@@ -4,15 +4,36 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import re
+
 from bench.compare.verdicts import Comparison, Row, fmt_span, fmt_value as fmt
+from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.vocabulary import UNDECIDED_VERDICT, verdict_word
+from bench.units import fmt_interval_ns, fmt_ns
 
 
 def bounds(m, unit: str) -> str:
+    """A value with its bounds, every figure to the precision of the bound's width."""
     if m is None:
         return "—"
     if m.lo == m.hi:
         return fmt(m.point, unit)
-    return f"{fmt(m.point, unit)} [{fmt(m.lo, unit)}, {fmt(m.hi, unit)}]"
+    return f"{_precise(m.point, m.hi - m.lo, unit)} {_interval(m.lo, m.hi, unit)}"
+
+
+def _precise(x: float, width: float, unit: str, signed: bool = False) -> str:
+    if unit != "ns":
+        return fmt(x, unit, signed)
+    return ("+" if signed and x > 0 else "") + fmt_ns(x, precision_ns=width / 10 or None)
+
+
+def _interval(lo: float, hi: float, unit: str, signed: bool = False) -> str:
+    if unit == "ns":
+        text = fmt_interval_ns(lo, hi)
+        if signed:
+            text = re.sub(r"(?<=[\[ ])(?=\d)", "+", text)
+        return text
+    return f"[{fmt(lo, unit, signed)}, {fmt(hi, unit, signed)}]"
 
 
 def change(r: Row) -> str:
@@ -23,12 +44,13 @@ def change(r: Row) -> str:
     b, k = r.baseline, r.candidate
     if b.lo == b.hi and k.lo == k.hi:
         return fmt(c, r.unit, True)
-    return (f"{fmt(c, r.unit, True)} [{fmt(k.lo - b.hi, r.unit, True)}, "
-            f"{fmt(k.hi - b.lo, r.unit, True)}]")
+    lo, hi = k.lo - b.hi, k.hi - b.lo
+    return f"{_precise(c, hi - lo, r.unit, True)} {_interval(lo, hi, r.unit, True)}"
 
 
 def verdict_cell(r: Row) -> str:
-    v = r.verdict.upper() if r.failed or r.verdict == "inconclusive" else r.verdict
+    v = verdict_word(r.verdict) if r.verdict == "inconclusive" else r.verdict
+    v = v.upper() if r.failed else v
     if r.decide_s is not None:
         v += f": run {fmt_span(r.decide_s)}"
     return v
@@ -36,8 +58,8 @@ def verdict_cell(r: Row) -> str:
 
 def row_cells(r: Row) -> list[str]:
     m = r.baseline or r.candidate
-    basis = (m.basis + (" (assumed: prior)" if any(x is not None and x.assumed for x in
-                                                   (r.baseline, r.candidate)) else "")) if m else ""
+    basis = (m.basis + (" (on the prior)" if any(x is not None and x.assumed for x in
+                                                 (r.baseline, r.candidate)) else "")) if m else ""
     return [r.device, r.clock or "—", r.measure, basis, bounds(r.baseline, r.unit),
             bounds(r.candidate, r.unit), change(r),
             "—" if r.tolerance is None else "±" + fmt(r.tolerance, r.unit), verdict_cell(r)]
@@ -45,13 +67,24 @@ def row_cells(r: Row) -> list[str]:
 
 HEAD = ["device", "clock", "measure", "bounds", "baseline", "candidate", "change [proven]",
         "tolerance", "verdict"]
+COMPACT = ["measure", "baseline", "candidate", "change [proven]", "tolerance", "verdict"]
+KEEP = [0, 5, 3, 4, 2, 1]      # the compact columns in the order they are given room
 
 
-def _table(head, rows) -> list[str]:
-    widths = [max(len(h), *(len(x[i]) for x in rows)) if rows else len(h)
-              for i, h in enumerate(head)]
-    f = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [f.format(*head), f.format(*("-" * w for w in widths))] + [f.format(*x) for x in rows]
+def compact_cells(r: Row) -> list[str]:
+    """The terminal's default row: the bounds alone (to their precision), the proven change."""
+    def iv(m):
+        return "—" if m is None else fmt(m.point, r.unit) if m.lo == m.hi else \
+            _interval(m.lo, m.hi, r.unit)
+    b, k = r.baseline, r.candidate
+    ch = "—" if r.change is None else fmt(r.change, r.unit, True) if (
+        b.lo == b.hi and k.lo == k.hi) else _interval(k.lo - b.hi, k.hi - b.lo, r.unit, True)
+    return [_name(r), iv(b), iv(k), ch,
+            "—" if r.tolerance is None else "±" + fmt(r.tolerance, r.unit), verdict_cell(r)]
+
+
+def _table(head, rows, width: int | None = None) -> list[str]:
+    return render(head, rows, width=width, clip=0)
 
 
 def _name(r: Row) -> str:
@@ -64,12 +97,12 @@ def verdict_line(cmp: Comparison) -> str:
         what = "; ".join(f"{_name(r)} {r.verdict}" for r in fails[:6]) + (
             f" and {len(fails) - 6} more" if len(fails) > 6 else "")
         line = f"FAIL: {len(fails)} regression(s): {what}"
-        return line + (f" ({len(unsure)} more inconclusive)" if unsure else "")
+        return line + (f" ({len(unsure)} more undecided)" if unsure else "")
     if unsure:
         spans = [r.decide_s for r in unsure if r.decide_s is not None]
         what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
-        return (f"INCONCLUSIVE: no regression proven, but {len(unsure)} measure(s) cannot be "
-                f"decided at their tolerance ({what})"
+        return (f"{UNDECIDED_VERDICT}: no regression proven, but {len(unsure)} measure(s) "
+                f"cannot be decided at their tolerance ({what})"
                 + (f"; runs of {fmt_span(max(spans))} each would decide "
                    f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
                    if spans else ""))
@@ -84,7 +117,8 @@ def _identity_lines(cmp: Comparison) -> list[str]:
         for dev, what, before, after in cmp.identity_changes]
 
 
-def terminal(cmp: Comparison, show_all: bool = False) -> str:
+def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH) -> str:
+    """The comparison for a terminal, fitted to `width` columns (None: every column)."""
     lines = [f"baseline:  {cmp.baseline.path}", f"candidate: {cmp.candidate.path}",
              f"tolerances: {cmp.tolerances}", ""]
     lines += _identity_lines(cmp)
@@ -100,12 +134,18 @@ def terminal(cmp: Comparison, show_all: bool = False) -> str:
         return "\n".join(lines)
     rows = [r for r in cmp.rows if show_all or r.verdict != "not compared"]
     hidden = len(cmp.rows) - len(rows)
-    lines += [""] + _table(HEAD, [row_cells(r) for r in rows])
+    if width is None:
+        lines += [""] + render(HEAD, [row_cells(r) for r in rows], width=None)
+    else:
+        cells = [compact_cells(r) for r in rows]
+        cols, left = fit_columns(COMPACT, cells, KEEP, width)
+        lines += [""] + render(COMPACT, cells, cols, width, clip=0)
+        lines.append(f"(--wide adds: {', '.join(left + ['point values', 'bounds basis'])})")
     if hidden:
         lines.append(f"({hidden} measure(s) reported but not compared; --all shows them)")
     for r in cmp.rows:
-        if r.verdict == "inconclusive" or r.failed:
-            lines.append(f"  {_name(r)}: {r.verdict}: {r.reason}")
+        if r.verdict in ("inconclusive", "changed (not judged)") or r.failed:
+            lines += wrap(f"  {_name(r)}: {verdict_cell(r)}: {r.reason}", width, "    ")
     lines += ["", verdict_line(cmp)]
     return "\n".join(lines)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from bench.units import fmt_ns, fmt_ppm
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
 FAILING = ("regressed", "changed", "lost")
 MIN_LATENCY_EVENTS = 2     # events a side before a latency change is judged
-PASSING = ("unchanged", "improved", "new", "not compared")
+PASSING = ("unchanged", "improved", "new", "not compared", "changed (not judged)")
 
 
 @dataclass(frozen=True)
@@ -153,13 +154,31 @@ def decide_span_s(b: Measure, c: Measure, tol: float) -> float | None:
     return span / k if b.narrowing == "1/span" else span / k ** 2
 
 
+SHOWN_UNJUDGED = "changed (not judged)"
+
+
+def unjudged(b: Measure | None, c: Measure | None, rule):
+    """A measure the tolerance file does not judge (a free-running clock's offset): shown all the
+    same when both runs bound it and the bounds prove a change beyond its tolerance."""
+    why = "not judged (tolerance file)"
+    if b is None or c is None or not (b.judgeable and c.judgeable):
+        return "not compared", None, why, None
+    tol = rule.allowed(b.point)
+    d_lo, d_hi = c.lo - b.hi, c.hi - b.lo
+    if d_lo > tol or d_hi < -tol:
+        return (SHOWN_UNJUDGED, tol, f"the bounds prove a change between "
+                f"{fmt_value(d_lo, b.unit, True)} and {fmt_value(d_hi, b.unit, True)}, beyond "
+                f"±{fmt_value(tol, b.unit)}; {why}", None)
+    return "not compared", None, why, None
+
+
 def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | None, str,
                                                                   float | None]:
     """(verdict, tolerance used, reason, run length that would decide it) for one measure."""
     if b is None and c is None:
         return "not compared", None, "in neither run", None
     if not rule.judge:
-        return "not compared", None, "not judged (tolerance file)", None
+        return unjudged(b, c, rule)
     if b is None:
         return "new", None, "not bounded in the baseline", None
     if c is None:
@@ -219,8 +238,22 @@ def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:
             continue
         for k in ("firmware", "vendor", "model", "serial", "plane", "error"):
             if ia[dev].get(k, "") != ib[dev].get(k, ""):
-                out.append((dev, k, ia[dev].get(k, ""), ib[dev].get(k, "")))
+                x, y = (without_addresses(ia[dev].get(k, "")),
+                        without_addresses(ib[dev].get(k, "")))
+                if x != y:         # a change of address or port alone says nothing of the device
+                    out.append((dev, k, ia[dev].get(k, ""), ib[dev].get(k, "")))
     return out
+
+
+_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]|"
+                      r"localhost|::1)(?::\d{1,5})?(?:/\S*)?|/dev/(?:pts/|tty)\S*|"
+                      r"\bports? \d{1,5}\b|(?<=:)\d{2,5}\b", re.I)
+
+
+def without_addresses(value) -> str:
+    """An identity value with its addresses, ports and serial device paths blanked: a simulated
+    device's ephemeral port, a lab's changed IP, a pty number."""
+    return _ADDRESS.sub("<address>", str(value or ""))
 
 
 def _short(x, limit: int = 60) -> str:
@@ -294,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 3 when no measure regressed but one is inconclusive")
     ap.add_argument("--all", action="store_true",
                     help="terminal table: show every measure (default: hide 'not compared' rows)")
+    ap.add_argument("--wide", action="store_true",
+                    help="every column, as wide as it is (default: fit 120 columns)")
     a = ap.parse_args(argv)
     try:
         tol = load_tolerances(a.tolerances)
@@ -301,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ToleranceError) as exc:
         print(f"rackclock compare: {exc}", file=sys.stderr)
         return 2
-    print(out.terminal(cmp, show_all=a.all))
+    print(out.terminal(cmp, show_all=a.all, width=None if a.wide else out.WIDTH))
     if a.markdown:
         a.markdown.write_text(out.markdown(cmp))
     if a.json:

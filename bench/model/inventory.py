@@ -9,6 +9,8 @@ import difflib
 import math
 import os
 import re
+import reprlib
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,14 @@ from bench.errors import RackclockError
 KNOWN_KEYS = {"plane", "driver", "address", "username", "password_env", "rate_hz", "stimuli", "sim"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_RACK_BYTES = 8 << 20          # a rack of 300 devices is about 100 KiB
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 3, 80, 80, 6, 6
+
+
+def short(value: Any) -> str:
+    """A value as errors quote it: bounded in length and depth, whatever its size."""
+    return _SHORT.repr(value)
 
 
 class InventoryError(RackclockError, ValueError):
@@ -54,10 +64,16 @@ class Key:
     choices: tuple = ()
     unit: str = ""
     file_suffix: str = ""        # a str naming a file when it ends so (then relative to the rack file)
+    pattern: str = ""            # str: the whole value must match this regular expression
+    exists: str = ""             # checked at load (bench.model.rackfile): "file" | "chardev"
+    content: Any = field(default=None, compare=False)   # path -> problem text or None (at load)
+    hint: str = ""               # what `pattern` accepts, as said in errors
 
     def accepted(self) -> str:
         if self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.hint:
+            return self.hint
         u = f" {self.unit}" if self.unit else ""
         if self.lo is not None and self.hi is not None:
             return f"{self.kind} from {self.lo:g} to {self.hi:g}{u}"
@@ -69,7 +85,7 @@ class Key:
 
     def check(self, value: Any) -> Any:
         """The value, if accepted; InventoryError saying what is accepted otherwise."""
-        bad = InventoryError(f"{value!r} is not accepted ({self.accepted()})")
+        bad = InventoryError(f"{short(value)} is not accepted ({self.accepted()})")
         k = self.kind
         if k == "bool":
             if not isinstance(value, bool):
@@ -86,6 +102,8 @@ class Key:
             if not isinstance(value, str) or not value.strip():
                 raise bad
             if k == "env" and not ENV_NAME.fullmatch(value):
+                raise bad
+            if self.pattern and not re.fullmatch(self.pattern, value):
                 raise bad
         elif "|" in k:
             for alt in k.split("|"):
@@ -231,6 +249,12 @@ def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
         # a user name alone (ssh://root@host) is no secret; a password in the address is
         raise InventoryError("a password in the address is refused; use 'username' and "
                              "'password_env'", device=name, key="address")
+    if "sim" in t:
+        from bench.model.simkeys import check_sim
+        try:
+            check_sim(t["sim"], str(t["driver"]))
+        except InventoryError as exc:
+            raise InventoryError(exc.problem, device=name, key=exc.key) from None
     stimuli = t.get("stimuli", [])
     rate = float(t.get("rate_hz", 1.0))
     return DeviceConfig(
@@ -270,6 +294,8 @@ def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackCo
         )
     except InventoryError as exc:
         raise exc.located(source) from None
+    except RecursionError:
+        raise InventoryError("nested too deeply", file=source) from None
 
 
 # -- [limits] (issue 19): judged by bench.model.limits; kept apart from the device keys above ----------
@@ -281,14 +307,32 @@ def _limits(table: Mapping[str, Any] | None) -> Mapping[str, Any]:
         raise InventoryError(str(exc)) from None
 
 
+def _read_text(path: Path) -> str:
+    """The rack file's text: a regular file (not a FIFO or a device, which would block or never
+    end) of at most MAX_RACK_BYTES."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InventoryError("not a regular file", file=str(path))
+        data = f.read(MAX_RACK_BYTES + 1)
+    if len(data) > MAX_RACK_BYTES:
+        raise InventoryError(f"larger than {MAX_RACK_BYTES >> 20} MiB: not a rack file",
+                             file=str(path))
+    return data.decode()
+
+
 def load_rack(path: str | Path) -> RackConfig:
     """Parse a rack file; every problem is an InventoryError of one line naming the file.
     `source` is the file's absolute path (paths in it are relative to its folder)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InventoryError(f"not valid TOML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise InventoryError("not valid TOML: nested too deeply", file=str(path)) from None
     except UnicodeDecodeError as exc:
         raise InventoryError(f"not a text file: {exc.reason}", file=str(path)) from None
     except IsADirectoryError:

@@ -4,19 +4,27 @@ limit is judged from the proven bounds as pass, fail or undecided (the bound str
 In the rack file (per plane, then per device; a device's keys override its plane's):
 
     [limits.planes.bmc]
-    offset_within = "100ms"      # |device clock - reference| everywhere in the run
-    drift_within_ppm = 50        # |drift|
+    offset_within = "100ms"      # |device clock - reference| over every segment's calibrated span
+    drift_within_ppm = 50        # |drift| (the drift at an epoch: assumed, said so)
     latency_max = "500ms"        # every stimulus -> device log stamp
+    mtie = {"1s" = "5ms", "100s" = "20ms"}    # MTIE(tau) <= max, a mask as ITU-T G.8262 and
+    tdev = {"1s" = "1ms"}                     # G.8273.2 state theirs (bench.model.stability_limits)
 
     [limits.devices."bmc-2"]
     offset_within = "2s"
 
 A limit passes when every value the bounds allow meets it, fails when none does (for latency:
-when one event's whole bound is beyond it), and is undecided otherwise. A counter's offset is
-the instant of its zero, not a time of day: offset limits skip counters.
+when one event's whole bound is beyond it), and is undecided otherwise. An offset is judged over
+each segment's calibrated span (first to last read), from the bound at the epoch and the proven
+band widened by the drift prior to each instant (the model, named in the check: the offset moves
+at most the prior, checked, and makes no unseen step); beyond the reads it is extrapolated, and
+judged only over a span asked for (`--span FROM:TO`, seconds from the run's start). A counter's
+offset is the instant of its zero, not a time of day: offset limits skip counters. A stuck clock
+is undecided, with its reads and span.
 
-`rackclock limits RUN [--junit FILE]` prints the checks of a run (exit 1 on a fail; --strict: 3
-on undecided); the terminal table, the report and RUN/limits.xml show the same checks.
+`rackclock limits RUN [--junit FILE] [--span FROM:TO] [--wide]` prints the checks of a run (exit 1
+on a fail; --strict: 3 on undecided); the terminal table, the report and RUN/limits.xml show the
+same checks.
 """
 from __future__ import annotations
 
@@ -26,25 +34,53 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from bench.errors import RackclockError
+from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
+from bench.model.texttable import WIDTH, render, wrap
+from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
+from bench.model.inventory import short
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
 
-KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns"}
+KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",
+        "mtie": "mask", "tdev": "mask"}     # masks: bench.model.stability_limits
 
 
 class LimitError(RackclockError, ValueError):
     """The [limits] table of the rack file is malformed."""
 
 
-def _value(key: str, v: Any, where: str) -> float:
+MAX_NS = 366 * 86400 * 10**9          # a limit of more than a year says nothing
+MAX_PPM = 1e6
+
+
+def _value(key: str, v: Any, where: str):
+    """A limit's value: a mask (bench.model.stability_limits), a duration of 0 to a year (ns),
+    or 0 to 1e6 ppm."""
+    if KEYS[key] == "mask":
+        try:
+            return parse_mask(v, where)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise LimitError(str(exc)[:300]) from None
     if KEYS[key] == "ns":
         try:
-            return float(parse_duration_ns(v))
-        except ValueError as exc:
-            raise LimitError(f"{where}: {exc}") from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise LimitError(f"{where}: expected a number (ppm), got {v!r}")
+            ns = parse_duration_ns(v)
+        except (ValueError, OverflowError, TypeError):
+            raise LimitError(f"{where}: {short(v)} is not a duration (examples: 1ms, 250us, "
+                             f"2.5s)") from None
+        if not 0 <= ns <= MAX_NS:
+            raise LimitError(f"{where}: {short(v)} is not accepted (a duration from 0 to 366 days)")
+        return float(ns)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_PPM:
+        raise LimitError(f"{where}: {short(v)} is not accepted (a number of ppm from 0 to 1e6)")
     return float(v)
+
+
+def _tables(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise LimitError(f"{where}: expected a table, got {type(data).__name__}")
+    return data
 
 
 def limits_from_dict(data: Mapping[str, Any] | None) -> dict:
@@ -52,17 +88,16 @@ def limits_from_dict(data: Mapping[str, Any] | None) -> dict:
     manifest and a rewritten rack file): {"planes": {plane: {key: value}}, "devices": {...}}.
     Raises LimitError for unknown keys or values."""
     out: dict = {"planes": {}, "devices": {}}
-    data = data or {}
+    data = _tables({} if data is None else data, "[limits]")
     unknown = set(data) - {"planes", "devices"}
     if unknown:
         raise LimitError(f"[limits]: unknown table(s) {sorted(unknown)} (known: planes, devices)")
     for scope in ("planes", "devices"):
-        for name, t in (data.get(scope) or {}).items():
-            if not isinstance(t, Mapping):
-                raise LimitError(f"[limits.{scope}.{name}]: expected a table")
+        for name, t in _tables(data.get(scope) or {}, f"[limits.{scope}]").items():
+            _tables(t, f"[limits.{scope}.{name}]")
             for k, v in t.items():
                 if k not in KEYS:
-                    raise LimitError(f"[limits.{scope}.{name}]: unknown limit {k!r} "
+                    raise LimitError(f"[limits.{scope}.{name}]: unknown limit {short(k)} "
                                      f"(known: {', '.join(KEYS)})")
                 _value(k, v, f"limits.{scope}.{name}.{k}")
                 out[scope].setdefault(name, {})[k] = v
@@ -95,9 +130,123 @@ def _within(lo: float, hi: float, lim: float) -> str:
     return "undecided"
 
 
-def check_run(summary, manifest) -> list[Check]:
+def span_model(c) -> tuple[float, float, str]:
+    """(rate bound ppm, unseen step ns, model text) an offset over a calibrated span rests on: the
+    clock's drift prior (checked by the fit: reads that need more are `beyond_prior`) and, when
+    the estimator states it, the smallest step that cannot go unseen (issue 28)."""
+    a = c.assumptions
+    prior = a.drift_prior_ppm if a is not None else 600.0
+    step = (a.raw.get("unseen_step") or {}).get("size_ns") if a is not None else None
+    text = f"offset moves at most {prior:g} ppm (the prior, checked)"
+    text += f"; no unseen step >= {fmt_ns(step)}" if step else "; no unseen step"
+    return float(prior), float(step or 0), text
+
+
+def segment_range(sg, prior_ppm: float, step_ns: float, t0: int | None = None,
+                  t1: int | None = None) -> tuple[float, float]:
+    """(lo, hi) ns the offset can take over [t0, t1] (default: the segment's calibrated span,
+    first to last read). Anchors: the bound at the epoch and the proven band's points; at each
+    instant the offset lies within every anchor widened by the rate bound to it (plus the unseen
+    step), so the tightest anchor near an instant decides it."""
+    t0 = sg.start_ns if t0 is None else t0
+    t1 = sg.end_ns if t1 is None else t1
+    o, band = sg.offset_ns, sg.band
+    anchors = [(sg.epoch_ns, o.lo, o.hi)]
+    if band is not None:
+        anchors += list(zip(band.t_ns, band.lo, band.hi))
+    ts = np.array(sorted({int(t0), int(t1), *(int(a[0]) for a in anchors if t0 <= a[0] <= t1)}),
+                  dtype=float)
+    at, alo, ahi = (np.array(x, dtype=float) for x in zip(*anchors))
+    reach = prior_ppm * 1e-6 * np.abs(ts[:, None] - at[None, :]) + step_ns
+    lo = np.max(alo[None, :] - reach, axis=1)
+    hi = np.min(ahi[None, :] + reach, axis=1)
+    return float(np.floor(lo.min())), float(np.ceil(hi.max()))
+
+
+def offset_check(device: str, clock: str, c, L: float, span=None) -> Check:
+    """An offset limit judged over each segment's calibrated span; with `span` ((t0, t1) ns,
+    asked for by the user) the first and last segments are carried to its ends, labelled
+    extrapolated."""
+    text, segs = f"within ±{fmt_ns(L)}", c.segments
+    if not segs:
+        return Check(device, clock, "offset", text, "—", "undecided", "no fit")
+    prior, step, model = span_model(c)
+    rng, extra = [], 0.0
+    for i, sg in enumerate(segs):
+        t0, t1 = sg.start_ns, sg.end_ns
+        if span is not None:
+            t0 = min(t0, span[0]) if i == 0 else t0
+            t1 = max(t1, span[1]) if i == len(segs) - 1 else t1
+            t0, t1 = max(t0, span[0]), min(t1, span[1])
+            if t0 > t1:
+                continue
+            extra += max(0, sg.start_ns - t0) + max(0, t1 - sg.end_ns)
+        rng.append(segment_range(sg, prior, step, t0, t1))
+    if not rng:
+        return Check(device, clock, "offset", text, "—", "undecided", "no segment in the span")
+    lo, hi = min(r[0] for r in rng), max(r[1] for r in rng)
+    vs = [_within(r[0], r[1], L) for r in rng]
+    v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) else "undecided"
+    where = (f"{EXTRAPOLATED} {extra / 1e9:.3g} s beyond the reads (the span asked for)"
+             if extra else "over the calibrated span (first to last read)")
+    return Check(device, clock, "offset", text, fmt_interval_ns(lo, hi), v,
+                 f"{where}, {len(rng)} segment(s); model: {model}")
+
+
+def drift_check(device: str, clock: str, c, L: float) -> Check:
+    text, segs = f"within ±{fmt_ppm(L)}", c.segments
+    if not segs:
+        return Check(device, clock, "drift", text, "—", "undecided", "no fit")
+    vs = [_within(sg.drift_ppm.lo, sg.drift_ppm.hi, L) for sg in segs]
+    bounds = [f"[{fmt_ppm(sg.drift_ppm.lo)}, {fmt_ppm(sg.drift_ppm.hi)}]" for sg in segs]
+    v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) else "undecided"
+    assumes = segs[-1].drift_assumes or "at most one unseen rate change per segment"
+    return Check(device, clock, "drift", text, "; ".join(bounds), v,
+                 f"every segment's drift at its epoch, {ASSUMED}: {assumes}")
+
+
+def latency_checks(device: str, d, L: float) -> list[Check]:
+    out = []
+    for stim, x in sorted(d.latency.items()):
+        evs = [e.bound for e in x.events if e.bound is not None]
+        if not evs:
+            out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}", "—",
+                             "undecided", "no event bounded"))
+            continue
+        v = ("fail" if any(e.lo > L for e in evs) else
+             "pass" if all(e.hi <= L for e in evs) else "undecided")
+        lo, hi = min(e.lo for e in evs), max(e.hi for e in evs)
+        out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}",
+                         f"[{fmt_ns(lo)}, {fmt_ns(hi)}]", v, f"{len(evs)} event(s), each judged"))
+    return out
+
+
+def mask_checks(device: str, clock: str, c, lim: dict, run, uncertainty_ns: int) -> list[Check]:
+    """MTIE / TDEV masks of one clock, judged from its reads (`run`: a bench.model.rundata.Run;
+    None: undecided, the reads are needed)."""
+    out = []
+    for kind in (k for k in MASK_KEYS if k in lim):
+        text = f"{kind.upper()} mask ({len(lim[kind])} tau)"
+        if run is None:
+            out.append(Check(device, clock, kind, text, "—", "undecided",
+                             "needs the run's reads: rackclock limits RUN"))
+            continue
+        s, e, v, q = run.clock_reads(device, clock)
+        if len(s) < 3:
+            out.append(Check(device, clock, kind, text, "—", "undecided", "fewer than 3 reads"))
+            continue
+        prior = c.assumptions.drift_prior_ppm if c.assumptions else 600.0
+        verdict, bound, why = judge(kind, lim[kind], *read_intervals(s, e, v, q, uncertainty_ns,
+                                                                    prior))
+        out.append(Check(device, clock, kind, text, bound, verdict, why))
+    return out
+
+
+def check_run(summary, manifest, span=None, run=None) -> list[Check]:
     """Every limit the run's inventory declares, judged from summary.json (dicts or the typed
-    bench.model.documents records)."""
+    bench.model.documents records). `span`: (t0, t1) reference ns to judge offsets over instead
+    of each segment's calibrated span (beyond the reads: extrapolated, said so). `run`: the
+    bench.model.rundata.Run whose reads judge MTIE and TDEV masks."""
     from bench.model.documents import Manifest, Summary
 
     summary, manifest = Summary.of(summary), Manifest.of(manifest)
@@ -107,53 +256,18 @@ def check_run(summary, manifest) -> list[Check]:
     out = []
     for device, d in sorted(summary.devices.items()):
         lim = for_device(limits, device, d.plane)
-        if not lim:
-            continue
-        for clock, c in sorted(d.clocks.items()):
-            segs = c.segments
+        for clock, c in sorted(d.clocks.items()) if lim else ():
+            if c.verdict == STUCK and ("offset_within" in lim or "drift_within_ppm" in lim):
+                out.append(Check(device, clock, "offset", "—", "—", "undecided",
+                                 stuck_text(c.raw.get("stuck"))))
+                continue
             if "offset_within" in lim and not c.counter:
-                L = lim["offset_within"]
-                text = f"within ±{fmt_ns(L)}"
-                if not segs:
-                    out.append(Check(device, clock, "offset", text, "—", "undecided", "no fit"))
-                else:
-                    rng = [sg.offset_range() for sg in segs]
-                    lo, hi = min(r[0] for r in rng), max(r[1] for r in rng)
-                    vs = [_within(r[0], r[1], L) for r in rng]
-                    v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) \
-                        else "undecided"
-                    where = "at the epoch" if segs[0].band is None else "over the run"
-                    out.append(Check(device, clock, "offset", text, fmt_interval_ns(lo, hi), v,
-                                     f"proven band {where}, {len(segs)} segment(s)"))
+                out.append(offset_check(device, clock, c, lim["offset_within"], span))
             if "drift_within_ppm" in lim:
-                L = lim["drift_within_ppm"]
-                text = f"within ±{fmt_ppm(L)}"
-                if not segs:
-                    out.append(Check(device, clock, "drift", text, "—", "undecided", "no fit"))
-                else:
-                    vs, bounds = [], []
-                    for sg in segs:
-                        dr = sg.drift_ppm
-                        vs.append(_within(dr.lo, dr.hi, L))
-                        bounds.append(f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}]")
-                    v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) \
-                        else "undecided"
-                    out.append(Check(device, clock, "drift", text, "; ".join(bounds), v,
-                                     "every segment's drift bound"))
+                out.append(drift_check(device, clock, c, lim["drift_within_ppm"]))
+            out += mask_checks(device, clock, c, lim, run, summary.reference_uncertainty_ns)
         if "latency_max" in lim:
-            L = lim["latency_max"]
-            for stim, x in sorted(d.latency.items()):
-                evs = [e.bound for e in x.events if e.bound is not None]
-                if not evs:
-                    out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}", "—",
-                                     "undecided", "no event bounded"))
-                    continue
-                v = ("fail" if any(e.lo > L for e in evs) else
-                     "pass" if all(e.hi <= L for e in evs) else "undecided")
-                lo, hi = min(e.lo for e in evs), max(e.hi for e in evs)
-                out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}",
-                                 f"[{fmt_ns(lo)}, {fmt_ns(hi)}]", v,
-                                 f"{len(evs)} event(s), each judged"))
+            out += latency_checks(device, d, lim["latency_max"])
     return out
 
 
@@ -161,8 +275,8 @@ HEAD = ["device", "clock / stimulus", "measure", "limit", "bounds allow", "verdi
 
 
 def rows(checks: list[Check]) -> list[list[str]]:
-    return [[c.device, c.item, c.measure, c.limit, c.bound,
-             c.verdict.upper() if c.verdict != "pass" else c.verdict] for c in checks]
+    return [[c.device, c.item, c.measure, c.limit, c.bound, verdict_word(c.verdict)]
+            for c in checks]
 
 
 def counts_line(checks: list[Check]) -> str:
@@ -171,14 +285,17 @@ def counts_line(checks: list[Check]) -> str:
             f"(undecided: the bound straddles the limit)")
 
 
-def text_table(checks: list[Check]) -> str:
+def text_table(checks: list[Check], width: int | None = WIDTH) -> str:
+    """The checks as a table (fits `width`; None: as wide as it is), why each did not pass
+    below it, and the counts."""
     if not checks:
         return ""
-    r = rows(checks)
-    widths = [max(len(h), *(len(x[i]) for x in r)) for i, h in enumerate(HEAD)]
-    f = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([f.format(*HEAD), f.format(*("-" * w for w in widths)),
-                      *(f.format(*x).rstrip() for x in r), counts_line(checks)])
+    lines = render(HEAD, rows(checks), width=width, clip=1)
+    for c in checks:
+        if c.verdict != "pass" or width is None:
+            lines += wrap(f"{c.device} {c.item} {c.measure}: {verdict_word(c.verdict)}: "
+                          f"{c.why}", width)
+    return "\n".join([*lines, counts_line(checks)])
 
 
 def junit(checks: list[Check], name: str = "rackclock limits") -> str:
@@ -201,6 +318,26 @@ def junit(checks: list[Check], name: str = "rackclock limits") -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
+def parse_span(text: str | None, manifest) -> tuple[int, int] | None:
+    """'FROM:TO' seconds from the run's start -> (t0, t1) reference ns (LimitError if bad)."""
+    if text is None:
+        return None
+    from bench.model.documents import Manifest
+    start = _int_or_none(Manifest.of(manifest).raw.get("started_ns"))
+    try:
+        a, b = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise LimitError(f"--span {text!r}: expected FROM:TO in seconds, e.g. 0:60") from None
+    if start is None or not a < b:
+        raise LimitError(f"--span {text!r}: " + ("FROM must be before TO" if start is not None
+                                                 else "the run records no start"))
+    return start + round(a * 1e9), start + round(b * 1e9)
+
+
+def _int_or_none(x) -> int | None:
+    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
@@ -211,14 +348,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run", type=Path, help="run folder")
     ap.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML")
     ap.add_argument("--strict", action="store_true", help="exit 3 when a limit is undecided")
+    ap.add_argument("--span", metavar="FROM:TO", default=None,
+                    help="judge offsets over this span, seconds from the run's start (e.g. 0:60), "
+                         "instead of each segment's calibrated span (first to last read); "
+                         "beyond the reads a bound is extrapolated and said so")
+    ap.add_argument("--wide", action="store_true", help="as wide as the table is, every why")
     a = ap.parse_args(argv)
     try:
         run = load_run(a.run)
+        span = parse_span(a.span, run.manifest)
     except FileNotFoundError as exc:
         print(f"rackclock limits: {exc}", file=sys.stderr)
         return 2
-    checks = check_run(run.summary, run.manifest)
-    print(text_table(checks) or "no limits in this run's rack file ([limits] table)")
+    except LimitError as exc:
+        print(f"rackclock limits: {exc}", file=sys.stderr)
+        return 2
+    checks = check_run(run.summary, run.manifest, span, run)
+    print(text_table(checks, None if a.wide else WIDTH)
+          or "no limits in this run's rack file ([limits] table)")
     if a.junit:
         a.junit.write_text(junit(checks))
     if any(c.verdict == "fail" for c in checks):

@@ -9,26 +9,29 @@ Paths in a rack file are relative to the rack file's folder.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from bench.model.inventory import (DeviceConfig, InventoryError, Key, RackConfig, did_you_mean,
-                             load_rack, DEVICE_KEYS)
+                             load_rack, short, DEVICE_KEYS)
 
-REFERENCE_SPEC = re.compile(r"realtime|phc:/dev/\S+|virtual(:\d+)?")
+REFERENCE_SPEC = re.compile(r"realtime|phc:/dev/ptp\d{1,3}")     # virtual: simulations only
 DURATION_KEY = Key("float", 0.5, 7 * 86400.0, unit="s")       # --duration
 ALLOWANCE_KEY = Key("float", 0.0, 60.0, unit="s")             # --reference-allowance
 
 
-def known_drivers() -> list[str]:
+@functools.cache
+def known_drivers() -> tuple[str, ...]:
     here = Path(__file__).resolve().parents[2] / "drivers"
-    return sorted(p.stem for p in here.glob("*.py")
-                  if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text())
+    return tuple(sorted(p.stem for p in here.glob("*.py")
+                        if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text()))
 
 
 def _driver_class(d: DeviceConfig):
@@ -48,8 +51,52 @@ def _resolve(key: Key, value: Any, base: Path) -> Any:
     return value
 
 
-def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
-    """The device with its driver's keys checked and its paths resolved."""
+def _is_chardev(path: str) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _openable(d: DeviceConfig, specs: dict[str, Key], lab: bool) -> None:
+    """What would fail at open, checked now: a key's file exists and reads (lab racks: the
+    simulator supplies its own), a device path on this host is a character device (any rack),
+    and its content passes the driver's check."""
+    for k, v in d.options.items():
+        spec = specs.get(k)
+        if spec is None or not spec.exists:
+            continue
+        if spec.exists == "chardev":
+            if urlsplit(d.address).scheme.lower() == "local" and not _is_chardev(v):
+                raise InventoryError(f"{v!r} is not a character device on this host",
+                                     device=d.name, key=k)
+        elif lab:
+            if not os.path.isfile(v) or not os.access(v, os.R_OK):
+                raise InventoryError(f"{v!r}: no readable file there", device=d.name, key=k)
+            problem = spec.content(v) if spec.content else None
+            if problem:
+                raise InventoryError(f"{v!r}: {problem}", device=d.name, key=k)
+
+
+def _credentials(d: DeviceConfig, drv) -> None:
+    """Lab racks: the credential keys the driver needs are given (each group of
+    `drv.CREDENTIALS`: one of its keys at least), and every variable named is set."""
+    given = {k: v for k, v in (("username", d.username), ("password_env", d.password_env),
+                               *d.options.items()) if v}
+    for group in getattr(drv, "CREDENTIALS", ()):
+        if not any(k in given for k in group):
+            raise InventoryError(f"missing: driver {d.driver} needs {' or '.join(group)}",
+                                 device=d.name, key=group[0])
+    for k, var in given.items():
+        if k.endswith("_env") and isinstance(var, str) and var not in os.environ:
+            raise InventoryError(f"the environment variable {var} is not set", device=d.name,
+                                 key=k)
+
+
+def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig:
+    """The device with its driver's keys checked and its paths resolved; `lab`: a rack this run
+    does not simulate (a served one included), whose files and credential variables are
+    checked too."""
     from drivers.base import SET_CLOCK, SET_NTP, ClockSetter, DeviceError, NtpClient, StimulusTarget
 
     cls = _driver_class(d)
@@ -71,6 +118,7 @@ def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
                              + ", ".join(f"{s}://" for s in cls.SCHEMES if s), device=d.name,
                              key="address")
     d = replace(d, options=type(d.options)(options))
+    _openable(d, {**DEVICE_KEYS, **cls.OPTIONS}, lab)
     try:
         drv = cls(d, lambda: 0, armed=False)
         known = list(drv.stimuli()) if isinstance(drv, StimulusTarget) else []
@@ -80,6 +128,8 @@ def check_device(d: DeviceConfig, base: Path) -> DeviceConfig:
         raise InventoryError(exc.message, device=d.name) from None
     except (ValueError, TypeError) as exc:
         raise InventoryError(f"{type(exc).__name__}: {exc}", device=d.name) from None
+    if lab:
+        _credentials(d, drv)
     for entry in d.stimuli:
         name = entry.partition(":")[0]
         if name not in known:
@@ -95,12 +145,16 @@ def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
     rack = load_rack(path)
     try:
         if not REFERENCE_SPEC.fullmatch(rack.reference):
-            raise InventoryError(f"[rack] {rack.reference!r} is not accepted (one of realtime, "
-                                 f"phc:/dev/ptpN, virtual)", key="reference")
+            raise InventoryError(f"[rack] {short(rack.reference)} is not accepted (one of "
+                                 f"realtime, phc:/dev/ptpN)", key="reference")
+        if rack.reference.startswith("phc:") and not _is_chardev(rack.reference[4:]):
+            raise InventoryError(f"[rack] {rack.reference!r}: {rack.reference[4:]} is not a "
+                                 f"PTP hardware clock on this host", key="reference")
         if need_devices and not rack.devices:
             raise InventoryError("no devices: a rack file needs at least one [devices.NAME] table")
         base = Path(rack.source).parent
-        devices = tuple(check_device(d, base) for d in rack.devices)
+        lab = not rack.simulated          # a served rack (`rackclock sim`) is hardware to us
+        devices = tuple(check_device(d, base, lab) for d in rack.devices)
     except InventoryError as exc:
         raise exc.located(str(path)) from None
     uds = rack.options.get("ptp_uds")
@@ -156,14 +210,27 @@ def check_out(out: Path) -> None:
         raise InventoryError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
 
 
-def check_params(exp, overrides: dict[str, str]) -> dict[str, Any]:
-    """`--param key=value` cast to the experiment's Params field types, ranges checked."""
+def _cast(cast, v: str, what: str):
+    try:
+        return cast(v)
+    except ValueError:
+        raise ValueError(f"expected {what}, got {v!r}") from None
+
+
+def check_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """`--param key=value` cast to the experiment's Params field types, ranges checked.
+    `given_as`: the option a key came from when not --param (duration_s: "--duration")."""
     from dataclasses import fields
 
     types = {f.name: str(f.type) for f in fields(exp.Params)}
     kw: dict[str, Any] = {}
     for k, v in overrides.items():
         if k not in types:
+            opt = (given_as or {}).get(k)
+            if opt:
+                raise InventoryError(f"{opt}: this experiment takes no {opt.lstrip('-')} "
+                                     f"(its parameters: {', '.join(types)})")
             raise InventoryError(f"--param {k}: the experiment has no such parameter"
                                  f"{did_you_mean(k, types)}")
         t = types[k]
@@ -176,11 +243,11 @@ def check_params(exp, overrides: dict[str, str]) -> dict[str, Any]:
                 if "None" in t and v.lower() == "none":
                     kw[k] = None
                 else:
-                    kw[k] = float(v)
+                    kw[k] = _cast(float, v, "a number")
                     if not math.isfinite(kw[k]) or kw[k] < 0:
                         raise ValueError("expected a finite number, 0 or more")
             elif "int" in t:
-                kw[k] = int(v)
+                kw[k] = _cast(int, v, "a whole number")
                 if kw[k] < 0:
                     raise ValueError("expected an integer, 0 or more")
             else:

@@ -158,6 +158,9 @@ def load_run(path: str | Path) -> Run:
                Truth.of(j("truth.json")))
 
 
+OLD_UNUSED = "not used by this experiment"
+
+
 def unusable_devices(summary) -> dict[str, str]:
     """Devices of a summary (dict or Summary) that gave no usable clock read, with the first
     error of each; a summary without devices measured nothing ("-")."""
@@ -166,6 +169,8 @@ def unusable_devices(summary) -> dict[str, str]:
         return {"-": "the run measured nothing"}
     out = {}
     for name, d in devices.items():
+        if d.first_errors.get(ErrorKind.NOT_STARTED) == OLD_UNUSED:
+            continue          # a folder older than `unused_devices`: the experiment never used it
         if sum(c.reads for c in d.clocks.values()) == 0:
             out[name] = "; ".join(f"{k}: {v}" for k, v in list(d.first_errors.items())[:1]) \
                 or "no clock read"

@@ -236,7 +236,10 @@ class RunStore(SampleFiles):
             self._write_manifest()
 
     def write_summary(self, summary: dict) -> None:
+        """summary.json and, beside it, the flat bounds.csv (bench.model.bounds_csv)."""
+        from bench.model.bounds_csv import write_bounds_csv
         write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
+        write_bounds_csv(self.path, summary)
 
     def close(self) -> None:
         """Idempotent: every way a run ends closes its store, the reserve goes."""

@@ -338,8 +338,11 @@ def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
     largest the manifest records)."""
     from bench.model.rundata import bound_from_manifest
     uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
-    devices = {}
+    devices, unused = {}, []
     for name, meta in manifest.get("devices", {}).items():
+        if meta.get("unused"):       # the experiment never used it: not a row, not an error
+            unused.append(name)
+            continue
         p = Path(path) / "samples" / f"{name}.csv"
         if not p.exists():
             devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.NOT_STARTED: 1},
@@ -354,4 +357,5 @@ def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
             devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.SUMMARY: 1},
                              "clocks": {}, "first_errors": {ErrorKind.SUMMARY: repr(exc)[:200]}}
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
-            "reference_uncertainty_ns": uncertainty, "devices": devices}
+            "reference_uncertainty_ns": uncertainty, "devices": devices,
+            **({"unused_devices": unused} if unused else {})}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
 from bench.units import fmt_ns
 
 CALIBRATED_RATIO = 2.0
@@ -29,7 +30,7 @@ class ClockLive:
     reads: int = 0                  # reads in the last fit
     width_ns: float | None = None
     min_bracket_ns: float | None = None
-    status: str = "—"               # proven | assumed | break | —
+    status: str = "—"               # proven | assumed [(after a break)] | stuck (...) | —
     calibrated_s: float | None = None   # run time at which it first met the criterion
     calibrated_width_ns: float | None = None
 
@@ -64,6 +65,11 @@ class LiveBounds:
         s, e, v, q = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
         live = self.clocks.setdefault((device, clock), ClockLive())
         live.reads = n
+        if len(v) >= MIN_READS and int(v.min()) == int(v.max()) and \
+                int(e[-1]) - int(s[0]) > 2 * int(q.max()):      # it never advanced over 2 ticks
+            live.status = stuck_text({"reads": len(v), "span_s": (int(e[-1]) - int(s[0])) / 1e9})
+            live.width_ns = None
+            return
         try:
             fit = fit_clock(s, e, v, int(max(1, q[-1])), drift_prior_ppm=self.prior)
         except Exception:          # a live guide must never stop the run
@@ -76,21 +82,39 @@ class LiveBounds:
         d = seg.drift_ppm
         at_edge = abs(d.lo + self.prior) <= 0.01 * self.prior or \
             abs(d.hi - self.prior) <= 0.01 * self.prior
-        live.status = "break" if len(fit.segments) > 1 else "assumed" if at_edge else "proven"
+        live.status = (ASSUMED if at_edge else PROVEN) + (" (after a break)"
+                                                          if len(fit.segments) > 1 else "")
         if live.calibrated_s is None and \
                 live.width_ns <= CALIBRATED_RATIO * live.min_bracket_ns:
             live.calibrated_s = round((int(e[-1]) - self.start_ns) / 1e9, 1)
             live.calibrated_width_ns = live.width_ns
 
-    def text(self, st) -> str:
-        parts = []
-        for clock in st.recent:
-            x = self.clocks.get((st.name, clock))
-            if x is None or x.width_ns is None:
-                continue
-            cal = f" cal@{x.calibrated_s:g}s" if x.calibrated_s is not None else ""
-            parts.append(f"{clock} ±{fmt_ns(x.width_ns / 2)} {x.status}{cal}")
-        return "; ".join(parts)
+    def text(self, st, width: int | None = None) -> str:
+        """Each clock's '±half-width status' (and 'pinned@T s' once calibrated), in at most
+        `width` columns: the calibration marks go first, then the clock names are shortened;
+        a bound and its status are never cut."""
+        xs = [(c, x) for c in st.recent if (x := self.clocks.get((st.name, c))) is not None
+              and x.width_ns is not None]
+        stuck = [f"{c} {x.status}" for c in st.recent if (x := self.clocks.get((st.name, c)))
+                 is not None and x.status.startswith(STUCK)]
+        if not stuck:
+            return self.text_of(xs, width)
+        rest = self.text_of(xs, width)       # a stuck clock says so first, never with a width
+        return "; ".join(stuck + ([rest] if rest else []))[:width or None]
+
+    @staticmethod
+    def text_of(xs, width: int | None) -> str:
+
+        def render(cal: bool, name_len: int | None) -> str:
+            return "; ".join(
+                f"{c[:name_len] if name_len else c} ±{fmt_ns(x.width_ns / 2)} {x.status}"
+                + (f" pinned@{x.calibrated_s:g}s" if cal and x.calibrated_s is not None else "")
+                for c, x in xs)
+        for cal, n in ((True, None), (False, None), (False, 4), (False, 1)):
+            text = render(cal, n)
+            if width is None or len(text) <= width:
+                return text
+        return "; ".join(f"±{fmt_ns(x.width_ns / 2)} {x.status}" for _, x in xs)
 
     def record(self) -> dict:
         """{device: {clock: {...}}} for the manifest's `calibration`."""
@@ -105,16 +129,26 @@ class LiveBounds:
         return out
 
 
-def calibrated_cell(manifest, device: str, clock: str) -> str:
-    """'12.5 s' or 'not reached (±5.5 ms, floor 1.2 ms)' or '—' for a run without the record.
-    `manifest`: the dict as written or a bench.model.documents.Manifest."""
+def calibration_state(manifest, device: str, clock: str) -> str:
+    """'pinned 1.9 ms after 5.8 s' once the offset's width met the criterion, else 'pinned
+    1.9 ms; floor 1.0 ms' (the narrowest bracket: the floor a width can approach); '' for a run
+    without the record. `manifest`: the dict as written or a bench.model.documents.Manifest."""
     from bench.model.documents import Manifest
     x = Manifest.of(manifest or {}).calibration_of(device, clock)
     if x is None or not x.raw:
-        return "—"
+        return ""
     if x.calibrated_after_s is not None:
-        return f"{x.calibrated_after_s:g} s"
+        return f"pinned {fmt_ns(x.width_then_ns, 2)} after {x.calibrated_after_s:g} s"
     if x.last_width_ns is None:
-        return "not reached"
-    return (f"not yet ({fmt_ns(x.last_width_ns)} > "
-            f"{fmt_ns(CALIBRATED_RATIO * (x.min_bracket_ns or 0))})")
+        return "no fit yet"
+    return f"pinned {fmt_ns(x.last_width_ns, 2)}; floor {fmt_ns(x.min_bracket_ns, 2)}"
+
+
+def calibrated_cell(manifest, device: str, clock: str) -> str:
+    """'12.5 s' (when the criterion was met) or the state it reached ('pinned 1.9 ms; floor
+    1.0 ms') or '—' for a run without the record."""
+    from bench.model.documents import Manifest
+    x = Manifest.of(manifest or {}).calibration_of(device, clock)
+    if x is not None and x.raw and x.calibrated_after_s is not None:
+        return f"{x.calibrated_after_s:g} s"
+    return calibration_state(manifest, device, clock) or "—"

@@ -5,8 +5,16 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from bench.model.statuses import Verdict
-from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm
+from bench.model.rundata import OLD_UNUSED
+from bench.output.live import calibration_state
+from bench.model.statuses import ErrorKind, Verdict
+from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.vocabulary import (ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text,
+                                    word)
+from bench.units import fmt_interval_ns, fmt_ns
+
+
+LIVE_WIDTH = 100     # the live line fits a 100-column terminal with its bounds and status
 
 
 class Progress:
@@ -22,13 +30,20 @@ class Progress:
         self._final_done = False
         self.live = live                  # bench.output.live.LiveBounds: each clock's offset width
 
-    def line(self, st) -> str:
+    def line(self, st, width: int = LIVE_WIDTH) -> str:
+        """One device in at most `width` columns: name, state, reads, then each clock's bound
+        and status (never cut: shortened first), then what room is left for the rest."""
+        head = f"{st.name[:12]:<12} {st.state[:9]:<9} {st.reads:>5} reads" + (
+            f" errors {st.errors}" if st.errors else "")
+        bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
+        out = head + (f"  {bounds}" if bounds else "")
         br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
-        err = f" last error: {st.last_error}" if st.last_error else ""
-        bounds = self.live.text(st) if self.live is not None else ""
-        return (f"{st.name:<12} {st.plane:<8} {st.state:<12} reads {st.reads:>5}  "
-                f"bracket {br:>9}  stimuli {st.stimuli:>2}  events {st.events:>3}  "
-                f"errors {st.errors:>3}" + (f"  | {bounds}" if bounds else "") + err)[:220]
+        for extra in (f"bracket {br}",
+                      f"stimuli {st.stimuli} events {st.events}",
+                      f"last error: {st.last_error}" if st.last_error else ""):
+            if extra and len(out) + 2 + len(extra) <= width:
+                out += f"  {extra}"
+        return out[:width]
 
     def __call__(self, statuses, elapsed_s: float) -> None:
         if self.tty:
@@ -51,7 +66,7 @@ class Progress:
             self._last_plain = time.monotonic()
             print(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s", file=self.stream)
             for st in statuses:
-                print("   " + self.line(st), file=self.stream)
+                print("   " + self.line(st, LIVE_WIDTH - 3), file=self.stream)
             self.stream.flush()
 
     def close(self) -> None:
@@ -73,73 +88,153 @@ def offset_cell(o, counter: bool) -> str:
     return f"{fmt_interval_ns(o.lo, o.hi)} (width {fmt_ns(width)})"
 
 
-def table(summary, manifest=None) -> str:
-    """The closing table: one row per device clock, its last segment's bounds; then the stimulus
+HEAD = ["clock", "plane", "reads", "offset (counter: its zero)", "drift ppm (assumed)",
+        "mean drift ppm", "bracket p50", "breaks", "errors", "truth", "calibration"]
+KEEP = [0, 3, 4, 9, 10, 8, 7, 5, 2, 6, 1]     # columns in the order they are given room
+
+
+def table(summary, manifest=None, width: int | None = WIDTH, limits: bool = True) -> str:
+    """The closing table: one row per device clock, its last segment's bounds, fitted to `width`
+    columns (None: every column); then notes, the legend of the words used, the stimulus
     latencies and (when the rack file has [limits] and `manifest` is given) the limit checks.
     `summary`, `manifest`: dicts as written, or bench.model.documents records."""
     from bench.model.documents import Manifest, Summary
     summary = Summary.of(summary)
     manifest = Manifest.of(manifest) if manifest else None
-    head = ["device", "plane", "clock", "reads", "offset (status)", "drift (status)",
-            "bracket p50", "breaks", "errors", "truth"]
-    from bench.output.live import calibrated_cell
-    if manifest and manifest.calibration:
-        head.append("calibrated after")
-    rows, notes = [], []
+    rows, notes, used = [], [], set()
     for name, d in summary.devices.items():
-        for part in d.no_clock:
-            notes.append(f"{name} {part}: has no clock; its events are bounded only by when the "
-                         f"bench saw them")
-        errs = d.errors_text()
+        if d.first_errors.get(ErrorKind.NOT_STARTED) == OLD_UNUSED:
+            continue                  # an older folder's device the experiment never used
+        notes += [f"{name} {part}: has no clock; its events are bounded only by when the bench "
+                  f"saw them" for part in d.no_clock]
         if not d.clocks:
-            rows.append([name, d.plane, "—", "0", "no clock", "", "", "", errs, ""]
-                        + [""] * (len(head) - 10))
+            rows.append(_row(name, d, None, "no clock", "", d.errors_text()))
         for clock, c in d.clocks.items():
-            segs = c.segments
-            if not segs:
-                rows.append([name, d.plane, clock, str(c.reads), c.note or "no fit",
-                             "", "", "", errs, ""] + [""] * (len(head) - 10))
-                continue
-            s = segs[-1]
-            truth = ""
-            if s.truth is not None:
-                truth = "inside" if s.truth.inside else "OUTSIDE"
-                if len(segs) > 1:
-                    allin = all(x.truth is not None and x.truth.inside for x in segs)
-                    truth = "inside" if allin else "OUTSIDE"
-            dr = s.drift_ppm
-            rows.append([name, d.plane, clock, str(c.reads or s.reads),
-                         offset_cell(s.offset_ns, c.counter)
-                         + f" {s.offset_status or 'proven'}",
-                         f"[{fmt_ppm(dr.lo)}, {fmt_ppm(dr.hi)}] {s.drift_status or 'proven'}",
-                         fmt_ns(s.bracket_median_ns),
-                         str(len(c.breaks)) + (f" +{len(c.wraps)} wrap" if c.wraps else ""),
-                         errs, truth])
-            if len(head) > len(rows[-1]):
-                rows[-1].append(calibrated_cell(manifest, name, clock))
-            if c.verdict == Verdict.BEYOND_PRIOR:
-                notes.append(f"{name} {clock}: DRIFT BEYOND THE PRIOR: {c.beyond_prior_note}")
-            for o in c.outliers:
-                notes.append(f"{name} {clock}: read at {_iso(o.t_ns)} set aside: {o.reason}")
-            if c.zone_note:
-                notes.append(f"{name} {clock}: {c.zone_note}")
-            if c.resolution_note:
-                notes.append(f"{name} {clock}: {c.resolution_note}")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r).rstrip() for r in rows]
-    lines += [f"note: {n}" for n in notes]
-    lat = latency_table(summary)
+            rows.append(clock_row(name, d, clock, c, manifest, used))
+            notes += clock_notes(name, clock, c)
+    cols, left = fit_columns(HEAD, rows, KEEP, width)
+    if manifest is None or not manifest.calibration:
+        cols = [i for i in cols if i != 10]
+    lines = render(HEAD, rows, cols, width, clip=0)
+    if left:
+        lines.append(f"(--wide adds: {', '.join(left)})")
+    if 7 not in cols:                # breaks and errors left out: said below where not zero
+        notes += [f"{r[0]}: breaks {r[7]}" for r in rows if r[7] not in ("", "0")]
+    if 8 not in cols:
+        notes += [f"{n}: errors {d.errors_text()}" for n, d in summary.devices.items()
+                  if d.error_count and d.first_errors.get(ErrorKind.NOT_STARTED) != OLD_UNUSED]
+    for n in notes:
+        lines += wrap(f"note: {n}", width)
+    for w in (x for x in (PROVEN, ASSUMED, UNDECIDED, STUCK) if x in used):
+        lines += wrap(f"{w}: {LEGEND[w]}", width)
+    lines += model_lines(summary, width)
+    lat = latency_table(summary, width)
     out = "\n".join(lines) + ("\n\n" + lat if lat else "")
-    if manifest:
+    unused = summary.raw.get("unused_devices") or []
+    if unused:
+        out += "\n" + "\n".join(wrap(f"not used by this experiment (no rows): "
+                                      f"{', '.join(unused)}", width))
+    if manifest and limits:
         from bench.model.limits import check_run, text_table
-        lim = text_table(check_run(summary, manifest))
+        lim = text_table(check_run(summary, manifest), width)
         out += "\n\n" + lim if lim else ""
     return out
 
 
-def latency_table(summary) -> str:
+def _row(name, d, clock, offset, drift, errs, **kw) -> list[str]:
+    cells = {"clock": f"{name} {clock}" if clock else name, "plane": d.plane,
+             "offset (counter: its zero)": offset, "drift ppm (assumed)": drift, "errors": errs}
+    return [kw.get(h, cells.get(h, "")) for h in HEAD]
+
+
+def clock_row(name, d, clock, c, manifest, used: set) -> list[str]:
+    """One clock's row: its last segment (offset, drift, bracket), breaks, truth, calibration."""
+    errs = d.errors_text()
+    if c.verdict == STUCK:
+        used.add(STUCK)
+        return _row(name, d, clock, stuck_text(c.raw.get("stuck")), "—", errs, reads=str(c.reads))
+    if not c.segments:
+        used.add(UNDECIDED)
+        return _row(name, d, clock, f"{UNDECIDED}: {c.note or 'no fit'}", "", errs,
+                    reads=str(c.reads))
+    s = c.segments[-1]
+    ost, dst = word(s.offset_status), word(s.drift_status or ASSUMED)
+    used.update({ost, dst})
+    truth = ""
+    if all(x.truth is not None for x in c.segments):
+        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
+    return _row(name, d, clock, f"{compact_offset(s.offset_ns, c.counter)} {ost}",
+                ppm_interval(s.drift_ppm.lo, s.drift_ppm.hi)
+                + ("" if dst == ASSUMED else f" {dst}"), errs,
+                reads=str(c.reads or s.reads), **{
+                    "mean drift ppm": mean_drift_cell(s), "bracket p50":
+                    fmt_ns(s.bracket_median_ns), "truth": truth,
+                    "breaks": str(len(c.breaks)) + (f" +{len(c.wraps)} wrap" if c.wraps else ""),
+                    "calibration": calibration_state(manifest, name, clock)})
+
+
+def clock_notes(name: str, clock: str, c) -> list[str]:
+    out = []
+    if c.verdict == Verdict.BEYOND_PRIOR:
+        out.append(f"{name} {clock}: DRIFT BEYOND THE PRIOR: {c.beyond_prior_note}")
+    out += [f"{name} {clock}: read at {_iso(o.t_ns)} set aside: {o.reason}" for o in c.outliers]
+    out += [f"{name} {clock}: {n}" for n in (c.zone_note, c.resolution_note) if n]
+    return out
+
+
+def model_lines(summary, width) -> list[str]:
+    """Each clock's model (summary `assumptions.model`, issue 28), equal ones said once; the step
+    that could hide (`assumptions.unseen_step`) differs per clock and is listed on one line."""
+    by: dict[str, list[str]] = {}
+    hide: list[str] = []
+    for d, c in summary.clocks():
+        a = c.assumptions
+        m = str((a.raw.get("model") if a else "") or "").split("; a step of ")[0]
+        if m:
+            by.setdefault(m, []).append(f"{d.name} {c.name}")
+        u = a.unseen_step if a else None
+        if u and u.get("size_ns"):
+            hide.append(f"{d.name} {c.name} {fmt_ns(u['size_ns'])}")
+            p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
+    out = []
+    for m, who in by.items():
+        out += wrap(f"model ({', '.join(who) if len(by) > 1 else 'every clock'}): {m}", width)
+    if hide:
+        out += wrap(f"steps that show with probability >= {p:g} when they last {within:g} s: "
+                    f"{', '.join(hide)}; a smaller one can hide", width)
+    return out
+
+
+def compact_offset(o, counter: bool) -> str:
+    """An offset Bound (ns) to the precision of its width; a counter's as the instant of its
+    zero with its half width."""
+    width = o.hi - o.lo
+    if counter:
+        return f"{_iso(-o.point)} ±{fmt_ns(width / 2)}"
+    return fmt_interval_ns(o.lo, o.hi)
+
+
+def ppm_interval(lo: float, hi: float) -> str:
+    """[lo, hi] ppm without the unit, lo rounded down and hi up to a digit a tenth of the width
+    fine (at least 3 significant digits)."""
+    import math
+    w = hi - lo
+    dec = 0 if w <= 0 else max(0, min(6, 1 - math.floor(math.log10(w / 10)) - 1))
+    a = max(abs(lo), abs(hi))
+    if a > 0:
+        dec = max(dec, 2 - math.floor(math.log10(a)))
+    f = 10 ** dec
+    return f"[{math.floor(lo * f) / f:.{dec}f}, {math.ceil(hi * f) / f:.{dec}f}]"
+
+
+def mean_drift_cell(s) -> str:
+    m = s.mean_drift_ppm
+    if not m or m.get("lo") is None:
+        return ""
+    return f"{ppm_interval(m['lo'], m['hi'])} {word(m.get('status'))}"
+
+
+def latency_table(summary, width: int | None = WIDTH) -> str:
     """Stimulus to log latency per device and stimulus: proven bounds over all events."""
     from bench.model.documents import Summary
     rows = []
@@ -151,7 +246,4 @@ def latency_table(summary) -> str:
     if not rows:
         return ""
     head = ["device", "stimulus", "sent", "stamped in log after (proven)", "seen by the bench after"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
-                      *(fmt.format(*r).rstrip() for r in rows)])
+    return "\n".join(render(head, rows, width=width, clip=1))

@@ -100,8 +100,17 @@ def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
     return "\n".join(lines)
 
 
-def figure(runs: list[Run], ts: list[Trend], measures=("drift", "latency", "bracket", "jitter"),
-           max_panels: int = 24):
+MEASURES = ("drift", "latency", "bracket", "jitter")
+
+
+def panels(ts: list[Trend], measures=MEASURES) -> list[Trend]:
+    """The trends a figure can draw, regressions and undecided ones first."""
+    pick = [t for t in ts if t.measure.split(".")[0] in measures and t.overall != "not compared"]
+    return sorted(pick, key=lambda t: 0 if t.overall in FAILING else
+                  1 if t.overall == "inconclusive" else 2)
+
+
+def figure(runs: list[Run], ts: list[Trend], measures=MEASURES, max_panels: int = 24):
     """Small multiples: one panel per device and judged measure, each run's value with its
     bounds as an error bar, x the run's number in time order."""
     import matplotlib.pyplot as plt
@@ -111,8 +120,7 @@ def figure(runs: list[Run], ts: list[Trend], measures=("drift", "latency", "brac
     from bench.output.plots import plane_colour
 
     planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
-    pick = [t for t in ts if t.measure.split(".")[0] in measures
-            and t.overall != "not compared"][:max_panels]
+    pick = panels(ts, measures)[:max_panels]
     n = max(1, len(pick))
     cols = min(4, n)
     rows = -(-n // cols)
@@ -167,8 +175,12 @@ def main(argv: list[str] | None = None) -> int:
                                              "time order, with a figure")
     ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
     ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
-    ap.add_argument("--figure", type=Path, default=Path("trend.png"),
-                    help="figure file (.png, .svg or .pdf; default trend.png)")
+    ap.add_argument("--figure", type=Path, default=None,
+                    help="figure file (.png, .svg or .pdf; default: trend.png in the newest "
+                         "run's folder)")
+    ap.add_argument("--max-panels", type=int, default=24,
+                    help="panels in the figure (default 24; regressions first; the rest are "
+                         "said, never dropped silently)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
     ap.add_argument("--all", action="store_true", help="show measures that are not judged")
     ap.add_argument("--as-given", action="store_true",
@@ -187,9 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ts = trends(runs, tol)
     print(text(runs, ts, a.all))
-    fig = figure(runs, ts)
-    paths, _ = figures.save(fig, a.figure.parent, a.figure.stem, (a.figure.suffix[1:] or "png",))
-    print(f"figure: {paths[0]}")
+    fig = figure(runs, ts, max_panels=max(1, a.max_panels))
+    out = a.figure or runs[-1].path / "trend.png"
+    paths, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
+    n = len(panels(ts))
+    left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \
+        if n > a.max_panels else ""
+    print(f"figure: {paths[0]}{left}")
     if a.json:
         a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
     return 1 if any(t.overall in FAILING for t in ts) else 0

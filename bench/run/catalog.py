@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import inspect
+import re
 import sys
+import textwrap
 from dataclasses import MISSING, fields
 from pathlib import Path
 
@@ -53,16 +55,29 @@ def describe(mod) -> dict:
     return {"doc": doc, "params": params}
 
 
-def summary_lines() -> list[str]:
-    """One line per experiment of the checkout: name and the first line of its documentation."""
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, whole (lines joined)."""
+    para = " ".join(doc.split("\n\n", 1)[0].split())
+    m = re.search(r"[.?!:](\s|$)(?=[A-Z(`]|$)", para[para.find(":") + 1:] if ": " in para[:40]
+                  else para)
+    if not m:
+        return para
+    off = para.find(":") + 1 if ": " in para[:40] else 0
+    return para[:off + m.end()].strip()
+
+
+def summary_lines(width: int = 100) -> list[str]:
+    """Per experiment of the checkout: its name and the first sentence of its documentation,
+    whole, wrapped to `width`."""
     from bench.run.experiment import load_experiment
     out = []
     for n in names():
         try:
-            doc = (inspect.getdoc(load_experiment(n)) or "").splitlines()
-            out.append(f"  {n:<24} {doc[0] if doc else ''}")
+            text = first_sentence(inspect.getdoc(load_experiment(n)) or "")
         except Exception as exc:   # a broken experiment must not hide the others
-            out.append(f"  {n:<24} (cannot be loaded: {exc!r})")
+            text = f"(cannot be loaded: {exc!r})"
+        out += textwrap.wrap(f"{n:<24} {text}", width, initial_indent="  ",
+                             subsequent_indent=" " * 27) or [f"  {n}"]
     return out
 
 
@@ -71,10 +86,15 @@ def main(argv: list[str] | None = None) -> int:
                                  description="list the experiments, their parameters and documentation")
     ap.add_argument("experiment", nargs="?", help="one experiment's name or file: its full documentation")
     a = ap.parse_args(argv)
+    from bench.model.inventory import InventoryError
     from bench.run.experiment import load_experiment
     todo = [a.experiment] if a.experiment else names()
     for n in todo:
-        mod = load_experiment(n)
+        try:
+            mod = load_experiment(n)
+        except (InventoryError, SystemExit) as exc:     # one line, never a traceback
+            print(f"rackclock experiments: {exc}", file=sys.stderr)
+            return 2
         d = describe(mod)
         lines = d["doc"].splitlines()
         print(f"{n}: {lines[0] if lines else ''}")

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.model import provenance
-from bench.output.terminal import Progress, table
+from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
+from bench.output.terminal import Progress
 from bench.model.inventory import InventoryError, RackConfig, did_you_mean
 from bench.model.racklock import rack_lock
 from bench.model.rackfile import check_out, check_params, load_checked
@@ -131,19 +132,6 @@ class Bench:
         return offset_plots(load_run(self.store.path))
 
 
-def reference_line(manifest) -> str:
-    """One line on what the bounds rest on: the reference's grade and the bound added.
-    `manifest`: the dict as written, or a bench.model.documents.Manifest."""
-    from bench.model.documents import Manifest, ReferenceHealth
-    from bench.units import fmt_ns
-    m = Manifest.of(manifest)
-    h = m.reference_run or m.reference or ReferenceHealth()
-    basis = h.basis or ("linuxptp" if h.verified else "allowance")
-    return (f"reference: {h.source or '?'}, basis {basis}, grade {h.grade or '?'}"
-            f"{'' if h.verified else ' (UNVERIFIED)'}; "
-            f"{fmt_ns(m.uncertainty_ns())} added to every bracket")
-
-
 def load_experiment(name: str):
     """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
     if name.endswith(".py") or "/" in name:
@@ -159,10 +147,10 @@ def load_experiment(name: str):
         raise
 
 
-def make_params(exp, overrides: dict[str, str]):
+def make_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None):
     """The experiment's Params dataclass, with `key=value` overrides cast to the field types
-    and checked (InventoryError)."""
-    return exp.Params(**check_params(exp, overrides))
+    and checked (InventoryError; `given_as`: the option a key came from, if not --param)."""
+    return exp.Params(**check_params(exp, overrides, given_as))
 
 
 def _ended_disk_full(store: RunStore, name: str, out: Path) -> Path:
@@ -206,14 +194,15 @@ def _lost_status(store: RunStore, devices: int, sim: SimProcess | None) -> tuple
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
-                   calibration: Path | None = None) -> Path:
+                   calibration: Path | None = None, wide: bool = False,
+                   given_as: dict[str, str] | None = None) -> Path:
     """Run one experiment; returns the run folder. Prints the closing table and the folder.
     Every problem of the rack file, the parameters or `out` is an InventoryError raised before
     anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
     (bench.run.admission) is refused (status `refused`, the numbers in the manifest), or run at
     rates scaled to fit with `fit_rates`."""
     exp = load_experiment(name)
-    params = make_params(exp, params_overrides)
+    params = make_params(exp, params_overrides, given_as)
     if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
         name = Path(name).stem       # an experiment file outside the checkout: named by its stem
     rack = load_checked(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
@@ -313,9 +302,10 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
                                   **({"stopped_by": signals[0]} if signals else {}))
             log.info("run %s %s%s", store.run_id, status, f": {error}" if error else "")
             store.close()
+    verdict = ""
     if bench.summary and not quiet:
-        print(reference_line(store.manifest))
-        print(table(bench.summary, store.manifest))
+        text, verdict = closing_text(store.path, wide)
+        print(text)
         if adm.fit_factor is not None:
             print(f"rates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
                   f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
@@ -329,5 +319,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         print(f"rackclock run: devices lost: {error}", file=sys.stderr)
     elif error:
         print(f"experiment {name} failed: {error}", file=sys.stderr)
+    if verdict:
+        print(verdict)
     print(f"run folder: {store.path}")
     return store.path

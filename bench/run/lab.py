@@ -14,7 +14,8 @@ events.csv); every `measure` lands in measurements.json, which `rackclock report
 "Measurements" section and `rackclock compare` sets side by side (bench.compare.measures), with
 no experiment-specific code in either. A measurement is OpenHTF-like: a name, a unit, a value
 or a proven bound [lo, hi], and a limit; its outcome is "pass" when the whole bound is inside the
-limit, "fail" when it is wholly outside, "unproven" when it straddles a limit edge.
+limit, "fail" when it is wholly outside, "undecided" when it straddles a limit edge, and "no limit"
+when it has none.
 
 The drivers are asyncio coroutines; the lab runs them on one event loop in a thread of its own,
 so a procedure is plain sequential Python. Lab sessions are closed before the probing loop runs
@@ -60,7 +61,7 @@ class Measurement:
     basis: str = "exact"                 # proven | exact | observed | ...: what the bound rests on
     limit_lo: float | None = None
     limit_hi: float | None = None
-    outcome: str = "pass"                # pass | fail | unproven
+    outcome: str = "no limit"            # pass | fail | undecided | no limit
     doc: str = ""
     direction: str = "higher_is_worse"   # for compare: higher_is_worse | any
     judge: bool = True                   # compare judges it (False: reported only, e.g. it
@@ -70,10 +71,13 @@ class Measurement:
 
 
 def outcome(lo: float, hi: float, limit_lo: float | None, limit_hi: float | None) -> str:
-    """pass: the whole bound within the limit; fail: wholly outside; unproven: straddles."""
+    """pass: the whole bound within the limit; fail: wholly outside; undecided: straddles;
+    "no limit" when there is none (nothing was judged)."""
+    if limit_lo is None and limit_hi is None:
+        return "no limit"
     inside = (limit_lo is None or lo >= limit_lo) and (limit_hi is None or hi <= limit_hi)
     outside = (limit_lo is not None and hi < limit_lo) or (limit_hi is not None and lo > limit_hi)
-    return "pass" if inside else "fail" if outside else "unproven"
+    return "pass" if inside else "fail" if outside else "undecided"
 
 
 class Lab:
@@ -380,11 +384,12 @@ class Lab:
 
 def close_lab(bench) -> None:
     """Close the bench's lab, if an experiment opened one (the bench does when the rack stops);
-    devices the procedure never touched are said so in the manifest."""
+    devices the procedure never touched are marked `unused` in the manifest (not an error: the
+    summary leaves them out)."""
     lab = getattr(bench, "_lab", None)
     if lab is not None:
         devices = Manifest.of(bench.store.manifest).devices
-        bench.store.update_devices({name: {"error": "not used by this experiment"}
+        bench.store.update_devices({name: {"unused": "not used by this experiment"}
                                     for name, d in devices.items() if not d.error and not
                                     (bench.store.path / "samples" / f"{name}.csv").exists()})
         lab.close()

@@ -8,7 +8,8 @@ Per device: open and identify, read the log's backlog, wait at the loop's start 
 (bench/run/startline.py); read each clock once per slot of the plan's grid at the device's rate,
 dithered in the slot (or at the instant the tick-edge scheduler picks); send the allowed stimuli
 on the plan's schedule; poll the device log. Errors become rows with their error class and
-journal lines; after repeated failures the driver is reopened with backoff. A run never stops for one device.
+journal lines; after repeated clock-read failures (log polls and stimuli never count) the driver
+is reopened, with a backoff that doubles up to RECONNECT_CAP_S. A run never stops for one device.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarg
 NS = 1_000_000_000
 LATE_NS = 10_000_000           # a probe that starts this long after its planned instant is late
 SHARD_MIN_DEVICES = 32         # fewer devices: one process (one core is more than enough)
+RECONNECT_CAP_S = 60.0         # the longest wait between reconnects (doubling from 1 s)
 OPENS_AT_ONCE = 16             # per loop: an open costs CPU (a TLS login, an SNMP engine's
                                # tables: 5-15 ms), and many at once starve the answers of the
                                # devices already open; 4 left the last of 150 devices 5-17 s
@@ -82,6 +84,16 @@ class DeviceStatus:
     identity: dict = field(default_factory=dict)
     clocks: list = field(default_factory=list)
     recent: dict = field(default_factory=dict)    # clock -> [(s, e, v, q)] for bench.output.live
+    traffic: dict = field(default_factory=dict)   # what was sent: totals and per minute (count)
+
+    def count(self, kind: str, minute: int) -> None:
+        """One request, login, throttled answer or reconnect in minute `minute` of the run."""
+        t = self.traffic
+        t[kind] = t.get(kind, 0) + 1
+        rows = t.setdefault("per_minute", [])
+        if not rows or rows[-1]["minute"] != minute:
+            rows.append({"minute": minute})
+        rows[-1][kind] = rows[-1].get(kind, 0) + 1
 
     def record(self, before: DeviceEntry | None = None) -> dict:
         """The manifest's fields for this device after a probing loop; counts add to those of
@@ -91,7 +103,8 @@ class DeviceStatus:
                     plane=self.plane, reads=b.reads + self.reads, probes=b.probes + self.probes,
                     late_probes=b.late_probes + self.late,
                     late_max_ns=max(b.late_max_ns, self.late_max_ns),
-                    aims_yielded=b.aims_yielded + self.aims_yielded)
+                    aims_yielded=b.aims_yielded + self.aims_yielded,
+                    **({"traffic": self.traffic} if self.traffic else {}))
 
 
 def _kind_of(exc: BaseException) -> str:
@@ -138,6 +151,8 @@ class DeviceWorker:
         self.calendar: ReadCalendar | None = None         # set by run_workers: the loop's probes
         self.start_line: StartLine | None = None          # set by run_workers: start together
         self._end = 2**63 - 1                             # the run's end for this device
+        self._start = 0                                   # the run's start for this device
+        self._reconnect_s = 1.0                           # the wait before the next reconnect
 
     # -- task ---------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -190,6 +205,8 @@ class DeviceWorker:
 
     async def _open_now(self) -> Driver | None:
         drv = driver_class(self.config.driver)(self.config, self.now_ns, armed=self.armed)
+        if hasattr(drv, "on_traffic"):            # a driver that counts what it sends
+            drv.on_traffic = self._count
         try:
             await asyncio.wait_for(drv.open(), self.plan.timeout_s * 2)
             ident = await asyncio.wait_for(drv.identity(), self.plan.timeout_s)
@@ -299,7 +316,7 @@ class DeviceWorker:
         return out
 
     async def _main(self) -> None:
-        start = self.now_ns()
+        start = self._start = self.now_ns()
         end = self._end = start + int(self.plan.duration_s * NS)
         drv = None
         backoff = 1.0
@@ -354,19 +371,19 @@ class DeviceWorker:
                 if not await self._sleep_until(nxt):
                     break
                 continue
-            ok = True
+            ok: bool | None = None                    # a clock read's outcome, if one was taken
             if planned and now >= planned[0][0]:
                 name, _, target = planned.pop(0)[1].partition(":")
-                ok &= await self._stimulus(drv, name, target or None)
+                await self._stimulus(drv, name, target or None)   # never counts toward a reopen
                 watch_until = now + int(self.plan.watch_s * NS)
                 poll_due = now + int(self.plan.watch_poll_s * NS)
             elif ready := [c for c in specs if due[c.name] <= now]:
                 # a planned stimulus keeps its instant; clock reads go ahead of the rest
                 spec = min(ready, key=lambda c: due[c.name])
-                ok &= await self._read(drv, spec, reads[spec.name], due[spec.name])
+                ok = await self._read(drv, spec, reads[spec.name], due[spec.name])
                 due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
             elif stimuli and now >= stim_due:
-                ok &= await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
+                await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
                 stim_i += 1
                 stim_due = self._book_stimulus(now + int(self.plan.stimulus_every_s * NS))
                 watch_until = now + int(self.plan.watch_s * NS)
@@ -378,25 +395,19 @@ class DeviceWorker:
                 self._log_wanted = None
                 seen = self.logged
                 drv.log_until_ns = min(due.values())       # the next clock read comes first
-                ok &= await self._poll_log(drv)
+                await self._poll_log(drv)              # log failures never count toward a reopen
                 watching = now < watch_until and self.logged == seen
                 soon = watching or getattr(drv, "log_backlog", False)
                 every = self.plan.watch_poll_s if soon else self.plan.log_poll_s
                 poll_due = self._book_poll(now + int(every * NS), every)
                 if not watching:
                     watch_until = 0
-            failures = 0 if ok else failures + 1
+            if ok is not None:                          # only clock reads count
+                failures = 0 if ok else failures + 1
+                if ok:
+                    self._reconnect_s = 1.0             # a good read: the backoff starts again
             if failures >= self.plan.reopen_after:
-                self.status.state = "reconnecting"
-                self.store.journal(self.config.name, "warn", "reopen",
-                                   f"{failures} consecutive failures: reconnecting")
-                log.info("%s: %d consecutive failures: reconnecting", self.config.name, failures)
-                await drv.close()
-                drv = None
-                while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
-                    drv = await self._open()
-                    if drv is None:
-                        await self._sleep_until(min(end, self.now_ns() + 2 * NS))
+                drv = await self._reconnect(drv, failures, end)
                 if drv is None:
                     break
                 self.status.state = "measuring"
@@ -409,6 +420,31 @@ class DeviceWorker:
         self.status.state = "done"
         if specs and self.status.reads == 0:      # a device with clocks and no read is an error
             self._no_reads(start)
+
+    def _count(self, kind: str) -> None:
+        self.status.count(kind, max(0, (self.now_ns() - self._start) // (60 * NS)))
+
+    async def _reconnect(self, drv: Driver, failures: int, end: int) -> Driver | None:
+        """Close and reopen after `failures` consecutive clock-read failures, waiting
+        `self._reconnect_s` first (doubling at each reconnect until a read succeeds, capped)."""
+        self.status.state = "reconnecting"
+        wait = self._reconnect_s
+        self._reconnect_s = min(wait * 2, RECONNECT_CAP_S)
+        self.store.journal(self.config.name, "warn", "reopen",
+                           f"{failures} consecutive failures: reconnecting in {wait:g} s")
+        log.info("%s: %d consecutive failures: reconnecting in %g s", self.config.name, failures,
+                 wait)
+        self._count("reconnects")
+        await drv.close()
+        drv = None
+        while not self.stop_event.is_set() and self.now_ns() < end:
+            if not await self._sleep_until(min(end, self.now_ns() + int(wait * NS))):
+                break
+            drv = await self._open()
+            if drv is not None:
+                break
+            wait = min(wait * 2, RECONNECT_CAP_S)
+        return drv
 
     def _no_reads(self, start: int) -> None:
         took = (self.now_ns() - start) / NS
@@ -428,6 +464,8 @@ class DeviceWorker:
         answered = True
         for i in range(max(1, self.plan.burst)):
             kind = await self._read_once(drv, spec, reads, planned_ns if i == 0 else None)
+            if kind == "refused":          # the device asked for a pause (429/503): it answered
+                return True
             if kind not in (None, "malformed"):
                 return False
             answered &= kind is None

@@ -255,12 +255,15 @@ class ClockModel:
         if p.update_s > 0:
             u = round(p.update_s * NS)
             t_ns = self.t0_ns + (t_ns - self.t0_ns) // u * u
-        if p.tick_lag_ms:
+        if p.tick_lag_ms:     # redrawn each second; the reading never goes back (it stalls)
             sec = (t_ns - self.t0_ns) // NS
-            frac = zlib.crc32(f"{self.seed}/{sec}".encode()) / 2 ** 32
-            lo, hi = p.tick_lag_ms
-            t_ns -= round((lo + (hi - lo) * frac) * 1e6)
+            t_ns = max(t_ns - self._lag_ns(sec), self.t0_ns + sec * NS - self._lag_ns(sec - 1))
         return t_ns
+
+    def _lag_ns(self, sec: int) -> int:
+        lo, hi = self.p.tick_lag_ms
+        frac = zlib.crc32(f"{self.seed}/{sec}".encode()) / 2 ** 32
+        return round((lo + (hi - lo) * frac) * 1e6)
 
     def offset_ns(self, t_ns: int) -> int:
         """Device minus reference at t (for a counter: minus the time since the Unix epoch,

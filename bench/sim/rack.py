@@ -116,10 +116,14 @@ async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dic
             o = dict(overrides.get(d.name, {}))
             address = o.pop("address", d.address)
             resolved[d.name] = replace(d, address=address, options={**d.options, **o})
+    for d in rack.devices:               # faults the rack file arms (see bench/sim/faults.py)
+        try:
+            for table in (d.sim or {}).get("faults", []) if d.name in resolved else ():
+                ctx.faults.arm(d.name, fault_from_table(table))
+        except (ValueError, TypeError, KeyError, RuntimeError) as exc:   # e.g. a wrap on a
+            failed[d.name] = f"sim.faults: {exc}"     # device with no wrapping counter: left out
+            del resolved[d.name]
     devices = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
-    for d in devices:                    # faults the rack file arms (see bench/sim/faults.py)
-        for table in (d.sim or {}).get("faults", []):
-            ctx.faults.arm(d.name, fault_from_table(table))
     return replace(rack, simulated=True, devices=devices), failed
 
 

@@ -42,7 +42,14 @@ WARN 0, FAIL 0, NOT_TESTED 50. What it leaves NOT_TESTED, and why:
   on resources it created itself (accounts);
 - `only`/`excerpt` query parameters (1): not supported, as ProtocolFeaturesSupported says.
 
-Sim keys beyond the clock model's: `ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
+The URIs above are the default profile's (`openbmc`); `profile = "idrac" | "ilo" | "supermicro"`
+lays the Manager, System and LogServices out as that vendor does, with its DateTime rendering,
+session table and timeout, rate limit (429 with Retry-After) and EventService filters
+(bench/sim/redfish_profiles.py, bench/sim/redfish_limits.py). Every request is counted in a
+`traffic` record of `ctx.events[device]`.
+
+Sim keys beyond the clock model's: `profile` and its overrides (bench/sim/redfish_profiles.py),
+`ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
 `serial`, `log_capacity` (entries kept, oldest dropped first), and the EventService's
 (`event_subscriptions`, `event_delivery_s`, `event_retry_s`, `event_ca_file`: see
 bench/sim/redfish_events.py), `ntp_model` (the NTP client's
@@ -76,6 +83,8 @@ from aiohttp.web_protocol import RequestHandler
 from bench.model.inventory import DeviceConfig
 from bench.sim import redfish_payloads as P
 from bench.sim.redfish_events import EventService
+from bench.sim.redfish_profiles import LogSpec, profile_of
+from bench.sim.redfish_limits import Limits
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.tls import make_certificates, server_context
@@ -151,11 +160,15 @@ class EmulatedBMC:
         self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
         self.offset_min = int(model.p.local_offset_min)
         self.log_capacity = int(sim.get("log_capacity", 1000))
+        self.profile = profile_of(sim)
+        self.manager_uri = self.profile.manager_uri()
+        self.network_uri = f"{self.manager_uri}/NetworkProtocol"
         self.sessions: dict[str, tuple[str, str]] = {}     # token -> (session id, user)
-        self.entries: list[dict] = []
-        self.next_entry = 1
+        self.limits = Limits(self.profile, ctx, self.name, _error)
+        self.logs = {self.profile.log_uri(x): _Log(x) for x in self.profile.logs}
+        self.event_log = next((lg for lg in self.logs.values() if lg.spec.test_events), None)
         self.pending: set[asyncio.TimerHandle] = set()
-        self.events = EventService(self.name, sim, ctx, _error, _reply)
+        self.events = EventService(self.name, sim, ctx, _error, _reply, self.profile)
         self._routes, self._items = self.routes(), self.item_routes()
         self.ntp_table = sim.get("ntp_model") or {}     # bench.sim.ntp: the NTP client's model
         self.discipline = None                           # made at the first NTP command
@@ -177,7 +190,24 @@ class EmulatedBMC:
         await hold(self.model.p.reply_delay_s)
 
     def now_rendered(self) -> str:
-        return P.render_datetime(self.model.read_ns(self.ctx.now_ns()), self.offset_min)
+        return self.render(self.model.read_ns(self.ctx.now_ns()))
+
+    def render(self, value_ns: int) -> str:
+        """A reading as the profile's vendor renders DateTime: in the claimed local offset, or
+        in UTC (`Z` or `+00:00`) with the offset in DateTimeLocalOffset only."""
+        utc = self.profile.datetime_utc
+        if not utc:
+            return P.render_datetime(value_ns, self.offset_min)
+        text = P.render_datetime(value_ns, 0)
+        return text[:-6] + "Z" if utc == "Z" else text
+
+    def seed_logs(self) -> None:
+        """The entries a profile's logs hold at start (SEL and OEM records, older events)."""
+        t = self.ctx.now_ns()
+        for lg in self.logs.values():
+            for i in range(lg.spec.seeded):
+                at = t - (lg.spec.seeded - i) * 3600 * NS
+                self._append(lg, at, "Seeded record", [], "OK", seeded=True)
 
     # -- authentication --------------------------------------------------------------------------
     def _password_ok(self, user: str, password: str) -> bool:
@@ -185,9 +215,11 @@ class EmulatedBMC:
                 and hmac.compare_digest(password.encode(), self.password.encode()))
 
     def authorized(self, request: web.Request) -> bool:
+        if not self.profile.auth_required:
+            return True
         token = request.headers.get("X-Auth-Token")
         if token is not None:
-            return token in self.sessions
+            return token in self.sessions and self.limits.touch(token, self.sessions)
         auth = request.headers.get("Authorization", "")
         if auth[:6].lower() == "basic ":
             try:
@@ -206,12 +238,18 @@ class EmulatedBMC:
             return _error(400, "PropertyMissing", "The property UserName or Password is a required "
                           "property and must be included in the request.", ["UserName/Password"])
         if not self._password_ok(user, password):
+            self.limits.count("failed_logins")
             return _error(401, "ResourceAtUriUnauthorized",
                           f"While accessing the resource at '{P.SESSIONS}', the service received "
                           f"an authorization error 'Invalid username or password'.",
                           [P.SESSIONS, "Invalid username or password"])
+        full = self.limits.session_full(self.sessions)
+        if full is not None:
+            return full
         sid, token = secrets.token_hex(5), secrets.token_hex(16)
         self.sessions[token] = (sid, user)
+        self.limits.count("logins")
+        self.limits.touch(token, self.sessions)
         return _reply(P.session(sid, user), 201,
                       {"X-Auth-Token": token, "Location": f"{P.SESSIONS}/{sid}"})
 
@@ -237,12 +275,13 @@ class EmulatedBMC:
             if request.transport is not None:
                 request.transport.abort()
             return web.Response(status=503)
-        early = self._precondition(request)
+        early = self.limits.request(request) or self._precondition(request)
         if early is not None:
             return early
         path = request.path.rstrip("/") or "/"
         method = request.method
-        if path in (P.SESSIONS, f"{P.SESSIONS}/Members") and method == "POST":
+        if path in (P.SESSIONS, f"{P.SESSIONS}/Members") and method == "POST" and \
+                self.profile.session_service:
             return await self.login(request)
         if path not in UNAUTHENTICATED and not self.authorized(request):
             return _error(401, "AccessDenied", f"While attempting to establish a connection to "
@@ -283,63 +322,77 @@ class EmulatedBMC:
 
     def routes(self) -> dict[str, dict[str, Any]]:
         static = lambda body: {"GET": lambda r: self._static(body)}   # noqa: E731
-        return {
+        pr = self.profile
+        coll = lambda uri, t, name, members: static(lambda: P.collection(   # noqa: E731
+            uri, f"{t}.{t}", name, [P.link(m) for m in members()]))
+        out = {
             "/redfish": static(lambda: {"v1": P.ROOT + "/"}),
-            P.ROOT: static(lambda: P.service_root(self.uuid)),
-            P.ODATA: static(P.odata_service_document),
+            P.ROOT: static(lambda: P.service_root(self.uuid, pr.session_service)),
+            P.ODATA: static(lambda: P.odata_service_document(pr.session_service)),
             P.METADATA: {"GET": self.get_metadata},
-            f"{P.ROOT}/SessionService": static(P.session_service),
-            P.SESSIONS: {"GET": lambda r: self._static(lambda: P.collection(
-                P.SESSIONS, "SessionCollection.SessionCollection", "Session Collection",
-                [P.link(f"{P.SESSIONS}/{sid}") for sid, _ in self.sessions.values()])),
-                "POST": self.login},
-            f"{P.ROOT}/Managers": static(lambda: P.collection(
-                f"{P.ROOT}/Managers", "ManagerCollection.ManagerCollection",
-                "Manager Collection", [P.link(P.MANAGER)])),
-            P.MANAGER: {"GET": self.get_manager, "PATCH": self.patch_manager},
-            P.NETWORK: {"GET": lambda r: self._static(lambda: P.network_protocol(
-                self.ntp, self.ntp_servers)), "PATCH": self.patch_network},
-            f"{P.ROOT}/Systems": static(lambda: P.collection(
-                f"{P.ROOT}/Systems", "ComputerSystemCollection.ComputerSystemCollection",
-                "Computer System Collection", [P.link(P.SYSTEM)])),
-            P.SYSTEM: static(lambda: P.system(self.uuid)),
-            f"{P.SYSTEM}/LogServices": static(lambda: P.collection(
-                f"{P.SYSTEM}/LogServices", "LogServiceCollection.LogServiceCollection",
-                "System Log Services Collection", [P.link(P.EVENT_LOG)])),
-            P.EVENT_LOG: static(lambda: P.event_log_service(self.now_rendered(), self.offset_min)),
-            P.ENTRIES: static(lambda: P.collection(
-                P.ENTRIES, "LogEntryCollection.LogEntryCollection", "System Event Log Entries",
-                list(self.entries))),
-            P.CLEAR_LOG: {"POST": self.clear_log},
-            P.EVENT_SERVICE: static(lambda: P.event_service(self.events.enabled)),
+            f"{P.ROOT}/Managers": coll(f"{P.ROOT}/Managers", "ManagerCollection",
+                                       "Manager Collection", lambda: [self.manager_uri]),
+            self.manager_uri: {"GET": self.get_manager, "PATCH": self.patch_manager},
+            self.network_uri: {"GET": lambda r: self._static(lambda: P.network_protocol(
+                self.network_uri, self.ntp, self.ntp_servers)), "PATCH": self.patch_network},
+            f"{P.ROOT}/Systems": coll(f"{P.ROOT}/Systems", "ComputerSystemCollection",
+                                      "Computer System Collection", lambda: [pr.system_uri()]),
+            pr.system_uri(): static(lambda: P.system(self.uuid, pr)),
+            P.EVENT_SERVICE: static(lambda: P.event_service(pr, self.events.enabled)),
             P.SUBMIT_TEST_EVENT: {"POST": self.submit_test_event},
             P.SUBSCRIPTIONS: {"GET": lambda r: self._static(self.events.collection),
                               "POST": self.post_subscription},
-            P.SSE: {"GET": self.events.stream},
             P.ACCOUNT_SERVICE: static(P.account_service),
-            P.ACCOUNTS: static(lambda: P.collection(
-                P.ACCOUNTS, "ManagerAccountCollection.ManagerAccountCollection",
-                "Accounts Collection", [P.link(f"{P.ACCOUNTS}/{self.username}")])),
-            P.ROLES: static(lambda: P.collection(
-                P.ROLES, "RoleCollection.RoleCollection", "Roles Collection",
-                [P.link(f"{P.ROLES}/{r}") for r in P.ROLE_PRIVILEGES])),
+            P.ACCOUNTS: coll(P.ACCOUNTS, "ManagerAccountCollection", "Accounts Collection",
+                             lambda: [f"{P.ACCOUNTS}/{self.username}"]),
+            P.ROLES: coll(P.ROLES, "RoleCollection", "Roles Collection",
+                          lambda: [f"{P.ROLES}/{r}" for r in P.ROLE_PRIVILEGES]),
         }
+        if pr.sse:
+            out[P.SSE] = {"GET": self.events.stream}
+        if pr.session_service:
+            out[f"{P.ROOT}/SessionService"] = static(lambda: P.session_service(
+                pr.session_timeout_s))
+            out[P.SESSIONS] = {"GET": lambda r: self._static(lambda: P.collection(
+                P.SESSIONS, "SessionCollection.SessionCollection", "Session Collection",
+                [P.link(f"{P.SESSIONS}/{sid}") for sid, _ in self.sessions.values()])),
+                "POST": self.login}
+        for parent in ("Managers", "Systems"):
+            specs = pr.logs_under(parent)
+            if specs:
+                uri = f"{pr.parent_uri(parent)}/LogServices"
+                out[uri] = coll(uri, "LogServiceCollection", "Log Service Collection",
+                                lambda specs=specs: [pr.log_uri(x) for x in specs])
+        for uri, lg in self.logs.items():
+            out[uri] = static(lambda uri=uri, lg=lg: P.log_service(
+                uri, lg.spec, self.now_rendered(), self.offset_min))
+            out[f"{uri}/Entries"] = static(lambda uri=uri, lg=lg: P.collection(
+                f"{uri}/Entries", "LogEntryCollection.LogEntryCollection",
+                f"{lg.spec.id} Entries", list(lg.entries)))
+            out[f"{uri}/Actions/LogService.ClearLog"] = {
+                "POST": lambda r, lg=lg: self.clear_log(r, lg)}
+        return out
 
     def item_routes(self) -> dict[str, tuple[tuple[str, ...], Any]]:
         """Members of collections: (methods allowed, handler(request, id))."""
-        return {P.SESSIONS: (("DELETE", "GET", "HEAD"), self.session_item),
-                P.ENTRIES: (("GET", "HEAD"), self.entry_item),
-                P.SUBSCRIPTIONS: (("DELETE", "GET", "HEAD"),
-                                  lambda r, i: self._sync(self.events.item(i, r.method))),
-                P.ACCOUNTS: (("GET", "HEAD"), self.account_item),
-                P.ROLES: (("GET", "HEAD"), self.role_item)}
+        out = {P.SUBSCRIPTIONS: (("DELETE", "GET", "HEAD"),
+                                 lambda r, i: self._sync(self.events.item(i, r.method))),
+               P.ACCOUNTS: (("GET", "HEAD"), self.account_item),
+               P.ROLES: (("GET", "HEAD"), self.role_item)}
+        if self.profile.session_service:
+            out[P.SESSIONS] = (("DELETE", "GET", "HEAD"), self.session_item)
+        for uri, lg in self.logs.items():
+            out[f"{uri}/Entries"] = (("GET", "HEAD"),
+                                     lambda r, i, lg=lg: self.entry_item(r, i, lg))
+        return out
 
     @staticmethod
     async def _sync(resp: web.Response) -> web.Response:
         return resp
 
     async def get_metadata(self, request: web.BaseRequest) -> web.Response:
-        resp = web.Response(text=P.metadata_xml(), content_type="application/xml",
+        resp = web.Response(text=P.metadata_xml({"EventService": self.profile.es_version}),
+                            content_type="application/xml",
                             charset="utf-8", headers=JSON_HEADERS)
         return resp
 
@@ -382,7 +435,7 @@ class EmulatedBMC:
     # -- resources -------------------------------------------------------------------------------
     async def get_manager(self, request: web.Request) -> web.Response:
         v = await self.sample()
-        body = P.manager(datetime=P.render_datetime(v, self.offset_min), offset_min=self.offset_min,
+        body = P.manager(self.profile, datetime=self.render(v), offset_min=self.offset_min,
                          firmware=self.model.p.firmware, manufacturer=self.manufacturer,
                          model=self.model_name, serial=self.serial, uuid=self.uuid)
         await self.reply_delay()
@@ -491,11 +544,12 @@ class EmulatedBMC:
                           f"named '{sid}' was not found.", ["Session", sid])
         if request.method == "DELETE":
             del self.sessions[token]
+            self.limits.forget(token)
             return _reply(None, 204)
         return _reply(P.session(sid, self.sessions[token][1]))
 
-    async def entry_item(self, request: web.Request, entry_id: str) -> web.Response:
-        entry = next((e for e in self.entries if e["Id"] == entry_id), None)
+    async def entry_item(self, request: web.Request, entry_id: str, lg: "_Log") -> web.Response:
+        entry = next((e for e in lg.entries if e["Id"] == entry_id), None)
         if entry is None:
             return _error(404, "ResourceNotFound", f"The requested resource of type 'LogEntry' "
                           f"named '{entry_id}' was not found.", ["LogEntry", entry_id])
@@ -507,17 +561,19 @@ class EmulatedBMC:
         body = await self._json(request)
         if not isinstance(body, dict):
             return body
-        message_id = body.get("MessageId")
-        if not isinstance(message_id, str) or not message_id:
-            return _error(400, "PropertyMissing", "The property MessageId is a required property "
-                          "and must be included in the request.", ["MessageId"])
+        bad = P.test_event_problem(body, self.profile)
+        if bad is not None:
+            return _error(400, *bad)
+        message_id = body["MessageId"]
         message = str(body.get("Message") or f"Test event {message_id}")
         args = [str(a) for a in body.get("MessageArgs", []) or []]
         severity = str(body.get("Severity") or "OK")
         self.ctx.record_event(self.name, "test_event", t, message_id=message_id, message=message)
         # bmcweb hands a test event to the subscribers at once; the log entry comes later
-        self.events.emit(t, P.render_datetime((self.model.read_ns(t) // NS) * NS, self.offset_min),
-                         message_id, message, args, severity, P.EVENT_SERVICE)
+        self.events.emit(t, self.render((self.model.read_ns(t) // NS) * NS), message_id,
+                         message, args, severity, str(body.get("OriginOfCondition")
+                                                       or P.EVENT_SERVICE),
+                         str(body.get("EventType") or "Alert"))
         t_log = t + self.model.log_latency_ns()
         loop = asyncio.get_running_loop()
         handle: asyncio.TimerHandle | None = None
@@ -532,25 +588,47 @@ class EmulatedBMC:
 
     def append_entry(self, t_log: int, message_id: str, message: str, args: list, severity: str,
                      t_event: int) -> None:
-        """The log entry, stamped by the model at `t_log`; visible from now on."""
-        created = (self.model.read_ns(t_log) // NS) * NS
-        entry_id = str(self.next_entry)
-        self.next_entry += 1
-        self.entries.append(P.log_entry(entry_id, P.render_datetime(created, self.offset_min),
-                                        message_id, message, args, severity))
-        del self.entries[:-self.log_capacity]
+        """The test event's log entry, stamped by the model at `t_log`; visible from now on."""
+        if self.event_log is None:
+            return
+        created, entry_id = self._append(self.event_log, t_log, message, args, severity,
+                                         message_id=message_id)
         self.ctx.record_event(self.name, "log", t_log, created_ns=created, entry_id=entry_id,
                               message_id=message_id, latency_ns=t_log - t_event)
 
-    async def clear_log(self, request: web.Request) -> web.Response:
-        self.entries.clear()
-        self.ctx.record_event(self.name, "log_cleared", self.ctx.now_ns())
+    def _append(self, lg: "_Log", t: int, message: str, args: list, severity: str,
+                message_id: str = "", seeded: bool = False) -> tuple[int, str]:
+        spec = lg.spec
+        created = (self.model.read_ns(t) // NS) * NS
+        entry_id = str(lg.next)
+        lg.next += 1
+        kind = spec.seed_type if seeded else "Event"
+        if seeded and spec.message_ids:
+            message_id = "Base.1.18.1.Success"
+        lg.entries.append(P.log_entry(f"{self.profile.log_uri(spec)}/Entries", entry_id,
+                                      self.render(created), message_id, message, args, severity,
+                                      kind, spec.oem_format))
+        del lg.entries[:-self.log_capacity]
+        return created, entry_id
+
+    async def clear_log(self, request: web.Request, lg: "_Log") -> web.Response:
+        lg.entries.clear()
+        self.ctx.record_event(self.name, "log_cleared", self.ctx.now_ns(), log=lg.spec.id)
         return _reply(None, 204)
 
     def cancel_pending(self) -> None:
         for h in self.pending:
             h.cancel()
         self.pending.clear()
+
+
+class _Log:
+    """One LogService's entries."""
+
+    def __init__(self, spec: LogSpec):
+        self.spec = spec
+        self.entries: list[dict] = []
+        self.next = 1
 
 
 class _Handler(RequestHandler):
@@ -595,6 +673,7 @@ async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]
         models = ctx.models(device, ("datetime",))
         model = models.get("datetime") or next(iter(models.values()))
         bmc = EmulatedBMC(device, model, ctx)
+        bmc.seed_logs()
         sock, scheme, host = _bind(device.address)
         ssl_ctx = None
         if scheme == "https":

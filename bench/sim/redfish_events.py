@@ -18,11 +18,18 @@ Push delivery uses aiohttp's client. Its TLS check follows the subscription's `V
 sim table names (`event_ca_file`), or to a certificate given in the subscription's
 `Certificates` (not supported here: a subscriber with its own CA sets `VerifyCertificate: false`
 or the rack names its CA).
+
+Filters, as a strict service applies them: a subscription's `RegistryPrefixes` (or
+`EventTypes`) must be among those the EventService advertises (else 400), and a subscriber gets
+only the events whose MessageId prefix (or EventType) it asked for; one that asked for neither
+gets all. The last 100 events are kept: a stream opened with `Last-Event-ID` first gets those
+sent after that id (HTML5 server-sent events), and the header is recorded (`sse_resume`).
 """
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 import random
 import secrets
 import ssl
@@ -50,13 +57,22 @@ class Subscription:
     queue: asyncio.Queue | None = None     # SSE: payloads to write; None closes the stream
     body: dict = field(default_factory=dict)
     tls: ssl.SSLContext | bool | None = None   # push: made once, so the connection is kept
+    prefixes: tuple[str, ...] = ()         # RegistryPrefixes asked for (empty: all)
+    types: tuple[str, ...] = ()            # EventTypes asked for (empty: all)
+
+    def wants(self, message_id: str, event_type: str) -> bool:
+        if self.prefixes and message_id.split(".", 1)[0] not in self.prefixes:
+            return False
+        return not self.types or event_type in self.types
 
 
 class EventService:
     """One BMC's subscriptions and delivery. `emit` hands an Event to every subscriber."""
 
-    def __init__(self, name: str, sim: dict, ctx, error, reply):
+    def __init__(self, name: str, sim: dict, ctx, error, reply, profile=None):
         self.name = name
+        self.profile = profile
+        self.kept: deque[tuple[int, str, str, dict]] = deque(maxlen=100)   # id, mid, type, event
         self.ctx = ctx
         self._error, self._reply = error, reply
         self.enabled = bool(sim.get("event_subscriptions", True))
@@ -107,10 +123,34 @@ class EventService:
             return self._error(400, "PropertyValueTypeError", "The value for the property "
                                "Context or VerifyCertificate is of a different type than the "
                                "property can accept.", ["Context/VerifyCertificate"])
+        filters = self._filters(body)
+        if isinstance(filters, web.Response):
+            return filters
         sub = self._add(dest, context, protocol, "RedfishEvent", verify)
+        sub.prefixes, sub.types = filters
         self.ctx.record_event(self.name, "subscribed", self.ctx.now_ns(), via="push",
-                              destination=dest, id=sub.sub_id)
+                              destination=dest, id=sub.sub_id, prefixes=list(sub.prefixes),
+                              types=list(sub.types))
         return self._reply(sub.body, 201, {"Location": f"{P.SUBSCRIPTIONS}/{sub.sub_id}"})
+
+    def _filters(self, body: dict) -> tuple[tuple, tuple] | web.Response:
+        """(RegistryPrefixes, EventTypes) asked for, each among those advertised, or a 400."""
+        p = self.profile
+        out = []
+        for key, offered in (("RegistryPrefixes", p.registry_prefixes if p else ("Base",)),
+                             ("EventTypes", p.event_types if p else ())):
+            asked = body.get(key, [])
+            if not isinstance(asked, list) or not all(isinstance(x, str) for x in asked):
+                return self._error(400, "PropertyValueTypeError", f"The value for the property "
+                                   f"{key} is of a different type than the property can accept.",
+                                   [json.dumps(asked), key])
+            bad = [x for x in asked if x not in offered]
+            if bad:
+                return self._error(400, "PropertyValueNotInList", f"The value '{bad[0]}' for the "
+                                   f"property {key} is not in the list of acceptable values.",
+                                   [bad[0], key])
+            out.append(tuple(asked))
+        return out[0], out[1]
 
     def _add(self, dest: str, context: str, protocol: str, kind: str, verify: bool) -> Subscription:
         sub_id = secrets.token_hex(4)
@@ -144,8 +184,15 @@ class EventService:
         sub = self._add(f"{request.scheme}://{request.host}{P.SSE}", secrets.token_hex(8),
                         "Redfish", "SSE", False)
         sub.queue = asyncio.Queue()
+        last = request.headers.get("Last-Event-ID")
         self.ctx.record_event(self.name, "subscribed", self.ctx.now_ns(), via="sse",
-                              id=sub.sub_id)
+                              id=sub.sub_id, last_event_id=last)
+        if last is not None and last.isdigit():
+            replay = [ev for n, _, _, ev in self.kept if n > int(last)]
+            self.ctx.record_event(self.name, "sse_resume", self.ctx.now_ns(),
+                                  last_event_id=last, replayed=len(replay))
+            for ev in replay:
+                sub.queue.put_nowait({**ev, "Context": sub.context})
         resp = web.StreamResponse(status=200, headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
             "OData-Version": "4.0"})
@@ -165,13 +212,18 @@ class EventService:
 
     # -- delivery ---------------------------------------------------------------------------------
     def emit(self, t_ns: int, timestamp: str, message_id: str, message: str, args: list,
-             severity: str, origin: str) -> None:
-        """An event emitted at reference instant `t_ns`, to every current subscriber."""
+             severity: str, origin: str, event_type: str = "Alert") -> None:
+        """An event emitted at reference instant `t_ns`, to every current subscriber that
+        asked for its kind; kept for a stream that resumes."""
         event_id = str(self.next_event)
         self.next_event += 1
+        self.kept.append((int(event_id), message_id, event_type, P.event(
+            event_id, timestamp, message_id, message, args, severity, "", origin, event_type)))
         for sub in list(self.subs.values()):
+            if not sub.wants(message_id, event_type):
+                continue
             payload = P.event(event_id, timestamp, message_id, message, args, severity,
-                              sub.context, origin)
+                              sub.context, origin, event_type)
             lo, hi = self.delivery_s
             delay_ns = round(self.rng.uniform(lo, hi) * NS) if hi > lo else round(lo * NS)
             task = asyncio.get_running_loop().create_task(

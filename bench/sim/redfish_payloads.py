@@ -1,25 +1,21 @@
-"""JSON bodies of the emulated Redfish service, shaped as OpenBMC's bmcweb serves them.
+"""JSON bodies of the emulated Redfish service, shaped as the profile's vendor serves them.
 
-Pure functions: resource identity and state in, dicts out. The URIs are bmcweb's: one Manager
-`bmc`, one ComputerSystem `system` whose `EventLog` LogService holds the event log, an
-AccountService with the user the rack file names and the three standard roles, and an EventService
-with subscriptions (push and server-sent events). The `$metadata` document references the DMTF
-schemas of the resource types served here, as bmcweb's does.
+Pure functions: resource identity and state in, dicts out. The Manager, System and LogService
+URIs are the profile's (bench/sim/redfish_profiles.py: bmcweb's `Managers/bmc` and
+`Systems/system` by default); the service-wide ones are fixed: an AccountService with the user
+the rack file names and the three standard roles, and an EventService with subscriptions (push,
+and server-sent events where the profile has them). The `$metadata` document references the
+DMTF schemas of the resource types served here, as bmcweb's does.
 """
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 ROOT = "/redfish/v1"
 SESSIONS = f"{ROOT}/SessionService/Sessions"
-MANAGER = f"{ROOT}/Managers/bmc"
-NETWORK = f"{MANAGER}/NetworkProtocol"
-SYSTEM = f"{ROOT}/Systems/system"
-EVENT_LOG = f"{SYSTEM}/LogServices/EventLog"
-ENTRIES = f"{EVENT_LOG}/Entries"
 EVENT_SERVICE = f"{ROOT}/EventService"
 SUBMIT_TEST_EVENT = f"{EVENT_SERVICE}/Actions/EventService.SubmitTestEvent"
-CLEAR_LOG = f"{EVENT_LOG}/Actions/LogService.ClearLog"
 SUBSCRIPTIONS = f"{EVENT_SERVICE}/Subscriptions"
 SSE = f"{EVENT_SERVICE}/SSE"
 ACCOUNT_SERVICE = f"{ROOT}/AccountService"
@@ -41,7 +37,7 @@ SCHEMA_VERSIONS = {
     "ServiceRoot": "v1_15_0", "SessionService": "v1_0_2", "Session": "v1_5_0",
     "Manager": "v1_14_0", "ManagerNetworkProtocol": "v1_9_0", "ComputerSystem": "v1_20_0",
     "LogService": "v1_2_0", "LogEntry": "v1_9_0", "EventService": "v1_8_0",
-    "EventDestination": "v1_13_0", "Event": "v1_8_0", "AccountService": "v1_13_0",
+    "EventDestination": "v1_13_0", "Event": "v1_8_0", "AccountService": "v1_15_0",
     "ManagerAccount": "v1_10_0", "Role": "v1_3_1", "Message": "v1_1_1",
 }
 COLLECTIONS = ["SessionCollection", "ManagerCollection", "ComputerSystemCollection",
@@ -84,12 +80,13 @@ def collection(uri: str, odata_type: str, name: str, members: list[dict]) -> dic
             "Members": members, "Members@odata.count": len(members)}
 
 
-def service_root(uuid: str) -> dict:
+def service_root(uuid: str, sessions: bool = True) -> dict:
+    """`sessions` False: a service with no SessionService (basic authentication only)."""
     return {
         "@odata.id": f"{ROOT}", "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
         "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.17.0", "UUID": uuid,
-        "Links": {"Sessions": link(SESSIONS)},
-        "SessionService": link(f"{ROOT}/SessionService"),
+        "Links": {"Sessions": link(SESSIONS)} if sessions else {},
+        **({"SessionService": link(f"{ROOT}/SessionService")} if sessions else {}),
         "Managers": link(f"{ROOT}/Managers"),
         "Systems": link(f"{ROOT}/Systems"),
         "EventService": link(EVENT_SERVICE),
@@ -99,10 +96,10 @@ def service_root(uuid: str) -> dict:
     }
 
 
-def session_service() -> dict:
+def session_service(timeout_s: int = 3600) -> dict:
     return {"@odata.id": f"{ROOT}/SessionService",
             "@odata.type": "#SessionService.v1_0_2.SessionService", "Id": "SessionService",
-            "Name": "Session Service", "ServiceEnabled": True, "SessionTimeout": 3600,
+            "Name": "Session Service", "ServiceEnabled": True, "SessionTimeout": timeout_s,
             "Sessions": link(SESSIONS)}
 
 
@@ -111,59 +108,80 @@ def session(sid: str, username: str) -> dict:
             "Id": sid, "Name": "User Session", "UserName": username}
 
 
-def manager(*, datetime: str, offset_min: int, firmware: str, manufacturer: str, model: str,
-            serial: str, uuid: str) -> dict:
+def manager(profile, *, datetime: str, offset_min: int, firmware: str, manufacturer: str,
+            model: str, serial: str, uuid: str) -> dict:
+    uri = profile.manager_uri()
+    logs = {"LogServices": link(f"{uri}/LogServices")} if profile.logs_under("Managers") else {}
     return {
-        "@odata.id": MANAGER, "@odata.type": "#Manager.v1_14_0.Manager", "Id": "bmc",
-        "Name": "OpenBMC Manager", "Description": "Baseboard Management Controller",
+        "@odata.id": uri, "@odata.type": "#Manager.v1_14_0.Manager", "Id": profile.manager_id,
+        "Name": profile.manager_name, "Description": "Baseboard Management Controller",
         "ManagerType": "BMC", "PowerState": "On",
         "Status": {"State": "Enabled", "Health": "OK"},
         "DateTime": datetime, "DateTimeLocalOffset": render_offset(offset_min),
         "FirmwareVersion": firmware, "Manufacturer": manufacturer, "Model": model,
         "SerialNumber": serial, "UUID": uuid, "ServiceEntryPointUUID": uuid,
-        "NetworkProtocol": link(NETWORK),
-        "Links": {"ManagerForServers": [link(SYSTEM)]},
+        "NetworkProtocol": link(f"{uri}/NetworkProtocol"), **logs,
+        "Links": {"ManagerForServers": [link(profile.system_uri())]},
     }
 
 
-def network_protocol(ntp_enabled: bool, servers: list[str]) -> dict:
-    return {"@odata.id": NETWORK,
+def network_protocol(uri: str, ntp_enabled: bool, servers: list[str]) -> dict:
+    return {"@odata.id": uri,
             "@odata.type": "#ManagerNetworkProtocol.v1_9_0.ManagerNetworkProtocol",
             "Id": "NetworkProtocol", "Name": "Manager Network Protocol",
             "HTTPS": {"ProtocolEnabled": True, "Port": 443},
             "NTP": {"ProtocolEnabled": ntp_enabled, "NTPServers": servers}}
 
 
-def system(uuid: str) -> dict:
-    return {"@odata.id": SYSTEM, "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
-            "Id": "system", "Name": "system", "UUID": uuid, "PowerState": "On",
-            "LogServices": link(f"{SYSTEM}/LogServices")}
+def system(uuid: str, profile) -> dict:
+    uri = profile.system_uri()
+    logs = {"LogServices": link(f"{uri}/LogServices")} if profile.logs_under("Systems") else {}
+    return {"@odata.id": uri, "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+            "Id": profile.system_id, "Name": "system", "UUID": uuid, "PowerState": "On", **logs}
 
 
-def event_log_service(datetime: str, offset_min: int) -> dict:
-    return {"@odata.id": EVENT_LOG, "@odata.type": "#LogService.v1_2_0.LogService",
-            "Id": "EventLog", "Name": "Event Log Service", "OverWritePolicy": "WrapsWhenFull",
+def log_service(uri: str, spec, datetime: str, offset_min: int) -> dict:
+    """A LogService as the profile's vendor describes it (LogEntryType only where it does)."""
+    kind = {"LogEntryType": spec.entry_type} if spec.entry_type else {}
+    return {"@odata.id": uri, "@odata.type": "#LogService.v1_2_0.LogService",
+            "Id": spec.id, "Name": f"{spec.id} Log Service", "ServiceEnabled": True,
+            "OverWritePolicy": spec.policy, **kind,
             "DateTime": datetime, "DateTimeLocalOffset": render_offset(offset_min),
-            "Entries": link(ENTRIES),
-            "Actions": {"#LogService.ClearLog": {"target": CLEAR_LOG}}}
+            "Entries": link(f"{uri}/Entries"),
+            "Actions": {"#LogService.ClearLog": {"target": f"{uri}/Actions/LogService.ClearLog"}}}
 
 
-def log_entry(entry_id: str, created: str, message_id: str, message: str, args: list,
-              severity: str) -> dict:
-    return {"@odata.id": f"{ENTRIES}/{entry_id}", "@odata.type": "#LogEntry.v1_9_0.LogEntry",
-            "Id": entry_id, "Name": "System Event Log Entry", "EntryType": "Event",
-            "Created": created, "Message": message, "MessageId": message_id,
-            "MessageArgs": args, "Severity": severity}
+def log_entry(entries_uri: str, entry_id: str, created: str, message_id: str, message: str,
+              args: list, severity: str, entry_type: str = "Event", oem_format: str = "") -> dict:
+    """An entry; an SEL or OEM record carries no registry MessageId unless it has one."""
+    out = {"@odata.id": f"{entries_uri}/{entry_id}", "@odata.type": "#LogEntry.v1_9_0.LogEntry",
+           "Id": entry_id, "Name": "Log Entry", "EntryType": entry_type, "Created": created,
+           "Message": message, "Severity": severity}
+    if message_id:
+        out.update(MessageId=message_id, MessageArgs=args)
+    if entry_type == "Oem" and oem_format:
+        out["OemRecordFormat"] = oem_format
+    return out
 
 
-def event_service(enabled: bool = True) -> dict:
-    """bmcweb lists `ServerSentEventUri` whether or not the service will accept a stream."""
-    return {"@odata.id": EVENT_SERVICE, "@odata.type": "#EventService.v1_8_0.EventService",
-            "Id": "EventService", "Name": "Event Service", "ServiceEnabled": enabled,
-            "DeliveryRetryAttempts": 3, "DeliveryRetryIntervalSeconds": 30,
-            "EventFormatTypes": ["Event"], "RegistryPrefixes": ["Base"],
-            "Subscriptions": link(SUBSCRIPTIONS), "ServerSentEventUri": SSE,
-            "Actions": {"#EventService.SubmitTestEvent": {"target": SUBMIT_TEST_EVENT}}}
+def event_service(profile, enabled: bool = True) -> dict:
+    """bmcweb lists `ServerSentEventUri` whether or not the service will accept a stream; a
+    profile without SSE lists none; the subscription filters are the profile's."""
+    out = {"@odata.id": EVENT_SERVICE,
+           "@odata.type": f"#EventService.{profile.es_version}.EventService",
+           "Id": "EventService", "Name": "Event Service", "ServiceEnabled": enabled,
+           "DeliveryRetryAttempts": 3, "DeliveryRetryIntervalSeconds": 30,
+           "Subscriptions": link(SUBSCRIPTIONS),
+           "Actions": {"#EventService.SubmitTestEvent": {"target": SUBMIT_TEST_EVENT}}}
+    if tuple(int(x) for x in profile.es_version[1:].split("_")) >= (1, 2, 0):
+        out["EventFormatTypes"] = ["Event"]
+    if profile.registry_prefixes:
+        out["RegistryPrefixes"] = list(profile.registry_prefixes)
+    if profile.event_types:
+        out["EventTypesForSubscription"] = list(profile.event_types)
+    if profile.sse:
+        out["ServerSentEventUri"] = SSE
+    return out
 
 
 def event_destination(sub_id: str, destination: str, context: str, protocol: str,
@@ -178,9 +196,10 @@ def event_destination(sub_id: str, destination: str, context: str, protocol: str
 
 
 def event(event_id: str, timestamp: str, message_id: str, message: str, args: list,
-          severity: str, context: str, origin: str) -> dict:
+          severity: str, context: str, origin: str, event_type: str = "Other") -> dict:
     """An Event payload with one record (DSP0266 §13.5), as pushed or streamed."""
-    record = {"EventId": event_id, "EventTimestamp": timestamp, "EventType": "Other",
+    record = {"MemberId": "0", "EventId": event_id, "EventTimestamp": timestamp,
+              "EventType": event_type,
               "MessageId": message_id, "Message": message, "MessageArgs": args,
               "MessageSeverity": severity, "OriginOfCondition": link(origin)}
     return {"@odata.type": "#Event.v1_8_0.Event", "Id": event_id, "Name": "Event",
@@ -188,7 +207,7 @@ def event(event_id: str, timestamp: str, message_id: str, message: str, args: li
 
 
 def account_service() -> dict:
-    return {"@odata.id": ACCOUNT_SERVICE, "@odata.type": "#AccountService.v1_13_0.AccountService",
+    return {"@odata.id": ACCOUNT_SERVICE, "@odata.type": "#AccountService.v1_15_0.AccountService",
             "Id": "AccountService", "Name": "Account Service", "ServiceEnabled": True,
             "Accounts": link(ACCOUNTS), "Roles": link(ROLES),
             "HTTPBasicAuth": "Enabled"}
@@ -208,24 +227,26 @@ def role(role_id: str) -> dict:
             "AssignedPrivileges": list(ROLE_PRIVILEGES[role_id])}
 
 
-def odata_service_document() -> dict:
+def odata_service_document(sessions: bool = True) -> dict:
     """The OData service document: the service root and its direct children (DSP0266 §7.2)."""
     children = [("Systems", f"{ROOT}/Systems"), ("Managers", f"{ROOT}/Managers"),
-                ("SessionService", f"{ROOT}/SessionService"), ("Sessions", SESSIONS),
+                *([("SessionService", f"{ROOT}/SessionService"), ("Sessions", SESSIONS)]
+                  if sessions else []),
                 ("EventService", EVENT_SERVICE), ("AccountService", ACCOUNT_SERVICE)]
     value = [{"name": "Service", "kind": "Singleton", "url": f"{ROOT}/"}]
     value += [{"name": n, "kind": "Singleton", "url": u} for n, u in children]
     return {"@odata.context": METADATA, "value": value}
 
 
-def metadata_xml() -> str:
-    """The OData `$metadata` document: a reference to each DMTF schema served, and the
-    EntityContainer of the service (the ServiceRoot's)."""
+def metadata_xml(versions: dict | None = None) -> str:
+    """The OData `$metadata` document: a reference to each DMTF schema served (`versions`
+    overriding SCHEMA_VERSIONS), and the EntityContainer of the service (the ServiceRoot's)."""
+    served = {**SCHEMA_VERSIONS, **(versions or {})}
     refs = []
-    for ns in sorted([*SCHEMA_VERSIONS, *COLLECTIONS]):
+    for ns in sorted([*served, *COLLECTIONS]):
         versioned = [f'    <edmx:Include Namespace="{ns}"/>']
-        if ns in SCHEMA_VERSIONS:
-            versioned.append(f'    <edmx:Include Namespace="{ns}.{SCHEMA_VERSIONS[ns]}"/>')
+        if ns in served:
+            versioned.append(f'    <edmx:Include Namespace="{ns}.{served[ns]}"/>')
         refs.append(f'  <edmx:Reference Uri="{SCHEMAS}/{ns}_v1.xml">\n'
                     + "\n".join(versioned) + "\n  </edmx:Reference>")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -246,3 +267,44 @@ def described_by(odata_type: str | None) -> str | None:
     if len(parts) == 3:
         return f"{SCHEMAS}/{parts[0]}.{parts[1]}.json"
     return f"{SCHEMAS}/{parts[0]}.json"
+
+
+_EVENT_TYPES = ("StatusChange", "ResourceUpdated", "ResourceAdded", "ResourceRemoved", "Alert",
+                "MetricReport", "Other")
+
+
+def test_event_problem(body: dict, profile) -> tuple[str, str, list] | None:
+    """Why a SubmitTestEvent body is refused (MessageId, message, args of a 400), or None.
+    Every service checks the types; a strict profile also wants every parameter its
+    EventService version defines (EventType before v1_3_0)."""
+    mid = body.get("MessageId")
+    if not isinstance(mid, str) or not mid:
+        return ("PropertyMissing", "The property MessageId is a required property and must be "
+                "included in the request.", ["MessageId"])
+    wanted = ["EventId", "EventTimestamp", "Severity", "Message", "MessageArgs",
+              "OriginOfCondition"]
+    if tuple(int(x) for x in profile.es_version[1:].split("_")) < (1, 3, 0):
+        wanted.append("EventType")
+    for key in wanted if profile.strict_test_event else ():
+        if key not in body:
+            return ("ActionParameterMissing", f"The action SubmitTestEvent requires the parameter "
+                    f"{key} to be present in the request body.", ["SubmitTestEvent", key])
+    for key, ok in (("MessageArgs", lambda v: isinstance(v, list) and all(isinstance(a, str)
+                                                                          for a in v)),
+                    ("EventType", lambda v: v in _EVENT_TYPES),
+                    ("EventTimestamp", _is_datetime),
+                    *((k, lambda v: isinstance(v, str)) for k in
+                      ("EventId", "Severity", "Message", "OriginOfCondition"))):
+        if key in body and not ok(body[key]):
+            return ("ActionParameterValueFormatError", f"The value {json.dumps(body[key])} for "
+                    f"the parameter {key} in the action SubmitTestEvent is of a different format "
+                    f"than the parameter can accept.", [json.dumps(body[key]), key,
+                                                        "SubmitTestEvent"])
+    return None
+
+
+def _is_datetime(v) -> bool:
+    try:
+        return isinstance(v, str) and dt.datetime.fromisoformat(v).tzinfo is not None
+    except ValueError:
+        return False

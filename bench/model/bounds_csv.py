@@ -1,0 +1,75 @@
+"""RUN/bounds.csv: the bounds a lab scripts against, flat: one row per device clock and segment,
+written beside summary.json whenever it is (results/README.md documents the columns).
+
+Offsets in integer ns, drifts in ppm; each bound with its status in the one vocabulary
+(proven / assumed / undecided; a stuck clock's row has status `stuck` and empty bounds), the
+segment's calibrated span (first to last read) and the model its proven bounds rest on."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+from bench.model.vocabulary import STUCK, word
+
+FILE = "bounds.csv"
+COLUMNS = ["device", "clock", "segment", "counter", "verdict", "span_from_ns", "span_to_ns",
+           "span_s", "reads", "epoch_ns", "offset_lo_ns", "offset_hi_ns", "offset_status",
+           "drift_lo_ppm", "drift_hi_ppm", "drift_status", "mean_drift_lo_ppm",
+           "mean_drift_hi_ppm", "mean_drift_status", "mean_drift_from_ns", "mean_drift_to_ns",
+           "model"]
+
+
+def _model(c) -> str:
+    a = c.assumptions
+    if a is None:
+        return ""
+    return str(a.raw.get("model") or f"drift prior ±{a.drift_prior_ppm:g} ppm; "
+               f"{a.rate_changes or 'at most one unseen break per segment'}")
+
+
+def rows(summary) -> list[dict]:
+    """The rows of bounds.csv from a summary (dict or bench.model.documents.Summary)."""
+    from bench.model.documents import Summary
+    out = []
+    for d, c in Summary.of(summary).clocks():
+        base = {"device": d.name, "clock": c.name, "counter": int(c.counter),
+                "verdict": word(c.verdict) if c.verdict else "", "model": _model(c)}
+        if c.verdict == STUCK:
+            st = c.raw.get("stuck") or {}
+            out.append({**base, "segment": "", "reads": st.get("reads", c.reads),
+                        "span_s": st.get("span_s", ""), "offset_status": STUCK,
+                        "drift_status": STUCK})
+            continue
+        for i, s in enumerate(c.segments):
+            m = s.mean_drift_ppm or {}
+            out.append({**base, "segment": i, "span_from_ns": s.start_ns, "span_to_ns": s.end_ns,
+                        "span_s": f"{s.span_s:.3f}", "reads": s.reads, "epoch_ns": s.epoch_ns,
+                        "offset_lo_ns": int(s.offset_ns.lo), "offset_hi_ns": int(s.offset_ns.hi),
+                        "offset_status": word(s.offset_status),
+                        "drift_lo_ppm": f"{s.drift_ppm.lo:.6g}",
+                        "drift_hi_ppm": f"{s.drift_ppm.hi:.6g}",
+                        "drift_status": word(s.drift_status or "assumed"),
+                        "mean_drift_lo_ppm": "" if not m else f"{m['lo']:.6g}",
+                        "mean_drift_hi_ppm": "" if not m else f"{m['hi']:.6g}",
+                        "mean_drift_status": "" if not m else word(m.get("status")),
+                        "mean_drift_from_ns": m.get("from_ns", ""),
+                        "mean_drift_to_ns": m.get("to_ns", "")})
+        if not c.segments:
+            out.append({**base, "segment": "", "reads": c.reads,
+                        "offset_status": "undecided", "drift_status": "undecided"})
+    return out
+
+
+def write_bounds_csv(folder: str | Path, summary) -> Path:
+    """Write FOLDER/bounds.csv atomically (a reader never sees half a file)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, COLUMNS, restval="", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows(summary))
+    path = Path(folder) / FILE
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(buf.getvalue())
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,127 @@
+"""What the terminal shows when a run ends: the reference line, the table (bench.output.terminal),
+the experiment's measurements, the incident result (compact), and one overall verdict, last."""
+from __future__ import annotations
+
+import json
+
+from bench.model.texttable import WIDTH, render, wrap
+from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
+from bench.units import fmt_interval_ns, fmt_ns
+
+
+def reference_line(manifest) -> str:
+    """One line on what the bounds rest on: the reference's grade and the bound added.
+    `manifest`: the dict as written, or a bench.model.documents.Manifest."""
+    from bench.model.documents import Manifest, ReferenceHealth
+    m = Manifest.of(manifest)
+    h = m.reference_run or m.reference or ReferenceHealth()
+    basis = h.basis or ("linuxptp" if h.verified else "allowance")
+    return (f"reference: {h.source or '?'}, basis {basis}, grade {h.grade or '?'}"
+            f"{'' if h.verified else ' (UNVERIFIED)'}; "
+            f"{fmt_ns(m.uncertainty_ns())} added to every bracket")
+
+
+def _value(m: dict) -> str:
+    """A measurement's bound (or value) with its unit; a distribution's with n and its p50."""
+    x = m.get("extra") or {}
+    p50 = (x.get("percentiles") or {}).get("p50")
+    if p50 and m.get("unit") == "ns":
+        return (f"{_value({**m, 'extra': {}})} (n={x.get('n')}, "
+                f"p50 [{fmt_ns(p50[0])}, {fmt_ns(p50[1])}])")
+    unit, lo, hi, pt = m.get("unit", ""), m.get("lo"), m.get("hi"), m.get("point")
+    if unit == "ns" and lo is not None and hi is not None and lo != hi:
+        return fmt_interval_ns(lo, hi)
+    if unit == "ns":
+        return fmt_ns(pt)
+    if lo is not None and hi is not None and lo != hi:
+        return f"[{lo:.6g}, {hi:.6g}] {unit}".strip()
+    return f"{pt:.6g} {unit}".strip() if isinstance(pt, (int, float)) else str(pt)
+
+
+def measurement_lines(path, width: int | None = WIDTH) -> list[str]:
+    """The experiment's own measurements (measurements.json), a distribution as one row."""
+    from bench.model.rundata import load_measurements
+    ms = load_measurements(path)
+    if not ms:
+        return []
+    rows = [[m.get("device", ""), m.get("name", ""), _value(m), m.get("basis", ""),
+             m.get("outcome", "")] for m in ms]
+    return ["measurements (the experiment's own)",
+            *render(["device", "measurement", "value", "basis", "outcome"], rows, width=width,
+                    clip=1)]
+
+
+def incident_lines(path, width: int | None = WIDTH) -> list[str]:
+    """incident.json's end-to-end result in two or three lines (which plane broke first)."""
+    p = path / "incident.json"
+    if not p.exists():
+        return []
+    try:
+        e = json.loads(p.read_text()).get("end_to_end") or {}
+    except (OSError, ValueError) as exc:
+        return [f"incident: incident.json unreadable ({exc})"]
+    if not e.get("played"):
+        return wrap(f"incident: not scored: {e.get('why', '?')}", width)
+    rc, nm = e.get("rackclock", {}), e.get("naive", {})
+    out = wrap(f"incident: which plane broke first: one of {{{', '.join(e.get('first_set', []))}}}"
+               f" (true first: {e.get('true_first')}, "
+               f"{'contained' if e.get('first_contains_truth') else 'NOT CONTAINED'}); "
+               f"the naive merge says {e.get('naive_first')}", width)
+    out += wrap(f"  pairs: rackclock {rc.get('right')} ordered right, {rc.get('wrong')} wrong, "
+                f"{rc.get('unordered')} unordered; naive merge {nm.get('right')} right, "
+                f"{nm.get('wrong')} WRONG", width)
+    return out + [f"  not scored: {m}" for m in e.get("missing", [])]
+
+
+def overall_line(run, checks) -> str:
+    """The one-line verdict: FAIL (a limit or a measurement fails, a bound misses the simulated
+    truth, the run did not complete, a used device gave nothing), UNDECIDED (a limit or a
+    measurement is undecided; with neither, a clock), else PASS; with the reasons."""
+    from bench.model.rundata import load_measurements
+    from bench.model.rundata import unusable_devices
+    from bench.model.statuses import RunStatus
+    fail, undecided = [], []
+    if run.manifest.status != RunStatus.COMPLETED:
+        fail.append(f"run {run.manifest.status or 'unfinished'}")
+    bad = unusable_devices(run.summary)
+    fail += [f"{n}: no usable read" for n in bad]
+    outside = [f"{d.name} {c.name}" for d, c in run.summary.clocks()
+               if any(s.truth is not None and not s.truth.inside for s in c.segments)]
+    fail += [f"{x} misses the truth" for x in outside]
+    fail += [f"{c.device} {c.item} {c.measure} limit" for c in checks if c.verdict == "fail"]
+    undecided += [f"{c.device} {c.item} {c.measure} limit" for c in checks
+                  if verdict_word(c.verdict) == UNDECIDED_VERDICT]
+    ms = [m for m in load_measurements(run.path) if m.get("outcome") not in (None, "no limit")]
+    fail += [f"{m.get('device')} {m.get('name')}" for m in ms if m["outcome"] == "fail"]
+    undecided += [f"{m.get('device')} {m.get('name')}" for m in ms
+                  if verdict_word(m["outcome"]) == UNDECIDED_VERDICT]
+    if not checks and not ms:        # nothing was asked of the run but its clocks
+        undecided += [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
+                      if str(c.verdict) in ("undecided", "stuck")]
+    word = FAIL if fail else UNDECIDED_VERDICT if undecided else PASS
+    why = fail or undecided
+    if not why:
+        n = sum(1 for _ in run.summary.clocks())
+        lim = sum(c.verdict == "pass" for c in checks)
+        return (f"verdict: {PASS}: {n} clock(s) measured" + (f", {len(ms)} measurement(s) pass"
+                                                              if ms else "")
+                + (f", {lim} limit(s) pass" if checks else ", no limits declared"))
+    more = f" and {len(why) - 4} more" if len(why) > 4 else ""
+    return f"verdict: {word}: {'; '.join(why[:4])}{more}"
+
+
+def closing_text(path, wide: bool = False) -> tuple[str, str]:
+    """(everything before the verdict, the verdict line) of a run folder."""
+    from bench.model.limits import check_run, text_table
+    from bench.model.rundata import load_run
+    from bench.output.terminal import table
+    run = load_run(path)
+    width = None if wide else WIDTH
+    parts = [reference_line(run.manifest), table(run.summary, run.manifest, width, limits=False)]
+    ms = measurement_lines(run.path, width)
+    checks = check_run(run.summary, run.manifest, run=run)
+    for block in (ms, text_table(checks, width).splitlines() if checks else [],
+                  incident_lines(run.path, width)):
+        if block:
+            parts.append("\n".join(block))
+    return "\n\n".join(parts), overall_line(run, checks)

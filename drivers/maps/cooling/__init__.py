@@ -1,0 +1,1 @@
+"""Register maps of cooling controller families (data files: *.toml), shipped as package data."""

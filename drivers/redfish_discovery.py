@@ -1,0 +1,114 @@
+"""Where a Redfish service keeps its logs, found by the service's own links, never by name.
+
+Vendors lay their logs out differently (OpenBMC `Systems/system/LogServices/EventLog` and
+`Managers/bmc/LogServices/Journal`; iDRAC `Managers/iDRAC.Embedded.1/LogServices/Sel` and
+`Lclog`; iLO `Systems/1/LogServices/IML` and `Managers/1/LogServices/IEL`; Supermicro
+`Systems/1/LogServices/Log1`). `find_logs` follows the service root's `Managers` and `Systems`
+collections to each member's `LogServices` and each LogService's `Entries`; `choose` ranks what
+it found by what the service says of each log (`LogEntryType`, `OverWritePolicy`,
+`ServiceEnabled`) and by the entries it holds (the newest entry's `EntryType`, and whether
+entries carry a registry `MessageId`, as event records do). Reusable by any Redfish driver: it
+needs only a `get_json(uri, what) -> dict` coroutine.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+GetJson = Callable[[str, str], Awaitable[dict]]
+# the kinds of log, best first for stimulus-to-log latency: an event log records the Redfish
+# events a test event raises; a SEL records IPMI sensor events; an OEM log is the vendor's own
+_TYPE_RANK = {"Event": 3, "Multiple": 2, "SEL": 2, "CXL": 1, "OEM": 0, "Oem": 0}
+_POLICY_RANK = {"WrapsWhenFull": 2, "Unknown": 1, "NeverOverWrites": 0}
+
+
+def link(obj: Any, key: str | None = None) -> str | None:
+    """The `@odata.id` of `obj[key]` (or of `obj`), None when the answer has no such link."""
+    if key is not None:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    uri = obj.get("@odata.id") if isinstance(obj, dict) else None
+    return uri if isinstance(uri, str) and uri else None
+
+
+def members(coll: dict) -> list[str]:
+    return [u for u in (link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
+
+
+@dataclass
+class LogCandidate:
+    """A LogService with an Entries collection, and what the service said of it."""
+
+    service: str                      # the LogService URI
+    entries: str                      # its LogEntry collection URI
+    parent: str                       # the Manager or System it hangs under
+    entry_type: str = ""              # LogEntryType, else the newest entry's EntryType
+    policy: str = ""                  # OverWritePolicy
+    enabled: bool = True              # ServiceEnabled
+    count: int | None = None          # Members@odata.count of the first entries page
+    message_ids: bool = False         # its entries carry a registry MessageId
+    notes: list[str] = field(default_factory=list)
+
+    def rank(self) -> tuple:
+        return (self.enabled, _TYPE_RANK.get(self.entry_type, 1), self.message_ids,
+                _POLICY_RANK.get(self.policy, 1), bool(self.count))
+
+    def describe(self) -> str:
+        return (f"{self.service} (LogEntryType {self.entry_type or '?'}, OverWritePolicy "
+                f"{self.policy or '?'}, {self.count if self.count is not None else '?'} entries"
+                + (", MessageIds" if self.message_ids else "")
+                + ("" if self.enabled else ", ServiceEnabled false") + ")")
+
+
+async def find_logs(get_json: GetJson, root: dict) -> list[LogCandidate]:
+    """Every LogService with Entries under the service's Managers and Systems, in the order the
+    service lists them. A member or log that cannot be read is skipped (its error is the
+    caller's to see only if nothing at all is found)."""
+    from drivers.base import DeviceError
+    out: list[LogCandidate] = []
+    for coll in ("Managers", "Systems"):
+        uri = link(root, coll)
+        if not uri:
+            continue
+        for member in members(await get_json(uri, f"GET {uri}")):
+            try:
+                res = await get_json(member, f"GET {member}")
+                services = link(res, "LogServices")
+                if not services:
+                    continue
+                for svc in members(await get_json(services, f"GET {services}")):
+                    cand = await _candidate(get_json, svc, member)
+                    if cand is not None:
+                        out.append(cand)
+            except DeviceError:
+                continue
+    return out
+
+
+async def _candidate(get_json: GetJson, svc: str, parent: str) -> LogCandidate | None:
+    ls = await get_json(svc, f"GET {svc}")
+    entries = link(ls, "Entries")
+    if not entries:
+        return None
+    c = LogCandidate(svc, entries, parent, str(ls.get("LogEntryType") or ""),
+                     str(ls.get("OverWritePolicy") or ""), ls.get("ServiceEnabled") is not False)
+    page = await get_json(entries, f"GET {entries}")
+    count = page.get("Members@odata.count")
+    rows = [m for m in page.get("Members") or [] if isinstance(m, dict)]
+    c.count = count if isinstance(count, int) else len(rows)
+    full = [m for m in rows if "EntryType" in m or "MessageId" in m]
+    if full:
+        newest = full[-1]
+        c.entry_type = c.entry_type or str(newest.get("EntryType") or "")
+        c.message_ids = any(isinstance(m.get("MessageId"), str) and "." in m["MessageId"]
+                            for m in full[-10:])
+    return c
+
+
+def choose(cands: list[LogCandidate]) -> LogCandidate | None:
+    """The best log for stimulus-to-log latency: enabled, an event log before a SEL before an
+    OEM one, entries with registry MessageIds, a log that wraps before one that stops when full,
+    one that holds entries; the service's own order breaks ties."""
+    if not cands:
+        return None
+    best = max(range(len(cands)), key=lambda i: (cands[i].rank(), -i))
+    return cands[best]

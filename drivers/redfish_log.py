@@ -1,0 +1,240 @@
+"""The Redfish driver's event log (a mixin of `RedfishBMC`): which LogService to read, chosen
+by the service's links (drivers/redfish_discovery.py) or named in the rack file, and its entries
+read incrementally within a per-poll budget.
+
+A service with no usable log is asked again at most once a minute (`LOG_RETRY_NS`); in between
+a poll costs no request. Where the chosen log has shown none of the test events sent over
+`SWITCH_AFTER_NS`, the other logs found are looked at (once a minute, one GET each) and the
+driver switches to one that holds a test event; `log_choice` says so.
+
+Needs of the driver: `name`, `now_ns`, `log_until_ns`, `_get_json(uri, what, urgent, max_wait_s)`,
+`_service_root()`, `_fail(kind, message)`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from drivers import redfish_discovery as discovery
+from drivers.base import DeviceError, LogEntry
+from drivers.redfish_discovery import link as _link
+from drivers.redfish_time import parse_datetime_ns
+
+log = logging.getLogger("drivers.redfish_bmc")
+NS = 1_000_000_000
+
+
+def _id_key(entry_id: str) -> tuple[int, ...] | None:
+    """Numeric log entry Ids (`17`, bmcweb's `1700000000_3`) order; others do not."""
+    if re.fullmatch(r"\d+(?:[_.]\d+)*", entry_id or ""):
+        return tuple(int(p) for p in re.split(r"[_.]", entry_id))
+    return None
+
+
+class NotSent(DeviceError):
+    """A request the budget held back (drivers/redfish_session.py): nothing was sent."""
+
+
+class LogReader:
+    LOG_RETRY_NS = 60 * NS       # a service with no usable log is asked again after this
+    SWITCH_AFTER_NS = 15 * NS    # test events unseen in the chosen log this long: look elsewhere
+    MARK = "rackclock test event"
+
+    def _init_log(self, o) -> None:
+        self.entries_uri = o.get("log_entries")
+        self.log_service_uri = o.get("log_service")
+        self.log_choice = ""                     # how the log was chosen (or why there is none)
+        self.log_pages = int(o.get("log_pages_per_poll", 2))
+        self.log_budget_ns = int(float(o.get("log_budget_s", 0.5)) * NS)
+        self._log_page: str | None = None      # the log page to read next (the newest read)
+        self._log_seen: dict[str, None] = {}   # Ids of entries returned (the last 10,000)
+        self._page_ns = 0                      # how long the last log page took
+        self.log_backlog = False               # pages are left to read: poll again soon
+        self._log_failed_ns: int | None = None   # when log discovery last failed
+        self._log_others: list = []              # the other logs found (a switch's candidates)
+        self._marks_seen = False                 # a test event's entry came from the chosen log
+        self._unseen_since: int | None = None    # first test event sent while none was seen
+        self._others_checked: int | None = None  # when the other logs were last looked at
+
+    def _test_event_sent(self, s_ns: int) -> None:
+        if not self._marks_seen and self._unseen_since is None:
+            self._unseen_since = s_ns
+
+    async def _discover_log(self) -> None:
+        """Choose the event log (never raises): the rack file's `log_service` or `log_entries`,
+        else the best LogService the service's links lead to. The choice, or why there is none,
+        goes to `log_choice` (the identity's extra); a failure is retried at most once a
+        minute (log_entries)."""
+        if self.entries_uri is not None:
+            self.log_choice = self.log_choice or "log_entries set in the rack file"
+            return
+        self._log_failed_ns = None
+        try:
+            if self.log_service_uri:
+                ls, *_ = await self._get_json(self.log_service_uri, f"GET {self.log_service_uri}")
+                if not _link(ls, "Entries"):
+                    raise self._fail("protocol", f"LogService {self.log_service_uri} (log_service "
+                                     f"in the rack file) has no Entries link")
+                self.entries_uri = _link(ls, "Entries")
+                self.log_choice = "log_service set in the rack file"
+                return
+            cands = await discovery.find_logs(
+                lambda uri, what: self._first_of(self._get_json(uri, what)),
+                await self._service_root())
+        except DeviceError as exc:
+            self._log_failed_ns = self.now_ns()
+            self.log_choice = f"none: {exc.message}"
+            return
+        best = discovery.choose(cands)
+        if best is None:
+            self._log_failed_ns = self.now_ns()
+            self.log_choice = ("none: no LogService with Entries under the service's Managers "
+                               "and Systems; set log_service to one")
+            return
+        self.log_service_uri, self.entries_uri = best.service, best.entries
+        self._log_others = [c for c in cands if c is not best and c.enabled]
+        others = [c.describe() for c in cands if c is not best]
+        self.log_choice = f"chose {best.describe()}" + (f" over {'; '.join(others)}" if others
+                                                        else "")
+        log.info("%s: event log: %s", self.name, self.log_choice)
+
+    @staticmethod
+    async def _first_of(coro):
+        return (await coro)[0]
+
+    async def _log_start(self) -> str:
+        """Where a first poll starts: the newest page where the service pages by `$skip`
+        (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
+        root = await self._service_root()
+        features = root.get("ProtocolFeaturesSupported")
+        if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
+            return self.entries_uri
+        first, *_ = await self._get_json(self.entries_uri, "GET log entries")
+        count, per_page = first.get("Members@odata.count"), len(first.get("Members") or [])
+        if not isinstance(count, int) or not first.get("Members@odata.nextLink") or not per_page:
+            return self.entries_uri
+        sep = "&" if "?" in self.entries_uri else "?"
+        return f"{self.entries_uri}{sep}$skip={max(0, count - per_page)}"
+
+    async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
+        """Entries newer than `cursor` (the last entry Id seen), read incrementally: from the
+        page where the last poll ended (the newest page on a first poll, where the service
+        pages by $skip), at most `log_pages_per_poll` pages and `log_budget_s` per call, so a
+        long, slow log never holds the clock reads; `log_backlog` says pages are left."""
+        if self.entries_uri is None:
+            if self._log_failed_ns is not None and \
+                    self.now_ns() - self._log_failed_ns < self.LOG_RETRY_NS:
+                return [], cursor                    # asked less than a minute ago: no request
+            await self._discover_log()
+            if self.entries_uri is None:
+                raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
+                                 f"in {self.LOG_RETRY_NS // NS} s)")
+        deadline = self.now_ns() + self.log_budget_ns
+        if self.log_until_ns is not None:
+            deadline = min(deadline, self.log_until_ns)
+        if await self._switch_log(deadline):
+            cursor = None                            # another log: its Ids are its own
+        if self._log_page is None:
+            self._log_page = await self._log_start()
+        members: list = []
+        start = uri = self._log_page
+        s, e, pages = None, None, 0
+        self.log_backlog = False
+        while True:
+            t0 = self.now_ns()
+            try:
+                wait = max(0, deadline - self.now_ns()) / NS     # no later than the budget
+                page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False,
+                                                      max_wait_s=wait)
+            except NotSent:
+                self.log_backlog = True        # the budget is spent: poll again soon
+                break
+            except DeviceError:
+                self._log_page = None          # the log was cleared or moved: start again
+                raise
+            self._page_ns = self.now_ns() - t0
+            s, pages = (ps if s is None else s), pages + 1
+            members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
+            nxt = page.get("Members@odata.nextLink")
+            if not isinstance(nxt, str) or not nxt or nxt == uri:
+                self._log_page = uri           # the newest page: read again next poll
+                break
+            self._log_page = uri = nxt
+            if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
+                self.log_backlog = True
+                break
+        new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
+        out = []
+        for m in new:
+            if "Created" not in m and _link(m):                 # a collection of links only
+                if self.now_ns() >= deadline:
+                    self.log_backlog, self._log_page = True, start   # the rest next poll
+                    break
+                m, _, e, _ = await self._get_json(_link(m), "GET log entry")
+            out.append(self._entry(m, s, e))
+            self._log_seen[out[-1].cursor] = None
+        while len(self._log_seen) > 10_000:
+            del self._log_seen[next(iter(self._log_seen))]
+        self._marks_seen |= any(self.MARK in en.message for en in out)
+        return out, (out[-1].cursor if out else cursor)
+
+    async def _switch_log(self, deadline: int) -> bool:
+        """Where the chosen log has shown none of the test events sent over SWITCH_AFTER_NS,
+        look (at most once a minute, one GET per other log) for a log whose first page holds
+        one, and switch to it; said in `log_choice` and the log."""
+        t = self.now_ns()
+        if (self._marks_seen or self._unseen_since is None or not self._log_others
+                or t - self._unseen_since < self.SWITCH_AFTER_NS
+                or (self._others_checked is not None
+                    and t - self._others_checked < self.LOG_RETRY_NS)):
+            return False
+        for c in self._log_others:
+            try:
+                page, *_ = await self._get_json(c.entries, f"GET {c.entries}", urgent=False,
+                                                max_wait_s=max(0, deadline - t) / NS)
+            except NotSent:
+                return False                         # no room now: looked at next poll
+            except DeviceError:
+                continue
+            self._others_checked = t
+            if any(self.MARK in str(m.get("Message", "")) for m in page.get("Members") or []
+                   if isinstance(m, dict)):
+                self.log_choice = (f"switched to {c.describe()}: it records the test events; "
+                                   f"{self.log_service_uri} showed none in "
+                                   f"{(t - self._unseen_since) // NS} s")
+                log.warning("%s: event log: %s", self.name, self.log_choice)
+                self._log_others = [x for x in self._log_others if x is not c]
+                self.log_service_uri, self.entries_uri = c.service, c.entries
+                self._log_page, self._log_seen, self._marks_seen = None, {}, True
+                return True
+        self._others_checked = t
+        return False
+
+    @staticmethod
+    def _entry_id(m: dict) -> str:
+        return str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
+
+    @staticmethod
+    def _newer(members: list[dict], cursor: str | None) -> list[dict]:
+        ids = [str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1]) for m in members]
+        keys = [_id_key(i) for i in ids]
+        if all(k is not None for k in keys) and (cursor is None or _id_key(cursor) is not None):
+            order = sorted(range(len(members)), key=lambda i: keys[i])
+            return [members[i] for i in order if cursor is None or keys[i] > _id_key(cursor)]
+        if cursor in ids:                                   # opaque Ids: oldest first
+            return members[ids.index(cursor) + 1:]
+        return members
+
+    def _entry(self, m: dict, s: int, e: int) -> LogEntry:
+        entry_id = str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
+        created = m.get("Created")
+        try:
+            value = parse_datetime_ns(created) if isinstance(created, str) else None
+        except ValueError:
+            value = None
+        raw = json.dumps({k: m.get(k) for k in ("Id", "Created", "MessageId", "Message")},
+                         separators=(",", ":"))
+        return LogEntry(cursor=entry_id, clock="datetime", value_ns=value, resolution_ns=NS,
+                        s_ns=s, e_ns=e, message=str(m.get("Message") or m.get("MessageId") or ""),
+                        raw=raw)
