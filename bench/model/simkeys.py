@@ -106,6 +106,10 @@ def named(item: Check, most: int, name: Callable[[Any], Any] | None = None,
     return check
 
 
+def _fail(exc: InventoryError) -> None:
+    raise exc
+
+
 def span(lo: float, hi: float, unit: str = "s") -> Check:
     """A number, or [lo, hi] with lo <= hi, each within [lo, hi]."""
     one = num(lo, hi, unit)
@@ -178,6 +182,8 @@ CLOCK: dict[str, Check] = {
     "log_latency_s": span(0.0, 3600.0), "local_offset_min": num(-1440, 1440, "min", "int"),
     "true_local_offset_min": num(-1440, 1440, "min", "int"), "firmware": TEXT,
     "seed": num(0, 2**63 - 1, kind="int"),
+    "tick_lag_ms": lambda v, p: (span(0.0, 1000.0, "ms")(v, p) if isinstance(v, list) else
+                                 _fail(_bad(p, v, "[lo, hi] in ms"))),
 }
 MIN_WRAP_S = 1.0             # a shorter wrap period makes the truth's list of wraps unbounded
 FINEST_DEFAULT_S = 0.001     # the finest resolution an emulator gives a counter by default
@@ -248,7 +254,11 @@ EMULATORS: dict[str, dict[str, Check]] = {
                                  else num(1, 256, kind="int"))(v, p),
         "trap_receivers": list_of(UDP_PEER, 16), "model": TEXT, "sys_descr": TEXT, "serial": TEXT,
         "actuation_latency_s": num(0.0, 60.0, "s"), "outlet_reboot_s": num(0.0, 3600.0, "s"),
-        "community": TEXT, "write_community": TEXT, "privacy": TEXT, "trap_community": TEXT},
+        "community": TEXT, "write_community": TEXT, "privacy": TEXT, "trap_community": TEXT,
+        # the vendor MIB the agent answers (bench/sim/snmp_pdu_vendors.LAYOUTS), traps it loses
+        "vendor": choice("rackclock", "apc", "apc_rpdu2", "apc_spdu", "raritan", "eaton",
+                         "sentry4"),
+        "drop_traps": num(0, 10**6, kind="int")},
     "modbus_cooling": {
         "rtc_timezone": zone, "busy_every": num(0, 10**6, kind="int"), "ntp_model": NTP,
         "ntp_servers": SERVERS, "sensors": named(num(-1e6, 1e6), 64), "identification": FLAG,
