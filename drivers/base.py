@@ -56,12 +56,15 @@ class ClockSpec:
     """A clock of the device as the driver knows it: its declared resolution and kind.
 
     `counter` clocks count from the device's zero (boot); `modulus_ns` is where they wrap (0: never).
+    `lag_ns`: the reading may lag the clock by up to this much (a tick that flips late, e.g. libc
+    time() on the kernel's coarse clock); the fit widens by it (bench/model/summary.lag_ns).
     """
 
     name: str
     resolution_ns: int
     counter: bool = False
     modulus_ns: int = 0
+    lag_ns: int = 0
 
 
 @dataclass(frozen=True)

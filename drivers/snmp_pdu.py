@@ -3,9 +3,15 @@
 Clocks: `sysUpTime.0` (TimeTicks, 10 ms, wraps at 2^32 ticks, about 497 days) and, where the
 agent answers it, `hrSystemDate.0` (DateAndTime, 100 ms format; decoded to UTC with the offset
 the device states, so a wrong stated offset shows up as an offset). Stimuli: `outlet_on`,
-`outlet_off`, `outlet_reboot` with the outlet number as target, only as the inventory allows.
-Log: outlet traps received on `trap_listen` and the outlet event log table, both stamped in
-sysUpTime.
+`outlet_off`, `outlet_reboot` with the outlet number as target, only as the inventory allows,
+through the vendor's own MIB (drivers/pdu_backends: APC PowerNet rPDU / rPDU2 / sPDU, Raritan
+PDU2, Eaton ePDU, ServerTech Sentry4), chosen by the agent's `sysObjectID` unless the inventory
+names one. Log: outlet traps received on `trap_listen`, stamped in sysUpTime; no vendor MIB keeps
+an outlet-change record with a stamp, so traps are the log (the simulated "rackclock" PDU adds
+the project's experimental outlet log table, walked too). Where traps are received, each log
+poll also reads the state of the outlets it watches (those the inventory allows stimuli on, were
+commanded or trapped, at most 64, one GET): a change no trap announced within `trap_grace_s` is
+a lost trap, logged as an entry "lost trap" (no stamp: the device's was lost) and counted.
 
 The bracket is taken in pysnmp's UDP transport: `s` just before `sendto` of the request, `e`
 when the answer's datagram reaches the event loop, so encoding, USM crypto and decoding stay
@@ -25,7 +31,9 @@ Inventory keys (beyond the common ones):
   community_env, write_community_env   v2c read / write communities, by environment variable
                                        (read falls back to `password_env`, write to the read one)
   username, password_env, privacy_env  v3 user, SHA auth key, AES key (default: the auth key)
-  vendor = "apc" | "raritan"    object map in drivers/pdu_backends
+  vendor = "apc" | "apc_rpdu2" | "apc_spdu" | "raritan" | "eaton" | "sentry4" | "rackclock"
+                                object map in drivers/pdu_backends (default: by sysObjectID)
+  trap_grace_s = 10.0           how long after a state read shows a change its trap may come
   trap_listen = "udp://127.0.0.1:PORT" where this driver receives the PDU's traps
   trap_community_env            community of incoming traps (default: the read community)
   timeout_s = 0.5
@@ -51,6 +59,7 @@ from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 
 from drivers import pdu_backends, snmp_engine, snmp_v2c
+from drivers.pdu_backends.outlet_watch import OutletWatch
 from bench.model.inventory import Key
 from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
                           Stimulus, split_address)
@@ -67,12 +76,19 @@ SNMP_TRAP_OID = "1.3.6.1.6.3.1.1.4.1.0"
 TICK_NS = 10_000_000
 NS = 1_000_000_000
 SYSUPTIME = ClockSpec("sysuptime", TICK_NS, counter=True, modulus_ns=2 ** 32 * TICK_NS)
-HRSYSTEMDATE = ClockSpec("hrsystemdate", 100_000_000)
+# hrSystemDate's tick may flip late: net-snmp (and firmware built on it) answers it from libc
+# time(), the kernel's coarse clock, which turns over 4-8 ms after the true second, by a varying
+# amount (measured with 4 ms jiffies, HZ=250; a kernel at HZ=100 can lag more: set the rack
+# file's `tick_lag_ms`, which overrides this). Declared as the clock's lag: the fit widens by it.
+HR_DATE_LAG_NS = 10_000_000
+HRSYSTEMDATE = ClockSpec("hrsystemdate", 100_000_000, lag_ns=HR_DATE_LAG_NS)
 AUTH_ERRORS = (errind.unknownUserName, errind.wrongDigest, errind.decryptionError,
                errind.unknownEngineID, errind.notInTimeWindow, errind.unknownSecurityName,
                errind.unsupportedSecurityLevel, errind.authenticationFailure,
                errind.authenticationError)
 LOG_ROWS_PER_POLL = 64
+STIMULI = ("outlet_off", "outlet_on", "outlet_reboot")
+log = logging.getLogger(__name__)
 MAX_TRAPS = 10_000
 END_OF_WALK = (rfc1905.EndOfMibView, rfc1905.NoSuchObject, rfc1905.NoSuchInstance)
 # SNMPv3 through pysnmp's engine: its command generators, as hlapi's get_cmd etc. drive them
@@ -161,7 +177,8 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
 class SnmpPdu(Stimulated, ClockSetting, Driver):
     SCHEMES = ("udp", "snmp", "")
     OPTIONS = {"version": Key("str|int", choices=("2c", "3", "v2c", "v3", 3)),
-               "vendor": Key("str"), "timeout_s": TIMEOUT_KEY, "trap_listen": Key("str"),
+               "vendor": Key("str", choices=pdu_backends.MODULES), "timeout_s": TIMEOUT_KEY,
+               "trap_listen": Key("str"), "trap_grace_s": Key("float", 0.0, 3600.0, unit="s"),
                "trap_receiver": Key("str|list[str]"), "community_env": Key("env"),
                "privacy_env": Key("env"), "write_community_env": Key("env"),
                "trap_community_env": Key("env")}
@@ -180,11 +197,21 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self.timeout_s = float(opts.get("timeout_s", 0.5))
         self.CREDENTIALS = ((("username",), ("password_env",)) if self.version == "3" else  # at load
                             (("community_env", "password_env"),))     # (bench.model.rackfile)
-        try:
-            self.backend = pdu_backends.load(str(opts.get("vendor", "apc")))
-        except ValueError as exc:
-            raise DeviceError(self.name, "error", str(exc)) from None
+        self.backend: pdu_backends.PduBackend | None = None
+        self.chosen_by = ""                      # "inventory" | "sysObjectID <oid>" | why none
+        if opts.get("vendor"):
+            try:
+                self.backend = pdu_backends.load(str(opts["vendor"]))
+            except ValueError as exc:
+                raise DeviceError(self.name, "error", str(exc)) from None
+            self.chosen_by = "inventory key vendor"
         self.trap_listen = opts.get("trap_listen")
+        grace_ns = int(float(opts.get("trap_grace_s", 10.0)) * NS)
+        self.watch = OutletWatch(grace_ns, traps_expected=bool(self.trap_listen))
+        for entry in self.config.stimuli:
+            name, _, target = entry.partition(":")
+            if name in STIMULI and target.isdigit():
+                self.watch.watch(int(target))
         self.engine: SnmpEngine | None = None
         self._share: snmp_engine.SharedEngine | None = None
         self._domains: list[tuple] = []
@@ -267,15 +294,39 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         try:
             if self.trap_listen:
                 self._open_trap_receiver(str(self.trap_listen))
-            # First exchange: probes whether the agent keeps hrSystemDate (and, on a new engine,
-            # loads pysnmp's MIB tables outside any later bracket).
-            read = await self._get(HR_SYSTEM_DATE, what="probe hrSystemDate")
+            # First exchange: probes whether the agent keeps hrSystemDate and who it is (and, on
+            # a new engine, loads pysnmp's MIB tables outside any later bracket).
+            read = await self._get(HR_SYSTEM_DATE, SYS_OBJECT_ID, what="probe hrSystemDate")
         except BaseException:
             await self.close()
             raise
-        value = read[2][0][1]
+        value, oid = read[2][0][1], read[2][1][1]
         if isinstance(value, rfc1902.OctetString) and len(bytes(value)) in (8, 11):
             self._clocks = [SYSUPTIME, HRSYSTEMDATE]
+        self._choose_backend(oid.prettyPrint() if isinstance(oid, univ.ObjectIdentifier) else "")
+
+    def _choose_backend(self, sys_object_id: str) -> None:
+        """The vendor MIB by the agent's sysObjectID, unless the inventory named one; said once
+        in the driver's log."""
+        if self.backend is None:
+            found = pdu_backends.for_sys_object_id(sys_object_id) if sys_object_id else None
+            if found is None:
+                self.chosen_by = (f"none: no outlet MIB known for sysObjectID "
+                                  f"{sys_object_id or '(not answered)'}")
+                log.warning("%s: %s; no outlet control, traps logged as they come", self.name,
+                            self.chosen_by)
+                return
+            self.backend, self.chosen_by = found[1], f"sysObjectID {sys_object_id}"
+        log.info("%s: outlet objects from %s (chosen by %s); log: %s", self.name, self.backend.mib,
+                 self.chosen_by, self.log_note())
+
+    def log_note(self) -> str:
+        """What this device's log is, for the manifest and the driver's log."""
+        b = self.backend
+        note = b.log_note if b else "no outlet MIB: traps are the log"
+        if not self.trap_listen and (b is None or not b.log):
+            note += " (no trap_listen configured: outlet changes are not logged)"
+        return note
 
     @staticmethod
     def _engine_for(user):
@@ -407,15 +458,17 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
     # -- identity ------------------------------------------------------------------------------
     async def identity(self) -> Identity:
         b = self.backend
-        _, _, vbs = await self._get(SYS_DESCR, SYS_OBJECT_ID, SYS_NAME, b.model, b.serial,
-                                    b.firmware, what="identity")
+        ident = (b.model, b.serial, b.firmware) if b else ()
+        _, _, vbs = await self._get(SYS_DESCR, SYS_OBJECT_ID, SYS_NAME, *ident, what="identity")
 
         def text(v) -> str:
             return v.prettyPrint() if isinstance(v, (univ.OctetString, univ.ObjectIdentifier)) else ""
-        descr, oid, name, model, serial, fw = (text(v) for _, v in vbs)
-        return Identity(vendor=b.vendor, model=model, serial=serial, firmware=fw,
+        descr, oid, name, model, serial, fw = ([text(v) for _, v in vbs] + ["", "", ""])[:6]
+        return Identity(vendor=b.vendor if b else "", model=model, serial=serial, firmware=fw,
                         extra={"sysDescr": descr, "sysObjectID": oid, "sysName": name,
-                               "snmp_version": self.version,
+                               "snmp_version": self.version, "mib": b.mib if b else "",
+                               "mib_chosen_by": self.chosen_by, "log": self.log_note(),
+                               "lost_traps_counted": bool(self.trap_listen and b),
                                "clocks": [c.name for c in self._clocks]})
 
     # -- clocks --------------------------------------------------------------------------------
@@ -449,7 +502,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
 
     # -- stimuli -------------------------------------------------------------------------------
     def stimuli(self) -> list[str]:
-        return sorted(self.backend.commands)
+        return list(STIMULI)
 
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         try:
@@ -459,8 +512,11 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         except ValueError:
             raise DeviceError(self.name, "refused", f"{name}: target {target!r} is not an outlet "
                                                     f"number") from None
-        oid = f"{self.backend.outlet_command}.{outlet}"
-        value = self.backend.commands[name]
+        if self.backend is None or name not in self.backend.commands:
+            raise DeviceError(self.name, "refused", f"{name}: no outlet control ({self.chosen_by})")
+        column, value = self.backend.commands[name]
+        oid = self.backend.instance(column, outlet)
+        self.watch.watch(outlet)
         s, e, vbs = await self._exchange("set", self._auth(write=True),
                                          [(oid, rfc1902.Integer(value))], f"{name} outlet {outlet}")
         return Stimulus(name, str(outlet), s, e, sent=True, stamp=self.stamp,
@@ -498,25 +554,78 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         ticks = next((int(v) for n, v in vbs if n == SYS_UPTIME and isinstance(v, rfc1902.TimeTicks)),
                      None)
         trap = next((str(v.prettyPrint()) for n, v in vbs if n == SNMP_TRAP_OID), "?")
-        b = self.backend
-        outlet = next((v.prettyPrint() for n, v in vbs if b.trap_outlet and n.startswith(b.trap_outlet)),
-                      "?")
+        outlet, state = self._trap_outlet(trap, vbs)
+        if outlet is not None:
+            self.watch.trap(outlet, state, t)
         if len(self._traps) >= MAX_TRAPS:      # a flood of traps costs at most MAX_TRAPS
             drop = len(self._traps) - MAX_TRAPS + 1
             del self._traps[:drop]
             self._traps_base += drop
+        name = self.backend.traps.get(trap, trap) if self.backend else trap
         self._traps.append(LogEntry(
             cursor=f"trap:{self._traps_base + len(self._traps) + 1}", clock="sysuptime",
             value_ns=None if ticks is None else ticks * TICK_NS, resolution_ns=TICK_NS,
-            s_ns=t, e_ns=t, message=f"trap {b.traps.get(trap, trap)} outlet {outlet}", raw=raw))
+            s_ns=t, e_ns=t, message=f"trap {name} outlet {'?' if outlet is None else outlet}"
+                                    + (f" {state}" if state else ""), raw=raw))
+
+    def _trap_outlet(self, trap: str, vbs) -> tuple[int | None, str | None]:
+        """The outlet a trap is about and the state it announces (None where it does not say)."""
+        b = self.backend
+        if b is None or trap not in b.traps:
+            return None, None
+        for n, v in vbs:
+            if b.trap_outlet and n.startswith(b.trap_outlet) and isinstance(v, univ.Integer):
+                return int(v), b.trap_states.get(trap)
+            outlet = b.outlet_of(n, b.trap_state) if b.trap_state else None
+            if outlet is not None and isinstance(v, univ.Integer):
+                return outlet, b.states.get(int(v))
+        return None, None
 
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
-        """Traps received since the cursor, then new rows of the outlet event log.
+        """Traps received since the cursor, the traps a state read shows lost, then new rows of
+        the outlet event log where the MIB keeps one.
         Cursor: "log=<last row index>;trap=<traps seen>"."""
         pos = dict(p.split("=", 1) for p in (cursor or "").split(";") if "=" in p)
         log_at, trap_at = int(pos.get("log", 0)), int(pos.get("trap", 0))
         entries = list(self._traps[max(0, trap_at - self._traps_base):])
         trap_at = self._traps_base + len(self._traps)
+        entries += await self._lost_traps()
+        if self.backend is not None and self.backend.log == "rackclock":
+            log_at = await self._walk_outlet_log(log_at, entries)
+        return entries, f"log={log_at};trap={trap_at}"
+
+    async def outlet_states(self) -> tuple[int, int, dict[int, str]]:
+        """One GET of the watched outlets' state through the vendor's MIB: (s_ns, e_ns,
+        {outlet: "on" | "off"}); outlets in another state (pending, unknown) are left out."""
+        b, outlets = self.backend, sorted(self.watch.outlets)
+        if b is None or not outlets:
+            return 0, 0, {}
+        s, e, vbs = await self._get(*(b.instance(b.outlet_state, o) for o in outlets),
+                                    what="read outlet states")
+        return s, e, {o: b.states[int(v)] for o, (_, v) in zip(outlets, vbs)
+                      if isinstance(v, univ.Integer) and int(v) in b.states}
+
+    async def _lost_traps(self) -> list[LogEntry]:
+        """Where traps are expected: read the watched outlets' state, and log the changes no
+        trap announced within the grace period (lost traps). The changes themselves are not
+        log entries: the device did not stamp them."""
+        if not self.trap_listen or self.backend is None or not self.watch.outlets:
+            return []
+        s, e, states = await self.outlet_states()
+        self.watch.states_read(states, s, e)
+        out = []
+        for c in self.watch.expired(self.now_ns()):
+            log.warning("%s: lost trap: outlet %d turned %s (seen by a state read) and no trap "
+                        "said so within %.1f s", self.name, c.outlet, c.state,
+                        self.watch.grace_ns / NS)
+            out.append(LogEntry(cursor=f"lost:{c.outlet}:{c.seen_ns}", clock="sysuptime",
+                                value_ns=None, resolution_ns=TICK_NS, s_ns=c.after_ns,
+                                e_ns=c.seen_ns, message=f"lost trap outlet {c.outlet} {c.state} "
+                                f"(lost traps: {self.watch.lost})", raw=""))
+        return out
+
+    async def _walk_outlet_log(self, log_at: int, entries: list[LogEntry]) -> int:
+        """New rows of the simulated PDU's experimental outlet log, appended to `entries`."""
         cols = [f"{pdu_backends.OUTLET_LOG}.{c}" for c in (2, 3, 4)]
         for _ in range(LOG_ROWS_PER_POLL):
             s, e, vbs = await self._exchange("next", self._read_auth,
@@ -541,7 +650,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 resolution_ns=TICK_NS, s_ns=s, e_ns=e,
                 message=f"log outlet {outlet.prettyPrint()} {st}",
                 raw=f"{index} {int(stamp)} {outlet.prettyPrint()} {state.prettyPrint()}"))
-        return entries, f"log={log_at};trap={trap_at}"
+        return log_at
 
 
 DRIVER = SnmpPdu

@@ -329,7 +329,7 @@ class HostileDevice:
                     "ca_file": self.ca, "rate_hz": 2.0, "stimuli": [],
                     "log_entries": "/redfish/v1/Systems/1/LogServices/EventLog/Entries", **extra}
         if self.kind == "snmp":
-            return {"plane": "pdu", "driver": "snmp_pdu", "version": "2c", "vendor": "apc",
+            return {"plane": "pdu", "driver": "snmp_pdu", "version": "2c", "vendor": "rackclock",
                     "address": f"udp://127.0.0.1:{self.port}", "rate_hz": 2.0, "stimuli": [],
                     "community_env": "HOSTILE_PDU_COMMUNITY", **extra}
         return {"plane": "cooling", "driver": "modbus_cooling", "map": "family_a",

@@ -36,14 +36,18 @@ def credentials(monkeypatch):
     monkeypatch.setenv(PW, "rc-test-authkey")
 
 
-def pdu_toml(name="pdu-t", *, v3=False, vendor="apc", hrsystemdate=True, stimuli=("outlet_off:3",
-             "outlet_reboot:3"), trap=True, sim="", clocks_sim="", uptime_s=42949600.0, write_env=True):
+def pdu_toml(name="pdu-t", *, v3=False, vendor="rackclock", hrsystemdate=True,
+             stimuli=("outlet_off:3", "outlet_reboot:3"), trap=True, sim="", clocks_sim="",
+             uptime_s=42949600.0, write_env=True, override=""):
+    """A PDU whose emulator answers `vendor`'s MIB; `override`: the inventory's vendor key."""
     auth = (f'username = "rackclock"\npassword_env = "{PW}"\n' if v3 else
             f'community_env = "{RC}"\n' + (f'write_community_env = "{WC}"\n' if write_env else ""))
     return (f'[devices.{name}]\nplane = "pdu"\ndriver = "snmp_pdu"\naddress = "udp://127.0.0.1:0"\n'
-            f'vendor = "{vendor}"\n{auth}stimuli = {list(stimuli)!r}\n'.replace("'", '"')
+            + (f'vendor = "{override}"\n' if override else "")
+            + f'{auth}stimuli = {list(stimuli)!r}\n'.replace("'", '"')
             + ('trap_listen = "udp://127.0.0.1:0"\n' if trap else "")
-            + f"[devices.{name}.sim]\nuptime_s = {uptime_s}\nactuation_latency_s = 0.02\n"
+            + f'[devices.{name}.sim]\nvendor = "{vendor}"\nuptime_s = {uptime_s}\n'
+              f"actuation_latency_s = 0.02\n"
               f"outlet_reboot_s = 0.2\n{sim}\n"
             + f"[devices.{name}.sim.clocks.sysuptime]\n{clocks_sim}\n"
             + (f"[devices.{name}.sim.clocks.hrsystemdate]\noffset_s = 0.25\nlocal_offset_min = 60\n"
@@ -79,7 +83,7 @@ def test_netsnmp_get_walk_set_v2c_and_v3(sim_rack):
     r = netsnmp("snmpget", "-v2c", "-c", "rc-test-ro", "-On", a, UPTIME, "1.3.6.1.2.1.25.1.2.0",
                 "1.3.6.1.2.1.1.2.0", "1.3.6.1.4.1.318.1.1.12.1.3.0")
     assert r.returncode == 0, r.stderr
-    assert "Timeticks: (42949" in r.stdout and ".1.3.6.1.4.1.318.1.3.4.5" in r.stdout
+    assert "Timeticks: (42949" in r.stdout and ".1.3.6.1.3.7070.2" in r.stdout     # rackclock
     assert "Hex-STRING: 07 EA" in r.stdout or "Hex-STRING: 07 E" in r.stdout   # DateAndTime
     walk = netsnmp("snmpwalk", "-v2c", "-c", "rc-test-ro", "-On", a, "1.3.6.1.4.1.318.1.1.12.3.3")
     assert walk.returncode == 0 and walk.stdout.count(f"{APC_CMD}.") == 8, walk.stdout
@@ -131,8 +135,9 @@ def test_driver_brackets_contain_every_emulator_sample(sim_rack):
     _, _, by_loop = run(go(lambda: Reference.now_ns()))      # not CLOCK_REALTIME's own function
     assert {r.stamp for rs in by_loop.values() for r in rs} == {"socket"}
     ident, clocks, reads = run(go(Reference.now_ns))
-    assert ident.vendor == "APC" and ident.model == "AP8641" and ident.firmware == "1.0.0"
-    assert ident.extra["sysObjectID"] == "1.3.6.1.4.1.318.1.3.4.5"
+    assert ident.vendor == "rackclock" and ident.model == "AP8641" and ident.firmware == "1.0.0"
+    assert ident.extra["sysObjectID"] == "1.3.6.1.3.7070.2"
+    assert ident.extra["mib_chosen_by"] == "sysObjectID 1.3.6.1.3.7070.2"
     assert [c.name for c in clocks] == ["sysuptime", "hrsystemdate"]
     assert clocks[0].counter and clocks[0].modulus_ns == 2 ** 32 * TICK
     for clock, rs in reads.items():
@@ -277,28 +282,6 @@ def test_trap_reaches_snmptrapd(sim_rack, tmp_path):
         trapd.wait(5)
     assert ".1.3.6.1.4.1.318.0.269" in out, out
     assert ".1.3.6.1.2.1.1.3.0 = Timeticks" in out and ".1.3.6.1.4.1.318.2.3.1.0 = INTEGER: 3" in out
-
-
-def test_raritan_backend(sim_rack):
-    sim = sim_rack(pdu_toml(vendor="raritan", hrsystemdate=False, trap=False,
-                            stimuli=("outlet_off:2",)))
-    dev = sim.rack.devices[0]
-
-    async def go():
-        d = driver(dev)
-        await d.open()
-        try:
-            ident = await d.identity()
-            await d.stimulate("outlet_off", 2)
-            await asyncio.sleep(0.2)
-            return ident, await d.log_entries(None)
-        finally:
-            await d.close()
-
-    ident, (entries, _) = run(go())
-    assert ident.vendor == "Raritan" and ident.extra["sysObjectID"] == "1.3.6.1.4.1.13742.6"
-    assert [x.message for x in entries] == ["log outlet 2 off"]
-    assert [x["kind"] for x in sim.ctx.events[dev.name]][:2] == ["outlet_command", "outlet_off"]
 
 
 # -- errors ------------------------------------------------------------------------------------

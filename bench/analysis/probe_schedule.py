@@ -42,6 +42,30 @@ def grid_slot(origin_ns: int, k: int, period_ns: float, now_ns: int) -> tuple[in
     return k, int(origin_ns + k * period_ns)
 
 
+class ProvenTick:
+    """The tick to aim and explore with, as the run goes: the declared resolution, or the coarser
+    one the values prove from the second distinct value on (the GCD of the gaps between them, as
+    estimate.check_resolution takes it over the run). `update` takes the caller's growing list
+    of reads, (s, e, value) tuples, and costs only the ones it has not seen."""
+
+    def __init__(self, declared_ns: int):
+        self.declared_ns = max(1, int(declared_ns))
+        self.gcd = 0
+        self.seen = 0
+
+    def update(self, reads) -> int:
+        if self.seen > len(reads):               # a new list: start again
+            self.gcd, self.seen = 0, 0
+        for k in range(max(1, self.seen), len(reads)):
+            self.gcd = math.gcd(self.gcd, abs(int(reads[k][2]) - int(reads[k - 1][2])))
+        self.seen = len(reads)
+        return self.ns
+
+    @property
+    def ns(self) -> int:
+        return max(self.declared_ns, self.gcd)
+
+
 def explore_instant_ns(u: float, q: int, centre_ns: int, period_ns: float, dither: float) -> int:
     """An exploration read's instant in the slot centred on `centre_ns`, u uniform in [0, 1):
     uniform over a whole number of ticks around the centre (at least one, about 2·d·period), so

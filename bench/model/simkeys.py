@@ -264,7 +264,11 @@ EMULATORS: dict[str, dict[str, Check]] = {
                                  else num(1, 256, kind="int"))(v, p),
         "trap_receivers": list_of(UDP_PEER, 16), "model": TEXT, "sys_descr": TEXT, "serial": TEXT,
         "actuation_latency_s": num(0.0, 60.0, "s"), "outlet_reboot_s": num(0.0, 3600.0, "s"),
-        "community": TEXT, "write_community": TEXT, "privacy": TEXT, "trap_community": TEXT},
+        "community": TEXT, "write_community": TEXT, "privacy": TEXT, "trap_community": TEXT,
+        # the vendor MIB the agent answers (bench/sim/snmp_pdu_vendors.LAYOUTS), traps it loses
+        "vendor": choice("rackclock", "apc", "apc_rpdu2", "apc_spdu", "raritan", "eaton",
+                         "sentry4"),
+        "drop_traps": num(0, 10**6, kind="int")},
     "modbus_cooling": {
         "rtc_timezone": zone, "busy_every": num(0, 10**6, kind="int"), "ntp_model": NTP,
         "ntp_servers": SERVERS, "sensors": named(num(-1e6, 1e6), 64), "identification": FLAG,

@@ -253,6 +253,14 @@ def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, C
     return out
 
 
+LOST_TRAP = "lost:"       # drivers/snmp_pdu: the cursor of the entry for a trap shown lost
+
+
+def traps_lost(smp: Samples) -> int:
+    """Log entries of traps a later state read showed lost (drivers/snmp_pdu)."""
+    return sum(1 for i in smp.select("event") if str(smp.raw[i]).startswith(LOST_TRAP))
+
+
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
                      truth: dict | None = None) -> dict:
     errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in NOT_ERRORS)
@@ -309,6 +317,8 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
     no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
     if no_clock:      # parts the driver found without any clock: only observation bounds exist
         out["no_clock"] = list(no_clock)
+    if meta.get("identity", {}).get("extra", {}).get("lost_traps_counted"):
+        out["traps_lost"] = traps_lost(smp)
     return out
 
 

@@ -139,6 +139,7 @@ class DeviceWorker:
         self.rng = random.Random(seed)
         self._aim_state: dict[str, dict] = {}      # per clock: where its current segment starts
         self._grid: dict[str, list] = {}           # per clock: the plan's grid (origin, slot)
+        self._ticks: dict[str, object] = {}        # per clock: probe_schedule.ProvenTick
         self.status = DeviceStatus(config.name, config.plane)
         self.out: SampleWriter | None = None
         self.cursor: str | None = None
@@ -240,14 +241,16 @@ class DeviceWorker:
         `explore_every`-th probe, which reads at a uniform tick phase so that a step the aimed
         reads would straddle unseen is still found. Booked on the loop's calendar
         (bench/run/calendar.py) when it has one: an aim without room there explores instead."""
-        from bench.analysis.probe_schedule import (AIM_REACH, explore_instant_ns, grid_slot,
-                                                   next_probe_ns)
+        from bench.analysis.probe_schedule import (AIM_REACH, ProvenTick, explore_instant_ns,
+                                                   grid_slot, next_probe_ns)
         period = NS / self.config.rate_hz
         d = self.plan.dither
         grid = self._grid[spec.name]
         grid[1], centre = grid_slot(grid[0], grid[1], period, now)
-        t = max(now, explore_instant_ns(self.rng.random(), spec.resolution_ns, centre, period, d))
-        coarse = (self.plan.tick_edge and spec.resolution_ns >= 1_000_000 and len(reads) >= 4
+        # the tick the values prove as soon as they prove it (a 1 s clock declared 100 ms)
+        q = self._ticks.setdefault(spec.name, ProvenTick(spec.resolution_ns)).update(reads)
+        t = max(now, explore_instant_ns(self.rng.random(), q, centre, period, d))
+        coarse = (self.plan.tick_edge and q >= 1_000_000 and len(reads) >= 4
                   and not spec.modulus_ns)
         exploring = coarse and (len(reads) // max(1, self.plan.burst)) % self.plan.explore_every == 0
         if not coarse:
@@ -258,8 +261,7 @@ class DeviceWorker:
         s, e, v = (list(x) for x in zip(*reads[-400:]))
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
         try:                # the edge nearest the slot's centre
-            aimed = next_probe_ns(s, e, v, spec.resolution_ns,
-                                  max(now, centre - int(min(spec.resolution_ns, period)) // 2),
+            aimed = next_probe_ns(s, e, v, q, max(now, centre - int(min(q, period)) // 2),
                                   bracket, 0, state=self._aim_state.setdefault(spec.name, {}))
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.analysis.probe_schedule import AIM_REACH, explore_instant_ns, grid_slot, next_probe_ns
+from bench.analysis.probe_schedule import (AIM_REACH, ProvenTick, explore_instant_ns, grid_slot,
+                                           next_probe_ns)
 from bench.sim.clock import ClockModel
 
 NS = 1_000_000_000
@@ -28,12 +29,14 @@ def bracket_ns(rng: np.random.Generator, sideband: bool) -> int:
 
 def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
                      rng: np.random.Generator, *, sideband: bool = False, lag_s: float = 0.0,
-                     bad: int = 0, lost: float = 0.03, t0_ns: int | None = None):
+                     bad: int = 0, lost: float = 0.03, t0_ns: int | None = None,
+                     aim_declared: bool = False):
     """n answered reads: (s, e, v, sample instants, indices of corrupted reads).
 
     `lag_s`: the device's value lags its own clock by a varying U(0.5, 1)·lag (libc time() on
     the kernel's coarse clock); `bad`: that many consecutive answers, from a random read on, are
-    corrupted by whole ticks, far off (at least 2 s or 20 ticks)."""
+    corrupted by whole ticks, far off (at least 2 s or 20 ticks); `aim_declared`: aim and explore
+    with the declared tick, as the runner did before issue 29 (benchmarks/snmpd_hrsystemdate.py)."""
     p = m.p
     period = NS / rate_hz
     S, E, V, A, corrupted = [], [], [], [], []
@@ -42,20 +45,21 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
     origin, slot = now + int(period // 2), -1        # slot 0 spans the first period
     bad_at = int(rng.integers(10, max(11, n - 10))) if bad else -1
     aim_state: dict = {}                # the schedule's per-clock state, as the runner keeps it
+    tick, reads = ProvenTick(declared_ns), []
     while len(S) < n:
         slot, centre = grid_slot(origin, slot, period, now)
-        coarse = declared_ns >= 1_000_000 and not p.counter and len(S) >= 4
+        q = tick.declared_ns if aim_declared else tick.update(reads)   # as the runner aims
+        coarse = q >= 1_000_000 and not p.counter and len(S) >= 4
         aim = coarse and k % EXPLORE_EVERY
         k += coarse
         if coarse:
-            t = max(now, explore_instant_ns(rng.random(), declared_ns, centre, period, DITHER))
+            t = max(now, explore_instant_ns(rng.random(), q, centre, period, DITHER))
         else:                       # dithered in its slot
             t = max(now, int(centre + (rng.random() - 0.5) * DITHER * period))
         if aim:
             br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
             try:
-                a = next_probe_ns(S, E, V, declared_ns,
-                                  max(now, centre - int(min(declared_ns, period)) // 2), br, 0,
+                a = next_probe_ns(S, E, V, q, max(now, centre - int(min(q, period)) // 2), br, 0,
                                   state=aim_state)
                 t = a if now < a < centre + AIM_REACH * period else t
             except Exception:           # the runner journals it and reads at the dithered time
@@ -75,6 +79,7 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         S.append(t)
         E.append(now)
         V.append(v)
+        reads.append((t, now, v))
         A.append(sample)
     s, e, v, at = (np.array(x, dtype=np.int64) for x in (S, E, V, A))
     return s, e, v, at, corrupted

@@ -16,8 +16,12 @@ Emulator keys (in `[devices.X.sim]` unless said otherwise):
   `write_community_env` / `trap_community_env` variable is unset (defaults public / private /
   the read community; a v2c device without `community_env` uses its `password_env` value as
   the read community). v3: inventory `username`, `password_env` (SHA auth key) and `privacy_env`
-  (AES key; the auth key when absent). Inventory `vendor` = "apc" (default) | "raritan";
-  inventory `trap_listen = "udp://127.0.0.1:0"` gets a free port here, returned in the overrides
+  (AES key; the auth key when absent).
+  vendor = "rackclock" (default) | "apc" | "apc_rpdu2" | "apc_spdu" | "raritan" | "eaton" |
+  "sentry4": the MIB the agent answers, with that vendor's sysObjectID, outlet objects and trap
+  (bench/sim/snmp_pdu_vendors); only "rackclock" serves the experimental outlet event log.
+  drop_traps = N: the agent loses its first N outlet traps (sent to no receiver: a lost trap).
+  Inventory `trap_listen = "udp://127.0.0.1:0"` gets a free port here, returned in the overrides
   (the driver listens there) and used as a trap receiver.
 A wrong community gets no answer (pysnmp drops it, as a real agent does).
 SNMPv2c GET and GETNEXT from the agent's read or write community, the requests of every clock
@@ -48,7 +52,8 @@ from bench.model.inventory import DeviceConfig
 from bench.ports import free_port
 from bench.sim import power
 from bench.sim.clock import NS
-from bench.sim.snmp_pdu_mib import (LAYOUTS, SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects)
+from bench.sim.snmp_pdu_mib import SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects
+from bench.sim.snmp_pdu_vendors import LAYOUTS
 from bench.sim.snmp_v2c_agent import V2cAnswers
 
 SYSUPTIME_DEFAULTS = {"counter": True, "resolution_s": 0.01, "wrap_ticks": 2 ** 32}
@@ -135,7 +140,11 @@ class PduAgent:
         self.ctx = ctx
         self.sim: dict[str, Any] = dict(self.device.sim or {})
         self.opts = dict(device.options)
-        self.layout = LAYOUTS[str(self.opts.get("vendor", "apc")).lower()]
+        vendor = str(self.sim.get("vendor", "rackclock")).lower()
+        if vendor not in LAYOUTS:
+            raise ValueError(f"{self.name}: [sim] vendor {vendor!r}: one of {', '.join(LAYOUTS)}")
+        self.layout = LAYOUTS[vendor]
+        self._traps_to_drop = int(self.sim.get("drop_traps", 0))
         self.models = ctx.models(self.device, ("sysuptime",))
         self.uptime = self.models["sysuptime"]
         self.engine: engine.SnmpEngine | None = None
@@ -154,14 +163,12 @@ class PduAgent:
     def _identity(self) -> dict:
         fw = self.uptime.p.firmware
         crc = zlib.crc32(self.name.encode())
-        model = str(self.sim.get("model", "AP8641" if self.layout.vendor == "apc" else "PX3-5190R"))
-        descr = self.sim.get("sys_descr") or (
-            f"APC Web/SNMP Management Card (MB:v4.1.0 PF:v{fw} PN:apc_hw05_aos_{fw}.bin "
-            f"AF1:v{fw} AN1:apc_hw05_rpdu2g_{fw}.bin MN:{model} HR:02 SN: ZA{crc % 10**10:010d} "
-            f"MD:01/15/2024)" if self.layout.vendor == "apc"
-            else f"Raritan Dominion PX - Firmware Version {fw}")
-        return {"descr": descr, "name": self.name, "model": model,
-                "serial": str(self.sim.get("serial", f"ZA{crc % 10**10:010d}")), "firmware": fw}
+        model = str(self.sim.get("model", self.layout.model_name))
+        serial = str(self.sim.get("serial", f"ZA{crc % 10**10:010d}"))
+        descr = self.sim.get("sys_descr") or self.layout.descr.format(fw=fw, model=model,
+                                                                      serial=serial)
+        return {"descr": descr, "name": self.name, "model": model, "serial": serial,
+                "firmware": fw}
 
     def _outlets(self) -> list[str]:
         o = self.sim.get("outlets", 8)
@@ -314,13 +321,18 @@ class PduAgent:
         self.ctx.record_event(self.name, "outlet_log", t, outlet=outlet, on=on, log_index=row.index,
                               stamp_ns=ticks * TICK_NS, event_t_ns=t_event)
         if self.receivers and not self.uptime.down(t):
+            if self._traps_to_drop > 0:          # a lost trap: the truth says so
+                self._traps_to_drop -= 1
+                self.ctx.record_event(self.name, "trap_lost", t, outlet=outlet, on=on)
+                return
             L = self.layout
+            about = ([(L.trap_outlet, rfc1902.Integer32(outlet))] if L.trap_outlet else []) + (
+                [(L.outlet_state + L.index + (outlet,),
+                  rfc1902.Integer32(L.state_on if on else L.state_off))] if L.trap_state else [])
             # contextName as bytes: pysnmp 7.1's VACM does not find the str "" context
             self.notifier.send_varbinds(self.engine, "pdu-traps", None, b"", [
                 (SYS_UPTIME, rfc1902.TimeTicks(ticks)),
-                (SNMP_TRAP_OID, rfc1902.ObjectName(L.trap_on if on else L.trap_off)),
-                (L.trap_outlet, rfc1902.Integer32(outlet)),
-            ])
+                (SNMP_TRAP_OID, rfc1902.ObjectName(L.trap_on if on else L.trap_off)), *about])
 
 
 async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:

@@ -6,8 +6,7 @@ pysnmp's command responders as a MIB instrumentation controller (the protocol, c
 and VACM stay pysnmp's); writing the table by hand is simpler than pysnmp's SMI object classes
 for values that must be sampled, and recorded, at the instant of each request.
 
-Vendor layouts are written here independently of `drivers/pdu_backends` (an emulator must not
-share its client's tables, or both could be wrong the same way).
+Vendor layouts are in bench/sim/snmp_pdu_vendors.
 """
 from __future__ import annotations
 
@@ -22,15 +21,10 @@ from pysnmp.proto.api import v2c
 from pysnmp.smi import error as smi_error
 
 from bench.sim.clock import NS, ClockModel
-
-Oid = tuple[int, ...]
+from bench.sim.snmp_pdu_vendors import Oid, VendorLayout, oid
 
 TICK_NS = 10_000_000                 # TimeTicks: hundredths of a second
 TICKS_MOD = 2 ** 32
-
-
-def oid(text: str) -> Oid:
-    return tuple(int(x) for x in text.strip(".").split("."))
 
 
 SYS_DESCR = oid("1.3.6.1.2.1.1.1.0")
@@ -41,61 +35,9 @@ HR_SYSTEM_DATE = oid("1.3.6.1.2.1.25.1.2.0")
 SNMP_ENGINE_TIME = oid("1.3.6.1.6.3.10.2.1.3.0")
 SNMP_TRAP_OID = oid("1.3.6.1.6.3.1.1.4.1.0")
 # The outlet event log: not a vendor MIB (real firmware keeps it behind its web UI or syslog);
-# rows are (index, sysUpTime stamp, outlet, new state 1 on / 2 off) under the experimental arc.
+# rows are (index, sysUpTime stamp, outlet, new state 1 on / 2 off) under the experimental arc,
+# served by the simulated "rackclock" vendor only.
 OUTLET_LOG = oid("1.3.6.1.3.7070.1.1")
-
-
-@dataclass(frozen=True)
-class VendorLayout:
-    """Where one vendor's PDU keeps its identity and outlet objects, and what its values mean."""
-
-    vendor: str
-    sys_object_id: Oid
-    model: Oid
-    serial: Oid
-    firmware: Oid
-    outlet_name: Oid                 # + .<outlet>
-    outlet_command: Oid              # + .<outlet>, writable
-    outlet_state: Oid                # + .<outlet>, read-only
-    command_on: int
-    command_off: int
-    command_reboot: int
-    state_on: int
-    state_off: int
-    command_reads_state: bool        # APC: reading the command column gives 1 on / 2 off
-    trap_on: Oid
-    trap_off: Oid
-    trap_outlet: Oid                 # varbind carrying the outlet number
-    extra: dict = field(default_factory=dict)
-
-
-APC = VendorLayout(
-    vendor="apc", sys_object_id=oid("1.3.6.1.4.1.318.1.3.4.5"),
-    model=oid("1.3.6.1.4.1.318.1.1.12.1.5.0"), serial=oid("1.3.6.1.4.1.318.1.1.12.1.6.0"),
-    firmware=oid("1.3.6.1.4.1.318.1.1.12.1.3.0"),
-    outlet_name=oid("1.3.6.1.4.1.318.1.1.12.3.3.1.1.2"),
-    outlet_command=oid("1.3.6.1.4.1.318.1.1.12.3.3.1.1.4"),
-    outlet_state=oid("1.3.6.1.4.1.318.1.1.12.3.5.1.1.4"),
-    command_on=1, command_off=2, command_reboot=3, state_on=1, state_off=2,
-    command_reads_state=True,
-    trap_on=oid("1.3.6.1.4.1.318.0.268"), trap_off=oid("1.3.6.1.4.1.318.0.269"),
-    trap_outlet=oid("1.3.6.1.4.1.318.2.3.1.0"),
-)
-
-RARITAN = VendorLayout(
-    vendor="raritan", sys_object_id=oid("1.3.6.1.4.1.13742.6"),
-    model=oid("1.3.6.1.4.1.13742.6.3.2.1.1.3.1"), serial=oid("1.3.6.1.4.1.13742.6.3.2.1.1.4.1"),
-    firmware=oid("1.3.6.1.4.1.13742.6.3.2.3.1.6.1.1.1"),
-    outlet_name=oid("1.3.6.1.4.1.13742.6.3.5.3.1.3.1"),
-    outlet_command=oid("1.3.6.1.4.1.13742.6.4.1.2.1.2.1"),
-    outlet_state=oid("1.3.6.1.4.1.13742.6.4.1.2.1.3.1"),
-    command_on=1, command_off=0, command_reboot=2, state_on=7, state_off=8,
-    command_reads_state=False,
-    trap_on=oid("1.3.6.1.4.1.13742.6.0.63"), trap_off=oid("1.3.6.1.4.1.13742.6.0.63"),
-    trap_outlet=oid("1.3.6.1.4.1.13742.6.3.5.3.1.2.1"),
-)
-
-LAYOUTS = {"apc": APC, "raritan": RARITAN}
 
 
 def date_and_time(utc_ns: int, offset_min: int) -> bytes:
@@ -184,16 +126,16 @@ class PduObjects:
         if "hrsystemdate" in self.models:
             objs[HR_SYSTEM_DATE] = self._date
         for n, name in enumerate(self.names, 1):
-            objs[L.outlet_name + (n,)] = s(name)
-            objs[L.outlet_state + (n,)] = lambda t, n=n: rfc1902.Integer32(self.state[n])
-            objs[L.outlet_command + (n,)] = lambda t, n=n: rfc1902.Integer32(
-                self.state[n] if L.command_reads_state else
-                (L.command_on if self.state[n] == L.state_on else L.command_off))
+            objs[L.outlet_name + L.index + (n,)] = s(name)
+            objs[L.outlet_state + L.index + (n,)] = lambda t, n=n: rfc1902.Integer32(self.state[n])
+            for col, (on, off) in L.reads.items():
+                objs[col + L.index + (n,)] = lambda t, n=n, on=on, off=off: rfc1902.Integer32(
+                    on if self.state[n] == L.state_on else off)
         return objs
 
     def _log_objects(self) -> dict[Oid, Callable[[int], object]]:
         out = {}
-        for r in self.log:
+        for r in self.log if self.layout.has_log else ():
             out[OUTLET_LOG + (1, r.index)] = lambda t, r=r: rfc1902.Integer32(r.index)
             out[OUTLET_LOG + (2, r.index)] = lambda t, r=r: rfc1902.TimeTicks(r.ticks)
             out[OUTLET_LOG + (3, r.index)] = lambda t, r=r: rfc1902.Integer32(r.outlet)
@@ -254,18 +196,28 @@ class PduObjects:
                 except (TypeError, ValueError, struct.error):
                     raise smi_error.WrongValueError(name=name, idx=idx) from None
                 continue
-            if key[:-1] != L.outlet_command or key[-1] not in self.state:
-                if key in self._static or key[:-1] == L.outlet_command:
+            column, outlet = self._command_column(key)
+            if column is None or outlet not in self.state:
+                if key in self._static or column is not None:
                     raise smi_error.NotWritableError(name=name, idx=idx)
                 raise smi_error.NoCreationError(name=name, idx=idx)
             if not isinstance(val, (rfc1902.Integer, rfc1902.Integer32)):
                 raise smi_error.WrongTypeError(name=name, idx=idx)
-            what = {L.command_on: "on", L.command_off: "off", L.command_reboot: "reboot"}.get(int(val))
+            what = L.commands[column].get(int(val))
             if what is None:
                 raise smi_error.WrongValueError(name=name, idx=idx)
-            accepted.append((key[-1], what))
+            accepted.append((outlet, what))
         for outlet, what in accepted:
             self.command(outlet, what)
         for utc_ns in dates:
             self.set_date(utc_ns)
         return [(name, val) for name, val in varBinds]
+
+    def _command_column(self, key: Oid) -> tuple[Oid | None, int | None]:
+        """(the command column, the outlet) that `key` is an instance of, or (None, None)."""
+        L = self.layout
+        head, outlet = key[:-1], key[-1]
+        for col in L.commands:
+            if head == col + L.index:
+                return col, outlet
+        return None, None
