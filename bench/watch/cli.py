@@ -19,13 +19,14 @@ class _Parser(argparse.ArgumentParser):
 def _rates(items: list[str]) -> dict[str, float]:
     out = {}
     for it in items:
-        k, _, v = it.partition("=")
+        k, _, v = it.rpartition("=")
+        k = k or "*"                       # --rate HZ: every device
         try:
             hz = float(v)
         except ValueError:
             hz = -1.0
         if not k or not 0 < hz <= 50:
-            raise ValueError(f"--rate {it!r}: expected DEVICE_OR_DRIVER=HZ with 0 < HZ <= 50")
+            raise ValueError(f"--rate {it!r}: expected [DEVICE_OR_DRIVER=]HZ with 0 < HZ <= 50")
         out[k] = hz
     return out
 
@@ -51,8 +52,8 @@ def watch_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("results"), help="folder for day folders")
     ap.add_argument("--listen", default="127.0.0.1:9473",
                     help="HOST:PORT of the metrics and mapping endpoint (default 127.0.0.1:9473)")
-    ap.add_argument("--rate", action="append", default=[], metavar="DEVICE_OR_DRIVER=HZ",
-                    help="probe rate (default: polite per driver, 0.2 Hz for Redfish)")
+    ap.add_argument("--rate", action="append", default=[], metavar="[DEVICE_OR_DRIVER=]HZ",
+                    help="probe rate, repeatable (default: polite per driver, 0.2 Hz for Redfish)")
     ap.add_argument("--reference-allowance", default=None,
                     help="bound on the reference's own error when linuxptp cannot be read")
     ap.add_argument("--fit-every", default="10s", help="refit the live bounds this often")

@@ -17,7 +17,9 @@ from bench.analysis.estimate import ClockFit
 from bench.watch.estimator import ClockMeta, ClockWindow, current_bounds
 
 MAX_BREAKS = 64                  # per clock, the latest breaks kept for the mapping's windows
-STUCK_TICKS = 2.0                # a value unchanged over this many ticks' time: the clock is stuck
+STUCK_TICKS = 2.0                # a value unchanged over this many ticks' time ...
+STUCK_MIN_NS = 30_000_000_000    # ... and at least this long: the clock is stuck (a declared
+                                 # tick finer than the one shown must not look stuck)
 
 
 @dataclass
@@ -107,7 +109,10 @@ class WatchState:
             c.value, c.value_since_ns, c.stuck = v, e, False
             return
         q = max(1, c.window.meta.resolution_ns)
-        if c.value_since_ns is not None and s - c.value_since_ns > STUCK_TICKS * q:
+        if c.fit is not None and str(c.fit.resolution_basis) != "unproven":
+            q = max(q, int(c.fit.resolution_ns))     # the tick the values show (a coarser one)
+        if c.value_since_ns is not None and s - c.value_since_ns > max(STUCK_TICKS * q,
+                                                                       STUCK_MIN_NS):
             c.stuck = True
 
     # -- from the fitter ------------------------------------------------------------------------

@@ -29,9 +29,10 @@ def watch_plan(timeout_s: float = 5.0) -> ProbePlan:
 
 
 def polite(device, rates: dict[str, float]):
-    """The device at its watch rate: --rate by device name, then by driver, then RATES."""
-    hz = rates.get(device.name, rates.get(device.driver,
-                                          RATES.get(device.driver, DEFAULT_RATE)))
+    """The device at its watch rate: --rate by device name, then by driver, then for all
+    ("*"), then RATES."""
+    hz = rates.get(device.name, rates.get(device.driver, rates.get(
+        "*", RATES.get(device.driver, DEFAULT_RATE))))
     return replace(device, rate_hz=float(hz))
 
 

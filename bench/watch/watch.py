@@ -186,6 +186,7 @@ class Watch:
         self.write_state()
 
 
+@contextlib.contextmanager
 def on_signals(w: Watch):
     def stop(signum, frame):
         w.stopped_by = w.stopped_by or signal.Signals(signum).name
@@ -195,7 +196,11 @@ def on_signals(w: Watch):
         w.reload.set()
     old = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, stop), (signal.SIGINT, stop),
                                               (signal.SIGHUP, hup))}
-    return contextlib.ExitStack().callback(lambda: [signal.signal(s, h) for s, h in old.items()])
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def watch(opts: Options) -> int:
