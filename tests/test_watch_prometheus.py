@@ -92,7 +92,7 @@ def test_watch_scraped_step_break_roll_and_map(tmp_path):
     for d in days:
         run = load_run(d)
         assert run.summary.devices, d             # every day summarised
-        alerts += [e for e in run.events if e.kind == "alert_break" and e.device == "bmc-2"]
+        alerts += [e for e in run.events() if e.kind == "alert_break" and e.device == "bmc-2"]
     assert len(alerts) == 1, alerts               # once per event, whatever the refits
     assert load_run(days[-1]).manifest.status == "interrupted"
     assert load_run(days[-1]).manifest.raw["stopped_by"] == "SIGTERM"

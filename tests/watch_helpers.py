@@ -49,6 +49,8 @@ def get_json(url: str, data: bytes | None = None):
             return json.loads(r.read())
     except urllib.error.HTTPError as exc:
         return {"status": exc.code, **json.loads(exc.read() or b"{}")}
+    except (urllib.error.URLError, OSError):       # not listening yet
+        return None
 
 
 def stop_watch(proc: subprocess.Popen, sig=signal.SIGTERM) -> str:
