@@ -1,0 +1,97 @@
+"""SIGHUP reloads the watched rack file: a device added and one removed, and the device that
+stayed goes on without a gap (its worker never reopened; no slot of its plan's grid skipped
+across the reload). Against a rack served by `rackclock sim`, a lab rack to the watch."""
+from __future__ import annotations
+
+import csv
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+
+import numpy as np
+import pytest
+import tomli_w
+from racks import sim_rack_text
+from watch_helpers import ROOT, start_watch, state, stop_watch, until
+
+from bench.analysis.probe_schedule import AIM_REACH
+from bench.model.inventory import load_rack
+from bench.model.rundata import load_run
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    rack_file = tmp_path / "small.toml"
+    rack_file.write_text(sim_rack_text(["bmc-1", "cdu-1", "pdu-2"]))
+    for d in load_rack(rack_file).devices:
+        for var in [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]:
+            if var:
+                monkeypatch.setenv(var, secrets.token_urlsafe(9))
+    out = tmp_path / "served"
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sim", "--rack", str(rack_file),
+                             "--out", str(out)], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    until(lambda: (out / "rack.toml").exists(), 60, "the served rack", proc)
+    yield tomllib.loads((out / "rack.toml").read_text())
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+
+
+def _rack(data: dict, devices: list[str], path):
+    path.write_text(tomli_w.dumps({**data, "devices": {k: v for k, v in data["devices"].items()
+                                                       if k in devices}}))
+
+
+def _reads(day, device):
+    p = [load_run(d) for d in day if (load_run(d).path / "samples" / f"{device}.csv").exists()]
+    return sum(len(r.samples(device).select("read")) for r in p)
+
+
+def test_sighup_adds_and_removes_devices_without_a_gap(served, tmp_path):
+    rack = tmp_path / "watched.toml"
+    _rack(served, ["bmc-1", "cdu-1"], rack)
+    out = tmp_path / "out"
+    proc = start_watch(out, "--rack", str(rack), "--reference-allowance", "1ms",
+                       "--rate", "2", "--fit-every", "1s")
+    try:
+        st = until(lambda: (s := state(out)) and s.get("day") and s, 90, "watch.json", proc)
+        day = [st["day"]]
+        until(lambda: _reads(day, "cdu-1") >= 6 and _reads(day, "bmc-1") >= 6, 120,
+              "reads of both devices", proc)
+        _rack(served, ["cdu-1", "pdu-2"], rack)
+        proc.send_signal(signal.SIGHUP)
+        until(lambda: state(out)["devices"] == ["cdu-1", "pdu-2"], 60, "the reload", proc)
+        until(lambda: _reads(day, "pdu-2") >= 6, 120, "reads of the added device", proc)
+        n = _reads(day, "cdu-1")
+        until(lambda: _reads(day, "cdu-1") >= n + 6, 120, "more reads of cdu-1", proc)
+    finally:
+        text = stop_watch(proc)
+    assert proc.returncode == 0, text
+    run = load_run(day[0])
+    events = run.events()
+    reload = [e for e in events if e.kind == "reload"]
+    assert len(reload) == 1 and "pdu-2" in reload[0].message and "bmc-1" in reload[0].message
+    opened = [e for e in events if e.kind == "identity" and e.device == "cdu-1"]
+    assert len(opened) == 1                                  # never reopened
+    assert not [e for e in events if e.kind == "reopen" and e.device == "cdu-1"]
+    with open(run.path / "samples" / "cdu-1.csv", newline="") as f:   # each probe's first read
+        planned = np.array(sorted(int(r["s_ns"]) - int(r["late_ns"]) for r in csv.DictReader(f)
+                                  if r["kind"] == "read" and r["late_ns"]))
+    t = reload[0].t_ns
+    assert planned[0] < t < planned[-1]                       # reads on both sides of it
+    period = 0.5e9
+    # one probe per slot of the plan's grid (probe_schedule.grid_slot), dithered in it or aimed
+    # up to AIM_REACH periods past its centre: no skipped slot puts two probes further apart
+    assert np.max(np.diff(planned)) <= (2 + AIM_REACH) * period, np.max(np.diff(planned)) / 1e9
+    # the removed device stopped, the added one started after the reload
+    bmc = run.samples("bmc-1")
+    assert max(int(bmc.s_ns[i]) for i in bmc.select("read")) < t + 10 * 10**9
+    pdu = run.samples("pdu-2")
+    assert min(int(pdu.s_ns[i]) for i in pdu.select("read")) > t - 10**9
