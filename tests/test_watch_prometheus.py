@@ -129,3 +129,29 @@ def _map_as_timeline(day: Path, url: str, tmp: Path) -> None:
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["hi_ns"] == entry["hi_ns"]
+    _enriched_log_record(url, stamp, entry)
+
+
+def _enriched_log_record(url: str, stamp: str, entry: dict) -> None:
+    """docs/watch/enrich_logs.py: a logging filter puts the interval on the record."""
+    import importlib.util
+    import logging
+    spec = importlib.util.spec_from_file_location("enrich_logs",
+                                                  ROOT / "docs" / "watch" / "enrich_logs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+    log = logging.getLogger("test-watch-enrich")
+    log.propagate = False
+    log.addHandler(Keep())
+    log.addFilter(mod.ReferenceTime(url, device="bmc-2", clock="datetime"))
+    log.warning("fan failure", extra={"device_stamp": stamp})
+    log.warning("no stamp")
+    log.warning("bad stamp", extra={"device_stamp": "yesterday"})
+    assert (records[0].ref_lo_ns, records[0].ref_hi_ns) == (entry["lo_ns"], entry["hi_ns"])
+    assert not hasattr(records[1], "ref_lo_ns")
+    assert records[2].ref_lo_ns is None and records[2].ref_status.startswith("error: stamp")
