@@ -92,3 +92,26 @@ def test_alerting_rules_pass_promtool():
         r = subprocess.run(["promtool", *args], cwd=RULES, capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_rules_and_dashboard_name_only_exported_metrics():
+    """Every rackclock_* name the alerting rules, their tests and the Grafana dashboard use is
+    one the watch's endpoint exports (a renamed metric would silently never alert)."""
+    import re
+
+    from prometheus_client.exposition import generate_latest
+
+    from bench.watch.metrics import registry
+    st, _, _, c = _watch()
+    c.bounds = {"offset_lo_ns": 1.0, "offset_hi_ns": 2.0, "offset_status": "proven",
+                "drift_lo_ppm": -1.0, "drift_hi_ppm": 1.0, "mean_drift_ppm": 0.1}
+    c.last_read_ns = 0
+    st.set_reference(Health("realtime", 1, verified=True, grade="ok", detail={
+        "offset_from_master_ns": 12, "mean_path_delay_ns": 800, "gm_identity": "aa"}))
+    text = generate_latest(registry(st)).decode()
+    exported = set(re.findall(r"^(rackclock_\w+?)(?:\{| )", text, re.M))
+    root = RULES.parent
+    for f in (RULES / "rackclock.rules.yml", RULES / "rackclock.rules.test.yml",
+              root / "grafana" / "rackclock-watch.json"):
+        used = set(re.findall(r"rackclock_[a-z_]+[a-z]", f.read_text())) - {"rackclock_watch"}
+        assert used and used <= exported, (f.name, used - exported)
