@@ -1,6 +1,6 @@
 """`rackclock watch` on the simulated rack, scraped by a real Prometheus server: a step injected
-mid-run (the simulator's fault control) appears as a break in the scraped series and as one
-alert line in the journal; the day folders roll and `summarize`/`compare` read them; the
+mid-run (the simulator's fault control) appears as a break in the scraped series, fires the
+example rules' break alert in that server, and writes one alert line in the journal; the day folders roll and `summarize`/`compare` read them; the
 mapping service answers a stamp of a closed day with the interval `rackclock timeline` gives."""
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ PROMETHEUS = shutil.which("prometheus")
 def prometheus(tmp: Path, target: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     cfg = tmp / "prometheus.yml"
+    rules = ROOT / "deploy" / "prometheus" / "rackclock.rules.yml"
     cfg.write_text(f"global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                   f"  evaluation_interval: 1s\nrule_files:\n  - {rules}\n"
                    f"scrape_configs:\n  - job_name: rackclock\n"
                    f"    static_configs:\n      - targets: ['{target}']\n")
     proc = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",
@@ -68,6 +70,11 @@ def test_watch_scraped_step_break_roll_and_map(tmp_path):
         got = until(lambda: query(prom_url, 'rackclock_clock_breaks_total{device="bmc-2"} > 0'),
                     120, "a scraped break of bmc-2", proc)
         assert got[0]["metric"]["clock"] == "datetime"
+        # the example rules, loaded by the same server, fire on it
+        firing = until(lambda: [a for a in (get_json(f"{prom_url}/api/v1/alerts") or {}).get(
+            "data", {}).get("alerts", []) if a["labels"]["alertname"] == "RackclockClockBreak"
+            and a["state"] == "firing"], 60, "the break alert firing", proc)
+        assert firing[0]["labels"]["device"] == "bmc-2"
         assert query(prom_url, 'rackclock_clock_offset_status{device="cdu-1",status="proven"}')
         # a closed day: the mapping answers its stamps as the timeline does
         until(lambda: (s := state(out)) and s["closed"], 90, "a closed day folder", proc)

@@ -48,8 +48,11 @@ def get_json(url: str, data: bytes | None = None):
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read())
     except urllib.error.HTTPError as exc:
-        return {"status": exc.code, **json.loads(exc.read() or b"{}")}
-    except (urllib.error.URLError, OSError):       # not listening yet
+        try:
+            return {"status": exc.code, **json.loads(exc.read() or b"{}")}
+        except ValueError:                         # a server starting: not JSON yet
+            return None
+    except (urllib.error.URLError, OSError, ValueError):       # not listening yet
         return None
 
 

@@ -70,6 +70,11 @@ def watch_main(argv: list[str] | None = None) -> int:
     except (ValueError, InventoryError, RackBusy, ReferenceRefused) as exc:
         print(f"rackclock watch: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:              # the endpoint's port taken, the folder unwritable
+        print(f"rackclock watch: {exc.strerror or exc}"
+              f"{f': {exc.filename}' if exc.filename else ''} (--listen {a.listen})",
+              file=sys.stderr)
+        return 2
 
 
 def map_main(argv: list[str] | None = None) -> int:
