@@ -95,3 +95,53 @@ def test_sighup_adds_and_removes_devices_without_a_gap(served, tmp_path):
     assert max(int(bmc.s_ns[i]) for i in bmc.select("read")) < t + 10 * 10**9
     pdu = run.samples("pdu-2")
     assert min(int(pdu.s_ns[i]) for i in pdu.select("read")) > t - 10**9
+
+
+def _metric(url: str, name: str, **labels) -> float | None:
+    import re
+    import urllib.request
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:
+        text = r.read().decode()
+    sel = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        m = re.match(rf"{name}\{{(.*)\}} (\S+)$", line)
+        if m and all(f'{k}="{v}"' in m.group(1) for k, v in labels.items()):
+            return float(m.group(2))
+    return None
+
+
+def test_restart_resumes_the_current_segments_from_disk(served, tmp_path):
+    """A watch killed (SIGKILL: nothing closed) and started again: the old day is summarised and
+    marked killed, and the new watch's bounds start from the old day's reads (its first fit
+    already counts them), not from nothing."""
+    rack = tmp_path / "watched.toml"
+    _rack(served, ["cdu-1"], rack)
+    out = tmp_path / "out"
+    args = ("--rack", str(rack), "--reference-allowance", "1ms", "--rate", "2",
+            "--fit-every", "1s")
+    proc = start_watch(out, *args)
+    try:
+        day = [until(lambda: (s := state(out)) and s.get("day"), 90, "watch.json", proc)]
+        until(lambda: _reads(day, "cdu-1") >= 10, 120, "reads of cdu-1", proc)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    before = _reads(day, "cdu-1")
+    (out / "watch.json").unlink()
+    proc = start_watch(out, *args)
+    try:
+        st = until(lambda: (s := state(out)) and s.get("day") != day[0] and s, 90,
+                   "the new watch.json", proc)
+        taken = until(lambda: _metric(st["url"], "rackclock_clock_reads_total", device="cdu-1"),
+                      60, "the resumed clock in the metrics", proc)
+        assert taken >= before
+        until(lambda: _metric(st["url"], "rackclock_clock_offset_lo_seconds", device="cdu-1")
+              is not None, 60, "bounds of the resumed clock", proc)
+    finally:
+        text = stop_watch(proc)
+    assert proc.returncode == 0, text
+    old = load_run(day[0])
+    assert old.manifest.status == "killed" and old.summary.devices
+    new = load_run(st["day"])
+    resumed = [e for e in new.events() if e.kind == "resume" and e.device == "cdu-1"]
+    assert len(resumed) == 1 and f"{before} reads" in resumed[0].message
