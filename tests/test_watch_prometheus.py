@@ -8,7 +8,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path

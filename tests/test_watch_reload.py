@@ -4,22 +4,16 @@ across the reload). Against a rack served by `rackclock sim`, a lab rack to the 
 from __future__ import annotations
 
 import csv
-import os
-import secrets
 import signal
-import subprocess
-import sys
-import time
 import tomllib
 
 import numpy as np
 import pytest
 import tomli_w
-from racks import sim_rack_text
-from watch_helpers import ROOT, start_watch, state, stop_watch, until
+from racks import served_rack
+from watch_helpers import start_watch, state, stop_watch, until
 
 from bench.analysis.probe_schedule import AIM_REACH
-from bench.model.inventory import load_rack
 from bench.model.rundata import load_run
 
 pytestmark = pytest.mark.slow
@@ -27,21 +21,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def served(tmp_path, monkeypatch):
-    rack_file = tmp_path / "small.toml"
-    rack_file.write_text(sim_rack_text(["bmc-1", "cdu-1", "pdu-2"]))
-    for d in load_rack(rack_file).devices:
-        for var in [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]:
-            if var:
-                monkeypatch.setenv(var, secrets.token_urlsafe(9))
-    out = tmp_path / "served"
-    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sim", "--rack", str(rack_file),
-                             "--out", str(out)], cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    until(lambda: (out / "rack.toml").exists(), 60, "the served rack", proc)
-    yield tomllib.loads((out / "rack.toml").read_text())
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(30)
+    with served_rack(tmp_path, monkeypatch, ["bmc-1", "cdu-1", "pdu-2"]) as out:
+        yield tomllib.loads((out / "rack.toml").read_text())
 
 
 def _rack(data: dict, devices: list[str], path):
@@ -102,7 +83,6 @@ def _metric(url: str, name: str, **labels) -> float | None:
     import urllib.request
     with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:
         text = r.read().decode()
-    sel = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
     for line in text.splitlines():
         m = re.match(rf"{name}\{{(.*)\}} (\S+)$", line)
         if m and all(f'{k}="{v}"' in m.group(1) for k, v in labels.items()):

@@ -21,6 +21,7 @@ from bench.errors import RackclockError
 from bench.model.logformats import ISO, Context, Unparsed, iso_stamp
 
 DAYS_CACHED = 2          # closed days whose fits are kept in memory (each a day of segments)
+NEAR_NS = 3600 * 10**9   # a day is asked only when its summary puts the stamp this near its span
 
 
 class MapError(RackclockError, ValueError):
@@ -99,6 +100,28 @@ class DayFits:
         return cal
 
 
+def near(path: Path, q: Query) -> bool:
+    """Whether the day's summary (its segments' offsets) puts the stamp within NEAR_NS of the
+    day's span: a cheap test before the day's fits are loaded (a stamp of today must not load
+    every day of the month)."""
+    import json
+    try:
+        summary = json.loads((Path(path) / "summary.json").read_text())
+        man = json.loads((Path(path) / "manifest.json").read_text())
+        segs = summary["devices"][q.device]["clocks"][q.clock]["segments"]
+        lo, hi = int(man["started_ns"]), int(man.get("ended_ns") or man["started_ns"])
+        clocks = man["devices"][q.device].get("clocks") or []
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if any(c.get("name") == q.clock and c.get("modulus_ns") for c in clocks):
+        return True           # a wrapping counter: its turn is the mapping's to find
+    for sg in segs:
+        t = q.value_ns - float(sg["offset_ns"]["point"])
+        if lo - NEAR_NS <= t <= hi + NEAR_NS:
+            return True
+    return False
+
+
 class Mapper:
     """`map(query)` through the closed days (`days()`: their folders, oldest first) and the
     live state."""
@@ -118,6 +141,8 @@ class Mapper:
         return answer(q, live[0], "live", now, live[1])
 
     def _day(self, q: Query, path: Path, now: int) -> dict | None:
+        if not near(path, q):
+            return None
         try:
             run, cal = self.fits.of(path)
         except (OSError, ValueError):

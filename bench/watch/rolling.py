@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.model import provenance
-from bench.model.store import RunStore, SampleWriter, new_run_id
+from bench.model.store import RunStore, new_run_id
 from bench.model.statuses import RunStatus
 from bench.model.summary import summarize_run
 from bench.reference.monitor import HealthMonitor

@@ -166,16 +166,15 @@ class Watch:
                                                  f"removed {sorted(set(removed) - set(added))}")
         self.write_state()
 
+    def _truth(self, path: Path) -> None:
+        """The simulator stops (writing its truth) and its truth goes into the last day."""
+        self.sim.__exit__()
+        self.sim.move_truth(path)
+
     def _close(self) -> None:
         self.sup.stop_all()
         self.server.stop()
-        truth = None
-        if self.sim is not None:
-            sim = self.sim
-
-            def truth(path):
-                sim.__exit__()
-                sim.move_truth(path)
+        truth = self._truth if self.sim is not None else None
         for t in threading.enumerate():
             if t.name == "watch-close-day":
                 t.join(600)
