@@ -66,7 +66,7 @@ def watch_main(argv: list[str] | None = None) -> int:
         opts = Options(a.rack, a.out, host, port, _rates(a.rate), roll, fit,
                        allowance_ns=parse_allowance(a.reference_allowance),
                        argv=["rackclock", "watch", *(argv or [])])
-        return watch(opts)
+        return watch(opts, say=lambda text: print(text, file=sys.stderr, flush=True))
     except (ValueError, InventoryError, RackBusy, ReferenceRefused) as exc:
         print(f"rackclock watch: {exc}", file=sys.stderr)
         return 2

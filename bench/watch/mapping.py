@@ -137,7 +137,8 @@ class Mapper:
             if got is not None:
                 return got
         if live is None:
-            raise MapError(f"{q.device} {q.clock}: no fit yet, live or in the day folders")
+            raise MapError(f"{q.device} {q.clock}: no day folder places this stamp in its span "
+                           f"and no live fit of the clock is there to map it")
         return answer(q, live[0], "live", now, live[1])
 
     def _day(self, q: Query, path: Path, now: int) -> dict | None:

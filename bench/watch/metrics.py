@@ -117,7 +117,7 @@ class WatchCollector:
                                ("mean_path_delay_ns", "reference_path_delay_seconds",
                                 "ptp4l's mean path delay")):
             if d.get(key) not in (None, ""):
-                g = _g(name.removeprefix(""), doc, [])
+                g = _g(name, doc, [])
                 g.add_metric([], float(d[key]) / NS)
                 yield g
         age = _g("reference_health_age_seconds", "time since the last health snapshot", [])

@@ -47,9 +47,20 @@ class Server:
     async def map_one(self, request: web.Request) -> web.Response:
         try:
             q = parse_query(dict(request.query))
-            return web.json_response(await asyncio.to_thread(self.mapper.map, q))
+            return web.json_response(await asyncio.to_thread(self._map, q))
         except MapError as exc:
             return web.json_response({"error": str(exc)}, status=400)
+
+    def _map(self, q):
+        """The mapper's answer; anything else it raises is this query's one error line."""
+        try:
+            return self.mapper.map(q)
+        except MapError:
+            raise
+        except Exception as exc:
+            log.warning("map %s %s %s: %r", q.device, q.clock, q.raw[:60], exc)
+            raise MapError(f"{q.device} {q.clock}: cannot map {q.raw[:60]!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
 
     async def map_batch(self, request: web.Request) -> web.Response:
         try:
@@ -65,7 +76,7 @@ class Server:
         out = []
         for it in items:
             try:
-                out.append(self.mapper.map(parse_query(it if isinstance(it, dict) else {})))
+                out.append(self._map(parse_query(it if isinstance(it, dict) else {})))
             except MapError as exc:
                 out.append({"error": str(exc), "query": it if isinstance(it, dict) else None})
         return out

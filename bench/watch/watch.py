@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -202,9 +201,9 @@ def on_signals(w: Watch):
             signal.signal(s, h)
 
 
-def watch(opts: Options) -> int:
+def watch(opts: Options, say=lambda text: None) -> int:
     """Run the watch until SIGTERM/SIGINT; InventoryError / ReferenceRefused / RackBusy before
-    anything starts."""
+    anything starts. `say(text)`: the command's line once serving (where to scrape and ask)."""
     from bench.reference.clock import reference_for_run
     from bench.run.experiment import DEFAULT_RACK
     from bench.run.simproc import SimProcess
@@ -226,6 +225,6 @@ def watch(opts: Options) -> int:
         stack.enter_context(on_signals(w))
         w.server.start()
         stack.callback(w.server.stop)
-        print(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
-              f"mapping {w.url()}/v1/map; day folders in {opts.out}", file=sys.stderr)
+        say(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
+            f"mapping {w.url()}/v1/map; day folders in {opts.out}")
         return w.run()
