@@ -47,7 +47,6 @@ def test_bad_queries_are_one_error_each_and_the_server_goes_on(day):
         ok = get_json(f"{url}?device=bmc-2&clock=datetime&value_ns={int(v[3])}")
         assert ok["source"] == str(day)          # the clock showed v[3] within [s3, e3]:
         assert ok["lo_ns"] <= int(e[3]) and ok["hi_ns"] >= int(s[3])
-        # (floor to its 1 s tick: the interval of value v reaches from before s to after it)
         far = get_json(f"{url}?device=bmc-2&clock=datetime&value_ns={int(v[0]) - 3600 * 10**9}")
         assert far["status"] == 400 and "no day folder places" in far["error"]
         assert get_json(f"http://127.0.0.1:{srv.port}/healthz")["ok"]
