@@ -132,8 +132,10 @@ class RollingStore:
         self.day.store.update_manifest(**changes)
 
     def drop(self, device: str) -> None:
+        """A device no longer probed: its stream closed, the next days do not name it."""
         with self._lock:
             tap = self.taps.pop(device, None)
+            self.devices.pop(device, None)
         if tap:
             tap.close()
 

@@ -58,32 +58,42 @@ def next_roll_ns(now_ns: int, opts: Options, started_ns: int) -> int:
     return (now_ns // day + 1) * day
 
 
+def priors_of(rack) -> dict:
+    """Per device the inventory's fit settings the summary uses (drift prior, wander)."""
+    return {d.name: {k: d.options[k] for k in ("drift_prior_ppm", "wander_ppm")
+                     if k in d.options} for d in rack.devices}
+
+
 class Watch:
     def __init__(self, opts: Options, rack, reference, health, sim=None):
         self.opts, self.rack, self.reference, self.sim = opts, rack, reference, sim
-        priors = {d.name: {k: d.options[k] for k in ("drift_prior_ppm", "wander_ppm")
-                           if k in d.options} for d in rack.devices}
-        self.state = WatchState(reference.now_ns, priors)
+        self.state = WatchState(reference.now_ns, priors_of(rack))
         self.state.set_reference(health)
         self.stop, self.reload = threading.Event(), threading.Event()
         self.stopped_by: str | None = None
         self.closed: list[Path] = []
         self.plan = watch_plan()
         self.devices = [polite(d, opts.rates) for d in rack.devices]
-        extra = {"watch": {"rates_hz": {d.name: d.rate_hz for d in self.devices},
-                           "roll_every_s": opts.roll_every_s}}
-        base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"), extra)
-        base["inventory"]["devices"] = {d.name: d.public() for d in self.devices}
-        self.resumed = resume(opts.out, base["rack_file"], self.state)
-        self.store = RollingStore(self.state, lambda: Day(
-            opts.out, reference, self.state.reference,
-            {**json.loads(json.dumps(base)), "health_every_s": opts.health_every_s}))
+        self.base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"),
+                                 {"watch": {"roll_every_s": opts.roll_every_s}})
+        self.resumed = resume(opts.out, self.base["rack_file"], self.state)
+        self.store = RollingStore(self.state, self._new_day)
         self.alerts = Alerts(self.store.journal, rack.limits)
         self.alerts.reference(health)
         self.sup = Supervisor(reference.now_ns, self.store, self.plan,
                               int(rack.options.get("seed", 0)))
         self.mapper = Mapper(self.state, lambda: list(self.closed))
         self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
+
+    def _new_day(self) -> Day:
+        """The next day's folder, its manifest naming the devices probed now."""
+        m = json.loads(json.dumps(self.base))
+        m["inventory"]["devices"] = {d.name: d.public() for d in self.devices}
+        m["devices"] = {d.name: {"plane": d.plane, "driver": d.driver} for d in self.devices}
+        m["runner"]["devices"] = len(self.devices)
+        m["watch"]["rates_hz"] = {d.name: d.rate_hz for d in self.devices}
+        return Day(self.opts.out, self.reference, self.state.reference,
+                   {**m, "health_every_s": self.opts.health_every_s})
 
     def url(self) -> str:
         return f"http://{self.opts.host}:{self.server.port}"
@@ -157,6 +167,8 @@ class Watch:
             log.warning("watch: reload refused: %s", exc)
             return
         self.devices = [polite(d, self.opts.rates) for d in rack.devices]
+        self.state.priors.update(priors_of(rack))
+        self.alerts.limits = rack.limits
         added, removed = self.sup.apply(self.devices)
         for n in removed:
             if n not in added:
