@@ -135,6 +135,11 @@ def _map_as_timeline(day: Path, url: str, tmp: Path) -> None:
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["hi_ns"] == entry["hi_ns"]
+    r = subprocess.run([sys.executable, "-m", "bench.cli", "map", "--url", url, "--device",
+                        "bmc-2", "--clock", "datetime", "--stamp", stamp], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["lo_ns"] == entry["lo_ns"]
     _enriched_log_record(url, stamp, entry)
 
 

@@ -52,3 +52,21 @@ def test_bad_queries_are_one_error_each_and_the_server_goes_on(day):
         assert get_json(f"http://127.0.0.1:{srv.port}/healthz")["ok"]
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--listen", "nowhere"], "--listen 'nowhere': expected HOST:PORT"),
+    (["--rate", "bmc-1=0"], "--rate 'bmc-1=0': expected"),
+    (["--rate", "fast"], "--rate 'fast': expected"),
+    (["--fit-every", "soon"], "rackclock watch:"),
+])
+def test_bad_command_line_is_one_line_and_exit_2(args, says, tmp_path):
+    import subprocess
+    import sys
+
+    from watch_helpers import ROOT
+    r = subprocess.run([sys.executable, "-m", "bench.cli", "watch", "--out", str(tmp_path),
+                        *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, \
+        r.stderr
+    assert not list(tmp_path.iterdir())           # nothing started
