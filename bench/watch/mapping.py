@@ -8,9 +8,11 @@ where it came from: the day folder, or `live`.
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
+from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,26 +102,35 @@ class DayFits:
         return cal
 
 
+@lru_cache(maxsize=512)
+def day_index(path: Path) -> tuple[int, int, dict]:
+    """A closed day's span (started_ns, ended_ns) and per (device, clock) its segments' offset
+    points and modulus, from its manifest and summary (a few numbers a day, kept)."""
+    summary = json.loads((Path(path) / "summary.json").read_text())
+    man = json.loads((Path(path) / "manifest.json").read_text())
+    lo, hi = int(man["started_ns"]), int(man.get("ended_ns") or man["started_ns"])
+    out = {}
+    for dn, d in (summary.get("devices") or {}).items():
+        mods = {c.get("name"): int(c.get("modulus_ns") or 0)
+                for c in (man.get("devices", {}).get(dn, {}).get("clocks") or [])}
+        for cn, c in (d.get("clocks") or {}).items():
+            out[(dn, cn)] = ([float(sg["offset_ns"]["point"]) for sg in c.get("segments", [])],
+                             mods.get(cn, 0))
+    return lo, hi, out
+
+
 def near(path: Path, q: Query) -> bool:
     """Whether the day's summary (its segments' offsets) puts the stamp within NEAR_NS of the
     day's span: a cheap test before the day's fits are loaded (a stamp of today must not load
     every day of the month)."""
-    import json
     try:
-        summary = json.loads((Path(path) / "summary.json").read_text())
-        man = json.loads((Path(path) / "manifest.json").read_text())
-        segs = summary["devices"][q.device]["clocks"][q.clock]["segments"]
-        lo, hi = int(man["started_ns"]), int(man.get("ended_ns") or man["started_ns"])
-        clocks = man["devices"][q.device].get("clocks") or []
+        lo, hi, idx = day_index(Path(path))
     except (OSError, ValueError, KeyError, TypeError):
-        return False
-    if any(c.get("name") == q.clock and c.get("modulus_ns") for c in clocks):
-        return True           # a wrapping counter: its turn is the mapping's to find
-    for sg in segs:
-        t = q.value_ns - float(sg["offset_ns"]["point"])
-        if lo - NEAR_NS <= t <= hi + NEAR_NS:
-            return True
-    return False
+        return False                  # not summarised (yet): not asked
+    points, modulus = idx.get((q.device, q.clock), ([], 0))
+    if modulus:
+        return bool(points)           # a wrapping counter: its turn is the mapping's to find
+    return any(lo - NEAR_NS <= q.value_ns - p <= hi + NEAR_NS for p in points)
 
 
 class Mapper:
@@ -132,7 +143,12 @@ class Mapper:
     def map(self, q: Query) -> dict:
         now = time.time_ns()
         live = self._live(q)
-        for path in reversed(list(self.days())):
+        days = list(self.days())
+        if live is not None:          # after every closed day: the live fits answer at once
+            got = answer(q, live[0], "live", now, live[1])
+            if got["lo_ns"] is not None and got["lo_ns"] > self._last_end(days):
+                return got
+        for path in reversed(days):
             got = self._day(q, Path(path), now)
             if got is not None:
                 return got
@@ -156,6 +172,15 @@ class Mapper:
         lo, hi = min(c.span[0] for c in cals), max(c.span[1] for c in cals)
         inside = got["lo_ns"] is not None and lo <= got["lo_ns"] and got["hi_ns"] <= hi
         return got if inside else None
+
+    @staticmethod
+    def _last_end(days: list) -> int:
+        for path in reversed(days):
+            try:
+                return day_index(Path(path))[1]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return -(2**63)
 
     def _live(self, q: Query):
         """(calibrations of the live fit, whether the clock is a counter) or None."""
