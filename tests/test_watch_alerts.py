@@ -115,3 +115,23 @@ def test_rules_and_dashboard_name_only_exported_metrics():
               root / "grafana" / "rackclock-watch.json"):
         used = set(re.findall(r"rackclock_[a-z_]+[a-z]", f.read_text())) - {"rackclock_watch"}
         assert used and used <= exported, (f.name, used - exported)
+
+
+def test_grandmaster_changes_counted_and_polite_default_rates():
+    from prometheus_client.exposition import generate_latest
+
+    from bench.model.rackfile import load_checked
+    from bench.run.experiment import DEFAULT_RACK
+    from bench.watch.metrics import registry
+    from bench.watch.supervisor import polite
+    st = WatchState(lambda: 0)
+    for k, gm in enumerate(("aa", "aa", "bb", "bb", "cc")):
+        st.set_reference(Health("realtime", k, verified=True, grade="ok",
+                                detail={"gm_identity": gm}))
+    assert "rackclock_reference_gm_identity_changes_total 2.0" in \
+        generate_latest(registry(st)).decode()
+    rack = load_checked(DEFAULT_RACK)
+    rates = {d.name: polite(d, {}).rate_hz for d in rack.devices}
+    assert rates["bmc-1"] == 0.2 and rates["pdu-1"] == 0.5 and rates["cdu-1"] == 0.5
+    assert all(r <= 1.0 for r in rates.values())           # never a run's pace
+    assert polite(rack.devices[0], {"*": 1.0, rack.devices[0].driver: 0.1}).rate_hz == 0.1
