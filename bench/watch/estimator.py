@@ -18,6 +18,7 @@ from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_cloc
                                      wander_allowance_ns_per_s)
 from bench.model.summary import ClockResult
 
+__all__ = ["ClockFit", "ClockMeta", "ClockWindow", "WINDOW", "current_bounds"]
 WINDOW = 600          # reads kept per clock: at 0.2-0.5 Hz, 20-50 minutes of reads
 
 

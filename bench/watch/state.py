@@ -13,8 +13,7 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from bench.analysis.estimate import ClockFit
-from bench.watch.estimator import ClockMeta, ClockWindow, current_bounds
+from bench.watch.estimator import ClockFit, ClockMeta, ClockWindow, current_bounds
 
 MAX_BREAKS = 64                  # per clock, the latest breaks kept for the mapping's windows
 STUCK_TICKS = 2.0                # a value unchanged over this many ticks' time ...
