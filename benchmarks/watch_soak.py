@@ -3,7 +3,7 @@ process, first ten minutes against the last ten (ratios), and every bound of the
 checked against the simulator's truth (the last day: the simulator writes its truth when it
 stops; earlier days have none).
 
-    .venv/bin/python benchmarks/watch_soak.py --minutes 35 [--roll-every 600s] [--out DIR]
+    .venv/bin/python benchmarks/watch_soak.py --minutes 35 [--roll-every 600s] [--fit-every 10s]
 
 Prints one table and a JSON line; exits 1 when a bound missed the truth. Figures go into
 benchmarks/README.md with the machine's load stated (the machine is shared).
@@ -66,12 +66,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=35.0)
     ap.add_argument("--roll-every", default="600s")
+    ap.add_argument("--fit-every", default="10s", help="the watch's --fit-every (its default is "
+                    "30 s; the soak refits three times as often)")
     ap.add_argument("--every-s", type=float, default=10.0)
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     out = a.out or Path(tempfile.mkdtemp(prefix="watch-soak-"))
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "watch", "--out", str(out),
-                             "--listen", "127.0.0.1:0", "--roll-every", a.roll_every],
+                             "--listen", "127.0.0.1:0", "--roll-every", a.roll_every,
+                             "--fit-every", a.fit_every],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     series, t0 = [], time.monotonic()
     try:

@@ -44,7 +44,7 @@ class Options:
     port: int = 9473
     rates: dict = field(default_factory=dict)
     roll_every_s: float | None = None      # None: at UTC midnight
-    fit_every_s: float = 10.0
+    fit_every_s: float = 30.0
     health_every_s: float = 5.0
     allowance_ns: int | None = None
     argv: list = field(default_factory=list)
