@@ -72,6 +72,7 @@ class Watch:
         self.stop, self.reload = threading.Event(), threading.Event()
         self.stopped_by: str | None = None
         self.closed: list[Path] = []
+        self._state_lock = threading.Lock()
         self.plan = watch_plan()
         self.devices = [polite(d, opts.rates) for d in rack.devices]
         self.base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"),
@@ -99,9 +100,11 @@ class Watch:
         return f"http://{self.opts.host}:{self.server.port}"
 
     def write_state(self) -> None:
-        write_json(self.opts.out / STATE_FILE, {
-            "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
-            "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
+        """watch.json, rewritten atomically (the main thread and a closing day's thread)."""
+        with self._state_lock:
+            write_json(self.opts.out / STATE_FILE, {
+                "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
+                "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
 
     def run(self) -> int:
         for d, n in self.resumed.items():
