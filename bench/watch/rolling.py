@@ -12,19 +12,22 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from bench.model import provenance
-from bench.model.store import RunStore, new_run_id
+from bench.model.store import SCHEMA, RunStore, new_run_id, write_json
 from bench.model.statuses import RunStatus
 from bench.model.summary import summarize_run
 from bench.reference.monitor import HealthMonitor
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "watch"
+SUMMARY_TIMEOUT_S = 3600.0
 
 
 class Day:
@@ -51,17 +54,37 @@ class Day:
                                   duration_s=round(time.monotonic() - self.t0, 3))
         if truth is not None:
             truth(self.path)
-        try:
-            t = self.path / "truth.json"      # a simulated rack's last day: bounds against truth
-            self.store.write_summary(summarize_run(
-                self.path, self.store.manifest, json.loads(t.read_text()) if t.exists() else None))
+        error = summarize_day(self.path)
+        if error:                       # one day's summary failing must not stop the watch
+            self.store.journal("-", "error", "summary", error)
+            self.store.update_manifest(status=RunStatus.FAILED, error=error)
+        else:
             self.store.update_manifest(status=status, **({"stopped_by": stopped_by}
                                                           if stopped_by else {}))
-        except Exception as exc:        # one day's summary failing must not stop the watch
-            self.store.journal("-", "error", "summary", repr(exc))
-            self.store.update_manifest(status=RunStatus.FAILED, error=repr(exc))
         self.store.close()
         return self.path
+
+
+def summarize_day(path: Path) -> str | None:
+    """summary.json of a closed day, fitted in a child process (a day's samples and fits are
+    large, once a day: the watch's own memory stays flat); None, or the error in one line."""
+    try:
+        r = subprocess.run([sys.executable, "-m", "bench.watch.rolling", str(path)],
+                           cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                           text=True, timeout=SUMMARY_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"summary of {path.name}: {exc}"
+    if r.returncode != 0:
+        return f"summary of {path.name} failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None
+
+
+def write_day_summary(path: Path) -> None:
+    """In the child: the day's summary, against the simulator's truth where it has one."""
+    man = json.loads((path / "manifest.json").read_text())
+    t = path / "truth.json"
+    summary = summarize_run(path, man, json.loads(t.read_text()) if t.exists() else None)
+    write_json(path / "summary.json", {"schema": SCHEMA, **summary})
 
 
 class Tap:
@@ -164,3 +187,7 @@ def day_manifest(rack, plan, argv: list[str], rack_file: str, extra: dict) -> di
             "inventory": rack.public(), "runner": {"processes": 1, "devices": len(rack.devices)},
             "devices": {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices},
             **extra}
+
+
+if __name__ == "__main__":
+    write_day_summary(Path(sys.argv[1]))
