@@ -74,8 +74,9 @@ def _experiments_epilog() -> str:
 
 
 def _delegate(module: str, argv: list[str]) -> int:
-    """Subcommands that live in their own module's `main(argv)`."""
-    return int(importlib.import_module(module).main(argv) or 0)
+    """Subcommands that live in their own module's `main(argv)` (or `module:function`)."""
+    module, _, fn = module.partition(":")
+    return int(getattr(importlib.import_module(module), fn or "main")(argv) or 0)
 
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.output.report",
@@ -84,6 +85,8 @@ SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "benc
                "summarize": "bench.resummarize"}
 SUBCOMMANDS["experiments"] = "bench.run.catalog"
 SUBCOMMANDS["fleet"] = "bench.fleet.cli"
+SUBCOMMANDS["watch"] = "bench.watch.cli:watch_main"
+SUBCOMMANDS["map"] = "bench.watch.cli:map_main"
 HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "check": "reference health, reachability and identity of every device",
         "report": "HTML report and print figures of a run folder",
@@ -94,6 +97,8 @@ HELP = {"sim": "serve the simulated rack on loopback for other clients",
         "summarize": "(re)build summary.json of a run folder, a killed run included"}
 HELP["experiments"] = "the experiments, their parameters and documentation"
 HELP["fleet"] = "a fleet of racks on Ray: run each rack on its bench host, report the fleet"
+HELP["watch"] = "probe the rack until stopped: day folders, metrics, the mapping service"
+HELP["map"] = "the reference interval of a device stamp (a running watch, or day folders)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,16 @@ the rest of the suite knows: `sim_rack_text(["bmc-1"], changes={"bmc-1": {"sim":
 A `None` in `changes` removes that key."""
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
 import tomllib
+from pathlib import Path
 
 import tomli_w
 
@@ -40,3 +48,32 @@ def sim_rack_text(devices: list[str], **kw) -> str:
 
 
 UTC_BMC2 = {"bmc-2": {"sim": {"local_offset_min": None, "true_local_offset_min": None}}}
+
+
+@contextlib.contextmanager
+def served_rack(tmp_path, monkeypatch, devices: list[str]):
+    """`rackclock sim` serving these devices of the default rack in a process of its own (their
+    credentials set in the environment); yields its folder (`rack.toml`: a lab rack to clients)."""
+    from bench.model.inventory import load_rack
+
+    rack_file = tmp_path / "small.toml"
+    rack_file.write_text(sim_rack_text(devices))
+    for d in load_rack(rack_file).devices:
+        for var in [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]:
+            if var:
+                monkeypatch.setenv(var, secrets.token_urlsafe(9))
+    out = tmp_path / "served"
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sim", "--rack", str(rack_file),
+                             "--out", str(out)], cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "rack.toml").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.05)
+        yield out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)

@@ -7,7 +7,7 @@ included) with `ast`:
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
   bench.lockdir, bench.priority) < analysis < model < reference < compare < output < run < commands (the
   modules at bench/ top: cli, timeline_cli, check, resummarize, pytest_plugin, and the
-  bench/fleet package);
+  bench/fleet and bench/watch packages);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.
 
 Imports by string (importlib.import_module("drivers." + name)) are not seen; the one such place,

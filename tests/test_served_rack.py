@@ -2,16 +2,10 @@
 against its rack file is a lab-rack run, so stimuli are printed, not sent, unless armed."""
 from __future__ import annotations
 
-import os
-import secrets
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from racks import sim_rack_text
+from racks import served_rack
 
 from bench.run.experiment import run_experiment
 from bench.model.inventory import load_rack
@@ -22,23 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def served(tmp_path, monkeypatch):
-    rack_file = tmp_path / "small.toml"
-    rack_file.write_text(sim_rack_text(["bmc-1", "pdu-2"]))
-    for d in load_rack(rack_file).devices:
-        for var in [d.password_env] + [v for k, v in d.options.items() if k.endswith("_env")]:
-            if var:
-                monkeypatch.setenv(var, secrets.token_urlsafe(9))
-    out = tmp_path / "served"
-    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sim", "--rack", str(rack_file),
-                             "--out", str(out)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while not (out / "rack.toml").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
-        time.sleep(0.05)
-    yield out
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(30)
+    with served_rack(tmp_path, monkeypatch, ["bmc-1", "pdu-2"]) as out:
+        yield out
 
 
 def test_served_rack_is_a_lab_rack_and_stimuli_need_arm(served, tmp_path, caplog):

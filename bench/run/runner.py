@@ -42,6 +42,8 @@ OPENS_AT_ONCE = 16             # per loop: an open costs CPU (a TLS login, an SN
                                # tables: 5-15 ms), and many at once starve the answers of the
                                # devices already open; 4 left the last of 150 devices 5-17 s
                                # from their first read
+READS_KEPT = 2000              # per clock, the reads the schedule keeps (it looks at the last
+                               # 400): a long run (rackclock watch) keeps its memory flat
 log = logging.getLogger(__name__)
 
 
@@ -499,6 +501,9 @@ class DeviceWorker:
         self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
                        "ok", r.raw, late_ns=late)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
+        if len(reads) > READS_KEPT:   # whole bursts of explore cycles: the aim/explore phase stays
+            cycle = max(1, self.plan.burst) * self.plan.explore_every
+            del reads[:READS_KEPT // 2 // cycle * cycle]
         self.status.recent.setdefault(r.clock, []).append((r.s_ns, r.e_ns, r.value_ns,
                                                            r.resolution_ns))
         self.status.reads += 1

@@ -1,0 +1,1 @@
+"""`rackclock watch`: a rack measured continuously (docs/DESIGN.md, "Watching a rack")."""

@@ -1,0 +1,91 @@
+"""The one place `rackclock watch` calls the estimator (issue 28 changes its internals: this
+adapter is what follows it).
+
+A clock keeps a bounded window of its latest reads (WINDOW reads), never the whole series: the
+samples stay on disk. A fit of the window is a fit of a subset of the constraints, so its proven
+bounds hold whenever the full series' do (fewer constraints, a larger polygon); they are only
+wider than a fit of every read since the segment began would be.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.analysis.counters import unwrap
+from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock,
+                                     wander_allowance_ns_per_s)
+from bench.model.summary import ClockResult
+
+__all__ = ["ClockFit", "ClockMeta", "ClockWindow", "WINDOW", "current_bounds"]
+WINDOW = 600          # reads kept per clock: at 0.2-0.5 Hz, 20-50 minutes of reads
+
+
+@dataclass(frozen=True)
+class ClockMeta:
+    """What a fit needs of a clock beside its reads (the manifest's clock entry, the
+    inventory's priors)."""
+    name: str
+    resolution_ns: int
+    counter: bool = False
+    modulus_ns: int = 0
+    drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM
+    wander_ppm: float = 0.0
+
+    def as_manifest(self) -> dict:
+        return {"name": self.name, "resolution_ns": self.resolution_ns,
+                "counter": self.counter, "modulus_ns": self.modulus_ns or None}
+
+
+class ClockWindow:
+    """The latest reads of one clock, (s, e, value) ns each, at most `size`."""
+
+    def __init__(self, meta: ClockMeta, size: int = WINDOW):
+        self.meta = meta
+        self.reads: deque = deque(maxlen=size)
+
+    def add(self, s_ns: int, e_ns: int, value_ns: int) -> None:
+        self.reads.append((int(s_ns), int(e_ns), int(value_ns)))
+
+    def __len__(self) -> int:
+        return len(self.reads)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a = np.asarray(self.reads, dtype=np.int64).reshape(-1, 3)
+        a = a[np.argsort(a[:, 0], kind="stable")]
+        s, e, v = a[:, 0], a[:, 1], a[:, 2]
+        m = self.meta
+        if len(v) and m.counter and m.modulus_ns:      # as the summary unwraps (rundata)
+            v, _ = unwrap(s, e, v, int(m.modulus_ns), int(m.resolution_ns))
+        return s, e, v
+
+    def fit(self, uncertainty_ns: int = 0) -> ClockFit | None:
+        """The estimator's fit of the window, as the summary fits a run (bench.model.summary
+        .fit_clocks), or None with fewer than two reads."""
+        if len(self.reads) < 2:
+            return None
+        s, e, v = self.arrays()
+        m = self.meta
+        wander = wander_allowance_ns_per_s(m.wander_ppm, (int(s[-1]) - int(s[0])) / 1e9)
+        return fit_clock(s, e, v, int(m.resolution_ns), uncertainty_ns=int(uncertainty_ns),
+                         drift_prior_ppm=m.drift_prior_ppm, wander_ns_per_s=wander)
+
+    def result(self, fit: ClockFit | None) -> ClockResult:
+        """The fit as the timeline's mapping takes it (bench.analysis.timeline_map.calibrations)."""
+        m = self.meta
+        return ClockResult(m.name, {**m.as_manifest(), "modulus_ns": m.modulus_ns},
+                           m.resolution_ns, len(self.reads), fit)
+
+
+def current_bounds(fit: ClockFit | None) -> dict | None:
+    """The current (last) segment's offset and drift bounds and statuses, as plain numbers."""
+    if fit is None or not fit.segments:
+        return None
+    sg = fit.segments[-1]
+    md = sg.mean_drift or {}
+    return {"epoch_ns": int(sg.epoch_ns), "offset_lo_ns": float(sg.offset_ns.lo),
+            "offset_hi_ns": float(sg.offset_ns.hi), "offset_status": str(sg.offset_status),
+            "drift_lo_ppm": float(sg.drift_ppm.lo), "drift_hi_ppm": float(sg.drift_ppm.hi),
+            "mean_drift_ppm": md.get("point"), "mean_drift_status": md.get("status"),
+            "start_ns": int(sg.start_ns), "end_ns": int(sg.end_ns), "reads": int(sg.reads)}

@@ -1,0 +1,131 @@
+"""The watch's state as Prometheus/OpenMetrics metrics (prometheus_client), read at each scrape.
+
+Names follow Prometheus' conventions: base units in the name (`_seconds`, `_ratio`), counters
+end in `_total`, labels `device`, `clock`, `plane` (and `kind`, `grade`, `status`, `measure`).
+The offset is device clock minus reference time at the current segment's epoch; for a counter
+clock it is minus its zero instant (large and negative), as in summary.json.
+"""
+from __future__ import annotations
+
+import time
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import CollectorRegistry
+
+from bench.analysis.statuses import BreakKind
+from bench.model.statuses import ErrorKind
+
+NS = 1e9
+GRADES = ("ok", "warn", "unverified", "fail")
+STATUSES = ("proven", "assumed", "undecided")
+PFX = "rackclock_"
+
+
+def _g(name, doc, labels):
+    return GaugeMetricFamily(PFX + name, doc, labels=labels)
+
+
+def _c(name, doc, labels):
+    return CounterMetricFamily(PFX + name, doc, labels=labels)
+
+
+class WatchCollector:
+    def __init__(self, state, alerts=None):
+        self.state, self.alerts = state, alerts
+
+    def collect(self):
+        yield from self._clocks()
+        yield from self._devices()
+        yield from self._reference()
+
+    def _clocks(self):
+        L = ["device", "clock", "plane"]
+        lo = _g("clock_offset_lo_seconds", "proven lower bound of device clock minus reference "
+                "at the current segment's epoch", L)
+        hi = _g("clock_offset_hi_seconds", "upper bound of device clock minus reference", L)
+        st = _g("clock_offset_status", "the offset bound's status (1 for the current one)",
+                L + ["status"])
+        md = _g("clock_mean_drift_ratio", "the current segment's mean drift (point; s/s)", L)
+        dl = _g("clock_drift_lo_ratio", "lower bound of the drift at the epoch (s/s)", L)
+        dh = _g("clock_drift_hi_ratio", "upper bound of the drift at the epoch (s/s)", L)
+        br = _c("clock_breaks", "breaks (steps, reboots...) detected while watching", L + ["kind"])
+        age = _g("clock_last_read_age_seconds", "reference time since the last good read", L)
+        stuck = _g("clock_stuck", "1 when the clock's value stopped advancing", L)
+        lim = _g("clock_limit_crossed", "1 when the bounds are beyond a [limits] entry",
+                 L + ["measure"])
+        reads = _c("clock_reads", "good reads of the clock", L)
+        now = self.state.now_ns()
+        with self.state.lock:
+            for dn, d in self.state.devices.items():
+                for cn, c in d.clocks.items():
+                    lab = [dn, cn, d.plane]
+                    reads.add_metric(lab, c.taken)
+                    for k in BreakKind:
+                        br.add_metric(lab + [str(k)], c.breaks.get(str(k), 0))
+                    stuck.add_metric(lab, 1.0 if c.stuck else 0.0)
+                    for m in ("offset", "drift"):
+                        lim.add_metric(lab + [m], 1.0 if m in c.limits_failed else 0.0)
+                    if c.last_read_ns is not None:
+                        age.add_metric(lab, max(0, now - c.last_read_ns) / NS)
+                    b = c.bounds
+                    if not b:
+                        continue
+                    lo.add_metric(lab, b["offset_lo_ns"] / NS)
+                    hi.add_metric(lab, b["offset_hi_ns"] / NS)
+                    for s in STATUSES:
+                        st.add_metric(lab + [s], 1.0 if b["offset_status"] == s else 0.0)
+                    dl.add_metric(lab, b["drift_lo_ppm"] * 1e-6)
+                    dh.add_metric(lab, b["drift_hi_ppm"] * 1e-6)
+                    if b["mean_drift_ppm"] is not None:
+                        md.add_metric(lab, b["mean_drift_ppm"] * 1e-6)
+        yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads)
+
+    def _devices(self):
+        L = ["device", "plane"]
+        req = _c("device_requests", "exchanges with the device (every sample row)", L)
+        rpm = _g("device_requests_per_minute", "exchanges in the last 60 s (politeness)", L)
+        err = _c("device_errors", "failed exchanges by error class", L + ["kind"])
+        devices = list(self.state.devices.items())
+        for dn, d in devices:
+            req.add_metric([dn, d.plane], d.rows)
+            rpm.add_metric([dn, d.plane], self.state.requests_last_minute(d))
+            with self.state.lock:
+                kinds = set(d.errors) | {str(k) for k in (ErrorKind.TIMEOUT,
+                                                          ErrorKind.UNREACHABLE)}
+                for k in sorted(kinds):
+                    err.add_metric([dn, d.plane, k], d.errors.get(k, 0))
+        yield from (req, rpm, err)
+
+    def _reference(self):
+        h = self.state.reference
+        grade = _g("reference_grade", "the reference's grade (1 for the current one)", ["grade"])
+        for g in GRADES:
+            grade.add_metric([g], 1.0 if h is not None and h.grade == g else 0.0)
+        yield grade
+        gm = _c("reference_gm_identity_changes", "grandmaster identity changes seen", [])
+        gm.add_metric([], self.state.gm_changes)
+        yield gm
+        unc = _g("reference_uncertainty_seconds", "bound on the reference's own error, added to "
+                 "every bracket", [])
+        unc.add_metric([], (h.uncertainty_ns if h is not None else 0) / NS)
+        yield unc
+        if h is None:
+            return
+        d = h.detail
+        for key, name, doc in (("offset_from_master_ns", "reference_ptp_offset_seconds",
+                                "ptp4l's offset from its master"),
+                               ("mean_path_delay_ns", "reference_path_delay_seconds",
+                                "ptp4l's mean path delay")):
+            if d.get(key) not in (None, ""):
+                g = _g(name, doc, [])
+                g.add_metric([], float(d[key]) / NS)
+                yield g
+        age = _g("reference_health_age_seconds", "time since the last health snapshot", [])
+        age.add_metric([], max(0.0, time.time_ns() - h.checked_ns) / NS)
+        yield age
+
+
+def registry(state) -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(WatchCollector(state))
+    return reg

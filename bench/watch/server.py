@@ -1,0 +1,116 @@
+"""The watch's HTTP endpoint (aiohttp, on its own thread and loop): `/metrics` (Prometheus text,
+or OpenMetrics when the scraper asks for it), `GET /v1/map?device=&clock=&stamp=` (or
+`value_ns=`), `POST /v1/map` with a JSON list of such queries (at most MAX_BATCH), `/healthz`.
+Loopback by default: the mapping and the metrics say nothing secret, but a lab decides who may
+ask."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+from aiohttp import web
+from prometheus_client.exposition import choose_encoder
+
+from bench.watch.mapping import MapError, parse_query
+
+log = logging.getLogger(__name__)
+MAX_BATCH = 10_000
+MAX_BODY = 4 << 20
+
+
+class Server:
+    """`Server(registry, mapper, host, port).start()` -> `.port`; `.stop()`."""
+
+    def __init__(self, registry, mapper, host: str = "127.0.0.1", port: int = 0):
+        self.registry, self.mapper, self.host, self.port = registry, mapper, host, port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY)
+        app.add_routes([web.get("/metrics", self.metrics), web.get("/v1/map", self.map_one),
+                        web.post("/v1/map", self.map_batch), web.get("/healthz", self.health)])
+        return app
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        encode, ctype = choose_encoder(request.headers.get("Accept", ""))
+        body = await asyncio.to_thread(encode, self.registry)
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "devices": self.mapper.known()})
+
+    async def map_one(self, request: web.Request) -> web.Response:
+        try:
+            q = parse_query(dict(request.query))
+            return web.json_response(await asyncio.to_thread(self._map, q))
+        except MapError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+
+    def _map(self, q):
+        """The mapper's answer; anything else it raises is this query's one error line."""
+        try:
+            return self.mapper.map(q)
+        except MapError:
+            raise
+        except Exception as exc:
+            log.warning("map %s %s %s: %r", q.device, q.clock, q.raw[:60], exc)
+            raise MapError(f"{q.device} {q.clock}: cannot map {q.raw[:60]!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+
+    async def map_batch(self, request: web.Request) -> web.Response:
+        try:
+            items = await request.json()
+        except ValueError:
+            return web.json_response({"error": "the body is not JSON"}, status=400)
+        if not isinstance(items, list) or len(items) > MAX_BATCH:
+            return web.json_response({"error": f"expected a JSON list of at most {MAX_BATCH} "
+                                               f"queries"}, status=400)
+        return web.json_response(await asyncio.to_thread(self._batch, items))
+
+    def _batch(self, items: list) -> list:
+        out = []
+        for it in items:
+            try:
+                out.append(self._map(parse_query(it if isinstance(it, dict) else {})))
+            except MapError as exc:
+                out.append({"error": str(exc), "query": it if isinstance(it, dict) else None})
+        return out
+
+    def start(self) -> "Server":
+        self._thread = threading.Thread(target=self._serve, name="watch-http", daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def _serve(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._loop.run_until_complete(self._open())
+        except BaseException as exc:
+            self.error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self._runner.cleanup())
+        self._loop.close()
+
+    async def _open(self) -> None:
+        self._runner = web.AppRunner(self.app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)

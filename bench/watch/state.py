@@ -1,0 +1,162 @@
+"""The live state of a watched rack: per device its counts, per clock a bounded window of reads
+(bench/watch/estimator.py), its current segment's bounds, the breaks seen, whether it is stuck
+or beyond a limit. Everything here is bounded whatever the run's length: counters, the last
+minute's request instants, a window of reads per clock, the breaks of the last MAX_BREAKS.
+
+Rows arrive from the probing threads (bench/watch/rolling.py taps every sample row); fits run on
+the watch's own fitter thread (`refit`), which also raises the alerts (bench/watch/alerts.py).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from bench.watch.estimator import ClockFit, ClockMeta, ClockWindow, current_bounds
+
+MAX_BREAKS = 64                  # per clock, the latest breaks kept for the mapping's windows
+STUCK_TICKS = 2.0                # a value unchanged over this many ticks' time ...
+STUCK_MIN_NS = 30_000_000_000    # ... and at least this long: the clock is stuck (a declared
+                                 # tick finer than the one shown must not look stuck)
+
+
+@dataclass
+class ClockState:
+    window: ClockWindow
+    plane: str
+    fit: ClockFit | None = None
+    fitted_reads: int = 0          # reads taken when it was last fitted
+    taken: int = 0                 # ok reads ever (this process)
+    bounds: dict | None = None
+    breaks: Counter = field(default_factory=Counter)      # kind -> count
+    recent_breaks: deque = field(default_factory=lambda: deque(maxlen=MAX_BREAKS))
+    last_read_ns: int | None = None
+    value: int | None = None        # the last value and the first bracket's end showing it
+    value_since_ns: int | None = None
+    stuck: bool = False
+    limits_failed: set = field(default_factory=set)
+
+
+@dataclass
+class DeviceState:
+    plane: str
+    rows: int = 0
+    reads: int = 0
+    errors: Counter = field(default_factory=Counter)    # error class -> count
+    requests: deque = field(default_factory=lambda: deque(maxlen=6000))   # instants, last minute
+    clocks: dict = field(default_factory=dict)          # name -> ClockState
+
+
+class WatchState:
+    """Thread-safe: `row()` from the probing threads, `refit()` from the fitter, `snapshot()`
+    from the metrics and mapping handlers."""
+
+    def __init__(self, now_ns, priors: dict | None = None):
+        self.now_ns = now_ns
+        self.priors = priors or {}            # device -> {"drift_prior_ppm", "wander_ppm"}
+        self.devices: dict[str, DeviceState] = {}
+        self.lock = threading.Lock()
+        self.uncertainty_ns = 0
+        self.reference = None                  # the latest Health snapshot
+        self.gm_changes = 0
+
+    # -- from the probing threads ---------------------------------------------------------------
+    def define(self, device: str, plane: str, clocks: list[dict]) -> None:
+        """A device opened and named its clocks (the manifest's `clocks` entries)."""
+        pri = self.priors.get(device, {})
+        with self.lock:
+            d = self.devices.setdefault(device, DeviceState(plane))
+            for c in clocks:
+                meta = ClockMeta(c["name"], int(c.get("resolution_ns") or 1),
+                                 bool(c.get("counter")), int(c.get("modulus_ns") or 0),
+                                 float(pri.get("drift_prior_ppm", 600.0)),
+                                 float(pri.get("wander_ppm", 0.0)))
+                old = d.clocks.get(c["name"])
+                if old is None or old.window.meta != meta:
+                    d.clocks[c["name"]] = ClockState(ClockWindow(meta), plane)
+
+    def forget(self, device: str) -> None:
+        with self.lock:
+            self.devices.pop(device, None)
+
+    def row(self, device: str, kind: str, clock: str, s_ns, e_ns, value_ns, status: str) -> None:
+        """One sample row as it was written."""
+        with self.lock:
+            d = self.devices.get(device)
+            if d is None:
+                return
+            d.rows += 1
+            d.requests.append(time.monotonic())
+            if status not in ("ok", "unarmed"):
+                d.errors[status] += 1
+                return
+            c = d.clocks.get(clock) if kind == "read" else None
+            if c is None or value_ns is None:
+                return
+            d.reads += 1
+            c.taken += 1
+            c.window.add(s_ns, e_ns, value_ns)
+            c.last_read_ns = int(e_ns)
+            self._stuck(c, int(s_ns), int(e_ns), int(value_ns))
+
+    @staticmethod
+    def _stuck(c: ClockState, s: int, e: int, v: int) -> None:
+        """A clock whose value stays the same over more than STUCK_TICKS of its ticks while the
+        reference ran on is stuck (it cannot have ticked that slowly within any drift prior)."""
+        if v != c.value:
+            c.value, c.value_since_ns, c.stuck = v, e, False
+            return
+        q = max(1, c.window.meta.resolution_ns)
+        if c.fit is not None and str(c.fit.resolution_basis) != "unproven":
+            q = max(q, int(c.fit.resolution_ns))     # the tick the values show (a coarser one)
+        if c.value_since_ns is not None and s - c.value_since_ns > max(STUCK_TICKS * q,
+                                                                       STUCK_MIN_NS):
+            c.stuck = True
+
+    # -- from the fitter ------------------------------------------------------------------------
+    def due(self) -> list[tuple[str, str, ClockState]]:
+        """Clocks with reads not fitted yet, the longest waiting first."""
+        with self.lock:
+            out = [(dn, cn, c) for dn, d in self.devices.items() for cn, c in d.clocks.items()
+                   if c.taken != c.fitted_reads and len(c.window) >= 2]
+        return sorted(out, key=lambda x: x[2].fitted_reads - x[2].taken)
+
+    def refit(self, device: str, clock: str, c: ClockState) -> list:
+        """Fit the clock's window; returns the breaks not seen before (the alerts' input)."""
+        with self.lock:
+            taken = c.taken
+            window = ClockWindow(c.window.meta, c.window.reads.maxlen)
+            window.reads.extend(c.window.reads)
+            unc = self.uncertainty_ns
+        try:
+            fit = window.fit(unc)
+        except Exception:            # a live fit must never stop the watch; the summary tells
+            fit = None
+        new = []
+        with self.lock:
+            c.fitted_reads = taken
+            c.fit, c.bounds = fit, current_bounds(fit)
+            for b in (fit.breaks if fit else ()):
+                last = c.recent_breaks[-1] if c.recent_breaks else None
+                if last is None or b.after_ns >= last.before_ns:
+                    c.recent_breaks.append(b)
+                    c.breaks[str(b.kind)] += 1
+                    new.append(b)
+        return new
+
+    def requests_last_minute(self, d: DeviceState) -> int:
+        cut = time.monotonic() - 60.0
+        with self.lock:
+            while d.requests and d.requests[0] < cut:
+                d.requests.popleft()
+            return len(d.requests)
+
+    def set_reference(self, health) -> None:
+        with self.lock:
+            old = self.reference
+            if old is not None and health.detail.get("gm_identity") and \
+                    old.detail.get("gm_identity") not in (None, "", health.detail["gm_identity"]):
+                self.gm_changes += 1
+            self.reference = health
+            self.uncertainty_ns = max(self.uncertainty_ns, int(health.uncertainty_ns or 0))

@@ -1,0 +1,245 @@
+"""`rackclock watch`: the rack probed until stopped, each day a run folder, the live bounds as
+metrics and as a mapping service (docs/DESIGN.md, "Watching a rack").
+
+The main thread keeps the time: it rolls the day, refits the clocks that took reads (the
+alerts follow each fit), follows the reference's health, and on SIGHUP reloads the rack file.
+The probing is the runner's (bench/watch/supervisor.py), the serving bench/watch/server.py's.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.model.inventory import InventoryError
+from bench.model.racklock import rack_lock
+from bench.model.rackfile import check_out, load_checked
+from bench.model.statuses import RunStatus
+from bench.model.store import write_json
+from bench.watch.alerts import Alerts
+from bench.watch.mapping import Mapper
+from bench.watch.metrics import registry
+from bench.watch.resume import resume
+from bench.watch.rolling import Day, RollingStore, day_manifest
+from bench.watch.server import Server
+from bench.watch.state import WatchState
+from bench.watch.supervisor import Supervisor, polite, watch_plan
+
+log = logging.getLogger(__name__)
+DAY_S = 86400.0
+STATE_FILE = "watch.json"
+
+
+@dataclass
+class Options:
+    rack_file: Path | None
+    out: Path
+    host: str = "127.0.0.1"
+    port: int = 9473
+    rates: dict = field(default_factory=dict)
+    roll_every_s: float | None = None      # None: at UTC midnight
+    fit_every_s: float = 30.0
+    health_every_s: float = 5.0
+    allowance_ns: int | None = None
+    argv: list = field(default_factory=list)
+
+
+def next_roll_ns(now_ns: int, opts: Options, started_ns: int) -> int:
+    if opts.roll_every_s:
+        step = int(opts.roll_every_s * 1e9)
+        return started_ns + ((now_ns - started_ns) // step + 1) * step
+    day = int(DAY_S * 1e9)
+    return (now_ns // day + 1) * day
+
+
+def priors_of(rack) -> dict:
+    """Per device the inventory's fit settings the summary uses (drift prior, wander)."""
+    return {d.name: {k: d.options[k] for k in ("drift_prior_ppm", "wander_ppm")
+                     if k in d.options} for d in rack.devices}
+
+
+class Watch:
+    def __init__(self, opts: Options, rack, reference, health, sim=None):
+        self.opts, self.rack, self.reference, self.sim = opts, rack, reference, sim
+        self.state = WatchState(reference.now_ns, priors_of(rack))
+        self.state.set_reference(health)
+        self.stop, self.reload = threading.Event(), threading.Event()
+        self.stopped_by: str | None = None
+        self.closed: list[Path] = []
+        self._state_lock = threading.Lock()
+        self.plan = watch_plan()
+        self.devices = [polite(d, opts.rates) for d in rack.devices]
+        self.base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"),
+                                 {"watch": {"roll_every_s": opts.roll_every_s}})
+        self.resumed = resume(opts.out, self.base["rack_file"], self.state)
+        self.store = RollingStore(self.state, self._new_day)
+        self.alerts = Alerts(self.store.journal, rack.limits)
+        self.alerts.reference(health)
+        self.sup = Supervisor(reference.now_ns, self.store, self.plan,
+                              int(rack.options.get("seed", 0)))
+        self.mapper = Mapper(self.state, lambda: list(self.closed))
+        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
+
+    def _new_day(self) -> Day:
+        """The next day's folder, its manifest naming the devices probed now."""
+        m = json.loads(json.dumps(self.base))
+        m["inventory"]["devices"] = {d.name: d.public() for d in self.devices}
+        m["devices"] = {d.name: {"plane": d.plane, "driver": d.driver} for d in self.devices}
+        m["runner"]["devices"] = len(self.devices)
+        m["watch"]["rates_hz"] = {d.name: d.rate_hz for d in self.devices}
+        return Day(self.opts.out, self.reference, self.state.reference,
+                   {**m, "health_every_s": self.opts.health_every_s})
+
+    def url(self) -> str:
+        return f"http://{self.opts.host}:{self.server.port}"
+
+    def write_state(self) -> None:
+        """watch.json, rewritten atomically (the main thread and a closing day's thread)."""
+        with self._state_lock:
+            write_json(self.opts.out / STATE_FILE, {
+                "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
+                "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
+
+    def run(self) -> int:
+        for d, n in self.resumed.items():
+            self.store.journal(d, "info", "resume", f"{n} reads of the current segments "
+                                                    f"resumed from the last day folder")
+        self.sup.apply(self.devices)
+        self.write_state()
+        log.info("watch: %d devices, serving %s, day %s", len(self.devices), self.url(),
+                 self.store.path)
+        start = self.reference.now_ns()
+        roll_at = next_roll_ns(start, self.opts, start)
+        fit_at = 0.0
+        try:
+            while not self.stop.wait(0.2):
+                if self.reload.is_set():
+                    self.reload.clear()
+                    self._reload()
+                if self.reference.now_ns() >= roll_at:
+                    roll_at = next_roll_ns(self.reference.now_ns(), self.opts, start)
+                    self._roll()
+                if time.monotonic() >= fit_at:
+                    fit_at = time.monotonic() + self.opts.fit_every_s
+                    self._refit()
+        finally:
+            self._close()
+        return 0
+
+    def _refit(self) -> None:
+        mon = self.store.day.monitor
+        if mon.samples:
+            h = mon.samples[-1]
+            self.state.set_reference(h)
+            self.alerts.reference(h)
+        for device, clock, c in self.state.due():
+            if self.stop.is_set():
+                return
+            self.alerts.breaks(device, clock, self.state.refit(device, clock, c))
+            self.alerts.crossed(device, clock, c)
+            self.alerts.stuck(device, clock, c)
+        self.sup.trim()
+
+    def _roll(self) -> None:
+        old = self.store.roll()
+        self.write_state()
+        records = self.sup.records()
+
+        def close():
+            self.closed.append(old.close(records, RunStatus.COMPLETED, None))
+            self.write_state()
+            log.info("watch: day %s closed", old.path)
+        threading.Thread(target=close, name="watch-close-day", daemon=True).start()
+
+    def _reload(self) -> None:
+        """SIGHUP: the rack file again; devices added, removed or changed, the others untouched."""
+        if self.rack.simulated:
+            self.store.journal("", "warn", "reload", "the simulated rack is served as started: "
+                                                     "SIGHUP reloads a lab rack file only")
+            return
+        try:
+            rack = load_checked(self.opts.rack_file)
+        except InventoryError as exc:
+            self.store.journal("", "error", "reload", f"rack file kept as it was: {exc}")
+            log.warning("watch: reload refused: %s", exc)
+            return
+        self.devices = [polite(d, self.opts.rates) for d in rack.devices]
+        self.state.priors.update(priors_of(rack))
+        self.alerts.limits = rack.limits
+        added, removed = self.sup.apply(self.devices)
+        for n in removed:
+            if n not in added:
+                self.state.forget(n)
+        self.store.journal("", "info", "reload", f"added or changed {sorted(added)}, "
+                                                 f"removed {sorted(set(removed) - set(added))}")
+        self.write_state()
+
+    def _truth(self, path: Path) -> None:
+        """The simulator stops (writing its truth) and its truth goes into the last day."""
+        self.sim.__exit__()
+        self.sim.move_truth(path)
+
+    def _close(self) -> None:
+        self.sup.stop_all()
+        self.server.stop()
+        truth = self._truth if self.sim is not None else None
+        for t in threading.enumerate():
+            if t.name == "watch-close-day":
+                t.join(600)
+        day = self.store.day
+        self.closed.append(day.close(self.sup.records() or {}, RunStatus.INTERRUPTED
+                                     if self.stopped_by else RunStatus.COMPLETED,
+                                     self.stopped_by, truth))
+        self.write_state()
+
+
+@contextlib.contextmanager
+def on_signals(w: Watch):
+    def stop(signum, frame):
+        w.stopped_by = w.stopped_by or signal.Signals(signum).name
+        w.stop.set()
+
+    def hup(signum, frame):
+        w.reload.set()
+    old = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, stop), (signal.SIGINT, stop),
+                                              (signal.SIGHUP, hup))}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def watch(opts: Options, say=lambda text: None) -> int:
+    """Run the watch until SIGTERM/SIGINT; InventoryError / ReferenceRefused / RackBusy before
+    anything starts. `say(text)`: the command's line once serving (where to scrape and ask)."""
+    from bench.reference.clock import reference_for_run
+    from bench.run.experiment import DEFAULT_RACK
+    from bench.run.simproc import SimProcess
+
+    rack = load_checked(opts.rack_file or DEFAULT_RACK)
+    check_out(opts.out)
+    with contextlib.ExitStack() as stack:
+        if not rack.simulated and rack.source:
+            stack.enter_context(rack_lock(rack.source, wait_s=0, what="rackclock watch"))
+        sim = None
+        if rack.simulated:
+            sim = stack.enter_context(SimProcess(Path(rack.source), opts.out / "watch-sim"))
+            rack = sim.rack
+        ref, health = reference_for_run(rack.reference, opts.allowance_ns, rack.simulated,
+                                        ptp_uds=rack.options.get("ptp_uds", "auto"),
+                                        domain=int(rack.options.get("ptp_domain", 0)))
+        stack.callback(ref.close)
+        w = Watch(opts, rack, ref, health, sim)
+        stack.enter_context(on_signals(w))
+        w.server.start()
+        stack.callback(w.server.stop)
+        say(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
+            f"mapping {w.url()}/v1/map; day folders in {opts.out}")
+        return w.run()

@@ -1,0 +1,72 @@
+"""The watch's endpoint on bad input: each bad query is one JSON error (400), the server goes
+on; a stamp the mapping cannot place says so. Against the real aiohttp server on loopback,
+mapping from a real run folder."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from racks import sim_rack_text
+from watch_helpers import get_json
+
+from bench.model.rundata import load_run
+from bench.run.experiment import run_experiment
+from bench.watch.mapping import Mapper
+from bench.watch.metrics import registry
+from bench.watch.server import MAX_BATCH, Server
+from bench.watch.state import WatchState
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("day")
+    rack = tmp / "rack.toml"
+    rack.write_text(sim_rack_text(["bmc-2"]))
+    return run_experiment("clock_offset", rack, tmp / "runs",
+                          {"duration_s": "8", "stimulus_every_s": "100"}, quiet=True)
+
+
+def test_bad_queries_are_one_error_each_and_the_server_goes_on(day):
+    srv = Server(registry(WatchState(lambda: 0)), Mapper(None, lambda: [day])).start()
+    url = f"http://127.0.0.1:{srv.port}/v1/map"
+    try:
+        for q in ("", "?device=bmc-2", "?device=bmc-2&clock=datetime&stamp=yesterday",
+                  "?device=bmc-2&clock=datetime&value_ns=12x",
+                  "?device=bmc-2&clock=datetime&stamp=2026-13-45T99:00:00Z"):
+            got = get_json(url + q)
+            assert got["status"] == 400 and got["error"], q
+        got = get_json(url, b"not json")
+        assert got["status"] == 400 and "JSON" in got["error"]
+        got = get_json(url, json.dumps([{}] * (MAX_BATCH + 1)).encode())
+        assert got["status"] == 400
+        got = get_json(url, json.dumps([1, {"device": "bmc-2"}]).encode())
+        assert [("error" in x) for x in got] == [True, True]
+        # a stamp of the day, and one the clock never showed (an hour before the run)
+        run = load_run(day)
+        s, e, v, q = run.clock_reads("bmc-2", "datetime")
+        ok = get_json(f"{url}?device=bmc-2&clock=datetime&value_ns={int(v[3])}")
+        assert ok["source"] == str(day)          # the clock showed v[3] within [s3, e3]:
+        assert ok["lo_ns"] <= int(e[3]) and ok["hi_ns"] >= int(s[3])
+        far = get_json(f"{url}?device=bmc-2&clock=datetime&value_ns={int(v[0]) - 3600 * 10**9}")
+        assert far["status"] == 400 and "no day folder places" in far["error"]
+        assert get_json(f"http://127.0.0.1:{srv.port}/healthz")["ok"]
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--listen", "nowhere"], "--listen 'nowhere': expected HOST:PORT"),
+    (["--rate", "bmc-1=0"], "--rate 'bmc-1=0': expected"),
+    (["--rate", "fast"], "--rate 'fast': expected"),
+    (["--fit-every", "soon"], "rackclock watch:"),
+])
+def test_bad_command_line_is_one_line_and_exit_2(args, says, tmp_path):
+    import subprocess
+    import sys
+
+    from watch_helpers import ROOT
+    r = subprocess.run([sys.executable, "-m", "bench.cli", "watch", "--out", str(tmp_path),
+                        *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, \
+        r.stderr
+    assert not list(tmp_path.iterdir())           # nothing started
