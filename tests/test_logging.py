@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # where print() is the point: the commands, each subcommand's main(), the terminal output layer,
 # the run's closing table and folder path, and the simulator's own `serve` command
 PRINT_OK_MODULES = ("bench/output/", "bench/sim/serve.py", "bench/cli.py", "bench/check.py",
-                    "bench/fleet/cli.py",
+                    "bench/fleet/cli.py", "bench/watch/cli.py",
                     "bench/timeline_cli.py", "bench/resummarize.py", "bench/pytest_plugin.py")
 PRINT_OK_FUNCTIONS = {"main", "run_experiment"}
 

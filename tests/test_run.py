@@ -164,9 +164,9 @@ def test_the_calibrated_span_ranges_limits_judge_hold_the_truth(default_run):
         tc = run.truth["devices"].get(d.name, {}).get("clocks", {}).get(c.name)
         if c.counter or not tc:
             continue
-        prior, step, _ = span_model(c)
+        prior, _ = span_model(c)
         for sg in c.segments:
-            lo, hi = segment_range(sg, prior, step)
+            lo, hi = segment_range(sg, prior)
             for t in np.linspace(sg.start_ns, sg.end_ns, 50).astype(np.int64):
                 assert lo <= _truth_offset_at(tc, int(t)) <= hi, (d.name, c.name, lo, hi)
                 checked += 1

@@ -138,13 +138,15 @@ class ClockInfo:
     resolution_ns: int | None = None
     counter: bool = False
     modulus_ns: int | None = None
+    lag_ns: int = 0                   # the reading may lag the clock by this much (declared)
     raw: dict = field(**RAW)
 
     @classmethod
     def of(cls, x) -> ClockInfo:
         x = _d(x)
         return cls(str(x.get("name") or ""), _int(x.get("resolution_ns"), None),
-                   bool(x.get("counter")), _int(x.get("modulus_ns"), None), dict(x))
+                   bool(x.get("counter")), _int(x.get("modulus_ns"), None),
+                   _int(x.get("lag_ns")), dict(x))
 
 
 @dataclass(frozen=True)
@@ -617,6 +619,7 @@ class DeviceSummary:
     clocks: dict[str, ClockSummary] = field(default_factory=dict)
     latency: dict[str, Latency] = field(default_factory=dict)
     no_clock: tuple[str, ...] = ()
+    traps_lost: int | None = None     # traps a later state read showed were lost (PDUs)
     raw: dict = field(**RAW)
 
     @classmethod
@@ -628,7 +631,8 @@ class DeviceSummary:
                    {parse(ErrorKind, k): str(v) for k, v in _d(x.get("first_errors")).items()},
                    {c: ClockSummary.of(c, v) for c, v in _d(x.get("clocks")).items()},
                    {s: Latency.of(s, v) for s, v in _d(x.get("latency")).items()},
-                   tuple(str(p) for p in _l(x.get("no_clock"))), dict(x))
+                   tuple(str(p) for p in _l(x.get("no_clock"))),
+                   _int(x.get("traps_lost"), None), dict(x))
 
     @property
     def error_count(self) -> int:
