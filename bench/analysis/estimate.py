@@ -946,15 +946,18 @@ def _segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, bas
     where that bound is narrowest, the line's fit beside it (or the envelope's cone where no line
     fits), the mean drift. Otherwise the line's fit only, statuses "undecided" (the probe
     schedule's aim)."""
-    env = _envelope.TwoSided(_envelope.build(s[run], e[run], v[run], q, prior),
-                             _outlier_gaps(s, e, run, sp.outliers))
+    def flat() -> _envelope.Envelope:
+        return _envelope.build(s[run], e[run], v[run], q, prior)
+
+    # the probe schedule's fits (not published) need no two-sided envelope: none is built
+    env = _envelope.TwoSided(flat(), _outlier_gaps(s, e, run, sp.outliers)) if publish else None
     t0 = epoch_ns
-    if publish and t0 is None:
+    if env is not None and t0 is None:
         t0 = env.narrowest(int(s[run[0]]), int(e[run[-1]]))
     sg = _fit_run(s, e, v, raw_s, raw_e, q, note, run, t0, w, prior, stats=publish)
     line_ok = sg is not None
     if sg is None:
-        sg = _cone(s, e, v, raw_s, raw_e, q, note, run, env.env, t0, prior)
+        sg = _cone(s, e, v, raw_s, raw_e, q, note, run, env.env if env else flat(), t0, prior)
     if not publish:
         return _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
                            drift_status=BoundStatus.UNDECIDED)
