@@ -299,7 +299,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         try:
             await self._login()
             if not self.manager_uri:
-                self.manager_uri = await self._first_member("Managers")
+                self.manager_uri = await self._find_manager()
             await self._open_events()
             await self._discover_log()
         except BaseException as exc:
@@ -443,10 +443,14 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         root = await self._service_root()
         uri = _link(root, collection) or f"/redfish/v1/{collection}"
         coll, *_ = await self._get_json(uri, f"GET {uri}")
-        members = _members(coll)
+        members = _members(coll, self.name)
         if not members:
             raise self._fail("malformed", f"GET {uri}: no members")
         return members[0]
+
+    async def _find_manager(self) -> str:
+        """The Manager whose DateTime is read (drivers/redfish_equipment.py follows ManagedBy)."""
+        return await self._first_member("Managers")
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+from drivers.base import DeviceError
+
 GetJson = Callable[[str, str], Awaitable[dict]]
 # the kinds of log, best first for stimulus-to-log latency: an event log records the Redfish
 # events a test event raises; a SEL records IPMI sensor events; an OEM log is the vendor's own
@@ -30,8 +32,55 @@ def link(obj: Any, key: str | None = None) -> str | None:
     return uri if isinstance(uri, str) and uri else None
 
 
-def members(coll: dict) -> list[str]:
-    return [u for u in (link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
+def members(coll: dict, device: str = "redfish service") -> list[str]:
+    """The member URIs of a collection; DeviceError (malformed) when `Members` is not an array."""
+    raw = coll.get("Members") if isinstance(coll, dict) else None
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise DeviceError(device, "malformed", f"{link(coll) or 'a collection'}: Members is "
+                          f"{type(raw).__name__} {str(raw)[:40]!r}, not an array")
+    return [u for u in (link(m) for m in raw if isinstance(m, dict)) if u]
+
+
+# equipment collections under the service root's ThermalEquipment and PowerEquipment (DSP0268)
+EQUIPMENT = {"ThermalEquipment": ("CDUs", "ImmersionUnits", "HeatExchangers", "RPUs"),
+             "PowerEquipment": ("RackPDUs", "PowerShelves", "FloorPDUs", "TransferSwitches",
+                                "Switchgear", "ElectricalBuses")}
+
+
+async def find_equipment(get_json: GetJson, root: dict) -> list[str]:
+    """Every piece of cooling or power equipment the service root's links lead to, in the
+    order the service lists them."""
+    out: list[str] = []
+    for top, colls in EQUIPMENT.items():
+        uri = link(root, top)
+        if not uri:
+            continue
+        res = await get_json(uri, f"GET {uri}")
+        for key in colls:
+            coll = link(res, key)
+            if coll:
+                out += members(await get_json(coll, f"GET {coll}"))
+    return out
+
+
+def first_link(resource: dict, key: str) -> str | None:
+    """The first `@odata.id` of `resource["Links"][key]` (an array or one link)."""
+    links = resource.get("Links") if isinstance(resource, dict) else None
+    refs = links.get(key) if isinstance(links, dict) else None
+    refs = refs if isinstance(refs, list) else [refs]
+    return next((u for u in (link(r) for r in refs) if u), None)
+
+
+async def managed_by(get_json: GetJson, resource: dict) -> str | None:
+    """The Manager of a resource: its `Links.ManagedBy`, else its first chassis's (DMTF's CDU
+    mockup links only its Chassis, which names the Manager)."""
+    uri = first_link(resource, "ManagedBy")
+    chassis = first_link(resource, "Chassis")
+    if uri or not chassis:
+        return uri
+    return first_link(await get_json(chassis, f"GET {chassis}"), "ManagedBy")
 
 
 @dataclass
@@ -63,7 +112,6 @@ async def find_logs(get_json: GetJson, root: dict) -> list[LogCandidate]:
     """Every LogService with Entries under the service's Managers and Systems, in the order the
     service lists them. A member or log that cannot be read is skipped (its error is the
     caller's to see only if nothing at all is found)."""
-    from drivers.base import DeviceError
     out: list[LogCandidate] = []
     for coll in ("Managers", "Systems"):
         uri = link(root, coll)

@@ -291,6 +291,12 @@ EMULATORS: dict[str, dict[str, Check]] = {
     "host_kernel": {},
 }
 
+# cooling and power equipment on the BMC emulator's core (bench/sim/redfish_equipment.py)
+EMULATORS["redfish_equipment"] = {
+    **{k: v for k, v in EMULATORS["redfish_bmc"].items() if k not in ("profile", "test_event_log")},
+    "equipment": choice("cdu", "rack_pdu", "power_shelf"), "pumps": num(1, 16, kind="int"),
+    "outlets": num(0, 64, kind="int"), "actuation_latency_s": num(0.0, 60.0, "s")}
+
 
 @functools.cache
 def emulators() -> list[str]:

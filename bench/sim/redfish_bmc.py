@@ -83,7 +83,7 @@ from aiohttp.web_protocol import RequestHandler
 from bench.model.inventory import DeviceConfig
 from bench.sim import redfish_payloads as P
 from bench.sim.redfish_events import EventService
-from bench.sim.redfish_profiles import LogSpec, profile_of
+from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.redfish_limits import Limits
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
@@ -160,7 +160,7 @@ class EmulatedBMC:
         self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
         self.offset_min = int(model.p.local_offset_min)
         self.log_capacity = int(sim.get("log_capacity", 1000))
-        self.profile = profile_of(sim)
+        self.profile = self.make_profile(sim)
         self.manager_uri = self.profile.manager_uri()
         self.network_uri = f"{self.manager_uri}/NetworkProtocol"
         self.sessions: dict[str, tuple[str, str]] = {}     # token -> (session id, user)
@@ -179,6 +179,10 @@ class EmulatedBMC:
         if sim.get("power"):
             from bench.sim import power
             power.bus(ctx).feed(sim["power"], self.power_switch)
+
+    def make_profile(self, sim: dict) -> Profile:
+        """The service's layout (bench/sim/redfish_equipment.py lays out other equipment)."""
+        return profile_of(sim)
 
     # -- the clock -------------------------------------------------------------------------------
     async def sample(self) -> int:
@@ -666,13 +670,14 @@ def _bind(address: str) -> tuple[socket.socket, str, str]:
     return sock, u.scheme, host
 
 
-async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]:
+async def serve(devices: list[DeviceConfig], ctx: SimContext,
+                make: type[EmulatedBMC] = EmulatedBMC) -> dict[str, dict]:
     certs = None
     out: dict[str, dict] = {}
     for device in devices:
         models = ctx.models(device, ("datetime",))
         model = models.get("datetime") or next(iter(models.values()))
-        bmc = EmulatedBMC(device, model, ctx)
+        bmc = make(device, model, ctx)
         bmc.seed_logs()
         sock, scheme, host = _bind(device.address)
         ssl_ctx = None
