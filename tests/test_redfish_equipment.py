@@ -189,9 +189,9 @@ def test_a_plain_bmc_is_not_equipment(sim_rack):
 
 def test_a_short_run_with_the_redfish_cdu_and_power_shelf_holds_the_truth(tmp_path):
     rack = tmp_path / "rack.toml"
-    rack.write_text(sim_rack_text(["cdu-rf-1", "shelf-1"]))
+    rack.write_text(sim_rack_text(["bmc-3", "cdu-rf-1", "shelf-1"]))   # bmc-3: one CA each
     path = run_experiment("clock_offset", rack, tmp_path / "runs",
-                          {"duration_s": "10", "stimulus_every_s": "3"}, quiet=True)
+                          {"duration_s": "8", "stimulus_every_s": "2.5"}, quiet=True)
     run = load_run(path)
     assert run.manifest["status"] == "completed"
     for name in ("cdu-rf-1", "shelf-1"):

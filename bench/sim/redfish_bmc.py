@@ -670,8 +670,10 @@ def _bind(address: str) -> tuple[socket.socket, str, str]:
     return sock, u.scheme, host
 
 
-async def serve(devices: list[DeviceConfig], ctx: SimContext,
-                make: type[EmulatedBMC] = EmulatedBMC) -> dict[str, dict]:
+async def serve(devices: list[DeviceConfig], ctx: SimContext, make: type[EmulatedBMC] = EmulatedBMC,
+                tls_name: str = "redfish") -> dict[str, dict]:
+    """Serve each device; `make` and `tls_name` (its certificates' file names in the workdir,
+    one CA per emulator module) for services on this core (bench/sim/redfish_equipment.py)."""
     certs = None
     out: dict[str, dict] = {}
     for device in devices:
@@ -682,7 +684,7 @@ async def serve(devices: list[DeviceConfig], ctx: SimContext,
         sock, scheme, host = _bind(device.address)
         ssl_ctx = None
         if scheme == "https":
-            certs = certs or make_certificates(ctx.workdir, "redfish")
+            certs = certs or make_certificates(ctx.workdir, tls_name)
             ssl_ctx = server_context(certs)
         runner = web.ServerRunner(_Server(bmc.handle, handler_cancellation=True, access_log=None),
                                   handle_signals=False, shutdown_timeout=0.5)

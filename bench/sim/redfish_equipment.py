@@ -35,6 +35,7 @@ from bench.model.inventory import DeviceConfig
 from bench.sim import power
 from bench.sim import redfish_bmc as bmc
 from bench.sim import redfish_equipment_payloads as E
+from bench.sim import redfish_equipment_service as S
 from bench.sim import redfish_payloads as P
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
@@ -88,13 +89,19 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         root = P.ROOT
         out[root] = {"GET": lambda r: self._static(self.service_root)}
         out[P.ODATA] = {"GET": lambda r: self._static(self.odata_document)}
-        for uri, body in E.tree(self.kind, self).items():
-            out[uri] = {"GET": lambda r, body=body: self._static(body)}
+        bodies = {**E.tree(self.kind, self), **S.resources(self),
+                  self.network_uri: lambda: S.network_protocol(self),
+                  P.EVENT_SERVICE: lambda: S.event_service(self),
+                  P.ACCOUNT_SERVICE: S.account_service}
+        for uri, body in bodies.items():
+            out[uri] = {**out.get(uri, {}), "GET": lambda r, body=body: self._static(body)}
         eq = E.equipment_uri(self.kind)
         for oid in self.outlets:
             out[f"{eq}/Outlets/{oid}/Actions/Outlet.PowerControl"] = {
                 "POST": lambda r, oid=oid: self.power_control(r, oid)}
         out[f"{self.manager_uri}/Actions/Manager.Reset"] = {"POST": self.manager_reset}
+        for action in S.CERT_ACTIONS:
+            out[f"{S.CERTS}/Actions/CertificateService.{action}"] = {"POST": self.not_implemented}
         return out
 
     def service_root(self) -> dict:
@@ -102,6 +109,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         del body["Systems"]
         body[E.KINDS[self.kind][0]] = P.link(f"{P.ROOT}/{E.KINDS[self.kind][0]}")
         body["Chassis"] = P.link(E.CHASSIS)
+        body.update(S.root_extras(self), ProtocolFeaturesSupported=S.features())
         return body
 
     def odata_document(self) -> dict:
@@ -121,12 +129,23 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         resp = await super().get_manager(request)
         body = json_of(resp)
         body.update({"ManagerType": "ManagementController",
+                     "EthernetInterfaces": P.link(f"{self.manager_uri}/EthernetInterfaces"),
                      "Description": f"The {E.EQUIPMENT_TYPE[self.kind]}'s management controller",
                      "Links": {"ManagerForChassis": [P.link(E.chassis_uri(self.kind))]},
                      "Actions": {"#Manager.Reset": {
                          "target": f"{self.manager_uri}/Actions/Manager.Reset",
                          "ResetType@Redfish.AllowableValues": RESET_TYPES}}})
         return bmc._reply(body)
+
+    async def not_implemented(self, request: web.Request) -> web.Response:
+        return bmc._error(501, "ActionNotSupported", f"The action {request.path.rsplit('/', 1)[1]}"
+                          " is not supported by the resource.", [request.path])
+
+    async def account_item(self, request: web.BaseRequest, user: str) -> web.Response:
+        resp = await super().account_item(request, user)
+        if resp.status != 200:
+            return resp
+        return bmc._reply({**json_of(resp), "Password": None}, headers={"ETag": resp.headers["ETag"]})
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if self.model.down(self.ctx.now_ns()):      # rebooting: nothing answers
@@ -229,10 +248,11 @@ def metadata_xml(es_version: str) -> str:
     """The BMC's `$metadata` with the equipment's schemas referenced too."""
     text = P.metadata_xml({"EventService": es_version})
     refs = []
-    for ns in sorted([*E.VERSIONS, *E.COLLECTIONS]):
+    versions = {**E.VERSIONS, **S.VERSIONS}
+    for ns in sorted([*versions, *E.COLLECTIONS, *S.COLLECTIONS]):
         inc = [f'    <edmx:Include Namespace="{ns}"/>']
-        if ns in E.VERSIONS:
-            inc.append(f'    <edmx:Include Namespace="{ns}.{E.VERSIONS[ns]}"/>')
+        if ns in versions:
+            inc.append(f'    <edmx:Include Namespace="{ns}.{versions[ns]}"/>')
         refs.append(f'  <edmx:Reference Uri="{P.SCHEMAS}/{ns}_v1.xml">\n' + "\n".join(inc)
                     + "\n  </edmx:Reference>\n")
     head, sep, tail = text.partition("  <edmx:DataServices>")
@@ -240,4 +260,4 @@ def metadata_xml(es_version: str) -> str:
 
 
 async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]:
-    return await bmc.serve(devices, ctx, EmulatedEquipment)
+    return await bmc.serve(devices, ctx, EmulatedEquipment, "redfish-equipment")
