@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 PUMP_FAILED = "PumpFailed"
 OUTLET_MESSAGE = "ResourceEvent.1.3.ResourceChanged"
 RESET_TYPES = ["ForceRestart", "GracefulRestart"]
+REGISTRY_PREFIXES = ("Base", "Environmental", "Power", "ResourceEvent", "SensorEvent", "Update")
 DEFAULT_MODEL = {"cdu": "RC-CDU-800", "rack_pdu": "RC-RPDU-48", "power_shelf": "RC-PSU-33"}
 
 
@@ -54,8 +55,8 @@ def equipment_profile(kind: str, sim: dict) -> Profile:
     manager = E.KINDS[kind][2]
     name = {"cdu": "CDU Network Interface Module"}.get(kind, "Management Controller")
     return Profile(kind, manager, "", (LogSpec("Managers", "Log", "Event", "WrapsWhenFull",
-                                               test_events=True),),
-                   manager_name=name, registry_prefixes=("Base", "Environmental", "ResourceEvent"),
+                                               test_events=True, seeded=2),),
+                   manager_name=name, registry_prefixes=REGISTRY_PREFIXES,
                    max_sessions=int(sim.get("max_sessions", 16)),
                    session_timeout_s=int(sim.get("session_timeout_s", 1800)),
                    rate_limit_hz=float(sim.get("rate_limit_hz", 0.0)))
@@ -72,6 +73,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         n = int(sim.get("outlets", 8)) if self.kind == "rack_pdu" else 0
         self.outlets = {str(i): True for i in range(1, n + 1)}
         self.conditions: list[dict] = []
+        self.writes: dict[str, dict] = {}       # URI -> UserLabel and Location as PATCHed
         self.actuation_s = float(sim.get("actuation_latency_s", 0.05))
         super().__init__(device, model, ctx)
         self.model_name = str(sim.get("model", DEFAULT_MODEL[self.kind]))
@@ -93,9 +95,16 @@ class EmulatedEquipment(bmc.EmulatedBMC):
                   self.network_uri: lambda: S.network_protocol(self),
                   P.EVENT_SERVICE: lambda: S.event_service(self),
                   P.ACCOUNT_SERVICE: S.account_service}
-        for uri, body in bodies.items():
-            out[uri] = {**out.get(uri, {}), "GET": lambda r, body=body: self._static(body)}
         eq = E.equipment_uri(self.kind)
+        writable = [eq, E.chassis_uri(self.kind), f"{eq}/Mains/AC1", f"{eq}/Branches/A"] \
+            if self.kind != "cdu" else []
+        for uri, body in bodies.items():
+            shown = (lambda body=body, uri=uri: {**body(), **self.writes.get(uri, {})})
+            out[uri] = {**out.get(uri, {}), "GET": lambda r, shown=shown: self._static(shown)}
+            if uri in writable:
+                out[uri]["PATCH"] = lambda r, uri=uri, body=body: self.patch_labels(r, uri, body)
+        out[f"{eq}/Metrics/Actions/PowerDistributionMetrics.ResetMetrics"] = {
+            "POST": self.reset_metrics}
         for oid in self.outlets:
             out[f"{eq}/Outlets/{oid}/Actions/Outlet.PowerControl"] = {
                 "POST": lambda r, oid=oid: self.power_control(r, oid)}
@@ -136,6 +145,35 @@ class EmulatedEquipment(bmc.EmulatedBMC):
                          "target": f"{self.manager_uri}/Actions/Manager.Reset",
                          "ResetType@Redfish.AllowableValues": RESET_TYPES}}})
         return bmc._reply(body)
+
+    async def patch_labels(self, request: web.Request, uri: str, body) -> web.Response:
+        """PATCH of `UserLabel` and `Location.Placement` Row/Rack (the OCP profiles make them
+        writable); anything else is 400 PropertyNotWritable."""
+        patch = await self._json(request)
+        if not isinstance(patch, dict):
+            return patch
+        place = (patch.get("Location") or {}).get("Placement") if isinstance(
+            patch.get("Location"), dict) else None
+        ok = set(patch) <= {"UserLabel", "Location"} and \
+            isinstance(patch.get("UserLabel", ""), str) and ("Location" not in patch or (
+                isinstance(place, dict) and set(patch["Location"]) == {"Placement"}
+                and set(place) <= {"Row", "Rack"}
+                and all(isinstance(v, str) for v in place.values())))
+        if not ok:
+            return bmc._error(400, "PropertyNotWritable", "Only UserLabel and Location/Placement "
+                              "Row and Rack can be written here.", ["UserLabel/Location"])
+        cur = {**body(), **self.writes.get(uri, {})}
+        new = self.writes.setdefault(uri, {})
+        if "UserLabel" in patch:
+            new["UserLabel"] = patch["UserLabel"]
+        if place:
+            old = cur.get("Location", {}).get("Placement", {})
+            new["Location"] = {**cur.get("Location", {}), "Placement": {**old, **place}}
+        return bmc._reply(None, 204)
+
+    async def reset_metrics(self, request: web.Request) -> web.Response:
+        self.ctx.record_event(self.name, "metrics_reset", self.ctx.now_ns())
+        return bmc._reply(None, 204)
 
     async def not_implemented(self, request: web.Request) -> web.Response:
         return bmc._error(501, "ActionNotSupported", f"The action {request.path.rsplit('/', 1)[1]}"
@@ -260,4 +298,4 @@ def metadata_xml(es_version: str) -> str:
 
 
 async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]:
-    return await bmc.serve(devices, ctx, EmulatedEquipment, "redfish-equipment")
+    return await bmc.serve(devices, ctx, EmulatedEquipment, S.TLS_NAME)

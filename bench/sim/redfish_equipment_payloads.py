@@ -195,7 +195,9 @@ def _power(kind: str, state) -> dict[str, Body]:
             "@odata.id": f"{eq}/Metrics", "@odata.type": _t("PowerDistributionMetrics"),
             "Id": "Metrics", "Name": "Metrics", "PowerWatts": _r(5120.0),
             "EnergykWh": _r(36166.0), "PowerLoadPercent": _r(41.0),
-            "TemperatureCelsius": _r(31.5)},
+            "TemperatureCelsius": _r(31.5),
+            "Actions": {"#PowerDistributionMetrics.ResetMetrics": {
+                "target": f"{eq}/Metrics/Actions/PowerDistributionMetrics.ResetMetrics"}}},
         f"{eq}/Mains": _coll(f"{eq}/Mains", "CircuitCollection", "Mains", [f"{eq}/Mains/AC1"]),
         f"{eq}/Mains/AC1": lambda: _circuit(f"{eq}/Mains/AC1", "AC1", "Mains", []),
         f"{eq}/Branches": _coll(f"{eq}/Branches", "CircuitCollection", "Branches",
@@ -234,6 +236,8 @@ def _circuit(uri: str, cid: str, ctype: str, outlets: list[str]) -> dict:
     body = {"@odata.id": uri, "@odata.type": _t("Circuit"), "Id": cid, "Name": f"{ctype} {cid}",
             "CircuitType": ctype, "UserLabel": f"{ctype} {cid}", "PowerState": "On",
             "Status": OK, **_electrical(230.0, 22.3)}
+    if ctype == "Mains":
+        body["Links"] = {}
     if ctype == "Branch":
         body["PowerRestorePolicy"] = "AlwaysOn"
         body["Links"] = {"Outlets": [link(o) for o in outlets]}

@@ -9,13 +9,15 @@ held or replaced (the emulator's TLS key is the simulator's). Bodies are built f
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from bench.sim import redfish_payloads as P
 
 Body = Callable[[], dict]
+TLS_NAME = "redfish-equipment"        # its certificates' file names (bench/sim/tls.py)
 CERTS, UPDATE = f"{P.ROOT}/CertificateService", f"{P.ROOT}/UpdateService"
-VERSIONS = {"CertificateService": "v1_0_4", "CertificateLocations": "v1_0_4",
+VERSIONS = {"CertificateService": "v1_0_4", "ActionInfo": "v1_4_2", "Certificate": "v1_2_0", "CertificateLocations": "v1_0_4",
             "UpdateService": "v1_11_0", "SoftwareInventory": "v1_10_0",
             "EthernetInterface": "v1_12_0"}
 CERT_ACTIONS = ("GenerateCSR", "ReplaceCertificate")   # listed; answered 501 (no certificates)
@@ -49,14 +51,20 @@ def resources(state) -> dict[str, Body]:
         CERTS: lambda: {"@odata.id": CERTS, "@odata.type": _t("CertificateService"),
                         "Id": "CertificateService", "Name": "Certificate Service",
                         "CertificateLocations": P.link(f"{CERTS}/CertificateLocations"),
-                        "Actions": {f"#CertificateService.{a}": {"target": f"{CERTS}/Actions/"
-                                                                 f"CertificateService.{a}"}
-                                    for a in CERT_ACTIONS}},
+                        "Actions": {f"#CertificateService.{a}": {
+                            "target": f"{CERTS}/Actions/CertificateService.{a}",
+                            "@Redfish.ActionInfo": f"{CERTS}/{a}ActionInfo"}
+                            for a in CERT_ACTIONS}},
+        **{f"{CERTS}/{a}ActionInfo": lambda a=a: action_info(f"{CERTS}/{a}ActionInfo", a)
+           for a in CERT_ACTIONS},
         f"{CERTS}/CertificateLocations": lambda: {
             "@odata.id": f"{CERTS}/CertificateLocations",
             "@odata.type": _t("CertificateLocations"), "Id": "CertificateLocations",
-            "Name": "Certificate Locations", "Links": {"Certificates": []}},
-        https: _coll(https, "CertificateCollection", "HTTPS Certificates", []),
+            "Name": "Certificate Locations", "Links": {"Certificates": [P.link(f"{https}/1")]}},
+        https: _coll(https, "CertificateCollection", "HTTPS Certificates", [f"{https}/1"]),
+        f"{https}/1": lambda: {"@odata.id": f"{https}/1", "@odata.type": _t("Certificate"),
+                               "Id": "1", "Name": "HTTPS server certificate",
+                               "CertificateType": "PEM", "CertificateString": server_pem(state)},
         UPDATE: lambda: {"@odata.id": UPDATE, "@odata.type": _t("UpdateService"),
                          "Id": "UpdateService", "Name": "Update Service",
                          "ServiceEnabled": False, "FirmwareInventory": P.link(fw)},
@@ -65,10 +73,29 @@ def resources(state) -> dict[str, Body]:
             "@odata.id": f"{fw}/Controller", "@odata.type": _t("SoftwareInventory"),
             "Id": "Controller", "Name": "Controller firmware", "Manufacturer": state.manufacturer,
             "Version": state.firmware, "Updateable": False,
+            "RelatedItem": [P.link(state.manager_uri)],
             "Status": {"State": "Enabled", "Health": "OK"}},
         nics: _coll(nics, "EthernetInterfaceCollection", "Ethernet Interfaces", [f"{nics}/eth0"]),
         f"{nics}/eth0": lambda: ethernet(f"{nics}/eth0", state),
     }
+
+
+def server_pem(state) -> str:
+    """The certificate this service presents (bench/sim/tls.py wrote it), "" over plain HTTP."""
+    path = Path(state.ctx.workdir) / f"{TLS_NAME}-server.pem"
+    return path.read_text() if path.is_file() else ""
+
+
+def action_info(uri: str, action: str) -> dict:
+    params = {"GenerateCSR": [("CertificateCollection", "Object"), ("Country", "String"),
+                              ("City", "String"), ("CommonName", "String"),
+                              ("State", "String"), ("Organization", "String"),
+                              ("OrganizationalUnit", "String")],
+              "ReplaceCertificate": [("CertificateString", "String"), ("CertificateType", "String"),
+                                     ("CertificateUri", "Object")]}[action]
+    return {"@odata.id": uri, "@odata.type": _t("ActionInfo"), "Id": f"{action}ActionInfo",
+            "Name": f"{action} Action Info",
+            "Parameters": [{"Name": n, "Required": True, "DataType": t} for n, t in params]}
 
 
 def ethernet(uri: str, state) -> dict:
