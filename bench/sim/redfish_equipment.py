@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 PUMP_FAILED = "PumpFailed"
 OUTLET_MESSAGE = "ResourceEvent.1.3.ResourceChanged"
 RESET_TYPES = ["ForceRestart", "GracefulRestart"]
+ROOT_VERSION = "v1_16_0"        # the first ServiceRoot with ThermalEquipment
 REGISTRY_PREFIXES = ("Base", "Environmental", "Power", "ResourceEvent", "SensorEvent", "Update")
 DEFAULT_MODEL = {"cdu": "RC-CDU-800", "rack_pdu": "RC-RPDU-48", "power_shelf": "RC-PSU-33"}
 
@@ -119,6 +120,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         body[E.KINDS[self.kind][0]] = P.link(f"{P.ROOT}/{E.KINDS[self.kind][0]}")
         body["Chassis"] = P.link(E.CHASSIS)
         body.update(S.root_extras(self), ProtocolFeaturesSupported=S.features())
+        body["@odata.type"] = f"#ServiceRoot.{ROOT_VERSION}.ServiceRoot"    # ThermalEquipment
         return body
 
     def odata_document(self) -> dict:
@@ -284,7 +286,7 @@ def json_of(resp: web.Response) -> dict:
 
 def metadata_xml(es_version: str) -> str:
     """The BMC's `$metadata` with the equipment's schemas referenced too."""
-    text = P.metadata_xml({"EventService": es_version})
+    text = P.metadata_xml({"EventService": es_version, "ServiceRoot": ROOT_VERSION})
     refs = []
     versions = {**E.VERSIONS, **S.VERSIONS}
     for ns in sorted([*versions, *E.COLLECTIONS, *S.COLLECTIONS]):

@@ -90,7 +90,10 @@ def tree(kind: str, state) -> dict[str, Body]:
 def _chassis(kind: str, state) -> dict:
     ch, eq = chassis_uri(kind), equipment_uri(kind)
     links: dict[str, Any] = {"ManagedBy": [link(state.manager_uri)]}
-    links["CoolingUnits" if kind == "cdu" else "PowerDistribution"] = [link(eq)]
+    if kind == "cdu":
+        links["CoolingUnits"] = [link(eq)]
+    else:
+        links["PowerDistribution"] = link(eq)
     return {"@odata.id": ch, "@odata.type": _t("Chassis"), "Id": CHASSIS_ID[kind],
             "Name": f"Chassis of the {EQUIPMENT_TYPE[kind]}", "ChassisType": "RackMount",
             **{k: v for k, v in _identity(state).items() if k not in ("FirmwareVersion",
@@ -169,6 +172,7 @@ def _leak_detection(eq: str) -> dict:
             "Name": "Leak Detection", "Status": OK,
             "LeakDetectors": link(f"{uri}/LeakDetectors"),
             "LeakDetectorGroups": [{"GroupName": "Drip tray", "HumidityPercent": _r(41.0),
+                                    "Status": OK,
                                     "Detectors": [{"DataSourceUri":
                                                    f"{uri}/LeakDetectors/Moisture",
                                                    "DetectorState": "OK"}]}]}
@@ -248,7 +252,7 @@ def _outlet(eq: str, oid: str, state) -> dict:
     uri = f"{eq}/Outlets/{oid}"
     on = state.outlets[oid]
     return {"@odata.id": uri, "@odata.type": _t("Outlet"), "Id": oid, "Name": f"Outlet {oid}",
-            "OutletType": "C13", "PowerRestorePolicy": "AlwaysOn",
+            "OutletType": "IEC_60320_C13", "PowerRestorePolicy": "AlwaysOn",
             "PowerState": "On" if on else "Off", "PowerEnabled": True, "Status": OK,
             **_electrical(230.0, 1.7 if on else 0.0),
             "Links": {"BranchCircuit": link(f"{eq}/Branches/A")},

@@ -105,7 +105,7 @@ def ethernet(uri: str, state) -> dict:
             "InterfaceEnabled": True, "LinkStatus": "LinkUp",
             "Status": {"State": "Enabled", "Health": "OK"},
             "HostName": state.name, "FQDN": f"{state.name}.rack.local", "NameServers": [],
-            "SpeedMbps": 1000, "RelatedItem": [P.link(state.manager_uri)],
+            "SpeedMbps": 1000,
             "IPv4Addresses": [{**v4, "AddressOrigin": "Static"}],
             "IPv6Addresses": [{"Address": "::1", "PrefixLength": 128, "AddressOrigin": "Static",
                                "AddressState": "Preferred"}]}
