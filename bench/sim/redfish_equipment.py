@@ -97,8 +97,8 @@ class EmulatedEquipment(bmc.EmulatedBMC):
                   P.EVENT_SERVICE: lambda: S.event_service(self),
                   P.ACCOUNT_SERVICE: S.account_service}
         eq = E.equipment_uri(self.kind)
-        writable = [eq, E.chassis_uri(self.kind), f"{eq}/Mains/AC1", f"{eq}/Branches/A"] \
-            if self.kind != "cdu" else []
+        writable = [eq, E.chassis_uri(self.kind), f"{eq}/Mains/AC1", f"{eq}/Branches/A",
+                    *E.supplies(self.kind)] if self.kind != "cdu" else []
         for uri, body in bodies.items():
             shown = (lambda body=body, uri=uri: {**body(), **self.writes.get(uri, {})})
             out[uri] = {**out.get(uri, {}), "GET": lambda r, shown=shown: self._static(shown)}
@@ -149,25 +149,26 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         return bmc._reply(body)
 
     async def patch_labels(self, request: web.Request, uri: str, body) -> web.Response:
-        """PATCH of `UserLabel` and `Location.Placement` Row/Rack (the OCP profiles make them
-        writable); anything else is 400 PropertyNotWritable."""
+        """PATCH of `UserLabel`, `LocationIndicatorActive` and `Location.Placement` Row/Rack (the
+        OCP profiles make them writable); anything else is 400 PropertyNotWritable."""
         patch = await self._json(request)
         if not isinstance(patch, dict):
             return patch
         place = (patch.get("Location") or {}).get("Placement") if isinstance(
             patch.get("Location"), dict) else None
-        ok = set(patch) <= {"UserLabel", "Location"} and \
+        ok = set(patch) <= {"UserLabel", "Location", "LocationIndicatorActive"} and \
+            isinstance(patch.get("LocationIndicatorActive", False), bool) and \
             isinstance(patch.get("UserLabel", ""), str) and ("Location" not in patch or (
                 isinstance(place, dict) and set(patch["Location"]) == {"Placement"}
                 and set(place) <= {"Row", "Rack"}
                 and all(isinstance(v, str) for v in place.values())))
         if not ok:
-            return bmc._error(400, "PropertyNotWritable", "Only UserLabel and Location/Placement "
-                              "Row and Rack can be written here.", ["UserLabel/Location"])
+            return bmc._error(400, "PropertyNotWritable", "Only UserLabel, LocationIndicatorActive "
+                              "and Location/Placement Row and Rack can be written here.",
+                              ["UserLabel/Location"])
         cur = {**body(), **self.writes.get(uri, {})}
         new = self.writes.setdefault(uri, {})
-        if "UserLabel" in patch:
-            new["UserLabel"] = patch["UserLabel"]
+        new.update({k: patch[k] for k in ("UserLabel", "LocationIndicatorActive") if k in patch})
         if place:
             old = cur.get("Location", {}).get("Placement", {})
             new["Location"] = {**cur.get("Location", {}), "Placement": {**old, **place}}

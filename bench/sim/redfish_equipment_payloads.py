@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from bench.sim import redfish_equipment_shelf as shelf
 from bench.sim.redfish_payloads import ROOT, collection, link
 
 Body = Callable[[], dict]
@@ -25,8 +26,8 @@ VERSIONS = {   # resource types served, at the CSDL bundle's versions (for $meta
     "Circuit": "v1_9_0", "Pump": "v1_2_0", "CoolantConnector": "v1_3_0",
     "LeakDetection": "v1_2_0", "LeakDetector": "v1_6_0", "Chassis": "v1_28_0",
     "PowerDistributionMetrics": "v1_4_0", "ThermalEquipment": "v1_2_0",
-    "PowerEquipment": "v1_2_3", "Sensor": "v1_12_0"}
-COLLECTIONS = ["ChassisCollection", "CircuitCollection", "CoolantConnectorCollection",
+    "PowerEquipment": "v1_2_3", "Sensor": "v1_12_0", **shelf.VERSIONS}
+COLLECTIONS = [*shelf.COLLECTIONS, "ChassisCollection", "CircuitCollection", "CoolantConnectorCollection",
                "CoolingUnitCollection", "LeakDetectorCollection", "OutletCollection",
                "PowerDistributionCollection", "PumpCollection", "SensorCollection"]
 OK = {"State": "Enabled", "Health": "OK"}
@@ -46,6 +47,12 @@ def _coll(uri: str, odata: str, name: str, members: list[str]) -> Body:
 
 def equipment_uri(kind: str) -> str:
     return f"{KINDS[kind][1]}/1"
+
+
+def supplies(kind: str) -> list[str]:
+    """A power shelf's power supplies (bench/sim/redfish_equipment_shelf.py)."""
+    ps = f"{chassis_uri(kind)}/PowerSubsystem/PowerSupplies"
+    return [f"{ps}/{b}" for b in shelf.BAYS] if kind == "power_shelf" else []
 
 
 def chassis_uri(kind: str) -> str:
@@ -84,6 +91,8 @@ def tree(kind: str, state) -> dict[str, Body]:
         f"{ch}/Sensors/Temperature": lambda: _sensor(f"{ch}/Sensors/Temperature", state),
     }
     out.update(_cdu(state) if kind == "cdu" else _power(kind, state))
+    if kind == "power_shelf":
+        out.update(shelf.tree(ch, state))
     return out
 
 
@@ -100,7 +109,8 @@ def _chassis(kind: str, state) -> dict:
                                                                        "ProductionDate")},
             "PowerState": "On", "Status": _health(state) if kind == "cdu" else OK,
             "Location": {"Placement": {"Row": "North 1", "Rack": "42"}},
-            "Sensors": link(f"{ch}/Sensors"), "Links": links}
+            "Sensors": link(f"{ch}/Sensors"), "Links": links,
+            **(shelf.chassis_links(ch) if kind == "power_shelf" else {})}
 
 
 def _sensor(uri: str, state) -> dict:
