@@ -5,7 +5,8 @@ EthernetInterfaces, the NetworkProtocol's host names and ports, the EventService
 capabilities (all said unsupported: the core filters by RegistryPrefixes and MessageIds only),
 and the AccountService's account types. The CertificateService lists GenerateCSR and
 ReplaceCertificate, which the profile makes mandatory, and answers both 501: no certificate is
-held or replaced (the emulator's TLS key is the simulator's). Bodies are built from `state` (the emulated equipment).
+held or replaced (the emulator's TLS key is the simulator's); the HTTPS certificate it serves
+is the one it presents. Bodies are built from `state` (the emulated equipment).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from bench.sim import redfish_payloads as P
 Body = Callable[[], dict]
 TLS_NAME = "redfish-equipment"        # its certificates' file names (bench/sim/tls.py)
 CERTS, UPDATE = f"{P.ROOT}/CertificateService", f"{P.ROOT}/UpdateService"
-VERSIONS = {"CertificateService": "v1_0_4", "ActionInfo": "v1_4_2", "Certificate": "v1_2_0", "CertificateLocations": "v1_0_4",
-            "UpdateService": "v1_11_0", "SoftwareInventory": "v1_10_0",
+VERSIONS = {"CertificateService": "v1_0_4", "ActionInfo": "v1_4_2", "Certificate": "v1_2_0",
+            "CertificateLocations": "v1_0_4", "UpdateService": "v1_11_0", "SoftwareInventory": "v1_10_0",
             "EthernetInterface": "v1_12_0"}
 CERT_ACTIONS = ("GenerateCSR", "ReplaceCertificate")   # listed; answered 501 (no certificates)
 COLLECTIONS = ["CertificateCollection", "SoftwareInventoryCollection",
