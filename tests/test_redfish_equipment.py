@@ -125,6 +125,7 @@ def test_an_outlet_power_control_is_stamped_by_its_log_entry(sim_rack):
             stim = await drv.stimulate("outlet_off", 3)
             (entry,) = await wait_entries(drv, cursor, "Outlet 3 power off")
             outlet, *_ = await drv._get_json(f"{EQUIPMENT['rack_pdu']}/Outlets/3", "GET outlet")
+            await labels(drv)
             return stim, entry, outlet
     stim, entry, outlet = asyncio.run(go())
     (cmd,) = events(sim, "rpdu-t", "outlet_command")
@@ -134,6 +135,18 @@ def test_an_outlet_power_control_is_stamped_by_its_log_entry(sim_rack):
     assert off["outlet"] == 3 and off["t_ns"] >= cmd["t_ns"]
     assert entry.value_ns == logged["created_ns"] and logged["t_ns"] >= off["t_ns"]
     assert outlet["PowerState"] == "Off"
+
+
+async def labels(drv) -> None:
+    """The OCP profiles' writable UserLabel and placement: written, shown, others refused."""
+    uri = EQUIPMENT["rack_pdu"]
+    await drv._exchange("PATCH", uri, {"UserLabel": "row 4 left",
+                                       "Location": {"Placement": {"Rack": "R4"}}})
+    pdu, *_ = await drv._get_json(uri, "GET PDU")
+    assert pdu["UserLabel"] == "row 4 left"
+    assert pdu["Location"]["Placement"] == {"Row": "North 1", "Rack": "R4"}
+    with pytest.raises(DeviceError, match="PropertyNotWritable|400"):
+        await drv._exchange("PATCH", uri, {"Model": "other"})
 
 
 def test_stimuli_refused_without_the_allow_list_and_not_sent_unarmed(sim_rack):
@@ -152,7 +165,25 @@ def test_stimuli_refused_without_the_allow_list_and_not_sent_unarmed(sim_rack):
     assert not events(sim, "rpdu-r", "outlet_command")     # nothing reached the PDU
 
 
-def test_a_controller_reboot_drops_then_answers_again(sim_rack):
+async def down_and_back(drv, deadline_s: float = 15.0):
+    """Read until a read fails (the controller went down), then until one succeeds."""
+    end, failed = time.monotonic() + deadline_s, None
+    while failed is None:
+        assert time.monotonic() < end, "the controller never went down"
+        try:
+            await drv.read_clock("datetime")
+        except DeviceError as exc:
+            failed = exc
+        await asyncio.sleep(0.05)
+    while True:
+        assert time.monotonic() < end, "the controller never came back"
+        try:
+            return failed, await drv.read_clock("datetime")
+        except DeviceError:
+            await asyncio.sleep(0.1)
+
+
+def test_a_controller_reboot_and_a_manager_reset_drop_then_answer_again(sim_rack):
     sim = sim_rack(equipment_toml("power_shelf", "shelf-t", reboot_down_s=1.0))
     dev = sim.rack.devices[0]
 
@@ -160,24 +191,15 @@ def test_a_controller_reboot_drops_then_answers_again(sim_rack):
         async with opened(dev) as drv:
             await drv.read_clock("datetime")
             sim.fault("shelf-t", "reboot")
-            end, failed = time.monotonic() + 10, None
-            while failed is None:
-                assert time.monotonic() < end, "the controller never went down"
-                try:
-                    await drv.read_clock("datetime")
-                except DeviceError as exc:
-                    failed = exc
-                await asyncio.sleep(0.05)
-            while True:
-                assert time.monotonic() < end, "the controller never came back"
-                try:
-                    return failed, await drv.read_clock("datetime")
-                except DeviceError:
-                    await asyncio.sleep(0.1)
-    failed, read = asyncio.run(go())
-    assert failed.kind in ("reset", "unreachable", "timeout", "protocol", "error"), failed
-    assert read.value_ns > 0
+            first = await down_and_back(drv)
+            await drv._exchange("POST", f"{MANAGER['power_shelf']}/Actions/Manager.Reset",
+                                {"ResetType": "GracefulRestart"})
+            return first, await down_and_back(drv)
+    for failed, read in asyncio.run(go()):
+        assert failed.kind in ("reset", "unreachable", "timeout", "protocol", "error"), failed
+        assert read.value_ns > 0
     assert [f["kind"] for f in sim.ctx.faults.fired] == ["reboot"]
+    assert [e["reset_type"] for e in events(sim, "shelf-t", "reset")] == ["GracefulRestart"]
 
 
 def test_a_plain_bmc_is_not_equipment(sim_rack):
