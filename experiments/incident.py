@@ -40,6 +40,7 @@ class Params:
     seed: int = 1
     log_poll_s: float = 2.0
     timeout_s: float = 5.0
+    first_cause: str = "modbus"       # or "redfish": the Redfish CDU's pump fault starts it
 
 
 # -- the run's own cascade -------------------------------------------------------------------
@@ -261,8 +262,9 @@ def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
 
 
 def run(bench, params: Params) -> dict:
-    from bench.sim.cascade import GAPS_S, resolve
-    steps, skipped = resolve(bench.rack, gaps_s=tuple(g * params.gap_scale for g in GAPS_S),
+    from bench.sim.cascade import GAPS_S, resolve, steps_for
+    steps, skipped = resolve(bench.rack, steps_for(params.first_cause),
+                             gaps_s=tuple(g * params.gap_scale for g in GAPS_S),
                              start_s=params.cascade_at_s)
     bench.store.update_manifest(incident={"steps": steps, "skipped": skipped})
     bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=None,

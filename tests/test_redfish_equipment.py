@@ -223,3 +223,24 @@ def test_a_short_run_with_the_redfish_cdu_and_power_shelf_holds_the_truth(tmp_pa
             for seg in c["segments"]:
                 assert seg["truth"]["offset_in"] and seg["truth"]["drift_in"], (name, seg)
         assert d["latency"], f"{name}: no stimulus-to-log latency"
+
+
+def test_the_redfish_cdu_can_start_the_incident_cascade():
+    """Its pump fault replaces the Modbus CDU's pump trip as the cascade's first cause; the
+    rest of the cascade is unchanged."""
+    from bench.model.inventory import load_rack
+    from bench.run.experiment import DEFAULT_RACK
+    from bench.sim.cascade import STEPS, resolve, steps_for
+
+    rack = load_rack(DEFAULT_RACK)
+    modbus, _ = resolve(rack, steps_for("modbus"))
+    redfish, _ = resolve(rack, steps_for("redfish"))
+    assert modbus[0]["device"] == "cdu-2" and steps_for() == STEPS
+    first = redfish[0]
+    assert (first["device"], first["stimulus"], first["truth_kind"]) == \
+        ("cdu-rf-1", "test_event", "pump_fault")
+    assert [s["at_s"] for s in redfish] == [s["at_s"] for s in modbus]
+    assert [s["name"] for s in redfish[1:]] == [s["name"] for s in modbus[1:]]
+    assert rack.device("cdu-rf-1").options["test_message_id"].endswith("PumpFailed")
+    with pytest.raises(ValueError, match="first_cause"):
+        steps_for("snmp")

@@ -51,6 +51,20 @@ STEPS = (
     Step("optic LOS", "optic", "optic-1", "tx_disable:1", "rx_los", (("port", 2),), "RxLOS"),
     Step("node NotReady", "scheduler", "", "node_not_ready", "node_not_ready"),
 )
+# the alternative first cause: the Redfish CDU's pump fault (its test event carries DMTF's
+# Environmental PumpFailed; bench/sim/redfish_equipment.py records `pump_fault`), in place of
+# the Modbus CDU's pump trip (experiments/incident.py `first_cause = "redfish"`)
+REDFISH_FIRST = Step("CDU pump fault (Redfish)", "cooling", "cdu-rf-1", "test_event", "pump_fault")
+FIRST_CAUSES = ("modbus", "redfish")
+
+
+def steps_for(first_cause: str = "modbus") -> tuple[Step, ...]:
+    """The cascade with its first cause played by the Modbus CDU (STEPS) or the Redfish CDU."""
+    if first_cause not in FIRST_CAUSES:
+        raise ValueError(f"first_cause {first_cause!r}: one of {', '.join(FIRST_CAUSES)}")
+    return STEPS if first_cause == "modbus" else (REDFISH_FIRST, *STEPS[1:])
+
+
 # gaps between consecutive steps, s: tens of ms to seconds
 GAPS_S = (0.03, 0.4, 1.5, 0.08, 0.9, 0.2)
 
