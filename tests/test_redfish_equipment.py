@@ -73,7 +73,6 @@ def test_each_kind_found_by_link_and_its_manager_clock_read_inside_the_bracket(s
     async def one(dev):
         async with opened(dev) as drv:
             return await drv.identity(), await drv.read_clock("datetime")
-    samples = read_samples(sim.out_dir / "sim_samples.csv")
     for kind, dev in zip(MANAGER, sim.rack.devices):
         ident, read = asyncio.run(one(dev))
         assert ident.extra["equipment"] == EQUIPMENT[kind], ident.extra
@@ -213,7 +212,7 @@ def test_a_short_run_with_the_redfish_cdu_and_power_shelf_holds_the_truth(tmp_pa
     rack = tmp_path / "rack.toml"
     rack.write_text(sim_rack_text(["bmc-3", "cdu-rf-1", "shelf-1"]))   # bmc-3: one CA each
     path = run_experiment("clock_offset", rack, tmp_path / "runs",
-                          {"duration_s": "8", "stimulus_every_s": "2.5"}, quiet=True)
+                          {"duration_s": "6", "stimulus_every_s": "2"}, quiet=True)
     run = load_run(path)
     assert run.manifest["status"] == "completed"
     for name in ("cdu-rf-1", "shelf-1"):
