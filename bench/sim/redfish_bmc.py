@@ -160,7 +160,7 @@ class EmulatedBMC:
         self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
         self.offset_min = int(model.p.local_offset_min)
         self.log_capacity = int(sim.get("log_capacity", 1000))
-        self.profile = profile_of(sim)
+        self.profile = self.profile_for(sim)
         self.manager_uri = self.profile.manager_uri()
         self.network_uri = f"{self.manager_uri}/NetworkProtocol"
         self.sessions: dict[str, tuple[str, str]] = {}     # token -> (session id, user)
@@ -179,6 +179,11 @@ class EmulatedBMC:
         if sim.get("power"):
             from bench.sim import power
             power.bus(ctx).feed(sim["power"], self.power_switch)
+
+    @staticmethod
+    def profile_for(sim: dict):
+        """The layout served (a subclass serves its own: bench/sim/redfish_hmc.py)."""
+        return profile_of(sim)
 
     # -- the clock -------------------------------------------------------------------------------
     async def sample(self) -> int:
@@ -666,13 +671,15 @@ def _bind(address: str) -> tuple[socket.socket, str, str]:
     return sock, u.scheme, host
 
 
-async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]:
+async def serve(devices: list[DeviceConfig], ctx: SimContext,
+                emulator: type[EmulatedBMC] = EmulatedBMC) -> dict[str, dict]:
+    """`emulator`: the class serving each device (bench/sim/redfish_hmc.py passes its own)."""
     certs = None
     out: dict[str, dict] = {}
     for device in devices:
         models = ctx.models(device, ("datetime",))
         model = models.get("datetime") or next(iter(models.values()))
-        bmc = EmulatedBMC(device, model, ctx)
+        bmc = emulator(device, model, ctx)
         bmc.seed_logs()
         sock, scheme, host = _bind(device.address)
         ssl_ctx = None
