@@ -141,6 +141,8 @@ def _parse_datetime_ns(text: str) -> int:
 class EmulatedBMC:
     """One BMC: its credentials, sessions, NTP switch, event log, and the HTTP handler."""
 
+    CERT_PREFIX = "redfish"     # its TLS files in the simulator's folder (one set per emulator)
+
     def __init__(self, device: DeviceConfig, model: ClockModel, ctx: SimContext):
         sim = dict(device.sim or {})
         self.device = device
@@ -684,7 +686,7 @@ async def serve(devices: list[DeviceConfig], ctx: SimContext,
         sock, scheme, host = _bind(device.address)
         ssl_ctx = None
         if scheme == "https":
-            certs = certs or make_certificates(ctx.workdir, "redfish")
+            certs = certs or make_certificates(ctx.workdir, emulator.CERT_PREFIX)
             ssl_ctx = server_context(certs)
         runner = web.ServerRunner(_Server(bmc.handle, handler_cancellation=True, access_log=None),
                                   handle_signals=False, shutdown_timeout=0.5)

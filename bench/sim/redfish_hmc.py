@@ -10,7 +10,9 @@ test events) and the BMC journal; and the TelemetryService
 (bench/sim/redfish_hmc_payloads.py): two periodic MetricReportDefinitions,
 `HGX_PlatformEnvironmentMetrics_0` (GPU temperature and power) and `HGX_ProcessorMetrics_0`
 (SM clock and ThrottleCauses), whose MetricReports (`ReportUpdates: Overwrite`, the latest one)
-carry in every MetricValue a `Timestamp` read from the controller's own clock model, in ms.
+carry in every MetricValue a `Timestamp` read from the controller's own clock model, in ms:
+the instant the value was sampled, and for the state metric ThrottleCauses the instant it was
+last updated (its first sample showing the current value), as an event-driven sensor is.
 
 Reports are generated every `report_period_s` of reference time from the emulator's start
 (report k at start + k x period; its values sampled 1 ms apart before it, in report order): a
@@ -63,6 +65,8 @@ HGX = Profile(
 class EmulatedHMC(redfish_bmc.EmulatedBMC):
     """The BMC emulator with the HGX layout, GPUs and a TelemetryService."""
 
+    CERT_PREFIX = "redfish-hmc"
+
     @staticmethod
     def profile_for(sim: dict) -> Profile:
         base = profile_of({k: v for k, v in sim.items() if k != "profile"})
@@ -97,6 +101,15 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
         return {"temp_c": round(41.0 + 2 * n + wave, 1), "power_w": 385.0 + 10 * n,
                 "sm_clock_mhz": 1980, "throttle": [], "health": "OK"}
 
+    def _changed_at(self, n: int, at: int, lead: int) -> int:
+        """A state metric is stamped when it was last updated: the first of its samples (at
+        `lead` from each report instant) that showed its current value."""
+        edges = [self.started] + [x for g, on in self.throttles if g == n
+                                  for x in (on, on + self.throttle_ns) if x <= at]
+        edge = max(edges)
+        j = -((self.started + lead - edge) // self.period_ns)          # ceil division
+        return min(at, self.started + max(j, 0) * self.period_ns + lead)
+
     def _value_text(self, prop: str, state: dict) -> str:
         if prop.endswith("ThrottleCauses"):
             return ",".join(state["throttle"]) or "None"
@@ -125,8 +138,9 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
         values = []
         for i, (n, prop) in enumerate(props):
             at = t_k - (len(props) - i) * VALUE_GAP_NS
+            stamped = self._changed_at(n, at, at - t_k) if prop.endswith("ThrottleCauses") else at
             values.append(H.metric_value(prop, self._value_text(prop, self.gpu_state(n, at)),
-                                         H.render_ms(self.model.read_ns(at))))
+                                         H.render_ms(self.model.read_ns(stamped))))
         stamp = self.model.read_ns(t_k)
         if self._reported.get(rid, -1) < k:
             self._reported[rid] = k
