@@ -56,7 +56,7 @@ XID_TEXT = {13: "Graphics Engine Exception", 31: "GPU memory page fault",
 
 HGX = Profile(
     "hgx", "HGX_BMC_0", "HGX_Baseboard_0",
-    (LogSpec("Systems", "EventLog", "Event", "WrapsWhenFull", test_events=True),
+    (LogSpec("Systems", "EventLog", "Event", "WrapsWhenFull", test_events=True, seeded=1),
      LogSpec("Managers", "Journal", "OEM", "WrapsWhenFull", seeded=3, seed_type="Oem",
              oem_format="BMC Journal Entry", message_ids=False)),
     manager_name="HGX BMC", datetime_utc="+00:00")
@@ -95,11 +95,12 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
     def gpu_state(self, n: int, t: int) -> dict[str, Any]:
         hot = any(g == n and at <= t < at + self.throttle_ns for g, at in self.throttles)
         wave = ((t - self.started) // NS + 3 * n) % 7 / 10
+        energy = round((t - self.started) / NS * (385.0 + 10 * n), 1)     # J since start
         if hot:
             return {"temp_c": 88.0 + wave, "power_w": 612.0, "sm_clock_mhz": 1410,
-                    "throttle": ["ThermalLimit"], "health": "Warning"}
+                    "throttle": ["ThermalLimit"], "health": "Warning", "energy_j": energy}
         return {"temp_c": round(41.0 + 2 * n + wave, 1), "power_w": 385.0 + 10 * n,
-                "sm_clock_mhz": 1980, "throttle": [], "health": "OK"}
+                "sm_clock_mhz": 1980, "throttle": [], "health": "OK", "energy_j": energy}
 
     def _changed_at(self, n: int, at: int, lead: int) -> int:
         """A state metric is stamped when it was last updated: the first of its samples (at
@@ -236,12 +237,12 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
                                                   "Processor Collection",
                                                   [H.processor_uri(n) for n in gpus]),
             H.MEMORY: lambda: H.collection_of(H.MEMORY, "MemoryCollection", "Memory Collection",
-                                              []),
+                                              [f"{H.MEMORY}/GPU_SXM_{n}_DRAM_0" for n in gpus]),
             H.CHASSIS: lambda: H.collection_of(H.CHASSIS, "ChassisCollection",
                                                "Chassis Collection", [H.BASEBOARD_CHASSIS]
                                                + [H.gpu_chassis(n) for n in gpus]),
             H.BASEBOARD_CHASSIS: lambda: H.chassis(H.BASEBOARD_CHASSIS, "HGX Baseboard",
-                                                   "Module", False),
+                                                   "Module", False, self.serial, self.uuid),
         }
         for n in gpus:
             proc, ch = H.processor_uri(n), H.gpu_chassis(n)
@@ -249,7 +250,12 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
             out[f"{proc}/EnvironmentMetrics"] = lambda n=n: H.environment(n, self.gpu_state(n, now()))
             out[f"{proc}/Ports"] = lambda proc=proc: H.collection_of(
                 f"{proc}/Ports", "PortCollection", "Port Collection", [])
-            out[ch] = lambda n=n, ch=ch: H.chassis(ch, f"HGX GPU SXM {n}", "Component", True)
+            out[ch] = lambda n=n, ch=ch: H.chassis(ch, f"HGX GPU SXM {n}", "Component", True,
+                                                   f"{self.serial}-{n}", self.uuid)
+            mem = f"{H.MEMORY}/GPU_SXM_{n}_DRAM_0"
+            out[mem] = lambda n=n: H.memory(n)
+            out[f"{mem}/MemoryMetrics"] = lambda n=n: H.memory_metrics(
+                n, 91.0 if self.gpu_state(n, now())["throttle"] else 64.0)
             out[f"{ch}/Sensors"] = lambda n=n, ch=ch: H.collection_of(
                 f"{ch}/Sensors", "SensorCollection", "Sensor Collection",
                 [H.sensor_uri(n, "TEMP"), H.sensor_uri(n, "Power")])
@@ -274,6 +280,9 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
             H.FIRMWARE: lambda: H.collection_of(H.FIRMWARE, "SoftwareInventoryCollection",
                                                 "Firmware Inventory", [f"{H.FIRMWARE}/HGX_FW_BMC_0"]),
             f"{H.FIRMWARE}/HGX_FW_BMC_0": lambda: H.firmware("HGX_FW_BMC_0", self.model.p.firmware),
+            H.SOFTWARE: lambda: H.collection_of(H.SOFTWARE, "SoftwareInventoryCollection",
+                                                "Software Inventory", [f"{H.SOFTWARE}/HGX_Driver_0"]),
+            f"{H.SOFTWARE}/HGX_Driver_0": lambda: H.software("HGX_Driver_0", "550.54.15"),
         }
         for rid in ids:
             out[f"{H.DEFINITIONS}/{rid}"] = lambda rid=rid: H.report_definition(

@@ -24,13 +24,15 @@ DEFINITIONS = f"{TELEMETRY}/MetricReportDefinitions"
 REPORTS = f"{TELEMETRY}/MetricReports"
 UPDATE = f"{ROOT}/UpdateService"
 FIRMWARE = f"{UPDATE}/FirmwareInventory"
+SOFTWARE = f"{UPDATE}/SoftwareInventory"
 # the HMC's report definitions: (Id, what it carries)
 ENVIRONMENT = "HGX_PlatformEnvironmentMetrics_0"
 PROCESSOR = "HGX_ProcessorMetrics_0"
 SCHEMA_VERSIONS = {"Chassis": "v1_23_0", "Processor": "v1_18_0", "EnvironmentMetrics": "v1_3_0",
                    "Sensor": "v1_8_0", "TelemetryService": "v1_3_1", "MetricReport": "v1_5_0",
                    "MetricReportDefinition": "v1_4_2", "UpdateService": "v1_11_0",
-                   "SoftwareInventory": "v1_9_0", "ComputerSystem": "v1_20_0"}
+                   "SoftwareInventory": "v1_9_0", "ComputerSystem": "v1_20_0",
+                   "Memory": "v1_17_0", "MemoryMetrics": "v1_7_0"}
 
 
 def gpu_id(n: int) -> str:
@@ -99,19 +101,39 @@ def environment(n: int, state: dict) -> dict:
                   TemperatureCelsius={"DataSourceUri": sensor_uri(n, "TEMP"),
                                       "Reading": state["temp_c"]},
                   PowerWatts={"DataSourceUri": sensor_uri(n, "Power"),
-                              "Reading": state["power_w"]})
+                              "Reading": state["power_w"]},
+                  EnergyJoules={"Reading": state["energy_j"]})
 
 
-def chassis(uri: str, name: str, kind: str, sensors: bool) -> dict:
+def chassis(uri: str, name: str, kind: str, sensors: bool, serial: str, uuid: str) -> dict:
     extra = {"Sensors": link(f"{uri}/Sensors")} if sensors else {}
     return _typed(uri, "Chassis", name, ChassisType=kind, Status=_status(),
-                  Manufacturer="NVIDIA", **extra)
+                  Manufacturer="NVIDIA", Model="HGX emulated", PartNumber="699-2G520-0200-000",
+                  SKU="HGX-8-GPU", SerialNumber=serial, UUID=uuid,
+                  MaxPowerWatts=700.0 if sensors else 6000.0, MinPowerWatts=100.0, **extra)
 
 
 def sensor(n: int, kind: str, reading: float) -> dict:
     units, rtype = ("Cel", "Temperature") if kind == "TEMP" else ("W", "Power")
+    limits = (85.0, 92.0, 10.0, 5.0, 0.0) if kind == "TEMP" else (650.0, 700.0, 80.0, 50.0, 0.0)
+    thresholds = {name: {"Reading": v} for name, v in
+                  zip(("UpperCritical", "UpperFatal", "LowerCaution", "LowerCritical",
+                       "LowerFatal"), limits)}
     return _typed(sensor_uri(n, kind), "Sensor", f"GPU {n} {rtype}", Reading=reading,
-                  ReadingUnits=units, ReadingType=rtype, Status=_status())
+                  ReadingUnits=units, ReadingType=rtype, Status=_status(), Thresholds=thresholds)
+
+
+def memory(n: int) -> dict:
+    """GPU n's HBM as the UBB profile lists it."""
+    uri = f"{MEMORY}/GPU_SXM_{n}_DRAM_0"
+    return _typed(uri, "Memory", f"GPU {n} HBM", MemoryDeviceType="HBM3", CapacityMiB=81920,
+                  AllowedSpeedsMHz=[2619], ErrorCorrection="SingleBitECC", Status=_status(),
+                  Metrics=link(f"{uri}/MemoryMetrics"))
+
+
+def memory_metrics(n: int, busy: float) -> dict:
+    uri = f"{MEMORY}/GPU_SXM_{n}_DRAM_0/MemoryMetrics"
+    return _typed(uri, "MemoryMetrics", f"GPU {n} HBM Metrics", BandwidthPercent=busy)
 
 
 def telemetry_service(period_s: float) -> dict:
@@ -159,13 +181,19 @@ def metric_report(rid: str, seq: int, stamp: str, values: list[dict]) -> dict:
 def update_service() -> dict:
     return _typed(UPDATE, "UpdateService", "Update Service", ServiceEnabled=True,
                   Status=_status(), FirmwareInventory=link(FIRMWARE),
+                  SoftwareInventory=link(SOFTWARE),
                   HttpPushUri=f"{UPDATE}/update",
                   HttpPushUriOptions={"HttpPushUriApplyTime": {"ApplyTime": "OnReset"}})
 
 
 def firmware(fid: str, version: str) -> dict:
     return _typed(f"{FIRMWARE}/{fid}", "SoftwareInventory", fid, Status=_status(),
-                  Updateable=True, Version=version)
+                  Updateable=True, Version=version, WriteProtected=False)
+
+
+def software(sid: str, version: str) -> dict:
+    return _typed(f"{SOFTWARE}/{sid}", "SoftwareInventory", sid, Status=_status(),
+                  Updateable=False, Version=version, WriteProtected=True)
 
 
 def collection_of(uri: str, kind: str, name: str, uris: list[str]) -> dict:
