@@ -78,22 +78,33 @@ def hmc_service(sim_rack):
     return dev, os.environ[dev.password_env]
 
 
-@pytest.mark.slow
-def test_interop_validator_ubb_profile_no_mandatory_failure(hmc_service, tmp_path):
-    exe, prof = interop_validator(), profile_file()
-    if exe is None:
-        pytest.skip("rf_interop_validator not installed (pip install redfish-interop-validator)")
-    if prof is None:
-        pytest.skip(f"OCP's {PROFILE} not found at ../shared/redfish/ocp-profiles")
-    dev, password = hmc_service
+def validate(tools: list, why: list[str], dev, password: str, args: list[str], tmp_path):
+    """Run a DMTF validator (`tools[0]`) against the service, or skip with the reason of the
+    first tool or file that is missing; (its output, its summary counts, its report folder)."""
+    for tool, reason in zip(tools, why):
+        if tool is None:
+            pytest.skip(reason)
     env = {**os.environ, "REQUESTS_CA_BUNDLE": dev.options["ca_file"]}
-    r = subprocess.run([exe, "-u", dev.username, "-p", password, "-r", dev.address,
-                        "--authtype", "Session", "--logdir", str(tmp_path / "report"), str(prof)],
+    report = tmp_path / "report"
+    r = subprocess.run([tools[0], "-u", dev.username, "-p", password, "-r", dev.address,
+                        "--authtype", "Session", "--logdir", str(report), *args],
                        env=env, capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr
     m = SERVICE_SUMMARY.search(out)
     assert m, f"no summary table; rc {r.returncode}\n{out[-3000:]}"
-    log = next((tmp_path / "report").rglob("*Debug*.log")).read_text()
+    return out, r.returncode, tuple(map(int, m.groups())), report
+
+
+@pytest.mark.slow
+def test_interop_validator_ubb_profile_no_mandatory_failure(hmc_service, tmp_path):
+    prof = profile_file()
+    dev, password = hmc_service
+    _, _, counts, report = validate(
+        [interop_validator(), prof],
+        ["rf_interop_validator not installed (pip install redfish-interop-validator)",
+         f"OCP's {PROFILE} not found at ../shared/redfish/ocp-profiles"],
+        dev, password, [str(prof)], tmp_path)
+    log = next(report.rglob("*Debug*.log")).read_text()
     types: dict[str, str] = {}
 
     def type_of(uri: str) -> str:
@@ -105,8 +116,7 @@ def test_interop_validator_ubb_profile_no_mandatory_failure(hmc_service, tmp_pat
 
     mandatory, other = mandatory_failures(log, json.loads(prof.read_text()), type_of)
     assert not mandatory, mandatory
-    passed = int(m.group(1))
-    assert passed > 150, m.group(0)
+    assert counts[0] > 150, counts
     assert {req for _, reqs in other for req in reqs} <= {"Supported", "Recommended"}, other
 
 
@@ -128,21 +138,12 @@ def test_the_failure_classifier_takes_the_requirement_of_the_absent_resource():
 
 @pytest.mark.slow
 def test_service_validator_finds_no_failure_on_the_hmc(hmc_service, tmp_path):
-    exe, schemas = service_validator(), schema_directory()
-    if exe is None:
-        pytest.skip("rf_service_validator not installed (pip install redfish-service-validator)")
-    if schemas is None:
-        pytest.skip("DMTF's schema bundle not found at ../shared/redfish/csdl "
-                    "(or $RACKCLOCK_REDFISH_SCHEMAS)")
+    schemas = schema_directory()
     dev, password = hmc_service
-    env = {**os.environ, "REQUESTS_CA_BUNDLE": dev.options["ca_file"]}
-    r = subprocess.run([exe, "-r", dev.address, "-u", dev.username, "-p", password,
-                        "--authtype", "Session", "--schema_directory", str(schemas),
-                        "--skipschema", "--logdir", str(tmp_path / "report")],
-                       env=env, capture_output=True, text=True, timeout=600)
-    out = r.stdout + r.stderr
-    m = SERVICE_SUMMARY.search(out)
-    assert m, f"no summary table; rc {r.returncode}\n{out[-3000:]}"
-    passed, _, failed, _ = map(int, m.groups())
-    assert failed == 0 and r.returncode == 0, out[-3000:]
-    assert passed > 500, m.group(0)
+    out, rc, counts, _ = validate(
+        [service_validator(), schemas],
+        ["rf_service_validator not installed (pip install redfish-service-validator)",
+         "DMTF's schema bundle not found at ../shared/redfish/csdl (or $RACKCLOCK_REDFISH_SCHEMAS)"],
+        dev, password, ["--schema_directory", str(schemas), "--skipschema"], tmp_path)
+    assert counts[2] == 0 and rc == 0, out[-3000:]
+    assert counts[0] > 500, counts
