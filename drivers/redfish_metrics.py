@@ -68,7 +68,9 @@ def report_entries(rid: str, body: dict, state: ReportState, s_ns: int,
     if (seq, stamp) == state.last:
         return []
     state.last = (seq, stamp)
-    values = [v for v in (body.get("MetricValues") or [])[:MAX_VALUES] if isinstance(v, dict)]
+    listed = body.get("MetricValues")
+    values = [v for v in (listed if isinstance(listed, list) else [])[:MAX_VALUES]
+              if isinstance(v, dict)]
     out = []
     for v in values:
         if not is_throttle(v):

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import tomli_w
+from hypothesis import given, settings, strategies as st
 
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in
@@ -181,3 +182,25 @@ def test_the_password_stays_out_of_errors(hmc):
 
     text = asyncio.run(go())
     assert "wrong-secret-123" not in text and "auth" in text
+
+
+JSON = (st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+        | st.lists(st.integers(), max_size=3)
+        | st.dictionaries(st.text(max_size=6), st.integers(), max_size=2))
+STAMPS = st.sampled_from(["2026-12-01T10:00:01.5+00:00", "2026-12-01T10:00:01Z", "", "x",
+                          "2026-13-01T10:00:01Z", "9999-12-31T23:59:59.999999999+14:00"])
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.fixed_dictionaries(
+    {"ReportSequence": JSON, "Timestamp": STAMPS | JSON,
+     "MetricValues": st.lists(st.fixed_dictionaries(
+         {"MetricProperty": st.sampled_from(["/x#/ThrottleCauses", "/y#/Reading"]) | JSON,
+          "MetricValue": JSON, "Timestamp": STAMPS | JSON}) | JSON, max_size=4) | JSON}),
+    max_size=4))
+def test_any_report_body_gives_entries_or_nothing_never_an_exception(bodies):
+    st_ = ReportState()
+    for body in bodies:
+        for en in report_entries("R", body, st_, 1, 2):
+            assert isinstance(en.value_ns, int) and en.resolution_ns >= 1
+            assert en.cursor.startswith("metric/R:")
