@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -69,10 +68,7 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
 
     @staticmethod
     def profile_for(sim: dict) -> Profile:
-        base = profile_of({k: v for k, v in sim.items() if k != "profile"})
-        keys = ("max_sessions", "session_timeout_s", "rate_limit_hz", "retry_after_s",
-                "session_service", "auth_required")
-        return replace(HGX, **{k: getattr(base, k) for k in keys if k in sim})
+        return profile_of(sim, HGX)          # the HGX layout, with the sim table's overrides
 
     def __init__(self, device: DeviceConfig, model: ClockModel, ctx: SimContext):
         sim = dict(device.sim or {})
