@@ -155,6 +155,7 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
 
     def start_throttle(self, gpu: int, t: int) -> None:
         self.throttles.append((gpu, t))
+        del self.throttles[:-64]               # a long run's test events: the latest only
         self.ctx.record_event(self.name, "thermal_throttle", t, gpu=gpu)
         self._log_later(t, f"{H.gpu_id(gpu)} temperature over its thermal limit: clocks "
                            f"throttled", ["GPU", f"{H.gpu_id(gpu)} thermal"], "Warning",
