@@ -37,6 +37,11 @@ def test_the_controller_clock_is_bounded_around_its_step(hmc_run):
         assert seg["truth"]["offset_in"] and seg["truth"]["drift_in"], seg
     ident = run.manifest.device("hmc-1").identity
     assert "metric report(s)" in ident.extra["telemetry"]
+    # a test event pairs with an entry of the event log it caused (its own, or the thermal
+    # entry the simulation adds), never with a metric report listed before it
+    events = d["latency"]["test_event"]["events"]
+    assert events and all(not e["event"].startswith("metric/") for e in events if "event" in e)
+    assert any("logged_ns" in e for e in events), events
 
 
 def _metric_rows(run):
