@@ -27,7 +27,8 @@ from bench.sim.optic_cmis import ModuleSpec
 from tests.racks import sim_rack_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-READERS = {"redfish_bmc": ["redfish_bmc", "redfish_events"], "snmp_pdu": ["snmp_pdu"],
+READERS = {"redfish_bmc": ["redfish_bmc", "redfish_events"],
+           "redfish_hmc": ["redfish_bmc", "redfish_events", "redfish_hmc"], "snmp_pdu": ["snmp_pdu"],
            "modbus_cooling": ["modbus_cooling", "modbus_cdu"], "serial_optic": ["serial_optic"],
            "ipmi_bmc": ["ipmi_bmc"], "k8s_scheduler": ["k8s_scheduler"],
            "host_kernel": ["host_kernel"]}

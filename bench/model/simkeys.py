@@ -259,6 +259,13 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "max_sessions": num(1, 1024, kind="int"), "session_timeout_s": num(1, 86400, "s", "int"),
         "rate_limit_hz": num(0.0, 10_000.0, "Hz"), "retry_after_s": num(0, 3600, "s", "int"),
         "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT},
+    "redfish_hmc": {       # the BMC emulator's keys and the GPU baseboard's own
+        "gpus": num(1, 8, kind="int"), "report_period_s": num(0.1, 3600.0, "s"),
+        "throttle_on_test_event": FLAG, "throttle_gpu": num(1, 8, kind="int"),
+        "throttle_s": num(0.0, 86400.0, "s"),
+        "xid_events": list_of(table({"at_s": AT_S, "gpu": num(1, 8, kind="int"),
+                                     "xid": num(0, 255, kind="int")},
+                                    required=("at_s", "gpu", "xid")))},
     "snmp_pdu": {
         "outlets": lambda v, p: (list_of(TEXT, 256) if isinstance(v, list)
                                  else num(1, 256, kind="int"))(v, p),
@@ -290,6 +297,9 @@ EMULATORS: dict[str, dict[str, Check]] = {
                                    required=("at_s", "node")))},
     "host_kernel": {},
 }
+# the GPU baseboard controller is the BMC emulator with its own layout (bench/sim/redfish_hmc.py)
+EMULATORS["redfish_hmc"] = {**{k: v for k, v in EMULATORS["redfish_bmc"].items()
+                               if k != "profile"}, **EMULATORS["redfish_hmc"]}
 
 # cooling and power equipment on the BMC emulator's core (bench/sim/redfish_equipment.py)
 EMULATORS["redfish_equipment"] = {
@@ -323,3 +333,4 @@ def check_sim(sim: Any, driver: str) -> None:
                                                                    "names of 1 to 64 characters")}
     table(keys)(sim, "sim")
     _clock_limits(sim)
+

@@ -13,7 +13,7 @@ from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMP
                             fit_clock, wander_allowance_ns_per_s)
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
 from bench.model.rundata import Samples, load_samples
-from bench.model.stamps import bound_stamps
+from bench.model.stamps import bound_stamps, log_of
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
 OK = RowStatus.OK
@@ -105,7 +105,10 @@ def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
     `logged_unbounded` why there is no bound). Bounds only; midpoints as points."""
     out: dict[str, dict] = {}
     stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == OK]
-    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK]
+    # a metric report (GPU telemetry, drivers/redfish_metrics.py) is periodic: never the
+    # stimulus's log entry
+    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK
+              and not log_of(smp.raw[i]).startswith("metric/")]
     pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == OK]
     used = set()
     logged = []                  # (record, event row) whose stamp bounds `logged_ns`

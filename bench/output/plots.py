@@ -16,7 +16,8 @@ from bench.model.rundata import Run  # noqa: E402
 from bench.model.statuses import BreakKind  # noqa: E402
 
 PLANE_COLOURS = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
-                 "reference": "#7f7f7f"}
+                 "reference": "#7f7f7f",
+                 "gpu": "#76b900"}         # the GPU telemetry lane (the baseboard's controller)
 
 
 def plane_colour(plane: str) -> str:

@@ -18,7 +18,8 @@ LABEL_PX = 260
 PLOT_PX = 820
 USER_TEXT = ' font-style="italic" font-weight="bold"'
 PALETTE = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
-           "scheduler": "#ff7f0e", "reference": "#555555"}
+           "scheduler": "#ff7f0e", "reference": "#555555",
+           "gpu": "#5f9600"}             # the GPU telemetry lane (the baseboard's controller)
 
 STYLE = """
 .tl-nav{margin:.4em 0;font:13px sans-serif}.tl-nav button{margin:0 .2em;font:inherit}

@@ -1,6 +1,8 @@
 """A cross-plane incident with known true instants, played by the simulated rack.
 
-`STEPS` is the cascade: a CDU pump trips, the coolant alarm follows, a BMC logs a thermal event,
+`STEPS` is the cascade: a CDU pump trips, the coolant alarm follows, the GPU baseboard's
+telemetry shows a GPU throttled for its thermal limit (a ThrottleCauses metric in a metric report,
+stamped by the baseboard controller's clock), a BMC logs a thermal event,
 the host's power is capped, a PDU outlet's power drops, an optic loses light, the scheduler marks
 the node not ready. Each step names the plane and default-rack device that plays it, the stimulus
 that makes the emulator play it (the emulators' own event machinery: each stamps its log in its
@@ -44,6 +46,8 @@ class Step:
 STEPS = (
     Step("CDU pump trip", "cooling", "cdu-2", "test_alarm", "test_alarm"),
     Step("coolant temperature alarm", "cooling", "cdu-1", "test_alarm", "test_alarm"),
+    Step("GPU thermal throttle", "gpu", "hmc-1", "test_event", "thermal_throttle", (),
+         "ThrottleCauses ThermalLimit"),
     Step("BMC thermal event", "bmc", "bmc-2", "test_event", "test_event"),
     Step("host power capped", "bmc", "bmc-1", "test_event", "test_event"),
     Step("PDU outlet power drop", "pdu", "pdu-2", "outlet_off:5", "outlet_off",
@@ -66,7 +70,7 @@ def steps_for(first_cause: str = "modbus") -> tuple[Step, ...]:
 
 
 # gaps between consecutive steps, s: tens of ms to seconds
-GAPS_S = (0.03, 0.4, 1.5, 0.08, 0.9, 0.2)
+GAPS_S = (0.03, 4.0, 0.4, 1.5, 0.08, 0.9, 0.2)     # coolant -> GPU throttle: seconds
 
 
 def resolve(rack, steps=STEPS, gaps_s=GAPS_S, start_s: float = 25.5) -> tuple[list[dict], list[str]]:
@@ -120,6 +124,7 @@ class PlaneClock:
 
 # per step of STEPS (the scheduler included): resolution of its log stamps, latency range
 VIRTUAL = (("cdu-2", "cooling", 1.0, (0.5, 1.5)), ("cdu-1", "cooling", 1.0, (0.2, 0.6)),
+           ("hmc-1", "gpu", 0.001, (0.0, 1.0)),
            ("bmc-2", "bmc", 1.0, (0.4, 1.2)), ("bmc-1", "bmc", 1.0, (0.05, 0.25)),
            ("pdu-2", "pdu", 0.01, (0.02, 0.2)), ("optic-1", "optic", 0.001, (0.001, 0.01)),
            ("k8s", "scheduler", 1.0, (0.5, 2.0)))
