@@ -174,13 +174,15 @@ class _Parent:
         self.store, self.plan = store, plan
         self.out = ctx.Queue()
         self.stop = ctx.Event()
-        peers = Peers(ctx.Value("i", 0), processes)       # the workers' loops start together
+        # the workers' loops start together; kept while the workers live (a spawned worker
+        # unpickles its shared value's lock by name: freed here, it would find none)
+        self.peers = Peers(ctx.Value("i", 0), processes)
         self.statuses = {d.name: DeviceStatus(d.name, d.plane) for d in devices}
         self.shards = [[(i, to_wire(d)) for i, d in enumerate(devices) if i % processes == k]
                        for k in range(processes)]
         self.procs = [ctx.Process(target=_worker, name=f"rackclock-shard-{k}", daemon=True,
                                   args=(k, items, clock, str(store.path), plan, armed, seed,
-                                        self.out, self.stop, deadline_of(plan), peers))
+                                        self.out, self.stop, deadline_of(plan), self.peers))
                       for k, items in enumerate(self.shards)]
         self.done: set[int] = set()
 
