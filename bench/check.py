@@ -21,8 +21,8 @@ from pathlib import Path
 
 from bench.model.inventory import DeviceConfig, InventoryError
 from bench.model.rackfile import load_checked, parse_allowance, reference_options
-from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.model.texttable import WIDTH, render, wrap
+from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
 
@@ -108,7 +108,7 @@ def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]
         async def bounded():
             try:
                 await asyncio.wait_for(_check_device(d, now_ns, res), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 res.status, res.error = "timeout", f"no complete answer within {timeout_s:g} s"
 
         try:
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench.sim.serve import ensure_secrets
             from bench.sim.thread import SimRackThread
 
-            ensure_secrets(source, quiet=True)
+            ensure_secrets(source)
             sim = stack.enter_context(SimRackThread(source))
             rack, sim_failed = sim.rack, dict(sim.failed)
             declared = {d.name: d for d in source.devices}

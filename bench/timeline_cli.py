@@ -20,7 +20,6 @@ from bench.model.logformats import FORMATS
 from bench.model.rundata import RunFolderError, load_run
 from bench.model.timeline import build
 
-
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
               "surely",
@@ -43,7 +42,7 @@ def key_help() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.output.timeline import print_table, write_outputs
+    from bench.output.timeline import table_lines, write_outputs
 
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0],
                                  epilog=key_help(),
@@ -83,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     for rep in refused:
         print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
     t0 = run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0)
-    print_table(tl, int(t0), a.rows)
+    for line in table_lines(tl, int(t0), a.rows):
+        print(line)
     paths = write_outputs(run.path, tl, int(t0))
     print("written: " + ", ".join(str(p) for p in paths))
     return 2 if refused else 0

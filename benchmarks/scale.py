@@ -36,14 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tomli_w  # noqa: E402
+from spread import temp_dir  # noqa: E402
 
-from bench.model.inventory import load_rack  # noqa: E402
 from bench.model.store import RunStore  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.run import runner  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from bench.sim.serve import DEFAULT_RACK  # noqa: E402
-from spread import temp_dir  # noqa: E402
 
 MIX = (("bmc", "bmc-1", 0.4), ("pdu", "pdu-2", 0.3), ("cooling", "cdu-1", 0.3))
 LATE_MS = 10.0
@@ -158,7 +157,7 @@ class ProcSampler(threading.Thread):
         sims = set()
         for s in self.sim_pids:
             sims.update(p for p in self.first if p == s)
-        for pid, (t0, c0) in self.first.items():
+        for pid, (_t0, c0) in self.first.items():
             t1, c1 = self.last[pid]
             role = "bench" if pid == os.getpid() else "sim" if pid in self.sim_pids else "worker"
             if role == "worker" and (c1 - c0) == 0 and self.rss[pid] < 1:

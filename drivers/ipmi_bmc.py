@@ -35,23 +35,39 @@ from __future__ import annotations
 import asyncio
 import struct
 import threading
-from typing import Callable
+from collections.abc import Callable
 from zoneinfo import ZoneInfoNotFoundError
 
 import pyipmi
 import pyipmi.interfaces
-from pyipmi.errors import (AuthenticationError, CompletionCodeError, DecodingError,
-                           IpmiConnectionError, IpmiLongPasswordError, MessageStatusCodeError,
-                           NotSupportedError, RetryError)
+from pyipmi.errors import (
+    AuthenticationError,
+    CompletionCodeError,
+    DecodingError,
+    IpmiConnectionError,
+    IpmiLongPasswordError,
+    MessageStatusCodeError,
+    NotSupportedError,
+    RetryError,
+)
 from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
 from bench.model.inventory import Key
 from bench.model.logformats import sel_seconds_to_ns, sel_zone
-from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
-    split_address
-from drivers.base import Stimulated
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+    split_address,
+)
 
 NS = 1_000_000_000
 PRE_INIT_MAX = 0x20000000          # SEL stamps below this count seconds since controller init

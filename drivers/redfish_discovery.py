@@ -12,8 +12,9 @@ needs only a `get_json(uri, what) -> dict` coroutine.
 """
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 GetJson = Callable[[str, str], Awaitable[dict]]
 # the kinds of log, best first for stimulus-to-log latency: an event log records the Redfish

@@ -8,11 +8,11 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from firmware_runs import BASELINE, REGRESSED, UNCHANGED, shared_runs
 
 from bench.compare import verdicts as compare
-from bench.compare.tolerances import Rule, ToleranceError, tolerances_from_dict
 from bench.compare.measures import Measure
-from firmware_runs import BASELINE, REGRESSED, UNCHANGED, shared_runs
+from bench.compare.tolerances import Rule, ToleranceError, tolerances_from_dict
 
 
 @pytest.fixture(scope="module")
@@ -257,8 +257,8 @@ def test_an_address_or_port_alone_is_no_identity_change():
 
 def test_an_assumed_drift_is_never_called_proven(runs):
     """Issue 28 item 7: compare labelled every drift 'proven'; the drift at an epoch is assumed."""
-    from bench.model.rundata import load_run
     from bench.compare.measures import run_measures
+    from bench.model.rundata import load_run
     run = load_run(runs[BASELINE])
     ms = run_measures(run)
     drifts = [m for (d, c, name), m in ms.items() if name == "drift"]

@@ -27,10 +27,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.compare.tolerances import Tolerances, ToleranceError, tolerances_from_dict
 from bench.compare.measures import Measure, identities, run_measures
-from bench.model.statuses import RunStatus
+from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
 from bench.model.rundata import Run, load_run
+from bench.model.statuses import RunStatus
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")

@@ -12,10 +12,11 @@ import re
 import reprlib
 import stat
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from bench.errors import RackclockError
 
@@ -40,7 +41,7 @@ class InventoryError(RackclockError, ValueError):
         self.problem, self.file, self.device, self.key = message, file, device, key
         super().__init__(message)
 
-    def located(self, file: str | None = None, device: str | None = None) -> "InventoryError":
+    def located(self, file: str | None = None, device: str | None = None) -> InventoryError:
         """The same error with its file (and device) filled in where not yet known."""
         return InventoryError(self.problem, file=self.file or file, device=self.device or device,
                               key=self.key)

@@ -31,16 +31,17 @@ from __future__ import annotations
 import argparse
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from bench.errors import RackclockError
+from bench.model.inventory import short
 from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
-from bench.model.inventory import short
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
 
 KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",

@@ -19,7 +19,10 @@ LIBRARIES = ("numpy", "matplotlib", "allantools", "aiohttp", "redfish", "pysnmp"
              "pyserial")
 
 
-def git_revision(path: Path = Path(__file__).resolve().parents[2]) -> dict:
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def git_revision(path: Path = _CHECKOUT) -> dict:
     try:
         rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5).stdout.strip()

@@ -19,8 +19,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.model.inventory import (DeviceConfig, InventoryError, Key, RackConfig, did_you_mean,
-                             load_rack, short, DEVICE_KEYS)
+from bench.model.inventory import (
+    DEVICE_KEYS,
+    DeviceConfig,
+    InventoryError,
+    Key,
+    RackConfig,
+    did_you_mean,
+    load_rack,
+    short,
+)
 
 REFERENCE_SPEC = re.compile(r"realtime|phc:/dev/ptp\d{1,3}")     # virtual: simulations only
 DURATION_KEY = Key("float", 0.5, 7 * 86400.0, unit="s")       # --duration

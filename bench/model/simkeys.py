@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from bench.model.inventory import SAFE_NAME, InventoryError, Key, did_you_mean, short
 

@@ -19,8 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.output.plots import fmt_tick, plane_colour  # noqa: E402
 from bench.analysis.residuals import Residuals  # noqa: E402
+from bench.output.plots import fmt_tick, plane_colour  # noqa: E402
 
 COLUMN_IN = 3.5                 # single-column width of a printed figure (trend, fleet)
 FULL_IN = 9.6                   # the report's page-wide figure: 922 CSS px, fits a 1024 px window
@@ -351,14 +351,15 @@ def timeline_figure(rows: list[dict], t0_ns: int):
     depth = 8                                  # sub-rows per lane
     with screen_style():
         fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes)))
-        for li, (lane, members) in enumerate(lanes.items()):
+        for li, (_lane, members) in enumerate(lanes.items()):
             y0 = len(lanes) - 1 - li
             for k, r in enumerate(members):
                 en = r["entry"]
                 y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
                 lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
                 c = plane_colour(en.plane)
-                ax.plot([lo, hi], [y, y], color=c, lw=2.5 if not r.get("unordered_count", r["unordered_with"]) else 1.0,
+                unordered = r.get("unordered_count", r["unordered_with"])
+                ax.plot([lo, hi], [y, y], color=c, lw=2.5 if not unordered else 1.0,
                         solid_capstyle="butt")
                 ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
             if li % 2:

@@ -7,6 +7,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+from datetime import UTC
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -35,8 +37,8 @@ def _segment_index(segs, t: np.ndarray) -> np.ndarray:
 
 
 def _iso(ns: float) -> str:
-    from datetime import datetime, timezone
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    from datetime import datetime
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def offset_title(device: str, clock: str, c: ClockSummary) -> str:
@@ -66,7 +68,7 @@ def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str
     lines = _segment_lines(segs)
     counter = c.counter
     widths = []
-    for k, sg in enumerate(segs):
+    for sg in segs:
         b = sg.band
         if b:
             widths.append(float(np.max(np.asarray(b.hi) - np.asarray(b.lo))))

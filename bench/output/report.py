@@ -16,8 +16,8 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from bench.output.report_sections import SECTIONS, ReportRun, esc, note_html
 from bench.model.rundata import load_run
+from bench.output.report_sections import SECTIONS, ReportRun, esc, note_html
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:960px;margin:1.2em auto;

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
 import importlib
 import logging
+import os
 import sys
 import time
 import traceback
@@ -18,24 +18,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.model import provenance
+from bench.model.documents import Manifest
+from bench.model.inventory import InventoryError, RackConfig, did_you_mean
+from bench.model.outage import lost_devices, lost_line
+from bench.model.rackfile import check_out, check_params, load_checked
+from bench.model.racklock import rack_lock
+from bench.model.rundata import bound_from_manifest, load_run
+from bench.model.statuses import RunStatus
+from bench.model.store import DiskFull, RunStore, new_run_id
+from bench.model.summary import summarize_run
 from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
 from bench.output.terminal import Progress
-from bench.model.inventory import InventoryError, RackConfig, did_you_mean
-from bench.model.racklock import rack_lock
-from bench.model.rackfile import check_out, check_params, load_checked
-from bench.reference.monitor import RunReference
-from bench.model.rundata import bound_from_manifest
-from bench.model.documents import Manifest
-from bench.model.statuses import RunStatus
 from bench.reference.clock import Health, Reference, ReferenceRefused
+from bench.reference.monitor import RunReference
 from bench.run import admission
 from bench.run.runner import ProbePlan, run_devices
 from bench.run.signals import interrupt_on_signals
-from bench.model.rundata import load_run
 from bench.run.simproc import SimProcess
-from bench.model.store import DiskFull, RunStore, new_run_id
-from bench.model.summary import summarize_run
-from bench.model.outage import lost_devices, lost_line
 
 DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
 log = logging.getLogger(__name__)

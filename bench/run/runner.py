@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import logging
+import os
 import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from bench.model.documents import DeviceEntry
 from bench.model.inventory import DeviceConfig
@@ -243,8 +243,13 @@ class DeviceWorker:
         `explore_every`-th probe, which reads at a uniform tick phase so that a step the aimed
         reads would straddle unseen is still found. Booked on the loop's calendar
         (bench/run/calendar.py) when it has one: an aim without room there explores instead."""
-        from bench.analysis.probe_schedule import (AIM_REACH, ProvenTick, explore_instant_ns,
-                                                   grid_slot, next_probe_ns)
+        from bench.analysis.probe_schedule import (
+            AIM_REACH,
+            ProvenTick,
+            explore_instant_ns,
+            grid_slot,
+            next_probe_ns,
+        )
         period = NS / self.config.rate_hz
         d = self.plan.dither
         grid = self._grid[spec.name]

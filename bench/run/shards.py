@@ -16,10 +16,10 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable
 
 from bench import priority
 from bench.model.inventory import DeviceConfig

@@ -40,8 +40,8 @@ def _listen(text: str) -> tuple[str, int]:
 
 def watch_main(argv: list[str] | None = None) -> int:
     from bench.model.inventory import InventoryError
-    from bench.model.racklock import RackBusy
     from bench.model.rackfile import parse_allowance
+    from bench.model.racklock import RackBusy
     from bench.reference.clock import ReferenceRefused
     from bench.watch.watch import Options, watch
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.model.inventory import InventoryError
-from bench.model.racklock import rack_lock
 from bench.model.rackfile import check_out, load_checked
+from bench.model.racklock import rack_lock
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 from bench.watch.alerts import Alerts
