@@ -78,7 +78,7 @@ def _delegate(module: str, argv: list[str]) -> int:
 
 
 SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.output.report",
-               "compare": "bench.compare.verdicts", "timeline": "bench.timeline_cli",
+               "compare": "bench.compare_cli", "timeline": "bench.timeline_cli",
                "limits": "bench.model.limits", "trend": "bench.output.trend",
                "summarize": "bench.resummarize"}
 SUBCOMMANDS["experiments"] = "bench.run.catalog"

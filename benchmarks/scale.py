@@ -44,6 +44,11 @@ from bench.run import runner  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from bench.sim.serve import DEFAULT_RACK  # noqa: E402
 
+try:                                 # bench/run/probe.py since issue 32; runner's before
+    from bench.run.probe import run_devices  # noqa: E402
+except ImportError:
+    run_devices = runner.run_devices
+
 MIX = (("bmc", "bmc-1", 0.4), ("pdu", "pdu-2", 0.3), ("cooling", "cdu-1", 0.3))
 LATE_MS = 10.0
 
@@ -247,7 +252,7 @@ def run_size(n: int, duration_s: float, work: Path, sim_procs: int | None,
         sampler.start()
         t0 = time.monotonic()
         t0_ns = time.time_ns()
-        statuses, _ = runner.run_devices(list(rack.devices), Reference.now_ns, store, plan,
+        statuses, _ = run_devices(list(rack.devices), Reference.now_ns, store, plan,
                                          True, **run_kw)
         window = time.monotonic() - t0
         store.update_devices({st.name: st.record() for st in statuses})
@@ -356,7 +361,7 @@ def main() -> None:
     a = ap.parse_args()
     import inspect
     run_kw = {}
-    if a.processes is not None and "processes" in inspect.signature(runner.run_devices).parameters:
+    if a.processes is not None and "processes" in inspect.signature(run_devices).parameters:
         run_kw["processes"] = a.processes
     if a.keep:
         work = Path(tempfile.mkdtemp(prefix="scale-"))

@@ -58,7 +58,6 @@ import datetime as dt
 import json
 import logging
 import ssl
-from typing import Any
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -91,6 +90,7 @@ from drivers.base import (
 )
 from drivers.redfish_discovery import link as _link
 from drivers.redfish_discovery import members as _members
+from drivers.redfish_discovery import redfish_message as _redfish_message
 from drivers.redfish_events import EventSubscriber, test_event_body
 from drivers.redfish_log import LogReader, NotSent
 from drivers.redfish_session import (
@@ -168,17 +168,6 @@ def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
             return await super().read()
 
     return CappedResponse
-
-
-def _redfish_message(body: Any) -> str:
-    """The first message of a Redfish error body, if it is one."""
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        err = body["error"]
-        info = err.get("@Message.ExtendedInfo")
-        if isinstance(info, list) and info and isinstance(info[0], dict):
-            return f"{info[0].get('MessageId', '')}: {info[0].get('Message', '')}"
-        return str(err.get("message") or err.get("code") or "")
-    return ""
 
 
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):

@@ -35,6 +35,17 @@ def members(coll: dict) -> list[str]:
     return [u for u in (link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
 
 
+def redfish_message(body: Any) -> str:
+    """The first message of a Redfish error body, if it is one."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        info = err.get("@Message.ExtendedInfo")
+        if isinstance(info, list) and info and isinstance(info[0], dict):
+            return f"{info[0].get('MessageId', '')}: {info[0].get('Message', '')}"
+        return str(err.get("message") or err.get("code") or "")
+    return ""
+
+
 @dataclass
 class LogCandidate:
     """A LogService with an Entries collection, and what the service said of it."""

@@ -50,6 +50,7 @@ import aiohttp
 from aiohttp import web
 
 from drivers.base import DeviceError, LogEntry
+from drivers.redfish_discovery import redfish_message as _redfish_message
 from drivers.redfish_time import parse_datetime_ns
 
 NS = 1_000_000_000
@@ -244,7 +245,6 @@ class EventSubscriber:
             return None, self._clean(f"cannot open {uri}: {exc!r}")
         ctype = resp.headers.get("Content-Type", "")
         if resp.status != 200 or not ctype.startswith("text/event-stream"):
-            from drivers.redfish_bmc import _redfish_message
             try:
                 body = await asyncio.wait_for(resp.text(), self.timeout_s)
                 detail = _redfish_message(json.loads(body)) or body[:120]

@@ -19,7 +19,7 @@ from bench.analysis.residuals import median_ci, regular_series, segment_residual
 from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
 from bench.output import report
-from bench.output.report_sections import SECTIONS
+from bench.output.report import SECTIONS
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.model.inventory import SAFE_NAME, InventoryError, Key, did_you_mean, short
+from bench.model.keys import SAFE_NAME, InventoryError, Key, did_you_mean, short
 
 MAX_LIST = 1000              # steps, reboots, slews, faults, ...: entries in one list
 MAX_STR = 1024               # characters in one string

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.analysis.residuals import Residuals  # noqa: E402
-from bench.output.plots import fmt_tick, plane_colour  # noqa: E402
+from bench.output.plots import fmt_tick, plane_colour, unit_for  # noqa: E402
 
 COLUMN_IN = 3.5                 # single-column width of a printed figure (trend, fleet)
 FULL_IN = 9.6                   # the report's page-wide figure: 922 CSS px, fits a 1024 px window
@@ -35,9 +35,6 @@ SCREEN_RC = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.
              "ytick.labelsize": 8.5, "legend.fontsize": 8.5, "figure.titlesize": 10,
              "lines.linewidth": 1.0, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
              "savefig.dpi": DPI, "svg.fonttype": "none", "axes.titlelocation": "left"}
-
-_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
-
 
 @contextmanager
 def print_style():
@@ -56,17 +53,6 @@ def margins(fig, left=0.85, right=0.25, top=0.45, bottom=0.6, hspace=None, wspac
     w, h = fig.get_size_inches()
     fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h, bottom=bottom / h,
                         hspace=hspace, wspace=wspace)
-
-
-def unit_for(values_ns) -> tuple[float, str]:
-    """(scale, unit) so that the largest magnitude reads between 1 and 1000."""
-    v = np.asarray(values_ns, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    m = float(np.max(np.abs(v))) if len(v) else 0.0
-    for scale, unit in _UNITS:
-        if m >= scale:
-            return scale, unit
-    return 1.0, "ns"
 
 
 # -- writing -------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """`rackclock report RUN`: a self-contained HTML report (RUN/report.html, figures embedded, no
 network needed to read it) and the figures as files in RUN/plots/ (PNG; SVG and PDF on request).
 
-The report is the list of sections in bench.output.report_sections; each draws from the run folder
-through bench.model.rundata.load_run. It opens on the verdict page; sections are drawn in forked
-worker processes, one per core (a section's `weight` attribute: the heavier, the earlier).
+The report is the list SECTIONS below (bench.output.report_sections and its siblings); each
+draws from the run folder through bench.model.rundata.load_run. It opens on the verdict page;
+sections are drawn in forked worker processes, one per core (a section's `weight` attribute: the
+heavier, the earlier).
 """
 from __future__ import annotations
 
@@ -17,7 +18,22 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench.model.rundata import load_run
-from bench.output.report_sections import SECTIONS, ReportRun, esc, note_html
+from bench.output import report_sections as rs
+from bench.output.report_measurements import measurements
+from bench.output.report_sections import ReportRun, esc, note_html
+from bench.output.report_tie import clock_figures, rack_tie
+from bench.output.report_verdict import horizons, verdict_page
+
+# the report's sections in order: bench.output.report_sections, and the verdict page, the TIE
+# sections and an experiment's own results in modules of their own
+clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
+clock_figures.parts = 4
+rack_tie.weight = 3
+rs.timeline.weight = 2
+
+SECTIONS = [verdict_page, measurements, rack_tie, rs.overview, rs.limits, rs.identities, rs.clocks,
+            rs.chrony_columns, horizons, clock_figures, rs.latency, rs.timeline, rs.reference_health,
+            rs.jitter, rs.stability]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:960px;margin:1.2em auto;

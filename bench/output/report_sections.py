@@ -452,18 +452,3 @@ def mean_drift_text(sg) -> str:
     win = (f" over {(m['to_ns'] - m['from_ns']) / 1e9:.3g} s" if m.get("to_ns") and
            m.get("from_ns") else "")
     return f"{ppm_interval(m['lo'], m['hi'])} ppm {word(m.get('status'))}{win}"
-
-
-# the verdict page, the TIE sections and an experiment's own results: modules of their own
-from bench.output.report_measurements import measurements  # noqa: E402
-from bench.output.report_tie import clock_figures, rack_tie  # noqa: E402
-from bench.output.report_verdict import horizons, verdict_page  # noqa: E402
-
-clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
-clock_figures.parts = 4
-rack_tie.weight = 3
-timeline.weight = 2
-
-SECTIONS = [verdict_page, measurements, rack_tie, overview, limits, identities, clocks,
-            chrony_columns, horizons, clock_figures, latency, timeline, reference_health, jitter,
-            stability]

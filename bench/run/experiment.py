@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib
 import logging
 import os
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from bench.model import provenance
 from bench.model.documents import Manifest
-from bench.model.inventory import InventoryError, RackConfig, did_you_mean
+from bench.model.inventory import InventoryError, RackConfig
 from bench.model.outage import lost_devices, lost_line
 from bench.model.rackfile import check_out, check_params, load_checked
 from bench.model.racklock import rack_lock
@@ -32,7 +31,9 @@ from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
 from bench.run import admission
-from bench.run.runner import ProbePlan, run_devices
+from bench.run.catalog import load_experiment
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
 from bench.run.simproc import SimProcess
 
@@ -129,21 +130,6 @@ class Bench:
     def plot(self) -> list[Path]:
         from bench.output.plots import offset_plots
         return offset_plots(load_run(self.store.path))
-
-
-def load_experiment(name: str):
-    """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
-    if name.endswith(".py") or "/" in name:
-        from bench.run.catalog import load_file
-        return load_file(Path(name))
-    try:
-        return importlib.import_module(f"experiments.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name in (f"experiments.{name}", "experiments"):
-            known = sorted(p.stem for p in Path(__file__).resolve().parents[2].joinpath(
-                "experiments").glob("*.py") if not p.stem.startswith("_"))
-            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
-        raise
 
 
 def make_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None):

@@ -37,7 +37,8 @@ from bench.model.documents import Manifest
 from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
-from bench.run.runner import ProbePlan, run_devices
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
 from drivers import driver_class
 from drivers.base import (
     ClockSetter,
