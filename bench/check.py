@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.model.inventory import DeviceConfig, InventoryError
-from bench.model.rackfile import load_checked, parse_allowance, reference_options
+from bench.model.rackfile import parse_allowance, reference_options
 from bench.model.texttable import WIDTH, render, wrap
 from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
+from drivers.rackcheck import load_checked
 
 
 @dataclass

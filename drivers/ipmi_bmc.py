@@ -108,7 +108,7 @@ class _StampedRmcpPlus(RmcpPlus):
 
 
 class IpmiBMC(Stimulated, Driver):
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
                "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
                "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),

@@ -114,7 +114,7 @@ def kubeconfig_problem(path: str) -> str | None:
 
 
 class K8sScheduler(Stimulated, Driver):
-    CREDENTIALS = (("kubeconfig",),)                        # checked at load (bench.model.rackfile)
+    CREDENTIALS = (("kubeconfig",),)                        # checked at load (drivers.rackcheck)
     OPTIONS = {"kubeconfig": Key("path", exists="file", content=kubeconfig_problem),
                "context": Key("str"), "namespace": Key("str"),
                "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}

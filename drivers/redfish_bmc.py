@@ -173,7 +173,7 @@ def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https",)         # http:// only with auth = "none", for a driver made in code
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"),
                "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),

@@ -205,7 +205,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "error", f"SNMP version {self.version!r} (use 2c or 3)")
         self.timeout_s = float(opts.get("timeout_s", 0.5))
         self.CREDENTIALS = ((("username",), ("password_env",)) if self.version == "3" else  # at load
-                            (("community_env", "password_env"),))     # (bench.model.rackfile)
+                            (("community_env", "password_env"),))     # (drivers.rackcheck)
         self.backend: pdu_backends.PduBackend | None = None
         self.chosen_by = ""                      # "inventory" | "sysObjectID <oid>" | why none
         if opts.get("vendor"):

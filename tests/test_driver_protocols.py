@@ -8,7 +8,6 @@ import pytest
 
 import drivers
 from bench.model.inventory import DeviceConfig
-from bench.model.rackfile import known_drivers
 from drivers.base import (
     ClockSetter,
     ClockSource,
@@ -19,6 +18,7 @@ from drivers.base import (
     StimulusRefused,
     StimulusTarget,
 )
+from drivers.rackcheck import known_drivers
 
 CAPABILITIES = (ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient)
 EXPECTED = {

@@ -107,7 +107,7 @@ class RackConfig:
 
 def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
     """One device's table, its common keys checked (the driver's own keys are checked by
-    bench.model.rackfile against what the driver declares)."""
+    drivers.rackcheck against what the driver declares)."""
     if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
         raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
                              "starting with a letter or digit", device=name)

@@ -57,7 +57,7 @@ class Key:
     unit: str = ""
     file_suffix: str = ""        # a str naming a file when it ends so (then relative to the rack file)
     pattern: str = ""            # str: the whole value must match this regular expression
-    exists: str = ""             # checked at load (bench.model.rackfile): "file" | "chardev"
+    exists: str = ""             # checked at load (drivers.rackcheck): "file" | "chardev"
     content: Any = field(default=None, compare=False)   # path -> problem text or None (at load)
     hint: str = ""               # what `pattern` accepts, as said in errors
 

@@ -20,7 +20,7 @@ from bench.model import provenance
 from bench.model.documents import Manifest
 from bench.model.inventory import InventoryError, RackConfig
 from bench.model.outage import lost_devices, lost_line
-from bench.model.rackfile import check_out, check_params, load_checked
+from bench.model.rackfile import check_out, check_params
 from bench.model.racklock import rack_lock
 from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.statuses import RunStatus
@@ -36,6 +36,7 @@ from bench.run.probe import run_devices
 from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
 from bench.run.simproc import SimProcess
+from drivers.rackcheck import load_checked
 
 DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
 log = logging.getLogger(__name__)
