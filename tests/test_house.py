@@ -139,3 +139,19 @@ def test_the_checks_catch_a_planted_violation(tmp_path):
     (tmp_path / "bench" / "cli.py").write_text("def main():\n    print('ok')\n")
     assert long_functions(tmp_path) == {"bench/lib.py:C.long": MAX_LINES + 1}
     assert prints(tmp_path) == [f"bench/lib.py:{MAX_LINES + 4} (short)"]
+
+
+def test_the_installed_top_level_names_are_the_documented_ones():
+    """README's install section names the distribution's top-level packages: exactly these."""
+    import importlib.metadata
+    import tomllib
+
+    documented = {"bench", "drivers", "experiments"}
+    readme = (ROOT / "README.md").read_text()
+    assert "Installed names:" in readme, "README's install section names the installed packages"
+    said = readme.split("Installed names:", 1)[1].split("\n\n", 1)[0]
+    assert all(f"`{n}`" in said for n in documented), said
+    top = importlib.metadata.distribution("rackclock").read_text("top_level.txt")
+    assert top is not None and set(top.split()) == documented
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert {n.split(".")[0] for n in find["include"]} == documented
