@@ -13,6 +13,7 @@ import re
 import stat
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -118,7 +119,7 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
         raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
                              + ", ".join(f"{s}://" for s in cls.SCHEMES if s), device=d.name,
                              key="address")
-    d = replace(d, options=type(d.options)(options))
+    d = replace(d, options=MappingProxyType(options))
     _openable(d, {**DEVICE_KEYS, **cls.OPTIONS}, lab)
     try:
         drv = cls(d, lambda: 0, armed=False)
@@ -153,7 +154,7 @@ def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
                                  f"PTP hardware clock on this host", key="reference")
         if need_devices and not rack.devices:
             raise InventoryError("no devices: a rack file needs at least one [devices.NAME] table")
-        base = Path(rack.source).parent
+        base = Path(rack.source or path).parent
         lab = not rack.simulated          # a served rack (`rackclock sim`) is hardware to us
         devices = tuple(check_device(d, base, lab) for d in rack.devices)
     except InventoryError as exc:
@@ -161,5 +162,5 @@ def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
     uds = rack.options.get("ptp_uds")
     options = dict(rack.options)
     if uds not in (None, "auto", "none"):
-        options["ptp_uds"] = str(Path(rack.source).parent / os.path.expanduser(uds))
-    return replace(rack, devices=devices, options=type(rack.options)(options))
+        options["ptp_uds"] = str(Path(rack.source or path).parent / os.path.expanduser(uds))
+    return replace(rack, devices=devices, options=MappingProxyType(options))

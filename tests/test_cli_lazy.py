@@ -24,10 +24,7 @@ HEAVY = ("numpy", "matplotlib", "experiments", "bench.run.experiment", "bench.ru
 HEAVY_HELP = {
     "sim": "bench/sim/serve.py builds its parser after importing the simulator",
     "check": "bench/check.py imports the drivers at the top",
-    "report": "bench/output/report.py's main beside the report's figures",
     "timeline": "bench/timeline_cli.py imports the timeline machinery at the top",
-    "limits": "bench/model/limits.py's main beside the limits (numpy)",
-    "trend": "bench/output/trend.py's main beside its figure",
     "summarize": "bench/resummarize.py imports the summary (numpy) at the top",
     "watch": "bench/watch/cli.py imports the watch (drivers, aiohttp) at the top",
 }

@@ -195,7 +195,7 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
 def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
     the third run, the last run regressed against the first, and the figure is written."""
-    from bench.output import trend
+    from bench import trend_cli as trend
 
     fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
@@ -213,7 +213,7 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
 def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, capsys,
                                                              monkeypatch):
     """Issue 30: the figure silently kept 24 panels and was written to the current folder."""
-    from bench.output import trend
+    from bench import trend_cli as trend
 
     monkeypatch.chdir(tmp_path)
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),

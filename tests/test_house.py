@@ -38,13 +38,12 @@ LONG_FUNCTIONS = {
 }
 
 # the modules of the command line: they decide what reaches the terminal
-COMMAND_MODULES = {"bench/cli.py", "bench/compare_cli.py", "bench/check.py", "bench/resummarize.py",
-                   "bench/timeline_cli.py", "bench/fleet/cli.py", "bench/watch/cli.py"}
+COMMAND_MODULES = {"bench/cli.py", "bench/check.py", "bench/resummarize.py", "bench/timeline_cli.py",
+                   "bench/compare_cli.py", "bench/limits_cli.py", "bench/report_cli.py",
+                   "bench/trend_cli.py", "bench/fleet/cli.py", "bench/watch/cli.py"}
 # a subcommand's `main(argv)` in its library's module (bench/cli.py's SUBCOMMANDS), and the run's
 # terminal output still printed by run_experiment until its split (splitrun) moves it out
-COMMAND_FUNCTIONS = {"bench/model/limits.py:main",
-                     "bench/output/report.py:main", "bench/output/trend.py:main",
-                     "bench/run/catalog.py:main", "bench/sim/serve.py:main",
+COMMAND_FUNCTIONS = {"bench/run/catalog.py:main", "bench/sim/serve.py:main",
                      "bench/run/experiment.py:run_experiment"}
 
 

@@ -6,7 +6,7 @@ included) with `ast`:
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
   bench.lockdir, bench.priority) < analysis < model < reference < drivers < compare < output < run
-  < commands (the modules at bench/ top: cli, compare_cli, timeline_cli, check, resummarize,
+  < commands (the modules at bench/ top: cli and the *_cli modules, check, resummarize,
   pytest_plugin, and the bench/fleet and bench/watch packages); so bench.model never imports
   drivers (drivers/rackcheck.py checks a rack file against them);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.

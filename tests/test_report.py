@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from firmware_runs import BASELINE, shared_runs
 
+from bench import report_cli
 from bench.analysis.residuals import median_ci, regular_series, segment_residuals
 from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
@@ -469,7 +470,7 @@ def test_median_ci_from_order_statistics():
 
 
 def test_an_unknown_figure_format_is_one_line_and_nothing_written(tmp_path, capsys):
-    assert report.main([str(tmp_path), "--formats", "png,gif"]) == 2
+    assert report_cli.main([str(tmp_path), "--formats", "png,gif"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown gif (accepted: png, svg, pdf)" in err
     assert not list(tmp_path.iterdir())

@@ -16,7 +16,12 @@ from types import MappingProxyType
 from typing import Any
 
 # the rack file's vocabulary, declared in bench.model.keys (below inventory, limits and simkeys)
-from bench.model.keys import ENV_NAME, SAFE_NAME, InventoryError, Key, did_you_mean, short  # noqa: F401
+from bench.model.keys import ENV_NAME as ENV_NAME
+from bench.model.keys import SAFE_NAME as SAFE_NAME
+from bench.model.keys import InventoryError as InventoryError
+from bench.model.keys import Key as Key
+from bench.model.keys import did_you_mean as did_you_mean
+from bench.model.keys import short as short
 
 KNOWN_KEYS = {"plane", "driver", "address", "username", "password_env", "rate_hz", "stimuli", "sim"}
 MAX_RACK_BYTES = 8 << 20          # a rack of 300 devices is about 100 KiB
