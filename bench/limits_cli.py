@@ -21,8 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wide", action="store_true", help="as wide as the table is, every why")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock limits --help` stays quick
-    from bench.model.limits import WIDTH, LimitError, check_run, junit, parse_span, text_table
+    from bench.model.limits import LimitError, check_run, junit, parse_span, text_table
     from bench.model.rundata import load_run
+    from bench.model.texttable import WIDTH
 
     try:
         run = load_run(a.run)

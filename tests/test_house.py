@@ -33,7 +33,6 @@ LONG_FUNCTIONS = {
     "bench/run/experiment.py:run_experiment": 137,
     "bench/run/runner.py:DeviceWorker._main": 105,
     "bench/run/shards.py:run_sharded": 90,
-    "bench/sim/snmp_pdu.py:PduAgent.start": 73,
     "drivers/redfish_log.py:LogReader.log_entries": 61,
 }
 
