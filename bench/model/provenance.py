@@ -6,7 +6,6 @@ import re
 import socket
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import bench
@@ -34,6 +33,8 @@ def git_revision(path: Path = _CHECKOUT) -> dict:
 
 
 def versions() -> dict:
+    from importlib import metadata  # here, not at the top: every command's start imports this module
+
     out = {"rackclock": bench.__version__, "python": sys.version.split()[0]}
     for lib in LIBRARIES:
         try:
