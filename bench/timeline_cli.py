@@ -17,8 +17,6 @@ from pathlib import Path
 
 from bench.model.logfile import LINE_LIMIT, LogError
 from bench.model.logformats import FORMATS
-from bench.model.rundata import RunFolderError, load_run
-from bench.model.timeline import build
 
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
@@ -42,8 +40,6 @@ def key_help() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.output.timeline import table_lines, write_outputs
-
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0],
                                  epilog=key_help(),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -64,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"longest log line read; longer ones are counted and skipped "
                          f"(default {LINE_LIMIT})")
     a = ap.parse_args(argv)
+    # the timeline machinery after the arguments: `rackclock timeline --help` imports no numpy
+    from bench.model.rundata import RunFolderError, load_run
+    from bench.model.timeline import build
+    from bench.output.timeline import table_lines, write_outputs
+
     if a.line_limit < 80:
         ap.error("--line-limit: at least 80 bytes")
     try:

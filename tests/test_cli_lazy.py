@@ -24,9 +24,7 @@ HEAVY = ("numpy", "matplotlib", "experiments", "bench.run.experiment", "bench.ru
 HEAVY_HELP = {
     "sim": "bench/sim/serve.py builds its parser after importing the simulator",
     "check": "bench/check.py imports the drivers at the top",
-    "timeline": "bench/timeline_cli.py imports the timeline machinery at the top",
     "summarize": "bench/resummarize.py imports the summary (numpy) at the top",
-    "watch": "bench/watch/cli.py imports the watch (drivers, aiohttp) at the top",
 }
 PROBE = """
 import contextlib, io, json, sys
