@@ -407,7 +407,7 @@ def _real_rack_file(sim, tmp_path, extra: dict | None = None):
 @pytest.fixture(scope="module")
 def default_sim(tmp_path_factory):
     source = load_rack(DEFAULT_RACK)
-    ensure_secrets(source, quiet=True)
+    ensure_secrets(source)
     with SimRackThread(source, tmp_path_factory.mktemp("sim")) as sim:
         if not sim.rack.devices:
             pytest.skip(f"no emulator of the default rack starts: {sim.failed}")
