@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: run test test-under-load bench clean
+.PHONY: run lint test test-under-load bench clean
 
 # `make run`: the package alone (no test extra: no Ray, Jupyter or validators in a demo's .venv)
 $(RUN_STAMP): pyproject.toml
@@ -29,7 +29,12 @@ run: $(RUN_STAMP)
 # served rack's devices (RACKCLOCK_RACK) holds the rack (bench/model/racklock.py), so the others
 # wait. TEST_WORKERS=0: serially
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -ge 2 ] && echo $$((n + 1)) || echo 0)
-test: $(STAMP)
+# the house gate (pyproject.toml [tool.ruff], [tool.mypy]): lint only, never reformats
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # the suite 3 times in a row beside two CPU-bound hogs (tests/under_load.py)

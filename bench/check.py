@@ -17,17 +17,18 @@ import contextlib
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bench.model.inventory import DeviceConfig, InventoryError, RackConfig
+from bench.model.rackfile import parse_allowance, reference_options
 from bench.model.racklock import RackBusy, rack_lock
-from bench.model.rackfile import load_checked, parse_allowance, reference_options
-from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.model.texttable import WIDTH, render, wrap
+from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
+from drivers.rackcheck import load_checked
 
 
 @dataclass
@@ -111,7 +112,7 @@ def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]
         async def bounded():
             try:
                 await asyncio.wait_for(_check_device(d, now_ns, res), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 res.status, res.error = "timeout", f"no complete answer within {timeout_s:g} s"
 
         try:
@@ -240,7 +241,7 @@ def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig,
     from bench.sim.serve import ensure_secrets
     from bench.sim.thread import SimRackThread
 
-    ensure_secrets(source, quiet=True)
+    ensure_secrets(source)
     sim = stack.enter_context(SimRackThread(source))
     print(f"simulated rack {sim.rack.name!r} served on loopback "
           f"({len(sim.rack.devices)} of {len(source.devices)} emulators up)")

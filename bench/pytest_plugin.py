@@ -333,8 +333,8 @@ class Calibration(dict):
 @pytest.fixture(scope="session")
 def calibration(request, rack_held, rack_file, tmp_path_factory) -> Calibration:
     """A short clock_offset run on the rack (--calibrate-s), once per session."""
-    from bench.run.experiment import run_experiment
     from bench.model.rundata import load_run
+    from bench.run.experiment import run_experiment
 
     cfg = request.config
     out = cfg.getoption("--calibration-out")

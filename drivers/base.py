@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from bench.errors import RackclockError
@@ -193,10 +194,10 @@ class Driver(ABC):
         self.armed = armed
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def open(self) -> None:
+    async def open(self) -> None:  # noqa: B027 (a hook: drivers without a session keep it empty)
         """Connect and log in. Raises DeviceError."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 (a hook, as open)
         """Release the connection; never raises."""
 
     async def __aenter__(self):

@@ -12,8 +12,9 @@ needs only a `get_json(uri, what) -> dict` coroutine.
 """
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from drivers.base import DeviceError
 
@@ -81,6 +82,17 @@ async def managed_by(get_json: GetJson, resource: dict) -> str | None:
     if uri or not chassis:
         return uri
     return first_link(await get_json(chassis, f"GET {chassis}"), "ManagedBy")
+
+
+def redfish_message(body: Any) -> str:
+    """The first message of a Redfish error body, if it is one."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        info = err.get("@Message.ExtendedInfo")
+        if isinstance(info, list) and info and isinstance(info[0], dict):
+            return f"{info[0].get('MessageId', '')}: {info[0].get('Message', '')}"
+        return str(err.get("message") or err.get("code") or "")
+    return ""
 
 
 @dataclass

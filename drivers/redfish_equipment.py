@@ -26,8 +26,8 @@ import json
 import logging
 
 from bench.model.inventory import Key
-from drivers.base import DeviceError, Identity, Stimulus
 from drivers import redfish_discovery as discovery
+from drivers.base import DeviceError, Identity, Stimulus
 from drivers.redfish_bmc import RedfishBMC
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,8 @@ class RedfishEquipment(RedfishBMC):
         if name not in OUTLET_STIMULI:
             return await super()._stimulate(name, target)
         outlet = await self._outlet(target)
-        actions = outlet.get("Actions") if isinstance(outlet.get("Actions"), dict) else {}
+        actions = (outlet or {}).get("Actions")
+        actions = actions if isinstance(actions, dict) else {}
         action = actions.get("#Outlet.PowerControl")
         uri = action.get("target") if isinstance(action, dict) else None
         if not isinstance(uri, str) or not uri:

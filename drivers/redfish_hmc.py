@@ -26,7 +26,8 @@ import logging
 from bench.model.inventory import Key
 from drivers.base import DeviceError, Identity, LogEntry
 from drivers.redfish_bmc import RedfishBMC
-from drivers.redfish_discovery import link as _link, members as _members
+from drivers.redfish_discovery import link as _link
+from drivers.redfish_discovery import members as _members
 from drivers.redfish_log import NotSent
 from drivers.redfish_metrics import ReportState, report_entries
 

@@ -8,9 +8,17 @@ import pytest
 
 import drivers
 from bench.model.inventory import DeviceConfig
-from bench.model.rackfile import known_drivers
-from drivers.base import (ClockSetter, ClockSource, Driver, Identity, LogSource, NtpClient,
-                          StimulusRefused, StimulusTarget)
+from drivers.base import (
+    ClockSetter,
+    ClockSource,
+    Driver,
+    Identity,
+    LogSource,
+    NtpClient,
+    StimulusRefused,
+    StimulusTarget,
+)
+from drivers.rackcheck import known_drivers
 
 CAPABILITIES = (ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient)
 EXPECTED = {

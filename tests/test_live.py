@@ -6,13 +6,13 @@ import io
 import re
 
 import numpy as np
-
-from bench.run.experiment import run_experiment
-from bench.output.terminal import Progress
-from bench.output.live import LiveBounds, calibrated_cell
-from bench.model.rundata import load_run
-from bench.run.runner import DeviceStatus
 from racks import sim_rack_text
+
+from bench.model.rundata import load_run
+from bench.output.live import LiveBounds, calibrated_cell
+from bench.output.terminal import Progress
+from bench.run.experiment import run_experiment
+from bench.run.runner import DeviceStatus
 
 
 def _reads(n, bracket_ns=1_000_000, q=1_000, offset_ns=5_000_000, seed=3):
@@ -65,7 +65,7 @@ def test_display_and_table_count_the_same_errors(tmp_path, capfd):
     total = sum(run.summary["devices"]["pdu-1"]["errors"].values())
     live = re.findall(r"pdu-1 .*errors\s+(\d+)", err.err)
     assert total > 0 and live and int(live[-1]) == total, (total, live, err.err[-3000:])
-    assert err.err.count(f"-- ") >= 1 and err.err.count("/ 12 s") == len(
+    assert err.err.count("-- ") >= 1 and err.err.count("/ 12 s") == len(
         set(re.findall(r"-- +(\d+) / 12 s", err.err)))        # no block printed twice
     assert "calibration" in err.out and "pinned" in err.out
     cal = run.manifest["calibration"]["pdu-1"]

@@ -9,7 +9,8 @@ import time
 
 import pytest
 import tomli_w
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in

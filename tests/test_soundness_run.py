@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from racks import UTC_BMC2, sim_rack_text
 
-from bench.run.experiment import run_experiment
 from bench.model.rundata import load_run
+from bench.run.experiment import run_experiment
 
 STATUSES = {"proven", "assumed", "undecided"}
 ASSUMPTIONS = {"drift_prior_ppm", "wander_ppm", "resolution_ns", "resolution_basis",

@@ -3,9 +3,9 @@ calibration, pre-sync stamps, and a segment's own status carried to its lines.""
 import numpy as np
 import pytest
 
+from bench.analysis.timeline_map import STATUS, Calibration, calibrations, map_stamps, to_reference_many
 from bench.sim.cascade import calibrate
 from bench.sim.clock import ClockModel, ClockParams
-from bench.analysis.timeline_map import (STATUS, Calibration, calibrations, map_stamps, to_reference_many)
 
 T0 = 1_795_000_000_000_000_000
 NS = 1_000_000_000

@@ -7,8 +7,9 @@ break before it to the break after it (open-ended at the ends; between two runs 
 in both neighbours' windows, since the clock may have been set in between). A stamp is a
 *candidate* of segment k when its interval mapped through k meets k's window and does not lie
 after the log was read (nor before the request that caused the line, where one did: a stimulus's
-entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that segment. Several (a stamp in device time that
-the clock showed twice, around a backward step or a reboot): the log's own order decides where it
+entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that
+segment. Several (a stamp in device time that the clock showed twice, around a backward step or a reboot): the
+log's own order decides where it
 has one (entry ids, sequence numbers, file order: a log's order is time order, so its segment
 index cannot go down), and otherwise the line gets the union of the candidates' intervals and is
 flagged. None: a device time the clock never showed (skipped by a forward step), or a stamp
@@ -67,7 +68,7 @@ def calibrations(fits: list[tuple[str, object, dict]]) -> list[Calibration]:
                          int(res.meta.get("modulus_ns") or 0)))
     segs.sort(key=lambda s: s[0])
     out = []
-    for i, (start, run_id, clock, k, sg, lo, hi, wander, mod) in enumerate(segs):
+    for i, (_start, run_id, clock, k, sg, lo, hi, wander, mod) in enumerate(segs):
         if lo is None and i > 0:               # another run before: the gap belongs to both
             lo = int(segs[i - 1][4].end_ns)
         if hi is None and i + 1 < len(segs):

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
-import re
-
-from bench.compare.verdicts import Comparison, Row, fmt_span, fmt_value as fmt
+from bench.compare.verdicts import Comparison, Row, fmt_span
+from bench.compare.verdicts import fmt_value as fmt
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.vocabulary import UNDECIDED_VERDICT, verdict_word
 from bench.units import fmt_interval_ns, fmt_ns

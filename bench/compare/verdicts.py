@@ -19,18 +19,16 @@ did but one is inconclusive; 0 otherwise; 2 on bad input.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.compare.tolerances import Tolerances, ToleranceError, tolerances_from_dict
 from bench.compare.measures import Measure, identities, run_measures
+from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
+from bench.model.rundata import Run
 from bench.model.statuses import RunStatus
-from bench.model.rundata import Run, load_run
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
@@ -339,45 +337,3 @@ def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Compa
         rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span))
     return Comparison(baseline, candidate, _identity_changes(baseline, candidate),
                       _run_notes(baseline, candidate), rows, tolerances.source)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from bench.compare import output as out
-
-    ap = argparse.ArgumentParser(
-        prog="rackclock compare",
-        description="compare two runs (e.g. before and after a firmware update); exit 1 when a "
-                    "measure regressed beyond its tolerance")
-    ap.add_argument("baseline", type=Path, help="run folder of the baseline")
-    ap.add_argument("candidate", type=Path, help="run folder of the candidate")
-    ap.add_argument("--tolerances", type=Path, default=None,
-                    help=f"tolerance file (default: {DEFAULT_TOLERANCES.name} beside this module)")
-    ap.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown report")
-    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
-    ap.add_argument("--junit", type=Path, metavar="FILE",
-                    help="also write JUnit XML (one testcase per device and measure)")
-    ap.add_argument("--strict", action="store_true",
-                    help="exit 3 when no measure regressed but one is inconclusive")
-    ap.add_argument("--all", action="store_true",
-                    help="terminal table: show every measure (default: hide 'not compared' rows)")
-    ap.add_argument("--wide", action="store_true",
-                    help="every column, as wide as it is (default: fit 120 columns)")
-    a = ap.parse_args(argv)
-    try:
-        tol = load_tolerances(a.tolerances)
-        cmp = compare_runs(load_run(a.baseline), load_run(a.candidate), tol)
-    except (FileNotFoundError, ToleranceError) as exc:
-        print(f"rackclock compare: {exc}", file=sys.stderr)
-        return 2
-    print(out.terminal(cmp, show_all=a.all, width=None if a.wide else out.WIDTH))
-    if a.markdown:
-        a.markdown.write_text(out.markdown(cmp))
-    if a.json:
-        a.json.write_text(out.to_json(cmp))
-    if a.junit:
-        a.junit.write_text(out.junit(cmp))
-    return cmp.exit_status(a.strict)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -53,6 +53,7 @@ def rack_task(ray):
     @ray.remote(num_cpus=0, max_retries=0)
     def run_rack_task(entry, out: str, driver_node: str) -> dict:
         import ray as ray_here
+
         from bench.fleet.tasks import run_rack
         return run_rack(entry, out, driver_node, ray_here.get_runtime_context().get_node_id())
     return run_rack_task

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
-from bench.model.statuses import (BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus,
-                                  Verdict, parse)
+from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus, Verdict, parse
 
 RAW = dict(default_factory=dict, repr=False, compare=False)
 

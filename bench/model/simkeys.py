@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from bench.model.inventory import SAFE_NAME, InventoryError, Key, did_you_mean, short
+from bench.model.keys import SAFE_NAME, InventoryError, Key, did_you_mean, short
 
 MAX_LIST = 1000              # steps, reboots, slews, faults, ...: entries in one list
 MAX_STR = 1024               # characters in one string

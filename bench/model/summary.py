@@ -9,8 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
-                            fit_clock, wander_allowance_ns_per_s)
+from bench.analysis.estimate import (
+    DEFAULT_DRIFT_PRIOR_PPM,
+    RATE_CHANGE_ASSUMPTION,
+    ClockFit,
+    fit_clock,
+    wander_allowance_ns_per_s,
+)
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
 from bench.model.rundata import Samples, load_samples
 from bench.model.stamps import bound_stamps, log_of
@@ -145,7 +150,7 @@ def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
         else:
             rec["logged_ns"] = {"lo": b.lo_ns - rec["e_ns"], "hi": b.hi_ns - rec["s_ns"]}
             rec["logged_via"] = b.via
-    for name, d in out.items():
+    for d in out.values():
         for key in ("logged_ns", "observed_ns"):
             b = [e[key] for e in d["events"] if key in e]
             if b:

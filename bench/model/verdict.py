@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
-from bench.model.documents import (Assumptions, BreakRecord, ClockSummary, Manifest,
-                                   SegmentSummary, Summary)
+from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
 from bench.model.statuses import BoundStatus, ResolutionBasis, Verdict, worst
 
 

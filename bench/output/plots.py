@@ -2,18 +2,19 @@
 racks) the truth. Drawn from summary.json and the samples; nothing is recomputed here."""
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.analysis.estimate import Break  # noqa: E402
 from bench.model.documents import ClockSummary  # noqa: E402
 from bench.model.rundata import Run  # noqa: E402
-from bench.model.statuses import BreakKind  # noqa: E402
+from bench.output.tie import break_label, title_of  # noqa: E402
 
 PLANE_COLOURS = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
                  "reference": "#7f7f7f",
@@ -36,38 +37,40 @@ def _segment_index(segs, t: np.ndarray) -> np.ndarray:
 
 
 def _iso(ns: float) -> str:
-    from datetime import datetime, timezone
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    from datetime import datetime
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+
+
+def unit_for(values_ns) -> tuple[float, str]:
+    """(scale, unit) so that the largest magnitude reads between 1 and 1000."""
+    v = np.asarray(values_ns, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    m = float(np.max(np.abs(v))) if len(v) else 0.0
+    for scale, unit in _UNITS:
+        if m >= scale:
+            return scale, unit
+    return 1.0, "ns"
 
 
 def offset_title(device: str, clock: str, c: ClockSummary) -> str:
     """'bmc-1 · datetime: [0.8, 4.4] ms proven, drift [-73, 126] ppm assumed': the last
     segment's intervals with their words (bench.output.tie.title_of), never a point."""
-    from bench.output.tie import title_of
     return title_of(device, clock, c)
-
-
-def break_label(br: Break, counter: bool) -> str:
-    """'step -750 ms', 'reboot (counter restarted)' -- never a raw 10-digit number."""
-    from bench.units import fmt_ns
-    size = br.size_ns.point if br.size_ns is not None else None
-    if br.kind == BreakKind.REBOOT or size is None:
-        return (br.kind or "break") + (" (counter restarted)" if counter else "")
-    return f"{br.kind} {'+' if size > 0 else ''}{fmt_ns(size)}"
 
 
 def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str):
     """Offset minus each segment's own fitted line against run time in s: the proven band,
     every read's own interval (omitted where a coarse tick makes each wider than the plot),
     breaks and counter wraps, and (simulated racks) the truth."""
-    from bench.output.figures import unit_for
-
     segs = c.segments
     t_start = run.manifest.started_ns or segs[0].start_ns
     lines = _segment_lines(segs)
     counter = c.counter
     widths = []
-    for k, sg in enumerate(segs):
+    for sg in segs:
         b = sg.band
         if b:
             widths.append(float(np.max(np.asarray(b.hi) - np.asarray(b.lo))))

@@ -11,15 +11,15 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
-from bench.output import figures
 from bench.analysis.residuals import regular_series, segment_residuals
 from bench.model.rundata import Run
-from bench.units import fmt_ns, fmt_ppm
 from bench.model.statuses import BreakKind
+from bench.output import figures
+from bench.units import fmt_ns, fmt_ppm
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def figure_html(run, fig, stem: str, caption: str) -> str:
 def iso(ns) -> str:
     if not ns:
         return "—"
-    return datetime.fromtimestamp(int(ns) / 1e9, timezone.utc).strftime(
+    return datetime.fromtimestamp(int(ns) / 1e9, UTC).strftime(
         "%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
@@ -166,7 +166,7 @@ def bound_cells(sg, counter: bool) -> tuple[str, str]:
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
-    for device, plane, clock, c in clock_items(run):
+    for device, _plane, clock, c in clock_items(run):
         for k, sg in enumerate(c.segments):
             o = sg.offset_ns
             truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
@@ -396,7 +396,7 @@ def chrony_columns(run) -> str | None:
     from bench.analysis.chrony_style import fit_chrony
 
     rows = []
-    for device, plane, clock, c in clock_items(run):
+    for device, _plane, clock, c in clock_items(run):
         sg = c.last
         s, e, v, q = run.clock_reads(device, clock)
         keep = (s >= sg.start_ns) & (e <= sg.end_ns)
@@ -452,18 +452,3 @@ def mean_drift_text(sg) -> str:
     win = (f" over {(m['to_ns'] - m['from_ns']) / 1e9:.3g} s" if m.get("to_ns") and
            m.get("from_ns") else "")
     return f"{ppm_interval(m['lo'], m['hi'])} ppm {word(m.get('status'))}{win}"
-
-
-# the verdict page, the TIE sections and an experiment's own results: modules of their own
-from bench.output.report_measurements import measurements  # noqa: E402
-from bench.output.report_tie import clock_figures, rack_tie  # noqa: E402
-from bench.output.report_verdict import horizons, verdict_page  # noqa: E402
-
-clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
-clock_figures.parts = 4
-rack_tie.weight = 3
-timeline.weight = 2
-
-SECTIONS = [verdict_page, measurements, rack_tie, overview, limits, identities, clocks,
-            chrony_columns, horizons, clock_figures, latency, timeline, reference_health, jitter,
-            stability]

@@ -5,8 +5,7 @@ and, further down, the ordering horizons and what the bounds assume."""
 from __future__ import annotations
 
 from bench.output import figures
-from bench.output.report_sections import (bound_cells, esc, figure_html, mean_drift_text,
-                                          note_html, table_html)
+from bench.output.report_sections import bound_cells, esc, figure_html, mean_drift_text, note_html, table_html
 from bench.units import fmt_ns, fmt_ppm
 
 

@@ -3,16 +3,14 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from bench.model.rundata import OLD_UNUSED
-from bench.output.live import calibration_state
 from bench.model.statuses import ErrorKind, Verdict
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
-from bench.model.vocabulary import (ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text,
-                                    word)
+from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
+from bench.output.live import calibration_state
 from bench.units import fmt_interval_ns, fmt_ns
-
 
 LIVE_WIDTH = 100     # the live line fits a 100-column terminal with its bounds and status
 
@@ -64,9 +62,9 @@ class Progress:
                 return
             self._final_done = final       # the closing block once, however often it is asked
             self._last_plain = time.monotonic()
-            print(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s", file=self.stream)
+            self.stream.write(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s\n")
             for st in statuses:
-                print("   " + self.line(st, LIVE_WIDTH - 3), file=self.stream)
+                self.stream.write("   " + self.line(st, LIVE_WIDTH - 3) + "\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -77,7 +75,7 @@ class Progress:
 
 
 def _iso(ns: float) -> str:
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def offset_cell(o, counter: bool) -> str:

@@ -9,6 +9,7 @@ other."""
 from __future__ import annotations
 
 import html
+from datetime import UTC
 
 from bench.units import fmt_ns
 
@@ -109,10 +110,10 @@ def _page_svg(rows: list[dict], t0: int) -> str:
 
 def _utc(t_ns: int) -> str:
     """A reference instant as UTC to the microsecond."""
-    from datetime import datetime, timezone
+    from datetime import datetime
     s, f = divmod(int(t_ns), 10**9)
     try:
-        return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
+        return datetime.fromtimestamp(s, UTC).strftime("%Y-%m-%dT%H:%M:%S") + \
             f".{f // 1000:06d}Z"
     except (OverflowError, OSError, ValueError):
         return f"{t_ns} ns"

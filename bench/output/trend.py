@@ -9,16 +9,11 @@ against the first, 0 otherwise, 2 on bad input.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from bench.compare.verdicts import FAILING, fmt_value, load_tolerances, verdict
-from bench.compare.tolerances import ToleranceError
 from bench.compare.measures import Measure, identities, run_measures
-from bench.model.rundata import Run, load_run
+from bench.compare.verdicts import FAILING, fmt_value, verdict
+from bench.model.rundata import Run
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,7 @@ def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
     if len(shown) < len(ts):
         lines.append(f"({len(ts) - len(shown)} measure(s) not judged; --all shows them)")
     bad = [t for t in ts if t.overall in FAILING]
-    lines += ["", (f"FAIL: last run against the first: " + "; ".join(
+    lines += ["", ("FAIL: last run against the first: " + "; ".join(
         f"{t.device} {t.clock + ' ' if t.clock else ''}{t.measure} {t.overall}" for t in bad))
         if bad else "PASS: no measure of the last run regressed against the first"]
     return "\n".join(lines)
@@ -165,51 +160,3 @@ def as_dict(runs: list[Run], ts: list[Trend]) -> dict:
                         "unit": t.unit, "values": [m(x) for x in t.values],
                         "last_vs_first": t.overall, "reason": t.reason,
                         "first_change_run": t.first_change} for t in ts]}
-
-
-def main(argv: list[str] | None = None) -> int:
-    from bench.output import figures
-
-    ap = argparse.ArgumentParser(prog="rackclock trend",
-                                 description="measures of more than two runs side by side, in "
-                                             "time order, with a figure")
-    ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
-    ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
-    ap.add_argument("--figure", type=Path, default=None,
-                    help="figure file (.png, .svg or .pdf; default: trend.png in the newest "
-                         "run's folder)")
-    ap.add_argument("--max-panels", type=int, default=24,
-                    help="panels in the figure (default 24; regressions first; the rest are "
-                         "said, never dropped silently)")
-    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
-    ap.add_argument("--all", action="store_true", help="show measures that are not judged")
-    ap.add_argument("--as-given", action="store_true",
-                    help="keep the runs in the order given (default: by start time)")
-    a = ap.parse_args(argv)
-    if len(a.runs) < 3:
-        print("rackclock trend: give three or more runs (two: rackclock compare)",
-              file=sys.stderr)
-        return 2
-    try:
-        tol = load_tolerances(a.tolerances)
-        runs = [load_run(p) for p in a.runs]
-        runs = runs if a.as_given else sorted(runs, key=_started)
-    except (FileNotFoundError, ToleranceError) as exc:
-        print(f"rackclock trend: {exc}", file=sys.stderr)
-        return 2
-    ts = trends(runs, tol)
-    print(text(runs, ts, a.all))
-    fig = figure(runs, ts, max_panels=max(1, a.max_panels))
-    out = a.figure or runs[-1].path / "trend.png"
-    paths, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
-    n = len(panels(ts))
-    left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \
-        if n > a.max_panels else ""
-    print(f"figure: {paths[0]}{left}")
-    if a.json:
-        a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
-    return 1 if any(t.overall in FAILING for t in ts) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-import itertools
 from dataclasses import asdict, dataclass, field
 
 from bench.errors import RackclockError

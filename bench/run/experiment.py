@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
-import importlib
 import logging
+import os
 import sys
 import time
 import traceback
@@ -18,24 +17,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.model import provenance
-from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
-from bench.output.terminal import Progress
-from bench.model.inventory import InventoryError, RackConfig, did_you_mean
-from bench.model.racklock import rack_lock
-from bench.model.rackfile import check_out, check_params, load_checked
-from bench.reference.monitor import RunReference
-from bench.model.rundata import bound_from_manifest
 from bench.model.documents import Manifest
+from bench.model.inventory import InventoryError, RackConfig
+from bench.model.outage import lost_devices, lost_line
+from bench.model.rackfile import check_out, check_params
+from bench.model.racklock import rack_lock
+from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.statuses import RunStatus
-from bench.reference.clock import Health, Reference, ReferenceRefused
-from bench.run import admission
-from bench.run.runner import ProbePlan, run_devices
-from bench.run.signals import interrupt_on_signals
-from bench.model.rundata import load_run
-from bench.run.simproc import SimProcess
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
-from bench.model.outage import lost_devices, lost_line
+from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
+from bench.output.terminal import Progress
+from bench.reference.clock import Health, Reference, ReferenceRefused
+from bench.reference.monitor import RunReference
+from bench.run import admission
+from bench.run.catalog import load_experiment
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
+from bench.run.signals import interrupt_on_signals
+from bench.run.simproc import SimProcess
+from drivers.rackcheck import load_checked
 
 DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
 log = logging.getLogger(__name__)
@@ -130,21 +131,6 @@ class Bench:
     def plot(self) -> list[Path]:
         from bench.output.plots import offset_plots
         return offset_plots(load_run(self.store.path))
-
-
-def load_experiment(name: str):
-    """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
-    if name.endswith(".py") or "/" in name:
-        from bench.run.catalog import load_file
-        return load_file(Path(name))
-    try:
-        return importlib.import_module(f"experiments.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name in (f"experiments.{name}", "experiments"):
-            known = sorted(p.stem for p in Path(__file__).resolve().parents[2].joinpath(
-                "experiments").glob("*.py") if not p.stem.startswith("_"))
-            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
-        raise
 
 
 def make_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None):

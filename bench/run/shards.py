@@ -16,17 +16,16 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable
 
 from bench import priority
 from bench.model.inventory import DeviceConfig
 from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
-from bench.run.runner import (DeviceStatus, DeviceWorker, ProbePlan, deadline_of, mark_hung,
-                               run_workers)
+from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, mark_hung, run_workers
 from bench.run.startline import Peers
 
 STATUS_EVERY_S = 0.5

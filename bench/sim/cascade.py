@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.analysis.estimate import fit_clock
-from bench.sim.clock import ClockModel, ClockParams
 from bench.model.summary import ClockResult
+from bench.sim.clock import ClockModel, ClockParams
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -134,7 +134,7 @@ def virtual_rack(rng: np.random.Generator, t0: int, seconds: float = 60.0) -> li
     """A rack drawn at random: each clock NTP-disciplined (offset of a few ms) or free running
     (offset 10 ms to 60 s either way, tens of ppm), calibrated over `seconds` from t0."""
     out = []
-    for k, (dev, plane, res, lat) in enumerate(VIRTUAL):
+    for _k, (dev, plane, res, lat) in enumerate(VIRTUAL):
         if rng.random() < 0.5:
             off, drift = rng.normal(0, 0.003), rng.normal(0, 0.5)
         else:

@@ -82,13 +82,13 @@ from aiohttp.web_protocol import RequestHandler
 
 from bench.model.inventory import DeviceConfig
 from bench.sim import redfish_payloads as P
-from bench.sim.redfish_events import EventService
-from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
-from bench.sim.redfish_limits import Limits
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
-from bench.sim.tls import make_certificates, server_context
+from bench.sim.redfish_events import EventService
+from bench.sim.redfish_limits import Limits
+from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.timing import hold, sample_clock
+from bench.sim.tls import make_certificates, server_context
 
 log = logging.getLogger(__name__)
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
@@ -134,7 +134,7 @@ def _parse_datetime_ns(text: str) -> int:
     t = dt.datetime.fromisoformat(text)
     if t.tzinfo is None:
         raise ValueError("no UTC offset")
-    d = t - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    d = t - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
 
 
@@ -552,7 +552,7 @@ class EmulatedBMC:
             return _reply(None, 204)
         return _reply(P.session(sid, self.sessions[token][1]))
 
-    async def entry_item(self, request: web.Request, entry_id: str, lg: "_Log") -> web.Response:
+    async def entry_item(self, request: web.Request, entry_id: str, lg: _Log) -> web.Response:
         entry = next((e for e in lg.entries if e["Id"] == entry_id), None)
         if entry is None:
             return _error(404, "ResourceNotFound", f"The requested resource of type 'LogEntry' "
@@ -600,7 +600,7 @@ class EmulatedBMC:
         self.ctx.record_event(self.name, "log", t_log, created_ns=created, entry_id=entry_id,
                               message_id=message_id, latency_ns=t_log - t_event)
 
-    def _append(self, lg: "_Log", t: int, message: str, args: list, severity: str,
+    def _append(self, lg: _Log, t: int, message: str, args: list, severity: str,
                 message_id: str = "", seeded: bool = False) -> tuple[int, str]:
         spec = lg.spec
         created = (self.model.read_ns(t) // NS) * NS
@@ -615,7 +615,7 @@ class EmulatedBMC:
         del lg.entries[:-self.log_capacity]
         return created, entry_id
 
-    async def clear_log(self, request: web.Request, lg: "_Log") -> web.Response:
+    async def clear_log(self, request: web.Request, lg: _Log) -> web.Response:
         lg.entries.clear()
         self.ctx.record_event(self.name, "log_cleared", self.ctx.now_ns(), log=lg.spec.id)
         return _reply(None, 204)

@@ -100,7 +100,8 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         writable = [eq, E.chassis_uri(self.kind), f"{eq}/Mains/AC1", f"{eq}/Branches/A",
                     *E.supplies(self.kind)] if self.kind != "cdu" else []
         for uri, body in bodies.items():
-            shown = (lambda body=body, uri=uri: {**body(), **self.writes.get(uri, {})})
+            def shown(body=body, uri=uri) -> dict:
+                return {**body(), **self.writes.get(uri, {})}
             out[uri] = {**out.get(uri, {}), "GET": lambda r, shown=shown: self._static(shown)}
             if uri in writable:
                 out[uri]["PATCH"] = lambda r, uri=uri, body=body: self.patch_labels(r, uri, body)
@@ -282,7 +283,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
 
 
 def json_of(resp: web.Response) -> dict:
-    return json.loads(resp.text)
+    return json.loads(resp.text or "{}")
 
 
 def metadata_xml(es_version: str) -> str:

@@ -8,7 +8,9 @@ GET from `state` (the pumps' and outlets' live state, held by bench/sim/redfish_
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from bench.sim import redfish_equipment_shelf as shelf
 from bench.sim.redfish_payloads import ROOT, collection, link
@@ -138,12 +140,12 @@ def _cdu(state) -> dict[str, Body]:
             "Location": {"PartLocation": {"ServiceLabel": "Moisture"}}},
     }
     for pid in state.pumps:
-        out[f"{eq}/Pumps/{pid}"] = lambda pid=pid: _pump(eq, pid, state)
+        out[f"{eq}/Pumps/{pid}"] = partial(_pump, eq, pid, state)
     for side in ("Primary", "Secondary"):
         uri = f"{eq}/{side}CoolantConnectors"
         out[uri] = _coll(uri, "CoolantConnectorCollection", f"{side} Coolant Connectors",
                          [f"{uri}/1"])
-        out[f"{uri}/1"] = lambda uri=uri, side=side: _connector(f"{uri}/1", side)
+        out[f"{uri}/1"] = partial(_connector, f"{uri}/1", side)
     return out
 
 
@@ -220,7 +222,7 @@ def _power(kind: str, state) -> dict[str, Body]:
         f"{eq}/Outlets": _coll(f"{eq}/Outlets", "OutletCollection", "Outlets", outlets),
     }
     for oid in state.outlets:
-        out[f"{eq}/Outlets/{oid}"] = lambda oid=oid: _outlet(eq, oid, state)
+        out[f"{eq}/Outlets/{oid}"] = partial(_outlet, eq, oid, state)
     return out
 
 

@@ -10,8 +10,9 @@ is the one it presents. Bodies are built from `state` (the emulated equipment).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from bench.sim import redfish_payloads as P
 
@@ -56,7 +57,7 @@ def resources(state) -> dict[str, Body]:
                             "target": f"{CERTS}/Actions/CertificateService.{a}",
                             "@Redfish.ActionInfo": f"{CERTS}/{a}ActionInfo"}
                             for a in CERT_ACTIONS}},
-        **{f"{CERTS}/{a}ActionInfo": lambda a=a: action_info(f"{CERTS}/{a}ActionInfo", a)
+        **{f"{CERTS}/{a}ActionInfo": partial(action_info, f"{CERTS}/{a}ActionInfo", a)
            for a in CERT_ACTIONS},
         f"{CERTS}/CertificateLocations": lambda: {
             "@odata.id": f"{CERTS}/CertificateLocations",

@@ -3,7 +3,8 @@
 ThermalSubsystem with ThermalMetrics, and its EnvironmentMetrics, with fixed readings."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from functools import partial
 
 from bench.sim.redfish_payloads import collection, link
 
@@ -54,8 +55,8 @@ def tree(ch: str, state) -> dict[str, Body]:
     }
     for bay in BAYS:
         uri = f"{ps}/PowerSupplies/{bay}"
-        out[uri] = lambda uri=uri, bay=bay: _supply(uri, bay, state)
-        out[f"{uri}/Metrics"] = lambda uri=uri: _metrics(f"{uri}/Metrics")
+        out[uri] = partial(_supply, uri, bay, state)
+        out[f"{uri}/Metrics"] = partial(_metrics, f"{uri}/Metrics")
     return out
 
 

@@ -163,14 +163,15 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
     def _log_later(self, t: int, message: str, args: list, severity: str, message_id: str,
                    kind: str) -> None:
         """An event log entry stamped by the model after its log latency."""
-        if self.event_log is None:
+        event_log = self.event_log
+        if event_log is None:
             return
         t_log = t + self.model.log_latency_ns()
         handle: asyncio.TimerHandle | None = None
 
         def create() -> None:
             self.pending.discard(handle)
-            created, entry_id = self._append(self.event_log, t_log, message, args, severity,
+            created, entry_id = self._append(event_log, t_log, message, args, severity,
                                              message_id=message_id)
             self.ctx.record_event(self.name, kind, t_log, created_ns=created,
                                   entry_id=entry_id, latency_ns=t_log - t)
