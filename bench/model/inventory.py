@@ -87,46 +87,63 @@ class Key:
         """The value, if accepted; InventoryError saying what is accepted otherwise."""
         bad = InventoryError(f"{short(value)} is not accepted ({self.accepted()})")
         k = self.kind
-        if k == "bool":
-            if not isinstance(value, bool):
-                raise bad
-        elif k in ("float", "int"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise bad
-            if k == "int" and not isinstance(value, int):
-                raise bad
-            if not math.isfinite(value) or (self.lo is not None and value < self.lo) \
-                    or (self.hi is not None and value > self.hi):
-                raise bad
-        elif k in ("str", "path", "env"):
-            if not isinstance(value, str) or not value.strip():
-                raise bad
-            if k == "env" and not ENV_NAME.fullmatch(value):
-                raise bad
-            if self.pattern and not re.fullmatch(self.pattern, value):
-                raise bad
-        elif "|" in k:
-            for alt in k.split("|"):
-                try:
-                    return Key(alt, self.lo, self.hi, self.choices).check(value)
-                except InventoryError:
-                    continue
+        if "|" in k:
+            return self._check_alternatives(value, bad)
+        if not self._kind_accepts(value):
             raise bad
-        elif k.startswith("list["):
-            if not isinstance(value, list):
-                raise bad
-            item = Key(k[5:-1], self.lo, self.hi)
-            for x in value:
-                try:
-                    item.check(x)
-                except InventoryError:
-                    raise bad from None
-        elif k == "table":
-            if not isinstance(value, Mapping):
-                raise bad
         if self.choices and value not in self.choices:
             raise bad
         return value
+
+    def _kind_accepts(self, value: Any) -> bool:
+        """Whether the value has this key's kind (and range, pattern)."""
+        k = self.kind
+        if k == "bool":
+            return isinstance(value, bool)
+        if k in ("float", "int"):
+            return self._number_accepts(value)
+        if k in ("str", "path", "env"):
+            return self._text_accepts(value)
+        if k.startswith("list["):
+            return self._list_accepts(value)
+        if k == "table":
+            return isinstance(value, Mapping)
+        return True
+
+    def _number_accepts(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.kind == "int" and not isinstance(value, int):
+            return False
+        return math.isfinite(value) and not (self.lo is not None and value < self.lo) \
+            and not (self.hi is not None and value > self.hi)
+
+    def _text_accepts(self, value: Any) -> bool:
+        if not isinstance(value, str) or not value.strip():
+            return False
+        if self.kind == "env" and not ENV_NAME.fullmatch(value):
+            return False
+        return not (self.pattern and not re.fullmatch(self.pattern, value))
+
+    def _list_accepts(self, value: Any) -> bool:
+        if not isinstance(value, list):
+            return False
+        item = Key(self.kind[5:-1], self.lo, self.hi)
+        try:
+            for x in value:
+                item.check(x)
+        except InventoryError:
+            return False
+        return True
+
+    def _check_alternatives(self, value: Any, bad: InventoryError) -> Any:
+        """A "a|b" kind: the value as the first alternative that accepts it."""
+        for alt in self.kind.split("|"):
+            try:
+                return Key(alt, self.lo, self.hi, self.choices).check(value)
+            except InventoryError:
+                continue
+        raise bad
 
 
 def did_you_mean(word: str, known) -> str:
@@ -220,41 +237,15 @@ class RackConfig:
 def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
     """One device's table, its common keys checked (the driver's own keys are checked by
     bench.model.rackfile against what the driver declares)."""
-    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
-        raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
-                             "starting with a letter or digit", device=name)
-    if not isinstance(t, Mapping):
-        raise InventoryError(f"a device is a table, not {t!r}", device=name)
-    for key in ("plane", "driver", "address"):
-        if key not in t:
-            raise InventoryError("missing (a device names its plane, driver and address)",
-                                 device=name, key=key)
+    _check_device_shape(name, t)
     for key, value in t.items():
-        if key in DEVICE_KEYS:
-            try:
-                DEVICE_KEYS[key].check(value)
-            except InventoryError as exc:
-                raise InventoryError(exc.problem, device=name, key=key) from None
-        elif CREDENTIAL.search(key) and not key.endswith("_env"):
-            raise InventoryError("an inline credential is refused; name an environment variable "
-                                 f"with '{key}_env'" if key != "password" else
-                                 "an inline credential is refused; name an environment variable "
-                                 "with 'password_env'", device=name, key=key)
-        elif key.endswith("_env"):
-            try:
-                Key("env").check(value)
-            except InventoryError as exc:
-                raise InventoryError(exc.problem, device=name, key=key) from None
+        _check_device_key(name, key, value)
     if re.match(r"[a-z][a-z0-9+.-]*://[^/@:]*:[^/@]*@", str(t["address"]), re.IGNORECASE):
         # a user name alone (ssh://root@host) is no secret; a password in the address is
         raise InventoryError("a password in the address is refused; use 'username' and "
                              "'password_env'", device=name, key="address")
     if "sim" in t:
-        from bench.model.simkeys import check_sim
-        try:
-            check_sim(t["sim"], str(t["driver"]))
-        except InventoryError as exc:
-            raise InventoryError(exc.problem, device=name, key=exc.key) from None
+        _check_device_sim(name, t)
     stimuli = t.get("stimuli", [])
     rate = float(t.get("rate_hz", 1.0))
     return DeviceConfig(
@@ -264,6 +255,47 @@ def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
         options=_frozen({k: v for k, v in t.items() if k not in KNOWN_KEYS}),
         sim=_frozen(t["sim"]) if "sim" in t else None,
     )
+
+
+def _check_device_shape(name: str, t: Any) -> None:
+    """A safe device name, a table, and the keys every device has."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+        raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
+                             "starting with a letter or digit", device=name)
+    if not isinstance(t, Mapping):
+        raise InventoryError(f"a device is a table, not {t!r}", device=name)
+    for key in ("plane", "driver", "address"):
+        if key not in t:
+            raise InventoryError("missing (a device names its plane, driver and address)",
+                                 device=name, key=key)
+
+
+def _check_device_key(name: str, key: str, value: Any) -> None:
+    """A common key's value, an environment variable's name, or an inline credential refused."""
+    if key in DEVICE_KEYS:
+        checker = DEVICE_KEYS[key]
+    elif CREDENTIAL.search(key) and not key.endswith("_env"):
+        raise InventoryError("an inline credential is refused; name an environment variable "
+                             f"with '{key}_env'" if key != "password" else
+                             "an inline credential is refused; name an environment variable "
+                             "with 'password_env'", device=name, key=key)
+    elif key.endswith("_env"):
+        checker = Key("env")
+    else:
+        return
+    try:
+        checker.check(value)
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=name, key=key) from None
+
+
+def _check_device_sim(name: str, t: Mapping[str, Any]) -> None:
+    """The [devices.<name>.sim] table against the simulated driver's keys."""
+    from bench.model.simkeys import check_sim
+    try:
+        check_sim(t["sim"], str(t["driver"]))
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=name, key=exc.key) from None
 
 
 def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackConfig:

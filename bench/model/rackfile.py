@@ -97,21 +97,8 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
     """The device with its driver's keys checked and its paths resolved; `lab`: a rack this run
     does not simulate (a served one included), whose files and credential variables are
     checked too."""
-    from drivers.base import SET_CLOCK, SET_NTP, ClockSetter, DeviceError, NtpClient, StimulusTarget
-
     cls = _driver_class(d)
-    options = {}
-    for k, v in d.options.items():
-        spec = cls.OPTIONS.get(k) or DEVICE_KEYS.get(k)     # the fit's keys stay in options
-        if spec is None:
-            raise InventoryError(f"unknown key for driver {d.driver}"
-                                 f"{did_you_mean(k, [*cls.OPTIONS, *DEVICE_KEYS])}",
-                                 device=d.name, key=k)
-        try:
-            spec.check(v)
-        except InventoryError as exc:
-            raise InventoryError(exc.problem, device=d.name, key=k) from None
-        options[k] = _resolve(spec, v, base)
+    options = {k: _checked_option(d, cls, k, v, base) for k, v in d.options.items()}
     scheme = urlsplit(d.address).scheme.lower()
     if cls.SCHEMES and scheme not in cls.SCHEMES:
         raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
@@ -119,15 +106,7 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
                              key="address")
     d = replace(d, options=type(d.options)(options))
     _openable(d, {**DEVICE_KEYS, **cls.OPTIONS}, lab)
-    try:
-        drv = cls(d, lambda: 0, armed=False)
-        known = list(drv.stimuli()) if isinstance(drv, StimulusTarget) else []
-        known += [k for k, can in ((SET_CLOCK, isinstance(drv, ClockSetter)),
-                                   (SET_NTP, isinstance(drv, NtpClient))) if can]
-    except DeviceError as exc:
-        raise InventoryError(exc.message, device=d.name) from None
-    except (ValueError, TypeError) as exc:
-        raise InventoryError(f"{type(exc).__name__}: {exc}", device=d.name) from None
+    drv, known = _driver_stimuli(d, cls)
     if lab:
         _credentials(d, drv)
     for entry in d.stimuli:
@@ -137,6 +116,36 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
                                  f"(it has: {', '.join(known) or 'none'})", device=d.name,
                                  key="stimuli")
     return d
+
+
+def _checked_option(d: DeviceConfig, cls: Any, k: str, v: Any, base: Path) -> Any:
+    """One driver key's value checked against the driver's declaration, paths resolved."""
+    spec = cls.OPTIONS.get(k) or DEVICE_KEYS.get(k)     # the fit's keys stay in options
+    if spec is None:
+        raise InventoryError(f"unknown key for driver {d.driver}"
+                             f"{did_you_mean(k, [*cls.OPTIONS, *DEVICE_KEYS])}",
+                             device=d.name, key=k)
+    try:
+        spec.check(v)
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=d.name, key=k) from None
+    return _resolve(spec, v, base)
+
+
+def _driver_stimuli(d: DeviceConfig, cls: Any) -> tuple[Any, list[str]]:
+    """The driver made (unarmed, never opened) and the stimulus kinds it offers."""
+    from drivers.base import SET_CLOCK, SET_NTP, ClockSetter, DeviceError, NtpClient, StimulusTarget
+
+    try:
+        drv = cls(d, lambda: 0, armed=False)
+        known = list(drv.stimuli()) if isinstance(drv, StimulusTarget) else []
+        known += [k for k, can in ((SET_CLOCK, isinstance(drv, ClockSetter)),
+                                   (SET_NTP, isinstance(drv, NtpClient))) if can]
+    except DeviceError as exc:
+        raise InventoryError(exc.message, device=d.name) from None
+    except (ValueError, TypeError) as exc:
+        raise InventoryError(f"{type(exc).__name__}: {exc}", device=d.name) from None
+    return drv, known
 
 
 def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
@@ -217,7 +226,7 @@ def _cast(cast, v: str, what: str):
         raise ValueError(f"expected {what}, got {v!r}") from None
 
 
-def check_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None
+def check_params(exp: Any, overrides: dict[str, str], given_as: dict[str, str] | None = None
                  ) -> dict[str, Any]:
     """`--param key=value` cast to the experiment's Params field types, ranges checked.
     `given_as`: the option a key came from when not --param (duration_s: "--duration")."""
@@ -227,37 +236,49 @@ def check_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None
     kw: dict[str, Any] = {}
     for k, v in overrides.items():
         if k not in types:
-            opt = (given_as or {}).get(k)
-            if opt:
-                raise InventoryError(f"{opt}: this experiment takes no {opt.lstrip('-')} "
-                                     f"(its parameters: {', '.join(types)})")
-            raise InventoryError(f"--param {k}: the experiment has no such parameter"
-                                 f"{did_you_mean(k, types)}")
-        t = types[k]
+            _refuse_param(k, types, given_as)
         try:
-            if "bool" in t:
-                if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                    raise ValueError("expected true or false")
-                kw[k] = v.lower() in ("1", "true", "yes", "on")
-            elif "float" in t:
-                if "None" in t and v.lower() == "none":
-                    kw[k] = None
-                else:
-                    kw[k] = _cast(float, v, "a number")
-                    if not math.isfinite(kw[k]) or kw[k] < 0:
-                        raise ValueError("expected a finite number, 0 or more")
-            elif "int" in t:
-                kw[k] = _cast(int, v, "a whole number")
-                if kw[k] < 0:
-                    raise ValueError("expected an integer, 0 or more")
-            else:
-                kw[k] = v
+            kw[k] = _param_value(types[k], v)
         except ValueError as exc:
             raise InventoryError(f"--param {k}={v}: {exc}") from None
-        if k == "duration_s":
-            check_duration(kw[k])
-        elif k.endswith("_s") and kw[k] is not None:
-            _checked(Key("float", 0.01, 86400.0, unit="s"), kw[k], f"--param {k}")
-        elif k == "burst":
-            _checked(Key("int", 1, 20), kw[k], f"--param {k}")
+        _check_param_range(k, kw[k])
     return kw
+
+
+def _refuse_param(k: str, types: dict[str, str], given_as: dict[str, str] | None) -> None:
+    opt = (given_as or {}).get(k)
+    if opt:
+        raise InventoryError(f"{opt}: this experiment takes no {opt.lstrip('-')} "
+                             f"(its parameters: {', '.join(types)})")
+    raise InventoryError(f"--param {k}: the experiment has no such parameter"
+                         f"{did_you_mean(k, types)}")
+
+
+def _param_value(t: str, v: str) -> Any:
+    """A parameter's text cast to its field type `t` (ValueError saying what is expected)."""
+    if "bool" in t:
+        if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            raise ValueError("expected true or false")
+        return v.lower() in ("1", "true", "yes", "on")
+    if "float" in t:
+        if "None" in t and v.lower() == "none":
+            return None
+        x = _cast(float, v, "a number")
+        if not math.isfinite(x) or x < 0:
+            raise ValueError("expected a finite number, 0 or more")
+        return x
+    if "int" in t:
+        n = _cast(int, v, "a whole number")
+        if n < 0:
+            raise ValueError("expected an integer, 0 or more")
+        return n
+    return v
+
+
+def _check_param_range(k: str, value: Any) -> None:
+    if k == "duration_s":
+        check_duration(value)
+    elif k.endswith("_s") and value is not None:
+        _checked(Key("float", 0.01, 86400.0, unit="s"), value, f"--param {k}")
+    elif k == "burst":
+        _checked(Key("int", 1, 20), value, f"--param {k}")
