@@ -56,15 +56,23 @@ def lost_devices(run_dir: Path, manifest: dict) -> dict[str, dict]:
         if not isinstance(entry, dict) or entry.get("state") is None:
             continue                       # never probed (not started, or no probing loop)
         rate = float((inventory.get(name) or {}).get("rate_hz") or 1.0)
-        gap = max(MIN_GAP_NS, int(GAP_PERIODS * NS / rate))
-        times = _usable_reads(Path(run_dir) / "samples" / f"{name}.csv")
-        silent, window = silent_ns(times, start, end, gap), end - start
-        last = max((t for t in times if t < end), default=None)
-        tail = end - last if last is not None else 0
-        if silent > AWAY_SHARE * window or (tail > gap and tail > LOST_SHARE * window):
-            lost[name] = {"silent_s": round(silent / NS, 1), "share": round(silent / window, 3),
-                          "last_read_ns": last}
+        found = _loss(Path(run_dir) / "samples" / f"{name}.csv", start, end, rate)
+        if found is not None:
+            lost[name] = found
     return lost
+
+
+def _loss(samples: Path, start: int, end: int, rate_hz: float) -> dict | None:
+    """One device's loss over [start, end] from its samples file (None: not lost)."""
+    gap = max(MIN_GAP_NS, int(GAP_PERIODS * NS / rate_hz))
+    times = _usable_reads(samples)
+    silent, window = silent_ns(times, start, end, gap), end - start
+    last = max((t for t in times if t < end), default=None)
+    tail = end - last if last is not None else 0
+    if silent > AWAY_SHARE * window or (tail > gap and tail > LOST_SHARE * window):
+        return {"silent_s": round(silent / NS, 1), "share": round(silent / window, 3),
+                "last_read_ns": last}
+    return None
 
 
 def lost_line(lost: dict[str, dict], devices: int) -> str:

@@ -103,46 +103,9 @@ def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
     The stamp is mapped through every segment that can have been in force between the request
     and the answer that listed the entry (bench/model/stamps.py; `logged_via` says which, and
     `logged_unbounded` why there is no bound). Bounds only; midpoints as points."""
-    out: dict[str, dict] = {}
-    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == OK]
-    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK]
-    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == OK]
-    used = set()
-    logged = []                  # (record, event row) whose stamp bounds `logged_ns`
-
-    def first_after(rows, i, nxt):
-        return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
-
-    for k, i in enumerate(stim):
-        s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
-        nxt = stim[k + 1] if k + 1 < len(stim) else None
-        j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
-        rec = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
-        seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
-        if seen is not None:
-            used.update(x for x in (j, p) if x is not None)
-            sf, ef = int(smp.s_ns[seen]), int(smp.e_ns[seen])
-            rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
-        if j is not None:
-            # only a log entry's own stamp bounds when the device logged it: a pushed event's
-            # EventTimestamp is when it was emitted, which a slow logger does not share
-            logged.append((rec, j))
-            rec["event"] = smp.raw[j][:200]
-        if seen is not None and seen != j:
-            rec["pushed"] = smp.raw[seen][:200]
-        name = smp.clock[i]
-        out.setdefault(name, {"events": []})["events"].append(rec)
-    # the device cannot stamp the event before the request left (s of its bracket) nor after
-    # the answer that listed it arrived
-    bounds = bound_stamps(smp, results, meta, [j for _, j in logged],
-                          [r["s_ns"] for r, _ in logged])
-    for (rec, _), b in zip(logged, bounds):
-        if b.lo_ns is None:
-            rec["logged_unbounded"] = b.why
-        else:
-            rec["logged_ns"] = {"lo": b.lo_ns - rec["e_ns"], "hi": b.hi_ns - rec["s_ns"]}
-            rec["logged_via"] = b.via
-    for name, d in out.items():
+    out, logged = _pair_stimuli(smp)
+    _bound_logged(smp, results, meta, logged)
+    for d in out.values():
         for key in ("logged_ns", "observed_ns"):
             b = [e[key] for e in d["events"] if key in e]
             if b:
@@ -151,6 +114,66 @@ def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
                           "n": len(b)}
         d["sent"] = len(d["events"])
     return out
+
+
+def _ok_rows(smp: Samples, kind: str) -> list[int]:
+    return [i for i in range(len(smp)) if smp.kind[i] == kind and smp.status[i] == OK]
+
+
+def _pair_stimuli(smp: Samples) -> tuple[dict[str, dict], list[tuple[dict, int]]]:
+    """Each sent stimulus's record with the log entry and pushed event that followed it (before
+    the next stimulus), per clock; and (record, event row) of those whose stamp is to be bound."""
+    out: dict[str, dict] = {}
+    stim = _ok_rows(smp, "stimulus")
+    events, pushed = _ok_rows(smp, "event"), _ok_rows(smp, "pushed")
+    used: set[int] = set()
+    logged = []                  # (record, event row) whose stamp bounds `logged_ns`
+
+    def first_after(rows: list[int], i: int, nxt: int | None) -> int | None:
+        return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
+
+    for k, i in enumerate(stim):
+        nxt = stim[k + 1] if k + 1 < len(stim) else None
+        j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
+        used.update(x for x in (j, p) if x is not None)
+        rec = _stimulus_record(smp, i, j, p)
+        if j is not None:
+            logged.append((rec, j))
+        out.setdefault(smp.clock[i], {"events": []})["events"].append(rec)
+    return out, logged
+
+
+def _stimulus_record(smp: Samples, i: int, j: int | None, p: int | None) -> dict:
+    """Stimulus row i with log entry row j and pushed row p (either None): the fetch or push
+    that first saw it bounds `observed_ns`."""
+    s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
+    rec: dict = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
+    seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
+    if seen is not None:
+        sf, ef = int(smp.s_ns[seen]), int(smp.e_ns[seen])
+        rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
+    if j is not None:
+        # only a log entry's own stamp bounds when the device logged it: a pushed event's
+        # EventTimestamp is when it was emitted, which a slow logger does not share
+        rec["event"] = smp.raw[j][:200]
+    if seen is not None and seen != j:
+        rec["pushed"] = smp.raw[seen][:200]
+    return rec
+
+
+def _bound_logged(smp: Samples, results: dict, meta: dict | None,
+                  logged: list[tuple[dict, int]]) -> None:
+    """`logged_ns` (and `logged_via`) or `logged_unbounded` of each record: the device cannot
+    stamp the event before the request left (s of its bracket) nor after the answer that
+    listed it arrived."""
+    bounds = bound_stamps(smp, results, meta, [j for _, j in logged],
+                          [r["s_ns"] for r, _ in logged])
+    for (rec, _), b in zip(logged, bounds):
+        if b.lo_ns is None or b.hi_ns is None:
+            rec["logged_unbounded"] = b.why
+        else:
+            rec["logged_ns"] = {"lo": b.lo_ns - rec["e_ns"], "hi": b.hi_ns - rec["s_ns"]}
+            rec["logged_via"] = b.via
 
 
 @dataclass
@@ -263,56 +286,12 @@ def traps_lost(smp: Samples) -> int:
 
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
                      truth: dict | None = None) -> dict:
-    errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in NOT_ERRORS)
-    first_errors = {}
-    for i in range(len(smp)):
-        st = smp.status[i]
-        if st not in NOT_ERRORS and st not in first_errors:
-            first_errors[st] = smp.raw[i][:200]
+    errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
-    clocks_out = {}
-    for clock, res in results.items():
-        cm = res.meta
-        entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
-                       "counter": bool(cm.get("counter"))}
-        clocks_out[clock] = entry
-        fit = res.fit
-        # what every bound of this clock rests on (results/README.md, "verdict")
-        entry["assumptions"] = {
-            "drift_prior_ppm": float(fit.drift_prior_ppm if fit else
-                                     meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
-            "wander_ppm": float(meta.get("wander_ppm", 0.0)),
-            "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
-            "resolution_basis": fit.resolution_basis if fit else "unproven",
-            "reference_uncertainty_ns": int(uncertainty_ns),
-            "rate_changes": RATE_CHANGE_ASSUMPTION,
-            **model_statement(float(fit.drift_prior_ppm if fit else
-                                    meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
-                              res.lag_ns, fit, float(meta.get("rate_hz") or 1.0))}
-        if res.stuck is not None and fit is None:
-            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.STUCK,
-                         stuck=res.stuck, note=_stuck_note(res.stuck))
-            continue
-        if fit is None:
-            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED, note=res.note)
-            continue
-        entry.update(fit.as_dict())
-        for seg, sd in zip(res.fit.segments, entry["segments"]):
-            sd["band"] = band(seg)
-        entry["wraps"] = res.wraps
-        if res.stuck is not None:     # segments from before it stopped; nothing after
-            entry.update(verdict=Verdict.STUCK, stuck=res.stuck, note=_stuck_note(res.stuck))
-        if entry["segments"] and not cm.get("counter"):
-            last = entry["segments"][-1]["offset_ns"]
-            note = zone_note(last["lo"], last["hi"])
-            if note:
-                entry["zone_note"] = note
-        if truth and clock in truth.get("clocks", {}):
-            tc = truth["clocks"][clock]
-            for seg in entry["segments"]:
-                seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
+    clocks_out = {clock: _clock_entry(res, meta, uncertainty_ns, truth)
+                  for clock, res in results.items()}
     out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
-           "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
+           "state": meta.get("state", ""), "errors": errors, "first_errors": first_errors,
            "clocks": clocks_out, "latency": latencies(smp, results, meta)}
     no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
     if no_clock:      # parts the driver found without any clock: only observation bounds exist
@@ -320,6 +299,63 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
     if meta.get("identity", {}).get("extra", {}).get("lost_traps_counted"):
         out["traps_lost"] = traps_lost(smp)
     return out
+
+
+def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
+    """Rows that failed: the count per kind, and the first row's text of each kind."""
+    errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in NOT_ERRORS)
+    first_errors: dict[str, str] = {}
+    for i in range(len(smp)):
+        st = smp.status[i]
+        if st not in NOT_ERRORS and st not in first_errors:
+            first_errors[st] = smp.raw[i][:200]
+    return dict(errors), first_errors
+
+
+def _assumptions(res: ClockResult, meta: dict, uncertainty_ns: int) -> dict:
+    """What every bound of this clock rests on (results/README.md, "verdict")."""
+    fit = res.fit
+    prior = float(fit.drift_prior_ppm if fit else
+                  meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
+    return {"drift_prior_ppm": prior,
+            "wander_ppm": float(meta.get("wander_ppm", 0.0)),
+            "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
+            "resolution_basis": fit.resolution_basis if fit else "unproven",
+            "reference_uncertainty_ns": int(uncertainty_ns),
+            "rate_changes": RATE_CHANGE_ASSUMPTION,
+            **model_statement(prior, res.lag_ns, fit, float(meta.get("rate_hz") or 1.0))}
+
+
+def _clock_entry(res: ClockResult, meta: dict, uncertainty_ns: int, truth: dict | None) -> dict:
+    """summary `clocks.<c>`: the fit with its bands, wraps, notes and truth checks."""
+    cm, fit = res.meta, res.fit
+    entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
+                   "counter": bool(cm.get("counter")),
+                   "assumptions": _assumptions(res, meta, uncertainty_ns)}
+    if fit is None:
+        if res.stuck is not None:
+            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.STUCK,
+                         stuck=res.stuck, note=_stuck_note(res.stuck))
+        else:
+            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED,
+                         note=res.note)
+        return entry
+    entry.update(fit.as_dict())
+    for seg, sd in zip(fit.segments, entry["segments"]):
+        sd["band"] = band(seg)
+    entry["wraps"] = res.wraps
+    if res.stuck is not None:     # segments from before it stopped; nothing after
+        entry.update(verdict=Verdict.STUCK, stuck=res.stuck, note=_stuck_note(res.stuck))
+    if entry["segments"] and not cm.get("counter"):
+        last = entry["segments"][-1]["offset_ns"]
+        note = zone_note(last["lo"], last["hi"])
+        if note:
+            entry["zone_note"] = note
+    if truth and res.name in truth.get("clocks", {}):
+        tc = truth["clocks"][res.name]
+        for seg in entry["segments"]:
+            seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
+    return entry
 
 
 def device_meta(manifest: dict, name: str) -> dict:
