@@ -87,6 +87,10 @@ class _RawMapping(Mapping):
 
 @dataclass(frozen=True)
 class Identity:
+    """Who the device says it is: what a driver returns (drivers.base.Driver.identity) and what
+    the manifest and summary hold (`devices.<d>.identity`). `extra` is the driver's own; by
+    convention its key `no_clock` lists parts of the device that keep no clock at all (reported
+    as such in the summary)."""
     vendor: str = ""
     model: str = ""
     serial: str = ""
@@ -95,13 +99,20 @@ class Identity:
     raw: dict = field(**RAW)
 
     @classmethod
-    def of(cls, x) -> Identity:
+    def of(cls, x: Any) -> Identity:
         x = _d(x)
         return cls(*(str(x.get(k) or "") for k in ("vendor", "model", "serial", "firmware")),
                    dict(_d(x.get("extra"))), dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest's form: `extra` only when the driver gave any."""
+        return {"vendor": self.vendor, "model": self.model, "serial": self.serial,
+                "firmware": self.firmware, **({"extra": dict(self.extra)} if self.extra else {})}
+
     def __bool__(self) -> bool:
-        return bool(self.raw)
+        """Read: the document had an identity; made by a driver: it says anything."""
+        return bool(self.raw) or any((self.vendor, self.model, self.serial, self.firmware,
+                                      self.extra))
 
 
 @dataclass(frozen=True)
@@ -184,7 +195,8 @@ class DeviceEntry:
 
 @dataclass(frozen=True)
 class Calibration:
-    """manifest `calibration.<device>.<clock>` (bench.output.live.LiveBounds.record)."""
+    """manifest `calibration.<device>.<clock>`: how narrow a clock's offset got during the run
+    and when (written by bench.output.live.LiveBounds.record)."""
     calibrated_after_s: float | None = None
     width_then_ns: float | None = None
     last_width_ns: float | None = None
@@ -194,11 +206,17 @@ class Calibration:
     raw: dict = field(**RAW)
 
     @classmethod
-    def of(cls, x) -> Calibration:
+    def of(cls, x: Any) -> Calibration:
         x = _d(x)
         return cls(*(_float(x.get(k), None) for k in ("calibrated_after_s", "width_then_ns",
                                                        "last_width_ns", "min_bracket_ns")),
                    str(x.get("last_status") or ""), str(x.get("criterion") or ""), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calibrated_after_s": self.calibrated_after_s,
+                "width_then_ns": self.width_then_ns, "last_width_ns": self.last_width_ns,
+                "min_bracket_ns": self.min_bracket_ns, "last_status": self.last_status,
+                "criterion": self.criterion}
 
 
 @dataclass(frozen=True)
