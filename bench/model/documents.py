@@ -337,6 +337,9 @@ class Band:
             return None
         return cls(tuple(_l(x.get("t_ns"))), tuple(_l(x.get("lo"))), tuple(_l(x.get("hi"))))
 
+    def to_dict(self) -> dict[str, list]:
+        return {"t_ns": list(self.t_ns), "lo": list(self.lo), "hi": list(self.hi)}
+
     def range(self) -> tuple[float, float, float]:
         """(lowest, highest, widest) offset the band allows."""
         return (float(min(self.lo)), float(max(self.hi)),
@@ -369,6 +372,17 @@ class TruthCheck:
                    _int(x.get("band_points")), tuple(x.get("band_out_t_ns") or ()),
                    _float(x.get("mean_drift_ppm"), None), dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form (a record read from one: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {"offset_ns": self.offset_ns, "offset_in": self.offset_in,
+                "band_points": self.band_points, "band_in": self.band_in,
+                "drift_ppm": self.drift_ppm, "drift_in": self.drift_in,
+                **({"band_out_t_ns": list(self.band_out_t_ns)} if self.band_out_t_ns else {}),
+                **({"mean_drift_ppm": self.mean_drift_ppm, "mean_drift_in": self.mean_drift_in}
+                   if self.mean_drift_ppm is not None else {})}
+
     @property
     def inside(self) -> bool:
         """Every proven quantity holds the truth (the assumed drift is `drift_in`)."""
@@ -377,8 +391,8 @@ class TruthCheck:
 
 @dataclass(frozen=True)
 class SegmentSummary(Segment):
-    """A summary segment: the estimator's Segment (without its polygon) plus its band and, on a
-    simulated rack, the truth check. `offset_status`/`drift_status` are None in folders older
+    """A summary segment: the estimator's Segment plus its band and, on a simulated rack, the
+    truth check (read back from summary.json it has no polygon; the writer's keeps the fit's). `offset_status`/`drift_status` are None in folders older
     than issue 11 (bench.model.verdict derives them)."""
     band: Band | None = None
     truth: TruthCheck | None = None
@@ -403,6 +417,23 @@ class SegmentSummary(Segment):
                    span_offset=bound(x.get("span_offset_ns")),
                    band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")),
                    gaps_ns=tuple(tuple(g) for g in _l(x.get("gaps_ns"))), raw=dict(x))
+
+    @classmethod
+    def of_fit(cls, sg: Segment, band: Band | None = None,
+               truth: TruthCheck | None = None) -> SegmentSummary:
+        """The summary's record of a fitted segment (the writer's: it keeps the polygon)."""
+        own = {f.name: getattr(sg, f.name) for f in dataclasses.fields(Segment)}
+        gaps = sg.as_dict().get("gaps_ns") or ()
+        return cls(**own, band=band, truth=truth, gaps_ns=tuple(tuple(g) for g in gaps))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form: the estimator's, then the band and the truth check (a record
+        read from a summary: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {**Segment.as_dict(self),
+                **({"band": self.band.to_dict()} if self.band is not None else {}),
+                **({"truth": self.truth.to_dict()} if self.truth is not None else {})}
 
     @property
     def mean_drift_ppm(self) -> dict | None:
@@ -456,6 +487,13 @@ class BreakRecord(Break):
                    _int(x.get("before_ns")), bound(x.get("size_ns")),
                    _int(x.get("ambiguous_reads")), raw=dict(x))
 
+    @classmethod
+    def of_fit(cls, b: Break) -> BreakRecord:
+        return cls(b.kind, b.after_ns, b.before_ns, b.size_ns, b.ambiguous_reads)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.raw) if self.raw else Break.as_dict(self)
+
 
 @dataclass(frozen=True)
 class Outlier:
@@ -470,6 +508,11 @@ class Outlier:
         return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), str(x.get("reason") or ""),
                    dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw:
+            return dict(self.raw)
+        return {"t_ns": self.t_ns, "value_ns": self.value_ns, "reason": self.reason}
+
 
 @dataclass(frozen=True)
 class Wrap:
@@ -481,6 +524,9 @@ class Wrap:
     def of(cls, x) -> Wrap:
         x = _d(x)
         return cls(_int(x.get("after_ns")), _int(x.get("before_ns")))
+
+    def to_dict(self) -> dict[str, int]:
+        return {"after_ns": self.after_ns, "before_ns": self.before_ns}
 
 
 @dataclass(frozen=True)
@@ -510,6 +556,17 @@ class Assumptions:
                    dict(x["unseen_step"]) if isinstance(x.get("unseen_step"), Mapping) else None,
                    str(x.get("model") or ""), dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw:
+            return dict(self.raw)
+        return {"drift_prior_ppm": self.drift_prior_ppm, "wander_ppm": self.wander_ppm,
+                "resolution_ns": self.resolution_ns, "resolution_basis": self.resolution_basis,
+                "reference_uncertainty_ns": self.reference_uncertainty_ns,
+                "rate_changes": self.rate_changes, "rate_bound_ppm": self.rate_bound_ppm,
+                "tick_lag_ns": self.tick_lag_ns,
+                **({"unseen_step": dict(self.unseen_step)} if self.unseen_step else {}),
+                "model": self.model}
+
 
 @dataclass(frozen=True)
 class ClockSummary:
@@ -530,6 +587,7 @@ class ClockSummary:
     zone_note: str = ""
     beyond_prior_note: str = ""
     stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
+    lag_seen_ns: int = 0              # the reading lags its clock by at least this (the fit's)
     raw: dict = field(**RAW)
 
     @classmethod
@@ -546,7 +604,40 @@ class ClockSummary:
                    tuple(Wrap.of(w) for w in _l(x.get("wraps"))),
                    str(x.get("note") or ""), str(x.get("zone_note") or ""),
                    str(x.get("beyond_prior_note") or ""),
-                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None, dict(x))
+                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None,
+                   _int(x.get("lag_seen_ns")), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form (a record read from one: as read). Without a fit
+        (`resolution_ns` None) the segments, breaks and outliers are empty and a note says why."""
+        if self.raw:
+            return dict(self.raw)
+        out: dict[str, Any] = {
+            "resolution_declared_ns": self.resolution_declared_ns, "reads": self.reads,
+            "counter": self.counter,
+            "assumptions": self.assumptions.to_dict() if self.assumptions else {}}
+        if self.resolution_ns is None:
+            out.update(segments=[], breaks=[], outliers=[], verdict=self.verdict)
+        else:
+            out.update(self._fit_dict())
+        if self.stuck is not None:
+            out["stuck"] = dict(self.stuck)
+        if self.stuck is not None or self.resolution_ns is None:
+            out["note"] = self.note
+        if self.zone_note:
+            out["zone_note"] = self.zone_note
+        return out
+
+    def _fit_dict(self) -> dict[str, Any]:
+        """The fit's part (bench.analysis.estimate.ClockFit.as_dict's keys) and the wraps."""
+        return {"resolution_ns": self.resolution_ns, "resolution_note": self.resolution_note,
+                "verdict": self.verdict, "segments": [sg.to_dict() for sg in self.segments],
+                "breaks": [b.to_dict() for b in self.breaks],
+                "outliers": [o.to_dict() for o in self.outliers],
+                **({"beyond_prior_note": self.beyond_prior_note}
+                   if self.beyond_prior_note else {}),
+                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
+                "wraps": [w.to_dict() for w in self.wraps]}
 
     @property
     def last(self) -> SegmentSummary | None:

@@ -4,14 +4,16 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
-                            fit_clock, wander_allowance_ns_per_s)
+                                     Segment, fit_clock, wander_allowance_ns_per_s)
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
+from bench.model.documents import (Assumptions, Band, BreakRecord, ClockSummary, Outlier,
+                                   SegmentSummary, TruthCheck, Wrap)
 from bench.model.rundata import Samples, load_samples
 from bench.model.stamps import bound_stamps
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
@@ -49,50 +51,46 @@ def _truth_offset_at(tc: dict, t: int) -> float:
     return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
 
 
-def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
+def truth_check(seg: SegmentSummary, truth_clock: dict, modulus_ns: int = 0) -> TruthCheck:
     """Does the truth lie inside this segment's bounds? Every proven quantity is checked: the
     offset at the epoch, every point of the band, the mean drift over its window (against the
     truth's mean there); the drift at the epoch is assumed (bench.analysis.estimate) and is
     checked apart (`drift_in`), never ANDed into the others."""
-    o, d = seg["offset_ns"], seg["drift_ppm"]
+    o, d = seg.offset_ns, seg.drift_ppm
 
-    def offset_at(t):
+    def offset_at(t: int) -> float:
         x = _truth_offset_at(truth_clock, int(t))
         if modulus_ns:
-            x -= round((x - o["point"]) / modulus_ns) * modulus_ns
+            x -= round((x - o.point) / modulus_ns) * modulus_ns
         return x
 
-    true_off = offset_at(seg["epoch_ns"])
+    true_off = offset_at(seg.epoch_ns)
     ts = np.asarray(truth_clock["t_ns"], dtype=np.int64)
     drifts = np.asarray(truth_clock["drift_ppm"], dtype=float)
-    true_drift = float(drifts[np.argmin(np.abs(ts - seg["epoch_ns"]))])
-    b = seg.get("band") or {"t_ns": [], "lo": [], "hi": []}
-    band_out = [t for t, lo, hi in zip(b["t_ns"], b["lo"], b["hi"])
-                if not lo <= offset_at(t) <= hi]
-    out = {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"]),
-           "band_points": len(b["t_ns"]), "band_in": not band_out,
-           # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
-           "drift_ppm": true_drift,
-           "drift_in": bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4)}
-    if band_out:
-        out["band_out_t_ns"] = band_out[:5]
-    md = seg.get("mean_drift_ppm")
+    true_drift = float(drifts[np.argmin(np.abs(ts - seg.epoch_ns))])
+    b = seg.band or Band()
+    band_out = [t for t, lo, hi in zip(b.t_ns, b.lo, b.hi) if not lo <= offset_at(t) <= hi]
+    true_md, md_in = None, True
+    md = seg.mean_drift
     if md and md.get("to_ns", 0) > md.get("from_ns", 0):
         t1, t2 = md["from_ns"], md["to_ns"]
         true_md = (offset_at(t2) - offset_at(t1)) / (t2 - t1) * 1e6
-        out["mean_drift_ppm"] = true_md
-        out["mean_drift_in"] = bool(md["lo"] - 1e-4 <= true_md <= md["hi"] + 1e-4)
-    return out
+        md_in = bool(md["lo"] - 1e-4 <= true_md <= md["hi"] + 1e-4)
+    # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
+    return TruthCheck(offset_ns=true_off, offset_in=bool(o.lo <= true_off <= o.hi),
+                      drift_ppm=true_drift, drift_in=bool(d.lo - 1e-4 <= true_drift <= d.hi + 1e-4),
+                      band_in=not band_out, mean_drift_in=md_in, band_points=len(b.t_ns),
+                      band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md)
 
 
-def band(seg, points: int = 60) -> dict:
+def band(seg: Segment, points: int = 60) -> Band:
     """The proven offset band sampled across a segment (for plots: exact at each point). Each
     point is the published model's bound there (Segment.proven_offset_at: the rate bound, one
     unseen step); points with no read on one side (the segment's ends) are left out."""
     ts = np.linspace(seg.start_ns, seg.end_ns, points).astype(np.int64) if seg.end_ns > seg.start_ns \
         else np.array([seg.start_ns], dtype=np.int64)
     pts = [(int(t), b) for t in ts if (b := seg.proven_offset_at(int(t))) is not None]
-    return {"t_ns": [t for t, _ in pts], "lo": [b.lo for _, b in pts], "hi": [b.hi for _, b in pts]}
+    return Band(tuple(t for t, _ in pts), tuple(b.lo for _, b in pts), tuple(b.hi for _, b in pts))
 
 
 def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
@@ -288,7 +286,7 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
                      truth: dict | None = None) -> dict:
     errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
-    clocks_out = {clock: _clock_entry(res, meta, uncertainty_ns, truth)
+    clocks_out = {clock: clock_summary(res, meta, uncertainty_ns, truth).to_dict()
                   for clock, res in results.items()}
     out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
            "state": meta.get("state", ""), "errors": errors, "first_errors": first_errors,
@@ -312,50 +310,48 @@ def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
     return dict(errors), first_errors
 
 
-def _assumptions(res: ClockResult, meta: dict, uncertainty_ns: int) -> dict:
+def _assumptions(res: ClockResult, meta: dict, uncertainty_ns: int) -> Assumptions:
     """What every bound of this clock rests on (results/README.md, "verdict")."""
     fit = res.fit
     prior = float(fit.drift_prior_ppm if fit else
                   meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
-    return {"drift_prior_ppm": prior,
-            "wander_ppm": float(meta.get("wander_ppm", 0.0)),
-            "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
-            "resolution_basis": fit.resolution_basis if fit else "unproven",
-            "reference_uncertainty_ns": int(uncertainty_ns),
-            "rate_changes": RATE_CHANGE_ASSUMPTION,
-            **model_statement(prior, res.lag_ns, fit, float(meta.get("rate_hz") or 1.0))}
+    return Assumptions(drift_prior_ppm=prior, wander_ppm=float(meta.get("wander_ppm", 0.0)),
+                       resolution_ns=int(fit.resolution_ns if fit else res.declared_ns),
+                       resolution_basis=fit.resolution_basis if fit else "unproven",
+                       reference_uncertainty_ns=int(uncertainty_ns),
+                       rate_changes=RATE_CHANGE_ASSUMPTION,
+                       **model_statement(prior, res.lag_ns, fit, float(meta.get("rate_hz") or 1.0)))
 
 
-def _clock_entry(res: ClockResult, meta: dict, uncertainty_ns: int, truth: dict | None) -> dict:
+def clock_summary(res: ClockResult, meta: dict, uncertainty_ns: int,
+                  truth: dict | None) -> ClockSummary:
     """summary `clocks.<c>`: the fit with its bands, wraps, notes and truth checks."""
-    cm, fit = res.meta, res.fit
-    entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
-                   "counter": bool(cm.get("counter")),
-                   "assumptions": _assumptions(res, meta, uncertainty_ns)}
+    head = dict(name=res.name, reads=res.reads, counter=bool(res.meta.get("counter")),
+                resolution_declared_ns=res.declared_ns,
+                assumptions=_assumptions(res, meta, uncertainty_ns))
+    fit = res.fit
     if fit is None:
         if res.stuck is not None:
-            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.STUCK,
-                         stuck=res.stuck, note=_stuck_note(res.stuck))
-        else:
-            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED,
-                         note=res.note)
-        return entry
-    entry.update(fit.as_dict())
-    for seg, sd in zip(fit.segments, entry["segments"]):
-        sd["band"] = band(seg)
-    entry["wraps"] = res.wraps
-    if res.stuck is not None:     # segments from before it stopped; nothing after
-        entry.update(verdict=Verdict.STUCK, stuck=res.stuck, note=_stuck_note(res.stuck))
-    if entry["segments"] and not cm.get("counter"):
-        last = entry["segments"][-1]["offset_ns"]
-        note = zone_note(last["lo"], last["hi"])
-        if note:
-            entry["zone_note"] = note
-    if truth and res.name in truth.get("clocks", {}):
-        tc = truth["clocks"][res.name]
-        for seg in entry["segments"]:
-            seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
-    return entry
+            return ClockSummary(**head, verdict=Verdict.STUCK, stuck=res.stuck,
+                                note=_stuck_note(res.stuck))
+        return ClockSummary(**head, verdict=Verdict.UNDECIDED, note=res.note)
+    tc = truth.get("clocks", {}).get(res.name) if truth else None
+    modulus = int(res.meta.get("modulus_ns") or 0)
+    segs = []
+    for sg in fit.segments:
+        s = SegmentSummary.of_fit(sg, band(sg))
+        segs.append(replace(s, truth=truth_check(s, tc, modulus)) if tc is not None else s)
+    stuck = res.stuck is not None     # segments from before it stopped; nothing after
+    last = segs[-1].offset_ns if segs and not res.meta.get("counter") else None
+    return ClockSummary(
+        **head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
+        verdict=Verdict.STUCK if stuck else fit.verdict, segments=tuple(segs),
+        breaks=tuple(BreakRecord.of_fit(b) for b in fit.breaks),
+        outliers=tuple(Outlier((o["s_ns"] + o["e_ns"]) // 2, o["value_ns"], o["evidence"])
+                       for o in fit.outliers),        # as ClockFit.as_dict says them
+        wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
+        lag_seen_ns=fit.lag_seen_ns, stuck=res.stuck, note=_stuck_note(res.stuck) if stuck else "",
+        zone_note=zone_note(last.lo, last.hi) if last is not None else "")
 
 
 def device_meta(manifest: dict, name: str) -> dict:
