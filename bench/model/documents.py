@@ -105,7 +105,9 @@ class Identity:
                    dict(_d(x.get("extra"))), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
-        """The manifest's form: `extra` only when the driver gave any."""
+        """The manifest's form: `extra` only when the driver gave any (read: as read)."""
+        if self.raw:
+            return dict(self.raw)
         return {"vendor": self.vendor, "model": self.model, "serial": self.serial,
                 "firmware": self.firmware, **({"extra": dict(self.extra)} if self.extra else {})}
 
@@ -659,6 +661,13 @@ class LatencyBound(Bound):
     """A latency bound over events: the union of their bounds, the median midpoint, how many."""
     n: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"lo": self.lo, "hi": self.hi, "point": self.point, "n": self.n}
+
+
+def _lo_hi(b: Bound) -> dict[str, Any]:
+    return {"lo": b.lo, "hi": b.hi}
+
 
 @dataclass(frozen=True)
 class LatencyEvent:
@@ -681,6 +690,24 @@ class LatencyEvent:
                    bound(x.get("logged_ns")), bound(x.get("observed_ns")),
                    str(x.get("event") or ""), str(x.get("pushed") or ""),
                    str(x.get("logged_via") or ""), str(x.get("logged_unbounded") or ""), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form: an event's bounds as lo and hi only; `event` with the log entry
+        (whose stamp gives `logged_ns` or says why not), `pushed` with a pushed event."""
+        if self.raw:
+            return dict(self.raw)
+        out: dict[str, Any] = {"seq": self.seq, "s_ns": self.s_ns, "e_ns": self.e_ns}
+        if self.observed_ns is not None:
+            out["observed_ns"] = _lo_hi(self.observed_ns)
+        if self.logged_ns is not None or self.logged_unbounded:
+            out["event"] = self.event
+        if self.pushed:
+            out["pushed"] = self.pushed
+        if self.logged_ns is not None:
+            out.update(logged_ns=_lo_hi(self.logged_ns), logged_via=self.logged_via)
+        elif self.logged_unbounded:
+            out["logged_unbounded"] = self.logged_unbounded
+        return out
 
     @property
     def bound(self) -> Bound | None:
@@ -715,6 +742,14 @@ class Latency:
         return cls(name, _int(x.get("sent"), len(evs)), evs, lb(x.get("logged_ns")),
                    lb(x.get("observed_ns")), dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw:
+            return dict(self.raw)
+        return {"events": [e.to_dict() for e in self.events],
+                **({"logged_ns": self.logged_ns.to_dict()} if self.logged_ns else {}),
+                **({"observed_ns": self.observed_ns.to_dict()} if self.observed_ns else {}),
+                "sent": self.sent}
+
 
 @dataclass(frozen=True)
 class DeviceSummary:
@@ -742,6 +777,18 @@ class DeviceSummary:
                    {s: Latency.of(s, v) for s, v in _d(x.get("latency")).items()},
                    tuple(str(p) for p in _l(x.get("no_clock"))),
                    _int(x.get("traps_lost"), None), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form (a record read from one: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {"plane": self.plane, "identity": self.identity.to_dict() if self.identity else {},
+                "state": self.state, "errors": dict(self.errors),
+                "first_errors": dict(self.first_errors),
+                "clocks": {c: x.to_dict() for c, x in self.clocks.items()},
+                "latency": {s: x.to_dict() for s, x in self.latency.items()},
+                **({"no_clock": list(self.no_clock)} if self.no_clock else {}),
+                **({"traps_lost": self.traps_lost} if self.traps_lost is not None else {})}
 
     @property
     def error_count(self) -> int:

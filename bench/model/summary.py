@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
-                                     Segment, fit_clock, wander_allowance_ns_per_s)
+from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, Bound,
+                                     ClockFit, Segment, fit_clock, wander_allowance_ns_per_s)
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
-from bench.model.documents import (Assumptions, Band, BreakRecord, ClockSummary, Outlier,
+from bench.model.documents import (Assumptions, Band, BreakRecord, ClockSummary, Identity,
+                                   DeviceSummary, Latency, LatencyBound, LatencyEvent, Outlier,
                                    SegmentSummary, TruthCheck, Wrap)
 from bench.model.rundata import Samples, load_samples
-from bench.model.stamps import bound_stamps
+from bench.model.stamps import StampBound, bound_stamps
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
 OK = RowStatus.OK
@@ -94,6 +95,11 @@ def band(seg: Segment, points: int = 60) -> Band:
 
 
 def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
+    """summary `latency` as written: latency_records serialised."""
+    return {s: x.to_dict() for s, x in latency_records(smp, results, meta).items()}
+
+
+def latency_records(smp: Samples, results: dict, meta: dict | None = None) -> dict[str, Latency]:
     """Pair each sent stimulus with the next device log entry and bound the latency between them:
     `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
     the bracket of the fetch that first saw it, or of the pushed event's arrival when the device
@@ -101,31 +107,31 @@ def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
     The stamp is mapped through every segment that can have been in force between the request
     and the answer that listed the entry (bench/model/stamps.py; `logged_via` says which, and
     `logged_unbounded` why there is no bound). Bounds only; midpoints as points."""
-    out, logged = _pair_stimuli(smp)
-    _bound_logged(smp, results, meta, logged)
-    for d in out.values():
-        for key in ("logged_ns", "observed_ns"):
-            b = [e[key] for e in d["events"] if key in e]
-            if b:
-                d[key] = {"lo": min(x["lo"] for x in b), "hi": max(x["hi"] for x in b),
-                          "point": float(np.median([(x["lo"] + x["hi"]) / 2 for x in b])),
-                          "n": len(b)}
-        d["sent"] = len(d["events"])
-    return out
+    pairs = _pair_stimuli(smp)
+    # the device cannot stamp the event before the request left (s of its bracket) nor after
+    # the answer that listed it arrived
+    logged = [(i, j) for i, j, _ in pairs if j is not None]
+    bounds = dict(zip((i for i, _ in logged),
+                      bound_stamps(smp, results, meta, [j for _, j in logged],
+                                   [int(smp.s_ns[i]) for i, _ in logged])))
+    events: dict[str, list[LatencyEvent]] = {}
+    for i, j, p in pairs:
+        events.setdefault(smp.clock[i], []).append(_latency_event(smp, i, j, p, bounds.get(i)))
+    return {name: Latency(name, len(evs), tuple(evs), _over(evs, "logged_ns"),
+                          _over(evs, "observed_ns")) for name, evs in events.items()}
 
 
 def _ok_rows(smp: Samples, kind: str) -> list[int]:
     return [i for i in range(len(smp)) if smp.kind[i] == kind and smp.status[i] == OK]
 
 
-def _pair_stimuli(smp: Samples) -> tuple[dict[str, dict], list[tuple[dict, int]]]:
-    """Each sent stimulus's record with the log entry and pushed event that followed it (before
-    the next stimulus), per clock; and (record, event row) of those whose stamp is to be bound."""
-    out: dict[str, dict] = {}
+def _pair_stimuli(smp: Samples) -> list[tuple[int, int | None, int | None]]:
+    """(stimulus row, log entry row, pushed row) of each sent stimulus: the entry and the
+    pushed event that first followed it before the next stimulus (None: none)."""
     stim = _ok_rows(smp, "stimulus")
     events, pushed = _ok_rows(smp, "event"), _ok_rows(smp, "pushed")
     used: set[int] = set()
-    logged = []                  # (record, event row) whose stamp bounds `logged_ns`
+    out = []
 
     def first_after(rows: list[int], i: int, nxt: int | None) -> int | None:
         return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
@@ -134,44 +140,43 @@ def _pair_stimuli(smp: Samples) -> tuple[dict[str, dict], list[tuple[dict, int]]
         nxt = stim[k + 1] if k + 1 < len(stim) else None
         j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
         used.update(x for x in (j, p) if x is not None)
-        rec = _stimulus_record(smp, i, j, p)
-        if j is not None:
-            logged.append((rec, j))
-        out.setdefault(smp.clock[i], {"events": []})["events"].append(rec)
-    return out, logged
+        out.append((i, j, p))
+    return out
 
 
-def _stimulus_record(smp: Samples, i: int, j: int | None, p: int | None) -> dict:
-    """Stimulus row i with log entry row j and pushed row p (either None): the fetch or push
-    that first saw it bounds `observed_ns`."""
+def _latency_event(smp: Samples, i: int, j: int | None, p: int | None,
+                   b: StampBound | None) -> LatencyEvent:
+    """Stimulus row i with log entry row j and pushed row p: the fetch or push that first saw
+    it bounds `observed_ns`; the entry's own stamp (`b`) bounds `logged_ns`. Only a log entry's
+    stamp bounds when the device logged it: a pushed event's EventTimestamp is when it was
+    emitted, which a slow logger does not share."""
     s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
-    rec: dict = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
     seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
+    observed = None
     if seen is not None:
-        sf, ef = int(smp.s_ns[seen]), int(smp.e_ns[seen])
-        rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
-    if j is not None:
-        # only a log entry's own stamp bounds when the device logged it: a pushed event's
-        # EventTimestamp is when it was emitted, which a slow logger does not share
-        rec["event"] = smp.raw[j][:200]
-    if seen is not None and seen != j:
-        rec["pushed"] = smp.raw[seen][:200]
-    return rec
+        observed = _mid_bound(int(smp.s_ns[seen]) - e_st, int(smp.e_ns[seen]) - s_st)
+    logged = None
+    if b is not None and b.lo_ns is not None and b.hi_ns is not None:
+        logged = _mid_bound(b.lo_ns - e_st, b.hi_ns - s_st)
+    return LatencyEvent(
+        int(smp.seq[i]), s_st, e_st, logged, observed,
+        event=smp.raw[j][:200] if j is not None else "",
+        pushed=smp.raw[seen][:200] if seen is not None and seen != j else "",
+        logged_via=b.via if logged is not None and b is not None else "",
+        logged_unbounded=b.why if logged is None and b is not None else "")
 
 
-def _bound_logged(smp: Samples, results: dict, meta: dict | None,
-                  logged: list[tuple[dict, int]]) -> None:
-    """`logged_ns` (and `logged_via`) or `logged_unbounded` of each record: the device cannot
-    stamp the event before the request left (s of its bracket) nor after the answer that
-    listed it arrived."""
-    bounds = bound_stamps(smp, results, meta, [j for _, j in logged],
-                          [r["s_ns"] for r, _ in logged])
-    for (rec, _), b in zip(logged, bounds):
-        if b.lo_ns is None or b.hi_ns is None:
-            rec["logged_unbounded"] = b.why
-        else:
-            rec["logged_ns"] = {"lo": b.lo_ns - rec["e_ns"], "hi": b.hi_ns - rec["s_ns"]}
-            rec["logged_via"] = b.via
+def _mid_bound(lo: int, hi: int) -> Bound:
+    return Bound(lo, hi, (lo + hi) / 2)
+
+
+def _over(evs: list[LatencyEvent], key: str) -> LatencyBound | None:
+    """The union of the events' `key` bounds, their midpoints' median, how many."""
+    b = [x for e in evs if (x := getattr(e, key)) is not None]
+    if not b:
+        return None
+    return LatencyBound(min(x.lo for x in b), max(x.hi for x in b),
+                        float(np.median([(x.lo + x.hi) / 2 for x in b])), len(b))
 
 
 @dataclass
@@ -284,19 +289,23 @@ def traps_lost(smp: Samples) -> int:
 
 def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
                      truth: dict | None = None) -> dict:
+    """summary `devices.<name>` as written: device_summary serialised."""
+    return device_summary(name, smp, meta, uncertainty_ns, truth).to_dict()
+
+
+def device_summary(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
+                   truth: dict | None = None) -> DeviceSummary:
+    """One device's summary record: its errors, each clock's fit, its stimulus latencies."""
     errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
-    clocks_out = {clock: clock_summary(res, meta, uncertainty_ns, truth).to_dict()
-                  for clock, res in results.items()}
-    out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
-           "state": meta.get("state", ""), "errors": errors, "first_errors": first_errors,
-           "clocks": clocks_out, "latency": latencies(smp, results, meta)}
-    no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
-    if no_clock:      # parts the driver found without any clock: only observation bounds exist
-        out["no_clock"] = list(no_clock)
-    if meta.get("identity", {}).get("extra", {}).get("lost_traps_counted"):
-        out["traps_lost"] = traps_lost(smp)
-    return out
+    identity = Identity.of(meta.get("identity", {}))
+    # parts the driver found without any clock: only observation bounds exist
+    no_clock = identity.extra.get("no_clock") or ()
+    return DeviceSummary(
+        name, meta.get("plane", ""), identity, meta.get("state", ""), errors, first_errors,
+        {clock: clock_summary(res, meta, uncertainty_ns, truth) for clock, res in results.items()},
+        latency_records(smp, results, meta), tuple(no_clock),
+        traps_lost(smp) if identity.extra.get("lost_traps_counted") else None)
 
 
 def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
