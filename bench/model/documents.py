@@ -1,7 +1,9 @@
 """The run folder's JSON and CSV documents as frozen records: manifest.json, summary.json,
-truth.json and events.csv, read exactly as results/README.md documents them (the writers are
-bench/run/experiment.py, bench/model/store.py and bench/model/summary.py; they keep building
-dicts). Readers use these fields instead of string keys.
+truth.json and events.csv, read exactly as results/README.md documents them. Readers use these
+fields instead of string keys. Writers build the same records and write their `to_dict()`
+(bench/model/summary.py: the summary; drivers: `Identity`; bench/output/live.py: `Calibration`);
+the manifest's other parts are still dicts (bench/run/experiment.py, bench/model/store.py).
+A record read from a file serialises as it was read (`.raw`); one a writer built, from its fields.
 
 Every record keeps the dict it was read from as `.raw` (compare=False): a key a newer bench
 added is kept there and never breaks an older reader, and a key an older run folder lacks takes
@@ -10,7 +12,8 @@ know stays a plain string beside the enum members it does know (bench.model.stat
 The summary's segments and breaks are the estimator's own `Segment` and `Break`
 (bench.analysis.estimate) with what the summary adds (band, truth check); their bounds are
 `Bound`s. Loaded segments carry no polygon: methods that need it (proven_offset_at, maps) are
-for fits made in this process, not for a summary read back.
+for fits made in this process (the writer's `SegmentSummary.of_fit` keeps it), not for a summary
+read back.
 """
 from __future__ import annotations
 
