@@ -397,8 +397,9 @@ class TruthCheck:
 @dataclass(frozen=True)
 class SegmentSummary(Segment):
     """A summary segment: the estimator's Segment plus its band and, on a simulated rack, the
-    truth check (read back from summary.json it has no polygon; the writer's keeps the fit's). `offset_status`/`drift_status` are None in folders older
-    than issue 11 (bench.model.verdict derives them)."""
+    truth check (read back from summary.json it has no polygon; the writer's keeps the fit's).
+    `offset_status`/`drift_status` are None in folders older than issue 11 (bench.model.verdict
+    derives them)."""
     band: Band | None = None
     truth: TruthCheck | None = None
     gaps_ns: tuple = ()               # spans of reads set aside: nothing is proven inside them

@@ -105,7 +105,7 @@ def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
     if len(shown) < len(ts):
         lines.append(f"({len(ts) - len(shown)} measure(s) not judged; --all shows them)")
     bad = [t for t in ts if t.overall in FAILING]
-    lines += ["", (f"FAIL: last run against the first: " + "; ".join(
+    lines += ["", ("FAIL: last run against the first: " + "; ".join(
         f"{t.device} {t.clock + ' ' if t.clock else ''}{t.measure} {t.overall}" for t in bad))
         if bad else "PASS: no measure of the last run regressed against the first"]
     return "\n".join(lines)
