@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.analysis.estimate import PPM, TOL_NS, wander_allowance_ns_per_s
+from bench.analysis.estimate import PPM, TOL_NS, Segment, wander_allowance_ns_per_s
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
@@ -39,7 +39,7 @@ CELLS = 2_000_000           # float64 cells of one mapping step's temporaries (1
 class SegmentWindow:
     """One segment of one clock, from one run, and the reference window where its model holds."""
     name: str                 # "RUN:DEVICE/CLOCK#k", said beside every line mapped through it
-    segment: object           # bench.analysis.estimate.Segment
+    segment: Segment
     window_lo: int | None     # reference ns (None: open)
     window_hi: int | None
     status: str = "proven"    # the segment's own offset status

@@ -28,7 +28,6 @@ from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segme
 from bench.model.statuses import (BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus,
                                   Verdict, parse)
 
-RAW = dict(default_factory=dict, repr=False, compare=False)
 
 
 def _d(x) -> dict:
@@ -99,7 +98,7 @@ class Identity:
     serial: str = ""
     firmware: str = ""
     extra: dict = field(default_factory=dict)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x: Any) -> Identity:
@@ -133,7 +132,7 @@ class ReferenceHealth:
     note: str = ""
     problems: tuple = ()
     checked_ns: int | None = None
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> ReferenceHealth | None:
@@ -155,7 +154,7 @@ class ClockInfo:
     counter: bool = False
     modulus_ns: int | None = None
     lag_ns: int = 0                   # the reading may lag the clock by this much (declared)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> ClockInfo:
@@ -181,7 +180,7 @@ class DeviceEntry:
     late_max_ns: int = 0            # the latest start after plan (ns)
     aims_yielded: int = 0           # aimed probes read at an exploration instant (no room)
     traffic: dict | None = None     # requests, logins, throttled, reconnects, per minute
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> DeviceEntry:
@@ -208,7 +207,7 @@ class Calibration:
     min_bracket_ns: float | None = None
     last_status: str = ""
     criterion: str = ""
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x: Any) -> Calibration:
@@ -234,7 +233,7 @@ class Inventory:
     devices: dict = field(default_factory=dict)
     limits: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)     # the [rack] table's other keys (seed, ...)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> Inventory:
@@ -342,7 +341,7 @@ class Band:
             return None
         return cls(tuple(_l(x.get("t_ns"))), tuple(_l(x.get("lo"))), tuple(_l(x.get("hi"))))
 
-    def to_dict(self) -> dict[str, list]:
+    def to_dict(self) -> dict[str, list[Any]]:
         return {"t_ns": list(self.t_ns), "lo": list(self.lo), "hi": list(self.hi)}
 
     def range(self) -> tuple[float, float, float]:
@@ -365,7 +364,7 @@ class TruthCheck:
     band_points: int = 0
     band_out_t_ns: tuple = ()
     mean_drift_ppm: float | None = None
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> TruthCheck | None:
@@ -403,7 +402,7 @@ class SegmentSummary(Segment):
     band: Band | None = None
     truth: TruthCheck | None = None
     gaps_ns: tuple = ()               # spans of reads set aside: nothing is proven inside them
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> SegmentSummary:
@@ -484,7 +483,7 @@ class SegmentSummary(Segment):
 @dataclass(frozen=True)
 class BreakRecord(Break):
     """A summary break: the estimator's Break (kind a BreakKind, or a newer bench's string)."""
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> BreakRecord:
@@ -506,7 +505,7 @@ class Outlier:
     t_ns: int
     value_ns: int
     reason: str = ""
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> Outlier:
@@ -548,7 +547,7 @@ class Assumptions:
     tick_lag_ns: int = 0
     unseen_step: dict | None = None   # {"size_ns", "probability", "within_s"}
     model: str = ""                   # the model the clock's proven bounds rest on, in words
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> Assumptions | None:
@@ -594,7 +593,7 @@ class ClockSummary:
     beyond_prior_note: str = ""
     stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
     lag_seen_ns: int = 0              # the reading lags its clock by at least this (the fit's)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> ClockSummary:
@@ -685,7 +684,7 @@ class LatencyEvent:
     pushed: str = ""
     logged_via: str = ""          # the segment(s) the stamp was mapped through, with the status
     logged_unbounded: str = ""    # why the entry's stamp gives no bound (logged_ns None)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> LatencyEvent:
@@ -733,7 +732,7 @@ class Latency:
     events: tuple[LatencyEvent, ...] = ()
     logged_ns: LatencyBound | None = None
     observed_ns: LatencyBound | None = None
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> Latency:
@@ -768,7 +767,7 @@ class DeviceSummary:
     latency: dict[str, Latency] = field(default_factory=dict)
     no_clock: tuple[str, ...] = ()
     traps_lost: int | None = None     # traps a later state read showed were lost (PDUs)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> DeviceSummary:
@@ -842,7 +841,7 @@ class Summary(_RawMapping):
 class TruthBreak:
     kind: BreakKind | str
     t_ns: int
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -856,7 +855,7 @@ class TruthClock:
     resolution_ns: int | None = None
     counter: bool = False
     breaks: tuple[TruthBreak, ...] = ()
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> TruthClock:
@@ -874,7 +873,7 @@ class TruthDevice:
     name: str
     clocks: dict[str, TruthClock] = field(default_factory=dict)
     events: tuple[dict, ...] = ()          # as the emulators recorded them
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False)

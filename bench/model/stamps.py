@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, calibrations, describe, map_stamps
+from bench.analysis.timeline_map import (PRESYNC_BEFORE_NS, SegmentWindow, calibrations, describe,
+                                         map_stamps)
 
 
 def log_of(raw: str) -> str:
@@ -39,7 +40,7 @@ class StampBound:
     why: str = ""
 
 
-def bound_stamps(smp: Any, results: dict, meta: dict | None, rows: list[int],
+def bound_stamps(smp: Any, results: dict[str, Any], meta: dict[str, Any] | None, rows: list[int],
                  not_before_ns: list[int]) -> list[StampBound]:
     """Bounds of the stamps of event rows `rows` of `smp` (bench.model.rundata.Samples), each no
     earlier than its `not_before_ns` and no later than the answer that listed it (the row's
@@ -60,7 +61,7 @@ def bound_stamps(smp: Any, results: dict, meta: dict | None, rows: list[int],
     return out
 
 
-def _unmappable(smp: Any, results: dict, j: int) -> str:
+def _unmappable(smp: Any, results: dict[str, Any], j: int) -> str:
     """Why row j's stamp cannot be mapped ("" when it can)."""
     clock = smp.clock[j]
     res = results.get(clock)
@@ -72,7 +73,7 @@ def _unmappable(smp: Any, results: dict, j: int) -> str:
     return ""
 
 
-def _map_group(smp: Any, res: Any, meta: dict | None, js: list[int],
+def _map_group(smp: Any, res: Any, meta: dict[str, Any] | None, js: list[int],
                nb: np.ndarray) -> list[StampBound]:
     """The stamps of rows `js` (one clock, one log) mapped through the clock's segments."""
     cals = calibrations([("run", res, meta or {})])
@@ -86,7 +87,7 @@ def _map_group(smp: Any, res: Any, meta: dict | None, js: list[int],
     return [_stamp_bound(m, x, cals, int(nb[x]), int(na[x])) for x in range(len(js))]
 
 
-def _stamp_bound(m: Any, x: int, cals: list, nb: int, na: int) -> StampBound:
+def _stamp_bound(m: Any, x: int, cals: list[SegmentWindow], nb: int, na: int) -> StampBound:
     st = m.status_of(x)
     if st == "unplaceable":
         live = [c.name for c in cals if (c.window_hi is None or c.window_hi >= nb)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def zone_note(offset_lo: float, offset_hi: float) -> str:
     return ""
 
 
-def _truth_offset_at(tc: dict, t: int) -> float:
+def _truth_offset_at(tc: dict[str, Any], t: int) -> float:
     """Truth offset at t from the nearest grid point with no true step or reboot between them,
     carried to t with the true drift there (the grid is 1 s or finer; wander is smooth)."""
     ts = np.asarray(tc["t_ns"], dtype=np.int64)
@@ -52,7 +53,8 @@ def _truth_offset_at(tc: dict, t: int) -> float:
     return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
 
 
-def truth_check(seg: SegmentSummary, truth_clock: dict, modulus_ns: int = 0) -> TruthCheck:
+def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
+                modulus_ns: int = 0) -> TruthCheck:
     """Does the truth lie inside this segment's bounds? Every proven quantity is checked: the
     offset at the epoch, every point of the band, the mean drift over its window (against the
     truth's mean there); the drift at the epoch is assumed (bench.analysis.estimate) and is
@@ -94,12 +96,14 @@ def band(seg: Segment, points: int = 60) -> Band:
     return Band(tuple(t for t, _ in pts), tuple(b.lo for _, b in pts), tuple(b.hi for _, b in pts))
 
 
-def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
+def latencies(smp: Samples, results: dict[str, ClockResult],
+              meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """summary `latency` as written: latency_records serialised."""
     return {s: x.to_dict() for s, x in latency_records(smp, results, meta).items()}
 
 
-def latency_records(smp: Samples, results: dict, meta: dict | None = None) -> dict[str, Latency]:
+def latency_records(smp: Samples, results: dict[str, ClockResult],
+                    meta: dict[str, Any] | None = None) -> dict[str, Latency]:
     """Pair each sent stimulus with the next device log entry and bound the latency between them:
     `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
     the bracket of the fetch that first saw it, or of the pushed event's arrival when the device
@@ -183,14 +187,14 @@ def _over(evs: list[LatencyEvent], key: str) -> LatencyBound | None:
 class ClockResult:
     """One clock's fit with what it was fitted from (unwrapped counter values, wraps found)."""
     name: str
-    meta: dict
+    meta: dict[str, Any]
     declared_ns: int
     reads: int
     fit: ClockFit | None = None
-    wraps: list = field(default_factory=list)
+    wraps: list[Any] = field(default_factory=list)
     note: str = ""
     lag_ns: int = 0                  # the reading may lag the clock by this much (tick_lag_ms)
-    stuck: dict | None = None        # {"reads", "span_s"}: it never advanced; nothing fitted
+    stuck: dict[str, Any] | None = None   # {"reads", "span_s"}: it never advanced; nothing fitted
 
 
 STUCK_MIN_READS = 3
@@ -212,11 +216,11 @@ def stuck_since(s, e, v, declared_ns: int) -> int | None:
     return None
 
 
-def _stuck_note(st: dict) -> str:
+def _stuck_note(st: dict[str, Any]) -> str:
     return f"did not advance over {st['reads']} reads spanning {st['span_s']:.1f} s"
 
 
-def lag_ns(meta: dict, clock_meta: dict) -> int:
+def lag_ns(meta: dict[str, Any], clock_meta: dict[str, Any]) -> int:
     """How far a reading may lag its clock: the rack file's `tick_lag_ms` for the device, else
     what the driver declares for the clock (`lag_ns`), else 0."""
     if "tick_lag_ms" in meta:
@@ -224,7 +228,8 @@ def lag_ns(meta: dict, clock_meta: dict) -> int:
     return int(clock_meta.get("lag_ns") or 0)
 
 
-def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: float) -> dict:
+def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
+                    rate_hz: float) -> dict[str, Any]:
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
     the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
@@ -232,7 +237,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: f
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
             f"inside a segment unseen")
-    out: dict = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
+    out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if seg is not None and seg.bracket_ns:
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
                            rate_hz)
@@ -245,7 +250,8 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: f
     return out
 
 
-def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, ClockResult]:
+def fit_clocks(smp: Samples, meta: dict[str, Any],
+               uncertainty_ns: int = 0) -> dict[str, ClockResult]:
     """Fit every clock of one device from its samples; never raises for bad data."""
     clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
     out = {}
@@ -287,14 +293,14 @@ def traps_lost(smp: Samples) -> int:
     return sum(1 for i in smp.select("event") if str(smp.raw[i]).startswith(LOST_TRAP))
 
 
-def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
-                     truth: dict | None = None) -> dict:
+def summarize_device(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
+                     truth: dict[str, Any] | None = None) -> dict[str, Any]:
     """summary `devices.<name>` as written: device_summary serialised."""
     return device_summary(name, smp, meta, uncertainty_ns, truth).to_dict()
 
 
-def device_summary(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
-                   truth: dict | None = None) -> DeviceSummary:
+def device_summary(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
+                   truth: dict[str, Any] | None = None) -> DeviceSummary:
     """One device's summary record: its errors, each clock's fit, its stimulus latencies."""
     errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
@@ -319,7 +325,7 @@ def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
     return dict(errors), first_errors
 
 
-def _assumptions(res: ClockResult, meta: dict, uncertainty_ns: int) -> Assumptions:
+def _assumptions(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int) -> Assumptions:
     """What every bound of this clock rests on (results/README.md, "verdict")."""
     fit = res.fit
     prior = float(fit.drift_prior_ppm if fit else
@@ -332,38 +338,43 @@ def _assumptions(res: ClockResult, meta: dict, uncertainty_ns: int) -> Assumptio
                        **model_statement(prior, res.lag_ns, fit, float(meta.get("rate_hz") or 1.0)))
 
 
-def clock_summary(res: ClockResult, meta: dict, uncertainty_ns: int,
-                  truth: dict | None) -> ClockSummary:
+def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
+                  truth: dict[str, Any] | None) -> ClockSummary:
     """summary `clocks.<c>`: the fit with its bands, wraps, notes and truth checks."""
-    head = dict(name=res.name, reads=res.reads, counter=bool(res.meta.get("counter")),
-                resolution_declared_ns=res.declared_ns,
-                assumptions=_assumptions(res, meta, uncertainty_ns))
+    head = ClockSummary(res.name, res.reads, bool(res.meta.get("counter")), res.declared_ns,
+                        assumptions=_assumptions(res, meta, uncertainty_ns))
     fit = res.fit
     if fit is None:
         if res.stuck is not None:
-            return ClockSummary(**head, verdict=Verdict.STUCK, stuck=res.stuck,
-                                note=_stuck_note(res.stuck))
-        return ClockSummary(**head, verdict=Verdict.UNDECIDED, note=res.note)
+            return replace(head, verdict=Verdict.STUCK, stuck=res.stuck,
+                           note=_stuck_note(res.stuck))
+        return replace(head, verdict=Verdict.UNDECIDED, note=res.note)
     tc = truth.get("clocks", {}).get(res.name) if truth else None
-    modulus = int(res.meta.get("modulus_ns") or 0)
-    segs = []
-    for sg in fit.segments:
-        s = SegmentSummary.of_fit(sg, band(sg))
-        segs.append(replace(s, truth=truth_check(s, tc, modulus)) if tc is not None else s)
-    stuck = res.stuck is not None     # segments from before it stopped; nothing after
-    last = segs[-1].offset_ns if segs and not res.meta.get("counter") else None
-    return ClockSummary(
-        **head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
-        verdict=Verdict.STUCK if stuck else fit.verdict, segments=tuple(segs),
+    segs = tuple(_segment_summary(sg, tc, int(res.meta.get("modulus_ns") or 0))
+                 for sg in fit.segments)
+    # stuck: segments from before it stopped; nothing after
+    note = _stuck_note(res.stuck) if res.stuck is not None else ""
+    last = segs[-1].offset_ns if segs and not head.counter else None
+    return replace(
+        head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
+        verdict=Verdict.STUCK if res.stuck is not None else fit.verdict, segments=segs,
         breaks=tuple(BreakRecord.of_fit(b) for b in fit.breaks),
         outliers=tuple(Outlier((o["s_ns"] + o["e_ns"]) // 2, o["value_ns"], o["evidence"])
                        for o in fit.outliers),        # as ClockFit.as_dict says them
         wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
-        lag_seen_ns=fit.lag_seen_ns, stuck=res.stuck, note=_stuck_note(res.stuck) if stuck else "",
+        lag_seen_ns=fit.lag_seen_ns, stuck=res.stuck, note=note,
         zone_note=zone_note(last.lo, last.hi) if last is not None else "")
 
 
-def device_meta(manifest: dict, name: str) -> dict:
+def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
+                     modulus_ns: int) -> SegmentSummary:
+    """A fitted segment's record with its band and, given the truth, its truth check."""
+    s = SegmentSummary.of_fit(sg, band(sg))
+    return replace(s, truth=truth_check(s, truth_clock, modulus_ns)) \
+        if truth_clock is not None else s
+
+
+def device_meta(manifest: dict[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
     `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
@@ -373,8 +384,8 @@ def device_meta(manifest: dict, name: str) -> dict:
                if k in inv}}
 
 
-def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
-                  uncertainty_ns: int | None = None) -> dict:
+def summarize_run(path: Path, manifest: dict[str, Any], truth: dict[str, Any] | None = None,
+                  uncertainty_ns: int | None = None) -> dict[str, Any]:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
     largest the manifest records)."""
     from bench.model.rundata import bound_from_manifest

@@ -25,7 +25,7 @@ from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdic
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
 
-def device_inventory(manifest, device: str) -> dict:
+def device_inventory(manifest, device: str) -> dict[str, Any]:
     """The device's table of the run's rack file (manifest `inventory.devices`)."""
     return Manifest.of(manifest).inventory.device(device)
 
@@ -90,7 +90,7 @@ class ClockVerdict:
     width_ns: float | None          # widest the proven band gets over the run
     breaks: tuple[BreakRecord, ...]
     wraps: int
-    errors: dict
+    errors: dict[str, Any]
     assumptions: Assumptions | None
     outliers: int
     note: str = ""
@@ -170,7 +170,7 @@ class Overall:
         return f"{self.word}: {'; '.join(self.reasons[:most])}{more}"
 
 
-def incident_result(path) -> dict | None:
+def incident_result(path) -> dict[str, Any] | None:
     """incident.json's end-to-end result (experiments/incident.py, the default run), or None
     when the run played no cascade; an unreadable file is a result that says so."""
     import json
@@ -184,7 +184,7 @@ def incident_result(path) -> dict | None:
         return {"played": False, "why": f"incident.json unreadable ({exc})"}
 
 
-def _incident_failures(inc: dict | None) -> list[str]:
+def _incident_failures(inc: dict[str, Any] | None) -> list[str]:
     if not inc or not inc.get("played"):
         return []
     out = []
@@ -196,7 +196,8 @@ def _incident_failures(inc: dict | None) -> list[str]:
     return out
 
 
-def overall(run: Any, checks: list, measurements: list[dict], inc: dict | None) -> Overall:
+def overall(run: Any, checks: list[Any], measurements: list[dict[str, Any]],
+            inc: dict[str, Any] | None) -> Overall:
     """FAIL when the run did not complete, a used device gave nothing, a bound misses the
     simulated truth, a limit or a measurement fails, or the incident was ordered wrongly;
     else UNDECIDED when a limit or measurement is undecided (or, without any, a clock);
@@ -217,7 +218,7 @@ def overall(run: Any, checks: list, measurements: list[dict], inc: dict | None) 
 JUDGED_OUTCOMES = ("pass", "fail", "undecided", "unproven", "inconclusive")
 
 
-def _judged(checks: list, measurements: list[dict]) -> list[tuple[str, str]]:
+def _judged(checks: list[Any], measurements: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(what, verdict word) of every limit check and every judged measurement."""
     judged = [(f"{c.device} {c.item} {c.measure} limit", verdict_word(c.verdict)) for c in checks]
     judged += [(f"{m.get('device') or ''} {m.get('name')}".strip(),
@@ -236,7 +237,7 @@ def _run_failures(run: Any) -> list[str]:
     return fail
 
 
-def _pass_reasons(run: Any, judged: list[tuple[str, str]], inc: dict | None) -> list[str]:
+def _pass_reasons(run: Any, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
     n = sum(1 for _ in run.summary.clocks())
     why = [f"{n} clock(s) measured, every bound holds the truth" if run.truth
            else f"{n} clock(s) measured"]
