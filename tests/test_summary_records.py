@@ -10,7 +10,7 @@ from bench.model.documents import DeviceSummary
 from bench.model.rundata import bound_from_manifest, load_run, load_samples
 from bench.model.summary import device_meta, device_summary
 from bench.run.experiment import run_experiment
-from tests.racks import sim_rack_text
+from racks import sim_rack_text
 
 # the order of summary.json's keys before the writer was typed (optional keys left out where absent)
 ORDER = {
