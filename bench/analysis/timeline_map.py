@@ -7,8 +7,8 @@ break before it to the break after it (open-ended at the ends; between two runs 
 in both neighbours' windows, since the clock may have been set in between). A stamp is a
 *candidate* of segment k when its interval mapped through k meets k's window and does not lie
 after the log was read (nor before the request that caused the line, where one did: a stimulus's
-entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that segment. Several (a stamp in device time that
-the clock showed twice, around a backward step or a reboot): the log's own order decides where it
+entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one
+candidate: that segment. Several (a stamp in device time that the clock showed twice, around a backward step or a reboot): the log's own order decides where it
 has one (entry ids, sequence numbers, file order: a log's order is time order, so its segment
 index cannot go down), and otherwise the line gets the union of the candidates' intervals and is
 flagged. None: a device time the clock never showed (skipped by a forward step), or a stamp
