@@ -102,18 +102,7 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
     does not simulate (a served one included), whose files and credential variables are
     checked too."""
     cls = _driver_class(d)
-    options = {}
-    for k, v in d.options.items():
-        spec = cls.OPTIONS.get(k) or DEVICE_KEYS.get(k)     # the fit's keys stay in options
-        if spec is None:
-            raise InventoryError(f"unknown key for driver {d.driver}"
-                                 f"{did_you_mean(k, [*cls.OPTIONS, *DEVICE_KEYS])}",
-                                 device=d.name, key=k)
-        try:
-            spec.check(v)
-        except InventoryError as exc:
-            raise InventoryError(exc.problem, device=d.name, key=k) from None
-        options[k] = _resolve(spec, v, base)
+    options = {k: _checked_option(d, cls, k, v, base) for k, v in d.options.items()}
     scheme = urlsplit(d.address).scheme.lower()
     if cls.SCHEMES and scheme not in cls.SCHEMES:
         raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
@@ -121,15 +110,7 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
                              key="address")
     d = replace(d, options=MappingProxyType(options))
     _openable(d, {**DEVICE_KEYS, **cls.OPTIONS}, lab)
-    try:
-        drv = cls(d, lambda: 0, armed=False)
-        known = list(drv.stimuli()) if isinstance(drv, StimulusTarget) else []
-        known += [k for k, can in ((SET_CLOCK, isinstance(drv, ClockSetter)),
-                                   (SET_NTP, isinstance(drv, NtpClient))) if can]
-    except DeviceError as exc:
-        raise InventoryError(exc.message, device=d.name) from None
-    except (ValueError, TypeError) as exc:
-        raise InventoryError(f"{type(exc).__name__}: {exc}", device=d.name) from None
+    drv, known = _driver_stimuli(d, cls)
     if lab:
         _credentials(d, drv)
     for entry in d.stimuli:
@@ -139,6 +120,35 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
                                  f"(it has: {', '.join(known) or 'none'})", device=d.name,
                                  key="stimuli")
     return d
+
+
+def _checked_option(d: DeviceConfig, cls: Any, k: str, v: Any, base: Path) -> Any:
+    """One driver key's value checked against the driver's declaration, paths resolved."""
+    spec = cls.OPTIONS.get(k) or DEVICE_KEYS.get(k)     # the fit's keys stay in options
+    if spec is None:
+        raise InventoryError(f"unknown key for driver {d.driver}"
+                             f"{did_you_mean(k, [*cls.OPTIONS, *DEVICE_KEYS])}",
+                             device=d.name, key=k)
+    try:
+        spec.check(v)
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=d.name, key=k) from None
+    return _resolve(spec, v, base)
+
+
+def _driver_stimuli(d: DeviceConfig, cls: Any) -> tuple[Any, list[str]]:
+    """The driver made (unarmed, never opened) and the stimulus kinds it offers."""
+
+    try:
+        drv = cls(d, lambda: 0, armed=False)
+        known = list(drv.stimuli()) if isinstance(drv, StimulusTarget) else []
+        known += [k for k, can in ((SET_CLOCK, isinstance(drv, ClockSetter)),
+                                   (SET_NTP, isinstance(drv, NtpClient))) if can]
+    except DeviceError as exc:
+        raise InventoryError(exc.message, device=d.name) from None
+    except (ValueError, TypeError) as exc:
+        raise InventoryError(f"{type(exc).__name__}: {exc}", device=d.name) from None
+    return drv, known
 
 
 def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:

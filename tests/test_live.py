@@ -8,6 +8,8 @@ import re
 import numpy as np
 from racks import sim_rack_text
 
+import drivers.base
+from bench.model.documents import Identity, Manifest
 from bench.model.rundata import load_run
 from bench.output.live import LiveBounds, calibrated_cell
 from bench.output.terminal import Progress
@@ -41,6 +43,23 @@ def test_live_bounds_record_when_a_clock_is_calibrated():
     assert rec["dev-1"]["c"]["calibrated_after_s"] == x.calibrated_s
     assert calibrated_cell({"calibration": rec}, "dev-1", "c") == f"{x.calibrated_s:g} s"
     assert calibrated_cell({}, "dev-1", "c") == "—"
+
+
+def test_the_calibration_record_is_the_manifests():
+    """One Calibration: what the live display builds is what the manifest's reader reads back,
+    and drivers return the documents' Identity."""
+    t0, rows = _reads(40)
+    st = DeviceStatus("dev-1", "bmc")
+    live = LiveBounds(t0)
+    for k in range(4, 41):
+        st.recent["c"] = rows[:k]
+        live.update([st])
+    built = live.calibration()["dev-1"]["c"]
+    assert built.calibrated_after_s is not None
+    assert Manifest.of({"calibration": live.record()}).calibration_of("dev-1", "c") == built
+    assert drivers.base.Identity is Identity
+    ident = Identity(vendor="v", model="m", extra={"no_clock": ["module 1"]})
+    assert Identity.of(ident.to_dict()) == ident and not Identity() and ident
 
 
 def test_non_terminal_progress_prints_the_final_block_once():

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.analysis.estimate import PPM, TOL_NS, wander_allowance_ns_per_s
+from bench.analysis.estimate import PPM, TOL_NS, Segment, wander_allowance_ns_per_s
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
@@ -37,10 +37,10 @@ CELLS = 2_000_000           # float64 cells of one mapping step's temporaries (1
 
 
 @dataclass(frozen=True)
-class Calibration:
+class SegmentWindow:
     """One segment of one clock, from one run, and the reference window where its model holds."""
     name: str                 # "RUN:DEVICE/CLOCK#k", said beside every line mapped through it
-    segment: object           # bench.analysis.estimate.Segment
+    segment: Segment
     window_lo: int | None     # reference ns (None: open)
     window_hi: int | None
     status: str = "proven"    # the segment's own offset status
@@ -52,7 +52,7 @@ class Calibration:
         return int(self.segment.start_ns), int(self.segment.end_ns)
 
 
-def calibrations(fits: list[tuple[str, object, dict]]) -> list[Calibration]:
+def calibrations(fits: list[tuple[str, object, dict]]) -> list[SegmentWindow]:
     """Calibrations of one device clock from (run id, ClockResult, device meta) of one or more
     runs, in time order, with the windows described above."""
     segs = []
@@ -73,7 +73,7 @@ def calibrations(fits: list[tuple[str, object, dict]]) -> list[Calibration]:
             lo = int(segs[i - 1][4].end_ns)
         if hi is None and i + 1 < len(segs):
             hi = int(segs[i + 1][4].start_ns)
-        out.append(Calibration(f"{run_id}:{clock}#{k}", sg, lo, hi,
+        out.append(SegmentWindow(f"{run_id}:{clock}#{k}", sg, lo, hi,
                                str(getattr(sg, "offset_status", "proven") or "proven"), wander, mod))
     return out
 
@@ -131,7 +131,7 @@ class Mapped:
         return " | ".join(names) if names else "none"
 
 
-def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None, *,
+def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=None, *,
                wall: bool = True, not_after_ns=None, not_before_ns=None,
                presync_before_ns: int = PRESYNC_BEFORE_NS, proven: bool = False,
                clip: bool = False) -> Mapped:

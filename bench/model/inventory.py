@@ -113,41 +113,15 @@ class RackConfig:
 def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
     """One device's table, its common keys checked (the driver's own keys are checked by
     drivers.rackcheck against what the driver declares)."""
-    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
-        raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
-                             "starting with a letter or digit", device=name)
-    if not isinstance(t, Mapping):
-        raise InventoryError(f"a device is a table, not {t!r}", device=name)
-    for key in ("plane", "driver", "address"):
-        if key not in t:
-            raise InventoryError("missing (a device names its plane, driver and address)",
-                                 device=name, key=key)
+    _check_device_shape(name, t)
     for key, value in t.items():
-        if key in DEVICE_KEYS:
-            try:
-                DEVICE_KEYS[key].check(value)
-            except InventoryError as exc:
-                raise InventoryError(exc.problem, device=name, key=key) from None
-        elif CREDENTIAL.search(key) and not key.endswith("_env"):
-            raise InventoryError("an inline credential is refused; name an environment variable "
-                                 f"with '{key}_env'" if key != "password" else
-                                 "an inline credential is refused; name an environment variable "
-                                 "with 'password_env'", device=name, key=key)
-        elif key.endswith("_env"):
-            try:
-                Key("env").check(value)
-            except InventoryError as exc:
-                raise InventoryError(exc.problem, device=name, key=key) from None
+        _check_device_key(name, key, value)
     if re.match(r"[a-z][a-z0-9+.-]*://[^/@:]*:[^/@]*@", str(t["address"]), re.IGNORECASE):
         # a user name alone (ssh://root@host) is no secret; a password in the address is
         raise InventoryError("a password in the address is refused; use 'username' and "
                              "'password_env'", device=name, key="address")
     if "sim" in t:
-        from bench.model.simkeys import check_sim
-        try:
-            check_sim(t["sim"], str(t["driver"]))
-        except InventoryError as exc:
-            raise InventoryError(exc.problem, device=name, key=exc.key) from None
+        _check_device_sim(name, t)
     stimuli = t.get("stimuli", [])
     rate = float(t.get("rate_hz", 1.0))
     return DeviceConfig(
@@ -157,6 +131,47 @@ def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
         options=_frozen({k: v for k, v in t.items() if k not in KNOWN_KEYS}),
         sim=_frozen(t["sim"]) if "sim" in t else None,
     )
+
+
+def _check_device_shape(name: str, t: Any) -> None:
+    """A safe device name, a table, and the keys every device has."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+        raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
+                             "starting with a letter or digit", device=name)
+    if not isinstance(t, Mapping):
+        raise InventoryError(f"a device is a table, not {t!r}", device=name)
+    for key in ("plane", "driver", "address"):
+        if key not in t:
+            raise InventoryError("missing (a device names its plane, driver and address)",
+                                 device=name, key=key)
+
+
+def _check_device_key(name: str, key: str, value: Any) -> None:
+    """A common key's value, an environment variable's name, or an inline credential refused."""
+    if key in DEVICE_KEYS:
+        checker = DEVICE_KEYS[key]
+    elif CREDENTIAL.search(key) and not key.endswith("_env"):
+        raise InventoryError("an inline credential is refused; name an environment variable "
+                             f"with '{key}_env'" if key != "password" else
+                             "an inline credential is refused; name an environment variable "
+                             "with 'password_env'", device=name, key=key)
+    elif key.endswith("_env"):
+        checker = Key("env")
+    else:
+        return
+    try:
+        checker.check(value)
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=name, key=key) from None
+
+
+def _check_device_sim(name: str, t: Mapping[str, Any]) -> None:
+    """The [devices.<name>.sim] table against the simulated driver's keys."""
+    from bench.model.simkeys import check_sim
+    try:
+        check_sim(t["sim"], str(t["driver"]))
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=name, key=exc.key) from None
 
 
 def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackConfig:

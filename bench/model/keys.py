@@ -79,46 +79,63 @@ class Key:
         """The value, if accepted; InventoryError saying what is accepted otherwise."""
         bad = InventoryError(f"{short(value)} is not accepted ({self.accepted()})")
         k = self.kind
-        if k == "bool":
-            if not isinstance(value, bool):
-                raise bad
-        elif k in ("float", "int"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise bad
-            if k == "int" and not isinstance(value, int):
-                raise bad
-            if not math.isfinite(value) or (self.lo is not None and value < self.lo) \
-                    or (self.hi is not None and value > self.hi):
-                raise bad
-        elif k in ("str", "path", "env"):
-            if not isinstance(value, str) or not value.strip():
-                raise bad
-            if k == "env" and not ENV_NAME.fullmatch(value):
-                raise bad
-            if self.pattern and not re.fullmatch(self.pattern, value):
-                raise bad
-        elif "|" in k:
-            for alt in k.split("|"):
-                try:
-                    return Key(alt, self.lo, self.hi, self.choices).check(value)
-                except InventoryError:
-                    continue
+        if "|" in k:
+            return self._check_alternatives(value, bad)
+        if not self._kind_accepts(value):
             raise bad
-        elif k.startswith("list["):
-            if not isinstance(value, list):
-                raise bad
-            item = Key(k[5:-1], self.lo, self.hi)
-            for x in value:
-                try:
-                    item.check(x)
-                except InventoryError:
-                    raise bad from None
-        elif k == "table":
-            if not isinstance(value, Mapping):
-                raise bad
         if self.choices and value not in self.choices:
             raise bad
         return value
+
+    def _kind_accepts(self, value: Any) -> bool:
+        """Whether the value has this key's kind (and range, pattern)."""
+        k = self.kind
+        if k == "bool":
+            return isinstance(value, bool)
+        if k in ("float", "int"):
+            return self._number_accepts(value)
+        if k in ("str", "path", "env"):
+            return self._text_accepts(value)
+        if k.startswith("list["):
+            return self._list_accepts(value)
+        if k == "table":
+            return isinstance(value, Mapping)
+        return True
+
+    def _number_accepts(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.kind == "int" and not isinstance(value, int):
+            return False
+        return math.isfinite(value) and not (self.lo is not None and value < self.lo) \
+            and not (self.hi is not None and value > self.hi)
+
+    def _text_accepts(self, value: Any) -> bool:
+        if not isinstance(value, str) or not value.strip():
+            return False
+        if self.kind == "env" and not ENV_NAME.fullmatch(value):
+            return False
+        return not (self.pattern and not re.fullmatch(self.pattern, value))
+
+    def _list_accepts(self, value: Any) -> bool:
+        if not isinstance(value, list):
+            return False
+        item = Key(self.kind[5:-1], self.lo, self.hi)
+        try:
+            for x in value:
+                item.check(x)
+        except InventoryError:
+            return False
+        return True
+
+    def _check_alternatives(self, value: Any, bad: InventoryError) -> Any:
+        """A "a|b" kind: the value as the first alternative that accepts it."""
+        for alt in self.kind.split("|"):
+            try:
+                return Key(alt, self.lo, self.hi, self.choices).check(value)
+            except InventoryError:
+                continue
+        raise bad
 
 
 def did_you_mean(word: str, known) -> str:

@@ -69,7 +69,7 @@ def _cast(cast, v: str, what: str):
         raise ValueError(f"expected {what}, got {v!r}") from None
 
 
-def check_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None
+def check_params(exp: Any, overrides: dict[str, str], given_as: dict[str, str] | None = None
                  ) -> dict[str, Any]:
     """`--param key=value` cast to the experiment's Params field types, ranges checked.
     `given_as`: the option a key came from when not --param (duration_s: "--duration")."""
@@ -79,37 +79,49 @@ def check_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None
     kw: dict[str, Any] = {}
     for k, v in overrides.items():
         if k not in types:
-            opt = (given_as or {}).get(k)
-            if opt:
-                raise InventoryError(f"{opt}: this experiment takes no {opt.lstrip('-')} "
-                                     f"(its parameters: {', '.join(types)})")
-            raise InventoryError(f"--param {k}: the experiment has no such parameter"
-                                 f"{did_you_mean(k, types)}")
-        t = types[k]
+            _refuse_param(k, types, given_as)
         try:
-            if "bool" in t:
-                if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                    raise ValueError("expected true or false")
-                kw[k] = v.lower() in ("1", "true", "yes", "on")
-            elif "float" in t:
-                if "None" in t and v.lower() == "none":
-                    kw[k] = None
-                else:
-                    kw[k] = _cast(float, v, "a number")
-                    if not math.isfinite(kw[k]) or kw[k] < 0:
-                        raise ValueError("expected a finite number, 0 or more")
-            elif "int" in t:
-                kw[k] = _cast(int, v, "a whole number")
-                if kw[k] < 0:
-                    raise ValueError("expected an integer, 0 or more")
-            else:
-                kw[k] = v
+            kw[k] = _param_value(types[k], v)
         except ValueError as exc:
             raise InventoryError(f"--param {k}={v}: {exc}") from None
-        if k == "duration_s":
-            check_duration(kw[k])
-        elif k.endswith("_s") and kw[k] is not None:
-            _checked(Key("float", 0.01, 86400.0, unit="s"), kw[k], f"--param {k}")
-        elif k == "burst":
-            _checked(Key("int", 1, 20), kw[k], f"--param {k}")
+        _check_param_range(k, kw[k])
     return kw
+
+
+def _refuse_param(k: str, types: dict[str, str], given_as: dict[str, str] | None) -> None:
+    opt = (given_as or {}).get(k)
+    if opt:
+        raise InventoryError(f"{opt}: this experiment takes no {opt.lstrip('-')} "
+                             f"(its parameters: {', '.join(types)})")
+    raise InventoryError(f"--param {k}: the experiment has no such parameter"
+                         f"{did_you_mean(k, types)}")
+
+
+def _param_value(t: str, v: str) -> Any:
+    """A parameter's text cast to its field type `t` (ValueError saying what is expected)."""
+    if "bool" in t:
+        if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            raise ValueError("expected true or false")
+        return v.lower() in ("1", "true", "yes", "on")
+    if "float" in t:
+        if "None" in t and v.lower() == "none":
+            return None
+        x = _cast(float, v, "a number")
+        if not math.isfinite(x) or x < 0:
+            raise ValueError("expected a finite number, 0 or more")
+        return x
+    if "int" in t:
+        n = _cast(int, v, "a whole number")
+        if n < 0:
+            raise ValueError("expected an integer, 0 or more")
+        return n
+    return v
+
+
+def _check_param_range(k: str, value: Any) -> None:
+    if k == "duration_s":
+        check_duration(value)
+    elif k.endswith("_s") and value is not None:
+        _checked(Key("float", 0.01, 86400.0, unit="s"), value, f"--param {k}")
+    elif k == "burst":
+        _checked(Key("int", 1, 20), value, f"--param {k}")

@@ -211,16 +211,20 @@ def _clock_limits(sim: Mapping[str, Any]) -> None:
     for path, table in own or [("sim", {})]:
         t = {**top, **table}
         t.update((sim.get("by_firmware") or {}).get(t.get("firmware"), {}))
-        where = path if table else "sim"
-        ticks = t.get("wrap_ticks", 0)
-        res = t.get("resolution_s", FINEST_DEFAULT_S)
-        if ticks and ticks * res < MIN_WRAP_S:
-            raise InventoryError(f"{ticks} ticks of {res:g} s wrap in under {MIN_WRAP_S:g} s "
-                                 f"(wrap_ticks x resolution_s must be at least {MIN_WRAP_S:g} s)",
-                                 key=f"{where}.wrap_ticks")
-        if abs(t.get("offset_s", 0)) + _sizes(t.get("steps", [])) + faults > YEARS_100_S:
-            raise InventoryError(f"offset_s and the sizes of steps add up to more than "
-                                 f"{YEARS_100_S:g} s (about a century)", key=f"{where}.steps")
+        _one_clock_limits(t, path if table else "sim", faults)
+
+
+def _one_clock_limits(t: Mapping[str, Any], where: str, faults: float) -> None:
+    """One clock's wrap period and its offset plus steps plus the faults' sizes (`faults`, s)."""
+    ticks = t.get("wrap_ticks", 0)
+    res = t.get("resolution_s", FINEST_DEFAULT_S)
+    if ticks and ticks * res < MIN_WRAP_S:
+        raise InventoryError(f"{ticks} ticks of {res:g} s wrap in under {MIN_WRAP_S:g} s "
+                             f"(wrap_ticks x resolution_s must be at least {MIN_WRAP_S:g} s)",
+                             key=f"{where}.wrap_ticks")
+    if abs(t.get("offset_s", 0)) + _sizes(t.get("steps", [])) + faults > YEARS_100_S:
+        raise InventoryError(f"offset_s and the sizes of steps add up to more than "
+                             f"{YEARS_100_S:g} s (about a century)", key=f"{where}.steps")
 
 
 CLOCK_TABLE = table(CLOCK)

@@ -344,9 +344,8 @@ def timeline_figure(rows: list[dict], t0_ns: int):
                 y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
                 lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
                 c = plane_colour(en.plane)
-                unordered = r.get("unordered_count", r["unordered_with"])
-                ax.plot([lo, hi], [y, y], color=c, lw=2.5 if not unordered else 1.0,
-                        solid_capstyle="butt")
+                thin = r.get("unordered_count", r["unordered_with"])
+                ax.plot([lo, hi], [y, y], color=c, lw=1.0 if thin else 2.5, solid_capstyle="butt")
                 ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
             if li % 2:
                 ax.axhspan(y0 - 0.5, y0 + 0.5, color="0.95", zorder=0, lw=0)

@@ -8,10 +8,12 @@ RUN/plots/ and embed it (base64 PNG, so the HTML needs no network and no other f
 """
 from __future__ import annotations
 
+import csv
 import html
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -289,28 +291,37 @@ def _b(x) -> str:
     return f"[{fmt_ns(x.lo)}, {fmt_ns(x.hi)}]" if x else "—"
 
 
-def latency_rows(run) -> tuple[list[list], list[dict], list[str]]:
+def latency_rows(run: Any) -> tuple[list[list], list[dict], list[str]]:
     """(table rows per device and stimulus, one series per device and stimulus type for the
     distribution figure, the types with no bounded event)."""
     rows, series, empty = [], [], []
     for device, d in sorted(run.summary.devices.items()):
         for stim, L in sorted(d.latency.items()):
-            evs = L.events
-            br = [e.e_ns - e.s_ns for e in evs if e.e_ns is not None]
-            rows.append([device, stim, L.sent, (L.logged_ns or L.observed_ns).n
-                         if (L.logged_ns or L.observed_ns) else 0,
-                         fmt_ns(float(np.median(br))) if br else "—", _b(L.logged_ns),
-                         _b(L.observed_ns)])
-            logged = [(e.logged_ns.lo, e.logged_ns.hi) for e in evs if e.logged_ns]
-            seen = [(e.observed_ns.lo, e.observed_ns.hi) for e in evs if e.observed_ns]
-            if logged or seen:
-                series.append({"label": f"{device} {stim}", "plane": d.plane,
-                               "bounds": logged or seen,
-                               "basis": "device stamps" if logged else
-                               "first fetch that saw it"})
+            rows.append(_latency_row(device, stim, L))
+            s = _latency_series(f"{device} {stim}", d.plane, L.events)
+            if s:
+                series.append(s)
             else:
                 empty.append(f"{device} {stim}")
     return rows, series, empty
+
+
+def _latency_row(device: str, stim: str, L: Any) -> list:
+    """device, stimulus, sent, events bounded, stimulus bracket p50, logged and observed."""
+    br = [e.e_ns - e.s_ns for e in L.events if e.e_ns is not None]
+    either = L.logged_ns or L.observed_ns
+    return [device, stim, L.sent, either.n if either else 0,
+            fmt_ns(float(np.median(br))) if br else "—", _b(L.logged_ns), _b(L.observed_ns)]
+
+
+def _latency_series(label: str, plane: str, evs: Any) -> dict | None:
+    """The events' bounds for the distribution figure: device stamps, else the first fetch."""
+    logged = [(e.logged_ns.lo, e.logged_ns.hi) for e in evs if e.logged_ns]
+    seen = [(e.observed_ns.lo, e.observed_ns.hi) for e in evs if e.observed_ns]
+    if not (logged or seen):
+        return None
+    return {"label": label, "plane": plane, "bounds": logged or seen,
+            "basis": "device stamps" if logged else "first fetch that saw it"}
 
 
 def latency(run) -> str | None:
@@ -342,10 +353,8 @@ def latency(run) -> str | None:
     return "".join(out)
 
 
-def reference_health(run) -> str | None:
+def reference_health(run: Any) -> str | None:
     """The reference's health over the run (RUN/reference.csv)."""
-    import csv
-
     p = run.path / "reference.csv"
     if not p.exists():
         return None
@@ -356,17 +365,22 @@ def reference_health(run) -> str | None:
     t0 = run.manifest.started_ns or int(rows[0]["t_ns"])
     t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
     u = [float(r.get("uncertainty_ns") or 0) for r in rows]
-    offs = [r.get("offset_from_master_ns") for r in rows]
-    off = [float(x) if x not in ("", None) else np.nan for x in offs] \
-        if any(x not in ("", None) for x in offs) else None
     grades = [r.get("grade", "") for r in rows]
     basis = rows[-1].get("basis", "")
     cap = (f"{len(rows)} snapshots of the reference ({basis}): the error bound added to every "
            f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
            + (" A simulated rack's reference is exact by construction: the bound is zero."
               if basis == "simulated" else ""))
-    return ("<h2>Reference over the run</h2>"
-            + figure_html(run, figures.reference_figure(t, u, grades, off), "reference", cap))
+    fig = figures.reference_figure(t, u, grades, _master_offsets(rows))
+    return "<h2>Reference over the run</h2>" + figure_html(run, fig, "reference", cap)
+
+
+def _master_offsets(rows: list[dict]) -> list[float] | None:
+    """Each snapshot's offset from the PTP master (NaN where not reported); None without any."""
+    offs = [r.get("offset_from_master_ns") for r in rows]
+    if not any(x not in ("", None) for x in offs):
+        return None
+    return [float(x) if x not in ("", None) else np.nan for x in offs]
 
 
 def timeline(run) -> str | None:
