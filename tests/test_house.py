@@ -26,7 +26,6 @@ LONG_FUNCTIONS = {
     "bench/analysis/segment.py:split": 73,
     "bench/analysis/timeline_map.py:map_stamps": 88,
     "bench/model/timeline.py:read_log": 61,
-    "bench/output/plots.py:offset_figure": 76,
     "drivers/redfish_log.py:LogReader.log_entries": 61,
 }
 

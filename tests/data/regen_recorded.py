@@ -68,7 +68,7 @@ def outputs(run: Path, drawn: bool = True) -> dict[str, bytes]:
     """Run summarize (and report when `drawn`) on `run`, a copy: both write into it; the
     normalised outputs, named as in SUMMARIZED and REPORTED."""
     from bench import resummarize
-    from bench.output import report
+    from bench import report_cli as report
 
     got = {"summarize.txt": _command(resummarize.main, [str(run)], run)}
     for name in SUMMARIZED[:-1]:
