@@ -85,6 +85,29 @@ def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
     return out
 
 
+def breaks_truth(breaks: list[dict], truth_clock: dict) -> dict:
+    """The true breaks (truth.json: scheduled and fault steps, the NTP client's steps, reboots,
+    wraps) against the breaks found: each found break holds how many true ones fall in its
+    window and whether their summed size lies in its size bound (`size_in`, steps only); true
+    breaks in no window are `unseen_t_ns` (the model allows one per segment, it does not prove
+    them absent)."""
+    true = [b for b in truth_clock.get("breaks", []) if b.get("kind") in ("step", "reboot", "wrap")]
+    found, seen = [], set()
+    for b in breaks:
+        inside = [k for k, t in enumerate(true) if b["after_ns"] < t["t_ns"] <= b["before_ns"]]
+        seen.update(inside)
+        sizes = [true[k].get("size_ns") for k in inside]
+        one: dict = {"true_breaks": len(inside)}
+        if inside and b.get("size_ns") and None not in sizes \
+                and all(true[k]["kind"] == "step" for k in inside):
+            one["true_size_ns"] = int(sum(sizes))
+            one["size_in"] = bool(b["size_ns"]["lo"] <= one["true_size_ns"] <= b["size_ns"]["hi"])
+        found.append(one)
+    return {"true": len(true), "found": found,
+            "unseen_t_ns": [t["t_ns"] for k, t in enumerate(true) if k not in seen],
+            "sizes_in": all(f.get("size_in", True) for f in found)}
+
+
 def band(seg, points: int = 60) -> dict:
     """The proven offset band sampled across a segment (for plots: exact at each point). Each
     point is the published model's bound there (Segment.proven_offset_at: the rate bound, one
@@ -311,6 +334,7 @@ def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 
             tc = truth["clocks"][clock]
             for seg in entry["segments"]:
                 seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
+            entry["breaks_truth"] = breaks_truth(entry["breaks"], tc)
     out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
            "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
            "clocks": clocks_out, "latency": latencies(smp, results, meta)}
