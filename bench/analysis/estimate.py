@@ -579,6 +579,7 @@ class ClockFit:
     resolution_basis: ResolutionBasis = ResolutionBasis.UNPROVEN
     beyond_note: str = ""
     lag_seen_ns: int = 0          # the reading lags its clock by at least this (lag_seen)
+    update_ns: int = 0            # ... and updates at most this often (update_bound)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -597,7 +598,8 @@ class ClockFit:
                 "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
                               "reason": o["evidence"]} for o in self.outliers],
                 **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
-                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {})}
+                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
+                **({"update_ns": self.update_ns} if self.update_ns else {})}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -1059,7 +1061,10 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
     seen = lag_seen(s, e, v, q, float(drift_prior_ppm)) if publish else 0
-    s = s - seen
+    update = update_bound(s, e, v, float(drift_prior_ppm)) if seen else 0
+    if update > q:        # a value that moves less often than its tick: a resolution finding
+        note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
+    s = s - max(seen, update)
     w = float(wander_ns_per_s)
     wide = prior * WIDE_PRIOR_FACTOR
 
@@ -1079,7 +1084,7 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
                 if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
     verdict = _fit_verdict(segs, beyond, bool(outliers))
-    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen)
+    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen, update)
 
 
 def _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw: dict) -> ClockFit:
@@ -1125,6 +1130,29 @@ def _fit_verdict(segs: list, beyond: str, outliers: bool) -> Verdict:
 
 
 LAG_SEEN_MIN = 3      # value jumps ahead of the elapsed time before a lag is believed
+
+
+def update_bound(s, e, v, prior_ppm: float) -> int:
+    """How long a value can stay shown, ns, from the spacing of its observed edges (0 with
+    fewer than two): a value that updates every u (a device refreshing its clock every 1.5 s,
+    shown to 1 s) changes only at update instants, u apart in its clock; two value changes, in
+    (s_i, e_i+1] and (s_j, e_j+1], are distinct updates, so u ≤ (1 + R)·(e_j+1 − s_i), and the
+    least such span bounds u. Each read then shows its clock at some instant up to u before its
+    bracket (DESIGN.md, "A value that updates slower than its tick"). Sound when the updates are
+    periodic: an assumption, so what rests on it is "assumed"."""
+    ch = np.flatnonzero(np.diff(np.asarray(v, dtype=np.int64)) != 0)
+    if len(ch) < 2:
+        return 0
+    span = np.asarray(e, dtype=np.int64)[ch[1:] + 1] - np.asarray(s, dtype=np.int64)[ch[:-1]]
+    return int(math.ceil(float(span.min()) * (1 + float(prior_ppm) * PPM)))
+
+
+def _update_note(q: int, update_ns: int, v) -> str:
+    n = int(np.count_nonzero(np.diff(np.asarray(v, dtype=np.int64))))
+    return (f"the value moves in steps of {fmt_ns(q)} but its {n} observed edges are spaced so "
+            f"that it updates only every {fmt_ns(update_ns)} or less (a tick incommensurate "
+            f"with the declared one): each read stands for the clock up to "
+            f"{fmt_ns(update_ns)} before it")
 
 
 def lag_seen(s, e, v, q: int, prior_ppm: float) -> int:
