@@ -1061,7 +1061,8 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
     seen = lag_seen(s, e, v, q, float(drift_prior_ppm)) if publish else 0
-    update = update_bound(s, e, v, float(drift_prior_ppm)) if seen else 0
+    update = update_bound(s, e, v, float(drift_prior_ppm)) if _slow_update_seen(s, e, v, q) \
+        and seen else 0
     if update > q:        # a value that moves less often than its tick: a resolution finding
         note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
     s = s - max(seen, update)
@@ -1145,6 +1146,15 @@ def update_bound(s, e, v, prior_ppm: float) -> int:
         return 0
     span = np.asarray(e, dtype=np.int64)[ch[1:] + 1] - np.asarray(s, dtype=np.int64)[ch[:-1]]
     return int(math.ceil(float(span.min()) * (1 + float(prior_ppm) * PPM)))
+
+
+def _slow_update_seen(s, e, v, q: int) -> bool:
+    """The values jump by two ticks or more between reads less than a tick apart, at least
+    LAG_SEEN_MIN times: a value that moves less often than its tick (a fine tick read slower
+    than it ticks never shows this, nor does one that flips late by a few ms)."""
+    dv = np.diff(np.asarray(v, dtype=np.int64))
+    elapsed = np.asarray(e, dtype=np.int64)[1:] - np.asarray(s, dtype=np.int64)[:-1]
+    return int(np.count_nonzero((dv >= 2 * q) & (elapsed < q))) >= LAG_SEEN_MIN
 
 
 def _update_note(q: int, update_ns: int, v) -> str:
