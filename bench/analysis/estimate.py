@@ -1053,17 +1053,11 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     prior = float(drift_prior_ppm)
     if len(v) == 0:
         return ClockFit([], [], [], q, note, Verdict.UNDECIDED, prior, basis)
-    order = np.argsort(raw_s, kind="stable")
-    if np.any(order != np.arange(len(order))):
-        raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
-    else:
-        order = None
+    raw_s, raw_e, v, order = _time_order(raw_s, raw_e, v)
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
-    seen = lag_seen(s, e, v, q, float(drift_prior_ppm)) if publish else 0
-    update = update_bound(s, e, v, float(drift_prior_ppm)) if _slow_update_seen(s, e, v, q) \
-        and seen else 0
-    if update > q:        # a value that moves less often than its tick: a resolution finding
+    seen, update = _lag_and_update(s, e, v, q, float(drift_prior_ppm)) if publish else (0, 0)
+    if update:            # a value that moves less often than its tick: a resolution finding
         note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
     s = s - max(seen, update)
     w = float(wander_ns_per_s)
@@ -1086,6 +1080,14 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
                 if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
     verdict = _fit_verdict(segs, beyond, bool(outliers))
     return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen, update)
+
+
+def _time_order(raw_s, raw_e, v):
+    """The reads sorted by bracket start (stable), and the permutation (None: already sorted)."""
+    order = np.argsort(raw_s, kind="stable")
+    if np.any(order != np.arange(len(order))):
+        return raw_s[order], raw_e[order], v[order], order
+    return raw_s, raw_e, v, None
 
 
 def _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw: dict) -> ClockFit:
@@ -1146,6 +1148,16 @@ def update_bound(s, e, v, prior_ppm: float) -> int:
         return 0
     span = np.asarray(e, dtype=np.int64)[ch[1:] + 1] - np.asarray(s, dtype=np.int64)[ch[:-1]]
     return int(math.ceil(float(span.min()) * (1 + float(prior_ppm) * PPM)))
+
+
+def _lag_and_update(s, e, v, q: int, prior_ppm: float) -> tuple[int, int]:
+    """(the lag the values prove, lag_seen; the update period's bound from the edges when the
+    value moves less often than its tick, update_bound, else 0)."""
+    seen = lag_seen(s, e, v, q, prior_ppm)
+    if not seen or not _slow_update_seen(s, e, v, q):
+        return seen, 0
+    update = update_bound(s, e, v, prior_ppm)
+    return seen, update if update > q else 0
 
 
 def _slow_update_seen(s, e, v, q: int) -> bool:
