@@ -240,10 +240,17 @@ def test_ntp_convergence_holds_the_modelled_client(tmp_path):
     segs = [s for s in run.summary["devices"]["bmc-1"]["clocks"]["datetime"]["segments"]
             if s["reads"] >= 20]
     assert len(segs) >= 2
-    # (the band is not checked here: the simulated NTP client's steps are corrections that
-    # truth.json's `breaks` does not list, so its 1 s grid is interpolated across them and band
-    # points within a second of one read a truth off by the step; an open item)
     assert all(s["truth"]["offset_in"] for s in segs), [(s["offset_ns"], s["truth"]) for s in segs]
+    # the client's steps are truth breaks (so the truth is never carried across one): the band
+    # holds it, and every break found across one holds its size
+    clock = run.summary["devices"]["bmc-1"]["clocks"]["datetime"]
+    tb = run.truth["devices"]["bmc-1"]["clocks"]["datetime"]["breaks"]
+    ntp_steps = [(d["t_ns"], -d["offset_ns"]) for d in polls if d["action"] == "step"]
+    assert ntp_steps and [(b["t_ns"], b["size_ns"]) for b in tb if b.get("source") == "ntp"] \
+        == ntp_steps
+    assert all(s["truth"]["band_in"] for s in segs), [s["truth"] for s in segs]
+    assert clock["breaks_truth"]["sizes_in"], clock["breaks_truth"]
+    assert any(f["true_breaks"] for f in clock["breaks_truth"]["found"]), clock["breaks_truth"]
 
 
 def test_power_cycle_intervals_hold_the_true_instants(tmp_path):

@@ -279,35 +279,36 @@ class _Window:
         d > TOL everywhere. O(n) numpy per step and no hull: the cheap test the segmentation
         search calls many times (a warm `hint` usually answers in one step). Undecided after
         `iters` steps counts as empty: a needless split, never a fit across a break."""
-        L, U, beta, alpha = self.L, self.U, self.beta, self.alpha
-
-        def probe(x):
-            lv = L - beta * x
-            uv = U - alpha * x
-            i, j = int(np.argmax(lv)), int(np.argmin(uv))
-            return float(lv[i] - uv[j]), float(alpha[j] - beta[i])
-
         lo, hi = -self.prior, self.prior
         if hint is not None and lo < hint < hi:
-            d, sl = probe(hint)
+            d, sl = self._probe(hint)
             if d <= TOL_NS:
                 return hint
-            if sl > 0:
-                hi = hint
-            elif sl < 0:
-                lo = hint
-            else:
+            if sl == 0:
                 return None
-        d_lo, s_lo = probe(lo)
+            lo, hi = (lo, hint) if sl > 0 else (hint, hi)
+        d_lo, s_lo = self._probe(lo)
         if d_lo <= TOL_NS:
             return lo
         if s_lo >= 0:
             return None
-        d_hi, s_hi = probe(hi)
+        d_hi, s_hi = self._probe(hi)
         if d_hi <= TOL_NS:
             return hi
         if s_hi <= 0:
             return None
+        return self._cutting_planes((lo, d_lo, s_lo), (hi, d_hi, s_hi), iters)
+
+    def _probe(self, x: float) -> tuple[float, float]:
+        """d(x) = g(x) − h(x) and its slope there."""
+        lv = self.L - self.beta * x
+        uv = self.U - self.alpha * x
+        i, j = int(np.argmax(lv)), int(np.argmin(uv))
+        return float(lv[i] - uv[j]), float(self.alpha[j] - self.beta[i])
+
+    def _cutting_planes(self, left: tuple, right: tuple, iters: int) -> float | None:
+        """feasible_x's search between (x, d, slope) ends with d > TOL, slopes − and +."""
+        (lo, d_lo, s_lo), (hi, d_hi, s_hi) = left, right
         for _ in range(iters):
             xc = (d_hi - d_lo + s_lo * lo - s_hi * hi) / (s_lo - s_hi)
             if d_lo + s_lo * (xc - lo) > TOL_NS:
@@ -315,7 +316,7 @@ class _Window:
             x = xc if lo < xc < hi else (lo + hi) / 2
             if x in (lo, hi):
                 return None                      # no float left between them
-            d, sl = probe(x)
+            d, sl = self._probe(x)
             if d <= TOL_NS:
                 return x
             if sl > 0:
@@ -579,6 +580,7 @@ class ClockFit:
     resolution_basis: ResolutionBasis = ResolutionBasis.UNPROVEN
     beyond_note: str = ""
     lag_seen_ns: int = 0          # the reading lags its clock by at least this (lag_seen)
+    update_ns: int = 0            # ... and updates at most this often (update_bound)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -597,7 +599,8 @@ class ClockFit:
                 "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
                               "reason": o["evidence"]} for o in self.outliers],
                 **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
-                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {})}
+                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
+                **({"update_ns": self.update_ns} if self.update_ns else {})}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -861,35 +864,46 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     lo = min(y.lo - x.hi for x, y in zip(oa, ob))
     hi = max(y.hi - x.lo for x, y in zip(oa, ob))
     pa = [(y.point - x.point) for x, y in zip(oa, ob)]
-    decided = a.offset_status != BoundStatus.UNDECIDED != b.offset_status
-    pa_ = a.proven_offset_at(after) if decided else None
-    pb_ = b.proven_offset_at(before) if decided else None
-    if pa_ is not None and pb_ is not None:
-        # the step happened at some t* in (after, before]: each side's proven offset carried to
-        # t* at the rate bound, so the size is later at `before` minus earlier at `after`, give
-        # or take the rate bound over the window
-        (alo, ahi), (blo, bhi) = (pa_.lo, pa_.hi), (pb_.lo, pb_.hi)
-        slack = prior * PPM * (before - after)
-        lo = math.floor(blo - ahi - slack)
-        hi = math.ceil(bhi - alo + slack)
+    proven = _proven_size(a, b, after, before, prior)
+    if proven is not None:
+        lo, hi = proven
     size = Bound(lo, hi, min(max(round(sum(pa) / 2), lo), hi))
     if hi < 0:
-        # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M
-        # within the break's bounds and the size is -M
-        a_lo, a_hi = after + oa[0].lo - q, before + oa[1].hi + q
-        for k in range(8, 63):
-            for m in (q << k, 1 << k):
-                if a_lo <= m <= a_hi and lo <= -m <= hi:
-                    return BreakKind.WRAP, size
-        reading_lo = before + ob[1].lo        # the later clock's reading at `before`
-        reading_hi = before + ob[1].hi
-        span = (before - after) * (1 + prior * PPM) + q
-        if reading_lo <= span and reading_hi >= -q:
-            return BreakKind.REBOOT, size
-        return BreakKind.STEP, size
+        return _backward_kind(oa, ob, after, before, q, prior, lo, hi), size
     if lo > 0:
         return BreakKind.STEP, size
     return BreakKind.UNKNOWN, size
+
+
+def _proven_size(a: Segment, b: Segment, after: int, before: int, prior: float):
+    """(lo, hi) of the step from the proven offsets, or None where a side has none: the step
+    happened at some t* in (after, before]: each side's proven offset carried to t* at the rate
+    bound, so the size is later at `before` minus earlier at `after`, give or take the rate
+    bound over the window."""
+    if not a.offset_status != BoundStatus.UNDECIDED != b.offset_status:
+        return None
+    pa_, pb_ = a.proven_offset_at(after), b.proven_offset_at(before)
+    if pa_ is None or pb_ is None:
+        return None
+    slack = prior * PPM * (before - after)
+    return math.floor(pb_.lo - pa_.hi - slack), math.ceil(pb_.hi - pa_.lo + slack)
+
+
+def _backward_kind(oa, ob, after: int, before: int, q: int, prior: float, lo, hi) -> BreakKind:
+    """A break whose size is surely negative: a counter's wrap, a reboot, or a backward step."""
+    # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M
+    # within the break's bounds and the size is -M
+    a_lo, a_hi = after + oa[0].lo - q, before + oa[1].hi + q
+    for k in range(8, 63):
+        for m in (q << k, 1 << k):
+            if a_lo <= m <= a_hi and lo <= -m <= hi:
+                return BreakKind.WRAP
+    reading_lo = before + ob[1].lo        # the later clock's reading at `before`
+    reading_hi = before + ob[1].hi
+    span = (before - after) * (1 + prior * PPM) + q
+    if reading_lo <= span and reading_hi >= -q:
+        return BreakKind.REBOOT
+    return BreakKind.STEP
 
 
 def _split(s, e, v, q, w, prior, wide):
@@ -1032,40 +1046,21 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     raw_s = np.asarray(s_ns, dtype=np.int64)
     raw_e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
-    invalid = []
+    kw = dict(drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
+              uncertainty_ns=uncertainty_ns, lag_ns=lag_ns, epoch_ns=epoch_ns, publish=publish)
     if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
-        bad = np.flatnonzero(raw_e < raw_s)
-        invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
-                    "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
-                   for i in bad]
-        keep = np.flatnonzero(raw_e >= raw_s)
-        fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns,
-                        drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
-                        uncertainty_ns=uncertainty_ns, lag_ns=lag_ns, epoch_ns=epoch_ns,
-                        publish=publish)
-        kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
-        verdict = fit.verdict if fit.verdict in (Verdict.BEYOND_PRIOR, Verdict.UNDECIDED) \
-            else Verdict.ASSUMED
-        return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
-                        fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
-                        fit.resolution_basis, fit.beyond_note)
-    q, note, basis = check_resolution(v, resolution_ns)
-    if basis == ResolutionBasis.UNPROVEN and len(v):
-        # one value all along: the tick is at least about the time the reads span, whatever
-        # was declared; fit with one that long so that no break is invented (all undecided)
-        q = max(q, 2 * int(np.max(raw_e) - np.min(raw_s)) + 1)
+        return _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw)
+    q, note, basis = _fit_resolution(raw_s, raw_e, v, resolution_ns)
     prior = float(drift_prior_ppm)
     if len(v) == 0:
         return ClockFit([], [], [], q, note, Verdict.UNDECIDED, prior, basis)
-    order = np.argsort(raw_s, kind="stable")
-    if np.any(order != np.arange(len(order))):
-        raw_s, raw_e, v = raw_s[order], raw_e[order], v[order]
-    else:
-        order = None
+    raw_s, raw_e, v, order = _time_order(raw_s, raw_e, v)
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
-    seen = lag_seen(s, e, v, q, float(drift_prior_ppm)) if publish else 0
-    s = s - seen
+    seen, update = _lag_and_update(s, e, v, q, float(drift_prior_ppm)) if publish else (0, 0)
+    if update:            # a value that moves less often than its tick: a resolution finding
+        note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
+    s = s - max(seen, update)
     w = float(wander_ns_per_s)
     wide = prior * WIDE_PRIOR_FACTOR
 
@@ -1077,24 +1072,110 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
         sp = split(s, e, v, q, w, prior, wide)
     segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
                      len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
-    breaks = []
-    for k, (pre, post, amb) in enumerate(sp.breaks):
-        after, before = int(s[pre]), int(e[post])
-        kind, size = _classify(segs[k], segs[k + 1], after, before, q, prior)
-        breaks.append(Break(kind, after, before, size, amb))
+    breaks = _breaks_of(sp, segs, s, e, q, prior)
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     if seen:        # the lag is a floor the values prove, not a bound: nothing rests proven on it
         segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
                 if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
+    verdict = _fit_verdict(segs, beyond, bool(outliers))
+    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen, update)
+
+
+def _time_order(raw_s, raw_e, v):
+    """The reads sorted by bracket start (stable), and the permutation (None: already sorted)."""
+    order = np.argsort(raw_s, kind="stable")
+    if np.any(order != np.arange(len(order))):
+        return raw_s[order], raw_e[order], v[order], order
+    return raw_s, raw_e, v, None
+
+
+def _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw: dict) -> ClockFit:
+    """fit_clock over the reads whose bracket does not end before it starts; those are outliers
+    and the verdict is at best assumed."""
+    bad = np.flatnonzero(raw_e < raw_s)
+    invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+                "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
+               for i in bad]
+    keep = np.flatnonzero(raw_e >= raw_s)
+    fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns, **kw)
+    kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
+    verdict = fit.verdict if fit.verdict in (Verdict.BEYOND_PRIOR, Verdict.UNDECIDED) \
+        else Verdict.ASSUMED
+    return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
+                    fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
+                    fit.resolution_basis, fit.beyond_note)
+
+
+def _fit_resolution(raw_s, raw_e, v, resolution_ns) -> tuple[int, str, ResolutionBasis]:
+    """The tick to fit with (check_resolution), at least the reads' span when every read gave
+    one value: then no break is invented (all undecided), whatever was declared."""
+    q, note, basis = check_resolution(v, resolution_ns)
+    if basis == ResolutionBasis.UNPROVEN and len(v):
+        q = max(q, 2 * int(np.max(raw_e) - np.min(raw_s)) + 1)
+    return q, note, basis
+
+
+def _breaks_of(sp, segs: list, s, e, q: int, prior: float) -> list:
+    """The breaks between the split's runs, classified from the segments on each side."""
+    breaks = []
+    for k, (pre, post, amb) in enumerate(sp.breaks):
+        after, before = int(s[pre]), int(e[post])
+        kind, size = _classify(segs[k], segs[k + 1], after, before, q, prior)
+        breaks.append(Break(kind, after, before, size, amb))
+    return breaks
+
+
+def _fit_verdict(segs: list, beyond: str, outliers: bool) -> Verdict:
     st = {sg.offset_status for sg in segs}
-    verdict = (Verdict.BEYOND_PRIOR if beyond else Verdict.UNDECIDED if BoundStatus.UNDECIDED in st
-               else Verdict.ASSUMED if BoundStatus.ASSUMED in st or outliers else Verdict.PROVEN)
-    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen)
+    return (Verdict.BEYOND_PRIOR if beyond else Verdict.UNDECIDED if BoundStatus.UNDECIDED in st
+            else Verdict.ASSUMED if BoundStatus.ASSUMED in st or outliers else Verdict.PROVEN)
 
 
 LAG_SEEN_MIN = 3      # value jumps ahead of the elapsed time before a lag is believed
+
+
+def update_bound(s, e, v, prior_ppm: float) -> int:
+    """How long a value can stay shown, ns, from the spacing of its observed edges (0 with
+    fewer than two): a value that updates every u (a device refreshing its clock every 1.5 s,
+    shown to 1 s) changes only at update instants, u apart in its clock; two value changes, in
+    (s_i, e_i+1] and (s_j, e_j+1], are distinct updates, so u ≤ (1 + R)·(e_j+1 − s_i), and the
+    least such span bounds u. Each read then shows its clock at some instant up to u before its
+    bracket (DESIGN.md, "A value that updates slower than its tick"). Sound when the updates are
+    periodic: an assumption, so what rests on it is "assumed"."""
+    ch = np.flatnonzero(np.diff(np.asarray(v, dtype=np.int64)) != 0)
+    if len(ch) < 2:
+        return 0
+    span = np.asarray(e, dtype=np.int64)[ch[1:] + 1] - np.asarray(s, dtype=np.int64)[ch[:-1]]
+    return int(math.ceil(float(span.min()) * (1 + float(prior_ppm) * PPM)))
+
+
+def _lag_and_update(s, e, v, q: int, prior_ppm: float) -> tuple[int, int]:
+    """(the lag the values prove, lag_seen; the update period's bound from the edges when the
+    value moves less often than its tick, update_bound, else 0)."""
+    seen = lag_seen(s, e, v, q, prior_ppm)
+    if not seen or not _slow_update_seen(s, e, v, q):
+        return seen, 0
+    update = update_bound(s, e, v, prior_ppm)
+    return seen, update if update > q else 0
+
+
+def _slow_update_seen(s, e, v, q: int) -> bool:
+    """The values jump by two ticks or more between reads less than a tick apart, at least
+    LAG_SEEN_MIN times: a value that moves less often than its tick (a fine tick read slower
+    than it ticks never shows this, nor does one that flips late by a few ms)."""
+    dv = np.diff(np.asarray(v, dtype=np.int64))
+    elapsed = np.asarray(e, dtype=np.int64)[1:] - np.asarray(s, dtype=np.int64)[:-1]
+    return int(np.count_nonzero((dv >= 2 * q) & (elapsed < q))) >= LAG_SEEN_MIN
+
+
+def _update_note(q: int, update_ns: int, v) -> str:
+    n = int(np.count_nonzero(np.diff(np.asarray(v, dtype=np.int64))))
+    return (f"the value moves in steps of {fmt_ns(q)} but its {n} observed edges are spaced so "
+            f"that it updates only every {fmt_ns(update_ns)} or less (a tick incommensurate "
+            f"with the declared one): each read stands for the clock up to "
+            f"{fmt_ns(update_ns)} before it")
 
 
 def lag_seen(s, e, v, q: int, prior_ppm: float) -> int:

@@ -95,44 +95,12 @@ def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarra
     if n == 0:
         return out
     stack: list[_Run] = []
-
-    def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.concatenate((a, b))
-
-    def reduce() -> None:
-        while len(stack) >= 3 and len(stack[-2].reads) <= BURST_MAX:
-            P, M, N = stack[-3], stack[-2], stack[-1]
-            lone = len(M.reads) == 1
-            sides_agree = feasible(join(P.core, N.core))
-            if not lone:
-                if not sides_agree:
-                    return
-                bad = [int(r) for r in M.reads
-                       if not feasible(join(P.core, [r])) and not feasible(join([r], N.core))]
-                if len(bad) != len(M.reads):
-                    return           # some of its reads fit a side: a short segment, not a burst
-            for r in M.reads:
-                why = (f"inconsistent with the segment before it ({_span(P)}) and with the "
-                       f"segment after it ({_span(N)})")
-                why += (", which agree with each other" if sides_agree
-                        else ", which do not agree with each other either (a break between them)")
-                if not lone:
-                    why += f"; one of a burst of {len(M.reads)} reads"
-                out.outliers.append((int(r), why))
-            if sides_agree:
-                # N was the longest run from its start, and the read after it empties N: so it
-                # empties P + N too, and the merged run is still maximal
-                stack[-3:] = [_Run(join(P.reads, N.reads), join(P.core, N.core), comp)]
-            else:
-                stack[-2:] = [N]
-                return
-
     start = 0
     while start < n:
         end = _longest_forward(n, start, feasible)
         reads = np.arange(start, end + 1)
         stack.append(_Run(reads, reads, comp))
-        reduce()
+        _reduce(stack, feasible, comp, out)
         start = end + 1
     out.outliers.sort()
     # breaks: grow each later run backwards into the earlier one (ambiguous reads join neither)
@@ -141,22 +109,66 @@ def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarra
             out.runs.append(run.reads)
             continue
         prev = out.runs[-1]
-        # prev + run is infeasible (prev ended there); prev[len:] + run is run alone: feasible
-        good, bad, step = len(prev), 0, 1
-        while good - step > bad:
-            cand = good - step
-            if feasible(join(prev[cand:], run.core)):
-                good, step = cand, step * 2
-            else:
-                bad = cand
-                break
-        while good - bad > 1:
-            mid = (good + bad) // 2
-            if feasible(join(prev[mid:], run.core)):
-                good = mid
-            else:
-                bad = mid
-        b = good
+        b = _grow_back(prev, run.core, feasible)
         out.breaks.append((int(prev[b - 1]), int(run.reads[0]), len(prev) - b))
         out.runs.append(run.reads)
     return out
+
+
+def _join(a, b) -> np.ndarray:
+    return np.concatenate((a, b))
+
+
+def _reduce(stack: list[_Run], feasible: Feasible, comp, out: Split) -> None:
+    """Set aside short runs (bursts, lone reads) between two runs as outliers when none of their
+    reads fits either side; merge the sides when they agree with each other."""
+    while len(stack) >= 3 and len(stack[-2].reads) <= BURST_MAX:
+        P, M, N = stack[-3], stack[-2], stack[-1]
+        lone = len(M.reads) == 1
+        sides_agree = feasible(_join(P.core, N.core))
+        if not lone:
+            if not sides_agree:
+                return
+            bad = [int(r) for r in M.reads
+                   if not feasible(_join(P.core, [r])) and not feasible(_join([r], N.core))]
+            if len(bad) != len(M.reads):
+                return           # some of its reads fit a side: a short segment, not a burst
+        why = _burst_why(P, N, sides_agree, len(M.reads))
+        out.outliers.extend((int(r), why) for r in M.reads)
+        if sides_agree:
+            # N was the longest run from its start, and the read after it empties N: so it
+            # empties P + N too, and the merged run is still maximal
+            stack[-3:] = [_Run(_join(P.reads, N.reads), _join(P.core, N.core), comp)]
+        else:
+            stack[-2:] = [N]
+            return
+
+
+def _burst_why(P: _Run, N: _Run, sides_agree: bool, reads: int) -> str:
+    why = (f"inconsistent with the segment before it ({_span(P)}) and with the "
+           f"segment after it ({_span(N)})")
+    why += (", which agree with each other" if sides_agree
+            else ", which do not agree with each other either (a break between them)")
+    if reads != 1:
+        why += f"; one of a burst of {reads} reads"
+    return why
+
+
+def _grow_back(prev: np.ndarray, core: np.ndarray, feasible: Feasible) -> int:
+    """The earliest position b in `prev` such that prev[b:] + core is feasible (galloping, then
+    bisection); prev + core is infeasible (prev ended there), core alone is feasible."""
+    good, bad, step = len(prev), 0, 1
+    while good - step > bad:
+        cand = good - step
+        if feasible(_join(prev[cand:], core)):
+            good, step = cand, step * 2
+        else:
+            bad = cand
+            break
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if feasible(_join(prev[mid:], core)):
+            good = mid
+        else:
+            bad = mid
+    return good

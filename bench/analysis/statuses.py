@@ -34,6 +34,7 @@ class ResolutionBasis(StrEnum):
     """`assumptions.resolution_basis`: where the tick the fit used comes from."""
     DECLARED = "declared"
     OBSERVED = "observed"
+    EDGES = "edges"           # the value updates slower than its tick: found from the edges
     UNPROVEN = "unproven"
 
 

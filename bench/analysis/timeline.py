@@ -61,6 +61,16 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
     perm, block, count = order_arrays([e.lo_ns for e in entries], [e.hi_ns for e in entries],
                                       clock, stamp, res)
     ents = [entries[i] for i in perm]
+    lists = _unordered_lists(ents, max_pairs)
+    return [{"index": i, "block": int(block[i]), "entry": ents[i],
+             "unordered_with": sorted(lists[i]), "unordered_count": int(count[i])}
+            for i in range(n)]
+
+
+def _unordered_lists(ents: list[Entry], max_pairs: int) -> list[list[int]]:
+    """For each entry (sorted by interval) the later-or-earlier entries whose order against it is
+    not proven; at most 12 each when the overlapping pairs exceed `max_pairs`."""
+    n = len(ents)
     lo = np.array([e.lo_ns for e in ents], dtype=np.int64)
     hi = np.array([e.hi_ns for e in ents], dtype=np.int64)
     reach = np.searchsorted(lo, hi, "right")          # entries i+1 .. reach-1 overlap entry i
@@ -77,9 +87,7 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
                 lists[i].append(j)
                 if cap is None or len(lists[j]) < cap:
                     lists[j].append(i)
-    return [{"index": i, "block": int(block[i]), "entry": ents[i],
-             "unordered_with": sorted(lists[i]), "unordered_count": int(count[i])}
-            for i in range(n)]
+    return lists
 
 
 def widen(entry: Entry, latency_lo_ns: int, latency_hi_ns: int) -> Entry:

@@ -151,10 +151,9 @@ def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=Non
     v = np.asarray(value_ns, dtype=np.int64)
     q = np.maximum(1, np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape))
     n, K = len(v), len(cals)
-    big = np.iinfo(np.int64).max
-    after = np.broadcast_to(np.asarray(big if not_after_ns is None else not_after_ns,
+    after = np.broadcast_to(np.asarray(_BIG if not_after_ns is None else not_after_ns,
                                        dtype=np.int64), v.shape)
-    before = np.broadcast_to(np.asarray(-big if not_before_ns is None else not_before_ns,
+    before = np.broadcast_to(np.asarray(-_BIG if not_before_ns is None else not_before_ns,
                                         dtype=np.int64), v.shape)
     los = np.zeros((K, n), dtype=np.int64)
     his = np.zeros((K, n), dtype=np.int64)
@@ -162,39 +161,8 @@ def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=Non
     cand = np.zeros((K, n), dtype=bool)
     presync = (v < presync_before_ns) if wall else np.zeros(n, dtype=bool)
     for k, c in enumerate(cals):
-        vk = v
-        if c.modulus_ns:             # a wrapped counter: the turn nearest the segment
-            mid = (c.span[0] + c.span[1]) // 2
-            expect = mid + c.segment.offset_at(mid).point
-            vk = v + np.round((expect - v) / c.modulus_ns).astype(np.int64) * c.modulus_ns
-        lo, hi = to_reference_many(c.segment, vk, q)
-        w_lo = -big if c.window_lo is None else int(c.window_lo)
-        w_hi = big if c.window_hi is None else int(c.window_hi)
-        if proven:                   # only where this segment can have been in force
-            for i in np.flatnonzero(~presync & (before <= w_hi) & (after >= w_lo)):
-                iv = c.segment.proven_to_reference(int(vk[i]), int(q[i]))
-                if iv is not None:
-                    lo[i], hi[i] = iv
-        # distance from the calibrated span, and the wander allowance grown to it
-        s0, s1 = c.span
-        d = np.maximum(0, np.maximum(s0 - hi, lo - s1))
-        far = d > 0
-        if c.wander_ppm and far.any():
-            # the allowance grows as the square root of the span it must cover
-            span_s = max((s1 - s0) / NS, 1.0)
-            w_fit = wander_allowance_ns_per_s(c.wander_ppm, span_s)
-            ep = int(c.segment.epoch_ns)
-            gap = np.maximum(np.abs(lo[far] - ep), np.abs(hi[far] - ep)).astype(np.float64)
-            w_far = w_fit * np.sqrt((span_s + gap / NS) / span_s)
-            extra = np.ceil((w_far - w_fit) * gap / NS).astype(np.int64)
-            lo[far] -= extra
-            hi[far] += extra
-        if clip:
-            lo = np.maximum(lo, np.maximum(before, w_lo))
-            hi = np.minimum(hi, np.minimum(after, w_hi))
-        los[k], his[k], dists[k] = lo, hi, d
-        cand[k] = ~presync & (hi >= w_lo) & (lo <= w_hi) & (lo <= after) & (hi >= before) & \
-            (lo <= hi)
+        los[k], his[k], dists[k], cand[k] = _map_through(c, v, q, presync, before, after,
+                                                         proven, clip)
     notes = []
     if order_key is not None and K > 1:
         drops = not any(c.modulus_ns for c in cals)
@@ -204,21 +172,72 @@ def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=Non
                          f"their candidates were kept, unnarrowed")
     count = cand.sum(axis=0)
     first = np.where(count > 0, np.argmax(cand, axis=0), -1) if K else np.full(n, -1)
-    lo = np.where(cand, los, big).min(axis=0) if K else np.zeros(n, dtype=np.int64)
-    hi = np.where(cand, his, -big).max(axis=0) if K else np.zeros(n, dtype=np.int64)
+    lo = np.where(cand, los, _BIG).min(axis=0) if K else np.zeros(n, dtype=np.int64)
+    hi = np.where(cand, his, -_BIG).max(axis=0) if K else np.zeros(n, dtype=np.int64)
     dist = np.where(cand, dists, 0).max(axis=0) if K else np.zeros(n, dtype=np.int64)
-    status = np.zeros(n, dtype=np.int8)
+    status = _statuses(cals, cand, first, dist, count, presync)
+    lo = np.where(count > 0, lo, 0)
+    hi = np.where(count > 0, hi, 0)
+    return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), cand, dist,
+                  [c.name for c in cals], notes)
+
+
+_BIG = np.iinfo(np.int64).max
+
+
+def _map_through(c: SegmentWindow, v, q, presync, before, after, proven: bool, clip: bool):
+    """One calibration's (lo, hi, distance from its span, candidate) for every stamp."""
+    vk = v
+    if c.modulus_ns:             # a wrapped counter: the turn nearest the segment
+        mid = (c.span[0] + c.span[1]) // 2
+        expect = mid + c.segment.offset_at(mid).point
+        vk = v + np.round((expect - v) / c.modulus_ns).astype(np.int64) * c.modulus_ns
+    lo, hi = to_reference_many(c.segment, vk, q)
+    w_lo = -_BIG if c.window_lo is None else int(c.window_lo)
+    w_hi = _BIG if c.window_hi is None else int(c.window_hi)
+    if proven:                   # only where this segment can have been in force
+        for i in np.flatnonzero(~presync & (before <= w_hi) & (after >= w_lo)):
+            iv = c.segment.proven_to_reference(int(vk[i]), int(q[i]))
+            if iv is not None:
+                lo[i], hi[i] = iv
+    # distance from the calibrated span, and the wander allowance grown to it
+    s0, s1 = c.span
+    d = np.maximum(0, np.maximum(s0 - hi, lo - s1))
+    far = d > 0
+    if c.wander_ppm and far.any():
+        _widen_for_wander(c, lo, hi, far)
+    if clip:
+        lo = np.maximum(lo, np.maximum(before, w_lo))
+        hi = np.minimum(hi, np.minimum(after, w_hi))
+    cand = ~presync & (hi >= w_lo) & (lo <= w_hi) & (lo <= after) & (hi >= before) & (lo <= hi)
+    return lo, hi, d, cand
+
+
+def _widen_for_wander(c: SegmentWindow, lo, hi, far) -> None:
+    """Widen (in place) the stamps mapped outside the calibrated span by the wander allowance,
+    which grows as the square root of the span it must cover."""
+    s0, s1 = c.span
+    span_s = max((s1 - s0) / NS, 1.0)
+    w_fit = wander_allowance_ns_per_s(c.wander_ppm, span_s)
+    ep = int(c.segment.epoch_ns)
+    gap = np.maximum(np.abs(lo[far] - ep), np.abs(hi[far] - ep)).astype(np.float64)
+    w_far = w_fit * np.sqrt((span_s + gap / NS) / span_s)
+    extra = np.ceil((w_far - w_fit) * gap / NS).astype(np.int64)
+    lo[far] -= extra
+    hi[far] += extra
+
+
+def _statuses(cals: list[SegmentWindow], cand, first, dist, count, presync) -> np.ndarray:
+    """Each stamp's STATUS index: presync, unplaceable, ambiguous, extrapolated, assumed, proven
+    (the first that applies)."""
+    status = np.zeros(len(count), dtype=np.int8)
     for k, c in enumerate(cals):
         if c.status != "proven":
             status = np.where(cand[k] & (first == k), STATUS.index("assumed"), status)
     status = np.where((dist > 0) & (status == 0), STATUS.index("extrapolated"), status)
     status = np.where(count > 1, STATUS.index("ambiguous"), status)
     status = np.where(count == 0, STATUS.index("unplaceable"), status)
-    status = np.where(presync, STATUS.index("presync"), status)
-    lo = np.where(count > 0, lo, 0)
-    hi = np.where(count > 0, hi, 0)
-    return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), cand, dist,
-                  [c.name for c in cals], notes)
+    return np.where(presync, STATUS.index("presync"), status)
 
 
 def _by_order(cand: np.ndarray, los: np.ndarray, his: np.ndarray, key: np.ndarray,

@@ -591,6 +591,8 @@ class ClockSummary:
     beyond_prior_note: str = ""
     stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
     lag_seen_ns: int = 0              # the reading lags its clock by at least this (the fit's)
+    update_ns: int = 0                # its value updates at most this often (an incommensurate tick)
+    breaks_truth: dict | None = None  # simulated racks: the found breaks against the true ones
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -608,7 +610,9 @@ class ClockSummary:
                    str(x.get("note") or ""), str(x.get("zone_note") or ""),
                    str(x.get("beyond_prior_note") or ""),
                    dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None,
-                   _int(x.get("lag_seen_ns")), dict(x))
+                   _int(x.get("lag_seen_ns")), _int(x.get("update_ns")),
+                   dict(x["breaks_truth"]) if isinstance(x.get("breaks_truth"), Mapping) else None,
+                   dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's form (a record read from one: as read). Without a fit
@@ -629,6 +633,8 @@ class ClockSummary:
             out["note"] = self.note
         if self.zone_note:
             out["zone_note"] = self.zone_note
+        if self.breaks_truth is not None:
+            out["breaks_truth"] = dict(self.breaks_truth)
         return out
 
     def _fit_dict(self) -> dict[str, Any]:
@@ -640,6 +646,7 @@ class ClockSummary:
                 **({"beyond_prior_note": self.beyond_prior_note}
                    if self.beyond_prior_note else {}),
                 **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
+                **({"update_ns": self.update_ns} if self.update_ns else {}),
                 "wraps": [w.to_dict() for w in self.wraps]}
 
     @property

@@ -105,6 +105,29 @@ def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
                       band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md)
 
 
+def breaks_truth(breaks: list[dict], truth_clock: dict) -> dict:
+    """The true breaks (truth.json: scheduled and fault steps, the NTP client's steps, reboots,
+    wraps) against the breaks found: each found break holds how many true ones fall in its
+    window and whether their summed size lies in its size bound (`size_in`, steps only); true
+    breaks in no window are `unseen_t_ns` (the model allows one per segment, it does not prove
+    them absent)."""
+    true = [b for b in truth_clock.get("breaks", []) if b.get("kind") in ("step", "reboot", "wrap")]
+    found, seen = [], set()
+    for b in breaks:
+        inside = [k for k, t in enumerate(true) if b["after_ns"] < t["t_ns"] <= b["before_ns"]]
+        seen.update(inside)
+        sizes = [true[k].get("size_ns") for k in inside]
+        one: dict = {"true_breaks": len(inside)}
+        if inside and b.get("size_ns") and None not in sizes \
+                and all(true[k]["kind"] == "step" for k in inside):
+            one["true_size_ns"] = int(sum(sizes))
+            one["size_in"] = bool(b["size_ns"]["lo"] <= one["true_size_ns"] <= b["size_ns"]["hi"])
+        found.append(one)
+    return {"true": len(true), "found": found,
+            "unseen_t_ns": [t["t_ns"] for k, t in enumerate(true) if k not in seen],
+            "sizes_in": all(f.get("size_in", True) for f in found)}
+
+
 def band(seg: Segment, points: int = 60) -> Band:
     """The proven offset band sampled across a segment (for plots: exact at each point). Each
     point is the published model's bound there (Segment.proven_offset_at: the rate bound, one
@@ -384,8 +407,9 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
         outliers=tuple(Outlier((o["s_ns"] + o["e_ns"]) // 2, o["value_ns"], o["evidence"])
                        for o in fit.outliers),        # as ClockFit.as_dict says them
         wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
-        lag_seen_ns=fit.lag_seen_ns, stuck=res.stuck, note=note,
-        zone_note=zone_note(last.lo, last.hi) if last is not None else "")
+        lag_seen_ns=fit.lag_seen_ns, update_ns=fit.update_ns, stuck=res.stuck, note=note,
+        zone_note=zone_note(last.lo, last.hi) if last is not None else "",
+        breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None)
 
 
 def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,

@@ -118,6 +118,7 @@ class ClockModel:
     WANDER_STEP_NS = NS      # the frequency walk changes once per second
     corrections: tuple = ()  # t_ns -> ns added to a wall reading (a discipline: bench.sim.ntp)
     correction_rates: tuple = ()   # t_ns -> ppm: those corrections' rate (slew), for the truth
+    correction_breaks: tuple = ()  # () -> [break dicts]: those corrections' steps, for the truth
     _read_once = False       # read_ns has been called: the counter's boot instant is observed
     _wrap_lead_ns: int | None = None   # wrap_at_first_read: pending until the first reading
 
@@ -279,6 +280,7 @@ class ClockModel:
     def breaks(self) -> list[dict]:
         """The model breaks the estimator must find, with their true instants and sizes."""
         out = [{"t_ns": at, "kind": "step", "size_ns": s} for at, s in self._steps]
+        out += [b for fn in self.correction_breaks for b in fn()]
         if self.p.counter:
             out += [{"t_ns": r, "kind": "reboot", "size_ns": None} for r in self._reboots]
             if self.p.wrap_ticks:

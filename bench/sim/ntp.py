@@ -68,6 +68,7 @@ class NtpDiscipline:
         self._busy = False
         model.corrections = tuple(getattr(model, "corrections", ())) + (self.correction_ns,)
         model.correction_rates = tuple(getattr(model, "correction_rates", ())) + (self.rate_ppm,)
+        model.correction_breaks = tuple(getattr(model, "correction_breaks", ())) + (self.breaks,)
 
     # -- commands (the emulator calls these) -----------------------------------------------------
     def _reachable(self, servers) -> bool:
@@ -148,6 +149,13 @@ class NtpDiscipline:
                 c += round(d.rate * (end - d.t_ns))
         return c
 
+
+    def breaks(self) -> list[dict]:
+        """The client's steps decided so far, as truth breaks (ClockModel.breaks): at the poll,
+        by minus the offset it measured. The truth is made when the run stops, after every read,
+        so the decisions then cover the run."""
+        return [{"t_ns": d.t_ns, "kind": "step", "size_ns": -d.offset_ns, "source": "ntp"}
+                for d in self.decisions if d.action == "step"]
 
     def rate_ppm(self, t_ns: int) -> float:
         """The slew rate in force at t (ppm; 0 when not slewing)."""
