@@ -57,9 +57,12 @@ class LogTexts:
 
     def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
         """Labels and raw stamps of many lines at once."""
-        line, log = self.st.line, self.log
-        return ([f"{log}:{line[k]} {t}"[:LABEL_KEEP] for k, t in zip(ks, self.st.text.many(ks))],
-                self.st.raw.many(ks))
+        log, texts = self.log, self.st.text.many(ks)
+        line = np.frombuffer(self.st.line, np.int64)[ks].tolist()
+        labels = [f"{log}:{n} {t}" for n, t in zip(line, texts)]
+        if labels and max(map(len, labels)) > LABEL_KEEP:
+            labels = [x[:LABEL_KEEP] for x in labels]
+        return labels, self.st.raw.many(ks)
 
 
 class EntryTexts:
