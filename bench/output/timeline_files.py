@@ -33,25 +33,27 @@ def csv_field(s: str) -> str:
 
 def index_lists(near: np.ndarray) -> list[str]:
     """Each row's indices (-1: none), ascending, as decimal text joined by single spaces: the
-    digits made with numpy for the whole chunk, one slice per row."""
+    digits of the whole chunk made with numpy (a digit place at a time), one slice per row."""
     n, k = near.shape
-    v = np.sort(np.where(near < 0, NO_INDEX, near.astype(np.int64)), axis=1)
+    v = np.sort(np.where(near < 0, NO_INDEX, near.astype(np.int64)), axis=1).ravel()
     valid = v != NO_INDEX
     x = np.where(valid, v, 0)
-    width = len(str(int(x.max()))) if n and k else 1
-    cells = np.full((n, k, width + 1), ord(" "), np.uint8)
-    digits = np.ones((n, k), np.int64)
-    for j in range(width):
-        cells[:, :, width - 1 - j] = x % 10 + ord("0")
-        x //= 10
-        digits += (j > 0) & (v >= 10 ** j) & valid
-    keep = np.zeros(cells.shape, bool)
-    keep[:, :, :width] = np.arange(width) >= (width - digits)[..., None]
-    keep &= valid[..., None]
-    keep[:, :, width] = np.arange(k) < (valid.sum(axis=1) - 1)[:, None]
-    text = cells[keep].tobytes().decode("ascii")
-    ends = np.cumsum(keep.sum(axis=(1, 2)))
-    return [text[a:b] for a, b in zip((ends - keep.sum(axis=(1, 2))).tolist(), ends.tolist())]
+    width = len(str(int(x.max()))) if len(x) else 1
+    cells = np.empty((width + 1, len(x)), np.uint8)     # digit places, then a space
+    keep = np.empty((width + 1, len(x)), bool)
+    y = x
+    for j in range(width - 1, -1, -1):
+        q = y // 10
+        cells[j] = y - q * 10 + ord("0")
+        keep[j] = (x >= 10 ** (width - 1 - j)) & valid if j < width - 1 else valid
+        y = q
+    cells[width] = ord(" ")                         # after each index but a row's last
+    keep[width] = (np.arange(k) < (valid.reshape(n, k).sum(axis=1) - 1)[:, None]).ravel()
+    keep = np.ascontiguousarray(keep.T)
+    text = np.ascontiguousarray(cells.T)[keep].tobytes().decode("ascii")
+    lens = keep.reshape(n, -1).sum(axis=1)
+    ends = np.cumsum(lens).tolist()
+    return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
 class Vocabulary:
