@@ -11,20 +11,24 @@ With no `--rack` it serves the simulated rack in this process and checks that.
 """
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.model.inventory import DeviceConfig, InventoryError
-from bench.model.rackfile import load_checked, parse_allowance, reference_options
-from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
+from bench.model.inventory import DeviceConfig, InventoryError, RackConfig
+from bench.model.rackfile import parse_allowance, reference_options
+from bench.model.racklock import RackBusy, rack_lock
 from bench.model.texttable import WIDTH, render, wrap
+from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import TIMEOUT_KEY
+from drivers.rackcheck import load_checked
 
 
 @dataclass
@@ -108,7 +112,7 @@ def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]
         async def bounded():
             try:
                 await asyncio.wait_for(_check_device(d, now_ns, res), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 res.status, res.error = "timeout", f"no complete answer within {timeout_s:g} s"
 
         try:
@@ -129,24 +133,24 @@ def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]
     return results
 
 
-def reference_lines(h: Health | None, refused: str | None) -> list[str]:
-    if refused:
-        return [f"reference: REFUSED: {refused}"]
-    d = h.detail
-    out = [f"reference: {h.source}  grade {h.grade}  "
-           f"{'verified' if h.verified else 'UNVERIFIED'} ({h.basis})  "
-           f"uncertainty {fmt_ns(h.uncertainty_ns)}"]
-    if h.basis == "linuxptp" or "port_states" in d:
-        out.append(f"  ptp4l {d.get('uds', '')}: ports {' '.join(d.get('port_states', [])) or '?'}, "
-                   f"GM {d.get('gm_identity') or '?'} present={d.get('gm_present')}, "
-                   f"offset {fmt_ns(d.get('master_offset_ns'))}, "
-                   f"path delay {fmt_ns(d.get('mean_path_delay_ns'))}, "
-                   f"last sync {fmt_ns(d.get('sync_age_ns'))} ago, "
-                   f"{'/'.join(d.get('timestamping', [])) or '?'} stamps")
-        if d.get("phc") or d.get("phc2sys") is not None:
-            out.append(f"  phc2sys: {len(d.get('phc2sys') or [])} running"
-                       + (f"; CLOCK_REALTIME vs {d['phc']}: {fmt_ns(d.get('phc_sys_offset_ns'))}"
-                          if d.get("phc") else ""))
+def _ptp_lines(d: dict) -> list[str]:
+    """What ptp4l (and phc2sys) say, from a health's detail."""
+    out = [f"  ptp4l {d.get('uds', '')}: ports {' '.join(d.get('port_states', [])) or '?'}, "
+           f"GM {d.get('gm_identity') or '?'} present={d.get('gm_present')}, "
+           f"offset {fmt_ns(d.get('master_offset_ns'))}, "
+           f"path delay {fmt_ns(d.get('mean_path_delay_ns'))}, "
+           f"last sync {fmt_ns(d.get('sync_age_ns'))} ago, "
+           f"{'/'.join(d.get('timestamping', [])) or '?'} stamps"]
+    if d.get("phc") or d.get("phc2sys") is not None:
+        out.append(f"  phc2sys: {len(d.get('phc2sys') or [])} running"
+                   + (f"; CLOCK_REALTIME vs {d['phc']}: {fmt_ns(d.get('phc_sys_offset_ns'))}"
+                      if d.get("phc") else ""))
+    return out
+
+
+def _host_lines(d: dict) -> list[str]:
+    """The kernel's view of CLOCK_REALTIME and a PHC read, from a health's detail."""
+    out = []
     k = d.get("kernel")
     if k:
         out.append(f"  kernel: CLOCK_REALTIME {'synchronized' if k['synchronized'] else 'unsynchronized'}"
@@ -157,6 +161,19 @@ def reference_lines(h: Health | None, refused: str | None) -> list[str]:
         out.append(f"  PHC read by {p['method']}: bracket {fmt_ns(p['bracket_ns'])}, "
                    f"PHC - CLOCK_REALTIME {fmt_ns(p['phc_minus_realtime_ns'])} "
                    f"(UTC offset {p['utc_offset_s']} s, {p['utc_offset_source']})")
+    return out
+
+
+def reference_lines(h: Health | None, refused: str | None) -> list[str]:
+    if refused or h is None:
+        return [f"reference: REFUSED: {refused}"]
+    d = h.detail
+    out = [f"reference: {h.source}  grade {h.grade}  "
+           f"{'verified' if h.verified else 'UNVERIFIED'} ({h.basis})  "
+           f"uncertainty {fmt_ns(h.uncertainty_ns)}"]
+    if h.basis == "linuxptp" or "port_states" in d:
+        out += _ptp_lines(d)
+    out += _host_lines(d)
     out.append(f"  {h.note}")
     out += [f"  {p}" for p in h.problems]
     return out
@@ -178,7 +195,10 @@ def device_table(results: list[DeviceCheck], width: int | None = WIDTH) -> list[
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, float,
+                                                   RackConfig]:
+    """The command line and the rack file, checked (InventoryError; SystemExit for --help and
+    argument errors)."""
     from bench.cli import OneLineParser
 
     ap = OneLineParser(prog="rackclock check",
@@ -194,77 +214,100 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", default="10", help="seconds per device (default 10)")
     ap.add_argument("--device", action="append", default=[], help="check only this device "
                     "(repeatable)")
+    a = ap.parse_args(argv)
+    allowance = parse_allowance(a.reference_allowance)
     try:
-        a = ap.parse_args(argv)
-        allowance = parse_allowance(a.reference_allowance)
-        try:
-            timeout = TIMEOUT_KEY.check(float(a.timeout))
-        except (ValueError, InventoryError):
-            raise InventoryError(f"--timeout {a.timeout!r} is not accepted "
-                                 f"({TIMEOUT_KEY.accepted()})") from None
-        from bench.sim.serve import DEFAULT_RACK
-        source = load_checked(a.rack or DEFAULT_RACK, need_devices=False)   # `run`'s loader
+        timeout = TIMEOUT_KEY.check(float(a.timeout))
+    except (ValueError, InventoryError):
+        raise InventoryError(f"--timeout {a.timeout!r} is not accepted "
+                             f"({TIMEOUT_KEY.accepted()})") from None
+    from bench.sim.serve import DEFAULT_RACK
+    source = load_checked(a.rack or DEFAULT_RACK, need_devices=False)   # `run`'s loader
+    unknown = set(a.device) - {d.name for d in source.devices}
+    if unknown:                   # refused before anything is started or opened
+        raise InventoryError(f"no device {', '.join(sorted(unknown))} in the rack "
+                             f"(devices: {', '.join(d.name for d in source.devices)})")
+    return a, allowance, timeout, source
+
+
+def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig, dict, dict]:
+    """The rack to check: a simulated rack file served here (the rack as served, the devices it
+    left out and why, the devices as declared), or a lab rack, held for this session
+    (RackBusy when another holds it)."""
+    if not source.simulated:       # a lab rack: one session at a time, as `rackclock run`
+        if source.source:
+            stack.enter_context(rack_lock(source.source, wait_s=0, what="rackclock check"))
+        return source, {}, {}
+    from bench.sim.serve import ensure_secrets
+    from bench.sim.thread import SimRackThread
+
+    ensure_secrets(source)
+    sim = stack.enter_context(SimRackThread(source))
+    print(f"simulated rack {sim.rack.name!r} served on loopback "
+          f"({len(sim.rack.devices)} of {len(source.devices)} emulators up)")
+    return sim.rack, dict(sim.failed), {d.name: d for d in source.devices}
+
+
+def _open_reference(stack: contextlib.ExitStack, rack: RackConfig, allowance: int | None,
+                    ptp_uds: str | None) -> tuple[Callable[[], int], Health | None, str | None]:
+    """The reference's clock, its health, and why it was refused (then the devices are still
+    checked, against CLOCK_REALTIME)."""
+    try:
+        opts = reference_options(rack)
+        if ptp_uds is not None:
+            opts["ptp_uds"] = None if ptp_uds == "none" else ptp_uds
+        ref, health = reference_for_run(rack.reference, allowance, rack.simulated, **opts)
+        stack.callback(ref.close)
+        return ref.now_ns, health, None
+    except (ReferenceRefused, ValueError, OSError) as exc:
+        return Reference.now_ns, None, str(exc)
+
+
+def _results(rack: RackConfig, only: list[str], now_ns: Callable[[], int], timeout: float,
+             sim_failed: dict, declared: dict) -> list[DeviceCheck]:
+    """Every device checked (or those named), and the simulated ones left out, with why."""
+    devices = [d for d in rack.devices if not only or d.name in only]
+    results = check_devices(devices, now_ns, timeout)
+    for name, why in sim_failed.items():
+        if not only or name in only:
+            d = declared.get(name)
+            results.append(DeviceCheck(name, d.plane if d else "", d.driver if d else "",
+                                       "", status="no-emulator", error=why))
+    return results
+
+
+def _closing_line(results: list[DeviceCheck], health: Health | None, bad_ref: bool) -> str:
+    bad = [r.name for r in results if not r.usable]
+    return (f"{len(results) - len(bad)} of {len(results)} devices usable; reference "
+            + ("unusable" if bad_ref or health is None else health.grade
+               + ("" if health.verified or health.grade == "unverified" else " (unverified)")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        a, allowance, timeout, source = _arguments(argv)
     except InventoryError as exc:
         print(f"rackclock check: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:
         return int(exc.code or 0)
-    unknown = set(a.device) - {d.name for d in source.devices}
-    if unknown:                   # refused before anything is started or opened
-        print(f"rackclock check: no device {', '.join(sorted(unknown))} in the rack "
-              f"(devices: {', '.join(d.name for d in source.devices)})", file=sys.stderr)
-        return 2
-
     with contextlib.ExitStack() as stack:
-        if source.simulated:       # a simulated rack file (the default, or a variant): serve it
-            from bench.sim.serve import ensure_secrets
-            from bench.sim.thread import SimRackThread
-
-            ensure_secrets(source, quiet=True)
-            sim = stack.enter_context(SimRackThread(source))
-            rack, sim_failed = sim.rack, dict(sim.failed)
-            declared = {d.name: d for d in source.devices}
-            print(f"simulated rack {rack.name!r} served on loopback "
-                  f"({len(rack.devices)} of {len(source.devices)} emulators up)")
-        else:              # a lab rack: one session at a time, as `rackclock run` (RackBusy)
-            from bench.model.racklock import RackBusy, rack_lock
-            if source.source:
-                try:
-                    stack.enter_context(rack_lock(source.source, wait_s=0, what="rackclock check"))
-                except RackBusy as exc:
-                    print(f"rackclock check: {exc}", file=sys.stderr)
-                    return 2
-            rack, sim_failed, declared = source, {}, {}
-        health, refused = None, None
         try:
-            opts = reference_options(rack)
-            if a.ptp_uds is not None:
-                opts["ptp_uds"] = None if a.ptp_uds == "none" else a.ptp_uds
-            ref, health = reference_for_run(rack.reference, allowance, rack.simulated, **opts)
-            stack.callback(ref.close)
-            now_ns = ref.now_ns
-        except (ReferenceRefused, ValueError, OSError) as exc:
-            refused = str(exc)
-            now_ns = Reference.now_ns     # the devices are still checked, against CLOCK_REALTIME
+            rack, sim_failed, declared = _serve(stack, source)
+        except RackBusy as exc:
+            print(f"rackclock check: {exc}", file=sys.stderr)
+            return 2
+        now_ns, health, refused = _open_reference(stack, rack, allowance, a.ptp_uds)
         for line in reference_lines(health, refused):
             print(line)
-        devices = [d for d in rack.devices if not a.device or d.name in a.device]
-        results = check_devices(devices, now_ns, timeout)
-        for name, why in sim_failed.items():
-            if not a.device or name in a.device:
-                d = declared.get(name)
-                results.append(DeviceCheck(name, d.plane if d else "", d.driver if d else "",
-                                           "", status="no-emulator", error=why))
+        results = _results(rack, a.device, now_ns, timeout, sim_failed, declared)
         print()
         for line in device_table(results):
             print(line)
-        bad_ref = refused is not None or health.grade == "fail"
-        bad = [r.name for r in results if not r.usable]
+        bad_ref = refused is not None or health is None or health.grade == "fail"
         print()
-        print(f"{len(results) - len(bad)} of {len(results)} devices usable; reference "
-              + ("unusable" if bad_ref else health.grade
-                 + ("" if health.verified or health.grade == "unverified" else " (unverified)")))
-    return 1 if bad_ref or bad else 0
+        print(_closing_line(results, health, bad_ref))
+    return 1 if bad_ref or any(not r.usable for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ from pathlib import Path
 from bench import logsetup
 
 
-
 def _run(a) -> int:
-    from bench.run.experiment import run_experiment
     from bench.model.inventory import InventoryError
-    from bench.model.racklock import RackBusy
     from bench.model.rackfile import check_duration, parse_allowance
+    from bench.model.racklock import RackBusy
+    from bench.run.experiment import run_experiment
 
     try:
         bad = [p for p in a.param if "=" not in p]
@@ -49,7 +48,6 @@ def _run(a) -> int:
 def run_exit_status(run) -> int:
     """0 only when the run completed and every device gave usable reads."""
     from bench.model.rundata import unusable_devices
-
     from bench.model.statuses import RunStatus
 
     if run.manifest.status != RunStatus.COMPLETED:
@@ -79,9 +77,9 @@ def _delegate(module: str, argv: list[str]) -> int:
     return int(getattr(importlib.import_module(module), fn or "main")(argv) or 0)
 
 
-SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.output.report",
-               "compare": "bench.compare.verdicts", "timeline": "bench.timeline_cli",
-               "limits": "bench.model.limits", "trend": "bench.output.trend",
+SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report_cli",
+               "compare": "bench.compare_cli", "timeline": "bench.timeline_cli",
+               "limits": "bench.limits_cli", "trend": "bench.trend_cli",
                "summarize": "bench.resummarize"}
 SUBCOMMANDS["experiments"] = "bench.run.catalog"
 SUBCOMMANDS["fleet"] = "bench.fleet.cli"

@@ -11,7 +11,8 @@ from bench.errors import RackclockError
 from bench.model.runlog import Redact
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-HELP = "--log-level LEVEL (DEBUG, INFO, WARNING, ERROR; default WARNING) or -v / -vv: what of the log reaches stderr"
+HELP = ("--log-level LEVEL (DEBUG, INFO, WARNING, ERROR; default WARNING) or -v / -vv: "
+        "what of the log reaches stderr")
 
 
 class LogLevelError(RackclockError, ValueError):

@@ -29,7 +29,7 @@ import asyncio
 import os
 import resource
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 WORKER_NICE = -5          # the ordinary scheduler's fallback (300 simulated devices at nice 0:
                           # 0.9-1.9 % of the probes started late; at -5: 0.1-0.6 %)
@@ -67,8 +67,8 @@ def raise_nice(nice: int = WORKER_NICE) -> str:
 def realtime(on_left: Callable[[str], None] | None = None) -> str:
     """Every thread of this process (called from its event loop's thread, the main one) at
     SCHED_FIFO REALTIME_PRIORITY where allowed, with the RLIMIT_RTTIME way back to the nice it
-    has (the callers raise it first); else at nice WORKER_NICE where allowed. Returns what it got, in words; `on_left(words)` is called on the
-    loop if the process later leaves real time."""
+    has (the callers raise it first); else at nice WORKER_NICE where allowed. Returns what it got,
+    in words; `on_left(words)` is called on the loop if the process later leaves real time."""
     if not hasattr(os, "sched_setscheduler") or not hasattr(resource, "RLIMIT_RTTIME"):
         return raise_nice() + " (no real-time scheduling here)"
     try:        # the way back first: a real-time process without it could hold a core

@@ -315,7 +315,7 @@ class DeviceCalibration:
         return Nanoseconds(self.latency(stimulus).hi, f"{self.name} latency_bound")
 
 
-class Calibration(dict):
+class RackCalibration(dict):
     """{device: DeviceCalibration}, with the run folder it came from (`.path`, `.run`)."""
 
     def __init__(self, run):
@@ -331,10 +331,10 @@ class Calibration(dict):
 
 
 @pytest.fixture(scope="session")
-def calibration(request, rack_held, rack_file, tmp_path_factory) -> Calibration:
+def calibration(request, rack_held, rack_file, tmp_path_factory) -> RackCalibration:
     """A short clock_offset run on the rack (--calibrate-s), once per session."""
-    from bench.run.experiment import run_experiment
     from bench.model.rundata import load_run
+    from bench.run.experiment import run_experiment
 
     cfg = request.config
     out = cfg.getoption("--calibration-out")
@@ -346,4 +346,4 @@ def calibration(request, rack_held, rack_file, tmp_path_factory) -> Calibration:
     if run.manifest.status != RunStatus.COMPLETED or not run.summary.raw:
         pytest.fail(f"the calibration run did not complete ({run.manifest.status}: "
                     f"{run.manifest.error or None}); run folder {path}", pytrace=False)
-    return Calibration(run)
+    return RackCalibration(run)

@@ -17,9 +17,6 @@ from pathlib import Path
 
 from bench.model.logfile import LINE_LIMIT, LogError
 from bench.model.logformats import FORMATS
-from bench.model.rundata import RunFolderError, load_run
-from bench.model.timeline import build
-
 
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
@@ -43,8 +40,6 @@ def key_help() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.output.timeline import print_table, write_outputs
-
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0],
                                  epilog=key_help(),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"longest log line read; longer ones are counted and skipped "
                          f"(default {LINE_LIMIT})")
     a = ap.parse_args(argv)
+    # the timeline machinery after the arguments: `rackclock timeline --help` imports no numpy
+    from bench.model.rundata import RunFolderError, load_run
+    from bench.model.timeline import build
+    from bench.output.timeline import table_lines, write_outputs
+
     if a.line_limit < 80:
         ap.error("--line-limit: at least 80 bytes")
     try:
@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     for rep in refused:
         print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
     t0 = run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0)
-    print_table(tl, int(t0), a.rows)
+    for line in table_lines(tl, int(t0), a.rows):
+        print(line)
     paths = write_outputs(run.path, tl, int(t0))
     print("written: " + ", ".join(str(p) for p in paths))
     return 2 if refused else 0

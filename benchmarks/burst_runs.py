@@ -14,9 +14,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench.run.experiment import run_experiment  # noqa: E402
-from bench.model.rundata import load_run  # noqa: E402
 from spread import spread, temp_dir  # noqa: E402
+
+from bench.model.rundata import load_run  # noqa: E402
+from bench.run.experiment import run_experiment  # noqa: E402
 
 
 def widths(path: Path) -> dict[str, float]:

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analysis.chrony_style import fit_chrony          # noqa: E402
+from bench.analysis.chrony_style import fit_chrony  # noqa: E402
 from bench.analysis.estimate import fit_clock, wander_allowance_ns_per_s  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 
@@ -205,7 +205,7 @@ def drift_after_one_hour(n_dev: int = 12, seed: int = 7) -> dict:
     """A 10 ms clock read once a second for one hour through 2 ms brackets: drift bound width."""
     rng = np.random.default_rng(seed)
     widths, ins = [], []
-    for k in range(n_dev):
+    for _k in range(n_dev):
         p = ClockParams(offset_s=float(rng.uniform(-1, 1)), drift_ppm=float(rng.uniform(-100, 100)),
                         resolution_s=0.01)
         dev = {"params": p, "duration_s": 3600.0, "n": 3600, "base_s": 2e-3, "jit_s": 1e-9,

@@ -22,11 +22,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from spread import scratch, spread  # noqa: E402
+
 from bench.reference.clock import Reference  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from bench.sim.serve import DEFAULT_RACK  # noqa: E402
 from drivers import driver_class  # noqa: E402
-from spread import scratch, spread  # noqa: E402
 
 DEVICES = ("bmc-1", "pdu-2", "cdu-1", "optic-1")
 

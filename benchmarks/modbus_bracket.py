@@ -34,14 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pymodbus.client import (AsyncModbusSerialClient, AsyncModbusTcpClient,  # noqa: E402
-                             ModbusSerialClient, ModbusTcpClient)
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient, ModbusSerialClient, ModbusTcpClient  # noqa: E402
+from spread import scratch, spread  # noqa: E402
 
-from bench.model.inventory import load_rack                 # noqa: E402
-from bench.reference.clock import Reference                 # noqa: E402
-from bench.sim.rack import read_samples, samples_in   # noqa: E402
-from drivers.modbus_cooling import ModbusCooling      # noqa: E402
-from spread import scratch, spread                     # noqa: E402
+from bench.model.inventory import load_rack  # noqa: E402
+from bench.reference.clock import Reference  # noqa: E402
+from bench.sim.rack import read_samples, samples_in  # noqa: E402
+from drivers.modbus_cooling import ModbusCooling  # noqa: E402
 
 RACK = """
 [rack]

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -36,13 +35,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import tomli_w  # noqa: E402
+from scale import run_size, scale_rack_dict  # noqa: E402
+from spread import temp_dir  # noqa: E402
 
 from bench.model.store import SampleWriter  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from drivers import driver_class  # noqa: E402
-from scale import run_size, scale_rack_dict  # noqa: E402
-from spread import temp_dir  # noqa: E402
 
 PLANES = {"bmc": "bmc-1", "cooling": "cdu-1", "pdu": "pdu-2"}
 NS = 1_000_000_000

@@ -37,10 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench.model.inventory import load_rack                 # noqa: E402
-from bench.reference.clock import Reference                 # noqa: E402
-from bench.sim.rack import read_samples, samples_in   # noqa: E402
 from spread import temp_dir  # noqa: E402
+
+from bench.model.inventory import load_rack  # noqa: E402
+from bench.reference.clock import Reference  # noqa: E402
+from bench.sim.rack import read_samples, samples_in  # noqa: E402
 
 RACK = """
 [rack]

@@ -30,11 +30,10 @@ import tomli_w
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.run.experiment import DEFAULT_RACK, run_experiment    # noqa: E402
-from bench.model.rundata import load_run                       # noqa: E402
-from bench.sim.tls import make_certificates              # noqa: E402
-from bench.units import fmt_ns                           # noqa: E402
-
+from bench.model.rundata import load_run  # noqa: E402
+from bench.run.experiment import DEFAULT_RACK, run_experiment  # noqa: E402
+from bench.sim.tls import make_certificates  # noqa: E402
+from bench.units import fmt_ns  # noqa: E402
 
 DEVICES = {"bmc-1": "subscription (SSE)", "bmc-1-push": "subscription (push)",
            "bmc-1-poll": "polling (subscription refused)"}

@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import estimator_mc      # noqa: E402
-import probe_mc          # noqa: E402
-import stability_speed   # noqa: E402
+import estimator_mc  # noqa: E402
+import probe_mc  # noqa: E402
+import stability_speed  # noqa: E402
 
 
 def _p(k, v):

@@ -36,14 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tomli_w  # noqa: E402
+from spread import temp_dir  # noqa: E402
 
-from bench.model.inventory import load_rack  # noqa: E402
 from bench.model.store import RunStore  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.run import runner  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from bench.sim.serve import DEFAULT_RACK  # noqa: E402
-from spread import temp_dir  # noqa: E402
+
+try:                                 # bench/run/probe.py since issue 32; runner's before
+    from bench.run.probe import run_devices  # noqa: E402
+except ImportError:
+    run_devices = runner.run_devices
 
 MIX = (("bmc", "bmc-1", 0.4), ("pdu", "pdu-2", 0.3), ("cooling", "cdu-1", 0.3))
 LATE_MS = 10.0
@@ -158,7 +162,7 @@ class ProcSampler(threading.Thread):
         sims = set()
         for s in self.sim_pids:
             sims.update(p for p in self.first if p == s)
-        for pid, (t0, c0) in self.first.items():
+        for pid, (_t0, c0) in self.first.items():
             t1, c1 = self.last[pid]
             role = "bench" if pid == os.getpid() else "sim" if pid in self.sim_pids else "worker"
             if role == "worker" and (c1 - c0) == 0 and self.rss[pid] < 1:
@@ -248,7 +252,7 @@ def run_size(n: int, duration_s: float, work: Path, sim_procs: int | None,
         sampler.start()
         t0 = time.monotonic()
         t0_ns = time.time_ns()
-        statuses, _ = runner.run_devices(list(rack.devices), Reference.now_ns, store, plan,
+        statuses, _ = run_devices(list(rack.devices), Reference.now_ns, store, plan,
                                          True, **run_kw)
         window = time.monotonic() - t0
         store.update_devices({st.name: st.record() for st in statuses})
@@ -357,7 +361,7 @@ def main() -> None:
     a = ap.parse_args()
     import inspect
     run_kw = {}
-    if a.processes is not None and "processes" in inspect.signature(runner.run_devices).parameters:
+    if a.processes is not None and "processes" in inspect.signature(run_devices).parameters:
         run_kw["processes"] = a.processes
     if a.keep:
         work = Path(tempfile.mkdtemp(prefix="scale-"))

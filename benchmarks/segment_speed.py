@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analysis.estimate import fit_clock     # noqa: E402
+from bench.analysis.estimate import fit_clock  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
@@ -52,7 +52,7 @@ def run(n: int, every: int) -> dict:
     timed(s[:10_000], e[:10_000], v[:10_000])           # warm-up
     t_clean, f_clean = timed(s, e, v)
     t_bad, f_bad = timed(s, e, vb)
-    from benchmarks.fuzz import baseline_estimate     # the pre-issue estimator, clean only
+    from benchmarks.fuzz import baseline_estimate  # the pre-issue estimator, clean only
     t = time.perf_counter()
     baseline_estimate.fit_clock(s, e, v, 1000)
     t_prev = time.perf_counter() - t

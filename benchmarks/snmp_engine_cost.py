@@ -6,8 +6,8 @@ own process (`bench.run.simproc`). Per arm, in a fresh event loop of this proces
 drivers at once, then read each device's sysUpTime at `--rate-hz` from a random phase for
 `--duration` s, then close them. Arms alternate (`--repeats`), so the machine's load falls on
 both; a last run has both arms at once in one loop (devices alternating), so their brackets are
-taken in the same instants. It prints, per arm: CPU seconds of this process to open all N (and per device), the wall
-time of the opens, CPU ms per read over the reading phase (the dispatcher's timers included),
+taken in the same instants. It prints, per arm: CPU seconds of this process to open all N (and per device),
+the wall time of the opens, CPU ms per read over the reading phase (the dispatcher's timers included),
 the bracket (e - s) p50 / p90 in µs (and each run's p50), and brackets that miss the emulator's sample instant
 (must be 0). An open that fails (e.g. its first answer processed after its 0.5 s timeout while
 the process loads engines) is counted and retried one device at a time (the CPU of these retries
@@ -35,14 +35,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import tomli_w  # noqa: E402
+from scale import scale_rack_dict  # noqa: E402
+from spread import temp_dir  # noqa: E402
 
 from bench.reference.clock import Reference  # noqa: E402
 from bench.run.simproc import SimProcess  # noqa: E402
 from bench.sim.rack import read_samples, samples_in  # noqa: E402
 from drivers import snmp_engine  # noqa: E402
 from drivers.snmp_pdu import SnmpPdu  # noqa: E402
-from scale import scale_rack_dict  # noqa: E402
-from spread import temp_dir  # noqa: E402
 
 
 class EnginePerDevice(SnmpPdu):

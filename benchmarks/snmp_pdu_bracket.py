@@ -44,11 +44,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench.reference.clock import Reference                 # noqa: E402
-from bench.sim.rack import read_samples, samples_in   # noqa: E402
-from bench.run.simproc import SimProcess                  # noqa: E402
-from drivers.snmp_pdu import SnmpPdu                  # noqa: E402
 from spread import temp_dir  # noqa: E402
+
+from bench.reference.clock import Reference  # noqa: E402
+from bench.run.simproc import SimProcess  # noqa: E402
+from bench.sim.rack import read_samples, samples_in  # noqa: E402
+from drivers.snmp_pdu import SnmpPdu  # noqa: E402
 
 COMM, PW = "RACKCLOCK_BENCH_PDU_COMMUNITY", "RACKCLOCK_BENCH_PDU_PASSWORD"
 RACK = f"""

@@ -23,6 +23,7 @@ CPU time is robust to other load on the machine (wall time is not); the load ave
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import statistics
@@ -30,7 +31,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import io
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

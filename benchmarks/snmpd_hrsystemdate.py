@@ -28,14 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np                                        # noqa: E402
+import numpy as np  # noqa: E402
 
-from bench.analysis.estimate import fit_clock             # noqa: E402
-from bench.model.rundata import load_run                  # noqa: E402
-from bench.model.summary import band                      # noqa: E402
-from bench.run.experiment import run_experiment           # noqa: E402
-from drivers.snmp_pdu import HR_DATE_LAG_NS               # noqa: E402
-from tests.test_snmp_pdu_snmpd import start_snmpd         # noqa: E402
+from bench.analysis.estimate import fit_clock  # noqa: E402
+from bench.model.rundata import load_run  # noqa: E402
+from bench.model.summary import band  # noqa: E402
+from bench.run.experiment import run_experiment  # noqa: E402
+from drivers.snmp_pdu import HR_DATE_LAG_NS  # noqa: E402
+from tests.test_snmp_pdu_snmpd import start_snmpd  # noqa: E402
 
 NS = 1_000_000_000
 ENV = "RACKCLOCK_BENCH_SNMPD_COMMUNITY"

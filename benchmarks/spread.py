@@ -5,8 +5,8 @@ import contextlib
 import shutil
 import statistics
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 
 def spread(values: Sequence[float], fmt: str = "{:.0f}") -> str:

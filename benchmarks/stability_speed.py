@@ -25,10 +25,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import allantools                                    # noqa: E402
+import allantools  # noqa: E402
+from spread import spread  # noqa: E402
 
-from bench.analysis.stability import _taus, deviation, mtie   # noqa: E402
-from spread import spread                            # noqa: E402
+from bench.analysis.stability import _taus, deviation, mtie  # noqa: E402
 
 SHORT_K = 14
 

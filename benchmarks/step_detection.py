@@ -16,10 +16,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analysis import probe_schedule                            # noqa: E402
-from bench.analysis.estimate import fit_clock                        # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams                  # noqa: E402
-from bench.sim.probing import read_like_runner                       # noqa: E402
+from bench.analysis import probe_schedule  # noqa: E402
+from bench.analysis.estimate import fit_clock  # noqa: E402
+from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.probing import read_like_runner  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS

@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.model.store import RunStore                       # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams           # noqa: E402
+from bench.model.store import RunStore  # noqa: E402
+from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -87,6 +86,7 @@ def measure(argv: list[str]) -> tuple[int, float, int, float]:
 def phases(run: Path, log: Path) -> None:
     """CPU seconds of each step of the command, in this process."""
     import time
+
     from bench.model.logformats import parse_path
     from bench.model.rundata import load_run
     from bench.model.timeline import build

@@ -14,18 +14,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.model.logformats import Context, parse_log                  # noqa: E402
-from bench.sim.cascade import calibrate                          # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams              # noqa: E402
-from bench.analysis.timeline import Entry, order, order_arrays            # noqa: E402
-from bench.analysis.timeline_map import calibrations, map_stamps          # noqa: E402
+from bench.analysis.timeline import Entry, order, order_arrays  # noqa: E402
+from bench.analysis.timeline_map import calibrations, map_stamps  # noqa: E402
+from bench.model.logformats import Context, parse_log  # noqa: E402
+from bench.sim.cascade import calibrate  # noqa: E402
+from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_796_000_000 * NS
@@ -48,7 +48,7 @@ def iso_lines(values_ns: np.ndarray, q: int) -> str:
     for v in values_ns.tolist():
         s, f = divmod(v, NS)
         frac = f".{f // 10 ** (9 - digits):0{digits}d}" if digits else ""
-        out.append(datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        out.append(datetime.fromtimestamp(s, UTC).strftime("%Y-%m-%dT%H:%M:%S")
                    + frac + "Z event")
     return "\n".join(out)
 
@@ -66,8 +66,8 @@ def main(argv=None) -> int:
             for k, (d, m) in enumerate(devs)]
     t_cal = time.perf_counter() - t
     per = a.lines // a.devices
-    truth, vals, qs, keys = [], [], [], []
-    for d, m in devs:
+    truth, vals, qs, _keys = [], [], [], []
+    for _d, m in devs:
         ti = np.sort(T0 + rng.integers(2 * NS, 58 * NS, per))
         truth.append(ti)
         vals.append(np.array([m.read_ns(int(x)) for x in ti], dtype=np.int64))

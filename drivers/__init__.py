@@ -4,7 +4,6 @@ import threading
 
 from drivers.base import Driver
 
-
 _IMPORTING = threading.Lock()
 
 

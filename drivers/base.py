@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from bench.errors import RackclockError
+from bench.model.documents import Identity  # noqa: F401  (drivers return it: one record)
 from bench.model.inventory import DeviceConfig, Key
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
@@ -37,18 +39,6 @@ SET_CLOCK = "set_clock"           # the stimulus kinds of ClockSetter and NtpCli
 SET_NTP = "ntp"                   # in the rack file like the others
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who the device says it is. `extra` is the driver's own; by convention its key `no_clock`
-    lists parts of the device that keep no clock at all (reported as such in the summary)."""
-
-    vendor: str = ""
-    model: str = ""
-    serial: str = ""
-    firmware: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,10 +183,10 @@ class Driver(ABC):
         self.armed = armed
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def open(self) -> None:
+    async def open(self) -> None:  # noqa: B027 (a hook: drivers without a session keep it empty)
         """Connect and log in. Raises DeviceError."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 (a hook, as open)
         """Release the connection; never raises."""
 
     async def __aenter__(self):

@@ -32,9 +32,18 @@ import uuid
 from collections import deque
 
 from bench.model.inventory import Key
-from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
-    split_address
-from drivers.base import Stimulated
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+    split_address,
+)
 
 NS = 1_000_000_000
 US = 1000
@@ -253,7 +262,7 @@ class HostKernel(Stimulated, Driver):
                 try:
                     line = await asyncio.wait_for(self._records.get(),
                                                   max(0.001, deadline - time.monotonic()))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
                 if line is None:
                     raise self.error("reset", f"cat {self.kmsg} ended on the host")

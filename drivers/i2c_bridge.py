@@ -52,8 +52,8 @@ from __future__ import annotations
 import re
 import select
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import serial
 

@@ -35,23 +35,39 @@ from __future__ import annotations
 import asyncio
 import struct
 import threading
-from typing import Callable
+from collections.abc import Callable
 from zoneinfo import ZoneInfoNotFoundError
 
 import pyipmi
 import pyipmi.interfaces
-from pyipmi.errors import (AuthenticationError, CompletionCodeError, DecodingError,
-                           IpmiConnectionError, IpmiLongPasswordError, MessageStatusCodeError,
-                           NotSupportedError, RetryError)
+from pyipmi.errors import (
+    AuthenticationError,
+    CompletionCodeError,
+    DecodingError,
+    IpmiConnectionError,
+    IpmiLongPasswordError,
+    MessageStatusCodeError,
+    NotSupportedError,
+    RetryError,
+)
 from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
 from bench.model.inventory import Key
 from bench.model.logformats import sel_seconds_to_ns, sel_zone
-from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus, \
-    split_address
-from drivers.base import Stimulated
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+    split_address,
+)
 
 NS = 1_000_000_000
 PRE_INIT_MAX = 0x20000000          # SEL stamps below this count seconds since controller init
@@ -92,7 +108,7 @@ class _StampedRmcpPlus(RmcpPlus):
 
 
 class IpmiBMC(Stimulated, Driver):
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
                "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
                "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),

@@ -35,8 +35,8 @@ import datetime as dt
 import itertools
 import threading
 import uuid
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Callable
 
 import urllib3
 from kubernetes import client as k8s
@@ -45,11 +45,20 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from bench.model.inventory import Key
-from drivers.base import TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read, Stimulus
-from drivers.base import Stimulated
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+)
 
 NS = 1_000_000_000
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class _StampedPool:
@@ -105,7 +114,7 @@ def kubeconfig_problem(path: str) -> str | None:
 
 
 class K8sScheduler(Stimulated, Driver):
-    CREDENTIALS = (("kubeconfig",),)                        # checked at load (bench.model.rackfile)
+    CREDENTIALS = (("kubeconfig",),)                        # checked at load (drivers.rackcheck)
     OPTIONS = {"kubeconfig": Key("path", exists="file", content=kubeconfig_problem),
                "context": Key("str"), "namespace": Key("str"),
                "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}

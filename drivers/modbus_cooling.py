@@ -37,14 +37,23 @@ from pymodbus.constants import DeviceInformation
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
 
 from bench.model.inventory import Key
-from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
-                          Stimulus)
-from drivers.base import ClockSetting, Stimulated
 from drivers import tcp_rx_stamp
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSetting,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+)
 from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
 
 NS = 1_000_000_000
-UTC = dt.timezone.utc
+UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MAX_READ = 120                   # registers per read request (the protocol allows 125)
 
@@ -77,7 +86,8 @@ READ_METHOD = {"holding": "read_holding_registers", "input": "read_input_registe
 
 class ModbusCooling(Stimulated, ClockSetting, Driver):
     SCHEMES = ("tcp", "socket", "serial")
-    OPTIONS = {"map": Key("str", file_suffix=".toml"), "timezone": Key("str"), "device_id": Key("int", 0, 247),
+    OPTIONS = {"map": Key("str", file_suffix=".toml"), "timezone": Key("str"),
+               "device_id": Key("int", 0, 247),
                "word_order": Key("str", choices=("big", "little")), "timeout_s": TIMEOUT_KEY,
                "baudrate": Key("int", 300, 4_000_000, unit="baud"),
                "parity": Key("str", choices=("N", "E", "O")), "stopbits": Key("int", 1, 2),
@@ -174,7 +184,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         try:
             ok = await self.client.connect()
         except (OSError, ModbusException) as exc:
-            raise self.error("unreachable", f"cannot connect to {self.config.address}: {exc}")
+            raise self.error("unreachable", f"cannot connect to {self.config.address}: {exc}") from exc
         if not ok:
             raise self.error("unreachable", f"cannot connect to {self.config.address}")
 
@@ -223,16 +233,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         The request runs in the calling task (no task and wait of its own: two loop turns and
         about 30 µs of CPU less per read); a connection dropped meanwhile cancels it
         (_trace_connect), and that cancellation, told apart from the caller's, is a "reset"."""
-        if self.client is None:
-            raise self.error("error", "driver not opened")
-        if self._dropped:          # said once; the next exchange connects again
-            self._dropped = False
-            raise self.error("reset", f"the device dropped the connection before {what}")
-        if not self.client.connected:
-            await self._connect()
-        if self._guard:
-            await asyncio.sleep(min(0.2, self.timeout_s))   # a late answer must not pass for ours
-            self._guard = False
+        await self._ready(what)
         self._stamps = {}
         self.stamp = "user"
         drops = self._drops
@@ -274,6 +275,19 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             raise self.error("protocol", f"answered exception {code} "
                                          f"({EXCEPTIONS.get(code, 'unknown')}) to {what}")
         return rr, self._stamps.get("s", s0), self._stamps.get("e", e0)
+
+    async def _ready(self, what: str) -> None:
+        """Connected, a dropped connection said once, a late answer's guard time waited."""
+        if self.client is None:
+            raise self.error("error", "driver not opened")
+        if self._dropped:          # said once; the next exchange connects again
+            self._dropped = False
+            raise self.error("reset", f"the device dropped the connection before {what}")
+        if not self.client.connected:
+            await self._connect()
+        if self._guard:
+            await asyncio.sleep(min(0.2, self.timeout_s))   # a late answer must not pass for ours
+            self._guard = False
 
     def _no_answer(self, what: str) -> DeviceError:
         if "rx" in self._stamps:           # bytes came back, but no frame answering ours
@@ -328,9 +342,9 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         for _ in range(8):                                # segmented answers: `more follows`
             rr, _s, _e = await self._exchange(
                 f"read device identification (code {read_code}, object {object_id})",
-                lambda: self.client.read_device_information(read_code=read_code,
-                                                            object_id=object_id,
-                                                            device_id=self.device_id))
+                lambda: self.client.read_device_information(
+                    read_code=read_code, object_id=object_id,  # noqa: B023 (awaited in this iteration)
+                    device_id=self.device_id))
             info.update(rr.information)
             if not getattr(rr, "more_follows", 0) or rr.next_object_id in info:
                 break
@@ -406,7 +420,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         try:
             value = self.decode_rtc(regs)
         except (ValueError, OverflowError) as exc:
-            raise self.error("malformed", f"RTC registers {regs} are not a time: {exc}")
+            raise self.error("malformed", f"RTC registers {regs} are not a time: {exc}") from exc
         return Read("rtc", s, e, value, self.resolution_ns, stamp, raw)
 
     def encode_rtc(self, t_s: int) -> list[int]:

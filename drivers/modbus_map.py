@@ -19,9 +19,10 @@ Field vocabulary (the code that decodes them lives in the driver):
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from bench.errors import RackclockError
 

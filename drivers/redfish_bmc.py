@@ -56,29 +56,54 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import json
-import ssl
-from typing import Any
-
 import logging
+import ssl
 
 import aiohttp
 from multidict import CIMultiDictProxy
-from redfish.aio import (AsyncRedfishClient, RedfishAuthenticationError, RedfishConnectionError,
-                         RedfishError, RedfishHTTPError, RedfishInvalidTargetError,
-                         RedfishProtocolError, RedfishTimeoutError)
+from redfish.aio import (
+    AsyncRedfishClient,
+    RedfishAuthenticationError,
+    RedfishConnectionError,
+    RedfishError,
+    RedfishHTTPError,
+    RedfishInvalidTargetError,
+    RedfishProtocolError,
+    RedfishTimeoutError,
+)
 
 from bench.errors import RackclockError
 from bench.model.inventory import Key
-from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, Read,
-                          Stimulus, split_address)
-from drivers.base import ClockSetting, NtpCommanding, Stimulated
 from drivers import tcp_rx_stamp
-from drivers.redfish_discovery import link as _link, members as _members
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSetting,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    NtpCommanding,
+    Read,
+    Stimulated,
+    Stimulus,
+    split_address,
+)
+from drivers.redfish_discovery import link as _link
+from drivers.redfish_discovery import members as _members
+from drivers.redfish_discovery import redfish_message as _redfish_message
 from drivers.redfish_events import EventSubscriber, test_event_body
 from drivers.redfish_log import LogReader, NotSent
+from drivers.redfish_session import (
+    AUTH_MODES,
+    DEFAULT_CONCURRENT,
+    DEFAULT_RATE_HZ,
+    Budget,
+    Meter,
+    Skipped,
+    auth_mode,
+    retry_after_s,
+)
 from drivers.redfish_time import parse_datetime_ns
-from drivers.redfish_session import (AUTH_MODES, DEFAULT_CONCURRENT, DEFAULT_RATE_HZ, Budget,
-                                     Meter, Skipped, auth_mode, retry_after_s)
 
 log = logging.getLogger(__name__)
 NS = 1_000_000_000
@@ -145,21 +170,10 @@ def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
     return CappedResponse
 
 
-def _redfish_message(body: Any) -> str:
-    """The first message of a Redfish error body, if it is one."""
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        err = body["error"]
-        info = err.get("@Message.ExtendedInfo")
-        if isinstance(info, list) and info and isinstance(info[0], dict):
-            return f"{info[0].get('MessageId', '')}: {info[0].get('Message', '')}"
-        return str(err.get("message") or err.get("code") or "")
-    return ""
-
-
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https",)         # http:// only with auth = "none", for a driver made in code
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.model.rackfile)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"),
                "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
@@ -299,7 +313,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         try:
             await self._login()
             if not self.manager_uri:
-                self.manager_uri = await self._first_member("Managers")
+                self.manager_uri = await self._find_manager()
             await self._open_events()
             await self._discover_log()
         except BaseException as exc:
@@ -443,10 +457,14 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         root = await self._service_root()
         uri = _link(root, collection) or f"/redfish/v1/{collection}"
         coll, *_ = await self._get_json(uri, f"GET {uri}")
-        members = _members(coll)
+        members = _members(coll, self.name)
         if not members:
             raise self._fail("malformed", f"GET {uri}: no members")
         return members[0]
+
+    async def _find_manager(self) -> str:
+        """The Manager whose DateTime is read (drivers/redfish_equipment.py follows ManagedBy)."""
+        return await self._first_member("Managers")
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:
@@ -523,7 +541,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         """PATCH the Manager's `DateTime` (UTC, microseconds); the target is taken just before
         sending when given as an offset from the reference."""
         target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
-        t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=target // 1000)
+        t = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=target // 1000)
         body = {"DateTime": t.isoformat(timespec="microseconds")}
         resp, s, e, note = await self._exchange("PATCH", self.manager_uri, body,
                                                 "PATCH Manager DateTime")

@@ -12,8 +12,11 @@ needs only a `get_json(uri, what) -> dict` coroutine.
 """
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
+
+from drivers.base import DeviceError
 
 GetJson = Callable[[str, str], Awaitable[dict]]
 # the kinds of log, best first for stimulus-to-log latency: an event log records the Redfish
@@ -30,8 +33,66 @@ def link(obj: Any, key: str | None = None) -> str | None:
     return uri if isinstance(uri, str) and uri else None
 
 
-def members(coll: dict) -> list[str]:
-    return [u for u in (link(m) for m in coll.get("Members") or [] if isinstance(m, dict)) if u]
+def members(coll: dict, device: str = "redfish service") -> list[str]:
+    """The member URIs of a collection; DeviceError (malformed) when `Members` is not an array."""
+    raw = coll.get("Members") if isinstance(coll, dict) else None
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise DeviceError(device, "malformed", f"{link(coll) or 'a collection'}: Members is "
+                          f"{type(raw).__name__} {str(raw)[:40]!r}, not an array")
+    return [u for u in (link(m) for m in raw if isinstance(m, dict)) if u]
+
+
+# equipment collections under the service root's ThermalEquipment and PowerEquipment (DSP0268)
+EQUIPMENT = {"ThermalEquipment": ("CDUs", "ImmersionUnits", "HeatExchangers", "RPUs"),
+             "PowerEquipment": ("RackPDUs", "PowerShelves", "FloorPDUs", "TransferSwitches",
+                                "Switchgear", "ElectricalBuses")}
+
+
+async def find_equipment(get_json: GetJson, root: dict) -> list[str]:
+    """Every piece of cooling or power equipment the service root's links lead to, in the
+    order the service lists them."""
+    out: list[str] = []
+    for top, colls in EQUIPMENT.items():
+        uri = link(root, top)
+        if not uri:
+            continue
+        res = await get_json(uri, f"GET {uri}")
+        for key in colls:
+            coll = link(res, key)
+            if coll:
+                out += members(await get_json(coll, f"GET {coll}"))
+    return out
+
+
+def first_link(resource: dict, key: str) -> str | None:
+    """The first `@odata.id` of `resource["Links"][key]` (an array or one link)."""
+    links = resource.get("Links") if isinstance(resource, dict) else None
+    refs = links.get(key) if isinstance(links, dict) else None
+    refs = refs if isinstance(refs, list) else [refs]
+    return next((u for u in (link(r) for r in refs) if u), None)
+
+
+async def managed_by(get_json: GetJson, resource: dict) -> str | None:
+    """The Manager of a resource: its `Links.ManagedBy`, else its first chassis's (DMTF's CDU
+    mockup links only its Chassis, which names the Manager)."""
+    uri = first_link(resource, "ManagedBy")
+    chassis = first_link(resource, "Chassis")
+    if uri or not chassis:
+        return uri
+    return first_link(await get_json(chassis, f"GET {chassis}"), "ManagedBy")
+
+
+def redfish_message(body: Any) -> str:
+    """The first message of a Redfish error body, if it is one."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        info = err.get("@Message.ExtendedInfo")
+        if isinstance(info, list) and info and isinstance(info[0], dict):
+            return f"{info[0].get('MessageId', '')}: {info[0].get('Message', '')}"
+        return str(err.get("message") or err.get("code") or "")
+    return ""
 
 
 @dataclass
@@ -63,7 +124,6 @@ async def find_logs(get_json: GetJson, root: dict) -> list[LogCandidate]:
     """Every LogService with Entries under the service's Managers and Systems, in the order the
     service lists them. A member or log that cannot be read is skipped (its error is the
     caller's to see only if nothing at all is found)."""
-    from drivers.base import DeviceError
     out: list[LogCandidate] = []
     for coll in ("Managers", "Systems"):
         uri = link(root, coll)

@@ -43,13 +43,14 @@ import re
 import secrets
 import socket
 import ssl
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
 
 from drivers.base import DeviceError, LogEntry
+from drivers.redfish_discovery import redfish_message as _redfish_message
 from drivers.redfish_time import parse_datetime_ns
 
 NS = 1_000_000_000
@@ -65,7 +66,7 @@ def schema_version(odata_type: object) -> tuple[int, int, int]:
 def test_event_body(es: dict, message_id: str, n: int, now_ns: int, origin: str | None) -> dict:
     """SubmitTestEvent's parameters as the EventService's schema version defines them."""
     version = schema_version(es.get("@odata.type"))
-    stamp = dt.datetime.fromtimestamp(now_ns // NS, dt.timezone.utc).isoformat()
+    stamp = dt.datetime.fromtimestamp(now_ns // NS, dt.UTC).isoformat()
     body = {"EventId": f"rackclock-{n}", "EventTimestamp": stamp, "Severity": "OK",
             "Message": f"rackclock test event {n}", "MessageId": message_id,
             "MessageArgs": [], "OriginOfCondition": origin or "/redfish/v1"}
@@ -240,11 +241,10 @@ class EventSubscriber:
                 self._url(uri), headers=headers,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout_s,
                                               sock_read=None))
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return None, self._clean(f"cannot open {uri}: {exc!r}")
         ctype = resp.headers.get("Content-Type", "")
         if resp.status != 200 or not ctype.startswith("text/event-stream"):
-            from drivers.redfish_bmc import _redfish_message
             try:
                 body = await asyncio.wait_for(resp.text(), self.timeout_s)
                 detail = _redfish_message(json.loads(body)) or body[:120]
@@ -310,7 +310,7 @@ class EventSubscriber:
                     data.append(value)
                 elif field == "id" and "\0" not in value:
                     self._last_event_id = value
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return f"{type(exc).__name__}"
         finally:
             resp.close()

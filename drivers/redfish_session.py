@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from bench.errors import RackclockError
 
@@ -84,7 +84,7 @@ class Budget:
             wait = max(wait, (1.0 - self.tokens) / self.rate)
         return wait
 
-    def slot(self, urgent: bool = True, max_wait_s: float | None = None) -> "_Slot":
+    def slot(self, urgent: bool = True, max_wait_s: float | None = None) -> _Slot:
         """Room for one request, waited for up to `max_wait_s` (default: 1 s when `urgent`, else
         not at all); a longer wait (a Retry-After pause, a spent budget) raises Skipped and
         nothing is sent. A request that is not urgent never queues for a concurrent slot."""

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 
 NS = 1_000_000_000
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 
 

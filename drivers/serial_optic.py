@@ -36,14 +36,22 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import threading
 import json
 import os
+import threading
 
 from bench.model.inventory import Key
-from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
-                          Stimulus)
-from drivers.base import Stimulated
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+)
 from drivers.i2c_bridge import Answer
 
 # CMIS 5 addresses (page, offset)

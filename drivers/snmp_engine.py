@@ -24,7 +24,7 @@ import asyncio
 import itertools
 import threading
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.carrier.asyncio.dispatch import AsyncioDispatcher
@@ -107,7 +107,7 @@ class SharedEngine:
         self.trap_sinks.clear()
 
 
-_POOL: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[SharedEngine]]" = \
+_POOL: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[SharedEngine]] = \
     weakref.WeakKeyDictionary()
 _POOL_LOCK = threading.Lock()       # loops in several threads (the in-process runner) share _POOL
 

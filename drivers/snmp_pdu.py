@@ -19,8 +19,8 @@ outside it. When the reference is CLOCK_REALTIME, `e` is the kernel's stamp of t
 arrival instead (the SIOCGSTAMPNS ioctl: asyncio's datagram transport receives with recvfrom,
 which gives no ancillary data; the first call turns the socket's stamps on, and SO_TIMESTAMPNS
 must stay off, or the stamp goes to ancillary data only), so a busy loop does not widen the
-bracket; such reads say `stamp = "kernel"`. Each exchange has a short timeout and no retries. Every device has a UDP socket of
-its own, so its stamps are of its own datagrams. SNMPv2c requests go out on it through
+bracket; such reads say `stamp = "kernel"`. Each exchange has a short timeout and no retries. Every device
+has a UDP socket of its own, so its stamps are of its own datagrams. SNMPv2c requests go out on it through
 drivers/snmp_v2c (pysnmp's message API; about 0.3 ms of CPU per read against 1.5 ms through
 pysnmp's command generator); SNMPv3 exchanges and the traps of every version go through the
 pysnmp engine that the drivers on one event loop share (drivers/snmp_engine), the socket
@@ -41,29 +41,38 @@ Inventory keys (beyond the common ones):
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import fcntl
 import logging
-import datetime as dt
 import os
 import socket
 import struct
 
+from pyasn1.type import univ
 from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.carrier.error import CarrierError
 from pysnmp.entity import config
 from pysnmp.entity.rfc3413 import cmdgen
-from pysnmp.hlapi.v3arch.asyncio import (CommunityData, SnmpEngine, UdpTransportTarget,
-                                         UsmUserData)
+from pysnmp.hlapi.v3arch.asyncio import CommunityData, SnmpEngine, UdpTransportTarget, UsmUserData
 from pysnmp.hlapi.v3arch.asyncio.lcd import CommandGeneratorLcdConfigurator
-from pyasn1.type import univ
 from pysnmp.proto import errind, rfc1902, rfc1905
 
-from drivers import pdu_backends, snmp_engine, snmp_v2c
-from drivers.pdu_backends.outlet_watch import OutletWatch
 from bench.model.inventory import Key
-from drivers.base import (TIMEOUT_KEY, ClockSpec, DeviceError, Driver, Identity, LogEntry, Read,
-                          Stimulus, split_address)
-from drivers.base import ClockSetting, Stimulated
+from drivers import pdu_backends, snmp_engine, snmp_v2c
+from drivers.base import (
+    TIMEOUT_KEY,
+    ClockSetting,
+    ClockSpec,
+    DeviceError,
+    Driver,
+    Identity,
+    LogEntry,
+    Read,
+    Stimulated,
+    Stimulus,
+    split_address,
+)
+from drivers.pdu_backends.outlet_watch import OutletWatch
 from drivers.tcp_rx_stamp import arrival, on_kernel_clock
 
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
@@ -163,7 +172,7 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
     if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59 and sec <= 60
             and deci <= 9):
         raise ValueError(f"DateAndTime fields out of range: {octets.hex(' ')}")
-    local = dt.datetime(year, month, day, hour, minute, min(sec, 59), tzinfo=dt.timezone.utc)
+    local = dt.datetime(year, month, day, hour, minute, min(sec, 59), tzinfo=dt.UTC)
     ns = (int(local.timestamp()) + (sec == 60)) * 1_000_000_000 + deci * 100_000_000
     if len(octets) == 8:
         return ns, None
@@ -196,7 +205,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "error", f"SNMP version {self.version!r} (use 2c or 3)")
         self.timeout_s = float(opts.get("timeout_s", 0.5))
         self.CREDENTIALS = ((("username",), ("password_env",)) if self.version == "3" else  # at load
-                            (("community_env", "password_env"),))     # (bench.model.rackfile)
+                            (("community_env", "password_env"),))     # (drivers.rackcheck)
         self.backend: pdu_backends.PduBackend | None = None
         self.chosen_by = ""                      # "inventory" | "sysObjectID <oid>" | why none
         if opts.get("vendor"):
@@ -392,7 +401,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                 else:
                     err, status, index, vbs = await asyncio.wait_for(
                         self._engine_request(kind, auth, varbinds), self.timeout_s + 2.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 err, status, index, vbs = errind.requestTimedOut, 0, 0, ()
             except (OSError, CarrierError) as exc:
                 raise DeviceError(self.name, "unreachable", f"{what}: cannot send to "

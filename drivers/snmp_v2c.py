@@ -135,26 +135,26 @@ def decode_response(buf: bytes):
         tag_v, c, i = _tlv(buf, b, vb_end)
         if tag != 0x30 or tag_n != 0x06 or i != vb_end:
             raise ValueError("varbind")
-        name = rfc1902.ObjectName(_oid(buf, a, b))
-        if tag_v in _EXCEPTIONS or tag_v == 0x05:
-            if c != i:
-                raise ValueError("NULL with content")
-            value = _EXCEPTIONS[tag_v] if tag_v != 0x05 else univ.Null("")
-        elif tag_v == 0x06:
-            value = univ.ObjectIdentifier(_oid(buf, c, i))
-        elif tag_v in _VALUES:
-            raw = buf[c:i]
-            if tag_v in (0x04, 0x40, 0x44):
-                value = _VALUES[tag_v](raw)
-            else:
-                n = _int(buf, c, i)
-                if n < 0 and tag_v in _UNSIGNED:
-                    raise ValueError("negative unsigned")
-                value = _VALUES[tag_v](n)
-        else:
-            raise ValueError(f"value tag {tag_v:#x}")
-        varbinds.append((name, value))
+        varbinds.append((rfc1902.ObjectName(_oid(buf, a, b)), _value(buf, tag_v, c, i)))
     return community, head[0], rfc1905.errorStatus.clone(head[1]), univ.Integer(head[2]), varbinds
+
+
+def _value(buf: bytes, tag_v: int, c: int, i: int) -> object:
+    """A varbind's value (tag `tag_v`, content buf[c:i]) in pysnmp's types; ValueError if bad."""
+    if tag_v in _EXCEPTIONS or tag_v == 0x05:
+        if c != i:
+            raise ValueError("NULL with content")
+        return _EXCEPTIONS[tag_v] if tag_v != 0x05 else univ.Null("")
+    if tag_v == 0x06:
+        return univ.ObjectIdentifier(_oid(buf, c, i))
+    if tag_v not in _VALUES:
+        raise ValueError(f"value tag {tag_v:#x}")
+    if tag_v in (0x04, 0x40, 0x44):
+        return _VALUES[tag_v](buf[c:i])
+    n = _int(buf, c, i)
+    if n < 0 and tag_v in _UNSIGNED:
+        raise ValueError("negative unsigned")
+    return _VALUES[tag_v](n)
 
 
 class V2cClient:
@@ -193,7 +193,7 @@ class V2cClient:
         try:
             self.transport.send_message(wire, self.address)
             return await asyncio.wait_for(future, timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return errind.requestTimedOut, 0, 0, ()
         finally:
             self._waiting = None

@@ -40,6 +40,7 @@ class Params:
     seed: int = 1
     log_poll_s: float = 2.0
     timeout_s: float = 5.0
+    first_cause: str = "modbus"       # or "redfish": the Redfish CDU's pump fault starts it
 
 
 # -- the run's own cascade -------------------------------------------------------------------
@@ -71,8 +72,8 @@ def _truth_instant(run, step: dict, s_ns: int) -> int | None:
 def score_run(run) -> dict:
     """Score the cascade a run played (manifest `incident`) against its truth.json."""
     from bench.analysis.timeline import widen
-    from bench.model.timeline import Calibrated, run_entries
     from bench.analysis.timeline_score import score
+    from bench.model.timeline import Calibrated, run_entries
 
     inc = run.manifest.extra.get("incident")     # this experiment's own manifest key
     if not inc or not inc.get("steps"):
@@ -144,9 +145,9 @@ def score_run(run) -> dict:
 def offline(cascades: int = 600, racks: int = 24, seed: int = 1) -> dict:
     """The cascade over random racks and log-uniform gaps (10 ms to 10 s): every estimator,
     mapping and scoring step is the one the run uses; only the clocks are virtual."""
-    from bench.sim.cascade import play, virtual_rack
     from bench.analysis.timeline_map import calibrations, map_stamps
     from bench.analysis.timeline_score import curve, score
+    from bench.sim.cascade import play, virtual_rack
 
     rng = np.random.default_rng(seed)
     t0 = 1_796_000_000 * NS
@@ -261,8 +262,9 @@ def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
 
 
 def run(bench, params: Params) -> dict:
-    from bench.sim.cascade import GAPS_S, resolve
-    steps, skipped = resolve(bench.rack, gaps_s=tuple(g * params.gap_scale for g in GAPS_S),
+    from bench.sim.cascade import GAPS_S, resolve, steps_for
+    steps, skipped = resolve(bench.rack, steps_for(params.first_cause),
+                             gaps_s=tuple(g * params.gap_scale for g in GAPS_S),
                              start_s=params.cascade_at_s)
     bench.store.update_manifest(incident={"steps": steps, "skipped": skipped})
     bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=None,

@@ -53,7 +53,8 @@ def run(bench, p: Params) -> dict:
         name, _, target = stim.partition(":")
         lab.bulk_stimulate(dev, name, p.fill, target or None)
         got = []
-        lab.wait_for(lambda: got.extend(lab.logs(dev)) or len(got) >= p.fill, 60.0, 0.5,
+        lab.wait_for(lambda: got.extend(lab.logs(dev)) or len(got) >= p.fill,  # noqa: B023 (waited on here)
+                     60.0, 0.5,
                      what=f"{dev}: the {p.fill} fill entries")
         phases[f"{dev}/large_log"] = series(lab, dev, stim, p.n, p, rng)
         load = lab.probe_in_background(p.load_s, others, burst=p.load_burst,

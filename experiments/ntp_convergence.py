@@ -225,7 +225,8 @@ def case_unreachable(lab, dev, p: Params) -> dict:
     r = lab.read_clock(dev)
     lo, hi = offset_bound(r)
     lab.measure("ntp_convergence.unreachable.offset", None, "ns", device=dev, lo=lo, hi=hi,
-                direction="any", judge=False, doc=f"offset {p.deadline_s:g} s after NTP on, server unreachable")
+                direction="any", judge=False,
+                doc=f"offset {p.deadline_s:g} s after NTP on, server unreachable")
     restored = lab.set_ntp(dev, server=p.server)
     st2 = wait_step(lab, dev, restored, int(p.step_s * NS), p, f"{dev}: the step once restored")
     if st2["stepped"]:

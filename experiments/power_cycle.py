@@ -164,8 +164,8 @@ def run(bench, p: Params) -> dict:
         cb = iv["clock_back"]
         lab.measure("power_cycle.clock_back_offset", None, "ns", device=dev,
                     lo=cb["offset_ns"][0], hi=cb["offset_ns"][1], direction="any",
-                    judge=cb["kind"] == "rtc", kind=cb["kind"], doc=f"its clock when it answers again: {cb['kind']} "
-                                         f"(device minus reference)")
+                    judge=cb["kind"] == "rtc", kind=cb["kind"],
+                    doc=f"its clock when it answers again: {cb['kind']} (device minus reference)")
     summary = bench.summarize()
     log.info("%s", "\n".join(lines(lab.measurements, iv)))   # the terminal shows them after the table
     return summary

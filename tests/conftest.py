@@ -7,11 +7,11 @@ import time
 import tomllib
 
 import pytest
+from tcp_pair import stamped_pair
 
 from bench.model.inventory import rack_from_dict
 from bench.pytest_plugin import holding_rack
 from bench.sim.thread import SimRackThread
-from tcp_pair import stamped_pair
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from bench.run.experiment import run_experiment
 from racks import UTC_BMC2, sim_rack_text
+
+from bench.run.experiment import run_experiment
 
 DURATION_S = "16"
 BASELINE, REGRESSED, UNCHANGED = "2.14.0", "2.15.0", "2.14.1"

@@ -293,7 +293,7 @@ class HostileDevice:
         self.counts: dict = {}
         self._dir = tempfile.TemporaryDirectory(prefix="rackclock-hostile-")
 
-    def __enter__(self) -> "HostileDevice":
+    def __enter__(self) -> HostileDevice:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.hostile", self.kind, "--profile",
              json.dumps(self.profile), "--dir", self._dir.name], cwd=ROOT,

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from bench.errors import RackclockError
 from bench.model.inventory import DEVICE_KEYS, RACK_KEYS, InventoryError
 from bench.model.limits import KEYS as LIMIT_KEYS
-from bench.model.rackfile import known_drivers, load_checked
 from bench.model.simkeys import CLOCK, EMULATORS
 from bench.sim.serve import DEFAULT_RACK
+from drivers.rackcheck import known_drivers, load_checked
 
 DEFAULT = tomllib.loads(DEFAULT_RACK.read_text())
 DEFAULT_TEXT = DEFAULT_RACK.read_text()

@@ -8,11 +8,12 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-
-from bench.compare import verdicts as compare
-from bench.compare.tolerances import Rule, ToleranceError, tolerances_from_dict
-from bench.compare.measures import Measure
 from firmware_runs import BASELINE, REGRESSED, UNCHANGED, shared_runs
+
+from bench import compare_cli
+from bench.compare import verdicts as compare
+from bench.compare.measures import Measure
+from bench.compare.tolerances import Rule, ToleranceError, tolerances_from_dict
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def runs(tmp_path_factory):
 
 def test_firmware_regression_is_caught(runs, tmp_path, capsys):
     j, js, md = tmp_path / "c.xml", tmp_path / "c.json", tmp_path / "c.md"
-    rc = compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--junit", str(j),
+    rc = compare_cli.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--junit", str(j),
                        "--json", str(js), "--markdown", str(md)])
     out = capsys.readouterr().out
     print(out)
@@ -60,7 +61,7 @@ def test_firmware_regression_is_caught(runs, tmp_path, capsys):
 
 def test_unchanged_update_passes(runs, tmp_path, capsys):
     js = tmp_path / "c.json"
-    rc = compare.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--json", str(js)])
+    rc = compare_cli.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--json", str(js)])
     out = capsys.readouterr().out
     print(out)
     assert rc == 0, out
@@ -87,7 +88,7 @@ tolerance = "10s"
 judge = true
 tolerance = "1s"
 """)
-    rc = compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--tolerances", str(tol),
+    rc = compare_cli.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--tolerances", str(tol),
                        "--json", str(tmp_path / "c.json")])
     capsys.readouterr()
     assert rc == 0
@@ -100,9 +101,9 @@ tolerance = "1s"
 def test_bad_tolerance_file_is_a_clear_error(runs, tmp_path, capsys):
     tol = tmp_path / "bad.toml"
     tol.write_text('[measures.latnecy]\ntolerance = "1s"\n')
-    assert compare.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--tolerances", str(tol)]) == 2
+    assert compare_cli.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--tolerances", str(tol)]) == 2
     assert "unknown measure 'latnecy'" in capsys.readouterr().err
-    assert compare.main([str(runs[BASELINE]), str(tmp_path / "nothing")]) == 2
+    assert compare_cli.main([str(runs[BASELINE]), str(tmp_path / "nothing")]) == 2
     assert "not a run folder" in capsys.readouterr().err
 
 
@@ -184,7 +185,7 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
     empty.mkdir()
     (empty / "manifest.json").write_text(json.dumps({"run_id": "x", "status": "refused",
                                                      "error": "reference refused " * 40}))
-    rc = compare.main([str(runs[BASELINE]), str(empty)])
+    rc = compare_cli.main([str(runs[BASELINE]), str(empty)])
     out = capsys.readouterr().out
     assert rc == 1
     assert "nothing to compare: the candidate has no measures" in out
@@ -194,7 +195,7 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
 def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
     the third run, the last run regressed against the first, and the figure is written."""
-    from bench.output import trend
+    from bench import trend_cli as trend
 
     fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
@@ -212,7 +213,7 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
 def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, capsys,
                                                              monkeypatch):
     """Issue 30: the figure silently kept 24 panels and was written to the current folder."""
-    from bench.output import trend
+    from bench import trend_cli as trend
 
     monkeypatch.chdir(tmp_path)
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
@@ -226,10 +227,10 @@ def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, cap
 
 def test_compare_fits_120_columns_with_figures_to_their_precision(runs, capsys):
     """Issue 30 item 7: ~265 columns before, and -3641.27 s printed as -3640 s."""
-    compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--all"])
+    compare_cli.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--all"])
     out = capsys.readouterr().out
     assert max(len(x) for x in out.splitlines()) <= 120, out
-    compare.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--all", "--wide"])
+    compare_cli.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--all", "--wide"])
     out = capsys.readouterr().out
     assert max(len(x) for x in out.splitlines()) > 120              # every column
     row = next(x for x in out.splitlines() if x.startswith("bmc-2") and " offset " in x)
@@ -257,8 +258,8 @@ def test_an_address_or_port_alone_is_no_identity_change():
 
 def test_an_assumed_drift_is_never_called_proven(runs):
     """Issue 28 item 7: compare labelled every drift 'proven'; the drift at an epoch is assumed."""
-    from bench.model.rundata import load_run
     from bench.compare.measures import run_measures
+    from bench.model.rundata import load_run
     run = load_run(runs[BASELINE])
     ms = run_measures(run)
     drifts = [m for (d, c, name), m in ms.items() if name == "drift"]

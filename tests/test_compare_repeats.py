@@ -7,11 +7,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from racks import sim_rack_text
 
 from bench.compare import verdicts as compare
-from bench.run.experiment import run_experiment
 from bench.model.rundata import load_run
-from racks import sim_rack_text
+from bench.run.experiment import run_experiment
 
 DURATION_S = "20"
 ROUNDS = 3

@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from bench.analysis.counters import (AMBIGUOUS, JUMP, REBOOT, split_reboots, step_wraps, unwrap,
-                            zero_bounds)
+from bench.analysis.counters import AMBIGUOUS, JUMP, REBOOT, split_reboots, step_wraps, unwrap, zero_bounds
 
 MS = 1_000_000
 TICK = 10 * MS

@@ -77,7 +77,7 @@ def test_disk_full_is_one_line_and_keeps_the_samples(small_disk, tmp_path):
     assert proc.returncode == 1, out_text + err
     assert "Traceback" not in err and "Traceback" not in out_text
     folder = samples.parent.parent
-    lines = [l for l in err.splitlines() if l.strip()]
+    lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("rackclock run: disk full: cannot write in "
                                                    f"{folder}"), lines
     m = json.loads((folder / "manifest.json").read_text())
@@ -124,7 +124,7 @@ def test_less_free_than_the_reserve_ends_disk_full_at_once(small_disk, tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "Traceback" not in p.stderr + p.stdout
     [folder] = list((small_disk / "runs").iterdir())
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert lines == [f"rackclock run: disk full: cannot write in {folder}: less than the 256 KiB "
                      "reserve free (No space left on device); nothing was measured (free space, "
                      "then run again)"], lines
@@ -171,7 +171,7 @@ def test_summarize_names_killed_or_disk_full_and_leaves_no_reserve(small_disk, t
     fill(small_disk, 0)
     p = cli("summarize", str(on_disk), cwd=tmp_path)
     assert p.returncode == 1 and "Traceback" not in p.stderr + p.stdout, p.stderr
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"rackclock summarize: disk full: cannot "
                                                    f"write in {on_disk}"), lines
     assert "bmc-1" in p.stdout                      # the summary, printed all the same

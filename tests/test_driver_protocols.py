@@ -8,9 +8,17 @@ import pytest
 
 import drivers
 from bench.model.inventory import DeviceConfig
-from bench.model.rackfile import known_drivers
-from drivers.base import (ClockSetter, ClockSource, Driver, Identity, LogSource, NtpClient,
-                          StimulusRefused, StimulusTarget)
+from drivers.base import (
+    ClockSetter,
+    ClockSource,
+    Driver,
+    Identity,
+    LogSource,
+    NtpClient,
+    StimulusRefused,
+    StimulusTarget,
+)
+from drivers.rackcheck import known_drivers
 
 CAPABILITIES = (ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient)
 EXPECTED = {
@@ -19,6 +27,7 @@ EXPECTED = {
     "k8s_scheduler": {ClockSource, LogSource, StimulusTarget},
     "modbus_cooling": {ClockSource, LogSource, StimulusTarget, ClockSetter},
     "redfish_bmc": {ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient},
+    "redfish_hmc": {ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient},
     "serial_optic": {ClockSource, LogSource, StimulusTarget},
     "snmp_pdu": {ClockSource, LogSource, StimulusTarget, ClockSetter},
 }

@@ -37,13 +37,14 @@ def test_every_exception_class_is_a_rackclock_error():
 
 
 def test_the_builtin_bases_are_kept():
+    import aiohttp
+
     from bench.model.inventory import InventoryError
     from bench.model.store import DiskFull
     from bench.reference.clock import ReferenceRefused
     from bench.reference.phc import PhcError
     from drivers.base import DeviceError, StimulusRefused
     from drivers.redfish_bmc import BodyTooLarge
-    import aiohttp
 
     assert issubclass(InventoryError, ValueError) and issubclass(DiskFull, OSError)
     assert issubclass(PhcError, OSError) and issubclass(ReferenceRefused, RuntimeError)

@@ -4,7 +4,6 @@ over each segment's calibrated span, so a ±100 ms limit passes for bmc-1 whose 
 of ms wide at the segment's ends (issue 30 item 2)."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

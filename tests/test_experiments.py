@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.run.experiment import run_experiment
 from bench.compare.verdicts import compare_runs, load_tolerances
-from bench.model.rundata import load_measurements
-from bench.output.report import build_report
-from bench.model.rundata import load_run
+from bench.model.rundata import load_measurements, load_run
 from bench.model.summary import _truth_offset_at
+from bench.output.report import build_report
+from bench.run.experiment import run_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from procs import SESSION, pids_where
 from racks import sim_rack_text
 

@@ -16,6 +16,7 @@ from pysnmp.proto import rfc1902
 
 from bench.model.inventory import device_from_table
 from bench.sim.serve import DEFAULT_RACK
+from drivers.base import DeviceError
 from drivers.host_kernel import parse_record
 from drivers.modbus_cooling import ModbusCooling, from_bcd
 from drivers.redfish_bmc import _redfish_message
@@ -66,17 +67,18 @@ def test_redfish_links_ids_and_error_bodies_never_raise(body, entry_id):
     _link(body)
     _redfish_message(body)
     _id_key(entry_id)
-    if isinstance(body, dict) and isinstance(body.get("Members", []), (list, str, dict)):
-        _members(body)                 # a number as Members: the xfail below
+    if isinstance(body, dict):
+        try:
+            assert isinstance(_members(body), list)
+        except DeviceError as exc:     # Members not an array: one clear error (see below)
+            assert exc.kind == "malformed" and "not an array" in exc.message
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="found by the fuzz (issue 31): drivers/redfish_bmc._members iterates a "
-                          "collection's Members without checking it is a list, so a BMC answering "
-                          "`\"Members\": 1` makes open() raise TypeError, not a DeviceError; "
-                          "redfish_bmc.py is another engineer's to change")
 def test_redfish_members_of_a_collection_whose_members_is_a_number():
-    assert _members({"Members": 1}) == []
+    """Found by the fuzz (issue 31): `"Members": 1` raised TypeError out of open()."""
+    with pytest.raises(DeviceError, match="Members is int"):
+        _members({"@odata.id": "/redfish/v1/Managers", "Members": 1}, "bmc-x")
+    assert _members({"Members": None}) == [] and _members({}) == []
 
 
 @prop(st.binary(max_size=14))

@@ -12,12 +12,12 @@ import asyncio
 import time
 
 import pytest
+from test_host_kernel import device
 
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
 from bench.sim.host_kernel import HostTruth, kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.host_kernel import US, HostKernel
-from test_host_kernel import device
 
 STALL_NS = 50_000_000
 TIGHT_NS = STALL_NS // 4

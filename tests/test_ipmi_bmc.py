@@ -20,12 +20,12 @@ import pytest
 
 from bench.analysis.estimate import fit_clock
 from bench.model.inventory import device_from_table
+from bench.model.logformats import ns_to_sel_seconds, sel_zone
+from bench.model.summary import zone_note
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.ipmi_bmc import IpmiSim, host_clock_pair, ipmi_sim_path
-from bench.model.summary import zone_note
 from drivers.base import DeviceError
-from bench.model.logformats import ns_to_sel_seconds, sel_zone
 from drivers.ipmi_bmc import PRE_INIT_MAX, IpmiBMC
 
 NS = 1_000_000_000
@@ -334,8 +334,9 @@ def test_malformed_answers_are_malformed_errors(bmc):
 
 def test_without_ipmi_sim_the_rack_leaves_the_ipmi_devices_out_with_the_reason(monkeypatch,
                                                                                sim_rack):
-    import bench.sim.ipmi_bmc
     from racks import sim_rack_text
+
+    import bench.sim.ipmi_bmc
     monkeypatch.setattr(bench.sim.ipmi_bmc, "ipmi_sim_path", lambda: None)
     os.environ.setdefault("RACKCLOCK_SIM_IPMI_PASSWORD", "pw-" + secrets.token_hex(4))
     sim = sim_rack(sim_rack_text(["ipmi-1", "ipmi-2", "bmc-1"]))

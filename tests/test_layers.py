@@ -5,9 +5,10 @@ included) with `ast`:
 - bench/analysis imports only the standard library, numpy, allantools, bench.units, bench.errors
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
-  bench.lockdir, bench.priority) < analysis < model < reference < compare < output < run < commands (the
-  modules at bench/ top: cli, timeline_cli, check, resummarize, pytest_plugin, and the
-  bench/fleet and bench/watch packages);
+  bench.lockdir, bench.priority) < analysis < model < reference < drivers < compare < output < run
+  < commands (the modules at bench/ top: cli and the *_cli modules, check, resummarize,
+  pytest_plugin, and the bench/fleet and bench/watch packages); so bench.model never imports
+  drivers (drivers/rackcheck.py checks a rack file against them);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.
 
 Imports by string (importlib.import_module("drivers." + name)) are not seen; the one such place,
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["base", "analysis", "model", "reference", "compare", "output", "run", "commands"]
+ORDER = ["base", "analysis", "model", "reference", "drivers", "compare", "output", "run", "commands"]
 PURE_OK = {"numpy", "allantools"}
 PURE_OK_BENCH = {"base", "analysis"}
 
@@ -133,6 +134,10 @@ def test_each_rule_catches_its_violation():
         ("bench.compare.verdicts", "from bench.sim import rack"): "only run and the commands",
         ("bench.errors", "from bench.analysis import estimate"): "(base) imports a higher one",
         ("bench.reference.clock", "from ..run import lab"): "(reference) imports a higher one (run)",
+        ("bench.model.rackfile", "def f():\n    import drivers\n"):
+            "(model) imports a higher one (drivers)",
+        ("drivers.snmp_pdu", "from bench.output.terminal import Progress"):
+            "(drivers) imports a higher one (output)",
     }
     for (module, source), why in bad.items():
         found = violations(module, source)

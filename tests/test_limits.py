@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bench.model import limits
-from bench.output.terminal import table
 from bench.model.inventory import InventoryError, rack_from_dict
+from bench.output.terminal import table
 
 
 def _seg(lo, hi, dlo, dhi):

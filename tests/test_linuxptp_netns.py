@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.reference.clock import Discipline, Reference, open_reference, reference_for_run
 from bench.reference.monitor import HealthMonitor
 from bench.reference.ptp_health import NS, Pmc, PtpThresholds
-from bench.reference.clock import Discipline, Reference, open_reference, reference_for_run
 
 pytestmark = pytest.mark.root
 

@@ -6,13 +6,15 @@ import io
 import re
 
 import numpy as np
-
-from bench.run.experiment import run_experiment
-from bench.output.terminal import Progress
-from bench.output.live import LiveBounds, calibrated_cell
-from bench.model.rundata import load_run
-from bench.run.runner import DeviceStatus
 from racks import sim_rack_text
+
+import drivers.base
+from bench.model.documents import Identity, Manifest
+from bench.model.rundata import load_run
+from bench.output.live import LiveBounds, calibrated_cell
+from bench.output.terminal import Progress
+from bench.run.experiment import run_experiment
+from bench.run.runner import DeviceStatus
 
 
 def _reads(n, bracket_ns=1_000_000, q=1_000, offset_ns=5_000_000, seed=3):
@@ -43,6 +45,23 @@ def test_live_bounds_record_when_a_clock_is_calibrated():
     assert calibrated_cell({}, "dev-1", "c") == "—"
 
 
+def test_the_calibration_record_is_the_manifests():
+    """One Calibration: what the live display builds is what the manifest's reader reads back,
+    and drivers return the documents' Identity."""
+    t0, rows = _reads(40)
+    st = DeviceStatus("dev-1", "bmc")
+    live = LiveBounds(t0)
+    for k in range(4, 41):
+        st.recent["c"] = rows[:k]
+        live.update([st])
+    built = live.calibration()["dev-1"]["c"]
+    assert built.calibrated_after_s is not None
+    assert Manifest.of({"calibration": live.record()}).calibration_of("dev-1", "c") == built
+    assert drivers.base.Identity is Identity
+    ident = Identity(vendor="v", model="m", extra={"no_clock": ["module 1"]})
+    assert Identity.of(ident.to_dict()) == ident and not Identity() and ident
+
+
 def test_non_terminal_progress_prints_the_final_block_once():
     out = io.StringIO()
     p = Progress(10, stream=out)
@@ -65,7 +84,7 @@ def test_display_and_table_count_the_same_errors(tmp_path, capfd):
     total = sum(run.summary["devices"]["pdu-1"]["errors"].values())
     live = re.findall(r"pdu-1 .*errors\s+(\d+)", err.err)
     assert total > 0 and live and int(live[-1]) == total, (total, live, err.err[-3000:])
-    assert err.err.count(f"-- ") >= 1 and err.err.count("/ 12 s") == len(
+    assert err.err.count("-- ") >= 1 and err.err.count("/ 12 s") == len(
         set(re.findall(r"-- +(\d+) / 12 s", err.err)))        # no block printed twice
     assert "calibration" in err.out and "pinned" in err.out
     cal = run.manifest["calibration"]["pdu-1"]

@@ -75,11 +75,11 @@ def test_a_run_whose_simulator_is_killed_ends_devices_lost(tmp_path):
     assert m["status"] == "devices_lost", m.get("error")
     assert set(m["devices_lost"]) == set(DEVICES)
     window = m["probed_until_ns"] - m["started_ns"]
-    for name, lost in m["devices_lost"].items():
+    for _name, lost in m["devices_lost"].items():
         assert lost["share"] > 0.25 and lost["last_read_ns"] is not None
         assert abs(lost["silent_s"] * NS - (m["probed_until_ns"] - lost["last_read_ns"])) < NS
         assert lost["silent_s"] * NS <= window
-    lines = [l for l in stderr.splitlines() if l.startswith("rackclock run:")]
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("rackclock run:")]
     assert lines and lines[0].startswith("rackclock run: devices lost: 3 of 3 devices stopped "
                                          "answering (no usable read for the last 25 % of the "
                                          "run, or for 50 % of it): ")

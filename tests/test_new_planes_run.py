@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from racks import sim_rack_text
 
-from bench.run.experiment import run_experiment
 from bench.compare.verdicts import compare_runs, load_tolerances
-from bench.output.terminal import table
 from bench.model.rundata import load_run
+from bench.model.timeline import build_timeline
+from bench.output.terminal import table
+from bench.run.experiment import run_experiment
 from bench.sim.host_kernel import kmsg_writable
 from bench.sim.ipmi_bmc import ipmi_sim_path
-from bench.model.timeline import build_timeline
 
 DEVICES = ["k8s-1"] + (["ipmi-1", "ipmi-2"] if ipmi_sim_path() else []) + \
     (["host-1"] if kmsg_writable() else [])

@@ -4,9 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-
 from firmware_runs import BASELINE, shared_runs
+from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "run_figures.ipynb"
 

@@ -3,7 +3,8 @@ integer digit away and shows every digit down to a given precision; `rackclock c
 coarse clock's one read with its resolution and what it pins."""
 import re
 
-from bench.check import main as check_main, read_text
+from bench.check import main as check_main
+from bench.check import read_text
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import Read
 

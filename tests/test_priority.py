@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from racks import sim_rack_text
 
 from bench import priority
 from bench.run.simproc import SimProcess
-from racks import sim_rack_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 import tomli_w
+from racks import sim_rack_text
 
 from bench.model.racklock import RackBusy, lock_path, rack_lock
 from bench.ports import free_port
 from bench.run.simproc import SimProcess
-from racks import sim_rack_text
 
 DEADLINE_S = 120.0
 

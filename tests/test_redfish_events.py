@@ -222,8 +222,8 @@ def test_run_writes_pushed_events_and_sees_them_first(tmp_path, monkeypatch):
     import tomli_w
     from racks import sim_rack_dict
 
-    from bench.run.experiment import run_experiment
     from bench.model.rundata import load_run
+    from bench.run.experiment import run_experiment
 
     monkeypatch.setenv("RACKCLOCK_SIM_BMC_PASSWORD", "sim-password-1234")
     data = sim_rack_dict(["bmc-1"])

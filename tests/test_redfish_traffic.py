@@ -10,7 +10,8 @@ from test_redfish_bmc import bmc_toml
 
 from bench.model.store import RunStore
 from bench.reference.clock import Reference
-from bench.run.runner import ProbePlan, run_devices
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
 from drivers.redfish_bmc import RedfishBMC
 
 

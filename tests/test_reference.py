@@ -12,13 +12,28 @@ import pytest
 import tomli_w
 
 from bench import check
-from bench.reference.monitor import HealthMonitor
 from bench.model.inventory import load_rack
+from bench.reference.clock import (
+    Discipline,
+    Reference,
+    ReferenceRefused,
+    VirtualReference,
+    open_reference,
+    reference_for_run,
+)
+from bench.reference.monitor import HealthMonitor
 from bench.reference.phc import Phc, PhcError
-from bench.reference.ptp_health import (NS, Pmc, PtpHealthError, PtpThresholds, UncertaintyPolicy, grade,
-                              parse_pmc, snapshot_from, uncertainty_ns)
-from bench.reference.clock import (Discipline, Reference, ReferenceRefused, VirtualReference,
-                             open_reference, reference_for_run)
+from bench.reference.ptp_health import (
+    NS,
+    Pmc,
+    PtpHealthError,
+    PtpThresholds,
+    UncertaintyPolicy,
+    grade,
+    parse_pmc,
+    snapshot_from,
+    uncertainty_ns,
+)
 from bench.sim.serve import DEFAULT_RACK, ensure_secrets
 from bench.sim.thread import SimRackThread
 from bench.units import parse_duration_ns
@@ -392,7 +407,7 @@ def _real_rack_file(sim, tmp_path, extra: dict | None = None):
 @pytest.fixture(scope="module")
 def default_sim(tmp_path_factory):
     source = load_rack(DEFAULT_RACK)
-    ensure_secrets(source, quiet=True)
+    ensure_secrets(source)
     with SimRackThread(source, tmp_path_factory.mktemp("sim")) as sim:
         if not sim.rack.devices:
             pytest.skip(f"no emulator of the default rack starts: {sim.failed}")
@@ -454,9 +469,9 @@ def test_monitor_survives_a_broken_health_source_and_manifest_bound(tmp_path):
 
 
 def test_run_reference_for_the_runner(tmp_path):
-    from bench.reference.monitor import RunReference
-    from bench.model.rundata import bound_from_manifest
     from bench.model.inventory import rack_from_dict
+    from bench.model.rundata import bound_from_manifest
+    from bench.reference.monitor import RunReference
 
     sim = rack_from_dict({"rack": {"name": "s", "simulated": True}})
     rr = RunReference.open(sim, None, tmp_path, interval_s=0.05)

@@ -13,13 +13,14 @@ from math import comb
 
 import numpy as np
 import pytest
+from firmware_runs import BASELINE, shared_runs
 
-from bench.output import report
-from bench.output.report_sections import SECTIONS
+from bench import report_cli
 from bench.analysis.residuals import median_ci, regular_series, segment_residuals
 from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
-from firmware_runs import BASELINE, shared_runs
+from bench.output import report
+from bench.output.report import SECTIONS
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -127,7 +128,7 @@ def test_tie_titles_give_intervals_and_the_envelope_is_the_estimators(reported, 
         assert not re.search(r"drift [+-]?\d[\d.]* ppm", title), title
         cs = reported.summary.devices[d].clocks[c]
         tie = tie_of(reported, d, reported.summary.devices[d].plane, c, cs)
-        for (t_s, lo, hi, _), sg in zip(tie.segments, cs.segments):
+        for (_t_s, lo, hi, _), sg in zip(tie.segments, cs.segments):
             t, blo, bhi = envelope(sg)
             assert np.array_equal(t, np.asarray(sg.band.t_ns)) and len(t) > 10
             assert np.allclose(lo + tie.ref_ns, blo, atol=1) and np.allclose(hi + tie.ref_ns,
@@ -265,6 +266,7 @@ def test_limits_decide_the_overall_verdict(reported, tmp_path):
     calibrated span: loose offset limits pass, one inside the span's range is undecided, one
     the whole range exceeds (bmc-2 runs 41 s behind) fails."""
     import json
+
     from bench.model.verdict import span_range
     run = tmp_path / "lim"
     shutil.copytree(reported.path, run, ignore=shutil.ignore_patterns("plots", "report.html"))
@@ -468,7 +470,7 @@ def test_median_ci_from_order_statistics():
 
 
 def test_an_unknown_figure_format_is_one_line_and_nothing_written(tmp_path, capsys):
-    assert report.main([str(tmp_path), "--formats", "png,gif"]) == 2
+    assert report_cli.main([str(tmp_path), "--formats", "png,gif"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown gif (accepted: png, svg, pdf)" in err
     assert not list(tmp_path.iterdir())

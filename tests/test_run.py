@@ -11,10 +11,10 @@ import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
-from bench.ports import free_port
-from bench.run.experiment import DEFAULT_RACK, run_experiment
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.model.rundata import load_run
+from bench.ports import free_port
+from bench.run.experiment import DEFAULT_RACK, run_experiment
 from bench.sim.rack import read_samples, samples_in
 from bench.sim.thread import SimRackThread
 
@@ -65,7 +65,8 @@ def test_every_bound_contains_the_truth(default_run):
             for seg in c.get("segments", []):
                 t = seg.get("truth")
                 assert t is not None, f"{name}/{clock}: no truth check"
-                assert t["offset_in"], f"{name}/{clock}: truth offset {t['offset_ns']} outside {seg['offset_ns']}"
+                assert t["offset_in"], \
+                    f"{name}/{clock}: truth offset {t['offset_ns']} outside {seg['offset_ns']}"
                 assert t.get("drift_in", True), f"{name}/{clock}: truth drift outside {seg['drift_ppm']}"
                 checked += 1
     assert checked >= 3

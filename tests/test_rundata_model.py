@@ -10,13 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from racks import sim_rack_text
 
 from bench.analysis.estimate import Bound
 from bench.model import documents as doc
 from bench.model.rundata import load_run
 from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, RowStatus, RunStatus, Verdict
 from bench.run.experiment import run_experiment
-from racks import sim_rack_text
+
 
 @pytest.fixture(scope="module")
 def run_path(tmp_path_factory) -> Path:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from racks import served_rack
 
-from bench.run.experiment import run_experiment
 from bench.model.inventory import load_rack
 from bench.model.rundata import load_run
+from bench.run.experiment import run_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,14 +11,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from procs import wait_until
+from racks import sim_rack_text
 
 from bench.model.store import RunStore
 from bench.reference.clock import Reference
 from bench.run.experiment import run_experiment
-from bench.run.runner import ProbePlan, run_devices
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
 from bench.run.simproc import SimProcess
-from procs import wait_until
-from racks import sim_rack_text
 
 
 def rows(path: Path) -> list[dict]:

@@ -19,8 +19,8 @@ from racks import sim_rack_dict, sim_rack_text
 
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.reference.clock import Reference
-from bench.sim.rack import read_samples
 from bench.run.simproc import SimProcess
+from bench.sim.rack import read_samples
 from bench.sim.thread import SimRackThread
 from drivers.snmp_pdu import SnmpPdu
 

@@ -17,17 +17,18 @@ import pytest
 import tomli_w
 
 from bench.model.inventory import MAX_RACK_BYTES, InventoryError, load_rack
-from bench.model.rackfile import load_checked
 from bench.model.simkeys import CLOCK, EMULATORS, NTP, OPTIC_MODULE, check_sim, emulators
 from bench.sim.clock import ClockParams
 from bench.sim.faults import Fault
 from bench.sim.ntp import NtpParams
 from bench.sim.optic_bridge import BridgeSpec
 from bench.sim.optic_cmis import ModuleSpec
+from drivers.rackcheck import load_checked
 from tests.racks import sim_rack_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-READERS = {"redfish_bmc": ["redfish_bmc", "redfish_events"], "snmp_pdu": ["snmp_pdu"],
+READERS = {"redfish_bmc": ["redfish_bmc", "redfish_events"],
+           "redfish_hmc": ["redfish_bmc", "redfish_events", "redfish_hmc"], "snmp_pdu": ["snmp_pdu"],
            "modbus_cooling": ["modbus_cooling", "modbus_cdu"], "serial_optic": ["serial_optic"],
            "ipmi_bmc": ["ipmi_bmc"], "k8s_scheduler": ["k8s_scheduler"],
            "host_kernel": ["host_kernel"]}

@@ -10,10 +10,11 @@ import select
 import socket
 import threading
 
+from test_snmp_pdu import credentials, driver, pdu_toml, port_of, run, sim_samples  # noqa: F401
+
 from bench.reference.clock import Reference
 from bench.sim.rack import samples_in
 from drivers import snmp_engine
-from test_snmp_pdu import credentials, driver, pdu_toml, port_of, run, sim_samples  # noqa: F401
 
 
 class _HoldingRelay:

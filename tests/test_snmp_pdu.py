@@ -365,7 +365,7 @@ class _BadAgent:
         while not self.stop.is_set():
             try:
                 _, peer = self.sock.recvfrom(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if self.answer is not None:
                 self.sock.sendto(self.answer, peer)
@@ -394,7 +394,7 @@ class _Relay(_BadAgent):
                 data, peer = self.sock.recvfrom(65536)
                 self.requests += 1
                 self.up.send(data)
-            except socket.timeout:
+            except TimeoutError:
                 pass
             try:
                 back = self.up.recv(65536)

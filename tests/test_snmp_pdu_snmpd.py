@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 from bench.analysis.counters import split_reboots
-from bench.model.rundata import load_run
-from bench.run.experiment import run_experiment
-from bench.run.runner import DeviceWorker, ProbePlan
 from bench.model.inventory import DeviceConfig
+from bench.model.rundata import load_run
 from bench.ports import free_port
 from bench.reference.clock import Reference
+from bench.run.experiment import run_experiment
+from bench.run.runner import DeviceWorker, ProbePlan
 from drivers.base import DeviceError
 from drivers.snmp_pdu import HR_DATE_LAG_NS, SnmpPdu
 

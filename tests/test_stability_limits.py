@@ -8,8 +8,7 @@ import pytest
 
 from bench.analysis.stability import deviation, mtie
 from bench.model.inventory import InventoryError, rack_from_dict
-from bench.model.stability_limits import (judge, mtie_bounds, parse_mask, read_intervals,
-                                          tdev_bounds)
+from bench.model.stability_limits import judge, mtie_bounds, parse_mask, read_intervals, tdev_bounds
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S

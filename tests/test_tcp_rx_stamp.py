@@ -10,10 +10,10 @@ import socket
 import time
 
 import pytest
+from tcp_pair import stamped_pair
 
 from bench.reference.clock import Reference
 from drivers import tcp_rx_stamp
-from tcp_pair import stamped_pair
 
 now = Reference.now_ns
 pytestmark = pytest.mark.usefixtures("kernel_rx_stamps")    # stamping on before the first socket

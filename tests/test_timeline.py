@@ -1,13 +1,14 @@
 """The cross-plane timeline: proven order only where intervals (or one clock's own stamps) prove it."""
 import json
+from datetime import UTC
 
 import numpy as np
 import pytest
 
-from bench.sim.clock import ClockModel, ClockParams
-from bench.model.store import RunStore
 from bench.analysis.timeline import Entry, before, order, widen
 from bench.model.logformats import parse_log
+from bench.model.store import RunStore
+from bench.sim.clock import ClockModel, ClockParams
 from bench.timeline_cli import main
 
 T0 = 1_795_000_000_000_000_000
@@ -108,8 +109,8 @@ def test_timeline_command_maps_a_log_line_onto_the_truth(tmp_path, capsys):
     store.close()
     t_event = T0 + 60 * 10**9 + 123 * MS
     stamp = model.read_ns(t_event)
-    from datetime import datetime, timezone
-    iso = datetime.fromtimestamp(stamp // 10**9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    from datetime import datetime
+    iso = datetime.fromtimestamp(stamp // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     log = tmp_path / "bmc.log"
     log.write_text(f"{iso} thermal trip\nno stamp here\n")
     assert main([str(tmp_path / "run"), f"bmc-1:datetime={log}"]) == 0

@@ -1,11 +1,12 @@
 """Every log format operators have: given or detected (never "any leading number"), the raw stamp
 kept, assumptions said, and every line that does not parse reported with its number."""
 import json
+from datetime import UTC
 
 import pytest
 
-from bench.model.logformats import Context, parse_log
 from bench.model.logfile import LogError
+from bench.model.logformats import Context, parse_log
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -177,8 +178,8 @@ def _run_folder(tmp_path, name="run", start_ns=None):
     """A run folder made in virtual time: bmc-1 (1 s wall clock) and pdu-1 (10 ms uptime)."""
     import numpy as np
 
-    from bench.sim.clock import ClockModel, ClockParams
     from bench.model.store import RunStore
+    from bench.sim.clock import ClockModel, ClockParams
     t0 = T - 60 * NS
     bmc = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), t0, seed=1)
     pdu = ClockModel(ClockParams(counter=True, uptime_s=1000.0, resolution_s=0.01), t0, seed=2)
@@ -203,12 +204,12 @@ def _run_folder(tmp_path, name="run", start_ns=None):
 
 
 def test_timeline_command_reads_formats_reports_unparsed_lines_and_writes_otel(tmp_path, capsys):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from bench.timeline_cli import main
     run, bmc, pdu, t0 = _run_folder(tmp_path)
     t_ev = t0 + 30 * NS + 123 * MS
-    shown = datetime.fromtimestamp(bmc.read_ns(t_ev) // NS, timezone.utc)
+    shown = datetime.fromtimestamp(bmc.read_ns(t_ev) // NS, UTC)
     log = tmp_path / "bmc.log"
     log.write_text(f"<13>{shown:%b %d %H:%M:%S} bmc-1 thermald: thermal trip\n"
                    "404 not a timestamp\n"
@@ -258,14 +259,14 @@ def test_timeline_command_refuses_clearly(tmp_path, capsys):
 
 
 def test_two_runs_calibrate_one_timeline_and_each_line_names_its_calibration(tmp_path, capsys):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from bench.timeline_cli import main
     run, bmc, _, t0 = _run_folder(tmp_path)
     later, *_ = _run_folder(tmp_path, "later", start_ns=t0 + 7200 * NS)
     lines = []
     for t in (t0 - 3 * 86400 * NS, t0 + 30 * NS, t0 + 7230 * NS):
-        shown = datetime.fromtimestamp(bmc.read_ns(t) // NS, timezone.utc)
+        shown = datetime.fromtimestamp(bmc.read_ns(t) // NS, UTC)
         lines.append(f"{shown:%Y-%m-%dT%H:%M:%S}Z event at {t}")
     log = tmp_path / "bmc.log"
     log.write_text("\n".join(lines) + "\n")

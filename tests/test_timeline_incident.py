@@ -54,7 +54,7 @@ def test_incident_end_to_end_through_the_emulators(tmp_path):
     from bench.run.experiment import run_experiment
     from experiments.incident import lines
     folder = run_experiment("incident", None, tmp_path, {
-        "duration_s": "14", "cascade_at_s": "5", "cascades": "0"}, quiet=True)
+        "duration_s": "17", "cascade_at_s": "5", "cascades": "0"}, quiet=True)
     res = json.loads((folder / "incident.json").read_text())["end_to_end"]
     assert res["played"], res
     assert len(res["events"]) >= 5, res["missing"]
@@ -64,6 +64,13 @@ def test_incident_end_to_end_through_the_emulators(tmp_path):
     assert res["rackclock"]["right"] + res["rackclock"]["unordered"] + 0 == \
         res["rackclock"]["pairs"]
     assert any("node NotReady" in m and "not played" in m for m in res["missing"])
+    # the GPU baseboard's telemetry (a throttle-reason metric, stamped by its controller's
+    # clock) is ordered after the CDU pump fault that caused it, 4 s before (bounds allow it)
+    ev = {e["step"]: e for e in res["events"]}
+    gpu, cdu = ev["GPU thermal throttle"], ev["CDU pump trip"]
+    assert gpu["device"] == "hmc-1" and "." in gpu["raw"], gpu     # a ms metric stamp
+    assert gpu["covered"] and cdu["covered"]
+    assert cdu["hi_ns"] < gpu["lo_ns"], (cdu, gpu)
     text = "\n".join(lines(res, None))
     assert "0 wrong" in text and "which plane broke first" in text
     assert np.all([e["raw"] for e in res["events"]])

@@ -7,15 +7,15 @@ import os
 import resource
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from test_timeline_formats import NS, T, _run_folder
 
 from bench.model.logformats import Context, parse_log
 from bench.timeline_cli import main
-from test_timeline_formats import NS, T, _run_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_devices_fifos_and_folders_are_refused_at_once_and_the_rest_goes_on(tmp_
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     good = tmp_path / "good.log"
-    shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, timezone.utc)
+    shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, UTC)
     good.write_text(f"{shown:%Y-%m-%dT%H:%M:%S}Z fan fault\n")
     bad = ["/dev/zero", "/dev/urandom", str(fifo), str(tmp_path)]
     r = subprocess.run([sys.executable, "-m", "bench.timeline_cli", str(run),
@@ -52,7 +52,7 @@ def test_long_lines_are_counted_and_skipped_not_held(tmp_path, capsys):
     """A first line and a middle line over the limit (old code: _csv.Error from detection on a
     first line over 131,072 characters); the others parse."""
     run, bmc, _, t0 = _run_folder(tmp_path)
-    shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, timezone.utc)
+    shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, UTC)
     ok = f"{shown:%Y-%m-%dT%H:%M:%S}Z"
     log = tmp_path / "long.log"
     log.write_text("x," * 70_000 + "\n" + f"{ok} first\n" + "y" * 200_000 + "\n"
@@ -106,7 +106,7 @@ def test_detection_survives_deep_json_and_huge_first_lines():
 def test_bad_options_are_one_error_for_that_log_and_the_rest_goes_on(tmp_path, capsys, opt,
                                                                       said):
     run, bmc, _, t0 = _run_folder(tmp_path)
-    shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, timezone.utc)
+    shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, UTC)
     good = tmp_path / "good.log"
     good.write_text(f"{shown:%Y-%m-%dT%H:%M:%S}Z fan fault\n")
     assert main([str(run), f"bmc-1={good},{opt}", f"bmc-1={good}"]) == 2
@@ -163,13 +163,14 @@ def test_utc_beside_run_time_journald_stamps_as_time_and_the_users_lines_in_html
                                  "MESSAGE": "before the clock was set"}) + "\n")
     assert main([str(run), f"bmc-1={log}"]) == 0
     out = capsys.readouterr().out
-    assert "line 2 (1970-01-01T00:00:01.000000Z): stamped before the clock was set" in out   # to the µs it was written with
+    assert "line 2 (1970-01-01T00:00:01.000000Z): stamped before the clock was set" in out
+    # (to the µs it was written with)
     row = next(ln for ln in out.splitlines() if "thermal trip" in ln)
-    dev_time = datetime.fromtimestamp(shown // NS, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    dev_time = datetime.fromtimestamp(shown // NS, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     assert dev_time in row and str(shown // 1000) not in row      # printed as a time
     data = json.loads((run / "timeline.json").read_text())
     (e,) = [x for x in data["entries"] if x["log"] == "journal.json"]
-    utc = datetime.fromtimestamp(e["lo_ns"] // NS, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    utc = datetime.fromtimestamp(e["lo_ns"] // NS, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     assert utc in row and f"{(e['lo_ns'] - t0) / 1e9:.6f}" in row   # UTC beside run time
     assert e["raw"] == str(shown // 1000) and e["device_time"].startswith(dev_time)
     page = (run / "timeline.html").read_text()

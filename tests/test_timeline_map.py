@@ -3,9 +3,15 @@ calibration, pre-sync stamps, and a segment's own status carried to its lines.""
 import numpy as np
 import pytest
 
+from bench.analysis.timeline_map import (
+    STATUS,
+    SegmentWindow,
+    calibrations,
+    map_stamps,
+    to_reference_many,
+)
 from bench.sim.cascade import calibrate
 from bench.sim.clock import ClockModel, ClockParams
-from bench.analysis.timeline_map import (STATUS, Calibration, calibrations, map_stamps, to_reference_many)
 
 T0 = 1_795_000_000_000_000_000
 NS = 1_000_000_000
@@ -129,7 +135,7 @@ def test_presync_and_never_shown_stamps_are_recognised_not_placed():
 def test_a_segment_s_assumed_status_is_carried_to_its_lines():
     m = ClockModel(ClockParams(offset_s=0.5, resolution_s=1.0), T0, seed=3)
     seg = virtual_fit(m).fit.segments[0]
-    cal = Calibration("run:datetime#0", seg, None, None, status="assumed")
+    cal = SegmentWindow("run:datetime#0", seg, None, None, status="assumed")
     mp = map_stamps([cal], log_of(m, [T0 + 20 * NS]), NS)
     assert mp.status_of(0) == "assumed"
 

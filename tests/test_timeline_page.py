@@ -38,7 +38,7 @@ def test_every_entry_is_drawn_on_some_page_with_its_tooltip():
     hollow = frag.count('fill="none"')
     assert hollow == sum(1 for r in rows if r["unordered_count"])
     for lane in ("bmc", "pdu", "cooling", "optic"):
-        assert f'class="lane" x="4"' in frag and f">{lane}</text>" in frag
+        assert 'class="lane" x="4"' in frag and f">{lane}</text>" in frag
 
 
 def test_the_page_opens_in_headless_chromium_one_page_at_a_time(tmp_path):

@@ -1,7 +1,8 @@
 """`rackclock watch` on the simulated rack, scraped by a real Prometheus server: a step injected
 mid-run (the simulator's fault control) appears as a break in the scraped series, fires the
-example rules' break alert in that server, and writes one alert line in the journal; the day folders roll and `summarize`/`compare` read them; the
-mapping service answers a stamp of a closed day with the interval `rackclock timeline` gives."""
+example rules' break alert in that server, and writes one alert line in the journal; the day folders roll
+and `summarize`/`compare` read them; the mapping service answers a stamp of a closed day with the interval
+`rackclock timeline` gives."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def query(prom: str, expr: str) -> list:
 
 
 def iso(ns: int) -> str:
-    t = datetime.fromtimestamp(ns // 10**9, timezone.utc)
+    t = datetime.fromtimestamp(ns // 10**9, UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns % 10**9 // 10**6:03d}Z"
 
 

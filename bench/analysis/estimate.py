@@ -53,8 +53,9 @@ The argument: let the slew run at ρm over [t1, t2] around the epoch and at ρa 
 the offset by (ρm − ρa)·(t2 − t1) against the unslewed line; every read allows its bracket plus
 its tick of slack, so whenever (ρm − ρa)·(t2 − t1) is small against the slack the reads leave
 around the line (and no read, or too few to pin a slope, falls inside [t1, t2]) a line still
-meets every read's constraint and the region is not empty: nothing is seen. For any ρm within the prior there is such a short slew, so the
-set of drifts consistent with the reads at the epoch is the whole prior, and beyond the prior
+meets every read's constraint and the region is not empty: nothing is seen. For any ρm within the prior
+there is such a short slew, so the set of drifts consistent with the reads at the epoch is the whole prior,
+and beyond the prior
 (a slew faster than it, equally unseen) nothing bounds it at all. The two-sided hull survives
 one unseen change (one side of the epoch is clean), not two (neither is); a hull over more
 sub-windows or chords of the offset bounds measures a mean frequency over a window, not the
@@ -250,7 +251,7 @@ class _Window:
             self.U += self.w * np.abs(a)
             self.L -= self.w * np.abs(b)
 
-    def at_epoch(self, s, e, t0: int) -> "_Window":
+    def at_epoch(self, s, e, t0: int) -> _Window:
         """The same constraints relative to another epoch (no wander: U and L do not depend on
         it), computed as __init__ would, so the same values bit for bit."""
         assert not self.w
@@ -976,7 +977,7 @@ def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
         win = _Window(s[idx], e[idx], v[idx], q, t0, w, wide)
         return win.feasible_x() is not None
 
-    for k, (pre, post, amb) in enumerate(sp.breaks):
+    for k, (_pre, post, _amb) in enumerate(sp.breaks):
         first = int(sp.runs[k][0])
         idx = np.array([i for i in range(first, post + 1) if i not in out_pos])
         if ok(idx):

@@ -18,8 +18,7 @@ import math
 
 import numpy as np
 
-from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock,
-                                     fit_line)
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock, fit_line
 
 RECENT = 256             # reads used to aim
 PINNED = 1.5             # an edge window at most this many brackets wide is pinned: then ...

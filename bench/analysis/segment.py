@@ -29,8 +29,8 @@ proportional to the reads being added, not to the whole run.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

@@ -15,9 +15,8 @@ in ns and returns the time statistics (TDEV, TIE rms, MTIE) in ns. Reads come di
 """
 from __future__ import annotations
 
-import numpy as np
-
 import allantools
+import numpy as np
 
 
 def _taus(n: int, rate: float, taus) -> tuple[np.ndarray, np.ndarray]:

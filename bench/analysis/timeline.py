@@ -25,7 +25,7 @@ class Entry:
     resolution_ns: int = 0
     raw: str = ""                   # the device's timestamp exactly as written (never corrected)
     calibration: str = ""           # the calibration(s) the interval comes from
-    status: str = "proven"          # proven | assumed | extrapolated | ambiguous (bench.analysis.timeline_map)
+    status: str = "proven"    # proven | assumed | extrapolated | ambiguous (bench.analysis.timeline_map)
     distance_ns: int = 0            # from the calibrated span it was mapped through
 
     @property
@@ -47,7 +47,8 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
     every entry of the blocks before it; within a block, `unordered_with` lists (by index in the
     returned order) the entries whose order against this one is not proven, and
     `unordered_count` counts them. When the overlapping pairs exceed `max_pairs`, each list
-    holds at most the 12 nearest such entries; the count stays exact (bench.analysis.timeline.order_arrays)."""
+    holds at most the 12 nearest such entries; the count stays exact
+    (bench.analysis.timeline.order_arrays)."""
     n = len(entries)
     if not n:
         return []

@@ -7,8 +7,9 @@ break before it to the break after it (open-ended at the ends; between two runs 
 in both neighbours' windows, since the clock may have been set in between). A stamp is a
 *candidate* of segment k when its interval mapped through k meets k's window and does not lie
 after the log was read (nor before the request that caused the line, where one did: a stimulus's
-entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that segment. Several (a stamp in device time that
-the clock showed twice, around a backward step or a reboot): the log's own order decides where it
+entry, whose interval is then also cut to the window; bench/model/stamps.py). Exactly one candidate: that
+segment. Several (a stamp in device time that the clock showed twice, around a backward step or a reboot): the
+log's own order decides where it
 has one (entry ids, sequence numbers, file order: a log's order is time order, so its segment
 index cannot go down), and otherwise the line gets the union of the candidates' intervals and is
 flagged. None: a device time the clock never showed (skipped by a forward step), or a stamp
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.analysis.estimate import PPM, TOL_NS, wander_allowance_ns_per_s
+from bench.analysis.estimate import PPM, TOL_NS, Segment, wander_allowance_ns_per_s
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
@@ -36,10 +37,10 @@ CELLS = 2_000_000           # float64 cells of one mapping step's temporaries (1
 
 
 @dataclass(frozen=True)
-class Calibration:
+class SegmentWindow:
     """One segment of one clock, from one run, and the reference window where its model holds."""
     name: str                 # "RUN:DEVICE/CLOCK#k", said beside every line mapped through it
-    segment: object           # bench.analysis.estimate.Segment
+    segment: Segment
     window_lo: int | None     # reference ns (None: open)
     window_hi: int | None
     status: str = "proven"    # the segment's own offset status
@@ -51,7 +52,7 @@ class Calibration:
         return int(self.segment.start_ns), int(self.segment.end_ns)
 
 
-def calibrations(fits: list[tuple[str, object, dict]]) -> list[Calibration]:
+def calibrations(fits: list[tuple[str, object, dict]]) -> list[SegmentWindow]:
     """Calibrations of one device clock from (run id, ClockResult, device meta) of one or more
     runs, in time order, with the windows described above."""
     segs = []
@@ -67,12 +68,12 @@ def calibrations(fits: list[tuple[str, object, dict]]) -> list[Calibration]:
                          int(res.meta.get("modulus_ns") or 0)))
     segs.sort(key=lambda s: s[0])
     out = []
-    for i, (start, run_id, clock, k, sg, lo, hi, wander, mod) in enumerate(segs):
+    for i, (_start, run_id, clock, k, sg, lo, hi, wander, mod) in enumerate(segs):
         if lo is None and i > 0:               # another run before: the gap belongs to both
             lo = int(segs[i - 1][4].end_ns)
         if hi is None and i + 1 < len(segs):
             hi = int(segs[i + 1][4].start_ns)
-        out.append(Calibration(f"{run_id}:{clock}#{k}", sg, lo, hi,
+        out.append(SegmentWindow(f"{run_id}:{clock}#{k}", sg, lo, hi,
                                str(getattr(sg, "offset_status", "proven") or "proven"), wander, mod))
     return out
 
@@ -130,7 +131,7 @@ class Mapped:
         return " | ".join(names) if names else "none"
 
 
-def map_stamps(cals: list[Calibration], value_ns, resolution_ns, order_key=None, *,
+def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=None, *,
                wall: bool = True, not_after_ns=None, not_before_ns=None,
                presync_before_ns: int = PRESYNC_BEFORE_NS, proven: bool = False,
                clip: bool = False) -> Mapped:

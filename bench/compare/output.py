@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
-import re
-
-from bench.compare.verdicts import Comparison, Row, fmt_span, fmt_value as fmt
+from bench.compare.verdicts import Comparison, Row, fmt_span
+from bench.compare.verdicts import fmt_value as fmt
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.vocabulary import UNDECIDED_VERDICT, verdict_word
 from bench.units import fmt_interval_ns, fmt_ns
@@ -117,6 +117,31 @@ def _identity_lines(cmp: Comparison) -> list[str]:
         for dev, what, before, after in cmp.identity_changes]
 
 
+def _nothing_to_compare(cmp: Comparison, empty: list[str]) -> list[str]:
+    """The lines that replace the table when a run has no measures."""
+    lost = sum(r.verdict == "lost" for r in cmp.rows)
+    return ["", f"nothing to compare: the {' and the '.join(empty)} "
+                f"{'has' if len(empty) == 1 else 'have'} no measures"
+                + (f"; all {lost} measure(s) of the baseline are lost (--all lists them)"
+                   if lost else ""), "", verdict_line(cmp)]
+
+
+def _table_lines(cmp: Comparison, show_all: bool, width: int | None) -> list[str]:
+    """The measures' table (every column when `width` is None) and what it left out."""
+    rows = [r for r in cmp.rows if show_all or r.verdict != "not compared"]
+    hidden = len(cmp.rows) - len(rows)
+    if width is None:
+        lines = [""] + render(HEAD, [row_cells(r) for r in rows], width=None)
+    else:
+        cells = [compact_cells(r) for r in rows]
+        cols, left = fit_columns(COMPACT, cells, KEEP, width)
+        lines = [""] + render(COMPACT, cells, cols, width, clip=0)
+        lines.append(f"(--wide adds: {', '.join(left + ['point values', 'bounds basis'])})")
+    if hidden:
+        lines.append(f"({hidden} measure(s) reported but not compared; --all shows them)")
+    return lines
+
+
 def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH) -> str:
     """The comparison for a terminal, fitted to `width` columns (None: every column)."""
     lines = [f"baseline:  {cmp.baseline.path}", f"candidate: {cmp.candidate.path}",
@@ -126,23 +151,8 @@ def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH)
     empty = [label for run, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))
              if not run.summary.devices]
     if empty and not show_all:
-        lost = sum(r.verdict == "lost" for r in cmp.rows)
-        lines += ["", f"nothing to compare: the {' and the '.join(empty)} "
-                      f"{'has' if len(empty) == 1 else 'have'} no measures"
-                      + (f"; all {lost} measure(s) of the baseline are lost (--all lists them)"
-                         if lost else ""), "", verdict_line(cmp)]
-        return "\n".join(lines)
-    rows = [r for r in cmp.rows if show_all or r.verdict != "not compared"]
-    hidden = len(cmp.rows) - len(rows)
-    if width is None:
-        lines += [""] + render(HEAD, [row_cells(r) for r in rows], width=None)
-    else:
-        cells = [compact_cells(r) for r in rows]
-        cols, left = fit_columns(COMPACT, cells, KEEP, width)
-        lines += [""] + render(COMPACT, cells, cols, width, clip=0)
-        lines.append(f"(--wide adds: {', '.join(left + ['point values', 'bounds basis'])})")
-    if hidden:
-        lines.append(f"({hidden} measure(s) reported but not compared; --all shows them)")
+        return "\n".join(lines + _nothing_to_compare(cmp, empty))
+    lines += _table_lines(cmp, show_all, width)
     for r in cmp.rows:
         if r.verdict in ("inconclusive", "changed (not judged)") or r.failed:
             lines += wrap(f"  {_name(r)}: {verdict_cell(r)}: {r.reason}", width, "    ")

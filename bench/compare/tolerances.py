@@ -2,9 +2,10 @@
 the file's format and the default choices are documented in bench/compare/tolerances.toml)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from bench.errors import RackclockError
 from bench.units import parse_duration_ns

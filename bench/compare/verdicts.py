@@ -19,18 +19,16 @@ did but one is inconclusive; 0 otherwise; 2 on bad input.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.compare.tolerances import Tolerances, ToleranceError, tolerances_from_dict
 from bench.compare.measures import Measure, identities, run_measures
+from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
+from bench.model.rundata import Run
 from bench.model.statuses import RunStatus
-from bench.model.rundata import Run, load_run
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
@@ -172,9 +170,9 @@ def unjudged(b: Measure | None, c: Measure | None, rule):
     return "not compared", None, why, None
 
 
-def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | None, str,
-                                                                  float | None]:
-    """(verdict, tolerance used, reason, run length that would decide it) for one measure."""
+def _unjudgeable(b: Measure | None, c: Measure | None, rule) -> tuple | None:
+    """The verdict of a measure that cannot be judged from two bounds (absent on a side, not
+    judged by the tolerance file, not judgeable), else None."""
     if b is None and c is None:
         return "not compared", None, "in neither run", None
     if not rule.judge:
@@ -185,34 +183,36 @@ def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | No
         return "lost", None, "bounded in the baseline, not in the candidate", None
     if not (b.judgeable and c.judgeable):
         return "not compared", None, b.note or c.note, None
-    tol = rule.allowed(b.point)
-    u = b.unit
-    if b.basis == c.basis == "exact" and b.point == c.point:
-        return "unchanged", tol, "exact and equal", None
-    d_lo, d_hi = c.lo - b.hi, c.hi - b.lo
-    proven = (f"the bounds prove a change between {fmt_value(d_lo, u, True)} and "
-              f"{fmt_value(d_hi, u, True)}")
-    if -tol <= d_lo and d_hi <= tol:
-        return "unchanged", tol, proven + f", within ±{fmt_value(tol, u)}", None
-    if (d_lo > tol or d_hi < -tol) and b.family == "latency" and None not in (b.events, c.events) \
-            and min(b.events, c.events) < MIN_LATENCY_EVENTS:
-        # a device's latency varies from event to event: one event a side proves how those two
-        # events differed, not that the device changed
+    return None
+
+
+def _too_few_events(b: Measure, c: Measure) -> bool:
+    """A latency from fewer than MIN_LATENCY_EVENTS events a side: one event a side proves how
+    those two events differed, not that the device changed."""
+    return (b.family == "latency" and None not in (b.events, c.events)
+            and min(b.events, c.events) < MIN_LATENCY_EVENTS)
+
+
+def _proven_change(b: Measure, c: Measure, rule, tol: float, up: bool, proven: str) -> tuple:
+    """The verdict of a change the bounds prove beyond the tolerance (`up`: an increase)."""
+    if _too_few_events(b, c):
         return ("inconclusive", tol, f"{proven}, but from {b.events} and {c.events} "
                 f"event(s): at least {MIN_LATENCY_EVENTS} a side tell the device from one draw of "
                 f"its latency; send more stimuli", None)
-    if d_lo > tol or d_hi < -tol:
-        up = d_lo > tol
-        if rule.direction == "higher_is_worse":
-            return ("regressed" if up else "improved"), tol, proven, None
-        if rule.direction == "magnitude":
-            (blo, bhi), (clo, chi) = _magnitude(b.lo, b.hi), _magnitude(c.lo, c.hi)
-            if clo - bhi > tol:
-                return "regressed", tol, proven + " away from zero", None
-            if chi - blo < -tol:
-                return "improved", tol, proven + " towards zero", None
-        return "changed", tol, proven, None
-    why = (f"{proven}: bounds too wide to decide at ±{fmt_value(tol, u)}"
+    if rule.direction == "higher_is_worse":
+        return ("regressed" if up else "improved"), tol, proven, None
+    if rule.direction == "magnitude":
+        (blo, bhi), (clo, chi) = _magnitude(b.lo, b.hi), _magnitude(c.lo, c.hi)
+        if clo - bhi > tol:
+            return "regressed", tol, proven + " away from zero", None
+        if chi - blo < -tol:
+            return "improved", tol, proven + " towards zero", None
+    return "changed", tol, proven, None
+
+
+def _inconclusive(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
+    """Bounds too wide to decide: why, and the run length that would decide it, if any."""
+    why = (f"{proven}: bounds too wide to decide at ±{fmt_value(tol, b.unit)}"
            + (" (" + (b.note or c.note) + ")" if b.assumed or c.assumed else ""))
     span = decide_span_s(b, c, tol)
     if span is not None:
@@ -224,6 +224,27 @@ def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | No
     else:
         why += "; a longer run does not narrow this bound"
     return "inconclusive", tol, why, span
+
+
+def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | None, str,
+                                                                  float | None]:
+    """(verdict, tolerance used, reason, run length that would decide it) for one measure."""
+    early = _unjudgeable(b, c, rule)
+    if early is not None:
+        return early
+    assert b is not None and c is not None
+    tol = rule.allowed(b.point)
+    u = b.unit
+    if b.basis == c.basis == "exact" and b.point == c.point:
+        return "unchanged", tol, "exact and equal", None
+    d_lo, d_hi = c.lo - b.hi, c.hi - b.lo
+    proven = (f"the bounds prove a change between {fmt_value(d_lo, u, True)} and "
+              f"{fmt_value(d_hi, u, True)}")
+    if -tol <= d_lo and d_hi <= tol:
+        return "unchanged", tol, proven + f", within ±{fmt_value(tol, u)}", None
+    if d_lo > tol or d_hi < -tol:
+        return _proven_change(b, c, rule, tol, d_lo > tol, proven)
+    return _inconclusive(b, c, tol, proven)
 
 
 def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:
@@ -261,8 +282,9 @@ def _short(x, limit: int = 60) -> str:
     return t if len(t) <= limit else t[:limit - 1] + "…"
 
 
-def _run_notes(a: Run, b: Run) -> list[str]:
-    ma, mb = a.manifest, b.manifest
+def _setup_notes(ma, mb) -> list[str]:
+    """How the two runs were set up differently: experiment, rack, parameters, length,
+    reference."""
     notes = []
     for key, xa, xb in (("experiment", ma.experiment, mb.experiment),
                         ("simulated", ma.simulated, mb.simulated)):
@@ -282,14 +304,23 @@ def _run_notes(a: Run, b: Run) -> list[str]:
     gb = mb.reference.grade if mb.reference else None
     if ga != gb:
         notes.append(f"reference grade differs: {_short(ga)} -> {_short(gb)}")
-    for run, label in ((a, "baseline"), (b, "candidate")):
-        m = run.manifest
-        if m.status != RunStatus.COMPLETED:
-            notes.append(f"{label} run did not complete (status {_short(m.status)}"
-                         + (f": {_short(m.error, 120)}" if m.error else "") + ")")
-        if not run.summary.raw:
-            notes.append(f"{label} run has no summary.json: it has no measures to compare")
     return notes
+
+
+def _ending_notes(run: Run, label: str) -> list[str]:
+    """A run that did not complete, or has no summary to compare."""
+    m, notes = run.manifest, []
+    if m.status != RunStatus.COMPLETED:
+        notes.append(f"{label} run did not complete (status {_short(m.status)}"
+                     + (f": {_short(m.error, 120)}" if m.error else "") + ")")
+    if not run.summary.raw:
+        notes.append(f"{label} run has no summary.json: it has no measures to compare")
+    return notes
+
+
+def _run_notes(a: Run, b: Run) -> list[str]:
+    return (_setup_notes(a.manifest, b.manifest) + _ending_notes(a, "baseline")
+            + _ending_notes(b, "candidate"))
 
 
 def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Comparison:
@@ -306,45 +337,3 @@ def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Compa
         rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span))
     return Comparison(baseline, candidate, _identity_changes(baseline, candidate),
                       _run_notes(baseline, candidate), rows, tolerances.source)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from bench.compare import output as out
-
-    ap = argparse.ArgumentParser(
-        prog="rackclock compare",
-        description="compare two runs (e.g. before and after a firmware update); exit 1 when a "
-                    "measure regressed beyond its tolerance")
-    ap.add_argument("baseline", type=Path, help="run folder of the baseline")
-    ap.add_argument("candidate", type=Path, help="run folder of the candidate")
-    ap.add_argument("--tolerances", type=Path, default=None,
-                    help=f"tolerance file (default: {DEFAULT_TOLERANCES.name} beside this module)")
-    ap.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown report")
-    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
-    ap.add_argument("--junit", type=Path, metavar="FILE",
-                    help="also write JUnit XML (one testcase per device and measure)")
-    ap.add_argument("--strict", action="store_true",
-                    help="exit 3 when no measure regressed but one is inconclusive")
-    ap.add_argument("--all", action="store_true",
-                    help="terminal table: show every measure (default: hide 'not compared' rows)")
-    ap.add_argument("--wide", action="store_true",
-                    help="every column, as wide as it is (default: fit 120 columns)")
-    a = ap.parse_args(argv)
-    try:
-        tol = load_tolerances(a.tolerances)
-        cmp = compare_runs(load_run(a.baseline), load_run(a.candidate), tol)
-    except (FileNotFoundError, ToleranceError) as exc:
-        print(f"rackclock compare: {exc}", file=sys.stderr)
-        return 2
-    print(out.terminal(cmp, show_all=a.all, width=None if a.wide else out.WIDTH))
-    if a.markdown:
-        a.markdown.write_text(out.markdown(cmp))
-    if a.json:
-        a.json.write_text(out.to_json(cmp))
-    if a.junit:
-        a.junit.write_text(out.junit(cmp))
-    return cmp.exit_status(a.strict)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

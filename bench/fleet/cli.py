@@ -28,9 +28,9 @@ def load_fleet_file(path: Path):
 
 
 def _run(a) -> int:
-    from bench.fleet.engine import run_fleet
-    from bench.fleet.report import load_fleet, rack_rows, RACK_HEAD
     from bench.compare.output import _table as text_table
+    from bench.fleet.engine import run_fleet
+    from bench.fleet.report import RACK_HEAD, load_fleet, rack_rows
 
     try:
         fleet, text = load_fleet_file(a.fleet_file)

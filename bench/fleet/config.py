@@ -119,6 +119,28 @@ def _resources(where: str, x, name: str) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
+def _rack_path(where: str, rack, base: Path | None) -> str | None:
+    """The rack file's path (relative ones taken against `base`), or None when not given."""
+    if rack is None:
+        return None
+    if not isinstance(rack, str) or not rack:
+        raise FleetError(f"{where}.rack: expected the rack file's path")
+    if base is not None and not Path(rack).is_absolute():
+        rack = str(base / rack)
+    return rack
+
+
+def _check_options(where: str, t: dict, experiment) -> None:
+    """A rack entry's experiment, reference_allowance and arm, checked."""
+    if not isinstance(experiment, str) or not experiment:
+        raise FleetError(f"{where}.experiment: expected an experiment's name or file")
+    allowance = t.get("reference_allowance")
+    if allowance is not None and not isinstance(allowance, str):
+        raise FleetError(f"{where}.reference_allowance: expected a string such as \"1ms\"")
+    if not isinstance(t.get("arm", False), bool):
+        raise FleetError(f"{where}.arm: expected true or false")
+
+
 def rack_entry(name: str, t: dict, defaults: dict, base: Path | None) -> RackEntry:
     where = f"racks.{name}"
     if not NAME.match(name):
@@ -129,23 +151,13 @@ def rack_entry(name: str, t: dict, defaults: dict, base: Path | None) -> RackEnt
     if unknown:
         raise FleetError(f"{where}: unknown key(s) {', '.join(unknown)} "
                          f"(known: {', '.join(sorted(RACK_KEYS))})")
-    rack = t.get("rack")
-    if rack is not None:
-        if not isinstance(rack, str) or not rack:
-            raise FleetError(f"{where}.rack: expected the rack file's path")
-        if base is not None and not Path(rack).is_absolute():
-            rack = str(base / rack)
+    rack = _rack_path(where, t.get("rack"), base)
     transfer = t.get("transfer", "auto")
     if transfer not in TRANSFERS:
         raise FleetError(f"{where}.transfer: one of {', '.join(TRANSFERS)}, got {transfer!r}")
     experiment = t.get("experiment", defaults.get("experiment", "clock_offset"))
-    if not isinstance(experiment, str) or not experiment:
-        raise FleetError(f"{where}.experiment: expected an experiment's name or file")
+    _check_options(where, t, experiment)
     allowance = t.get("reference_allowance")
-    if allowance is not None and not isinstance(allowance, str):
-        raise FleetError(f"{where}.reference_allowance: expected a string such as \"1ms\"")
-    if not isinstance(t.get("arm", False), bool):
-        raise FleetError(f"{where}.arm: expected true or false")
     params = {**_params("fleet", defaults.get("params")), **_params(where, t.get("params"))}
     duration = _duration(where, t["duration_s"]) if "duration_s" in t else \
         _duration("fleet", defaults.get("duration_s"))

@@ -53,6 +53,7 @@ def rack_task(ray):
     @ray.remote(num_cpus=0, max_retries=0)
     def run_rack_task(entry, out: str, driver_node: str) -> dict:
         import ray as ray_here
+
         from bench.fleet.tasks import run_rack
         return run_rack(entry, out, driver_node, ray_here.get_runtime_context().get_node_id())
     return run_rack_task
@@ -94,12 +95,8 @@ def _say(line: str, quiet: bool) -> None:
         tqdm.write(line)          # above the racks' progress bar
 
 
-def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
-              num_cpus: int | None = None, quiet: bool = False) -> Path:
-    """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
-    recorded in fleet.json and the others go on."""
-    ray = import_ray()
-    out = Path(out)
+def _new_fleet(fleet: FleetConfig, fleet_text: str, out: Path) -> tuple[Path, dict]:
+    """The fleet folder with its fleet.toml and first fleet.json; the manifest as written."""
     fleet_dir = out / new_run_id(f"fleet-{fleet.name}")
     fleet_dir.mkdir(parents=True)
     (fleet_dir / "fleet.toml").write_text(fleet_text)
@@ -109,6 +106,66 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
                 "pid": os.getpid(), "started_ns": time.time_ns(),
                 "racks": {r.name: {**r.public(), "status": "pending"} for r in fleet.racks}}
     write_fleet_manifest(fleet_dir, manifest)
+    return fleet_dir, manifest
+
+
+def _submit(ray, fleet: FleetConfig, fleet_dir: Path, manifest: dict, pending: dict,
+            quiet: bool) -> None:
+    """Record the racks no node can take as unplaceable; submit a task for each other rack
+    (into `pending`: task -> rack)."""
+    _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
+         f"{len(fleet.racks)} rack(s)", quiet)
+    for name, why in unplaceable(fleet, manifest["ray"]["resources"]).items():
+        manifest["racks"][name].update(status="unplaceable", error=why)
+        _say(f"  {name}: unplaceable: {why}", quiet)
+    task = rack_task(ray)
+    driver_node = manifest["ray"]["driver_node_id"]
+    for r in fleet.racks:
+        if manifest["racks"][r.name]["status"] != "pending":
+            continue
+        ref = task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
+            r, str(rack_dir(fleet_dir, r.name)), driver_node)
+        pending[ref] = r.name
+        manifest["racks"][r.name]["status"] = "submitted"
+    write_fleet_manifest(fleet_dir, manifest)
+
+
+def _wait_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
+              quiet: bool) -> None:
+    """Gather each rack as its task ends, under a progress bar of the racks."""
+    with tqdm(total=len(pending), unit="rack", disable=quiet or None,
+              bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
+              ) as bar:
+        while pending:
+            bar.set_postfix_str("running: " + ", ".join(sorted(pending.values())),
+                                refresh=False)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            for ref in done:
+                _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
+                bar.update(1)
+            bar.refresh()
+
+
+def _cancel_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
+                quiet: bool) -> None:
+    """Ctrl-C: every running rack's task cancelled; what returns within STOP_WAIT_S gathered."""
+    _say(f"interrupted: Ray is asked to cancel the racks' tasks; what they return within "
+         f"{STOP_WAIT_S:g} s is gathered, then Ray stops", quiet)
+    for ref in pending:
+        ray.cancel(ref)   # a KeyboardInterrupt in the task: `rackclock run`'s own stop
+        # (summarised, interrupted); tests/test_fleet.py checks a running rack stops
+    if pending:
+        ray.wait(list(pending), num_returns=len(pending), timeout=STOP_WAIT_S)
+    for ref in list(pending):
+        _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet, cancelled=True)
+
+
+def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
+              num_cpus: int | None = None, quiet: bool = False) -> Path:
+    """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
+    recorded in fleet.json and the others go on."""
+    ray = import_ray()
+    fleet_dir, manifest = _new_fleet(fleet, fleet_text, Path(out))
     t0 = time.monotonic()
     status = "failed"
     pending: dict = {}
@@ -120,45 +177,12 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
         manifest["ray"]["init_s"] = round(time.monotonic() - t0, 3)
         manifest["versions"]["ray"] = ray.__version__
         manifest["status"] = "running"
-        _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
-             f"{len(fleet.racks)} rack(s)", quiet)
-        for name, why in unplaceable(fleet, manifest["ray"]["resources"]).items():
-            manifest["racks"][name].update(status="unplaceable", error=why)
-            _say(f"  {name}: unplaceable: {why}", quiet)
-        task = rack_task(ray)
-        driver_node = manifest["ray"]["driver_node_id"]
-        for r in fleet.racks:
-            if manifest["racks"][r.name]["status"] != "pending":
-                continue
-            ref = task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
-                r, str(rack_dir(fleet_dir, r.name)), driver_node)
-            pending[ref] = r.name
-            manifest["racks"][r.name]["status"] = "submitted"
-        write_fleet_manifest(fleet_dir, manifest)
-        with tqdm(total=len(pending), unit="rack", disable=quiet or None,
-                  bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
-                  ) as bar:
-            while pending:
-                bar.set_postfix_str("running: " + ", ".join(sorted(pending.values())),
-                                    refresh=False)
-                done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
-                for ref in done:
-                    _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
-                    bar.update(1)
-                bar.refresh()
+        _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
+        _wait_all(ray, pending, fleet_dir, manifest, t0, quiet)
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
-        _say(f"interrupted: Ray is asked to cancel the racks' tasks; what they return within "
-             f"{STOP_WAIT_S:g} s is gathered, then Ray stops", quiet)
-        for ref in pending:
-            ray.cancel(ref)   # a KeyboardInterrupt in the task: `rackclock run`'s own stop
-            # (summarised, interrupted); tests/test_fleet.py checks a running rack stops
-        if pending:
-            ray.wait(list(pending), num_returns=len(pending), timeout=STOP_WAIT_S)
-        for ref in list(pending):
-            _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet,
-                     cancelled=True)
+        _cancel_all(ray, pending, fleet_dir, manifest, t0, quiet)
     except Exception as exc:
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         raise

@@ -18,7 +18,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from bench.compare.measures import Measure, identities, run_measures
-from bench.compare.output import _table as text_table, verdict_line
+from bench.compare.output import _table as text_table
+from bench.compare.output import verdict_line
 from bench.compare.verdicts import Comparison, compare_runs, fmt_value
 from bench.fleet.gather import ensure_unpacked, load_fleet_manifest
 from bench.model.rundata import Run, load_run

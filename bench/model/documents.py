@@ -1,7 +1,9 @@
 """The run folder's JSON and CSV documents as frozen records: manifest.json, summary.json,
-truth.json and events.csv, read exactly as results/README.md documents them (the writers are
-bench/run/experiment.py, bench/model/store.py and bench/model/summary.py; they keep building
-dicts). Readers use these fields instead of string keys.
+truth.json and events.csv, read exactly as results/README.md documents them. Readers use these
+fields instead of string keys. Writers build the same records and write their `to_dict()`
+(bench/model/summary.py: the summary; drivers: `Identity`; bench/output/live.py: `Calibration`);
+the manifest's other parts are still dicts (bench/run/experiment.py, bench/model/store.py).
+A record read from a file serialises as it was read (`.raw`); one a writer built, from its fields.
 
 Every record keeps the dict it was read from as `.raw` (compare=False): a key a newer bench
 added is kept there and never breaks an older reader, and a key an older run folder lacks takes
@@ -10,7 +12,8 @@ know stays a plain string beside the enum members it does know (bench.model.stat
 The summary's segments and breaks are the estimator's own `Segment` and `Break`
 (bench.analysis.estimate) with what the summary adds (band, truth check); their bounds are
 `Bound`s. Loaded segments carry no polygon: methods that need it (proven_offset_at, maps) are
-for fits made in this process, not for a summary read back.
+for fits made in this process (the writer's `SegmentSummary.of_fit` keeps it), not for a summary
+read back.
 """
 from __future__ import annotations
 
@@ -22,10 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
-from bench.model.statuses import (BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus,
-                                  Verdict, parse)
-
-RAW = dict(default_factory=dict, repr=False, compare=False)
+from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus, Verdict, parse
 
 
 def _d(x) -> dict:
@@ -87,21 +87,34 @@ class _RawMapping(Mapping):
 
 @dataclass(frozen=True)
 class Identity:
+    """Who the device says it is: what a driver returns (drivers.base.Driver.identity) and what
+    the manifest and summary hold (`devices.<d>.identity`). `extra` is the driver's own; by
+    convention its key `no_clock` lists parts of the device that keep no clock at all (reported
+    as such in the summary)."""
     vendor: str = ""
     model: str = ""
     serial: str = ""
     firmware: str = ""
     extra: dict = field(default_factory=dict)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> Identity:
+    def of(cls, x: Any) -> Identity:
         x = _d(x)
         return cls(*(str(x.get(k) or "") for k in ("vendor", "model", "serial", "firmware")),
                    dict(_d(x.get("extra"))), dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest's form: `extra` only when the driver gave any (read: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {"vendor": self.vendor, "model": self.model, "serial": self.serial,
+                "firmware": self.firmware, **({"extra": dict(self.extra)} if self.extra else {})}
+
     def __bool__(self) -> bool:
-        return bool(self.raw)
+        """Read: the document had an identity; made by a driver: it says anything."""
+        return bool(self.raw) or any((self.vendor, self.model, self.serial, self.firmware,
+                                      self.extra))
 
 
 @dataclass(frozen=True)
@@ -117,7 +130,7 @@ class ReferenceHealth:
     note: str = ""
     problems: tuple = ()
     checked_ns: int | None = None
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> ReferenceHealth | None:
@@ -139,7 +152,7 @@ class ClockInfo:
     counter: bool = False
     modulus_ns: int | None = None
     lag_ns: int = 0                   # the reading may lag the clock by this much (declared)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> ClockInfo:
@@ -165,7 +178,7 @@ class DeviceEntry:
     late_max_ns: int = 0            # the latest start after plan (ns)
     aims_yielded: int = 0           # aimed probes read at an exploration instant (no room)
     traffic: dict | None = None     # requests, logins, throttled, reconnects, per minute
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> DeviceEntry:
@@ -184,21 +197,28 @@ class DeviceEntry:
 
 @dataclass(frozen=True)
 class Calibration:
-    """manifest `calibration.<device>.<clock>` (bench.output.live.LiveBounds.record)."""
+    """manifest `calibration.<device>.<clock>`: how narrow a clock's offset got during the run
+    and when (written by bench.output.live.LiveBounds.record)."""
     calibrated_after_s: float | None = None
     width_then_ns: float | None = None
     last_width_ns: float | None = None
     min_bracket_ns: float | None = None
     last_status: str = ""
     criterion: str = ""
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> Calibration:
+    def of(cls, x: Any) -> Calibration:
         x = _d(x)
         return cls(*(_float(x.get(k), None) for k in ("calibrated_after_s", "width_then_ns",
                                                        "last_width_ns", "min_bracket_ns")),
                    str(x.get("last_status") or ""), str(x.get("criterion") or ""), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calibrated_after_s": self.calibrated_after_s,
+                "width_then_ns": self.width_then_ns, "last_width_ns": self.last_width_ns,
+                "min_bracket_ns": self.min_bracket_ns, "last_status": self.last_status,
+                "criterion": self.criterion}
 
 
 @dataclass(frozen=True)
@@ -211,7 +231,7 @@ class Inventory:
     devices: dict = field(default_factory=dict)
     limits: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)     # the [rack] table's other keys (seed, ...)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> Inventory:
@@ -319,6 +339,9 @@ class Band:
             return None
         return cls(tuple(_l(x.get("t_ns"))), tuple(_l(x.get("lo"))), tuple(_l(x.get("hi"))))
 
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {"t_ns": list(self.t_ns), "lo": list(self.lo), "hi": list(self.hi)}
+
     def range(self) -> tuple[float, float, float]:
         """(lowest, highest, widest) offset the band allows."""
         return (float(min(self.lo)), float(max(self.hi)),
@@ -339,7 +362,7 @@ class TruthCheck:
     band_points: int = 0
     band_out_t_ns: tuple = ()
     mean_drift_ppm: float | None = None
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> TruthCheck | None:
@@ -351,6 +374,17 @@ class TruthCheck:
                    _int(x.get("band_points")), tuple(x.get("band_out_t_ns") or ()),
                    _float(x.get("mean_drift_ppm"), None), dict(x))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form (a record read from one: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {"offset_ns": self.offset_ns, "offset_in": self.offset_in,
+                "band_points": self.band_points, "band_in": self.band_in,
+                "drift_ppm": self.drift_ppm, "drift_in": self.drift_in,
+                **({"band_out_t_ns": list(self.band_out_t_ns)} if self.band_out_t_ns else {}),
+                **({"mean_drift_ppm": self.mean_drift_ppm, "mean_drift_in": self.mean_drift_in}
+                   if self.mean_drift_ppm is not None else {})}
+
     @property
     def inside(self) -> bool:
         """Every proven quantity holds the truth (the assumed drift is `drift_in`)."""
@@ -359,13 +393,14 @@ class TruthCheck:
 
 @dataclass(frozen=True)
 class SegmentSummary(Segment):
-    """A summary segment: the estimator's Segment (without its polygon) plus its band and, on a
-    simulated rack, the truth check. `offset_status`/`drift_status` are None in folders older
-    than issue 11 (bench.model.verdict derives them)."""
+    """A summary segment: the estimator's Segment plus its band and, on a simulated rack, the
+    truth check (read back from summary.json it has no polygon; the writer's keeps the fit's).
+    `offset_status`/`drift_status` are None in folders older than issue 11 (bench.model.verdict
+    derives them)."""
     band: Band | None = None
     truth: TruthCheck | None = None
     gaps_ns: tuple = ()               # spans of reads set aside: nothing is proven inside them
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> SegmentSummary:
@@ -385,6 +420,23 @@ class SegmentSummary(Segment):
                    span_offset=bound(x.get("span_offset_ns")),
                    band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")),
                    gaps_ns=tuple(tuple(g) for g in _l(x.get("gaps_ns"))), raw=dict(x))
+
+    @classmethod
+    def of_fit(cls, sg: Segment, band: Band | None = None,
+               truth: TruthCheck | None = None) -> SegmentSummary:
+        """The summary's record of a fitted segment (the writer's: it keeps the polygon)."""
+        own = {f.name: getattr(sg, f.name) for f in dataclasses.fields(Segment)}
+        gaps = sg.as_dict().get("gaps_ns") or ()
+        return cls(**own, band=band, truth=truth, gaps_ns=tuple(tuple(g) for g in gaps))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form: the estimator's, then the band and the truth check (a record
+        read from a summary: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {**Segment.as_dict(self),
+                **({"band": self.band.to_dict()} if self.band is not None else {}),
+                **({"truth": self.truth.to_dict()} if self.truth is not None else {})}
 
     @property
     def mean_drift_ppm(self) -> dict | None:
@@ -429,7 +481,7 @@ class SegmentSummary(Segment):
 @dataclass(frozen=True)
 class BreakRecord(Break):
     """A summary break: the estimator's Break (kind a BreakKind, or a newer bench's string)."""
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> BreakRecord:
@@ -438,19 +490,31 @@ class BreakRecord(Break):
                    _int(x.get("before_ns")), bound(x.get("size_ns")),
                    _int(x.get("ambiguous_reads")), raw=dict(x))
 
+    @classmethod
+    def of_fit(cls, b: Break) -> BreakRecord:
+        return cls(b.kind, b.after_ns, b.before_ns, b.size_ns, b.ambiguous_reads)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.raw) if self.raw else Break.as_dict(self)
+
 
 @dataclass(frozen=True)
 class Outlier:
     t_ns: int
     value_ns: int
     reason: str = ""
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> Outlier:
         x = _d(x)
         return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), str(x.get("reason") or ""),
                    dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw:
+            return dict(self.raw)
+        return {"t_ns": self.t_ns, "value_ns": self.value_ns, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -463,6 +527,9 @@ class Wrap:
     def of(cls, x) -> Wrap:
         x = _d(x)
         return cls(_int(x.get("after_ns")), _int(x.get("before_ns")))
+
+    def to_dict(self) -> dict[str, int]:
+        return {"after_ns": self.after_ns, "before_ns": self.before_ns}
 
 
 @dataclass(frozen=True)
@@ -478,7 +545,7 @@ class Assumptions:
     tick_lag_ns: int = 0
     unseen_step: dict | None = None   # {"size_ns", "probability", "within_s"}
     model: str = ""                   # the model the clock's proven bounds rest on, in words
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> Assumptions | None:
@@ -491,6 +558,17 @@ class Assumptions:
                    _float(x.get("rate_bound_ppm"), None), _int(x.get("tick_lag_ns")),
                    dict(x["unseen_step"]) if isinstance(x.get("unseen_step"), Mapping) else None,
                    str(x.get("model") or ""), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw:
+            return dict(self.raw)
+        return {"drift_prior_ppm": self.drift_prior_ppm, "wander_ppm": self.wander_ppm,
+                "resolution_ns": self.resolution_ns, "resolution_basis": self.resolution_basis,
+                "reference_uncertainty_ns": self.reference_uncertainty_ns,
+                "rate_changes": self.rate_changes, "rate_bound_ppm": self.rate_bound_ppm,
+                "tick_lag_ns": self.tick_lag_ns,
+                **({"unseen_step": dict(self.unseen_step)} if self.unseen_step else {}),
+                "model": self.model}
 
 
 @dataclass(frozen=True)
@@ -512,7 +590,8 @@ class ClockSummary:
     zone_note: str = ""
     beyond_prior_note: str = ""
     stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
-    raw: dict = field(**RAW)
+    lag_seen_ns: int = 0              # the reading lags its clock by at least this (the fit's)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> ClockSummary:
@@ -528,7 +607,40 @@ class ClockSummary:
                    tuple(Wrap.of(w) for w in _l(x.get("wraps"))),
                    str(x.get("note") or ""), str(x.get("zone_note") or ""),
                    str(x.get("beyond_prior_note") or ""),
-                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None, dict(x))
+                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None,
+                   _int(x.get("lag_seen_ns")), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form (a record read from one: as read). Without a fit
+        (`resolution_ns` None) the segments, breaks and outliers are empty and a note says why."""
+        if self.raw:
+            return dict(self.raw)
+        out: dict[str, Any] = {
+            "resolution_declared_ns": self.resolution_declared_ns, "reads": self.reads,
+            "counter": self.counter,
+            "assumptions": self.assumptions.to_dict() if self.assumptions else {}}
+        if self.resolution_ns is None:
+            out.update(segments=[], breaks=[], outliers=[], verdict=self.verdict)
+        else:
+            out.update(self._fit_dict())
+        if self.stuck is not None:
+            out["stuck"] = dict(self.stuck)
+        if self.stuck is not None or self.resolution_ns is None:
+            out["note"] = self.note
+        if self.zone_note:
+            out["zone_note"] = self.zone_note
+        return out
+
+    def _fit_dict(self) -> dict[str, Any]:
+        """The fit's part (bench.analysis.estimate.ClockFit.as_dict's keys) and the wraps."""
+        return {"resolution_ns": self.resolution_ns, "resolution_note": self.resolution_note,
+                "verdict": self.verdict, "segments": [sg.to_dict() for sg in self.segments],
+                "breaks": [b.to_dict() for b in self.breaks],
+                "outliers": [o.to_dict() for o in self.outliers],
+                **({"beyond_prior_note": self.beyond_prior_note}
+                   if self.beyond_prior_note else {}),
+                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
+                "wraps": [w.to_dict() for w in self.wraps]}
 
     @property
     def last(self) -> SegmentSummary | None:
@@ -550,6 +662,13 @@ class LatencyBound(Bound):
     """A latency bound over events: the union of their bounds, the median midpoint, how many."""
     n: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"lo": self.lo, "hi": self.hi, "point": self.point, "n": self.n}
+
+
+def _lo_hi(b: Bound) -> dict[str, Any]:
+    return {"lo": b.lo, "hi": b.hi}
+
 
 @dataclass(frozen=True)
 class LatencyEvent:
@@ -563,7 +682,7 @@ class LatencyEvent:
     pushed: str = ""
     logged_via: str = ""          # the segment(s) the stamp was mapped through, with the status
     logged_unbounded: str = ""    # why the entry's stamp gives no bound (logged_ns None)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, x) -> LatencyEvent:
@@ -572,6 +691,24 @@ class LatencyEvent:
                    bound(x.get("logged_ns")), bound(x.get("observed_ns")),
                    str(x.get("event") or ""), str(x.get("pushed") or ""),
                    str(x.get("logged_via") or ""), str(x.get("logged_unbounded") or ""), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form: an event's bounds as lo and hi only; `event` with the log entry
+        (whose stamp gives `logged_ns` or says why not), `pushed` with a pushed event."""
+        if self.raw:
+            return dict(self.raw)
+        out: dict[str, Any] = {"seq": self.seq, "s_ns": self.s_ns, "e_ns": self.e_ns}
+        if self.observed_ns is not None:
+            out["observed_ns"] = _lo_hi(self.observed_ns)
+        if self.logged_ns is not None or self.logged_unbounded:
+            out["event"] = self.event
+        if self.pushed:
+            out["pushed"] = self.pushed
+        if self.logged_ns is not None:
+            out.update(logged_ns=_lo_hi(self.logged_ns), logged_via=self.logged_via)
+        elif self.logged_unbounded:
+            out["logged_unbounded"] = self.logged_unbounded
+        return out
 
     @property
     def bound(self) -> Bound | None:
@@ -593,7 +730,7 @@ class Latency:
     events: tuple[LatencyEvent, ...] = ()
     logged_ns: LatencyBound | None = None
     observed_ns: LatencyBound | None = None
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> Latency:
@@ -605,6 +742,14 @@ class Latency:
             return None if b is None else LatencyBound(b.lo, b.hi, b.point, _int(_d(y).get("n")))
         return cls(name, _int(x.get("sent"), len(evs)), evs, lb(x.get("logged_ns")),
                    lb(x.get("observed_ns")), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw:
+            return dict(self.raw)
+        return {"events": [e.to_dict() for e in self.events],
+                **({"logged_ns": self.logged_ns.to_dict()} if self.logged_ns else {}),
+                **({"observed_ns": self.observed_ns.to_dict()} if self.observed_ns else {}),
+                "sent": self.sent}
 
 
 @dataclass(frozen=True)
@@ -620,7 +765,7 @@ class DeviceSummary:
     latency: dict[str, Latency] = field(default_factory=dict)
     no_clock: tuple[str, ...] = ()
     traps_lost: int | None = None     # traps a later state read showed were lost (PDUs)
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> DeviceSummary:
@@ -633,6 +778,18 @@ class DeviceSummary:
                    {s: Latency.of(s, v) for s, v in _d(x.get("latency")).items()},
                    tuple(str(p) for p in _l(x.get("no_clock"))),
                    _int(x.get("traps_lost"), None), dict(x))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's form (a record read from one: as read)."""
+        if self.raw:
+            return dict(self.raw)
+        return {"plane": self.plane, "identity": self.identity.to_dict() if self.identity else {},
+                "state": self.state, "errors": dict(self.errors),
+                "first_errors": dict(self.first_errors),
+                "clocks": {c: x.to_dict() for c, x in self.clocks.items()},
+                "latency": {s: x.to_dict() for s, x in self.latency.items()},
+                **({"no_clock": list(self.no_clock)} if self.no_clock else {}),
+                **({"traps_lost": self.traps_lost} if self.traps_lost is not None else {})}
 
     @property
     def error_count(self) -> int:
@@ -682,7 +839,7 @@ class Summary(_RawMapping):
 class TruthBreak:
     kind: BreakKind | str
     t_ns: int
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -696,7 +853,7 @@ class TruthClock:
     resolution_ns: int | None = None
     counter: bool = False
     breaks: tuple[TruthBreak, ...] = ()
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, name: str, x) -> TruthClock:
@@ -714,7 +871,7 @@ class TruthDevice:
     name: str
     clocks: dict[str, TruthClock] = field(default_factory=dict)
     events: tuple[dict, ...] = ()          # as the emulators recorded them
-    raw: dict = field(**RAW)
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False)

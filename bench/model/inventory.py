@@ -5,133 +5,26 @@ value when a driver needs it, and nothing in this module ever stores it.
 """
 from __future__ import annotations
 
-import difflib
-import math
 import os
 import re
-import reprlib
 import stat
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
-from bench.errors import RackclockError
+# the rack file's vocabulary, declared in bench.model.keys (below inventory, limits and simkeys)
+from bench.model.keys import ENV_NAME as ENV_NAME
+from bench.model.keys import SAFE_NAME as SAFE_NAME
+from bench.model.keys import InventoryError as InventoryError
+from bench.model.keys import Key as Key
+from bench.model.keys import did_you_mean as did_you_mean
+from bench.model.keys import short as short
 
 KNOWN_KEYS = {"plane", "driver", "address", "username", "password_env", "rate_hz", "stimuli", "sim"}
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_RACK_BYTES = 8 << 20          # a rack of 300 devices is about 100 KiB
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 3, 80, 80, 6, 6
-
-
-def short(value: Any) -> str:
-    """A value as errors quote it: bounded in length and depth, whatever its size."""
-    return _SHORT.repr(value)
-
-
-class InventoryError(RackclockError, ValueError):
-    """The rack file is malformed. `str()` is one line naming the file, device and key."""
-
-    def __init__(self, message: str, *, file: str | None = None, device: str | None = None,
-                 key: str | None = None):
-        self.problem, self.file, self.device, self.key = message, file, device, key
-        super().__init__(message)
-
-    def located(self, file: str | None = None, device: str | None = None) -> "InventoryError":
-        """The same error with its file (and device) filled in where not yet known."""
-        return InventoryError(self.problem, file=self.file or file, device=self.device or device,
-                              key=self.key)
-
-    def __str__(self) -> str:
-        where = [f"{self.file}" if self.file else "",
-                 f"device {self.device!r}" if self.device else "",
-                 f"key {self.key!r}" if self.key else ""]
-        return ": ".join([w for w in where if w] + [self.problem]).replace("\n", " ")
-
-
-@dataclass(frozen=True)
-class Key:
-    """A key a rack-file table accepts: its type and accepted range, as said in errors.
-    kind: float | int | bool | str | env (an environment variable's name) | path (relative to
-    the rack file) | list[int] | list[str] | table | str|list[str]."""
-
-    kind: str
-    lo: float | None = None
-    hi: float | None = None
-    choices: tuple = ()
-    unit: str = ""
-    file_suffix: str = ""        # a str naming a file when it ends so (then relative to the rack file)
-    pattern: str = ""            # str: the whole value must match this regular expression
-    exists: str = ""             # checked at load (bench.model.rackfile): "file" | "chardev"
-    content: Any = field(default=None, compare=False)   # path -> problem text or None (at load)
-    hint: str = ""               # what `pattern` accepts, as said in errors
-
-    def accepted(self) -> str:
-        if self.choices:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        if self.hint:
-            return self.hint
-        u = f" {self.unit}" if self.unit else ""
-        if self.lo is not None and self.hi is not None:
-            return f"{self.kind} from {self.lo:g} to {self.hi:g}{u}"
-        if self.lo is not None:
-            return f"{self.kind} of at least {self.lo:g}{u}"
-        return {"bool": "true or false", "env": "an environment variable's name",
-                "path": "a file path (relative to the rack file)", "table": "a table"
-                }.get(self.kind, self.kind)
-
-    def check(self, value: Any) -> Any:
-        """The value, if accepted; InventoryError saying what is accepted otherwise."""
-        bad = InventoryError(f"{short(value)} is not accepted ({self.accepted()})")
-        k = self.kind
-        if k == "bool":
-            if not isinstance(value, bool):
-                raise bad
-        elif k in ("float", "int"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise bad
-            if k == "int" and not isinstance(value, int):
-                raise bad
-            if not math.isfinite(value) or (self.lo is not None and value < self.lo) \
-                    or (self.hi is not None and value > self.hi):
-                raise bad
-        elif k in ("str", "path", "env"):
-            if not isinstance(value, str) or not value.strip():
-                raise bad
-            if k == "env" and not ENV_NAME.fullmatch(value):
-                raise bad
-            if self.pattern and not re.fullmatch(self.pattern, value):
-                raise bad
-        elif "|" in k:
-            for alt in k.split("|"):
-                try:
-                    return Key(alt, self.lo, self.hi, self.choices).check(value)
-                except InventoryError:
-                    continue
-            raise bad
-        elif k.startswith("list["):
-            if not isinstance(value, list):
-                raise bad
-            item = Key(k[5:-1], self.lo, self.hi)
-            for x in value:
-                try:
-                    item.check(x)
-                except InventoryError:
-                    raise bad from None
-        elif k == "table":
-            if not isinstance(value, Mapping):
-                raise bad
-        if self.choices and value not in self.choices:
-            raise bad
-        return value
-
-
-def did_you_mean(word: str, known) -> str:
-    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
 
 
 DEVICE_KEYS = {
@@ -219,42 +112,16 @@ class RackConfig:
 
 def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
     """One device's table, its common keys checked (the driver's own keys are checked by
-    bench.model.rackfile against what the driver declares)."""
-    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
-        raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
-                             "starting with a letter or digit", device=name)
-    if not isinstance(t, Mapping):
-        raise InventoryError(f"a device is a table, not {t!r}", device=name)
-    for key in ("plane", "driver", "address"):
-        if key not in t:
-            raise InventoryError("missing (a device names its plane, driver and address)",
-                                 device=name, key=key)
+    drivers.rackcheck against what the driver declares)."""
+    _check_device_shape(name, t)
     for key, value in t.items():
-        if key in DEVICE_KEYS:
-            try:
-                DEVICE_KEYS[key].check(value)
-            except InventoryError as exc:
-                raise InventoryError(exc.problem, device=name, key=key) from None
-        elif CREDENTIAL.search(key) and not key.endswith("_env"):
-            raise InventoryError("an inline credential is refused; name an environment variable "
-                                 f"with '{key}_env'" if key != "password" else
-                                 "an inline credential is refused; name an environment variable "
-                                 "with 'password_env'", device=name, key=key)
-        elif key.endswith("_env"):
-            try:
-                Key("env").check(value)
-            except InventoryError as exc:
-                raise InventoryError(exc.problem, device=name, key=key) from None
+        _check_device_key(name, key, value)
     if re.match(r"[a-z][a-z0-9+.-]*://[^/@:]*:[^/@]*@", str(t["address"]), re.IGNORECASE):
         # a user name alone (ssh://root@host) is no secret; a password in the address is
         raise InventoryError("a password in the address is refused; use 'username' and "
                              "'password_env'", device=name, key="address")
     if "sim" in t:
-        from bench.model.simkeys import check_sim
-        try:
-            check_sim(t["sim"], str(t["driver"]))
-        except InventoryError as exc:
-            raise InventoryError(exc.problem, device=name, key=exc.key) from None
+        _check_device_sim(name, t)
     stimuli = t.get("stimuli", [])
     rate = float(t.get("rate_hz", 1.0))
     return DeviceConfig(
@@ -264,6 +131,47 @@ def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
         options=_frozen({k: v for k, v in t.items() if k not in KNOWN_KEYS}),
         sim=_frozen(t["sim"]) if "sim" in t else None,
     )
+
+
+def _check_device_shape(name: str, t: Any) -> None:
+    """A safe device name, a table, and the keys every device has."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+        raise InventoryError("device names are 1-64 characters of letters, digits, '.', '_', '-' "
+                             "starting with a letter or digit", device=name)
+    if not isinstance(t, Mapping):
+        raise InventoryError(f"a device is a table, not {t!r}", device=name)
+    for key in ("plane", "driver", "address"):
+        if key not in t:
+            raise InventoryError("missing (a device names its plane, driver and address)",
+                                 device=name, key=key)
+
+
+def _check_device_key(name: str, key: str, value: Any) -> None:
+    """A common key's value, an environment variable's name, or an inline credential refused."""
+    if key in DEVICE_KEYS:
+        checker = DEVICE_KEYS[key]
+    elif CREDENTIAL.search(key) and not key.endswith("_env"):
+        raise InventoryError("an inline credential is refused; name an environment variable "
+                             f"with '{key}_env'" if key != "password" else
+                             "an inline credential is refused; name an environment variable "
+                             "with 'password_env'", device=name, key=key)
+    elif key.endswith("_env"):
+        checker = Key("env")
+    else:
+        return
+    try:
+        checker.check(value)
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=name, key=key) from None
+
+
+def _check_device_sim(name: str, t: Mapping[str, Any]) -> None:
+    """The [devices.<name>.sim] table against the simulated driver's keys."""
+    from bench.model.simkeys import check_sim
+    try:
+        check_sim(t["sim"], str(t["driver"]))
+    except InventoryError as exc:
+        raise InventoryError(exc.problem, device=name, key=exc.key) from None
 
 
 def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackConfig:

@@ -28,19 +28,18 @@ same checks.
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from bench.errors import RackclockError
+from bench.model.keys import short
 from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
-from bench.model.inventory import short
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
 
 KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",
@@ -342,42 +341,3 @@ def parse_span(text: str | None, manifest) -> tuple[int, int] | None:
 
 def _int_or_none(x) -> int | None:
     return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
-def main(argv: list[str] | None = None) -> int:
-    from pathlib import Path
-
-    from bench.model.rundata import load_run
-
-    ap = argparse.ArgumentParser(prog="rackclock limits",
-                                 description="judge the rack file's limits against a run's bounds")
-    ap.add_argument("run", type=Path, help="run folder")
-    ap.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML")
-    ap.add_argument("--strict", action="store_true", help="exit 3 when a limit is undecided")
-    ap.add_argument("--span", metavar="FROM:TO", default=None,
-                    help="judge offsets over this span, seconds from the run's start (e.g. 0:60), "
-                         "instead of each segment's calibrated span (first to last read); "
-                         "beyond the reads a bound is extrapolated and said so")
-    ap.add_argument("--wide", action="store_true", help="as wide as the table is, every why")
-    a = ap.parse_args(argv)
-    try:
-        run = load_run(a.run)
-        span = parse_span(a.span, run.manifest)
-    except FileNotFoundError as exc:
-        print(f"rackclock limits: {exc}", file=sys.stderr)
-        return 2
-    except LimitError as exc:
-        print(f"rackclock limits: {exc}", file=sys.stderr)
-        return 2
-    checks = check_run(run.summary, run.manifest, span, run)
-    print(text_table(checks, None if a.wide else WIDTH)
-          or "no limits in this run's rack file ([limits] table)")
-    if a.junit:
-        a.junit.write_text(junit(checks))
-    if any(c.verdict == "fail" for c in checks):
-        return 1
-    return 3 if a.strict and any(c.verdict == "undecided" for c in checks) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

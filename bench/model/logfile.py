@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import stat
 from array import array
+from dataclasses import dataclass, field
 from itertools import accumulate, islice
 
 import numpy as np
-from dataclasses import dataclass, field
 
 from bench.errors import RackclockError
 
@@ -34,7 +34,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path) -> "os.PathLike":
+def open_regular(path) -> os.PathLike:
     """The file at `path` opened for binary reading, if it is a regular file; else LogError.
     O_NONBLOCK: opening a FIFO with no writer returns at once (then refused by fstat)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)

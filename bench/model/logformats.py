@@ -31,8 +31,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 
 from bench.errors import RackclockError
-from bench.model.logfile import (LineBatch, LineStats, LogError, TextStore, line_batches, numbered,
-                                  open_regular, read_document)
+from bench.model.logfile import (
+    LineBatch,
+    LineStats,
+    LogError,
+    TextStore,
+    line_batches,
+    numbered,
+    open_regular,
+    read_document,
+)
 from bench.model.rfc3339 import rfc3339_ns
 
 NS = 1_000_000_000
@@ -195,7 +203,7 @@ def _frac(frac: str | None) -> tuple[int, int]:
 
 def _zone(ctx: Context):
     if not ctx.zone or ctx.zone.upper() == "UTC":
-        return timezone.utc
+        return dt.UTC
     try:
         return ZoneInfo(ctx.zone)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
@@ -207,8 +215,8 @@ def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, t
     fold (the hour that happens twice) the value covers both readings; in a DST gap (a time that
     never happened) both offsets too, flagged."""
     tz = _zone(ctx)
-    if tz is timezone.utc:
-        return _ns(naive.replace(tzinfo=timezone.utc)), res_ns, ("zone: UTC assumed (none given)",) \
+    if tz is dt.UTC:
+        return _ns(naive.replace(tzinfo=dt.UTC)), res_ns, ("zone: UTC assumed (none given)",) \
             if not ctx.zone else (f"zone: UTC ({ctx.zone_from})",)
     a = naive.replace(tzinfo=tz, fold=0)
     b = naive.replace(tzinfo=tz, fold=1)
@@ -217,7 +225,7 @@ def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, t
     if va == vb:
         return va, res_ns, (note,)
     lo, hi = min(va, vb), max(va, vb)
-    exists = a.astimezone(timezone.utc).astimezone(tz).replace(tzinfo=None) == naive
+    exists = a.astimezone(dt.UTC).astimezone(tz).replace(tzinfo=None) == naive
     why = "DST fold: the hour happened twice" if exists \
         else "DST gap: a local time that never happened"
     return lo, hi - lo + res_ns, (note, f"{why}; both readings kept")
@@ -225,7 +233,7 @@ def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, t
 
 def _ns(d: datetime) -> int:
     """Exact Unix-epoch ns of an aware datetime (whole seconds + microseconds, no float)."""
-    delta = d - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = d - datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (delta.days * 86400 + delta.seconds) * NS + delta.microseconds * US
 
 
@@ -319,7 +327,7 @@ RFC5424_BATCH = re.compile(r"^<\d{1,3}>\d{1,2} ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]
                            re.MULTILINE)
 
 
-def rfc5424_batch(batch: LineBatch, out: "Stamps") -> bool:
+def rfc5424_batch(batch: LineBatch, out: Stamps) -> bool:
     """A batch of lines read at once, when every line is an RFC 5424 line with a plain RFC 3339
     stamp (bench/model/rfc3339.py): the stamps and texts parse_rfc5424 gives, added to `out`;
     False (nothing added) when one line is not, to read them a line at a time."""
@@ -349,11 +357,11 @@ def pick_year(month: int, day: int, ctx: Context) -> tuple[int, str]:
         return ctx.year, f"year {ctx.year} (given)"
     if ctx.near_ns is None:
         raise Unparsed("year-less stamp and no run to take the year from")
-    near = datetime.fromtimestamp(ctx.near_ns // NS, timezone.utc)
+    near = datetime.fromtimestamp(ctx.near_ns // NS, dt.UTC)
     best = None
     for y in (near.year - 1, near.year, near.year + 1):
         try:
-            d = abs((datetime(y, month, day, tzinfo=timezone.utc) - near).total_seconds())
+            d = abs((datetime(y, month, day, tzinfo=dt.UTC) - near).total_seconds())
         except ValueError:         # Feb 29 in a common year
             continue
         if best is None or d < best[0]:
@@ -808,13 +816,13 @@ def sel_zone(name: str | None) -> dt.tzinfo | None:
     if name is None or str(name).lower() == "unknown":
         return None
     if str(name).upper() == "UTC":
-        return dt.timezone.utc
+        return dt.UTC
     return ZoneInfo(str(name))
 
 
 def sel_seconds_to_ns(seconds: int, zone: dt.tzinfo | None) -> int:
     """A SEL wall-time stamp (local seconds in `zone`) as Unix-epoch ns (UTC)."""
-    if zone is None or zone is dt.timezone.utc:
+    if zone is None or zone is dt.UTC:
         return seconds * NS
     local = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)
     off = local.replace(tzinfo=zone).utcoffset() or dt.timedelta(0)
@@ -824,7 +832,7 @@ def sel_seconds_to_ns(seconds: int, zone: dt.tzinfo | None) -> int:
 def ns_to_sel_seconds(t_ns: int, zone: dt.tzinfo | None) -> int:
     """The SEL seconds a BMC keeping local time in `zone` shows at Unix instant t_ns."""
     s = t_ns // NS
-    if zone is None or zone is dt.timezone.utc:
+    if zone is None or zone is dt.UTC:
         return s
-    off = dt.datetime.fromtimestamp(s, dt.timezone.utc).astimezone(zone).utcoffset()
+    off = dt.datetime.fromtimestamp(s, dt.UTC).astimezone(zone).utcoffset()
     return s + int(off.total_seconds())

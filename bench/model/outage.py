@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 from array import array
 from pathlib import Path
+from typing import Any
 
 NS = 1_000_000_000
 
@@ -45,7 +46,7 @@ def silent_ns(times, start_ns: int, end_ns: int, gap_ns: int) -> int:
     return sum(b - a for a, b in zip(points, points[1:]) if b - a > gap_ns)
 
 
-def lost_devices(run_dir: Path, manifest: dict) -> dict[str, dict]:
+def lost_devices(run_dir: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """{device: {"silent_s", "share", "last_read_ns"}} of the devices lost (see the module)."""
     start, end = manifest.get("started_ns"), manifest.get("probed_until_ns")
     if not isinstance(start, int) or not isinstance(end, int) or end <= start:
@@ -56,18 +57,26 @@ def lost_devices(run_dir: Path, manifest: dict) -> dict[str, dict]:
         if not isinstance(entry, dict) or entry.get("state") is None:
             continue                       # never probed (not started, or no probing loop)
         rate = float((inventory.get(name) or {}).get("rate_hz") or 1.0)
-        gap = max(MIN_GAP_NS, int(GAP_PERIODS * NS / rate))
-        times = _usable_reads(Path(run_dir) / "samples" / f"{name}.csv")
-        silent, window = silent_ns(times, start, end, gap), end - start
-        last = max((t for t in times if t < end), default=None)
-        tail = end - last if last is not None else 0
-        if silent > AWAY_SHARE * window or (tail > gap and tail > LOST_SHARE * window):
-            lost[name] = {"silent_s": round(silent / NS, 1), "share": round(silent / window, 3),
-                          "last_read_ns": last}
+        found = _loss(Path(run_dir) / "samples" / f"{name}.csv", start, end, rate)
+        if found is not None:
+            lost[name] = found
     return lost
 
 
-def lost_line(lost: dict[str, dict], devices: int) -> str:
+def _loss(samples: Path, start: int, end: int, rate_hz: float) -> dict[str, Any] | None:
+    """One device's loss over [start, end] from its samples file (None: not lost)."""
+    gap = max(MIN_GAP_NS, int(GAP_PERIODS * NS / rate_hz))
+    times = _usable_reads(samples)
+    silent, window = silent_ns(times, start, end, gap), end - start
+    last = max((t for t in times if t < end), default=None)
+    tail = end - last if last is not None else 0
+    if silent > AWAY_SHARE * window or (tail > gap and tail > LOST_SHARE * window):
+        return {"silent_s": round(silent / NS, 1), "share": round(silent / window, 3),
+                "last_read_ns": last}
+    return None
+
+
+def lost_line(lost: dict[str, dict[str, Any]], devices: int) -> str:
     """One line: how many devices were lost, the worst first."""
     worst = sorted(lost.items(), key=lambda kv: -kv[1]["share"])
     names = ", ".join(f"{n} ({100 * d['share']:.0f} %)" for n, d in worst[:6])

@@ -6,7 +6,6 @@ import re
 import socket
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import bench
@@ -19,7 +18,10 @@ LIBRARIES = ("numpy", "matplotlib", "allantools", "aiohttp", "redfish", "pysnmp"
              "pyserial")
 
 
-def git_revision(path: Path = Path(__file__).resolve().parents[2]) -> dict:
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def git_revision(path: Path = _CHECKOUT) -> dict:
     try:
         rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5).stdout.strip()
@@ -31,6 +33,8 @@ def git_revision(path: Path = Path(__file__).resolve().parents[2]) -> dict:
 
 
 def versions() -> dict:
+    from importlib import metadata  # here, not at the top: every command's start imports this module
+
     out = {"rackclock": bench.__version__, "python": sys.version.split()[0]}
     for lib in LIBRARIES:
         try:

@@ -29,12 +29,19 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from bench.errors import RackclockError
-from bench.lockdir import (LockFolderError, flock_holders, lock_dir, open_existing, open_lock,
-                           process, same_file)
+from bench.lockdir import (
+    LockFolderError,
+    flock_holders,
+    lock_dir,
+    open_existing,
+    open_lock,
+    process,
+    same_file,
+)
 
 DEFAULT_WAIT_S = 600.0
 log = logging.getLogger(__name__)
@@ -165,7 +172,7 @@ def _acquire(path: Path, rack_file: Path, wait_s: float) -> int:
 def _sign(fd: int, what: str) -> None:
     """Our line in the lock file we made (O_EXCL, the only kind open for writing); a file
     another user left is held unsigned (its holder is then named from /proc/locks)."""
-    since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    since = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     cmd = " ".join(sys.argv)[:200]
     with contextlib.suppress(OSError):    # read-only: another user's file
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {what or cmd}, "

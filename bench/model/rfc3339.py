@@ -50,7 +50,8 @@ def _days(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray | 
     end = (first + 1).astype("datetime64[D]").astype(np.int64)
     if np.any(day > end - start):
         return None
-    return start + day - 1
+    days: np.ndarray = start + day - 1
+    return days
 
 
 def _block(a: np.ndarray, zone: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from bench.model.inventory import CREDENTIAL
 from bench.model.provenance import REDACTED, redact_text
 
 BENCH_LOGGERS = ("bench", "drivers")
 RUN_LOG = "bench.log"
-_OPEN: list["RunLog"] = []          # run logs open in this process: the levels go back after the last
+_OPEN: list[RunLog] = []          # run logs open in this process: the levels go back after the last
 _OPEN_LOCK = threading.Lock()
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from bench.model.inventory import SAFE_NAME, InventoryError, Key, did_you_mean, short
+from bench.model.keys import SAFE_NAME, InventoryError, Key, did_you_mean, short
 
 MAX_LIST = 1000              # steps, reboots, slews, faults, ...: entries in one list
 MAX_STR = 1024               # characters in one string
@@ -210,16 +211,20 @@ def _clock_limits(sim: Mapping[str, Any]) -> None:
     for path, table in own or [("sim", {})]:
         t = {**top, **table}
         t.update((sim.get("by_firmware") or {}).get(t.get("firmware"), {}))
-        where = path if table else "sim"
-        ticks = t.get("wrap_ticks", 0)
-        res = t.get("resolution_s", FINEST_DEFAULT_S)
-        if ticks and ticks * res < MIN_WRAP_S:
-            raise InventoryError(f"{ticks} ticks of {res:g} s wrap in under {MIN_WRAP_S:g} s "
-                                 f"(wrap_ticks x resolution_s must be at least {MIN_WRAP_S:g} s)",
-                                 key=f"{where}.wrap_ticks")
-        if abs(t.get("offset_s", 0)) + _sizes(t.get("steps", [])) + faults > YEARS_100_S:
-            raise InventoryError(f"offset_s and the sizes of steps add up to more than "
-                                 f"{YEARS_100_S:g} s (about a century)", key=f"{where}.steps")
+        _one_clock_limits(t, path if table else "sim", faults)
+
+
+def _one_clock_limits(t: Mapping[str, Any], where: str, faults: float) -> None:
+    """One clock's wrap period and its offset plus steps plus the faults' sizes (`faults`, s)."""
+    ticks = t.get("wrap_ticks", 0)
+    res = t.get("resolution_s", FINEST_DEFAULT_S)
+    if ticks and ticks * res < MIN_WRAP_S:
+        raise InventoryError(f"{ticks} ticks of {res:g} s wrap in under {MIN_WRAP_S:g} s "
+                             f"(wrap_ticks x resolution_s must be at least {MIN_WRAP_S:g} s)",
+                             key=f"{where}.wrap_ticks")
+    if abs(t.get("offset_s", 0)) + _sizes(t.get("steps", [])) + faults > YEARS_100_S:
+        raise InventoryError(f"offset_s and the sizes of steps add up to more than "
+                             f"{YEARS_100_S:g} s (about a century)", key=f"{where}.steps")
 
 
 CLOCK_TABLE = table(CLOCK)
@@ -259,6 +264,13 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "max_sessions": num(1, 1024, kind="int"), "session_timeout_s": num(1, 86400, "s", "int"),
         "rate_limit_hz": num(0.0, 10_000.0, "Hz"), "retry_after_s": num(0, 3600, "s", "int"),
         "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT},
+    "redfish_hmc": {       # the BMC emulator's keys and the GPU baseboard's own
+        "gpus": num(1, 8, kind="int"), "report_period_s": num(0.1, 3600.0, "s"),
+        "throttle_on_test_event": FLAG, "throttle_gpu": num(1, 8, kind="int"),
+        "throttle_s": num(0.0, 86400.0, "s"),
+        "xid_events": list_of(table({"at_s": AT_S, "gpu": num(1, 8, kind="int"),
+                                     "xid": num(0, 255, kind="int")},
+                                    required=("at_s", "gpu", "xid")))},
     "snmp_pdu": {
         "outlets": lambda v, p: (list_of(TEXT, 256) if isinstance(v, list)
                                  else num(1, 256, kind="int"))(v, p),
@@ -290,6 +302,15 @@ EMULATORS: dict[str, dict[str, Check]] = {
                                    required=("at_s", "node")))},
     "host_kernel": {},
 }
+# the GPU baseboard controller is the BMC emulator with its own layout (bench/sim/redfish_hmc.py)
+EMULATORS["redfish_hmc"] = {**{k: v for k, v in EMULATORS["redfish_bmc"].items()
+                               if k != "profile"}, **EMULATORS["redfish_hmc"]}
+
+# cooling and power equipment on the BMC emulator's core (bench/sim/redfish_equipment.py)
+EMULATORS["redfish_equipment"] = {
+    **{k: v for k, v in EMULATORS["redfish_bmc"].items() if k not in ("profile", "test_event_log")},
+    "equipment": choice("cdu", "rack_pdu", "power_shelf"), "pumps": num(1, 16, kind="int"),
+    "outlets": num(0, 64, kind="int"), "actuation_latency_s": num(0.0, 60.0, "s")}
 
 
 @functools.cache
@@ -317,3 +338,4 @@ def check_sim(sim: Any, driver: str) -> None:
                                                                    "names of 1 to 64 characters")}
     table(keys)(sim, "sim")
     _clock_limits(sim)
+

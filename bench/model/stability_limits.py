@@ -18,11 +18,12 @@ interpolation) of the TDEV of the interval midpoints. A tau the run is too short
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from bench.analysis.stability import deviation, offset_series, resample
+from bench.analysis.stability import deviation, resample
 from bench.units import fmt_ns, parse_duration_ns
 
 MASK_KEYS = ("mtie", "tdev")

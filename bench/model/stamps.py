@@ -14,10 +14,11 @@ narrows them as in the timeline. No candidate left: no bound, and the reason is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, calibrations, describe, map_stamps
+from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, SegmentWindow, calibrations, describe, map_stamps
 
 
 def log_of(raw: str) -> str:
@@ -38,45 +39,61 @@ class StampBound:
     why: str = ""
 
 
-def bound_stamps(smp, results: dict, meta: dict | None, rows: list[int],
+def bound_stamps(smp: Any, results: dict[str, Any], meta: dict[str, Any] | None, rows: list[int],
                  not_before_ns: list[int]) -> list[StampBound]:
     """Bounds of the stamps of event rows `rows` of `smp` (bench.model.rundata.Samples), each no
     earlier than its `not_before_ns` and no later than the answer that listed it (the row's
     e_ns); `results`: the run's fit per clock (bench.model.summary.ClockResult)."""
-    out: list[StampBound | None] = [None] * len(rows)
+    out = [StampBound()] * len(rows)          # every row is set below
     groups: dict[tuple[str, str], list[int]] = {}
     for n, j in enumerate(rows):
-        clock = smp.clock[j]
-        res = results.get(clock)
-        if not smp.has_value[j]:
-            out[n] = StampBound(why="the entry carries no stamp")
-        elif res is None or res.fit is None or not res.fit.segments:
-            out[n] = StampBound(why=f"clock {clock!r} has no fit in this run"
-                                    + (f" ({res.note})" if res is not None and res.note else ""))
+        why = _unmappable(smp, results, j)
+        if why:
+            out[n] = StampBound(why=why)
         else:
-            groups.setdefault((clock, log_of(smp.raw[j])), []).append(n)
+            groups.setdefault((smp.clock[j], log_of(smp.raw[j])), []).append(n)
     for (clock, _), ns in groups.items():
-        res = results[clock]
-        cals = calibrations([("run", res, meta or {})])
         js = [rows[n] for n in ns]
         nb = np.array([not_before_ns[n] for n in ns], dtype=np.int64)
-        na = np.asarray(smp.e_ns[js], dtype=np.int64)
-        # a wall clock whose reads themselves show a time before it was ever set runs unset:
-        # its stamps are in the same timescale as the reads, not pre-sync
-        shown = min(c.span[0] + c.segment.offset_at(c.span[0]).lo for c in cals)
-        wall = not res.meta.get("counter") and shown >= PRESYNC_BEFORE_NS
-        m = map_stamps(cals, smp.value_ns[js], smp.resolution_ns[js], smp.seq[js], wall=wall,
-                       not_after_ns=na, not_before_ns=nb, proven=True, clip=True)
-        for x, n in enumerate(ns):
-            st = m.status_of(x)
-            if st == "unplaceable":
-                live = [c.name for c in cals if (c.window_hi is None or c.window_hi >= nb[x])
-                        and (c.window_lo is None or c.window_lo <= na[x])]
-                out[n] = StampBound(why=f"the stamp maps outside [request, answer] through every "
-                                        f"segment that can have been in force then "
-                                        f"({' | '.join(live) or 'none'})")
-            elif st == "presync":
-                out[n] = StampBound(why=describe(m, x))
-            else:
-                out[n] = StampBound(int(m.lo_ns[x]), int(m.hi_ns[x]), describe(m, x))
+        for n, b in zip(ns, _map_group(smp, results[clock], meta, js, nb)):
+            out[n] = b
     return out
+
+
+def _unmappable(smp: Any, results: dict[str, Any], j: int) -> str:
+    """Why row j's stamp cannot be mapped ("" when it can)."""
+    clock = smp.clock[j]
+    res = results.get(clock)
+    if not smp.has_value[j]:
+        return "the entry carries no stamp"
+    if res is None or res.fit is None or not res.fit.segments:
+        return (f"clock {clock!r} has no fit in this run"
+                + (f" ({res.note})" if res is not None and res.note else ""))
+    return ""
+
+
+def _map_group(smp: Any, res: Any, meta: dict[str, Any] | None, js: list[int],
+               nb: np.ndarray) -> list[StampBound]:
+    """The stamps of rows `js` (one clock, one log) mapped through the clock's segments."""
+    cals = calibrations([("run", res, meta or {})])
+    na = np.asarray(smp.e_ns[js], dtype=np.int64)
+    # a wall clock whose reads themselves show a time before it was ever set runs unset:
+    # its stamps are in the same timescale as the reads, not pre-sync
+    shown = min(c.span[0] + c.segment.offset_at(c.span[0]).lo for c in cals)
+    wall = not res.meta.get("counter") and shown >= PRESYNC_BEFORE_NS
+    m = map_stamps(cals, smp.value_ns[js], smp.resolution_ns[js], smp.seq[js], wall=wall,
+                   not_after_ns=na, not_before_ns=nb, proven=True, clip=True)
+    return [_stamp_bound(m, x, cals, int(nb[x]), int(na[x])) for x in range(len(js))]
+
+
+def _stamp_bound(m: Any, x: int, cals: list[SegmentWindow], nb: int, na: int) -> StampBound:
+    st = m.status_of(x)
+    if st == "unplaceable":
+        live = [c.name for c in cals if (c.window_hi is None or c.window_hi >= nb)
+                and (c.window_lo is None or c.window_lo <= na)]
+        return StampBound(why=f"the stamp maps outside [request, answer] through every "
+                              f"segment that can have been in force then "
+                              f"({' | '.join(live) or 'none'})")
+    if st == "presync":
+        return StampBound(why=describe(m, x))
+    return StampBound(int(m.lo_ns[x]), int(m.hi_ns[x]), describe(m, x))

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bench.analysis.statuses import (BoundStatus, BreakKind, ResolutionBasis, Verdict,  # noqa: F401
-                                     worst)
+from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict, worst  # noqa: F401
 
 
 class RunStatus(StrEnum):

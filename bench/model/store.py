@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.errors import RackclockError
@@ -28,7 +28,7 @@ RESERVE = ".reserve"             # its file in the run folder, removed when the 
 
 
 def new_run_id(experiment: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{re.sub(r'[^A-Za-z0-9_-]', '_', experiment)}"
 
 

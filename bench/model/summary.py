@@ -4,16 +4,39 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, RATE_CHANGE_ASSUMPTION, ClockFit,
-                            fit_clock, wander_allowance_ns_per_s)
+from bench.analysis.estimate import (
+    DEFAULT_DRIFT_PRIOR_PPM,
+    RATE_CHANGE_ASSUMPTION,
+    Bound,
+    ClockFit,
+    Segment,
+    fit_clock,
+    wander_allowance_ns_per_s,
+)
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
+from bench.model.documents import (
+    Assumptions,
+    Band,
+    BreakRecord,
+    ClockSummary,
+    DeviceSummary,
+    Identity,
+    Latency,
+    LatencyBound,
+    LatencyEvent,
+    Outlier,
+    SegmentSummary,
+    TruthCheck,
+    Wrap,
+)
 from bench.model.rundata import Samples, load_samples
-from bench.model.stamps import bound_stamps
+from bench.model.stamps import StampBound, bound_stamps, log_of
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
 OK = RowStatus.OK
@@ -35,7 +58,7 @@ def zone_note(offset_lo: float, offset_hi: float) -> str:
     return ""
 
 
-def _truth_offset_at(tc: dict, t: int) -> float:
+def _truth_offset_at(tc: dict[str, Any], t: int) -> float:
     """Truth offset at t from the nearest grid point with no true step or reboot between them,
     carried to t with the true drift there (the grid is 1 s or finer; wander is smooth)."""
     ts = np.asarray(tc["t_ns"], dtype=np.int64)
@@ -49,53 +72,57 @@ def _truth_offset_at(tc: dict, t: int) -> float:
     return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
 
 
-def truth_check(seg: dict, truth_clock: dict, modulus_ns: int = 0) -> dict:
+def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
+                modulus_ns: int = 0) -> TruthCheck:
     """Does the truth lie inside this segment's bounds? Every proven quantity is checked: the
     offset at the epoch, every point of the band, the mean drift over its window (against the
     truth's mean there); the drift at the epoch is assumed (bench.analysis.estimate) and is
     checked apart (`drift_in`), never ANDed into the others."""
-    o, d = seg["offset_ns"], seg["drift_ppm"]
+    o, d = seg.offset_ns, seg.drift_ppm
 
-    def offset_at(t):
+    def offset_at(t: int) -> float:
         x = _truth_offset_at(truth_clock, int(t))
         if modulus_ns:
-            x -= round((x - o["point"]) / modulus_ns) * modulus_ns
+            x -= round((x - o.point) / modulus_ns) * modulus_ns
         return x
 
-    true_off = offset_at(seg["epoch_ns"])
+    true_off = offset_at(seg.epoch_ns)
     ts = np.asarray(truth_clock["t_ns"], dtype=np.int64)
     drifts = np.asarray(truth_clock["drift_ppm"], dtype=float)
-    true_drift = float(drifts[np.argmin(np.abs(ts - seg["epoch_ns"]))])
-    b = seg.get("band") or {"t_ns": [], "lo": [], "hi": []}
-    band_out = [t for t, lo, hi in zip(b["t_ns"], b["lo"], b["hi"])
-                if not lo <= offset_at(t) <= hi]
-    out = {"offset_ns": true_off, "offset_in": bool(o["lo"] <= true_off <= o["hi"]),
-           "band_points": len(b["t_ns"]), "band_in": not band_out,
-           # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
-           "drift_ppm": true_drift,
-           "drift_in": bool(d["lo"] - 1e-4 <= true_drift <= d["hi"] + 1e-4)}
-    if band_out:
-        out["band_out_t_ns"] = band_out[:5]
-    md = seg.get("mean_drift_ppm")
+    true_drift = float(drifts[np.argmin(np.abs(ts - seg.epoch_ns))])
+    b = seg.band or Band()
+    band_out = [t for t, lo, hi in zip(b.t_ns, b.lo, b.hi) if not lo <= offset_at(t) <= hi]
+    true_md, md_in = None, True
+    md = seg.mean_drift
     if md and md.get("to_ns", 0) > md.get("from_ns", 0):
         t1, t2 = md["from_ns"], md["to_ns"]
         true_md = (offset_at(t2) - offset_at(t1)) / (t2 - t1) * 1e6
-        out["mean_drift_ppm"] = true_md
-        out["mean_drift_in"] = bool(md["lo"] - 1e-4 <= true_md <= md["hi"] + 1e-4)
-    return out
+        md_in = bool(md["lo"] - 1e-4 <= true_md <= md["hi"] + 1e-4)
+    # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
+    return TruthCheck(offset_ns=true_off, offset_in=bool(o.lo <= true_off <= o.hi),
+                      drift_ppm=true_drift, drift_in=bool(d.lo - 1e-4 <= true_drift <= d.hi + 1e-4),
+                      band_in=not band_out, mean_drift_in=md_in, band_points=len(b.t_ns),
+                      band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md)
 
 
-def band(seg, points: int = 60) -> dict:
+def band(seg: Segment, points: int = 60) -> Band:
     """The proven offset band sampled across a segment (for plots: exact at each point). Each
     point is the published model's bound there (Segment.proven_offset_at: the rate bound, one
     unseen step); points with no read on one side (the segment's ends) are left out."""
     ts = np.linspace(seg.start_ns, seg.end_ns, points).astype(np.int64) if seg.end_ns > seg.start_ns \
         else np.array([seg.start_ns], dtype=np.int64)
     pts = [(int(t), b) for t in ts if (b := seg.proven_offset_at(int(t))) is not None]
-    return {"t_ns": [t for t, _ in pts], "lo": [b.lo for _, b in pts], "hi": [b.hi for _, b in pts]}
+    return Band(tuple(t for t, _ in pts), tuple(b.lo for _, b in pts), tuple(b.hi for _, b in pts))
 
 
-def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
+def latencies(smp: Samples, results: dict[str, ClockResult],
+              meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary `latency` as written: latency_records serialised."""
+    return {s: x.to_dict() for s, x in latency_records(smp, results, meta).items()}
+
+
+def latency_records(smp: Samples, results: dict[str, ClockResult],
+                    meta: dict[str, Any] | None = None) -> dict[str, Latency]:
     """Pair each sent stimulus with the next device log entry and bound the latency between them:
     `logged_ns` from the entry's own stamp mapped through the calibrated clock, `observed_ns` from
     the bracket of the fetch that first saw it, or of the pushed event's arrival when the device
@@ -103,68 +130,93 @@ def latencies(smp: Samples, results: dict, meta: dict | None = None) -> dict:
     The stamp is mapped through every segment that can have been in force between the request
     and the answer that listed the entry (bench/model/stamps.py; `logged_via` says which, and
     `logged_unbounded` why there is no bound). Bounds only; midpoints as points."""
-    out: dict[str, dict] = {}
-    stim = [i for i in range(len(smp)) if smp.kind[i] == "stimulus" and smp.status[i] == OK]
-    events = [i for i in range(len(smp)) if smp.kind[i] == "event" and smp.status[i] == OK]
-    pushed = [i for i in range(len(smp)) if smp.kind[i] == "pushed" and smp.status[i] == OK]
-    used = set()
-    logged = []                  # (record, event row) whose stamp bounds `logged_ns`
+    pairs = _pair_stimuli(smp)
+    # the device cannot stamp the event before the request left (s of its bracket) nor after
+    # the answer that listed it arrived
+    logged = [(i, j) for i, j, _ in pairs if j is not None]
+    bounds = dict(zip((i for i, _ in logged),
+                      bound_stamps(smp, results, meta, [j for _, j in logged],
+                                   [int(smp.s_ns[i]) for i, _ in logged])))
+    events: dict[str, list[LatencyEvent]] = {}
+    for i, j, p in pairs:
+        events.setdefault(smp.clock[i], []).append(_latency_event(smp, i, j, p, bounds.get(i)))
+    return {name: Latency(name, len(evs), tuple(evs), _over(evs, "logged_ns"),
+                          _over(evs, "observed_ns")) for name, evs in events.items()}
 
-    def first_after(rows, i, nxt):
+
+def _ok_rows(smp: Samples, kind: str) -> list[int]:
+    return [i for i in range(len(smp)) if smp.kind[i] == kind and smp.status[i] == OK]
+
+
+def _pair_stimuli(smp: Samples) -> list[tuple[int, int | None, int | None]]:
+    """(stimulus row, log entry row, pushed row) of each sent stimulus: the entry and the
+    pushed event that first followed it before the next stimulus (None: none)."""
+    stim = _ok_rows(smp, "stimulus")
+    # a metric report (GPU telemetry, drivers/redfish_metrics.py) is periodic: never the
+    # stimulus's log entry
+    events = [j for j in _ok_rows(smp, "event") if not log_of(smp.raw[j]).startswith("metric/")]
+    pushed = _ok_rows(smp, "pushed")
+    used: set[int] = set()
+    out = []
+
+    def first_after(rows: list[int], i: int, nxt: int | None) -> int | None:
         return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
 
     for k, i in enumerate(stim):
-        s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
         nxt = stim[k + 1] if k + 1 < len(stim) else None
         j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
-        rec = {"seq": int(smp.seq[i]), "s_ns": s_st, "e_ns": e_st}
-        seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
-        if seen is not None:
-            used.update(x for x in (j, p) if x is not None)
-            sf, ef = int(smp.s_ns[seen]), int(smp.e_ns[seen])
-            rec["observed_ns"] = {"lo": sf - e_st, "hi": ef - s_st}
-        if j is not None:
-            # only a log entry's own stamp bounds when the device logged it: a pushed event's
-            # EventTimestamp is when it was emitted, which a slow logger does not share
-            logged.append((rec, j))
-            rec["event"] = smp.raw[j][:200]
-        if seen is not None and seen != j:
-            rec["pushed"] = smp.raw[seen][:200]
-        name = smp.clock[i]
-        out.setdefault(name, {"events": []})["events"].append(rec)
-    # the device cannot stamp the event before the request left (s of its bracket) nor after
-    # the answer that listed it arrived
-    bounds = bound_stamps(smp, results, meta, [j for _, j in logged],
-                          [r["s_ns"] for r, _ in logged])
-    for (rec, _), b in zip(logged, bounds):
-        if b.lo_ns is None:
-            rec["logged_unbounded"] = b.why
-        else:
-            rec["logged_ns"] = {"lo": b.lo_ns - rec["e_ns"], "hi": b.hi_ns - rec["s_ns"]}
-            rec["logged_via"] = b.via
-    for name, d in out.items():
-        for key in ("logged_ns", "observed_ns"):
-            b = [e[key] for e in d["events"] if key in e]
-            if b:
-                d[key] = {"lo": min(x["lo"] for x in b), "hi": max(x["hi"] for x in b),
-                          "point": float(np.median([(x["lo"] + x["hi"]) / 2 for x in b])),
-                          "n": len(b)}
-        d["sent"] = len(d["events"])
+        used.update(x for x in (j, p) if x is not None)
+        out.append((i, j, p))
     return out
+
+
+def _latency_event(smp: Samples, i: int, j: int | None, p: int | None,
+                   b: StampBound | None) -> LatencyEvent:
+    """Stimulus row i with log entry row j and pushed row p: the fetch or push that first saw
+    it bounds `observed_ns`; the entry's own stamp (`b`) bounds `logged_ns`. Only a log entry's
+    stamp bounds when the device logged it: a pushed event's EventTimestamp is when it was
+    emitted, which a slow logger does not share."""
+    s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
+    seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
+    observed = None
+    if seen is not None:
+        observed = _mid_bound(int(smp.s_ns[seen]) - e_st, int(smp.e_ns[seen]) - s_st)
+    logged = None
+    if b is not None and b.lo_ns is not None and b.hi_ns is not None:
+        logged = _mid_bound(b.lo_ns - e_st, b.hi_ns - s_st)
+    return LatencyEvent(
+        int(smp.seq[i]), s_st, e_st, logged, observed,
+        event=smp.raw[j][:200] if j is not None else "",
+        pushed=smp.raw[seen][:200] if seen is not None and seen != j else "",
+        logged_via=b.via if logged is not None and b is not None else "",
+        logged_unbounded=b.why if logged is None and b is not None else "")
+
+
+def _mid_bound(lo: int, hi: int) -> Bound:
+    return Bound(lo, hi, (lo + hi) / 2)
+
+
+def _over(evs: list[LatencyEvent], key: str) -> LatencyBound | None:
+    """The union of the events' `key` bounds, their midpoints' median, how many."""
+    b = [x for e in evs if (x := getattr(e, key)) is not None]
+    if not b:
+        return None
+    return LatencyBound(min(x.lo for x in b), max(x.hi for x in b),
+                        float(np.median([(x.lo + x.hi) / 2 for x in b])), len(b))
 
 
 @dataclass
 class ClockResult:
     """One clock's fit with what it was fitted from (unwrapped counter values, wraps found)."""
     name: str
-    meta: dict
+    meta: dict[str, Any]
     declared_ns: int
     reads: int
     fit: ClockFit | None = None
-    wraps: list = field(default_factory=list)
+    wraps: list[Any] = field(default_factory=list)
     note: str = ""
     lag_ns: int = 0                  # the reading may lag the clock by this much (tick_lag_ms)
-    stuck: dict | None = None        # {"reads", "span_s"}: it never advanced; nothing fitted
+    stuck: dict[str, Any] | None = None   # {"reads", "span_s"}: it never advanced; nothing fitted
 
 
 STUCK_MIN_READS = 3
@@ -186,11 +238,11 @@ def stuck_since(s, e, v, declared_ns: int) -> int | None:
     return None
 
 
-def _stuck_note(st: dict) -> str:
+def _stuck_note(st: dict[str, Any]) -> str:
     return f"did not advance over {st['reads']} reads spanning {st['span_s']:.1f} s"
 
 
-def lag_ns(meta: dict, clock_meta: dict) -> int:
+def lag_ns(meta: dict[str, Any], clock_meta: dict[str, Any]) -> int:
     """How far a reading may lag its clock: the rack file's `tick_lag_ms` for the device, else
     what the driver declares for the clock (`lag_ns`), else 0."""
     if "tick_lag_ms" in meta:
@@ -198,7 +250,8 @@ def lag_ns(meta: dict, clock_meta: dict) -> int:
     return int(clock_meta.get("lag_ns") or 0)
 
 
-def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: float) -> dict:
+def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
+                    rate_hz: float) -> dict[str, Any]:
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
     the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
@@ -206,7 +259,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: f
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
             f"inside a segment unseen")
-    out: dict = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
+    out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if seg is not None and seg.bracket_ns:
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
                            rate_hz)
@@ -219,7 +272,8 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None, rate_hz: f
     return out
 
 
-def fit_clocks(smp: Samples, meta: dict, uncertainty_ns: int = 0) -> dict[str, ClockResult]:
+def fit_clocks(smp: Samples, meta: dict[str, Any],
+               uncertainty_ns: int = 0) -> dict[str, ClockResult]:
     """Fit every clock of one device from its samples; never raises for bad data."""
     clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
     out = {}
@@ -261,68 +315,88 @@ def traps_lost(smp: Samples) -> int:
     return sum(1 for i in smp.select("event") if str(smp.raw[i]).startswith(LOST_TRAP))
 
 
-def summarize_device(name: str, smp: Samples, meta: dict, uncertainty_ns: int = 0,
-                     truth: dict | None = None) -> dict:
+def summarize_device(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
+                     truth: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary `devices.<name>` as written: device_summary serialised."""
+    return device_summary(name, smp, meta, uncertainty_ns, truth).to_dict()
+
+
+def device_summary(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
+                   truth: dict[str, Any] | None = None) -> DeviceSummary:
+    """One device's summary record: its errors, each clock's fit, its stimulus latencies."""
+    errors, first_errors = _errors(smp)
+    results = fit_clocks(smp, meta, uncertainty_ns)
+    identity = Identity.of(meta.get("identity", {}))
+    # parts the driver found without any clock: only observation bounds exist
+    no_clock = identity.extra.get("no_clock") or ()
+    return DeviceSummary(
+        name, meta.get("plane", ""), identity, meta.get("state", ""), errors, first_errors,
+        {clock: clock_summary(res, meta, uncertainty_ns, truth) for clock, res in results.items()},
+        latency_records(smp, results, meta), tuple(no_clock),
+        traps_lost(smp) if identity.extra.get("lost_traps_counted") else None)
+
+
+def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
+    """Rows that failed: the count per kind, and the first row's text of each kind."""
     errors = Counter(smp.status[i] for i in range(len(smp)) if smp.status[i] not in NOT_ERRORS)
-    first_errors = {}
+    first_errors: dict[str, str] = {}
     for i in range(len(smp)):
         st = smp.status[i]
         if st not in NOT_ERRORS and st not in first_errors:
             first_errors[st] = smp.raw[i][:200]
-    results = fit_clocks(smp, meta, uncertainty_ns)
-    clocks_out = {}
-    for clock, res in results.items():
-        cm = res.meta
-        entry: dict = {"resolution_declared_ns": res.declared_ns, "reads": res.reads,
-                       "counter": bool(cm.get("counter"))}
-        clocks_out[clock] = entry
-        fit = res.fit
-        # what every bound of this clock rests on (results/README.md, "verdict")
-        entry["assumptions"] = {
-            "drift_prior_ppm": float(fit.drift_prior_ppm if fit else
-                                     meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
-            "wander_ppm": float(meta.get("wander_ppm", 0.0)),
-            "resolution_ns": int(fit.resolution_ns if fit else res.declared_ns),
-            "resolution_basis": fit.resolution_basis if fit else "unproven",
-            "reference_uncertainty_ns": int(uncertainty_ns),
-            "rate_changes": RATE_CHANGE_ASSUMPTION,
-            **model_statement(float(fit.drift_prior_ppm if fit else
-                                    meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
-                              res.lag_ns, fit, float(meta.get("rate_hz") or 1.0))}
-        if res.stuck is not None and fit is None:
-            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.STUCK,
-                         stuck=res.stuck, note=_stuck_note(res.stuck))
-            continue
-        if fit is None:
-            entry.update(segments=[], breaks=[], outliers=[], verdict=Verdict.UNDECIDED, note=res.note)
-            continue
-        entry.update(fit.as_dict())
-        for seg, sd in zip(res.fit.segments, entry["segments"]):
-            sd["band"] = band(seg)
-        entry["wraps"] = res.wraps
-        if res.stuck is not None:     # segments from before it stopped; nothing after
-            entry.update(verdict=Verdict.STUCK, stuck=res.stuck, note=_stuck_note(res.stuck))
-        if entry["segments"] and not cm.get("counter"):
-            last = entry["segments"][-1]["offset_ns"]
-            note = zone_note(last["lo"], last["hi"])
-            if note:
-                entry["zone_note"] = note
-        if truth and clock in truth.get("clocks", {}):
-            tc = truth["clocks"][clock]
-            for seg in entry["segments"]:
-                seg["truth"] = truth_check(seg, tc, int(cm.get("modulus_ns") or 0))
-    out = {"plane": meta.get("plane", ""), "identity": meta.get("identity", {}),
-           "state": meta.get("state", ""), "errors": dict(errors), "first_errors": first_errors,
-           "clocks": clocks_out, "latency": latencies(smp, results, meta)}
-    no_clock = meta.get("identity", {}).get("extra", {}).get("no_clock")
-    if no_clock:      # parts the driver found without any clock: only observation bounds exist
-        out["no_clock"] = list(no_clock)
-    if meta.get("identity", {}).get("extra", {}).get("lost_traps_counted"):
-        out["traps_lost"] = traps_lost(smp)
-    return out
+    return dict(errors), first_errors
 
 
-def device_meta(manifest: dict, name: str) -> dict:
+def _assumptions(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int) -> Assumptions:
+    """What every bound of this clock rests on (results/README.md, "verdict")."""
+    fit = res.fit
+    prior = float(fit.drift_prior_ppm if fit else
+                  meta.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM))
+    return Assumptions(drift_prior_ppm=prior, wander_ppm=float(meta.get("wander_ppm", 0.0)),
+                       resolution_ns=int(fit.resolution_ns if fit else res.declared_ns),
+                       resolution_basis=fit.resolution_basis if fit else "unproven",
+                       reference_uncertainty_ns=int(uncertainty_ns),
+                       rate_changes=RATE_CHANGE_ASSUMPTION,
+                       **model_statement(prior, res.lag_ns, fit, float(meta.get("rate_hz") or 1.0)))
+
+
+def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
+                  truth: dict[str, Any] | None) -> ClockSummary:
+    """summary `clocks.<c>`: the fit with its bands, wraps, notes and truth checks."""
+    head = ClockSummary(res.name, res.reads, bool(res.meta.get("counter")), res.declared_ns,
+                        assumptions=_assumptions(res, meta, uncertainty_ns))
+    fit = res.fit
+    if fit is None:
+        if res.stuck is not None:
+            return replace(head, verdict=Verdict.STUCK, stuck=res.stuck,
+                           note=_stuck_note(res.stuck))
+        return replace(head, verdict=Verdict.UNDECIDED, note=res.note)
+    tc = truth.get("clocks", {}).get(res.name) if truth else None
+    segs = tuple(_segment_summary(sg, tc, int(res.meta.get("modulus_ns") or 0))
+                 for sg in fit.segments)
+    # stuck: segments from before it stopped; nothing after
+    note = _stuck_note(res.stuck) if res.stuck is not None else ""
+    last = segs[-1].offset_ns if segs and not head.counter else None
+    return replace(
+        head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
+        verdict=Verdict.STUCK if res.stuck is not None else fit.verdict, segments=segs,
+        breaks=tuple(BreakRecord.of_fit(b) for b in fit.breaks),
+        outliers=tuple(Outlier((o["s_ns"] + o["e_ns"]) // 2, o["value_ns"], o["evidence"])
+                       for o in fit.outliers),        # as ClockFit.as_dict says them
+        wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
+        lag_seen_ns=fit.lag_seen_ns, stuck=res.stuck, note=note,
+        zone_note=zone_note(last.lo, last.hi) if last is not None else "")
+
+
+def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
+                     modulus_ns: int) -> SegmentSummary:
+    """A fitted segment's record with its band and, given the truth, its truth check."""
+    s = SegmentSummary.of_fit(sg, band(sg))
+    return replace(s, truth=truth_check(s, truth_clock, modulus_ns)) \
+        if truth_clock is not None else s
+
+
+def device_meta(manifest: dict[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
     `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
@@ -332,8 +406,8 @@ def device_meta(manifest: dict, name: str) -> dict:
                if k in inv}}
 
 
-def summarize_run(path: Path, manifest: dict, truth: dict | None = None,
-                  uncertainty_ns: int | None = None) -> dict:
+def summarize_run(path: Path, manifest: dict[str, Any], truth: dict[str, Any] | None = None,
+                  uncertainty_ns: int | None = None) -> dict[str, Any]:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
     largest the manifest records)."""
     from bench.model.rundata import bound_from_manifest

@@ -6,22 +6,31 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from bench.model.rundata import bound_from_manifest, in_int64
-from bench.units import fmt_ns
+from bench.analysis.timeline import Entry, order
+from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
 from bench.model.logfile import LogError
-from bench.model.logformats import (ISO, NO_ORDER, NS, UNPARSED_KEEP, Context, ParsedLog,
-                                    iso_stamp, local_to_ns, parse_path)
-from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
+from bench.model.logformats import (
+    ISO,
+    NO_ORDER,
+    NS,
+    UNPARSED_KEEP,
+    Context,
+    ParsedLog,
+    iso_stamp,
+    local_to_ns,
+    parse_path,
+)
+from bench.model.rundata import bound_from_manifest, in_int64
 from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
-from bench.analysis.timeline import Entry, order
-from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
+from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
+from bench.units import fmt_ns
 
 OBSERVED_BOUND = re.compile(r"in \((\d+), (\d+)\] ns")
 
@@ -32,7 +41,7 @@ class Calibrated:
     runs: list            # [(run id, Run, {device: {clock: ClockResult}})]
 
     @classmethod
-    def of(cls, runs) -> "Calibrated":
+    def of(cls, runs) -> Calibrated:
         out = []
         for run in runs:
             unc = bound_from_manifest(run.manifest)
@@ -76,9 +85,9 @@ def device_value_text(value_ns: int, counter: bool) -> str:
     counter's reading."""
     if counter:
         return f"{value_ns / NS:.9g} s (counter)"
-    from datetime import datetime, timezone
+    from datetime import datetime
     s, f = divmod(value_ns, NS)
-    return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
+    return datetime.fromtimestamp(s, UTC).strftime("%Y-%m-%dT%H:%M:%S") + \
         (f".{f:09d}".rstrip("0") if f else "") + "Z"
 
 
@@ -214,7 +223,7 @@ def log_context(kv: dict, run, device: str) -> Context:
     return ctx
 
 
-def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: "EntryTable",
+def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: EntryTable,
              line_limit: int | None = None) -> dict:
     """A log file's entries into `table`, and its report: format, how it was known, assumptions,
     unparsed lines with their numbers, lines that could not be placed. LogError: this log is
@@ -328,7 +337,7 @@ def _log_clock(spec: str, device: str, clock: str, clocks: dict, kind: str) -> s
 
 
 def build(run, logs=(), widen_latency: bool = False, calibration_runs=(),
-          defaults: dict | None = None, line_limit: int | None = None) -> "Timeline":
+          defaults: dict | None = None, line_limit: int | None = None) -> Timeline:
     """The timeline of a run and its logs, ordered (bench.model.timeline_table.Timeline): each
     log's report, or its error (a refused log is said and the rest goes on)."""
     cal = Calibrated.of([run, *calibration_runs])

@@ -14,15 +14,17 @@ of a clock beyond its prior gives such a bound ("beyond_prior").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
-from bench.model.documents import (Assumptions, BreakRecord, ClockSummary, Manifest,
-                                   SegmentSummary, Summary)
-from bench.model.statuses import BoundStatus, ResolutionBasis, Verdict, worst
+from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
+from bench.model.rundata import unusable_devices
+from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
+from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
 
-def device_inventory(manifest, device: str) -> dict:
+def device_inventory(manifest, device: str) -> dict[str, Any]:
     """The device's table of the run's rack file (manifest `inventory.devices`)."""
     return Manifest.of(manifest).inventory.device(device)
 
@@ -87,7 +89,7 @@ class ClockVerdict:
     width_ns: float | None          # widest the proven band gets over the run
     breaks: tuple[BreakRecord, ...]
     wraps: int
-    errors: dict
+    errors: dict[str, Any]
     assumptions: Assumptions | None
     outliers: int
     note: str = ""
@@ -167,7 +169,7 @@ class Overall:
         return f"{self.word}: {'; '.join(self.reasons[:most])}{more}"
 
 
-def incident_result(path) -> dict | None:
+def incident_result(path) -> dict[str, Any] | None:
     """incident.json's end-to-end result (experiments/incident.py, the default run), or None
     when the run played no cascade; an unreadable file is a result that says so."""
     import json
@@ -181,7 +183,7 @@ def incident_result(path) -> dict | None:
         return {"played": False, "why": f"incident.json unreadable ({exc})"}
 
 
-def _incident_failures(inc: dict | None) -> list[str]:
+def _incident_failures(inc: dict[str, Any] | None) -> list[str]:
     if not inc or not inc.get("played"):
         return []
     out = []
@@ -193,25 +195,14 @@ def _incident_failures(inc: dict | None) -> list[str]:
     return out
 
 
-def overall(run, checks, measurements: list[dict], inc: dict | None) -> Overall:
+def overall(run: Any, checks: list[Any], measurements: list[dict[str, Any]],
+            inc: dict[str, Any] | None) -> Overall:
     """FAIL when the run did not complete, a used device gave nothing, a bound misses the
     simulated truth, a limit or a measurement fails, or the incident was ordered wrongly;
     else UNDECIDED when a limit or measurement is undecided (or, without any, a clock);
     else PASS, saying what passed."""
-    from bench.model.rundata import unusable_devices
-    from bench.model.statuses import RunStatus
-    from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
-    fail = [] if run.manifest.status == RunStatus.COMPLETED else \
-        [f"run {run.manifest.status or 'unfinished'}"]
-    fail += [f"{n}: no usable read" for n in unusable_devices(run.summary)]
-    fail += [f"{d.name} {c.name} misses the truth" for d, c in run.summary.clocks()
-             if any(s.truth is not None and not s.truth.inside for s in c.segments)]
-    judged = [(f"{c.device} {c.item} {c.measure} limit", verdict_word(c.verdict)) for c in checks]
-    judged += [(f"{m.get('device') or ''} {m.get('name')}".strip(),
-                verdict_word(m.get("outcome") or "")) for m in measurements
-               if str(m.get("outcome") or "").lower() in ("pass", "fail", "undecided",
-                                                           "unproven", "inconclusive")]
-    fail += [w for w, v in judged if v == FAIL] + _incident_failures(inc)
+    judged = _judged(checks, measurements)
+    fail = _run_failures(run) + [w for w, v in judged if v == FAIL] + _incident_failures(inc)
     undecided = [w for w, v in judged if v == UNDECIDED_VERDICT]
     if not judged:
         undecided += [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
@@ -220,6 +211,32 @@ def overall(run, checks, measurements: list[dict], inc: dict | None) -> Overall:
         return Overall(FAIL, tuple(fail))
     if undecided:
         return Overall(UNDECIDED_VERDICT, tuple(f"{w} undecided" for w in undecided))
+    return Overall(PASS, tuple(_pass_reasons(run, judged, inc)))
+
+
+JUDGED_OUTCOMES = ("pass", "fail", "undecided", "unproven", "inconclusive")
+
+
+def _judged(checks: list[Any], measurements: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(what, verdict word) of every limit check and every judged measurement."""
+    judged = [(f"{c.device} {c.item} {c.measure} limit", verdict_word(c.verdict)) for c in checks]
+    judged += [(f"{m.get('device') or ''} {m.get('name')}".strip(),
+                verdict_word(m.get("outcome") or "")) for m in measurements
+               if str(m.get("outcome") or "").lower() in JUDGED_OUTCOMES]
+    return judged
+
+
+def _run_failures(run: Any) -> list[str]:
+    """An unfinished run, a used device without a usable read, a bound missing the truth."""
+    fail = [] if run.manifest.status == RunStatus.COMPLETED else \
+        [f"run {run.manifest.status or 'unfinished'}"]
+    fail += [f"{n}: no usable read" for n in unusable_devices(run.summary)]
+    fail += [f"{d.name} {c.name} misses the truth" for d, c in run.summary.clocks()
+             if any(s.truth is not None and not s.truth.inside for s in c.segments)]
+    return fail
+
+
+def _pass_reasons(run: Any, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
     n = sum(1 for _ in run.summary.clocks())
     why = [f"{n} clock(s) measured, every bound holds the truth" if run.truth
            else f"{n} clock(s) measured"]
@@ -228,4 +245,4 @@ def overall(run, checks, measurements: list[dict], inc: dict | None) -> Overall:
                else "no limits declared (the rack file's [limits] judges pass/fail)")
     if inc and inc.get("played"):
         why.append("incident ordered with no wrong pair")
-    return Overall(PASS, tuple(why))
+    return why

@@ -19,8 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.output.plots import fmt_tick, plane_colour  # noqa: E402
 from bench.analysis.residuals import Residuals  # noqa: E402
+from bench.output.plots import fmt_tick, plane_colour, unit_for  # noqa: E402
 
 COLUMN_IN = 3.5                 # single-column width of a printed figure (trend, fleet)
 FULL_IN = 9.6                   # the report's page-wide figure: 922 CSS px, fits a 1024 px window
@@ -35,9 +35,6 @@ SCREEN_RC = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.
              "ytick.labelsize": 8.5, "legend.fontsize": 8.5, "figure.titlesize": 10,
              "lines.linewidth": 1.0, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
              "savefig.dpi": DPI, "svg.fonttype": "none", "axes.titlelocation": "left"}
-
-_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
-
 
 @contextmanager
 def print_style():
@@ -56,17 +53,6 @@ def margins(fig, left=0.85, right=0.25, top=0.45, bottom=0.6, hspace=None, wspac
     w, h = fig.get_size_inches()
     fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h, bottom=bottom / h,
                         hspace=hspace, wspace=wspace)
-
-
-def unit_for(values_ns) -> tuple[float, str]:
-    """(scale, unit) so that the largest magnitude reads between 1 and 1000."""
-    v = np.asarray(values_ns, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    m = float(np.max(np.abs(v))) if len(v) else 0.0
-    for scale, unit in _UNITS:
-        if m >= scale:
-            return scale, unit
-    return 1.0, "ns"
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -351,15 +337,15 @@ def timeline_figure(rows: list[dict], t0_ns: int):
     depth = 8                                  # sub-rows per lane
     with screen_style():
         fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes)))
-        for li, (lane, members) in enumerate(lanes.items()):
+        for li, (_lane, members) in enumerate(lanes.items()):
             y0 = len(lanes) - 1 - li
             for k, r in enumerate(members):
                 en = r["entry"]
                 y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
                 lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
                 c = plane_colour(en.plane)
-                ax.plot([lo, hi], [y, y], color=c, lw=2.5 if not r.get("unordered_count", r["unordered_with"]) else 1.0,
-                        solid_capstyle="butt")
+                thin = r.get("unordered_count", r["unordered_with"])
+                ax.plot([lo, hi], [y, y], color=c, lw=1.0 if thin else 2.5, solid_capstyle="butt")
                 ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
             if li % 2:
                 ax.axhspan(y0 - 0.5, y0 + 0.5, color="0.95", zorder=0, lw=0)

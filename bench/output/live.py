@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.model.documents import Calibration, Manifest
 from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
 from bench.units import fmt_ns
 
@@ -116,24 +117,26 @@ class LiveBounds:
                 return text
         return "; ".join(f"±{fmt_ns(x.width_ns / 2)} {x.status}" for _, x in xs)
 
+    def calibration(self) -> dict[str, dict[str, Calibration]]:
+        """{device: {clock: Calibration}}: how narrow each clock's offset got, and when."""
+        out: dict[str, dict[str, Calibration]] = {}
+        for (device, clock), x in sorted(self.clocks.items()):
+            out.setdefault(device, {})[clock] = Calibration(
+                calibrated_after_s=x.calibrated_s, width_then_ns=x.calibrated_width_ns,
+                last_width_ns=x.width_ns, min_bracket_ns=x.min_bracket_ns, last_status=x.status,
+                criterion=f"offset width <= {CALIBRATED_RATIO:g} x the narrowest bracket")
+        return out
+
     def record(self) -> dict:
         """{device: {clock: {...}}} for the manifest's `calibration`."""
-        out: dict = {}
-        for (device, clock), x in sorted(self.clocks.items()):
-            out.setdefault(device, {})[clock] = {
-                "calibrated_after_s": x.calibrated_s,
-                "width_then_ns": x.calibrated_width_ns,
-                "last_width_ns": x.width_ns, "min_bracket_ns": x.min_bracket_ns,
-                "last_status": x.status,
-                "criterion": f"offset width <= {CALIBRATED_RATIO:g} x the narrowest bracket"}
-        return out
+        return {device: {clock: c.to_dict() for clock, c in clocks.items()}
+                for device, clocks in self.calibration().items()}
 
 
 def calibration_state(manifest, device: str, clock: str) -> str:
     """'pinned 1.9 ms after 5.8 s' once the offset's width met the criterion, else 'pinned
     1.9 ms; floor 1.0 ms' (the narrowest bracket: the floor a width can approach); '' for a run
     without the record. `manifest`: the dict as written or a bench.model.documents.Manifest."""
-    from bench.model.documents import Manifest
     x = Manifest.of(manifest or {}).calibration_of(device, clock)
     if x is None or not x.raw:
         return ""
@@ -147,7 +150,6 @@ def calibration_state(manifest, device: str, clock: str) -> str:
 def calibrated_cell(manifest, device: str, clock: str) -> str:
     """'12.5 s' (when the criterion was met) or the state it reached ('pinned 1.9 ms; floor
     1.0 ms') or '—' for a run without the record."""
-    from bench.model.documents import Manifest
     x = Manifest.of(manifest or {}).calibration_of(device, clock)
     if x is not None and x.raw and x.calibrated_after_s is not None:
         return f"{x.calibrated_after_s:g} s"

@@ -2,21 +2,25 @@
 racks) the truth. Drawn from summary.json and the samples; nothing is recomputed here."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.analysis.estimate import Break  # noqa: E402
 from bench.model.documents import ClockSummary  # noqa: E402
 from bench.model.rundata import Run  # noqa: E402
-from bench.model.statuses import BreakKind  # noqa: E402
+from bench.output.tie import break_label, title_of  # noqa: E402
 
 PLANE_COLOURS = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
-                 "reference": "#7f7f7f"}
+                 "reference": "#7f7f7f",
+                 "gpu": "#76b900"}         # the GPU telemetry lane (the baseboard's controller)
 
 
 def plane_colour(plane: str) -> str:
@@ -35,93 +39,68 @@ def _segment_index(segs, t: np.ndarray) -> np.ndarray:
 
 
 def _iso(ns: float) -> str:
-    from datetime import datetime, timezone
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    from datetime import datetime
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+
+
+def unit_for(values_ns) -> tuple[float, str]:
+    """(scale, unit) so that the largest magnitude reads between 1 and 1000."""
+    v = np.asarray(values_ns, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    m = float(np.max(np.abs(v))) if len(v) else 0.0
+    for scale, unit in _UNITS:
+        if m >= scale:
+            return scale, unit
+    return 1.0, "ns"
 
 
 def offset_title(device: str, clock: str, c: ClockSummary) -> str:
     """'bmc-1 · datetime: [0.8, 4.4] ms proven, drift [-73, 126] ppm assumed': the last
     segment's intervals with their words (bench.output.tie.title_of), never a point."""
-    from bench.output.tie import title_of
     return title_of(device, clock, c)
 
 
-def break_label(br: Break, counter: bool) -> str:
-    """'step -750 ms', 'reboot (counter restarted)' -- never a raw 10-digit number."""
-    from bench.units import fmt_ns
-    size = br.size_ns.point if br.size_ns is not None else None
-    if br.kind == BreakKind.REBOOT or size is None:
-        return (br.kind or "break") + (" (counter restarted)" if counter else "")
-    return f"{br.kind} {'+' if size > 0 else ''}{fmt_ns(size)}"
+@dataclass(frozen=True)
+class _Frame:
+    """What an offset figure draws against: each segment's fitted line, run time 0, the scale."""
+    segs: tuple
+    lines: list
+    t_start: int
+    sc: float
+    span: float
+
+    def resid(self, t: Any, y: Any) -> np.ndarray:
+        """y minus the fitted line of the segment of each t, in the figure's unit."""
+        t = np.asarray(t, dtype=np.int64)
+        k = _segment_index(self.segs, t)
+        base = np.array([self.lines[j](ti) for j, ti in zip(k, t)], dtype=float)
+        return (np.asarray(y, dtype=float) - base) / self.sc
+
+    def x(self, t_ns: Any) -> Any:
+        return (t_ns - self.t_start) / 1e9
 
 
-def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str):
+def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str) -> Any:
     """Offset minus each segment's own fitted line against run time in s: the proven band,
     every read's own interval (omitted where a coarse tick makes each wider than the plot),
     breaks and counter wraps, and (simulated racks) the truth."""
-    from bench.output.figures import unit_for
-
     segs = c.segments
-    t_start = run.manifest.started_ns or segs[0].start_ns
-    lines = _segment_lines(segs)
-    counter = c.counter
-    widths = []
-    for k, sg in enumerate(segs):
-        b = sg.band
-        if b:
-            widths.append(float(np.max(np.asarray(b.hi) - np.asarray(b.lo))))
+    widths = [float(np.max(np.asarray(sg.band.hi) - np.asarray(sg.band.lo)))
+              for sg in segs if sg.band]
     span = max(widths) if widths else 1e6
     sc, unit = unit_for([3 * span])
-
-    def resid(t, y):
-        t = np.asarray(t, dtype=np.int64)
-        k = _segment_index(segs, t)
-        base = np.array([lines[j](ti) for j, ti in zip(k, t)], dtype=float)
-        return (np.asarray(y, dtype=float) - base) / sc
-
+    fr = _Frame(segs, _segment_lines(segs), run.manifest.started_ns or segs[0].start_ns, sc, span)
     fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=150)
-    colour = plane_colour(plane)
-    s, e, v, q = run.clock_reads(device, clock)
-    if len(s):
-        mid = (s + e) // 2
-        lo, hi = resid(mid, v - e), resid(mid, v + q - s)
-        if np.median(hi - lo) <= 3 * 6 * span / sc:
-            ax.vlines((mid - t_start) / 1e9, lo, hi, color="0.75", lw=0.6,
-                      label="reads (each one's interval)")
-        else:
-            ax.plot([], [], " ", label=f"reads not drawn: each spans its {fmt_tick(q)} tick, "
-                                       f"wider than the plot")
-    for k, sg in enumerate(segs):
-        b = sg.band
-        if not b:
-            continue
-        t = np.asarray(b.t_ns, dtype=np.int64)
-        base = lines[k](t)
-        blo, bhi = np.asarray(b.lo) - base, np.asarray(b.hi) - base
-        ax.fill_between((t - t_start) / 1e9, blo / sc, bhi / sc, color=colour, alpha=0.35,
-                        lw=0, label="proven band" if k == 0 else None)
-    for br in c.breaks:
-        a, b2 = (br.after_ns - t_start) / 1e9, (br.before_ns - t_start) / 1e9
-        ax.axvspan(a, b2, color="k", alpha=0.15)
-        ax.axvline((a + b2) / 2, color="k", ls="--", lw=0.8,
-                   label=f"break ({break_label(br, counter)})" if br is c.breaks[0] else None)
-    for i, w in enumerate(c.wraps):
-        ax.axvline(((w.after_ns + w.before_ns) / 2 - t_start) / 1e9, color="0.3", ls=":",
-                   lw=1.0, label="counter wrap (unwrapped)" if i == 0 else None)
+    _draw_reads(ax, fr, *run.clock_reads(device, clock))
+    _draw_bands(ax, fr, plane_colour(plane))
+    _draw_breaks(ax, fr, c)
     truth = run.truth.clock(device, clock) if run.truth else None
     if truth is not None and truth.t_ns:
         info = run.manifest.device(device).clock(clock)
-        modulus = (info.modulus_ns or 0) if info else 0
-        tt = np.asarray(truth.t_ns, dtype=np.int64)
-        to = np.asarray(truth.offset_ns, dtype=np.float64)
-        for k, sg in enumerate(segs):      # truth inside each segment, against its own line
-            keep = (tt >= sg.start_ns) & (tt <= sg.end_ns)
-            if keep.any():
-                d = to[keep] - lines[k](tt[keep])
-                if modulus:
-                    d -= np.round(d / modulus) * modulus
-                ax.plot((tt[keep] - t_start) / 1e9, d / sc, color="k", lw=1,
-                        label="truth (simulated)" if k == 0 else None)
+        _draw_truth(ax, fr, truth, (info.modulus_ns or 0) if info else 0)
     ax.set_ylim(-3 * span / sc, 3 * span / sc)
     ax.set_xlabel("run time (s)")
     ax.set_ylabel(f"offset − segment fit ({unit})")
@@ -131,6 +110,57 @@ def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str
               frameon=False)         # below the axes: never over the data
     fig.tight_layout()
     return fig
+
+
+def _draw_reads(ax: Any, fr: _Frame, s: Any, e: Any, v: Any, q: Any) -> None:
+    """Every read's own interval, unless a coarse tick makes each wider than the plot."""
+    if not len(s):
+        return
+    mid = (s + e) // 2
+    lo, hi = fr.resid(mid, v - e), fr.resid(mid, v + q - s)
+    if np.median(hi - lo) <= 3 * 6 * fr.span / fr.sc:
+        ax.vlines(fr.x(mid), lo, hi, color="0.75", lw=0.6, label="reads (each one's interval)")
+    else:
+        ax.plot([], [], " ", label=f"reads not drawn: each spans its {fmt_tick(q)} tick, "
+                                   f"wider than the plot")
+
+
+def _draw_bands(ax: Any, fr: _Frame, colour: str) -> None:
+    """Each segment's proven band against its own line."""
+    for k, sg in enumerate(fr.segs):
+        b = sg.band
+        if not b:
+            continue
+        t = np.asarray(b.t_ns, dtype=np.int64)
+        base = fr.lines[k](t)
+        blo, bhi = np.asarray(b.lo) - base, np.asarray(b.hi) - base
+        ax.fill_between(fr.x(t), blo / fr.sc, bhi / fr.sc, color=colour, alpha=0.35,
+                        lw=0, label="proven band" if k == 0 else None)
+
+
+def _draw_breaks(ax: Any, fr: _Frame, c: ClockSummary) -> None:
+    for br in c.breaks:
+        a, b2 = fr.x(br.after_ns), fr.x(br.before_ns)
+        ax.axvspan(a, b2, color="k", alpha=0.15)
+        ax.axvline((a + b2) / 2, color="k", ls="--", lw=0.8,
+                   label=f"break ({break_label(br, c.counter)})" if br is c.breaks[0] else None)
+    for i, w in enumerate(c.wraps):
+        ax.axvline(fr.x((w.after_ns + w.before_ns) / 2), color="0.3", ls=":",
+                   lw=1.0, label="counter wrap (unwrapped)" if i == 0 else None)
+
+
+def _draw_truth(ax: Any, fr: _Frame, truth: Any, modulus: int) -> None:
+    """The simulated truth inside each segment, against the segment's own line."""
+    tt = np.asarray(truth.t_ns, dtype=np.int64)
+    to = np.asarray(truth.offset_ns, dtype=np.float64)
+    for k, sg in enumerate(fr.segs):
+        keep = (tt >= sg.start_ns) & (tt <= sg.end_ns)
+        if keep.any():
+            d = to[keep] - fr.lines[k](tt[keep])
+            if modulus:
+                d -= np.round(d / modulus) * modulus
+            ax.plot(fr.x(tt[keep]), d / fr.sc, color="k", lw=1,
+                    label="truth (simulated)" if k == 0 else None)
 
 
 def fmt_tick(q) -> str:

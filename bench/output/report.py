@@ -1,23 +1,37 @@
 """`rackclock report RUN`: a self-contained HTML report (RUN/report.html, figures embedded, no
 network needed to read it) and the figures as files in RUN/plots/ (PNG; SVG and PDF on request).
 
-The report is the list of sections in bench.output.report_sections; each draws from the run folder
-through bench.model.rundata.load_run. It opens on the verdict page; sections are drawn in forked
-worker processes, one per core (a section's `weight` attribute: the heavier, the earlier).
+The report is the list SECTIONS below (bench.output.report_sections and its siblings); each
+draws from the run folder through bench.model.rundata.load_run. It opens on the verdict page;
+sections are drawn in forked worker processes, one per core (a section's `weight` attribute: the
+heavier, the earlier).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import multiprocessing
 import os
-import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from bench.output.report_sections import SECTIONS, ReportRun, esc, note_html
 from bench.model.rundata import load_run
+from bench.output import report_sections as rs
+from bench.output.report_measurements import measurements
+from bench.output.report_sections import ReportRun, esc, note_html
+from bench.output.report_tie import clock_figures, rack_tie
+from bench.output.report_verdict import horizons, verdict_page
+
+# the report's sections in order: bench.output.report_sections, and the verdict page, the TIE
+# sections and an experiment's own results in modules of their own
+clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
+clock_figures.parts = 4
+rack_tie.weight = 3
+rs.timeline.weight = 2
+
+SECTIONS = [verdict_page, measurements, rack_tie, rs.overview, rs.limits, rs.identities, rs.clocks,
+            rs.chrony_columns, horizons, clock_figures, rs.latency, rs.timeline, rs.reference_health,
+            rs.jitter, rs.stability]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:960px;margin:1.2em auto;
@@ -112,40 +126,3 @@ def build_report(path: str | Path, sections=None, formats=("png",), details: boo
            f"<h1>{esc(title)}</h1>" + "\n".join(parts) + "</body></html>\n")
     (rr.path / "report.html").write_text(doc, encoding="utf-8")
     return rr
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rackclock report",
-                                 description="write RUN/report.html and RUN/plots/ from a run folder")
-    ap.add_argument("run", type=Path, help="run folder (results/<run-id>)")
-    ap.add_argument("--formats", default="png",
-                    help="figure files to write in RUN/plots/, comma separated: png, svg, pdf "
-                         "(default: png; the page embeds PNG whatever is written)")
-    ap.add_argument("--details", action="store_true",
-                    help="every figure: each clock's TIE with residuals (default: only clocks "
-                         "with a break, a wrap or a bound that is not proven), jitter and "
-                         "stability (ADEV, MDEV, TDEV, MTIE), and the latency distributions")
-    ap.add_argument("--processes", type=int, default=None,
-                    help="worker processes drawing the figures (default: one per core, at "
-                         "most 4; 1: in this process)")
-    a = ap.parse_args(argv)
-    if a.processes is not None and a.processes < 1:
-        ap.error("--processes: at least 1")
-    formats = tuple(f.strip() for f in a.formats.split(",") if f.strip())
-    bad = sorted(set(formats) - {"png", "svg", "pdf"})
-    if bad or not formats:
-        print(f"rackclock report: --formats {a.formats!r}: unknown {', '.join(bad) or 'empty'} "
-              f"(accepted: png, svg, pdf)", file=sys.stderr)
-        return 2
-    try:
-        rr = build_report(a.run, formats=formats, details=a.details, processes=a.processes)
-    except FileNotFoundError as exc:
-        print(f"rackclock report: {exc}", file=sys.stderr)
-        return 2
-    print(f"report: {rr.path / 'report.html'} ({len(rr.written)} figure files in "
-          f"{rr.path / 'plots'})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,10 +6,12 @@ lower and upper bounds as two curves: the true distribution lies between them).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
 from bench.model.rundata import load_measurements
+from bench.model.vocabulary import word
 from bench.output.report_sections import esc, figure_html, note_html, table_html
 
 _SCALE = {"ns": [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]}
@@ -57,11 +59,10 @@ def cdf_figure(title: str, unit: str, series: list[tuple[str, list, list]]):
     return fig
 
 
-def measurements(run) -> str | None:
+def measurements(run: Any) -> str | None:
     ms = load_measurements(run.path)
     if not ms:
         return None
-    from bench.model.vocabulary import word
     rows = [[m.get("device") or "—", m["name"], fmt(m["point"], m["unit"]),
              f"[{fmt(m['lo'], m['unit'])}, {fmt(m['hi'], m['unit'])}]", m.get("basis", ""),
              _limit(m), word(m.get("outcome") or "no limit")] for m in ms]
@@ -74,15 +75,22 @@ def measurements(run) -> str | None:
     docs = {m["name"]: m["doc"] for m in ms if m.get("doc")}
     if docs:
         out.append(table_html(["measurement", "what it is"], sorted(docs.items()), "kv"))
+    out += _distribution_figures(run, ms)
+    return "".join(out)
+
+
+def _distribution_figures(run: Any, ms: list[dict]) -> list[str]:
+    """A CDF figure per measurement that recorded distributions, one pair of curves per device."""
     groups: dict[str, list] = defaultdict(list)
     for m in ms:
         d = (m.get("extra") or {}).get("distribution")
         if d:
             groups[m["name"]].append((m.get("device") or m["name"], d["lo"], d["hi"]))
+    out = []
     for name, series in sorted(groups.items()):
         unit = next(m["unit"] for m in ms if m["name"] == name)
         stem = "cdf_" + "".join(ch if ch.isalnum() else "_" for ch in name)
         out.append(figure_html(run, cdf_figure(name, unit, series), stem,
                                f"{name}: CDF of each event's lower (dashed) and upper (solid) "
                                f"bound, per device; the true distribution lies between them."))
-    return "".join(out)
+    return out

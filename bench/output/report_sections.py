@@ -8,18 +8,20 @@ RUN/plots/ and embed it (base64 PNG, so the HTML needs no network and no other f
 """
 from __future__ import annotations
 
+import csv
 import html
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
-from bench.output import figures
 from bench.analysis.residuals import regular_series, segment_residuals
 from bench.model.rundata import Run
-from bench.units import fmt_ns, fmt_ppm
 from bench.model.statuses import BreakKind
+from bench.output import figures
+from bench.units import fmt_ns, fmt_ppm
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def figure_html(run, fig, stem: str, caption: str) -> str:
 def iso(ns) -> str:
     if not ns:
         return "—"
-    return datetime.fromtimestamp(int(ns) / 1e9, timezone.utc).strftime(
+    return datetime.fromtimestamp(int(ns) / 1e9, UTC).strftime(
         "%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
@@ -166,7 +168,7 @@ def bound_cells(sg, counter: bool) -> tuple[str, str]:
 def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
-    for device, plane, clock, c in clock_items(run):
+    for device, _plane, clock, c in clock_items(run):
         for k, sg in enumerate(c.segments):
             o = sg.offset_ns
             truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
@@ -289,28 +291,37 @@ def _b(x) -> str:
     return f"[{fmt_ns(x.lo)}, {fmt_ns(x.hi)}]" if x else "—"
 
 
-def latency_rows(run) -> tuple[list[list], list[dict], list[str]]:
+def latency_rows(run: Any) -> tuple[list[list], list[dict], list[str]]:
     """(table rows per device and stimulus, one series per device and stimulus type for the
     distribution figure, the types with no bounded event)."""
     rows, series, empty = [], [], []
     for device, d in sorted(run.summary.devices.items()):
         for stim, L in sorted(d.latency.items()):
-            evs = L.events
-            br = [e.e_ns - e.s_ns for e in evs if e.e_ns is not None]
-            rows.append([device, stim, L.sent, (L.logged_ns or L.observed_ns).n
-                         if (L.logged_ns or L.observed_ns) else 0,
-                         fmt_ns(float(np.median(br))) if br else "—", _b(L.logged_ns),
-                         _b(L.observed_ns)])
-            logged = [(e.logged_ns.lo, e.logged_ns.hi) for e in evs if e.logged_ns]
-            seen = [(e.observed_ns.lo, e.observed_ns.hi) for e in evs if e.observed_ns]
-            if logged or seen:
-                series.append({"label": f"{device} {stim}", "plane": d.plane,
-                               "bounds": logged or seen,
-                               "basis": "device stamps" if logged else
-                               "first fetch that saw it"})
+            rows.append(_latency_row(device, stim, L))
+            s = _latency_series(f"{device} {stim}", d.plane, L.events)
+            if s:
+                series.append(s)
             else:
                 empty.append(f"{device} {stim}")
     return rows, series, empty
+
+
+def _latency_row(device: str, stim: str, L: Any) -> list:
+    """device, stimulus, sent, events bounded, stimulus bracket p50, logged and observed."""
+    br = [e.e_ns - e.s_ns for e in L.events if e.e_ns is not None]
+    either = L.logged_ns or L.observed_ns
+    return [device, stim, L.sent, either.n if either else 0,
+            fmt_ns(float(np.median(br))) if br else "—", _b(L.logged_ns), _b(L.observed_ns)]
+
+
+def _latency_series(label: str, plane: str, evs: Any) -> dict | None:
+    """The events' bounds for the distribution figure: device stamps, else the first fetch."""
+    logged = [(e.logged_ns.lo, e.logged_ns.hi) for e in evs if e.logged_ns]
+    seen = [(e.observed_ns.lo, e.observed_ns.hi) for e in evs if e.observed_ns]
+    if not (logged or seen):
+        return None
+    return {"label": label, "plane": plane, "bounds": logged or seen,
+            "basis": "device stamps" if logged else "first fetch that saw it"}
 
 
 def latency(run) -> str | None:
@@ -342,10 +353,8 @@ def latency(run) -> str | None:
     return "".join(out)
 
 
-def reference_health(run) -> str | None:
+def reference_health(run: Any) -> str | None:
     """The reference's health over the run (RUN/reference.csv)."""
-    import csv
-
     p = run.path / "reference.csv"
     if not p.exists():
         return None
@@ -356,17 +365,22 @@ def reference_health(run) -> str | None:
     t0 = run.manifest.started_ns or int(rows[0]["t_ns"])
     t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
     u = [float(r.get("uncertainty_ns") or 0) for r in rows]
-    offs = [r.get("offset_from_master_ns") for r in rows]
-    off = [float(x) if x not in ("", None) else np.nan for x in offs] \
-        if any(x not in ("", None) for x in offs) else None
     grades = [r.get("grade", "") for r in rows]
     basis = rows[-1].get("basis", "")
     cap = (f"{len(rows)} snapshots of the reference ({basis}): the error bound added to every "
            f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
            + (" A simulated rack's reference is exact by construction: the bound is zero."
               if basis == "simulated" else ""))
-    return ("<h2>Reference over the run</h2>"
-            + figure_html(run, figures.reference_figure(t, u, grades, off), "reference", cap))
+    fig = figures.reference_figure(t, u, grades, _master_offsets(rows))
+    return "<h2>Reference over the run</h2>" + figure_html(run, fig, "reference", cap)
+
+
+def _master_offsets(rows: list[dict]) -> list[float] | None:
+    """Each snapshot's offset from the PTP master (NaN where not reported); None without any."""
+    offs = [r.get("offset_from_master_ns") for r in rows]
+    if not any(x not in ("", None) for x in offs):
+        return None
+    return [float(x) if x not in ("", None) else np.nan for x in offs]
 
 
 def timeline(run) -> str | None:
@@ -396,7 +410,7 @@ def chrony_columns(run) -> str | None:
     from bench.analysis.chrony_style import fit_chrony
 
     rows = []
-    for device, plane, clock, c in clock_items(run):
+    for device, _plane, clock, c in clock_items(run):
         sg = c.last
         s, e, v, q = run.clock_reads(device, clock)
         keep = (s >= sg.start_ns) & (e <= sg.end_ns)
@@ -452,18 +466,3 @@ def mean_drift_text(sg) -> str:
     win = (f" over {(m['to_ns'] - m['from_ns']) / 1e9:.3g} s" if m.get("to_ns") and
            m.get("from_ns") else "")
     return f"{ppm_interval(m['lo'], m['hi'])} ppm {word(m.get('status'))}{win}"
-
-
-# the verdict page, the TIE sections and an experiment's own results: modules of their own
-from bench.output.report_measurements import measurements  # noqa: E402
-from bench.output.report_tie import clock_figures, rack_tie  # noqa: E402
-from bench.output.report_verdict import horizons, verdict_page  # noqa: E402
-
-clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
-clock_figures.parts = 4
-rack_tie.weight = 3
-timeline.weight = 2
-
-SECTIONS = [verdict_page, measurements, rack_tie, overview, limits, identities, clocks,
-            chrony_columns, horizons, clock_figures, latency, timeline, reference_health, jitter,
-            stability]

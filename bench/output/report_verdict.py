@@ -4,9 +4,11 @@ per-clock table with the vocabulary's words, and every clock against the referen
 and, further down, the ordering horizons and what the bounds assume."""
 from __future__ import annotations
 
+from typing import Any
+
+from bench.model.vocabulary import legend_lines
 from bench.output import figures
-from bench.output.report_sections import (bound_cells, esc, figure_html, mean_drift_text,
-                                          note_html, table_html)
+from bench.output.report_sections import bound_cells, esc, figure_html, mean_drift_text, note_html, table_html
 from bench.units import fmt_ns, fmt_ppm
 
 
@@ -63,25 +65,34 @@ def _incident_html(run, inc) -> str:
             + "".join(note_html(x.strip()) for x in rest))
 
 
-def _clock_table_html(run) -> str:
-    from bench.model.vocabulary import legend_lines
+def _clock_table_html(run: Any) -> str:
     rows = [_clock_cells(d, c) for d, c in run.summary.clocks()]
     if not rows:
         return note_html("No device clock was measured in this run.")
+    out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",
+                       "breaks · errors", "truth"], rows, "verdict")]
+    out += [note_html(x) for x in _legend(rows)]
+    models = _models(run)
+    out += [note_html(f"model ({', '.join(who) if len(models) > 1 else 'every clock'}): {m}")
+            for m, who in models.items()]
+    return "".join(out)
+
+
+def _legend(rows: list[list[str]]) -> list[str]:
+    """The legend lines of the status words the table's bound cells use."""
     words = {w for r in rows for w in ("proven", "assumed", "undecided", "stuck")
              if any(w in x for x in r[1:4])}
-    legend = [x for x in legend_lines() if x.split(":")[0] in words]
-    models = {}
+    return [x for x in legend_lines() if x.split(":")[0] in words]
+
+
+def _models(run: Any) -> dict[str, list[str]]:
+    """Each clock model stated (summary `assumptions.model`) and the clocks that rest on it."""
+    models: dict[str, list[str]] = {}
     for d, c in run.summary.clocks():
         m = (c.assumptions.raw.get("model") if c.assumptions else "") or ""
         if m:
             models.setdefault(str(m), []).append(f"{d.name} {c.name}")
-    out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",
-                       "breaks · errors", "truth"], rows, "verdict")]
-    out += [note_html(x) for x in legend]
-    out += [note_html(f"model ({', '.join(who) if len(models) > 1 else 'every clock'}): {m}")
-            for m, who in models.items()]
-    return "".join(out)
+    return models
 
 
 def verdict_page(run) -> str | None:

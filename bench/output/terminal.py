@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
+from bench.model.documents import Manifest, Summary
+from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
-from bench.output.live import calibration_state
 from bench.model.statuses import ErrorKind, Verdict
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
-from bench.model.vocabulary import (ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text,
-                                    word)
+from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
+from bench.output.live import calibration_state
 from bench.units import fmt_interval_ns, fmt_ns
-
 
 LIVE_WIDTH = 100     # the live line fits a 100-column terminal with its bounds and status
 
@@ -64,9 +65,9 @@ class Progress:
                 return
             self._final_done = final       # the closing block once, however often it is asked
             self._last_plain = time.monotonic()
-            print(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s", file=self.stream)
+            self.stream.write(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s\n")
             for st in statuses:
-                print("   " + self.line(st, LIVE_WIDTH - 3), file=self.stream)
+                self.stream.write("   " + self.line(st, LIVE_WIDTH - 3) + "\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -77,7 +78,7 @@ class Progress:
 
 
 def _iso(ns: float) -> str:
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def offset_cell(o, counter: bool) -> str:
@@ -93,15 +94,50 @@ HEAD = ["clock", "plane", "reads", "offset (counter: its zero)", "drift ppm (ass
 KEEP = [0, 3, 4, 9, 10, 8, 7, 5, 2, 6, 1]     # columns in the order they are given room
 
 
-def table(summary, manifest=None, width: int | None = WIDTH, limits: bool = True) -> str:
+def table(summary: Any, manifest: Any = None, width: int | None = WIDTH,
+          limits: bool = True) -> str:
     """The closing table: one row per device clock, its last segment's bounds, fitted to `width`
     columns (None: every column); then notes, the legend of the words used, the stimulus
     latencies and (when the rack file has [limits] and `manifest` is given) the limit checks.
     `summary`, `manifest`: dicts as written, or bench.model.documents records."""
-    from bench.model.documents import Manifest, Summary
     summary = Summary.of(summary)
     manifest = Manifest.of(manifest) if manifest else None
-    rows, notes, used = [], [], set()
+    lines = _clock_lines(summary, manifest, width)
+    lines += model_lines(summary, width)
+    lat = latency_table(summary, width)
+    out = "\n".join(lines) + ("\n\n" + lat if lat else "")
+    unused = summary.raw.get("unused_devices") or []
+    if unused:
+        out += "\n" + "\n".join(wrap(f"not used by this experiment (no rows): "
+                                      f"{', '.join(unused)}", width))
+    if manifest and limits:
+        lim = text_table(check_run(summary, manifest), width)
+        out += "\n\n" + lim if lim else ""
+    return out
+
+
+def _clock_lines(summary: Summary, manifest: Manifest | None, width: int | None) -> list[str]:
+    """The clock rows fitted to `width`, their notes and the legend of the words they use."""
+    rows, notes, used = _rows(summary, manifest)
+    cols, left = fit_columns(HEAD, rows, KEEP, width)
+    if manifest is None or not manifest.calibration:
+        cols = [i for i in cols if i != 10]
+    lines = render(HEAD, rows, cols, width, clip=0)
+    if left:
+        lines.append(f"(--wide adds: {', '.join(left)})")
+    notes += _left_out_notes(summary, rows, cols)
+    for n in notes:
+        lines += wrap(f"note: {n}", width)
+    for w in (x for x in (PROVEN, ASSUMED, UNDECIDED, STUCK) if x in used):
+        lines += wrap(f"{w}: {LEGEND[w]}", width)
+    return lines
+
+
+def _rows(summary: Summary, manifest: Manifest | None) -> tuple[list[list[str]], list[str], set]:
+    """The table's rows, the notes they raise, and the status words they use."""
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    used: set = set()
     for name, d in summary.devices.items():
         if d.first_errors.get(ErrorKind.NOT_STARTED) == OLD_UNUSED:
             continue                  # an older folder's device the experiment never used
@@ -112,33 +148,18 @@ def table(summary, manifest=None, width: int | None = WIDTH, limits: bool = True
         for clock, c in d.clocks.items():
             rows.append(clock_row(name, d, clock, c, manifest, used))
             notes += clock_notes(name, clock, c)
-    cols, left = fit_columns(HEAD, rows, KEEP, width)
-    if manifest is None or not manifest.calibration:
-        cols = [i for i in cols if i != 10]
-    lines = render(HEAD, rows, cols, width, clip=0)
-    if left:
-        lines.append(f"(--wide adds: {', '.join(left)})")
-    if 7 not in cols:                # breaks and errors left out: said below where not zero
+    return rows, notes, used
+
+
+def _left_out_notes(summary: Summary, rows: list[list[str]], cols: list[int]) -> list[str]:
+    """Breaks and errors said in notes where their columns were left out and not zero."""
+    notes = []
+    if 7 not in cols:
         notes += [f"{r[0]}: breaks {r[7]}" for r in rows if r[7] not in ("", "0")]
     if 8 not in cols:
         notes += [f"{n}: errors {d.errors_text()}" for n, d in summary.devices.items()
                   if d.error_count and d.first_errors.get(ErrorKind.NOT_STARTED) != OLD_UNUSED]
-    for n in notes:
-        lines += wrap(f"note: {n}", width)
-    for w in (x for x in (PROVEN, ASSUMED, UNDECIDED, STUCK) if x in used):
-        lines += wrap(f"{w}: {LEGEND[w]}", width)
-    lines += model_lines(summary, width)
-    lat = latency_table(summary, width)
-    out = "\n".join(lines) + ("\n\n" + lat if lat else "")
-    unused = summary.raw.get("unused_devices") or []
-    if unused:
-        out += "\n" + "\n".join(wrap(f"not used by this experiment (no rows): "
-                                      f"{', '.join(unused)}", width))
-    if manifest and limits:
-        from bench.model.limits import check_run, text_table
-        lim = text_table(check_run(summary, manifest), width)
-        out += "\n\n" + lim if lim else ""
-    return out
+    return notes
 
 
 def _row(name, d, clock, offset, drift, errs, **kw) -> list[str]:
@@ -236,7 +257,6 @@ def mean_drift_cell(s) -> str:
 
 def latency_table(summary, width: int | None = WIDTH) -> str:
     """Stimulus to log latency per device and stimulus: proven bounds over all events."""
-    from bench.model.documents import Summary
     rows = []
     for name, d in Summary.of(summary).devices.items():
         for stim, x in d.latency.items():

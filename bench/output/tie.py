@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.analysis.estimate import Break
+from bench.model.statuses import BreakKind
 from bench.units import fmt_ns
 
 _UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
@@ -129,13 +131,19 @@ def _refs(c, starts) -> np.ndarray:
 
 
 def rebased(c) -> bool:
-    from bench.model.statuses import BreakKind
     return any(b.kind == BreakKind.REBOOT for b in c.breaks)
+
+
+def break_label(br: Break, counter: bool) -> str:
+    """'step -750 ms', 'reboot (counter restarted)' -- never a raw 10-digit number."""
+    size = br.size_ns.point if br.size_ns is not None else None
+    if br.kind == BreakKind.REBOOT or size is None:
+        return (br.kind or "break") + (" (counter restarted)" if counter else "")
+    return f"{br.kind} {'+' if size > 0 else ''}{fmt_ns(size)}"
 
 
 def tie_of(run, device: str, plane: str, clock: str, c) -> Tie:
     """The TIE data of one clock with at least one segment."""
-    from bench.output.plots import break_label
     t0 = run.manifest.started_ns or c.segments[0].start_ns
     ref = float(c.segments[0].offset_ns.point)
     tie = Tie(f"{device} · {clock}", plane, c.counter, ref, (0.0, 0.0),

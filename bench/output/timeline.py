@@ -7,6 +7,7 @@ bench/output/timeline_files.py, a chunk of rows at a time: memory does not grow 
 of entries."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.model.timeline_table import utc_text
@@ -16,12 +17,13 @@ from bench.units import fmt_ns
 HTML_ROWS = 2000
 
 
-def print_table(tl, t0: int, limit: int = 200) -> None:
+def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
+    """The terminal table of a timeline, a line at a time (the command prints them)."""
     for rep in tl.reports:
-        _print_report(rep)
+        yield from _report_lines(rep)
     for u in tl.unplaced:
-        print(f"{u['source']} event {u['line']} ({u['raw']}): {u['why']}")
-    print(f"{'#':>5}  {'from (UTC)':<27} {'from (s)':>11} {'to (s)':>11} {'width':>9}  "
+        yield (f"{u['source']} event {u['line']} ({u['raw']}): {u['why']}")
+    yield (f"{'#':>5}  {'from (UTC)':<27} {'from (s)':>11} {'to (s)':>11} {'width':>9}  "
           f"{'status':<12} {'device':<10} {'device time':<27} {'order':<16} what")
     n = min(limit, len(tl))
     utc = utc_text(tl.c["lo"][:n]).tolist()
@@ -34,37 +36,37 @@ def print_table(tl, t0: int, limit: int = 200) -> None:
         ordtxt = "proven" if not cnt else f"unordered with {cnt}"
         st = status if basis in ("stamp", "event") else basis
         mark = "*" if tl.table.sources[src].log else " "
-        print(f"{i:>5}{mark} {u:<27} {(lo - t0) / 1e9:>11.6f} {(hi - t0) / 1e9:>11.6f} "
-              f"{fmt_ns(hi - lo):>9}  {st:<12} {tl.table.devices[dev][0][:10]:<10} "
-              f"{dtime[:27]:<27} {ordtxt:<16} {label[:60]}")
+        yield (f"{i:>5}{mark} {u:<27} {(lo - t0) / 1e9:>11.6f} {(hi - t0) / 1e9:>11.6f} "
+               f"{fmt_ns(hi - lo):>9}  {st:<12} {tl.table.devices[dev][0][:10]:<10} "
+               f"{dtime[:27]:<27} {ordtxt:<16} {label[:60]}")
     if len(tl) > limit:
-        print(f"... {len(tl) - limit} more entries (all in timeline.json and timeline.csv; "
+        yield (f"... {len(tl) - limit} more entries (all in timeline.json and timeline.csv; "
               f"--rows N to print more)")
     if any(rep.get("mapped") for rep in tl.reports):
-        print("* a line of your log files")
-    print(f"{len(tl)} entries in {tl.blocks} proven-ordered blocks; {tl.unordered} entries "
+        yield ("* a line of your log files")
+    yield (f"{len(tl)} entries in {tl.blocks} proven-ordered blocks; {tl.unordered} entries "
           f"unordered against another")
 
 
-def _print_report(rep: dict) -> None:
+def _report_lines(rep: dict) -> Iterator[str]:
     if "error" in rep:
         return                 # said once on stderr by the command
-    print(f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
+    yield (f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
           f"{rep['lines']} lines, {rep['mapped']} mapped, order: {rep.get('order', '-')}"
           + (f", {rep['status']}" if rep.get("status") else ""))
     for nt in rep["notes"]:
-        print(f"  assumed: {nt}" if not nt.startswith("lines over") else f"  {nt}")
+        yield (f"  assumed: {nt}" if not nt.startswith("lines over") else f"  {nt}")
     if rep["unparsed_count"]:
-        print(f"  {rep['unparsed_count']} lines not parsed:")
+        yield (f"  {rep['unparsed_count']} lines not parsed:")
         for u in rep["unparsed"][:20]:
-            print(f"    line {u['line']}: {u['why']}: {u['text'][:80]!r}")
+            yield (f"    line {u['line']}: {u['why']}: {u['text'][:80]!r}")
         if rep["unparsed_count"] > 20:
-            print(f"    ... {rep['unparsed_count'] - 20} more (the first "
+            yield (f"    ... {rep['unparsed_count'] - 20} more (the first "
                   f"{len(rep['unparsed'])} in timeline.json)")
     for u in rep["unplaced"][:20]:
-        print(f"  line {u['line']} ({u['device_time']}): {u['why']}")
+        yield (f"  line {u['line']} ({u['device_time']}): {u['why']}")
     if rep["unplaced_count"] > 20:
-        print(f"  ... {rep['unplaced_count'] - 20} more unplaced (the first "
+        yield (f"  ... {rep['unplaced_count'] - 20} more unplaced (the first "
               f"{len(rep['unplaced'])} in timeline.json)")
 
 

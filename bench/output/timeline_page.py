@@ -9,6 +9,8 @@ other."""
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
+from datetime import UTC
 
 from bench.units import fmt_ns
 
@@ -18,7 +20,8 @@ LABEL_PX = 260
 PLOT_PX = 820
 USER_TEXT = ' font-style="italic" font-weight="bold"'
 PALETTE = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
-           "scheduler": "#ff7f0e", "reference": "#555555"}
+           "scheduler": "#ff7f0e", "reference": "#555555",
+           "gpu": "#5f9600"}             # the GPU telemetry lane (the baseboard's controller)
 
 STYLE = """
 .tl-nav{margin:.4em 0;font:13px sans-serif}.tl-nav button{margin:0 .2em;font:inherit}
@@ -44,6 +47,16 @@ def _colour(plane: str) -> str:
     return PALETTE.get(plane, "#7f7f7f")
 
 
+@dataclass(frozen=True)
+class _Scale:
+    """A page's time span on the plot's x axis (px)."""
+    lo: int
+    span: int
+
+    def x(self, t: int) -> float:
+        return LABEL_PX + (t - self.lo) / self.span * PLOT_PX
+
+
 def _page_svg(rows: list[dict], t0: int) -> str:
     """One page: lanes by plane (in order of first appearance), one row per entry."""
     lanes: dict[str, list[dict]] = {}
@@ -51,67 +64,81 @@ def _page_svg(rows: list[dict], t0: int) -> str:
         lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
     lo = min(r["entry"].lo_ns for r in rows)
     hi = max(r["entry"].hi_ns for r in rows)
-    span = max(hi - lo, 1)
-
-    def x(t: int) -> float:
-        return LABEL_PX + (t - lo) / span * PLOT_PX
-
-    parts, y = [], 18
-    # proven-order bands: the x-extent of each block on this page
-    blocks: dict[int, list[int]] = {}
-    for r in rows:
-        b = blocks.setdefault(r["block"], [r["entry"].lo_ns, r["entry"].hi_ns])
-        b[0], b[1] = min(b[0], r["entry"].lo_ns), max(b[1], r["entry"].hi_ns)
-    n_rows = len(rows) + len(lanes)
-    height = 18 + n_rows * ROW_PX + 24
-    for k, (a, b) in sorted(blocks.items()):
-        if k % 2:
-            parts.append(f'<rect class="block" x="{x(a):.1f}" y="14" width="{max(x(b) - x(a), 1):.1f}" '
-                         f'height="{height - 38}" fill="#eee"/>')
+    sc = _Scale(lo, max(hi - lo, 1))
+    height = 18 + (len(rows) + len(lanes)) * ROW_PX + 24
+    parts, y = _block_rects(rows, sc, height), 18
     for lane, members in lanes.items():
         parts.append(f'<text class="lane" x="4" y="{y + 10}">{html.escape(lane)}</text>')
         y += ROW_PX
         for r in members:
-            en = r["entry"]
-            un = r["unordered_with"]
-            c = _colour(en.plane)
-            user = bool(r.get("log"))
-            tip = (f"#{r['index']} {en.source}: {en.label}\nraw stamp: {en.raw or '-'}\n"
-                   + (f"from your log {r['log']}\n" if user else "")
-                   + f"interval: {(en.lo_ns - t0) / 1e9:.6f} .. {(en.hi_ns - t0) / 1e9:.6f} s "
-                   f"({fmt_ns(en.width_ns)})\nUTC: {_utc(en.lo_ns)} .. {_utc(en.hi_ns)}\n"
-                   f"basis: {en.basis}, status: {en.status}"
-                   + (f"\ncalibration: {en.calibration}" if en.calibration else "")
-                   + (f"\nunordered with {r['unordered_count']}: #{', #'.join(map(str, un[:12]))}"
-                      + ("…" if r["unordered_count"] > 12 else "") if un else "\norder: proven"))
-            w = max(x(en.hi_ns) - x(en.lo_ns), 2.0)
-            fill = "none" if r["unordered_count"] else c
-            name = ("✎ " if user else "") + (en.source + ": " + en.label)[:40]
-            parts.append(
-                f'<g class="ev{" user" if user else ""}" data-index="{r["index"]}" '
-                f'data-block="{r["block"]}"><title>{html.escape(tip)}</title>'
-                f'<text x="12" y="{y + 10}"{USER_TEXT if user else ""}>{html.escape(name)}</text>'
-                f'<rect class="bar" x="{x(en.lo_ns):.1f}" y="{y + 2}" width="{w:.1f}" height="9" '
-                f'fill="{fill}" stroke="{"#000" if user else c}" stroke-width="1.5"/></g>')
+            parts.append(_entry_svg(r, sc, y, t0))
             y += ROW_PX
-    # time axis: five ticks in run seconds, each with its UTC time below
-    for k in range(6):
-        t = lo + span * k // 5
-        parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="14" y2="{y}" stroke="#ccc"/>'
-                     f'<text x="{x(t) - 20:.1f}" y="{y + 14}">{(t - t0) / 1e9:.3f} s</text>'
-                     f'<text class="utc" x="{x(t) - 40:.1f}" y="{y + 28}">'
-                     f'{_utc(t)[11:]}</text>')
+    parts += _time_axis(sc, y, t0)
     width = LABEL_PX + PLOT_PX + 40
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 38}" '
             f'viewBox="0 0 {width} {y + 38}">' + "".join(parts) + "</svg>")
 
 
+def _block_rects(rows: list[dict], sc: _Scale, height: int) -> list[str]:
+    """Proven-order bands: the x-extent of each block on this page, every other one grey."""
+    blocks: dict[int, list[int]] = {}
+    for r in rows:
+        b = blocks.setdefault(r["block"], [r["entry"].lo_ns, r["entry"].hi_ns])
+        b[0], b[1] = min(b[0], r["entry"].lo_ns), max(b[1], r["entry"].hi_ns)
+    x = sc.x
+    return [f'<rect class="block" x="{x(a):.1f}" y="14" width="{max(x(b) - x(a), 1):.1f}" '
+            f'height="{height - 38}" fill="#eee"/>'
+            for k, (a, b) in sorted(blocks.items()) if k % 2]
+
+
+def _entry_tip(r: dict, t0: int) -> str:
+    """An entry's tooltip: source, raw stamp, interval in run time and UTC, basis, order."""
+    en, un = r["entry"], r["unordered_with"]
+    user = bool(r.get("log"))
+    return (f"#{r['index']} {en.source}: {en.label}\nraw stamp: {en.raw or '-'}\n"
+            + (f"from your log {r['log']}\n" if user else "")
+            + f"interval: {(en.lo_ns - t0) / 1e9:.6f} .. {(en.hi_ns - t0) / 1e9:.6f} s "
+            f"({fmt_ns(en.width_ns)})\nUTC: {_utc(en.lo_ns)} .. {_utc(en.hi_ns)}\n"
+            f"basis: {en.basis}, status: {en.status}"
+            + (f"\ncalibration: {en.calibration}" if en.calibration else "")
+            + (f"\nunordered with {r['unordered_count']}: #{', #'.join(map(str, un[:12]))}"
+               + ("…" if r["unordered_count"] > 12 else "") if un else "\norder: proven"))
+
+
+def _entry_svg(r: dict, sc: _Scale, y: int, t0: int) -> str:
+    """One entry's row: its name and its interval bar (hollow when unordered)."""
+    en = r["entry"]
+    c = _colour(en.plane)
+    user = bool(r.get("log"))
+    w = max(sc.x(en.hi_ns) - sc.x(en.lo_ns), 2.0)
+    fill = "none" if r["unordered_count"] else c
+    name = ("✎ " if user else "") + (en.source + ": " + en.label)[:40]
+    return (f'<g class="ev{" user" if user else ""}" data-index="{r["index"]}" '
+            f'data-block="{r["block"]}"><title>{html.escape(_entry_tip(r, t0))}</title>'
+            f'<text x="12" y="{y + 10}"{USER_TEXT if user else ""}>{html.escape(name)}</text>'
+            f'<rect class="bar" x="{sc.x(en.lo_ns):.1f}" y="{y + 2}" width="{w:.1f}" height="9" '
+            f'fill="{fill}" stroke="{"#000" if user else c}" stroke-width="1.5"/></g>')
+
+
+def _time_axis(sc: _Scale, y: int, t0: int) -> list[str]:
+    """Five ticks in run seconds, each with its UTC time below."""
+    out = []
+    for k in range(6):
+        t = sc.lo + sc.span * k // 5
+        x = sc.x(t)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="14" y2="{y}" stroke="#ccc"/>'
+                   f'<text x="{x - 20:.1f}" y="{y + 14}">{(t - t0) / 1e9:.3f} s</text>'
+                   f'<text class="utc" x="{x - 40:.1f}" y="{y + 28}">'
+                   f'{_utc(t)[11:]}</text>')
+    return out
+
+
 def _utc(t_ns: int) -> str:
     """A reference instant as UTC to the microsecond."""
-    from datetime import datetime, timezone
+    from datetime import datetime
     s, f = divmod(int(t_ns), 10**9)
     try:
-        return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
+        return datetime.fromtimestamp(s, UTC).strftime("%Y-%m-%dT%H:%M:%S") + \
             f".{f // 1000:06d}Z"
     except (OverflowError, OSError, ValueError):
         return f"{t_ns} ns"

@@ -9,16 +9,12 @@ against the first, 0 otherwise, 2 on bad input.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
-from bench.compare.verdicts import FAILING, fmt_value, load_tolerances, verdict
-from bench.compare.tolerances import ToleranceError
 from bench.compare.measures import Measure, identities, run_measures
-from bench.model.rundata import Run, load_run
+from bench.compare.verdicts import FAILING, fmt_value, verdict
+from bench.model.rundata import Run
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,7 @@ def _started(run: Run) -> int:
     return int(run.manifest.started_ns or 0)
 
 
-def trends(runs: list[Run], tolerances) -> list[Trend]:
+def trends(runs: list[Run], tolerances: Any) -> list[Trend]:
     per_run = [run_measures(r) for r in runs]
     planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
     keys = sorted({k for m in per_run for k in m})
@@ -50,18 +46,21 @@ def trends(runs: list[Run], tolerances) -> list[Trend]:
         rule = tolerances.rule(name, device, planes.get(device, ""))
         present = [v for v in vals if v is not None]
         v, _, why, _ = verdict(present[0], present[-1], rule)
-        first = None
-        prev = None
-        for i, m in enumerate(vals):
-            if m is None:
-                continue
-            if prev is not None and verdict(prev, m, rule)[0] in (*FAILING, "improved"):
-                first = i
-                break
-            prev = m
-        unit = present[0].unit
-        out.append(Trend(device, clock, name, unit, vals, v, why, first))
+        out.append(Trend(device, clock, name, present[0].unit, vals, v, why,
+                         _first_change(vals, rule)))
     return out
+
+
+def _first_change(vals: list, rule: Any) -> int | None:
+    """The index of the first run whose value a step from the run before proves changed."""
+    prev = None
+    for i, m in enumerate(vals):
+        if m is None:
+            continue
+        if prev is not None and verdict(prev, m, rule)[0] in (*FAILING, "improved"):
+            return i
+        prev = m
+    return None
 
 
 def _cell(m: Measure | None, unit: str) -> str:
@@ -76,25 +75,32 @@ def run_labels(runs: list[Run]) -> list[str]:
     return [f"#{i + 1} {r.run_id}" for i, r in enumerate(runs)]
 
 
+def _text_row(t: Trend) -> list[str]:
+    return ([t.device, t.clock or "—", t.measure] + [_cell(m, t.unit) for m in t.values]
+            + [t.overall.upper() if t.overall in (*FAILING, "inconclusive") else t.overall,
+               "—" if t.first_change is None else f"#{t.first_change + 1} vs #{t.first_change}"])
+
+
+def _aligned(head: list[str], rows: list[list[str]]) -> list[str]:
+    """Head, rule and rows in columns as wide as their widest cell."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    f = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [f.format(*head), f.format(*("-" * w for w in widths))] + \
+        [f.format(*r).rstrip() for r in rows]
+
+
 def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
     lines = ["runs, in time order:"] + [f"  {lab}  ({r.path})" for lab, r in
                                         zip(run_labels(runs), runs)]
     shown = [t for t in ts if show_all or t.overall != "not compared"]
     head = ["device", "clock", "measure"] + [f"#{i + 1}" for i in range(len(runs))] + [
         "last vs first", "first proven step"]
-    rows = [[t.device, t.clock or "—", t.measure] + [_cell(m, t.unit) for m in t.values]
-            + [t.overall.upper() if t.overall in (*FAILING, "inconclusive") else t.overall,
-               "—" if t.first_change is None else f"#{t.first_change + 1} vs #{t.first_change}"]
-            for t in shown]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(head)]
-    f = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines += ["", f.format(*head), f.format(*("-" * w for w in widths))]
-    lines += [f.format(*r).rstrip() for r in rows]
+    lines += ["", *_aligned(head, [_text_row(t) for t in shown])]
     if len(shown) < len(ts):
         lines.append(f"({len(ts) - len(shown)} measure(s) not judged; --all shows them)")
     bad = [t for t in ts if t.overall in FAILING]
-    lines += ["", (f"FAIL: last run against the first: " + "; ".join(
+    lines += ["", ("FAIL: last run against the first: " + "; ".join(
         f"{t.device} {t.clock + ' ' if t.clock else ''}{t.measure} {t.overall}" for t in bad))
         if bad else "PASS: no measure of the last run regressed against the first"]
     return "\n".join(lines)
@@ -103,21 +109,20 @@ def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
 MEASURES = ("drift", "latency", "bracket", "jitter")
 
 
-def panels(ts: list[Trend], measures=MEASURES) -> list[Trend]:
+def panels(ts: list[Trend], measures: tuple[str, ...] = MEASURES) -> list[Trend]:
     """The trends a figure can draw, regressions and undecided ones first."""
     pick = [t for t in ts if t.measure.split(".")[0] in measures and t.overall != "not compared"]
     return sorted(pick, key=lambda t: 0 if t.overall in FAILING else
                   1 if t.overall == "inconclusive" else 2)
 
 
-def figure(runs: list[Run], ts: list[Trend], measures=MEASURES, max_panels: int = 24):
+def figure(runs: list[Run], ts: list[Trend], measures: tuple[str, ...] = MEASURES,
+           max_panels: int = 24) -> Any:
     """Small multiples: one panel per device and judged measure, each run's value with its
     bounds as an error bar, x the run's number in time order."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    from bench.output.figures import COLUMN_IN, print_style, unit_for
-    from bench.output.plots import plane_colour
+    from bench.output.figures import COLUMN_IN, print_style
 
     planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
     pick = panels(ts, measures)[:max_panels]
@@ -130,31 +135,40 @@ def figure(runs: list[Run], ts: list[Trend], measures=MEASURES, max_panels: int 
         for ax in axes.ravel()[len(pick):]:
             ax.axis("off")
         for ax, t in zip(axes.ravel(), pick):
-            idx = [i for i, m in enumerate(t.values) if m is not None]
-            ms = [t.values[i] for i in idx]
-            if t.unit == "ns":
-                sc, unit = unit_for([x for m in ms for x in (m.lo, m.hi)])
-            else:
-                sc, unit = 1.0, t.unit
-            pt = np.array([m.point for m in ms]) / sc
-            lo = np.array([m.lo for m in ms]) / sc
-            hi = np.array([m.hi for m in ms]) / sc
-            c = plane_colour(planes.get(t.device, ""))
-            ax.errorbar(np.array(idx) + 1, pt, yerr=[pt - lo, hi - pt], fmt="o", ms=3,
-                        color=c, capsize=2, elinewidth=0.8)
-            if t.first_change is not None:
-                ax.axvline(t.first_change + 0.5, color="k", ls="--", lw=0.7)
-            ax.set_title(f"{t.device}{' · ' + t.clock if t.clock else ''}\n{t.measure}: "
-                         f"{t.overall}", fontsize=6.5)
-            ax.set_ylabel(f"{t.measure.split('.')[0]} ({unit})")
-            ax.set_xticks(range(1, len(runs) + 1))
-            ax.set_xlim(0.5, len(runs) + 0.5)
-            ax.set_xlabel("run (time order)")
-            ax.grid(alpha=0.3)
+            _panel(ax, t, planes.get(t.device, ""), len(runs))
         fig.suptitle("Trend over runs: value and proven bounds (or 95 % CI of the median) per "
                      "run; dashed: first step the bounds prove", fontsize=7)
         fig.tight_layout()
     return fig
+
+
+def _panel(ax: Any, t: Trend, plane: str, n_runs: int) -> None:
+    """One trend's panel: each run's value with its bounds as an error bar."""
+    import numpy as np
+
+    from bench.output.figures import unit_for
+    from bench.output.plots import plane_colour
+
+    idx = [i for i, m in enumerate(t.values) if m is not None]
+    ms = [t.values[i] for i in idx]
+    if t.unit == "ns":
+        sc, unit = unit_for([x for m in ms for x in (m.lo, m.hi)])
+    else:
+        sc, unit = 1.0, t.unit
+    pt = np.array([m.point for m in ms]) / sc
+    lo = np.array([m.lo for m in ms]) / sc
+    hi = np.array([m.hi for m in ms]) / sc
+    ax.errorbar(np.array(idx) + 1, pt, yerr=[pt - lo, hi - pt], fmt="o", ms=3,
+                color=plane_colour(plane), capsize=2, elinewidth=0.8)
+    if t.first_change is not None:
+        ax.axvline(t.first_change + 0.5, color="k", ls="--", lw=0.7)
+    ax.set_title(f"{t.device}{' · ' + t.clock if t.clock else ''}\n{t.measure}: "
+                 f"{t.overall}", fontsize=6.5)
+    ax.set_ylabel(f"{t.measure.split('.')[0]} ({unit})")
+    ax.set_xticks(range(1, n_runs + 1))
+    ax.set_xlim(0.5, n_runs + 0.5)
+    ax.set_xlabel("run (time order)")
+    ax.grid(alpha=0.3)
 
 
 def as_dict(runs: list[Run], ts: list[Trend]) -> dict:
@@ -165,51 +179,3 @@ def as_dict(runs: list[Run], ts: list[Trend]) -> dict:
                         "unit": t.unit, "values": [m(x) for x in t.values],
                         "last_vs_first": t.overall, "reason": t.reason,
                         "first_change_run": t.first_change} for t in ts]}
-
-
-def main(argv: list[str] | None = None) -> int:
-    from bench.output import figures
-
-    ap = argparse.ArgumentParser(prog="rackclock trend",
-                                 description="measures of more than two runs side by side, in "
-                                             "time order, with a figure")
-    ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
-    ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
-    ap.add_argument("--figure", type=Path, default=None,
-                    help="figure file (.png, .svg or .pdf; default: trend.png in the newest "
-                         "run's folder)")
-    ap.add_argument("--max-panels", type=int, default=24,
-                    help="panels in the figure (default 24; regressions first; the rest are "
-                         "said, never dropped silently)")
-    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
-    ap.add_argument("--all", action="store_true", help="show measures that are not judged")
-    ap.add_argument("--as-given", action="store_true",
-                    help="keep the runs in the order given (default: by start time)")
-    a = ap.parse_args(argv)
-    if len(a.runs) < 3:
-        print("rackclock trend: give three or more runs (two: rackclock compare)",
-              file=sys.stderr)
-        return 2
-    try:
-        tol = load_tolerances(a.tolerances)
-        runs = [load_run(p) for p in a.runs]
-        runs = runs if a.as_given else sorted(runs, key=_started)
-    except (FileNotFoundError, ToleranceError) as exc:
-        print(f"rackclock trend: {exc}", file=sys.stderr)
-        return 2
-    ts = trends(runs, tol)
-    print(text(runs, ts, a.all))
-    fig = figure(runs, ts, max_panels=max(1, a.max_panels))
-    out = a.figure or runs[-1].path / "trend.png"
-    paths, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
-    n = len(panels(ts))
-    left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \
-        if n > a.max_panels else ""
-    print(f"figure: {paths[0]}{left}")
-    if a.json:
-        a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
-    return 1 if any(t.overall in FAILING for t in ts) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

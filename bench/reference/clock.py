@@ -23,10 +23,20 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 from bench.errors import RackclockError
+from bench.reference.ptp_health import (
+    DEFAULT_UDS,
+    NS,
+    Pmc,
+    PtpHealthError,
+    PtpThresholds,
+    UncertaintyPolicy,
+    find_uds,
+    grade,
+    kernel_clock_status,
+    take_snapshot,
+    uncertainty_ns,
+)
 from bench.units import fmt_ns
-from bench.reference.ptp_health import (NS, DEFAULT_UDS, Pmc, PtpHealthError, PtpThresholds,
-                              UncertaintyPolicy, find_uds, grade, kernel_clock_status, take_snapshot,
-                              uncertainty_ns)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ class HealthMonitor:
         self._file = None
         self._writer = None
 
-    def start(self, first: Health | None = None) -> "HealthMonitor":
+    def start(self, first: Health | None = None) -> HealthMonitor:
         """Open the series (`first`, e.g. the run's start snapshot, becomes its first row) and
         start sampling."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,7 @@ class HealthMonitor:
                 self._file, self._writer = None, None
         return self.run_health()
 
-    def __enter__(self) -> "HealthMonitor":
+    def __enter__(self) -> HealthMonitor:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -167,7 +167,7 @@ class RunReference:
 
     @classmethod
     def open(cls, rack, allowance_ns: int | None, run_folder: Path, interval_s: float = 1.0,
-             **kw) -> "RunReference":
+             **kw) -> RunReference:
         from bench.reference.clock import reference_for_run
 
         kw.setdefault("ptp_uds", rack.options.get("ptp_uds", "auto"))

@@ -104,7 +104,7 @@ class Phc:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> "Phc":
+    def __enter__(self) -> Phc:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-import itertools
 from dataclasses import asdict, dataclass, field
 
 from bench.errors import RackclockError
@@ -285,28 +285,32 @@ def _bool(v: str | None) -> bool | None:
     return v.strip().lower() in ("true", "1", "yes")
 
 
-def snapshot_from(answers: dict[str, list[PmcResponse]], t_ns: int, uds: str = "") -> PtpSnapshot:
-    """Build a snapshot from pmc's answers (no I/O)."""
-    def first(name):
-        for r in answers.get(name, []):
-            if r.tlv == name:
-                return r
-        return None
+_PORT_FIELDS = (("PORT_DATA_SET", {"portState": "state",
+                                   "peerMeanPathDelay": "peer_mean_path_delay_ns"}),
+                ("PORT_PROPERTIES_NP", {"portState": "state", "timestamping": "timestamping",
+                                        "interface": "interface"}),
+                ("PORT_STATS_NP", {"rx_Sync": "rx_sync", "rx_Announce": "rx_announce",
+                                   "rx_Delay_Resp": "rx_delay_resp",
+                                   "rx_Pdelay_Resp": "rx_pdelay_resp",
+                                   "tx_Delay_Req": "tx_delay_req"}))
 
-    unsupported = tuple(sorted(n for n, rs in answers.items()
-                               if rs and all(r.tlv == "MANAGEMENT_ERROR_STATUS" for r in rs)))
-    ts = first("TIME_STATUS_NP")
-    cds = first("CURRENT_DATA_SET")
-    tp = first("TIME_PROPERTIES_DATA_SET")
+
+def _first(answers: dict[str, list[PmcResponse]], name: str) -> PmcResponse | None:
+    for r in answers.get(name, []):
+        if r.tlv == name:
+            return r
+    return None
+
+
+def _field(r: PmcResponse | None, key: str, default: str | None = None) -> str | None:
+    """A field of an answer; `default` when the answer or the field is absent."""
+    return r.fields.get(key, default) if r else default
+
+
+def _ports(answers: dict[str, list[PmcResponse]]) -> tuple[dict, ...]:
+    """Per port, what the port TLVs say, under our names (counts and delays as int)."""
     ports: dict[int, dict] = {}
-    for name, key_map in (("PORT_DATA_SET", {"portState": "state",
-                                             "peerMeanPathDelay": "peer_mean_path_delay_ns"}),
-                          ("PORT_PROPERTIES_NP", {"portState": "state", "timestamping": "timestamping",
-                                                  "interface": "interface"}),
-                          ("PORT_STATS_NP", {"rx_Sync": "rx_sync", "rx_Announce": "rx_announce",
-                                             "rx_Delay_Resp": "rx_delay_resp",
-                                             "rx_Pdelay_Resp": "rx_pdelay_resp",
-                                             "tx_Delay_Req": "tx_delay_req"})):
+    for name, key_map in _PORT_FIELDS:
         for r in answers.get(name, []):
             if r.tlv != name:
                 continue
@@ -315,21 +319,31 @@ def snapshot_from(answers: dict[str, list[PmcResponse]], t_ns: int, uds: str = "
                 if src in r.fields:
                     v = r.fields[src]
                     p[dst] = _int(v) if dst.endswith(("_ns",)) or dst.startswith(("rx_", "tx_")) else v
+    return tuple(ports[k] for k in sorted(ports))
+
+
+def snapshot_from(answers: dict[str, list[PmcResponse]], t_ns: int, uds: str = "") -> PtpSnapshot:
+    """Build a snapshot from pmc's answers (no I/O)."""
+    unsupported = tuple(sorted(n for n, rs in answers.items()
+                               if rs and all(r.tlv == "MANAGEMENT_ERROR_STATUS" for r in rs)))
+    ts = _first(answers, "TIME_STATUS_NP")
+    cds = _first(answers, "CURRENT_DATA_SET")
+    tp = _first(answers, "TIME_PROPERTIES_DATA_SET")
     any_r = next((r for rs in answers.values() for r in rs), None)
     return PtpSnapshot(
         t_ns=int(t_ns), uds=uds,
         clock_identity=any_r.clock_identity if any_r else "",
-        gm_present=_bool(ts.fields.get("gmPresent")) if ts else None,
-        gm_identity=ts.fields.get("gmIdentity", "") if ts else "",
-        master_offset_ns=_int(ts.fields.get("master_offset")) if ts else None,
-        ingress_time_ns=_int(ts.fields.get("ingress_time")) if ts else None,
-        offset_from_master_ns=_int(cds.fields.get("offsetFromMaster")) if cds else None,
-        mean_path_delay_ns=_int(cds.fields.get("meanPathDelay")) if cds else None,
-        steps_removed=_int(cds.fields.get("stepsRemoved")) if cds else None,
-        ports=tuple(ports[k] for k in sorted(ports)),
-        utc_offset_s=_int(tp.fields.get("currentUtcOffset")) if tp else None,
-        utc_offset_valid=_bool(tp.fields.get("currentUtcOffsetValid")) if tp else None,
-        ptp_timescale=_bool(tp.fields.get("ptpTimescale")) if tp else None,
+        gm_present=_bool(_field(ts, "gmPresent")),
+        gm_identity=_field(ts, "gmIdentity", "") or "",
+        master_offset_ns=_int(_field(ts, "master_offset")),
+        ingress_time_ns=_int(_field(ts, "ingress_time")),
+        offset_from_master_ns=_int(_field(cds, "offsetFromMaster")),
+        mean_path_delay_ns=_int(_field(cds, "meanPathDelay")),
+        steps_removed=_int(_field(cds, "stepsRemoved")),
+        ports=_ports(answers),
+        utc_offset_s=_int(_field(tp, "currentUtcOffset")),
+        utc_offset_valid=_bool(_field(tp, "currentUtcOffsetValid")),
+        ptp_timescale=_bool(_field(tp, "ptpTimescale")),
         unsupported=unsupported,
     )
 
@@ -373,15 +387,20 @@ def _worse(a: str, b: str) -> str:
     return a if GRADES.index(a) >= GRADES.index(b) else b
 
 
-def grade(snap: PtpSnapshot, th: PtpThresholds = PtpThresholds(), now_ns: int | None = None) -> Grade:
-    """Grade a snapshot. `now_ns` is CLOCK_REALTIME (UTC) at grading, default the snapshot's."""
-    g, problems = "ok", []
+class _Flags:
+    """The grade so far and the problems, in the order they were found."""
 
-    def flag(level: str, text: str):
-        nonlocal g
-        g = _worse(g, level)
-        problems.append(f"{level}: {text}")
+    def __init__(self) -> None:
+        self.grade = "ok"
+        self.problems: list[str] = []
 
+    def __call__(self, level: str, text: str) -> None:
+        self.grade = _worse(self.grade, level)
+        self.problems.append(f"{level}: {text}")
+
+
+def _grade_ports(snap: PtpSnapshot, th: PtpThresholds, flag: _Flags) -> bool:
+    """Port states and the grandmaster's presence; whether this host is the grandmaster."""
     states = snap.port_states
     is_gm = bool(states) and all(s in ("MASTER", "GRAND_MASTER") for s in states) and \
         snap.gm_identity in ("", snap.clock_identity)
@@ -392,42 +411,56 @@ def grade(snap: PtpSnapshot, th: PtpThresholds = PtpThresholds(), now_ns: int | 
             flag("fail", f"port {p['port']} ({p.get('interface', '?')}) is {p.get('state', '?')}, "
                          f"not SLAVE or MASTER")
     if is_gm:
-        problems.append("note: this host is the grandmaster; its own time source is not checked")
+        flag.problems.append("note: this host is the grandmaster; its own time source is not "
+                             "checked")
     elif snap.gm_present is not True:
         flag("fail", "no grandmaster present")
-    age = None
-    if not is_gm:
-        off = snap.abs_offset_ns
-        if off is None:
-            flag("fail", "no offset from master reported")
-        elif off > th.offset_fail_ns:
-            flag("fail", f"offset from GM {off} ns exceeds {th.offset_fail_ns} ns")
-        elif off > th.offset_warn_ns:
-            flag("warn", f"offset from GM {off} ns exceeds {th.offset_warn_ns} ns")
-        d = snap.mean_path_delay_ns
-        if d is None or d <= 0:
-            # ptp4l reports 0 until its first delay measurement: no bound on asymmetry yet
-            flag("fail", f"mean path delay not measured ({d} ns)")
-        else:
-            if d > th.path_delay_fail_ns:
-                flag("fail", f"mean path delay {d} ns exceeds {th.path_delay_fail_ns} ns")
-            elif d > th.path_delay_warn_ns:
-                flag("warn", f"mean path delay {d} ns exceeds {th.path_delay_warn_ns} ns")
-        if not snap.ingress_time_ns:
-            flag("fail", "no Sync received (ingress_time is 0)")
-        else:
-            # ingress_time is in ptp4l's clock: UTC for software stamps, the PHC (TAI when the GM
-            # uses the PTP timescale) for hardware stamps.
-            now = snap.t_ns if now_ns is None else now_ns
-            if snap.hardware and snap.ptp_timescale and snap.utc_offset_s:
-                now += snap.utc_offset_s * NS
-            age = now - snap.ingress_time_ns
-            if age < -th.sync_age_warn_ns:
-                flag("fail", f"last Sync is {-age} ns in the future of this host's clock")
-            elif age > th.sync_age_fail_ns:
-                flag("fail", f"last Sync was {age / NS:.1f} s ago (> {th.sync_age_fail_ns / NS:g} s)")
-            elif age > th.sync_age_warn_ns:
-                flag("warn", f"last Sync was {age / NS:.1f} s ago (> {th.sync_age_warn_ns / NS:g} s)")
+    return is_gm
+
+
+def _grade_offset(snap: PtpSnapshot, th: PtpThresholds, flag: _Flags) -> None:
+    off = snap.abs_offset_ns
+    if off is None:
+        flag("fail", "no offset from master reported")
+    elif off > th.offset_fail_ns:
+        flag("fail", f"offset from GM {off} ns exceeds {th.offset_fail_ns} ns")
+    elif off > th.offset_warn_ns:
+        flag("warn", f"offset from GM {off} ns exceeds {th.offset_warn_ns} ns")
+
+
+def _grade_path_delay(snap: PtpSnapshot, th: PtpThresholds, flag: _Flags) -> None:
+    d = snap.mean_path_delay_ns
+    if d is None or d <= 0:
+        # ptp4l reports 0 until its first delay measurement: no bound on asymmetry yet
+        flag("fail", f"mean path delay not measured ({d} ns)")
+    elif d > th.path_delay_fail_ns:
+        flag("fail", f"mean path delay {d} ns exceeds {th.path_delay_fail_ns} ns")
+    elif d > th.path_delay_warn_ns:
+        flag("warn", f"mean path delay {d} ns exceeds {th.path_delay_warn_ns} ns")
+
+
+def _grade_sync_age(snap: PtpSnapshot, th: PtpThresholds, now_ns: int | None,
+                    flag: _Flags) -> int | None:
+    """How long ago the last Sync arrived (None: none did), flagged when old or in the future."""
+    if not snap.ingress_time_ns:
+        flag("fail", "no Sync received (ingress_time is 0)")
+        return None
+    # ingress_time is in ptp4l's clock: UTC for software stamps, the PHC (TAI when the GM
+    # uses the PTP timescale) for hardware stamps.
+    now = snap.t_ns if now_ns is None else now_ns
+    if snap.hardware and snap.ptp_timescale and snap.utc_offset_s:
+        now += snap.utc_offset_s * NS
+    age = now - snap.ingress_time_ns
+    if age < -th.sync_age_warn_ns:
+        flag("fail", f"last Sync is {-age} ns in the future of this host's clock")
+    elif age > th.sync_age_fail_ns:
+        flag("fail", f"last Sync was {age / NS:.1f} s ago (> {th.sync_age_fail_ns / NS:g} s)")
+    elif age > th.sync_age_warn_ns:
+        flag("warn", f"last Sync was {age / NS:.1f} s ago (> {th.sync_age_warn_ns / NS:g} s)")
+    return age
+
+
+def _grade_phc(snap: PtpSnapshot, th: PtpThresholds, flag: _Flags) -> None:
     if snap.phc_sys_offset_ns is not None:
         d = abs(snap.phc_sys_offset_ns)
         if d > th.phc_sys_fail_ns:
@@ -436,7 +469,18 @@ def grade(snap: PtpSnapshot, th: PtpThresholds = PtpThresholds(), now_ns: int | 
             flag("warn", f"CLOCK_REALTIME is {d} ns from the PHC {snap.phc}")
     elif snap.hardware and not snap.phc2sys:
         flag("warn", "ptp4l uses hardware stamps but no phc2sys runs to carry them to CLOCK_REALTIME")
-    return Grade(g, tuple(problems), age)
+
+
+def grade(snap: PtpSnapshot, th: PtpThresholds = PtpThresholds(), now_ns: int | None = None) -> Grade:
+    """Grade a snapshot. `now_ns` is CLOCK_REALTIME (UTC) at grading, default the snapshot's."""
+    flag = _Flags()
+    age = None
+    if not _grade_ports(snap, th, flag):
+        _grade_offset(snap, th, flag)
+        _grade_path_delay(snap, th, flag)
+        age = _grade_sync_age(snap, th, now_ns, flag)
+    _grade_phc(snap, th, flag)
+    return Grade(flag.grade, tuple(flag.problems), age)
 
 
 def uncertainty_ns(snap: PtpSnapshot, policy: UncertaintyPolicy = UncertaintyPolicy(),

@@ -24,7 +24,7 @@ MIN_RATE_HZ = 0.01             # the rack file's own lower limit
 class Refused(RackclockError):
     """The rack needs more than the bench can do at the requested rates."""
 
-    def __init__(self, admission: "Admission"):
+    def __init__(self, admission: Admission):
         super().__init__(admission.message())
         self.admission = admission
 

@@ -7,6 +7,8 @@ experiments/; any other file is run by its path (`rackclock run path/to/exp.py`)
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import importlib.util
 import inspect
 import re
@@ -14,6 +16,8 @@ import sys
 import textwrap
 from dataclasses import MISSING, fields
 from pathlib import Path
+
+from bench.model.inventory import InventoryError, did_you_mean
 
 CHECKOUT = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -36,6 +40,18 @@ def load_file(path: Path):
 
 def names() -> list[str]:
     return sorted(p.stem for p in CHECKOUT.glob("*.py") if not p.stem.startswith("_"))
+
+
+def load_experiment(name: str):
+    """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
+    if name.endswith(".py") or "/" in name:
+        return load_file(Path(name))
+    try:
+        return importlib.import_module(f"experiments.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name in (f"experiments.{name}", "experiments"):
+            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, names())}") from None
+        raise
 
 
 def describe(mod) -> dict:
@@ -69,13 +85,13 @@ def first_sentence(doc: str) -> str:
 def summary_lines(width: int = 100) -> list[str]:
     """Per experiment of the checkout: its name and the first sentence of its documentation,
     whole, wrapped to `width`."""
-    from bench.run.experiment import load_experiment
     out = []
     for n in names():
-        try:
-            text = first_sentence(inspect.getdoc(load_experiment(n)) or "")
-        except Exception as exc:   # a broken experiment must not hide the others
-            text = f"(cannot be loaded: {exc!r})"
+        try:                       # read, not imported: `rackclock --help` stays quick
+            tree = ast.parse((CHECKOUT / f"{n}.py").read_text())
+            text = first_sentence(ast.get_docstring(tree) or "")
+        except (OSError, SyntaxError, ValueError) as exc:   # a broken one must not hide the others
+            text = f"(cannot be read: {exc!r})"
         out += textwrap.wrap(f"{n:<24} {text}", width, initial_indent="  ",
                              subsequent_indent=" " * 27) or [f"  {n}"]
     return out
@@ -86,8 +102,6 @@ def main(argv: list[str] | None = None) -> int:
                                  description="list the experiments, their parameters and documentation")
     ap.add_argument("experiment", nargs="?", help="one experiment's name or file: its full documentation")
     a = ap.parse_args(argv)
-    from bench.model.inventory import InventoryError
-    from bench.run.experiment import load_experiment
     todo = [a.experiment] if a.experiment else names()
     for n in todo:
         try:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
-import importlib
 import logging
+import os
 import sys
 import time
 import traceback
@@ -18,24 +17,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.model import provenance
-from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
-from bench.output.terminal import Progress
-from bench.model.inventory import InventoryError, RackConfig, did_you_mean
-from bench.model.racklock import rack_lock
-from bench.model.rackfile import check_out, check_params, load_checked
-from bench.reference.monitor import RunReference
-from bench.model.rundata import bound_from_manifest
 from bench.model.documents import Manifest
+from bench.model.inventory import InventoryError, RackConfig
+from bench.model.outage import lost_devices, lost_line
+from bench.model.rackfile import check_out, check_params
+from bench.model.racklock import rack_lock
+from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.statuses import RunStatus
-from bench.reference.clock import Health, Reference, ReferenceRefused
-from bench.run import admission
-from bench.run.runner import ProbePlan, run_devices
-from bench.run.signals import interrupt_on_signals
-from bench.model.rundata import load_run
-from bench.run.simproc import SimProcess
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
-from bench.model.outage import lost_devices, lost_line
+from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
+from bench.output.terminal import Progress
+from bench.reference.clock import Health, Reference, ReferenceRefused
+from bench.reference.monitor import RunReference
+from bench.run import admission
+from bench.run.catalog import load_experiment
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
+from bench.run.signals import interrupt_on_signals
+from bench.run.simproc import SimProcess
+from drivers.rackcheck import load_checked
 
 DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
 log = logging.getLogger(__name__)
@@ -132,21 +133,6 @@ class Bench:
         return offset_plots(load_run(self.store.path))
 
 
-def load_experiment(name: str):
-    """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
-    if name.endswith(".py") or "/" in name:
-        from bench.run.catalog import load_file
-        return load_file(Path(name))
-    try:
-        return importlib.import_module(f"experiments.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name in (f"experiments.{name}", "experiments"):
-            known = sorted(p.stem for p in Path(__file__).resolve().parents[2].joinpath(
-                "experiments").glob("*.py") if not p.stem.startswith("_"))
-            raise InventoryError(f"no experiment {name!r}{did_you_mean(name, known)}") from None
-        raise
-
-
 def make_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None):
     """The experiment's Params dataclass, with `key=value` overrides cast to the field types
     and checked (InventoryError; `given_as`: the option a key came from, if not --param)."""
@@ -189,123 +175,137 @@ def _lost_status(store: RunStore, devices: int, sim: SimProcess | None) -> tuple
     return RunStatus.DEVICES_LOST, lost_line(lost, devices) + died
 
 
-def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
-                   armed: bool = False, allowance_ns: int | None = None,
-                   quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
-                   calibration: Path | None = None, wide: bool = False,
-                   given_as: dict[str, str] | None = None) -> Path:
-    """Run one experiment; returns the run folder. Prints the closing table and the folder.
-    Every problem of the rack file, the parameters or `out` is an InventoryError raised before
-    anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
-    (bench.run.admission) is refused (status `refused`, the numbers in the manifest), or run at
-    rates scaled to fit with `fit_rates`."""
+def _prepare(name: str, rack_file: Path | None, overrides: dict[str, str],
+             given_as: dict[str, str] | None):
+    """The experiment, its parameters, its name and the rack, all checked (InventoryError)."""
     exp = load_experiment(name)
-    params = make_params(exp, params_overrides, given_as)
+    params = make_params(exp, overrides, given_as)
     if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
         name = Path(name).stem       # an experiment file outside the checkout: named by its stem
     rack = load_checked(rack_file or getattr(exp, "RACK", None) or DEFAULT_RACK)  # RACK: an
     # experiment's own simulated rack (e.g. a power topology), when no rack file is given
+    return exp, params, name, rack
+
+
+def _open_store(rack: RackConfig, name: str, out: Path) -> tuple[contextlib.ExitStack, RunStore]:
+    """The run folder, and a lab rack held for this session (RackBusy when another holds it;
+    released again when the folder cannot be made)."""
     held = contextlib.ExitStack()     # a lab rack: one session at a time (a busy one: RackBusy)
     if not rack.simulated and rack.source:
         held.enter_context(rack_lock(rack.source, wait_s=0, what=f"rackclock run {name}"))
     try:
         check_out(out)
-        store = RunStore(out, new_run_id(name))
+        return held, RunStore(out, new_run_id(name))
     except BaseException:
         held.close()
         raise
-    log.info("run %s: experiment %s, rack %s", store.run_id, name, rack.source or "default")
-    status, error = RunStatus.FAILED, None
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(held)
-        stack.callback(store.close)          # however the run ends, its reserve goes
-        # less free than the reserve: nothing starts
-        ended = _ended_disk_full(store, name, out) if store.full is not None else None
-        signals = stack.enter_context(interrupt_on_signals())
-        sim = None
-        if ended is None and rack.simulated:   # a simulated rack file (the default, a variant)
-            try:
-                sim = stack.enter_context(SimProcess(Path(rack.source), store.path / "sim"))
-            except RuntimeError as exc:      # it did not start: a failed run, one line
-                ended = _ended_failed(store, name, str(exc).splitlines())
-        if ended is not None:
-            print(ended, file=sys.stderr)
-            print(f"run folder: {store.path}")
-            return store.path
-        if sim is not None:
-            rack = sim.rack
-            store.journal("", "info", "priority", f"simulator {sim.priority}")
+
+
+def _start_sim(stack: contextlib.ExitStack, store: RunStore, rack: RackConfig,
+               name: str) -> tuple[SimProcess | None, str | None]:
+    """The simulated rack started for the run, or the run's one line when it did not start."""
+    try:
+        return stack.enter_context(SimProcess(Path(rack.source), store.path / "sim")), None
+    except RuntimeError as exc:      # it did not start: a failed run, one line
+        return None, _ended_failed(store, name, str(exc).splitlines())
+
+
+def _refuse(store: RunStore, name: str, rack: RackConfig, error: str, **extra) -> str:
+    """A run refused before anything was probed: status refused; its one line to say."""
+    store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.REFUSED,
+                          "error": error, **extra, "inventory": rack.public()})
+    store.close()
+    return f"refused: {error}"
+
+
+def _ended_early(store: RunStore, line: str) -> Path:
+    """A run that ended before the experiment started: its line, then its folder."""
+    print(line, file=sys.stderr)
+    print(f"run folder: {store.path}")
+    return store.path
+
+
+def _admit(rack: RackConfig, params, calibration: Path | None,
+           fit_rates: bool) -> tuple[RackConfig, admission.Admission]:
+    """The rack's need against the bench's capacity (bench.run.admission); with `fit_rates`, a
+    rack beyond it at rates scaled to fit."""
+    adm = admission.assess(rack.devices, int(getattr(params, "burst", ProbePlan.burst)),
+                           rack.simulated, calibration=calibration)
+    if not adm.fits and fit_rates:
+        rack, adm = admission.fit_rates(rack, adm)
+    return rack, adm
+
+
+def _start_manifest(store: RunStore, name: str, exp, params, rack: RackConfig,
+                    rack_file: Path | None, armed: bool, rr: RunReference,
+                    sim: SimProcess | None, adm: admission.Admission) -> None:
+    """The manifest as the experiment starts: provenance, the rack, the reference, status
+    running."""
+    devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
+    for n, why in (sim.failed.items() if sim else ()):
+        devices[n] = {"plane": "", "error": why}
+    store.write_manifest({
+        "experiment": name, "run_id": store.run_id, "parameters": asdict(params),
+        "experiment_file": str(getattr(exp, "__file__", "") or ""),
+        "versions": provenance.versions(), "git": provenance.git_revision(),
+        "host": provenance.host(), "argv": sys.argv, "armed": armed,
+        "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
+        "reference": rr.start.as_dict(), "inventory": rack.public(), "devices": devices,
+        "started_ns": rr.reference.now_ns(), "status": RunStatus.RUNNING, "pid": os.getpid(),
+        "admission": adm.as_dict()})
+
+
+def _summarize_what_was_taken(bench: Bench) -> None:
+    """Stopped after the probing: what was taken is summarised (a failure journalled)."""
+    if bench.summary is None:
         try:
-            rr = RunReference.open(rack, allowance_ns, store.path)
-        except ReferenceRefused as exc:
-            store.write_manifest({"experiment": name, "run_id": store.run_id,
-                                  "status": RunStatus.REFUSED,
-                                  "error": str(exc), "inventory": rack.public()})
-            store.close()
-            print(f"refused: {exc}", file=sys.stderr)
-            print(f"run folder: {store.path}")
-            return store.path
-        reference, health = rr.reference, rr.start
-        adm = admission.assess(rack.devices, int(getattr(params, "burst", ProbePlan.burst)),
-                               rack.simulated, calibration=calibration)
-        if not adm.fits and fit_rates:
-            rack, adm = admission.fit_rates(rack, adm)
-        elif not adm.fits:
-            store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.REFUSED,
-                                  "error": adm.message(), "admission": adm.as_dict(),
-                                  "inventory": rack.public()})
-            store.close()
-            print(f"refused: {adm.message()}", file=sys.stderr)
-            print(f"run folder: {store.path}")
-            return store.path
-        if rack.simulated:
-            armed = True   # stimuli on the simulated rack are always sent
-        devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
-        for n, why in (sim.failed.items() if sim else ()):
-            devices[n] = {"plane": "", "error": why}
-        store.write_manifest({
-            "experiment": name, "run_id": store.run_id, "parameters": asdict(params),
-            "experiment_file": str(getattr(exp, "__file__", "") or ""),
-            "versions": provenance.versions(), "git": provenance.git_revision(),
-            "host": provenance.host(), "argv": sys.argv, "armed": armed,
-            "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
-            "reference": health.as_dict(), "inventory": rack.public(), "devices": devices,
-            "started_ns": reference.now_ns(), "status": RunStatus.RUNNING, "pid": os.getpid(),
-            "admission": adm.as_dict()})
-        bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
-        t0 = time.monotonic()
-        try:
-            exp.run(bench, params)
-            if bench.summary is None:        # every run ends summarised, whatever the experiment did
-                bench.summarize()
-            status = RunStatus.INTERRUPTED if bench.interrupted else RunStatus.COMPLETED
-            if status == RunStatus.COMPLETED:
-                status, error = _lost_status(store, len(rack.devices), sim)
-        except DiskFull as exc:
-            status, error = RunStatus.DISK_FULL, exc.strerror
-        except KeyboardInterrupt:
-            status = RunStatus.INTERRUPTED
-            if bench.summary is None:        # stopped after the probing: summarise what was taken
-                try:
-                    bench.summarize()
-                except Exception as exc:
-                    store.journal("-", "error", "summary", repr(exc))
+            bench.summarize()
         except Exception as exc:
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                store.failed(exc)            # the disk filled while summarising or plotting
-                status, error = RunStatus.DISK_FULL, store.disk_full().strerror
-            else:
-                error = "".join(traceback.format_exception_only(exc)).strip()
-                store.journal("-", "error", "experiment", traceback.format_exc())
-        finally:
-            bench.stop_sim()
-            bench.finish_reference()
-            store.update_manifest(status=status, error=error, ended_ns=reference.now_ns(),
-                                  duration_s=round(time.monotonic() - t0, 3),
-                                  **({"stopped_by": signals[0]} if signals else {}))
-            log.info("run %s %s%s", store.run_id, status, f": {error}" if error else "")
-            store.close()
-    verdict = ""
+            bench.store.journal("-", "error", "summary", repr(exc))
+
+
+def _execute(exp, bench: Bench, params, devices: int,
+             sim: SimProcess | None) -> tuple[str, str | None]:
+    """The experiment run, and summarised whatever it did; how it ended (status, error)."""
+    store = bench.store
+    try:
+        exp.run(bench, params)
+        if bench.summary is None:        # every run ends summarised, whatever the experiment did
+            bench.summarize()
+        if bench.interrupted:
+            return RunStatus.INTERRUPTED, None
+        return _lost_status(store, devices, sim)
+    except DiskFull as exc:
+        return RunStatus.DISK_FULL, exc.strerror
+    except KeyboardInterrupt:
+        _summarize_what_was_taken(bench)
+        return RunStatus.INTERRUPTED, None
+    except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            store.failed(exc)            # the disk filled while summarising or plotting
+            return RunStatus.DISK_FULL, store.disk_full().strerror
+        store.journal("-", "error", "experiment", traceback.format_exc())
+        return RunStatus.FAILED, "".join(traceback.format_exception_only(exc)).strip()
+
+
+def _record_end(bench: Bench, status: str, error: str | None, t0: float,
+                signals: list) -> None:
+    """However the run ended: the simulator stopped, the reference's whole-run bound, the
+    status in the manifest, the reserve released."""
+    store = bench.store
+    bench.stop_sim()
+    bench.finish_reference()
+    store.update_manifest(status=status, error=error, ended_ns=bench.reference.now_ns(),
+                          duration_s=round(time.monotonic() - t0, 3),
+                          **({"stopped_by": signals[0]} if signals else {}))
+    log.info("run %s %s%s", store.run_id, status, f": {error}" if error else "")
+    store.close()
+
+
+def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
+             error: str | None, quiet: bool, wide: bool) -> None:
+    """The closing table, late probes, how the run ended, the verdict and the folder."""
+    store, verdict = bench.store, ""
     if bench.summary and not quiet:
         text, verdict = closing_text(store.path, wide)
         print(text)
@@ -325,4 +325,54 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     if verdict:
         print(verdict)
     print(f"run folder: {store.path}")
+
+
+def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
+                   armed: bool = False, allowance_ns: int | None = None,
+                   quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
+                   calibration: Path | None = None, wide: bool = False,
+                   given_as: dict[str, str] | None = None) -> Path:
+    """Run one experiment; returns the run folder. Prints the closing table and the folder.
+    Every problem of the rack file, the parameters or `out` is an InventoryError raised before
+    anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
+    (bench.run.admission) is refused (status `refused`, the numbers in the manifest), or run at
+    rates scaled to fit with `fit_rates`."""
+    exp, params, name, rack = _prepare(name, rack_file, params_overrides, given_as)
+    held, store = _open_store(rack, name, out)
+    log.info("run %s: experiment %s, rack %s", store.run_id, name, rack.source or "default")
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(held)
+        stack.callback(store.close)          # however the run ends, its reserve goes
+        # less free than the reserve: nothing starts
+        ended = _ended_disk_full(store, name, out) if store.full is not None else None
+        signals = stack.enter_context(interrupt_on_signals())
+        sim = None
+        if ended is None and rack.simulated:   # a simulated rack file (the default, a variant)
+            sim, ended = _start_sim(stack, store, rack, name)
+        if ended is not None:
+            return _ended_early(store, ended)
+        if sim is not None:
+            rack = sim.rack
+            store.journal("", "info", "priority", f"simulator {sim.priority}")
+        try:
+            rr = RunReference.open(rack, allowance_ns, store.path)
+        except ReferenceRefused as exc:
+            return _ended_early(store, _refuse(store, name, rack, str(exc)))
+        rack, adm = _admit(rack, params, calibration, fit_rates)
+        if not adm.fits and not fit_rates:
+            return _ended_early(store, _refuse(store, name, rack, adm.message(),
+                                               admission=adm.as_dict()))
+        armed = armed or rack.simulated   # stimuli on the simulated rack are always sent
+        _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
+        bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
+        t0 = time.monotonic()
+        status, error = RunStatus.FAILED, None
+        try:
+            status, error = _execute(exp, bench, params, len(rack.devices), sim)
+        except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken
+            status = RunStatus.INTERRUPTED
+            raise
+        finally:
+            _record_end(bench, status, error, t0, signals)
+    _say_end(bench, adm, name, status, error, quiet, wide)
     return store.path

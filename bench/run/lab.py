@@ -28,18 +28,30 @@ import fnmatch
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bench.errors import RackclockError
-from bench.run.runner import ProbePlan, run_devices
-from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.documents import Manifest
+from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
+from bench.run.probe import run_devices
+from bench.run.runner import ProbePlan
 from drivers import driver_class
-from drivers.base import (ClockSetter, DeviceError, Driver, LogEntry, LogSource, NtpClient, Read,
-                          Stimulus, StimulusRefused, StimulusTarget)
+from drivers.base import (
+    ClockSetter,
+    DeviceError,
+    Driver,
+    LogEntry,
+    LogSource,
+    NtpClient,
+    Read,
+    Stimulus,
+    StimulusRefused,
+    StimulusTarget,
+)
 
 NS = 1_000_000_000
 log = logging.getLogger(__name__)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import logging
+import os
 import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from bench.model.documents import DeviceEntry
 from bench.model.inventory import DeviceConfig
@@ -125,6 +125,21 @@ def _message(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError):
         return "no answer within the timeout"
     return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class _Schedule:
+    """A device's probing schedule while it measures: when each event falls due next."""
+    specs: list                     # the driver's clocks (ClockSpec)
+    reads: dict[str, list]          # per clock: its recent reads (s, e, value)
+    due: dict[str, int]             # per clock: its next read
+    stimuli: list                   # the periodic stimuli, taken in turn
+    stim_due: int                   # the next periodic stimulus
+    planned: list                   # (at_ns, "NAME[:TARGET]"): stimuli at set instants
+    poll_due: int                   # the next log poll
+    stim_i: int = 0
+    watch_until: int = 0            # until then the log is polled often (a stimulus's entry)
+    failures: int = 0               # clock reads failed in a row
 
 
 class DeviceWorker:
@@ -243,8 +258,13 @@ class DeviceWorker:
         `explore_every`-th probe, which reads at a uniform tick phase so that a step the aimed
         reads would straddle unseen is still found. Booked on the loop's calendar
         (bench/run/calendar.py) when it has one: an aim without room there explores instead."""
-        from bench.analysis.probe_schedule import (AIM_REACH, ProvenTick, explore_instant_ns,
-                                                   grid_slot, next_probe_ns)
+        from bench.analysis.probe_schedule import (
+            AIM_REACH,
+            ProvenTick,
+            explore_instant_ns,
+            grid_slot,
+            next_probe_ns,
+        )
         period = NS / self.config.rate_hz
         d = self.plan.dither
         grid = self._grid[spec.name]
@@ -318,8 +338,19 @@ class DeviceWorker:
         return out
 
     async def _main(self) -> None:
+        """Connect, wait at the start line, probe until the run's end, a last log poll."""
         start = self._start = self.now_ns()
         end = self._end = start + int(self.plan.duration_s * NS)
+        drv = await self._connect(start, end)
+        if drv is None or not await self._ready(drv, start, end):
+            return
+        sched = self._schedule(drv, start)
+        drv = await self._probe(drv, sched, end)
+        await self._finish(drv, sched.specs, start)
+
+    async def _connect(self, start: int, end: int) -> Driver | None:
+        """Open the device, retrying with a backoff until the run's end; None (and the device's
+        state said) when it never opened."""
         drv = None
         backoff = 1.0
         while drv is None and not self.stop_event.is_set() and self.now_ns() < end:
@@ -334,7 +365,11 @@ class DeviceWorker:
             self.status.state = "failed" if self.status.errors else "stopped"
             if self.status.state == "stopped" and not self.stop_event.is_set():
                 self._no_reads(start)             # the run ended before the device answered
-            return
+        return drv
+
+    async def _ready(self, drv: Driver, start: int, end: int) -> bool:
+        """The log's backlog read, then the start line; False when the device opened only
+        after the run's end (a slow login: closed, an error)."""
         if isinstance(drv, LogSource):
             # the log's backlog (a first poll reads it all) before the start line, not in
             # every device's first second of reads
@@ -343,84 +378,112 @@ class DeviceWorker:
         if self.start_line is not None:
             await self.start_line.event.wait()
         self.status.state = "measuring"
-        specs = drv.clocks()
         if self.now_ns() >= end:                  # opened only after the run's end (a slow login)
             await drv.close()
             self._no_reads(start)
-            return
-        reads: dict[str, list] = {c.name: [] for c in specs}
-        due = {c.name: self._book_later(self.now_ns() + int(self.rng.uniform(
-                   0, NS / self.config.rate_hz)), int(NS / self.config.rate_hz)) for c in specs}
+            return False
+        return True
+
+    def _schedule(self, drv: Driver, start: int) -> _Schedule:
+        """The first instants of every clock's reads, the stimuli and the log polls."""
+        specs = drv.clocks()
+        rate_ns = NS / self.config.rate_hz
+        due = {c.name: self._book_later(self.now_ns() + int(self.rng.uniform(0, rate_ns)),
+                                        int(rate_ns)) for c in specs}
         self._grid = {c: [t, 0] for c, t in due.items()}     # per clock: origin, slot
         stimuli = self._stimulus_plan(drv) if self.plan.stimulus_every_s else []
         stim_due = self._book_stimulus(start + int(self.plan.first_stimulus_s * NS))
-        stim_i = 0
         planned = sorted((start + int(at * NS), what) for dev, at, what in self.plan.schedule
                          if dev == self.config.name)
         # the backlog was read at the open: the next poll at a random phase of the interval, so
         # that the devices starting together do not poll together
         poll_due = self._book_poll(self.now_ns() + int(self.rng.uniform(0, self.plan.log_poll_s)
                                                        * NS), self.plan.log_poll_s)
-        watch_until = 0
-        failures = 0
+        return _Schedule(specs, {c.name: [] for c in specs}, due, stimuli, stim_due, planned,
+                         poll_due)
+
+    async def _probe(self, drv: Driver, sched: _Schedule, end: int) -> Driver | None:
+        """Take each event as it falls due until the run's end or the stop; reopen the driver
+        after `reopen_after` clock-read failures in a row. The driver at the end (None: a
+        reopen failed)."""
         while not self.stop_event.is_set():
             now = self.now_ns()
             if now >= end:
                 break
-            nxt = min([*due.values(), poll_due, stim_due if stimuli else end, end,
-                       *(t for t, _ in planned[:1])])
+            nxt = min([*sched.due.values(), sched.poll_due,
+                       sched.stim_due if sched.stimuli else end, end,
+                       *(t for t, _ in sched.planned[:1])])
             if nxt > now:
                 if not await self._sleep_until(nxt):
                     break
                 continue
-            ok: bool | None = None                    # a clock read's outcome, if one was taken
-            if planned and now >= planned[0][0]:
-                name, _, target = planned.pop(0)[1].partition(":")
-                await self._stimulus(drv, name, target or None)   # never counts toward a reopen
-                watch_until = now + int(self.plan.watch_s * NS)
-                poll_due = now + int(self.plan.watch_poll_s * NS)
-            elif ready := [c for c in specs if due[c.name] <= now]:
-                # a planned stimulus keeps its instant; clock reads go ahead of the rest
-                spec = min(ready, key=lambda c: due[c.name])
-                ok = await self._read(drv, spec, reads[spec.name], due[spec.name])
-                due[spec.name] = self._next_read(spec, reads[spec.name], self.now_ns())
-            elif stimuli and now >= stim_due:
-                await self._stimulus(drv, *stimuli[stim_i % len(stimuli)])
-                stim_i += 1
-                stim_due = self._book_stimulus(now + int(self.plan.stimulus_every_s * NS))
-                watch_until = now + int(self.plan.watch_s * NS)
-                poll_due = self._book_poll(now + int(self.plan.watch_poll_s * NS),
-                                           self.plan.watch_poll_s)
-            elif now >= poll_due and self._defer_log(now, min(due.values())):
-                poll_due = min(due.values()) + 1           # after the read that comes first
-            elif now >= poll_due:
-                self._log_wanted = None
-                seen = self.logged
-                drv.log_until_ns = min(due.values())       # the next clock read comes first
-                await self._poll_log(drv)              # log failures never count toward a reopen
-                watching = now < watch_until and self.logged == seen
-                soon = watching or getattr(drv, "log_backlog", False)
-                every = self.plan.watch_poll_s if soon else self.plan.log_poll_s
-                poll_due = self._book_poll(now + int(every * NS), every)
-                if not watching:
-                    watch_until = 0
+            ok = await self._step(drv, sched, now)
             if ok is not None:                          # only clock reads count
-                failures = 0 if ok else failures + 1
+                sched.failures = 0 if ok else sched.failures + 1
                 if ok:
                     self._reconnect_s = 1.0             # a good read: the backoff starts again
-            if failures >= self.plan.reopen_after:
-                drv = await self._reconnect(drv, failures, end)
+            if sched.failures >= self.plan.reopen_after:
+                drv = await self._reconnect(drv, sched.failures, end)
                 if drv is None:
                     break
                 self.status.state = "measuring"
-                failures = 0
-        # a last log poll catches entries of late stimuli
+                sched.failures = 0
+        return drv
+
+    async def _step(self, drv: Driver, sched: _Schedule, now: int) -> bool | None:
+        """The one event due first: a planned stimulus (it keeps its instant), else a clock read
+        (ahead of the rest), a periodic stimulus, a log poll. A clock read's outcome, if one was
+        taken."""
+        if sched.planned and now >= sched.planned[0][0]:
+            name, _, target = sched.planned.pop(0)[1].partition(":")
+            await self._stimulus(drv, name, target or None)   # never counts toward a reopen
+            sched.watch_until = now + int(self.plan.watch_s * NS)
+            sched.poll_due = now + int(self.plan.watch_poll_s * NS)
+        elif ready := [c for c in sched.specs if sched.due[c.name] <= now]:
+            spec = min(ready, key=lambda c: sched.due[c.name])
+            ok = await self._read(drv, spec, sched.reads[spec.name], sched.due[spec.name])
+            sched.due[spec.name] = self._next_read(spec, sched.reads[spec.name], self.now_ns())
+            return ok
+        elif sched.stimuli and now >= sched.stim_due:
+            await self._periodic_stimulus(drv, sched, now)
+        elif now >= sched.poll_due and self._defer_log(now, min(sched.due.values())):
+            sched.poll_due = min(sched.due.values()) + 1     # after the read that comes first
+        elif now >= sched.poll_due:
+            await self._due_poll(drv, sched, now)
+        return None
+
+    async def _periodic_stimulus(self, drv: Driver, sched: _Schedule, now: int) -> None:
+        """The next allowed stimulus in turn; the log is then watched closely."""
+        await self._stimulus(drv, *sched.stimuli[sched.stim_i % len(sched.stimuli)])
+        sched.stim_i += 1
+        sched.stim_due = self._book_stimulus(now + int((self.plan.stimulus_every_s or 0) * NS))
+        sched.watch_until = now + int(self.plan.watch_s * NS)
+        sched.poll_due = self._book_poll(now + int(self.plan.watch_poll_s * NS),
+                                         self.plan.watch_poll_s)
+
+    async def _due_poll(self, drv: Driver, sched: _Schedule, now: int) -> None:
+        """A log poll (failures never count toward a reopen); the next one soon while a
+        stimulus's entry is awaited or the log has a backlog."""
+        self._log_wanted = None
+        seen = self.logged
+        drv.log_until_ns = min(sched.due.values())       # the next clock read comes first
+        await self._poll_log(drv)
+        watching = now < sched.watch_until and self.logged == seen
+        soon = watching or getattr(drv, "log_backlog", False)
+        every = self.plan.watch_poll_s if soon else self.plan.log_poll_s
+        sched.poll_due = self._book_poll(now + int(every * NS), every)
+        if not watching:
+            sched.watch_until = 0
+
+    async def _finish(self, drv: Driver | None, specs: list, start: int) -> None:
+        """A last log poll catches entries of late stimuli; a device with clocks and no read is
+        an error."""
         if drv is not None:
             drv.log_until_ns = None
             await self._poll_log(drv)
             await drv.close()
         self.status.state = "done"
-        if specs and self.status.reads == 0:      # a device with clocks and no read is an error
+        if specs and self.status.reads == 0:
             self._no_reads(start)
 
     def _count(self, kind: str) -> None:
@@ -676,57 +739,9 @@ def deadline_of(plan: ProbePlan) -> float:
     return plan.duration_s + 4 * plan.timeout_s + 10
 
 
-def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: RunStore,
-                plan: ProbePlan, armed: bool, on_tick: Callable[[list[DeviceStatus], float], None]
-                | None = None, seed: int = 0, processes: int | None = None,
-                stop: threading.Event | None = None) -> tuple[list[DeviceStatus], bool]:
-    """Probe all devices for the plan's duration; `on_tick(statuses, elapsed_s)` twice a second.
-    Returns the statuses and whether the user stopped the run (Ctrl-C): what was measured until
-    then is kept either way. `processes`: worker processes (processes_for); the devices are
-    sharded over them when more than one and the reference can be opened in each. `stop`: an
-    event that ends the probing early (as Ctrl-C does, without counting as interrupted)."""
-    from bench.run import shards
-    n = processes_for(len(devices), processes)
-    clock = shards.clock_spec(now_ns)
-    if n > 1 and clock is not None:
-        return shards.run_sharded(devices, clock, store, plan, armed, on_tick, seed, n, stop)
-    store.update_manifest(runner={"processes": 1, "devices": len(devices)})
-    stop = stop or threading.Event()
-    workers = [DeviceWorker(d, now_ns, store, plan, armed, stop, seed=seed + i)
-               for i, d in enumerate(devices)]
-    t0 = time.monotonic()
-    # a small rack: each device's task on a loop of its own in a thread of its own, so that even
-    # a device whose answers cost the bench CPU (a flood) is time-sliced with the others
-    threads = [threading.Thread(target=lambda w=w: asyncio.run(
-        run_workers([w], t0 + deadline_of(plan))), name=f"dev-{w.config.name}", daemon=True)
-        for w in workers]
-    for t in threads:
-        t.start()
-    interrupted = False
-    try:
-        while any(t.is_alive() for t in threads):
-            if on_tick:
-                on_tick([w.status for w in workers], time.monotonic() - t0)
-            for t in threads:
-                t.join(0.5 / len(threads))
-            if store.full is not None or stop.is_set():  # disk full: what was written is kept
-                stop.set()
-                for t in threads:
-                    t.join(plan.timeout_s + 2)
-                break
-            if time.monotonic() - t0 > deadline_of(plan) + 10:
-                break            # a hung loop must not hold the run: it is reported as such
-    except KeyboardInterrupt:
-        interrupted = True
-        store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
-        stop.set()
-        for t in threads:
-            t.join(plan.timeout_s + 2)
-    stop.set()
-    for w in workers:
-        if w.status.state not in ("done", "failed", "stopped", "hung"):
-            w.status.state = "hung"
-            store.journal(w.config.name, "error", "hung", "worker did not stop in time")
-    if on_tick:
-        on_tick([w.status for w in workers], time.monotonic() - t0)
-    return [w.status for w in workers], interrupted
+def mark_hung(statuses: list[DeviceStatus], store) -> None:
+    """Devices whose worker has not ended by now are hung, and said so in the journal."""
+    for st in statuses:
+        if st.state not in ("done", "failed", "stopped", "hung"):
+            st.state = "hung"
+            store.journal(st.name, "error", "hung", "worker did not stop in time")

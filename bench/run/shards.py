@@ -16,16 +16,16 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable
 
 from bench import priority
 from bench.model.inventory import DeviceConfig
 from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
-from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, run_workers
+from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, mark_hung, run_workers
 from bench.run.startline import Peers
 
 STATUS_EVERY_S = 0.5
@@ -163,96 +163,132 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
 
 
 # -- the parent -----------------------------------------------------------------------------------------
+class _Parent:
+    """The parent's side of a sharded run: the worker processes, the queue they send on, the
+    devices' statuses as last sent, and which workers are done."""
+
+    def __init__(self, devices: list[DeviceConfig], clock: tuple, store, plan: ProbePlan,
+                 armed: bool, seed: int, processes: int):
+        ctx = multiprocessing.get_context("spawn")
+        self.store, self.plan = store, plan
+        self.out = ctx.Queue()
+        self.stop = ctx.Event()
+        # the workers' loops start together; kept while the workers live (a spawned worker
+        # unpickles its shared value's lock by name: freed here, it would find none)
+        self.peers = Peers(ctx.Value("i", 0), processes)
+        self.statuses = {d.name: DeviceStatus(d.name, d.plane) for d in devices}
+        self.shards = [[(i, to_wire(d)) for i, d in enumerate(devices) if i % processes == k]
+                       for k in range(processes)]
+        self.procs = [ctx.Process(target=_worker, name=f"rackclock-shard-{k}", daemon=True,
+                                  args=(k, items, clock, str(store.path), plan, armed, seed,
+                                        self.out, self.stop, deadline_of(plan), self.peers))
+                      for k, items in enumerate(self.shards)]
+        self.done: set[int] = set()
+
+    def start(self) -> None:
+        for p in self.procs:
+            p.start()
+        self.store.update_manifest(runner={"processes": len(self.procs),
+                                           "devices": len(self.statuses),
+                                           "per_process": [len(x) for x in self.shards],
+                                           "pids": [p.pid for p in self.procs]})
+
+    def drain(self, wait_s: float) -> None:
+        """Every message waiting (the first waited for up to `wait_s`)."""
+        try:
+            msg = self.out.get(timeout=wait_s)
+        except queue.Empty:
+            return
+        while True:
+            self._take(msg)
+            try:
+                msg = self.out.get_nowait()
+            except queue.Empty:
+                return
+
+    def _take(self, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "status":
+            for name, f in msg[1]:
+                merge_status(self.statuses[name], f)
+        elif kind == "journal":
+            self.store.journal(*msg[1:])
+        elif kind == "device":
+            self.store.update_device(msg[1], **msg[2])
+        elif kind == "full":
+            self.store.failed(OSError(msg[1], msg[2]))
+        elif kind == "done":
+            self.done.add(msg[1])
+
+    def _reap(self) -> None:
+        """A worker that exited without saying done: its devices are failed."""
+        for k, p in enumerate(self.procs):
+            if k not in self.done and not p.is_alive() and p.exitcode is not None:
+                self.drain(0.2)                    # its last messages may still be in the pipe
+                if k not in self.done:
+                    _lost(self.store, self.statuses, self.shards[k],
+                          f"worker process exited with {p.exitcode}")
+                    self.done.add(k)
+
+    def watch(self, on_tick, stop_when: threading.Event | None, t0: float) -> None:
+        """Until every worker is done or the deadline passes: messages, dead workers, the
+        progress every STATUS_EVERY_S, and the stop (a full disk, `stop_when`) passed on."""
+        last_tick = 0.0
+        while len(self.done) < len(self.procs):
+            self.drain(0.1)
+            self._reap()
+            if on_tick and time.monotonic() - last_tick >= STATUS_EVERY_S:
+                last_tick = time.monotonic()
+                on_tick(list(self.statuses.values()), last_tick - t0)
+            if self.store.full is not None or (stop_when is not None and stop_when.is_set()):
+                self.stop.set()
+            if time.monotonic() - t0 > deadline_of(self.plan) + SPAWN_ALLOWANCE_S:
+                break
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the workers are told to stop; their last messages are taken."""
+        self.store.journal("-", "warn", "interrupted",
+                           "stopped by the user; samples so far are kept")
+        self.stop.set()
+        end = time.monotonic() + self.plan.timeout_s + 5
+        while len(self.done) < len(self.procs) and time.monotonic() < end:
+            self.drain(0.1)
+
+    def join(self) -> None:
+        """Every worker stopped and joined; one that does not stop is terminated, its devices
+        hung."""
+        self.stop.set()
+        for k, p in enumerate(self.procs):
+            p.join(self.plan.timeout_s + 2 if k in self.done else 1)
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+                if k not in self.done:
+                    _lost(self.store, self.statuses, self.shards[k],
+                          "worker process did not stop in time", state="hung")
+        self.drain(0)
+
+
 def run_sharded(devices: list[DeviceConfig], clock: tuple, store, plan: ProbePlan, armed: bool,
                 on_tick, seed: int, processes: int,
                 stop_when: threading.Event | None = None) -> tuple[list[DeviceStatus], bool]:
     """runner.run_devices over `processes` spawned workers (devices dealt round-robin, so each
     worker gets a like share of every plane)."""
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    stop = ctx.Event()
-    peers = Peers(ctx.Value("i", 0), processes)       # the workers' loops start together
-    statuses = {d.name: DeviceStatus(d.name, d.plane) for d in devices}
-    shards = [[(i, to_wire(d)) for i, d in enumerate(devices) if i % processes == k]
-              for k in range(processes)]
-    procs = [ctx.Process(target=_worker, name=f"rackclock-shard-{k}", daemon=True,
-                         args=(k, items, clock, str(store.path), plan, armed, seed, out, stop,
-                               deadline_of(plan), peers))
-             for k, items in enumerate(shards)]
-    for p in procs:
-        p.start()
-    store.update_manifest(runner={"processes": processes, "devices": len(devices),
-                                  "per_process": [len(x) for x in shards],
-                                  "pids": [p.pid for p in procs]})
-    done: set[int] = set()
+    parent = _Parent(devices, clock, store, plan, armed, seed, processes)
+    parent.start()
     t0 = time.monotonic()
-    last_tick = 0.0
     interrupted = False
-
-    def drain(wait_s: float) -> None:
-        try:
-            msg = out.get(timeout=wait_s)
-        except queue.Empty:
-            return
-        while True:
-            kind = msg[0]
-            if kind == "status":
-                for name, f in msg[1]:
-                    merge_status(statuses[name], f)
-            elif kind == "journal":
-                store.journal(*msg[1:])
-            elif kind == "device":
-                store.update_device(msg[1], **msg[2])
-            elif kind == "full":
-                store.failed(OSError(msg[1], msg[2]))
-            elif kind == "done":
-                done.add(msg[1])
-            try:
-                msg = out.get_nowait()
-            except queue.Empty:
-                return
-
     try:
-        while len(done) < len(procs):
-            drain(0.1)
-            for k, p in enumerate(procs):
-                if k not in done and not p.is_alive() and p.exitcode is not None:
-                    drain(0.2)                    # its last messages may still be in the pipe
-                    if k not in done:
-                        _lost(store, statuses, shards[k], f"worker process exited with "
-                                                          f"{p.exitcode}")
-                        done.add(k)
-            if on_tick and time.monotonic() - last_tick >= STATUS_EVERY_S:
-                last_tick = time.monotonic()
-                on_tick(list(statuses.values()), last_tick - t0)
-            if store.full is not None or (stop_when is not None and stop_when.is_set()):
-                stop.set()
-            if time.monotonic() - t0 > deadline_of(plan) + SPAWN_ALLOWANCE_S:
-                break
+        parent.watch(on_tick, stop_when, t0)
     except KeyboardInterrupt:
         interrupted = True
-        store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
-        stop.set()
-        end = time.monotonic() + plan.timeout_s + 5
-        while len(done) < len(procs) and time.monotonic() < end:
-            drain(0.1)
-    stop.set()
-    for k, p in enumerate(procs):
-        p.join(plan.timeout_s + 2 if k in done else 1)
-        if p.is_alive():
-            p.terminate()
-            p.join(5)
-            if k not in done:
-                _lost(store, statuses, shards[k], "worker process did not stop in time",
-                      state="hung")
-    drain(0)
-    for st in statuses.values():
-        if st.state not in ("done", "failed", "stopped", "hung"):
-            st.state = "hung"
-            store.journal(st.name, "error", "hung", "worker did not stop in time")
+        parent.interrupt()
+    parent.join()
+    statuses = list(parent.statuses.values())
+    mark_hung(statuses, store)
     if on_tick:
-        on_tick(list(statuses.values()), time.monotonic() - t0)
-    return list(statuses.values()), interrupted
+        on_tick(statuses, time.monotonic() - t0)
+    return statuses, interrupted
 
 
 def _lost(store, statuses: dict, items, why: str, state: str = "failed") -> None:

@@ -21,7 +21,6 @@ from bench import priority
 from bench.model.inventory import RackConfig, load_rack
 from bench.sim.serve import ensure_secrets
 
-
 PR_SET_PDEATHSIG = 1
 
 
@@ -66,9 +65,9 @@ class SimProcess:
         self.died: int | None = None       # its exit status if it ended before it was stopped
         self._stopped = False
 
-    def __enter__(self) -> "SimProcess":
+    def __enter__(self) -> SimProcess:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        ensure_secrets(load_rack(self.rack_file), quiet=True)
+        ensure_secrets(load_rack(self.rack_file))
         env_tmp = os.environ.get("TMPDIR")          # where the child would have put it
         self.tmp = Path(tempfile.mkdtemp(prefix="rackclock-sim-", dir=env_tmp if env_tmp and
                                          os.path.isdir(env_tmp) else None))     # mode 0700
@@ -78,7 +77,7 @@ class SimProcess:
             self.__exit__()
             raise
 
-    def _start(self) -> "SimProcess":
+    def _start(self) -> SimProcess:
         with open(self.out_dir / "sim.log", "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),

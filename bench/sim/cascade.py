@@ -1,6 +1,8 @@
 """A cross-plane incident with known true instants, played by the simulated rack.
 
-`STEPS` is the cascade: a CDU pump trips, the coolant alarm follows, a BMC logs a thermal event,
+`STEPS` is the cascade: a CDU pump trips, the coolant alarm follows, the GPU baseboard's
+telemetry shows a GPU throttled for its thermal limit (a ThrottleCauses metric in a metric report,
+stamped by the baseboard controller's clock), a BMC logs a thermal event,
 the host's power is capped, a PDU outlet's power drops, an optic loses light, the scheduler marks
 the node not ready. Each step names the plane and default-rack device that plays it, the stimulus
 that makes the emulator play it (the emulators' own event machinery: each stamps its log in its
@@ -23,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.analysis.estimate import fit_clock
-from bench.sim.clock import ClockModel, ClockParams
 from bench.model.summary import ClockResult
+from bench.sim.clock import ClockModel, ClockParams
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -44,6 +46,8 @@ class Step:
 STEPS = (
     Step("CDU pump trip", "cooling", "cdu-2", "test_alarm", "test_alarm"),
     Step("coolant temperature alarm", "cooling", "cdu-1", "test_alarm", "test_alarm"),
+    Step("GPU thermal throttle", "gpu", "hmc-1", "test_event", "thermal_throttle", (),
+         "ThrottleCauses ThermalLimit"),
     Step("BMC thermal event", "bmc", "bmc-2", "test_event", "test_event"),
     Step("host power capped", "bmc", "bmc-1", "test_event", "test_event"),
     Step("PDU outlet power drop", "pdu", "pdu-2", "outlet_off:5", "outlet_off",
@@ -51,8 +55,22 @@ STEPS = (
     Step("optic LOS", "optic", "optic-1", "tx_disable:1", "rx_los", (("port", 2),), "RxLOS"),
     Step("node NotReady", "scheduler", "", "node_not_ready", "node_not_ready"),
 )
+# the alternative first cause: the Redfish CDU's pump fault (its test event carries DMTF's
+# Environmental PumpFailed; bench/sim/redfish_equipment.py records `pump_fault`), in place of
+# the Modbus CDU's pump trip (experiments/incident.py `first_cause = "redfish"`)
+REDFISH_FIRST = Step("CDU pump fault (Redfish)", "cooling", "cdu-rf-1", "test_event", "pump_fault")
+FIRST_CAUSES = ("modbus", "redfish")
+
+
+def steps_for(first_cause: str = "modbus") -> tuple[Step, ...]:
+    """The cascade with its first cause played by the Modbus CDU (STEPS) or the Redfish CDU."""
+    if first_cause not in FIRST_CAUSES:
+        raise ValueError(f"first_cause {first_cause!r}: one of {', '.join(FIRST_CAUSES)}")
+    return STEPS if first_cause == "modbus" else (REDFISH_FIRST, *STEPS[1:])
+
+
 # gaps between consecutive steps, s: tens of ms to seconds
-GAPS_S = (0.03, 0.4, 1.5, 0.08, 0.9, 0.2)
+GAPS_S = (0.03, 4.0, 0.4, 1.5, 0.08, 0.9, 0.2)     # coolant -> GPU throttle: seconds
 
 
 def resolve(rack, steps=STEPS, gaps_s=GAPS_S, start_s: float = 25.5) -> tuple[list[dict], list[str]]:
@@ -106,6 +124,7 @@ class PlaneClock:
 
 # per step of STEPS (the scheduler included): resolution of its log stamps, latency range
 VIRTUAL = (("cdu-2", "cooling", 1.0, (0.5, 1.5)), ("cdu-1", "cooling", 1.0, (0.2, 0.6)),
+           ("hmc-1", "gpu", 0.001, (0.0, 1.0)),
            ("bmc-2", "bmc", 1.0, (0.4, 1.2)), ("bmc-1", "bmc", 1.0, (0.05, 0.25)),
            ("pdu-2", "pdu", 0.01, (0.02, 0.2)), ("optic-1", "optic", 0.001, (0.001, 0.01)),
            ("k8s", "scheduler", 1.0, (0.5, 2.0)))
@@ -115,7 +134,7 @@ def virtual_rack(rng: np.random.Generator, t0: int, seconds: float = 60.0) -> li
     """A rack drawn at random: each clock NTP-disciplined (offset of a few ms) or free running
     (offset 10 ms to 60 s either way, tens of ppm), calibrated over `seconds` from t0."""
     out = []
-    for k, (dev, plane, res, lat) in enumerate(VIRTUAL):
+    for _k, (dev, plane, res, lat) in enumerate(VIRTUAL):
         if rng.random() < 0.5:
             off, drift = rng.normal(0, 0.003), rng.normal(0, 0.5)
         else:

@@ -26,9 +26,10 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from bench.sim.clock import NS, ClockModel
 

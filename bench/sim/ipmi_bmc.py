@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.ports import free_port
 from bench.model.inventory import DeviceConfig
+from bench.ports import free_port
 from bench.sim.host_clocks import host_clock_pair
 
 NS = 1_000_000_000
@@ -91,7 +91,7 @@ class IpmiSim:
         cmd_path.write_text(cmds)
         return lan_path, cmd_path, state
 
-    def start(self, timeout_s: float = 15.0) -> "IpmiSim":
+    def start(self, timeout_s: float = 15.0) -> IpmiSim:
         self.spawn()
         return self.wait_ready(timeout_s)
 
@@ -105,7 +105,7 @@ class IpmiSim:
                                          stderr=log, start_new_session=True,
                                          preexec_fn=_die_with_parent)
 
-    def wait_ready(self, timeout_s: float = 15.0) -> "IpmiSim":
+    def wait_ready(self, timeout_s: float = 15.0) -> IpmiSim:
         deadline = time.monotonic() + timeout_s
         while True:
             if self.proc.poll() is not None:
@@ -177,7 +177,7 @@ class IpmiSim:
                 p.kill()
                 p.wait()
 
-    def __enter__(self) -> "IpmiSim":
+    def __enter__(self) -> IpmiSim:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -44,7 +44,7 @@ from bench.sim.redfish_bmc import _bind
 from bench.sim.timing import hold, sample_clock
 from bench.sim.tls import make_certificates, server_context
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def rfc3339(t_ns: int, micro: bool = False) -> str:
@@ -142,8 +142,8 @@ class ControlPlane:
         ns, name = key
         obj = {"kind": "Pod", "name": name, "uid": pod["metadata"]["uid"]}
         if not ready:
-            self.add_event(ns, obj, "FailedScheduling", "0/%d nodes are available: node(s) were "
-                           "not ready." % len(self.nodes), "default-scheduler", v, t, "Warning")
+            self.add_event(ns, obj, "FailedScheduling", f"0/{len(self.nodes)} nodes are available: "
+                           "node(s) were not ready.", "default-scheduler", v, t, "Warning")
             return
         node = ready[hash(name) % len(ready)]
         pod["spec"]["nodeName"] = node

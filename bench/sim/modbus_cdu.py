@@ -49,7 +49,7 @@ FC_TABLE = {1: "coil", 5: "coil", 15: "coil", 2: "discrete", 4: "input",
             3: "holding", 6: "holding", 16: "holding", 22: "holding", 23: "holding"}
 BIT_TABLES = ("coil", "discrete")
 TABLE_ORDER = ("coil", "discrete", "holding", "input")
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 SENSOR_MEAN = {"supply_temp": 18.0, "return_temp": 24.5, "flow": 310.0, "pump_speed": 2400.0}
 SENSOR_SWING = {"supply_temp": 0.4, "return_temp": 0.8, "flow": 6.0, "pump_speed": 30.0}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tty
-from typing import Callable
+from collections.abc import Callable
 
 
 class PtyLine:

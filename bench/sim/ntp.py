@@ -19,8 +19,9 @@ is refused, as OpenBMC does; "accept": it is applied and the client pulls it bac
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping
+from typing import Any
 
 NS = 1_000_000_000
 
@@ -35,7 +36,7 @@ class NtpParams:
     manual_set: str = "refuse"                # refuse | accept
 
     @classmethod
-    def from_table(cls, t: Mapping[str, Any]) -> "NtpParams":
+    def from_table(cls, t: Mapping[str, Any]) -> NtpParams:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in t.items() if k in known}
         if "unreachable" in kw:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

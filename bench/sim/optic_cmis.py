@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

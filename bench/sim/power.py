@@ -7,7 +7,7 @@ rack share the SimContext, so the bus lives on it.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 
 class PowerBus:

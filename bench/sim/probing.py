@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.analysis.probe_schedule import (AIM_REACH, ProvenTick, explore_instant_ns, grid_slot,
-                                           next_probe_ns)
+from bench.analysis.probe_schedule import AIM_REACH, ProvenTick, explore_instant_ns, grid_slot, next_probe_ns
 from bench.sim.clock import ClockModel
 
 NS = 1_000_000_000

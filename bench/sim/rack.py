@@ -21,8 +21,9 @@ import shutil
 import tempfile
 import traceback
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from bench.model.inventory import DeviceConfig, RackConfig
 from bench.reference.clock import Reference

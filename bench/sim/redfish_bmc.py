@@ -82,13 +82,13 @@ from aiohttp.web_protocol import RequestHandler
 
 from bench.model.inventory import DeviceConfig
 from bench.sim import redfish_payloads as P
-from bench.sim.redfish_events import EventService
-from bench.sim.redfish_profiles import LogSpec, profile_of
-from bench.sim.redfish_limits import Limits
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
-from bench.sim.tls import make_certificates, server_context
+from bench.sim.redfish_events import EventService
+from bench.sim.redfish_limits import Limits
+from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.timing import hold, sample_clock
+from bench.sim.tls import make_certificates, server_context
 
 log = logging.getLogger(__name__)
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
@@ -134,7 +134,7 @@ def _parse_datetime_ns(text: str) -> int:
     t = dt.datetime.fromisoformat(text)
     if t.tzinfo is None:
         raise ValueError("no UTC offset")
-    d = t - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    d = t - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
 
 
@@ -160,7 +160,7 @@ class EmulatedBMC:
         self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
         self.offset_min = int(model.p.local_offset_min)
         self.log_capacity = int(sim.get("log_capacity", 1000))
-        self.profile = profile_of(sim)
+        self.profile = self.make_profile(sim)
         self.manager_uri = self.profile.manager_uri()
         self.network_uri = f"{self.manager_uri}/NetworkProtocol"
         self.sessions: dict[str, tuple[str, str]] = {}     # token -> (session id, user)
@@ -179,6 +179,10 @@ class EmulatedBMC:
         if sim.get("power"):
             from bench.sim import power
             power.bus(ctx).feed(sim["power"], self.power_switch)
+
+    def make_profile(self, sim: dict) -> Profile:
+        """The service's layout (bench/sim/redfish_equipment.py lays out other equipment)."""
+        return profile_of(sim)
 
     # -- the clock -------------------------------------------------------------------------------
     async def sample(self) -> int:
@@ -548,7 +552,7 @@ class EmulatedBMC:
             return _reply(None, 204)
         return _reply(P.session(sid, self.sessions[token][1]))
 
-    async def entry_item(self, request: web.Request, entry_id: str, lg: "_Log") -> web.Response:
+    async def entry_item(self, request: web.Request, entry_id: str, lg: _Log) -> web.Response:
         entry = next((e for e in lg.entries if e["Id"] == entry_id), None)
         if entry is None:
             return _error(404, "ResourceNotFound", f"The requested resource of type 'LogEntry' "
@@ -596,7 +600,7 @@ class EmulatedBMC:
         self.ctx.record_event(self.name, "log", t_log, created_ns=created, entry_id=entry_id,
                               message_id=message_id, latency_ns=t_log - t_event)
 
-    def _append(self, lg: "_Log", t: int, message: str, args: list, severity: str,
+    def _append(self, lg: _Log, t: int, message: str, args: list, severity: str,
                 message_id: str = "", seeded: bool = False) -> tuple[int, str]:
         spec = lg.spec
         created = (self.model.read_ns(t) // NS) * NS
@@ -611,7 +615,7 @@ class EmulatedBMC:
         del lg.entries[:-self.log_capacity]
         return created, entry_id
 
-    async def clear_log(self, request: web.Request, lg: "_Log") -> web.Response:
+    async def clear_log(self, request: web.Request, lg: _Log) -> web.Response:
         lg.entries.clear()
         self.ctx.record_event(self.name, "log_cleared", self.ctx.now_ns(), log=lg.spec.id)
         return _reply(None, 204)
@@ -666,18 +670,21 @@ def _bind(address: str) -> tuple[socket.socket, str, str]:
     return sock, u.scheme, host
 
 
-async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]:
+async def serve(devices: list[DeviceConfig], ctx: SimContext, make: type[EmulatedBMC] = EmulatedBMC,
+                tls_name: str = "redfish") -> dict[str, dict]:
+    """Serve each device; `make` and `tls_name` (its certificates' file names in the workdir,
+    one CA per emulator module) for services on this core (bench/sim/redfish_equipment.py)."""
     certs = None
     out: dict[str, dict] = {}
     for device in devices:
         models = ctx.models(device, ("datetime",))
         model = models.get("datetime") or next(iter(models.values()))
-        bmc = EmulatedBMC(device, model, ctx)
+        bmc = make(device, model, ctx)
         bmc.seed_logs()
         sock, scheme, host = _bind(device.address)
         ssl_ctx = None
         if scheme == "https":
-            certs = certs or make_certificates(ctx.workdir, "redfish")
+            certs = certs or make_certificates(ctx.workdir, tls_name)
             ssl_ctx = server_context(certs)
         runner = web.ServerRunner(_Server(bmc.handle, handler_cancellation=True, access_log=None),
                                   handle_signals=False, shutdown_timeout=0.5)

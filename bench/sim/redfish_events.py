@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
 import random
 import secrets
 import ssl
+from collections import deque
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -248,7 +248,7 @@ class EventService:
                 async with self.client().post(sub.destination, json=payload, ssl=sub.tls,
                                               timeout=aiohttp.ClientTimeout(total=5)) as r:
                     ok = 200 <= r.status < 300
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            except (TimeoutError, aiohttp.ClientError, OSError):
                 ok = False
             self.ctx.record_event(self.name, "event_sent" if ok else "event_push_failed", t_send,
                                   via="push", event_id=payload["Id"], emitted_ns=t_emit,

@@ -254,7 +254,7 @@ def metadata_xml(versions: dict | None = None) -> str:
             + "\n".join(refs) + "\n"
             '  <edmx:DataServices>\n'
             '    <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">\n'
-            f'      <EntityContainer Name="Service" Extends="ServiceRoot.{SCHEMA_VERSIONS["ServiceRoot"]}'
+            f'      <EntityContainer Name="Service" Extends="ServiceRoot.{served["ServiceRoot"]}'
             '.ServiceContainer"/>\n'
             '    </Schema>\n  </edmx:DataServices>\n</edmx:Edmx>\n')
 

@@ -121,12 +121,13 @@ PROFILES = {
 }
 
 
-def profile_of(sim: dict) -> Profile:
-    """The sim table's profile (default openbmc) with its keys applied; ValueError if unknown."""
+def profile_of(sim: dict, base: Profile | None = None) -> Profile:
+    """The sim table's profile (default openbmc; `base` instead where given) with its keys
+    applied; ValueError if unknown."""
     name = str(sim.get("profile", "openbmc"))
-    if name not in PROFILES:
+    if base is None and name not in PROFILES:
         raise ValueError(f"profile {name!r}: one of {', '.join(PROFILES)}")
-    p = PROFILES[name]
+    p = base or PROFILES[name]
     keys = ("max_sessions", "session_timeout_s", "rate_limit_hz", "retry_after_s",
             "session_service", "auth_required")
     p = replace(p, **{k: type(getattr(p, k))(sim[k]) for k in keys if k in sim})

@@ -48,7 +48,7 @@ from bench.sim.optic_bridge import Bridge, BridgeSpec
 from bench.sim.optic_cmis import CmisModule, ModuleHooks, module_spec
 from bench.sim.rack import SimContext
 
-_BRIDGES: "weakref.WeakKeyDictionary[SimContext, dict[str, Bridge]]" = weakref.WeakKeyDictionary()
+_BRIDGES: weakref.WeakKeyDictionary[SimContext, dict[str, Bridge]] = weakref.WeakKeyDictionary()
 _BRIDGE_KEYS = {f.name for f in fields(BridgeSpec)}
 
 

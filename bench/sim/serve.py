@@ -13,11 +13,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import secrets
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import priority
@@ -26,12 +28,13 @@ from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
 
 DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
+log = logging.getLogger(__name__)
 _SECRETS = threading.Lock()      # runs started in parallel threads must not give a var two values
 
 
-def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
+def ensure_secrets(rack: RackConfig) -> dict[str, str]:
     """Give every credential variable the rack names (`password_env`, any `*_env` key) a value,
-    random where unset."""
+    random where unset; returns the ones it made."""
     made = {}
     with _SECRETS:
         for d in rack.devices:
@@ -39,15 +42,12 @@ def ensure_secrets(rack: RackConfig, quiet: bool = False) -> dict[str, str]:
             for var in names:
                 if isinstance(var, str) and var and not os.environ.get(var):
                     os.environ[var] = made[var] = secrets.token_urlsafe(12)
-    if made and not quiet:
-        print("simulated credentials (export these for other clients):", file=sys.stderr)
-        for k, v in made.items():
-            print(f"  export {k}={v}", file=sys.stderr)
     return made
 
 
 async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
-                realtime: bool = False) -> int:
+                realtime: bool = False, say: Callable[[str], None] = log.info) -> int:
+    """Serve until stopped; `say` is told what a user of the simulator needs to know."""
     rack = load_rack(rack_path)
     ctx = SimContext(rack, out)
     stop = asyncio.Event()
@@ -62,17 +62,17 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
             os.umask(umask)
         await serve_control(ctx)             # faults on command (bench/sim/faults.py)
         if realtime:     # at the bench workers' scheduling, once the slow start is over
-            _say(priority.realtime(_say))
+            say(f"simulator {priority.realtime(lambda w: say(f'simulator {w}'))}")
         write_rack_toml(resolved, out / "rack.toml.part")
         (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
         os.replace(out / "rack.toml.part", out / "rack.toml")
-        print(f"simulated rack {rack.name!r} serving {len(resolved.devices)} devices; "
-              f"resolved rack file: {out / 'rack.toml'}", file=sys.stderr, flush=True)
+        say(f"simulated rack {rack.name!r} serving {len(resolved.devices)} devices; "
+            f"resolved rack file: {out / 'rack.toml'}")
         for name, why in failed.items():
-            print(f"  {name}: {why}", file=sys.stderr, flush=True)
+            say(f"  {name}: {why}")
         try:
             await asyncio.wait_for(stop.wait(), duration_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
     finally:
         truth = ctx.truth()
@@ -81,10 +81,6 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
         tmp.write_text(json.dumps(truth))
         os.replace(tmp, out / "truth.json")
     return 0
-
-
-def _say(words: str) -> None:
-    print(f"simulator {words}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,8 +92,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="serve at real-time priority where allowed (bench/priority.py)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    ensure_secrets(load_rack(a.rack))
-    return asyncio.run(serve(a.rack, a.out, a.duration, a.realtime))
+    made = ensure_secrets(load_rack(a.rack))
+    if made:
+        print("simulated credentials (export these for other clients):", file=sys.stderr)
+        for k, v in made.items():
+            print(f"  export {k}={v}", file=sys.stderr)
+
+    def say(words: str) -> None:
+        print(words, file=sys.stderr, flush=True)
+
+    return asyncio.run(serve(a.rack, a.out, a.duration, a.realtime, say))
 
 
 if __name__ == "__main__":

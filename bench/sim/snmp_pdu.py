@@ -208,23 +208,7 @@ class PduAgent:
         transport = _AgentUdp(lambda: self.uptime.down(self.ctx.now_ns())).open_server_mode(sock=sock)
         config.add_transport(e, udp.DOMAIN_NAME, transport)
 
-        read = self._secret("community_env", "community", "public")
-        if not self.opts.get("community_env") and not self.device.username and self.device.secret():
-            read = self.device.secret()          # v2c: the device's password is its community
-        write = self._secret("write_community_env", "write_community", "private")
-        config.add_v1_system(e, "read-area", read)
-        writers = {"write-area"}
-        if write and write != read:
-            config.add_v1_system(e, "write-area", write)
-        elif write == read:
-            writers.add("read-area")             # one read-write community
-        if self.device.username:
-            auth = self.device.secret()
-            if auth:
-                priv = self._secret("privacy_env", "privacy", None) or auth
-                config.add_v3_user(e, self.device.username, config.USM_AUTH_HMAC96_SHA, auth,
-                                   config.USM_PRIV_CFB128_AES, priv)
-                writers.add(self.device.username)
+        read, write, writers = self._credentials(e)
 
         self.objects = PduObjects(
             self.layout, self.models, self.ctx.now_ns, self._identity(), self._outlets(),
@@ -251,6 +235,34 @@ class PduAgent:
                             cmdrsp.NextCommandResponder(e, snmp_context),
                             cmdrsp.BulkCommandResponder(e, snmp_context)]
 
+        self._trap_targets(e, read)
+        await asyncio.sleep(0)           # let the datagram endpoint come up
+        return {"address": f"udp://{host}:{port}", **self.overrides}
+
+    def _credentials(self, e: engine.SnmpEngine) -> tuple[str | None, str | None, set[str]]:
+        """The communities (read, write) and v3 user configured in the engine; the security
+        names that may SET."""
+        read = self._secret("community_env", "community", "public")
+        if not self.opts.get("community_env") and not self.device.username and self.device.secret():
+            read = self.device.secret()          # v2c: the device's password is its community
+        write = self._secret("write_community_env", "write_community", "private")
+        config.add_v1_system(e, "read-area", read)
+        writers = {"write-area"}
+        if write and write != read:
+            config.add_v1_system(e, "write-area", write)
+        elif write == read:
+            writers.add("read-area")             # one read-write community
+        if self.device.username:
+            auth = self.device.secret()
+            if auth:
+                priv = self._secret("privacy_env", "privacy", None) or auth
+                config.add_v3_user(e, self.device.username, config.USM_AUTH_HMAC96_SHA, auth,
+                                   config.USM_PRIV_CFB128_AES, priv)
+                writers.add(self.device.username)
+        return read, write, writers
+
+    def _trap_targets(self, e: engine.SnmpEngine, read: str | None) -> None:
+        """The trap receivers the rack names, configured in the engine as notification targets."""
         self.receivers = [_udp_hostport(a) for a in self._trap_receivers()]
         if self.receivers:
             trap_comm = self._secret("trap_community_env", "trap_community", read)
@@ -264,8 +276,6 @@ class PduAgent:
             config.add_context(e, "")
             config.add_vacm_user(e, 2, "trap-area", "noAuthNoPriv", (), (), (1, 3, 6))
             self.notifier = ntforg.NotificationOriginator()
-        await asyncio.sleep(0)           # let the datagram endpoint come up
-        return {"address": f"udp://{host}:{port}", **self.overrides}
 
     async def stop(self) -> None:
         for h in self._timers:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import struct
-from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
@@ -59,7 +59,7 @@ def parse_date_and_time(b: bytes, default_offset_min: int) -> int:
     off = default_offset_min
     if len(b) == 11:
         off = (b[9] * 60 + b[10]) * (-1 if b[8:9] == b"-" else 1)
-    t = dt.datetime(y, mo, d, h, mi, sec, tzinfo=dt.timezone.utc)
+    t = dt.datetime(y, mo, d, h, mi, sec, tzinfo=dt.UTC)
     return int(t.timestamp()) * NS + ds * 100_000_000 - off * 60 * NS
 
 

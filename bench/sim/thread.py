@@ -38,7 +38,7 @@ class SimRackThread:
         """Run a coroutine on the rack's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    def start(self) -> "SimRackThread":
+    def start(self) -> SimRackThread:
         self.thread.start()
 
         async def _start():
@@ -80,7 +80,7 @@ class SimRackThread:
             shutil.rmtree(self.out_dir, ignore_errors=True)
         return self.truth or {}
 
-    def __enter__(self) -> "SimRackThread":
+    def __enter__(self) -> SimRackThread:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -108,7 +108,7 @@ class LoopTimer:
         return min(LEAD_MAX_NS, self.late_ns + self.late_ns // 4 + LEAD_MARGIN_NS)
 
 
-_TIMERS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopTimer]" = \
+_TIMERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopTimer] = \
     weakref.WeakKeyDictionary()
 
 

@@ -35,7 +35,7 @@ def make_certificates(workdir: Path, prefix: str = "sim",
                       hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")) -> CertFiles:
     """A CA and a server certificate for `hosts` (IP addresses and DNS names), valid 30 days."""
     workdir = Path(workdir)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     not_before, not_after = now - dt.timedelta(days=1), now + dt.timedelta(days=30)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())

@@ -39,12 +39,6 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def watch_main(argv: list[str] | None = None) -> int:
-    from bench.model.inventory import InventoryError
-    from bench.model.racklock import RackBusy
-    from bench.model.rackfile import parse_allowance
-    from bench.reference.clock import ReferenceRefused
-    from bench.watch.watch import Options, watch
-
     ap = _Parser(prog="rackclock watch", description="probe the rack until stopped: day "
                  "folders, metrics (/metrics) and the mapping service (/v1/map)")
     ap.add_argument("--rack", type=Path, default=None,
@@ -61,6 +55,12 @@ def watch_main(argv: list[str] | None = None) -> int:
                          "window costs 0.1-0.2 s of CPU)")
     ap.add_argument("--roll-every", default=None, help=argparse.SUPPRESS)   # dev/tests: day length
     a = ap.parse_args(argv)
+    # the watch after the arguments: `rackclock watch --help` imports no drivers
+    from bench.model.inventory import InventoryError
+    from bench.model.rackfile import parse_allowance
+    from bench.model.racklock import RackBusy
+    from bench.reference.clock import ReferenceRefused
+    from bench.watch.watch import Options, watch
     try:
         host, port = _listen(a.listen)
         roll = parse_duration_ns(a.roll_every) / 1e9 if a.roll_every else None

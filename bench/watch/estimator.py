@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.analysis.counters import unwrap
-from bench.analysis.estimate import (DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock,
-                                     wander_allowance_ns_per_s)
+from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock, wander_allowance_ns_per_s
 from bench.model.summary import ClockResult
 
 __all__ = ["ClockFit", "ClockMeta", "ClockWindow", "WINDOW", "current_bounds"]

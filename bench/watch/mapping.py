@@ -12,8 +12,8 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np

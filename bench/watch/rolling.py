@@ -20,8 +20,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.model import provenance
-from bench.model.store import SCHEMA, RunStore, new_run_id, write_json
 from bench.model.statuses import RunStatus
+from bench.model.store import SCHEMA, RunStore, new_run_id, write_json
 from bench.model.summary import summarize_run
 from bench.reference.monitor import HealthMonitor
 
@@ -90,7 +90,7 @@ def write_day_summary(path: Path) -> None:
 class Tap:
     """A device's sample stream, moved from day to day; every row also goes to the state."""
 
-    def __init__(self, rolling: "RollingStore", device: str):
+    def __init__(self, rolling: RollingStore, device: str):
         self.rolling, self.device = rolling, device
         self.lock = threading.Lock()
         self.day = rolling.day

@@ -81,7 +81,7 @@ class Server:
                 out.append({"error": str(exc), "query": it if isinstance(it, dict) else None})
         return out
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self._thread = threading.Thread(target=self._serve, name="watch-http", daemon=True)
         self._thread.start()
         self._ready.wait(30)

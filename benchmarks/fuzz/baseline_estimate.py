@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmarks.fuzz import baseline_segment as _seg
 from bench.units import fmt_ns
+from benchmarks.fuzz import baseline_segment as _seg
 
 PPM = 1e-6
 TOL_NS = 1e-3            # float slack when deciding a region is non-empty, ns

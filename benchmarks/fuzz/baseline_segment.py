@@ -17,8 +17,8 @@ admit one straight line (non-empty region). Everything below is search over that
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

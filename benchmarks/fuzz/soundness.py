@@ -31,12 +31,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.analysis.estimate import fit_clock                                 # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams                  # noqa: E402
-from bench.sim.probing import read_like_runner                       # noqa: E402
-from benchmarks.fuzz import baseline_estimate                        # noqa: E402
-from bench.analysis.estimate import _envelope_lists                  # noqa: E402
-from bench.analysis.probe_schedule import UNSEEN_P, unseen_step_ns   # noqa: E402
+from bench.analysis.estimate import (
+    _envelope_lists,  # noqa: E402
+    fit_clock,  # noqa: E402
+)
+from bench.analysis.probe_schedule import UNSEEN_P, unseen_step_ns  # noqa: E402
+from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.probing import read_like_runner  # noqa: E402
+from benchmarks.fuzz import baseline_estimate  # noqa: E402
 
 
 def _baseline_envelope(m, c):
@@ -336,7 +338,8 @@ def table(results: list[dict]) -> list[dict]:
 
 def markdown(rows: list[dict]) -> str:
     head = ("| behaviour | devices | coverage | maps | assumed | undecided | beyond_prior | width ratio "
-            "to previous (median) | width ÷ line (median) | detection delay s (median) | true breaks undetected | "
+            "to previous (median) | width ÷ line (median) | detection delay s (median) | "
+            "true breaks undetected | "
             "ambiguous reads | break window, probe intervals (median) | drifts proven | "
             "assumed drifts holding the truth |")
     out = [head, "|" + "---|" * 15]
@@ -369,7 +372,9 @@ def calibration_table(results: list[dict]) -> str:
         big = [r for r in rs if r["blip_s"] is not None and r["blip_x"] is not None
                and r["blip_s"] * NS >= r["blip_x"]]
         small = [r for r in rs if r["blip_s"] is not None and r not in big]
-        f = (lambda g: f"{sum(not r['ok'] for r in g) / len(g):.4f}" if g else "—")
+
+        def f(g: list) -> str:
+            return f"{sum(not r['ok'] for r in g) / len(g):.4f}" if g else "—"
         out.append(f"| {name} | {len(rs)} | {miss:.4f} | {len(big)} | {f(big)} | {len(small)} | "
                    f"{f(small)} |")
     return "\n".join(out)

@@ -10,8 +10,8 @@ here, listed in `MODULES`.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 MODULES = ("apc", "apc_rpdu2", "apc_spdu", "raritan", "eaton", "sentry4", "rackclock")
 

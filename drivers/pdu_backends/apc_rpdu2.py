@@ -3,7 +3,8 @@ branch (device index 1 omitted: the tables are indexed by outlet). Chosen by the
 `vendor = "apc_rpdu2"`; these PDUs also answer the rPDU objects of drivers/pdu_backends/apc.
 rPDU2OutletSwitchedStatusState counts off(1) on(2), the reverse of rPDU's."""
 from drivers.pdu_backends import PduBackend
-from drivers.pdu_backends.apc import APC, BACKEND as RPDU
+from drivers.pdu_backends.apc import APC
+from drivers.pdu_backends.apc import BACKEND as RPDU
 
 CONTROL = f"{APC}.1.1.26.9.2.4.1.5"                  # rPDU2OutletSwitchedControlCommand
 

@@ -2,7 +2,8 @@
 both command (outletOn(1) outletOff(2) outletReboot(3)) and state (1 on, 2 off). Chosen by the
 inventory key `vendor = "apc_spdu"`."""
 from drivers.pdu_backends import PduBackend
-from drivers.pdu_backends.apc import APC, BACKEND as RPDU
+from drivers.pdu_backends.apc import APC
+from drivers.pdu_backends.apc import BACKEND as RPDU
 
 CONTROL = f"{APC}.1.1.4.4.2.1.3"                     # sPDUOutletCtl
 

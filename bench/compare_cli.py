@@ -1,0 +1,53 @@
+"""`rackclock compare BASELINE CANDIDATE`: two runs side by side, a verdict per measure
+(bench.compare.verdicts), as a terminal table and optionally Markdown, JSON and JUnit XML."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="rackclock compare",
+        description="compare two runs (e.g. before and after a firmware update); exit 1 when a "
+                    "measure regressed beyond its tolerance")
+    ap.add_argument("baseline", type=Path, help="run folder of the baseline")
+    ap.add_argument("candidate", type=Path, help="run folder of the candidate")
+    ap.add_argument("--tolerances", type=Path, default=None,
+                    help="tolerance file (default: bench/compare/tolerances.toml)")
+    ap.add_argument("--markdown", type=Path, metavar="FILE", help="also write a Markdown report")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
+    ap.add_argument("--junit", type=Path, metavar="FILE",
+                    help="also write JUnit XML (one testcase per device and measure)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 3 when no measure regressed but one is inconclusive")
+    ap.add_argument("--all", action="store_true",
+                    help="terminal table: show every measure (default: hide 'not compared' rows)")
+    ap.add_argument("--wide", action="store_true",
+                    help="every column, as wide as it is (default: fit 120 columns)")
+    a = ap.parse_args(argv)
+    # the library after the arguments: `rackclock compare --help` imports no numpy
+    from bench.compare import output as out
+    from bench.compare.tolerances import ToleranceError
+    from bench.compare.verdicts import compare_runs, load_tolerances
+    from bench.model.rundata import load_run
+
+    try:
+        tol = load_tolerances(a.tolerances)
+        cmp = compare_runs(load_run(a.baseline), load_run(a.candidate), tol)
+    except (FileNotFoundError, ToleranceError) as exc:
+        print(f"rackclock compare: {exc}", file=sys.stderr)
+        return 2
+    print(out.terminal(cmp, show_all=a.all, width=None if a.wide else out.WIDTH))
+    if a.markdown:
+        a.markdown.write_text(out.markdown(cmp))
+    if a.json:
+        a.json.write_text(out.to_json(cmp))
+    if a.junit:
+        a.junit.write_text(out.junit(cmp))
+    return cmp.exit_status(a.strict)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
