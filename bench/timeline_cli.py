@@ -5,7 +5,7 @@ Each log is read in its format (given with `format=NAME`, or detected and said h
 bench/model/logformats.py), each stamp mapped through the segment of its device clock that was in force
 (bench/analysis/timeline_map.py), calibrated by this run and any `--calibration RUN`. Every mapped line
 keeps its raw timestamp beside its interval and names its calibration; every line that did not
-parse is counted and listed with its number. A log is a regular file, read a line at a time
+parse is counted and listed with its number. A log is a regular file, read in blocks of whole lines
 (lines over --line-limit bytes are counted and skipped); a log that cannot be read, or a bad
 option, is one error line for that log and the others go on (exit status 2).
 """

@@ -9,12 +9,15 @@ import os
 import stat
 from array import array
 from dataclasses import dataclass, field
+from itertools import accumulate, islice
+
+import numpy as np
 
 from bench.errors import RackclockError
 
 LINE_LIMIT = 65_536             # bytes of one line (its newline not counted)
 DOC_LIMIT = 64 * 2**20          # bytes of a whole-document log (a Redfish LogEntryCollection)
-SKIP_CHUNK = 1 << 16
+BATCH_BYTES = 1 << 20         # bytes read at a time, cut into whole lines
 STORE_CHUNK = 4096
 
 
@@ -65,33 +68,113 @@ class LineStats:
         return f"lines over {self.limit} bytes: {self.over} (skipped, not read; line {at})"
 
 
+class LineBatch:
+    """Whole lines from line `n0` on: `lines` (None for a line over the limit), and `text`, the
+    decoded block they were cut from when it is exactly their join (None otherwise)."""
+    __slots__ = ("n0", "text", "_lines")
+
+    def __init__(self, n0: int, text: str | None, lines: list | None = None):
+        self.n0, self.text, self._lines = n0, text, lines
+
+    @property
+    def lines(self) -> list:
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return self._lines
+
+
+class _Batcher:
+    """Cuts a binary file into batches of whole lines (see line_batches)."""
+
+    def __init__(self, f, stats: LineStats, block: int):
+        self.f, self.stats, self.block = f, stats, block
+        self.n = 0                      # lines numbered so far
+        self.carry = b""                # the start of a line the last block cut
+        self.skipping = False           # inside a line over the limit: drop to its end
+
+    def over(self, n: int) -> None:
+        self.stats.over += 1
+        if len(self.stats.first_over) < 10:
+            self.stats.first_over.append(n)
+
+    def batch(self, part: bytes) -> LineBatch:
+        """The whole lines of `part` (their newlines cut)."""
+        n0, limit = self.n + 1, self.stats.limit
+        if _longest_line(part) <= limit:
+            text = part.decode("utf-8", "replace")
+            self.n += text.count("\n") + 1
+            return LineBatch(n0, text if "\r" not in text else None, None if "\r" not in text
+                             else [x.rstrip("\r") for x in text.split("\n")])
+        raw = part.split(b"\n")
+        self.n += len(raw)
+        out: list = []
+        for k, b in enumerate(raw):
+            if len(b) > limit:
+                self.over(n0 + k)
+                out.append(None)
+            else:
+                out.append(b.decode("utf-8", "replace").rstrip("\r"))
+        return LineBatch(n0, None, out)
+
+    def __iter__(self):
+        while True:
+            data = self.f.read(self.block)
+            if not data:
+                break
+            if self.skipping:
+                k = data.find(b"\n")
+                if k < 0:
+                    continue
+                data, self.skipping = data[k + 1:], False
+            buf = self.carry + data
+            cut = buf.rfind(b"\n")
+            part, self.carry = (buf[:cut], buf[cut + 1:]) if cut >= 0 else (None, buf)
+            if part is not None:
+                yield self.batch(part)
+            if len(self.carry) > self.stats.limit:
+                self.carry, self.skipping = b"", True
+                self.n += 1
+                self.over(self.n)
+        if self.carry:
+            yield self.batch(self.carry)
+
+
+def _longest_line(part: bytes) -> int:
+    """Bytes of the longest line of `part` (lines split at b"\\n", which is not counted)."""
+    ends = np.flatnonzero(np.frombuffer(part, np.uint8) == 10)
+    if not len(ends):
+        return len(part)
+    return int(max(ends[0], len(part) - ends[-1] - 1, np.diff(ends).max(initial=1) - 1))
+
+
+def line_batches(f, stats: LineStats, block: int = BATCH_BYTES):
+    """Batches (first line number, lines) of a binary file's lines, read `block` bytes at a time:
+    each line decoded as UTF-8 (bad bytes replaced), its line end removed; a line over
+    `stats.limit` bytes is None in its batch, counted and never held (memory: a block and one
+    line at most)."""
+    return iter(_Batcher(f, stats, block))
+
+
+def numbered(batches):
+    """(line number, text) of each line of the batches, the lines over the limit left out."""
+    for b in batches:
+        for k, line in enumerate(b.lines, b.n0):
+            if line is not None:
+                yield k, line
+
+
 def lines(f, stats: LineStats):
-    """(line number, text) of each line of a binary file, decoded as UTF-8 (bad bytes replaced),
-    its line end removed; a line over `stats.limit` bytes is counted and skipped."""
-    limit = stats.limit
-    readline = f.readline
-    n = 0
-    while True:
-        b = readline(limit + 1)
-        if not b:
-            return
-        n += 1
-        if len(b) > limit and b[-1:] != b"\n":
-            stats.over += 1
-            if len(stats.first_over) < 10:
-                stats.first_over.append(n)
-            while True:                  # the rest of the line, a chunk at a time, dropped
-                b = readline(SKIP_CHUNK)
-                if not b or b[-1:] == b"\n":
-                    break
-            continue
-        yield n, b.decode("utf-8", "replace").rstrip("\r\n")
+    """(line number, text) of each line of a binary file (line_batches, a line at a time)."""
+    return numbered(line_batches(f, stats))
 
 
 def read_document(f, limit: int = DOC_LIMIT) -> str:
-    """The whole (small) document from the start of the file, or LogError past `limit` bytes."""
+    """The whole (small) document from the start of the file, or LogError past `limit` bytes;
+    the file's position is kept (a line reader goes on where it was)."""
+    pos = f.tell()
     f.seek(0)
     data = f.read(limit + 1)
+    f.seek(pos)
     if len(data) > limit:
         raise LogError(f"a JSON document over {limit} bytes is not read whole (a Redfish log "
                        f"page is far smaller; give journald-style one record a line instead)")
@@ -116,6 +199,19 @@ class TextStore:
             self._chunks.append("".join(self._pending))
             self._pending, self._pos = [], 0
 
+    def extend(self, items: list[str]) -> None:
+        """append() of each string, a chunk at a time."""
+        i = 0
+        while i < len(items):
+            take = items[i:i + STORE_CHUNK - len(self._pending)]
+            self._end.extend(islice(accumulate(map(len, take), initial=self._pos), 1, None))
+            self._pos = self._end[-1]
+            self._pending += take
+            i += len(take)
+            if len(self._pending) == STORE_CHUNK:
+                self._chunks.append("".join(self._pending))
+                self._pending, self._pos = [], 0
+
     def pop(self) -> str:
         if not self._pending:            # reopen the last chunk
             last = self._chunks.pop()
@@ -131,12 +227,14 @@ class TextStore:
 
     def many(self, idx) -> list[str]:
         """The strings at indices `idx` (a chunk of rows: one call, not one each)."""
-        chunks, end, pend, n = self._chunks, self._end, self._pending, len(self._chunks)
-        out = []
-        for i in idx:
-            c, r = divmod(i, STORE_CHUNK)
-            out.append(pend[r] if c == n else chunks[c][(end[i - 1] if r else 0):end[i]])
-        return out
+        idx = np.asarray(idx, np.int64)
+        end = np.frombuffer(self._end, dtype=np.dtype("l")) if len(self._end) else np.zeros(0)
+        chunk, r = np.divmod(idx, STORE_CHUNK)
+        stop = end[idx]
+        start = np.where(r > 0, end[idx - 1], 0)
+        del end                          # the array's buffer is free again
+        chunks = self._chunks + ["".join(self._pending)] if self._pending else self._chunks
+        return [chunks[c][a:b] for c, a, b in zip(chunk.tolist(), start.tolist(), stop.tolist())]
 
     def __getitem__(self, i: int) -> str:
         if i < 0:

@@ -25,11 +25,23 @@ from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from functools import lru_cache, partial
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import numpy as np
+
 from bench.errors import RackclockError
-from bench.model.logfile import LineStats, LogError, TextStore, lines, open_regular, read_document
+from bench.model.logfile import (
+    LineBatch,
+    LineStats,
+    LogError,
+    TextStore,
+    line_batches,
+    numbered,
+    open_regular,
+    read_document,
+)
+from bench.model.rfc3339 import rfc3339_ns
 
 NS = 1_000_000_000
 US = 1_000
@@ -78,10 +90,7 @@ class Stamps:
             raise Unparsed("stamp outside the int64 ns range (years 1678-2262)")
         if order is None or not -INT64_MAX <= order <= INT64_MAX:
             order = NO_ORDER
-        k = self._note_ix.get(notes)
-        if k is None:
-            k = self._note_ix[notes] = len(self.note_sets)
-            self.note_sets.append(notes)
+        k = self._note_k(notes)
         self._line(n)
         self._value(value)
         self._res(res)
@@ -90,6 +99,26 @@ class Stamps:
         self._note(k)
         self._raw(raw[:TEXT_KEEP])
         self._text(text[:TEXT_KEEP])
+
+    def extend(self, line0: int, value, res, kind: str, raws: list[str], texts: list[str]) -> None:
+        """add() of consecutive lines from `line0` at once: stamps (int64 columns, in the int64
+        range) with no order key and no notes, raws and texts already cut to TEXT_KEEP."""
+        n = len(raws)
+        self.line.frombytes(np.arange(line0, line0 + n, dtype=np.int64).tobytes())
+        self.value.frombytes(np.ascontiguousarray(value, np.int64).tobytes())
+        self.res.frombytes(np.ascontiguousarray(res, np.int64).tobytes())
+        self.order.extend(array("q", [NO_ORDER]) * n)
+        self.kind.extend(bytes([KIND_IX[kind]]) * n)
+        self.note_id.extend(array("l", [self._note_k(())]) * n)
+        self.raw.extend(raws)
+        self.text.extend(texts)
+
+    def _note_k(self, notes: tuple) -> int:
+        k = self._note_ix.get(notes)
+        if k is None:
+            k = self._note_ix[notes] = len(self.note_sets)
+            self.note_sets.append(notes)
+        return k
 
     def _bind(self):
         """Bound appends, looked up once (a million lines)."""
@@ -290,6 +319,32 @@ def parse_rfc5424(line: str, ctx: Context) -> tuple:
         raise Unparsed(f"RFC 5424 timestamp {ts!r} is not RFC 3339 with a zone")
     v, q, notes = iso_stamp(im, ctx)
     return (v, q, "wall", ts, f"{m.group(4)} {m.group(5)}: {m.group(8)}".strip(), None, notes)
+
+
+# a batch of lines in one match each (MULTILINE): RFC 3339 with ASCII digits, seconds and a zone
+RFC5424_BATCH = re.compile(r"^<\d{1,3}>\d{1,2} ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+                           r"(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})) (\S+ \S+) \S+ \S+ ?(.*)$",
+                           re.MULTILINE)
+
+
+def rfc5424_batch(batch: LineBatch, out: Stamps) -> bool:
+    """A batch of lines read at once, when every line is an RFC 5424 line with a plain RFC 3339
+    stamp (bench/model/rfc3339.py): the stamps and texts parse_rfc5424 gives, added to `out`;
+    False (nothing added) when one line is not, to read them a line at a time."""
+    if batch.text is None:
+        return False
+    found = RFC5424_BATCH.findall(batch.text)
+    if len(found) != batch.text.count("\n") + 1:
+        return False
+    raws = [f[0] for f in found]
+    cols = rfc3339_ns(raws)
+    if cols is None:
+        return False
+    texts = [f"{hostapp}: {msg}".rstrip() for _, hostapp, msg in found]
+    if texts and max(map(len, texts)) > TEXT_KEEP:
+        texts = [t[:TEXT_KEEP] for t in texts]
+    out.extend(batch.n0, cols[0], cols[1], "wall", raws, texts)
+    return True
 
 
 RFC3164 = re.compile(r"^(?:<(\d{1,3})>)?([A-Z][a-z]{2}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2})"
@@ -565,13 +620,29 @@ def _csv_row(rows, out: ParsedLog, where) -> list | None:
 
 
 FILE_FORMATS = {"journald": parse_journald, "redfish": parse_redfish, "csv": parse_csv}
+BATCH_FORMATS = {"rfc5424": rfc5424_batch}        # a fast path for a batch of lines
 FORMATS = tuple(FILE_FORMATS) + tuple(LINE_FORMATS)
 # detection tries the most specific first; iso8601 last (it matches inside other formats' lines)
 DETECT_ORDER = ("rfc5424", "ipmi-sel", "snmptrapd", "dmesg", "rfc3164", "rfc2822", "iso8601")
 SNMPTRAPD_CONT = re.compile(r"^\s+\S|^[A-Za-z][\w-]*::|^\.?\d+(\.\d+)+ = ")
 
 
-def _parse_lines(fmt: str, src, ctx: Context, out: ParsedLog) -> None:
+def _parse_lines(fmt: str, batches, ctx: Context, out: ParsedLog) -> None:
+    """A line format's batches (bench.model.logfile.line_batches): a whole batch at once where
+    the format has a fast path and every line of it takes it, else a line at a time."""
+    fast = BATCH_FORMATS.get(fmt)
+    trapd_mono = fmt == "snmptrapd" and ctx.stamp == "monotonic"
+    for batch in batches:
+        if fast is None or not fast(batch, out.stamps):
+            _parse_each(fmt, numbered((batch,)), ctx, out)
+    if trapd_mono:
+        _drop_wall_trap(out)
+        out.unparsed.sort()
+
+
+def _parse_each(fmt: str, src, ctx: Context, out: ParsedLog) -> None:
+    """Lines (number, text) one at a time: each a stamp, or an unparsed line with why (an
+    snmptrapd varbind line joins the trap above it)."""
     fn = LINE_FORMATS[fmt]
     add = out.stamps.add
     trapd, mono = fmt == "snmptrapd", ctx.stamp == "monotonic"
@@ -588,9 +659,6 @@ def _parse_lines(fmt: str, src, ctx: Context, out: ParsedLog) -> None:
                 _with_varbind(out.stamps, line, ctx)      # a varbind line of the trap above
                 continue
             out.reject(n, line, _why(exc))
-    if trapd and mono:
-        _drop_wall_trap(out)
-        out.unparsed.sort()
 
 
 def _drop_wall_trap(out: ParsedLog) -> None:
@@ -613,13 +681,14 @@ def _with_varbind(st: Stamps, line: str, ctx: Context) -> None:
                last.order, last.notes)
 
 
-def _head(src, sample: int) -> list:
-    out = []
-    for n, ln in src:
-        if ln.strip():
-            out.append((n, ln))
-            if len(out) >= sample:
-                break
+def _first_batches(batches, sample: int) -> list:
+    """The batches holding the first `sample` non-empty lines (all of them in a shorter file)."""
+    out, seen = [], 0
+    for b in batches:
+        out.append(b)
+        seen += sum(1 for ln in b.lines if ln is not None and ln.strip())
+        if seen >= sample:
+            break
     return out
 
 
@@ -641,17 +710,10 @@ def detect(head: list[str], document=None) -> tuple[str, str]:
     spans lines, `document()` giving it whole), or raise LogError naming what was tried."""
     if not head:
         raise LogError("empty log: nothing to read")
-    first = head[0].lstrip()
-    if first.startswith(("{", "[")):
-        doc = _one_json(first)
-        if doc is None and document is not None and (first.startswith("[") or len(head) > 1):
-            doc = _one_json(document())
-        if _is_redfish(doc):
-            return "redfish", "detected: a JSON document with Redfish LogEntry members"
-        ok = sum(isinstance(r, dict) and "__REALTIME_TIMESTAMP" in r
-                 for r in map(_one_json, head))
-        if ok >= 0.5 * len(head):
-            return "journald", f"detected: {ok} of {len(head)} sampled lines are journald JSON"
+    if head[0].lstrip().startswith(("{", "[")):
+        got = _detect_json(head, document)
+        if got is not None:
+            return got
     try:
         cells = [c.strip().lower() for c in next(csv.reader([head[0]]), [])]
     except csv.Error:
@@ -659,6 +721,20 @@ def detect(head: list[str], document=None) -> tuple[str, str]:
     if len(cells) > 1 and any(c in CSV_TIME for c in cells):
         return "csv", f"detected: CSV header with a timestamp column ({head[0][:60]!r})"
     return _detect_lines(head)
+
+
+def _detect_json(head: list[str], document) -> tuple[str, str] | None:
+    """redfish or journald, from a log whose first line opens JSON; None if neither."""
+    first = head[0].lstrip()
+    doc = _one_json(first)
+    if doc is None and document is not None and (first.startswith("[") or len(head) > 1):
+        doc = _one_json(document())
+    if _is_redfish(doc):
+        return "redfish", "detected: a JSON document with Redfish LogEntry members"
+    ok = sum(isinstance(r, dict) and "__REALTIME_TIMESTAMP" in r for r in map(_one_json, head))
+    if ok >= 0.5 * len(head):
+        return "journald", f"detected: {ok} of {len(head)} sampled lines are journald JSON"
+    return None
 
 
 def _detect_lines(head: list[str]) -> tuple[str, str]:
@@ -690,31 +766,36 @@ def parse_file(f, fmt: str = "auto", ctx: Context = Context(), line_limit: int |
     """Every line of a log (a binary file object, read from its start, bounded as
     bench/model/logfile.py says): its stamps, and each line that did not parse with its number."""
     stats = LineStats(line_limit) if line_limit else LineStats()
-    src = lines(f, stats)
-    head = _head(src, sample)
-    how = "given"
-    if fmt in ("auto", "", None):
-        if not head and stats.over and _is_redfish(_one_json(read_document(f))):
-            fmt, how = "redfish", "detected: a one-line JSON document with Redfish members"
-        elif head or not stats.over:
-            fmt, how = detect([ln for _, ln in head], lambda: read_document(f))
-    elif fmt not in FORMATS:
-        raise LogError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
-    if fmt in ("auto", "", None) or (not head and stats.over and fmt != "redfish"):
-        raise LogError(f"no line to read: {stats.note()}")
+    batches = line_batches(f, stats)
+    first = _first_batches(batches, sample)
+    head = list(itertools.islice(((n, ln) for n, ln in numbered(first) if ln.strip()), sample))
+    fmt, how = _format_of(f, fmt, [ln for _, ln in head], stats)
     out = ParsedLog(fmt, how, over=stats)
+    whole = itertools.chain(first, batches)
     if fmt == "redfish":
         parse_redfish(read_document(f), ctx, out)
+    elif fmt in FILE_FORMATS:
+        FILE_FORMATS[fmt](numbered(whole), ctx, out)
     else:
-        whole = itertools.chain(head, src)
-        (FILE_FORMATS[fmt] if fmt in FILE_FORMATS else partial(_parse_lines, fmt))(whole, ctx, out)
-    seen = []
-    for notes in out.stamps.note_sets:
-        for nt in notes:
-            if nt not in seen and not nt.startswith("boot "):
-                seen.append(nt)
-    out.notes = seen
+        _parse_lines(fmt, whole, ctx, out)
+    out.notes = list(dict.fromkeys(nt for notes in out.stamps.note_sets for nt in notes
+                                   if not nt.startswith("boot ")))
     return out
+
+
+def _format_of(f, fmt: str | None, head: list[str], stats: LineStats) -> tuple[str, str]:
+    """The log's format and how it was known (given, or detected from `head`)."""
+    if fmt not in ("auto", "", None):
+        if fmt not in FORMATS:
+            raise LogError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
+        if not head and stats.over and fmt != "redfish":
+            raise LogError(f"no line to read: {stats.note()}")
+        return fmt, "given"
+    if not head and stats.over:
+        if _is_redfish(_one_json(read_document(f))):
+            return "redfish", "detected: a one-line JSON document with Redfish members"
+        raise LogError(f"no line to read: {stats.note()}")
+    return detect(head, lambda: read_document(f))
 
 
 def parse_path(path, fmt: str = "auto", ctx: Context = Context(),

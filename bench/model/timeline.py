@@ -30,6 +30,7 @@ from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
 from bench.model.summary import device_meta, fit_clocks
 from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
+from bench.units import fmt_ns
 
 OBSERVED_BOUND = re.compile(r"in \((\d+), (\d+)\] ns")
 
@@ -98,41 +99,56 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
     for name in run.devices:
         smp = run.samples(name)
         plane = run.manifest.device(name).plane
-        by_clock: dict[tuple, list[int]] = {}
-        for i in range(len(smp)):
-            if smp.status[i] != RowStatus.OK:
-                continue
-            s, e = int(smp.s_ns[i]), int(smp.e_ns[i])
-            if smp.kind[i] == "stimulus":
-                out.append(Entry(name, plane, f"stimulus {smp.clock[i]}", s, e, "reference"))
-            elif smp.kind[i] == "event":
-                if smp.has_value[i] and smp.clock[i] in fits.get(name, {}):
-                    # one order per log (a trap stream and an event log are two)
-                    by_clock.setdefault((smp.clock[i], log_of(smp.raw[i])), []).append(i)
-                    continue
-                b = OBSERVED_BOUND.search(smp.raw[i])
-                lo = int(b.group(1)) + 1 if b else s   # a latched flag: set after the last poll
-                out.append(Entry(name, plane, f"seen: {smp.raw[i]}", lo, e, "observed"))
+        by_clock = _device_rows(smp, name, plane, fits, out)
         for (clock, _), rows in by_clock.items():
-            cals = cal.clock(name, clock)
-            counter = bool(fits[name][clock].meta.get("counter"))
-            vals = smp.value_ns[rows]
-            qs = smp.resolution_ns[rows]
-            m = map_stamps(cals, vals, qs, smp.seq[rows], wall=not counter,
-                           not_after_ns=smp.e_ns[rows])
-            raws = [device_value_text(int(v), counter) for v in vals]
-            out += _entries(name, plane, [smp.raw[i] for i in rows], raws, m, vals, qs,
-                            clip_hi=smp.e_ns[rows], key=clock)
-            unplaced += [{"source": name, "line": int(smp.seq[rows[i]]), "raw": raws[i],
-                          "label": smp.raw[rows[i]][:160], "why": describe(m, i)}
-                         for i in range(len(m)) if m.status_of(i) in ("presync", "unplaceable")]
-        for clock, r in fits.get(name, {}).items():
-            for b in (r.fit.breaks if r.fit else []):
-                from bench.units import fmt_ns
-                size = f" of {fmt_ns(b.size_ns.point)}" if b.size_ns is not None else ""
-                out.append(Entry(name, plane, f"{clock} {b.kind}{size}", int(b.after_ns),
-                                 int(b.before_ns), "break"))
+            _stamped_events(smp, name, plane, clock, rows, cal, fits, out, unplaced)
+        out += _breaks(name, plane, fits)
     return out, unplaced
+
+
+def _device_rows(smp, name: str, plane: str, fits: dict, out: list) -> dict:
+    """A device's stimuli and observed events into `out`; its stamped events by (clock, log)."""
+    by_clock: dict[tuple, list[int]] = {}
+    for i in range(len(smp)):
+        if smp.status[i] != RowStatus.OK:
+            continue
+        s, e = int(smp.s_ns[i]), int(smp.e_ns[i])
+        if smp.kind[i] == "stimulus":
+            out.append(Entry(name, plane, f"stimulus {smp.clock[i]}", s, e, "reference"))
+        elif smp.kind[i] == "event":
+            if smp.has_value[i] and smp.clock[i] in fits.get(name, {}):
+                # one order per log (a trap stream and an event log are two)
+                by_clock.setdefault((smp.clock[i], log_of(smp.raw[i])), []).append(i)
+                continue
+            b = OBSERVED_BOUND.search(smp.raw[i])
+            lo = int(b.group(1)) + 1 if b else s   # a latched flag: set after the last poll
+            out.append(Entry(name, plane, f"seen: {smp.raw[i]}", lo, e, "observed"))
+    return by_clock
+
+
+def _stamped_events(smp, name, plane, clock, rows, cal, fits, out, unplaced) -> None:
+    """A device's events stamped by one clock, mapped into `out` (or `unplaced`, with why)."""
+    cals = cal.clock(name, clock)
+    counter = bool(fits[name][clock].meta.get("counter"))
+    vals = smp.value_ns[rows]
+    qs = smp.resolution_ns[rows]
+    m = map_stamps(cals, vals, qs, smp.seq[rows], wall=not counter, not_after_ns=smp.e_ns[rows])
+    raws = [device_value_text(int(v), counter) for v in vals]
+    out += _entries(name, plane, [smp.raw[i] for i in rows], raws, m, vals, qs,
+                    clip_hi=smp.e_ns[rows], key=clock)
+    unplaced += [{"source": name, "line": int(smp.seq[rows[i]]), "raw": raws[i],
+                  "label": smp.raw[rows[i]][:160], "why": describe(m, i)}
+                 for i in range(len(m)) if m.status_of(i) in ("presync", "unplaceable")]
+
+
+def _breaks(name: str, plane: str, fits: dict) -> list[Entry]:
+    out = []
+    for clock, r in fits.get(name, {}).items():
+        for b in (r.fit.breaks if r.fit else []):
+            size = f" of {fmt_ns(b.size_ns.point)}" if b.size_ns is not None else ""
+            out.append(Entry(name, plane, f"{clock} {b.kind}{size}", int(b.after_ns),
+                             int(b.before_ns), "break"))
+    return out
 
 
 OPTIONS = {"format": "the log's format (default: detected)",
@@ -225,14 +241,7 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: EntryTable,
     if ctx.stamp == "auto" and clock and clock in clocks:
         ctx = replace(ctx, stamp="monotonic" if clocks[clock].meta.get("counter") else "wall")
     log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
-    report = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
-              "lines": log.lines, "mapped": 0, "notes": list(log.notes),
-              "unparsed_count": log.unparsed_count, "lines_over_limit": log.over.over,
-              "line_limit_bytes": log.over.limit,
-              "unparsed": [{"line": n, "text": t, "why": w} for n, t, w in log.unparsed],
-              "unplaced": [], "unplaced_count": 0}
-    if log.over.note():
-        report["notes"].append(log.over.note())
+    report = _log_report(path, device, log)
     st = log.stamps
     if not len(st):
         return report
@@ -242,12 +251,7 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: EntryTable,
     cals = cal.clock(device, clock)
     if not cals:
         raise LogError(f"{device}: clock {clock!r} has no fit in the calibrating run(s)")
-    vals = np.frombuffer(st.value, dtype=np.int64)
-    qs = np.maximum(np.frombuffer(st.res, dtype=np.int64), 1)
-    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
-    if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
-        qs = np.maximum(qs, fit_q)
-        report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
+    vals, qs = _values(st, cals, clock, report)
     key, report["order"] = _order_key(st, how)
     read_at = max(time.time_ns(), max(c.span[1] for c in cals))
     m = map_stamps(cals, vals, qs, key, wall=kind != "monotonic", not_after_ns=read_at,
@@ -256,18 +260,45 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: EntryTable,
     plane = run.manifest.device(device).plane
     report["mapped"] = table.add_mapped(device, plane, LogTexts(st, path.name), m, vals, qs,
                                         clock)
-    bad = np.flatnonzero(m.status >= STATUS.index("presync"))
-    report["unplaced_count"] = len(bad)
-    shown = bad[:UNPARSED_KEEP]
-    report["unplaced"] = [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
-                           "why": describe(m, i)} for i, t in
-                          zip(shown.tolist(), device_times(
-                              vals[shown], np.ones(len(shown), bool),
-                              np.frombuffer(st.res, dtype=np.int64)[shown],
-                              [kind == "wall"] * len(shown)))]
+    _unplaced(report, st, m, vals, kind)
     report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
                         if np.any(m.status == k)}
     return report
+
+
+def _values(st, cals: list, clock: str, report: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A log's stamps and resolutions as columns, each at least its clock's tick (said)."""
+    vals = np.frombuffer(st.value, dtype=np.int64)
+    qs = np.maximum(np.frombuffer(st.res, dtype=np.int64), 1)
+    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
+    if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
+        qs = np.maximum(qs, fit_q)
+        report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
+    return vals, qs
+
+
+def _log_report(path: Path, device: str, log: ParsedLog) -> dict:
+    """A log's report before its stamps are mapped."""
+    report = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
+              "lines": log.lines, "mapped": 0, "notes": list(log.notes),
+              "unparsed_count": log.unparsed_count, "lines_over_limit": log.over.over,
+              "line_limit_bytes": log.over.limit,
+              "unparsed": [{"line": n, "text": t, "why": w} for n, t, w in log.unparsed],
+              "unplaced": [], "unplaced_count": 0}
+    if log.over.note():
+        report["notes"].append(log.over.note())
+    return report
+
+
+def _unplaced(report: dict, st, m, vals: np.ndarray, kind: str) -> None:
+    """The lines that could not be placed, counted, the first UNPARSED_KEEP listed with why."""
+    bad = np.flatnonzero(m.status >= STATUS.index("presync"))
+    report["unplaced_count"] = len(bad)
+    shown = bad[:UNPARSED_KEEP]
+    times = device_times(vals[shown], np.ones(len(shown), bool),
+                         np.frombuffer(st.res, dtype=np.int64)[shown], [kind == "wall"] * len(shown))
+    report["unplaced"] = [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
+                           "why": describe(m, i)} for i, t in zip(shown.tolist(), times)]
 
 
 def _order_key(st, how: str) -> tuple[np.ndarray | None, str]:

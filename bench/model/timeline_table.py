@@ -57,9 +57,12 @@ class LogTexts:
 
     def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
         """Labels and raw stamps of many lines at once."""
-        line, log = self.st.line, self.log
-        return ([f"{log}:{line[k]} {t}"[:LABEL_KEEP] for k, t in zip(ks, self.st.text.many(ks))],
-                self.st.raw.many(ks))
+        log, texts = self.log, self.st.text.many(ks)
+        line = np.frombuffer(self.st.line, np.int64)[ks].tolist()
+        labels = [f"{log}:{n} {t}" for n, t in zip(line, texts)]
+        if labels and max(map(len, labels)) > LABEL_KEEP:
+            labels = [x[:LABEL_KEEP] for x in labels]
+        return labels, self.st.raw.many(ks)
 
 
 class EntryTexts:
@@ -104,20 +107,17 @@ class EntryTable:
     def add_entries(self, entries: list[Entry]) -> None:
         src = len(self.sources)
         self.sources.append(EntryTexts(entries))
+        self.chunks.append({**_entry_numbers(entries), **self._entry_keys(entries),
+                            "src": [src] * len(entries), "idx": list(range(len(entries)))})
+
+    def _entry_keys(self, entries: list[Entry]) -> dict:
+        """The clock, calibration and device indices of run entries."""
         stamped = [e.basis == "stamp" and e.clock_key is not None and e.stamp_ns is not None
                    for e in entries]
-        self.chunks.append({
-            "lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
-            "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
-            "has_stamp": [e.stamp_ns is not None for e in entries],
-            "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],
-            "clock": [self._ix(self._clock, self.clock_names, e.clock_key) if s else -1
-                      for e, s in zip(entries, stamped)],
-            "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
-            "status": [STATUSES.index(e.status) if e.status in STATUSES else 0 for e in entries],
-            "basis": [BASES.index(e.basis) if e.basis in BASES else 1 for e in entries],
-            "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries],
-            "src": [src] * len(entries), "idx": list(range(len(entries)))})
+        return {"clock": [self._ix(self._clock, self.clock_names, e.clock_key) if s else -1
+                          for e, s in zip(entries, stamped)],
+                "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
+                "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries]}
 
     def add_mapped(self, device: str, plane: str, texts, m, vals, qs, clock: str) -> int:
         """A log's mapped stamps (bench.analysis.timeline_map.Mapped) but the unplaced ones;
@@ -157,6 +157,16 @@ class EntryTable:
             del parts
         self.chunks = []
         return out
+
+
+def _entry_numbers(entries: list[Entry]) -> dict:
+    """The interval, stamp, status and basis columns of run entries."""
+    return {"lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
+            "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
+            "has_stamp": [e.stamp_ns is not None for e in entries],
+            "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],
+            "status": [STATUSES.index(e.status) if e.status in STATUSES else 0 for e in entries],
+            "basis": [BASES.index(e.basis) if e.basis in BASES else 1 for e in entries]}
 
 
 class Timeline:
