@@ -15,8 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.model.logfile import LINE_LIMIT, LogError
-from bench.model.logformats import FORMATS
+from bench.model.lognames import FORMATS, LINE_LIMIT
 
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
@@ -61,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"(default {LINE_LIMIT})")
     a = ap.parse_args(argv)
     # the timeline machinery after the arguments: `rackclock timeline --help` imports no numpy
+    from bench.model.logfile import LogError
     from bench.model.rundata import RunFolderError, load_run
     from bench.model.timeline import build
     from bench.output.timeline import table_lines, write_outputs

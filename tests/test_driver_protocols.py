@@ -27,6 +27,7 @@ EXPECTED = {
     "k8s_scheduler": {ClockSource, LogSource, StimulusTarget},
     "modbus_cooling": {ClockSource, LogSource, StimulusTarget, ClockSetter},
     "redfish_bmc": {ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient},
+    "redfish_equipment": {ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient},
     "redfish_hmc": {ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient},
     "serial_optic": {ClockSource, LogSource, StimulusTarget},
     "snmp_pdu": {ClockSource, LogSource, StimulusTarget, ClockSetter},

@@ -42,8 +42,8 @@ def _unused_are_not_rows(p: subprocess.CompletedProcess, used: set[str]) -> None
 @pytest.mark.slow
 def test_stimulus_latency_on_the_default_rack_exits_0(tmp_path):
     p = cli("run", "stimulus_latency", "--param", "n=10", "--out", str(tmp_path))
-    # the BMCs and CDUs whose rack-file entry allows a stimulus (bmc-3 allows none)
-    _unused_are_not_rows(p, {"bmc-1", "bmc-2", "cdu-1", "cdu-2"})
+    # the BMCs and CDUs (Modbus and Redfish) whose entry allows a stimulus (bmc-3 allows none)
+    _unused_are_not_rows(p, {"bmc-1", "bmc-2", "cdu-1", "cdu-2", "cdu-rf-1"})
     assert "measurements (the experiment's own)" in p.stdout
 
 

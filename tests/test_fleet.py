@@ -58,11 +58,20 @@ rack = "bad.toml"
 """
 
 
+def _as_a_foreground_command() -> None:
+    """The child takes SIGINT as a command typed at a terminal does: not ignored, not blocked,
+    whatever this test process inherited or set (a disposition of SIG_IGN and a blocked mask
+    pass through exec, and Python keeps an ignored SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def rackclock(args: list[str], cwd: Path, until=None) -> subprocess.CompletedProcess:
     """Run the command to its end; with `until`, a condition: once it holds, SIGINT to the
     command alone (as `ray.cancel` is then its only way to stop the racks)."""
     proc = subprocess.Popen(RACKCLOCK + args, cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_as_a_foreground_command)
     try:
         if until is not None:
             deadline = time.monotonic() + DEADLINE_S

@@ -14,8 +14,8 @@ from itertools import accumulate, islice
 import numpy as np
 
 from bench.errors import RackclockError
+from bench.model.lognames import LINE_LIMIT
 
-LINE_LIMIT = 65_536             # bytes of one line (its newline not counted)
 DOC_LIMIT = 64 * 2**20          # bytes of a whole-document log (a Redfish LogEntryCollection)
 BATCH_BYTES = 1 << 20         # bytes read at a time, cut into whole lines
 STORE_CHUNK = 4096

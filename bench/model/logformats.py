@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 
 from bench.errors import RackclockError
+from bench.model import lognames
 from bench.model.logfile import (
     LineBatch,
     LineStats,
@@ -622,6 +623,7 @@ def _csv_row(rows, out: ParsedLog, where) -> list | None:
 FILE_FORMATS = {"journald": parse_journald, "redfish": parse_redfish, "csv": parse_csv}
 BATCH_FORMATS = {"rfc5424": rfc5424_batch}        # a fast path for a batch of lines
 FORMATS = tuple(FILE_FORMATS) + tuple(LINE_FORMATS)
+assert FORMATS == lognames.FORMATS, "bench/model/lognames.py names the formats the parsers read"
 # detection tries the most specific first; iso8601 last (it matches inside other formats' lines)
 DETECT_ORDER = ("rfc5424", "ipmi-sel", "snmptrapd", "dmesg", "rfc3164", "rfc2822", "iso8601")
 SNMPTRAPD_CONT = re.compile(r"^\s+\S|^[A-Za-z][\w-]*::|^\.?\d+(\.\d+)+ = ")
