@@ -122,14 +122,8 @@ class LogReader:
         page where the last poll ended (the newest page on a first poll, where the service
         pages by $skip), at most `log_pages_per_poll` pages and `log_budget_s` per call, so a
         long, slow log never holds the clock reads; `log_backlog` says pages are left."""
-        if self.entries_uri is None:
-            if self._log_failed_ns is not None and \
-                    self.now_ns() - self._log_failed_ns < self.LOG_RETRY_NS:
-                return [], cursor                    # asked less than a minute ago: no request
-            await self._discover_log()
-            if self.entries_uri is None:
-                raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
-                                 f"in {self.LOG_RETRY_NS // NS} s)")
+        if not await self._ensure_log():
+            return [], cursor                        # asked less than a minute ago: no request
         deadline = self.now_ns() + self.log_budget_ns
         if self.log_until_ns is not None:
             deadline = min(deadline, self.log_until_ns)
@@ -137,8 +131,34 @@ class LogReader:
             cursor = None                            # another log: its Ids are its own
         if self._log_page is None:
             self._log_page = await self._log_start()
+        start = self._log_page
+        members, s, e = await self._read_pages(deadline)
+        new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
+        out = await self._fetch_new(new, s, e, deadline, start)
+        while len(self._log_seen) > 10_000:
+            del self._log_seen[next(iter(self._log_seen))]
+        self._marks_seen |= any(self.MARK in en.message for en in out)
+        return out, (out[-1].cursor if out else cursor)
+
+    async def _ensure_log(self) -> bool:
+        """Whether an event log is known (found now if not); False while a failed search is
+        younger than LOG_RETRY_NS; a search that finds none raises."""
+        if self.entries_uri is not None:
+            return True
+        if self._log_failed_ns is not None and \
+                self.now_ns() - self._log_failed_ns < self.LOG_RETRY_NS:
+            return False
+        await self._discover_log()
+        if self.entries_uri is None:
+            raise self._fail("protocol", f"no event log: {self.log_choice[6:]} (asked again "
+                             f"in {self.LOG_RETRY_NS // NS} s)")
+        return True
+
+    async def _read_pages(self, deadline: int) -> tuple[list, int | None, int | None]:
+        """The members of the pages from `_log_page` on, within the page count and the deadline,
+        with the first page's bracket start and the last one's end."""
         members: list = []
-        start = uri = self._log_page
+        uri = self._log_page
         s, e, pages = None, None, 0
         self.log_backlog = False
         while True:
@@ -164,7 +184,12 @@ class LogReader:
             if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
                 self.log_backlog = True
                 break
-        new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
+        return members, s, e
+
+    async def _fetch_new(self, new: list, s: int | None, e: int | None, deadline: int,
+                         start: str | None) -> list[LogEntry]:
+        """The new members as entries; a member that is only a link is fetched while the
+        deadline allows (the rest next poll, from `start`)."""
         out = []
         for m in new:
             if "Created" not in m and _link(m):                 # a collection of links only
@@ -174,10 +199,7 @@ class LogReader:
                 m, _, e, _ = await self._get_json(_link(m), "GET log entry")
             out.append(self._entry(m, s, e))
             self._log_seen[out[-1].cursor] = None
-        while len(self._log_seen) > 10_000:
-            del self._log_seen[next(iter(self._log_seen))]
-        self._marks_seen |= any(self.MARK in en.message for en in out)
-        return out, (out[-1].cursor if out else cursor)
+        return out
 
     async def _switch_log(self, deadline: int) -> bool:
         """Where the chosen log has shown none of the test events sent over SWITCH_AFTER_NS,
