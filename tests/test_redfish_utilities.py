@@ -33,7 +33,7 @@ def bmc(sim_rack):
         dev = s.rack.devices[0]
 
         def run(name: str, *args: str) -> str:
-            r = subprocess.run([tool(name), "-u", "root", "-p", os.environ[PW_ENV], "-r",
+            r = subprocess.run([tool(name), "-u", "root", f"--password={os.environ[PW_ENV]}", "-r",
                                 dev.address, *args], capture_output=True, text=True, timeout=120,
                                env={**os.environ, "REQUESTS_CA_BUNDLE": dev.options["ca_file"]})
             assert r.returncode == 0, f"{name} {args}: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
@@ -82,7 +82,7 @@ def test_rf_event_service_subscribes_with_registries(bmc):
     out = run("rf_event_service.py", "info")
     assert "https://127.0.0.1:9/events" in out and "rf-utilities" in out
     # a registry the service does not advertise is refused, as a strict service does
-    r = subprocess.run([tool("rf_event_service.py"), "-u", "root", "-p", os.environ[PW_ENV],
+    r = subprocess.run([tool("rf_event_service.py"), "-u", "root", f"--password={os.environ[PW_ENV]}",
                         "-r", dev.address, "subscribe", "--destination",
                         "https://127.0.0.1:9/x", "--registries", "NoSuchRegistry"],
                        capture_output=True, text=True, timeout=120,
