@@ -149,8 +149,14 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
         t = self.ctx.now_ns()
         resp = await super().submit_test_event(request)
         if resp.status == 204 and self.throttle_on_test:
-            self.start_throttle(self.throttle_gpu, t)
+            self.start_throttle(self._cool_gpu(t), t)
         return resp
+
+    def _cool_gpu(self, t: int) -> int:
+        """`throttle_gpu`, or the next GPU not throttled at t: a throttle started on a GPU
+        already throttled would change no ThrottleCauses value, so no reading could show it."""
+        order = [(self.throttle_gpu - 1 + k) % self.gpus + 1 for k in range(self.gpus)]
+        return next((n for n in order if not self.gpu_state(n, t)["throttle"]), self.throttle_gpu)
 
     def start_throttle(self, gpu: int, t: int) -> None:
         self.throttles.append((gpu, t))
