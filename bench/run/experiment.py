@@ -26,6 +26,7 @@ from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
+from bench.model.texttable import WIDTH, wrap
 from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
 from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
@@ -314,8 +315,9 @@ def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
                   f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
     late = {n: d for n, d in Manifest.of(store.manifest).devices.items() if d.late_probes}
     if late and not quiet:
-        print("late probes (started >= 10 ms after plan): " + ", ".join(
-            f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())))
+        print("\n".join(wrap("late probes (started >= 10 ms after plan): " + ", ".join(
+            f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())),
+            None if wide else WIDTH)))
     if status == RunStatus.DISK_FULL:
         print(f"rackclock run: disk full: {error}", file=sys.stderr)
     elif status == RunStatus.DEVICES_LOST:
