@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -341,7 +342,7 @@ class HostileDevice:
 PROFILES = {
     "clean": ("redfish", {"offset_s": 2.5}),
     "slowlog": ("redfish", {"offset_s": -1.25, "entries": 2000, "page_delay_s": 0.15}),
-    "bigbody": ("redfish", {"offset_s": 0.75, "big_every": 5, "big_bytes": 100_000_000}),
+    "bigbody": ("redfish", {"offset_s": 0.75, "big_every": 5, "big_bytes": 300_000_000}),
     "endless": ("redfish", {"offset_s": 0.4, "endless_every": 7}),
     "badyear": ("redfish", {"offset_s": -3.0, "bad_year_every": 4, "bad_year": 9999,
                             "entries": 5, "bad_created": "0001-01-01T00:00:00+00:00"}),
@@ -353,6 +354,32 @@ PROFILES = {
     "modbus-bad": ("modbus", {"offset_s": -7.0, "wrong_function_every": 3,
                               "extra_registers_every": 5}),
 }
+
+
+class RssSampler:
+    """The resident memory of process `pid` (MiB) every 0.25 s while it lives: (seconds, MiB)
+    pairs, so a failed memory check shows when the peak came (start, run or summary)."""
+
+    def __init__(self, pid: int):
+        self.series: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(pid,), daemon=True)
+        self._thread.start()
+
+    def _run(self, pid: int) -> None:
+        t0 = time.monotonic()
+        while not self._stop.wait(0.25):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                return
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    self.series.append((round(time.monotonic() - t0, 2), int(line.split()[1]) >> 10))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def run_bench(names: list[str], duration_s: float, workdir: Path,
@@ -372,13 +399,15 @@ def run_bench(names: list[str], duration_s: float, workdir: Path,
                                      "--duration", str(duration_s), "--out",
                                      str(workdir / "runs"), "--quiet"], env=env, cwd=bench_root,
                                     stdout=fo, stderr=fe)
+            rss = RssSampler(proc.pid)
             _, status, rusage = os.wait4(proc.pid, 0)     # its own peak memory, not ours
             proc.returncode = os.waitstatus_to_exitcode(status)
+            rss.stop()
     out, err = (workdir / "out.txt").read_text(), (workdir / "err.txt").read_text()
     folder = Path(out.strip().splitlines()[-1].removeprefix("run folder: "))
     summary = json.loads((folder / "summary.json").read_text())
     result = {"folder": str(folder), "exit": proc.returncode, "stderr": err[-2000:],
-              "peak_rss_mb": rusage.ru_maxrss / 1024, "devices": {}}
+              "peak_rss_mb": rusage.ru_maxrss / 1024, "rss_mb": rss.series, "devices": {}}
     for n, d in devs.items():
         s = summary["devices"][n]
         clocks = list(s["clocks"].values())

@@ -14,7 +14,7 @@ import pytest
 from bench.ports import free_port
 from tests.hostile import PROFILES, run_bench
 
-MEMORY_CEILING_MB = 400      # measured ~120 MB for all eight; 981 MB for one 100 MB body before
+MEMORY_CEILING_MB = 800      # ~220 MB here for all ten (150 of it imports); once 512 MB in CI
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,12 @@ def test_only_the_flooding_device_fails_the_run_and_no_frame_dump_reaches_the_te
 
 
 def test_memory_stays_bounded(hostile_run):
-    assert hostile_run["peak_rss_mb"] < MEMORY_CEILING_MB
+    """A 300 MB body (refused by its Content-Length) and an endless chunked one (read up to the
+    cap): an uncapped reader needs the body several times over (981 MB for 100 MB before the
+    cap), the endless one without limit. The samples say when a peak came (start, run, summary)."""
+    series = hostile_run["rss_mb"]
+    assert hostile_run["peak_rss_mb"] < MEMORY_CEILING_MB, (
+        hostile_run["peak_rss_mb"], series[::max(1, len(series) // 40)])
     assert hostile_run["devices"]["bigbody"]["server"]["big_bytes_sent"] > 0
 
 
