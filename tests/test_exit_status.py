@@ -34,7 +34,10 @@ def _unused_are_not_rows(p: subprocess.CompletedProcess, used: set[str]) -> None
     unused = set(run.summary.raw["unused_devices"])
     assert unused and not unused & used
     lines = p.stdout.strip().splitlines()
-    assert lines[-2].startswith("verdict: ") and "FAIL" not in lines[-2], lines[-2]   # last
+    at = max(i for i, x in enumerate(lines) if x.startswith("verdict: "))
+    verdict = " ".join(x.strip() for x in lines[at:-1])       # last, wrapped at 120 columns
+    assert all(x.startswith("  ") for x in lines[at + 1:-1]) and "FAIL" not in verdict, verdict
+    assert max(len(x) for x in lines) <= 120, max(lines, key=len)
     table = p.stdout.split("run folder:")[0]
     assert not any(x.startswith(tuple(f"{d} " for d in unused)) for x in table.splitlines())
 

@@ -72,15 +72,15 @@ def incident_lines(path, width: int | None = WIDTH) -> list[str]:
     return out + [f"  not scored: {m}" for m in e.get("missing", [])]
 
 
-def overall_line(run, checks) -> str:
-    """The one-line verdict, by the report's own rule (bench.model.verdict.overall): FAIL (a
+def overall_line(run, checks, width: int | None = WIDTH) -> str:
+    """The verdict (wrapped at `width`), by the report's own rule (bench.model.verdict.overall): FAIL (a
     limit, a measurement or the incident's order fails, a bound misses the simulated truth, the
     run did not complete, a used device gave nothing), UNDECIDED (a limit or a measurement is
     undecided; with neither, a clock), else PASS; with the reasons."""
     from bench.model.rundata import load_measurements
     from bench.model.verdict import incident_result, overall
     o = overall(run, checks, load_measurements(run.path), incident_result(run.path))
-    return f"verdict: {o.text()}"
+    return "\n".join(wrap(f"verdict: {o.text()}", width))
 
 
 def closing_text(path, wide: bool = False) -> tuple[str, str]:
@@ -97,4 +97,4 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
                   incident_lines(run.path, width)):
         if block:
             parts.append("\n".join(block))
-    return "\n\n".join(parts), overall_line(run, checks)
+    return "\n\n".join(parts), overall_line(run, checks, width)
