@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bench.analysis.arrays import F64
 from bench.analysis.estimate import Bound
 
 MIN_SAMPLES = 6
@@ -55,12 +56,12 @@ class ChronyFit:
                 "span_ns": self.span_ns}
 
 
-def _runs(r: npt.NDArray[np.float64]) -> int:
+def _runs(r: F64) -> int:
     sgn = r >= 0
     return 1 + int(np.count_nonzero(sgn[1:] != sgn[:-1]))
 
 
-def _runs_ok(r: npt.NDArray[np.float64]) -> bool:
+def _runs_ok(r: F64) -> bool:
     n = len(r)
     n1 = int(np.count_nonzero(r >= 0))
     n2 = n - n1
@@ -71,8 +72,7 @@ def _runs_ok(r: npt.NDArray[np.float64]) -> bool:
     return _runs(r) >= mu - RUNS_Z * math.sqrt(max(var, 0.0))
 
 
-def _wls(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], w: npt.NDArray[np.float64]
-         ) -> tuple[float, float, float, float, float]:
+def _wls(x: F64, y: F64, w: F64) -> tuple[float, float, float, float, float]:
     sw = w.sum()
     xm = (w * x).sum() / sw
     ym = (w * y).sum() / sw

@@ -29,8 +29,7 @@ from typing import TypedDict
 import numpy as np
 import numpy.typing as npt
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
+from bench.analysis.arrays import F64, I64
 
 DEFAULT_RATE_TOL = 1e-3
 REBOOT = -1          # step codes from `step_wraps`

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-F64 = npt.NDArray[np.float64]
+from bench.analysis.arrays import F64
 
 PPM = 1e-6
 TOL_NS = 1e-3

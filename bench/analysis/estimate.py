@@ -82,6 +82,7 @@ import numpy.typing as npt
 
 from bench.analysis import envelope as _envelope
 from bench.analysis import segment as _seg
+from bench.analysis.arrays import F64, I64, Idx
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
 from bench.units import fmt_ns
 
@@ -100,9 +101,6 @@ RATE_CHANGE_ASSUMPTION = ("at most one rate change inside the segment that the r
 
 SEARCH_LIMIT_NS = 2 ** 62      # instants a stamp search may try (int64 arithmetic on reads)
 
-I64 = npt.NDArray[np.int64]        # instants and values, ns
-F64 = npt.NDArray[np.float64]
-Idx = npt.NDArray[np.intp]         # read positions
 Env = tuple[F64, F64, F64]         # an upper envelope: (slopes, intercepts, breakpoints)
 EnvList = tuple[list[float], list[float], list[float]]     # the same in plain lists
 Halves = tuple[int, int, float, float, bool]    # _halves: offset lo, hi, drift lo, hi, touches

@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bench.analysis.arrays import I64
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock, fit_line
 from bench.analysis.statuses import ResolutionBasis
-
-I64 = npt.NDArray[np.int64]
 
 RECENT = 256             # reads used to aim
 PINNED = 1.5             # an edge window at most this many brackets wide is pinned: then ...

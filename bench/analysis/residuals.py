@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from bench.analysis.arrays import F64, I64
+
 if TYPE_CHECKING:
     from bench.analysis.estimate import Segment
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 COARSE_RATIO = 1.0           # resolution over median bracket above which the tick dominates
 MIN_STABILITY_POINTS = 8     # regular points needed before ADEV/TDEV/MTIE say anything

@@ -35,16 +35,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-Positions = npt.NDArray[np.intp]                  # read positions, ascending
-Feasible = Callable[[Positions], bool]
-Compress = Callable[[Positions], Positions]
+from bench.analysis.arrays import Idx
+
+Feasible = Callable[[Idx], bool]
+Compress = Callable[[Idx], Idx]
 
 BURST_MAX = 8      # a run this short between two others may be a burst of bad reads
 
 
 @dataclass
 class Split:
-    runs: list[Positions] = field(default_factory=list)        # positions of each clean run
+    runs: list[Idx] = field(default_factory=list)        # positions of each clean run
     breaks: list[tuple[int, int, int]] = field(default_factory=list)
     # per break: (last position provably before, first position provably after, ambiguous count)
     outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
@@ -76,12 +77,12 @@ class _Run:
     """Positions of a run (ascending) and, computed when first needed, its core: a subset with
     the same region (a lone run is never compressed)."""
 
-    def __init__(self, reads: Positions, source: Positions, comp: Compress):
+    def __init__(self, reads: Idx, source: Idx, comp: Compress):
         self.reads, self._source, self._comp = reads, source, comp
-        self._core: Positions | None = None
+        self._core: Idx | None = None
 
     @property
-    def core(self) -> Positions:
+    def core(self) -> Idx:
         if self._core is None:
             self._core = self._comp(self._source)
         return self._core
@@ -118,7 +119,7 @@ def split(n: int, feasible: Feasible, compress: Compress | None = None) -> Split
     return out
 
 
-def _join(a: npt.ArrayLike, b: npt.ArrayLike) -> Positions:
+def _join(a: npt.ArrayLike, b: npt.ArrayLike) -> Idx:
     return np.concatenate((a, b))
 
 
@@ -157,7 +158,7 @@ def _burst_why(P: _Run, N: _Run, sides_agree: bool, reads: int) -> str:
     return why
 
 
-def _grow_back(prev: Positions, core: Positions, feasible: Feasible) -> int:
+def _grow_back(prev: Idx, core: Idx, feasible: Feasible) -> int:
     """The earliest position b in `prev` such that prev[b:] + core is feasible (galloping, then
     bisection); prev + core is infeasible (prev ended there), core alone is feasible."""
     good, bad, step = len(prev), 0, 1

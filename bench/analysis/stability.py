@@ -21,8 +21,8 @@ import allantools
 import numpy as np
 import numpy.typing as npt
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
+from bench.analysis.arrays import F64, I64
+
 Taus = npt.ArrayLike | None   # None or "octave": octaves; another str: every m; else taus (s)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-I64 = npt.NDArray[np.int64]
+from bench.analysis.arrays import I64
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from bench.analysis.arrays import I64, Mask
 from bench.analysis.estimate import PPM, TOL_NS, ClockFit, Segment, wander_allowance_ns_per_s
-
-I64 = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
