@@ -257,8 +257,8 @@ def _statuses(cals: list[SegmentWindow], cand: Mask, first: I64, dist: I64, coun
     return np.where(presync, STATUS.index("presync"), status)
 
 
-def _by_order(cand: np.ndarray, los: np.ndarray, his: np.ndarray, key: np.ndarray,
-              value: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+def _by_order(cand: Mask, los: I64, his: I64, key: npt.ArrayLike, value: I64 | None = None
+              ) -> tuple[Mask, int]:
     """Narrow each line's candidates by the log's order, which is time order: a later line's
     segment is not earlier, and its instant is not before the earliest instant every candidate
     of an earlier line allows (nor after the latest a later line allows). Where the stamps go
