@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from bench.analysis.arrays import F64
 from bench.analysis.estimate import Bound
 
 MIN_SAMPLES = 6
@@ -46,19 +49,19 @@ class ChronyFit:
     residual_sd_ns: float
     span_ns: int = 0         # from the first to the last point kept (chrony's "Span")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"epoch_ns": self.epoch_ns, "offset_ns": self.offset_ns.as_dict(),
                 "drift_ppm": self.drift_ppm.as_dict(), "used": self.used,
                 "dropped": self.dropped, "residual_sd_ns": self.residual_sd_ns,
                 "span_ns": self.span_ns}
 
 
-def _runs(r: np.ndarray) -> int:
+def _runs(r: F64) -> int:
     sgn = r >= 0
     return 1 + int(np.count_nonzero(sgn[1:] != sgn[:-1]))
 
 
-def _runs_ok(r: np.ndarray) -> bool:
+def _runs_ok(r: F64) -> bool:
     n = len(r)
     n1 = int(np.count_nonzero(r >= 0))
     n2 = n - n1
@@ -69,7 +72,7 @@ def _runs_ok(r: np.ndarray) -> bool:
     return _runs(r) >= mu - RUNS_Z * math.sqrt(max(var, 0.0))
 
 
-def _wls(x, y, w):
+def _wls(x: F64, y: F64, w: F64) -> tuple[float, float, float, float, float]:
     sw = w.sum()
     xm = (w * x).sum() / sw
     ym = (w * y).sum() / sw
@@ -80,7 +83,8 @@ def _wls(x, y, w):
     return b0, b1, xm, sw, sxx
 
 
-def fit_chrony(s_ns, e_ns, value_ns, resolution_ns, *, epoch_ns=None) -> ChronyFit | None:
+def fit_chrony(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
+               *, epoch_ns: int | None = None) -> ChronyFit | None:
     """The statistical estimate of offset (at epoch_ns, default the middle of the points kept)
     and drift from one segment's reads; None with fewer than 3 reads."""
     s = np.asarray(s_ns, dtype=np.int64)

@@ -24,7 +24,12 @@ which `split_reboots` reports as the bounds of the reboot instant.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
+import numpy.typing as npt
+
+from bench.analysis.arrays import F64, I64
 
 DEFAULT_RATE_TOL = 1e-3
 REBOOT = -1          # step codes from `step_wraps`
@@ -32,7 +37,7 @@ JUMP = -2
 AMBIGUOUS = -3
 
 
-def _arrays(s_ns, e_ns, value_ns):
+def _arrays(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike) -> tuple[I64, I64, I64]:
     s = np.asarray(s_ns, dtype=np.int64)
     e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
@@ -45,7 +50,8 @@ def _arrays(s_ns, e_ns, value_ns):
     return s, e, v
 
 
-def step_windows(s_ns, e_ns, resolution_ns: int = 1, rate_tol: float = DEFAULT_RATE_TOL):
+def step_windows(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, resolution_ns: int = 1,
+                 rate_tol: float = DEFAULT_RATE_TOL) -> tuple[F64, F64]:
     """(lo, hi): for each step i-1 -> i (length n-1), the range in ns the counter may have
     advanced by, given the brackets, the resolution and the rate tolerance."""
     s = np.asarray(s_ns, dtype=np.int64)
@@ -57,8 +63,8 @@ def step_windows(s_ns, e_ns, resolution_ns: int = 1, rate_tol: float = DEFAULT_R
     return lo, hi
 
 
-def step_wraps(s_ns, e_ns, value_ns, modulus_ns: int = 0, resolution_ns: int = 1,
-               rate_tol: float = DEFAULT_RATE_TOL) -> np.ndarray:
+def step_wraps(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, modulus_ns: int = 0,
+               resolution_ns: int = 1, rate_tol: float = DEFAULT_RATE_TOL) -> I64:
     """Per step i-1 -> i (length n-1): the number of wraps k >= 0 it took, or REBOOT (no k fits
     and the counter reads at most the time elapsed), JUMP (no k fits otherwise), AMBIGUOUS
     (several k fit: a gap longer than the modulus)."""
@@ -82,8 +88,8 @@ def step_wraps(s_ns, e_ns, value_ns, modulus_ns: int = 0, resolution_ns: int = 1
     return out
 
 
-def unwrap(s_ns, e_ns, value_ns, modulus_ns: int, resolution_ns: int = 1,
-           rate_tol: float = DEFAULT_RATE_TOL) -> tuple[np.ndarray, np.ndarray]:
+def unwrap(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, modulus_ns: int,
+           resolution_ns: int = 1, rate_tol: float = DEFAULT_RATE_TOL) -> tuple[I64, I64]:
     """(unwrapped_value_ns, wraps): `wraps[i]` counts the wraps since the start of read i's
     segment (it restarts at 0 after a reboot or jump, which `split_reboots` reports), and
     `unwrapped = value + wraps*modulus`."""
@@ -106,8 +112,18 @@ def zero_bounds(s_ns: int, e_ns: int, value_ns: int, resolution_ns: int = 1,
     return int(np.floor(lo)), int(np.ceil(hi))
 
 
-def split_reboots(s_ns, e_ns, value_ns, modulus_ns: int = 0, resolution_ns: int = 1,
-                  rate_tol: float = DEFAULT_RATE_TOL) -> list[dict]:
+class CounterSegment(TypedDict):
+    """One segment of `split_reboots`."""
+    start: int
+    stop: int
+    kind: str
+    wraps: int
+    zero_lo_ns: int
+    zero_hi_ns: int
+
+
+def split_reboots(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, modulus_ns: int = 0,
+                  resolution_ns: int = 1, rate_tol: float = DEFAULT_RATE_TOL) -> list[CounterSegment]:
     """Segments of one counter's reads between reboots (and jumps), in order. Each is
     `{"start", "stop"}` (read indices, stop exclusive), `"kind"` ("first" | "reboot" | "jump"),
     `"wraps"` (wraps inside it), and `"zero_lo_ns"`, `"zero_hi_ns"`: bounds on the instant the
@@ -120,7 +136,7 @@ def split_reboots(s_ns, e_ns, value_ns, modulus_ns: int = 0, resolution_ns: int 
     codes = step_wraps(s, e, v, modulus_ns, resolution_ns, rate_tol)
     unwrapped, wraps = unwrap(s, e, v, modulus_ns, resolution_ns, rate_tol)
     cuts = [0] + [i + 1 for i, k in enumerate(codes) if k in (REBOOT, JUMP)] + [len(v)]
-    segments = []
+    segments: list[CounterSegment] = []
     for a, b in zip(cuts[:-1], cuts[1:]):
         lo, hi = zero_bounds(int(s[a]), int(e[a]), int(unwrapped[a]), resolution_ns, rate_tol)
         kind = "first" if a == 0 else ("reboot" if codes[a - 1] == REBOOT else "jump")

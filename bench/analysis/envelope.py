@@ -30,6 +30,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
+
+from bench.analysis.arrays import F64
 
 PPM = 1e-6
 TOL_NS = 1e-3
@@ -39,10 +42,10 @@ TOL_NS = 1e-3
 class Envelope:
     """The constraints of some reads, relative to t_ref (ns) and theta0 (ns). `rate` is R as a
     fraction (ppm · 1e-6). Lower points (a, L): θ(a) >= L; upper points (b, U): θ(b) <= U."""
-    a: np.ndarray
-    L: np.ndarray
-    b: np.ndarray
-    U: np.ndarray
+    a: F64
+    L: F64
+    b: F64
+    U: F64
     rate: float
     t_ref: int
     theta0: int
@@ -56,7 +59,8 @@ class Envelope:
         return self.theta0 + math.floor(lo - slack), self.theta0 + math.ceil(hi + slack)
 
 
-def build(s, e, v, q: int, rate_ppm: float, lag_ns: int = 0) -> Envelope:
+def build(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, rate_ppm: float,
+          lag_ns: int = 0) -> Envelope:
     """The envelope of reads (int64 arrays, ns). `lag_ns`: the device's reading may lag its clock
     by up to this much (a tick that flips after the true second), which moves each read's upper
     point to s − lag: D(s − lag) < v + q."""
@@ -133,8 +137,8 @@ class TwoSided:
         self.lo_r = np.maximum.accumulate((env.L[by_s] - R * env.a[by_s])[::-1])[::-1]
         self.hi_r = np.minimum.accumulate((env.U[by_s] + R * env.b[by_s])[::-1])[::-1]
 
-    def bounds(self, t_ns, min_side: int = 1, joined: bool = False
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def bounds(self, t_ns: npt.ArrayLike, min_side: int = 1, joined: bool = False
+               ) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
         """(lo, hi, each side has at least `min_side` reads) at each instant, float ns relative
         to theta0. `joined`: the two sides intersected instead of their hull, which holds only
         with no unseen step at all."""

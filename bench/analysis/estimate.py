@@ -72,13 +72,17 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
+from typing import Any, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.analysis import envelope as _envelope
 from bench.analysis import segment as _seg
+from bench.analysis.arrays import F64, I64, Idx
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
 from bench.units import fmt_ns
 
@@ -97,6 +101,11 @@ RATE_CHANGE_ASSUMPTION = ("at most one rate change inside the segment that the r
 
 SEARCH_LIMIT_NS = 2 ** 62      # instants a stamp search may try (int64 arithmetic on reads)
 
+Env = tuple[F64, F64, F64]         # an upper envelope: (slopes, intercepts, breakpoints)
+EnvList = tuple[list[float], list[float], list[float]]     # the same in plain lists
+Halves = tuple[int, int, float, float, bool]    # _halves: offset lo, hi, drift lo, hi, touches
+Side = tuple[int, int, float, float]             # _side: offset lo, hi, drift lo, hi
+
 
 @dataclass(frozen=True)
 class Bound:
@@ -114,16 +123,16 @@ class Bound:
         """The largest |value| the bounds allow."""
         return max(abs(self.lo), abs(self.hi))
 
-    def contains(self, x) -> bool:
+    def contains(self, x: float) -> bool:
         return self.lo <= x <= self.hi
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, float]:
         return {"lo": self.lo, "hi": self.hi, "point": self.point}
 
 
 # -- envelopes and the polygon ---------------------------------------------------------------
 
-def _max_envelope(m: np.ndarray, c: np.ndarray):
+def _max_envelope(m: F64, c: F64) -> Env:
     """Upper envelope of lines y = m·x + c: (slopes, intercepts, breakpoints), slopes ascending."""
     order = np.lexsort((c, m))
     m, c = m[order], c[order]
@@ -135,7 +144,7 @@ def _max_envelope(m: np.ndarray, c: np.ndarray):
     return M, C, X
 
 
-def _hull(m: list, c: list) -> tuple[list, list]:
+def _hull(m: list[float], c: list[float]) -> tuple[list[float], list[float]]:
     """The upper hull of lines with distinct slopes, ascending: the lines that make the envelope."""
     hm: list[float] = []
     hc: list[float] = []
@@ -152,7 +161,7 @@ def _hull(m: list, c: list) -> tuple[list, list]:
     return hm, hc
 
 
-def _envelope_lists(m: list, c: list):
+def _envelope_lists(m: list[float], c: list[float]) -> EnvList:
     """_max_envelope in plain Python lists, bit for bit the same (the same float operations in
     the same order): below a few hundred lines numpy's per-call cost is most of the time, and
     the segmentation search and the fits call this on windows of tens of reads."""
@@ -170,7 +179,7 @@ def _envelope_lists(m: list, c: list):
     return hm, hc, X
 
 
-def _eval_lists(env, x: float) -> float:
+def _eval_lists(env: EnvList, x: float) -> float:
     M, C, X = env
     k = bisect_left(X, x)
     return M[k] * x + C[k]
@@ -179,7 +188,7 @@ def _eval_lists(env, x: float) -> float:
 LIST_ENVELOPE_MAX = 512   # lines up to which the envelope is built in plain Python
 
 
-def _within(m: np.ndarray, c: np.ndarray, P: float) -> tuple[list, list]:
+def _within(m: F64, c: F64, P: float) -> tuple[list[float], list[float]]:
     """The lines y = m·x + c that are not below one other line at both x = −P and x = P (as
     lists). A line below another at both ends is below it on all of [−P, P], so the upper
     envelope there is the same without it; most reads' lines go this way, which keeps the
@@ -196,7 +205,7 @@ def _within(m: np.ndarray, c: np.ndarray, P: float) -> tuple[list, list]:
     return m[k].tolist(), c[k].tolist()
 
 
-def _envelope_members(m: np.ndarray, c: np.ndarray, lo: float, hi: float) -> np.ndarray:
+def _envelope_members(m: F64, c: F64, lo: float, hi: float) -> Idx:
     """Indices of the lines y = m·x + c on their upper envelope somewhere in [lo, hi] (a little
     more is kept, never less: a line within rounding of the envelope stays)."""
     order = np.lexsort((c, m))
@@ -222,10 +231,11 @@ def _envelope_members(m: np.ndarray, c: np.ndarray, lo: float, hi: float) -> np.
     right = np.concatenate((X, [np.inf]))
     pad = 1e-6 * (1 + abs(lo) + abs(hi))
     on = (left <= hi + pad) & (right >= lo - pad)
-    return order[H[on]]
+    members: Idx = order[H[on]]
+    return members
 
 
-def _eval_env(env, x: np.ndarray) -> np.ndarray:
+def _eval_env(env: Env, x: F64) -> F64:
     M, C, X = env
     k = np.searchsorted(X, x)
     return M[k] * x + C[k]
@@ -235,7 +245,8 @@ class _Window:
     """The constraints of some reads, relative to epoch t0 (ns) and offset guess theta0 (ns).
     Coordinates: x = drift in ppm, y = offset at t0 minus theta0, ns."""
 
-    def __init__(self, s, e, v, q: int, t0: int, wander_ns_per_s: float, prior_ppm: float):
+    def __init__(self, s: I64, e: I64, v: I64, q: int, t0: int, wander_ns_per_s: float,
+                 prior_ppm: float):
         self.t0 = int(t0)
         self.theta0 = int(v[0]) - (int(s[0]) + int(e[0])) // 2
         self.q = int(q)
@@ -251,7 +262,7 @@ class _Window:
             self.U += self.w * np.abs(a)
             self.L -= self.w * np.abs(b)
 
-    def at_epoch(self, s, e, t0: int) -> _Window:
+    def at_epoch(self, s: I64, e: I64, t0: int) -> _Window:
         """The same constraints relative to another epoch (no wander: U and L do not depend on
         it), computed as __init__ would, so the same values bit for bit."""
         assert not self.w
@@ -262,7 +273,7 @@ class _Window:
         out.beta = (e - out.t0).astype(np.float64) * PPM
         return out
 
-    def core(self, prior_ppm: float) -> np.ndarray:
+    def core(self, prior_ppm: float) -> Idx:
         """Positions of the reads whose constraints bound the region for drift within
         ±prior_ppm: the others are implied by them (only without wander, whose allowance
         depends on the epoch)."""
@@ -306,7 +317,8 @@ class _Window:
         i, j = int(np.argmax(lv)), int(np.argmin(uv))
         return float(lv[i] - uv[j]), float(self.alpha[j] - self.beta[i])
 
-    def _cutting_planes(self, left: tuple, right: tuple, iters: int) -> float | None:
+    def _cutting_planes(self, left: tuple[float, float, float], right: tuple[float, float, float],
+                        iters: int) -> float | None:
         """feasible_x's search between (x, d, slope) ends with d > TOL, slopes − and +."""
         (lo, d_lo, s_lo), (hi, d_hi, s_hi) = left, right
         for _ in range(iters):
@@ -327,7 +339,7 @@ class _Window:
                 return None
         return None
 
-    def vertices(self, tol: float = TOL_NS):
+    def vertices(self, tol: float = TOL_NS) -> F64 | None:
         """x of the polygon's vertices (ascending, first and last are the drift bounds), or None
         when the region is empty (g − h > tol everywhere)."""
         P = self.prior
@@ -353,7 +365,7 @@ class _Window:
         lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
         return np.unique(np.concatenate(([lo], inner, [hi])))
 
-    def _vertices_lists(self, tol: float):
+    def _vertices_lists(self, tol: float) -> F64 | None:
         """vertices() on plain Python floats: the same operations on the same values, so the
         same result bit for bit (tests/test_estimate_fast.py compares them)."""
         P = self.prior
@@ -374,7 +386,7 @@ class _Window:
         lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
         return np.array(sorted({lo, *inner, hi}))
 
-    def chains(self, x: np.ndarray):
+    def chains(self, x: F64) -> tuple[F64, F64]:
         """g(x) and h(x) from every constraint (not only the hull), so hull rounding cannot
         shrink the bounds."""
         g = np.max(self.L[None, :] - np.outer(x, self.beta), axis=1)
@@ -382,7 +394,7 @@ class _Window:
         return g, h
 
 
-def _centroid(x, g, h):
+def _centroid(x: F64, g: F64, h: F64) -> tuple[float, float]:
     """Centroid of the polygon between chains g <= h over vertices x (coordinates scaled)."""
     if len(x) == 1:
         return float(x[0]), float((g[0] + h[0]) / 2)
@@ -409,6 +421,14 @@ def _centroid(x, g, h):
     return cx / (6 * A) * sx + mx, cy / (6 * A) * sy + my
 
 
+@dataclass
+class _Cache:
+    """Kept with a segment's reads (Segment._cache): _halves' answer per instant, and _side's
+    (window, vertices) per read set."""
+    halves: dict[int, Halves | None] = field(default_factory=dict)
+    sides: dict[tuple[int, bytes], tuple[_Window, F64 | None]] = field(default_factory=dict)
+
+
 # -- results ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -419,25 +439,25 @@ class Segment:
     epoch_ns: int
     offset_ns: Bound
     drift_ppm: Bound
-    jitter_ns: dict
-    bracket_ns: dict
+    jitter_ns: dict[str, float]
+    bracket_ns: dict[str, float]
     resolution_ns: int
     resolution_note: str
     offset_status: BoundStatus = BoundStatus.PROVEN     # see fit_clock
     drift_status: BoundStatus = BoundStatus.PROVEN
     drift_assumes: str = ""           # what the drift bound rests on beyond the model
-    mean_drift: dict | None = None    # proven mean frequency error over a window (_mean_drift)
+    mean_drift: dict[str, Any] | None = None    # proven mean frequency error over a window (_mean_drift)
     offset_line: Bound | None = None  # the single line's offset at the epoch: no unseen break
     rate_needed_ppm: float | None = None   # the least rate bound the reads are consistent with
     span_offset: Bound | None = None  # every offset the proven bound allows, first to last read
-    _x: tuple = field(default=(), repr=False, compare=False)     # polygon vertices: drift, ppm
-    _g: tuple = field(default=(), repr=False, compare=False)     # lower chain, ns (- theta0)
-    _h: tuple = field(default=(), repr=False, compare=False)     # upper chain, ns (- theta0)
+    _x: tuple[float, ...] = field(default=(), repr=False, compare=False)  # polygon vertices: drift, ppm
+    _g: tuple[float, ...] = field(default=(), repr=False, compare=False)  # lower chain, ns (- theta0)
+    _h: tuple[float, ...] = field(default=(), repr=False, compare=False)  # upper chain, ns (- theta0)
     _theta0: int = field(default=0, repr=False, compare=False)
     _w: float = field(default=0.0, repr=False, compare=False)     # wander allowance, ns per ns
-    _reads: tuple = field(default=(), repr=False, compare=False)  # (s, e, v) of its reads, ns
+    _reads: tuple[I64, ...] = field(default=(), repr=False, compare=False)  # (s, e, v) of its reads
     _prior: float = field(default=DEFAULT_DRIFT_PRIOR_PPM, repr=False, compare=False)
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)   # _halves' vertices
+    _cache: _Cache = field(default_factory=_Cache, repr=False, compare=False)   # _halves'
     _env: _envelope.TwoSided | None = field(default=None, repr=False, compare=False)  # published
 
     def proven_offset_at(self, t_ns: int) -> Bound | None:
@@ -450,8 +470,8 @@ class Segment:
             if b is None:
                 return None
             return Bound(b[0], b[1], min(max(self.offset_at(int(t_ns)).point, b[0]), b[1]))
-        h = _halves(*self._reads, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior,
-                    self._cache)
+        s, e, v = self._reads
+        h = _halves(s, e, v, self.resolution_ns, int(t_ns), self._w * 1e9, self._prior, self._cache)
         if h is None:
             return None
         p = min(max(self.offset_at(int(t_ns)).point, h[0]), h[1])
@@ -498,15 +518,15 @@ class Segment:
         V, Vq = int(value_ns), int(value_ns) + max(1, int(resolution_ns))
         lo0, hi0 = self.to_reference(V, resolution_ns)
 
-        def before(t):
+        def before(t: int) -> bool:
             b = self.proven_offset_at(t)
             return b is not None and t + b.hi < V
 
-        def after(t):
+        def after(t: int) -> bool:
             b = self.proven_offset_at(t)
             return b is not None and t + b.lo >= Vq
 
-        def search(start, sign, test):
+        def search(start: int, sign: int, test: Callable[[int], bool]) -> int | None:
             step = max(hi0 - lo0, 1_000_000)
             t = start
             for _ in range(24):
@@ -537,7 +557,7 @@ class Segment:
             return None
         return lo, hi
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "reads": self.reads,
                 "epoch_ns": self.epoch_ns, "offset_ns": self.offset_ns.as_dict(),
                 "drift_ppm": self.drift_ppm.as_dict(), "jitter_ns": dict(self.jitter_ns),
@@ -562,17 +582,26 @@ class Break:
     size_ns: Bound | None         # later offset minus earlier offset across the break
     ambiguous_reads: int = 0      # reads that fit either side (kept by the earlier segment)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "after_ns": self.after_ns, "before_ns": self.before_ns,
                 "size_ns": None if self.size_ns is None else self.size_ns.as_dict(),
                 "ambiguous_reads": self.ambiguous_reads}
 
 
+class Outlier(TypedDict):
+    """A read fit_clock set aside: its position in the input, its read, why."""
+    index: int
+    s_ns: int
+    e_ns: int
+    value_ns: int
+    evidence: str
+
+
 @dataclass(frozen=True)
 class ClockFit:
-    segments: list
-    breaks: list
-    outliers: list
+    segments: list[Segment]
+    breaks: list[Break]
+    outliers: list[Outlier]
     resolution_ns: int
     resolution_note: str
     verdict: Verdict = Verdict.UNDECIDED
@@ -589,7 +618,7 @@ class ClockFit:
                 return sg
         return None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The summary's form; an outlier is {"t_ns" (its bracket's middle), "value_ns",
         "reason"}."""
         return {"resolution_ns": self.resolution_ns, "resolution_note": self.resolution_note,
@@ -612,7 +641,7 @@ def wander_allowance_ns_per_s(wander_ppm_per_sqrt_hour: float, span_s: float,
     return k * float(wander_ppm_per_sqrt_hour) * math.sqrt(max(float(span_s), 1.0) / 3600.0) * 1e3
 
 
-def observed_resolution(value_ns) -> int | None:
+def observed_resolution(value_ns: npt.ArrayLike) -> int | None:
     """The step between the clock's distinct values (GCD of their gaps), or None when fewer
     than two distinct values were seen. The true tick divides every gap, so this is never finer
     than the truth: a bound on the tick from above, from two distinct values on."""
@@ -622,7 +651,7 @@ def observed_resolution(value_ns) -> int | None:
     return g or None
 
 
-def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
+def check_resolution(value_ns: npt.ArrayLike, declared_ns: int) -> tuple[int, str, ResolutionBasis]:
     """(resolution to fit with, note, basis). The declaration is a claim: a tick coarser than
     declared breaks every proof made with the declared one. The tick the clock really has
     divides the gaps between its values, so max(declared, GCD of the gaps) is never finer than
@@ -641,7 +670,8 @@ def check_resolution(value_ns, declared_ns: int) -> tuple[int, str, str]:
                  f"({declared} -> {obs} ns)"), ResolutionBasis.OBSERVED
 
 
-def _side_vertices(s, e, v, q: int, t: int, w: float, prior: float):
+def _side_vertices(s: I64, e: I64, v: I64, q: int, t: int, w: float, prior: float
+                   ) -> tuple[_Window, F64 | None]:
     """(window, drifts (ppm) of the polygon's vertices) from these reads alone; the drifts are
     None when the region is empty. Without wander they do not depend on the epoch (a change of
     epoch shears the polygon along the offset axis: vertices move in offset, not in drift), so
@@ -655,17 +685,17 @@ def _side_vertices(s, e, v, q: int, t: int, w: float, prior: float):
     return win, x
 
 
-def _side(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = None,
-          key=None):
+def _side(s: I64, e: I64, v: I64, q: int, t: int, w: float, prior: float,
+          cache: _Cache | None = None, key: tuple[int, bytes] = (0, b"")) -> Side | None:
     """(offset lo, offset hi at t, drift lo, drift hi) from these reads alone, or None.
     `cache` keeps the vertices of read sets already seen (under `key`), so the many instants
     a published bound is asked at cost one hull per side, not one each."""
     if len(s) == 0:
         return None
     if cache is not None and not w:
-        if key not in cache:
-            cache[key] = _side_vertices(s, e, v, q, t, w, prior)
-        win, x = cache[key]
+        if key not in cache.sides:
+            cache.sides[key] = _side_vertices(s, e, v, q, t, w, prior)
+        win, x = cache.sides[key]
     else:
         win, x = _side_vertices(s, e, v, q, t, w, prior)
     if x is None:
@@ -677,17 +707,16 @@ def _side(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = 
             win.theta0 + math.ceil(float(h.max()) + TOL_NS), float(x[0]), float(x[-1]))
 
 
-def _halves(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None = None,
-            memo: bool = True):
+def _halves(s: I64, e: I64, v: I64, q: int, t: int, w: float, prior: float,
+            cache: _Cache | None = None, memo: bool = True) -> Halves | None:
     """The hull of the bounds at t from the reads before t and from the reads after it:
     (offset lo, offset hi, drift lo, drift hi, touches the prior), or None when a side is
-    empty. A read whose bracket holds t serves neither side. `cache`: a dict kept with these
-    reads (Segment._cache) for the sides' vertices."""
+    empty. A read whose bracket holds t serves neither side. `cache`: kept with these reads
+    (Segment._cache) for the answers and the sides' vertices."""
     if cache is not None and memo:      # the same reads, the same instant: the same answer
-        got = cache.get(("t", int(t)))
-        if got is None:
-            got = cache[("t", int(t))] = (_halves(s, e, v, q, t, w, prior, cache, False),)
-        return got[0]
+        if int(t) not in cache.halves:
+            cache.halves[int(t)] = _halves(s, e, v, q, t, w, prior, cache, False)
+        return cache.halves[int(t)]
     # reads are in time order; each side keeps its SIDE_READS reads nearest t (a subset of a
     # clean side is clean: fewer constraints, still sound) so the cost stays bounded
     left = np.flatnonzero(e <= t)[-SIDE_READS:]
@@ -700,12 +729,16 @@ def _halves(s, e, v, q: int, t: int, w: float, prior: float, cache: dict | None 
     return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]), touches
 
 
-def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True, pre=None,
-             **status) -> Segment | None:
+def _fit_run(s: I64, e: I64, v: I64, raw_s: I64, raw_e: I64, q: int, note: str, idx: Idx,
+             epoch_ns: int | None, w: float, prior: float, stats: bool = True,
+             pre: tuple[_Window, F64] | None = None, offset_status: BoundStatus = BoundStatus.PROVEN,
+             drift_status: BoundStatus = BoundStatus.PROVEN) -> Segment | None:
     si, ei, vi = s[idx], e[idx], v[idx]
     t0 = int(epoch_ns) if epoch_ns is not None else (int(si[0]) + int(ei[-1])) // 2
-    win, x = pre if pre is not None else (None, None)      # (window at t0, its vertices)
-    if win is None:
+    x: F64 | None
+    if pre is not None:                 # (window at t0, its vertices)
+        win, x = pre
+    else:
         win = _Window(si, ei, vi, q, t0, w, prior)
         x = win.vertices()
     if x is None:          # an epoch given far from the run can make the wander allowance fail
@@ -727,7 +760,8 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
     # for the drift at every instant of the segment (and so for its mean over any part of it)
     wp = w * 1e-3                       # ns/s -> ppm
     dr = Bound(float(x[0]) - wp, float(x[-1]) + wp, min(max(cx, float(x[0])), float(x[-1])))
-    jit, brk = {}, {}
+    jit: dict[str, float] = {}
+    brk: dict[str, float] = {}
     if stats:             # the published statistics (an aim needs only the bounds)
         mid = (raw_s[idx] + raw_e[idx]) // 2
         res = ((vi - mid) - th0).astype(np.float64) + q / 2 - cy - cx * PPM * (mid - t0)
@@ -739,14 +773,14 @@ def _fit_run(s, e, v, raw_s, raw_e, q, note, idx, epoch_ns, w, prior, stats=True
         offset_ns=off, drift_ppm=dr, jitter_ns=jit, bracket_ns=brk,
         resolution_ns=q, resolution_note=note,
         _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9,
-        _reads=(si, ei, vi), _prior=prior, **status)
+        _reads=(si, ei, vi), _prior=prior, offset_status=offset_status, drift_status=drift_status)
 
 
 MEAN_DRIFT_CANDIDATES = 400   # read instants a mean drift's window is chosen from, at the most
 RATE_EDGE = 0.8           # reads that need this share of the rate bound sit on its edge
 
 
-def _mean_drift(seg: Segment) -> dict | None:
+def _mean_drift(seg: Segment) -> dict[str, Any] | None:
     """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
     (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets (the envelope's)
     by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
@@ -759,7 +793,10 @@ def _mean_drift(seg: Segment) -> dict | None:
     if window is None:
         return None
     t1, t2 = window
-    (lo1, hi1), (lo2, hi2) = seg._env.at(t1), seg._env.at(t2)
+    b1, b2 = seg._env.at(t1), seg._env.at(t2)
+    if b1 is None or b2 is None:        # the window's instants have reads on both sides
+        return None
+    (lo1, hi1), (lo2, hi2) = b1, b2
     lo, hi = (lo2 - hi1) / (t2 - t1) / PPM, (hi2 - lo1) / (t2 - t1) / PPM
     lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
     point = min(max(seg.drift_ppm.point, lo), hi)
@@ -804,8 +841,8 @@ def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
         st = BoundStatus.UNDECIDED
     else:
         st = BoundStatus.ASSUMED if need >= RATE_EDGE * env.env.rate else BoundStatus.PROVEN
-    h = _halves(*seg._reads, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior,
-                seg._cache)
+    s, e, v = seg._reads
+    h = _halves(s, e, v, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior, seg._cache)
     d = seg.drift_ppm
     if h is None or st == BoundStatus.UNDECIDED:
         dr, dst = d, BoundStatus.UNDECIDED
@@ -835,8 +872,8 @@ def _span_offset(two: _envelope.TwoSided, seg: Segment) -> Bound | None:
     return Bound(lo_, hi_, min(max(seg.offset_ns.point, lo_), hi_))
 
 
-def _cone(s, e, v, raw_s, raw_e, q, note, idx, env: _envelope.Envelope, t0: int | None,
-          prior: float) -> Segment:
+def _cone(s: I64, e: I64, v: I64, raw_s: I64, raw_e: I64, q: int, note: str, idx: Idx,
+          env: _envelope.Envelope, t0: int | None, prior: float) -> Segment:
     """A segment whose reads no single line fits within the prior (the rate changed inside it,
     within the rate bound): its "line" is the cone of the envelope at its narrowest instant,
     widening at the rate bound both ways, so offset_at and the maps stay sound."""
@@ -852,13 +889,14 @@ def _cone(s, e, v, raw_s, raw_e, q, note, idx, env: _envelope.Envelope, t0: int 
         _reads=(s[idx], e[idx], v[idx]), _prior=prior)
 
 
-def _bracket_stats(rs, re) -> dict:
+def _bracket_stats(rs: I64, re: I64) -> dict[str, float]:
     br = (re - rs).astype(np.float64)
     return {"min": int(br.min()), "median": float(np.median(br)),
             "p99": float(np.percentile(br, 99))}
 
 
-def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float):
+def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float
+              ) -> tuple[BreakKind, Bound]:
     oa = [a.offset_at(t) for t in (after, before)]
     ob = [b.offset_at(t) for t in (after, before)]
     lo = min(y.lo - x.hi for x, y in zip(oa, ob))
@@ -875,7 +913,8 @@ def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: fl
     return BreakKind.UNKNOWN, size
 
 
-def _proven_size(a: Segment, b: Segment, after: int, before: int, prior: float):
+def _proven_size(a: Segment, b: Segment, after: int, before: int, prior: float
+                 ) -> tuple[int, int] | None:
     """(lo, hi) of the step from the proven offsets, or None where a side has none: the step
     happened at some t* in (after, before]: each side's proven offset carried to t* at the rate
     bound, so the size is later at `before` minus earlier at `after`, give or take the rate
@@ -889,7 +928,8 @@ def _proven_size(a: Segment, b: Segment, after: int, before: int, prior: float):
     return math.floor(pb_.lo - pa_.hi - slack), math.ceil(pb_.hi - pa_.lo + slack)
 
 
-def _backward_kind(oa, ob, after: int, before: int, q: int, prior: float, lo, hi) -> BreakKind:
+def _backward_kind(oa: list[Bound], ob: list[Bound], after: int, before: int, q: int, prior: float,
+                   lo: float, hi: float) -> BreakKind:
     """A break whose size is surely negative: a counter's wrap, a reboot, or a backward step."""
     # a counter modulo M = 2^k ticks (or 2^k ns) wrapped: the earlier reading crossed M
     # within the break's bounds and the size is -M
@@ -906,11 +946,11 @@ def _backward_kind(oa, ob, after: int, before: int, q: int, prior: float, lo, hi
     return BreakKind.STEP
 
 
-def _split(s, e, v, q, w, prior, wide):
+def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float) -> _seg.Split:
     """Segmentation of the reads with drift within ±prior (cores kept for ±wide)."""
-    hint = [None]
+    hint: list[float | None] = [None]
 
-    def feasible(idx):
+    def feasible(idx: Idx) -> bool:
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
         win = _Window(s[idx], e[idx], v[idx], q, t0, w, prior)
         if len(idx) <= SMALL_WINDOW:           # the exact hull is cheaper on a few reads
@@ -922,7 +962,7 @@ def _split(s, e, v, q, w, prior, wide):
             hint[0] = x
         return x is not None
 
-    def compress(idx):
+    def compress(idx: Idx) -> Idx:
         if w > 0 or len(idx) <= 2 * SMALL_WINDOW:
             return idx
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
@@ -931,14 +971,16 @@ def _split(s, e, v, q, w, prior, wide):
     return _seg.split(len(v), feasible, compress)
 
 
-def _split_envelope(s, e, v, q, w, prior, wide):
+def _split_envelope(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float
+                    ) -> _seg.Split:
     """Segmentation of the reads under the published model: a run is feasible when one offset
     moving at most `prior` ppm meets every read's constraints (bench.analysis.envelope)."""
     return _seg.split(len(v), lambda idx: _envelope.feasible(
         _envelope.build(s[idx], e[idx], v[idx], q, prior)))
 
 
-def _outlier_gaps(s, e, run, outliers) -> tuple[tuple[int, int], ...]:
+def _outlier_gaps(s: I64, e: I64, run: Idx, outliers: list[tuple[int, str]]
+                  ) -> tuple[tuple[int, int], ...]:
     """The spans inside a run where reads were set aside: from the start of the last kept read
     before them to the end of the first kept read after them (a blip shorter than that span
     would read exactly like a burst of bad answers)."""
@@ -954,8 +996,9 @@ def _outlier_gaps(s, e, run, outliers) -> tuple[tuple[int, int], ...]:
     return tuple(gaps)
 
 
-def _segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis, lone_ok,
-             publish) -> Segment:
+def _segment(s: I64, e: I64, v: I64, raw_s: I64, raw_e: I64, q: int, note: str, run: Idx,
+             sp: _seg.Split, k: int, epoch_ns: int | None, w: float, prior: float,
+             basis: ResolutionBasis, lone_ok: bool, publish: bool) -> Segment:
     """Run k of the split as a segment. Published: its two-sided envelope (the reads at its end
     that fit the next segment too stay with it: they lie within its one unseen break), its epoch
     where that bound is narrowest, the line's fit beside it (or the envelope's cone where no line
@@ -973,20 +1016,20 @@ def _segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, bas
     line_ok = sg is not None
     if sg is None:
         sg = _cone(s, e, v, raw_s, raw_e, q, note, run, env.env if env else flat(), t0, prior)
-    if not publish:
+    if env is None:                 # not published
         return _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
                            drift_status=BoundStatus.UNDECIDED)
     sg = _publish(sg, env, basis, lone_ok, line_ok)
     return _dc_replace(sg, mean_drift=_mean_drift(sg))
 
 
-def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
+def _asks_for_wider(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, w: float, wide: float) -> str:
     """Would a wider drift range have explained a break or an outlier? The window before each
     break plus the read that emptied it, and each outlier with the run before it, are tested
     with drift within ±wide. Returns the evidence, or ""."""
     out_pos = {p for p, _ in sp.outliers}
 
-    def ok(idx):
+    def ok(idx: npt.NDArray[Any]) -> bool:
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
         win = _Window(s[idx], e[idx], v[idx], q, t0, w, wide)
         return win.feasible_x() is not None
@@ -1005,8 +1048,9 @@ def _asks_for_wider(sp, s, e, v, q, w, wide) -> str:
     return ""
 
 
-def fit_line(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
-             uncertainty_ns=0) -> Segment | None:
+def fit_line(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
+             *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0
+             ) -> Segment | None:
     """One segment through all these reads (time order, resolution as given), or None when no
     line within the prior fits them: the line-model bounds of fit_clock's segments (its
     `publish=False` form, statuses "undecided"), without the segmentation search. For a caller
@@ -1023,12 +1067,23 @@ def fit_line(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRI
         return None
     return _fit_run(s, e, v, s + int(uncertainty_ns), e - int(uncertainty_ns), q, "",
                     np.arange(len(v)), None, 0.0, prior, stats=False, pre=(win, x),
-                    offset_status="undecided", drift_status="undecided")
+                    offset_status=BoundStatus.UNDECIDED, drift_status=BoundStatus.UNDECIDED)
 
 
-def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DRIFT_PRIOR_PPM,
-              wander_ns_per_s=0.0, uncertainty_ns=0, lag_ns=0, epoch_ns=None,
-              publish=True) -> ClockFit:
+class _FitOptions(TypedDict):
+    """fit_clock's keyword arguments, passed on as they came."""
+    drift_prior_ppm: float
+    wander_ns_per_s: float
+    uncertainty_ns: int
+    lag_ns: int
+    epoch_ns: int | None
+    publish: bool
+
+
+def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
+              *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, wander_ns_per_s: float = 0.0,
+              uncertainty_ns: int = 0, lag_ns: int = 0, epoch_ns: int | None = None,
+              publish: bool = True) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -1046,8 +1101,9 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     raw_s = np.asarray(s_ns, dtype=np.int64)
     raw_e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
-    kw = dict(drift_prior_ppm=drift_prior_ppm, wander_ns_per_s=wander_ns_per_s,
-              uncertainty_ns=uncertainty_ns, lag_ns=lag_ns, epoch_ns=epoch_ns, publish=publish)
+    kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
+                       "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
+                       "publish": publish}
     if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
         return _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw)
     q, note, basis = _fit_resolution(raw_s, raw_e, v, resolution_ns)
@@ -1074,7 +1130,7 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
                      len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
     breaks = _breaks_of(sp, segs, s, e, q, prior)
     orig = (lambda i: int(order[i])) if order is not None else int
-    outliers = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+    outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     if seen:        # the lag is a floor the values prove, not a bound: nothing rests proven on it
         segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
@@ -1083,7 +1139,7 @@ def fit_clock(s_ns, e_ns, value_ns, resolution_ns, *, drift_prior_ppm=DEFAULT_DR
     return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen, update)
 
 
-def _time_order(raw_s, raw_e, v):
+def _time_order(raw_s: I64, raw_e: I64, v: I64) -> tuple[I64, I64, I64, Idx | None]:
     """The reads sorted by bracket start (stable), and the permutation (None: already sorted)."""
     order = np.argsort(raw_s, kind="stable")
     if np.any(order != np.arange(len(order))):
@@ -1091,16 +1147,17 @@ def _time_order(raw_s, raw_e, v):
     return raw_s, raw_e, v, None
 
 
-def _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw: dict) -> ClockFit:
+def _fit_without_invalid(raw_s: I64, raw_e: I64, v: I64, resolution_ns: int, kw: _FitOptions
+                         ) -> ClockFit:
     """fit_clock over the reads whose bracket does not end before it starts; those are outliers
     and the verdict is at best assumed."""
     bad = np.flatnonzero(raw_e < raw_s)
-    invalid = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+    invalid: list[Outlier] = [{"index": int(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                 "value_ns": int(v[i]), "evidence": "bracket ends before it starts"}
                for i in bad]
     keep = np.flatnonzero(raw_e >= raw_s)
     fit = fit_clock(raw_s[keep], raw_e[keep], v[keep], resolution_ns, **kw)
-    kept = [dict(o, index=int(keep[o["index"]])) for o in fit.outliers]
+    kept: list[Outlier] = [{**o, "index": int(keep[o["index"]])} for o in fit.outliers]
     verdict = fit.verdict if fit.verdict in (Verdict.BEYOND_PRIOR, Verdict.UNDECIDED) \
         else Verdict.ASSUMED
     return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
@@ -1108,7 +1165,8 @@ def _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw: dict) -> ClockFit:
                     fit.resolution_basis, fit.beyond_note)
 
 
-def _fit_resolution(raw_s, raw_e, v, resolution_ns) -> tuple[int, str, ResolutionBasis]:
+def _fit_resolution(raw_s: I64, raw_e: I64, v: I64, resolution_ns: int
+                    ) -> tuple[int, str, ResolutionBasis]:
     """The tick to fit with (check_resolution), at least the reads' span when every read gave
     one value: then no break is invented (all undecided), whatever was declared."""
     q, note, basis = check_resolution(v, resolution_ns)
@@ -1117,9 +1175,10 @@ def _fit_resolution(raw_s, raw_e, v, resolution_ns) -> tuple[int, str, Resolutio
     return q, note, basis
 
 
-def _breaks_of(sp, segs: list, s, e, q: int, prior: float) -> list:
+def _breaks_of(sp: _seg.Split, segs: list[Segment], s: I64, e: I64, q: int, prior: float
+               ) -> list[Break]:
     """The breaks between the split's runs, classified from the segments on each side."""
-    breaks = []
+    breaks: list[Break] = []
     for k, (pre, post, amb) in enumerate(sp.breaks):
         after, before = int(s[pre]), int(e[post])
         kind, size = _classify(segs[k], segs[k + 1], after, before, q, prior)
@@ -1127,7 +1186,7 @@ def _breaks_of(sp, segs: list, s, e, q: int, prior: float) -> list:
     return breaks
 
 
-def _fit_verdict(segs: list, beyond: str, outliers: bool) -> Verdict:
+def _fit_verdict(segs: list[Segment], beyond: str, outliers: bool) -> Verdict:
     st = {sg.offset_status for sg in segs}
     return (Verdict.BEYOND_PRIOR if beyond else Verdict.UNDECIDED if BoundStatus.UNDECIDED in st
             else Verdict.ASSUMED if BoundStatus.ASSUMED in st or outliers else Verdict.PROVEN)
@@ -1136,7 +1195,7 @@ def _fit_verdict(segs: list, beyond: str, outliers: bool) -> Verdict:
 LAG_SEEN_MIN = 3      # value jumps ahead of the elapsed time before a lag is believed
 
 
-def update_bound(s, e, v, prior_ppm: float) -> int:
+def update_bound(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, prior_ppm: float) -> int:
     """How long a value can stay shown, ns, from the spacing of its observed edges (0 with
     fewer than two): a value that updates every u (a device refreshing its clock every 1.5 s,
     shown to 1 s) changes only at update instants, u apart in its clock; two value changes, in
@@ -1151,7 +1210,7 @@ def update_bound(s, e, v, prior_ppm: float) -> int:
     return int(math.ceil(float(span.min()) * (1 + float(prior_ppm) * PPM)))
 
 
-def _lag_and_update(s, e, v, q: int, prior_ppm: float) -> tuple[int, int]:
+def _lag_and_update(s: I64, e: I64, v: I64, q: int, prior_ppm: float) -> tuple[int, int]:
     """(the lag the values prove, lag_seen; the update period's bound from the edges when the
     value moves less often than its tick, update_bound, else 0)."""
     seen = lag_seen(s, e, v, q, prior_ppm)
@@ -1161,7 +1220,7 @@ def _lag_and_update(s, e, v, q: int, prior_ppm: float) -> tuple[int, int]:
     return seen, update if update > q else 0
 
 
-def _slow_update_seen(s, e, v, q: int) -> bool:
+def _slow_update_seen(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int) -> bool:
     """The values jump by two ticks or more between reads less than a tick apart, at least
     LAG_SEEN_MIN times: a value that moves less often than its tick (a fine tick read slower
     than it ticks never shows this, nor does one that flips late by a few ms)."""
@@ -1170,7 +1229,7 @@ def _slow_update_seen(s, e, v, q: int) -> bool:
     return int(np.count_nonzero((dv >= 2 * q) & (elapsed < q))) >= LAG_SEEN_MIN
 
 
-def _update_note(q: int, update_ns: int, v) -> str:
+def _update_note(q: int, update_ns: int, v: npt.ArrayLike) -> str:
     n = int(np.count_nonzero(np.diff(np.asarray(v, dtype=np.int64))))
     return (f"the value moves in steps of {fmt_ns(q)} but its {n} observed edges are spaced so "
             f"that it updates only every {fmt_ns(update_ns)} or less (a tick incommensurate "
@@ -1178,7 +1237,7 @@ def _update_note(q: int, update_ns: int, v) -> str:
             f"{fmt_ns(update_ns)} before it")
 
 
-def lag_seen(s, e, v, q: int, prior_ppm: float) -> int:
+def lag_seen(s: I64, e: I64, v: I64, q: int, prior_ppm: float) -> int:
     """The lag the values prove, ns (0 when they prove none): a reading floored to q of a clock
     moving at most 1 + R per unit of time cannot advance by more than (1 + R)·(e_j − s_i) + q
     between consecutive reads i, j; each time it does, the earlier reading was that much behind

@@ -15,10 +15,15 @@ at the earliest allowed instant, as are clocks whose offset is not yet known to 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from bench.analysis.arrays import I64
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock, fit_line
+from bench.analysis.statuses import ResolutionBasis
 
 RECENT = 256             # reads used to aim
 PINNED = 1.5             # an edge window at most this many brackets wide is pinned: then ...
@@ -52,7 +57,7 @@ class ProvenTick:
         self.gcd = 0
         self.seen = 0
 
-    def update(self, reads) -> int:
+    def update(self, reads: Sequence[Sequence[int]]) -> int:
         if self.seen > len(reads):               # a new list: start again
             self.gcd, self.seen = 0, 0
         for k in range(max(1, self.seen), len(reads)):
@@ -82,8 +87,8 @@ def detection_reads(step_ns: float, q: int, bracket_ns: float, width_ns: float,
     the part of the tick where the old line and the stepped clock read differently by more than
     the bracket and the bound's width, of length |s| − b − w per tick (every read when
     |s| ≥ q + b + w). n = ln(1 − p) / ln(1 − (|s| − b − w)/q); T = n / r_explore."""
-    s, q = abs(float(step_ns)), float(q)
-    f = min(1.0, max(0.0, (s - bracket_ns - width_ns) / q))
+    s, qf = abs(float(step_ns)), float(q)
+    f = min(1.0, max(0.0, (s - bracket_ns - width_ns) / qf))
     if f >= 1.0:
         return 1.0
     if f <= 0.0:
@@ -116,9 +121,10 @@ def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int
     for _ in range(4):
         target = k * q + phase_ns
         # D(t) = t + offset(t); the edge solves it for the offset bounds near the edge
-        t_mid = target - seg.offset_at(target - off.point).point
+        # offset_at's bounds and point are whole ns (floored, ceiled, rounded): int() keeps them
+        t_mid = target - int(seg.offset_at(target - int(off.point)).point)
         o = seg.offset_at(t_mid)
-        a, b = target - o.hi, target - o.lo
+        a, b = target - int(o.hi), target - int(o.lo)
         if a >= after_ns:
             return k, a, b
         k += 1
@@ -165,8 +171,10 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
     return int(s)
 
 
-def current_segment(s, e, v, q: int, k: int, drift_prior_ppm: float, uncertainty_ns: int,
-                    state: dict | None, checked=None) -> tuple[Segment | None, int]:
+def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: float,
+                    uncertainty_ns: int, state: dict[str, Any] | None,
+                    checked: tuple[int, str, ResolutionBasis] | None = None
+                    ) -> tuple[Segment | None, int]:
     """The segment the latest reads belong to (line-model bounds) and the resolution it was
     fitted with, from the reads k.. on.
 
@@ -202,9 +210,10 @@ def current_segment(s, e, v, q: int, k: int, drift_prior_ppm: float, uncertainty
     return sg, fit.resolution_ns
 
 
-def next_probe_ns(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns, *,
+def next_probe_ns(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, now_ns: int,
+                  typical_bracket_ns: int, min_gap_ns: int, *,
                   drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0,
-                  state: dict | None = None) -> int:
+                  state: dict[str, Any] | None = None) -> int:
     """The reference instant at which to read next, from the raw ok reads so far (time order).
     `state`: a dict kept by the caller for this clock between calls (see current_segment)."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))

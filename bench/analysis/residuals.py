@@ -9,13 +9,18 @@ comparisons label it or leave it out.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
+
+from bench.analysis.arrays import F64, I64
 
 if TYPE_CHECKING:
     from bench.analysis.estimate import Segment
+
 
 COARSE_RATIO = 1.0           # resolution over median bracket above which the tick dominates
 MIN_STABILITY_POINTS = 8     # regular points needed before ADEV/TDEV/MTIE say anything
@@ -28,11 +33,11 @@ class Residuals:
     """Per read of one segment, in ns: bracket midpoint `t_ns`, residual interval [lo, hi],
     midpoint residual `mid`, bracket width `bracket`."""
 
-    t_ns: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    mid: np.ndarray
-    bracket: np.ndarray
+    t_ns: I64
+    lo: F64
+    hi: F64
+    mid: F64
+    bracket: F64
     resolution_ns: int
 
     def __len__(self) -> int:
@@ -43,12 +48,12 @@ class Residuals:
         return coarse(self.resolution_ns, self.bracket)
 
 
-def coarse(resolution_ns: float, bracket_ns) -> bool:
+def coarse(resolution_ns: float, bracket_ns: npt.ArrayLike) -> bool:
     b = np.asarray(bracket_ns, dtype=np.float64)
     return bool(len(b)) and float(resolution_ns) > COARSE_RATIO * float(np.median(b))
 
 
-def fitted_line(seg: Segment):
+def fitted_line(seg: Segment) -> Callable[[npt.ArrayLike], F64]:
     """The point fit of a segment (bench.analysis.estimate.Segment, or a summary's as
     bench.model.documents loads it): t_ns -> offset ns (float)."""
     epoch = int(seg.epoch_ns)
@@ -57,26 +62,27 @@ def fitted_line(seg: Segment):
     return lambda t: theta + rho * (np.asarray(t, dtype=np.int64) - epoch).astype(np.float64)
 
 
-def segment_residuals(s, e, v, q, seg: Segment) -> Residuals:
+def segment_residuals(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: npt.ArrayLike,
+                      seg: Segment) -> Residuals:
     """Residuals of the reads (int ns arrays, time order) that fall inside a summary segment."""
-    s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
-    q = np.broadcast_to(np.asarray(q, dtype=np.int64), s.shape)
-    res = int(seg.resolution_ns or (int(q[0]) if len(q) else 1))
-    keep = (s >= int(seg.start_ns)) & (e <= int(seg.end_ns))
-    s, e, v = s[keep], e[keep], v[keep]
-    q = np.maximum(q[keep], res)           # the fit used the coarser of declared and observed
-    mid_t = s + (e - s) // 2
+    sa, ea, va = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
+    qa = np.broadcast_to(np.asarray(q, dtype=np.int64), sa.shape)
+    res = int(seg.resolution_ns or (int(qa[0]) if len(qa) else 1))
+    keep = (sa >= int(seg.start_ns)) & (ea <= int(seg.end_ns))
+    sa, ea, va = sa[keep], ea[keep], va[keep]
+    qk: I64 = np.maximum(qa[keep], res)    # the fit used the coarser of declared and observed
+    mid_t = sa + (ea - sa) // 2
     line = fitted_line(seg)(mid_t)
-    lo = (v - e).astype(np.float64) - line
-    hi = (v + q - s).astype(np.float64) - line
-    return Residuals(mid_t, lo, hi, (lo + hi) / 2, (e - s).astype(np.float64), res)
+    lo = (va - ea).astype(np.float64) - line
+    hi = (va + qk - sa).astype(np.float64) - line
+    return Residuals(mid_t, lo, hi, (lo + hi) / 2, (ea - sa).astype(np.float64), res)
 
 
 @dataclass(frozen=True)
 class Series:
     """A regularly spaced series (`interval_s` apart) or the reason there is none."""
 
-    x: np.ndarray
+    x: F64
     interval_s: float
     note: str = ""
 
@@ -85,7 +91,8 @@ class Series:
         return not self.note
 
 
-def regular_series(t_ns, x, min_points: int = MIN_STABILITY_POINTS) -> Series:
+def regular_series(t_ns: npt.ArrayLike, x: npt.ArrayLike, min_points: int = MIN_STABILITY_POINTS
+                   ) -> Series:
     """Bin irregular samples onto a regular grid (the mean of each bin) for ADEV/TDEV/MTIE.
 
     The bin is the shortest round width, from the median spacing up, that leaves no bin empty and
@@ -124,7 +131,7 @@ def regular_series(t_ns, x, min_points: int = MIN_STABILITY_POINTS) -> Series:
     return Series(np.array([]), 0.0, why)
 
 
-def median_ci(x, confidence: float = 0.95) -> tuple[float, float, float]:
+def median_ci(x: npt.ArrayLike, confidence: float = 0.95) -> tuple[float, float, float]:
     """(lo, median, hi): a distribution-free confidence interval of the median from order
     statistics (binomial), assuming only that the samples are exchangeable. With too few samples
     for the confidence asked, the full range."""

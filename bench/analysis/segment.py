@@ -33,15 +33,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
-Feasible = Callable[[np.ndarray], bool]
+from bench.analysis.arrays import Idx
+
+Feasible = Callable[[Idx], bool]
+Compress = Callable[[Idx], Idx]
 
 BURST_MAX = 8      # a run this short between two others may be a burst of bad reads
 
 
 @dataclass
 class Split:
-    runs: list[np.ndarray] = field(default_factory=list)        # positions of each clean run
+    runs: list[Idx] = field(default_factory=list)        # positions of each clean run
     breaks: list[tuple[int, int, int]] = field(default_factory=list)
     # per break: (last position provably before, first position provably after, ambiguous count)
     outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
@@ -73,11 +77,12 @@ class _Run:
     """Positions of a run (ascending) and, computed when first needed, its core: a subset with
     the same region (a lone run is never compressed)."""
 
-    def __init__(self, reads: np.ndarray, source: np.ndarray, comp):
-        self.reads, self._source, self._comp, self._core = reads, source, comp, None
+    def __init__(self, reads: Idx, source: Idx, comp: Compress):
+        self.reads, self._source, self._comp = reads, source, comp
+        self._core: Idx | None = None
 
     @property
-    def core(self) -> np.ndarray:
+    def core(self) -> Idx:
         if self._core is None:
             self._core = self._comp(self._source)
         return self._core
@@ -87,10 +92,9 @@ def _span(r: _Run) -> str:
     return f"reads {int(r.reads[0])}..{int(r.reads[-1])}"
 
 
-def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarray] | None = None
-          ) -> Split:
+def split(n: int, feasible: Feasible, compress: Compress | None = None) -> Split:
     """Clean runs, breaks and outliers of reads 0..n-1 (in time order)."""
-    comp = compress or (lambda idx: idx)
+    comp: Compress = compress or (lambda idx: idx)
     out = Split()
     if n == 0:
         return out
@@ -115,11 +119,11 @@ def split(n: int, feasible: Feasible, compress: Callable[[np.ndarray], np.ndarra
     return out
 
 
-def _join(a, b) -> np.ndarray:
+def _join(a: npt.ArrayLike, b: npt.ArrayLike) -> Idx:
     return np.concatenate((a, b))
 
 
-def _reduce(stack: list[_Run], feasible: Feasible, comp, out: Split) -> None:
+def _reduce(stack: list[_Run], feasible: Feasible, comp: Compress, out: Split) -> None:
     """Set aside short runs (bursts, lone reads) between two runs as outliers when none of their
     reads fits either side; merge the sides when they agree with each other."""
     while len(stack) >= 3 and len(stack[-2].reads) <= BURST_MAX:
@@ -154,7 +158,7 @@ def _burst_why(P: _Run, N: _Run, sides_agree: bool, reads: int) -> str:
     return why
 
 
-def _grow_back(prev: np.ndarray, core: np.ndarray, feasible: Feasible) -> int:
+def _grow_back(prev: Idx, core: Idx, feasible: Feasible) -> int:
     """The earliest position b in `prev` such that prev[b:] + core is feasible (galloping, then
     bisection); prev + core is infeasible (prev ended there), core alone is feasible."""
     good, bad, step = len(prev), 0, 1

@@ -15,35 +15,44 @@ in ns and returns the time statistics (TDEV, TIE rms, MTIE) in ns. Reads come di
 """
 from __future__ import annotations
 
+from typing import Any
+
 import allantools
 import numpy as np
+import numpy.typing as npt
+
+from bench.analysis.arrays import F64, I64
+
+Taus = npt.ArrayLike | None   # None or "octave": octaves; another str: every m; else taus (s)
 
 
-def _taus(n: int, rate: float, taus) -> tuple[np.ndarray, np.ndarray]:
+def _taus(n: int, rate: float, taus: Taus) -> tuple[I64, F64]:
     """(m, tau_s) as allantools chooses them: octaves by default, m in [1, n)."""
+    m: F64
     if taus is None or isinstance(taus, str):
         kmax = max(0, int(np.floor(np.log2(max(n - 1, 1)))))
-        m = 2.0 ** np.arange(kmax + 1) if taus in (None, "octave") else \
-            np.arange(1, n, dtype=float)
+        m = np.asarray(2.0 ** np.arange(kmax + 1), dtype=np.float64) if taus in (None, "octave") \
+            else np.arange(1, n, dtype=np.float64)
     else:
         m = np.round(np.asarray(taus, dtype=float) * rate)
     m = np.unique(m[(m > 0) & (m < n)])
     return m.astype(np.int64), m / float(rate)
 
 
-def _sliding(x: np.ndarray, w: int, op, fill: float) -> np.ndarray:
+def _sliding(x: F64, w: int, op: np.ufunc, fill: float) -> F64:
     """op (np.maximum or np.minimum) over every window of w consecutive samples, O(len(x))."""
     n = len(x)
     nb = -(-n // w)
     X = np.full(nb * w, fill)
     X[:n] = x
-    X = X.reshape(nb, w)
-    pre = op.accumulate(X, axis=1).ravel()
-    suf = op.accumulate(X[:, ::-1], axis=1)[:, ::-1].ravel()
-    return op(suf[:n - w + 1], pre[w - 1:n])
+    B = X.reshape(nb, w)
+    pre = op.accumulate(B, axis=1).ravel()
+    suf = op.accumulate(B[:, ::-1], axis=1)[:, ::-1].ravel()
+    out: F64 = op(suf[:n - w + 1], pre[w - 1:n])
+    return out
 
 
-def mtie(phase, rate: float = 1.0, taus=None) -> tuple[np.ndarray, np.ndarray]:
+def mtie(phase: npt.ArrayLike, rate: float = 1.0, taus: Taus = None) -> tuple[F64, F64]:
     """(tau_s, MTIE) of a phase series: for each tau = m/rate, the largest peak-to-peak of the
     phase over any m + 1 consecutive samples (allantools.mtie's definition and tau choice)."""
     x = np.asarray(phase, dtype=np.float64)
@@ -56,7 +65,8 @@ def mtie(phase, rate: float = 1.0, taus=None) -> tuple[np.ndarray, np.ndarray]:
     return tau[keep], out[keep]
 
 
-def deviation(name: str, data, rate: float = 1.0, data_type: str = "phase", taus=None):
+def deviation(name: str, data: npt.ArrayLike, rate: float = 1.0, data_type: str = "phase",
+              taus: Taus = None) -> tuple[F64, F64]:
     """(tau_s, dev) of allantools' `name` (adev, oadev, mdev, tdev, tierms)."""
     x = np.asarray(data, dtype=np.float64)
     n = len(x) + 1 if data_type == "freq" else len(x)          # as phase points
@@ -70,7 +80,8 @@ def deviation(name: str, data, rate: float = 1.0, data_type: str = "phase", taus
     return np.asarray(t), np.asarray(d)
 
 
-def offset_series(s_ns, e_ns, value_ns, resolution_ns) -> tuple[np.ndarray, np.ndarray]:
+def offset_series(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
+                  resolution_ns: float) -> tuple[I64, F64]:
     """Per read: the bracket's midpoint (ns) and the offset measured there, v + q/2 − midpoint
     (ns, float: exact relative to the first read's offset, which is subtracted in int64 and
     added back as a float)."""
@@ -84,7 +95,7 @@ def offset_series(s_ns, e_ns, value_ns, resolution_ns) -> tuple[np.ndarray, np.n
     return mid, (off - off[0]).astype(np.float64) + float(off[0]) + resolution_ns / 2
 
 
-def resample(t_ns, x, interval_s: float) -> tuple[np.ndarray, np.ndarray]:
+def resample(t_ns: npt.ArrayLike, x: npt.ArrayLike, interval_s: float) -> tuple[I64, F64]:
     """A dithered series onto a regular grid every interval_s from its first instant (linear
     interpolation; the grid stops at the last sample)."""
     t = np.asarray(t_ns, dtype=np.int64)
@@ -96,12 +107,12 @@ def resample(t_ns, x, interval_s: float) -> tuple[np.ndarray, np.ndarray]:
                            np.asarray(x, dtype=np.float64))
 
 
-def summary(offset_ns, interval_s: float, taus=None) -> dict:
+def summary(offset_ns: npt.ArrayLike, interval_s: float, taus: Taus = None) -> dict[str, Any]:
     """All statistics of an offset series sampled every `interval_s` seconds (ns in, ns out for
     the time statistics; ADEV/OADEV/MDEV are dimensionless)."""
     x = np.asarray(offset_ns, dtype=np.float64)
     rate = 1.0 / float(interval_s)
-    out = {"interval_s": float(interval_s), "points": len(x)}
+    out: dict[str, Any] = {"interval_s": float(interval_s), "points": len(x)}   # keys by name
     if len(x) < 3:
         return out
     phase_s = (x - x[0]) * 1e-9
@@ -116,8 +127,8 @@ def summary(offset_ns, interval_s: float, taus=None) -> dict:
     return out
 
 
-def deviation_with_errors(name: str, data, rate: float = 1.0, data_type: str = "phase",
-                          taus=None):
+def deviation_with_errors(name: str, data: npt.ArrayLike, rate: float = 1.0, data_type: str = "phase",
+                          taus: Taus = None) -> tuple[F64, F64, F64]:
     """(tau_s, dev, err): `deviation()` with allantools' own error estimate (dev/√N, N the
     number of terms averaged at that tau), for error bars."""
     x = np.asarray(data, dtype=np.float64)
@@ -131,7 +142,7 @@ def deviation_with_errors(name: str, data, rate: float = 1.0, data_type: str = "
     return np.asarray(t), np.asarray(d), np.asarray(err)
 
 
-def log_taus(n: int, rate: float, per_decade: int = 8) -> np.ndarray:
+def log_taus(n: int, rate: float, per_decade: int = 8) -> F64:
     """About `per_decade` log-spaced taus (s) per decade from tau0 to n/3 samples: more points
     than octaves where a short run has few."""
     top = max(1.0, (n - 2) / 3.0)

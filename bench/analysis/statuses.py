@@ -3,6 +3,7 @@ string (`BoundStatus.PROVEN == "proven"`, json.dumps writes "proven"), so the fi
 results/README.md documents them. Run and error statuses: bench/model/statuses.py."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -38,7 +39,7 @@ class ResolutionBasis(StrEnum):
     UNPROVEN = "unproven"
 
 
-def worst(statuses) -> BoundStatus:
+def worst(statuses: Iterable[str]) -> BoundStatus:
     """undecided over assumed over proven."""
     s = set(statuses)
     return (BoundStatus.UNDECIDED if BoundStatus.UNDECIDED in s else

@@ -8,8 +8,12 @@ Everything else is unordered, and said so. Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+
+from bench.analysis.arrays import I64
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ def before(a: Entry, b: Entry) -> bool:
             and a.stamp_ns + a.resolution_ns <= b.stamp_ns)
 
 
-def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
+def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict[str, Any]]:
     """Entries sorted by interval, grouped into blocks: every entry of a block is proven after
     every entry of the blocks before it; within a block, `unordered_with` lists (by index in the
     returned order) the entries whose order against this one is not proven, and
@@ -52,7 +56,7 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict]:
     n = len(entries)
     if not n:
         return []
-    keys: dict = {}
+    keys: dict[str, int] = {}
     clock = np.array([keys.setdefault(e.clock_key, len(keys)) if e.clock_key is not None
                       and e.basis == "stamp" and e.stamp_ns is not None else -1
                       for e in entries], dtype=np.int64)
@@ -98,7 +102,9 @@ def widen(entry: Entry, latency_lo_ns: int, latency_hi_ns: int) -> Entry:
                    basis="event", clock_key=None, stamp_ns=None, resolution_ns=0)
 
 
-def order_arrays(lo_ns, hi_ns, clock=None, stamp_ns=None, resolution_ns=None):
+def order_arrays(lo_ns: npt.ArrayLike, hi_ns: npt.ArrayLike, clock: npt.ArrayLike | None = None,
+                 stamp_ns: npt.ArrayLike | None = None, resolution_ns: npt.ArrayLike | None = None,
+                 ) -> tuple[npt.NDArray[np.intp], I64, I64]:
     """`order` over arrays, for a million entries: (permutation sorting by interval, proven-order
     block of each sorted entry, number of entries each sorted entry is unordered with).
 
@@ -133,8 +139,9 @@ def order_arrays(lo_ns, hi_ns, clock=None, stamp_ns=None, resolution_ns=None):
     return perm, block, overlap
 
 
-def nearest_unordered(lo, hi, clock, stamp_ns, resolution_ns, count, cap: int = 12,
-                      window: int = 4096) -> np.ndarray:
+def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike,
+                      stamp_ns: npt.ArrayLike, resolution_ns: npt.ArrayLike, count: npt.ArrayLike,
+                      cap: int = 12, window: int = 4096) -> npt.NDArray[np.int32]:
     """Over entries sorted as `order_arrays` sorts them: for each, up to `cap` of the entries it
     is unordered with (the rule of `before`, pair by pair), nearest in the order first, looked
     for within `window` positions; (n, cap) int32 indices, -1 padded. An entry whose exact

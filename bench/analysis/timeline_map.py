@@ -24,11 +24,15 @@ status on to every line mapped through it.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
-from bench.analysis.estimate import PPM, TOL_NS, Segment, wander_allowance_ns_per_s
+from bench.analysis.arrays import I64, Mask
+from bench.analysis.estimate import PPM, TOL_NS, ClockFit, Segment, wander_allowance_ns_per_s
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
@@ -52,7 +56,17 @@ class SegmentWindow:
         return int(self.segment.start_ns), int(self.segment.end_ns)
 
 
-def calibrations(fits: list[tuple[str, object, dict]]) -> list[SegmentWindow]:
+class Fitted(Protocol):
+    """A clock's fit as `calibrations` reads it (bench.model.summary.ClockResult)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
+    @property
+    def fit(self) -> ClockFit | None: ...
+
+
+def calibrations(fits: Sequence[tuple[str, Fitted | None, dict[str, Any]]]) -> list[SegmentWindow]:
     """Calibrations of one device clock from (run id, ClockResult, device meta) of one or more
     runs, in time order, with the windows described above."""
     segs = []
@@ -78,8 +92,8 @@ def calibrations(fits: list[tuple[str, object, dict]]) -> list[SegmentWindow]:
     return out
 
 
-def to_reference_many(seg, value_ns: np.ndarray, resolution_ns: np.ndarray) -> tuple[np.ndarray,
-                                                                                   np.ndarray]:
+def to_reference_many(seg: Segment, value_ns: npt.ArrayLike, resolution_ns: npt.ArrayLike
+                      ) -> tuple[I64, I64]:
     """`Segment.to_reference` over arrays (same vertices, same outward rounding)."""
     value_ns = np.asarray(value_ns, dtype=np.int64)
     resolution_ns = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), value_ns.shape)
@@ -87,8 +101,8 @@ def to_reference_many(seg, value_ns: np.ndarray, resolution_ns: np.ndarray) -> t
         xs, gs, hs, th0, w = seg._x, seg._g, seg._h, seg._theta0, seg._w
     except AttributeError:       # an estimator without exposed vertices: the scalar path
         pairs = [seg.to_reference(int(v), int(q)) for v, q in zip(value_ns, resolution_ns)]
-        a = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-        return a[:, 0], a[:, 1]
+        ab = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        return ab[:, 0], ab[:, 1]
     x = np.concatenate((xs, xs))
     y = np.concatenate((gs, hs))
     den = 1.0 + x * PPM
@@ -111,14 +125,14 @@ def to_reference_many(seg, value_ns: np.ndarray, resolution_ns: np.ndarray) -> t
 @dataclass
 class Mapped:
     """Reference intervals of n stamps (arrays), with how each was obtained."""
-    lo_ns: np.ndarray
-    hi_ns: np.ndarray
-    status: np.ndarray            # index into STATUS
-    calibration: np.ndarray       # index into `names` (-1: none); for a union, the first
-    candidates: np.ndarray        # (calibrations, n) bool: the calibrations whose union it is
-    distance_ns: np.ndarray       # from the calibrated span of its segment (0 inside)
-    names: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    lo_ns: I64
+    hi_ns: I64
+    status: npt.NDArray[np.int8]  # index into STATUS
+    calibration: I64              # index into `names` (-1: none); for a union, the first
+    candidates: Mask              # (calibrations, n) bool: the calibrations whose union it is
+    distance_ns: I64              # from the calibrated span of its segment (0 inside)
+    names: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.lo_ns)
@@ -131,8 +145,9 @@ class Mapped:
         return " | ".join(names) if names else "none"
 
 
-def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=None, *,
-               wall: bool = True, not_after_ns=None, not_before_ns=None,
+def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns: npt.ArrayLike,
+               order_key: npt.ArrayLike | None = None, *, wall: bool = True,
+               not_after_ns: npt.ArrayLike | None = None, not_before_ns: npt.ArrayLike | None = None,
                presync_before_ns: int = PRESYNC_BEFORE_NS, proven: bool = False,
                clip: bool = False) -> Mapped:
     """Map stamps (arrays in the device's timescale) through the calibrations of their clock.
@@ -163,7 +178,7 @@ def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=Non
     for k, c in enumerate(cals):
         los[k], his[k], dists[k], cand[k] = _map_through(c, v, q, presync, before, after,
                                                          proven, clip)
-    notes = []
+    notes: list[str] = []
     if order_key is not None and K > 1:
         drops = not any(c.modulus_ns for c in cals)
         cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
@@ -185,7 +200,8 @@ def map_stamps(cals: list[SegmentWindow], value_ns, resolution_ns, order_key=Non
 _BIG = np.iinfo(np.int64).max
 
 
-def _map_through(c: SegmentWindow, v, q, presync, before, after, proven: bool, clip: bool):
+def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, after: I64,
+                 proven: bool, clip: bool) -> tuple[I64, I64, I64, Mask]:
     """One calibration's (lo, hi, distance from its span, candidate) for every stamp."""
     vk = v
     if c.modulus_ns:             # a wrapped counter: the turn nearest the segment
@@ -213,7 +229,7 @@ def _map_through(c: SegmentWindow, v, q, presync, before, after, proven: bool, c
     return lo, hi, d, cand
 
 
-def _widen_for_wander(c: SegmentWindow, lo, hi, far) -> None:
+def _widen_for_wander(c: SegmentWindow, lo: I64, hi: I64, far: Mask) -> None:
     """Widen (in place) the stamps mapped outside the calibrated span by the wander allowance,
     which grows as the square root of the span it must cover."""
     s0, s1 = c.span
@@ -227,7 +243,8 @@ def _widen_for_wander(c: SegmentWindow, lo, hi, far) -> None:
     hi[far] += extra
 
 
-def _statuses(cals: list[SegmentWindow], cand, first, dist, count, presync) -> np.ndarray:
+def _statuses(cals: list[SegmentWindow], cand: Mask, first: I64, dist: I64, count: I64,
+              presync: Mask) -> npt.NDArray[np.int8]:
     """Each stamp's STATUS index: presync, unplaceable, ambiguous, extrapolated, assumed, proven
     (the first that applies)."""
     status = np.zeros(len(count), dtype=np.int8)
@@ -240,8 +257,8 @@ def _statuses(cals: list[SegmentWindow], cand, first, dist, count, presync) -> n
     return np.where(presync, STATUS.index("presync"), status)
 
 
-def _by_order(cand: np.ndarray, los: np.ndarray, his: np.ndarray, key: np.ndarray,
-              value: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+def _by_order(cand: Mask, los: I64, his: I64, key: npt.ArrayLike, value: I64 | None = None
+              ) -> tuple[Mask, int]:
     """Narrow each line's candidates by the log's order, which is time order: a later line's
     segment is not earlier, and its instant is not before the earliest instant every candidate
     of an earlier line allows (nor after the latest a later line allows). Where the stamps go

@@ -10,8 +10,10 @@ been first); it must hold the true first event.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass
@@ -20,8 +22,8 @@ class PairScore:
     right: int = 0
     wrong: int = 0
     unordered: int = 0          # rackclock: not proven; naive: tied stamps
-    gap_ns: list = field(default_factory=list)      # per pair: true gap
-    outcome: list = field(default_factory=list)     # per pair: 1 right, -1 wrong, 0 unordered
+    gap_ns: list[int] = field(default_factory=list)      # per pair: true gap
+    outcome: list[int] = field(default_factory=list)     # per pair: 1 right, -1 wrong, 0 unordered
 
     def add(self, gap: int, o: int) -> None:
         self.pairs += 1
@@ -31,19 +33,31 @@ class PairScore:
         self.gap_ns.append(int(gap))
         self.outcome.append(int(o))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int]:
         return {"pairs": self.pairs, "right": self.right, "wrong": self.wrong,
                 "unordered": self.unordered}
 
 
-def first_set(lo_ns, hi_ns) -> list[int]:
+def first_set(lo_ns: npt.ArrayLike, hi_ns: npt.ArrayLike) -> list[int]:
     """Indices of the events no other event is proven (interval) to precede."""
     lo = np.asarray(lo_ns, dtype=np.int64)
     hi = np.asarray(hi_ns, dtype=np.int64)
     return [i for i in range(len(lo)) if not np.any(hi < lo[i])]
 
 
-def score(true_ns, lo_ns, hi_ns, naive_ns) -> dict:
+class Score(TypedDict):
+    """`score`'s answer for one cascade."""
+    rackclock: PairScore
+    naive: PairScore
+    true_first: int
+    first_set: list[int]
+    first_contains_truth: bool
+    naive_first: int
+    naive_first_right: bool
+
+
+def score(true_ns: npt.ArrayLike, lo_ns: npt.ArrayLike, hi_ns: npt.ArrayLike,
+          naive_ns: npt.ArrayLike) -> Score:
     """Pairs scored for rackclock and for the naive merge, and the first-event answers."""
     t = np.asarray(true_ns, dtype=np.int64)
     lo = np.asarray(lo_ns, dtype=np.int64)
@@ -69,7 +83,7 @@ GAP_BINS_NS = (0, 30_000_000, 100_000_000, 300_000_000, 1_000_000_000, 3_000_000
                10_000_000_000, 10**15)
 
 
-def curve(scores: list[dict], bins=GAP_BINS_NS) -> list[dict]:
+def curve(scores: list[Score], bins: tuple[int, ...] = GAP_BINS_NS) -> list[dict[str, int | float]]:
     """Per true-gap bin over many cascades: pairs, fraction rackclock orders (right), rackclock
     wrong, fraction the naive merge orders wrongly (and ties)."""
     g = np.concatenate([np.asarray(s["rackclock"].gap_ns, dtype=np.int64) for s in scores]) \
