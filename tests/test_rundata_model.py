@@ -22,12 +22,14 @@ from bench.run.experiment import run_experiment
 @pytest.fixture(scope="module")
 def run_path(tmp_path_factory) -> Path:
     """bmc-3 stepped 750 ms and pdu-1's agent restarted (its sysUpTime counter from zero) within
-    a 16 s run, with pdu-1's outlet stimulus: breaks of two kinds, a counter, latencies."""
+    a 16 s run, with pdu-1's outlet stimulus: breaks of two kinds, a counter, latencies. Both
+    faults come on the devices' own progress (bench/sim/faults.py), not at a time from the
+    simulator's start, which a loaded host reached before the first read."""
     root = tmp_path_factory.mktemp("model-run")
     rack = root / "rack.toml"
     rack.write_text(sim_rack_text(["bmc-3", "pdu-1"], name="model-test", seed=5, changes={
-        "bmc-3": {"sim": {"steps": [{"at_s": 7.0, "size_s": -0.75}]}},
-        "pdu-1": {"sim": {"reboots": [8.0], "reboot_down_s": 1.0}},
+        "bmc-3": {"sim": {"faults": [{"kind": "step", "after_samples": 8, "size_s": -0.75}]}},
+        "pdu-1": {"sim": {"faults": [{"kind": "reboot", "after_samples": 6}], "reboot_down_s": 1.0}},
     }))
     path = run_experiment("clock_offset", rack, root / "out",
                           {"duration_s": "16", "stimulus_every_s": "4"}, quiet=True)
