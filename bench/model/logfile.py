@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, islice
 
@@ -18,7 +19,6 @@ from bench.model.lognames import LINE_LIMIT
 
 DOC_LIMIT = 64 * 2**20          # bytes of a whole-document log (a Redfish LogEntryCollection)
 BATCH_BYTES = 1 << 20         # bytes read at a time, cut into whole lines
-STORE_CHUNK = 4096
 
 
 class LogError(RackclockError, ValueError):
@@ -182,64 +182,49 @@ def read_document(f, limit: int = DOC_LIMIT) -> str:
 
 
 class TextStore:
-    """Many short strings kept as joined chunks of STORE_CHUNK strings and their end offsets:
-    about a third of the memory of a list of str, and one cheap append each."""
+    """Many short strings kept as one UTF-8 buffer and their end offsets: about a third of the
+    memory of a list of str, one cheap append each, and the buffers readable as columns
+    (`buffers`: an Arrow-style large string array). A lone surrogate is stored as '?'."""
 
-    def __init__(self):
-        self._chunks: list[str] = []
-        self._pending: list[str] = []
-        self._end = array("l")
-        self._pos = 0
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._end = array("q", [0])          # offsets: string k is _data[_end[k]:_end[k + 1]]
 
     def append(self, s: str) -> None:
-        self._pending.append(s)
-        self._pos += len(s)
-        self._end.append(self._pos)
-        if len(self._pending) == STORE_CHUNK:
-            self._chunks.append("".join(self._pending))
-            self._pending, self._pos = [], 0
+        self._data += s.encode("utf-8", "replace")
+        self._end.append(len(self._data))
 
     def extend(self, items: list[str]) -> None:
-        """append() of each string, a chunk at a time."""
-        i = 0
-        while i < len(items):
-            take = items[i:i + STORE_CHUNK - len(self._pending)]
-            self._end.extend(islice(accumulate(map(len, take), initial=self._pos), 1, None))
-            self._pos = self._end[-1]
-            self._pending += take
-            i += len(take)
-            if len(self._pending) == STORE_CHUNK:
-                self._chunks.append("".join(self._pending))
-                self._pending, self._pos = [], 0
+        """append() of each string, in one encode where all are ASCII."""
+        joined = "".join(items)
+        b = joined.encode("utf-8", "replace")
+        lens = map(len, items) if len(b) == len(joined) else \
+            (len(s.encode("utf-8", "replace")) for s in items)
+        self._end.extend(islice(accumulate(lens, initial=len(self._data)), 1, None))
+        self._data += b
 
     def pop(self) -> str:
-        if not self._pending:            # reopen the last chunk
-            last = self._chunks.pop()
-            ends = self._end[-STORE_CHUNK:]
-            self._pending = [last[(ends[k - 1] if k else 0):ends[k]] for k in range(len(ends))]
-        s = self._pending.pop()
+        s = self[len(self) - 1]
         self._end.pop()
-        self._pos = self._end[-1] if self._pending else 0
+        del self._data[self._end[-1]:]
         return s
 
     def __len__(self) -> int:
-        return len(self._end)
+        return len(self._end) - 1
 
-    def many(self, idx) -> list[str]:
+    def many(self, idx: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at indices `idx` (a chunk of rows: one call, not one each)."""
-        idx = np.asarray(idx, np.int64)
-        end = np.frombuffer(self._end, dtype=np.dtype("l")) if len(self._end) else np.zeros(0)
-        chunk, r = np.divmod(idx, STORE_CHUNK)
-        stop = end[idx]
-        start = np.where(r > 0, end[idx - 1], 0)
-        del end                          # the array's buffer is free again
-        chunks = self._chunks + ["".join(self._pending)] if self._pending else self._chunks
-        return [chunks[c][a:b] for c, a, b in zip(chunk.tolist(), start.tolist(), stop.tolist())]
+        ends = np.frombuffer(self._end, dtype=np.int64)
+        ix = np.asarray(idx, np.int64)
+        data = self._data
+        return [data[a:b].decode() for a, b in zip(ends[ix].tolist(), ends[ix + 1].tolist())]
 
     def __getitem__(self, i: int) -> str:
         if i < 0:
-            i += len(self._end)
-        c, r = divmod(i, STORE_CHUNK)
-        if c == len(self._chunks):
-            return self._pending[r]
-        return self._chunks[c][(self._end[i - 1] if r else 0):self._end[i]]
+            i += len(self)
+        return self._data[self._end[i]:self._end[i + 1]].decode()
+
+    def buffers(self) -> tuple[np.ndarray, bytearray]:
+        """The offsets (int64, one more than the strings) and the UTF-8 bytes, not copied: the
+        store must not grow while they are held."""
+        return np.frombuffer(self._end, dtype=np.int64), self._data

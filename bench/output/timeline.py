@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.model.timeline_table import utc_text
-from bench.output.timeline_files import Vocabulary, chunks, write_files
+from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
 
 HTML_ROWS = 2000
@@ -27,13 +27,13 @@ def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
           f"{'status':<12} {'device':<10} {'device time':<27} {'order':<16} what")
     n = min(limit, len(tl))
     utc = utc_text(tl.c["lo"][:n]).tolist()
-    voc = Vocabulary(tl)
-    rows = [r for ch in chunks(tl, voc, n) for r in zip(
-        ch.ix, ch.dev.tolist(), ch.label, ch.lo, ch.hi, ch.basis, ch.status, ch.count, ch.dtime,
+    rows = [r for ch in columns(tl, n) for r in zip(
+        ch.dev.tolist(), ch.label_text.to_pylist(), ch.lo.to_pylist(), ch.hi.to_pylist(),
+        ch.basis.to_pylist(), ch.status.to_pylist(), ch.count.to_pylist(), ch.dtime.to_pylist(),
         ch.src.tolist())]
-    for (i, dev, label, lo, hi, basis, status, cnt, dtime, src), u in zip(rows, utc):
+    for i, ((dev, label, lo, hi, basis, status, cnt, dtime, src), u) in enumerate(zip(rows, utc)):
         lo, hi = int(lo), int(hi)
-        ordtxt = "proven" if not cnt else f"unordered with {cnt}"
+        ordtxt = "proven" if cnt == "0" else f"unordered with {cnt}"
         st = status if basis in ("stamp", "event") else basis
         mark = "*" if tl.table.sources[src].log else " "
         yield (f"{i:>5}{mark} {u:<27} {(lo - t0) / 1e9:>11.6f} {(hi - t0) / 1e9:>11.6f} "
