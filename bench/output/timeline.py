@@ -1,13 +1,16 @@
 """The timeline written out: a terminal table, timeline.json and timeline.csv (every entry, its
 raw stamp beside its interval and the calibration it came from), OpenTelemetry-style log
-records (timeline.otel.json: the device's raw time as the record time, the interval bounds,
-calibration and order as attributes; the OTLP/JSON shape of `resourceLogs`), and timeline.html
-(one lane per plane, the user's own log lines marked). The three entry files are written by
+records (timeline.otel.json, only when asked: the device's raw time as the record time, the
+interval bounds, calibration and order as attributes; the OTLP/JSON shape of `resourceLogs`),
+and timeline.html (one lane per plane, the user's own log lines marked). The entry files are
+written by
 bench/output/timeline_files.py, a chunk of rows at a time: memory does not grow with the number
 of entries."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import tempfile
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from bench.model.timeline_table import utc_text
@@ -15,6 +18,9 @@ from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
 
 HTML_ROWS = 2000
+FILES = {"json": "timeline.json", "csv": "timeline.csv", "otel": "timeline.otel.json",
+         "html": "timeline.html"}
+DEFAULT_FORMATS = ("json", "csv", "html")    # timeline.otel.json only when asked (--formats)
 
 
 def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
@@ -80,26 +86,26 @@ def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
     path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
 
 
-def write_outputs(folder: Path, tl, t0: int) -> list[Path]:
-    """The four files, each written under a fresh temporary name (O_EXCL) and renamed into
-    place: a name planted in the folder (a symlink) is replaced, never written through, and a
-    reader never sees half a file."""
-    import os
-    import tempfile
-    paths = [folder / "timeline.json", folder / "timeline.csv", folder / "timeline.otel.json",
-             folder / "timeline.html"]
-    parts = []
+def write_outputs(folder: Path, tl, t0: int,
+                  formats: Collection[str] = DEFAULT_FORMATS) -> list[Path]:
+    """The files of `formats` (FILES), each written under a fresh temporary name (O_EXCL) and
+    renamed into place: a name planted in the folder (a symlink) is replaced, never written
+    through, and a reader never sees half a file."""
+    paths = {f: folder / name for f, name in FILES.items() if f in formats}
+    parts: dict[str, Path] = {}
     try:
-        for p in paths:
+        for f, p in paths.items():
             fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
             os.close(fd)
-            parts.append(Path(tmp))
-        write_files(tl, *parts[:3])
-        write_html(tl, parts[3], t0)
-        for tmp, p in zip(parts, paths):
+            parts[f] = Path(tmp)
+        if {"json", "csv", "otel"} & set(parts):
+            write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"))
+        if "html" in parts:
+            write_html(tl, parts["html"], t0)
+        for f, tmp in parts.items():
             os.chmod(tmp, 0o644)
-            os.replace(tmp, p)
+            os.replace(tmp, paths[f])
     finally:
-        for tmp in parts:
+        for tmp in parts.values():
             tmp.unlink(missing_ok=True)
-    return paths
+    return list(paths.values())

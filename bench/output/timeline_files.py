@@ -11,6 +11,7 @@ import io
 import json
 import shutil
 from collections.abc import Iterator
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from json.encoder import encode_basestring as js
 from pathlib import Path
@@ -196,22 +197,27 @@ def _csv_header() -> bytes:
     return out.getvalue().encode()
 
 
-def write_files(tl, json_path: Path, csv_path: Path, otel_path: Path | None = None) -> None:
-    """timeline.json, timeline.csv and (given a path) timeline.otel.json in one pass over the
-    rows, a chunk at a time."""
+def write_files(tl, json_path: Path | None, csv_path: Path | None,
+                otel_path: Path | None = None) -> None:
+    """timeline.json, timeline.csv and timeline.otel.json, those given a path, in one pass over
+    the rows, a chunk at a time."""
     voc = Vocabulary(tl)
-    otel = OtelSink(otel_path, tl.table.devices) if otel_path is not None else None
-    try:
-        with open(json_path, "wb") as fj, open(csv_path, "wb") as fc:
+    with ExitStack() as stack:
+        fj = stack.enter_context(open(json_path, "wb")) if json_path is not None else None
+        fc = stack.enter_context(open(csv_path, "wb")) if csv_path is not None else None
+        otel = stack.enter_context(closing(OtelSink(otel_path, tl.table.devices))) \
+            if otel_path is not None else None
+        if fj is not None:
             fj.write(('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
                       + json.dumps(tl.unplaced) + ', "entries": [\n').encode())
+        if fc is not None:
             fc.write(_csv_header())
-            for k, ch in enumerate(columns(tl)):
+        for k, ch in enumerate(columns(tl)):
+            if fj is not None:
                 write_rows(fj, json_rows(ch, voc), 0 if k else 2)
+            if fc is not None:
                 write_rows(fc, csv_rows(ch, voc))
-                if otel is not None:
-                    otel.add(ch.dev, otel_records(ch, voc))
+            if otel is not None:
+                otel.add(ch.dev, otel_records(ch, voc))
+        if fj is not None:
             fj.write(b"]}\n")
-    finally:
-        if otel is not None:
-            otel.close()
