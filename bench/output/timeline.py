@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
-from bench.model.timeline_table import utc_text
+from bench.model.timeline_table import BASES, STATUSES, utc_text
 from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
 
@@ -35,8 +35,8 @@ def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
     utc = utc_text(tl.c["lo"][:n]).tolist()
     rows = [r for ch in columns(tl, n) for r in zip(
         ch.dev.tolist(), ch.label_text.to_pylist(), ch.lo.to_pylist(), ch.hi.to_pylist(),
-        ch.basis.to_pylist(), ch.status.to_pylist(), ch.count.to_pylist(), ch.dtime.to_pylist(),
-        ch.src.tolist())]
+        [BASES[b] for b in ch.basis.tolist()], [STATUSES[x] for x in ch.status.tolist()],
+        ch.count.to_pylist(), ch.dtime.to_pylist(), ch.src.tolist())]
     for i, ((dev, label, lo, hi, basis, status, cnt, dtime, src), u) in enumerate(zip(rows, utc)):
         lo, hi = int(lo), int(hi)
         ordtxt = "proven" if cnt == "0" else f"unordered with {cnt}"

@@ -42,17 +42,26 @@ CHUNK = 8192                # rows formatted at a time (their text: a few MB)
 
 
 class Vocabulary:
-    """The repeated values of a timeline, each escaped once: per device its source and plane,
-    per calibration its name, per source its log file (JSON and CSV forms)."""
+    """The repeated values of a timeline, each escaped once and joined with the constant text
+    around them in each file: per device its source and plane, per calibration its name (with
+    each status, and in OTLP each basis), per source its log file."""
 
     def __init__(self, tl) -> None:
-        t = tl.table
-        self.dev_json = [f'"source": {js(d)}, "plane": {js(p)}' for d, p in t.devices]
+        t, ns, nb = tl.table, len(STATUSES), len(BASES)
+        self.dev_json = [f', "source": {js(d)}, "plane": {js(p)}, "label": "' for d, p in t.devices]
         self.dev_csv = [f"{csv_field(d)},{csv_field(p)}" for d, p in t.devices]
-        self.cal_json = [js(c) for c in t.cal_names]
-        self.cal_csv = [csv_field(c) for c in t.cal_names]
-        self.log_json = [js(s.log) for s in t.sources]
+        self.basis_json = [f', "basis": "{b}", "raw": "' for b in BASES]
+        self.cal_json = [f'", "calibration": {js(c)}, "status": "{st}", "distance_ns": '
+                         for c in t.cal_names for st in STATUSES]
+        self.cal_csv = [f"{csv_field(c)},{st}" for c in t.cal_names for st in STATUSES]
+        self.cal_otel = [f'"}}}}, {{"key": "rackclock.calibration", "value": {{"stringValue": '
+                         f'{js(c)}}}}}, {{"key": "rackclock.status", "value": {{"stringValue": '
+                         f'"{st}"}}}}, {{"key": "rackclock.basis", "value": {{"stringValue": '
+                         f'"{b}"}}}}, {{"key": "rackclock.order.block", "value": {{"intValue": "'
+                         for c in t.cal_names for st in STATUSES for b in BASES]
+        self.log_json = [f'", "log": {js(s.log)}}}' for s in t.sources]
         self.log_csv_eol = [csv_field(s.log) + "\r\n" for s in t.sources]
+        self.shape = (ns, nb)
 
 
 @dataclass
@@ -62,6 +71,8 @@ class Cols:
     dev: np.ndarray
     src: np.ndarray
     cal: np.ndarray
+    basis: np.ndarray       # indices into BASES and STATUSES
+    status: np.ndarray
     ix: pa.Array
     block: pa.Array
     lo: pa.Array
@@ -73,8 +84,6 @@ class Cols:
     raw_csv: pa.Array
     near: pa.Array          # the unordered_with lists, in JSON and in CSV
     near_csv: pa.Array
-    basis: pa.Array
-    status: pa.Array
     dist: pa.Array
     has_dist: pa.Array
     count: pa.Array
@@ -92,29 +101,30 @@ def columns(tl, n: int | None = None) -> Iterator[Cols]:
         label, raw = chunk_texts(tl.table.sources, c["src"][s], c["idx"][s])
         status = np.where(basis <= BASES.index("event"), c["status"][s], 0)
         raw_ns = np.where(has & (basis == 0) & (st > UNIX_AFTER_NS), st, 0)
-        yield Cols(c["dev"][s], c["src"][s], c["cal"][s], decimal(np.arange(s.start, s.stop)),
-                   decimal(tl.block[s]), decimal(c["lo"][s]), decimal(c["hi"][s]), label,
-                   *json_csv(label), *json_csv(raw), *index_arrays(tl.near[s]),
-                   pick(list(BASES), basis), pick(list(STATUSES), status),
-                   decimal(c["dist"][s]), pa.array(c["dist"][s] != 0), decimal(tl.count[s]),
+        yield Cols(c["dev"][s], c["src"][s], c["cal"][s], basis, status,
+                   decimal(np.arange(s.start, s.stop)), decimal(tl.block[s]),
+                   decimal(c["lo"][s]), decimal(c["hi"][s]), label, *json_csv(label),
+                   *json_csv(raw), *index_arrays(tl.near[s]), decimal(c["dist"][s]),
+                   pa.array(c["dist"][s] != 0), decimal(tl.count[s]),
                    time_texts(st, has, c["res"][s]), decimal(raw_ns))
 
 
 def json_rows(ch: Cols, voc: Vocabulary) -> pa.Array:
     """Rows of timeline.json's entries, each after ",\n"."""
+    ns = voc.shape[0]
     return join(
-        ',\n{"index": ', ch.ix, ', "block": ', ch.block, ", ", pick(voc.dev_json, ch.dev),
-        ', "label": "', ch.label, '", "lo_ns": ', ch.lo, ', "hi_ns": ', ch.hi, ', "basis": "',
-        ch.basis, '", "raw": "', ch.raw, '", "calibration": ', pick(voc.cal_json, ch.cal),
-        ', "status": "', ch.status, '", "distance_ns": ', ch.dist, ', "unordered_count": ',
-        ch.count, ', "unordered_with": [', ch.near, '], "device_time": "',
-        ch.dtime, '", "log": ', pick(voc.log_json, ch.src), "}")
+        ',\n{"index": ', ch.ix, ', "block": ', ch.block, pick(voc.dev_json, ch.dev), ch.label,
+        '", "lo_ns": ', ch.lo, ', "hi_ns": ', ch.hi, pick(voc.basis_json, ch.basis), ch.raw,
+        pick(voc.cal_json, ch.cal * ns + ch.status), ch.dist, ', "unordered_count": ', ch.count,
+        ', "unordered_with": [', ch.near, '], "device_time": "', ch.dtime,
+        pick(voc.log_json, ch.src))
 
 
 def csv_rows(ch: Cols, voc: Vocabulary) -> pa.Array:
     """Rows of timeline.csv as csv's excel dialect writes them."""
     return join(ch.ix, ch.block, pick(voc.dev_csv, ch.dev), ch.label_csv, ch.lo, ch.hi,
-                ch.basis, ch.raw_csv, pick(voc.cal_csv, ch.cal), ch.status, ch.dist, ch.count,
+                pick(list(BASES), ch.basis), ch.raw_csv,
+                pick(voc.cal_csv, ch.cal * voc.shape[0] + ch.status), ch.dist, ch.count,
                 ch.near_csv, ch.dtime, pick(voc.log_csv_eol, ch.src), sep=",")
 
 
@@ -122,6 +132,7 @@ def otel_records(ch: Cols, voc: Vocabulary) -> pa.Array:
     """OTLP/JSON log records, each after ",\n": timeUnixNano is the device's own time as
     written (0 when it is not a Unix time), the reference interval an attribute (the distance
     from the calibrated span only where there is one)."""
+    ns, nb = voc.shape
     tail = pc.if_else(ch.has_dist, join(
         ', {"key": "rackclock.distance_ns", "value": {"intValue": "', ch.dist, '"}}]}'),
         lit("]}"))
@@ -130,10 +141,7 @@ def otel_records(ch: Cols, voc: Vocabulary) -> pa.Array:
         '"}, "attributes": [{"key": "rackclock.interval.lo_ns", "value": {"intValue": "',
         ch.lo, '"}}, {"key": "rackclock.interval.hi_ns", "value": {"intValue": "', ch.hi,
         '"}}, {"key": "rackclock.raw_timestamp", "value": {"stringValue": "', ch.raw,
-        '"}}, {"key": "rackclock.calibration", "value": {"stringValue": ',
-        pick(voc.cal_json, ch.cal), '}}, {"key": "rackclock.status", "value": {"stringValue": "',
-        ch.status, '"}}, {"key": "rackclock.basis", "value": {"stringValue": "', ch.basis,
-        '"}}, {"key": "rackclock.order.block", "value": {"intValue": "', ch.block,
+        pick(voc.cal_otel, (ch.cal * ns + ch.status) * nb + ch.basis), ch.block,
         '"}}, {"key": "rackclock.order.unordered_count", "value": {"intValue": "', ch.count,
         '"}}', tail)
 
