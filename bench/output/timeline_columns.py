@@ -19,8 +19,6 @@ from bench.model.timeline_table import LABEL_KEEP, UNIX_AFTER_NS, LogTexts, devi
 
 LS = pa.large_string()
 NO_INDEX = np.iinfo(np.int64).max
-DIGITS4 = np.frombuffer("".join(f"{i:04d}" for i in range(10000)).encode(), np.uint32)
-DIGITS = np.array([len(str(i)) for i in range(10000)])          # digits of 0 to 9999
 NEEDS_QUOTE = re.compile(r'[",\r\n]')
 JSON_RE, CSV_RE = r'[\x00-\x1f"\\]', r'[",\r\n]'    # what json escapes, what makes csv quote
 
@@ -132,55 +130,22 @@ def chunk_texts(sources: list, src: np.ndarray, k: np.ndarray) -> tuple[pa.Array
             pa.concat_arrays([p[1] for p in parts]).take(back))
 
 
-def _keep_table(width: int) -> np.ndarray:
-    """Item d (of `width` bytes): the right-aligned digit cells a number of d digits keeps, then
-    the two cells of a separator ", " off; item width - 3 + d: the same with the separator on."""
-    t = np.zeros((2, width - 3, width), bool)
-    t[:, :, :width - 4] = np.arange(width - 4) >= (width - 4 - np.arange(width - 3))[:, None]
-    t[1, :, width - 4:width - 2] = True
-    return t.reshape(-1, width).view(np.dtype((np.void, width))).ravel()
-
-
-def index_text(near: np.ndarray) -> tuple[tuple[bytes, np.ndarray], tuple[bytes, np.ndarray]]:
-    """Each row's indices (-1: none), ascending, as decimal text joined by ", " (JSON) and by
-    " " (CSV): the digits of the whole chunk made at once with numpy (four at a time from a
-    table), one selection of the cells kept. The texts and their row offsets."""
-    n, k = near.shape
-    if not n * k:
-        return (b"", np.zeros(n + 1, np.int64)), (b"", np.zeros(n + 1, np.int64))
-    v = np.sort(np.where(near < 0, NO_INDEX, near.astype(np.int64)), axis=1).ravel()
-    valid = v != NO_INDEX
-    x = np.where(valid, v, 0)
-    g = -(-len(str(int(x.max()))) // 4)           # words of 4 digits, then one of separator
-    cells, digits = np.empty((len(x), g + 1), np.uint32), np.ones(len(x), np.int64)
-    cells[:, g] = np.frombuffer(b", \0\0", np.uint32)[0]
-    y, small = x.astype(np.uint64), int(x.max()) < 2**32
-    for j in range(g - 1, -1, -1):
-        q = (y * np.uint64(3518437209)) >> np.uint64(45) if small else y // 10000   # (*)
-        r = y - q * np.uint64(10000)
-        cells[:, j] = DIGITS4[r]
-        digits = np.where(r > 0, 4 * (g - 1 - j) + DIGITS[r], digits) if j < g - 1 else DIGITS[r]
-        y = q
-    nv = valid.reshape(n, k).sum(axis=1)
-    more = (np.arange(k) < (nv - 1)[:, None]).ravel()     # a separator after it
-    digits = np.where(valid, digits, 0)          # (*) x * 3518437209 >> 45 == x // 10000 below 2**32
-    keep = _keep_table(4 * g + 4)[digits + more * (4 * g + 1)].view(bool)
-    text = cells.view(np.uint8).ravel()[keep].tobytes()
-    seps = np.concatenate([[0], np.cumsum(np.maximum(nv - 1, 0))])
-    off = np.concatenate([[0], np.cumsum(digits.reshape(n, k).sum(axis=1))]) + 2 * seps
-    b = np.frombuffer(text, np.uint8)
-    return (text, off), (b[b != ord(",")].tobytes(), off - seps)
-
-
 def index_arrays(near: np.ndarray) -> tuple[pa.Array, pa.Array]:
-    """Each row's indices joined by ", " (JSON) and by " " (CSV)."""
-    return tuple(pa.LargeStringArray.from_buffers(len(off) - 1, pa.py_buffer(off.astype(np.int64)),
-                                                  pa.py_buffer(text))
-                 for text, off in index_text(near))
+    """Each row's indices (-1: none), ascending, joined by ", " (JSON) and by " " (CSV): the
+    values' text made once for the range they span (else one by one), taken into lists."""
+    v = np.sort(np.where(near < 0, NO_INDEX, near.astype(np.int64)), axis=1)
+    valid = v != NO_INDEX
+    flat = v[valid]
+    off = np.concatenate([[0], np.cumsum(valid.sum(axis=1))])
+    if len(flat) and int(flat.max()) - int(flat.min()) < 4 * len(flat):
+        lo = int(flat.min())
+        vals = decimal(np.arange(lo, int(flat.max()) + 1)).take(pa.array(flat - lo))
+    else:
+        vals = decimal(flat)
+    lists = pa.LargeListArray.from_arrays(pa.array(off), vals)
+    return pc.binary_join(lists, lit(", ")), pc.binary_join(lists, lit(" "))
 
 
 def index_lists(near: np.ndarray) -> list[str]:
-    """Each row's indices as text joined by single spaces (index_text), a str per row."""
-    _, (text, off) = index_text(near)
-    s, ends = text.decode("ascii"), off.tolist()
-    return [s[a:b] for a, b in zip(ends[:-1], ends[1:])]
+    """Each row's indices as text joined by single spaces (index_arrays), a str per row."""
+    return index_arrays(near)[1].to_pylist()
