@@ -10,7 +10,6 @@ import stat
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
 
 import numpy as np
 
@@ -194,13 +193,19 @@ class TextStore:
         self._data += s.encode("utf-8", "replace")
         self._end.append(len(self._data))
 
-    def extend(self, items: list[str]) -> None:
-        """append() of each string, in one encode where all are ASCII."""
-        joined = "".join(items)
+    def extend(self, items: Sequence[str], joined: str | None = None,
+               lens: np.ndarray | None = None) -> None:
+        """append() of each string, in one encode where all are ASCII (`joined`: the strings
+        already joined, `lens`: their lengths, where the caller has them)."""
+        joined = "".join(items) if joined is None else joined
         b = joined.encode("utf-8", "replace")
-        lens = map(len, items) if len(b) == len(joined) else \
-            (len(s.encode("utf-8", "replace")) for s in items)
-        self._end.extend(islice(accumulate(lens, initial=len(self._data)), 1, None))
+        if len(b) != len(joined):                # not ASCII: each string's bytes
+            lens = np.fromiter((len(s.encode("utf-8", "replace")) for s in items), np.int64,
+                               len(items))
+        elif lens is None:
+            lens = np.fromiter(map(len, items), np.int64, len(items))
+        ends = np.cumsum(lens, dtype=np.int64) + len(self._data)
+        self._end.frombytes(ends.tobytes())
         self._data += b
 
     def pop(self) -> str:
