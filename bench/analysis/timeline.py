@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,9 @@ def widen(entry: Entry, latency_lo_ns: int, latency_hi_ns: int) -> Entry:
                    basis="event", clock_key=None, stamp_ns=None, resolution_ns=0)
 
 
-def order_arrays(lo_ns, hi_ns, clock=None, stamp_ns=None, resolution_ns=None):
+def order_arrays(lo_ns: npt.ArrayLike, hi_ns: npt.ArrayLike, clock: npt.ArrayLike | None = None,
+                 stamp_ns: npt.ArrayLike | None = None, resolution_ns: npt.ArrayLike | None = None,
+                 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """`order` over arrays, for a million entries: (permutation sorting by interval, proven-order
     block of each sorted entry, number of entries each sorted entry is unordered with).
 

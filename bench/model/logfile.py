@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import stat
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path) -> os.PathLike:
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """The file at `path` opened for binary reading, if it is a regular file; else LogError.
     O_NONBLOCK: opening a FIFO with no writer returns at once (then refused by fstat)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
@@ -57,7 +58,7 @@ class LineStats:
     """Lines over the limit: how many, and the numbers of the first few."""
     limit: int = LINE_LIMIT
     over: int = 0
-    first_over: list = field(default_factory=list)
+    first_over: list[int] = field(default_factory=list)
 
     def note(self) -> str | None:
         if not self.over:
@@ -72,20 +73,21 @@ class LineBatch:
     decoded block they were cut from when it is exactly their join (None otherwise)."""
     __slots__ = ("n0", "text", "_lines")
 
-    def __init__(self, n0: int, text: str | None, lines: list | None = None):
+    def __init__(self, n0: int, text: str | None, lines: list[str | None] | None = None) -> None:
         self.n0, self.text, self._lines = n0, text, lines
 
     @property
-    def lines(self) -> list:
+    def lines(self) -> list[str | None]:
         if self._lines is None:
-            self._lines = self.text.split("\n")
+            lines: list[str | None] = list(self.text.split("\n")) if self.text is not None else []
+            self._lines = lines
         return self._lines
 
 
 class _Batcher:
     """Cuts a binary file into batches of whole lines (see line_batches)."""
 
-    def __init__(self, f, stats: LineStats, block: int):
+    def __init__(self, f: BinaryIO, stats: LineStats, block: int) -> None:
         self.f, self.stats, self.block = f, stats, block
         self.n = 0                      # lines numbered so far
         self.carry = b""                # the start of a line the last block cut
@@ -106,7 +108,7 @@ class _Batcher:
                              else [x.rstrip("\r") for x in text.split("\n")])
         raw = part.split(b"\n")
         self.n += len(raw)
-        out: list = []
+        out: list[str | None] = []
         for k, b in enumerate(raw):
             if len(b) > limit:
                 self.over(n0 + k)
@@ -115,7 +117,7 @@ class _Batcher:
                 out.append(b.decode("utf-8", "replace").rstrip("\r"))
         return LineBatch(n0, None, out)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[LineBatch]:
         while True:
             data = self.f.read(self.block)
             if not data:
@@ -146,7 +148,7 @@ def _longest_line(part: bytes) -> int:
     return int(max(ends[0], len(part) - ends[-1] - 1, np.diff(ends).max(initial=1) - 1))
 
 
-def line_batches(f, stats: LineStats, block: int = BATCH_BYTES):
+def line_batches(f: BinaryIO, stats: LineStats, block: int = BATCH_BYTES) -> Iterator[LineBatch]:
     """Batches (first line number, lines) of a binary file's lines, read `block` bytes at a time:
     each line decoded as UTF-8 (bad bytes replaced), its line end removed; a line over
     `stats.limit` bytes is None in its batch, counted and never held (memory: a block and one
@@ -154,7 +156,7 @@ def line_batches(f, stats: LineStats, block: int = BATCH_BYTES):
     return iter(_Batcher(f, stats, block))
 
 
-def numbered(batches):
+def numbered(batches: Iterable[LineBatch]) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of the batches, the lines over the limit left out."""
     for b in batches:
         for k, line in enumerate(b.lines, b.n0):
@@ -162,12 +164,12 @@ def numbered(batches):
                 yield k, line
 
 
-def lines(f, stats: LineStats):
+def lines(f: BinaryIO, stats: LineStats) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a binary file (line_batches, a line at a time)."""
     return numbered(line_batches(f, stats))
 
 
-def read_document(f, limit: int = DOC_LIMIT) -> str:
+def read_document(f: BinaryIO, limit: int = DOC_LIMIT) -> str:
     """The whole (small) document from the start of the file, or LogError past `limit` bytes;
     the file's position is kept (a line reader goes on where it was)."""
     pos = f.tell()

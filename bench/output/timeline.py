@@ -95,9 +95,9 @@ def write_outputs(folder: Path, tl, t0: int,
     parts: dict[str, Path] = {}
     try:
         for f, p in paths.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
+            fd, name = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
             os.close(fd)
-            parts[f] = Path(tmp)
+            parts[f] = Path(name)
         if {"json", "csv", "otel"} & set(parts):
             write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"))
         if "html" in parts:
