@@ -12,8 +12,9 @@ import os
 import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
-from bench.model.timeline_table import BASES, STATUSES, utc_text
+from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
 
@@ -23,7 +24,7 @@ FILES = {"json": "timeline.json", "csv": "timeline.csv", "otel": "timeline.otel.
 DEFAULT_FORMATS = ("json", "csv", "html")    # timeline.otel.json only when asked (--formats)
 
 
-def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
+def table_lines(tl: Timeline, t0: int, limit: int = 200) -> Iterator[str]:
     """The terminal table of a timeline, a line at a time (the command prints them)."""
     for rep in tl.reports:
         yield from _report_lines(rep)
@@ -54,7 +55,7 @@ def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
           f"unordered against another")
 
 
-def _report_lines(rep: dict) -> Iterator[str]:
+def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
     if "error" in rep:
         return                 # said once on stderr by the command
     yield (f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
@@ -76,7 +77,7 @@ def _report_lines(rep: dict) -> Iterator[str]:
               f"{len(rep['unplaced'])} in timeline.json)")
 
 
-def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
+def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
     from bench.output.timeline_page import timeline_html
     rows = tl.rows(0, limit)
     head = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>rackclock timeline"
@@ -86,7 +87,7 @@ def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
     path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
 
 
-def write_outputs(folder: Path, tl, t0: int,
+def write_outputs(folder: Path, tl: Timeline, t0: int,
                   formats: Collection[str] = DEFAULT_FORMATS) -> list[Path]:
     """The files of `formats` (FILES), each written under a fresh temporary name (O_EXCL) and
     renamed into place: a name planted in the folder (a symlink) is replaced, never written

@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from json.encoder import encode_basestring as js
-from typing import BinaryIO
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.model.timeline_table import LABEL_KEEP, UNIX_AFTER_NS, LogTexts, device_times
+from bench.model.logfile import TextStore
+from bench.model.timeline_table import LABEL_KEEP, UNIX_AFTER_NS, EntryTexts, LogTexts, device_times
 
 LS = pa.large_string()
 NO_INDEX = np.iinfo(np.int64).max
@@ -72,7 +73,7 @@ def data_of(arr: pa.Array) -> memoryview:
     return memoryview(bufs[2])[int(off[0]):int(off[-1])]
 
 
-def write_rows(f: BinaryIO, arr: pa.Array, skip: int = 0) -> None:
+def write_rows(f: IO[bytes], arr: pa.Array, skip: int = 0) -> None:
     """The rows' bytes into `f`, the first `skip` bytes left out."""
     f.write(data_of(arr)[skip:])
 
@@ -96,13 +97,13 @@ def json_csv(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return (_fixed(arr, JSON_RE, lambda x: js(x)[1:-1]), _fixed(arr, CSV_RE, csv_field))
 
 
-def store_array(store) -> pa.Array:
+def store_array(store: TextStore) -> pa.Array:
     """A text store (bench.model.logfile.TextStore) as a large-string array (not copied)."""
     off, data = store.buffers()
     return pa.LargeStringArray.from_buffers(len(off) - 1, pa.py_buffer(off), pa.py_buffer(data))
 
 
-def source_texts(source, ks: np.ndarray) -> tuple[pa.Array, pa.Array]:
+def source_texts(source: LogTexts | EntryTexts, ks: np.ndarray) -> tuple[pa.Array, pa.Array]:
     """Labels and raw stamps of a source's entries `ks` (a log's from its text stores)."""
     if not isinstance(source, LogTexts):
         label, raw = source.labels_raws(ks.tolist())
@@ -115,7 +116,8 @@ def source_texts(source, ks: np.ndarray) -> tuple[pa.Array, pa.Array]:
     return label, store_array(source.st.raw).take(take)
 
 
-def chunk_texts(sources: list, src: np.ndarray, k: np.ndarray) -> tuple[pa.Array, pa.Array]:
+def chunk_texts(sources: list[LogTexts | EntryTexts], src: np.ndarray,
+                k: np.ndarray) -> tuple[pa.Array, pa.Array]:
     """Labels and raw stamps of a chunk of rows, fetched a source at a time."""
     if not len(src):
         return pa.array([], LS), pa.array([], LS)

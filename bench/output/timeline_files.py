@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as js
 from pathlib import Path
 from tempfile import TemporaryFile
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS
+from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, Timeline
 from bench.output.timeline_columns import (
     chunk_texts,
     csv_field,
@@ -46,7 +47,7 @@ class Vocabulary:
     around them in each file: per device its source and plane, per calibration its name (with
     each status, and in OTLP each basis), per source its log file."""
 
-    def __init__(self, tl) -> None:
+    def __init__(self, tl: Timeline) -> None:
         t, ns, nb = tl.table, len(STATUSES), len(BASES)
         self.dev_json = [f', "source": {js(d)}, "plane": {js(p)}, "label": "' for d, p in t.devices]
         self.dev_csv = [f"{csv_field(d)},{csv_field(p)}" for d, p in t.devices]
@@ -91,7 +92,7 @@ class Cols:
     raw_ns: pa.Array
 
 
-def columns(tl, n: int | None = None) -> Iterator[Cols]:
+def columns(tl: Timeline, n: int | None = None) -> Iterator[Cols]:
     """The first `n` rows (all by default) as Cols of CHUNK rows."""
     c = tl.c
     n = len(tl) if n is None else min(n, len(tl))
@@ -152,12 +153,13 @@ class OtelSink:
     records go straight into the file; each other device's into an unlinked temporary file
     beside it, appended at the end."""
 
-    def __init__(self, path: Path, devices: list):
+    def __init__(self, path: Path, devices: list[tuple[str, str]]) -> None:
         self.f = open(path, "wb")
         self.f.write(b'{"resourceLogs": [')
         self.devices = devices
         self.first: int | None = None
-        self.parts: dict[int, list] = {}
+        self.parts: dict[int, IO[bytes]] = {}     # per device the file of its records
+        self.written: dict[int, int] = {}         # and how many are in it
 
     def _resource(self, dev: int) -> bytes:
         name, plane = self.devices[dev]
@@ -176,16 +178,16 @@ class OtelSink:
                 self.f.write(self._resource(d))
             part = self.parts.get(d)
             if part is None:
-                part = self.parts[d] = [self.f if d == self.first else
-                                        TemporaryFile("w+b", dir=Path(self.f.name).parent), 0]
-            write_rows(part[0], recs, 0 if part[1] else 2)
-            part[1] += len(recs)
+                part = self.parts[d] = self.f if d == self.first else \
+                    TemporaryFile("w+b", dir=Path(self.f.name).parent)
+            write_rows(part, recs, 0 if self.written.get(d) else 2)
+            self.written[d] = self.written.get(d, 0) + len(recs)
 
     def close(self) -> None:
         try:
             if self.first is not None:
                 self.f.write(b"]}]}")
-            for dev, (part, _) in self.parts.items():
+            for dev, part in self.parts.items():
                 if part is self.f:
                     continue
                 self.f.write(b",\n" + self._resource(dev))
@@ -194,7 +196,7 @@ class OtelSink:
                 self.f.write(b"]}]}")
             self.f.write(b"]}\n")
         finally:
-            for part, _ in self.parts.values():
+            for part in self.parts.values():
                 part.close()
             self.f.close()
 
@@ -205,7 +207,7 @@ def _csv_header() -> bytes:
     return out.getvalue().encode()
 
 
-def write_files(tl, json_path: Path | None, csv_path: Path | None,
+def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
                 otel_path: Path | None = None) -> None:
     """timeline.json, timeline.csv and timeline.otel.json, those given a path, in one pass over
     the rows, a chunk at a time."""
