@@ -17,6 +17,9 @@ from pathlib import Path
 
 from bench.model.lognames import FORMATS, LINE_LIMIT
 
+FILES = ("json", "csv", "otel", "html")             # bench.output.timeline.FILES
+DEFAULT_FORMATS = ("json", "csv", "html")
+
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
               "surely",
@@ -58,7 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--line-limit", type=int, default=LINE_LIMIT, metavar="BYTES",
                     help=f"longest log line read; longer ones are counted and skipped "
                          f"(default {LINE_LIMIT})")
+    ap.add_argument("--formats", default=",".join(DEFAULT_FORMATS), metavar="LIST",
+                    help="files written into the run folder, comma-separated from "
+                         f"{', '.join(FILES)} (timeline.otel.json: OpenTelemetry log records for "
+                         f"a collector; default {','.join(DEFAULT_FORMATS)})")
     a = ap.parse_args(argv)
+    formats = {f.strip() for f in a.formats.split(",") if f.strip()}
+    if not formats or formats - set(FILES):
+        ap.error(f"--formats: a comma-separated list of {', '.join(FILES)} (got {a.formats!r})")
     # the timeline machinery after the arguments: `rackclock timeline --help` imports no numpy
     from bench.model.logfile import LogError
     from bench.model.rundata import RunFolderError, load_run
@@ -85,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0)
     for line in table_lines(tl, int(t0), a.rows):
         print(line)
-    paths = write_outputs(run.path, tl, int(t0))
+    paths = write_outputs(run.path, tl, int(t0), formats)
     print("written: " + ", ".join(str(p) for p in paths))
     return 2 if refused else 0
 

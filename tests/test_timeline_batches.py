@@ -8,7 +8,7 @@ import numpy as np
 
 from bench.model.logfile import LineStats, line_batches, numbered
 from bench.model.logformats import Context, Stamps, parse_file, parse_rfc5424
-from bench.output.timeline_files import index_lists
+from bench.output.timeline_columns import index_lists
 
 
 def _by_readline(data: bytes, limit: int) -> tuple[list, int]:

@@ -218,7 +218,10 @@ def test_timeline_command_reads_formats_reports_unparsed_lines_and_writes_otel(t
     up = pdu.read_ns(t_ev)
     dmesg.write_text(f"[{up // NS:5d}.{up % NS // 1000:06d}] outlet 5 off\n")
     assert main([str(run), f"bmc-1={log}", f"pdu-1={dmesg}"]) == 0
+    assert not (run / "timeline.otel.json").exists()        # only when asked
+    assert main([str(run), f"bmc-1={log}", f"pdu-1={dmesg}", "--formats", "json,otel"]) == 0
     out = capsys.readouterr().out
+    assert out.rstrip().endswith(f"written: {run / 'timeline.json'}, {run / 'timeline.otel.json'}")
     assert "rfc3164 (detected: 2 of 3 sampled lines" in out
     assert "line 2: not an RFC 3164 header" in out and "year 2026 taken from the run" in out
     data = json.loads((run / "timeline.json").read_text())
@@ -281,3 +284,18 @@ def test_two_runs_calibrate_one_timeline_and_each_line_names_its_calibration(tmp
         t = int(e["label"].rsplit(" ", 1)[1])
         assert e["lo_ns"] <= t <= e["hi_ns"]
     assert "extrapolated" in capsys.readouterr().out
+
+
+def test_formats_option_names_the_files_written(tmp_path, capsys):
+    import pytest
+
+    from bench import timeline_cli
+    from bench.output import timeline
+    assert timeline_cli.FILES == tuple(timeline.FILES)      # the command's list, without numpy
+    assert timeline_cli.DEFAULT_FORMATS == timeline.DEFAULT_FORMATS
+    run, *_ = _run_folder(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        timeline_cli.main([str(run), "--formats", "json,pdf"])
+    assert exc.value.code == 2 and "--formats: a comma-separated list of" in capsys.readouterr().err
+    assert timeline_cli.main([str(run), "--formats", " csv "]) == 0
+    assert sorted(p.name for p in run.glob("timeline*")) == ["timeline.csv"]

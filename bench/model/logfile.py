@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import stat
 from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
+from typing import BinaryIO
 
 import numpy as np
 
@@ -18,7 +19,6 @@ from bench.model.lognames import LINE_LIMIT
 
 DOC_LIMIT = 64 * 2**20          # bytes of a whole-document log (a Redfish LogEntryCollection)
 BATCH_BYTES = 1 << 20         # bytes read at a time, cut into whole lines
-STORE_CHUNK = 4096
 
 
 class LogError(RackclockError, ValueError):
@@ -34,7 +34,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path) -> os.PathLike:
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """The file at `path` opened for binary reading, if it is a regular file; else LogError.
     O_NONBLOCK: opening a FIFO with no writer returns at once (then refused by fstat)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
@@ -58,7 +58,7 @@ class LineStats:
     """Lines over the limit: how many, and the numbers of the first few."""
     limit: int = LINE_LIMIT
     over: int = 0
-    first_over: list = field(default_factory=list)
+    first_over: list[int] = field(default_factory=list)
 
     def note(self) -> str | None:
         if not self.over:
@@ -73,20 +73,21 @@ class LineBatch:
     decoded block they were cut from when it is exactly their join (None otherwise)."""
     __slots__ = ("n0", "text", "_lines")
 
-    def __init__(self, n0: int, text: str | None, lines: list | None = None):
+    def __init__(self, n0: int, text: str | None, lines: list[str | None] | None = None) -> None:
         self.n0, self.text, self._lines = n0, text, lines
 
     @property
-    def lines(self) -> list:
+    def lines(self) -> list[str | None]:
         if self._lines is None:
-            self._lines = self.text.split("\n")
+            lines: list[str | None] = list(self.text.split("\n")) if self.text is not None else []
+            self._lines = lines
         return self._lines
 
 
 class _Batcher:
     """Cuts a binary file into batches of whole lines (see line_batches)."""
 
-    def __init__(self, f, stats: LineStats, block: int):
+    def __init__(self, f: BinaryIO, stats: LineStats, block: int) -> None:
         self.f, self.stats, self.block = f, stats, block
         self.n = 0                      # lines numbered so far
         self.carry = b""                # the start of a line the last block cut
@@ -107,7 +108,7 @@ class _Batcher:
                              else [x.rstrip("\r") for x in text.split("\n")])
         raw = part.split(b"\n")
         self.n += len(raw)
-        out: list = []
+        out: list[str | None] = []
         for k, b in enumerate(raw):
             if len(b) > limit:
                 self.over(n0 + k)
@@ -116,7 +117,7 @@ class _Batcher:
                 out.append(b.decode("utf-8", "replace").rstrip("\r"))
         return LineBatch(n0, None, out)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[LineBatch]:
         while True:
             data = self.f.read(self.block)
             if not data:
@@ -147,7 +148,7 @@ def _longest_line(part: bytes) -> int:
     return int(max(ends[0], len(part) - ends[-1] - 1, np.diff(ends).max(initial=1) - 1))
 
 
-def line_batches(f, stats: LineStats, block: int = BATCH_BYTES):
+def line_batches(f: BinaryIO, stats: LineStats, block: int = BATCH_BYTES) -> Iterator[LineBatch]:
     """Batches (first line number, lines) of a binary file's lines, read `block` bytes at a time:
     each line decoded as UTF-8 (bad bytes replaced), its line end removed; a line over
     `stats.limit` bytes is None in its batch, counted and never held (memory: a block and one
@@ -155,7 +156,7 @@ def line_batches(f, stats: LineStats, block: int = BATCH_BYTES):
     return iter(_Batcher(f, stats, block))
 
 
-def numbered(batches):
+def numbered(batches: Iterable[LineBatch]) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of the batches, the lines over the limit left out."""
     for b in batches:
         for k, line in enumerate(b.lines, b.n0):
@@ -163,12 +164,12 @@ def numbered(batches):
                 yield k, line
 
 
-def lines(f, stats: LineStats):
+def lines(f: BinaryIO, stats: LineStats) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a binary file (line_batches, a line at a time)."""
     return numbered(line_batches(f, stats))
 
 
-def read_document(f, limit: int = DOC_LIMIT) -> str:
+def read_document(f: BinaryIO, limit: int = DOC_LIMIT) -> str:
     """The whole (small) document from the start of the file, or LogError past `limit` bytes;
     the file's position is kept (a line reader goes on where it was)."""
     pos = f.tell()
@@ -182,64 +183,55 @@ def read_document(f, limit: int = DOC_LIMIT) -> str:
 
 
 class TextStore:
-    """Many short strings kept as joined chunks of STORE_CHUNK strings and their end offsets:
-    about a third of the memory of a list of str, and one cheap append each."""
+    """Many short strings kept as one UTF-8 buffer and their end offsets: about a third of the
+    memory of a list of str, one cheap append each, and the buffers readable as columns
+    (`buffers`: an Arrow-style large string array). A lone surrogate is stored as '?'."""
 
-    def __init__(self):
-        self._chunks: list[str] = []
-        self._pending: list[str] = []
-        self._end = array("l")
-        self._pos = 0
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._end = array("q", [0])          # offsets: string k is _data[_end[k]:_end[k + 1]]
 
     def append(self, s: str) -> None:
-        self._pending.append(s)
-        self._pos += len(s)
-        self._end.append(self._pos)
-        if len(self._pending) == STORE_CHUNK:
-            self._chunks.append("".join(self._pending))
-            self._pending, self._pos = [], 0
+        self._data += s.encode("utf-8", "replace")
+        self._end.append(len(self._data))
 
-    def extend(self, items: list[str]) -> None:
-        """append() of each string, a chunk at a time."""
-        i = 0
-        while i < len(items):
-            take = items[i:i + STORE_CHUNK - len(self._pending)]
-            self._end.extend(islice(accumulate(map(len, take), initial=self._pos), 1, None))
-            self._pos = self._end[-1]
-            self._pending += take
-            i += len(take)
-            if len(self._pending) == STORE_CHUNK:
-                self._chunks.append("".join(self._pending))
-                self._pending, self._pos = [], 0
+    def extend(self, items: Sequence[str], joined: str | None = None,
+               lens: np.ndarray | None = None) -> None:
+        """append() of each string, in one encode where all are ASCII (`joined`: the strings
+        already joined, `lens`: their lengths, where the caller has them)."""
+        joined = "".join(items) if joined is None else joined
+        b = joined.encode("utf-8", "replace")
+        if len(b) != len(joined):                # not ASCII: each string's bytes
+            lens = np.fromiter((len(s.encode("utf-8", "replace")) for s in items), np.int64,
+                               len(items))
+        elif lens is None:
+            lens = np.fromiter(map(len, items), np.int64, len(items))
+        ends = np.cumsum(lens, dtype=np.int64) + len(self._data)
+        self._end.frombytes(ends.tobytes())
+        self._data += b
 
     def pop(self) -> str:
-        if not self._pending:            # reopen the last chunk
-            last = self._chunks.pop()
-            ends = self._end[-STORE_CHUNK:]
-            self._pending = [last[(ends[k - 1] if k else 0):ends[k]] for k in range(len(ends))]
-        s = self._pending.pop()
+        s = self[len(self) - 1]
         self._end.pop()
-        self._pos = self._end[-1] if self._pending else 0
+        del self._data[self._end[-1]:]
         return s
 
     def __len__(self) -> int:
-        return len(self._end)
+        return len(self._end) - 1
 
-    def many(self, idx) -> list[str]:
+    def many(self, idx: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at indices `idx` (a chunk of rows: one call, not one each)."""
-        idx = np.asarray(idx, np.int64)
-        end = np.frombuffer(self._end, dtype=np.dtype("l")) if len(self._end) else np.zeros(0)
-        chunk, r = np.divmod(idx, STORE_CHUNK)
-        stop = end[idx]
-        start = np.where(r > 0, end[idx - 1], 0)
-        del end                          # the array's buffer is free again
-        chunks = self._chunks + ["".join(self._pending)] if self._pending else self._chunks
-        return [chunks[c][a:b] for c, a, b in zip(chunk.tolist(), start.tolist(), stop.tolist())]
+        ends = np.frombuffer(self._end, dtype=np.int64)
+        ix = np.asarray(idx, np.int64)
+        data = self._data
+        return [data[a:b].decode() for a, b in zip(ends[ix].tolist(), ends[ix + 1].tolist())]
 
     def __getitem__(self, i: int) -> str:
         if i < 0:
-            i += len(self._end)
-        c, r = divmod(i, STORE_CHUNK)
-        if c == len(self._chunks):
-            return self._pending[r]
-        return self._chunks[c][(self._end[i - 1] if r else 0):self._end[i]]
+            i += len(self)
+        return self._data[self._end[i]:self._end[i + 1]].decode()
+
+    def buffers(self) -> tuple[np.ndarray, bytearray]:
+        """The offsets (int64, one more than the strings) and the UTF-8 bytes, not copied: the
+        store must not grow while they are held."""
+        return np.frombuffer(self._end, dtype=np.int64), self._data

@@ -22,13 +22,17 @@ import itertools
 import json
 import re
 from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
+from os import PathLike
+from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.errors import RackclockError
 from bench.model import lognames
@@ -61,7 +65,7 @@ class Stamp:
     raw: str                   # the timestamp exactly as written
     text: str                  # the rest of the entry (its first TEXT_KEEP characters)
     order: int | None = None   # the log's own order (entry id, sequence number), if it has one
-    notes: tuple = ()          # assumptions made reading this stamp
+    notes: Notes = ()          # assumptions made reading this stamp
 
 
 TEXT_KEEP = 200                 # characters of a line's text (and of an unparsed line) kept
@@ -69,6 +73,9 @@ UNPARSED_KEEP = 1000            # unparsed lines listed with their number; the r
 INT64_MAX = 2**63 - 1
 NO_ORDER = -(2**63)
 KINDS = ("wall", "monotonic")
+Notes = tuple[str, ...]                 # assumptions made reading a stamp
+Parsed = tuple[int, int, str, str, str, int | None, Notes]   # a line parser's stamp: value_ns,
+                                        # resolution_ns, kind, raw, text, order, notes
 KIND_IX = {k: i for i, k in enumerate(KINDS)}
 
 
@@ -76,17 +83,17 @@ class Stamps:
     """A log's stamps as columns (arrays of int64 and two text stores): a million lines cost
     tens of MB, not a frozen dataclass each. Indexing gives a Stamp."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.line, self.value, self.res, self.order = (array("q") for _ in range(4))
         self.kind = bytearray()
         self.note_id = array("l")
-        self.note_sets: list[tuple] = []
-        self._note_ix: dict[tuple, int] = {}
+        self.note_sets: list[Notes] = []
+        self._note_ix: dict[Notes, int] = {}
         self.raw, self.text = TextStore(), TextStore()
         self._bind()
 
     def add(self, n: int, value: int, res: int, kind: str, raw: str, text: str,
-            order: int | None = None, notes: tuple = ()) -> None:
+            order: int | None = None, notes: Notes = ()) -> None:
         if not (-INT64_MAX <= value and value + res <= INT64_MAX and 0 <= res):
             raise Unparsed("stamp outside the int64 ns range (years 1678-2262)")
         if order is None or not -INT64_MAX <= order <= INT64_MAX:
@@ -101,7 +108,8 @@ class Stamps:
         self._raw(raw[:TEXT_KEEP])
         self._text(text[:TEXT_KEEP])
 
-    def extend(self, line0: int, value, res, kind: str, raws: list[str], texts: list[str]) -> None:
+    def extend(self, line0: int, value: npt.ArrayLike, res: npt.ArrayLike, kind: str,
+               raws: list[str], texts: list[str]) -> None:
         """add() of consecutive lines from `line0` at once: stamps (int64 columns, in the int64
         range) with no order key and no notes, raws and texts already cut to TEXT_KEEP."""
         n = len(raws)
@@ -114,14 +122,14 @@ class Stamps:
         self.raw.extend(raws)
         self.text.extend(texts)
 
-    def _note_k(self, notes: tuple) -> int:
+    def _note_k(self, notes: Notes) -> int:
         k = self._note_ix.get(notes)
         if k is None:
             k = self._note_ix[notes] = len(self.note_sets)
             self.note_sets.append(notes)
         return k
 
-    def _bind(self):
+    def _bind(self) -> None:
         """Bound appends, looked up once (a million lines)."""
         self._line, self._value, self._res, self._order = (c.append for c in (
             self.line, self.value, self.res, self.order))
@@ -149,10 +157,10 @@ class Stamps:
         return Stamp(self.line[i], self.value[i], self.res[i], KINDS[self.kind[i]], self.raw[i],
                      self.text[i], None if o == NO_ORDER else o, self.note_sets[self.note_id[i]])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Stamp]:
         return (self[i] for i in range(len(self)))
 
-    def kinds(self) -> set:
+    def kinds(self) -> set[str]:
         return {KINDS[k] for k in set(self.kind)}
 
 
@@ -161,8 +169,8 @@ class ParsedLog:
     format: str
     detected: str              # "given" or "detected: 98 of 100 sampled lines"
     stamps: Stamps = field(default_factory=Stamps)
-    unparsed: list = field(default_factory=list)     # (line number, line, why), the first 1000
-    notes: list = field(default_factory=list)        # file-wide assumptions, said once
+    unparsed: list[tuple[int, str, str]] = field(default_factory=list)   # (line, text, why): 1000
+    notes: list[str] = field(default_factory=list)   # file-wide assumptions, said once
     unparsed_count: int = 0
     over: LineStats = field(default_factory=LineStats)
 
@@ -202,7 +210,7 @@ def _frac(frac: str | None) -> tuple[int, int]:
     return int(digits[:9].ljust(9, "0")), 10 ** (9 - d)
 
 
-def _zone(ctx: Context):
+def _zone(ctx: Context) -> dt.tzinfo:
     if not ctx.zone or ctx.zone.upper() == "UTC":
         return dt.UTC
     try:
@@ -211,7 +219,7 @@ def _zone(ctx: Context):
         raise LogError(f"unknown time zone {ctx.zone!r}") from exc
 
 
-def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, tuple]:
+def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, Notes]:
     """A zone-less wall time read in the file's zone: (value_ns, resolution_ns, notes). In a DST
     fold (the hour that happens twice) the value covers both readings; in a DST gap (a time that
     never happened) both offsets too, flagged."""
@@ -244,7 +252,7 @@ ISO = re.compile(r"(?<![\d.])(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2
 
 @lru_cache(maxsize=4096)
 def _minute(y: str, mo: str, d: str, h: str, mi: str, tz: str | None, zone: str,
-            zone_from: str = "given"):
+            zone_from: str = "given") -> tuple[int, int, Notes]:
     """(ns, widening, notes) of a minute's start: zone changes fall on whole minutes, so a log's
     lines share few of these (cached: a million lines parse in seconds, not minutes)."""
     base = datetime(int(y), int(mo), int(d), int(h), int(mi))
@@ -260,12 +268,12 @@ def _minute(y: str, mo: str, d: str, h: str, mi: str, tz: str | None, zone: str,
     return v, r, zn
 
 
-def iso_stamp(m: re.Match, ctx: Context) -> tuple[int, int, tuple]:
+def iso_stamp(m: re.Match[str], ctx: Context) -> tuple[int, int, Notes]:
     """(value_ns, resolution_ns, notes) of an ISO 8601 match (comma or dot fraction, optional
     seconds, optional zone)."""
     y, mo, d, h, mi, s, frac, tz = m.groups()
     frac_ns, res = _frac(frac)
-    notes: tuple = ()
+    notes: Notes = ()
     if s is None:
         res, notes = 60 * NS, ("no seconds in the stamp: resolution 1 min",)
     try:
@@ -292,7 +300,7 @@ def _minute_3339(minute: str, tz: str) -> int:
                    "")[0]
 
 
-def parse_rfc5424(line: str, ctx: Context) -> tuple:
+def parse_rfc5424(line: str, ctx: Context) -> Parsed:
     m = RFC5424_FAST.match(line)
     if m is not None:
         ts, minute, s, frac, tz, host, app = m.groups()
@@ -372,7 +380,7 @@ def pick_year(month: int, day: int, ctx: Context) -> tuple[int, str]:
     return best[1], f"year {best[1]} taken from the run"
 
 
-def parse_rfc3164(line: str, ctx: Context) -> tuple:
+def parse_rfc3164(line: str, ctx: Context) -> Parsed:
     m = RFC3164.match(line)
     if not m or m.group(2) not in MONTHS:
         raise Unparsed("not an RFC 3164 header ([<PRI>]Mmm dd hh:mm:ss HOST ...)")
@@ -392,7 +400,7 @@ def parse_rfc3164(line: str, ctx: Context) -> tuple:
 DMESG = re.compile(r"^(?:<\d{1,3}>)?\[\s*(\d+)\.(\d{3,9})\] ?(.*)$")
 
 
-def parse_dmesg(line: str, ctx: Context) -> tuple:
+def parse_dmesg(line: str, ctx: Context) -> Parsed:
     m = DMESG.match(line)
     if not m:
         raise Unparsed("not a kernel log line ([seconds.micro] since boot)")
@@ -410,7 +418,7 @@ SEL = re.compile(r"^\s*([0-9a-fA-F]+) \| (\d{2})/(\d{2})/(\d{4}) \| (\d{2}):(\d{
 SEL_PREINIT = re.compile(r"^\s*([0-9a-fA-F]+) \| (Pre-Init.*?)\s*\|\s*(\S+)\s*\| (.*)$")
 
 
-def parse_ipmi_sel(line: str, ctx: Context) -> tuple:
+def parse_ipmi_sel(line: str, ctx: Context) -> Parsed:
     """`ipmitool sel list` / `sel elist`: the BMC's SEL time, local, no zone; the record id
     (hex, as ipmitool prints it) is the log's own order."""
     m = SEL.match(line)
@@ -439,7 +447,7 @@ UPTIME_VB = re.compile(r"(?:sysUpTime(?:Instance)?|1\.3\.6\.1\.2\.1\.1\.3\.0)\S*
 UPTIME_NOTE = ("the agent's sysUpTime varbind (10 ms ticks)",)
 
 
-def parse_snmptrapd(line: str, ctx: Context) -> tuple:
+def parse_snmptrapd(line: str, ctx: Context) -> Parsed:
     """snmptrapd's default log line (`%y-%m-%l %h:%j:%k %B [%b]:` then the varbinds): the
     receiver's local time to the second, or (stamp "monotonic") the agent's sysUpTime varbind."""
     m = SNMPTRAPD.match(line)
@@ -458,7 +466,7 @@ def parse_snmptrapd(line: str, ctx: Context) -> tuple:
             ("the trap receiver's clock, not the agent's",) + zn)
 
 
-def parse_iso(line: str, ctx: Context) -> tuple:
+def parse_iso(line: str, ctx: Context) -> Parsed:
     """A line holding an ISO 8601 date and time anywhere (first one wins)."""
     m = ISO.search(line)
     if not m:
@@ -472,7 +480,7 @@ RFC2822 = re.compile(r"^((?:[A-Z][a-z]{2}, )?\d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\
                      r" (?:[+-]\d{4}|GMT|UTC|UT))\s*(.*)$")
 
 
-def parse_rfc2822(line: str, ctx: Context) -> tuple:
+def parse_rfc2822(line: str, ctx: Context) -> Parsed:
     """`Mon, 30 Nov 2026 09:51:14 +0000` at the start of a line (mail-style, via email.utils)."""
     m = RFC2822.match(line)
     if not m:
@@ -498,7 +506,7 @@ def _why(exc: BaseException) -> str:
 
 # -- whole-file formats ----------------------------------------------------------------------
 
-def parse_journald(src, ctx: Context, out: ParsedLog) -> None:
+def parse_journald(src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog) -> None:
     """`journalctl -o json`: __REALTIME_TIMESTAMP (µs, wall) or __MONOTONIC_TIMESTAMP (µs since
     that boot), __SEQNUM as the log's own order. The raw stamp is the integer as written."""
     use_mono = ctx.stamp == "monotonic"
@@ -562,7 +570,7 @@ def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
             out.reject(n, _member_text(m), _why(exc))
 
 
-def _member_text(m) -> str:
+def _member_text(m: Any) -> str:
     try:
         return json.dumps(m)[:TEXT_KEEP]
     except (ValueError, TypeError, RecursionError):
@@ -572,12 +580,12 @@ def _member_text(m) -> str:
 CSV_TIME = ("timestamp", "time", "ts", "date", "datetime", "created", "@timestamp")
 
 
-def parse_csv(src, ctx: Context, out: ParsedLog) -> None:
+def parse_csv(src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog) -> None:
     """A CSV with a header: the first column named like a timestamp (ISO 8601 values) and the
     rest joined as text. A quoted field may span lines; a row csv refuses is one unparsed row."""
     where = [0]
 
-    def feed():
+    def feed() -> Iterator[str]:
         for n, line in src:
             where[0] = n
             yield line + "\n"
@@ -609,7 +617,7 @@ def parse_csv(src, ctx: Context, out: ParsedLog) -> None:
             out.reject(n, ",".join(row), _why(exc))
 
 
-def _csv_row(rows, out: ParsedLog, where) -> list | None:
+def _csv_row(rows: Iterator[list[str]], out: ParsedLog, where: list[int]) -> list[str] | None:
     """The next row ([] for a row csv refused, said as unparsed; None at the end)."""
     try:
         return next(rows)
@@ -621,6 +629,8 @@ def _csv_row(rows, out: ParsedLog, where) -> list | None:
 
 
 FILE_FORMATS = {"journald": parse_journald, "redfish": parse_redfish, "csv": parse_csv}
+StreamParser = Callable[[Iterable[tuple[int, str]], Context, ParsedLog], None]
+STREAM_FORMATS: dict[str, StreamParser] = {"journald": parse_journald, "csv": parse_csv}
 BATCH_FORMATS = {"rfc5424": rfc5424_batch}        # a fast path for a batch of lines
 FORMATS = tuple(FILE_FORMATS) + tuple(LINE_FORMATS)
 assert FORMATS == lognames.FORMATS, "bench/model/lognames.py names the formats the parsers read"
@@ -629,7 +639,7 @@ DETECT_ORDER = ("rfc5424", "ipmi-sel", "snmptrapd", "dmesg", "rfc3164", "rfc2822
 SNMPTRAPD_CONT = re.compile(r"^\s+\S|^[A-Za-z][\w-]*::|^\.?\d+(\.\d+)+ = ")
 
 
-def _parse_lines(fmt: str, batches, ctx: Context, out: ParsedLog) -> None:
+def _parse_lines(fmt: str, batches: Iterable[LineBatch], ctx: Context, out: ParsedLog) -> None:
     """A line format's batches (bench.model.logfile.line_batches): a whole batch at once where
     the format has a fast path and every line of it takes it, else a line at a time."""
     fast = BATCH_FORMATS.get(fmt)
@@ -642,7 +652,7 @@ def _parse_lines(fmt: str, batches, ctx: Context, out: ParsedLog) -> None:
         out.unparsed.sort()
 
 
-def _parse_each(fmt: str, src, ctx: Context, out: ParsedLog) -> None:
+def _parse_each(fmt: str, src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog) -> None:
     """Lines (number, text) one at a time: each a stamp, or an unparsed line with why (an
     snmptrapd varbind line joins the trap above it)."""
     fn = LINE_FORMATS[fmt]
@@ -683,7 +693,7 @@ def _with_varbind(st: Stamps, line: str, ctx: Context) -> None:
                last.order, last.notes)
 
 
-def _first_batches(batches, sample: int) -> list:
+def _first_batches(batches: Iterator[LineBatch], sample: int) -> list[LineBatch]:
     """The batches holding the first `sample` non-empty lines (all of them in a shorter file)."""
     out, seen = [], 0
     for b in batches:
@@ -694,20 +704,20 @@ def _first_batches(batches, sample: int) -> list:
     return out
 
 
-def _one_json(line: str):
+def _one_json(line: str) -> Any:
     try:
         return json.loads(line)
     except (ValueError, RecursionError):
         return None
 
 
-def _is_redfish(doc) -> bool:
+def _is_redfish(doc: Any) -> bool:
     if isinstance(doc, list):
         doc = doc[0] if doc else {}
     return isinstance(doc, dict) and ("Members" in doc or "Created" in doc)
 
 
-def detect(head: list[str], document=None) -> tuple[str, str]:
+def detect(head: list[str], document: Callable[[], str] | None = None) -> tuple[str, str]:
     """(format, how sure) from the file's first non-empty lines (and, for a JSON document that
     spans lines, `document()` giving it whole), or raise LogError naming what was tried."""
     if not head:
@@ -725,7 +735,7 @@ def detect(head: list[str], document=None) -> tuple[str, str]:
     return _detect_lines(head)
 
 
-def _detect_json(head: list[str], document) -> tuple[str, str] | None:
+def _detect_json(head: list[str], document: Callable[[], str] | None) -> tuple[str, str] | None:
     """redfish or journald, from a log whose first line opens JSON; None if neither."""
     first = head[0].lstrip()
     doc = _one_json(first)
@@ -763,7 +773,7 @@ def _detect_lines(head: list[str]) -> tuple[str, str]:
     return best, f"detected: {best_ok} of {len(head)} sampled lines match {best}"
 
 
-def parse_file(f, fmt: str = "auto", ctx: Context = Context(), line_limit: int | None = None,
+def parse_file(f: BinaryIO, fmt: str = "auto", ctx: Context = Context(), line_limit: int | None = None,
                sample: int = 200) -> ParsedLog:
     """Every line of a log (a binary file object, read from its start, bounded as
     bench/model/logfile.py says): its stamps, and each line that did not parse with its number."""
@@ -776,8 +786,8 @@ def parse_file(f, fmt: str = "auto", ctx: Context = Context(), line_limit: int |
     whole = itertools.chain(first, batches)
     if fmt == "redfish":
         parse_redfish(read_document(f), ctx, out)
-    elif fmt in FILE_FORMATS:
-        FILE_FORMATS[fmt](numbered(whole), ctx, out)
+    elif fmt in STREAM_FORMATS:
+        STREAM_FORMATS[fmt](numbered(whole), ctx, out)
     else:
         _parse_lines(fmt, whole, ctx, out)
     out.notes = list(dict.fromkeys(nt for notes in out.stamps.note_sets for nt in notes
@@ -785,7 +795,7 @@ def parse_file(f, fmt: str = "auto", ctx: Context = Context(), line_limit: int |
     return out
 
 
-def _format_of(f, fmt: str | None, head: list[str], stats: LineStats) -> tuple[str, str]:
+def _format_of(f: BinaryIO, fmt: str | None, head: list[str], stats: LineStats) -> tuple[str, str]:
     """The log's format and how it was known (given, or detected from `head`)."""
     if fmt not in ("auto", "", None):
         if fmt not in FORMATS:
@@ -800,7 +810,7 @@ def _format_of(f, fmt: str | None, head: list[str], stats: LineStats) -> tuple[s
     return detect(head, lambda: read_document(f))
 
 
-def parse_path(path, fmt: str = "auto", ctx: Context = Context(),
+def parse_path(path: str | PathLike[str], fmt: str = "auto", ctx: Context = Context(),
                line_limit: int | None = None) -> ParsedLog:
     """A log file by path: a regular file only (bench.model.logfile.open_regular)."""
     with open_regular(path) as f:
@@ -836,5 +846,5 @@ def ns_to_sel_seconds(t_ns: int, zone: dt.tzinfo | None) -> int:
     s = t_ns // NS
     if zone is None or zone is dt.UTC:
         return s
-    off = dt.datetime.fromtimestamp(s, dt.UTC).astimezone(zone).utcoffset()
+    off = dt.datetime.fromtimestamp(s, dt.UTC).astimezone(zone).utcoffset() or dt.timedelta(0)
     return s + int(off.total_seconds())

@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.analysis.timeline import Entry, order
-from bench.analysis.timeline_map import PRESYNC_BEFORE_NS, STATUS, calibrations, describe, map_stamps
+from bench.analysis.timeline_map import (
+    PRESYNC_BEFORE_NS,
+    STATUS,
+    Mapped,
+    SegmentWindow,
+    calibrations,
+    describe,
+    map_stamps,
+)
 from bench.model.logfile import LogError
 from bench.model.logformats import (
     ISO,
@@ -21,27 +32,29 @@ from bench.model.logformats import (
     UNPARSED_KEEP,
     Context,
     ParsedLog,
+    Stamps,
     iso_stamp,
     local_to_ns,
     parse_path,
 )
-from bench.model.rundata import bound_from_manifest, in_int64
+from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
-from bench.model.summary import device_meta, fit_clocks
+from bench.model.summary import ClockResult, device_meta, fit_clocks
 from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
 from bench.units import fmt_ns
 
+Fits = dict[str, dict[str, ClockResult]]   # per device, per clock, its fit
 OBSERVED_BOUND = re.compile(r"in \((\d+), (\d+)\] ns")
 
 
 @dataclass
 class Calibrated:
     """The runs that calibrate a timeline: per run, its fits of every device clock."""
-    runs: list            # [(run id, Run, {device: {clock: ClockResult}})]
+    runs: list[tuple[str, Run, Fits]]      # (run id, Run, {device: {clock: ClockResult}})
 
     @classmethod
-    def of(cls, runs) -> Calibrated:
+    def of(cls, runs: Iterable[Run]) -> Calibrated:
         out = []
         for run in runs:
             unc = bound_from_manifest(run.manifest)
@@ -50,24 +63,26 @@ class Calibrated:
             out.append((run.run_id, run, fits))
         return cls(out)
 
-    def clock(self, device: str, clock: str) -> list:
+    def clock(self, device: str, clock: str) -> list[SegmentWindow]:
         return calibrations([(rid, fits.get(device, {}).get(clock),
                               device_meta(run.manifest.raw, device))
                              for rid, run, fits in self.runs if clock in fits.get(device, {})])
 
-    def clocks_of(self, device: str) -> dict:
-        out = {}
+    def clocks_of(self, device: str) -> dict[str, ClockResult]:
+        out: dict[str, ClockResult] = {}
         for _, _, fits in self.runs:
             for c, r in fits.get(device, {}).items():
                 out.setdefault(c, r)
         return out
 
     @property
-    def devices(self) -> list:
+    def devices(self) -> list[str]:
         return sorted({d for _, _, fits in self.runs for d in fits})
 
 
-def _entries(device, plane, labels, raws, m, vals, qs, basis="stamp", clip_hi=None, key=""):
+def _entries(device: str, plane: str, labels: list[str], raws: list[str], m: Mapped,
+             vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], basis: str = "stamp",
+             clip_hi: npt.NDArray[np.int64] | None = None, key: str = "") -> list[Entry]:
     out = []
     for i in range(len(m)):
         st = m.status_of(i)
@@ -91,10 +106,11 @@ def device_value_text(value_ns: int, counter: bool) -> str:
         (f".{f:09d}".rstrip("0") if f else "") + "Z"
 
 
-def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
+def run_entries(run: Run, cal: Calibrated) -> tuple[list[Entry], list[dict[str, Any]]]:
     """Stimuli, device log events and clock breaks of a run folder, and the events that could
     not be placed (pre-sync, a time the clock never showed) with why."""
-    out, unplaced = [], []
+    out: list[Entry] = []
+    unplaced: list[dict[str, Any]] = []
     fits = next(f for rid, r, f in cal.runs if r is run)
     for name in run.devices:
         smp = run.samples(name)
@@ -106,9 +122,10 @@ def run_entries(run, cal: Calibrated) -> tuple[list[Entry], list[dict]]:
     return out, unplaced
 
 
-def _device_rows(smp, name: str, plane: str, fits: dict, out: list) -> dict:
+def _device_rows(smp: Samples, name: str, plane: str, fits: Fits,
+                 out: list[Entry]) -> dict[tuple[str, str], list[int]]:
     """A device's stimuli and observed events into `out`; its stamped events by (clock, log)."""
-    by_clock: dict[tuple, list[int]] = {}
+    by_clock: dict[tuple[str, str], list[int]] = {}
     for i in range(len(smp)):
         if smp.status[i] != RowStatus.OK:
             continue
@@ -126,7 +143,9 @@ def _device_rows(smp, name: str, plane: str, fits: dict, out: list) -> dict:
     return by_clock
 
 
-def _stamped_events(smp, name, plane, clock, rows, cal, fits, out, unplaced) -> None:
+def _stamped_events(smp: Samples, name: str, plane: str, clock: str, rows: list[int],
+                    cal: Calibrated, fits: Fits, out: list[Entry],
+                    unplaced: list[dict[str, Any]]) -> None:
     """A device's events stamped by one clock, mapped into `out` (or `unplaced`, with why)."""
     cals = cal.clock(name, clock)
     counter = bool(fits[name][clock].meta.get("counter"))
@@ -141,7 +160,7 @@ def _stamped_events(smp, name, plane, clock, rows, cal, fits, out, unplaced) -> 
                  for i in range(len(m)) if m.status_of(i) in ("presync", "unplaceable")]
 
 
-def _breaks(name: str, plane: str, fits: dict) -> list[Entry]:
+def _breaks(name: str, plane: str, fits: Fits) -> list[Entry]:
     out = []
     for clock, r in fits.get(name, {}).items():
         for b in (r.fit.breaks if r.fit else []):
@@ -161,12 +180,12 @@ OPTIONS = {"format": "the log's format (default: detected)",
 ZONE_KEYS = ("timezone", "sel_timezone")     # a device's zone in the rack file (drivers' keys)
 
 
-def parse_spec(spec: str) -> tuple[str, str, Path, dict]:
+def parse_spec(spec: str) -> tuple[str, str, Path, dict[str, str]]:
     target, eq, rest = spec.partition("=")
     if not eq or not rest:
         raise LogError(f"{spec!r}: expected DEVICE[:CLOCK]=FILE[,key=value...]")
     path, *opts = rest.split(",")
-    kv = {}
+    kv: dict[str, str] = {}
     for o in opts:
         k, e, v = o.partition("=")
         if not e:
@@ -190,14 +209,14 @@ def _wall_ns(text: str, what: str) -> int:
     return v
 
 
-def _choice(kv: dict, key: str, allowed: tuple, default: str) -> str:
+def _choice(kv: dict[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:
     v = kv.get(key, default)
     if v not in allowed:
         raise LogError(f"{key}={v!r}: expected one of {', '.join(allowed)}")
     return v
 
 
-def log_context(kv: dict, run, device: str) -> Context:
+def log_context(kv: dict[str, str], run: Run, device: str) -> Context:
     """The Context a log is read with, every option checked (one LogError naming it)."""
     year = None
     if kv.get("year") is not None:
@@ -223,8 +242,8 @@ def log_context(kv: dict, run, device: str) -> Context:
     return ctx
 
 
-def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: EntryTable,
-             line_limit: int | None = None) -> dict:
+def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], table: EntryTable,
+             line_limit: int | None = None) -> dict[str, Any]:
     """A log file's entries into `table`, and its report: format, how it was known, assumptions,
     unparsed lines with their numbers, lines that could not be placed. LogError: this log is
     refused (which, and why), the others go on."""
@@ -266,7 +285,8 @@ def read_log(spec: str, run, cal: Calibrated, defaults: dict, table: EntryTable,
     return report
 
 
-def _values(st, cals: list, clock: str, report: dict) -> tuple[np.ndarray, np.ndarray]:
+def _values(st: Stamps, cals: list[SegmentWindow], clock: str,
+            report: dict[str, Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """A log's stamps and resolutions as columns, each at least its clock's tick (said)."""
     vals = np.frombuffer(st.value, dtype=np.int64)
     qs = np.maximum(np.frombuffer(st.res, dtype=np.int64), 1)
@@ -277,9 +297,9 @@ def _values(st, cals: list, clock: str, report: dict) -> tuple[np.ndarray, np.nd
     return vals, qs
 
 
-def _log_report(path: Path, device: str, log: ParsedLog) -> dict:
+def _log_report(path: Path, device: str, log: ParsedLog) -> dict[str, Any]:
     """A log's report before its stamps are mapped."""
-    report = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
+    report: dict[str, Any] = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
               "lines": log.lines, "mapped": 0, "notes": list(log.notes),
               "unparsed_count": log.unparsed_count, "lines_over_limit": log.over.over,
               "line_limit_bytes": log.over.limit,
@@ -290,7 +310,8 @@ def _log_report(path: Path, device: str, log: ParsedLog) -> dict:
     return report
 
 
-def _unplaced(report: dict, st, m, vals: np.ndarray, kind: str) -> None:
+def _unplaced(report: dict[str, Any], st: Stamps, m: Mapped, vals: npt.NDArray[np.int64],
+              kind: str) -> None:
     """The lines that could not be placed, counted, the first UNPARSED_KEEP listed with why."""
     bad = np.flatnonzero(m.status >= STATUS.index("presync"))
     report["unplaced_count"] = len(bad)
@@ -301,7 +322,7 @@ def _unplaced(report: dict, st, m, vals: np.ndarray, kind: str) -> None:
                            "why": describe(m, i)} for i, t in zip(shown.tolist(), times)]
 
 
-def _order_key(st, how: str) -> tuple[np.ndarray | None, str]:
+def _order_key(st: Stamps, how: str) -> tuple[npt.NDArray[np.int64] | None, str]:
     """The log's own order to decide segments by (ids where every line has one, else the file's
     line order, or none), and which it is."""
     ids = np.frombuffer(st.order, dtype=np.int64)
@@ -315,7 +336,8 @@ def _order_key(st, how: str) -> tuple[np.ndarray | None, str]:
     return None, "none"
 
 
-def _log_clock(spec: str, device: str, clock: str, clocks: dict, kind: str) -> str:
+def _log_clock(spec: str, device: str, clock: str, clocks: dict[str, ClockResult],
+               kind: str) -> str:
     """The device clock a log's stamps come from: given, or the one of the stamps' kind."""
     want_counter = kind == "monotonic"
     if not clock:
@@ -336,21 +358,22 @@ def _log_clock(spec: str, device: str, clock: str, clocks: dict, kind: str) -> s
     return clock
 
 
-def build(run, logs=(), widen_latency: bool = False, calibration_runs=(),
-          defaults: dict | None = None, line_limit: int | None = None) -> Timeline:
+def build(run: Run, logs: Sequence[str] = (), widen_latency: bool = False,
+          calibration_runs: Sequence[Run] = (), defaults: dict[str, str] | None = None,
+          line_limit: int | None = None) -> Timeline:
     """The timeline of a run and its logs, ordered (bench.model.timeline_table.Timeline): each
     log's report, or its error (a refused log is said and the rest goes on)."""
     cal = Calibrated.of([run, *calibration_runs])
     entries, unplaced = run_entries(run, cal)
     table = EntryTable()
     table.add_entries(entries)
-    reports = []
+    reports: list[dict[str, Any]] = []
     for spec in logs:
         try:
             reports.append(read_log(spec, run, cal, defaults or {}, table, line_limit))
         except LogError as exc:
             reports.append({"spec": spec, "error": str(exc)})
-    lat = {}
+    lat: dict[str, tuple[float, float]] = {}      # Bound's lo/hi (ns)
     for name, d in run.summary.devices.items() if widen_latency else ():
         b = [x.logged_ns for x in d.latency.values() if x.logged_ns is not None]
         if b:
@@ -358,7 +381,8 @@ def build(run, logs=(), widen_latency: bool = False, calibration_runs=(),
     return Timeline(table, reports, unplaced, lat)
 
 
-def build_timeline(run, logs=(), widen_latency: bool = False) -> list[dict]:
+def build_timeline(run: Run, logs: Sequence[str] = (),
+                   widen_latency: bool = False) -> list[dict[str, Any]]:
     """The ordered timeline of a run folder as bench.analysis.timeline.order gives it (every
     entry's full unordered list), with any log files (then the lists of Timeline.rows)."""
     if not logs and not widen_latency:

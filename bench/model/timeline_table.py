@@ -6,9 +6,14 @@ row's `unordered_with` lists the nearest entries it is unordered with (all of th
 bench.analysis.timeline.nearest_unordered)."""
 from __future__ import annotations
 
+from typing import Any, Literal, TypeVar
+
 import numpy as np
+import numpy.typing as npt
 
 from bench.analysis.timeline import Entry, nearest_unordered, order_arrays
+from bench.analysis.timeline_map import Mapped
+from bench.model.logformats import Stamps
 
 BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
@@ -19,26 +24,33 @@ SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal":
               "dev": np.int32, "src": np.int32}
 
 
-def utc_text(ns, unit: str = "us") -> np.ndarray:
+Unit = Literal["s", "ms", "us", "ns"]
+Cols = dict[str, npt.NDArray[Any]]        # a timeline's columns by name (int64, int8, bool...)
+K = TypeVar("K")
+
+
+def utc_text(ns: npt.ArrayLike, unit: Unit = "us") -> npt.NDArray[np.str_]:
     """Unix ns (array) as ISO 8601 UTC text to `unit`."""
-    a = np.asarray(ns, dtype=np.int64).astype("datetime64[ns]")
+    a: npt.NDArray[np.datetime64] = np.asarray(ns, dtype=np.int64).astype("datetime64[ns]")
     return np.char.add(np.datetime_as_string(a, unit=unit), "Z")
 
 
-def device_times(stamp, has, res, wall=None) -> list[str]:
+def device_times(stamp: npt.ArrayLike, has: npt.ArrayLike, res: npt.ArrayLike,
+                 wall: npt.ArrayLike | None = None) -> list[str]:
     """Each stamp as a time: a wall stamp in UTC to its resolution, a counter's in seconds
     (`wall` not given: a stamp before 2000 is taken for a counter's)."""
-    stamp, has, res = (np.asarray(x) for x in (stamp, has, res))
-    out = np.full(len(stamp), "", dtype=object)
-    wall = has & ((stamp > UNIX_AFTER_NS) if wall is None else np.asarray(wall, bool))
-    cnt = has & ~wall
-    for unit, lo_q in (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 0)):
-        pick = wall & (res >= lo_q)
-        wall &= ~pick
+    st, ok, q = np.asarray(stamp), np.asarray(has, bool), np.asarray(res)
+    out = np.full(len(st), "", dtype=object)
+    on = ok & ((st > UNIX_AFTER_NS) if wall is None else np.asarray(wall, bool))
+    cnt = ok & ~on
+    units: tuple[tuple[Unit, int], ...] = (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 0))
+    for unit, lo_q in units:
+        pick = on & (q >= lo_q)
+        on &= ~pick
         if pick.any():
-            out[pick] = utc_text(stamp[pick], unit)
+            out[pick] = utc_text(st[pick], unit)
     if cnt.any():
-        out[cnt] = [f"{v / 1e9:.9f} s (counter)" for v in stamp[cnt].tolist()]
+        out[cnt] = [f"{v / 1e9:.9f} s (counter)" for v in st[cnt].tolist()]
     return out.tolist()
 
 
@@ -46,7 +58,7 @@ class LogTexts:
     """Labels and raw stamps of a log's lines (bench.model.logformats.Stamps), by stamp index."""
     user = True
 
-    def __init__(self, stamps, name: str):
+    def __init__(self, stamps: Stamps, name: str) -> None:
         self.st, self.log = stamps, name
 
     def label(self, k: int) -> str:
@@ -70,7 +82,7 @@ class EntryTexts:
     user = False
     log = ""
 
-    def __init__(self, entries: list[Entry]):
+    def __init__(self, entries: list[Entry]) -> None:
         self.entries = entries
 
     def label(self, k: int) -> str:
@@ -86,17 +98,17 @@ class EntryTexts:
 class EntryTable:
     """Entries gathered from a run and its logs, as column chunks."""
 
-    def __init__(self):
-        self.chunks: list[dict] = []
+    def __init__(self) -> None:
+        self.chunks: list[dict[str, Any]] = []     # per source its columns (lists or arrays)
         self.devices: list[tuple[str, str]] = []
-        self._dev: dict = {}
+        self._dev: dict[tuple[str, str], int] = {}
         self.cal_names: list[str] = [""]
-        self._cal: dict = {"": 0}
-        self._clock: dict = {}
-        self.clock_names: list = []      # device/clock/segment keys by their index
-        self.sources: list = []
+        self._cal: dict[str, int] = {"": 0}
+        self._clock: dict[str, int] = {}
+        self.clock_names: list[str] = []      # device/clock/segment keys by their index
+        self.sources: list[LogTexts | EntryTexts] = []
 
-    def _ix(self, table: dict, names: list | None, key) -> int:
+    def _ix(self, table: dict[K, int], names: list[K] | None, key: K) -> int:
         k = table.get(key)
         if k is None:
             k = table[key] = len(table)
@@ -110,16 +122,18 @@ class EntryTable:
         self.chunks.append({**_entry_numbers(entries), **self._entry_keys(entries),
                             "src": [src] * len(entries), "idx": list(range(len(entries)))})
 
-    def _entry_keys(self, entries: list[Entry]) -> dict:
+    def _entry_keys(self, entries: list[Entry]) -> dict[str, list[int]]:
         """The clock, calibration and device indices of run entries."""
         stamped = [e.basis == "stamp" and e.clock_key is not None and e.stamp_ns is not None
                    for e in entries]
-        return {"clock": [self._ix(self._clock, self.clock_names, e.clock_key) if s else -1
+        return {"clock": [self._ix(self._clock, self.clock_names, e.clock_key)
+                          if s and e.clock_key is not None else -1
                           for e, s in zip(entries, stamped)],
                 "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
                 "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries]}
 
-    def add_mapped(self, device: str, plane: str, texts, m, vals, qs, clock: str) -> int:
+    def add_mapped(self, device: str, plane: str, texts: LogTexts, m: Mapped,
+                   vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str) -> int:
         """A log's mapped stamps (bench.analysis.timeline_map.Mapped) but the unplaced ones;
         their number."""
         sel = np.flatnonzero(m.status < len(STATUSES))
@@ -147,19 +161,19 @@ class EntryTable:
             "src": np.full(len(sel), src, np.int32), "idx": sel})
         return len(sel)
 
-    def columns(self) -> dict:
+    def columns(self) -> Cols:
         """All entries' columns, the chunks let go a column at a time (memory: one copy)."""
-        out = {}
+        out: Cols = {}
         for k in INT_COLS + tuple(SMALL_COLS):
             dt = SMALL_COLS.get(k, np.int64)
-            parts = [np.asarray(c.pop(k), dtype=dt) for c in self.chunks]
+            parts: list[npt.NDArray[Any]] = [np.asarray(c.pop(k), dtype=dt) for c in self.chunks]
             out[k] = np.concatenate(parts) if parts else np.zeros(0, dt)
             del parts
         self.chunks = []
         return out
 
 
-def _entry_numbers(entries: list[Entry]) -> dict:
+def _entry_numbers(entries: list[Entry]) -> dict[str, list[int]]:
     """The interval, stamp, status and basis columns of run entries."""
     return {"lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
             "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
@@ -173,8 +187,9 @@ class Timeline:
     """The ordered timeline: columns sorted as order_arrays sorts them, each row's block, exact
     unordered count and nearest unordered entries; rows materialised on demand."""
 
-    def __init__(self, table: EntryTable, reports: list[dict], unplaced: list[dict],
-                 widen_by: dict | None = None):
+    def __init__(self, table: EntryTable, reports: list[dict[str, Any]],
+                 unplaced: list[dict[str, Any]],
+                 widen_by: dict[str, tuple[float, float]] | None = None) -> None:
         c = table.columns()
         if widen_by:
             _widen(c, table.devices, widen_by)
@@ -183,7 +198,7 @@ class Timeline:
         perm, block, count = order_arrays(c["lo"], c["hi"], clock, c["stamp"], c["res"])
         c["clock"] = clock
         del clock
-        self.c = {}
+        self.c: Cols = {}
         for k in list(c):             # sorted a column at a time (memory: one column more)
             self.c[k] = c.pop(k)[perm]
         self.block, self.count = block, count
@@ -194,7 +209,7 @@ class Timeline:
     def __len__(self) -> int:
         return len(self.block)
 
-    def source(self, i: int):
+    def source(self, i: int) -> LogTexts | EntryTexts:
         return self.table.sources[int(self.c["src"][i])]
 
     def entry(self, i: int) -> Entry:
@@ -213,14 +228,14 @@ class Timeline:
         row = self.near[i]
         return sorted(int(x) for x in row[row >= 0])
 
-    def row(self, i: int) -> dict:
+    def row(self, i: int) -> dict[str, Any]:
         """A row as bench.analysis.timeline.order gives it, with `log` (the user's log file
         the entry came from, "" for the run's own)."""
         return {"index": i, "block": int(self.block[i]), "entry": self.entry(i),
                 "unordered_with": self.unordered_with(i),
                 "unordered_count": int(self.count[i]), "log": self.source(i).log}
 
-    def rows(self, a: int = 0, b: int | None = None) -> list[dict]:
+    def rows(self, a: int = 0, b: int | None = None) -> list[dict[str, Any]]:
         return [self.row(i) for i in range(a, min(len(self), len(self) if b is None else b))]
 
     @property
@@ -232,7 +247,7 @@ class Timeline:
         return int(np.count_nonzero(self.count))
 
 
-def _widen(c: dict, devices: list, lat: dict) -> None:
+def _widen(c: Cols, devices: list[tuple[str, str]], lat: dict[str, tuple[float, float]]) -> None:
     """From the instant a device stamped a line to the instant of the event it logs (as
     bench.analysis.timeline.widen, over the columns)."""
     for d, (name, _) in enumerate(devices):

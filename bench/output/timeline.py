@@ -1,23 +1,30 @@
 """The timeline written out: a terminal table, timeline.json and timeline.csv (every entry, its
 raw stamp beside its interval and the calibration it came from), OpenTelemetry-style log
-records (timeline.otel.json: the device's raw time as the record time, the interval bounds,
-calibration and order as attributes; the OTLP/JSON shape of `resourceLogs`), and timeline.html
-(one lane per plane, the user's own log lines marked). The three entry files are written by
+records (timeline.otel.json, only when asked: the device's raw time as the record time, the
+interval bounds, calibration and order as attributes; the OTLP/JSON shape of `resourceLogs`),
+and timeline.html (one lane per plane, the user's own log lines marked). The entry files are
+written by
 bench/output/timeline_files.py, a chunk of rows at a time: memory does not grow with the number
 of entries."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import tempfile
+from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
-from bench.model.timeline_table import utc_text
-from bench.output.timeline_files import Vocabulary, chunks, write_files
+from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
+from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
 
 HTML_ROWS = 2000
+FILES = {"json": "timeline.json", "csv": "timeline.csv", "otel": "timeline.otel.json",
+         "html": "timeline.html"}
+DEFAULT_FORMATS = ("json", "csv", "html")    # timeline.otel.json only when asked (--formats)
 
 
-def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
+def table_lines(tl: Timeline, t0: int, limit: int = 200) -> Iterator[str]:
     """The terminal table of a timeline, a line at a time (the command prints them)."""
     for rep in tl.reports:
         yield from _report_lines(rep)
@@ -27,13 +34,13 @@ def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
           f"{'status':<12} {'device':<10} {'device time':<27} {'order':<16} what")
     n = min(limit, len(tl))
     utc = utc_text(tl.c["lo"][:n]).tolist()
-    voc = Vocabulary(tl)
-    rows = [r for ch in chunks(tl, voc, n) for r in zip(
-        ch.ix, ch.dev.tolist(), ch.label, ch.lo, ch.hi, ch.basis, ch.status, ch.count, ch.dtime,
-        ch.src.tolist())]
-    for (i, dev, label, lo, hi, basis, status, cnt, dtime, src), u in zip(rows, utc):
+    rows = [r for ch in columns(tl, n) for r in zip(
+        ch.dev.tolist(), ch.label_text.to_pylist(), ch.lo.to_pylist(), ch.hi.to_pylist(),
+        [BASES[b] for b in ch.basis.tolist()], [STATUSES[x] for x in ch.status.tolist()],
+        ch.count.to_pylist(), ch.dtime.to_pylist(), ch.src.tolist())]
+    for i, ((dev, label, lo, hi, basis, status, cnt, dtime, src), u) in enumerate(zip(rows, utc)):
         lo, hi = int(lo), int(hi)
-        ordtxt = "proven" if not cnt else f"unordered with {cnt}"
+        ordtxt = "proven" if cnt == "0" else f"unordered with {cnt}"
         st = status if basis in ("stamp", "event") else basis
         mark = "*" if tl.table.sources[src].log else " "
         yield (f"{i:>5}{mark} {u:<27} {(lo - t0) / 1e9:>11.6f} {(hi - t0) / 1e9:>11.6f} "
@@ -48,7 +55,7 @@ def table_lines(tl, t0: int, limit: int = 200) -> Iterator[str]:
           f"unordered against another")
 
 
-def _report_lines(rep: dict) -> Iterator[str]:
+def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
     if "error" in rep:
         return                 # said once on stderr by the command
     yield (f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
@@ -70,7 +77,7 @@ def _report_lines(rep: dict) -> Iterator[str]:
               f"{len(rep['unplaced'])} in timeline.json)")
 
 
-def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
+def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
     from bench.output.timeline_page import timeline_html
     rows = tl.rows(0, limit)
     head = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>rackclock timeline"
@@ -80,26 +87,26 @@ def write_html(tl, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
     path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
 
 
-def write_outputs(folder: Path, tl, t0: int) -> list[Path]:
-    """The four files, each written under a fresh temporary name (O_EXCL) and renamed into
-    place: a name planted in the folder (a symlink) is replaced, never written through, and a
-    reader never sees half a file."""
-    import os
-    import tempfile
-    paths = [folder / "timeline.json", folder / "timeline.csv", folder / "timeline.otel.json",
-             folder / "timeline.html"]
-    parts = []
+def write_outputs(folder: Path, tl: Timeline, t0: int,
+                  formats: Collection[str] = DEFAULT_FORMATS) -> list[Path]:
+    """The files of `formats` (FILES), each written under a fresh temporary name (O_EXCL) and
+    renamed into place: a name planted in the folder (a symlink) is replaced, never written
+    through, and a reader never sees half a file."""
+    paths = {f: folder / name for f, name in FILES.items() if f in formats}
+    parts: dict[str, Path] = {}
     try:
-        for p in paths:
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
+        for f, p in paths.items():
+            fd, name = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
             os.close(fd)
-            parts.append(Path(tmp))
-        write_files(tl, *parts[:3])
-        write_html(tl, parts[3], t0)
-        for tmp, p in zip(parts, paths):
+            parts[f] = Path(name)
+        if {"json", "csv", "otel"} & set(parts):
+            write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"))
+        if "html" in parts:
+            write_html(tl, parts["html"], t0)
+        for f, tmp in parts.items():
             os.chmod(tmp, 0o644)
-            os.replace(tmp, p)
+            os.replace(tmp, paths[f])
     finally:
-        for tmp in parts:
+        for tmp in parts.values():
             tmp.unlink(missing_ok=True)
-    return paths
+    return list(paths.values())
