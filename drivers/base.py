@@ -27,7 +27,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit
 
 from bench.errors import RackclockError
@@ -189,11 +189,11 @@ class Driver(ABC):
     async def close(self) -> None:  # noqa: B027 (a hook, as open)
         """Release the connection; never raises."""
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # -- what every driver answers ---------------------------------------------------------------
@@ -228,7 +228,22 @@ class Driver(ABC):
         return DeviceError(self.name, kind, message)
 
 
-class Stimulated:
+class DriverPart:
+    """A mixin of a `Driver`: what it uses of the driver it is mixed into, declared for the type
+    checker only (nothing here exists at run time, so the driver's own definitions hold)."""
+
+    name: str
+    config: DeviceConfig
+    now_ns: Callable[[], int]
+    armed: bool
+    log_until_ns: int | None
+    if TYPE_CHECKING:
+        def _gate(self, kind: str, target: str | None, what: str) -> Stimulus | None: ...
+
+        def error(self, kind: str, message: str) -> DeviceError: ...
+
+
+class Stimulated(DriverPart):
     """A `Driver` that is a StimulusTarget: lists `stimuli()` and writes `_stimulate`."""
 
     def stimuli(self) -> list[str]:
@@ -247,7 +262,7 @@ class Stimulated:
         raise StimulusRefused(self.name, f"no stimulus {name!r}")
 
 
-class ClockSetting:
+class ClockSetting(DriverPart):
     """A `Driver` that is a ClockSetter: writes `_set_clock`."""
 
     async def set_clock(self, value_ns: int | None = None,
@@ -261,7 +276,7 @@ class ClockSetting:
         raise NotImplementedError
 
 
-class NtpCommanding:
+class NtpCommanding(DriverPart):
     """A `Driver` that is an NtpClient: writes `_set_ntp`."""
 
     async def set_ntp(self, enabled: bool | None = None, server: str | None = None) -> Stimulus:
