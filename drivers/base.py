@@ -35,6 +35,7 @@ from bench.model.documents import Identity  # noqa: F401  (drivers return it: on
 from bench.model.inventory import DeviceConfig, Key
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
+NS = 1_000_000_000
 SET_CLOCK = "set_clock"           # the stimulus kinds of ClockSetter and NtpClient, allow-listed
 SET_NTP = "ntp"                   # in the rack file like the others
 
@@ -269,11 +270,21 @@ class ClockSetting(DriverPart):
                         offset_s: float | None = None) -> Stimulus:
         """Set the device clock to `value_ns` (UTC ns), or to the reference's time at sending
         plus `offset_s`; only if the inventory allows `set_clock`; unarmed, log and do not send."""
+        if value_ns is None and offset_s is None:
+            raise ValueError("set_clock: give value_ns or offset_s")
         unsent = self._gate(SET_CLOCK, None, f"set the clock of {self.name}")
         return unsent or await self._set_clock(value_ns, offset_s)
 
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         raise NotImplementedError
+
+    def _target_ns(self, value_ns: int | None, offset_s: float | None) -> int:
+        """The value to set: `value_ns`, else the reference's time now plus `offset_s`."""
+        if value_ns is not None:
+            return value_ns
+        if offset_s is None:
+            raise ValueError("set_clock: give value_ns or offset_s")
+        return self.now_ns() + round(offset_s * NS)
 
 
 class NtpCommanding(DriverPart):

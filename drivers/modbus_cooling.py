@@ -439,7 +439,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         """Write the RTC registers in one request (function 16) at a whole second of the
         target, so that the one-second register holds the target exactly when it lands."""
-        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        target = self._target_ns(value_ns, offset_s)
         now = self.now_ns()
         wait = (-target) % NS if value_ns is None else 0
         await asyncio.sleep(wait / NS)

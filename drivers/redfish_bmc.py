@@ -342,6 +342,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             raise self.error("protocol", f"the service asks for {mode} authentication: "
                              f"credentials go only over HTTPS; use https://")
         sessions = _link(root.get("Links"), "Sessions") or "/redfish/v1/SessionService/Sessions"
+        if self._client is None:
+            raise self.error("error", "not open")
         try:
             async with self.budget.slot(True, self.timeout_s):
                 await self._client.login(mode)
@@ -523,8 +525,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             return await super()._stimulate(name, target)
         es_uri, es = await self._event_service()
         if self._submit_uri is None:
-            actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
-            action = actions.get("#EventService.SubmitTestEvent")
+            actions = es.get("Actions")
+            action = actions.get("#EventService.SubmitTestEvent") if isinstance(actions, dict) else None
             target = action.get("target") if isinstance(action, dict) else None
             self._submit_uri = target if isinstance(target, str) and target else \
                 f"{es_uri.rstrip('/')}/Actions/EventService.SubmitTestEvent"
@@ -540,7 +542,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         """PATCH the Manager's `DateTime` (UTC, microseconds); the target is taken just before
         sending when given as an offset from the reference."""
-        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        target = self._target_ns(value_ns, offset_s)
         t = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=target // 1000)
         body = {"DateTime": t.isoformat(timespec="microseconds")}
         resp, s, e, note = await self._exchange("PATCH", self.manager_uri, body,

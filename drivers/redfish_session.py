@@ -125,8 +125,9 @@ def auth_mode(configured: str | None, root: dict) -> tuple[str, str | None]:
     SessionService (or Links.Sessions), else basic; the note says why when it was discovered."""
     if configured:
         return configured, None
-    links = root.get("Links") if isinstance(root.get("Links"), dict) else {}
-    if isinstance(root.get("SessionService"), dict) or isinstance(links.get("Sessions"), dict):
+    links = root.get("Links")
+    if isinstance(root.get("SessionService"), dict) or (isinstance(links, dict)
+                                                         and isinstance(links.get("Sessions"), dict)):
         return "session", None
     return "basic", ("the service root links no SessionService: using HTTP basic "
                      "authentication")
@@ -136,7 +137,7 @@ class Meter:
     """Counts of what the driver sent: `requests`, `logins`, `throttled` (429/503 answers);
     each count also goes to `on_traffic(kind)` when the runner set it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.counts = {"requests": 0, "logins": 0, "throttled": 0}
         self.on_traffic: Callable[[str], None] | None = None
 

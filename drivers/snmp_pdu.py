@@ -536,7 +536,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         of a second of the target (the format's resolution)."""
         if HRSYSTEMDATE not in self._clocks:
             raise DeviceError(self.name, "refused", "set_clock: this agent has no hrSystemDate")
-        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        target = self._target_ns(value_ns, offset_s)
         if value_ns is None:
             now = self.now_ns()
             await asyncio.sleep(((-target) % 100_000_000) / NS)
