@@ -227,7 +227,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self._client: _StampedUdp | None = None
         self._v2c: snmp_v2c.V2cClient | None = None
         self._read_target = None                 # v3: the read target's name in the engine
-        self._trap_index = None
+        self._trap_index: str | None = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
         self._traps: list[LogEntry] = []      # the newest MAX_TRAPS of them
@@ -277,15 +277,16 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         if self.version == "3":
             user = (self._read_auth.userName, self._read_auth.authentication_key,
                     self._read_auth.privacy_key)
+        share = None
         if user is not None or self.trap_listen:
             # one engine per event loop (drivers/snmp_engine): v3 exchanges and traps
-            self._share = self._engine_for(user)
-            self.engine = self._share.engine
+            share = self._share = self._engine_for(user)
+            self.engine = share.engine
         try:
             self._client = _StampedUdp(self.now_ns, kernel_rx=on_kernel_clock(self.now_ns)
                                        ).open_client_mode()   # this device's own socket
-            if user is not None:
-                self._domains = [self._share.add_transport(self._client)]
+            if user is not None and share is not None:
+                self._domains = [share.add_transport(self._client)]
         except Exception as exc:
             await self.close()
             raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
@@ -301,8 +302,8 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         if user is None:
             self._v2c = snmp_v2c.V2cClient(self._client, tuple(self.target.transport_address))
         try:
-            if self.trap_listen:
-                self._open_trap_receiver(str(self.trap_listen))
+            if self.trap_listen and share is not None:
+                self._open_trap_receiver(share, str(self.trap_listen))
             # First exchange: probes whether the agent keeps hrSystemDate and who it is (and, on
             # a new engine, loads pysnmp's MIB tables outside any later bracket).
             read = await self._get(HR_SYSTEM_DATE, SYS_OBJECT_ID, what="probe hrSystemDate")
@@ -338,10 +339,10 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         return note
 
     @staticmethod
-    def _engine_for(user):
+    def _engine_for(user: tuple[str, ...] | None) -> snmp_engine.SharedEngine:
         return snmp_engine.acquire(user)
 
-    def _open_trap_receiver(self, address: str) -> None:
+    def _open_trap_receiver(self, share: snmp_engine.SharedEngine, address: str) -> None:
         _, host, port, _ = split_address(address)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
@@ -359,7 +360,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self._trap_communities = {str(community)}
         if self.version == "2c":
             self._trap_communities.add(str(self._read_auth.communityName))
-        self._domains.append(self._share.listen(self._trap_transport, self._on_trap))
+        self._domains.append(share.listen(self._trap_transport, self._on_trap))
         self._trap_index = f"pdu-trap-{self._domains[-1][-1]}"
         config.add_v1_system(self.engine, self._trap_index, community)
 

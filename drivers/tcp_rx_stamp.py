@@ -94,7 +94,11 @@ async def connect(host: str, port: int) -> StampedSocket:
     as aiohttp connects)."""
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return await aiohappyeyeballs.start_connection(infos, socket_factory=stamped_socket)
+    sock = await aiohappyeyeballs.start_connection(infos, socket_factory=stamped_socket)
+    if not isinstance(sock, StampedSocket):           # made by the factory: never
+        sock.close()
+        raise TypeError(f"start_connection returned a {type(sock).__name__}")
+    return sock
 
 
 def arrival(rx_ns: int | None, sent_ns: int, now_ns: int) -> int | None:
