@@ -12,6 +12,7 @@ capability interface (`typing.Protocol`) it implements only when it has it, and 
   (the `Stimulated` mixin holds the allow-list and --arm gate; a driver writes `_stimulate`);
 - `ClockSetter`: `set_clock(value_ns | offset_s)` (mixin `ClockSetting`, `_set_clock`);
 - `NtpClient`: `set_ntp(enabled, server)` (mixin `NtpCommanding`, `_set_ntp`).
+The mixins are `DriverPart`s: what they use of the `Driver` is declared there for the type checker.
 
 Driver calls are coroutines run on an event loop that other devices may share (one loop per
 device in a small rack, one loop per worker process with a task per device in a large one; see

@@ -93,9 +93,10 @@ def subscription_filter(es: JSON, message_id: str) -> JSON:
 class EventSubscriber(RedfishPart):
     """Mixin of the Redfish driver: `_open_events` after login, `_close_events` before logout.
 
-    Needs of the driver: `config`, `name`, `now_ns`, `timeout_s`, `_session` (aiohttp),
-    `_client` (redfish.aio), `_get_json(uri, what)`, `_service_root()`,
-    `_exchange(method, uri, body, what)`, `_password`, and the module's `parse_datetime_ns`.
+    Needs of the driver (declared in drivers/redfish_part.py): `config`, `name`, `now_ns`,
+    `timeout_s`, `_session` (aiohttp), `_client` (redfish.aio), `_get_json(uri, what)`,
+    `_service_root()`, `_exchange(method, uri, body, what)`, `_password`, and the module's
+    `parse_datetime_ns`.
     """
 
     on_event: Callable[[LogEntry], None] | None = None

@@ -7,8 +7,8 @@ a poll costs no request. Where the chosen log has shown none of the test events 
 `SWITCH_AFTER_NS`, the other logs found are looked at (once a minute, one GET each) and the
 driver switches to one that holds a test event; `log_choice` says so.
 
-Needs of the driver: `name`, `now_ns`, `log_until_ns`, `_get_json(uri, what, urgent, max_wait_s)`,
-`_service_root()`, `_fail(kind, message)`.
+Needs of the driver (declared in drivers/redfish_part.py): `name`, `now_ns`, `log_until_ns`,
+`_get_json(uri, what, urgent, max_wait_s)`, `_service_root()`, `_fail(kind, message)`.
 """
 from __future__ import annotations
 
