@@ -30,9 +30,10 @@ import re
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -72,7 +73,7 @@ class HostKernel(Stimulated, Driver):
                "known_hosts": Key("str"), "timeout_s": TIMEOUT_KEY}
     LOG_LINE = "log_line"
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.write_kmsg = o.get("write_kmsg", False) is True

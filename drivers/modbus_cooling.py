@@ -40,7 +40,7 @@ from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOEx
 from pymodbus.pdu import ModbusPDU
 from pymodbus.pdu.mei_message import ReadDeviceInformationResponse
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers import tcp_rx_stamp
 from drivers.base import (
     TIMEOUT_KEY,
@@ -107,7 +107,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                "baudrate": Key("int", 300, 4_000_000, unit="baud"),
                "parity": Key("str", choices=("N", "E", "O")), "stopbits": Key("int", 1, 2),
                "bytesize": Key("int", 5, 8)}
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         if "map" not in o:
