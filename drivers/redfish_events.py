@@ -70,8 +70,8 @@ def test_event_body(es: JSON, message_id: str, n: int, now_ns: int, origin: str 
     version = schema_version(es.get("@odata.type"))
     stamp = dt.datetime.fromtimestamp(now_ns // NS, dt.UTC).isoformat()
     body: JSON = {"EventId": f"rackclock-{n}", "EventTimestamp": stamp, "Severity": "OK",
-            "Message": f"rackclock test event {n}", "MessageId": message_id,
-            "MessageArgs": [], "OriginOfCondition": origin or "/redfish/v1"}
+                  "Message": f"rackclock test event {n}", "MessageId": message_id,
+                  "MessageArgs": [], "OriginOfCondition": origin or "/redfish/v1"}
     if version < (1, 3, 0):
         body["EventType"] = "Alert"
     if version >= (1, 10, 0):

@@ -56,7 +56,7 @@ class LogReader(RedfishPart):
         self._page_ns = 0                      # how long the last log page took
         self.log_backlog = False               # pages are left to read: poll again soon
         self._log_failed_ns: int | None = None   # when log discovery last failed
-        self._log_others: list[LogCandidate] = []            # the other logs found (a switch's candidates)
+        self._log_others: list[LogCandidate] = []   # the other logs found (a switch's candidates)
         self._marks_seen = False                 # a test event's entry came from the chosen log
         self._unseen_since: int | None = None    # first test event sent while none was seen
         self._others_checked: int | None = None  # when the other logs were last looked at

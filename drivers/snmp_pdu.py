@@ -339,7 +339,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         return note
 
     @staticmethod
-    def _engine_for(user: tuple[str, ...] | None) -> snmp_engine.SharedEngine:
+    def _engine_for(user: tuple | None) -> snmp_engine.SharedEngine:
         return snmp_engine.acquire(user)
 
     def _open_trap_receiver(self, share: snmp_engine.SharedEngine, address: str) -> None:
