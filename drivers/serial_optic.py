@@ -39,8 +39,9 @@ import importlib
 import json
 import os
 import threading
+from collections.abc import Callable
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -96,7 +97,7 @@ class SerialOptic(Stimulated, Driver):
                "baudrate": Key("int", 300, 4_000_000, unit="baud"), "timeout_s": TIMEOUT_KEY,
                "latency_timer_ms": Key("float", 0, 255, unit="ms")}
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.ports = [int(p) for p in o.get("ports", [1])]

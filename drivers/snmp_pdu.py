@@ -47,6 +47,7 @@ import logging
 import os
 import socket
 import struct
+from collections.abc import Callable
 
 from pyasn1.type import univ
 from pysnmp.carrier.asyncio.dgram import udp
@@ -57,7 +58,7 @@ from pysnmp.hlapi.v3arch.asyncio import CommunityData, SnmpEngine, UdpTransportT
 from pysnmp.hlapi.v3arch.asyncio.lcd import CommandGeneratorLcdConfigurator
 from pysnmp.proto import errind, rfc1902, rfc1905
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers import pdu_backends, snmp_engine, snmp_v2c
 from drivers.base import (
     TIMEOUT_KEY,
@@ -191,7 +192,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                "trap_receiver": Key("str|list[str]"), "community_env": Key("env"),
                "privacy_env": Key("env"), "write_community_env": Key("env"),
                "trap_community_env": Key("env")}
-    def __init__(self, config_, now_ns, armed: bool = False):
+    def __init__(self, config_: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config_, now_ns, armed)
         self.stamp = "socket"          # how the last exchange's answer was stamped (or "kernel")
         opts = self.config.options
