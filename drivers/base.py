@@ -12,6 +12,7 @@ capability interface (`typing.Protocol`) it implements only when it has it, and 
   (the `Stimulated` mixin holds the allow-list and --arm gate; a driver writes `_stimulate`);
 - `ClockSetter`: `set_clock(value_ns | offset_s)` (mixin `ClockSetting`, `_set_clock`);
 - `NtpClient`: `set_ntp(enabled, server)` (mixin `NtpCommanding`, `_set_ntp`).
+The mixins are `DriverPart`s: what they use of the `Driver` is declared there for the type checker.
 
 Driver calls are coroutines run on an event loop that other devices may share (one loop per
 device in a small rack, one loop per worker process with a task per device in a large one; see
@@ -27,7 +28,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 from urllib.parse import urlsplit
 
 from bench.errors import RackclockError
@@ -35,6 +36,7 @@ from bench.model.documents import Identity  # noqa: F401  (drivers return it: on
 from bench.model.inventory import DeviceConfig, Key
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
+NS = 1_000_000_000
 SET_CLOCK = "set_clock"           # the stimulus kinds of ClockSetter and NtpClient, allow-listed
 SET_NTP = "ntp"                   # in the rack file like the others
 
@@ -189,11 +191,11 @@ class Driver(ABC):
     async def close(self) -> None:  # noqa: B027 (a hook, as open)
         """Release the connection; never raises."""
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # -- what every driver answers ---------------------------------------------------------------
@@ -228,7 +230,22 @@ class Driver(ABC):
         return DeviceError(self.name, kind, message)
 
 
-class Stimulated:
+class DriverPart:
+    """A mixin of a `Driver`: what it uses of the driver it is mixed into, declared for the type
+    checker only (nothing here exists at run time, so the driver's own definitions hold)."""
+
+    name: str
+    config: DeviceConfig
+    now_ns: Callable[[], int]
+    armed: bool
+    log_until_ns: int | None
+    if TYPE_CHECKING:
+        def _gate(self, kind: str, target: str | None, what: str) -> Stimulus | None: ...
+
+        def error(self, kind: str, message: str) -> DeviceError: ...
+
+
+class Stimulated(DriverPart):
     """A `Driver` that is a StimulusTarget: lists `stimuli()` and writes `_stimulate`."""
 
     def stimuli(self) -> list[str]:
@@ -247,21 +264,31 @@ class Stimulated:
         raise StimulusRefused(self.name, f"no stimulus {name!r}")
 
 
-class ClockSetting:
+class ClockSetting(DriverPart):
     """A `Driver` that is a ClockSetter: writes `_set_clock`."""
 
     async def set_clock(self, value_ns: int | None = None,
                         offset_s: float | None = None) -> Stimulus:
         """Set the device clock to `value_ns` (UTC ns), or to the reference's time at sending
         plus `offset_s`; only if the inventory allows `set_clock`; unarmed, log and do not send."""
+        if value_ns is None and offset_s is None:
+            raise ValueError("set_clock: give value_ns or offset_s")
         unsent = self._gate(SET_CLOCK, None, f"set the clock of {self.name}")
         return unsent or await self._set_clock(value_ns, offset_s)
 
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         raise NotImplementedError
 
+    def _target_ns(self, value_ns: int | None, offset_s: float | None) -> int:
+        """The value to set: `value_ns`, else the reference's time now plus `offset_s`."""
+        if value_ns is not None:
+            return value_ns
+        if offset_s is None:
+            raise ValueError("set_clock: give value_ns or offset_s")
+        return self.now_ns() + round(offset_s * NS)
 
-class NtpCommanding:
+
+class NtpCommanding(DriverPart):
     """A `Driver` that is an NtpClient: writes `_set_ntp`."""
 
     async def set_ntp(self, enabled: bool | None = None, server: str | None = None) -> Stimulus:

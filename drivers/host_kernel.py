@@ -30,8 +30,10 @@ import re
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -44,6 +46,9 @@ from drivers.base import (
     Stimulus,
     split_address,
 )
+
+if TYPE_CHECKING:                # imported where used: only an ssh:// host needs it
+    import asyncssh
 
 NS = 1_000_000_000
 US = 1000
@@ -68,7 +73,7 @@ class HostKernel(Stimulated, Driver):
                "known_hosts": Key("str"), "timeout_s": TIMEOUT_KEY}
     LOG_LINE = "log_line"
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.write_kmsg = o.get("write_kmsg", False) is True
@@ -83,9 +88,11 @@ class HostKernel(Stimulated, Driver):
         self._pending: deque[tuple[int, int, str]] = deque()    # records read, not yet logged
         self._markers: dict[str, int] = {}
         self._reader: int | None = None                         # local: O_NONBLOCK fd
-        self._conn = self._shell = self._cat = None             # ssh
-        self._cat_task: asyncio.Task | None = None
-        self._records: asyncio.Queue | None = None
+        self._conn: asyncssh.SSHClientConnection | None = None   # ssh
+        self._shell: asyncssh.SSHClientProcess[str] | None = None
+        self._cat: asyncssh.SSHClientProcess[str] | None = None
+        self._cat_task: asyncio.Task[None] | None = None
+        self._records: asyncio.Queue[str | None] | None = None
         self._sent = 0
         self._uname = ""
         self._after_seq = -1
@@ -136,7 +143,7 @@ class HostKernel(Stimulated, Driver):
                 raise self._map_ssh(exc, "connect") from None
             raise
         self._records = asyncio.Queue()
-        self._cat_task = asyncio.get_running_loop().create_task(self._pump())
+        self._cat_task = asyncio.get_running_loop().create_task(self._pump(self._cat, self._records))
         self._uname = (await self._sh("uname -snr"))[0].strip()
         # `cat` starts at the oldest record: log only those after the last one present now
         last, *_ = await self._sh(f"dd if={self.kmsg} iflag=nonblock bs=8192 2>/dev/null "
@@ -189,10 +196,11 @@ class HostKernel(Stimulated, Driver):
             self._conn = None
 
     # -- SSH plumbing ----------------------------------------------------------------------------
-    async def _pump(self) -> None:
-        async for line in self._cat.stdout:
-            await self._records.put(line)
-        await self._records.put(None)
+    @staticmethod
+    async def _pump(cat: asyncssh.SSHClientProcess[str], records: asyncio.Queue[str | None]) -> None:
+        async for line in cat.stdout:
+            await records.put(line)
+        await records.put(None)
 
     async def _sh(self, command: str) -> tuple[str, int, int]:
         """(output line, s_ns, e_ns): one command in the shell session; the bracket is from
@@ -225,6 +233,8 @@ class HostKernel(Stimulated, Driver):
     # -- records ---------------------------------------------------------------------------------
     def _read_local_records(self) -> None:
         """Move every record the reader can read now into `_pending` (never blocks)."""
+        if self._reader is None:
+            raise self.error("error", "not open")
         while True:
             try:
                 raw = os.read(self._reader, 8192)
@@ -258,6 +268,8 @@ class HostKernel(Stimulated, Driver):
                 self._read_local_records()
                 if text not in self._markers:
                     await asyncio.sleep(0.0005)
+            elif self._records is None:
+                raise self.error("error", "not open")
             else:
                 try:
                     line = await asyncio.wait_for(self._records.get(),

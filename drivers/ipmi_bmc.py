@@ -54,7 +54,7 @@ from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from bench.model.logformats import sel_seconds_to_ns, sel_zone
 from drivers.base import (
     TIMEOUT_KEY,
@@ -115,7 +115,7 @@ class IpmiBMC(Stimulated, Driver):
                "sel_generator_id": Key("int", 0, 0xFFFF)}
     SEL_ENTRY = "sel_entry"
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.timeout_s = float(o.get("timeout_s", 2.0))

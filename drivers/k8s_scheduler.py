@@ -44,7 +44,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -120,7 +120,7 @@ class K8sScheduler(Stimulated, Driver):
                "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}
     SCHEDULE_POD = "schedule_pod"
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.kubeconfig = o.get("kubeconfig")

@@ -28,15 +28,19 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypedDict
 from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pymodbus import FramerType
-from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient, ModbusBaseClient
 from pymodbus.constants import DeviceInformation
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
+from pymodbus.pdu import ModbusPDU
+from pymodbus.pdu.mei_message import ReadDeviceInformationResponse
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers import tcp_rx_stamp
 from drivers.base import (
     TIMEOUT_KEY,
@@ -50,7 +54,7 @@ from drivers.base import (
     Stimulated,
     Stimulus,
 )
-from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, load_map
+from drivers.modbus_map import CoolingMap, MapError, RingLogSpec, Span, WindowLogSpec, load_map
 
 NS = 1_000_000_000
 UTC = dt.UTC
@@ -79,6 +83,17 @@ def from_bcd(word: int, what: str) -> int:
     return out
 
 
+class _ClientOptions(TypedDict):
+    """The pymodbus client's keyword arguments the driver sets, whatever the transport."""
+
+    timeout: float
+    retries: int
+    reconnect_delay: float
+    trace_packet: Callable[[bool, bytes], bytes]
+    trace_pdu: Callable[[bool, ModbusPDU], ModbusPDU]
+    trace_connect: Callable[[bool], None]
+
+
 FUNCTION = {"coil": 1, "discrete": 2, "holding": 3, "input": 4}   # read function codes
 READ_METHOD = {"holding": "read_holding_registers", "input": "read_input_registers",
                "coil": "read_coils", "discrete": "read_discrete_inputs"}
@@ -92,7 +107,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                "baudrate": Key("int", 300, 4_000_000, unit="baud"),
                "parity": Key("str", choices=("N", "E", "O")), "stopbits": Key("int", 1, 2),
                "bytesize": Key("int", 5, 8)}
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         if "map" not in o:
@@ -112,16 +127,17 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             except (ZoneInfoNotFoundError, ValueError):
                 raise self.error("error", f"unknown time zone {o['timezone']!r}") from None
         self.device_id = int(o.get("device_id", self.map.device_id))
-        self.word_order = str(o.get("word_order", self.map.word_order))
+        order = str(o.get("word_order", self.map.word_order))      # checked: big | little
+        self.word_order: Literal["big", "little"] = "little" if order == "little" else "big"
         self.timeout_s = float(o.get("timeout_s", 1.0))
         self.resolution_ns = round(self.map.rtc.resolution_s * NS)
-        self.client = None
-        self._lock: asyncio.Lock | None = None
-        self._inflight: asyncio.Task | None = None    # the task whose request is on the wire
+        self.client: ModbusBaseClient | None = None
+        self._lock = asyncio.Lock()          # made anew at each open (bound to its loop)
+        self._inflight: asyncio.Task[object] | None = None    # the task whose request is on the wire
         self._cut = False            # _trace_connect cancelled it
         self._drops = 0              # connections the device dropped
         self._stamps: dict[str, int] = {}
-        self._labels: dict[tuple, str] = {}    # (span, what) -> the request's label in errors
+        self._labels: dict[tuple[Span, str], str] = {}    # (span, what) -> the request's label in errors
         self._guard = False          # a request timed out on a serial line: let late bytes pass
         self._dropped = False        # the device closed the connection since the last exchange
         self._closing = False
@@ -129,13 +145,13 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         self.stamp = "user"          # how the last exchange's answer was stamped (or "kernel")
 
     # -- connection ------------------------------------------------------------------------------
-    def _make_client(self):
+    def _make_client(self) -> ModbusBaseClient:
         u = urlsplit(self.config.address)
         o = self.config.options
-        common = dict(timeout=self.timeout_s, retries=0, reconnect_delay=0,
-                      trace_packet=self._trace_packet, trace_pdu=self._trace_pdu,
-                      trace_connect=self._trace_connect)
-        if u.scheme in ("tcp", "socket"):
+        common = _ClientOptions(timeout=self.timeout_s, retries=0, reconnect_delay=0,
+                                trace_packet=self._trace_packet, trace_pdu=self._trace_pdu,
+                                trace_connect=self._trace_connect)
+        if u.scheme in ("tcp", "socket") and u.hostname:
             port = u.port or (502 if u.scheme == "tcp" else 4001)
             client = AsyncModbusTcpClient(u.hostname, port=port, framer=FramerType.SOCKET
                                           if u.scheme == "tcp" else FramerType.RTU, **common)
@@ -153,12 +169,12 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         raise self.error("error", f"address {self.config.address!r}: expected tcp://, socket:// "
                                   f"or serial://")
 
-    def _connect_stamped(self, client, host: str, port: int) -> None:
+    def _connect_stamped(self, client: ModbusBaseClient, host: str, port: int) -> None:
         """Connect `client` through a stamped socket: pymodbus has no socket hook, but connects
         (and reconnects) by calling its transport's `call_create`."""
         ctx = client.ctx
 
-        async def create():
+        async def create() -> tuple[asyncio.Transport, asyncio.BaseProtocol]:
             self._sock = None
             sock = await tcp_rx_stamp.connect(host, port)
             try:
@@ -181,6 +197,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         await self._connect()
 
     async def _connect(self) -> None:
+        if self.client is None:
+            raise self.error("error", "driver not opened")
         try:
             ok = await self.client.connect()
         except (OSError, ModbusException) as exc:
@@ -210,7 +228,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                 self._stamps.pop("rx_kernel", None)
         return data
 
-    def _trace_pdu(self, sending: bool, pdu):
+    def _trace_pdu(self, sending: bool, pdu: ModbusPDU) -> ModbusPDU:
         if not sending and "rx" in self._stamps:       # the bytes that completed this answer
             self._stamps["e"] = self._stamps.get("rx_kernel", self._stamps["rx"])
             self.stamp = "kernel" if "rx_kernel" in self._stamps else "user"
@@ -227,7 +245,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             task.cancel()
 
     # -- one exchange ----------------------------------------------------------------------------
-    async def _exchange(self, what: str, call) -> tuple[object, int, int]:
+    async def _exchange(self, what: str, call: Callable[[], Awaitable[ModbusPDU]],
+                        ) -> tuple[ModbusPDU, int, int]:
         """Send one request; its answer and its bracket (s, e). Raises DeviceError.
 
         The request runs in the calling task (no task and wait of its own: two loop turns and
@@ -238,6 +257,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         self.stamp = "user"
         drops = self._drops
         task = self._inflight = asyncio.current_task()
+        assert task is not None                  # a coroutine runs in a task
         self._cut = False
         s0 = self.now_ns()
         guard = asyncio.timeout(2 * self.timeout_s + 1)
@@ -312,7 +332,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             raise self.error("malformed", f"{label}: {len(values)} values in the answer")
         return values[: span.count], s, e
 
-    def _matches(self, rr, function: int, label: str) -> None:
+    def _matches(self, rr: ModbusPDU, function: int, label: str) -> None:
         """An answer to another request (function code or device id not ours) is malformed."""
         fc = getattr(rr, "function_code", function)
         if fc != function:
@@ -326,6 +346,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
     async def _write(self, table: str, address: int, value: int, what: str) -> tuple[int, int]:
         c, dev = self.client, self.device_id
         label = f"write {what} ({table} {address} = {value})"
+        if c is None:
+            raise self.error("error", "driver not opened")
         if table == "coil":
             call = lambda: c.write_coil(address, bool(value), device_id=dev)   # noqa: E731
         elif table == "holding":
@@ -339,12 +361,16 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
     # -- identity --------------------------------------------------------------------------------
     async def _device_information(self, read_code: int, object_id: int = 0) -> dict[int, bytes]:
         info: dict[int, bytes] = {}
+        c = self.client
+        if c is None:
+            raise self.error("error", "driver not opened")
         for _ in range(8):                                # segmented answers: `more follows`
-            rr, _s, _e = await self._exchange(
-                f"read device identification (code {read_code}, object {object_id})",
-                lambda: self.client.read_device_information(
-                    read_code=read_code, object_id=object_id,  # noqa: B023 (awaited in this iteration)
-                    device_id=self.device_id))
+            what = f"read device identification (code {read_code}, object {object_id})"
+            rr, _s, _e = await self._exchange(what, lambda: c.read_device_information(
+                read_code=read_code, object_id=object_id,  # noqa: B023 (awaited in this iteration)
+                device_id=self.device_id))
+            if not isinstance(rr, ReadDeviceInformationResponse):
+                raise self.error("malformed", f"{what}: answered {type(rr).__name__}")
             info.update(rr.information)
             if not getattr(rr, "more_follows", 0) or rr.next_object_id in info:
                 break
@@ -403,8 +429,10 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         rtc = self.map.rtc
         if rtc.encoding == "fields":
             return self._instant_ns(dict(zip(rtc.fields, regs)), rtc.time_base)
-        secs = int(self.client.convert_from_registers(regs, self.client.DATATYPE.UINT32,
-                                                      word_order=self.word_order))
+        secs = ModbusBaseClient.convert_from_registers(regs, ModbusBaseClient.DATATYPE.UINT32,
+                                                       word_order=self.word_order)
+        if not isinstance(secs, int):                     # two registers give one uint32
+            raise ValueError(f"{regs} is not one uint32")
         if rtc.time_base == "local":           # seconds since 1970 on the local wall clock
             wall = dt.datetime.fromtimestamp(secs, UTC).replace(tzinfo=None)
             return to_ns(wall.replace(tzinfo=self.zone))
@@ -431,15 +459,16 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             t = t.astimezone(self.zone)
         if rtc.encoding == "fields":
             return [getattr(t, f) for f in rtc.fields]
-        secs = t_s + (int(t.utcoffset().total_seconds()) if rtc.time_base == "local" else 0)
-        return list(self.client.convert_to_registers(secs & 0xFFFFFFFF,
-                                                     self.client.DATATYPE.UINT32,
-                                                     word_order=self.word_order))
+        offset = t.utcoffset() or dt.timedelta(0)              # t is aware: never None
+        secs = t_s + (int(offset.total_seconds()) if rtc.time_base == "local" else 0)
+        return ModbusBaseClient.convert_to_registers(secs & 0xFFFFFFFF,
+                                                     ModbusBaseClient.DATATYPE.UINT32,
+                                                     word_order=self.word_order)
 
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         """Write the RTC registers in one request (function 16) at a whole second of the
         target, so that the one-second register holds the target exactly when it lands."""
-        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        target = self._target_ns(value_ns, offset_s)
         now = self.now_ns()
         wait = (-target) % NS if value_ns is None else 0
         await asyncio.sleep(wait / NS)
@@ -449,22 +478,27 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
         regs = self.encode_rtc(secs)
         span = self.map.rtc.span
         label = f"write RTC ({span.table} {span.address}+{len(regs)} = {regs})"
+        c = self.client
+        if c is None:
+            raise self.error("error", "driver not opened")
         async with self._lock:
-            _, s, e = await self._exchange(label, lambda: self.client.write_registers(
+            _, s, e = await self._exchange(label, lambda: c.write_registers(
                 span.address, regs, device_id=self.device_id))
         return Stimulus(self.SET_CLOCK, str(secs), s, e, True, "user", label)
 
     # -- sensors (not clocks; for experiments and the report) ------------------------------------
-    async def read_sensors(self) -> dict[str, dict]:
-        out = {}
+    async def read_sensors(self) -> dict[str, dict[str, float | str]]:
+        out: dict[str, dict[str, float | str]] = {}
         types = {"int16": "INT16", "uint16": "UINT16", "int32": "INT32", "uint32": "UINT32",
                  "float32": "FLOAT32"}
         async with self._lock:
             for sp in self.map.sensors:
                 regs, _s, _e = await self._read(sp.span, sp.name)
-                v = self.client.convert_from_registers(
-                    regs, getattr(self.client.DATATYPE, types[sp.type]),
+                v = ModbusBaseClient.convert_from_registers(
+                    regs, getattr(ModbusBaseClient.DATATYPE, types[sp.type]),
                     word_order=self.word_order)
+                if not isinstance(v, int | float):        # the span is the type's width: one value
+                    raise self.error("malformed", f"{sp.name}: {regs} is not one {sp.type}")
                 out[sp.name] = {"value": float(v) * sp.scale if sp.type != "float32" else float(v),
                                 "unit": sp.unit}
         return out
@@ -502,7 +536,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             return "alarm"
         return f"alarm {code}" + (" (test alarm)" if ta is not None and code == ta.code else "")
 
-    async def _ring_entries(self, log: RingLogSpec, cursor: str | None):
+    async def _ring_entries(self, log: RingLogSpec, cursor: str | None,
+                            ) -> tuple[list[LogEntry], str | None]:
         (index,), s, e = await self._read(Span(log.table, log.index_address), "alarm log index")
         if not 0 <= index < log.entries:
             raise self.error("malformed", f"alarm log index {index} outside 0..{log.entries - 1}")
@@ -532,7 +567,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                                 s, e, self._message(f.get("code")), raw))
         return out, str(index)
 
-    async def _window_entries(self, log, cursor: str | None):
+    async def _window_entries(self, log: WindowLogSpec, cursor: str | None,
+                              ) -> tuple[list[LogEntry], str | None]:
         (count,), s, e = await self._read(Span(log.table, log.count_address), "alarm log count")
         if cursor is None:
             new = min(count, log.entries)

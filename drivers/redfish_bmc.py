@@ -58,8 +58,11 @@ import datetime as dt
 import json
 import logging
 import ssl
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import aiohttp
+from aiohttp.connector import Connection
 from multidict import CIMultiDictProxy
 from redfish.aio import (
     AsyncRedfishClient,
@@ -73,7 +76,7 @@ from redfish.aio import (
 )
 
 from bench.errors import RackclockError
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers import tcp_rx_stamp
 from drivers.base import (
     TIMEOUT_KEY,
@@ -105,6 +108,9 @@ from drivers.redfish_session import (
 )
 from drivers.redfish_time import parse_datetime_ns
 
+if TYPE_CHECKING:
+    from redfish.aio.response import AsyncRestResponse
+
 log = logging.getLogger(__name__)
 NS = 1_000_000_000
 
@@ -119,12 +125,13 @@ class BodyTooLarge(RackclockError, aiohttp.ClientPayloadError):
     """An answer over the driver's size cap (`max_body_bytes`): not read further."""
 
 
-def stamped_request(now_ns, meter: Meter | None = None) -> type[aiohttp.ClientRequest]:
+def stamped_request(now_ns: Callable[[], int],
+                    meter: Meter | None = None) -> type[aiohttp.ClientRequest]:
     """aiohttp's request, stamping `s` (into _STAMPS of the sending task) when it starts to be
     written on a connection that is up: every send, a re-sent one included (each counted)."""
 
     class StampedRequest(aiohttp.ClientRequest):
-        async def send(self, conn):
+        async def send(self, conn: Connection) -> aiohttp.ClientResponse:
             if meter is not None:
                 meter.count("requests")
             stamps = _STAMPS.get()
@@ -135,14 +142,15 @@ def stamped_request(now_ns, meter: Meter | None = None) -> type[aiohttp.ClientRe
     return StampedRequest
 
 
-def capped_response(limit: int, now_ns=None) -> type[aiohttp.ClientResponse]:
+def capped_response(limit: int,
+                    now_ns: Callable[[], int] | None = None) -> type[aiohttp.ClientResponse]:
     """aiohttp's response, reading at most `limit` bytes of a body (aiohttp has no such cap):
     a 100 MB or endless answer costs one exchange and `limit` bytes, not the bench's memory.
     With `now_ns`, it stamps `e` (into _STAMPS) when the answer's headers have been parsed, with
     the kernel's arrival stamp of the bytes last read where the connection's socket keeps one."""
 
     class CappedResponse(aiohttp.ClientResponse):
-        async def start(self, connection):
+        async def start(self, connection: Connection) -> aiohttp.ClientResponse:
             sock = tcp_rx_stamp.stamped_socket_of(connection.transport)
             out = await super().start(connection)
             if now_ns is not None and (stamps := _STAMPS.get()) is not None:
@@ -186,14 +194,14 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                "event_listener": Key("str"), "event_listener_cert": Key("path", exists="file"),
                "event_listener_key": Key("path", exists="file"), "event_verify_certificate": Key("bool")}
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.verify_tls = bool(o.get("verify_tls", True))
         self.stamp = "user"          # how the last exchange's answer was stamped (or "kernel")
         self.ca_file = o.get("ca_file")
         self.timeout_s = float(o.get("timeout_s", 3.0))
-        self.manager_uri = o.get("manager")
+        self.manager_uri: str | None = o.get("manager")     # None: found at the open
         self.auth = o.get("auth")                # None: discovered at the open
         self.auth_note: str | None = None
         self.meter = Meter()
@@ -254,7 +262,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             return self._fail("protocol", f"{what}: TLS failed: {exc}")
         return self._fail("error", f"{what}: {exc!r}")
 
-    def _http_error(self, response, what: str) -> DeviceError:
+    def _http_error(self, response: AsyncRestResponse, what: str) -> DeviceError:
         try:
             detail = _redfish_message(response.dict)
         except RedfishProtocolError:
@@ -268,11 +276,11 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
 
     # -- lifecycle -------------------------------------------------------------------------------
     @property
-    def on_traffic(self):
+    def on_traffic(self) -> Callable[[str], None] | None:
         return self.meter.on_traffic
 
     @on_traffic.setter
-    def on_traffic(self, fn) -> None:
+    def on_traffic(self, fn: Callable[[str], None] | None) -> None:
         """The runner's counter of requests, logins and throttled answers (per minute)."""
         self.meter.on_traffic = fn
 
@@ -342,6 +350,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             raise self.error("protocol", f"the service asks for {mode} authentication: "
                              f"credentials go only over HTTPS; use https://")
         sessions = _link(root.get("Links"), "Sessions") or "/redfish/v1/SessionService/Sessions"
+        if self._client is None:
+            raise self.error("error", "not open")
         try:
             async with self.budget.slot(True, self.timeout_s):
                 await self._client.login(mode)
@@ -379,7 +389,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
 
     # -- one bracketed exchange -------------------------------------------------------------------
     async def _exchange(self, method: str, uri: str, body: dict | None = None, what: str = "",
-                        urgent: bool = True, max_wait_s: float | None = None):
+                        urgent: bool = True, max_wait_s: float | None = None,
+                        ) -> tuple[AsyncRestResponse, int, int, str]:
         """(response, s_ns, e_ns, note): one request inside the budget, waiting for it up to
         `max_wait_s` (default half the timeout; 0 for a request that is not `urgent`), else
         NotSent; the bracket is the wire-side stamps of the exchange that produced the answer
@@ -426,7 +437,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             raise self._http_error(resp, what or f"{method} {uri}")
         return resp, s, e, note
 
-    def _throttled(self, resp) -> None:
+    def _throttled(self, resp: AsyncRestResponse) -> None:
         """429 Too Many Requests / 503 Service Unavailable: no request until its Retry-After."""
         wait = retry_after_s(resp.getheader("Retry-After"))
         self.budget.hold(wait)
@@ -462,13 +473,19 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             raise self._fail("malformed", f"GET {uri}: no members")
         return members[0]
 
+    def _manager(self) -> str:
+        """The URI of the Manager whose DateTime is read (known once open)."""
+        if not self.manager_uri:
+            raise self.error("error", "not open")
+        return self.manager_uri
+
     async def _find_manager(self) -> str:
         """The Manager whose DateTime is read (drivers/redfish_equipment.py follows ManagedBy)."""
         return await self._first_member("Managers")
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:
-        m, *_ = await self._get_json(self.manager_uri, "GET Manager")
+        m, *_ = await self._get_json(self._manager(), "GET Manager")
         return Identity(vendor=str(m.get("Manufacturer", "")), model=str(m.get("Model", "")),
                         serial=str(m.get("SerialNumber", "")),
                         firmware=str(m.get("FirmwareVersion", "")),
@@ -488,7 +505,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     async def read_clock(self, clock: str) -> Read:
         if clock != "datetime":
             raise self.error("error", f"no clock {clock!r} (this driver reads 'datetime')")
-        m, s, e, note = await self._get_json(self.manager_uri, "GET Manager DateTime")
+        m, s, e, note = await self._get_json(self._manager(), "GET Manager DateTime")
         stamp = self.stamp
         text, offset = m.get("DateTime"), m.get("DateTimeLocalOffset")
         raw = _RAW({"DateTime": text, "DateTimeLocalOffset": offset})
@@ -510,8 +527,9 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             ntp["ProtocolEnabled"] = bool(enabled)
         if server:
             ntp["NTPServers"] = [server]
-        m, *_ = await self._get_json(self.manager_uri, "GET Manager")
-        uri = _link(m, "NetworkProtocol") or f"{self.manager_uri.rstrip('/')}/NetworkProtocol"
+        manager = self._manager()
+        m, *_ = await self._get_json(manager, "GET Manager")
+        uri = _link(m, "NetworkProtocol") or f"{manager.rstrip('/')}/NetworkProtocol"
         resp, s, e, note = await self._exchange("PATCH", uri, {"NTP": ntp},
                                                 "PATCH NetworkProtocol NTP")
         return Stimulus(self.SET_NTP, json.dumps(ntp, separators=(",", ":")), s, e, sent=True,
@@ -523,8 +541,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             return await super()._stimulate(name, target)
         es_uri, es = await self._event_service()
         if self._submit_uri is None:
-            actions = es.get("Actions") if isinstance(es.get("Actions"), dict) else {}
-            action = actions.get("#EventService.SubmitTestEvent")
+            actions = es.get("Actions")
+            action = actions.get("#EventService.SubmitTestEvent") if isinstance(actions, dict) else None
             target = action.get("target") if isinstance(action, dict) else None
             self._submit_uri = target if isinstance(target, str) and target else \
                 f"{es_uri.rstrip('/')}/Actions/EventService.SubmitTestEvent"
@@ -540,10 +558,10 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         """PATCH the Manager's `DateTime` (UTC, microseconds); the target is taken just before
         sending when given as an offset from the reference."""
-        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        target = self._target_ns(value_ns, offset_s)
         t = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=target // 1000)
         body = {"DateTime": t.isoformat(timespec="microseconds")}
-        resp, s, e, note = await self._exchange("PATCH", self.manager_uri, body,
+        resp, s, e, note = await self._exchange("PATCH", self._manager(), body,
                                                 "PATCH Manager DateTime")
         return Stimulus(self.SET_CLOCK, body["DateTime"], s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} DateTime={body['DateTime']}"

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers import redfish_discovery as discovery
 from drivers.base import DeviceError, Identity, Stimulus
 from drivers.redfish_bmc import RedfishBMC
@@ -37,7 +38,7 @@ OUTLET_STIMULI = {"outlet_off": "Off", "outlet_on": "On", "outlet_reboot": "Powe
 class RedfishEquipment(RedfishBMC):
     OPTIONS = {**RedfishBMC.OPTIONS, "equipment": Key("str")}
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         self.equipment_uri: str | None = config.options.get("equipment")
         self.equipment: dict = {}

@@ -43,7 +43,8 @@ import re
 import secrets
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -51,6 +52,7 @@ from aiohttp import web
 
 from drivers.base import DeviceError, LogEntry
 from drivers.redfish_discovery import redfish_message as _redfish_message
+from drivers.redfish_part import JSON, RedfishPart
 from drivers.redfish_time import parse_datetime_ns
 
 NS = 1_000_000_000
@@ -63,13 +65,13 @@ def schema_version(odata_type: object) -> tuple[int, int, int]:
     return (int(m[1]), int(m[2]), int(m[3])) if m else (1, 0, 0)
 
 
-def test_event_body(es: dict, message_id: str, n: int, now_ns: int, origin: str | None) -> dict:
+def test_event_body(es: JSON, message_id: str, n: int, now_ns: int, origin: str | None) -> JSON:
     """SubmitTestEvent's parameters as the EventService's schema version defines them."""
     version = schema_version(es.get("@odata.type"))
     stamp = dt.datetime.fromtimestamp(now_ns // NS, dt.UTC).isoformat()
-    body = {"EventId": f"rackclock-{n}", "EventTimestamp": stamp, "Severity": "OK",
-            "Message": f"rackclock test event {n}", "MessageId": message_id,
-            "MessageArgs": [], "OriginOfCondition": origin or "/redfish/v1"}
+    body: JSON = {"EventId": f"rackclock-{n}", "EventTimestamp": stamp, "Severity": "OK",
+                  "Message": f"rackclock test event {n}", "MessageId": message_id,
+                  "MessageArgs": [], "OriginOfCondition": origin or "/redfish/v1"}
     if version < (1, 3, 0):
         body["EventType"] = "Alert"
     if version >= (1, 10, 0):
@@ -77,7 +79,7 @@ def test_event_body(es: dict, message_id: str, n: int, now_ns: int, origin: str 
     return body
 
 
-def subscription_filter(es: dict, message_id: str) -> dict:
+def subscription_filter(es: JSON, message_id: str) -> JSON:
     """What a push subscription asks for: the advertised RegistryPrefixes (the test event's own
     where listed), else the advertised EventTypesForSubscription, else nothing."""
     prefixes = [p for p in es.get("RegistryPrefixes") or [] if isinstance(p, str)]
@@ -88,32 +90,33 @@ def subscription_filter(es: dict, message_id: str) -> dict:
     return {"EventTypes": types} if types else {}
 
 
-class EventSubscriber:
+class EventSubscriber(RedfishPart):
     """Mixin of the Redfish driver: `_open_events` after login, `_close_events` before logout.
 
-    Needs of the driver: `config`, `name`, `now_ns`, `timeout_s`, `_session` (aiohttp),
-    `_client` (redfish.aio), `_get_json(uri, what)`, `_service_root()`,
-    `_exchange(method, uri, body, what)`, `_password`, and the module's `parse_datetime_ns`.
+    Needs of the driver (declared in drivers/redfish_part.py): `config`, `name`, `now_ns`,
+    `timeout_s`, `_session` (aiohttp), `_client` (redfish.aio), `_get_json(uri, what)`,
+    `_service_root()`, `_exchange(method, uri, body, what)`, `_password`, and the module's
+    `parse_datetime_ns`.
     """
 
     on_event: Callable[[LogEntry], None] | None = None
 
-    def _init_events(self, options: dict) -> None:
+    def _init_events(self, options: Mapping[str, Any]) -> None:
         self.events_mode = str(options.get("events", "auto"))
         if self.events_mode not in MODES:
             raise self.error("error", f"events = {self.events_mode!r}: one of {', '.join(MODES)}")
-        self.event_listener = options.get("event_listener")
-        self.event_listener_cert = options.get("event_listener_cert")
-        self.event_listener_key = options.get("event_listener_key")
+        self.event_listener: str | None = options.get("event_listener")
+        self.event_listener_cert: str | None = options.get("event_listener_cert")
+        self.event_listener_key: str | None = options.get("event_listener_key")
         self.event_verify_certificate = bool(options.get("event_verify_certificate", True))
         self.events_state = "polling"
         self.on_event = None
         self._held: list[LogEntry] = []
-        self._event_task: asyncio.Task | None = None
+        self._event_task: asyncio.Task[None] | None = None
         self._listener: web.BaseRunner | None = None
         self._subscription_uri: str | None = None
         self._context = secrets.token_hex(16)
-        self._es: tuple[str, dict] | None = None     # the EventService: (URI, body), read once
+        self._es: tuple[str, JSON] | None = None     # the EventService: (URI, body), read once
         self._last_event_id: str | None = None       # the SSE stream's last `id:`
 
     # -- what the runner sees ---------------------------------------------------------------------
@@ -122,7 +125,7 @@ class EventSubscriber:
         out, self._held = self._held, []
         return out
 
-    def _received(self, payload: dict, s_ns: int, e_ns: int) -> None:
+    def _received(self, payload: JSON, s_ns: int, e_ns: int) -> None:
         records = payload.get("Events") if isinstance(payload, dict) else None
         for rec in records if isinstance(records, list) else []:
             if not isinstance(rec, dict):
@@ -181,13 +184,13 @@ class EventSubscriber:
             elif not isinstance(subs_uri, str):
                 reasons.append("no Subscriptions collection")
             else:
-                why = await self._open_push(subs_uri)
+                why = await self._open_push(self.event_listener, subs_uri)
                 if why is None:
                     return
                 reasons.append(f"push refused: {why}")
         self.events_state = f"polling ({'; '.join(reasons)})"
 
-    async def _event_service(self) -> tuple[str, dict]:
+    async def _event_service(self) -> tuple[str, JSON]:
         """(URI, body) of the EventService, read once per driver."""
         if self._es is None:
             root = await self._service_root()
@@ -217,7 +220,7 @@ class EventSubscriber:
             await runner.cleanup()
 
     # -- server-sent events -----------------------------------------------------------------------
-    def _auth_headers(self) -> dict:
+    def _auth_headers(self) -> dict[str, str]:
         # redfish.aio keeps its session token private; the stream is opened on that session
         token = getattr(self._client, "_session_key", None)
         if token:
@@ -233,6 +236,8 @@ class EventSubscriber:
 
     async def _connect_sse(self, uri: str) -> tuple[aiohttp.ClientResponse | None, str | None]:
         """(open stream, None) or (None, why not)."""
+        if self._session is None:
+            return None, "the driver is closed"
         headers = {"Accept": "text/event-stream", **self._auth_headers()}
         if self._last_event_id is not None:
             headers["Last-Event-ID"] = self._last_event_id
@@ -271,8 +276,9 @@ class EventSubscriber:
             while True:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 15.0)
-                resp, refused = await self._connect_sse(uri)
-                if resp is not None:
+                again, refused = await self._connect_sse(uri)
+                if again is not None:
+                    resp = again
                     self.events_state = f"sse ({uri})"
                     backoff = 1.0
                     break
@@ -280,7 +286,7 @@ class EventSubscriber:
 
     async def _read_stream(self, resp: aiohttp.ClientResponse) -> str:
         data: list[str] = []
-        first = None
+        first: int | None = None
         try:
             while True:
                 line = await resp.content.readline()
@@ -289,7 +295,7 @@ class EventSubscriber:
                     return "closed by the service"
                 text = line.decode("utf-8", "replace").rstrip("\r\n")
                 if not text:                                    # a blank line ends an event
-                    if data:
+                    if data and first is not None:             # `first`: set with data
                         try:
                             payload = json.loads("\n".join(data))
                         except ValueError:
@@ -316,10 +322,10 @@ class EventSubscriber:
             resp.close()
 
     # -- push -------------------------------------------------------------------------------------
-    async def _open_push(self, subs_uri: str) -> str | None:
-        u = urlsplit(self.event_listener)
+    async def _open_push(self, listener: str, subs_uri: str) -> str | None:
+        u = urlsplit(listener)
         if u.scheme not in ("https", "http") or not u.hostname:
-            return f"event_listener {self.event_listener!r}: not an https:// address"
+            return f"event_listener {listener!r}: not an https:// address"
         tls = None
         if u.scheme == "https":
             if not (self.event_listener_cert and self.event_listener_key):
@@ -338,7 +344,7 @@ class EventSubscriber:
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
-            return f"cannot listen on {self.event_listener}: {exc}"
+            return f"cannot listen on {listener}: {exc}"
         runner = web.ServerRunner(web.Server(self._on_push, access_log=None),
                                   handle_signals=False, shutdown_timeout=0.5)
         await runner.setup()

@@ -22,8 +22,9 @@ Inventory keys beyond the BMC driver's: `telemetry` (false: no reports read), `m
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers.base import DeviceError, Identity, LogEntry
 from drivers.redfish_bmc import RedfishBMC
 from drivers.redfish_discovery import link as _link
@@ -40,7 +41,7 @@ class RedfishHMC(RedfishBMC):
                "metric_reports": Key("int", 0, 64),
                "metric_poll_s": Key("float", 0.1, 3600.0, unit="s")}
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.telemetry = bool(o.get("telemetry", True))

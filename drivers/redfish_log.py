@@ -7,18 +7,22 @@ a poll costs no request. Where the chosen log has shown none of the test events 
 `SWITCH_AFTER_NS`, the other logs found are looked at (once a minute, one GET each) and the
 driver switches to one that holds a test event; `log_choice` says so.
 
-Needs of the driver: `name`, `now_ns`, `log_until_ns`, `_get_json(uri, what, urgent, max_wait_s)`,
-`_service_root()`, `_fail(kind, message)`.
+Needs of the driver (declared in drivers/redfish_part.py): `name`, `now_ns`, `log_until_ns`,
+`_get_json(uri, what, urgent, max_wait_s)`, `_service_root()`, `_fail(kind, message)`.
 """
 from __future__ import annotations
 
 import json
 import logging
 import re
+from collections.abc import Awaitable, Mapping
+from typing import Any
 
 from drivers import redfish_discovery as discovery
 from drivers.base import DeviceError, LogEntry
+from drivers.redfish_discovery import LogCandidate
 from drivers.redfish_discovery import link as _link
+from drivers.redfish_part import JSON, RedfishPart
 from drivers.redfish_time import parse_datetime_ns
 
 log = logging.getLogger("drivers.redfish_bmc")
@@ -36,14 +40,14 @@ class NotSent(DeviceError):
     """A request the budget held back (drivers/redfish_session.py): nothing was sent."""
 
 
-class LogReader:
+class LogReader(RedfishPart):
     LOG_RETRY_NS = 60 * NS       # a service with no usable log is asked again after this
     SWITCH_AFTER_NS = 15 * NS    # test events unseen in the chosen log this long: look elsewhere
     MARK = "rackclock test event"
 
-    def _init_log(self, o) -> None:
-        self.entries_uri = o.get("log_entries")
-        self.log_service_uri = o.get("log_service")
+    def _init_log(self, o: Mapping[str, Any]) -> None:
+        self.entries_uri: str | None = o.get("log_entries")
+        self.log_service_uri: str | None = o.get("log_service")
         self.log_choice = ""                     # how the log was chosen (or why there is none)
         self.log_pages = int(o.get("log_pages_per_poll", 2))
         self.log_budget_ns = int(float(o.get("log_budget_s", 0.5)) * NS)
@@ -52,7 +56,7 @@ class LogReader:
         self._page_ns = 0                      # how long the last log page took
         self.log_backlog = False               # pages are left to read: poll again soon
         self._log_failed_ns: int | None = None   # when log discovery last failed
-        self._log_others: list = []              # the other logs found (a switch's candidates)
+        self._log_others: list[LogCandidate] = []   # the other logs found (a switch's candidates)
         self._marks_seen = False                 # a test event's entry came from the chosen log
         self._unseen_since: int | None = None    # first test event sent while none was seen
         self._others_checked: int | None = None  # when the other logs were last looked at
@@ -100,22 +104,24 @@ class LogReader:
         log.info("%s: event log: %s", self.name, self.log_choice)
 
     @staticmethod
-    async def _first_of(coro):
+    async def _first_of(coro: Awaitable[tuple[JSON, int, int, str]]) -> JSON:
         return (await coro)[0]
 
     async def _log_start(self) -> str:
         """Where a first poll starts: the newest page where the service pages by `$skip`
         (ProtocolFeaturesSupported.TopSkipQuery), else the first page."""
+        entries = self.entries_uri
+        assert entries is not None               # log_entries found the log first
         root = await self._service_root()
         features = root.get("ProtocolFeaturesSupported")
         if not (isinstance(features, dict) and features.get("TopSkipQuery") is True):
-            return self.entries_uri
-        first, *_ = await self._get_json(self.entries_uri, "GET log entries")
+            return entries
+        first, *_ = await self._get_json(entries, "GET log entries")
         count, per_page = first.get("Members@odata.count"), len(first.get("Members") or [])
         if not isinstance(count, int) or not first.get("Members@odata.nextLink") or not per_page:
-            return self.entries_uri
-        sep = "&" if "?" in self.entries_uri else "?"
-        return f"{self.entries_uri}{sep}$skip={max(0, count - per_page)}"
+            return entries
+        sep = "&" if "?" in entries else "?"
+        return f"{entries}{sep}$skip={max(0, count - per_page)}"
 
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
         """Entries newer than `cursor` (the last entry Id seen), read incrementally: from the
@@ -132,7 +138,9 @@ class LogReader:
         if self._log_page is None:
             self._log_page = await self._log_start()
         start = self._log_page
-        members, s, e = await self._read_pages(deadline)
+        members, s, e = await self._read_pages(start, deadline)
+        if s is None or e is None:                   # no page read: nothing new
+            return [], cursor
         new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
         out = await self._fetch_new(new, s, e, deadline, start)
         while len(self._log_seen) > 10_000:
@@ -154,11 +162,10 @@ class LogReader:
                              f"in {self.LOG_RETRY_NS // NS} s)")
         return True
 
-    async def _read_pages(self, deadline: int) -> tuple[list, int | None, int | None]:
-        """The members of the pages from `_log_page` on, within the page count and the deadline,
-        with the first page's bracket start and the last one's end."""
-        members: list = []
-        uri = self._log_page
+    async def _read_pages(self, uri: str, deadline: int) -> tuple[list[JSON], int | None, int | None]:
+        """The members of the pages from `uri` (`_log_page`) on, within the page count and the
+        deadline, with the first page's bracket start and the last one's end (None: no page)."""
+        members: list[JSON] = []
         s, e, pages = None, None, 0
         self.log_backlog = False
         while True:
@@ -186,17 +193,17 @@ class LogReader:
                 break
         return members, s, e
 
-    async def _fetch_new(self, new: list, s: int | None, e: int | None, deadline: int,
-                         start: str | None) -> list[LogEntry]:
+    async def _fetch_new(self, new: list[JSON], s: int, e: int, deadline: int,
+                         start: str) -> list[LogEntry]:
         """The new members as entries; a member that is only a link is fetched while the
         deadline allows (the rest next poll, from `start`)."""
-        out = []
+        out: list[LogEntry] = []
         for m in new:
-            if "Created" not in m and _link(m):                 # a collection of links only
+            if "Created" not in m and (uri := _link(m)):       # a collection of links only
                 if self.now_ns() >= deadline:
                     self.log_backlog, self._log_page = True, start   # the rest next poll
                     break
-                m, _, e, _ = await self._get_json(_link(m), "GET log entry")
+                m, _, e, _ = await self._get_json(uri, "GET log entry")
             out.append(self._entry(m, s, e))
             self._log_seen[out[-1].cursor] = None
         return out
@@ -234,21 +241,22 @@ class LogReader:
         return False
 
     @staticmethod
-    def _entry_id(m: dict) -> str:
+    def _entry_id(m: JSON) -> str:
         return str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
 
     @staticmethod
-    def _newer(members: list[dict], cursor: str | None) -> list[dict]:
+    def _newer(members: list[JSON], cursor: str | None) -> list[JSON]:
         ids = [str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1]) for m in members]
-        keys = [_id_key(i) for i in ids]
-        if all(k is not None for k in keys) and (cursor is None or _id_key(cursor) is not None):
+        keys = [k for k in map(_id_key, ids) if k is not None]
+        after = None if cursor is None else _id_key(cursor)
+        if len(keys) == len(ids) and (cursor is None or after is not None):
             order = sorted(range(len(members)), key=lambda i: keys[i])
-            return [members[i] for i in order if cursor is None or keys[i] > _id_key(cursor)]
+            return [members[i] for i in order if after is None or keys[i] > after]
         if cursor in ids:                                   # opaque Ids: oldest first
             return members[ids.index(cursor) + 1:]
         return members
 
-    def _entry(self, m: dict, s: int, e: int) -> LogEntry:
+    def _entry(self, m: JSON, s: int, e: int) -> LogEntry:
         entry_id = str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1])
         created = m.get("Created")
         try:

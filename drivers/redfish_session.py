@@ -92,14 +92,14 @@ class Budget:
             max_wait_s = 1.0 if urgent else 0.0
         if self._sem is None:                  # made on the loop that uses it
             self._sem = asyncio.Semaphore(self.concurrent)
-        return _Slot(self, urgent, max_wait_s)
+        return _Slot(self, self._sem, urgent, max_wait_s)
 
 
 class _Slot:
-    def __init__(self, budget: Budget, urgent: bool, max_wait_s: float):
-        self.b, self.urgent, self.max_wait = budget, urgent, max_wait_s
+    def __init__(self, budget: Budget, sem: asyncio.Semaphore, urgent: bool, max_wait_s: float) -> None:
+        self.b, self.sem, self.urgent, self.max_wait = budget, sem, urgent, max_wait_s
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> _Slot:
         b = self.b
         while (wait := b._wait_s()) > 0:
             if wait > self.max_wait:
@@ -108,16 +108,16 @@ class _Slot:
                 raise Skipped(f"the service asked for a pause (Retry-After): {held:.1f} s left"
                               if held > 0 else f"request budget: next request in {wait:.2f} s")
             await asyncio.sleep(wait)
-        if not self.urgent and b._sem.locked():
+        if not self.urgent and self.sem.locked():
             b.skipped += 1
             raise Skipped("request budget: all concurrent requests in use")
-        await b._sem.acquire()
+        await self.sem.acquire()
         b._refill()
         b.tokens -= 1.0
         return self
 
-    async def __aexit__(self, *exc):
-        self.b._sem.release()
+    async def __aexit__(self, *exc: object) -> None:
+        self.sem.release()
 
 
 def auth_mode(configured: str | None, root: dict) -> tuple[str, str | None]:
@@ -125,8 +125,9 @@ def auth_mode(configured: str | None, root: dict) -> tuple[str, str | None]:
     SessionService (or Links.Sessions), else basic; the note says why when it was discovered."""
     if configured:
         return configured, None
-    links = root.get("Links") if isinstance(root.get("Links"), dict) else {}
-    if isinstance(root.get("SessionService"), dict) or isinstance(links.get("Sessions"), dict):
+    links = root.get("Links")
+    if isinstance(root.get("SessionService"), dict) or (isinstance(links, dict)
+                                                         and isinstance(links.get("Sessions"), dict)):
         return "session", None
     return "basic", ("the service root links no SessionService: using HTTP basic "
                      "authentication")
@@ -136,7 +137,7 @@ class Meter:
     """Counts of what the driver sent: `requests`, `logins`, `throttled` (429/503 answers);
     each count also goes to `on_traffic(kind)` when the runner set it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.counts = {"requests": 0, "logins": 0, "throttled": 0}
         self.on_traffic: Callable[[str], None] | None = None
 

@@ -39,8 +39,10 @@ import importlib
 import json
 import os
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -53,6 +55,8 @@ from drivers.base import (
     Stimulus,
 )
 from drivers.i2c_bridge import Answer
+
+T = TypeVar("T")                 # what a blocking module access returns
 
 # CMIS 5 addresses (page, offset)
 LOWER_ID, LOWER_FW = 0, 39                  # lower page: identifier, revision; firmware 39-40
@@ -96,7 +100,7 @@ class SerialOptic(Stimulated, Driver):
                "baudrate": Key("int", 300, 4_000_000, unit="baud"), "timeout_s": TIMEOUT_KEY,
                "latency_timer_ms": Key("float", 0, 255, unit="ms")}
 
-    def __init__(self, config, now_ns, armed: bool = False):
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
         self.ports = [int(p) for p in o.get("ports", [1])]
@@ -116,9 +120,9 @@ class SerialOptic(Stimulated, Driver):
         self._vdm_watch: dict[int, tuple[int, int]] = {}   # port -> (done bit, since s_ns)
         self._line = threading.Lock()
 
-    async def _blocking(self, fn, *args):
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` (pyserial underneath) off the event loop, one at a time on this line."""
-        def locked():
+        def locked() -> T:
             with self._line:
                 return fn(*args)
         return await asyncio.to_thread(locked)
@@ -134,7 +138,7 @@ class SerialOptic(Stimulated, Driver):
             self.link.close()
 
     # -- exchanges with the selected module -----------------------------------------------------
-    def _on(self, port: int, fn, *args):
+    def _on(self, port: int, fn: Callable[..., T], *args: Any) -> T:
         """Run a module access on `port`, selecting it first when needed."""
         if port not in self.ports:
             raise self.error("refused", f"port {port} is not in the inventory's ports {self.ports}")

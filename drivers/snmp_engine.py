@@ -46,22 +46,22 @@ def new_domain() -> tuple[int, ...]:
 class SharedEngine:
     """An SnmpEngine, its dispatcher and who uses it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.engine = SnmpEngine()
         self.engine.register_transport_dispatcher(AsyncioDispatcher(loop=self.loop))
         self.members = 0
         self.users: dict[str, tuple] = {}           # v3 user name -> its keys, for this engine's life
-        self.domains: dict[tuple, object] = {}      # transport domain -> transport (open ones)
+        self.domains: dict[tuple, udp.UdpAsyncioTransport] = {}   # domain -> transport (open ones)
         self.trap_sinks: dict[tuple, TrapSink] = {}
-        self._receiver = None
+        self._receiver: ntfrcv.NotificationReceiver | None = None
         self._community = ""                        # of the message being processed
 
     def fits(self, user: tuple | None) -> bool:
         return user is None or self.users.get(user[0], user[1:]) == user[1:]
 
     # -- transports ----------------------------------------------------------------------------
-    def add_transport(self, transport) -> tuple[int, ...]:
+    def add_transport(self, transport: udp.UdpAsyncioTransport) -> tuple[int, ...]:
         domain = new_domain()
         config.add_transport(self.engine, domain, transport)
         self.domains[domain] = transport
@@ -83,7 +83,7 @@ class SharedEngine:
             config.delete_target_address(self.engine, addr.pop(key)[0])
 
     # -- traps ---------------------------------------------------------------------------------
-    def listen(self, transport, sink: TrapSink) -> tuple[int, ...]:
+    def listen(self, transport: udp.UdpAsyncioTransport, sink: TrapSink) -> tuple[int, ...]:
         domain = self.add_transport(transport)
         self.trap_sinks[domain] = sink
         if self._receiver is None:

@@ -47,6 +47,7 @@ import logging
 import os
 import socket
 import struct
+from collections.abc import Callable
 
 from pyasn1.type import univ
 from pysnmp.carrier.asyncio.dgram import udp
@@ -57,7 +58,7 @@ from pysnmp.hlapi.v3arch.asyncio import CommunityData, SnmpEngine, UdpTransportT
 from pysnmp.hlapi.v3arch.asyncio.lcd import CommandGeneratorLcdConfigurator
 from pysnmp.proto import errind, rfc1902, rfc1905
 
-from bench.model.inventory import Key
+from bench.model.inventory import DeviceConfig, Key
 from drivers import pdu_backends, snmp_engine, snmp_v2c
 from drivers.base import (
     TIMEOUT_KEY,
@@ -191,7 +192,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
                "trap_receiver": Key("str|list[str]"), "community_env": Key("env"),
                "privacy_env": Key("env"), "write_community_env": Key("env"),
                "trap_community_env": Key("env")}
-    def __init__(self, config_, now_ns, armed: bool = False):
+    def __init__(self, config_: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config_, now_ns, armed)
         self.stamp = "socket"          # how the last exchange's answer was stamped (or "kernel")
         opts = self.config.options
@@ -227,7 +228,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self._client: _StampedUdp | None = None
         self._v2c: snmp_v2c.V2cClient | None = None
         self._read_target = None                 # v3: the read target's name in the engine
-        self._trap_index = None
+        self._trap_index: str | None = None
         self._lock = asyncio.Lock()
         self._clocks = [SYSUPTIME]
         self._traps: list[LogEntry] = []      # the newest MAX_TRAPS of them
@@ -277,15 +278,16 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         if self.version == "3":
             user = (self._read_auth.userName, self._read_auth.authentication_key,
                     self._read_auth.privacy_key)
+        share = None
         if user is not None or self.trap_listen:
             # one engine per event loop (drivers/snmp_engine): v3 exchanges and traps
-            self._share = self._engine_for(user)
-            self.engine = self._share.engine
+            share = self._share = self._engine_for(user)
+            self.engine = share.engine
         try:
             self._client = _StampedUdp(self.now_ns, kernel_rx=on_kernel_clock(self.now_ns)
                                        ).open_client_mode()   # this device's own socket
-            if user is not None:
-                self._domains = [self._share.add_transport(self._client)]
+            if user is not None and share is not None:
+                self._domains = [share.add_transport(self._client)]
         except Exception as exc:
             await self.close()
             raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
@@ -301,8 +303,8 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         if user is None:
             self._v2c = snmp_v2c.V2cClient(self._client, tuple(self.target.transport_address))
         try:
-            if self.trap_listen:
-                self._open_trap_receiver(str(self.trap_listen))
+            if self.trap_listen and share is not None:
+                self._open_trap_receiver(share, str(self.trap_listen))
             # First exchange: probes whether the agent keeps hrSystemDate and who it is (and, on
             # a new engine, loads pysnmp's MIB tables outside any later bracket).
             read = await self._get(HR_SYSTEM_DATE, SYS_OBJECT_ID, what="probe hrSystemDate")
@@ -338,10 +340,10 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         return note
 
     @staticmethod
-    def _engine_for(user):
+    def _engine_for(user: tuple | None) -> snmp_engine.SharedEngine:
         return snmp_engine.acquire(user)
 
-    def _open_trap_receiver(self, address: str) -> None:
+    def _open_trap_receiver(self, share: snmp_engine.SharedEngine, address: str) -> None:
         _, host, port, _ = split_address(address)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
@@ -359,7 +361,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         self._trap_communities = {str(community)}
         if self.version == "2c":
             self._trap_communities.add(str(self._read_auth.communityName))
-        self._domains.append(self._share.listen(self._trap_transport, self._on_trap))
+        self._domains.append(share.listen(self._trap_transport, self._on_trap))
         self._trap_index = f"pdu-trap-{self._domains[-1][-1]}"
         config.add_v1_system(self.engine, self._trap_index, community)
 
@@ -536,7 +538,7 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         of a second of the target (the format's resolution)."""
         if HRSYSTEMDATE not in self._clocks:
             raise DeviceError(self.name, "refused", "set_clock: this agent has no hrSystemDate")
-        target = value_ns if value_ns is not None else self.now_ns() + round(offset_s * NS)
+        target = self._target_ns(value_ns, offset_s)
         if value_ns is None:
             now = self.now_ns()
             await asyncio.sleep(((-target) % 100_000_000) / NS)

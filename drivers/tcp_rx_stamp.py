@@ -20,6 +20,7 @@ import socket
 import struct
 import sys
 import weakref
+from collections.abc import Callable
 
 import aiohappyeyeballs
 
@@ -30,7 +31,7 @@ _ANCILLARY = socket.CMSG_SPACE(16)                         # one struct timespec
 _BY_FD: weakref.WeakValueDictionary[int, StampedSocket] = weakref.WeakValueDictionary()
 
 
-def on_kernel_clock(now_ns) -> bool:
+def on_kernel_clock(now_ns: Callable[[], int]) -> bool:
     """True when `now_ns` reads CLOCK_REALTIME, the clock of the kernel's arrival stamps."""
     from bench.reference.clock import Reference
     return now_ns is Reference.now_ns
@@ -56,14 +57,14 @@ class StampedSocket(socket.socket):
             self._keep(ancillary)
         return n
 
-    def _keep(self, ancillary) -> None:
+    def _keep(self, ancillary: list[tuple[int, int, bytes]]) -> None:
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
                 sec, nsec = struct.unpack_from("qq", data)
                 self.rx_ns = sec * NS + nsec
 
 
-def stamped_socket(addr_info) -> StampedSocket:
+def stamped_socket(addr_info: aiohappyeyeballs.AddrInfoType) -> StampedSocket:
     """A socket for one `getaddrinfo` entry, its arrivals stamped (aiohttp's `socket_factory`).
     Where the kernel will not stamp, it is a plain socket whose `rx_ns` stays 0 (the drivers then
     keep the loop's stamp)."""
@@ -78,7 +79,7 @@ def stamped_socket(addr_info) -> StampedSocket:
     return sock
 
 
-def stamped_socket_of(transport) -> StampedSocket | None:
+def stamped_socket_of(transport: asyncio.BaseTransport | None) -> StampedSocket | None:
     """The stamped socket under an asyncio transport (TLS included), if it is one."""
     raw = transport.get_extra_info("socket") if transport is not None else None
     if raw is None:
@@ -94,7 +95,11 @@ async def connect(host: str, port: int) -> StampedSocket:
     as aiohttp connects)."""
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return await aiohappyeyeballs.start_connection(infos, socket_factory=stamped_socket)
+    sock = await aiohappyeyeballs.start_connection(infos, socket_factory=stamped_socket)
+    if not isinstance(sock, StampedSocket):           # made by the factory: never
+        sock.close()
+        raise TypeError(f"start_connection returned a {type(sock).__name__}")
+    return sock
 
 
 def arrival(rx_ns: int | None, sent_ns: int, now_ns: int) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.run.runner import ProbePlan
 
@@ -27,7 +28,7 @@ class Params:
 
 
 def run(bench, params: Params) -> dict:
-    steps = []
+    steps: list[dict[str, Any]] = []
     if params.incident_at_s is not None and bench.simulated:
         from bench.sim.cascade import resolve
         steps, skipped = resolve(bench.rack, start_s=params.incident_at_s)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.analysis.statuses import worst
 from bench.model.documents import Summary
-from bench.model.statuses import worst
+from drivers.base import LogEntry
 from experiments.stimulus_latency import series
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,13 @@ def run(bench, p: Params) -> dict:
         phases[f"{dev}/quiet"] = series(lab, dev, stim, p.n, p, rng)
         name, _, target = stim.partition(":")
         lab.bulk_stimulate(dev, name, p.fill, target or None)
-        got = []
-        lab.wait_for(lambda: got.extend(lab.logs(dev)) or len(got) >= p.fill,  # noqa: B023 (waited on here)
-                     60.0, 0.5,
-                     what=f"{dev}: the {p.fill} fill entries")
+        got: list[LogEntry] = []
+
+        def filled() -> bool:
+            got.extend(lab.logs(dev))  # noqa: B023 (waited on here)
+            return len(got) >= p.fill  # noqa: B023
+
+        lab.wait_for(filled, 60.0, 0.5, what=f"{dev}: the {p.fill} fill entries")
         phases[f"{dev}/large_log"] = series(lab, dev, stim, p.n, p, rng)
         load = lab.probe_in_background(p.load_s, others, burst=p.load_burst,
                                        stimulus_every_s=None, log_poll_s=0.5)
@@ -95,9 +99,9 @@ def record(lab, summary: dict, phases: dict) -> None:
         fetch = np.unique([(int(smp.s_ns[i]), int(smp.e_ns[i])) for i in ev], axis=0) \
             if ev else np.zeros((0, 2))
         if len(fetch):
-            d = fetch[:, 1] - fetch[:, 0]
-            lab.measure(f"log_latency_under_load.{phase}.fetch", float(np.median(d)), "ns",
-                        lo=float(d.min()), hi=float(d.max()), device=dev, basis="observed",
+            took = fetch[:, 1] - fetch[:, 0]
+            lab.measure(f"log_latency_under_load.{phase}.fetch", float(np.median(took)), "ns",
+                        lo=float(took.min()), hi=float(took.max()), device=dev, basis="observed",
                         doc=f"duration of a log fetch that returned an entry, series '{phase}' "
                             f"(median; bound: min-max)")
 

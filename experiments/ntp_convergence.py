@@ -23,13 +23,14 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bench.analysis.estimate import fit_clock
 from bench.analysis.probe_schedule import current_segment, edge_window
 from bench.run.lab import LabTimeout
-from drivers.base import DeviceError
+from drivers.base import DeviceError, Read
 
 NS = 1_000_000_000
 
@@ -67,23 +68,22 @@ def wait_step(lab, dev: str, on, ahead_ns: int, p: Params, what: str) -> dict:
     """Read until a read proves the offset came below half the set offset; the step lies between
     the last read proving it above and that read."""
     half = ahead_ns // 2
-    pre, post = [None], [None]
+    pre: list[Read | None] = [None]
 
-    def stepped():
+    def stepped() -> Read | None:
         r = lab.read_clock(dev)
         lo, hi = offset_bound(r)
         if lo > half:
             pre[0] = r
         elif hi < half:
-            post[0] = r
-            return True
+            return r                                # the first read proving it below
         lab.sleep(p.read_every_s)
-        return False
+        return None
     try:
-        lab.wait_for(stepped, p.deadline_s, 0.0, what=what)
+        b: Read = lab.wait_for(stepped, p.deadline_s, 0.0, what=what)
     except LabTimeout:
         return {"stepped": False}
-    a, b = pre[0], post[0]
+    a = pre[0]
     start = a.s_ns if a is not None else on.s_ns
     out = {"stepped": True, "lo": start - on.e_ns, "hi": b.e_ns - on.s_ns,
            "step_after_ns": start, "step_before_ns": b.e_ns}
@@ -112,7 +112,8 @@ def read_for(lab, dev: str, seconds: float, every_s: float, prior_ppm: float) ->
     bracket an edge only to the pace, which leaves a 14 s fit of a 1 s clock thousands of ppm
     wide). Until then, and on fine clocks, one read per `every_s`."""
     t_end = lab.now_ns() + int(seconds * NS)
-    s, e, v, state = [], [], [], {}
+    s, e, v = [], [], []
+    state: dict[str, Any] = {}
 
     def read():
         r = lab.read_clock(dev)

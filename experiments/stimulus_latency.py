@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.analysis.statuses import worst
 from bench.model.documents import Summary
-from bench.model.statuses import worst
 from bench.run.lab import LabTimeout
 
 NS = 1_000_000_000
@@ -101,7 +101,7 @@ def record(lab, summary: dict, devices: list[str]) -> None:
         d = Summary.of(summary).device(dev)
         for stim, L in sorted(d.latency.items() if d else ()):
             logged = [e for e in L.events if e.logged_ns is not None]
-            evs = [e.logged_ns for e in logged]
+            evs = [e.logged_ns for e in L.events if e.logged_ns is not None]
             lab.distribution(f"stimulus_latency.{stim}", "ns", [b.lo for b in evs],
                              [b.hi for b in evs], device=dev,
                              basis=worst(e.logged_status for e in logged),

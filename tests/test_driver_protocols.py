@@ -77,3 +77,19 @@ def test_the_gate_refuses_what_the_inventory_does_not_allow_and_logs_unarmed(cap
     assert "[unarmed] would set the clock of pdu-1" in caplog.text
     with pytest.raises(StimulusRefused, match="not allowed by the inventory"):
         asyncio.run(drv.stimulate("outlet_reboot", 3))
+
+
+@pytest.mark.parametrize("driver,address,options", [
+    ("snmp_pdu", "udp://127.0.0.1:1", {}),
+    ("modbus_cooling", "tcp://127.0.0.1:1", {"map": "family_a", "timezone": "UTC"}),
+    ("redfish_bmc", "https://127.0.0.1:1", {})])
+def test_set_clock_with_neither_a_value_nor_an_offset_is_refused_clearly(driver, address, options):
+    # found by mypy (issue 32): `offset_s * NS` with both None was a TypeError deep in the driver
+    # (armed), or a "would set the clock" line (unarmed); now one clear error before anything
+    cls = drivers.driver_class(driver)
+    config = DeviceConfig(name="d-1", plane="test", driver=driver, address=address,
+                          stimuli=("set_clock",), options=options)
+    for armed in (False, True):
+        drv = cls(config, lambda: 42, armed=armed)
+        with pytest.raises(ValueError, match="set_clock: give value_ns or offset_s"):
+            asyncio.run(drv.set_clock())
