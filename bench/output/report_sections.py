@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import html
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from bench.analysis.residuals import regular_series, segment_residuals
+from bench.analysis.statuses import BreakKind
 from bench.model.rundata import Run
-from bench.model.statuses import BreakKind
 from bench.output import figures
 from bench.units import fmt_ns, fmt_ppm
 
@@ -39,7 +40,7 @@ def esc(x) -> str:
     return html.escape(str(x))
 
 
-def table_html(head: list[str], rows: list[list], cls: str = "") -> str:
+def table_html(head: list[str], rows: Iterable[Iterable[object]], cls: str = "") -> str:
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
