@@ -85,5 +85,4 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         V.append(v)
         reads.append((t, now, v))
         A.append(sample)
-    s, e, vals, at = (np.array(x, dtype=np.int64) for x in (S, E, V, A))
-    return s, e, vals, at, corrupted
+    return (*(np.array(x, dtype=np.int64) for x in (S, E, V, A)), corrupted)
