@@ -102,6 +102,17 @@ def fitted_offset_contains(reads, truth_ns: int) -> tuple[int, int]:
     return b.lo, b.hi
 
 
+def test_firmware_without_a_minor_is_served_as_minor_zero(bmc):
+    """`firmware = "3"` (no minor) once failed the emulator's start: int(0, 16) is a TypeError."""
+    sim, device = bmc
+    sim3 = IpmiSim("admin", sim.password, firmware="3").start()
+    try:
+        dev = dataclasses.replace(device(), address=f"ipmi://127.0.0.1:{sim3.port}")
+        assert run(with_driver(dev, lambda d: d.identity())).firmware == "3.00"
+    finally:
+        sim3.stop()
+
+
 # -- the clock -----------------------------------------------------------------------------------
 def test_pre_init_sel_clock_is_a_counter_from_boot_and_bounds_hold(bmc):
     sim, device = bmc

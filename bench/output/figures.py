@@ -11,6 +11,7 @@ import base64
 import io
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import matplotlib.ticker
@@ -22,19 +23,24 @@ import numpy as np  # noqa: E402
 from bench.analysis.residuals import Residuals  # noqa: E402
 from bench.output.plots import fmt_tick, plane_colour, unit_for  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 COLUMN_IN = 3.5                 # single-column width of a printed figure (trend, fleet)
 FULL_IN = 9.6                   # the report's page-wide figure: 922 CSS px, fits a 1024 px window
 HALF_IN = 4.7
 DPI = 96                        # pixels per inch of the PNGs: shown 1:1 at 100 % zoom
 MIN_TEXT_PT = 8.25              # 11 CSS px at 100 % zoom (1 pt = 96/72 CSS px at printed size)
-PRINT_RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "xtick.labelsize": 6.5,
-            "ytick.labelsize": 6.5, "legend.fontsize": 6, "lines.linewidth": 0.9,
-            "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": 200,
-            "savefig.bbox": "tight", "savefig.pad_inches": 0.03, "svg.fonttype": "none"}
-SCREEN_RC = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.labelsize": 8.5,
-             "ytick.labelsize": 8.5, "legend.fontsize": 8.5, "figure.titlesize": 10,
-             "lines.linewidth": 1.0, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
-             "savefig.dpi": DPI, "svg.fonttype": "none", "axes.titlelocation": "left"}
+PRINT_RC: dict[RcKeyType, Any] = {
+    "font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "xtick.labelsize": 6.5,
+    "ytick.labelsize": 6.5, "legend.fontsize": 6, "lines.linewidth": 0.9,
+    "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": 200,
+    "savefig.bbox": "tight", "savefig.pad_inches": 0.03, "svg.fonttype": "none"}
+SCREEN_RC: dict[RcKeyType, Any] = {
+    "font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5, "legend.fontsize": 8.5, "figure.titlesize": 10,
+    "lines.linewidth": 1.0, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
+    "savefig.dpi": DPI, "svg.fonttype": "none", "axes.titlelocation": "left"}
 
 @contextmanager
 def print_style():

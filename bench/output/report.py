@@ -3,8 +3,8 @@ network needed to read it) and the figures as files in RUN/plots/ (PNG; SVG and 
 
 The report is the list SECTIONS below (bench.output.report_sections and its siblings); each
 draws from the run folder through bench.model.rundata.load_run. It opens on the verdict page;
-sections are drawn in forked worker processes, one per core (a section's `weight` attribute: the
-heavier, the earlier).
+sections are drawn in forked worker processes, one per core (a section's WEIGHT: the heavier, the
+earlier).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import dataclasses
 import multiprocessing
 import os
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -24,10 +25,9 @@ from bench.output.report_verdict import horizons, verdict_page
 
 # the report's sections in order: bench.output.report_sections, and the verdict page, the TIE
 # sections and an experiment's own results in modules of their own
-clock_figures.weight = 10          # drawn first, in `parts` shares: the most figures
-clock_figures.parts = 4
-rack_tie.weight = 3
-rs.timeline.weight = 2
+Section = Callable[..., str | None]          # (ReportRun) or (ReportRun, (k, n)) -> html
+WEIGHT: dict[Section, int] = {clock_figures: 10, rack_tie: 3, rs.timeline: 2}   # default 1
+PARTS: dict[Section, int] = {clock_figures: 4}      # drawn in n shares (the most figures)
 
 SECTIONS = [verdict_page, measurements, rack_tie, rs.overview, rs.limits, rs.identities, rs.clocks,
             rs.chrony_columns, horizons, clock_figures, rs.latency, rs.timeline, rs.reference_health,
@@ -52,20 +52,23 @@ p.overall.undecided{border-color:#c80} p.incident{font-size:15px;margin:.3em 0}
 @media print{body{max-width:none;margin:0} h2{break-after:avoid} figure{break-inside:avoid}}
 """
 
-_RR = None                     # the ReportRun a forked worker draws from, and its jobs
-_JOBS: list = []
+_RR: ReportRun | None = None   # the ReportRun a forked worker draws from, and its jobs
+Job = tuple[Section, tuple[int, int] | None]
+_JOBS: list[Job] = []
 
 
-def _jobs(sections) -> list[tuple]:
-    """(section, part) in page order: a section with `parts` = n is n jobs (k, n)."""
-    return [(s, (k, s.parts) if getattr(s, "parts", 1) > 1 else None)
-            for s in sections for k in range(getattr(s, "parts", 1))]
+def _jobs(sections: list[Section]) -> list[Job]:
+    """(section, part) in page order: a section in n PARTS is n jobs (k, n)."""
+    return [(s, (k, PARTS[s]) if PARTS.get(s, 1) > 1 else None)
+            for s in sections for k in range(PARTS.get(s, 1))]
 
 
 def _section(index: int) -> tuple[str, list, dict, dict]:
     """Run one job on a fresh copy of the report's run: (html, files, texts, text sizes).
     A section that fails becomes a visible error in the report, never a missing report.
     Only the index crosses to a worker (forked: it has the run and the sections already)."""
+    if _RR is None:
+        raise RuntimeError("no report run to draw from (_run_sections sets it)")
     rr = dataclasses.replace(_RR, written=[], figure_texts={}, figure_pt={})
     section, part = _JOBS[index]
     try:
@@ -76,13 +79,13 @@ def _section(index: int) -> tuple[str, list, dict, dict]:
     return frag, rr.written, rr.figure_texts, rr.figure_pt
 
 
-def _run_sections(rr, sections, processes: int) -> list[str]:
+def _run_sections(rr: ReportRun, sections: list[Section], processes: int) -> list[str]:
     """Every section's html in order; with more than one process, sections are drawn in forked
     worker processes (the heaviest first), each a figure set of its own."""
     global _RR, _JOBS
     _RR, _JOBS = rr, _jobs(sections)
     jobs = _JOBS
-    order = sorted(range(len(jobs)), key=lambda i: -getattr(jobs[i][0], "weight", 1))
+    order = sorted(range(len(jobs)), key=lambda i: -WEIGHT.get(jobs[i][0], 1))
     if processes > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(processes, mp_context=ctx) as pool:

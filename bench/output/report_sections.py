@@ -11,15 +11,17 @@ from __future__ import annotations
 import csv
 import html
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from bench.analysis.arrays import F64
 from bench.analysis.residuals import regular_series, segment_residuals
+from bench.analysis.statuses import BreakKind
 from bench.model.rundata import Run
-from bench.model.statuses import BreakKind
 from bench.output import figures
 from bench.units import fmt_ns, fmt_ppm
 
@@ -39,7 +41,7 @@ def esc(x) -> str:
     return html.escape(str(x))
 
 
-def table_html(head: list[str], rows: list[list], cls: str = "") -> str:
+def table_html(head: list[str], rows: Iterable[Iterable[object]], cls: str = "") -> str:
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
@@ -261,8 +263,8 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
     rate = 1.0 / ser.interval_s
     phase_s = (ser.x - ser.x[0]) * 1e-9
     taus = stab.log_taus(len(ser.x), rate)
-    curves = {k: stab.deviation_with_errors(k, phase_s, rate, taus=taus)
-              for k in ("adev", "mdev")}
+    curves: dict[str, tuple[F64, ...]] = {
+        k: stab.deviation_with_errors(k, phase_s, rate, taus=taus) for k in ("adev", "mdev")}
     t, d, err = stab.deviation_with_errors("tdev", phase_s, rate, taus=taus)
     curves["tdev"] = (t, d * 1e9, err * 1e9)
     curves["mtie"] = stab.mtie(ser.x, rate, taus)

@@ -109,7 +109,7 @@ def verdict_page(run) -> str | None:
            _incident_html(run, inc), "<h3>Clocks</h3>", _clock_table_html(run)]
     fig_rows, counters = [], []
     for v in vd.clock_verdicts(run):
-        if v.segment is None or str(v.verdict) == "stuck":
+        if v.segment is None or v.offset_range is None or str(v.verdict) == "stuck":   # set together
             continue
         if v.counter:
             counters.append(f"{v.device} {v.clock}")

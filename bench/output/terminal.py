@@ -4,16 +4,20 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bench.analysis.statuses import Verdict
 from bench.model.documents import Manifest, Summary
 from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
-from bench.model.statuses import ErrorKind, Verdict
+from bench.model.statuses import ErrorKind
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
 from bench.units import fmt_interval_ns, fmt_ns
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 LIVE_WIDTH = 100     # the live line fits a 100-column terminal with its bounds and status
 
@@ -26,7 +30,7 @@ class Progress:
         self.duration = duration_s
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.bars = None
+        self.bars: list[tqdm] | None = None
         self._last_plain = 0.0
         self._final_done = False
         self.live = live                  # bench.output.live.LiveBounds: each clock's offset width
@@ -50,14 +54,16 @@ class Progress:
         if self.tty:
             from tqdm import tqdm
             if self.bars is None:
-                self.bars = [tqdm(total=round(self.duration), unit="s", desc="run", position=0,
-                                  file=self.stream, leave=True, bar_format=
-                                  "{desc} {bar} {n:.0f}/{total:.0f} s  [{elapsed}<{remaining}]")]
-                self.bars += [tqdm(total=1, position=i + 1, file=self.stream, leave=True,
-                                   bar_format="{desc}") for i in range(len(statuses))]
-            self.bars[0].n = min(round(elapsed_s), round(self.duration))
-            self.bars[0].refresh()
-            for bar, st in zip(self.bars[1:], statuses):
+                bars = [tqdm(total=round(self.duration), unit="s", desc="run", position=0,
+                             file=self.stream, leave=True, bar_format=
+                             "{desc} {bar} {n:.0f}/{total:.0f} s  [{elapsed}<{remaining}]")]
+                bars += [tqdm(total=1, position=i + 1, file=self.stream, leave=True,
+                              bar_format="{desc}") for i in range(len(statuses))]
+                self.bars = bars
+            bars = self.bars
+            bars[0].n = min(round(elapsed_s), round(self.duration))
+            bars[0].refresh()
+            for bar, st in zip(bars[1:], statuses):
                 bar.set_description_str(self.line(st))
         else:
             final = all(s.state in ("done", "failed", "hung", "stopped") for s in statuses)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.analysis.estimate import Break
-from bench.model.statuses import BreakKind
+from bench.analysis.statuses import BreakKind
 from bench.units import fmt_ns
 
 _UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]

@@ -119,17 +119,16 @@ class Reference:
                           note="simulated rack: the emulators sample this same clock, so the "
                                "reference is exact against their truth (uncertainty 0"
                                + (f", plus the given allowance {fmt_ns(allowance)})" if allowance else ")"))
-        if self._pmc is None:
+        if self._pmc is None or self.discipline is None:   # both set, or neither (__init__)
             return Health(self.source, t, uncertainty_ns=allowance, basis="allowance",
                           detail={"kernel": kernel_clock_status()},
                           note=f"reference unverified: no linuxptp health source; its error is "
                                f"bounded only by the user's allowance of {fmt_ns(allowance)}")
-        return self._ptp_health(t)
+        return self._ptp_health(t, self._pmc, self.discipline)
 
-    def _ptp_health(self, t: int) -> Health:
-        d = self.discipline
+    def _ptp_health(self, t: int, pmc: Pmc, d: Discipline) -> Health:
         try:
-            snap = take_snapshot(self._pmc, self._utc_now)
+            snap = take_snapshot(pmc, self._utc_now)
         except PtpHealthError as exc:
             return Health(self.source, t, verified=False, grade="fail",
                           uncertainty_ns=self.allowance_ns or 0, basis="allowance",
@@ -189,7 +188,9 @@ class PhcReference(Reference):
         self.utc_offset_s = int(utc_offset_s)
         self._utc_ns = self.utc_offset_s * NS
 
-    def now_ns(self) -> int:
+    # The base's now_ns is static so that `Reference.now_ns` is a bare clock callable; this one
+    # reads its own clock, so it needs self.
+    def now_ns(self) -> int:  # type: ignore[override]
         return time.clock_gettime_ns(self._clockid) - self._utc_ns
 
     def resolution_ns(self) -> int:
@@ -223,7 +224,8 @@ class PhcReference(Reference):
         from bench.reference.phc import phc_of_interface
 
         h = super().health()
-        disciplined = {phc_of_interface(i) for i in h.detail.get("interfaces", []) if i} - {None}
+        found = {phc_of_interface(i) for i in h.detail.get("interfaces", []) if i}
+        disciplined = {p for p in found if p is not None}
         if disciplined and self.phc.path not in disciplined and os.path.realpath(
                 self.phc.path) not in {os.path.realpath(d) for d in disciplined}:
             h = replace(h, grade="fail", verified=False, problems=h.problems + (
@@ -253,7 +255,7 @@ class VirtualReference(Reference):
         self._m0 = time.monotonic_ns()
         self._lock = threading.Lock()
 
-    def now_ns(self) -> int:
+    def now_ns(self) -> int:  # type: ignore[override]  # needs self, as PhcReference.now_ns
         if self.rate:
             return self._base + int((time.monotonic_ns() - self._m0) * self.rate)
         return self._base

@@ -5,8 +5,12 @@ from __future__ import annotations
 import csv
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from bench.reference.clock import Health, Reference, worse_grade
+
+if TYPE_CHECKING:
+    from _csv import Writer  # what csv.writer returns (typeshed's name)
 
 COLUMNS = ("t_ns", "grade", "verified", "basis", "uncertainty_ns", "master_offset_ns",
            "offset_from_master_ns", "mean_path_delay_ns", "sync_age_ns", "gm_present",
@@ -38,19 +42,19 @@ class HealthMonitor:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._file = None
-        self._writer = None
+        self._file: TextIO | None = None
+        self._writer: Writer | None = None
 
     def start(self, first: Health | None = None) -> HealthMonitor:
         """Open the series (`first`, e.g. the run's start snapshot, becomes its first row) and
         start sampling."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
-        self._file = open(self.path, "a", newline="")
-        self._writer = csv.writer(self._file)
+        f = open(self.path, "a", newline="")
+        self._file, self._writer = f, csv.writer(f)
         if new:
             self._writer.writerow(COLUMNS)
-            self._file.flush()
+            f.flush()
         if first is not None:
             self._record(first)
         self._stop.clear()
@@ -76,7 +80,7 @@ class HealthMonitor:
     def _record(self, h: Health) -> None:
         with self._lock:
             self.samples.append(h)
-            if self._writer is not None:
+            if self._writer is not None and self._file is not None:    # set together
                 try:
                     self._writer.writerow(health_row(h))
                     self._file.flush()

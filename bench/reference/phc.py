@@ -62,7 +62,7 @@ class SysOffset:
         return self.phc_ns - (self.sys_before_ns + self.sys_after_ns) // 2
 
 
-def _ts_ns(buf: bytes, index: int, base: int = 16) -> int:
+def _ts_ns(buf: bytes | bytearray, index: int, base: int = 16) -> int:
     sec, nsec, _ = _CLOCK_TIME.unpack_from(buf, base + index * _CLOCK_TIME.size)
     return sec * NS + nsec
 
@@ -146,13 +146,12 @@ class Phc:
 
     def _sandwich(self, n: int) -> SysOffset:
         rt, cid = time.CLOCK_REALTIME, self.clockid
-        best = None
-        for _ in range(n):
+
+        def read() -> tuple[int, int, int]:
             a = time.clock_gettime_ns(rt)
             p = time.clock_gettime_ns(cid)
-            b = time.clock_gettime_ns(rt)
-            if best is None or b - a < best[2] - best[0]:
-                best = (a, p, b)
+            return a, p, time.clock_gettime_ns(rt)
+        best = min((read() for _ in range(n)), key=lambda t: t[2] - t[0])
         return SysOffset(best[1], best[0], best[2], "sandwich", n)
 
 

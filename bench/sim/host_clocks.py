@@ -62,12 +62,10 @@ def host_clock_pair(tries: int = 5) -> tuple[int, int, int]:
         r = time.clock_gettime_ns(time.CLOCK_REALTIME)
         if realtime_minus_monotonic_ns() == real:
             return r, r - real + timens_monotonic_ns(), 0
-    best = None
-    for _ in range(tries):
+
+    def triple() -> tuple[int, int, int]:
         r1 = time.clock_gettime_ns(time.CLOCK_REALTIME)
         m = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        r2 = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        if best is None or r2 - r1 < best[1] - best[0]:
-            best = (r1, r2, m)
-    r1, r2, m = best
+        return r1, time.clock_gettime_ns(time.CLOCK_REALTIME), m
+    r1, r2, m = min((triple() for _ in range(tries)), key=lambda t: t[1] - t[0])
     return (r1 + r2) // 2, m, (r2 - r1 + 1) // 2

@@ -55,9 +55,10 @@ class IpmiSim:
 
     def __init__(self, username: str, password: str, port: int | None = None,
                  firmware: str = "1.00", workdir: str | Path | None = None, name: str = "rackclock"):
-        self.exe = ipmi_sim_path()
-        if self.exe is None:
+        exe = ipmi_sim_path()
+        if exe is None:
             raise RuntimeError("ipmi_sim is not installed (Debian package openipmi)")
+        self.exe = exe
         if len(password.encode()) > 20 or not password:
             raise ValueError("an IPMI password is 1 to 20 bytes")
         self.username, self.password = username, password
@@ -79,7 +80,7 @@ class IpmiSim:
                "    guid a123456789abcdefa123456789abcdef\n  endlan\n"
                f'  user 2 true "{self.username}" "{self.password}" admin 10 none md2 md5 straight\n')
         cmds = ("mc_setbmc 0x20\n"
-                f"mc_add 0x20 0 no-device-sdrs 0x23 0x{int(major or 1):x} 0x{int(minor or 0, 16):02x} "
+                f"mc_add 0x20 0 no-device-sdrs 0x23 0x{int(major or 1):x} 0x{int(minor or '0', 16):02x} "
                 "0x9f 0x1291 0xf02 persist_sdr\n"
                 "sel_enable 0x20 1000 0x0a\nmc_enable 0x20\n")
         state = self.dir / "state"
@@ -106,10 +107,13 @@ class IpmiSim:
                                          preexec_fn=_die_with_parent)
 
     def wait_ready(self, timeout_s: float = 15.0) -> IpmiSim:
+        proc = self.proc
+        if proc is None:
+            raise RuntimeError("ipmi_sim was not spawned")
         deadline = time.monotonic() + timeout_s
         while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"ipmi_sim exited with {self.proc.returncode}: "
+            if proc.poll() is not None:
+                raise RuntimeError(f"ipmi_sim exited with {proc.returncode}: "
                                    f"{(self.dir / 'ipmi_sim.log').read_text(errors='replace')[-500:]}")
             if self.answers():
                 return self

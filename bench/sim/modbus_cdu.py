@@ -81,6 +81,14 @@ def encode_value(typ: str, value: float, scale: float, order: str) -> list[int]:
     return words(raw & 0xFFFFFFFF, order)
 
 
+def offset_s(t: dt.datetime) -> int:
+    """Seconds east of UTC of an aware datetime."""
+    off = t.utcoffset()
+    if off is None:
+        raise ValueError(f"{t} has no time zone")
+    return int(off.total_seconds())
+
+
 def identity_request_class(objects: dict[int, str] | None) -> type:
     """A Read Device Identification request class answering from this CDU's own objects
     (None: a controller without 43/14, answering "illegal function")."""
@@ -132,10 +140,8 @@ class Cdu:
         # truth (as its local-offset error at t0) and take it out again before display.
         t0 = dt.datetime.fromtimestamp(ctx.t0_ns // NS, UTC)
         if self._local_anywhere():
-            sim["local_offset_min"] = int(t0.astimezone(self.declared).utcoffset()
-                                          .total_seconds() // 60)
-            sim["true_local_offset_min"] = int(t0.astimezone(self.shown).utcoffset()
-                                               .total_seconds() // 60)
+            sim["local_offset_min"] = offset_s(t0.astimezone(self.declared)) // 60
+            sim["true_local_offset_min"] = offset_s(t0.astimezone(self.shown)) // 60
         self.model = ctx.models(replace(device, sim=MappingProxyType(sim)), ("rtc",))["rtc"]
         self.tz_error_ns = self.model.p.tz_error_ns
         if sim.get("ntp_model"):        # an NTP client, always on (no map has its switch)
@@ -190,7 +196,8 @@ class Cdu:
         for table in ("holding", "input"):
             if not blocks[table]:
                 blocks[table].append(SimData(65000, datatype=DataType.INVALID))
-        return SimDevice(id=self.device_id, simdata=tuple(blocks[t] for t in TABLE_ORDER),
+        coil, discrete, holding, inputs = (blocks[t] for t in TABLE_ORDER)
+        return SimDevice(id=self.device_id, simdata=(coil, discrete, holding, inputs),
                          action=self.action)
 
     # -- the hook ------------------------------------------------------------------------------
@@ -241,9 +248,10 @@ class Cdu:
         touched = [s for s in self.spans if s[1] == table and s[2] < hi and lo < s[2] + s[3]]
         if not touched:
             return
-        rtc_regs: list[int] | None = None
+        rtc_regs: list[int] = []
         if any(s[0] == "rtc" for s in touched):
             task = asyncio.current_task()
+            assert task is not None             # pymodbus runs each request in a task
             self.waiting.add(task)                # cancelled at close if still sleeping
             try:
                 _, v = await sample_clock(self.ctx, self.name, "rtc", self.model)
@@ -280,10 +288,9 @@ class Cdu:
             return encode_value(s["type"], self.sensor(name, t_ns), float(s.get("scale", 1.0)),
                                 self.word_order)
         if what == "test_alarm":
-            return [int(self.alarm.get("value", 1)) if self.alarm_pending else 0]
-        log = self.log_spec
+            return [int(self.manual["test_alarm"].get("value", 1)) if self.alarm_pending else 0]
         if what == "log_index":
-            return [self.logged % int(log["entries"])]
+            return [self.logged % int(self.manual["alarm_log"]["entries"])]
         if what == "log_ring":
             return self._ring()
         if what == "log_count":
@@ -337,7 +344,7 @@ class Cdu:
             return [getattr(t, f) for f in self.rtc["fields"]]
         secs = (v_ns - self.tz_error_ns) // NS
         if base == "local":
-            secs += int(t.utcoffset().total_seconds())
+            secs += offset_s(t)
         return words(secs & 0xFFFFFFFF, self.word_order)
 
     def sensor(self, name: str, t_ns: int) -> float:
@@ -373,7 +380,7 @@ class Cdu:
                               code=code, latency_ns=t_log - t_event)
 
     def _ring(self) -> list[int]:
-        log = self.log_spec
+        log = self.manual["alarm_log"]
         fields = log["entry_fields"]
         n = int(log["entries"])
         regs = [0] * (n * len(fields))
@@ -385,15 +392,15 @@ class Cdu:
         return regs
 
     def _window(self) -> list[int]:
-        log = self.log_spec
+        log = self.manual["alarm_log"]
         held = {seq & 0xFFFF: (stamp, code) for seq, stamp, code in self.entries}
-        out = []
+        out: list[int] = []
         entry = held.get(self.select)
         t = self._shown(entry[0], log.get("time_base", "utc")) if entry else None
         for f in log["window_fields"]:
             if f == "seq":
                 out.append(self.select)
-            elif t is None:
+            elif t is None or entry is None:      # both None, or neither
                 out.append(0)
             elif f == "code":
                 out.append(entry[1])

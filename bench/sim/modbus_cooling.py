@@ -88,7 +88,7 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
         server = TcpServer(cdu.simdevice(), framer=framer, address=(host, u.port or 0),
                                  custom_pdu=[pdu])
         await server.serve_forever(background=True)
-        port = server.transport.sockets[0].getsockname()[1]
+        port = _listening_port(server)
         server.init_setup_connect_listen(host, port)        # a re-listen after a reboot: same port
         ctx.add_cleanup(server.shutdown)
         _schedule_reboots(cdu, server, ctx)
@@ -99,23 +99,31 @@ async def serve_one(device: DeviceConfig, ctx) -> dict:
         query = parse_qs(u.query)
         baud = int(query.get("baud", [device.options.get("baudrate", 19200)])[-1])
         byte_time = 10.0 / baud if (device.sim or {}).get("line_delay") else 0.0
-        server = SerialServer(cdu.simdevice(), framer=FramerType.RTU, port=line.path,
-                                    baudrate=baud, custom_pdu=[pdu])
+        rtu = SerialServer(cdu.simdevice(), framer=FramerType.RTU, port=line.path,
+                           baudrate=baud, custom_pdu=[pdu])
         loop = asyncio.get_running_loop()
 
         async def open_pty():
-            protocol = server.handle_new_connection()
+            protocol = rtu.handle_new_connection()
             transport = PtyTransport(loop, protocol, line.master, byte_time,
                                      deaf=lambda: cdu.model.down(ctx.now_ns()))
             transport.start()
             return transport, protocol
 
-        server.call_create = open_pty
-        await server.serve_forever(background=True)
-        ctx.add_cleanup(server.shutdown)
+        rtu.call_create = open_pty
+        await rtu.serve_forever(background=True)
+        ctx.add_cleanup(rtu.shutdown)
         return {"address": f"serial://{line.path}"}
     raise ValueError(f"{device.name}: address {device.address!r}: expected tcp://, socket:// or "
                      f"serial://auto")
+
+
+def _listening_port(server: TcpServer) -> int:
+    listener = server.transport       # pymodbus types it a transport; a listener's is a Server
+    if not isinstance(listener, asyncio.Server):
+        raise RuntimeError(f"pymodbus' TCP server is not listening ({listener!r})")
+    port: int = listener.sockets[0].getsockname()[1]
+    return port
 
 
 def _schedule_reboots(cdu: Cdu, server: TcpServer, ctx) -> None:
@@ -146,4 +154,8 @@ def _schedule_reboots(cdu: Cdu, server: TcpServer, ctx) -> None:
     for at_s in cdu.model.p.reboots:
         reboot_at(ctx.t0_ns + round(at_s * NS))
     ctx.faults.on_reboot(cdu.name, reboot_at)
-    ctx.add_cleanup(lambda: [h.cancel() for h in handles])
+
+    def cancel_all() -> None:
+        for h in handles:
+            h.cancel()
+    ctx.add_cleanup(cancel_all)

@@ -68,7 +68,7 @@ class PtyTransport(asyncio.Transport):
             self._protocol.data_received(data)
 
     # -- send ----------------------------------------------------------------------------------
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         if self._closed:
             return
         if self._byte_time:

@@ -38,13 +38,18 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
     with the declared tick, as the runner did before issue 29 (benchmarks/snmpd_hrsystemdate.py)."""
     p = m.p
     period = NS / rate_hz
-    S, E, V, A, corrupted = [], [], [], [], []
+    S: list[int] = []
+    E: list[int] = []
+    V: list[int] = []
+    A: list[int] = []
+    corrupted: list[int] = []
     now = m.t0_ns if t0_ns is None else int(t0_ns)
     k = 0
     origin, slot = now + int(period // 2), -1        # slot 0 spans the first period
     bad_at = int(rng.integers(10, max(11, n - 10))) if bad else -1
     aim_state: dict = {}                # the schedule's per-clock state, as the runner keeps it
-    tick, reads = ProvenTick(declared_ns), []
+    tick = ProvenTick(declared_ns)
+    reads: list[tuple[int, int, int]] = []
     while len(S) < n:
         slot, centre = grid_slot(origin, slot, period, now)
         q = tick.declared_ns if aim_declared else tick.update(reads)   # as the runner aims
@@ -80,5 +85,4 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         V.append(v)
         reads.append((t, now, v))
         A.append(sample)
-    s, e, v, at = (np.array(x, dtype=np.int64) for x in (S, E, V, A))
-    return s, e, v, at, corrupted
+    return (*(np.array(x, dtype=np.int64) for x in (S, E, V, A)), corrupted)

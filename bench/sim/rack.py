@@ -124,8 +124,8 @@ async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dic
         except (ValueError, TypeError, KeyError, RuntimeError) as exc:   # e.g. a wrap on a
             failed[d.name] = f"sim.faults: {exc}"     # device with no wrapping counter: left out
             del resolved[d.name]
-    devices = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
-    return replace(rack, simulated=True, devices=devices), failed
+    served = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
+    return replace(rack, simulated=True, devices=served), failed
 
 
 def write_rack_toml(rack: RackConfig, path: Path) -> None:

@@ -74,6 +74,8 @@ import os
 import secrets
 import socket
 import uuid as uuidlib
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -83,6 +85,7 @@ from aiohttp.web_protocol import RequestHandler
 from bench.model.inventory import DeviceConfig
 from bench.sim import redfish_payloads as P
 from bench.sim.clock import NS, ClockModel
+from bench.sim.ntp import NtpDiscipline, NtpParams
 from bench.sim.rack import SimContext
 from bench.sim.redfish_events import EventService
 from bench.sim.redfish_limits import Limits
@@ -92,6 +95,7 @@ from bench.sim.tls import make_certificates, server_context
 
 log = logging.getLogger(__name__)
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]   # a route's, per method
 UNAUTHENTICATED = ("/redfish", P.ROOT, P.ODATA, P.METADATA)    # DSP0266 §13.3.4
 
 
@@ -171,7 +175,7 @@ class EmulatedBMC:
         self.events = EventService(self.name, sim, ctx, _error, _reply, self.profile)
         self._routes, self._items = self.routes(), self.item_routes()
         self.ntp_table = sim.get("ntp_model") or {}     # bench.sim.ntp: the NTP client's model
-        self.discipline = None                           # made at the first NTP command
+        self.discipline: NtpDiscipline | None = None     # made at the first NTP command
         self.powered = True                              # bench.sim.power: fed by `power`
         self.boot_s = float(sim.get("boot_s", 8.0))
         self.power_clock = str(sim.get("power_clock", "rtc"))   # rtc | epoch | image
@@ -218,7 +222,7 @@ class EmulatedBMC:
         return (self.password is not None and hmac.compare_digest(user, self.username)
                 and hmac.compare_digest(password.encode(), self.password.encode()))
 
-    def authorized(self, request: web.Request) -> bool:
+    def authorized(self, request: web.BaseRequest) -> bool:
         if not self.profile.auth_required:
             return True
         token = request.headers.get("X-Auth-Token")
@@ -233,7 +237,7 @@ class EmulatedBMC:
             return self._password_ok(user, password)
         return False
 
-    async def login(self, request: web.Request) -> web.Response:
+    async def login(self, request: web.BaseRequest) -> web.Response:
         body = await self._json(request)
         if not isinstance(body, dict):
             return body
@@ -324,12 +328,17 @@ class EmulatedBMC:
         methods = set(route) | ({"HEAD"} if "GET" in route else set())
         return ", ".join(sorted(methods))
 
-    def routes(self) -> dict[str, dict[str, Any]]:
-        static = lambda body: {"GET": lambda r: self._static(body)}   # noqa: E731
-        pr = self.profile
-        coll = lambda uri, t, name, members: static(lambda: P.collection(   # noqa: E731
-            uri, f"{t}.{t}", name, [P.link(m) for m in members()]))
-        out = {
+    def _get(self, body: Callable[[], dict[str, Any]]) -> dict[str, Handler]:
+        """A resource answering GET with `body()`, made at each request."""
+        return {"GET": lambda r: self._static(body)}
+
+    def _collection(self, uri: str, t: str, name: str,
+                    members: Callable[[], list[str]]) -> dict[str, Handler]:
+        return self._get(lambda: P.collection(uri, f"{t}.{t}", name, [P.link(m) for m in members()]))
+
+    def routes(self) -> dict[str, dict[str, Any]]:      # subclasses add handlers of their own
+        static, coll, pr = self._get, self._collection, self.profile
+        out: dict[str, dict[str, Handler]] = {
             "/redfish": static(lambda: {"v1": P.ROOT + "/"}),
             P.ROOT: static(lambda: P.service_root(self.uuid, pr.session_service)),
             P.ODATA: static(lambda: P.odata_service_document(pr.session_service)),
@@ -362,20 +371,31 @@ class EmulatedBMC:
                 [P.link(f"{P.SESSIONS}/{sid}") for sid, _ in self.sessions.values()])),
                 "POST": self.login}
         for parent in ("Managers", "Systems"):
-            specs = pr.logs_under(parent)
-            if specs:
-                uri = f"{pr.parent_uri(parent)}/LogServices"
-                out[uri] = coll(uri, "LogServiceCollection", "Log Service Collection",
-                                lambda specs=specs: [pr.log_uri(x) for x in specs])
+            out.update(self._log_services(parent))
         for uri, lg in self.logs.items():
-            out[uri] = static(lambda uri=uri, lg=lg: P.log_service(
-                uri, lg.spec, self.now_rendered(), self.offset_min))
-            out[f"{uri}/Entries"] = static(lambda uri=uri, lg=lg: P.collection(
-                f"{uri}/Entries", "LogEntryCollection.LogEntryCollection",
-                f"{lg.spec.id} Entries", list(lg.entries)))
-            out[f"{uri}/Actions/LogService.ClearLog"] = {
-                "POST": lambda r, lg=lg: self.clear_log(r, lg)}
+            out.update(self._log_routes(uri, lg))
         return out
+
+    def _log_services(self, parent: str) -> dict[str, dict[str, Handler]]:
+        """The LogServices collection under Managers or Systems (none without logs there)."""
+        pr = self.profile
+        specs = pr.logs_under(parent)
+        if not specs:
+            return {}
+        uri = f"{pr.parent_uri(parent)}/LogServices"
+        return {uri: self._collection(uri, "LogServiceCollection", "Log Service Collection",
+                                      lambda: [pr.log_uri(x) for x in specs])}
+
+    def _log_routes(self, uri: str, lg: _Log) -> dict[str, dict[str, Handler]]:
+        """A log service, its entries and its ClearLog action."""
+        async def clear(r: web.BaseRequest) -> web.StreamResponse:
+            return await self.clear_log(r, lg)
+        return {uri: self._get(lambda: P.log_service(uri, lg.spec, self.now_rendered(),
+                                                     self.offset_min)),
+                f"{uri}/Entries": self._get(lambda: P.collection(
+                    f"{uri}/Entries", "LogEntryCollection.LogEntryCollection",
+                    f"{lg.spec.id} Entries", list(lg.entries))),
+                f"{uri}/Actions/LogService.ClearLog": {"POST": clear}}
 
     def item_routes(self) -> dict[str, tuple[tuple[str, ...], Any]]:
         """Members of collections: (methods allowed, handler(request, id))."""
@@ -386,8 +406,7 @@ class EmulatedBMC:
         if self.profile.session_service:
             out[P.SESSIONS] = (("DELETE", "GET", "HEAD"), self.session_item)
         for uri, lg in self.logs.items():
-            out[f"{uri}/Entries"] = (("GET", "HEAD"),
-                                     lambda r, i, lg=lg: self.entry_item(r, i, lg))
+            out[f"{uri}/Entries"] = (("GET", "HEAD"), partial(self.entry_item, lg=lg))
         return out
 
     @staticmethod
@@ -421,11 +440,11 @@ class EmulatedBMC:
                           f"named '{role_id}' was not found.", ["Role", role_id])
         return _reply(P.role(role_id))
 
-    async def _static(self, body) -> web.Response:
+    async def _static(self, body: Callable[[], dict[str, Any]]) -> web.Response:
         return _reply(body())
 
     @staticmethod
-    async def _json(request: web.Request) -> dict | web.Response:
+    async def _json(request: web.BaseRequest) -> dict | web.Response:
         try:
             body = await request.json()
         except ValueError:
@@ -437,7 +456,7 @@ class EmulatedBMC:
         return body
 
     # -- resources -------------------------------------------------------------------------------
-    async def get_manager(self, request: web.Request) -> web.Response:
+    async def get_manager(self, request: web.BaseRequest) -> web.Response:
         v = await self.sample()
         body = P.manager(self.profile, datetime=self.render(v), offset_min=self.offset_min,
                          firmware=self.model.p.firmware, manufacturer=self.manufacturer,
@@ -445,7 +464,7 @@ class EmulatedBMC:
         await self.reply_delay()
         return _reply(body)
 
-    async def patch_manager(self, request: web.Request) -> web.Response:
+    async def patch_manager(self, request: web.BaseRequest) -> web.Response:
         body = await self._json(request)
         if not isinstance(body, dict):
             return body
@@ -474,7 +493,7 @@ class EmulatedBMC:
                               source="PATCH Manager DateTime")
         return _reply(None, 204)
 
-    async def patch_network(self, request: web.Request) -> web.Response:
+    async def patch_network(self, request: web.BaseRequest) -> web.Response:
         body = await self._json(request)
         if not isinstance(body, dict):
             return body
@@ -532,7 +551,6 @@ class EmulatedBMC:
     def _ntp_command(self) -> None:
         """The NTP client's model (bench.sim.ntp) runs from the first NTP command on; until then
         the clock model's own parameters are the disciplined clock (no polls are modelled)."""
-        from bench.sim.ntp import NtpDiscipline, NtpParams
         t = self.ctx.now_ns()
         if self.discipline is None:
             self.discipline = NtpDiscipline(
@@ -541,7 +559,7 @@ class EmulatedBMC:
         else:
             self.discipline.set_enabled(t, self.ntp, self.ntp_servers)
 
-    async def session_item(self, request: web.Request, sid: str) -> web.Response:
+    async def session_item(self, request: web.BaseRequest, sid: str) -> web.Response:
         token = self._session_by_id(sid)
         if token is None:
             return _error(404, "ResourceNotFound", f"The requested resource of type 'Session' "
@@ -552,7 +570,7 @@ class EmulatedBMC:
             return _reply(None, 204)
         return _reply(P.session(sid, self.sessions[token][1]))
 
-    async def entry_item(self, request: web.Request, entry_id: str, lg: _Log) -> web.Response:
+    async def entry_item(self, request: web.BaseRequest, entry_id: str, lg: _Log) -> web.Response:
         entry = next((e for e in lg.entries if e["Id"] == entry_id), None)
         if entry is None:
             return _error(404, "ResourceNotFound", f"The requested resource of type 'LogEntry' "
@@ -560,7 +578,7 @@ class EmulatedBMC:
         return _reply(entry)
 
     # -- events and the log ----------------------------------------------------------------------
-    async def submit_test_event(self, request: web.Request) -> web.Response:
+    async def submit_test_event(self, request: web.BaseRequest) -> web.Response:
         t = self.ctx.now_ns()
         body = await self._json(request)
         if not isinstance(body, dict):
@@ -615,7 +633,7 @@ class EmulatedBMC:
         del lg.entries[:-self.log_capacity]
         return created, entry_id
 
-    async def clear_log(self, request: web.Request, lg: _Log) -> web.Response:
+    async def clear_log(self, request: web.BaseRequest, lg: _Log) -> web.Response:
         lg.entries.clear()
         self.ctx.record_event(self.name, "log_cleared", self.ctx.now_ns(), log=lg.spec.id)
         return _reply(None, 204)

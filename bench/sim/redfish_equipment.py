@@ -137,7 +137,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
                             content_type="application/xml", charset="utf-8",
                             headers=bmc.JSON_HEADERS)
 
-    async def get_manager(self, request: web.Request) -> web.Response:
+    async def get_manager(self, request: web.BaseRequest) -> web.Response:
         resp = await super().get_manager(request)
         body = json_of(resp)
         body.update({"ManagerType": "ManagementController",
@@ -149,7 +149,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
                          "ResetType@Redfish.AllowableValues": RESET_TYPES}}})
         return bmc._reply(body)
 
-    async def patch_labels(self, request: web.Request, uri: str, body) -> web.Response:
+    async def patch_labels(self, request: web.BaseRequest, uri: str, body) -> web.Response:
         """PATCH of `UserLabel`, `LocationIndicatorActive` and `Location.Placement` Row/Rack (the
         OCP profiles make them writable); anything else is 400 PropertyNotWritable."""
         patch = await self._json(request)
@@ -175,11 +175,11 @@ class EmulatedEquipment(bmc.EmulatedBMC):
             new["Location"] = {**cur.get("Location", {}), "Placement": {**old, **place}}
         return bmc._reply(None, 204)
 
-    async def reset_metrics(self, request: web.Request) -> web.Response:
+    async def reset_metrics(self, request: web.BaseRequest) -> web.Response:
         self.ctx.record_event(self.name, "metrics_reset", self.ctx.now_ns())
         return bmc._reply(None, 204)
 
-    async def not_implemented(self, request: web.Request) -> web.Response:
+    async def not_implemented(self, request: web.BaseRequest) -> web.Response:
         return bmc._error(501, "ActionNotSupported", f"The action {request.path.rsplit('/', 1)[1]}"
                           " is not supported by the resource.", [request.path])
 
@@ -197,7 +197,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
         return await super().handle(request)
 
     # -- what the equipment plays ----------------------------------------------------------------
-    async def submit_test_event(self, request: web.Request) -> web.Response:
+    async def submit_test_event(self, request: web.BaseRequest) -> web.Response:
         t = self.ctx.now_ns()
         try:
             body = await request.json()
@@ -221,7 +221,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
             "OriginOfCondition": P.link(f"{E.equipment_uri('cdu')}/Pumps/{pump}")})
         self.ctx.record_event(self.name, "pump_fault", t, pump=pump)
 
-    async def power_control(self, request: web.Request, oid: str) -> web.Response:
+    async def power_control(self, request: web.BaseRequest, oid: str) -> web.Response:
         t = self.ctx.now_ns()
         body = await self._json(request)
         if not isinstance(body, dict):
@@ -261,7 +261,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
                                               [f"{E.equipment_uri(self.kind)}/Outlets/{oid}"],
                                               "OK", t))
 
-    async def manager_reset(self, request: web.Request) -> web.Response:
+    async def manager_reset(self, request: web.BaseRequest) -> web.Response:
         body = await self._json(request)
         if not isinstance(body, dict):
             return body

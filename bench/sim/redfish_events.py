@@ -99,7 +99,7 @@ class EventService:
                            f"{P.EVENT_SERVICE} is disabled and cannot accept requests.",
                            [P.EVENT_SERVICE])
 
-    async def subscribe(self, request: web.Request, body: dict) -> web.Response:
+    async def subscribe(self, request: web.BaseRequest, body: dict) -> web.Response:
         """POST Subscriptions: a push subscription (201 with Location) or 400 saying why not."""
         if not self.enabled:
             return self.refused()
@@ -172,7 +172,7 @@ class EventService:
             return self._reply(None, 204)
         return self._reply(sub.body)
 
-    async def stream(self, request: web.Request) -> web.StreamResponse:
+    async def stream(self, request: web.BaseRequest) -> web.StreamResponse:
         """GET ServerSentEventUri: an SSE stream (`text/event-stream`) until either side ends it."""
         if not self.enabled:
             return self.refused()

@@ -145,7 +145,7 @@ class EmulatedHMC(redfish_bmc.EmulatedBMC):
         return H.metric_report(rid, k, H.render_ms(stamp), values)
 
     # -- events: the throttle and Xid errors ------------------------------------------------------
-    async def submit_test_event(self, request: web.Request) -> web.Response:
+    async def submit_test_event(self, request: web.BaseRequest) -> web.Response:
         t = self.ctx.now_ns()
         resp = await super().submit_test_event(request)
         if resp.status == 204 and self.throttle_on_test:

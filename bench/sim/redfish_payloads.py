@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 ROOT = "/redfish/v1"
 SESSIONS = f"{ROOT}/SessionService/Sessions"
@@ -154,9 +155,10 @@ def log_service(uri: str, spec, datetime: str, offset_min: int) -> dict:
 def log_entry(entries_uri: str, entry_id: str, created: str, message_id: str, message: str,
               args: list, severity: str, entry_type: str = "Event", oem_format: str = "") -> dict:
     """An entry; an SEL or OEM record carries no registry MessageId unless it has one."""
-    out = {"@odata.id": f"{entries_uri}/{entry_id}", "@odata.type": "#LogEntry.v1_9_0.LogEntry",
-           "Id": entry_id, "Name": "Log Entry", "EntryType": entry_type, "Created": created,
-           "Message": message, "Severity": severity}
+    out: dict[str, Any] = {
+        "@odata.id": f"{entries_uri}/{entry_id}", "@odata.type": "#LogEntry.v1_9_0.LogEntry",
+        "Id": entry_id, "Name": "Log Entry", "EntryType": entry_type, "Created": created,
+        "Message": message, "Severity": severity}
     if message_id:
         out.update(MessageId=message_id, MessageArgs=args)
     if entry_type == "Oem" and oem_format:

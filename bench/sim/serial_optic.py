@@ -69,8 +69,8 @@ def build_bridge(device: DeviceConfig, ctx: SimContext) -> Bridge:
     sim = dict(device.sim or {})
     tables = {int(p): dict(t) for p, t in dict(sim.get("modules", {})).items()}
     specs = {p: module_spec(p, t) for p, t in tables.items()}
-    clocks = {f"counter{p}": {"resolution_s": 0.001, "wrap_ticks": 2 ** 32, **dict(s.clock)}
-              for p, s in specs.items() if s.has_counter}
+    clocks = {f"counter{p}": {"resolution_s": 0.001, "wrap_ticks": 2 ** 32, **dict(s.clock or {})}
+              for p, s in specs.items() if s.has_counter}       # has_counter: it has a clock
     base = {k: v for k, v in sim.items() if k not in ("modules", "clocks")}
     models = ctx.models(replace(device, sim={**base, "clocks": clocks}), ())
     ports = sorted(set(specs) | {int(p) for p in sim.get("bridge_ports", [])})

@@ -15,6 +15,7 @@ import datetime as dt
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
@@ -38,6 +39,11 @@ SNMP_TRAP_OID = oid("1.3.6.1.6.3.1.1.4.1.0")
 # rows are (index, sysUpTime stamp, outlet, new state 1 on / 2 off) under the experimental arc,
 # served by the simulated "rackclock" vendor only.
 OUTLET_LOG = oid("1.3.6.1.3.7070.1.1")
+
+
+def made(make: Callable[[Any], object], value: object) -> Callable[[int], object]:
+    """An object of fixed value, made anew at each read."""
+    return lambda t: make(value)
 
 
 def date_and_time(utc_ns: int, offset_min: int) -> bytes:
@@ -127,19 +133,25 @@ class PduObjects:
             objs[HR_SYSTEM_DATE] = self._date
         for n, name in enumerate(self.names, 1):
             objs[L.outlet_name + L.index + (n,)] = s(name)
-            objs[L.outlet_state + L.index + (n,)] = lambda t, n=n: rfc1902.Integer32(self.state[n])
+            objs[L.outlet_state + L.index + (n,)] = self._state_of(n)
             for col, (on, off) in L.reads.items():
-                objs[col + L.index + (n,)] = lambda t, n=n, on=on, off=off: rfc1902.Integer32(
-                    on if self.state[n] == L.state_on else off)
+                objs[col + L.index + (n,)] = self._read_of(n, on, off)
         return objs
 
+    def _state_of(self, n: int) -> Callable[[int], object]:
+        return lambda t: rfc1902.Integer32(self.state[n])
+
+    def _read_of(self, n: int, on: int, off: int) -> Callable[[int], object]:
+        """A command column read: its `on` value while outlet n is on, else `off`."""
+        return lambda t: rfc1902.Integer32(on if self.state[n] == self.layout.state_on else off)
+
     def _log_objects(self) -> dict[Oid, Callable[[int], object]]:
-        out = {}
+        out: dict[Oid, Callable[[int], object]] = {}
         for r in self.log if self.layout.has_log else ():
-            out[OUTLET_LOG + (1, r.index)] = lambda t, r=r: rfc1902.Integer32(r.index)
-            out[OUTLET_LOG + (2, r.index)] = lambda t, r=r: rfc1902.TimeTicks(r.ticks)
-            out[OUTLET_LOG + (3, r.index)] = lambda t, r=r: rfc1902.Integer32(r.outlet)
-            out[OUTLET_LOG + (4, r.index)] = lambda t, r=r: rfc1902.Integer32(r.state)
+            out[OUTLET_LOG + (1, r.index)] = made(rfc1902.Integer32, r.index)
+            out[OUTLET_LOG + (2, r.index)] = made(rfc1902.TimeTicks, r.ticks)
+            out[OUTLET_LOG + (3, r.index)] = made(rfc1902.Integer32, r.outlet)
+            out[OUTLET_LOG + (4, r.index)] = made(rfc1902.Integer32, r.state)
         return out
 
     def _objects(self) -> tuple[dict[Oid, Callable[[int], object]], list[Oid]]:

@@ -9,6 +9,7 @@ seconds (only 0, now, is accepted here); Sentry4's action column reads none(0).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 Oid = tuple[int, ...]
 
@@ -45,8 +46,17 @@ APC_ = "1.3.6.1.4.1.318"
 APC_DESCR = ("APC Web/SNMP Management Card (MB:v4.1.0 PF:v{fw} PN:apc_hw05_aos_{fw}.bin AF1:v{fw} "
              "AN1:apc_hw05_rpdu2g_{fw}.bin MN:{model} HR:02 SN: {serial} MD:01/15/2024)")
 APC_CMD = {1: "on", 2: "off", 3: "reboot"}
-APC_TRAPS = dict(trap_on=oid(f"{APC_}.0.268"), trap_off=oid(f"{APC_}.0.269"),
-                 trap_outlet=oid(f"{APC_}.2.3.1.0"))
+
+
+class Traps(TypedDict):
+    """A layout's trap fields, shared as keyword arguments."""
+    trap_on: Oid
+    trap_off: Oid
+    trap_outlet: Oid
+
+
+APC_TRAPS = Traps(trap_on=oid(f"{APC_}.0.268"), trap_off=oid(f"{APC_}.0.269"),
+                  trap_outlet=oid(f"{APC_}.2.3.1.0"))
 
 APC = VendorLayout(
     vendor="apc", sys_object_id=oid(f"{APC_}.1.3.4.5"),
@@ -73,7 +83,7 @@ APC_SPDU = VendorLayout(
     commands={oid(f"{APC_}.1.1.4.4.2.1.3"): APC_CMD}, reads={oid(f"{APC_}.1.1.4.4.2.1.3"): (1, 2)},
     outlet_state=oid(f"{APC_}.1.1.4.4.2.1.3"), state_on=1, state_off=2,
     model_name="AP9211", descr=APC_DESCR,      # MasterSwitch traps outletOn(41) / outletOff(42)
-    **{**APC_TRAPS, "trap_on": oid(f"{APC_}.0.41"), "trap_off": oid(f"{APC_}.0.42")})
+    trap_on=oid(f"{APC_}.0.41"), trap_off=oid(f"{APC_}.0.42"), trap_outlet=APC_TRAPS["trap_outlet"])
 
 RARITAN_ = "1.3.6.1.4.1.13742.6"
 RARITAN = VendorLayout(

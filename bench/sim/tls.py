@@ -54,7 +54,7 @@ def make_certificates(workdir: Path, prefix: str = "sim",
           .sign(ca_key, hashes.SHA256()))
 
     key = ec.generate_private_key(ec.SECP256R1())
-    alt = []
+    alt: list[x509.GeneralName] = []
     for h in hosts:
         try:
             alt.append(x509.IPAddress(ipaddress.ip_address(h)))
