@@ -180,7 +180,8 @@ def test_snmpd_hrsystemdate_run_holds_the_host_clock_with_the_declared_lag(snmpd
 
 async def aimed_session(port: int, origin_ns: int, probes: int) -> list[tuple[int, int, int]]:
     """hrSystemDate read as the runner reads it (DeviceWorker._next_read: bursts, slots, aims,
-    exploration), on a slot grid whose origin the test sets."""
+    exploration), on a slot grid whose origin the test sets: (where each probe was aimed, the
+    first read's e and value). The aim, not the start: a loaded host wakes the sleep late."""
     d = SnmpPdu(device(port), Reference.now_ns, armed=False)
     await d.open()
     worker = DeviceWorker(dataclasses.replace(device(port), rate_hz=2.0), Reference.now_ns, None,
@@ -196,7 +197,7 @@ async def aimed_session(port: int, origin_ns: int, probes: int) -> list[tuple[in
             for _ in range(worker.plan.burst):
                 r = await d.read_clock(spec.name)
                 reads.append((r.s_ns, r.e_ns, r.value_ns))
-            starts.append(reads[-worker.plan.burst])
+            starts.append((due, *reads[-worker.plan.burst][1:]))
             due = worker._next_read(spec, reads, Reference.now_ns())
     finally:
         await d.close()
@@ -214,7 +215,7 @@ def test_runner_aims_at_the_tick_the_values_prove_from_any_slot_phase(snmpd_port
     now = Reference.now_ns()
     origin = (now // NS + 2) * NS + 93_000_000
     starts = asyncio.run(aimed_session(snmpd_port, origin, 50))
-    # the first probe's start relative to the apparent edge: past the true second by the lag
+    # where each probe was aimed relative to the apparent edge: past the true second by the lag
     phase_ms = [((s - NS // 2) % NS - NS // 2) / 1e6 for s, _, _ in starts[10:]]
     near = [p for p in phase_ms if -5 <= p <= 15]
     assert len(near) >= 8, sorted(phase_ms)
