@@ -13,18 +13,20 @@ of a clock beyond its prior gives such a bound ("beyond_prior").
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
 from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
-from bench.model.rundata import unusable_devices
+from bench.model.rundata import Run, unusable_devices
 from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
 
-def device_inventory(manifest, device: str) -> dict[str, Any]:
+def device_inventory(manifest: Mapping[str, Any], device: str) -> dict[str, Any]:
     """The device's table of the run's rack file (manifest `inventory.devices`)."""
     return Manifest.of(manifest).inventory.device(device)
 
@@ -110,7 +112,7 @@ def span_range(clock: ClockSummary) -> tuple[float, float]:
     return min(r[0] for r in rng), max(r[1] for r in rng)
 
 
-def clock_verdicts(run) -> list[ClockVerdict]:
+def clock_verdicts(run: Run) -> list[ClockVerdict]:
     """One entry per device clock in the run (and one per device that has none or failed)."""
     out = []
     summary, manifest = Summary.of(run.summary), Manifest.of(run.manifest)
@@ -169,11 +171,10 @@ class Overall:
         return f"{self.word}: {'; '.join(self.reasons[:most])}{more}"
 
 
-def incident_result(path) -> dict[str, Any] | None:
+def incident_result(path: str | Path) -> dict[str, Any] | None:
     """incident.json's end-to-end result (experiments/incident.py, the default run), or None
     when the run played no cascade; an unreadable file is a result that says so."""
     import json
-    from pathlib import Path
     p = Path(path) / "incident.json"
     if not p.exists():
         return None
