@@ -4,6 +4,7 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -431,7 +432,7 @@ def device_meta(manifest: dict[str, Any], name: str) -> dict[str, Any]:
                if k in inv}}
 
 
-def summarize_run(path: Path, manifest: dict[str, Any], truth: dict[str, Any] | None = None,
+def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any] | None = None,
                   uncertainty_ns: int | None = None) -> dict[str, Any]:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
     largest the manifest records)."""
