@@ -31,11 +31,11 @@ from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segme
 from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus, Verdict, parse
 
 
-def _d(x: Any) -> Mapping[str, Any]:
+def _d(x: object) -> Mapping[str, Any]:
     return x if isinstance(x, Mapping) else {}
 
 
-def _l(x: Any) -> list[Any]:
+def _l(x: object) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
@@ -65,7 +65,7 @@ def _float(x: Any, default: float | None = 0.0) -> float | None:
         return default
 
 
-def bound(x: Any) -> Bound | None:
+def bound(x: object) -> Bound | None:
     """{"lo", "hi", "point"} as a Bound; a missing point is the middle (per-event latencies)."""
     x = _d(x)
     if x.get("lo") is None or x.get("hi") is None:
@@ -115,7 +115,7 @@ class Identity:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Identity:
+    def of(cls, x: object) -> Identity:
         x = _d(x)
         return cls(str(x.get("vendor") or ""), str(x.get("model") or ""),
                    str(x.get("serial") or ""), str(x.get("firmware") or ""),
@@ -150,7 +150,7 @@ class ReferenceHealth:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> ReferenceHealth | None:
+    def of(cls, x: object) -> ReferenceHealth | None:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(str(x.get("source") or ""), str(x.get("basis") or ""), bool(x.get("verified")),
@@ -172,7 +172,7 @@ class ClockInfo:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> ClockInfo:
+    def of(cls, x: object) -> ClockInfo:
         x = _d(x)
         return cls(str(x.get("name") or ""), _int(x.get("resolution_ns"), None),
                    bool(x.get("counter")), _int(x.get("modulus_ns"), None),
@@ -198,7 +198,7 @@ class DeviceEntry:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x: Any) -> DeviceEntry:
+    def of(cls, name: str, x: object) -> DeviceEntry:
         x = _d(x)
         return cls(name, str(x.get("plane") or ""), str(x.get("driver") or ""),
                    Identity.of(x.get("identity")),
@@ -225,7 +225,7 @@ class Calibration:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Calibration:
+    def of(cls, x: object) -> Calibration:
         x = _d(x)
         return cls(_float(x.get("calibrated_after_s"), None), _float(x.get("width_then_ns"), None),
                    _float(x.get("last_width_ns"), None), _float(x.get("min_bracket_ns"), None),
@@ -251,7 +251,7 @@ class Inventory:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Inventory:
+    def of(cls, x: object) -> Inventory:
         x = _d(x)
         return cls(str(x.get("name") or ""), str(x.get("reference") or ""),
                    bool(x.get("simulated")),
@@ -306,7 +306,7 @@ class Manifest(_RawMapping):
     # a newer bench's
 
     @classmethod
-    def of(cls, x: Any) -> Manifest:
+    def of(cls, x: object) -> Manifest:
         if isinstance(x, Manifest):
             return x
         x = _d(x)
@@ -351,7 +351,7 @@ class Band:
     hi: tuple[float, ...] = ()
 
     @classmethod
-    def of(cls, x: Any) -> Band | None:
+    def of(cls, x: object) -> Band | None:
         x = _d(x)
         if not x.get("lo"):
             return None
@@ -383,7 +383,7 @@ class TruthCheck:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> TruthCheck | None:
+    def of(cls, x: object) -> TruthCheck | None:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
@@ -421,7 +421,7 @@ class SegmentSummary(Segment):
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> SegmentSummary:
+    def of(cls, x: object) -> SegmentSummary:
         x = _d(x)
         off = bound(x.get("offset_ns")) or Bound(0.0, 0.0, 0.0)
         dr = bound(x.get("drift_ppm")) or Bound(0.0, 0.0, 0.0)
@@ -505,7 +505,7 @@ class BreakRecord(Break):
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> BreakRecord:
+    def of(cls, x: object) -> BreakRecord:
         x = _d(x)
         kind = parse(BreakKind, str(x.get("kind") or "unknown"))
         return cls(kind, _int(x.get("after_ns")),  # type: ignore[arg-type]  # a newer bench's kind
@@ -528,7 +528,7 @@ class Outlier:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Outlier:
+    def of(cls, x: object) -> Outlier:
         x = _d(x)
         return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), str(x.get("reason") or ""),
                    dict(x))
@@ -546,7 +546,7 @@ class Wrap:
     before_ns: int
 
     @classmethod
-    def of(cls, x: Any) -> Wrap:
+    def of(cls, x: object) -> Wrap:
         x = _d(x)
         return cls(_int(x.get("after_ns")), _int(x.get("before_ns")))
 
@@ -570,7 +570,7 @@ class Assumptions:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Assumptions | None:
+    def of(cls, x: object) -> Assumptions | None:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(_float(x.get("drift_prior_ppm"), DEFAULT_DRIFT_PRIOR_PPM),
@@ -618,7 +618,7 @@ class ClockSummary:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x: Any) -> ClockSummary:
+    def of(cls, name: str, x: object) -> ClockSummary:
         x = _d(x)
         return cls(name, _int(x.get("reads")), bool(x.get("counter")),
                    _int(x.get("resolution_declared_ns"), None), _int(x.get("resolution_ns"), None),
@@ -715,7 +715,7 @@ class LatencyEvent:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> LatencyEvent:
+    def of(cls, x: object) -> LatencyEvent:
         x = _d(x)
         return cls(_int(x.get("seq")), _int(x.get("s_ns"), None), _int(x.get("e_ns"), None),
                    bound(x.get("logged_ns")), bound(x.get("observed_ns")),
@@ -763,11 +763,11 @@ class Latency:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x: Any) -> Latency:
+    def of(cls, name: str, x: object) -> Latency:
         x = _d(x)
         evs = tuple(LatencyEvent.of(e) for e in _l(x.get("events")))
 
-        def lb(y: Any) -> LatencyBound | None:
+        def lb(y: object) -> LatencyBound | None:
             b = bound(y)
             return None if b is None else LatencyBound(b.lo, b.hi, b.point, _int(_d(y).get("n")))
         return cls(name, _int(x.get("sent"), len(evs)), evs, lb(x.get("logged_ns")),
@@ -798,7 +798,7 @@ class DeviceSummary:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x: Any) -> DeviceSummary:
+    def of(cls, name: str, x: object) -> DeviceSummary:
         x = _d(x)
         return cls(name, str(x.get("plane") or ""), Identity.of(x.get("identity")),
                    str(x.get("state") or ""),
@@ -844,7 +844,7 @@ class Summary(_RawMapping):
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, x: Any) -> Summary:
+    def of(cls, x: object) -> Summary:
         if isinstance(x, Summary):
             return x
         x = _d(x)
@@ -886,7 +886,7 @@ class TruthClock:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x: Any) -> TruthClock:
+    def of(cls, name: str, x: object) -> TruthClock:
         x = _d(x)
         return cls(name, tuple(_l(x.get("t_ns"))), tuple(_l(x.get("offset_ns"))),
                    tuple(_l(x.get("drift_ppm"))), _int(x.get("resolution_ns"), None),
@@ -913,7 +913,7 @@ class Truth(_RawMapping):
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, x: Any) -> Truth | None:
+    def of(cls, x: object) -> Truth | None:
         if x is None or isinstance(x, Truth):
             return x
         x = _d(x)
