@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
@@ -24,6 +24,9 @@ from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manife
 from bench.model.rundata import Run, unusable_devices
 from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
+
+if TYPE_CHECKING:
+    from bench.model.limits import Check
 
 
 def device_inventory(manifest: Mapping[str, Any], device: str) -> dict[str, Any]:
@@ -196,7 +199,7 @@ def _incident_failures(inc: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def overall(run: Any, checks: list[Any], measurements: list[dict[str, Any]],
+def overall(run: Run, checks: list[Check], measurements: list[dict[str, Any]],
             inc: dict[str, Any] | None) -> Overall:
     """FAIL when the run did not complete, a used device gave nothing, a bound misses the
     simulated truth, a limit or a measurement fails, or the incident was ordered wrongly;
@@ -218,7 +221,7 @@ def overall(run: Any, checks: list[Any], measurements: list[dict[str, Any]],
 JUDGED_OUTCOMES = ("pass", "fail", "undecided", "unproven", "inconclusive")
 
 
-def _judged(checks: list[Any], measurements: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _judged(checks: list[Check], measurements: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(what, verdict word) of every limit check and every judged measurement."""
     judged = [(f"{c.device} {c.item} {c.measure} limit", verdict_word(c.verdict)) for c in checks]
     judged += [(f"{m.get('device') or ''} {m.get('name')}".strip(),
@@ -227,7 +230,7 @@ def _judged(checks: list[Any], measurements: list[dict[str, Any]]) -> list[tuple
     return judged
 
 
-def _run_failures(run: Any) -> list[str]:
+def _run_failures(run: Run) -> list[str]:
     """An unfinished run, a used device without a usable read, a bound missing the truth."""
     fail = [] if run.manifest.status == RunStatus.COMPLETED else \
         [f"run {run.manifest.status or 'unfinished'}"]
@@ -237,7 +240,7 @@ def _run_failures(run: Any) -> list[str]:
     return fail
 
 
-def _pass_reasons(run: Any, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
+def _pass_reasons(run: Run, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
     n = sum(1 for _ in run.summary.clocks())
     why = [f"{n} clock(s) measured, every bound holds the truth" if run.truth
            else f"{n} clock(s) measured"]
