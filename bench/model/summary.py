@@ -422,7 +422,7 @@ def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
         if truth_clock is not None else s
 
 
-def device_meta(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
     `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
