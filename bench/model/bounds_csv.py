@@ -9,9 +9,14 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.model.vocabulary import STUCK, word
+
+if TYPE_CHECKING:
+    from bench.model.documents import ClockSummary
 
 FILE = "bounds.csv"
 COLUMNS = ["device", "clock", "segment", "counter", "verdict", "span_from_ns", "span_to_ns",
@@ -21,7 +26,7 @@ COLUMNS = ["device", "clock", "segment", "counter", "verdict", "span_from_ns", "
            "model"]
 
 
-def _model(c) -> str:
+def _model(c: ClockSummary) -> str:
     a = c.assumptions
     if a is None:
         return ""
@@ -29,10 +34,10 @@ def _model(c) -> str:
                f"{a.rate_changes or 'at most one unseen break per segment'}")
 
 
-def rows(summary) -> list[dict]:
+def rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows of bounds.csv from a summary (dict or bench.model.documents.Summary)."""
     from bench.model.documents import Summary
-    out = []
+    out: list[dict[str, Any]] = []
     for d, c in Summary.of(summary).clocks():
         base = {"device": d.name, "clock": c.name, "counter": int(c.counter),
                 "verdict": word(c.verdict) if c.verdict else "", "model": _model(c)}
@@ -62,7 +67,7 @@ def rows(summary) -> list[dict]:
     return out
 
 
-def write_bounds_csv(folder: str | Path, summary) -> Path:
+def write_bounds_csv(folder: str | Path, summary: Mapping[str, Any]) -> Path:
     """Write FOLDER/bounds.csv atomically (a reader never sees half a file)."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, COLUMNS, restval="", lineterminator="\n")

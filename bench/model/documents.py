@@ -19,38 +19,53 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
 from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus, Verdict, parse
 
 
-def _d(x) -> dict:
+def _d(x: object) -> Mapping[str, Any]:
     return x if isinstance(x, Mapping) else {}
 
 
-def _l(x) -> list:
+def _l(x: object) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
-def _int(x, default: int | None = 0) -> int | None:
+@overload
+def _int(x: Any, default: int = 0) -> int: ...
+@overload
+def _int(x: Any, default: None) -> int | None: ...
+
+
+def _int(x: Any, default: int | None = 0) -> int | None:
     try:
         return int(x) if x not in (None, "") else default
     except (TypeError, ValueError):
         return default
 
 
-def _float(x, default: float | None = 0.0) -> float | None:
+@overload
+def _float(x: Any, default: float = 0.0) -> float: ...
+@overload
+def _float(x: Any, default: None) -> float | None: ...
+
+
+def _float(x: Any, default: float | None = 0.0) -> float | None:
     try:
         return float(x) if x not in (None, "") else default
     except (TypeError, ValueError):
         return default
 
 
-def bound(x) -> Bound | None:
+def bound(x: object) -> Bound | None:
     """{"lo", "hi", "point"} as a Bound; a missing point is the middle (per-event latencies)."""
     x = _d(x)
     if x.get("lo") is None or x.get("hi") is None:
@@ -60,27 +75,28 @@ def bound(x) -> Bound | None:
     return Bound(lo, hi, x["point"] if x.get("point") is not None else (lo + hi) / 2)
 
 
-def _rest(cls, x: Mapping) -> dict:
+def _rest(cls: type[Any], x: Mapping[str, Any]) -> dict[str, Any]:
     """The keys of `x` that are not fields of `cls`."""
     known = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in x.items() if k not in known}
 
 
-class _RawMapping(Mapping):
+class _RawMapping(Mapping[str, Any]):
     """The document's keys, read-only, for code outside the bench (notebooks, tests,
     experiments) that read `run.summary["devices"]` before this model existed. Bench modules
     read the fields."""
+    raw: Mapping[str, Any]          # the document as read (a dataclass field of each subclass)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         return self.raw[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.raw)
 
     def __len__(self) -> int:
         return len(self.raw)
 
-    __hash__ = None
+    # unhashable, as every Mapping (collections.abc.Mapping sets __hash__ = None)
 
 
 # -- shared -----------------------------------------------------------------------------------
@@ -95,13 +111,14 @@ class Identity:
     model: str = ""
     serial: str = ""
     firmware: str = ""
-    extra: dict = field(default_factory=dict)
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    extra: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Identity:
+    def of(cls, x: object) -> Identity:
         x = _d(x)
-        return cls(*(str(x.get(k) or "") for k in ("vendor", "model", "serial", "firmware")),
+        return cls(str(x.get("vendor") or ""), str(x.get("model") or ""),
+                   str(x.get("serial") or ""), str(x.get("firmware") or ""),
                    dict(_d(x.get("extra"))), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,14 +143,14 @@ class ReferenceHealth:
     verified: bool = False
     grade: str = ""
     uncertainty_ns: int = 0
-    detail: dict = field(default_factory=dict)      # the source's own figures
+    detail: dict[str, Any] = field(default_factory=dict)      # the source's own figures
     note: str = ""
-    problems: tuple = ()
+    problems: tuple[Any, ...] = ()
     checked_ns: int | None = None
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> ReferenceHealth | None:
+    def of(cls, x: object) -> ReferenceHealth | None:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(str(x.get("source") or ""), str(x.get("basis") or ""), bool(x.get("verified")),
@@ -152,10 +169,10 @@ class ClockInfo:
     counter: bool = False
     modulus_ns: int | None = None
     lag_ns: int = 0                   # the reading may lag the clock by this much (declared)
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> ClockInfo:
+    def of(cls, x: object) -> ClockInfo:
         x = _d(x)
         return cls(str(x.get("name") or ""), _int(x.get("resolution_ns"), None),
                    bool(x.get("counter")), _int(x.get("modulus_ns"), None),
@@ -177,11 +194,11 @@ class DeviceEntry:
     late_probes: int = 0            # probes started >= 10 ms after their planned instant
     late_max_ns: int = 0            # the latest start after plan (ns)
     aims_yielded: int = 0           # aimed probes read at an exploration instant (no room)
-    traffic: dict | None = None     # requests, logins, throttled, reconnects, per minute
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    traffic: dict[str, Any] | None = None     # requests, logins, throttled, reconnects, per minute
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x) -> DeviceEntry:
+    def of(cls, name: str, x: object) -> DeviceEntry:
         x = _d(x)
         return cls(name, str(x.get("plane") or ""), str(x.get("driver") or ""),
                    Identity.of(x.get("identity")),
@@ -205,13 +222,13 @@ class Calibration:
     min_bracket_ns: float | None = None
     last_status: str = ""
     criterion: str = ""
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: Any) -> Calibration:
+    def of(cls, x: object) -> Calibration:
         x = _d(x)
-        return cls(*(_float(x.get(k), None) for k in ("calibrated_after_s", "width_then_ns",
-                                                       "last_width_ns", "min_bracket_ns")),
+        return cls(_float(x.get("calibrated_after_s"), None), _float(x.get("width_then_ns"), None),
+                   _float(x.get("last_width_ns"), None), _float(x.get("min_bracket_ns"), None),
                    str(x.get("last_status") or ""), str(x.get("criterion") or ""), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
@@ -228,20 +245,20 @@ class Inventory:
     name: str = ""
     reference: str = ""
     simulated: bool = False
-    devices: dict = field(default_factory=dict)
-    limits: dict = field(default_factory=dict)
-    options: dict = field(default_factory=dict)     # the [rack] table's other keys (seed, ...)
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    devices: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)     # the [rack] table's other keys (seed, ...)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> Inventory:
+    def of(cls, x: object) -> Inventory:
         x = _d(x)
         return cls(str(x.get("name") or ""), str(x.get("reference") or ""),
                    bool(x.get("simulated")),
                    {k: dict(_d(v)) for k, v in _d(x.get("devices")).items()},
                    dict(_d(x.get("limits"))), _rest(cls, x), dict(x))
 
-    def device(self, name: str) -> dict:
+    def device(self, name: str) -> dict[str, Any]:
         return self.devices.get(name) or {}
 
     def drift_prior_ppm(self, device: str) -> float:
@@ -262,11 +279,11 @@ class Manifest(_RawMapping):
     status: RunStatus | str = ""
     error: str | None = None
     stopped_by: str = ""
-    parameters: dict = field(default_factory=dict)
-    versions: dict = field(default_factory=dict)
-    git: dict = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    git: dict[str, Any] = field(default_factory=dict)
     host: Any = None
-    argv: tuple = ()
+    argv: tuple[str, ...] = ()
     armed: bool = False
     simulated: bool = False
     rack_file: str = ""
@@ -275,20 +292,21 @@ class Manifest(_RawMapping):
     reference_run: ReferenceHealth | None = None
     reference_end: ReferenceHealth | None = None
     devices: dict[str, DeviceEntry] = field(default_factory=dict)
-    probe_plan: dict = field(default_factory=dict)
-    admission: dict = field(default_factory=dict)   # capacity against need (bench/run/admission.py)
-    runner: dict = field(default_factory=dict)      # processes and devices per process
+    probe_plan: dict[str, Any] = field(default_factory=dict)
+    admission: dict[str, Any] = field(default_factory=dict)  # capacity against need (run/admission.py)
+    runner: dict[str, Any] = field(default_factory=dict)     # processes and devices per process
     calibration: dict[str, dict[str, Calibration]] = field(default_factory=dict)
     started_ns: int | None = None
     probed_until_ns: int | None = None
     ended_ns: int | None = None
     duration_s: float | None = None
     pid: int | None = None
-    extra: dict = field(default_factory=dict)   # keys this model does not type: an experiment's
-    raw: dict = field(default_factory=dict, repr=False)     # own (`incident`), a newer bench's
+    extra: dict[str, Any] = field(default_factory=dict)  # keys this model does not type: an
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)  # experiment's own (`incident`),
+    # a newer bench's
 
     @classmethod
-    def of(cls, x) -> Manifest:
+    def of(cls, x: object) -> Manifest:
         if isinstance(x, Manifest):
             return x
         x = _d(x)
@@ -328,12 +346,12 @@ class Manifest(_RawMapping):
 @dataclass(frozen=True)
 class Band:
     """A segment's proven offset band sampled across it (ns)."""
-    t_ns: tuple = ()
-    lo: tuple = ()
-    hi: tuple = ()
+    t_ns: tuple[int, ...] = ()
+    lo: tuple[float, ...] = ()
+    hi: tuple[float, ...] = ()
 
     @classmethod
-    def of(cls, x) -> Band | None:
+    def of(cls, x: object) -> Band | None:
         x = _d(x)
         if not x.get("lo"):
             return None
@@ -360,12 +378,12 @@ class TruthCheck:
     band_in: bool = True              # absent in folders before the full check
     mean_drift_in: bool = True
     band_points: int = 0
-    band_out_t_ns: tuple = ()
+    band_out_t_ns: tuple[int, ...] = ()
     mean_drift_ppm: float | None = None
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> TruthCheck | None:
+    def of(cls, x: object) -> TruthCheck | None:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
@@ -399,20 +417,24 @@ class SegmentSummary(Segment):
     derives them)."""
     band: Band | None = None
     truth: TruthCheck | None = None
-    gaps_ns: tuple = ()               # spans of reads set aside: nothing is proven inside them
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    gaps_ns: tuple[tuple[int, ...], ...] = ()    # spans of reads set aside: nothing proven inside
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> SegmentSummary:
+    def of(cls, x: object) -> SegmentSummary:
         x = _d(x)
         off = bound(x.get("offset_ns")) or Bound(0.0, 0.0, 0.0)
         dr = bound(x.get("drift_ppm")) or Bound(0.0, 0.0, 0.0)
         st = {k: parse(BoundStatus, x[k]) if x.get(k) else None
               for k in ("offset_status", "drift_status")}
+        # read back, a resolution may be None and a status None (older folders) or a newer
+        # bench's string, where the estimator's Segment declares int and BoundStatus
         return cls(_int(x.get("start_ns")), _int(x.get("end_ns")), _int(x.get("reads")),
                    _int(x.get("epoch_ns")), off, dr, dict(_d(x.get("jitter_ns"))),
-                   dict(_d(x.get("bracket_ns"))), _int(x.get("resolution_ns"), None),
-                   str(x.get("resolution_note") or ""), st["offset_status"], st["drift_status"],
+                   dict(_d(x.get("bracket_ns"))),
+                   _int(x.get("resolution_ns"), None),  # type: ignore[arg-type]  # see above
+                   str(x.get("resolution_note") or ""),
+                   st["offset_status"], st["drift_status"],  # type: ignore[arg-type]  # see above
                    str(x.get("drift_assumes") or ""),
                    mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
                    offset_line=bound(x.get("offset_line_ns")),
@@ -439,7 +461,7 @@ class SegmentSummary(Segment):
                 **({"truth": self.truth.to_dict()} if self.truth is not None else {})}
 
     @property
-    def mean_drift_ppm(self) -> dict | None:
+    def mean_drift_ppm(self) -> dict[str, Any] | None:
         """summary.json's `mean_drift_ppm`: the proven mean drift over a stated window."""
         return self.mean_drift
 
@@ -471,9 +493,8 @@ class SegmentSummary(Segment):
         o = self.offset_ns
         return float(o.lo), float(o.hi), float(o.hi - o.lo)
 
-    def line(self):
+    def line(self) -> Callable[[npt.ArrayLike], npt.NDArray[np.float64]]:
         """The point fit: reference time (ns, scalar or array) -> offset ns (float)."""
-        import numpy as np
         epoch, theta, rho = self.epoch_ns, self.offset_ns.point, self.drift_ppm.point * 1e-6
         return lambda t: theta + rho * (np.asarray(t, dtype=float) - epoch)
 
@@ -481,12 +502,13 @@ class SegmentSummary(Segment):
 @dataclass(frozen=True)
 class BreakRecord(Break):
     """A summary break: the estimator's Break (kind a BreakKind, or a newer bench's string)."""
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> BreakRecord:
+    def of(cls, x: object) -> BreakRecord:
         x = _d(x)
-        return cls(parse(BreakKind, str(x.get("kind") or "unknown")), _int(x.get("after_ns")),
+        kind = parse(BreakKind, str(x.get("kind") or "unknown"))
+        return cls(kind, _int(x.get("after_ns")),  # type: ignore[arg-type]  # a newer bench's kind
                    _int(x.get("before_ns")), bound(x.get("size_ns")),
                    _int(x.get("ambiguous_reads")), raw=dict(x))
 
@@ -503,10 +525,10 @@ class Outlier:
     t_ns: int
     value_ns: int
     reason: str = ""
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> Outlier:
+    def of(cls, x: object) -> Outlier:
         x = _d(x)
         return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), str(x.get("reason") or ""),
                    dict(x))
@@ -524,7 +546,7 @@ class Wrap:
     before_ns: int
 
     @classmethod
-    def of(cls, x) -> Wrap:
+    def of(cls, x: object) -> Wrap:
         x = _d(x)
         return cls(_int(x.get("after_ns")), _int(x.get("before_ns")))
 
@@ -543,12 +565,12 @@ class Assumptions:
     rate_changes: str = ""
     rate_bound_ppm: float | None = None
     tick_lag_ns: int = 0
-    unseen_step: dict | None = None   # {"size_ns", "probability", "within_s"}
+    unseen_step: dict[str, Any] | None = None   # {"size_ns", "probability", "within_s"}
     model: str = ""                   # the model the clock's proven bounds rest on, in words
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> Assumptions | None:
+    def of(cls, x: object) -> Assumptions | None:
         if not isinstance(x, Mapping) or not x:
             return None
         return cls(_float(x.get("drift_prior_ppm"), DEFAULT_DRIFT_PRIOR_PPM),
@@ -589,14 +611,14 @@ class ClockSummary:
     note: str = ""
     zone_note: str = ""
     beyond_prior_note: str = ""
-    stuck: dict | None = None         # {"reads", "span_s"} when the clock never advanced
+    stuck: dict[str, Any] | None = None         # {"reads", "span_s"} when the clock never advanced
     lag_seen_ns: int = 0              # the reading lags its clock by at least this (the fit's)
     update_ns: int = 0                # its value updates at most this often (an incommensurate tick)
-    breaks_truth: dict | None = None  # simulated racks: the found breaks against the true ones
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    breaks_truth: dict[str, Any] | None = None  # simulated racks: the found breaks against the true ones
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x) -> ClockSummary:
+    def of(cls, name: str, x: object) -> ClockSummary:
         x = _d(x)
         return cls(name, _int(x.get("reads")), bool(x.get("counter")),
                    _int(x.get("resolution_declared_ns"), None), _int(x.get("resolution_ns"), None),
@@ -661,7 +683,8 @@ class ClockSummary:
     @property
     def tick_ns(self) -> int | None:
         """The resolution the fit used (the clock's, else its longest segment's)."""
-        return self.resolution_ns or (self.longest.resolution_ns if self.segments else None)
+        longest = self.longest
+        return self.resolution_ns or (longest.resolution_ns if longest is not None else None)
 
 
 @dataclass(frozen=True)
@@ -689,10 +712,10 @@ class LatencyEvent:
     pushed: str = ""
     logged_via: str = ""          # the segment(s) the stamp was mapped through, with the status
     logged_unbounded: str = ""    # why the entry's stamp gives no bound (logged_ns None)
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x) -> LatencyEvent:
+    def of(cls, x: object) -> LatencyEvent:
         x = _d(x)
         return cls(_int(x.get("seq")), _int(x.get("s_ns"), None), _int(x.get("e_ns"), None),
                    bound(x.get("logged_ns")), bound(x.get("observed_ns")),
@@ -726,7 +749,7 @@ class LatencyEvent:
     def logged_status(self) -> BoundStatus:
         """The status of `logged_ns`: `logged_via`'s first word (older summaries: proven)."""
         word = self.logged_via.split(" ", 1)[0]
-        return parse(BoundStatus, word) if word in set(BoundStatus) else BoundStatus.PROVEN
+        return BoundStatus(word) if word in set(BoundStatus) else BoundStatus.PROVEN
 
 
 @dataclass(frozen=True)
@@ -737,14 +760,14 @@ class Latency:
     events: tuple[LatencyEvent, ...] = ()
     logged_ns: LatencyBound | None = None
     observed_ns: LatencyBound | None = None
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x) -> Latency:
+    def of(cls, name: str, x: object) -> Latency:
         x = _d(x)
         evs = tuple(LatencyEvent.of(e) for e in _l(x.get("events")))
 
-        def lb(y):
+        def lb(y: object) -> LatencyBound | None:
             b = bound(y)
             return None if b is None else LatencyBound(b.lo, b.hi, b.point, _int(_d(y).get("n")))
         return cls(name, _int(x.get("sent"), len(evs)), evs, lb(x.get("logged_ns")),
@@ -772,10 +795,10 @@ class DeviceSummary:
     latency: dict[str, Latency] = field(default_factory=dict)
     no_clock: tuple[str, ...] = ()
     traps_lost: int | None = None     # traps a later state read showed were lost (PDUs)
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x) -> DeviceSummary:
+    def of(cls, name: str, x: object) -> DeviceSummary:
         x = _d(x)
         return cls(name, str(x.get("plane") or ""), Identity.of(x.get("identity")),
                    str(x.get("state") or ""),
@@ -818,10 +841,10 @@ class Summary(_RawMapping):
     reference: ReferenceHealth | None = None
     reference_uncertainty_ns: int = 0
     devices: dict[str, DeviceSummary] = field(default_factory=dict)
-    raw: dict = field(default_factory=dict, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, x) -> Summary:
+    def of(cls, x: object) -> Summary:
         if isinstance(x, Summary):
             return x
         x = _d(x)
@@ -832,7 +855,7 @@ class Summary(_RawMapping):
     def device(self, name: str) -> DeviceSummary | None:
         return self.devices.get(name)
 
-    def clocks(self):
+    def clocks(self) -> Iterator[tuple[DeviceSummary, ClockSummary]]:
         """(device summary, clock summary) of every clock, devices in name order."""
         for name in sorted(self.devices):
             d = self.devices[name]
@@ -846,7 +869,7 @@ class Summary(_RawMapping):
 class TruthBreak:
     kind: BreakKind | str
     t_ns: int
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -854,16 +877,16 @@ class TruthClock:
     """A simulated clock's true offset and drift on a grid of reference instants (no grid for a
     clock whose truth cannot be known; bench.sim.clock.ClockModel.truth)."""
     name: str
-    t_ns: tuple = ()
-    offset_ns: tuple = ()
-    drift_ppm: tuple = ()
+    t_ns: tuple[int, ...] = ()
+    offset_ns: tuple[float, ...] = ()
+    drift_ppm: tuple[float, ...] = ()
     resolution_ns: int | None = None
     counter: bool = False
     breaks: tuple[TruthBreak, ...] = ()
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, x) -> TruthClock:
+    def of(cls, name: str, x: object) -> TruthClock:
         x = _d(x)
         return cls(name, tuple(_l(x.get("t_ns"))), tuple(_l(x.get("offset_ns"))),
                    tuple(_l(x.get("drift_ppm"))), _int(x.get("resolution_ns"), None),
@@ -877,8 +900,8 @@ class TruthClock:
 class TruthDevice:
     name: str
     clocks: dict[str, TruthClock] = field(default_factory=dict)
-    events: tuple[dict, ...] = ()          # as the emulators recorded them
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    events: tuple[dict[str, Any], ...] = ()          # as the emulators recorded them
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -887,10 +910,10 @@ class Truth(_RawMapping):
     schema: int = 0
     t0_ns: int | None = None
     devices: dict[str, TruthDevice] = field(default_factory=dict)
-    raw: dict = field(default_factory=dict, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, x) -> Truth | None:
+    def of(cls, x: object) -> Truth | None:
         if x is None or isinstance(x, Truth):
             return x
         x = _d(x)

@@ -46,7 +46,7 @@ CREDENTIAL = re.compile(r"password|passwd|passphrase|(^|_)pass($|_)|secret|token
                         r"(^|_)key$|privacy|auth_?key|credential|cookie", re.IGNORECASE)
 
 
-def _frozen(d: Mapping | None) -> Mapping[str, Any]:
+def _frozen(d: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(d or {}))
 
 
@@ -72,7 +72,7 @@ class DeviceConfig:
         """The password from the environment variable the inventory names (None if unset)."""
         return os.environ.get(self.password_env) if self.password_env else None
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         """The entry as it may be written into results: names of variables, never their values."""
         d = {"plane": self.plane, "driver": self.driver, "address": self.address,
              "rate_hz": self.rate_hz, "stimuli": list(self.stimuli)}
@@ -103,7 +103,7 @@ class RackConfig:
                 return d
         raise KeyError(name)
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         return {"name": self.name, "reference": self.reference, "simulated": self.simulated,
                 **{k: v for k, v in self.options.items()},
                 "devices": {d.name: d.public() for d in self.devices},

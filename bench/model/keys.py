@@ -7,7 +7,7 @@ import difflib
 import math
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +53,7 @@ class Key:
     kind: str
     lo: float | None = None
     hi: float | None = None
-    choices: tuple = ()
+    choices: tuple[Any, ...] = ()
     unit: str = ""
     file_suffix: str = ""        # a str naming a file when it ends so (then relative to the rack file)
     pattern: str = ""            # str: the whole value must match this regular expression
@@ -138,6 +138,6 @@ class Key:
         raise bad
 
 
-def did_you_mean(word: str, known) -> str:
+def did_you_mean(word: str, known: Collection[str]) -> str:
     close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"

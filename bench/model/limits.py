@@ -31,7 +31,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,10 @@ from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_inte
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
 from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
+
+if TYPE_CHECKING:
+    from bench.model.documents import ClockSummary, DeviceSummary, SegmentSummary
+    from bench.model.rundata import Run
 
 KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",
         "mtie": "mask", "tdev": "mask"}     # masks: bench.model.stability_limits
@@ -54,7 +58,7 @@ MAX_NS = 366 * 86400 * 10**9          # a limit of more than a year says nothing
 MAX_PPM = 1e6
 
 
-def _value(key: str, v: Any, where: str):
+def _value(key: str, v: Any, where: str) -> float | list[tuple[float, float]]:
     """A limit's value: a mask (bench.model.stability_limits), a duration of 0 to a year (ns),
     or 0 to 1e6 ppm."""
     if KEYS[key] == "mask":
@@ -82,11 +86,11 @@ def _tables(data: Any, where: str) -> Mapping[str, Any]:
     return data
 
 
-def limits_from_dict(data: Mapping[str, Any] | None) -> dict:
+def limits_from_dict(data: Mapping[str, Any] | None) -> dict[str, Any]:
     """The rack file's [limits] table, checked and kept as written (so that it survives the
     manifest and a rewritten rack file): {"planes": {plane: {key: value}}, "devices": {...}}.
     Raises LimitError for unknown keys or values."""
-    out: dict = {"planes": {}, "devices": {}}
+    out: dict[str, dict[str, Any]] = {"planes": {}, "devices": {}}
     data = _tables({} if data is None else data, "[limits]")
     unknown = set(data) - {"planes", "devices"}
     if unknown:
@@ -103,8 +107,9 @@ def limits_from_dict(data: Mapping[str, Any] | None) -> dict:
     return out if out["planes"] or out["devices"] else {}
 
 
-def for_device(limits: Mapping, device: str, plane: str) -> dict:
-    """The limits of one device (its plane's, overridden by its own), in ns and ppm."""
+def for_device(limits: Mapping[str, Any], device: str, plane: str) -> dict[str, Any]:
+    """The limits of one device (its plane's, overridden by its own), in ns and ppm (a float;
+    a mask for mtie and tdev)."""
     t = {**(limits.get("planes", {}).get(plane) or {}),
          **(limits.get("devices", {}).get(device) or {})}
     return {k: _value(k, v, f"limits of {device}.{k}") for k, v in t.items()}
@@ -129,7 +134,7 @@ def _within(lo: float, hi: float, lim: float) -> str:
     return "undecided"
 
 
-def span_model(c) -> tuple[float, str]:
+def span_model(c: ClockSummary) -> tuple[float, str]:
     """(rate bound ppm, model text) an offset over a span is judged under: the rate bound
     (checked by the fit) and no unseen step over the span, with the step the clock says could
     hide (summary `assumptions.unseen_step`)."""
@@ -141,7 +146,7 @@ def span_model(c) -> tuple[float, str]:
     return float(prior), text
 
 
-def segment_range(sg, prior_ppm: float, t0: int | None = None,
+def segment_range(sg: SegmentSummary, prior_ppm: float, t0: int | None = None,
                   t1: int | None = None) -> tuple[float, float]:
     """(lo, hi) ns the offset can take over [t0, t1] (default: the segment's calibrated span,
     first to last read): the estimator's `span_offset_ns` (every instant's bound with no unseen
@@ -168,7 +173,8 @@ def segment_range(sg, prior_ppm: float, t0: int | None = None,
     return float(np.floor(lo.min())), float(np.ceil(hi.max()))
 
 
-def offset_check(device: str, clock: str, c, L: float, span=None) -> Check:
+def offset_check(device: str, clock: str, c: ClockSummary, L: float,
+                 span: tuple[int, int] | None = None) -> Check:
     """An offset limit judged over each segment's calibrated span; with `span` ((t0, t1) ns,
     asked for by the user) the first and last segments are carried to its ends, labelled
     extrapolated."""
@@ -176,7 +182,8 @@ def offset_check(device: str, clock: str, c, L: float, span=None) -> Check:
     if not segs:
         return Check(device, clock, "offset", text, "—", "undecided", "no fit")
     prior, model = span_model(c)
-    rng, extra = [], 0.0
+    rng: list[tuple[float, float]] = []
+    extra = 0.0
     for i, sg in enumerate(segs):
         t0, t1 = sg.start_ns, sg.end_ns
         if span is not None:
@@ -198,7 +205,7 @@ def offset_check(device: str, clock: str, c, L: float, span=None) -> Check:
                  f"{where}, {len(rng)} segment(s); model: {model}")
 
 
-def drift_check(device: str, clock: str, c, L: float) -> Check:
+def drift_check(device: str, clock: str, c: ClockSummary, L: float) -> Check:
     text, segs = f"within ±{fmt_ppm(L)}", c.segments
     if not segs:
         return Check(device, clock, "drift", text, "—", "undecided", "no fit")
@@ -210,8 +217,8 @@ def drift_check(device: str, clock: str, c, L: float) -> Check:
                  f"every segment's drift at its epoch, {ASSUMED}: {assumes}")
 
 
-def latency_checks(device: str, d, L: float) -> list[Check]:
-    out = []
+def latency_checks(device: str, d: DeviceSummary, L: float) -> list[Check]:
+    out: list[Check] = []
     for stim, x in sorted(d.latency.items()):
         evs = [e.bound for e in x.events if e.bound is not None]
         if not evs:
@@ -226,10 +233,11 @@ def latency_checks(device: str, d, L: float) -> list[Check]:
     return out
 
 
-def mask_checks(device: str, clock: str, c, lim: dict, run, uncertainty_ns: int) -> list[Check]:
+def mask_checks(device: str, clock: str, c: ClockSummary, lim: dict[str, Any], run: Run | None,
+                uncertainty_ns: int) -> list[Check]:
     """MTIE / TDEV masks of one clock, judged from its reads (`run`: a bench.model.rundata.Run;
     None: undecided, the reads are needed)."""
-    out = []
+    out: list[Check] = []
     for kind in (k for k in MASK_KEYS if k in lim):
         text = f"{kind.upper()} mask ({len(lim[kind])} tau)"
         if run is None:
@@ -247,7 +255,8 @@ def mask_checks(device: str, clock: str, c, lim: dict, run, uncertainty_ns: int)
     return out
 
 
-def check_run(summary, manifest, span=None, run=None) -> list[Check]:
+def check_run(summary: Mapping[str, Any], manifest: Mapping[str, Any],
+              span: tuple[int, int] | None = None, run: Run | None = None) -> list[Check]:
     """Every limit the run's inventory declares, judged from summary.json (dicts or the typed
     bench.model.documents records). `span`: (t0, t1) reference ns to judge offsets over instead
     of each segment's calibrated span (beyond the reads: extrapolated, said so). `run`: the
@@ -258,7 +267,7 @@ def check_run(summary, manifest, span=None, run=None) -> list[Check]:
     limits = manifest.inventory.limits
     if not limits:
         return []
-    out = []
+    out: list[Check] = []
     for device, d in sorted(summary.devices.items()):
         lim = for_device(limits, device, d.plane)
         for clock, c in sorted(d.clocks.items()) if lim else ():
@@ -323,7 +332,7 @@ def junit(checks: list[Check], name: str = "rackclock limits") -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
-def parse_span(text: str | None, manifest) -> tuple[int, int] | None:
+def parse_span(text: str | None, manifest: Mapping[str, Any]) -> tuple[int, int] | None:
     """'FROM:TO' seconds from the run's start -> (t0, t1) reference ns (LimitError if bad)."""
     if text is None:
         return None
@@ -339,5 +348,5 @@ def parse_span(text: str | None, manifest) -> tuple[int, int] | None:
     return start + round(a * 1e9), start + round(b * 1e9)
 
 
-def _int_or_none(x) -> int | None:
+def _int_or_none(x: Any) -> int | None:
     return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None

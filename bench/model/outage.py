@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 from array import array
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ MIN_GAP_NS = 5 * NS            # shorter stretches without a read are a device's
 GAP_PERIODS = 3                # ... and so are those under 3 of its read periods
 
 
-def _usable_reads(path: Path) -> array:
+def _usable_reads(path: Path) -> array[int]:
     times = array("q")
     try:
         with open(path, newline="") as f:
@@ -38,7 +39,7 @@ def _usable_reads(path: Path) -> array:
     return times
 
 
-def silent_ns(times, start_ns: int, end_ns: int, gap_ns: int) -> int:
+def silent_ns(times: Iterable[int], start_ns: int, end_ns: int, gap_ns: int) -> int:
     """The time from the first read in [start_ns, end_ns] to `end_ns` within stretches longer
     than `gap_ns` without a read (0 without any read)."""
     points = sorted(t for t in times if start_ns <= t < end_ns)

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, overload
 
 import bench
 from bench.model.inventory import CREDENTIAL
@@ -21,7 +22,7 @@ LIBRARIES = ("numpy", "matplotlib", "allantools", "aiohttp", "redfish", "pysnmp"
 _CHECKOUT = Path(__file__).resolve().parents[2]
 
 
-def git_revision(path: Path = _CHECKOUT) -> dict:
+def git_revision(path: Path = _CHECKOUT) -> dict[str, Any]:
     try:
         rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5).stdout.strip()
@@ -32,10 +33,10 @@ def git_revision(path: Path = _CHECKOUT) -> dict:
     return {"revision": rev or None, "dirty": bool(dirty)}
 
 
-def versions() -> dict:
+def versions() -> dict[str, str | None]:
     from importlib import metadata  # here, not at the top: every command's start imports this module
 
-    out = {"rackclock": bench.__version__, "python": sys.version.split()[0]}
+    out: dict[str, str | None] = {"rackclock": bench.__version__, "python": sys.version.split()[0]}
     for lib in LIBRARIES:
         try:
             out[lib] = metadata.version(lib)
@@ -44,7 +45,7 @@ def versions() -> dict:
     return out
 
 
-def host() -> dict:
+def host() -> dict[str, str]:
     return {"hostname": socket.gethostname(), "platform": platform.platform(),
             "machine": platform.machine()}
 
@@ -54,7 +55,13 @@ def redact_text(text: str) -> str:
     return USERINFO.sub(REDACTED + "@", text)
 
 
-def redact(value):
+@overload
+def redact(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def redact(value: Any) -> Any: ...
+
+
+def redact(value: Any) -> Any:
     """A copy of a manifest (or any JSON-like value) with every credential-like key's value
     (password, secret, token, community, privacy_key, auth_key, ...; not the `*_env` keys, which
     name variables) and every URL's userinfo replaced by ***."""

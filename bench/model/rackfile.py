@@ -7,16 +7,19 @@ print it and exit 2.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.model.inventory import InventoryError, Key, RackConfig, did_you_mean
+
+T = TypeVar("T")
 
 DURATION_KEY = Key("float", 0.5, 7 * 86400.0, unit="s")       # --duration
 ALLOWANCE_KEY = Key("float", 0.0, 60.0, unit="s")             # --reference-allowance
 
 
-def reference_options(rack: RackConfig) -> dict:
+def reference_options(rack: RackConfig) -> dict[str, Any]:
     """The keyword arguments of the reference's set-up that the rack file gives (`ptp_uds`,
     `ptp_domain`): the same for `check` and `run` (bench.reference.monitor.RunReference.open)."""
     uds = rack.options.get("ptp_uds", "auto")
@@ -27,9 +30,10 @@ def reference_options(rack: RackConfig) -> dict:
 # -- the command line ---------------------------------------------------------------------------
 def _checked(key: Key, value: float, option: str) -> float:
     try:
-        return key.check(value)
+        key.check(value)              # the value, when accepted
     except InventoryError as exc:
         raise InventoryError(f"{option} {exc.problem}") from None
+    return value
 
 
 def check_duration(seconds: float | None) -> float | None:
@@ -62,7 +66,7 @@ def check_out(out: Path) -> None:
         raise InventoryError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
 
 
-def _cast(cast, v: str, what: str):
+def _cast(cast: Callable[[str], T], v: str, what: str) -> T:
     try:
         return cast(v)
     except ValueError:

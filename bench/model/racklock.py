@@ -31,6 +31,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal, overload
 
 from bench.errors import RackclockError
 from bench.lockdir import (
@@ -56,7 +57,7 @@ class RackLockUnsafe(RackBusy):
     """The rack's lock folder or file could be controlled by another user: refused, naming it."""
 
 
-def lock_path(rack_file: str | os.PathLike) -> Path:
+def lock_path(rack_file: str | os.PathLike[str]) -> Path:
     """The lock file of a rack file (its resolved path's hash, in bench.lockdir.lock_dir)."""
     key = hashlib.sha256(str(Path(rack_file).resolve()).encode()).hexdigest()[:24]
     try:
@@ -65,8 +66,14 @@ def lock_path(rack_file: str | os.PathLike) -> Path:
         raise RackLockUnsafe(f"rack file {rack_file}: {exc}") from None
 
 
-_held: dict[Path, list] = {}          # lock file -> [fd, depth]: re-entrant within the process
+_held: dict[Path, list[int]] = {}          # lock file -> [fd, depth]: re-entrant within the process
 _held_guard = threading.Lock()
+
+
+@overload
+def _take(path: Path, block: Literal[True]) -> int: ...
+@overload
+def _take(path: Path, block: bool) -> int | None: ...
 
 
 def _take(path: Path, block: bool) -> int | None:
@@ -189,7 +196,7 @@ def _release(path: Path, fd: int) -> None:
 
 
 @contextlib.contextmanager
-def rack_lock(rack_file: str | os.PathLike, wait_s: float = DEFAULT_WAIT_S,
+def rack_lock(rack_file: str | os.PathLike[str], wait_s: float = DEFAULT_WAIT_S,
               what: str = "") -> Iterator[Path]:
     """Hold the rack of `rack_file` for the block; wait up to `wait_s` seconds for another
     session to let it go, else raise RackBusy (RackLockUnsafe: a lock another user could

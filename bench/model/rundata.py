@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.errors import RackclockError
 from bench.model.documents import Event, Manifest, Summary, Truth, load_events
 from bench.model.statuses import ErrorKind, RowStatus
+
+I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -18,28 +23,29 @@ class Samples:
     """One device's rows, as columns. Integer columns are int64 numpy arrays (missing: 0 with
     the `has_value` mask); strings are lists."""
 
-    seq: np.ndarray
-    kind: list
-    clock: list
-    s_ns: np.ndarray
-    e_ns: np.ndarray
-    value_ns: np.ndarray
-    has_value: np.ndarray
-    resolution_ns: np.ndarray
-    stamp: list
-    status: list
-    raw: list
+    seq: I64
+    kind: list[str]
+    clock: list[str]
+    s_ns: I64
+    e_ns: I64
+    value_ns: I64
+    has_value: npt.NDArray[np.bool_]
+    resolution_ns: I64
+    stamp: list[str]
+    status: list[str]
+    raw: list[str]
 
     def __len__(self) -> int:
         return len(self.seq)
 
-    def select(self, kind: str, clock: str | None = None, ok: bool = True) -> np.ndarray:
+    def select(self, kind: str, clock: str | None = None, ok: bool = True) -> I64:
         """Indices of rows of this kind (and clock), only status ok unless ok=False."""
         return np.array([i for i in range(len(self.seq))
                          if self.kind[i] == kind and (clock is None or self.clock[i] == clock)
                          and (not ok or self.status[i] == RowStatus.OK)], dtype=int)
 
-    def clock_reads(self, clock: str, meta: dict | None = None):
+    def clock_reads(self, clock: str, meta: Mapping[str, Any] | None = None
+                    ) -> tuple[I64, I64, I64, I64, I64]:
         """(s_ns, e_ns, value_ns, resolution_ns, wraps) of one clock's ok reads in time order.
         `meta` is the clock's manifest entry: a wrapping counter (`counter`, `modulus_ns`) is
         unwrapped with its tick (`resolution_ns`) as tolerance, and `wraps[i]` counts the wraps
@@ -53,7 +59,7 @@ class Samples:
                               int(cm.get("resolution_ns") or q[0]))
         return s, e, v, q, wraps
 
-    def reads(self, clock: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def reads(self, clock: str) -> tuple[I64, I64, I64, I64]:
         """(s_ns, e_ns, value_ns, resolution_ns) of the ok reads of one clock, in time order."""
         i = self.select("read", clock)
         i = i[self.has_value[i]] if len(i) else i
@@ -70,7 +76,7 @@ def in_int64(x: int | None) -> bool:
     return x is None or INT64[0] <= x <= INT64[1]
 
 
-def _int(x: str) -> int:
+def _int(x: str | None) -> int:
     return int(x) if x not in ("", None) else 0
 
 
@@ -78,7 +84,7 @@ def load_samples(path: str | Path) -> Samples:
     """Read samples/<device>.csv; a truncated last line (a run that died) is skipped. A row whose
     value lies outside int64 ns (a stamp in year 1 or 9999) is kept as a malformed row with its
     raw text: it costs only itself, never the device's other rows."""
-    cols: dict[str, list] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
+    cols: dict[str, list[Any]] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
                                              "has_value", "resolution_ns", "stamp", "status", "raw")}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -119,7 +125,7 @@ class Run:
     summary: Summary
     truth: Truth | None
 
-    def __post_init__(self):       # a Run made from dicts (older callers) is typed all the same
+    def __post_init__(self) -> None:       # a Run made from dicts (older callers) is typed all the same
         object.__setattr__(self, "manifest", Manifest.of(self.manifest))
         object.__setattr__(self, "summary", Summary.of(self.summary))
         object.__setattr__(self, "truth", Truth.of(self.truth))
@@ -139,7 +145,7 @@ class Run:
         """The run journal (events.csv)."""
         return load_events(self.path / "events.csv")
 
-    def clock_reads(self, device: str, clock: str):
+    def clock_reads(self, device: str, clock: str) -> tuple[I64, I64, I64, I64]:
         """(s_ns, e_ns, value_ns, resolution_ns) of one clock's ok reads in time order, a
         wrapping counter unwrapped the way the summary fitted it (its modulus from the manifest)."""
         info = self.manifest.device(device).clock(clock)
@@ -150,7 +156,7 @@ class RunFolderError(RackclockError, ValueError):
     """A run folder's document that cannot be read (which, and why: one line)."""
 
 
-def read_json(p: Path):
+def read_json(p: Path) -> Any:
     """A run folder's JSON document, or RunFolderError naming it and why."""
     try:
         return json.loads(p.read_text(encoding="utf-8"))
@@ -172,7 +178,7 @@ def load_run(path: str | Path) -> Run:
     if not (path / "manifest.json").exists():
         raise FileNotFoundError(f"{path} is not a run folder (no manifest.json)")
 
-    def j(name: str) -> dict | None:
+    def j(name: str) -> Any:
         p = path / name
         return read_json(p) if p.exists() else None
 
@@ -183,13 +189,13 @@ def load_run(path: str | Path) -> Run:
 OLD_UNUSED = "not used by this experiment"
 
 
-def unusable_devices(summary) -> dict[str, str]:
+def unusable_devices(summary: Mapping[str, Any] | None) -> dict[str, str]:
     """Devices of a summary (dict or Summary) that gave no usable clock read, with the first
     error of each; a summary without devices measured nothing ("-")."""
     devices = Summary.of(summary or {}).devices
     if not devices:
         return {"-": "the run measured nothing"}
-    out = {}
+    out: dict[str, str] = {}
     for name, d in devices.items():
         if d.first_errors.get(ErrorKind.NOT_STARTED) == OLD_UNUSED:
             continue          # a folder older than `unused_devices`: the experiment never used it
@@ -202,13 +208,13 @@ def unusable_devices(summary) -> dict[str, str]:
 MEASUREMENTS_FILE = "measurements.json"
 
 
-def load_measurements(path) -> list[dict]:
+def load_measurements(path: str | Path) -> list[dict[str, Any]]:
     """measurements.json of a run folder (empty list when the run recorded none)."""
     p = Path(path) / MEASUREMENTS_FILE
     return json.loads(p.read_text()).get("measurements", []) if p.exists() else []
 
 
-def bound_from_manifest(manifest) -> int:
+def bound_from_manifest(manifest: Mapping[str, Any]) -> int:
     """The reference uncertainty to add to every bracket of a run (ns): the largest of the start
     snapshot, the run's series and the stop snapshot, as far as the manifest (dict or Manifest)
     holds them."""

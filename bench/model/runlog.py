@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from bench.model.inventory import CREDENTIAL
 from bench.model.provenance import REDACTED, redact_text
@@ -22,7 +23,7 @@ _OPEN_LOCK = threading.Lock()
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
-def _env_names(value) -> Iterator[str]:
+def _env_names(value: Any) -> Iterator[str]:
     """Values of every `*_env` key in a manifest-like value (names of variables)."""
     if isinstance(value, dict):
         for k, v in value.items():
@@ -35,7 +36,7 @@ def _env_names(value) -> Iterator[str]:
             yield from _env_names(v)
 
 
-def secrets(manifest: dict | None = None) -> set[str]:
+def secrets(manifest: dict[str, Any] | None = None) -> set[str]:
     names = {k for k in os.environ if CREDENTIAL.search(k)} | set(_env_names(manifest or {}))
     return {v for n in names if len(v := os.environ.get(n, "")) >= 4}
 
@@ -44,7 +45,7 @@ class Redact(logging.Filter):
     """Credentials out of a record's message and traceback (the record is changed in place, so
     every handler after this one sees it redacted too)."""
 
-    def __init__(self, manifest: Callable[[], dict] = dict):
+    def __init__(self, manifest: Callable[[], dict[str, Any]] = dict):
         super().__init__()
         self.manifest = manifest
 
@@ -64,15 +65,17 @@ class Redact(logging.Filter):
 
 
 class _FileHandler(logging.FileHandler):
-    def handleError(self, record):      # a full disk is the store's to report (DiskFull), once
-        pass
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass                # a full disk is the store's to report (DiskFull), once
 
 
 class RunLog:
     """`bench.log` of one run folder: INFO and above of the bench's and the drivers' loggers,
     whatever the terminal shows; closed (and the loggers' levels restored) with the run."""
+    _levels: dict[str, int]     # the loggers' levels before the first open run log
 
-    def __init__(self, path: Path, manifest: Callable[[], dict] = dict):
+
+    def __init__(self, path: Path, manifest: Callable[[], dict[str, Any]] = dict):
         self.handler = _FileHandler(path, delay=True, encoding="utf-8")
         self.handler.setLevel(logging.INFO)
         self.handler.setFormatter(logging.Formatter(FORMAT))

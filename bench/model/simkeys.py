@@ -195,8 +195,9 @@ MIN_WRAP_S = 1.0             # a shorter wrap period makes the truth's list of w
 FINEST_DEFAULT_S = 0.001     # the finest resolution an emulator gives a counter by default
 
 
-def _sizes(steps: list) -> float:
-    return sum(abs(x["size_s"] if isinstance(x, Mapping) else x[1]) for x in steps)
+def _sizes(steps: list[Any]) -> float:
+    total: float = sum(abs(x["size_s"] if isinstance(x, Mapping) else x[1]) for x in steps)
+    return total
 
 
 def _clock_limits(sim: Mapping[str, Any]) -> None:

@@ -22,12 +22,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.analysis.stability import deviation, resample
 from bench.units import fmt_ns, parse_duration_ns
 
 MASK_KEYS = ("mtie", "tdev")
 TDEV_GAIN = 4 / math.sqrt(6)      # TDEV of a series bounded by ±E is at most this times E
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 
 def parse_mask(v: Any, where: str) -> list[tuple[float, float]]:
@@ -46,7 +49,8 @@ def parse_mask(v: Any, where: str) -> list[tuple[float, float]]:
     return sorted(out)
 
 
-def read_intervals(s, e, v, q, uncertainty_ns: int, prior_ppm: float):
+def read_intervals(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: npt.ArrayLike,
+                   uncertainty_ns: int, prior_ppm: float) -> tuple[I64, F64, F64, float, float]:
     """(t_mid, lo, hi, gap_ns, slop_ns): each read's offset interval and the longest gap between
     reads with the offset's possible move across half of it under the prior."""
     s, e, v, q = (np.asarray(x, dtype=np.int64) for x in (s, e, v, q))
@@ -58,7 +62,8 @@ def read_intervals(s, e, v, q, uncertainty_ns: int, prior_ppm: float):
     return mid, lo, hi, gap, prior_ppm * 1e-6 * gap / 2
 
 
-def mtie_bounds(mid, lo, hi, gap: float, slop: float, tau_s: float) -> tuple[float, float] | None:
+def mtie_bounds(mid: I64, lo: F64, hi: F64, gap: float, slop: float,
+                tau_s: float) -> tuple[float, float] | None:
     """(lower, upper) ns on MTIE(tau) of the true offset; None when the run is shorter than tau."""
     tau = tau_s * 1e9
     if len(mid) < 2 or mid[-1] - mid[0] < tau:
@@ -74,7 +79,8 @@ def mtie_bounds(mid, lo, hi, gap: float, slop: float, tau_s: float) -> tuple[flo
     return max(0.0, lower), upper
 
 
-def tdev_bounds(mid, lo, hi, gap: float, slop: float, tau_s: float) -> tuple[float, float] | None:
+def tdev_bounds(mid: I64, lo: F64, hi: F64, gap: float, slop: float,
+                tau_s: float) -> tuple[float, float] | None:
     """(lower, upper) ns on TDEV(tau); None when the run is too short for tau."""
     step = max(gap, 1.0) / 1e9
     t, x = resample(mid, (lo + hi) / 2, step)
@@ -86,10 +92,13 @@ def tdev_bounds(mid, lo, hi, gap: float, slop: float, tau_s: float) -> tuple[flo
     return max(0.0, val - err), val + err
 
 
-def judge(kind: str, mask, mid, lo, hi, gap, slop) -> tuple[str, str, str]:
+def judge(kind: str, mask: list[tuple[float, float]], mid: I64, lo: F64, hi: F64, gap: float,
+          slop: float) -> tuple[str, str, str]:
     """(verdict, bound text, why) of one mask over one clock's reads."""
     fn = mtie_bounds if kind == "mtie" else tdev_bounds
-    verdicts, texts, short = [], [], []
+    verdicts: list[str] = []
+    texts: list[str] = []
+    short: list[str] = []
     for tau, mx in mask:
         b = fn(mid, lo, hi, gap, slop, tau)
         if b is None:

@@ -5,8 +5,14 @@ live beside it in bench/analysis/statuses.py and are re-exported here."""
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
 
-from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict, worst  # noqa: F401
+from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict, worst
+
+__all__ = ["BoundStatus", "BreakKind", "ErrorKind", "ResolutionBasis", "RowStatus", "RunStatus",
+           "Verdict", "parse", "worst"]
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class RunStatus(StrEnum):
@@ -42,7 +48,7 @@ class RowStatus(StrEnum):
     UNARMED = "unarmed"             # a stimulus printed, not sent
 
 
-def parse(enum, value):
+def parse(enum: type[E], value: str) -> E | str:
     """The member for a known value; an unknown one (a newer bench's) stays the plain string."""
     try:
         return enum(value)

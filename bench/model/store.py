@@ -12,8 +12,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bench.errors import RackclockError
 from bench.model.provenance import redact, redact_text
@@ -32,7 +34,7 @@ def new_run_id(experiment: str) -> str:
     return f"{stamp}-{re.sub(r'[^A-Za-z0-9_-]', '_', experiment)}"
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write atomically: a reader never sees half a file, and a failed write (disk full) leaves
     no `.part` behind."""
     tmp = path.with_name(path.name + ".part")
@@ -78,7 +80,7 @@ class SampleWriter:
     """Appends rows to samples/<device>.csv, flushing each; safe to call from one thread.
     A failed write (disk full) is reported to `on_error` once; later rows are dropped."""
 
-    def __init__(self, path: Path, on_error=None):
+    def __init__(self, path: Path, on_error: Callable[[OSError], None] | None = None):
         self.path = path
         self.on_error = on_error
         self.failed = False
@@ -91,9 +93,13 @@ class SampleWriter:
         self._f = open(path, "a", newline="")
         self._w = csv.writer(self._f)
         if new:
-            self._guard(lambda: (self._w.writerow(SAMPLE_COLUMNS), self._f.flush()))
+            self._guard(lambda: self._put(SAMPLE_COLUMNS))
 
-    def _guard(self, fn) -> None:
+    def _put(self, row: list[Any]) -> None:
+        self._w.writerow(row)
+        self._f.flush()
+
+    def _guard(self, fn: Callable[[], None]) -> None:
         if self.failed:
             return
         try:
@@ -112,7 +118,7 @@ class SampleWriter:
         row = [self.seq, kind, clock, s_ns, e_ns, "" if value_ns is None else value_ns,
                "" if resolution_ns is None else resolution_ns, stamp, status, raw,
                "" if late_ns is None else late_ns]
-        self._guard(lambda: (self._w.writerow(row), self._f.flush()))
+        self._guard(lambda: self._put(row))
         return self.seq
 
     def close(self) -> None:
@@ -125,6 +131,8 @@ class SampleWriter:
 class SampleFiles:
     """A device's sample file in `self.path/samples`; a file that cannot be opened goes to
     `self.failed` and its rows to nowhere (the run and the other devices go on)."""
+    path: Path                                  # the run folder (each store sets it)
+    failed: Callable[[OSError], None]           # each store's method
 
     def samples(self, device: str) -> SampleWriter:
         try:
@@ -145,7 +153,7 @@ class RunStore(SampleFiles):
                 break
             except FileExistsError:
                 continue
-        self.manifest: dict = {}
+        self.manifest: dict[str, Any] = {}
         self.full: OSError | None = None     # the first failed write (disk full)
         self._closed = False
         self._reserve = self.path / RESERVE
@@ -175,16 +183,20 @@ class RunStore(SampleFiles):
 
     def disk_full(self) -> DiskFull:
         """The one-line error of a full disk, naming the folder."""
+        full = self.full
+        assert full is not None, "called after a failed write"
         rows = sum(max(0, sum(1 for _ in open(p, "rb")) - 1)
                    for p in (self.path / "samples").glob("*.csv"))
-        return DiskFull(self.full.errno, f"cannot write in {self.path}: "
-                        f"{self.full.strerror or self.full}; the {rows} sample rows written "
+        return DiskFull(full.errno, f"cannot write in {self.path}: "
+                        f"{full.strerror or full}; the {rows} sample rows written "
                         f"before are kept (free space, then `rackclock summarize {self.path}`)")
 
     def start_full(self) -> DiskFull:
         """The one-line error of a run folder with less free space than the reserve."""
-        why = self.full.strerror or self.full
-        return DiskFull(self.full.errno, f"cannot write in {self.path}: less than the "
+        full = self.full
+        assert full is not None, "called after a failed write"
+        why = full.strerror or full
+        return DiskFull(full.errno, f"cannot write in {self.path}: less than the "
                         f"{RESERVE_BYTES >> 10} KiB reserve free ({why}); nothing was measured "
                         f"(free space, then run again)")
 
@@ -210,23 +222,23 @@ class RunStore(SampleFiles):
             except OSError:          # no reserve left: the last manifest that fitted stays, and
                 pass                 # `summarize` reads the missing reserve as disk_full
 
-    def write_manifest(self, manifest: dict) -> None:
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
         self.manifest = redact({"schema": SCHEMA, **manifest})
         self._write_manifest()
 
-    def update_manifest(self, **changes) -> None:
+    def update_manifest(self, **changes: Any) -> None:
         with self._lock:
             self.manifest.update(redact(changes))
             self._write_manifest()
 
-    def update_device(self, name: str, **fields) -> None:
+    def update_device(self, name: str, **fields: Any) -> None:
         """What a device told about itself (identity, clocks), written as soon as it is known,
         so that a run killed later can still be summarised (`rackclock summarize`)."""
         with self._lock:
             self.manifest.setdefault("devices", {}).setdefault(name, {}).update(redact(fields))
             self._write_manifest()
 
-    def update_devices(self, per_device: dict[str, dict], **changes) -> None:
+    def update_devices(self, per_device: dict[str, dict[str, Any]], **changes: Any) -> None:
         """Fields of several devices (and other manifest keys) in one manifest write."""
         with self._lock:
             devices = self.manifest.setdefault("devices", {})
@@ -235,7 +247,7 @@ class RunStore(SampleFiles):
             self.manifest.update(redact(changes))
             self._write_manifest()
 
-    def write_summary(self, summary: dict) -> None:
+    def write_summary(self, summary: dict[str, Any]) -> None:
         """summary.json and, beside it, the flat bounds.csv (bench.model.bounds_csv)."""
         from bench.model.bounds_csv import write_bounds_csv
         write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})

@@ -4,11 +4,13 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.analysis.estimate import (
     DEFAULT_DRIFT_PRIOR_PPM,
@@ -35,7 +37,7 @@ from bench.model.documents import (
     TruthCheck,
     Wrap,
 )
-from bench.model.rundata import Samples, load_samples
+from bench.model.rundata import I64, Samples, load_samples
 from bench.model.stamps import StampBound, bound_stamps, log_of
 from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
@@ -67,9 +69,9 @@ def _truth_offset_at(tc: dict[str, Any], t: int) -> float:
     for k in order:
         lo, hi = sorted((int(ts[k]), int(t)))
         if not any(lo < c <= hi for c in cuts):
-            return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
+            return float(tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k])))
     k = int(order[0])
-    return tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k]))
+    return float(tc["offset_ns"][k] + tc["drift_ppm"][k] * 1e-6 * (t - int(ts[k])))
 
 
 def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
@@ -105,7 +107,7 @@ def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
                       band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md)
 
 
-def breaks_truth(breaks: list[dict], truth_clock: dict) -> dict:
+def breaks_truth(breaks: list[dict[str, Any]], truth_clock: dict[str, Any]) -> dict[str, Any]:
     """The true breaks (truth.json: scheduled and fault steps, the NTP client's steps, reboots,
     wraps) against the breaks found: each found break holds how many true ones fall in its
     window and whether their summed size lies in its size bound (`size_in`, steps only); true
@@ -117,7 +119,7 @@ def breaks_truth(breaks: list[dict], truth_clock: dict) -> dict:
         inside = [k for k, t in enumerate(true) if b["after_ns"] < t["t_ns"] <= b["before_ns"]]
         seen.update(inside)
         sizes = [true[k].get("size_ns") for k in inside]
-        one: dict = {"true_breaks": len(inside)}
+        one: dict[str, Any] = {"true_breaks": len(inside)}
         if inside and b.get("size_ns") and None not in sizes \
                 and all(true[k]["kind"] == "step" for k in inside):
             one["true_size_ns"] = int(sum(sizes))
@@ -245,7 +247,7 @@ class ClockResult:
 STUCK_MIN_READS = 3
 
 
-def stuck_since(s, e, v, declared_ns: int) -> int | None:
+def stuck_since(s: I64, e: I64, v: npt.ArrayLike, declared_ns: int) -> int | None:
     """Where a clock stopped: the first of its last reads that all showed one value, when there
     are at least STUCK_MIN_READS of them spanning more than twice its declared resolution (and a
     second): a wall clock stopped, a counter frozen. None while it advances. A single value
@@ -283,7 +285,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
             f"inside a segment unseen")
     out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
-    if seg is not None and seg.bracket_ns:
+    if fit is not None and seg is not None and seg.bracket_ns:
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
                            rate_hz)
         out["unseen_step"] = {"size_ns": x, "probability": UNSEEN_P, "within_s": UNSEEN_WITHIN_S}
@@ -420,7 +422,7 @@ def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
         if truth_clock is not None else s
 
 
-def device_meta(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
     `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
@@ -430,7 +432,7 @@ def device_meta(manifest: dict[str, Any], name: str) -> dict[str, Any]:
                if k in inv}}
 
 
-def summarize_run(path: Path, manifest: dict[str, Any], truth: dict[str, Any] | None = None,
+def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any] | None = None,
                   uncertainty_ns: int | None = None) -> dict[str, Any]:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
     largest the manifest records)."""

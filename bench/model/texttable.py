@@ -13,7 +13,7 @@ def widths_of(head: list[str], rows: list[list[str]]) -> list[int]:
     return [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
 
 
-def fit_columns(head, rows, keep_order: list[int] | None = None,
+def fit_columns(head: list[str], rows: list[list[str]], keep_order: list[int] | None = None,
                 width: int | None = WIDTH) -> tuple[list[int], list[str]]:
     """Indices of the columns shown (in table order) and the names of those left out: columns are
     taken in `keep_order` (default: left to right) while the table still fits `width`
@@ -22,7 +22,8 @@ def fit_columns(head, rows, keep_order: list[int] | None = None,
     order = keep_order if keep_order is not None else list(range(len(head)))
     if width is None:
         return sorted(order), []
-    shown, total = [], -len(GAP)
+    shown: list[int] = []
+    total = -len(GAP)
     for i in order:
         if total + len(GAP) + ws[i] <= width or not shown:
             shown.append(i)
@@ -30,7 +31,7 @@ def fit_columns(head, rows, keep_order: list[int] | None = None,
     return sorted(shown), [head[i] for i in order if i not in shown]
 
 
-def render(head, rows, cols: list[int] | None = None, width: int | None = WIDTH,
+def render(head: list[str], rows: list[list[str]], cols: list[int] | None = None, width: int | None = WIDTH,
            clip: int = 0) -> list[str]:
     """Header, rule and rows of the columns `cols` (default all), left aligned; with a `width`,
     column `clip` (a name column) is cut with '…' so that no line is wider."""

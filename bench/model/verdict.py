@@ -13,18 +13,23 @@ of a clock beyond its prior gives such a bound ("beyond_prior").
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
 from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
-from bench.model.rundata import unusable_devices
+from bench.model.rundata import Run, unusable_devices
 from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
+if TYPE_CHECKING:
+    from bench.model.limits import Check
 
-def device_inventory(manifest, device: str) -> dict[str, Any]:
+
+def device_inventory(manifest: Mapping[str, Any], device: str) -> dict[str, Any]:
     """The device's table of the run's rack file (manifest `inventory.devices`)."""
     return Manifest.of(manifest).inventory.device(device)
 
@@ -110,7 +115,7 @@ def span_range(clock: ClockSummary) -> tuple[float, float]:
     return min(r[0] for r in rng), max(r[1] for r in rng)
 
 
-def clock_verdicts(run) -> list[ClockVerdict]:
+def clock_verdicts(run: Run) -> list[ClockVerdict]:
     """One entry per device clock in the run (and one per device that has none or failed)."""
     out = []
     summary, manifest = Summary.of(run.summary), Manifest.of(run.manifest)
@@ -169,11 +174,10 @@ class Overall:
         return f"{self.word}: {'; '.join(self.reasons[:most])}{more}"
 
 
-def incident_result(path) -> dict[str, Any] | None:
+def incident_result(path: str | Path) -> dict[str, Any] | None:
     """incident.json's end-to-end result (experiments/incident.py, the default run), or None
     when the run played no cascade; an unreadable file is a result that says so."""
     import json
-    from pathlib import Path
     p = Path(path) / "incident.json"
     if not p.exists():
         return None
@@ -195,7 +199,7 @@ def _incident_failures(inc: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def overall(run: Any, checks: list[Any], measurements: list[dict[str, Any]],
+def overall(run: Run, checks: list[Check], measurements: list[dict[str, Any]],
             inc: dict[str, Any] | None) -> Overall:
     """FAIL when the run did not complete, a used device gave nothing, a bound misses the
     simulated truth, a limit or a measurement fails, or the incident was ordered wrongly;
@@ -217,7 +221,7 @@ def overall(run: Any, checks: list[Any], measurements: list[dict[str, Any]],
 JUDGED_OUTCOMES = ("pass", "fail", "undecided", "unproven", "inconclusive")
 
 
-def _judged(checks: list[Any], measurements: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _judged(checks: list[Check], measurements: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(what, verdict word) of every limit check and every judged measurement."""
     judged = [(f"{c.device} {c.item} {c.measure} limit", verdict_word(c.verdict)) for c in checks]
     judged += [(f"{m.get('device') or ''} {m.get('name')}".strip(),
@@ -226,7 +230,7 @@ def _judged(checks: list[Any], measurements: list[dict[str, Any]]) -> list[tuple
     return judged
 
 
-def _run_failures(run: Any) -> list[str]:
+def _run_failures(run: Run) -> list[str]:
     """An unfinished run, a used device without a usable read, a bound missing the truth."""
     fail = [] if run.manifest.status == RunStatus.COMPLETED else \
         [f"run {run.manifest.status or 'unfinished'}"]
@@ -236,7 +240,7 @@ def _run_failures(run: Any) -> list[str]:
     return fail
 
 
-def _pass_reasons(run: Any, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
+def _pass_reasons(run: Run, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
     n = sum(1 for _ in run.summary.clocks())
     why = [f"{n} clock(s) measured, every bound holds the truth" if run.truth
            else f"{n} clock(s) measured"]

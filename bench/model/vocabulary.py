@@ -6,6 +6,9 @@ bench.analysis.statuses holds the values summary.json carries.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 PROVEN = "proven"
 ASSUMED = "assumed"
 UNDECIDED = "undecided"
@@ -51,7 +54,7 @@ def verdict_word(verdict: str) -> str:
     return {"pass": PASS, "fail": FAIL}.get(w, UNDECIDED_VERDICT)
 
 
-def stuck_text(stuck: dict | None) -> str:
+def stuck_text(stuck: Mapping[str, Any] | None) -> str:
     """'stuck (no advance over 40 reads spanning 60 s)' from a summary clock's `stuck` record."""
     x = stuck or {}
     n, span = x.get("reads"), x.get("span_s")
@@ -60,11 +63,12 @@ def stuck_text(stuck: dict | None) -> str:
     return f"{STUCK} (no advance over {int(n)} reads spanning {float(span):.3g} s)"
 
 
-def legend_lines(words=(PROVEN, ASSUMED, UNDECIDED, EXTRAPOLATED, STUCK)) -> list[str]:
+def legend_lines(words: Iterable[str] = (PROVEN, ASSUMED, UNDECIDED, EXTRAPOLATED, STUCK)
+                 ) -> list[str]:
     return [f"{w}: {LEGEND[w]}" for w in words]
 
 
-def overall(verdicts) -> str:
+def overall(verdicts: Iterable[str]) -> str:
     """One overall verdict over checks' verdicts: FAIL if any fails, else UNDECIDED if any is
     undecided, else PASS (no checks: '')."""
     vs = [verdict_word(v) for v in verdicts]
