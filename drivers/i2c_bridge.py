@@ -59,13 +59,12 @@ import serial
 
 from drivers.base import DeviceError
 
+_LINK_ERRORS: tuple[type[Exception], ...] = (serial.SerialException, OSError)
 try:
-    from termios import error as _TermiosError
+    from termios import error as _termios_error
+    _LINK_ERRORS += (_termios_error,)
 except ImportError:                      # not posix
-    class _TermiosError(Exception):
-        pass
-
-_LINK_ERRORS = (serial.SerialException, OSError, _TermiosError)
+    pass
 _LINE = re.compile(r"^([0-9A-F]{4}|----) (OK|ERR) (.*)$")
 ERR_KIND = {4: "unreachable", 6: "timeout"}
 
@@ -110,7 +109,7 @@ class BridgeLink:
         self.now_ns = now_ns
         self.baudrate = baudrate
         self.timeout_s = timeout_s
-        self.ser = None
+        self.ser: serial.SerialBase | None = None
         self._tag = 0
         self.stale = 0                   # answers discarded because their tag was not ours
 
@@ -122,9 +121,9 @@ class BridgeLink:
         if self.url in ("", "auto", "/auto"):
             raise self._error("unreachable", f"address {self.url!r} is not a port (unresolved?)")
         try:
-            self.ser = serial.serial_for_url(self.url, baudrate=self.baudrate, timeout=0,
-                                             write_timeout=self.timeout_s)
-            self.ser.reset_input_buffer()
+            self.ser = ser = serial.serial_for_url(self.url, baudrate=self.baudrate, timeout=0,
+                                                   write_timeout=self.timeout_s)
+            ser.reset_input_buffer()
         except _LINK_ERRORS + (ValueError,) as exc:
             self.close()
             raise self._error("unreachable", f"cannot open {self.url}: {exc}") from None
@@ -142,12 +141,12 @@ class BridgeLink:
         self._tag = self._tag % 0xFFFF + 1
         return f"{self._tag:04X}"
 
-    def _wait_readable(self, deadline: float) -> bool:
+    def _wait_readable(self, ser: serial.SerialBase, deadline: float) -> bool:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
         try:
-            fd = self.ser.fileno()
+            fd = ser.fileno()
         except (AttributeError, NotImplementedError, serial.SerialException):
             time.sleep(min(left, 0.0002))      # handlers without a descriptor: poll
             return True
@@ -169,22 +168,25 @@ class BridgeLink:
 
     def exchange(self, command: str, *args: str) -> Answer:
         """Send one request and wait for its answer; raises DeviceError, never hangs."""
-        if self.ser is None:
+        ser = self.ser
+        if ser is None:
             self.open()
+            ser = self.ser
+        assert ser is not None                 # open() sets it or raises
         tag = self._next_tag()
         request = encode(" ".join((tag, command) + args))
         buf = bytearray()
         try:
-            self.ser.reset_input_buffer()
+            ser.reset_input_buffer()
             s = self.now_ns()
-            self.ser.write(request)
+            ser.write(request)
             deadline = time.monotonic() + self.timeout_s
             while True:
-                if not self._wait_readable(deadline):
+                if not self._wait_readable(ser, deadline):
                     raise self._error("timeout", f"no answer to {command} {' '.join(args)} "
                                                  f"within {self.timeout_s * 1e3:.0f} ms "
                                                  f"(received {bytes(buf[:200])!r})")
-                chunk = self.ser.read(4096)
+                chunk = ser.read(4096)
                 e = self.now_ns()
                 buf.extend(chunk)
                 if len(buf) > MAX_LINE and buf.find(b"\n") < 0:    # a flood, not an answer

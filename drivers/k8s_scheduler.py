@@ -169,7 +169,7 @@ class K8sScheduler(Stimulated, Driver):
     def _status_message(exc: ApiException) -> str:
         import json
         try:
-            return f" ({json.loads(exc.body).get('message', '')})"
+            return f" ({json.loads(exc.body or '').get('message', '')})"
         except Exception:
             return ""
 
@@ -212,8 +212,8 @@ class K8sScheduler(Stimulated, Driver):
         cfg.retries = False
         self._server = cfg.host
         api = k8s.ApiClient(cfg)
-        api.rest_client.pool_manager = _StampedPool(api.rest_client.pool_manager, self.now_ns,
-                                                    self._local)
+        api.rest_client.pool_manager = _StampedPool(  # type: ignore[assignment]  # duck-typed stand-in
+            api.rest_client.pool_manager, self.now_ns, self._local)
         self._api = api
         try:
             await self._date()

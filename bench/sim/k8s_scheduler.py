@@ -93,7 +93,8 @@ class ControlPlane:
     def api_now(self, t_ns: int | None = None) -> int:
         return self.api.read_ns(self.ctx.now_ns() if t_ns is None else t_ns)
 
-    def meta(self, name: str, namespace: str | None = None, created_ns: int | None = None) -> dict:
+    def meta(self, name: str, namespace: str | None = None,
+             created_ns: int | None = None) -> dict[str, str]:
         m = {"name": name, "uid": str(uuid.uuid4()), "resourceVersion": str(next(self.rv)),
              "creationTimestamp": rfc3339(self.api_now(created_ns))}
         if namespace:
@@ -102,8 +103,8 @@ class ControlPlane:
 
     def add_event(self, namespace: str, obj: dict, reason: str, message: str, component: str,
                   event_time_ns: int | None, t_ns: int, kind: str = "Normal") -> dict:
-        ev = {"apiVersion": "v1", "kind": "Event",
-              "metadata": self.meta(f"{obj['name']}.{uuid.uuid4().hex[:16]}", namespace, t_ns),
+        meta = self.meta(f"{obj['name']}.{uuid.uuid4().hex[:16]}", namespace, t_ns)
+        ev = {"apiVersion": "v1", "kind": "Event", "metadata": meta,
               "involvedObject": {"kind": obj["kind"], "name": obj["name"], "uid": obj["uid"],
                                  **({"namespace": namespace} if obj["kind"] == "Pod" else {})},
               "reason": reason, "message": message, "type": kind, "source": {},
@@ -113,7 +114,7 @@ class ControlPlane:
               "action": "Binding" if reason == "Scheduled" else reason}
         self.events.append(ev)
         self.ctx.record_event(self.name, "log", t_ns, reason=reason, object=obj["name"],
-                              created=ev["metadata"]["creationTimestamp"],
+                              created=meta["creationTimestamp"],
                               event_time=ev["eventTime"])
         return ev
 
@@ -275,7 +276,7 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
         hostpart = f"[{host}]" if ":" in host else host
         server = f"{scheme}://{hostpart}:{sock.getsockname()[1]}"
         kubeconfig = ctx.workdir / f"kubeconfig-{device.name}"
-        write_kubeconfig(kubeconfig, server, str(certs.ca) if ssl_ctx else None, cp.token,
+        write_kubeconfig(kubeconfig, server, str(certs.ca) if certs and ssl_ctx else None, cp.token,
                          device.name)
         out[device.name] = {"address": server, "kubeconfig": str(kubeconfig)}
     return out
