@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from bench.model.inventory import DeviceConfig
 from bench.run.runner import DeviceWorker, ProbePlan, run_workers
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def polite(device, rates: dict[str, float]):
 
 @dataclass
 class Probed:
-    config: object
+    config: DeviceConfig
     worker: DeviceWorker
     thread: threading.Thread
     stop: threading.Event
