@@ -5,6 +5,8 @@ degraded) is said when it begins and again only after it has ended."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from bench.model.limits import for_device
 from bench.reference.clock import worse_grade
@@ -13,8 +15,12 @@ from bench.units import fmt_interval_ns, fmt_ns
 log = logging.getLogger(__name__)
 
 
+def _ppm(x: float) -> str:
+    return f"{x:g} ppm"
+
+
 class Alerts:
-    def __init__(self, journal, limits: dict | None = None):
+    def __init__(self, journal, limits: Mapping[str, Any] | None = None):
         self.journal = journal             # journal(device, level, kind, message)
         self.limits = limits or {}
         self.reference_bad = False
@@ -48,13 +54,13 @@ class Alerts:
         except Exception:
             return
         b = c.bounds or {}
-        checks = []
+        checks: list[tuple[str, float, float, float, Callable[[float], str]]] = []
         if "offset_within" in lim and b and not c.window.meta.counter:
             checks.append(("offset", b["offset_lo_ns"], b["offset_hi_ns"], lim["offset_within"],
                            fmt_ns))
         if "drift_within_ppm" in lim and b:
             checks.append(("drift", b["drift_lo_ppm"], b["drift_hi_ppm"],
-                           lim["drift_within_ppm"], lambda x: f"{x:g} ppm"))
+                           lim["drift_within_ppm"], _ppm))
         for what, lo, hi, limit, fmt in checks:
             out = hi < -limit or lo > limit
             if out and what not in c.limits_failed:

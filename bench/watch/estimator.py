@@ -42,6 +42,7 @@ class ClockWindow:
 
     def __init__(self, meta: ClockMeta, size: int = WINDOW):
         self.meta = meta
+        self.size = size
         self.reads: deque = deque(maxlen=size)
 
     def add(self, s_ns: int, e_ns: int, value_ns: int) -> None:

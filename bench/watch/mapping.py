@@ -149,9 +149,9 @@ class Mapper:
             if got["lo_ns"] is not None and got["lo_ns"] > self._last_end(days):
                 return got
         for path in reversed(days):
-            got = self._day(q, Path(path), now)
-            if got is not None:
-                return got
+            day = self._day(q, Path(path), now)
+            if day is not None:
+                return day
         if live is None:
             raise MapError(f"{q.device} {q.clock}: no day folder places this stamp in its span "
                            f"and no live fit of the clock is there to map it")
@@ -191,7 +191,7 @@ class Mapper:
             c = d.clocks.get(q.clock) if d else None
             fit = c.fit if c else None
             window = c.window if c else None
-        if fit is None or not fit.segments:
+        if fit is None or not fit.segments or window is None:
             return None
         meta = {"wander_ppm": window.meta.wander_ppm}
         cals = calibrations([("live", window.result(fit), meta)])

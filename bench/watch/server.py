@@ -99,15 +99,15 @@ class Server:
             return
         self._ready.set()
         self._loop.run_forever()
-        self._loop.run_until_complete(self._runner.cleanup())
+        if self._runner is not None:
+            self._loop.run_until_complete(self._runner.cleanup())
         self._loop.close()
 
     async def _open(self) -> None:
-        self._runner = web.AppRunner(self.app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]
+        runner = self._runner = web.AppRunner(self.app(), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, self.host, self.port).start()
+        self.port = runner.addresses[0][1]      # the port bound (0: the kernel's choice)
 
     def stop(self) -> None:
         if self._loop is not None and self._loop.is_running():

@@ -126,7 +126,7 @@ class WatchState:
         """Fit the clock's window; returns the breaks not seen before (the alerts' input)."""
         with self.lock:
             taken = c.taken
-            window = ClockWindow(c.window.meta, c.window.reads.maxlen)
+            window = ClockWindow(c.window.meta, c.window.size)
             window.reads.extend(c.window.reads)
             unc = self.uncertainty_ns
         try:

@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from bench.model.inventory import DeviceConfig
 from bench.run.runner import DeviceWorker, ProbePlan, run_workers
 
 log = logging.getLogger(__name__)
@@ -19,6 +20,7 @@ FOREVER_S = 100 * 365 * 86400.0       # the plan's duration: the watch runs unti
 RATES = {"redfish_bmc": 0.2, "ipmi_bmc": 0.2, "k8s_scheduler": 0.2, "host_kernel": 1.0, "snmp_pdu": 0.5,
          "modbus_cooling": 0.5, "serial_optic": 0.5}
 DEFAULT_RATE = 0.2
+TRAFFIC_MINUTES = 60                  # the runner's per-minute traffic rows kept per device
 
 
 def watch_plan(timeout_s: float = 5.0) -> ProbePlan:
@@ -38,7 +40,7 @@ def polite(device, rates: dict[str, float]):
 
 @dataclass
 class Probed:
-    config: object
+    config: DeviceConfig
     worker: DeviceWorker
     thread: threading.Thread
     stop: threading.Event
@@ -95,6 +97,11 @@ class Supervisor:
 
     def trim(self) -> None:
         """The runner's live reads for the progress display are not used by the watch: drop
-        them, so memory stays flat (the state keeps its own window)."""
+        them, so memory stays flat (the state keeps its own window); of its per-minute traffic
+        rows (a row a minute, for a run's manifest) keep the last TRAFFIC_MINUTES, in place
+        (the device's thread appends to that list)."""
         for p in self.probed.values():
             p.worker.status.recent = {}
+            rows = p.worker.status.traffic.get("per_minute")
+            if rows is not None and len(rows) > TRAFFIC_MINUTES:
+                del rows[:-TRAFFIC_MINUTES]

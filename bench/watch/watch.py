@@ -160,7 +160,7 @@ class Watch:
 
     def _reload(self) -> None:
         """SIGHUP: the rack file again; devices added, removed or changed, the others untouched."""
-        if self.rack.simulated:
+        if self.rack.simulated or self.opts.rack_file is None:    # None: the default, simulated
             self.store.journal("", "warn", "reload", "the simulated rack is served as started: "
                                                      "SIGHUP reloads a lab rack file only")
             return
@@ -224,14 +224,17 @@ def watch(opts: Options, say=lambda text: None) -> int:
     from bench.run.experiment import DEFAULT_RACK
     from bench.run.simproc import SimProcess
 
-    rack = load_checked(opts.rack_file or DEFAULT_RACK)
+    path = Path(opts.rack_file or DEFAULT_RACK)
+    rack = load_checked(path)
     check_out(opts.out)
     with contextlib.ExitStack() as stack:
         if not rack.simulated and rack.source:
             stack.enter_context(rack_lock(rack.source, wait_s=0, what="rackclock watch"))
         sim = None
         if rack.simulated:
-            sim = stack.enter_context(SimProcess(Path(rack.source), opts.out / "watch-sim"))
+            sim = stack.enter_context(SimProcess(Path(rack.source or path), opts.out / "watch-sim"))
+            if sim.rack is None:
+                raise RuntimeError("the simulated rack started without its rack file")
             rack = sim.rack
         ref, health = reference_for_run(rack.reference, opts.allowance_ns, rack.simulated,
                                         ptp_uds=rack.options.get("ptp_uds", "auto"),
