@@ -16,19 +16,23 @@ import sys
 import textwrap
 from dataclasses import MISSING, fields
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from bench.model.inventory import InventoryError, did_you_mean
 
 CHECKOUT = Path(__file__).resolve().parents[2] / "experiments"
 
 
-def load_file(path: Path):
+def load_file(path: Path) -> ModuleType:
     """Import an experiment file from anywhere; a missing file or a module without Params/run is
     one line, not a traceback."""
     path = Path(path)
     if not path.is_file():
         raise SystemExit(f"no experiment file {path}")
     spec = importlib.util.spec_from_file_location(f"rackclock_experiment_{path.stem}", path)
+    if spec is None or spec.loader is None:         # no loader for the suffix (not a .py file)
+        raise SystemExit(f"{path} is not an experiment: not a Python file")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod           # dataclasses look their module up while building
     spec.loader.exec_module(mod)
@@ -42,7 +46,7 @@ def names() -> list[str]:
     return sorted(p.stem for p in CHECKOUT.glob("*.py") if not p.stem.startswith("_"))
 
 
-def load_experiment(name: str):
+def load_experiment(name: str) -> ModuleType:
     """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
     if name.endswith(".py") or "/" in name:
         return load_file(Path(name))
@@ -54,7 +58,7 @@ def load_experiment(name: str):
         raise
 
 
-def describe(mod) -> dict:
+def describe(mod: ModuleType) -> dict[str, Any]:
     """{doc, params: [(name, type, default, comment)]} of an experiment module."""
     doc = inspect.getdoc(mod) or ""
     src = inspect.getsource(mod.Params) if hasattr(mod, "Params") else ""
