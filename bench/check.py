@@ -243,9 +243,12 @@ def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig,
 
     ensure_secrets(source)
     sim = stack.enter_context(SimRackThread(source))
-    print(f"simulated rack {sim.rack.name!r} served on loopback "
-          f"({len(sim.rack.devices)} of {len(source.devices)} emulators up)")
-    return sim.rack, dict(sim.failed), {d.name: d for d in source.devices}
+    rack = sim.rack
+    if rack is None:                  # set by the thread's start
+        raise RuntimeError("the simulated rack did not start")
+    print(f"simulated rack {rack.name!r} served on loopback "
+          f"({len(rack.devices)} of {len(source.devices)} emulators up)")
+    return rack, dict(sim.failed), {d.name: d for d in source.devices}
 
 
 def _open_reference(stack: contextlib.ExitStack, rack: RackConfig, allowance: int | None,

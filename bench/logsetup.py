@@ -41,6 +41,8 @@ def take_log_options(argv: list[str]) -> tuple[list[str], int]:
 class _Stderr(logging.StreamHandler):
     """Writes to whatever sys.stderr is at the time (as logging's own last-resort handler)."""
 
+    _rackclock = True           # marks the handler configure() set, to replace it
+
     def __init__(self, level: int):
         logging.Handler.__init__(self, level)
 
@@ -55,7 +57,6 @@ def configure(level: int = logging.WARNING) -> logging.Handler:
     for h in [h for h in root.handlers if getattr(h, "_rackclock", False)]:
         root.removeHandler(h)
     handler = _Stderr(level)
-    handler._rackclock = True
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.addFilter(Redact())
     root.addHandler(handler)

@@ -75,6 +75,7 @@ def rebuild_summary(path: Path) -> dict:
         if ended == RunStatus.DISK_FULL and not manifest.get("error"):
             manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
                                  f"is used)")
+    failed: OSError | None
     try:
         _copy_truth(path)
         if ended is not None:
