@@ -124,7 +124,8 @@ class Bench:
         self.stop_sim()
         self.finish_reference()
         run = load_run(self.store.path)
-        self.summary = summarize_run(self.store.path, self.store.manifest, run.truth,
+        truth = run.truth.raw if run.truth is not None else None
+        self.summary = summarize_run(self.store.path, self.store.manifest, truth,
                                      uncertainty_ns=bound_from_manifest(self.store.manifest))
         self.store.write_summary(self.summary)
         return self.summary
@@ -205,6 +206,8 @@ def _open_store(rack: RackConfig, name: str, out: Path) -> tuple[contextlib.Exit
 def _start_sim(stack: contextlib.ExitStack, store: RunStore, rack: RackConfig,
                name: str) -> tuple[SimProcess | None, str | None]:
     """The simulated rack started for the run, or the run's one line when it did not start."""
+    if not rack.source:               # a rack built in code: no file for the emulators to serve
+        return None, _refuse(store, name, rack, "a simulated rack is served from its rack file: none")
     try:
         return stack.enter_context(SimProcess(Path(rack.source), store.path / "sim")), None
     except RuntimeError as exc:      # it did not start: a failed run, one line
@@ -368,7 +371,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
         t0 = time.monotonic()
-        status, error = RunStatus.FAILED, None
+        status: str = RunStatus.FAILED
+        error: str | None = None
         try:
             status, error = _execute(exp, bench, params, len(rack.devices), sim)
         except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken
