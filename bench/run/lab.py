@@ -349,7 +349,7 @@ class Lab:
 
     def _merge_statuses(self, statuses) -> None:
         devices = Manifest.of(self.store.manifest).devices
-        self.store.update_devices({st.name: st.record(devices.get(st.name))
+        self.store.update_devices({st.name: st.record(devices.get(st.name)).to_dict()
                                    for st in statuses})
 
     def identify(self, device: str) -> None:

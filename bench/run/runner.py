@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bench.model.documents import DeviceEntry
 from bench.model.inventory import DeviceConfig
+from bench.model.manifest import DeviceProbed
 from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import SampleWriter
@@ -101,16 +102,14 @@ class DeviceStatus:
             rows.append({"minute": minute})
         rows[-1][kind] = rows[-1].get(kind, 0) + 1
 
-    def record(self, before: DeviceEntry | None = None) -> dict:
+    def record(self, before: DeviceEntry | None = None) -> DeviceProbed:
         """The manifest's fields for this device after a probing loop; counts add to those of
         `before` (its manifest entry), so a procedure that probes twice keeps both."""
         b = before or DeviceEntry(self.name)
-        return dict(identity=self.identity, clocks=self.clocks, state=self.state,
-                    plane=self.plane, reads=b.reads + self.reads, probes=b.probes + self.probes,
-                    late_probes=b.late_probes + self.late,
-                    late_max_ns=max(b.late_max_ns, self.late_max_ns),
-                    aims_yielded=b.aims_yielded + self.aims_yielded,
-                    **({"traffic": self.traffic} if self.traffic else {}))
+        return DeviceProbed(self.identity, self.clocks, self.state, self.plane,
+                            b.reads + self.reads, b.probes + self.probes, b.late_probes + self.late,
+                            max(b.late_max_ns, self.late_max_ns),
+                            b.aims_yielded + self.aims_yielded, self.traffic)
 
 
 def _kind_of(exc: BaseException) -> str:
