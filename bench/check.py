@@ -27,8 +27,6 @@ from bench.model.racklock import RackBusy, rack_lock
 from bench.model.texttable import WIDTH, render, wrap
 from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
-from drivers.base import TIMEOUT_KEY
-from drivers.rackcheck import load_checked
 
 
 @dataclass
@@ -215,6 +213,10 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, 
     ap.add_argument("--device", action="append", default=[], help="check only this device "
                     "(repeatable)")
     a = ap.parse_args(argv)
+    # the drivers after the arguments: `rackclock check --help` imports none
+    from drivers.base import TIMEOUT_KEY
+    from drivers.rackcheck import load_checked
+
     allowance = parse_allowance(a.reference_allowance)
     try:
         timeout = TIMEOUT_KEY.check(float(a.timeout))

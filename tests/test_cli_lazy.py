@@ -23,8 +23,6 @@ HEAVY = ("numpy", "matplotlib", "experiments", "bench.run.experiment", "bench.ru
 # command -> why its --help is still heavy (issue 32: to move into a command module)
 HEAVY_HELP = {
     "sim": "bench/sim/serve.py builds its parser after importing the simulator",
-    "check": "bench/check.py imports the drivers at the top",
-    "summarize": "bench/resummarize.py imports the summary (numpy) at the top",
 }
 PROBE = """
 import contextlib, io, json, sys
