@@ -14,6 +14,7 @@ import inspect
 import re
 import sys
 import textwrap
+import tokenize
 from dataclasses import MISSING, fields
 from pathlib import Path
 from types import ModuleType
@@ -86,16 +87,29 @@ def first_sentence(doc: str) -> str:
     return para[:off + m.end()].strip()
 
 
+def module_docstring(path: Path) -> str:
+    """A module's docstring (cleaned as ast.get_docstring does) from its first tokens: the file
+    is not compiled, so `rackclock --help` lists every experiment quickly."""
+    with tokenize.open(path) as f:
+        for tok in tokenize.generate_tokens(f.readline):
+            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+                continue
+            if tok.type != tokenize.STRING or "f" in tok.string.split(tok.string[-1])[0].lower():
+                return ""
+            doc = ast.literal_eval(tok.string)
+            return inspect.cleandoc(doc) if isinstance(doc, str) else ""
+    return ""
+
+
 def summary_lines(width: int = 100) -> list[str]:
     """Per experiment of the checkout: its name and the first sentence of its documentation,
     whole, wrapped to `width`."""
     out = []
     for n in names():
         try:                       # read, not imported: `rackclock --help` stays quick
-            tree = ast.parse((CHECKOUT / f"{n}.py").read_text())
-            text = first_sentence(ast.get_docstring(tree) or "")
-        except (OSError, SyntaxError, ValueError) as exc:   # a broken one must not hide the others
-            text = f"(cannot be read: {exc!r})"
+            text = first_sentence(module_docstring(CHECKOUT / f"{n}.py"))
+        except (OSError, SyntaxError, ValueError, tokenize.TokenError) as exc:
+            text = f"(cannot be read: {exc!r})"      # a broken one must not hide the others
         out += textwrap.wrap(f"{n:<24} {text}", width, initial_indent="  ",
                              subsequent_indent=" " * 27) or [f"  {n}"]
     return out
