@@ -12,7 +12,6 @@ With no `--rack` it serves the simulated rack in this process and checks that.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 import threading
@@ -47,6 +46,8 @@ class DeviceCheck:
 
 
 async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> None:
+    import asyncio  # here, as the drivers: `rackclock check --help` imports neither
+
     import drivers
     from drivers.base import DeviceError
 
@@ -102,6 +103,8 @@ def read_text(r, counter: bool) -> str:
 def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]:
     """Every device in its own daemon thread and event loop, all in parallel, each with a
     timeout; a driver that hangs past it is reported as `timeout` and left behind."""
+    import asyncio
+
     results = [DeviceCheck(d.name, d.plane, d.driver, d.address) for d in devices]
 
     def work(d: DeviceConfig, res: DeviceCheck):
