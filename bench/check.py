@@ -19,13 +19,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.model.inventory import DeviceConfig, InventoryError, RackConfig
 from bench.model.rackfile import parse_allowance, reference_options
-from bench.model.racklock import RackBusy, rack_lock
 from bench.model.texttable import WIDTH, render, wrap
-from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
+
+if TYPE_CHECKING:
+    from bench.reference.clock import Health
 
 
 @dataclass
@@ -239,6 +241,8 @@ def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig,
     """The rack to check: a simulated rack file served here (the rack as served, the devices it
     left out and why, the devices as declared), or a lab rack, held for this session
     (RackBusy when another holds it)."""
+    from bench.model.racklock import rack_lock
+
     if not source.simulated:       # a lab rack: one session at a time, as `rackclock run`
         if source.source:
             stack.enter_context(rack_lock(source.source, wait_s=0, what="rackclock check"))
@@ -260,6 +264,8 @@ def _open_reference(stack: contextlib.ExitStack, rack: RackConfig, allowance: in
                     ptp_uds: str | None) -> tuple[Callable[[], int], Health | None, str | None]:
     """The reference's clock, its health, and why it was refused (then the devices are still
     checked, against CLOCK_REALTIME)."""
+    from bench.reference.clock import Reference, ReferenceRefused, reference_for_run
+
     try:
         opts = reference_options(rack)
         if ptp_uds is not None:
@@ -299,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:
         return int(exc.code or 0)
+    # the reference and the rack lock after the arguments, as the drivers: a quick --help
+    from bench.model.racklock import RackBusy
+
     with contextlib.ExitStack() as stack:
         try:
             rack, sim_failed, declared = _serve(stack, source)
