@@ -8,7 +8,6 @@ import logging
 import sys
 
 from bench.errors import RackclockError
-from bench.model.runlog import Redact
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 HELP = ("--log-level LEVEL (DEBUG, INFO, WARNING, ERROR; default WARNING) or -v / -vv: "
@@ -51,6 +50,21 @@ class _Stderr(logging.StreamHandler):
         return sys.stderr
 
 
+class _Redact(logging.Filter):
+    """bench.model.runlog.Redact, imported at the first record that reaches the handler: a
+    command's --help logs nothing, and skips that import (the inventory's, provenance's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._redact: logging.Filter | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._redact is None:
+            from bench.model.runlog import Redact
+            self._redact = Redact()
+        return self._redact.filter(record)
+
+
 def configure(level: int = logging.WARNING) -> logging.Handler:
     """One stderr handler on the root logger (replacing one set before by this function)."""
     root = logging.getLogger()
@@ -58,7 +72,7 @@ def configure(level: int = logging.WARNING) -> logging.Handler:
         root.removeHandler(h)
     handler = _Stderr(level)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(Redact())
+    handler.addFilter(_Redact())
     root.addHandler(handler)
     if root.level > level or root.level == logging.NOTSET:
         root.setLevel(level)
