@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.model.inventory import DeviceConfig, InventoryError, RackConfig
-from bench.model.rackfile import parse_allowance, reference_options
+from bench.model.keys import InventoryError
 from bench.model.texttable import WIDTH, render, wrap
 from bench.units import fmt_interval_ns, fmt_ns
 
 if TYPE_CHECKING:
+    from bench.model.inventory import DeviceConfig, RackConfig
     from bench.reference.clock import Health
 
 
@@ -218,7 +218,9 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, 
     ap.add_argument("--device", action="append", default=[], help="check only this device "
                     "(repeatable)")
     a = ap.parse_args(argv)
-    # the drivers after the arguments: `rackclock check --help` imports none
+    # the drivers and the rack file's model after the arguments: `rackclock check --help`
+    # imports none
+    from bench.model.rackfile import parse_allowance
     from drivers.base import TIMEOUT_KEY
     from drivers.rackcheck import load_checked
 
@@ -264,6 +266,7 @@ def _open_reference(stack: contextlib.ExitStack, rack: RackConfig, allowance: in
                     ptp_uds: str | None) -> tuple[Callable[[], int], Health | None, str | None]:
     """The reference's clock, its health, and why it was refused (then the devices are still
     checked, against CLOCK_REALTIME)."""
+    from bench.model.rackfile import reference_options
     from bench.reference.clock import Reference, ReferenceRefused, reference_for_run
 
     try:
