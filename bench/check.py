@@ -12,7 +12,6 @@ With no `--rack` it serves the simulated rack in this process and checks that.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 import threading
@@ -20,15 +19,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench.model.inventory import DeviceConfig, InventoryError, RackConfig
-from bench.model.rackfile import parse_allowance, reference_options
-from bench.model.racklock import RackBusy, rack_lock
+from bench.model.keys import InventoryError
 from bench.model.texttable import WIDTH, render, wrap
-from bench.reference.clock import Health, Reference, ReferenceRefused, reference_for_run
 from bench.units import fmt_interval_ns, fmt_ns
-from drivers.base import TIMEOUT_KEY
-from drivers.rackcheck import load_checked
+
+if TYPE_CHECKING:
+    from bench.model.inventory import DeviceConfig, RackConfig
+    from bench.reference.clock import Health
 
 
 @dataclass
@@ -49,6 +48,8 @@ class DeviceCheck:
 
 
 async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> None:
+    import asyncio  # here, as the drivers: `rackclock check --help` imports neither
+
     import drivers
     from drivers.base import DeviceError
 
@@ -104,6 +105,8 @@ def read_text(r, counter: bool) -> str:
 def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]:
     """Every device in its own daemon thread and event loop, all in parallel, each with a
     timeout; a driver that hangs past it is reported as `timeout` and left behind."""
+    import asyncio
+
     results = [DeviceCheck(d.name, d.plane, d.driver, d.address) for d in devices]
 
     def work(d: DeviceConfig, res: DeviceCheck):
@@ -215,6 +218,12 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, 
     ap.add_argument("--device", action="append", default=[], help="check only this device "
                     "(repeatable)")
     a = ap.parse_args(argv)
+    # the drivers and the rack file's model after the arguments: `rackclock check --help`
+    # imports none
+    from bench.model.rackfile import parse_allowance
+    from drivers.base import TIMEOUT_KEY
+    from drivers.rackcheck import load_checked
+
     allowance = parse_allowance(a.reference_allowance)
     try:
         timeout = TIMEOUT_KEY.check(float(a.timeout))
@@ -234,6 +243,8 @@ def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig,
     """The rack to check: a simulated rack file served here (the rack as served, the devices it
     left out and why, the devices as declared), or a lab rack, held for this session
     (RackBusy when another holds it)."""
+    from bench.model.racklock import rack_lock
+
     if not source.simulated:       # a lab rack: one session at a time, as `rackclock run`
         if source.source:
             stack.enter_context(rack_lock(source.source, wait_s=0, what="rackclock check"))
@@ -243,15 +254,21 @@ def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig,
 
     ensure_secrets(source)
     sim = stack.enter_context(SimRackThread(source))
-    print(f"simulated rack {sim.rack.name!r} served on loopback "
-          f"({len(sim.rack.devices)} of {len(source.devices)} emulators up)")
-    return sim.rack, dict(sim.failed), {d.name: d for d in source.devices}
+    rack = sim.rack
+    if rack is None:                  # set by the thread's start
+        raise RuntimeError("the simulated rack did not start")
+    print(f"simulated rack {rack.name!r} served on loopback "
+          f"({len(rack.devices)} of {len(source.devices)} emulators up)")
+    return rack, dict(sim.failed), {d.name: d for d in source.devices}
 
 
 def _open_reference(stack: contextlib.ExitStack, rack: RackConfig, allowance: int | None,
                     ptp_uds: str | None) -> tuple[Callable[[], int], Health | None, str | None]:
     """The reference's clock, its health, and why it was refused (then the devices are still
     checked, against CLOCK_REALTIME)."""
+    from bench.model.rackfile import reference_options
+    from bench.reference.clock import Reference, ReferenceRefused, reference_for_run
+
     try:
         opts = reference_options(rack)
         if ptp_uds is not None:
@@ -291,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:
         return int(exc.code or 0)
+    # the reference and the rack lock after the arguments, as the drivers: a quick --help
+    from bench.model.racklock import RackBusy
+
     with contextlib.ExitStack() as stack:
         try:
             rack, sim_failed, declared = _serve(stack, source)

@@ -8,7 +8,6 @@ import logging
 import sys
 
 from bench.errors import RackclockError
-from bench.model.runlog import Redact
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 HELP = ("--log-level LEVEL (DEBUG, INFO, WARNING, ERROR; default WARNING) or -v / -vv: "
@@ -41,6 +40,8 @@ def take_log_options(argv: list[str]) -> tuple[list[str], int]:
 class _Stderr(logging.StreamHandler):
     """Writes to whatever sys.stderr is at the time (as logging's own last-resort handler)."""
 
+    _rackclock = True           # marks the handler configure() set, to replace it
+
     def __init__(self, level: int):
         logging.Handler.__init__(self, level)
 
@@ -49,15 +50,29 @@ class _Stderr(logging.StreamHandler):
         return sys.stderr
 
 
+class _Redact(logging.Filter):
+    """bench.model.runlog.Redact, imported at the first record that reaches the handler: a
+    command's --help logs nothing, and skips that import (the inventory's, provenance's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._redact: logging.Filter | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._redact is None:
+            from bench.model.runlog import Redact
+            self._redact = Redact()
+        return self._redact.filter(record)
+
+
 def configure(level: int = logging.WARNING) -> logging.Handler:
     """One stderr handler on the root logger (replacing one set before by this function)."""
     root = logging.getLogger()
     for h in [h for h in root.handlers if getattr(h, "_rackclock", False)]:
         root.removeHandler(h)
     handler = _Stderr(level)
-    handler._rackclock = True
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(Redact())
+    handler.addFilter(_Redact())
     root.addHandler(handler)
     if root.level > level or root.level == logging.NOTSET:
         root.setLevel(level)

@@ -272,7 +272,10 @@ class DeviceCalibration:
         return self.summary.clocks[clock]
 
     def _segment(self, clock: str | None) -> SegmentSummary:
-        return self._clock(clock).last
+        last = self._clock(clock).last
+        if last is None:               # never: a calibrated clock has a segment
+            pytest.fail(f"{self.name}: clock {clock!r} has no segment", pytrace=False)
+        return last
 
     def offset(self, clock: str | None = None) -> Bounds:
         """Device minus reference at the last segment's epoch, ns (proven bounds)."""
@@ -294,7 +297,10 @@ class DeviceCalibration:
         return list(self._clock(clock).breaks)
 
     def bracket_median(self, clock: str | None = None) -> float:
-        return Nanoseconds(self._segment(clock).bracket_median_ns, f"{self.name} bracket_median")
+        median = self._segment(clock).bracket_median_ns
+        if median is None:             # a summary that recorded no brackets
+            pytest.fail(f"{self.name}: no bracket median in its summary", pytrace=False)
+        return Nanoseconds(median, f"{self.name} bracket_median")
 
     def resolution(self, clock: str | None = None) -> int:
         return int(self._clock(clock).resolution_ns or 0)

@@ -17,11 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from bench.model.bounds_csv import write_bounds_csv
-from bench.model.rundata import load_run
 from bench.model.statuses import RunStatus
 from bench.model.store import RESERVE, SCHEMA, DiskFull, write_json
-from bench.model.summary import summarize_run
 
 
 def _alive(pid) -> bool:
@@ -64,6 +61,11 @@ def rebuild_summary(path: Path) -> dict:
     """Write RUN/summary.json anew; a run whose manifest says `running` but whose process is
     gone is marked `killed` or `disk_full` (its samples so far are all kept). SummaryNotWritten
     when the disk is full: nothing half-written is left."""
+    # the summary's machinery here, not at the top: `rackclock summarize --help` imports no numpy
+    from bench.model.bounds_csv import write_bounds_csv
+    from bench.model.rundata import load_run
+    from bench.model.summary import summarize_run
+
     path = Path(path)
     run = load_run(path)
     manifest = dict(run.manifest.raw)          # written back as it was, keys this bench lacks too
@@ -75,6 +77,7 @@ def rebuild_summary(path: Path) -> dict:
         if ended == RunStatus.DISK_FULL and not manifest.get("error"):
             manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
                                  f"is used)")
+    failed: OSError | None
     try:
         _copy_truth(path)
         if ended is not None:
@@ -114,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     except SummaryNotWritten as exc:
         summary, error = exc.summary, exc
     if not a.quiet:
+        from bench.model.rundata import load_run
         from bench.output.closing import reference_line
         from bench.output.terminal import table
 

@@ -3,6 +3,7 @@ misleading message, whole help texts, the trend figure's cap said and its file b
 a measurement without a limit not called a pass, `make run` without the test extra."""
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.model.inventory import InventoryError
-from bench.run.catalog import first_sentence, summary_lines
+from bench.run.catalog import first_sentence, module_docstring, summary_lines
 from bench.run.experiment import load_experiment, make_params
 from bench.run.lab import outcome
 
@@ -75,6 +76,19 @@ def test_run_help_gives_whole_sentences():
     for name, text in entries.items():
         assert text.endswith((".", "?")), (name, text)     # never cut mid-sentence
     assert all(len(x) <= 100 for x in lines)
+
+
+def test_the_help_reads_each_docstring_as_the_parser_does(tmp_path):
+    """module_docstring (first tokens, no compile: `rackclock --help` lists the experiments
+    quickly) gives ast.get_docstring's text for every module of the tree."""
+    files = sorted(ROOT.glob("experiments/*.py")) + sorted(ROOT.glob("bench/**/*.py"))
+    for f in files:
+        assert module_docstring(f) == (ast.get_docstring(ast.parse(f.read_text())) or ""), f
+    odd = {"f.py": 'f"""not {a} docstring"""\n', "b.py": '# c\n\nb"bytes"\n', "n.py": "x = 1\n",
+           "e.py": ""}
+    for name, text in odd.items():
+        (tmp_path / name).write_text(text)
+        assert module_docstring(tmp_path / name) == "", name
 
 
 def test_timeline_help_says_what_each_key_means():

@@ -23,8 +23,6 @@ HEAVY = ("numpy", "matplotlib", "experiments", "bench.run.experiment", "bench.ru
 # command -> why its --help is still heavy (issue 32: to move into a command module)
 HEAVY_HELP = {
     "sim": "bench/sim/serve.py builds its parser after importing the simulator",
-    "check": "bench/check.py imports the drivers at the top",
-    "summarize": "bench/resummarize.py imports the summary (numpy) at the top",
 }
 PROBE = """
 import contextlib, io, json, sys
@@ -39,9 +37,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m 
 """
 
 
-def heavy_imports(*args: str) -> list[str]:
+def heavy_imports(*args: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     """The heavy modules (HEAVY, or a module of one of them) `rackclock ARGS` imports."""
-    p = subprocess.run([sys.executable, "-c", PROBE % (HEAVY,), *args], capture_output=True,
+    p = subprocess.run([sys.executable, "-c", PROBE % (heavy,), *args], capture_output=True,
                        text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.splitlines()[-1])
@@ -58,6 +56,19 @@ def test_a_commands_help_loads_only_its_parser(command):
         assert found, f"{command} --help is light now: remove it from HEAVY_HELP"
     else:
         assert found == [], f"{command} --help imports {found}"
+
+
+def test_a_help_imports_the_credentials_filter_only_to_log():
+    """bench/logsetup.py imports bench.model.runlog's Redact (the inventory, provenance) at the
+    first record the terminal's handler gets; a --help logs none (tests/test_logging.py: what is
+    logged is still redacted)."""
+    assert heavy_imports("report", "--help", heavy=("bench.model.runlog",)) == []
+    probe = ("import logging, sys\nfrom bench import logsetup\nlogsetup.configure()\n"
+             "before = 'bench.model.runlog' in sys.modules\nlogging.getLogger('x').warning('w')\n"
+             "print(before, 'bench.model.runlog' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.stdout.split() == ["False", "True"] and "WARNING x: w" in p.stderr, p.stderr
 
 
 def test_the_probe_sees_a_heavy_import():

@@ -14,6 +14,7 @@ from bench.compare.verdicts import compare_runs, load_tolerances
 from bench.model.rundata import load_measurements, load_run
 from bench.model.summary import _truth_offset_at
 from bench.output.report import build_report
+from bench.run.catalog import load_file
 from bench.run.experiment import run_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,6 +153,13 @@ def test_an_experiment_outside_the_checkout_runs(tmp_path):
     bad = cli("run", str(tmp_path / "nope.py"), "--quiet")
     assert bad.returncode != 0 and "no experiment file" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_an_experiment_path_that_is_not_python_is_one_line(tmp_path):
+    notes = tmp_path / "notes.txt"                  # no import loader for the suffix: spec is None
+    notes.write_text("run = 1\n")
+    with pytest.raises(SystemExit, match="not an experiment: not a Python file"):
+        load_file(notes)
 
 
 def tutorial_code() -> str:

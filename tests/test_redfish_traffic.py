@@ -47,4 +47,4 @@ def test_a_run_against_a_service_with_no_log_costs_only_its_reads(sim_rack, tmp_
     assert traffic(sim)["logins"] == logins + 1
     assert st.traffic["requests"] == sent and st.traffic.get("reconnects", 0) == 0
     assert st.traffic["logins"] == 1 and st.traffic["per_minute"][0]["minute"] == 0
-    assert st.record()["traffic"] is st.traffic
+    assert st.record().to_dict()["traffic"] is st.traffic

@@ -2,6 +2,7 @@
 password and an unreachable device: clear errors for those, every sample kept for the others."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
 from bench.model.inventory import load_rack, rack_from_dict
+from bench.model.manifest import RunStart
 from bench.model.rundata import load_run
 from bench.ports import free_port
 from bench.run.experiment import DEFAULT_RACK, run_experiment
@@ -49,6 +51,30 @@ def test_run_folder_is_complete(default_run):
         assert m["devices"][name]["identity"], f"{name}: no identity recorded"
     assert list((run.path / "plots").glob("offset_*.png"))
     assert "device" in stdout and "run folder:" in stdout
+
+
+def test_the_manifest_is_written_in_the_recorded_order(default_run):
+    """The typed records (bench/model/manifest.py) write what the dict literals wrote: the
+    recorded run's keys in its order (tests/data/recorded/, tests/test_manifest_records.py),
+    and the start's values from the run as asked."""
+    run, _ = default_run
+    m = json.loads((run.path / "manifest.json").read_text())
+    recorded = json.loads((ROOT / "tests" / "data" / "recorded" / "20261201T161000Z-clock_offset"
+                           / "manifest.json").read_text())
+    assert list(m) == [k for k in recorded if k in m] and set(m) <= set(recorded)
+    probed = [d for d in m["devices"].values() if "identity" in d]
+    want = [k for k in recorded["devices"]["bmc-1"] if k != "traffic"]
+    assert probed and all([k for k in d if k != "traffic"] == want for d in probed)
+    start = RunStart.from_dict(m)
+    assert start.to_dict() == {k: m[k] if k != "devices" else {
+        n: {f: d[f] for f in ("plane", "driver", "error") if f in d} for n, d in m[k].items()}
+        for k in list(m)[1:19]}
+    rack = load_rack(DEFAULT_RACK)
+    assert (start.experiment, start.armed, start.simulated, start.rack_file, start.status) == (
+        "clock_offset", True, True, "default", "completed")
+    assert {n: d.plane for n, d in start.devices.items() if not d.error} == {
+        d.name: d.plane for d in rack.devices if not start.devices[d.name].error}
+    assert start.argv[-4:] == ["--duration", "14", "--out", start.argv[-1]]
 
 
 def test_every_bound_contains_the_truth(default_run):

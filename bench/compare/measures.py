@@ -103,12 +103,12 @@ def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float)
 
 
 def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[Measure]:
-    if not c.segments:
-        return []
     last, longest = c.last, c.longest
+    if last is None or longest is None:            # no segments
+        return []
     o = last.offset_ns
     counter = c.counter
-    out = [Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point,
+    out: list[Measure | None] = [Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point,
                    str(last.offset_status or "proven"),
                    not counter, "a counter's offset is its zero instant: moves with every reboot"
                    if counter else "", _span_s(last)),

@@ -42,6 +42,8 @@ def change(r: Row) -> str:
     if c is None:
         return "—"
     b, k = r.baseline, r.candidate
+    if b is None or k is None:           # never: a change has both sides
+        return "—"
     if b.lo == b.hi and k.lo == k.hi:
         return fmt(c, r.unit, True)
     lo, hi = k.lo - b.hi, k.hi - b.lo
@@ -77,7 +79,7 @@ def compact_cells(r: Row) -> list[str]:
         return "—" if m is None else fmt(m.point, r.unit) if m.lo == m.hi else \
             _interval(m.lo, m.hi, r.unit)
     b, k = r.baseline, r.candidate
-    ch = "—" if r.change is None else fmt(r.change, r.unit, True) if (
+    ch = "—" if r.change is None or b is None or k is None else fmt(r.change, r.unit, True) if (
         b.lo == b.hi and k.lo == k.hi) else _interval(k.lo - b.hi, k.hi - b.lo, r.unit, True)
     return [_name(r), iv(b), iv(k), ch,
             "—" if r.tolerance is None else "±" + fmt(r.tolerance, r.unit), verdict_cell(r)]

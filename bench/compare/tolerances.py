@@ -88,7 +88,7 @@ def _rule(t: Mapping[str, Any], family: str, base: Rule, where: str) -> Rule:
 
 
 def tolerances_from_dict(data: Mapping[str, Any], source: str = "") -> Tolerances:
-    measures = {}
+    measures: dict[str, Rule] = {}
     for key, t in (data.get("measures") or {}).items():
         measures[key] = _rule(t, key.split(".", 1)[0], measures.get(key.split(".", 1)[0], Rule()),
                               f"measures.{key}")

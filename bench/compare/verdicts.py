@@ -189,7 +189,7 @@ def _unjudgeable(b: Measure | None, c: Measure | None, rule) -> tuple | None:
 def _too_few_events(b: Measure, c: Measure) -> bool:
     """A latency from fewer than MIN_LATENCY_EVENTS events a side: one event a side proves how
     those two events differed, not that the device changed."""
-    return (b.family == "latency" and None not in (b.events, c.events)
+    return (b.family == "latency" and b.events is not None and c.events is not None
             and min(b.events, c.events) < MIN_LATENCY_EVENTS)
 
 
@@ -333,7 +333,7 @@ def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Compa
         b, c = mb.get(key), mc.get(key)
         rule = tolerances.rule(name, device, planes.get(device, ""))
         v, tol, why, span = verdict(b, c, rule)
-        unit = (b or c).unit
+        unit = next(m.unit for m in (b, c) if m is not None)   # the key is one side's at least
         rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span))
     return Comparison(baseline, candidate, _identity_changes(baseline, candidate),
                       _run_notes(baseline, candidate), rows, tolerances.source)

@@ -158,7 +158,7 @@ def text(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | 
     lines += text_table(RACK_HEAD, rack_rows(fleet))
     lines += ["", "per plane and firmware: point values over every rack's devices"]
     lines += text_table(DIST_HEAD, dist_rows(ds)) if ds else ["  (no rack has a summary)"]
-    if verdicts is not None:
+    if verdicts is not None and baseline is not None:
         lines += ["", f"rollout against the baseline fleet {baseline.path}:"]
         lines += rollout_lines(verdicts)
     return "\n".join(lines)
@@ -214,7 +214,7 @@ def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | 
         parts.append(figure_html(SimpleNamespace(path=fleet.path, formats=("png", "svg")),
                                  figure(ds), "fleet", "Every rack's device clocks, per plane and "
                                  "firmware version (colour: plane)."))
-    if verdicts is not None:
+    if verdicts is not None and baseline is not None:
         parts += [f"<h2>Rollout against {esc(baseline.path)}</h2>",
                   table_html(["rack", "verdict", "detail"],
                              [[rack, rollout_word(c), c if isinstance(c, str) else

@@ -14,21 +14,26 @@ import inspect
 import re
 import sys
 import textwrap
+import tokenize
 from dataclasses import MISSING, fields
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-from bench.model.inventory import InventoryError, did_you_mean
+from bench.model.keys import InventoryError, did_you_mean
 
 CHECKOUT = Path(__file__).resolve().parents[2] / "experiments"
 
 
-def load_file(path: Path):
+def load_file(path: Path) -> ModuleType:
     """Import an experiment file from anywhere; a missing file or a module without Params/run is
     one line, not a traceback."""
     path = Path(path)
     if not path.is_file():
         raise SystemExit(f"no experiment file {path}")
     spec = importlib.util.spec_from_file_location(f"rackclock_experiment_{path.stem}", path)
+    if spec is None or spec.loader is None:         # no loader for the suffix (not a .py file)
+        raise SystemExit(f"{path} is not an experiment: not a Python file")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod           # dataclasses look their module up while building
     spec.loader.exec_module(mod)
@@ -42,7 +47,7 @@ def names() -> list[str]:
     return sorted(p.stem for p in CHECKOUT.glob("*.py") if not p.stem.startswith("_"))
 
 
-def load_experiment(name: str):
+def load_experiment(name: str) -> ModuleType:
     """`experiments.NAME` of the checkout, or an experiment file anywhere (`path/to/exp.py`)."""
     if name.endswith(".py") or "/" in name:
         return load_file(Path(name))
@@ -54,7 +59,7 @@ def load_experiment(name: str):
         raise
 
 
-def describe(mod) -> dict:
+def describe(mod: ModuleType) -> dict[str, Any]:
     """{doc, params: [(name, type, default, comment)]} of an experiment module."""
     doc = inspect.getdoc(mod) or ""
     src = inspect.getsource(mod.Params) if hasattr(mod, "Params") else ""
@@ -82,16 +87,29 @@ def first_sentence(doc: str) -> str:
     return para[:off + m.end()].strip()
 
 
+def module_docstring(path: Path) -> str:
+    """A module's docstring (cleaned as ast.get_docstring does) from its first tokens: the file
+    is not compiled, so `rackclock --help` lists every experiment quickly."""
+    with tokenize.open(path) as f:
+        for tok in tokenize.generate_tokens(f.readline):
+            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+                continue
+            if tok.type != tokenize.STRING or "f" in tok.string.split(tok.string[-1])[0].lower():
+                return ""
+            doc = ast.literal_eval(tok.string)
+            return inspect.cleandoc(doc) if isinstance(doc, str) else ""
+    return ""
+
+
 def summary_lines(width: int = 100) -> list[str]:
     """Per experiment of the checkout: its name and the first sentence of its documentation,
     whole, wrapped to `width`."""
     out = []
     for n in names():
         try:                       # read, not imported: `rackclock --help` stays quick
-            tree = ast.parse((CHECKOUT / f"{n}.py").read_text())
-            text = first_sentence(ast.get_docstring(tree) or "")
-        except (OSError, SyntaxError, ValueError) as exc:   # a broken one must not hide the others
-            text = f"(cannot be read: {exc!r})"
+            text = first_sentence(module_docstring(CHECKOUT / f"{n}.py"))
+        except (OSError, SyntaxError, ValueError, tokenize.TokenError) as exc:
+            text = f"(cannot be read: {exc!r})"      # a broken one must not hide the others
         out += textwrap.wrap(f"{n:<24} {text}", width, initial_indent="  ",
                              subsequent_indent=" " * 27) or [f"  {n}"]
     return out

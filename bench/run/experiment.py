@@ -19,6 +19,7 @@ from pathlib import Path
 from bench.model import provenance
 from bench.model.documents import Manifest
 from bench.model.inventory import InventoryError, RackConfig
+from bench.model.manifest import DeviceStart, RunEnd, RunEndedEarly, RunStart
 from bench.model.outage import lost_devices, lost_line
 from bench.model.rackfile import check_out, check_params
 from bench.model.racklock import rack_lock
@@ -99,7 +100,7 @@ class Bench:
         if self.store.full is not None:
             raise self.store.disk_full()
         before = Manifest.of(self.store.manifest).devices
-        self.store.update_devices({st.name: st.record(before.get(st.name))
+        self.store.update_devices({st.name: st.record(before.get(st.name)).to_dict()
                                    for st in self.statuses},
                                   probed_until_ns=self.reference.now_ns())
         return self.statuses
@@ -124,7 +125,8 @@ class Bench:
         self.stop_sim()
         self.finish_reference()
         run = load_run(self.store.path)
-        self.summary = summarize_run(self.store.path, self.store.manifest, run.truth,
+        truth = run.truth.raw if run.truth is not None else None
+        self.summary = summarize_run(self.store.path, self.store.manifest, truth,
                                      uncertainty_ns=bound_from_manifest(self.store.manifest))
         self.store.write_summary(self.summary)
         return self.summary
@@ -145,8 +147,7 @@ def _ended_disk_full(store: RunStore, name: str, out: Path) -> str:
     its one line to say. No run folder at all where not even the manifest fits
     (InventoryError)."""
     error = store.start_full().strerror
-    store.write_manifest({"experiment": name, "run_id": store.run_id,
-                          "status": RunStatus.DISK_FULL, "error": error})
+    store.write_manifest(RunEndedEarly(name, store.run_id, RunStatus.DISK_FULL, error).to_dict())
     store.close()
     if not (store.path / "manifest.json").exists():
         import shutil
@@ -160,8 +161,7 @@ def _ended_failed(store: RunStore, name: str, lines: list[str]) -> str:
     its one line to say."""
     error = f"{lines[0].rstrip(':')} ({lines[-1].strip() if len(lines) > 1 else 'no output'}; " \
             f"log: {store.path / 'sim' / 'sim.log'})"
-    store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.FAILED,
-                          "error": error})
+    store.write_manifest(RunEndedEarly(name, store.run_id, RunStatus.FAILED, error).to_dict())
     return f"experiment {name} failed: {error}"
 
 
@@ -205,6 +205,8 @@ def _open_store(rack: RackConfig, name: str, out: Path) -> tuple[contextlib.Exit
 def _start_sim(stack: contextlib.ExitStack, store: RunStore, rack: RackConfig,
                name: str) -> tuple[SimProcess | None, str | None]:
     """The simulated rack started for the run, or the run's one line when it did not start."""
+    if not rack.source:               # a rack built in code: no file for the emulators to serve
+        return None, _refuse(store, name, rack, "a simulated rack is served from its rack file: none")
     try:
         return stack.enter_context(SimProcess(Path(rack.source), store.path / "sim")), None
     except RuntimeError as exc:      # it did not start: a failed run, one line
@@ -213,8 +215,8 @@ def _start_sim(stack: contextlib.ExitStack, store: RunStore, rack: RackConfig,
 
 def _refuse(store: RunStore, name: str, rack: RackConfig, error: str, **extra) -> str:
     """A run refused before anything was probed: status refused; its one line to say."""
-    store.write_manifest({"experiment": name, "run_id": store.run_id, "status": RunStatus.REFUSED,
-                          "error": error, **extra, "inventory": rack.public()})
+    store.write_manifest(RunEndedEarly(name, store.run_id, RunStatus.REFUSED, error, extra,
+                                       rack.public()).to_dict())
     store.close()
     return f"refused: {error}"
 
@@ -242,18 +244,15 @@ def _start_manifest(store: RunStore, name: str, exp, params, rack: RackConfig,
                     sim: SimProcess | None, adm: admission.Admission) -> None:
     """The manifest as the experiment starts: provenance, the rack, the reference, status
     running."""
-    devices = {d.name: {"plane": d.plane, "driver": d.driver} for d in rack.devices}
+    devices = {d.name: DeviceStart(d.plane, d.driver) for d in rack.devices}
     for n, why in (sim.failed.items() if sim else ()):
-        devices[n] = {"plane": "", "error": why}
-    store.write_manifest({
-        "experiment": name, "run_id": store.run_id, "parameters": asdict(params),
-        "experiment_file": str(getattr(exp, "__file__", "") or ""),
-        "versions": provenance.versions(), "git": provenance.git_revision(),
-        "host": provenance.host(), "argv": sys.argv, "armed": armed,
-        "simulated": rack.simulated, "rack_file": str(rack_file) if rack_file else "default",
-        "reference": rr.start.as_dict(), "inventory": rack.public(), "devices": devices,
-        "started_ns": rr.reference.now_ns(), "status": RunStatus.RUNNING, "pid": os.getpid(),
-        "admission": adm.as_dict()})
+        devices[n] = DeviceStart("", error=why)
+    store.write_manifest(RunStart(
+        name, store.run_id, asdict(params), str(getattr(exp, "__file__", "") or ""),
+        provenance.versions(), provenance.git_revision(), provenance.host(), sys.argv, armed,
+        rack.simulated, str(rack_file) if rack_file else "default", rr.start.as_dict(),
+        rack.public(), devices, rr.reference.now_ns(), RunStatus.RUNNING, os.getpid(),
+        adm.as_dict()).to_dict())
 
 
 def _summarize_what_was_taken(bench: Bench) -> None:
@@ -296,9 +295,9 @@ def _record_end(bench: Bench, status: str, error: str | None, t0: float,
     store = bench.store
     bench.stop_sim()
     bench.finish_reference()
-    store.update_manifest(status=status, error=error, ended_ns=bench.reference.now_ns(),
-                          duration_s=round(time.monotonic() - t0, 3),
-                          **({"stopped_by": signals[0]} if signals else {}))
+    store.update_manifest(**RunEnd(status, error, bench.reference.now_ns(),
+                                   round(time.monotonic() - t0, 3),
+                                   signals[0] if signals else "").to_dict())
     log.info("run %s %s%s", store.run_id, status, f": {error}" if error else "")
     store.close()
 
@@ -368,7 +367,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
         t0 = time.monotonic()
-        status, error = RunStatus.FAILED, None
+        status: str = RunStatus.FAILED
+        error: str | None = None
         try:
             status, error = _execute(exp, bench, params, len(rack.devices), sim)
         except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken

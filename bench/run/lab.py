@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from bench.errors import RackclockError
 from bench.model.documents import Manifest
@@ -177,7 +177,7 @@ class Lab:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
-    def _fail(self, device: str, kind: str, what: str, s0: int, exc: BaseException):
+    def _fail(self, device: str, kind: str, what: str, s0: int, exc: BaseException) -> NoReturn:
         from bench.run.runner import _kind_of, _message
         k, msg = _kind_of(exc), _message(exc)
         self._out(device).write(kind, what, s0, self.now_ns(), None, None, "user", k, msg)
@@ -201,19 +201,18 @@ class Lab:
                                 r.stamp, "ok", r.raw)
         return r
 
-    def _able(self, device: str, capability: type, what: str) -> Driver:
-        """The device's driver when it has the capability (drivers/base.py), else a refusal,
+    def _refuse(self, device: str, drv: Driver, capability: type, what: str) -> NoReturn:
+        """A step the device's driver lacks the capability for (drivers/base.py): a refusal,
         recorded like any failed step."""
-        drv = self.driver(device)
-        if not isinstance(drv, capability):
-            self._fail(device, "stimulus" if capability is not LogSource else "event", what,
-                       self.now_ns(), StimulusRefused(device, f"driver {drv.config.driver} is not "
-                                                              f"a {capability.__name__}"))
-        return drv
+        self._fail(device, "stimulus" if capability is not LogSource else "event", what,
+                   self.now_ns(), StimulusRefused(device, f"driver {drv.config.driver} is not "
+                                                          f"a {capability.__name__}"))
 
     def stimulate(self, device: str, name: str, target: str | int | None = None) -> Stimulus:
         """Send one stimulus the inventory allows (unarmed on a real rack: logged, not sent)."""
-        drv = self._able(device, StimulusTarget, name)
+        drv = self.driver(device)
+        if not isinstance(drv, StimulusTarget):
+            self._refuse(device, drv, StimulusTarget, name)
         label = name if target is None else f"{name}:{target}"
         s0 = self.now_ns()
         try:
@@ -234,7 +233,9 @@ class Lab:
         """Send `count` allowed stimuli back to back (e.g. to fill a device log). They are
         journalled as one line, not written as stimulus rows: nothing waits for their log
         entries, so none could be paired with its entry (the summary pairs stimulus rows)."""
-        drv = self._able(device, StimulusTarget, name)
+        drv = self.driver(device)
+        if not isinstance(drv, StimulusTarget):
+            self._refuse(device, drv, StimulusTarget, name)
 
         async def burst():
             return [await asyncio.wait_for(drv.stimulate(name, target), self.timeout_s)
@@ -256,7 +257,9 @@ class Lab:
         `value_ns` (UTC ns), or to the reference's time at sending plus `offset_s`."""
         if (value_ns is None) == (offset_s is None):
             raise ValueError("give exactly one of value_ns, offset_s")
-        drv = self._able(device, ClockSetter, "set_clock")
+        drv = self.driver(device)
+        if not isinstance(drv, ClockSetter):
+            self._refuse(device, drv, ClockSetter, "set_clock")
         s0 = self.now_ns()
         try:
             st = self._call(asyncio.wait_for(drv.set_clock(value_ns=value_ns, offset_s=offset_s),
@@ -268,7 +271,9 @@ class Lab:
     def set_ntp(self, device: str, enabled: bool | None = None,
                 server: str | None = None) -> Stimulus:
         """Switch the device's NTP client on/off and/or set its server (stimulus kind `ntp`)."""
-        drv = self._able(device, NtpClient, "ntp")
+        drv = self.driver(device)
+        if not isinstance(drv, NtpClient):
+            self._refuse(device, drv, NtpClient, "ntp")
         label = "ntp:" + ",".join([*(["on" if enabled else "off"] if enabled is not None else []),
                                    *([f"server={server}"] if server else [])])
         s0 = self.now_ns()
@@ -280,7 +285,9 @@ class Lab:
 
     def logs(self, device: str) -> list[LogEntry]:
         """Log entries new since the lab's last fetch of this device, recorded as events."""
-        drv = self._able(device, LogSource, "")
+        drv = self.driver(device)
+        if not isinstance(drv, LogSource):
+            self._refuse(device, drv, LogSource, "")
         s0 = self.now_ns()
         try:
             entries, cur = self._call(asyncio.wait_for(drv.log_entries(self._cursors.get(device)),
@@ -342,7 +349,7 @@ class Lab:
 
     def _merge_statuses(self, statuses) -> None:
         devices = Manifest.of(self.store.manifest).devices
-        self.store.update_devices({st.name: st.record(devices.get(st.name))
+        self.store.update_devices({st.name: st.record(devices.get(st.name)).to_dict()
                                    for st in statuses})
 
     def identify(self, device: str) -> None:
@@ -362,10 +369,11 @@ class Lab:
                 judge: bool = True, **extra: Any) -> Measurement:
         """Record a named result into measurements.json: `value` (point), or a bound [lo, hi]
         (its midpoint the point when value is None); `limit` = (lo, hi), either may be None."""
-        if value is None and (lo is None or hi is None):
-            raise ValueError(f"measurement {name!r}: give a value or a bound lo, hi")
-        lo = float(value if lo is None else lo)
-        hi = float(value if hi is None else hi)
+        if lo is None or hi is None:
+            if value is None:
+                raise ValueError(f"measurement {name!r}: give a value or a bound lo, hi")
+            lo, hi = (value if lo is None else lo), (value if hi is None else hi)
+        lo, hi = float(lo), float(hi)
         point = float((lo + hi) / 2 if value is None else value)
         llo, lhi = (limit or (None, None))
         m = Measurement(name, unit, point, lo, hi, device,
@@ -378,7 +386,8 @@ class Lab:
         return m
 
     def distribution(self, name: str, unit: str, los, his, *, device: str = "",
-                     limit: tuple | None = None, doc: str = "", basis: str = "proven") -> Measurement:
+                     limit: tuple | None = None, doc: str = "",
+                     basis: str = "proven") -> Measurement | None:
         """Record a distribution of per-event bounds [lo_i, hi_i]: its median midpoint with the
         bound [min lo, max hi], the percentiles of the bounds, and the bounds themselves (the
         report draws their CDF). Empty: nothing recorded."""

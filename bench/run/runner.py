@@ -23,16 +23,21 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bench.model.documents import DeviceEntry
 from bench.model.inventory import DeviceConfig
+from bench.model.manifest import DeviceProbed
 from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
-from bench.model.store import RunStore, SampleWriter
+from bench.model.store import SampleWriter
 from bench.run.calendar import ReadCalendar
 from bench.run.startline import Peers, StartLine
 from drivers import driver_class
-from drivers.base import ClockSpec, DeviceError, Driver, LogSource, StimulusTarget
+from drivers.base import ClockSpec, DeviceError, Driver, LogEntry, LogSource, StimulusTarget
+
+if TYPE_CHECKING:
+    from bench.analysis.probe_schedule import ProvenTick
 
 NS = 1_000_000_000
 LATE_NS = 10_000_000           # a probe that starts this long after its planned instant is late
@@ -97,16 +102,14 @@ class DeviceStatus:
             rows.append({"minute": minute})
         rows[-1][kind] = rows[-1].get(kind, 0) + 1
 
-    def record(self, before: DeviceEntry | None = None) -> dict:
+    def record(self, before: DeviceEntry | None = None) -> DeviceProbed:
         """The manifest's fields for this device after a probing loop; counts add to those of
         `before` (its manifest entry), so a procedure that probes twice keeps both."""
         b = before or DeviceEntry(self.name)
-        return dict(identity=self.identity, clocks=self.clocks, state=self.state,
-                    plane=self.plane, reads=b.reads + self.reads, probes=b.probes + self.probes,
-                    late_probes=b.late_probes + self.late,
-                    late_max_ns=max(b.late_max_ns, self.late_max_ns),
-                    aims_yielded=b.aims_yielded + self.aims_yielded,
-                    **({"traffic": self.traffic} if self.traffic else {}))
+        return DeviceProbed(self.identity, self.clocks, self.state, self.plane,
+                            b.reads + self.reads, b.probes + self.probes, b.late_probes + self.late,
+                            max(b.late_max_ns, self.late_max_ns),
+                            b.aims_yielded + self.aims_yielded, self.traffic)
 
 
 def _kind_of(exc: BaseException) -> str:
@@ -127,6 +130,25 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class WorkerStore(Protocol):
+    """Where a device's worker writes: the run's RunStore (bench/model/store.py), or in a worker
+    process its ShardStore (bench/run/shards.py)."""
+
+    def samples(self, device: str) -> SampleWriter: ...
+
+    def journal(self, device: str, level: str, kind: str, message: str) -> None: ...
+
+    def update_device(self, name: str, **fields: Any) -> None: ...
+
+
+@runtime_checkable
+class _EventPusher(Protocol):
+    """A driver that hears events as they happen (drivers/redfish_events.py)."""
+    on_event: Callable[[LogEntry], None] | None
+
+    def pushed_events(self) -> list[LogEntry]: ...
+
+
 @dataclass
 class _Schedule:
     """A device's probing schedule while it measures: when each event falls due next."""
@@ -145,7 +167,7 @@ class _Schedule:
 class DeviceWorker:
     """One device's probing, an asyncio task (`await worker.run()`) that never raises."""
 
-    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], store: RunStore,
+    def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], store: WorkerStore,
                  plan: ProbePlan, armed: bool, stop: threading.Event, seed: int = 0):
         self.config = config
         self.now_ns = now_ns
@@ -156,7 +178,7 @@ class DeviceWorker:
         self.rng = random.Random(seed)
         self._aim_state: dict[str, dict] = {}      # per clock: where its current segment starts
         self._grid: dict[str, list] = {}           # per clock: the plan's grid (origin, slot)
-        self._ticks: dict[str, object] = {}        # per clock: probe_schedule.ProvenTick
+        self._ticks: dict[str, ProvenTick] = {}        # per clock: probe_schedule.ProvenTick
         self.status = DeviceStatus(config.name, config.plane)
         self.out: SampleWriter | None = None
         self.cursor: str | None = None
@@ -187,11 +209,17 @@ class DeviceWorker:
             self._at_start_line()
             self.out.close()
 
+    def _samples(self) -> SampleWriter:
+        """The device's sample writer, opened by run()."""
+        if self.out is None:
+            raise RuntimeError(f"{self.config.name}: the worker is not running")
+        return self.out
+
     def _row(self, kind: str, clock: str, exc: BaseException, s_ns: int | None = None) -> None:
         """An error as a sample row, so the summary's table counts it with the reads' errors."""
         try:
             t = self.now_ns()
-            self.out.write(kind, clock, t if s_ns is None else s_ns, t, None, None, "user",
+            self._samples().write(kind, clock, t if s_ns is None else s_ns, t, None, None, "user",
                            _kind_of(exc), f"{kind}: {_message(exc)}")
         except Exception:          # the run folder itself failing is recorded by the run
             pass
@@ -229,7 +257,7 @@ class DeviceWorker:
             ident = await asyncio.wait_for(drv.identity(), self.plan.timeout_s)
         except Exception as exc:
             self._error("open", exc)
-            self.out.write("read", "", self.now_ns(), self.now_ns(), None, None, "user",
+            self._samples().write("read", "", self.now_ns(), self.now_ns(), None, None, "user",
                            _kind_of(exc), f"open: {_message(exc)}")
             try:
                 await drv.close()
@@ -244,7 +272,7 @@ class DeviceWorker:
                                  clocks=self.status.clocks, plane=self.config.plane)
         self.store.journal(self.config.name, "info", "identity",
                            f"{ident.vendor} {ident.model} serial {ident.serial} fw {ident.firmware}")
-        if hasattr(drv, "on_event"):              # a driver that hears events as they happen
+        if isinstance(drv, _EventPusher):         # a driver that hears events as they happen
             drv.on_event = self._pushed
             for en in drv.pushed_events():
                 self._pushed(en)
@@ -328,7 +356,7 @@ class DeviceWorker:
         return self.calendar.later(t, reads or max(1, self.plan.burst), limit_ns)
 
     def _stimulus_plan(self, drv: Driver) -> list[tuple[str, str | None]]:
-        out = []
+        out: list[tuple[str, str | None]] = []
         if not isinstance(drv, StimulusTarget):
             return out
         for entry in self.config.stimuli:
@@ -423,9 +451,10 @@ class DeviceWorker:
                 if ok:
                     self._reconnect_s = 1.0             # a good read: the backoff starts again
             if sched.failures >= self.plan.reopen_after:
-                drv = await self._reconnect(drv, sched.failures, end)
-                if drv is None:
-                    break
+                new = await self._reconnect(drv, sched.failures, end)
+                if new is None:
+                    return None
+                drv = new
                 self.status.state = "measuring"
                 sched.failures = 0
         return drv
@@ -501,15 +530,15 @@ class DeviceWorker:
                  wait)
         self._count("reconnects")
         await drv.close()
-        drv = None
+        new: Driver | None = None
         while not self.stop_event.is_set() and self.now_ns() < end:
             if not await self._sleep_until(min(end, self.now_ns() + int(wait * NS))):
                 break
-            drv = await self._open()
-            if drv is not None:
+            new = await self._open()
+            if new is not None:
                 break
             wait = min(wait * 2, RECONNECT_CAP_S)
-        return drv
+        return new
 
     def _no_reads(self, start: int) -> None:
         took = (self.now_ns() - start) / NS
@@ -551,17 +580,17 @@ class DeviceWorker:
                 r = await drv.read_clock(spec.name)
         except Exception as exc:
             self._error(f"read {spec.name}", exc)
-            self.out.write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
+            self._samples().write("read", spec.name, s0, self.now_ns(), None, spec.resolution_ns, "user",
                            _kind_of(exc), _message(exc), late_ns=late)
             return _kind_of(exc)
         if not in_int64(r.value_ns):          # e.g. an RTC in year 1 or 9999
             self._error(f"read {spec.name}", DeviceError(self.config.name, "malformed",
                                                          f"value {r.value_ns} ns out of range"))
-            self.out.write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
+            self._samples().write("read", r.clock, r.s_ns, r.e_ns, None, r.resolution_ns, r.stamp,
                            "malformed", f"value out of range: {r.value_ns} ns; {r.raw}",
                            late_ns=late)
             return "malformed"
-        self.out.write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
+        self._samples().write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns, r.stamp,
                        "ok", r.raw, late_ns=late)
         reads.append((r.s_ns, r.e_ns, r.value_ns))
         if len(reads) > READS_KEPT:   # whole bursts of explore cycles: the aim/explore phase stays
@@ -578,15 +607,18 @@ class DeviceWorker:
         label = name if target is None else f"{name}:{target}"
         self._pushed_held = []        # an event pushed before the answer is written after it
         try:
+            if not isinstance(drv, StimulusTarget):     # a planned stimulus of any device
+                raise DeviceError(self.config.name, "error",
+                                  f"the {self.config.driver} driver performs no stimuli")
             st = await asyncio.wait_for(drv.stimulate(name, target), self.plan.timeout_s)
         except Exception as exc:
             self._error(f"stimulus {label}", exc)
-            self.out.write("stimulus", label, s0, self.now_ns(), None, None, "user",
+            self._samples().write("stimulus", label, s0, self.now_ns(), None, None, "user",
                            _kind_of(exc), _message(exc))
             self._release_pushed()
             return _kind_of(exc) == "refused"
         status = RowStatus.OK if st.sent else RowStatus.UNARMED
-        self.out.write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status, st.raw)
+        self._samples().write("stimulus", label, st.s_ns, st.e_ns, None, None, st.stamp, status, st.raw)
         self._release_pushed()
         self.store.journal(self.config.name, "info", "stimulus", f"{label} {status}")
         self.status.stimuli += 1
@@ -617,23 +649,23 @@ class DeviceWorker:
         self.cursor = cursor
         for en in entries:
             if not in_int64(en.value_ns):
-                self.out.write("event", en.clock, en.s_ns, en.e_ns, None, en.resolution_ns,
+                self._samples().write("event", en.clock, en.s_ns, en.e_ns, None, en.resolution_ns,
                                "user", "malformed", f"stamp out of range: {en.value_ns} ns; "
                                f"{en.cursor} {en.message}".strip())
                 self.status.errors += 1
                 continue
-            self.out.write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
+            self._samples().write("event", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
                            "user", "ok", f"{en.cursor} {en.message}".strip())
             self.status.events += 1
             self.logged += 1
         return True
 
-    def _pushed(self, en) -> None:
+    def _pushed(self, en: LogEntry) -> None:
         """An event the device pushed (drivers/redfish_events.py), written as it arrives."""
         if self._pushed_held is not None:
             self._pushed_held.append(en)
             return
-        self.out.write("pushed", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
+        self._samples().write("pushed", en.clock, en.s_ns, en.e_ns, en.value_ns, en.resolution_ns,
                        "user", "ok", f"{en.cursor} {en.message}".strip())
         self.status.events += 1
 
@@ -681,7 +713,7 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float,
     for t in (watch, started):
         if t:
             t.cancel()
-    if meter:
+    if meter and calendar and line:                # all three: more than one worker
         meter.cancel()
         lag = (f"loop lag p50 {_bin_quantile(lags, 0.5) / 10:.1f} ms, p99 "
                f"{_bin_quantile(lags, 0.99) / 10:.1f} ms, max {max(lags) / 10:.1f} ms; "

@@ -127,7 +127,7 @@ def _worker(index: int, items: list[tuple[int, dict]], clock: tuple, path: str, 
     now_ns = open_clock(clock)
     workers = [DeviceWorker(from_wire(d), now_ns, store, plan, armed, stop, seed=seed + i)
                for i, d in items]
-    sent = {w.config.name: {} for w in workers}
+    sent: dict[str, dict[str, int]] = {w.config.name: {} for w in workers}
 
     def report() -> None:
         out.put(("status", [(w.config.name, status_fields(w.status, sent[w.config.name]))
