@@ -77,7 +77,7 @@ def _delegate(module: str, argv: list[str]) -> int:
     return int(getattr(importlib.import_module(module), fn or "main")(argv) or 0)
 
 
-SUBCOMMANDS = {"sim": "bench.sim.serve", "check": "bench.check", "report": "bench.report_cli",
+SUBCOMMANDS = {"sim": "bench.sim_cli", "check": "bench.check", "report": "bench.report_cli",
                "compare": "bench.compare_cli", "timeline": "bench.timeline_cli",
                "limits": "bench.limits_cli", "trend": "bench.trend_cli",
                "summarize": "bench.resummarize"}

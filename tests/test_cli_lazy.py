@@ -21,9 +21,7 @@ HEAVY = ("numpy", "matplotlib", "experiments", "bench.run.experiment", "bench.ru
          "bench.run.runner", "drivers", "aiohttp", "kubernetes", "pysnmp", "pymodbus", "redfish",
          "ray")
 # command -> why its --help is still heavy (issue 32: to move into a command module)
-HEAVY_HELP = {
-    "sim": "bench/sim/serve.py builds its parser after importing the simulator",
-}
+HEAVY_HELP: dict[str, str] = {}
 PROBE = """
 import contextlib, io, json, sys
 from bench import cli

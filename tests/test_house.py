@@ -26,10 +26,11 @@ LONG_FUNCTIONS: dict[str, int] = {}
 # the modules of the command line: they decide what reaches the terminal
 COMMAND_MODULES = {"bench/cli.py", "bench/check.py", "bench/resummarize.py", "bench/timeline_cli.py",
                    "bench/compare_cli.py", "bench/limits_cli.py", "bench/report_cli.py",
-                   "bench/trend_cli.py", "bench/fleet/cli.py", "bench/watch/cli.py"}
+                   "bench/trend_cli.py", "bench/fleet/cli.py", "bench/watch/cli.py",
+                   "bench/sim_cli.py"}
 # a subcommand's `main(argv)` in its library's module (bench/cli.py's SUBCOMMANDS), and
 # the run's own terminal output (quiet=False: the `rackclock run` command's; tests pass quiet=True)
-COMMAND_FUNCTIONS = {"bench/run/catalog.py:main", "bench/sim/serve.py:main",
+COMMAND_FUNCTIONS = {"bench/run/catalog.py:main",
                      "bench/run/experiment.py:_ended_early", "bench/run/experiment.py:_say_end"}
 
 

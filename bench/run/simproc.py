@@ -80,7 +80,7 @@ class SimProcess:
     def _start(self) -> SimProcess:
         with open(self.out_dir / "sim.log", "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bench.sim.serve", "--rack", str(self.rack_file.resolve()),
+                [sys.executable, "-m", "bench.sim_cli", "--rack", str(self.rack_file.resolve()),
                  "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
                 env={**os.environ, "TMPDIR": str(self.tmp)},
                 cwd=Path(__file__).resolve().parents[2],

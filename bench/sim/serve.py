@@ -1,4 +1,4 @@
-"""Serve the simulated rack until SIGTERM/SIGINT: `python -m bench.sim.serve`.
+"""Serve the simulated rack until SIGTERM/SIGINT (`rackclock sim`, `python -m bench.sim_cli`).
 
 Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up
 (and `<out>/sim_control`, the socket on which a test triggers faults: bench/sim/faults.py),
@@ -10,14 +10,12 @@ printed to the terminal only.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import os
 import secrets
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -81,28 +79,3 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
         tmp.write_text(json.dumps(truth))
         os.replace(tmp, out / "truth.json")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rackclock sim", description="serve the simulated rack")
-    ap.add_argument("--rack", type=Path, default=DEFAULT_RACK, help="simulated rack file")
-    ap.add_argument("--out", type=Path, default=Path("results/sim"), help="folder for rack.toml, truth")
-    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
-    ap.add_argument("--realtime", action="store_true",
-                    help="serve at real-time priority where allowed (bench/priority.py)")
-    a = ap.parse_args(argv)
-    a.out.mkdir(parents=True, exist_ok=True)
-    made = ensure_secrets(load_rack(a.rack))
-    if made:
-        print("simulated credentials (export these for other clients):", file=sys.stderr)
-        for k, v in made.items():
-            print(f"  export {k}={v}", file=sys.stderr)
-
-    def say(words: str) -> None:
-        print(words, file=sys.stderr, flush=True)
-
-    return asyncio.run(serve(a.rack, a.out, a.duration, a.realtime, say))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
