@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-DEFAULT_RACK = Path(__file__).with_name("sim") / "default_rack.toml"   # bench.sim.serve's
+from bench.sim import DEFAULT_RACK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,9 +38,9 @@ from bench.run.probe import run_devices
 from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
 from bench.run.simproc import SimProcess
+from bench.sim import DEFAULT_RACK
 from drivers.rackcheck import load_checked
 
-DEFAULT_RACK = Path(__file__).resolve().parents[1] / "sim" / "default_rack.toml"
 log = logging.getLogger(__name__)
 
 

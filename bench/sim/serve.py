@@ -22,10 +22,10 @@ from pathlib import Path
 
 from bench import priority
 from bench.model.inventory import RackConfig, load_rack
+from bench.sim import DEFAULT_RACK  # noqa: F401 (re-exported: tests and benchmarks import it here)
 from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
 
-DEFAULT_RACK = Path(__file__).with_name("default_rack.toml")
 log = logging.getLogger(__name__)
 _SECRETS = threading.Lock()      # runs started in parallel threads must not give a var two values
 
