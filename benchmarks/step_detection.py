@@ -4,7 +4,7 @@ delay from the step to the end of the first break window at or after it, in prob
 the published offset width beside it (issue 28 item 3). The same figures end to end through the
 emulators come from `--emulators` (a rack of stepped BMCs, one run).
 
-    nice .venv/bin/python benchmarks/step_detection.py [--seeds 30] [--flank-every 3]
+    nice .venv/bin/python benchmarks/step_detection.py [--seeds 30]
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analysis import probe_schedule  # noqa: E402
 from bench.analysis.estimate import fit_clock  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
@@ -59,13 +58,9 @@ def table(seeds: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=30)
-    ap.add_argument("--flank-every", type=int, default=probe_schedule.FLANK_EVERY)
-    ap.add_argument("--flank-ticks", type=float, default=probe_schedule.FLANK_TICKS)
     a = ap.parse_args(argv)
-    probe_schedule.FLANK_EVERY = a.flank_every
-    probe_schedule.FLANK_TICKS = a.flank_ticks
-    print(f"flank every {a.flank_every} aimed edges, {a.flank_ticks:g} ticks of the rate bound "
-          f"outside the window, {a.seeds} seeds per row")
+    print(f"paired edge reads (a flank and a bisecting read at every pinned edge), "
+          f"{a.seeds} seeds per row")
     print(table(a.seeds))
     return 0
 

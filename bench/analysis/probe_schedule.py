@@ -22,16 +22,19 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.arrays import I64
+from bench.analysis.envelope import Envelope
+from bench.analysis.envelope import build as build_envelope
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock, fit_line
 from bench.analysis.statuses import ResolutionBasis
 
 RECENT = 256             # reads used to aim
-PINNED = 1.5             # an edge window at most this many brackets wide is pinned: then ...
+FLANKED = 16             # paired: an edge window at most this many brackets wide is flanked too
+PINNED = 1.5             # one slot per edge: a window at most this many brackets wide is pinned
+FLANK_EVERY = 3          # ... and the read aimed at every this-many-th pinned edge is a flank
+ENVELOPE_READS = 32      # the latest reads of the segment whose envelope places the flanks
 AIM_REACH = 0.75         # a slot aims at an edge up to this many periods past its centre: a 1 s
                          # clock read at 2 Hz has an edge in every other slot only (the slot's
                          # own half period widened the 2 Hz mean drift; a whole one bunched reads)
-FLANK_EVERY = 3          # ... the read aimed at every this-many-th edge is a flank read
-FLANK_TICKS = 8          # a flank stays the rate bound's movement over this many ticks outside
 
 
 def grid_slot(origin_ns: int, k: int, period_ns: float, now_ns: int) -> tuple[int, int]:
@@ -68,6 +71,22 @@ class ProvenTick:
     @property
     def ns(self) -> int:
         return max(self.declared_ns, self.gcd)
+
+
+def paired_slots(q: int, period_ns: float) -> bool:
+    """Two slots or more per tick: each edge can get two aimed reads (_edge_plan)."""
+    return q >= 2 * period_ns
+
+
+def aim_from_ns(now_ns: int, centre_ns: int, q: int, period_ns: float) -> int:
+    """From when a slot centred on `centre_ns` looks for its edge. A clock with an edge in
+    every slot or more often: the edge nearest the centre (from half a tick or half a period
+    before it). A clock with two slots or more per edge: right after the probe before, so two
+    slots read the same edge, its flank and its bisecting read (aim); the reach past the centre
+    (AIM_REACH) still keeps one probe per slot."""
+    if paired_slots(q, period_ns):
+        return int(now_ns)
+    return max(int(now_ns), int(centre_ns) - int(min(q, period_ns)) // 2)
 
 
 def explore_instant_ns(u: float, q: int, centre_ns: int, period_ns: float, dither: float) -> int:
@@ -113,46 +132,78 @@ def unseen_step_ns(q: int, bracket_ns: float, width_ns: float, rate_hz: float,
     return int(math.ceil(bracket_ns + width_ns + f * q))
 
 
-def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int, int, int]:
-    """(k-th edge index, a, b): bounds [a, b] on the reference instant of the first tick edge
-    (device reading k·q + phase) whose earliest possible instant is at or after `after_ns`."""
-    off = seg.offset_at(after_ns)
-    k = math.ceil((after_ns + off.hi - phase_ns) / q)
-    for _ in range(4):
-        target = k * q + phase_ns
-        # D(t) = t + offset(t); the edge solves it for the offset bounds near the edge
-        # offset_at's bounds and point are whole ns (floored, ceiled, rounded): int() keeps them
-        t_mid = target - int(seg.offset_at(target - int(off.point)).point)
-        o = seg.offset_at(t_mid)
-        a, b = target - int(o.hi), target - int(o.lo)
-        if a >= after_ns:
-            return k, a, b
-        k += 1
-    return k, a, b
+def _window(seg: Segment, q: int, phase_ns: int, k: int) -> tuple[int, int]:
+    """Bounds [a, b] on the reference instant at which the device reads k·q + phase."""
+    target = k * q + phase_ns
+    # D(t) = t + offset(t); the edge solves it for the offset bounds near the edge
+    # offset_at's bounds and point are whole ns (floored, ceiled, rounded): int() keeps them
+    t_mid = target - int(seg.offset_at(target - int(seg.offset_at(target).point)).point)
+    o = seg.offset_at(t_mid)
+    return target - int(o.hi), target - int(o.lo)
 
 
-def _aimed_start(a: int, b: int, k: int, B: int, margin: int = 0) -> int:
-    """Where a read aimed at edge k (reference instant within [a, b]) starts: bisecting the
-    window, except once it is pinned (at most PINNED brackets wide) at every FLANK_EVERY-th edge,
-    where it goes on a flank, the two sides in turn: its bracket ends just before a, or starts
-    just after b. There the line is certain of the reading, and a forward (before a) or backward
-    (after b) step larger than b − a plus about a bracket reads differently, however far below a
-    tick it is; a read at a random phase sees it with probability |s|/q, a bisecting read,
-    straddling the old edge, never. Bisecting a pinned window gains little (it stays about a
-    bracket wide), so the flanks cost a few % of width (benchmarks/README.md). `margin`: how
-    far beyond the window the flank stays: the published model lets the offset move at the rate
-    bound between reads, so a flank closer to the window than that movement since the nearest
-    pins contradicts nothing."""
-    if b - a > PINNED * B or k % FLANK_EVERY:
-        return (a + b - B) // 2
-    before = (k // FLANK_EVERY) % 2 == 0
-    m = max(B // 4, int(margin))
-    return a - B - m if before else b + m
+def _flank_before(env: Envelope, target: int, B: int, guard: int) -> int:
+    """Start of a read whose bracket ends `guard` before the earliest instant the envelope allows
+    the device to reach `target`: a = target − hi(a). Reading `target` or more there contradicts
+    every clock the model admits (DESIGN.md, "Paired edge reads")."""
+    t = target - env.at(target)[1]
+    for _ in range(3):                        # hi(t) moves at most R·|Δt|: two steps settle it
+        t = target - env.at(t)[1]
+    return int(t) - guard - B
+
+
+def _flank_after(env: Envelope, target: int, guard: int) -> int:
+    """Start of a read `guard` after the latest instant the envelope allows the device to still
+    read below `target`: b = target − lo(b). Reading below it there contradicts the model."""
+    t = target - env.at(target)[0]
+    for _ in range(3):
+        t = target - env.at(t)[0]
+    return int(t) + guard
+
+
+def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int, B: int,
+               Bf: int, paired: bool) -> list[int]:
+    """The read starts planned at edge k, in time order: bisecting reads pin the edge's window
+    [a, b], flank reads, just outside what the bounded-rate envelope admits, catch a step (a
+    forward one reads the later value before the edge, a backward one the earlier value after
+    it). A flank allows for a bracket of Bf (a long one: a longer bracket reaching into the
+    envelope contradicts nothing).
+
+    `paired` (two slots or more per edge): once the window is at most FLANKED brackets wide,
+    a flank and a bisecting read at every edge, the flank first on the before side (edges 0 and
+    3 of every 4, so that the exploration read, every 4th probe, does not always take the same
+    side's flank), second on the after side; a wider window gets a bisecting read (the next
+    read bisects again while the edge is still ahead). One slot per edge: a bisecting read,
+    except at every FLANK_EVERY-th edge once the window is pinned (PINNED brackets), a flank,
+    the sides in turn."""
+    a, b = _window(seg, q, phase_ns, k)
+    bisect = (a + b - B) // 2
+    guard = max(1, B // 4)
+    if env is None:
+        return [bisect]
+    if paired:
+        if b - a > FLANKED * B:
+            return [bisect]
+        before = k % 4 in (0, 3)
+    else:
+        if b - a > PINNED * B or k % FLANK_EVERY:
+            return [bisect]
+        before = (k // FLANK_EVERY) % 2 == 0
+    target = k * q + phase_ns
+    flank = (min(_flank_before(env, target, Bf, guard), a - Bf - guard) if before
+             else max(_flank_after(env, target, guard), b + guard))
+    if not paired:
+        return [flank]
+    return [flank, bisect] if before else [bisect, flank]
 
 
 def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
-        min_gap_ns: int) -> int:
-    """The reference instant to send the next request, given the current segment."""
+        min_gap_ns: int, env: Envelope | None = None, long_bracket_ns: int = 0,
+        paired: bool = False) -> int:
+    """The reference instant to send the next request, given the current segment and the
+    bounded-rate envelope of its latest reads: the first planned read of the edges ahead (or
+    of the one just passed, whose after-flank may still be due) that starts at or after the
+    earliest instant allowed."""
     earliest = int(now_ns) + int(min_gap_ns)
     B = max(1, int(typical_bracket_ns))
     if q <= 2 * B:
@@ -160,15 +211,12 @@ def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: in
     off = seg.offset_at(earliest)
     if off.hi - off.lo >= q - B:
         return earliest
-    k, a, b = edge_window(seg, q, phase_ns, earliest + B // 2)
-    # the pins a flank is judged against are the edges a tick or two before: the rate bound
-    # moves the offset that much over two ticks
-    margin = B // 4 + int(FLANK_TICKS * seg._prior * 1e-6 * q)
-    s = _aimed_start(a, b, k, B, margin)
-    while s < earliest:                      # too close: aim at the next edge
-        k, a, b = edge_window(seg, q, phase_ns, b + 1)
-        s = _aimed_start(a, b, k, B, margin)
-    return int(s)
+    first = math.ceil((earliest + off.hi - phase_ns) / q) - 1     # the edge maybe just passed
+    for k in range(first, first + 6):
+        for s in _edge_plan(seg, env, q, phase_ns, k, B, max(B, int(long_bracket_ns)), paired):
+            if s >= earliest:
+                return int(s)
+    return earliest
 
 
 def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: float,
@@ -213,9 +261,11 @@ def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: flo
 def next_probe_ns(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, now_ns: int,
                   typical_bracket_ns: int, min_gap_ns: int, *,
                   drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0,
-                  state: dict[str, Any] | None = None) -> int:
+                  state: dict[str, Any] | None = None, paired: bool = False) -> int:
     """The reference instant at which to read next, from the raw ok reads so far (time order).
-    `state`: a dict kept by the caller for this clock between calls (see current_segment)."""
+    `state`: a dict kept by the caller for this clock between calls (see current_segment);
+    `paired`: the plan has two slots or more per tick (aim_from_ns), so every edge gets a
+    bisecting and a flank read (_edge_plan)."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     earliest = int(now_ns) + int(min_gap_ns)
     if len(v) == 0:
@@ -228,4 +278,7 @@ def next_probe_ns(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, 
     if sg is None:
         return earliest
     phase = int(v[-1] % qq)
-    return aim(sg, qq, phase, now_ns, typical_bracket_ns, min_gap_ns)
+    inside = np.flatnonzero(s >= sg.start_ns)[-ENVELOPE_READS:]
+    env = build_envelope(s[inside], e[inside], v[inside], qq, sg._prior) if len(inside) else None
+    long = int(np.percentile(e[-20:] - s[-20:], 90))
+    return aim(sg, qq, phase, now_ns, typical_bracket_ns, min_gap_ns, env, long, paired)

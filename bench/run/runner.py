@@ -289,9 +289,11 @@ class DeviceWorker:
         from bench.analysis.probe_schedule import (
             AIM_REACH,
             ProvenTick,
+            aim_from_ns,
             explore_instant_ns,
             grid_slot,
             next_probe_ns,
+            paired_slots,
         )
         period = NS / self.config.rate_hz
         d = self.plan.dither
@@ -311,8 +313,9 @@ class DeviceWorker:
         s, e, v = (list(x) for x in zip(*reads[-400:]))
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
         try:                # the edge nearest the slot's centre
-            aimed = next_probe_ns(s, e, v, q, max(now, centre - int(min(q, period)) // 2),
-                                  bracket, 0, state=self._aim_state.setdefault(spec.name, {}))
+            aimed = next_probe_ns(s, e, v, q, aim_from_ns(now, centre, q, period),
+                                  bracket, 0, state=self._aim_state.setdefault(spec.name, {}),
+                                  paired=paired_slots(q, period))
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
             return self._book_explore(t)

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.analysis.probe_schedule import AIM_REACH, ProvenTick, explore_instant_ns, grid_slot, next_probe_ns
+from bench.analysis.probe_schedule import (
+    AIM_REACH,
+    ProvenTick,
+    aim_from_ns,
+    explore_instant_ns,
+    grid_slot,
+    next_probe_ns,
+    paired_slots,
+)
 from bench.sim.clock import ClockModel
 
 NS = 1_000_000_000
@@ -63,8 +71,8 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         if aim:
             br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
             try:
-                a = next_probe_ns(S, E, V, q, max(now, centre - int(min(q, period)) // 2), br, 0,
-                                  state=aim_state)
+                a = next_probe_ns(S, E, V, q, aim_from_ns(now, centre, q, period), br, 0,
+                                  state=aim_state, paired=paired_slots(q, period))
                 t = a if now < a < centre + AIM_REACH * period else t
             except Exception:           # the runner journals it and reads at the dithered time
                 pass
