@@ -1035,10 +1035,14 @@ def _asks_for_wider(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, w: float, wi
         return win.feasible_x() is not None
 
     for k, (_pre, post, _amb) in enumerate(sp.breaks):
+        # the reads after the break too: a drift beyond the prior goes on along one line, a
+        # step leaves the later reads on a parallel one (a line steep enough to join the two
+        # sides of a small step parts from the later reads within seconds)
         first = int(sp.runs[k][0])
-        idx = np.array([i for i in range(first, post + 1) if i not in out_pos])
+        last = max(post, int(sp.runs[k + 1][-1])) if k + 1 < len(sp.runs) else post
+        idx = np.array([i for i in range(first, last + 1) if i not in out_pos])
         if ok(idx):
-            return (f"the reads {first}..{post} fit one line only with a drift beyond the prior: "
+            return (f"the reads {first}..{last} fit one line only with a drift beyond the prior: "
                     f"refitted within ±{wide:g} ppm")
     for p, _ in sp.outliers:
         before = [r for r in sp.runs if r[-1] < p]

@@ -31,6 +31,8 @@ RECENT = 256             # reads used to aim
 FLANKED = 16             # paired: an edge window at most this many brackets wide is flanked too
 PINNED = 1.5             # one slot per edge: a window at most this many brackets wide is pinned
 FLANK_EVERY = 3          # ... and the read aimed at every this-many-th pinned edge is a flank
+FLANK_REACH = 8          # a flank stays within this many long brackets of the edge window
+BURST_REACH_NS = 30_000_000   # a burst's planned reads at most this far apart
 ENVELOPE_READS = 32      # the latest reads of the segment whose envelope places the flanks
 AIM_REACH = 0.75         # a slot aims at an edge up to this many periods past its centre: a 1 s
                          # clock read at 2 Hz has an edge in every other slot only (the slot's
@@ -162,61 +164,101 @@ def _flank_after(env: Envelope, target: int, guard: int) -> int:
 
 
 def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int, B: int,
-               Bf: int, paired: bool) -> list[int]:
-    """The read starts planned at edge k, in time order: bisecting reads pin the edge's window
+               Bf: int, paired: bool, burst: int = 1) -> list[tuple[int, int]]:
+    """The reads planned at edge k, in time order, as (start, how late it may start): bisecting
+    reads pin the edge's window
     [a, b], flank reads, just outside what the bounded-rate envelope admits, catch a step (a
     forward one reads the later value before the edge, a backward one the earlier value after
     it). A flank allows for a bracket of Bf (a long one: a longer bracket reaching into the
-    envelope contradicts nothing).
+    envelope contradicts nothing). A flank stays within FLANK_REACH long brackets of the
+    window (a loose envelope, early in a segment, would put it where only huge steps show, and
+    bisecting reads see those). An after-flank may start up to 2·Bf late (it is then further
+    out, still outside): the bisecting read just before it, and the lead a probe needs, often
+    leave no room for it on time.
 
     `paired` (two slots or more per edge): once the window is at most FLANKED brackets wide,
     a flank and a bisecting read at every edge, the flank first on the before side (edges 0 and
     3 of every 4, so that the exploration read, every 4th probe, does not always take the same
     side's flank), second on the after side; a wider window gets a bisecting read (the next
-    read bisects again while the edge is still ahead). One slot per edge: a bisecting read,
+    read bisects again while the edge is still ahead). With bursts of two reads or more, both
+    flanks and the bisecting read at every edge: a probe takes two of them, its reads apart
+    (aim_pair). One slot per edge: a bisecting read,
     except at every FLANK_EVERY-th edge once the window is pinned (PINNED brackets), a flank,
     the sides in turn."""
     a, b = _window(seg, q, phase_ns, k)
     bisect = (a + b - B) // 2
     guard = max(1, B // 4)
     if env is None:
-        return [bisect]
+        return [(bisect, 0)]
     if paired:
         if b - a > FLANKED * B:
-            return [bisect]
+            return [(bisect, 0)]
+        if burst >= 2 and env is not None:
+            return [_before_flank(env, a, k * q + phase_ns, Bf, guard), (bisect, 0),
+                    _after_flank(env, b, k * q + phase_ns, Bf, guard)]
         before = k % 4 in (0, 3)
     else:
         if b - a > PINNED * B or k % FLANK_EVERY:
-            return [bisect]
+            return [(bisect, 0)]
         before = (k // FLANK_EVERY) % 2 == 0
     target = k * q + phase_ns
-    flank = (min(_flank_before(env, target, Bf, guard), a - Bf - guard) if before
-             else max(_flank_after(env, target, guard), b + guard))
+    flank = (_before_flank(env, a, target, Bf, guard) if before
+             else _after_flank(env, b, target, Bf, guard))
     if not paired:
         return [flank]
-    return [flank, bisect] if before else [bisect, flank]
+    return [flank, (bisect, 0)] if before else [(bisect, 0), flank]
+
+
+def _before_flank(env: Envelope, a: int, target: int, Bf: int, guard: int) -> tuple[int, int]:
+    near = a - Bf - guard
+    return max(min(_flank_before(env, target, Bf, guard), near), near - FLANK_REACH * Bf), 0
+
+
+def _after_flank(env: Envelope, b: int, target: int, Bf: int, guard: int) -> tuple[int, int]:
+    near = b + guard
+    return min(max(_flank_after(env, target, guard), near), near + FLANK_REACH * Bf), 2 * Bf
+
+
+def aim_pair(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
+             min_gap_ns: int, env: Envelope | None = None, long_bracket_ns: int = 0,
+             paired: bool = False, last_start_ns: int | None = None, burst: int = 1
+             ) -> tuple[int, int | None]:
+    """The reference instants to send the next probe's first request and, for a burst, its
+    last one, given the current segment and the bounded-rate envelope of its latest reads: the
+    first planned read of the edges ahead (or of the one just passed, whose after-flank may
+    still be due) that starts at or after the earliest instant allowed, or a little late where
+    the plan allows it and the last read (starting at `last_start_ns`) was not that one; and
+    the planned read after it when it is at least a long bracket and at most BURST_REACH later
+    (else None: the burst's reads go back to back)."""
+    earliest = int(now_ns) + int(min_gap_ns)
+    B = max(1, int(typical_bracket_ns))
+    if q <= 2 * B:
+        return earliest, None
+    off = seg.offset_at(earliest)
+    if off.hi - off.lo >= q - B:
+        return earliest, None
+    Bf = max(B, int(long_bracket_ns))
+    first = math.ceil((earliest + off.hi - phase_ns) / q) - 1     # the edge maybe just passed
+    plan = [x for k in range(first, first + 6)
+            for x in _edge_plan(seg, env, q, phase_ns, k, B, Bf, paired, burst)]
+    for i, (s, late) in enumerate(plan):
+        if s < earliest and not (s + late >= earliest and last_start_ns is not None
+                                 and last_start_ns < s - B):
+            continue
+        s = max(s, earliest)
+        nxt = plan[i + 1][0] if burst >= 2 and i + 1 < len(plan) else None
+        if nxt is not None and not s + Bf <= nxt <= s + BURST_REACH_NS:
+            nxt = None
+        return int(s), nxt
+    return earliest, None
 
 
 def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
         min_gap_ns: int, env: Envelope | None = None, long_bracket_ns: int = 0,
-        paired: bool = False) -> int:
-    """The reference instant to send the next request, given the current segment and the
-    bounded-rate envelope of its latest reads: the first planned read of the edges ahead (or
-    of the one just passed, whose after-flank may still be due) that starts at or after the
-    earliest instant allowed."""
-    earliest = int(now_ns) + int(min_gap_ns)
-    B = max(1, int(typical_bracket_ns))
-    if q <= 2 * B:
-        return earliest
-    off = seg.offset_at(earliest)
-    if off.hi - off.lo >= q - B:
-        return earliest
-    first = math.ceil((earliest + off.hi - phase_ns) / q) - 1     # the edge maybe just passed
-    for k in range(first, first + 6):
-        for s in _edge_plan(seg, env, q, phase_ns, k, B, max(B, int(long_bracket_ns)), paired):
-            if s >= earliest:
-                return int(s)
-    return earliest
+        paired: bool = False, last_start_ns: int | None = None) -> int:
+    """The reference instant to send the next request (aim_pair's first)."""
+    return aim_pair(seg, q, phase_ns, now_ns, typical_bracket_ns, min_gap_ns, env,
+                    long_bracket_ns, paired, last_start_ns)[0]
 
 
 def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: float,
@@ -258,27 +300,40 @@ def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: flo
     return sg, fit.resolution_ns
 
 
-def next_probe_ns(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, now_ns: int,
-                  typical_bracket_ns: int, min_gap_ns: int, *,
-                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0,
-                  state: dict[str, Any] | None = None, paired: bool = False) -> int:
-    """The reference instant at which to read next, from the raw ok reads so far (time order).
+def next_probe_pair(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, now_ns: int,
+                    typical_bracket_ns: int, min_gap_ns: int, *,
+                    drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0,
+                    state: dict[str, Any] | None = None, paired: bool = False, burst: int = 1
+                    ) -> tuple[int, int | None]:
+    """The reference instants at which to read next, from the raw ok reads so far (time order):
+    the probe's first read and, for a burst whose reads the plan sets apart, its last (aim_pair).
     `state`: a dict kept by the caller for this clock between calls (see current_segment);
     `paired`: the plan has two slots or more per tick (aim_from_ns), so every edge gets a
     bisecting and a flank read (_edge_plan)."""
     s, e, v = (np.asarray(x, dtype=np.int64) for x in (s, e, v))
     earliest = int(now_ns) + int(min_gap_ns)
     if len(v) == 0:
-        return earliest
+        return earliest, None
     k = max(0, len(v) - RECENT)          # the latest reads aim as well as all of them, in O(1)
     checked = check_resolution(v[k:], q)
     if checked[0] <= 2 * int(typical_bracket_ns):
-        return earliest                  # every read straddles a tick edge anyway
+        return earliest, None            # every read straddles a tick edge anyway
     sg, qq = current_segment(s, e, v, q, k, drift_prior_ppm, uncertainty_ns, state, checked)
     if sg is None:
-        return earliest
+        return earliest, None
     phase = int(v[-1] % qq)
     inside = np.flatnonzero(s >= sg.start_ns)[-ENVELOPE_READS:]
     env = build_envelope(s[inside], e[inside], v[inside], qq, sg._prior) if len(inside) else None
     long = int(np.percentile(e[-20:] - s[-20:], 90))
-    return aim(sg, qq, phase, now_ns, typical_bracket_ns, min_gap_ns, env, long, paired)
+    return aim_pair(sg, qq, phase, now_ns, typical_bracket_ns, min_gap_ns, env, long, paired,
+                    int(s[-1]), burst)
+
+
+def next_probe_ns(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, now_ns: int,
+                  typical_bracket_ns: int, min_gap_ns: int, *,
+                  drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0,
+                  state: dict[str, Any] | None = None, paired: bool = False) -> int:
+    """The reference instant at which to read next (next_probe_pair's first, one read a probe)."""
+    return next_probe_pair(s, e, v, q, now_ns, typical_bracket_ns, min_gap_ns,
+                           drift_prior_ppm=drift_prior_ppm, uncertainty_ns=uncertainty_ns,
+                           state=state, paired=paired)[0]

@@ -20,7 +20,7 @@ import os
 import random
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 NS = 1_000_000_000
 LATE_NS = 10_000_000           # a probe that starts this long after its planned instant is late
+LEAD_PROBES = 16               # probes whose start latency sets the lead (Runner._lead_ns) ...
+LEAD_CAP_NS = 50_000_000       # ... at most this: a loop that late is not aiming anything
+BURST_WAIT_NS = 40_000_000     # a burst's last read waits at most this long after the one before
 SHARD_MIN_DEVICES = 32         # fewer devices: one process (one core is more than enough)
 RECONNECT_CAP_S = 60.0         # the longest wait between reconnects (doubling from 1 s)
 OPENS_AT_ONCE = 16             # per loop: an open costs CPU (a TLS login, an SNMP engine's
@@ -177,6 +180,8 @@ class DeviceWorker:
         self.stop_event = stop
         self.rng = random.Random(seed)
         self._aim_state: dict[str, dict] = {}      # per clock: where its current segment starts
+        self._leads: dict[tuple[str, str], deque[int]] = {}   # (clock, read): start − plan
+        self._then: dict[str, int | None] = {}     # per clock: its next probe's last read's plan
         self._grid: dict[str, list] = {}           # per clock: the plan's grid (origin, slot)
         self._ticks: dict[str, ProvenTick] = {}        # per clock: probe_schedule.ProvenTick
         self.status = DeviceStatus(config.name, config.plane)
@@ -292,9 +297,10 @@ class DeviceWorker:
             aim_from_ns,
             explore_instant_ns,
             grid_slot,
-            next_probe_ns,
+            next_probe_pair,
             paired_slots,
         )
+        self._then[spec.name] = None
         period = NS / self.config.rate_hz
         d = self.plan.dither
         grid = self._grid[spec.name]
@@ -312,25 +318,48 @@ class DeviceWorker:
             return self._book_explore(t)
         s, e, v = (list(x) for x in zip(*reads[-400:]))
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
+        burst, paired = max(1, self.plan.burst), paired_slots(q, period)
+        lead = self._lead_ns(spec.name, "last", bracket * (burst - 1))
+        first = self._lead_ns(spec.name, "first", 0)
         try:                # the edge nearest the slot's centre
-            aimed = next_probe_ns(s, e, v, q, aim_from_ns(now, centre, q, period),
-                                  bracket, 0, state=self._aim_state.setdefault(spec.name, {}),
-                                  paired=paired_slots(q, period))
+            aimed, then = next_probe_pair(
+                s, e, v, q, aim_from_ns(now, centre, q, period), bracket,
+                first if paired and burst > 1 else lead,
+                state=self._aim_state.setdefault(spec.name, {}), paired=paired, burst=burst)
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
             return self._book_explore(t)
         if aimed is None:
             return self._book_explore(t)
-        aimed = int(aimed) - (bracket if self.plan.burst > 1 else 0)   # the burst's last read aims
-        if not now < aimed < centre + AIM_REACH * period:   # no edge to aim at from this slot
+        if not (paired and burst > 1):
+            aimed = int(aimed) - lead         # the burst's last read aims
+        else:       # the first read aims (a flank or a bisecting read), the last waits for its own
+            aimed = int(aimed) - first
+            then = None if then is None else int(then) - self._lead_ns(spec.name, "then", 0)
+        if not now <= aimed < centre + AIM_REACH * period:   # no edge to aim at from this slot
             return self._book_explore(t)
-        if self.calendar is None:
-            return aimed
-        booked = self.calendar.aim(aimed, max(1, self.plan.burst), bracket // 2)
+        booked = (aimed if self.calendar is None
+                  else self.calendar.aim(aimed, max(1, self.plan.burst), bracket // 2))
         if booked is None:
             self.status.aims_yielded += 1
             return self._book_explore(t)
+        self._then[spec.name] = None if then is None else then + booked - aimed
         return booked
+
+    def _lead_seen(self, clock: str, read: str, late_ns: int) -> None:
+        self._leads.setdefault((clock, read), deque(maxlen=LEAD_PROBES)).append(late_ns)
+
+    def _lead_ns(self, clock: str, read: str, default: int) -> int:
+        """How long before its aim a read is planned: the median, over the clock's last
+        LEAD_PROBES probes, of how long after its planned instant that read of the probe started
+        ("first", "last" of a burst sent back to back, "then": a burst's last read planned apart;
+        the loop's wake-up, the driver's work before the wire, the reads before it); `default`
+        until measured. The flank reads rest on it: one that starts late lies inside what the
+        model allows and contradicts nothing."""
+        got = sorted(self._leads.get((clock, read), ()))
+        if len(got) < 4:
+            return default
+        return min(max(0, got[len(got) // 2]), LEAD_CAP_NS)
 
     def _at_start_line(self) -> None:
         if self.start_line is not None:
@@ -473,8 +502,16 @@ class DeviceWorker:
             sched.poll_due = now + int(self.plan.watch_poll_s * NS)
         elif ready := [c for c in sched.specs if sched.due[c.name] <= now]:
             spec = min(ready, key=lambda c: sched.due[c.name])
-            ok = await self._read(drv, spec, sched.reads[spec.name], sched.due[spec.name])
-            sched.due[spec.name] = self._next_read(spec, sched.reads[spec.name], self.now_ns())
+            reads, due, then = sched.reads[spec.name], sched.due[spec.name], self._then.get(spec.name)
+            n0 = len(reads)
+            ok = await self._read(drv, spec, reads, due, then)
+            if ok and len(reads) > n0:
+                self._lead_seen(spec.name, "first", reads[n0][0] - due)
+                if then is None:
+                    self._lead_seen(spec.name, "last", reads[-1][0] - due)
+                elif len(reads) > n0 + 1:
+                    self._lead_seen(spec.name, "then", reads[-1][0] - then)
+            sched.due[spec.name] = self._next_read(spec, reads, self.now_ns())
             return ok
         elif sched.stimuli and now >= sched.stim_due:
             await self._periodic_stimulus(drv, sched, now)
@@ -554,12 +591,17 @@ class DeviceWorker:
 
     # -- exchanges ----------------------------------------------------------------------------
     async def _read(self, drv: Driver, spec: ClockSpec, reads: list,
-                    planned_ns: int | None = None) -> bool:
+                    planned_ns: int | None = None, then_ns: int | None = None) -> bool:
         """One probe (a burst of reads). A malformed answer costs only itself: the device did
         answer, so the burst goes on; a read that got no answer ends the probe. The first read's
-        row carries how late the probe started after its planned instant (`late_ns`)."""
+        row carries how late the probe started after its planned instant (`late_ns`). `then_ns`:
+        the burst's last read waits until then (at most BURST_WAIT_NS), else they go back to
+        back."""
         answered = True
-        for i in range(max(1, self.plan.burst)):
+        n = max(1, self.plan.burst)
+        for i in range(n):
+            if i == n - 1 and i and then_ns is not None:
+                await self._sleep_until(min(then_ns, self.now_ns() + BURST_WAIT_NS))
             kind = await self._read_once(drv, spec, reads, planned_ns if i == 0 else None)
             if kind == "refused":          # the device asked for a pause (429/503): it answered
                 return True
