@@ -3,9 +3,10 @@ outputs stored beside them (tests/data/recorded/<run>.golden/), images and the f
 aside: refactoring the run, model and output code must not change what a user reads.
 
 The recorded folder is a real 15 s run of six simulated devices of four planes, with stimuli, an
-incident cascade, a step (bmc-3: a break, drift beyond the prior), an agent reboot (pdu-1:
-timeouts, a reconnect, a reboot break) and a counter wrap (pdu-2); tests/data/recorded/README.md
-says how it was made. What is normalised: tests/data/regen_recorded.py.
+incident cascade, a step (bmc-3: a break; a drift beyond the prior until the beyond-prior test
+took the reads after the break too), an agent reboot (pdu-1: timeouts, a reconnect, a reboot
+break) and a counter wrap (pdu-2); tests/data/recorded/README.md says how it was made. What is
+normalised: tests/data/regen_recorded.py.
 """
 from __future__ import annotations
 
