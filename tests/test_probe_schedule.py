@@ -93,7 +93,7 @@ def step_window(seed: int, size_s: float, rate_hz: float = 1.0, n: int = 80, at_
 
 @pytest.mark.parametrize("size_s", [0.3, -0.3, 0.1])
 def test_a_step_below_a_tick_is_pinned_within_a_few_probe_intervals(size_s):
-    """Flank reads (probe_schedule._aimed_start) see a step smaller than the tick at the next
+    """Flank reads (probe_schedule._edge_plan) see a step smaller than the tick at the next
     flank on its side: over 16 seeds the break's window on a pinned 1 s clock read at 1 Hz has a
     median of 4.4–6.0 probe intervals (every step found; 5.0–5.2 before the plan's grid, whose
     reads were ~1.08 s apart), where bisecting reads alone leave 11.9 (+0.3 s), 7.2 (−0.3 s, 15
@@ -121,3 +121,30 @@ def test_a_clock_declared_finer_than_its_tick_is_aimed_at_from_every_grid_phase(
         assert sg.offset_ns.lo <= m.offset_ns(sg.epoch_ns) <= sg.offset_ns.hi
         widths.append(sg.offset_ns.width)
     assert max(widths) < 10_000_000, [round(w / 1e6, 2) for w in widths]
+
+
+def step_delay(seed: int, size_s: float, at_s: float = 30.0, n: int = 120) -> float:
+    """Probe intervals from a step at `at_s` to the end of the first break window at or after
+    it, on a 1 s clock read at 2 Hz as the runner reads it (two slots per tick: paired edge
+    reads); inf when not found."""
+    from bench.sim.probing import read_like_runner
+    rng = np.random.default_rng(seed)
+    p = ClockParams(offset_s=rng.uniform(-5, 5), drift_ppm=rng.uniform(-100, 100),
+                    resolution_s=1.0, steps=((at_s, size_s),), sample_delay_s=0.0)
+    s, e, v, _, _ = read_like_runner(ClockModel(p, T0, seed), n, 2.0, NS, rng)
+    t = T0 + int(at_s * NS)
+    later = [b for b in fit_clock(s, e, v, NS).breaks if b.before_ns >= t]
+    return (later[0].before_ns - t) * 2.0 / NS if later else np.inf
+
+
+@pytest.mark.parametrize("size_s", [0.01, -0.01, 0.03, -0.03])
+def test_paired_edge_reads_find_small_steps_of_either_sign_within_a_few_probe_intervals(size_s):
+    """Issue 28's target, offline: a flank just outside the bounded-rate envelope and a
+    bisecting read at every edge find a 10 or 30 ms step on a 1 s clock at 2 Hz at medians of
+    2.0-2.6 probe intervals over 20 seeds (benchmarks/step_detection.py), every one found. A
+    flank at every 3rd edge, 4.8 ms beyond the line's window, found 10-11 of 20 10 ms steps, at
+    medians of 7.8-8.8."""
+    d = np.array([step_delay(seed, size_s) for seed in range(8)])
+    assert np.isfinite(d).all(), d
+    assert np.median(d) <= 4.0, d
+    assert d.max() <= 30.0, d          # 15 s
