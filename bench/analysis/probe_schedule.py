@@ -144,6 +144,17 @@ def _window(seg: Segment, q: int, phase_ns: int, k: int) -> tuple[int, int]:
     return target - int(o.hi), target - int(o.lo)
 
 
+def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int, int, int]:
+    """(k-th edge index, a, b): bounds [a, b] on the reference instant of the first tick edge
+    (device reading k·q + phase) whose earliest possible instant is at or after `after_ns`."""
+    first = math.ceil((after_ns + seg.offset_at(after_ns).hi - phase_ns) / q)
+    for k in range(first, first + 4):
+        a, b = _window(seg, q, phase_ns, k)
+        if a >= after_ns:
+            break
+    return k, a, b
+
+
 def _flank_before(env: Envelope, target: int, B: int, guard: int) -> int:
     """Start of a read whose bracket ends `guard` before the earliest instant the envelope allows
     the device to reach `target`: a = target − hi(a). Reading `target` or more there contradicts
