@@ -9,6 +9,10 @@ reads, where reads at random phases need hundreds (a random read lands within th
 interval with probability (b − a)/q). Where the device samples within its bracket does not
 change what a read proves (only s and e do), so it does not move the aim.
 
+Once the window is pinned, flank reads stand just outside what the bounded-rate envelope allows,
+where a step below a tick reads differently (_edge_plan; DESIGN.md, "Breaks localised: flank
+reads").
+
 Clocks with q no coarser than a couple of brackets straddle an edge on every read: those are read
 at the earliest allowed instant, as are clocks whose offset is not yet known to within a tick.
 """
@@ -158,7 +162,7 @@ def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int
 def _flank_before(env: Envelope, target: int, B: int, guard: int) -> int:
     """Start of a read whose bracket ends `guard` before the earliest instant the envelope allows
     the device to reach `target`: a = target − hi(a). Reading `target` or more there contradicts
-    every clock the model admits (DESIGN.md, "Paired edge reads")."""
+    every clock the model admits (DESIGN.md, "Breaks localised: flank reads")."""
     t = target - env.at(target)[1]
     for _ in range(3):                        # hi(t) moves at most R·|Δt|: two steps settle it
         t = target - env.at(t)[1]
@@ -177,13 +181,12 @@ def _flank_after(env: Envelope, target: int, guard: int) -> int:
 def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int, B: int,
                Bf: int, paired: bool, burst: int = 1) -> list[tuple[int, int]]:
     """The reads planned at edge k, in time order, as (start, how late it may start): bisecting
-    reads pin the edge's window
-    [a, b], flank reads, just outside what the bounded-rate envelope admits, catch a step (a
-    forward one reads the later value before the edge, a backward one the earlier value after
-    it). A flank allows for a bracket of Bf (a long one: a longer bracket reaching into the
-    envelope contradicts nothing). A flank stays within FLANK_REACH long brackets of the
-    window (a loose envelope, early in a segment, would put it where only huge steps show, and
-    bisecting reads see those). An after-flank may start up to 2·Bf late (it is then further
+    reads pin the edge's window [a, b], flank reads, just outside what the bounded-rate envelope
+    admits, catch a step (a forward one reads the later value before the edge, a backward one
+    the earlier value after it). A flank allows for a bracket of Bf (a long one: a longer
+    bracket reaching into the envelope contradicts nothing). A flank stays within FLANK_REACH
+    long brackets of the window (a loose envelope, early in a segment, would put it where only
+    huge steps show, and bisecting reads see those). An after-flank may start up to 2·Bf late (it is then further
     out, still outside): the bisecting read just before it, and the lead a probe needs, often
     leave no room for it on time.
 
@@ -193,9 +196,8 @@ def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int
     side's flank), second on the after side; a wider window gets a bisecting read (the next
     read bisects again while the edge is still ahead). With bursts of two reads or more, both
     flanks and the bisecting read at every edge: a probe takes two of them, its reads apart
-    (aim_pair). One slot per edge: a bisecting read,
-    except at every FLANK_EVERY-th edge once the window is pinned (PINNED brackets), a flank,
-    the sides in turn."""
+    (aim_pair). One slot per edge: a bisecting read, except at every FLANK_EVERY-th edge once the
+    window is pinned (PINNED brackets), a flank, the sides in turn."""
     a, b = _window(seg, q, phase_ns, k)
     bisect = (a + b - B) // 2
     guard = max(1, B // 4)
@@ -204,7 +206,7 @@ def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int
     if paired:
         if b - a > FLANKED * B:
             return [(bisect, 0)]
-        if burst >= 2 and env is not None:
+        if burst >= 2:
             return [_before_flank(env, a, k * q + phase_ns, Bf, guard), (bisect, 0),
                     _after_flank(env, b, k * q + phase_ns, Bf, guard)]
         before = k % 4 in (0, 3)

@@ -291,15 +291,7 @@ class DeviceWorker:
         `explore_every`-th probe, which reads at a uniform tick phase so that a step the aimed
         reads would straddle unseen is still found. Booked on the loop's calendar
         (bench/run/calendar.py) when it has one: an aim without room there explores instead."""
-        from bench.analysis.probe_schedule import (
-            AIM_REACH,
-            ProvenTick,
-            aim_from_ns,
-            explore_instant_ns,
-            grid_slot,
-            next_probe_pair,
-            paired_slots,
-        )
+        from bench.analysis.probe_schedule import ProvenTick, explore_instant_ns, grid_slot
         self._then[spec.name] = None
         period = NS / self.config.rate_hz
         d = self.plan.dither
@@ -316,6 +308,13 @@ class DeviceWorker:
             return self._book_later(max(now, int(centre + jitter)), int(period * d / 2))
         if exploring:
             return self._book_explore(t)
+        return self._aimed(spec, reads, now, centre, q, t)
+
+    def _aimed(self, spec: ClockSpec, reads: list, now: int, centre: int, q: int, t: int) -> int:
+        """The aimed probe of this slot (probe_schedule.next_probe_pair), planned its measured
+        lead earlier; booked on the calendar; else an exploration read at `t`."""
+        from bench.analysis.probe_schedule import AIM_REACH, aim_from_ns, next_probe_pair, paired_slots
+        period = NS / self.config.rate_hz
         s, e, v = (list(x) for x in zip(*reads[-400:]))
         bracket = sorted(b - a for a, b in zip(s[-20:], e[-20:]))[len(s[-20:]) // 2]
         burst, paired = max(1, self.plan.burst), paired_slots(q, period)
