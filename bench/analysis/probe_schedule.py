@@ -186,9 +186,9 @@ def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int
     the earlier value after it). A flank allows for a bracket of Bf (a long one: a longer
     bracket reaching into the envelope contradicts nothing). A flank stays within FLANK_REACH
     long brackets of the window (a loose envelope, early in a segment, would put it where only
-    huge steps show, and bisecting reads see those). An after-flank may start up to 2·Bf late (it is then further
-    out, still outside): the bisecting read just before it, and the lead a probe needs, often
-    leave no room for it on time.
+    huge steps show, and bisecting reads see those). An after-flank may start up to 2·Bf late
+    (it is then further out, still outside): the bisecting read just before it, and the lead a
+    probe needs, often leave no room for it on time.
 
     `paired` (two slots or more per edge): once the window is at most FLANKED brackets wide,
     a flank and a bisecting read at every edge, the flank first on the before side (edges 0 and
