@@ -159,23 +159,16 @@ def edge_window(seg: Segment, q: int, phase_ns: int, after_ns: int) -> tuple[int
     return k, a, b
 
 
-def _flank_before(env: Envelope, target: int, B: int, guard: int) -> int:
-    """Start of a read whose bracket ends `guard` before the earliest instant the envelope allows
-    the device to reach `target`: a = target − hi(a). Reading `target` or more there contradicts
-    every clock the model admits (DESIGN.md, "Breaks localised: flank reads")."""
-    t = target - env.at(target)[1]
-    for _ in range(3):                        # hi(t) moves at most R·|Δt|: two steps settle it
-        t = target - env.at(t)[1]
-    return int(t) - guard - B
-
-
-def _flank_after(env: Envelope, target: int, guard: int) -> int:
-    """Start of a read `guard` after the latest instant the envelope allows the device to still
-    read below `target`: b = target − lo(b). Reading below it there contradicts the model."""
-    t = target - env.at(target)[0]
+def _envelope_edge(env: Envelope, target: int, side: int) -> int:
+    """The instant t at which the envelope's bound on the offset brings the device to `target`:
+    t = target − bound(t), side 1 its upper bound (the earliest instant the model lets the device
+    reach target: reading target or more before it contradicts every clock it admits), side 0
+    its lower bound (the latest instant it may still read below target). The bound moves at most
+    R·|Δt|, so a few fixed-point steps settle it."""
+    t = target - env.at(target)[side]
     for _ in range(3):
-        t = target - env.at(t)[0]
-    return int(t) + guard
+        t = target - env.at(t)[side]
+    return int(t)
 
 
 def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int, B: int,
@@ -223,13 +216,20 @@ def _edge_plan(seg: Segment, env: Envelope | None, q: int, phase_ns: int, k: int
 
 
 def _before_flank(env: Envelope, a: int, target: int, Bf: int, guard: int) -> tuple[int, int]:
+    """A before-flank's (start, lateness allowed): its bracket ends `guard` before the envelope's
+    earliest instant, never closer to the line's window [a, .] than that, nor FLANK_REACH long
+    brackets further."""
     near = a - Bf - guard
-    return max(min(_flank_before(env, target, Bf, guard), near), near - FLANK_REACH * Bf), 0
+    edge = _envelope_edge(env, target, 1) - guard - Bf
+    return max(min(edge, near), near - FLANK_REACH * Bf), 0
 
 
 def _after_flank(env: Envelope, b: int, target: int, Bf: int, guard: int) -> tuple[int, int]:
+    """An after-flank's (start, lateness allowed): `guard` after the envelope's latest instant,
+    clamped to the line's window [., b] as _before_flank; it may start up to 2·Bf late."""
     near = b + guard
-    return min(max(_flank_after(env, target, guard), near), near + FLANK_REACH * Bf), 2 * Bf
+    edge = _envelope_edge(env, target, 0) + guard
+    return min(max(edge, near), near + FLANK_REACH * Bf), 2 * Bf
 
 
 def aim_pair(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
@@ -264,14 +264,6 @@ def aim_pair(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_n
             nxt = None
         return int(s), nxt
     return earliest, None
-
-
-def aim(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_ns: int,
-        min_gap_ns: int, env: Envelope | None = None, long_bracket_ns: int = 0,
-        paired: bool = False, last_start_ns: int | None = None) -> int:
-    """The reference instant to send the next request (aim_pair's first)."""
-    return aim_pair(seg, q, phase_ns, now_ns, typical_bracket_ns, min_gap_ns, env,
-                    long_bracket_ns, paired, last_start_ns)[0]
 
 
 def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: float,

@@ -73,7 +73,7 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
             try:
                 a = next_probe_ns(S, E, V, q, aim_from_ns(now, centre, q, period), br, 0,
                                   state=aim_state, paired=paired_slots(q, period))
-                t = a if now < a < centre + AIM_REACH * period else t
+                t = a if now <= a < centre + AIM_REACH * period else t
             except Exception:           # the runner journals it and reads at the dithered time
                 pass
         b = bracket_ns(rng, sideband)
