@@ -255,7 +255,7 @@ def run_size(n: int, duration_s: float, work: Path, sim_procs: int | None,
         statuses, _ = run_devices(list(rack.devices), Reference.now_ns, store, plan,
                                          True, **run_kw)
         window = time.monotonic() - t0
-        store.update_devices({st.name: st.record() for st in statuses})
+        store.update_devices({st.name: st.record().to_dict() for st in statuses})
         sampler.sample()
         sampler.stop.set()
         store.close()
