@@ -51,7 +51,9 @@ async def serve_redfish(profile: dict, certdir: Path) -> None:
     from bench.sim.tls import make_certificates
 
     certs = make_certificates(certdir, prefix="hostile")
-    counts = {"logins": 0, "logouts": 0, "gets": 0, "manager_gets": 0, "log_gets": 0}
+    counts = {"logins": 0, "logouts": 0, "gets": 0, "manager_gets": 0, "log_gets": 0,
+              "log_pages": 0, "log_rereads": 0}
+    pages: set[int] = set()
     sessions: dict[str, str] = {}
     offset = float(profile.get("offset_s", 0.0))
     n_entries = int(profile.get("entries", 0))
@@ -133,6 +135,10 @@ async def serve_redfish(profile: dict, certdir: Path) -> None:
             counts["log_gets"] += 1
             await asyncio.sleep(float(profile.get("page_delay_s", 0.0)))
             skip = int(request.query.get("$skip", 0))
+            if skip + per_page < len(entries):      # a page before the end: read once, in order
+                counts["log_rereads"] += skip in pages
+                pages.add(skip)
+                counts["log_pages"] = len(pages)
             page = entries[skip:skip + per_page]
             body = {"Members": page, "Members@odata.count": len(entries)}
             if skip + per_page < len(entries):
