@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import allantools
 import numpy as np
 import numpy.typing as npt
 
@@ -75,6 +74,7 @@ def deviation(name: str, data: npt.ArrayLike, rate: float = 1.0, data_type: str 
     m = m[(n - m >= 2)] if name == "tierms" else m[n >= 3 * m + 2]
     if len(m) == 0:
         return np.zeros(0), np.zeros(0)
+    import allantools  # scipy underneath: 1-2 s of import, paid only when used
     t, d, _, _ = getattr(allantools, name)(x, rate=rate, data_type=data_type,
                                            taus=m / float(rate))
     return np.asarray(t), np.asarray(d)
@@ -137,6 +137,7 @@ def deviation_with_errors(name: str, data: npt.ArrayLike, rate: float = 1.0, dat
     m = m[(n - m >= 2)] if name == "tierms" else m[n >= 3 * m + 2]
     if len(m) == 0:
         return np.zeros(0), np.zeros(0), np.zeros(0)
+    import allantools
     t, d, err, _ = getattr(allantools, name)(x, rate=rate, data_type=data_type,
                                              taus=m / float(rate))
     return np.asarray(t), np.asarray(d), np.asarray(err)
