@@ -28,7 +28,14 @@ KEYS = {
     "order": "id | file | none: the log's own order, used to decide which clock segment a "
              "stamp belongs to (default: id where lines carry one, else file)",
     "boot": "dmesg: the boot instant in the host's wall time (its stamps count from boot)",
-    "stamp": "wall | monotonic: which clock journald and snmptrapd stamps are on (default auto)",
+    "stamp": "wall | monotonic: which clock journald and snmptrapd stamps are on (default: "
+             "snmptrapd the agent's sysUpTime varbind where a trap has one, else the receive "
+             "time); relay: syslog lines re-stamped by a relay (with receiver=)",
+    "field": "the stamp field: Kubernetes eventTime (the reporting component's clock) | "
+             "creationTimestamp (the API server's) | firstTimestamp | lastTimestamp; Redfish "
+             "Created | EventTimestamp (default: from each line; docs/TIMELINE.md)",
+    "receiver": "DEVICE[:CLOCK] of the run whose clock stamped received lines (snmptrapd's "
+                "host, a syslog relay)",
     "presync_before": "a wall stamp before this date (e.g. the firmware image date) was written "
                       "before the clock was set: placed by order, not by its stamp",
 }

@@ -140,14 +140,17 @@ def test_snmptrapd_log_with_varbind_lines_and_the_agent_uptime():
             "2026-11-30 09:51:15 pdu-2 [UDP: [127.0.0.1]:50001->[127.0.0.1]:162]:\n"
             "  .1.3.6.1.2.1.1.3.0 = Timeticks: (4295067) 11:55:50.67\n"
             "garbage line\n")
-    log = one(text, n_bad=1)
+    from dataclasses import replace
+    log = one(text, ctx=replace(RUN, stamp="wall"), n_bad=1)      # the receiver's stamps
     assert log.format == "snmptrapd"
     assert [s.value_ns for s in log.stamps] == [T, T + NS]
     assert "outletOff" in log.stamps[0].text
     assert log.unparsed[0][0] == 5
-    up = one(text, "snmptrapd", Context(stamp="monotonic"), n_bad=1)
-    assert [(s.value_ns, s.resolution_ns) for s in up.stamps] == [(42949670 * MS, 10 * MS),
-                                                                  (42950670 * MS, 10 * MS)]
+    # by default (auto) and with stamp=monotonic: the agent's sysUpTime where the trap has it
+    for ctx in (RUN, Context(stamp="monotonic")):
+        up = one(text, "snmptrapd", ctx, n_bad=1)
+        assert [(s.value_ns, s.resolution_ns, s.kind) for s in up.stamps] == [
+            (42949670 * MS, 10 * MS, "monotonic"), (42950670 * MS, 10 * MS, "monotonic")]
 
 
 def test_csv_of_timestamp_and_text():

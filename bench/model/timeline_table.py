@@ -133,9 +133,12 @@ class EntryTable:
                 "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries]}
 
     def add_mapped(self, device: str, plane: str, texts: LogTexts, m: Mapped,
-                   vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str) -> int:
+                   vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str,
+                   rows: npt.NDArray[np.int64] | None = None, clock_device: str = "") -> int:
         """A log's mapped stamps (bench.analysis.timeline_map.Mapped) but the unplaced ones;
-        their number."""
+        their number. `rows`: each stamp's index in the log (default: all, in order);
+        `clock_device`: the device whose clock stamped them (default `device`), which orders
+        them against that clock's other stamps."""
         sel = np.flatnonzero(m.status < len(STATUSES))
         if not len(sel):
             return 0
@@ -146,7 +149,8 @@ class EntryTable:
         uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
         names = [m.calibration_of(int(sel[i])) for i in first]
         cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
-        keys = np.array([self._ix(self._clock, self.clock_names, f"{device}/{clock}/{nm}")
+        keys = np.array([self._ix(self._clock, self.clock_names,
+                                  f"{clock_device or device}/{clock}/{nm}")
                          for nm in names],
                         np.int64)[inv]
         status = m.status[sel].astype(np.int8)
@@ -158,7 +162,7 @@ class EntryTable:
             "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
             "status": status, "basis": np.zeros(len(sel), np.int8),
             "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
-            "src": np.full(len(sel), src, np.int32), "idx": sel})
+            "src": np.full(len(sel), src, np.int32), "idx": sel if rows is None else rows[sel]})
         return len(sel)
 
     def columns(self) -> Cols:

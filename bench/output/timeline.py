@@ -61,6 +61,9 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
     yield (f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
           f"{rep['lines']} lines, {rep['mapped']} mapped, order: {rep.get('order', '-')}"
           + (f", {rep['status']}" if rep.get("status") else ""))
+    for sb in rep.get("stamped_by", ()):
+        yield (f"  stamped: {sb['says']}: {sb['lines']} lines" if "says" in sb else
+               f"  not placed ({sb['lines']} lines, {sb['field']}): {sb['refused']}")
     for nt in rep["notes"]:
         yield (f"  assumed: {nt}" if not nt.startswith("lines over") else f"  {nt}")
     if rep["unparsed_count"]:
