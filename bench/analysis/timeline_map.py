@@ -181,7 +181,12 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     notes: list[str] = []
     if order_key is not None and K > 1:
         drops = not any(c.modulus_ns for c in cals)
-        cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
+        cand, outliers, broken = _by_order(cand, los, his, np.asarray(order_key),
+                                           v if drops else None)
+        if outliers:
+            notes.append(f"{outliers} lines out of order in the log (not confirmed as a clock "
+                         f"set back by the lines around them): each keeps every segment it can "
+                         f"be in and narrows no other line")
         if broken:
             notes.append(f"{broken} lines' candidates contradict the log's own order: "
                          f"their candidates were kept, unnarrowed")
@@ -258,11 +263,14 @@ def _statuses(cals: list[SegmentWindow], cand: Mask, first: I64, dist: I64, coun
 
 
 def _by_order(cand: Mask, los: I64, his: I64, key: npt.ArrayLike, value: I64 | None = None
-              ) -> tuple[Mask, int]:
-    """Narrow each line's candidates by the log's order, which is time order: a later line's
-    segment is not earlier, and its instant is not before the earliest instant every candidate
-    of an earlier line allows (nor after the latest a later line allows). Where the stamps go
-    down from one line to the next, a monotone clock was set back in between: a later segment."""
+              ) -> tuple[Mask, int, int]:
+    """Narrow each line's candidates by the log's order, which is evidence of time order: a
+    later line's segment is not earlier, and its instant is not before the earliest instant
+    every candidate of an earlier line allows (nor after the latest a later line allows). Where
+    the stamps go down and the lines around confirm it, a monotone clock was set back in
+    between: a later segment. A line out of order that its neighbours do not confirm as a
+    set-back is an outlier (`order_outliers`): it keeps every candidate and narrows no other
+    line. (candidates, outliers, lines whose candidates still contradict the order: kept)."""
     K, n = cand.shape
     idx = np.argsort(key, kind="stable")
     c0 = cand[:, idx]
@@ -270,29 +278,62 @@ def _by_order(cand: Mask, los: I64, his: I64, key: npt.ArrayLike, value: I64 | N
     ks = np.arange(K)[:, None]
     big = np.iinfo(np.int64).max
     up = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=bool)
     if value is not None and n > 1:
-        vv = np.asarray(value, dtype=np.int64)[idx]
-        up[1:] = np.cumsum(vv[1:] < vv[:-1])       # segments entered up to each line, at least
+        out, up = order_outliers(np.asarray(value, dtype=np.int64)[idx])
     c = c0.copy()
     for _ in range(3):
-        has = c.any(axis=0)
-        kmin = np.where(has, np.where(c, ks, K).min(axis=0), 0)
-        kmax = np.where(has, np.where(c, ks, -1).max(axis=0), K - 1)
+        has = c.any(axis=0) & ~out
+        kmin = np.where(has, np.where(c, ks, K).min(axis=0) - up, -K - 1)
+        kmax = np.where(has, np.where(c, ks, -1).max(axis=0) - up, K + 1)
         earliest = np.where(has, np.where(c, lo, big).min(axis=0), -big)
         latest = np.where(has, np.where(c, hi, -big).max(axis=0), big)
-        k_lo = np.maximum.accumulate(kmin - up) + up
-        k_hi = np.minimum.accumulate((kmax - up)[::-1])[::-1] + up
+        k_lo = np.maximum.accumulate(kmin) + up
+        k_hi = np.minimum.accumulate(kmax[::-1])[::-1] + up
         t_lo = np.maximum.accumulate(earliest)
         t_hi = np.minimum.accumulate(latest[::-1])[::-1]
         nxt = c & (ks >= k_lo) & (ks <= k_hi) & (hi >= t_lo) & (lo <= t_hi)
+        nxt[:, out] = c0[:, out]
         if np.array_equal(nxt, c):
             break
         c = nxt
     broken = c0.any(axis=0) & ~c.any(axis=0)
     c[:, broken] = c0[:, broken]
-    out = np.empty_like(cand)
-    out[:, idx] = c
-    return out, int(broken.sum())
+    res = np.empty_like(cand)
+    res[:, idx] = c
+    return res, int(out.sum()), int(broken.sum())
+
+
+def order_outliers(v: I64, rounds: int = 4) -> tuple[Mask, I64]:
+    """Over a log's stamps in its own order: (the lines out of order that are outliers, the
+    set-backs entered up to each line). A drop between lines i and i+1 is a set-back when the
+    two lines before it are both above the two after it (no one line explains it); otherwise
+    the line that, left out, restores the order is the outlier (i above both its neighbours, or
+    i+1 below both), else both. Repeated on the lines left until none is out of order."""
+    n = len(v)
+    out = np.zeros(n, dtype=bool)
+    setback = np.zeros(n, dtype=bool)          # a confirmed set-back just before this line
+    big = np.iinfo(np.int64).max
+    for r in range(rounds):
+        keep = np.flatnonzero(~out)
+        w = v[keep]
+        i = np.flatnonzero(w[1:] < w[:-1])
+        if not len(i):
+            break
+        pad = np.concatenate(([-big, -big], w, [big, big]))
+        a, b, c, d = pad[i + 1], pad[i + 2], pad[i + 3], pad[i + 4]
+        confirmed = np.minimum(a, b) > np.maximum(c, d)
+        setback[keep[i[confirmed] + 1]] = True
+        i, a, b, c, d = i[~confirmed], a[~confirmed], b[~confirmed], c[~confirmed], d[~confirmed]
+        if not len(i):
+            break
+        spike = a <= c
+        dip = ~spike & (d >= b)
+        both = (~spike & ~dip) | (r == rounds - 1)
+        out[keep[i[spike | both]]] = True
+        out[keep[i[dip | both] + 1]] = True
+        setback[:] = False                     # found again on the lines left
+    return out, np.cumsum(setback).astype(np.int64)
 
 
 def describe(m: Mapped, i: int) -> str:
