@@ -231,3 +231,26 @@ def test_one_late_line_keeps_the_narrowing_of_the_rest_and_is_counted_alone():
         rest = np.setdiff1d(np.arange(len(t)), late)
         assert np.all(w[rest] < 50 * MS), w[rest]
         assert any(n.startswith(f"{len(late)} lines out of order") for n in mp.notes), mp.notes
+
+
+def test_extrapolation_allows_the_model_rate_and_says_the_run_rate_is_assumed():
+    """bmc-1 slews at +500 ppm after the run (inside the 600 ppm model): lines up to an hour
+    later hold their instants, because an extrapolated interval allows the model's rate bound
+    over the gap; the run's rate continuing is only the assumed interval, and misses here."""
+    m = ClockModel(ClockParams(offset_s=0.8, drift_ppm=3, resolution_s=0.001,
+                               slews=((620.0, 3000.0, 500.0),)), T0, seed=8)
+    res = virtual_fit(m, seconds=600)
+    cals = calibrations([("run", res, {})])
+    t = T0 + np.array([-1800, -60, 700, 900, 1500, 2400, 3600], dtype=np.int64) * NS
+    mp = map_stamps(cals, log_of(m, t), MS, not_after_ns=T0 + 86400 * NS)
+    assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns)), (t - mp.lo_ns, mp.hi_ns - t)
+    assert all(mp.status_of(i) == "extrapolated" for i in range(len(t)))
+    assert mp.rate_ppm == 600.0
+    inside = (mp.assumed_lo_ns >= mp.lo_ns) & (mp.assumed_hi_ns <= mp.hi_ns)
+    assert inside.all()
+    held = (mp.assumed_lo_ns <= t) & (t <= mp.assumed_hi_ns)
+    assert not held[2:].all(), "the run's rate is an assumption the slew breaks"
+    assert any("±600 ppm" in n and "assumed" in n for n in mp.notes), mp.notes
+    # the model's bound: 600 ppm of the gap each way, no more (plus the edge's own bound)
+    gap = np.maximum(t - res.fit.segments[0].end_ns, res.fit.segments[0].start_ns - t)
+    assert np.all(mp.hi_ns - mp.lo_ns < 2 * 600e-6 * gap / (1 - 600e-6) + 20 * MS)

@@ -19,7 +19,7 @@ BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
 LABEL_KEEP = 200
 UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
-INT_COLS = ("lo", "hi", "stamp", "res", "dist", "clock", "idx")
+INT_COLS = ("lo", "hi", "alo", "ahi", "stamp", "res", "dist", "clock", "idx")
 SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
               "dev": np.int32, "src": np.int32}
 
@@ -158,6 +158,8 @@ class EntryTable:
         self.sources.append(texts)
         self.chunks.append({
             "lo": m.lo_ns[sel], "hi": m.hi_ns[sel], "stamp": vals[sel], "res": qs[sel],
+            "alo": (m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns)[sel],
+            "ahi": (m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns)[sel],
             "has_stamp": np.ones(len(sel), bool), "dist": m.distance_ns[sel],
             "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
             "status": status, "basis": np.zeros(len(sel), np.int8),
@@ -180,6 +182,7 @@ class EntryTable:
 def _entry_numbers(entries: list[Entry]) -> dict[str, list[int]]:
     """The interval, stamp, status and basis columns of run entries."""
     return {"lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
+            "alo": [e.lo_ns for e in entries], "ahi": [e.hi_ns for e in entries],
             "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
             "has_stamp": [e.stamp_ns is not None for e in entries],
             "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],
