@@ -23,7 +23,9 @@ DEFAULT_FORMATS = ("json", "csv", "html")
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
               "surely",
-    "tz": "IANA zone of the log's zone-less stamps, e.g. Europe/Berlin (default: --tz, else UTC)",
+    "tz": "IANA zone of the log's zone-less stamps, e.g. Europe/Berlin (default: --tz, else the "
+          "device's log_timezone / timezone / sel_timezone in the rack file; none: zone-less "
+          "stamps are refused, never read as UTC)",
     "year": "year of year-less stamps (rfc3164, dmesg -T); default: the run's",
     "order": "id | file | none: the log's own order, used to decide which clock segment a "
              "stamp belongs to (default: id where lines carry one, else file)",
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default=None, choices=FORMATS,
                     help="default log format (per log: format=...; default: detected)")
     ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...; "
-                    "default: the device's zone in the rack file, else UTC)")
+                    "default: the device's zone in the rack file, else they are refused)")
     ap.add_argument("--widen-latency", action="store_true",
                     help="bound event instants, not stamps, with the run's measured log latency")
     ap.add_argument("--rows", type=int, default=200,

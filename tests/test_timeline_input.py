@@ -140,7 +140,7 @@ def test_the_rack_files_zone_reads_a_local_time_log(tmp_path, capsys):
     log.write_text("\n".join(lines) + "\n")
     assert main([str(run), f"bmc-1={log}"]) == 0
     out = capsys.readouterr().out
-    assert "zone: Europe/Berlin (from the rack file)" in out
+    assert "zone: Europe/Berlin (the rack file's sel_timezone)" in out
     data = json.loads((run / "timeline.json").read_text())
     got = sorted((e for e in data["entries"] if e["log"]), key=lambda e: e["lo_ns"])
     assert len(got) == 2

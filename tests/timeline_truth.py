@@ -58,7 +58,7 @@ def make_run(folder: Path, devices: dict[str, tuple[str, dict[str, ClockParams]]
         manifest["devices"][dev] = {"plane": plane, "clocks": specs}
         inv = {"plane": plane}
         if zones and dev in zones:
-            inv["timezone"] = zones[dev]
+            inv["log_timezone"] = zones[dev]
         manifest["inventory"]["devices"][dev] = inv
     store.write_manifest(manifest)
     store.close()

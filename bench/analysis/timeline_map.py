@@ -197,13 +197,7 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
         drops = not any(c.modulus_ns for c in cals)
         cand, outliers, broken = _by_order(cand, los, his, np.asarray(order_key),
                                            v if drops else None)
-        if outliers:
-            notes.append(f"{outliers} lines out of order in the log (not confirmed as a clock "
-                         f"set back by the lines around them): each keeps every segment it can "
-                         f"be in and narrows no other line")
-        if broken:
-            notes.append(f"{broken} lines' candidates contradict the log's own order: "
-                         f"their candidates were kept, unnarrowed")
+        notes += _order_notes(outliers, broken)
     count = cand.sum(axis=0)
     first = np.where(count > 0, np.argmax(cand, axis=0), -1) if K else np.full(n, -1)
     lo = np.where(cand, los, _BIG).min(axis=0) if K else np.zeros(n, dtype=np.int64)
@@ -225,6 +219,19 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
 
 
 _BIG = np.iinfo(np.int64).max
+
+
+def _order_notes(outliers: int, broken: int) -> list[str]:
+    """What the log's order could not be trusted for, counted."""
+    notes = []
+    if outliers:
+        notes.append(f"{outliers} lines out of order in the log (not confirmed as a clock set "
+                     f"back by the lines around them): each keeps every segment it can be in "
+                     f"and narrows no other line")
+    if broken:
+        notes.append(f"{broken} lines' candidates contradict the log's own order: their "
+                     f"candidates were kept, unnarrowed")
+    return notes
 
 
 def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, after: I64,

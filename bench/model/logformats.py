@@ -204,7 +204,7 @@ class ParsedLog:
 @dataclass(frozen=True)
 class Context:
     """What a zone-less or year-less stamp is read with, each use said in the output."""
-    zone: str = ""             # IANA zone of the file's local times ("" = UTC, said so)
+    zone: str = ""             # IANA zone of the file's local times ("": none, refused)
     year: int | None = None    # year of RFC 3164 / year-less stamps (from the run)
     near_ns: int | None = None # a reference instant the log is near (the run), to pick the year
     boot_ns: int | None = None # dmesg -> wall: the host's boot instant in its own wall time
@@ -238,14 +238,20 @@ def _zone(ctx: Context) -> dt.tzinfo:
         raise LogError(f"unknown time zone {ctx.zone!r}") from exc
 
 
+NO_ZONE = ("a zone-less stamp and no zone for this device: give tz=ZONE (or log_timezone in "
+           "the rack file); it is never read as UTC by default")
+
+
 def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, Notes]:
-    """A zone-less wall time read in the file's zone: (value_ns, resolution_ns, notes). In a DST
+    """A zone-less wall time read in the file's zone: (value_ns, resolution_ns, notes); refused
+    (Unparsed) when no zone is known, never read as UTC by default. In a DST
     fold (the hour that happens twice) the value covers both readings; in a DST gap (a time that
     never happened) both offsets too, flagged."""
+    if not ctx.zone:
+        raise Unparsed(NO_ZONE)
     tz = _zone(ctx)
     if tz is dt.UTC:
-        return _ns(naive.replace(tzinfo=dt.UTC)), res_ns, ("zone: UTC assumed (none given)",) \
-            if not ctx.zone else (f"zone: UTC ({ctx.zone_from})",)
+        return _ns(naive.replace(tzinfo=dt.UTC)), res_ns, (f"zone: UTC ({ctx.zone_from})",)
     a = naive.replace(tzinfo=tz, fold=0)
     b = naive.replace(tzinfo=tz, fold=1)
     va, vb = _ns(a), _ns(b)
@@ -297,6 +303,8 @@ def iso_stamp(m: re.Match[str], ctx: Context) -> tuple[int, int, Notes]:
         res, notes = 60 * NS, ("no seconds in the stamp: resolution 1 min",)
     try:
         v, widen, zn = _minute(y, mo, d, h, mi, tz, ctx.zone, ctx.zone_from)
+    except Unparsed:
+        raise
     except (ValueError, OverflowError) as exc:
         raise Unparsed(f"no such date and time: {exc}") from None
     if int(s or 0) > 59:
@@ -479,11 +487,18 @@ def parse_snmptrapd(line: str, ctx: Context) -> Parsed:
     if ctx.stamp in ("monotonic", "auto") and up:   # (else its varbind lines may still carry it)
         return (int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0), text,
                 None, UPTIME_NOTE)
+    if not ctx.zone and ctx.stamp != "wall":     # its varbind line may still give the uptime
+        return (0, NS, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None, (PENDING,))
     try:
         v, q, zn = local_to_ns(datetime.fromisoformat(m.group(1)), ctx, NS)
+    except Unparsed:
+        raise
     except (ValueError, OverflowError) as exc:
         raise Unparsed(f"no such date: {exc}") from None
     return (v, q, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None, zn)
+
+
+PENDING = "a zone-less receive time: the trap's varbind lines may give the agent's uptime"
 
 
 def parse_iso(line: str, ctx: Context) -> Parsed:
@@ -753,6 +768,8 @@ def _parse_lines(fmt: str, batches: Iterable[LineBatch], ctx: Context, out: Pars
             _parse_each(fmt, numbered((batch,)), ctx, out)
     if trapd_mono:
         _drop_wall_trap(out)
+    if fmt == "snmptrapd":
+        _drop_pending(out)
         out.unparsed.sort()
 
 
@@ -769,6 +786,8 @@ def _parse_each(fmt: str, src: Iterable[tuple[int, str]], ctx: Context, out: Par
             st = fn(line, ctx)
             if trapd and mono:      # a new trap: the one above is done
                 _drop_wall_trap(out)
+            elif trapd:
+                _drop_pending(out)
             add(n, *st)
         except BAD_INPUT as exc:
             if trapd and len(out.stamps) and SNMPTRAPD_CONT.match(line):
@@ -783,6 +802,15 @@ def _drop_wall_trap(out: ParsedLog) -> None:
     if len(st) and st.kind[-1] != KINDS.index("monotonic"):
         last = st.pop()
         out.reject(last.line, last.text, "trap without a sysUpTime varbind")
+
+
+def _drop_pending(out: ParsedLog) -> None:
+    """The trap above, if it is still a zone-less receive time (no varbind gave the agent's
+    uptime), is unparsed: no zone to read it in."""
+    st = out.stamps
+    if len(st) and st.note_sets[st.note_id[-1]] == (PENDING,):
+        last = st.pop()
+        out.reject(last.line, last.text, NO_ZONE)
 
 
 def _with_varbind(st: Stamps, line: str, ctx: Context) -> None:
@@ -871,7 +899,7 @@ def _detect_json(head: list[str], document: Callable[[], str] | None) -> tuple[s
 
 
 def _detect_lines(head: list[str]) -> tuple[str, str]:
-    ctx = Context(year=2000)
+    ctx = Context(year=2000, zone="UTC")      # the shape of a line, not its instant
     scores = []
     for fmt in DETECT_ORDER:
         fn = LINE_FORMATS[fmt]

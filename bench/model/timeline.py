@@ -175,7 +175,8 @@ def _breaks(name: str, plane: str, fits: Fits) -> list[Entry]:
 
 
 OPTIONS = {"format": "the log's format (default: detected)",
-           "tz": "IANA zone of zone-less stamps (default: the rack file's zone for the device)",
+           "tz": "IANA zone of zone-less stamps (default: the device's log_timezone, timezone or "
+                 "sel_timezone in the rack file; none: zone-less stamps are refused)",
            "year": "year of year-less stamps (default: nearest the run)",
            "order": "id | file | none: the log's own order, used to decide a stamp's segment",
            "boot": "dmesg: the boot instant in the host's wall time (ISO 8601)",
@@ -186,7 +187,7 @@ OPTIONS = {"format": "the log's format (default: detected)",
            "receiver": "DEVICE[:CLOCK] whose clock stamped received lines (snmptrapd's host, a "
                        "syslog relay)",
            "presync_before": "a wall stamp before this date was written before the clock was set"}
-ZONE_KEYS = ("timezone", "sel_timezone")     # a device's zone in the rack file (drivers' keys)
+ZONE_KEYS = ("log_timezone", "timezone", "sel_timezone")   # a device's zone in the rack file
 
 
 def parse_spec(spec: str) -> tuple[str, str, Path, dict[str, str]]:
@@ -207,14 +208,17 @@ def parse_spec(spec: str) -> tuple[str, str, Path, dict[str, str]]:
     return device, clock, Path(path), kv
 
 
-def _wall_ns(text: str, what: str) -> int:
+def _wall_ns(text: str, what: str, zone: str = "") -> int:
+    """An option's date and time: with its own offset, else in the log's zone (none: refused)."""
     m = ISO.fullmatch(text)
     try:
-        v = iso_stamp(m, Context())[0] if m else None
+        v = iso_stamp(m, Context(zone=zone))[0] if m else None
     except ValueError:
         v = None
     if v is None or not in_int64(v):
-        raise LogError(f"{what}={text!r}: expected an ISO 8601 date and time (years 1678-2261)")
+        raise LogError(f"{what}={text!r}: expected an ISO 8601 date and time (years 1678-2261)"
+                       + ("" if zone or (m and m.group(8)) else
+                          " with its offset (Z, +01:00), or a tz= for the log"))
     return v
 
 
@@ -238,17 +242,18 @@ def log_context(kv: dict[str, str], run: Run, device: str) -> Context:
     zone, src = kv.get("tz", ""), "given"
     inv = run.manifest.inventory.device(device)
     if not zone:
-        zone = next((str(inv[k]) for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
-        src = "from the rack file"
+        key = next((k for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
+        zone, src = (str(inv[key]), f"the rack file's {key}") if key else ("", "")
     if zone.lower() == "unknown":
         zone = ""
     near = run.manifest.started_ns
     ctx = Context(zone=zone, year=year, near_ns=int(near) if near and in_int64(near) else None,
-                  boot_ns=_wall_ns(kv["boot"], "boot") if kv.get("boot") else None,
+                  boot_ns=_wall_ns(kv["boot"], "boot", zone) if kv.get("boot") else None,
                   stamp=_choice(kv, "stamp", ("auto", "wall", "monotonic", "relay"), "auto"),
                   field=_choice(kv, "field", ("auto", *K8S_FIELDS, *REDFISH_FIELDS), "auto"),
                   zone_from=src)
-    local_to_ns(datetime(2000, 1, 1), ctx, 0)       # an unknown zone: said here, once
+    if zone:
+        local_to_ns(datetime(2000, 1, 1), ctx, 0)   # an unknown zone: said here, once
     return ctx
 
 
@@ -289,7 +294,7 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
         raise LogError(refused[0][1])
     mapping = _Mapping(device, run.manifest.device(device).plane, LogTexts(log.stamps, path.name),
                        _choice(kv, "order", ("auto", "id", "file", "none"), "auto"),
-                       _wall_ns(kv["presync_before"], "presync_before")
+                       _wall_ns(kv["presync_before"], "presync_before", ctx.zone)
                        if kv.get("presync_before") else PRESYNC_BEFORE_NS)
     for s, rows in found:
         mapping.group(s, rows, cal, table, report)
@@ -392,8 +397,15 @@ def _unplaced(report: dict[str, Any], st: Stamps, rows: npt.NDArray[np.int64], m
                          np.frombuffer(st.res, dtype=np.int64)[rows[shown]],
                          [kind == "wall"] * len(shown))
     report["unplaced"] += [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
-                            "why": describe(m, j)}
+                            "why": describe(m, j) + _zone_said(st, i)}
                            for j, i, t in zip(shown.tolist(), rows[shown].tolist(), times)]
+
+
+def _zone_said(st: Stamps, i: int) -> str:
+    """For a line not placed: the zone its zone-less stamp was read in, if it was."""
+    zn = next((n for n in st.note_sets[st.note_id[i]] if n.startswith("zone: ")), "")
+    return (f" (its zone-less stamp was read as local time in {zn[6:]}: if the log is in "
+            f"another zone, give tz=)") if zn else ""
 
 
 def _order_key(st: Stamps, rows: npt.NDArray[np.int64], how: str

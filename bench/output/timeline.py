@@ -66,7 +66,12 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
                f"  not placed ({sb['lines']} lines, {sb['field']}): {sb['refused']}")
     for nt in rep["notes"]:
         yield (f"  assumed: {nt}" if not nt.startswith("lines over") else f"  {nt}")
-    if rep["unparsed_count"]:
+    whys = {u["why"] for u in rep["unparsed"]}
+    if rep["unparsed_count"] and len(whys) == 1 and len(rep["unparsed"]) > 1:
+        lines = ", ".join(str(u["line"]) for u in rep["unparsed"][:10])
+        more = ", ..." if rep["unparsed_count"] > 10 else ""
+        yield (f"  {rep['unparsed_count']} lines not parsed: {whys.pop()} (lines {lines}{more})")
+    elif rep["unparsed_count"]:
         yield (f"  {rep['unparsed_count']} lines not parsed:")
         for u in rep["unparsed"][:20]:
             yield (f"    line {u['line']}: {u['why']}: {u['text'][:80]!r}")
