@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.model.lognames import FORMATS, LINE_LIMIT
 
@@ -63,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="default log format (per log: format=...; default: detected)")
     ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...; "
                     "default: the device's zone in the rack file, else they are refused)")
+    ap.add_argument("--first", action="store_true",
+                    help="answer which plane broke first among the lines in the window (your "
+                         "log lines; the run's events without any), with the proof, the naive "
+                         "merge's answer and the story; printed first, in timeline.json and "
+                         "timeline.html")
+    ap.add_argument("--window", default=None, metavar="FROM..TO",
+                    help="the lines --first looks at: run seconds or ISO 8601 times with their "
+                         "offset; an end may be left out (default: all)")
     ap.add_argument("--widen-latency", action="store_true",
                     help="bound event instants, not stamps, with the run's measured log latency")
     ap.add_argument("--rows", type=int, default=200,
@@ -101,12 +110,33 @@ def main(argv: list[str] | None = None) -> int:
     refused = [rep for rep in tl.reports if "error" in rep]
     for rep in refused:
         print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
-    t0 = run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0)
-    for line in table_lines(tl, int(t0), a.rows):
+    t0 = int(run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0))
+    first = _first(tl, t0, a.window) if a.first or a.window else None
+    if isinstance(first, str):
+        print(f"rackclock timeline: {first}", file=sys.stderr)
+        return 2
+    for line in table_lines(tl, t0, a.rows):
         print(line)
-    paths = write_outputs(run.path, tl, int(t0), formats)
+    paths = write_outputs(run.path, tl, t0, formats, first)
     print("written: " + ", ".join(str(p) for p in paths))
     return 2 if refused else 0
+
+
+def _first(tl: Any, t0: int, window: str | None) -> dict[str, Any] | str:
+    """The --first answer, printed now (verdict first); a bad --window: its error."""
+    from bench.analysis.timeline_first import first_planes
+    from bench.model.logfile import LogError
+    from bench.model.timeline_window import parse_window, window_lines
+    from bench.output.timeline_first import answer_lines
+    try:
+        lo, hi = parse_window(window, t0)
+    except LogError as exc:
+        return str(exc)
+    ans = first_planes(window_lines(tl, lo, hi))
+    ans["window"] = window or ""
+    for line in answer_lines(ans, t0, window or ""):
+        print(line)
+    return ans
 
 
 if __name__ == "__main__":

@@ -468,7 +468,9 @@ def parse_ipmi_sel(line: str, ctx: Context) -> Parsed:
             int(rid, 16), ("SEL time is the BMC's local time",) + zn)
 
 
-SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) \[(.*?)\]:?\s*(.*)$")
+# the transport holds brackets of its own: [UDP: [10.0.0.9]:161->[10.0.0.1]:162]
+SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) "
+                       r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]:?\s*(.*)$")
 UPTIME_VB = re.compile(r"(?:sysUpTime(?:Instance)?|1\.3\.6\.1\.2\.1\.1\.3\.0)\S* = Timeticks: "
                        r"\((\d{1,12})\)")
 UPTIME_NOTE = ("the agent's sysUpTime varbind (10 ms ticks)",)
@@ -485,17 +487,18 @@ def parse_snmptrapd(line: str, ctx: Context) -> Parsed:
     text = m.group(4)
     up = UPTIME_VB.search(text)
     if ctx.stamp in ("monotonic", "auto") and up:   # (else its varbind lines may still carry it)
-        return (int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0), text,
-                None, UPTIME_NOTE)
+        return (int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0),
+                f"{m.group(2)} {trap_text(text)}".strip(), None, UPTIME_NOTE)
     if not ctx.zone and ctx.stamp != "wall":     # its varbind line may still give the uptime
-        return (0, NS, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None, (PENDING,))
+        return (0, NS, "wall", m.group(1), f"{m.group(2)} {trap_text(text)}".strip(), None,
+                (PENDING,))
     try:
         v, q, zn = local_to_ns(datetime.fromisoformat(m.group(1)), ctx, NS)
     except Unparsed:
         raise
     except (ValueError, OverflowError) as exc:
         raise Unparsed(f"no such date: {exc}") from None
-    return (v, q, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None, zn)
+    return (v, q, "wall", m.group(1), f"{m.group(2)} {trap_text(text)}".strip(), None, zn)
 
 
 PENDING = "a zone-less receive time: the trap's varbind lines may give the agent's uptime"
@@ -598,7 +601,8 @@ def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
                 raise Unparsed(f"{key} {created[:60]!r} is not ISO 8601")
             v, q, notes = iso_stamp(im, ctx)
             rid = str(m.get("Id", m.get("EventId", "")))[:40]
-            msg = f"{rid} {m.get('MessageId', '')} {m.get('Message', '')}"[:TEXT_KEEP]
+            msg = " ".join(str(x) for x in (rid, m.get("MessageId"), m.get("Message"))
+                           if x)[:TEXT_KEEP]
             out.stamps.add(n, v, q, "wall", created, msg.strip(),
                            int(rid) if rid.isdigit() else None, notes, f"origin|{key}")
         except BAD_INPUT as exc:
@@ -813,9 +817,24 @@ def _drop_pending(out: ParsedLog) -> None:
         out.reject(last.line, last.text, NO_ZONE)
 
 
+UPTIME_TEXT = re.compile(r"\S*(?:sysUpTime|1\.3\.6\.1\.2\.1\.1\.3\.0)\S* = Timeticks: "
+                         r"\(\d+\)[^\t]*")
+TRAP_OID = re.compile(r"\S*snmpTrapOID\.0 = OID: ")
+
+
+def trap_text(varbinds: str) -> str:
+    """A trap's varbinds as a label reads them: the trap's OID first, the uptime left out (it
+    is the stamp), the rest joined by "; "."""
+    parts = [p.strip() for p in UPTIME_TEXT.sub("", varbinds).split("\t") if p.strip()]
+    oid = [TRAP_OID.sub("trap ", p) for p in parts if TRAP_OID.search(p)]
+    return "; ".join(oid + [p for p in parts if not TRAP_OID.search(p)])
+
+
 def _with_varbind(st: Stamps, line: str, ctx: Context) -> None:
     last = st.pop()
-    text = f"{last.text} | {line.strip()}"
+    more = trap_text(line)
+    text = f"{last.text}: {more}" if last.text.count(" ") == 0 else \
+        (f"{last.text}; {more}" if more else last.text)
     up = UPTIME_VB.search(line)
     if ctx.stamp in ("monotonic", "auto") and up and last.kind != "monotonic":
         st.add(last.line, int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0),
@@ -939,7 +958,8 @@ def parse_file(f: BinaryIO, fmt: str = "auto", ctx: Context = Context(), line_li
         STREAM_FORMATS[fmt](numbered(whole), ctx, out)
     else:
         _parse_lines(fmt, whole, ctx, out)
-    out.notes = list(dict.fromkeys(nt for notes in out.stamps.note_sets for nt in notes
+    used = [out.stamps.note_sets[k] for k in sorted(set(out.stamps.note_id))]
+    out.notes = list(dict.fromkeys(nt for notes in used for nt in notes
                                    if not nt.startswith("boot ")))
     return out
 

@@ -85,18 +85,23 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
               f"{len(rep['unplaced'])} in timeline.json)")
 
 
-def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
+def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
+               first: dict[str, Any] | None = None) -> None:
+    from bench.output.timeline_first import answer_html
     from bench.output.timeline_page import timeline_html
     rows = tl.rows(0, limit)
     head = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>rackclock timeline"
             "</title></head><body><h1>Cross-plane timeline</h1>")
+    if first is not None:
+        head += answer_html(first, t0, first.get("window", ""))
     cut = (f"<p>The first {len(rows)} of {len(tl)} entries in proven order; all are in "
            f"timeline.json and timeline.csv.</p>" if len(tl) > len(rows) else "")
     path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
 
 
 def write_outputs(folder: Path, tl: Timeline, t0: int,
-                  formats: Collection[str] = DEFAULT_FORMATS) -> list[Path]:
+                  formats: Collection[str] = DEFAULT_FORMATS,
+                  first: dict[str, Any] | None = None) -> list[Path]:
     """The files of `formats` (FILES), each written under a fresh temporary name (O_EXCL) and
     renamed into place: a name planted in the folder (a symlink) is replaced, never written
     through, and a reader never sees half a file."""
@@ -108,9 +113,9 @@ def write_outputs(folder: Path, tl: Timeline, t0: int,
             os.close(fd)
             parts[f] = Path(name)
         if {"json", "csv", "otel"} & set(parts):
-            write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"))
+            write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"), first)
         if "html" in parts:
-            write_html(tl, parts["html"], t0)
+            write_html(tl, parts["html"], t0, first=first)
         for f, tmp in parts.items():
             os.chmod(tmp, 0o644)
             os.replace(tmp, paths[f])

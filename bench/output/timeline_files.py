@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as js
 from pathlib import Path
 from tempfile import TemporaryFile
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
@@ -208,7 +208,7 @@ def _csv_header() -> bytes:
 
 
 def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
-                otel_path: Path | None = None) -> None:
+                otel_path: Path | None = None, first: dict[str, Any] | None = None) -> None:
     """timeline.json, timeline.csv and timeline.otel.json, those given a path, in one pass over
     the rows, a chunk at a time."""
     voc = Vocabulary(tl)
@@ -219,7 +219,9 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
             if otel_path is not None else None
         if fj is not None:
             fj.write(('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
-                      + json.dumps(tl.unplaced) + ', "entries": [\n').encode())
+                      + json.dumps(tl.unplaced)
+                      + ('' if first is None else ', "first": ' + json.dumps(first))
+                      + ', "entries": [\n').encode())
         if fc is not None:
             fc.write(_csv_header())
         for k, ch in enumerate(columns(tl)):
