@@ -112,3 +112,42 @@ def test_same_clock_stamps_order_the_first_line_though_their_intervals_overlap()
               np.array([True, True]))
     ans = first_planes(x)
     assert ans["planes"] == ["bmc"] and ans["proof"][0]["by"].startswith("the same clock")
+
+
+def test_files_carry_line_resolution_and_clock_and_the_page_opens_on_the_window(
+        rack, tmp_path, capsys):
+    import csv
+    _first(rack, tmp_path, capsys, [1.6, 1.6, 1.6, 3.0])
+    data = json.loads((rack.path / "timeline.json").read_text())
+    ents = {(e["log"], e["line"]): e for e in data["entries"] if e["log"]}
+    trap, cdu = ents[("traps.log", 3)], ents[("cdu.log", 2)]
+    assert (trap["resolution_ns"], trap["clock"]) == (10 * MS, "pdu-1/sysuptime")
+    assert (cdu["resolution_ns"], cdu["clock"]) == (NS, "cdu-1/datetime")
+    for e in data["entries"]:
+        assert e["unordered_more"] == e["unordered_count"] - len(e["unordered_with"])
+        assert e["assumed_lo_ns"] >= e["lo_ns"] and e["assumed_hi_ns"] <= e["hi_ns"]
+    with open(rack.path / "timeline.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["log"], r["line"], r["resolution_ns"], r["clock"]) for r in rows] == [
+        (e["log"], str(e["line"]), str(e["resolution_ns"]), e["clock"])
+        for e in data["entries"]]
+    page = (rack.path / "timeline.html").read_text()
+    # the early lines (200 s before the window) are collapsed and counted, not drawn
+    assert "5 earlier entries" in page and "collapsed" in page
+    assert "pump ok" not in page.split("earlier entries", 1)[1]
+    assert "✎ cdu-1: cdu-1 pumpd: pump 2 tripped" in page
+
+
+def test_unordered_lists_beyond_twelve_are_counted_not_cut_silently(rack, tmp_path, capsys):
+    t = T0 + 300 * NS + 100 * MS
+    shown = iso(rack.read("cdu-1", "datetime", t)).replace("T", " ")[:-1]
+    log = tmp_path / "burst.log"
+    log.write_text("".join(f"{shown} cdu-1 pumpd: alarm {k}\n" for k in range(30)))
+    assert main([str(rack.path), f"cdu-1={log},tz=UTC,order=none"]) == 0
+    capsys.readouterr()
+    data = json.loads((rack.path / "timeline.json").read_text())
+    burst = [e for e in data["entries"] if e["log"] == "burst.log"]
+    assert len(burst) == 30
+    for e in burst:          # one tick: each unordered with the 29 others, 12 listed
+        assert e["unordered_count"] >= 29 and len(e["unordered_with"]) == 12
+        assert e["unordered_more"] == e["unordered_count"] - 12

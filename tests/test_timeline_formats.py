@@ -130,12 +130,15 @@ def test_ipmitool_sel_list_and_elist_local_time_no_zone_and_pre_init():
             "  1a | 11/30/2026 | 09:51:15 | Power Unit #0x01 | Power off/down | Asserted\n"
             "   2 | Pre-Init  |0000000012| System Event #0x01 | Timestamp Clock Sync | Asserted\n"
             "   3 | 13/45/2026 | 09:51:15 | bad date | x\n")
-    log = one(text, ctx=Context(zone="America/New_York"), n_bad=2)
+    log = one(text, ctx=Context(zone="America/New_York"), n_bad=1)
     assert log.format == "ipmi-sel"
-    assert [s.order for s in log.stamps] == [1, 0x1a]
+    assert [s.order for s in log.stamps] == [1, 0x1a, 2]
     assert log.stamps[0].value_ns == T + 5 * 3600 * NS           # EST = UTC-5
     assert "SEL time is the BMC's local time" in log.notes
-    assert "pre-init" in log.unparsed[0][2] and log.unparsed[0][0] == 3
+    # pre-init: the BMC's seconds since its init, a counter stamp (mapped through sel_init)
+    pre = log.stamps[2]
+    assert (pre.value_ns, pre.resolution_ns, pre.kind) == (12 * NS, NS, "monotonic")
+    assert log.unparsed[0][0] == 4
 
 
 def test_snmptrapd_log_with_varbind_lines_and_the_agent_uptime():

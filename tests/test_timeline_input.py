@@ -174,7 +174,7 @@ def test_utc_beside_run_time_journald_stamps_as_time_and_the_users_lines_in_html
     assert utc in row and f"{(e['lo_ns'] - t0) / 1e9:.6f}" in row   # UTC beside run time
     assert e["raw"] == str(shown // 1000) and e["device_time"].startswith(dev_time)
     page = (run / "timeline.html").read_text()
-    assert page.count('class="ev user"') == 1 and "✎ bmc-1: journal.json:1" in page
+    assert page.count('class="ev user"') == 1 and "✎ bmc-1: thermal trip" in page   # file:line in the tip
     assert ">bmc</text>" in page and "UTC: " in page
     assert abs(T - t) < 3600 * NS
 

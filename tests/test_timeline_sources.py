@@ -25,6 +25,8 @@ DEVICES = {
                                                      resolution_s=1e-6)}),
     "bmc-1": ("bmc", {"datetime": ClockParams(offset_s=12.3456, drift_ppm=20,
                                               resolution_s=1.0)}),
+    "ipmi-2": ("ipmi", {"sel_init": ClockParams(counter=True, uptime_s=500.0, drift_ppm=10,
+                                                resolution_s=1.0)}),
 }
 
 
@@ -161,3 +163,19 @@ def test_a_relayed_syslog_stamp_maps_through_the_relay(rack, tmp_path, capsys):
     assert code == 0, err
     assert report_of(run, "relay.log")["stamped_by"][0]["clock"] == "host-1/realtime"
     assert not misses(run, "relay.log", dict(enumerate(t.tolist(), 1)))
+
+
+def test_pre_init_sel_lines_are_placed_through_the_measured_init_counter(rack, tmp_path, capsys):
+    """ipmi-2's SEL time was never set: `ipmitool sel elist` prints pre-init seconds since the
+    BMC's init; the run measured that counter (sel_init), so each line is placed through it."""
+    run = rack.path
+    t = _instants(6, 9)
+    log = tmp_path / "sel.txt"
+    log.write_text("".join(f"{k + 1:4x} | Pre-Init  |{rack.read('ipmi-2', 'sel_init', x) // NS:010d}"
+                           f"| Temperature #0x30 | Upper Critical going high | Asserted\n"
+                           for k, x in enumerate(t.tolist())))
+    code, out, err = _run([str(run), f"ipmi-2={log}"], capsys)
+    assert code == 0, err
+    rep = report_of(run, "sel.txt")
+    assert rep["mapped"] == 6 and rep["stamped_by"][0]["clock"] == "ipmi-2/sel_init"
+    assert not misses(run, "sel.txt", dict(enumerate(t.tolist(), 1)))

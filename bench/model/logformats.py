@@ -452,8 +452,7 @@ def parse_ipmi_sel(line: str, ctx: Context) -> Parsed:
     if not m:
         p = SEL_PREINIT.match(line)
         if p:
-            raise Unparsed(f"pre-init SEL time ({p.group(3)[:40]}): stamped before the BMC's "
-                           f"clock was set, no wall time")
+            return _sel_preinit(p, line)
         raise Unparsed("not an `ipmitool sel list` line (id | mm/dd/yyyy | hh:mm:ss | ...)")
     rid, mo, d, y, h, mi, s, ampm, rest = m.groups()
     hour = int(h)
@@ -469,6 +468,21 @@ def parse_ipmi_sel(line: str, ctx: Context) -> Parsed:
 
 
 # the transport holds brackets of its own: [UDP: [10.0.0.9]:161->[10.0.0.1]:162]
+PREINIT_NOTE = ("pre-init SEL time: seconds since the BMC's init, its counter (sel_init)",)
+
+
+def _sel_preinit(p: re.Match[str], line: str) -> Parsed:
+    """A pre-init SEL line: the BMC's seconds since its init (ipmitool prints them in the time
+    column, decimal or 0x hex), a counter stamp mapped through the measured `sel_init` clock."""
+    rid, raw, rest = p.group(1), p.group(3), p.group(4)
+    try:
+        secs = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+    except ValueError:
+        raise Unparsed(f"pre-init SEL time {raw[:40]!r} is not a number of seconds") from None
+    return (secs * NS, NS, "monotonic", f"{p.group(2).strip()} {raw}", rest.strip(), int(rid, 16),
+            PREINIT_NOTE)
+
+
 SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) "
                        r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]:?\s*(.*)$")
 UPTIME_VB = re.compile(r"(?:sysUpTime(?:Instance)?|1\.3\.6\.1\.2\.1\.1\.3\.0)\S* = Timeticks: "

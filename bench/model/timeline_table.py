@@ -21,7 +21,7 @@ LABEL_KEEP = 200
 UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
 INT_COLS = ("lo", "hi", "alo", "ahi", "stamp", "res", "dist", "clock", "idx")
 SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
-              "dev": np.int32, "src": np.int32}
+              "dev": np.int32, "src": np.int32, "stamper": np.int32}
 
 
 Unit = Literal["s", "ms", "us", "ns"]
@@ -106,6 +106,8 @@ class EntryTable:
         self._cal: dict[str, int] = {"": 0}
         self._clock: dict[str, int] = {}
         self.clock_names: list[str] = []      # device/clock/segment keys by their index
+        self.stampers: list[str] = [""]       # the clock that stamped an entry: device/clock
+        self._stamper: dict[str, int] = {"": 0}
         self.sources: list[LogTexts | EntryTexts] = []
 
     def _ix(self, table: dict[K, int], names: list[K] | None, key: K) -> int:
@@ -130,7 +132,11 @@ class EntryTable:
                           if s and e.clock_key is not None else -1
                           for e, s in zip(entries, stamped)],
                 "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
-                "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries]}
+                "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries],
+                "stamper": [self._ix(self._stamper, self.stampers,
+                                     "/".join(e.clock_key.split("/")[:2]))
+                            if s and e.clock_key is not None else 0
+                            for e, s in zip(entries, stamped)]}
 
     def add_mapped(self, device: str, plane: str, texts: LogTexts, m: Mapped,
                    vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str,
@@ -164,7 +170,9 @@ class EntryTable:
             "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
             "status": status, "basis": np.zeros(len(sel), np.int8),
             "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
-            "src": np.full(len(sel), src, np.int32), "idx": sel if rows is None else rows[sel]})
+            "src": np.full(len(sel), src, np.int32), "idx": sel if rows is None else rows[sel],
+            "stamper": np.full(len(sel), self._ix(self._stamper, self.stampers,
+                                                  f"{clock_device or device}/{clock}"), np.int32)})
         return len(sel)
 
     def columns(self) -> Cols:
