@@ -51,7 +51,7 @@ def key_help() -> str:
         for k, v in KEYS.items())
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0],
                                  epilog=key_help(),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="files written into the run folder, comma-separated from "
                          f"{', '.join(FILES)} (timeline.otel.json: OpenTelemetry log records for "
                          f"a collector; default {','.join(DEFAULT_FORMATS)})")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     a = ap.parse_args(argv)
     formats = {f.strip() for f in a.formats.split(",") if f.strip()}
     if not formats or formats - set(FILES):
