@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.model.lognames import FORMATS, LINE_LIMIT
 
@@ -23,12 +24,21 @@ DEFAULT_FORMATS = ("json", "csv", "html")
 KEYS = {
     "format": "the log's format (" + ", ".join(FORMATS) + "); default: detected, and said how "
               "surely",
-    "tz": "IANA zone of the log's zone-less stamps, e.g. Europe/Berlin (default: --tz, else UTC)",
+    "tz": "IANA zone of the log's zone-less stamps, e.g. Europe/Berlin (default: --tz, else the "
+          "device's log_timezone / timezone / sel_timezone in the rack file; none: zone-less "
+          "stamps are refused, never read as UTC)",
     "year": "year of year-less stamps (rfc3164, dmesg -T); default: the run's",
     "order": "id | file | none: the log's own order, used to decide which clock segment a "
              "stamp belongs to (default: id where lines carry one, else file)",
     "boot": "dmesg: the boot instant in the host's wall time (its stamps count from boot)",
-    "stamp": "wall | monotonic: which clock journald and snmptrapd stamps are on (default auto)",
+    "stamp": "wall | monotonic: which clock journald and snmptrapd stamps are on (default: "
+             "snmptrapd the agent's sysUpTime varbind where a trap has one, else the receive "
+             "time); relay: syslog lines re-stamped by a relay (with receiver=)",
+    "field": "the stamp field: Kubernetes eventTime (the reporting component's clock) | "
+             "creationTimestamp (the API server's) | firstTimestamp | lastTimestamp; Redfish "
+             "Created | EventTimestamp (default: from each line; docs/TIMELINE.md)",
+    "receiver": "DEVICE[:CLOCK] of the run whose clock stamped received lines (snmptrapd's "
+                "host, a syslog relay)",
     "presync_before": "a wall stamp before this date (e.g. the firmware image date) was written "
                       "before the clock was set: placed by order, not by its stamp",
 }
@@ -41,7 +51,7 @@ def key_help() -> str:
         for k, v in KEYS.items())
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rackclock timeline", description=__doc__.split("\n\n")[0],
                                  epilog=key_help(),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -53,7 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default=None, choices=FORMATS,
                     help="default log format (per log: format=...; default: detected)")
     ap.add_argument("--tz", default=None, help="default zone of zone-less stamps (per log: tz=...; "
-                    "default: the device's zone in the rack file, else UTC)")
+                    "default: the device's zone in the rack file, else they are refused)")
+    ap.add_argument("--first", action="store_true",
+                    help="answer which plane broke first among the lines in the window (your "
+                         "log lines; the run's events without any), with the proof, the naive "
+                         "merge's answer and the story; printed first, in timeline.json and "
+                         "timeline.html")
+    ap.add_argument("--window", default=None, metavar="FROM..TO",
+                    help="the lines --first looks at: run seconds or ISO 8601 times with their "
+                         "offset; an end may be left out (default: all)")
     ap.add_argument("--widen-latency", action="store_true",
                     help="bound event instants, not stamps, with the run's measured log latency")
     ap.add_argument("--rows", type=int, default=200,
@@ -65,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="files written into the run folder, comma-separated from "
                          f"{', '.join(FILES)} (timeline.otel.json: OpenTelemetry log records for "
                          f"a collector; default {','.join(DEFAULT_FORMATS)})")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     a = ap.parse_args(argv)
     formats = {f.strip() for f in a.formats.split(",") if f.strip()}
     if not formats or formats - set(FILES):
@@ -92,12 +115,33 @@ def main(argv: list[str] | None = None) -> int:
     refused = [rep for rep in tl.reports if "error" in rep]
     for rep in refused:
         print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
-    t0 = run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0)
-    for line in table_lines(tl, int(t0), a.rows):
+    t0 = int(run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0))
+    first = _first(tl, t0, a.window) if a.first or a.window else None
+    if isinstance(first, str):
+        print(f"rackclock timeline: {first}", file=sys.stderr)
+        return 2
+    for line in table_lines(tl, t0, a.rows):
         print(line)
-    paths = write_outputs(run.path, tl, int(t0), formats)
+    paths = write_outputs(run.path, tl, t0, formats, first)
     print("written: " + ", ".join(str(p) for p in paths))
     return 2 if refused else 0
+
+
+def _first(tl: Any, t0: int, window: str | None) -> dict[str, Any] | str:
+    """The --first answer, printed now (verdict first); a bad --window: its error."""
+    from bench.analysis.timeline_first import first_planes
+    from bench.model.logfile import LogError
+    from bench.model.timeline_window import parse_window, window_lines
+    from bench.output.timeline_first import answer_lines
+    try:
+        lo, hi = parse_window(window, t0)
+    except LogError as exc:
+        return str(exc)
+    ans = first_planes(window_lines(tl, lo, hi))
+    ans["window"] = window or ""
+    for line in answer_lines(ans, t0, window or ""):
+        print(line)
+    return ans
 
 
 if __name__ == "__main__":

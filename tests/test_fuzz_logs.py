@@ -41,7 +41,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     | ISO_NEAR, lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
 KEYS = ("__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "__SEQNUM", "_BOOT_ID", "MESSAGE",
-        "Created", "Id", "Message", "MessageId", "Members")
+        "Created", "Id", "Message", "MessageId", "Members", "EventTimestamp", "Events",
+        "metadata", "creationTimestamp", "eventTime", "reportingComponent", "items", "object",
+        "resourceVersion", "involvedObject", "kind")
 RECORD = st.dictionaries(st.sampled_from(KEYS), JSON | st.integers() | st.text(string.digits),
                          max_size=6)
 CONTEXTS = st.builds(Context, zone=st.sampled_from(["", "UTC", "Europe/Berlin",
@@ -49,7 +51,10 @@ CONTEXTS = st.builds(Context, zone=st.sampled_from(["", "UTC", "Europe/Berlin",
                      year=st.none() | st.integers(1678, 2261),
                      near_ns=st.none() | st.integers(-(2**62), 2**62),
                      boot_ns=st.none() | st.integers(-(2**62), 2**62),
-                     stamp=st.sampled_from(["auto", "wall", "monotonic"]))
+                     stamp=st.sampled_from(["auto", "wall", "monotonic"]),
+                     field=st.sampled_from(["auto", "eventTime", "creationTimestamp",
+                                            "EventTimestamp"]),
+                     clocks=st.sampled_from([(), ("scheduler",), ("apiserver",)]))
 
 
 def _csv_text(rows) -> str:
@@ -66,6 +71,16 @@ def texts(fmt: str):
         member = st.one_of(RECORD, JSON, st.fixed_dictionaries({"Created": ISO_NEAR,
                                                                 "Id": st.text(string.digits)}))
         return st.one_of(st.lists(member, max_size=6).map(lambda m: json.dumps({"Members": m})),
+                         JSON.map(json.dumps), st.text(max_size=200))
+    elif fmt == "k8s-events":
+        event = st.one_of(RECORD, JSON, st.fixed_dictionaries({
+            "kind": st.just("Event"), "eventTime": ISO_NEAR | st.none(),
+            "reportingComponent": st.text(max_size=12),
+            "metadata": st.fixed_dictionaries({"creationTimestamp": ISO_NEAR,
+                                               "resourceVersion": st.text(string.digits)})}))
+        return st.one_of(st.lists(event, max_size=6).map(lambda e: json.dumps({"items": e})),
+                         st.lists(event, max_size=6).map(
+                             lambda e: "\n".join(json.dumps({"object": x}) for x in e)),
                          JSON.map(json.dumps), st.text(max_size=200))
     elif fmt == "csv":
         cell = st.one_of(st.text(max_size=12), ISO_NEAR)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bench.analysis.timeline import Entry, before, order, widen
-from bench.model.logformats import parse_log
+from bench.model.logformats import Context, parse_log
 from bench.model.store import RunStore
 from bench.sim.clock import ClockModel, ClockParams
 from bench.timeline_cli import main
@@ -84,7 +84,7 @@ def test_widen_turns_a_stamp_into_the_event_instant():
     ("[12345.678] link down", "dmesg", 12345_678_000_000, MS),
 ])
 def test_parse_stamp(line, fmt, value, res):
-    log = parse_log(line, "auto")
+    log = parse_log(line, "auto", Context(zone="UTC"))
     assert log.format == fmt and not log.unparsed
     (st,) = log.stamps
     assert (st.value_ns, st.resolution_ns) == (value, res)

@@ -38,11 +38,15 @@ def test_rfc3164_year_from_the_run_and_zone_from_the_file_said_so():
             "Nov 30 10:51:15 cdu-1 pumpd[7]: coolant alarm\n"
             "404 not a timestamp\n"
             "Jan  5 00:00:01 cdu-1 x: nearest the run in the next year\n")
-    log = one(text, ctx=Context(near_ns=T), n_bad=1)
+    # no zone known: zone-less stamps are refused, never read as UTC by default
+    nozone = one(text, "rfc3164", ctx=Context(near_ns=T), n_bad=4)
+    assert not nozone.stamps and all("zone-less stamp and no zone" in w
+                                     for _, _, w in nozone.unparsed[:2] + nozone.unparsed[3:])
+    log = one(text, ctx=Context(near_ns=T, zone="UTC"), n_bad=1)
     assert log.format == "rfc3164"
     assert log.stamps[0].value_ns == T and log.stamps[1].value_ns == T + 3601 * NS
     assert "year 2026 taken from the run" in log.notes
-    assert "zone: UTC assumed (none given)" in log.notes
+    assert "zone: UTC (given)" in log.notes
     assert log.unparsed[0][0] == 3
     assert log.stamps[2].raw == "Jan  5 00:00:01" and log.stamps[2].value_ns > T
     berlin = one(text, ctx=Context(near_ns=T, zone="Europe/Berlin"), n_bad=1)
@@ -55,7 +59,8 @@ def test_iso8601_comma_and_dot_fractions_and_stamps_not_at_the_start():
             "WARN [2026-11-30T09:51:14.5Z] optic LOS\n"
             "level=info ts=2026-11-30T09:51:14.123456789Z msg=x\n"
             "404 not a timestamp\n")
-    log = one(text, n_bad=1)
+    assert one(text, n_bad=2).unparsed[0][2].startswith("a zone-less stamp and no zone")
+    log = one(text, ctx=Context(near_ns=T, zone="UTC"), n_bad=1)
     assert log.format == "iso8601"
     a, b, c = log.stamps
     assert (a.value_ns, a.resolution_ns) == (T + 397 * MS, MS)
@@ -110,12 +115,12 @@ def test_redfish_log_entries_with_created_lacking_seconds_or_offset():
         {"Id": "2", "Created": "2026-11-30T09:51", "Message": "no seconds, no offset"},
         {"Id": "3", "Created": "yesterday", "Message": "bad"},
         {"Id": "4", "Message": "no Created"}]}
-    log = one(json.dumps(doc, indent=1), n_bad=2)
+    log = one(json.dumps(doc, indent=1), ctx=Context(near_ns=T, zone="UTC"), n_bad=2)
     assert log.format == "redfish"
     a, b = log.stamps
     assert (a.value_ns, a.resolution_ns, a.order) == (T, NS, 1)
     assert (b.value_ns, b.resolution_ns, b.order) == (T - 14 * NS, 60 * NS, 2)
-    assert any("no seconds" in n for n in b.notes) and any("UTC assumed" in n for n in b.notes)
+    assert any("no seconds" in n for n in b.notes) and "zone: UTC (given)" in b.notes
     assert [n for n, _, _ in log.unparsed] == [3, 4]
 
 
@@ -125,12 +130,15 @@ def test_ipmitool_sel_list_and_elist_local_time_no_zone_and_pre_init():
             "  1a | 11/30/2026 | 09:51:15 | Power Unit #0x01 | Power off/down | Asserted\n"
             "   2 | Pre-Init  |0000000012| System Event #0x01 | Timestamp Clock Sync | Asserted\n"
             "   3 | 13/45/2026 | 09:51:15 | bad date | x\n")
-    log = one(text, ctx=Context(zone="America/New_York"), n_bad=2)
+    log = one(text, ctx=Context(zone="America/New_York"), n_bad=1)
     assert log.format == "ipmi-sel"
-    assert [s.order for s in log.stamps] == [1, 0x1a]
+    assert [s.order for s in log.stamps] == [1, 0x1a, 2]
     assert log.stamps[0].value_ns == T + 5 * 3600 * NS           # EST = UTC-5
     assert "SEL time is the BMC's local time" in log.notes
-    assert "pre-init" in log.unparsed[0][2] and log.unparsed[0][0] == 3
+    # pre-init: the BMC's seconds since its init, a counter stamp (mapped through sel_init)
+    pre = log.stamps[2]
+    assert (pre.value_ns, pre.resolution_ns, pre.kind) == (12 * NS, NS, "monotonic")
+    assert log.unparsed[0][0] == 4
 
 
 def test_snmptrapd_log_with_varbind_lines_and_the_agent_uptime():
@@ -140,14 +148,17 @@ def test_snmptrapd_log_with_varbind_lines_and_the_agent_uptime():
             "2026-11-30 09:51:15 pdu-2 [UDP: [127.0.0.1]:50001->[127.0.0.1]:162]:\n"
             "  .1.3.6.1.2.1.1.3.0 = Timeticks: (4295067) 11:55:50.67\n"
             "garbage line\n")
-    log = one(text, n_bad=1)
+    from dataclasses import replace
+    log = one(text, ctx=replace(RUN, stamp="wall", zone="UTC"), n_bad=1)   # the receiver's
     assert log.format == "snmptrapd"
     assert [s.value_ns for s in log.stamps] == [T, T + NS]
     assert "outletOff" in log.stamps[0].text
     assert log.unparsed[0][0] == 5
-    up = one(text, "snmptrapd", Context(stamp="monotonic"), n_bad=1)
-    assert [(s.value_ns, s.resolution_ns) for s in up.stamps] == [(42949670 * MS, 10 * MS),
-                                                                  (42950670 * MS, 10 * MS)]
+    # by default (auto) and with stamp=monotonic: the agent's sysUpTime where the trap has it
+    for ctx in (RUN, Context(stamp="monotonic")):
+        up = one(text, "snmptrapd", ctx, n_bad=1)
+        assert [(s.value_ns, s.resolution_ns, s.kind) for s in up.stamps] == [
+            (42949670 * MS, 10 * MS, "monotonic"), (42950670 * MS, 10 * MS, "monotonic")]
 
 
 def test_csv_of_timestamp_and_text():
@@ -217,9 +228,10 @@ def test_timeline_command_reads_formats_reports_unparsed_lines_and_writes_otel(t
     dmesg = tmp_path / "dmesg.txt"
     up = pdu.read_ns(t_ev)
     dmesg.write_text(f"[{up // NS:5d}.{up % NS // 1000:06d}] outlet 5 off\n")
-    assert main([str(run), f"bmc-1={log}", f"pdu-1={dmesg}"]) == 0
+    assert main([str(run), f"bmc-1={log},tz=UTC", f"pdu-1={dmesg}"]) == 0
     assert not (run / "timeline.otel.json").exists()        # only when asked
-    assert main([str(run), f"bmc-1={log}", f"pdu-1={dmesg}", "--formats", "json,otel"]) == 0
+    assert main([str(run), f"bmc-1={log}", f"pdu-1={dmesg}", "--formats", "json,otel",
+                 "--tz", "UTC"]) == 0
     out = capsys.readouterr().out
     assert out.rstrip().endswith(f"written: {run / 'timeline.json'}, {run / 'timeline.otel.json'}")
     assert "rfc3164 (detected: 2 of 3 sampled lines" in out

@@ -140,7 +140,7 @@ def test_the_rack_files_zone_reads_a_local_time_log(tmp_path, capsys):
     log.write_text("\n".join(lines) + "\n")
     assert main([str(run), f"bmc-1={log}"]) == 0
     out = capsys.readouterr().out
-    assert "zone: Europe/Berlin (from the rack file)" in out
+    assert "zone: Europe/Berlin (the rack file's sel_timezone)" in out
     data = json.loads((run / "timeline.json").read_text())
     got = sorted((e for e in data["entries"] if e["log"]), key=lambda e: e["lo_ns"])
     assert len(got) == 2
@@ -174,7 +174,7 @@ def test_utc_beside_run_time_journald_stamps_as_time_and_the_users_lines_in_html
     assert utc in row and f"{(e['lo_ns'] - t0) / 1e9:.6f}" in row   # UTC beside run time
     assert e["raw"] == str(shown // 1000) and e["device_time"].startswith(dev_time)
     page = (run / "timeline.html").read_text()
-    assert page.count('class="ev user"') == 1 and "✎ bmc-1: journal.json:1" in page
+    assert page.count('class="ev user"') == 1 and "✎ bmc-1: thermal trip" in page   # file:line in the tip
     assert ">bmc</text>" in page and "UTC: " in page
     assert abs(T - t) < 3600 * NS
 

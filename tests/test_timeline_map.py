@@ -168,7 +168,10 @@ def test_run_events_across_a_reboot_each_log_in_its_own_order(tmp_path):
             w.write("read", "sysuptime", t, t + MS, m.read_ns(t + MS // 2), 10 * MS, "user", "ok", "")
     before, after = T0 + 28 * NS, T0 + 34 * NS
     fetch = T0 + 36 * NS
-    for cursor, at in (("trap:5", after), ("log:4", before), ("log:5", after)):
+    # two rows on each side of the reboot: the drop in stamps is confirmed as a set-back (one
+    # row on a side could be a line listed out of order)
+    for cursor, at in (("trap:5", after), ("log:3", before - NS), ("log:4", before),
+                       ("log:5", after), ("log:6", after + NS)):
         w.write("event", "sysuptime", fetch, fetch + MS, m.read_ns(at), 10 * MS, "user", "ok",
                 f"{cursor} outlet {at}")
     w.close()
@@ -178,11 +181,76 @@ def test_run_events_across_a_reboot_each_log_in_its_own_order(tmp_path):
     store.close()
     run = load_run(tmp_path / "run")
     ents = [e for e in run_entries(run, Calibrated.of([run]))[0] if e.basis == "stamp"]
-    assert len(ents) == 3
+    assert len(ents) == 5
     for e in ents:
         true = int(e.label.rsplit(" ", 1)[1])
         assert e.lo_ns <= true <= e.hi_ns, (e.label, e.status, e.calibration)
     status = {e.label.split(" ")[0]: e.status for e in ents}
     # the log's rows are decided by their own order; the lone trap, by value alone, might be
     # this boot or 14 days into the last one: the flagged union
-    assert status == {"log:4": "proven", "log:5": "proven", "trap:5": "ambiguous"}
+    assert status == {"log:3": "proven", "log:4": "proven", "log:5": "proven",
+                      "log:6": "proven", "trap:5": "ambiguous"}
+
+
+def test_a_line_out_of_order_just_before_a_step_is_not_put_after_it():
+    """A bmc-3 excerpt cut just before its -750 ms step, its last line listed late (stamped
+    300 ms before the line above it): the drop in stamps is one line, not a set-back the lines
+    around confirm, so the line keeps both segments (flagged), never the later one as proven."""
+    m = ClockModel(ClockParams(offset_s=1.8, drift_ppm=-12, resolution_s=0.001,
+                               steps=((30.0, -0.75),)), T0, seed=5)
+    cals = calibrations([("run", virtual_fit(m), {})])
+    t = list(T0 + np.arange(20 * NS, 29_900 * MS, 137 * MS))
+    t.append(t[-1] - 300 * MS)                       # written late: listed last
+    t = np.array(t)
+    mp = map_stamps(cals, log_of(m, t), MS, order_key=np.arange(len(t)))
+    assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns)), "every interval holds its instant"
+    assert mp.status_of(len(t) - 1) == "ambiguous"
+    assert mp.calibration_of(len(t) - 1) == "run:datetime#0 | run:datetime#1"
+    # the lines whose device time the clock showed only once stay proven
+    assert all(mp.status_of(i) == "proven" for i in np.flatnonzero(t < T0 + 28 * NS))
+    assert any(n.startswith("1 lines out of order") for n in mp.notes), mp.notes
+
+
+def test_one_late_line_keeps_the_narrowing_of_the_rest_and_is_counted_alone():
+    """A counter rebooted during the log: by value alone each line after the reboot might be
+    this boot or 14 days into the last; the file's order decides (the lines before it), and one
+    late trap (and, in a second log, three of them) leaves every other line narrowed; the note
+    counts exactly the late lines."""
+    m = ClockModel(ClockParams(counter=True, uptime_s=1234567.89, drift_ppm=23,
+                               resolution_s=0.01, reboots=(20.0,), reboot_down_s=4.0), T0, seed=1)
+    cals = calibrations([("run", virtual_fit(m, counter=True, name="sysuptime"), {})])
+    t = T0 + np.concatenate((np.arange(10 * NS, 16 * NS, NS),      # 6 traps before the reboot
+                             np.arange(30 * NS, 48 * NS, NS)))     # 18 after it
+    for late in ([15], [9, 15, 20]):
+        order = np.arange(len(t)).astype(float)
+        order[late] += 3.5                               # each listed 3 traps late
+        mp = map_stamps(cals, log_of(m, t), 10 * MS, wall=False, order_key=order,
+                        not_after_ns=T0 + 61 * NS)
+        assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns))
+        w = mp.hi_ns - mp.lo_ns
+        rest = np.setdiff1d(np.arange(len(t)), late)
+        assert np.all(w[rest] < 50 * MS), w[rest]
+        assert any(n.startswith(f"{len(late)} lines out of order") for n in mp.notes), mp.notes
+
+
+def test_extrapolation_allows_the_model_rate_and_says_the_run_rate_is_assumed():
+    """bmc-1 slews at +500 ppm after the run (inside the 600 ppm model): lines up to an hour
+    later hold their instants, because an extrapolated interval allows the model's rate bound
+    over the gap; the run's rate continuing is only the assumed interval, and misses here."""
+    m = ClockModel(ClockParams(offset_s=0.8, drift_ppm=3, resolution_s=0.001,
+                               slews=((620.0, 3000.0, 500.0),)), T0, seed=8)
+    res = virtual_fit(m, seconds=600)
+    cals = calibrations([("run", res, {})])
+    t = T0 + np.array([-1800, -60, 700, 900, 1500, 2400, 3600], dtype=np.int64) * NS
+    mp = map_stamps(cals, log_of(m, t), MS, not_after_ns=T0 + 86400 * NS)
+    assert np.all((mp.lo_ns <= t) & (t <= mp.hi_ns)), (t - mp.lo_ns, mp.hi_ns - t)
+    assert all(mp.status_of(i) == "extrapolated" for i in range(len(t)))
+    assert mp.rate_ppm == 600.0
+    inside = (mp.assumed_lo_ns >= mp.lo_ns) & (mp.assumed_hi_ns <= mp.hi_ns)
+    assert inside.all()
+    held = (mp.assumed_lo_ns <= t) & (t <= mp.assumed_hi_ns)
+    assert not held[2:].all(), "the run's rate is an assumption the slew breaks"
+    assert any("±600 ppm" in n and "assumed" in n for n in mp.notes), mp.notes
+    # the model's bound: 600 ppm of the gap each way, no more (plus the edge's own bound)
+    gap = np.maximum(t - res.fit.segments[0].end_ns, res.fit.segments[0].start_ns - t)
+    assert np.all(mp.hi_ns - mp.lo_ns < 2 * 600e-6 * gap / (1 - 600e-6) + 20 * MS)

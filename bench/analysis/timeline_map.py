@@ -15,12 +15,14 @@ index cannot go down), and otherwise the line gets the union of the candidates' 
 flagged. None: a device time the clock never showed (skipped by a forward step), or a stamp
 taken before the clock was set (1970, the firmware image date): recognised and said, no interval.
 
-A line outside a segment's calibrated span is extrapolated: the segment's bounds already carry
-the drift bound times the distance from its epoch; the wander allowance is widened to the
-distance (it grows with the square root of the span) and the line says how far it is from its
-calibration. Its status is then "extrapolated" (it rests on no break between the line and its
-calibration), never "proven". A segment whose own `offset_status` is not "proven" passes its
-status on to every line mapped through it.
+A line outside a segment's calibrated span is extrapolated. Its interval holds under the model
+alone: from the offset bound at the span's nearer end the offset moves at most the model's rate
+bound R (the fit's drift prior, 600 ppm by default) over the gap; its status is "extrapolated"
+(it rests on no break between the line and its calibration), never "proven", and it says how far
+it is from its calibration. The run's own rate continuing (the segment's drift range, the wander
+allowance widened to the distance) gives a narrower interval that is only assumed
+(`Mapped.assumed_lo_ns`/`assumed_hi_ns`): a post-run slew inside R breaks it. A segment whose
+own `offset_status` is not "proven" passes its status on to every line mapped through it.
 """
 from __future__ import annotations
 
@@ -32,7 +34,14 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.arrays import I64, Mask
-from bench.analysis.estimate import PPM, TOL_NS, ClockFit, Segment, wander_allowance_ns_per_s
+from bench.analysis.estimate import (
+    DEFAULT_DRIFT_PRIOR_PPM,
+    PPM,
+    TOL_NS,
+    ClockFit,
+    Segment,
+    wander_allowance_ns_per_s,
+)
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
@@ -133,6 +142,9 @@ class Mapped:
     distance_ns: I64              # from the calibrated span of its segment (0 inside)
     names: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    assumed_lo_ns: I64 | None = None   # extrapolated at the run's own rate (assumed); else lo/hi
+    assumed_hi_ns: I64 | None = None
+    rate_ppm: float = 0.0              # the model's rate bound an extrapolated interval allows
 
     def __len__(self) -> int:
         return len(self.lo_ns)
@@ -172,19 +184,20 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
                                         dtype=np.int64), v.shape)
     los = np.zeros((K, n), dtype=np.int64)
     his = np.zeros((K, n), dtype=np.int64)
+    alos = np.zeros((K, n), dtype=np.int64)
+    ahis = np.zeros((K, n), dtype=np.int64)
     dists = np.zeros((K, n), dtype=np.int64)
     cand = np.zeros((K, n), dtype=bool)
     presync = (v < presync_before_ns) if wall else np.zeros(n, dtype=bool)
     for k, c in enumerate(cals):
-        los[k], his[k], dists[k], cand[k] = _map_through(c, v, q, presync, before, after,
-                                                         proven, clip)
+        (los[k], his[k], dists[k], cand[k]), (alos[k], ahis[k]) = _map_through(
+            c, v, q, presync, before, after, proven, clip)
     notes: list[str] = []
     if order_key is not None and K > 1:
         drops = not any(c.modulus_ns for c in cals)
-        cand, broken = _by_order(cand, los, his, np.asarray(order_key), v if drops else None)
-        if broken:
-            notes.append(f"{broken} lines' candidates contradict the log's own order: "
-                         f"their candidates were kept, unnarrowed")
+        cand, outliers, broken = _by_order(cand, los, his, np.asarray(order_key),
+                                           v if drops else None)
+        notes += _order_notes(outliers, broken)
     count = cand.sum(axis=0)
     first = np.where(count > 0, np.argmax(cand, axis=0), -1) if K else np.full(n, -1)
     lo = np.where(cand, los, _BIG).min(axis=0) if K else np.zeros(n, dtype=np.int64)
@@ -193,16 +206,38 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     status = _statuses(cals, cand, first, dist, count, presync)
     lo = np.where(count > 0, lo, 0)
     hi = np.where(count > 0, hi, 0)
+    alo = np.where(count > 0, np.where(cand, alos, _BIG).min(axis=0), 0) if K else lo
+    ahi = np.where(count > 0, np.where(cand, ahis, -_BIG).max(axis=0), 0) if K else hi
+    rate = max((_rate_bound(c) for c in cals), default=0.0)
+    if np.any(dist > 0):
+        notes.append(f"{int(np.sum(dist > 0))} lines extrapolated beyond their calibration: each "
+                     f"interval allows the model's rate bound (±{rate:g} ppm) over the gap and "
+                     f"rests on no break in between; the run's own rate continuing (assumed) "
+                     f"gives the narrower assumed_lo_ns/assumed_hi_ns")
     return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), cand, dist,
-                  [c.name for c in cals], notes)
+                  [c.name for c in cals], notes, alo, ahi, rate)
 
 
 _BIG = np.iinfo(np.int64).max
 
 
+def _order_notes(outliers: int, broken: int) -> list[str]:
+    """What the log's order could not be trusted for, counted."""
+    notes = []
+    if outliers:
+        notes.append(f"{outliers} lines out of order in the log (not confirmed as a clock set "
+                     f"back by the lines around them): each keeps every segment it can be in "
+                     f"and narrows no other line")
+    if broken:
+        notes.append(f"{broken} lines' candidates contradict the log's own order: their "
+                     f"candidates were kept, unnarrowed")
+    return notes
+
+
 def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, after: I64,
-                 proven: bool, clip: bool) -> tuple[I64, I64, I64, Mask]:
-    """One calibration's (lo, hi, distance from its span, candidate) for every stamp."""
+                 proven: bool, clip: bool) -> tuple[tuple[I64, I64, I64, Mask], tuple[I64, I64]]:
+    """One calibration's (lo, hi, distance from its span, candidate) for every stamp, and the
+    (lo, hi) at the run's own rate (assumed; differs from lo, hi only when extrapolated)."""
     vk = v
     if c.modulus_ns:             # a wrapped counter: the turn nearest the segment
         mid = (c.span[0] + c.span[1]) // 2
@@ -220,13 +255,45 @@ def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, a
     s0, s1 = c.span
     d = np.maximum(0, np.maximum(s0 - hi, lo - s1))
     far = d > 0
-    if c.wander_ppm and far.any():
-        _widen_for_wander(c, lo, hi, far)
+    alo, ahi = lo.copy(), hi.copy()
+    if far.any():
+        if c.wander_ppm:
+            _widen_for_wander(c, alo, ahi, far)
+        lo, hi = _rate_widened(c, vk, q, alo, ahi, far)
     if clip:
         lo = np.maximum(lo, np.maximum(before, w_lo))
         hi = np.minimum(hi, np.minimum(after, w_hi))
+        alo, ahi = np.maximum(alo, lo), np.minimum(ahi, hi)
     cand = ~presync & (hi >= w_lo) & (lo <= w_hi) & (lo <= after) & (hi >= before) & (lo <= hi)
-    return lo, hi, d, cand
+    return (lo, hi, d, cand), (alo, ahi)
+
+
+def _rate_bound(c: SegmentWindow) -> float:
+    """The model's bound on the clock's rate error (ppm): the fit's drift prior."""
+    return float(getattr(c.segment, "_prior", DEFAULT_DRIFT_PRIOR_PPM) or DEFAULT_DRIFT_PRIOR_PPM)
+
+
+def _rate_widened(c: SegmentWindow, v: I64, q: I64, lo: I64, hi: I64, far: Mask
+                  ) -> tuple[I64, I64]:
+    """Intervals of the stamps `far` outside the calibrated span that hold under the model
+    alone: from the offset bound at the span's nearer end, the offset moves at most the rate
+    bound R over the gap (no break in between); joined with the run-rate interval (lo, hi)."""
+    s0, s1 = c.span
+    r = _rate_bound(c) * 1e-6
+    o0, o1 = c.segment.offset_at(s0), c.segment.offset_at(s1)
+    vf, qf = v.astype(np.float64), q.astype(np.float64)
+    after = far & (lo > s1)                        # else before the span
+    # after: D(t) = t + off, off in [o1.lo - R x, o1.hi + R x], x = t - s1 >= 0
+    a_lo = s1 + (vf - s1 - o1.hi) / (1 + r)
+    a_hi = s1 + (vf + qf - s1 - o1.lo) / (1 - r)
+    # before: off in [o0.lo - R x, o0.hi + R x], x = s0 - t >= 0
+    b_lo = s0 - (s0 + o0.hi - vf) / (1 - r)
+    b_hi = s0 - (s0 + o0.lo - vf - qf) / (1 + r)
+    rlo = np.where(after, a_lo, b_lo)
+    rhi = np.where(after, a_hi, b_hi)
+    out_lo = np.where(far, np.minimum(lo, np.floor(rlo).astype(np.int64) - 1), lo)
+    out_hi = np.where(far, np.maximum(hi, np.ceil(rhi).astype(np.int64) + 1), hi)
+    return out_lo, out_hi
 
 
 def _widen_for_wander(c: SegmentWindow, lo: I64, hi: I64, far: Mask) -> None:
@@ -258,11 +325,14 @@ def _statuses(cals: list[SegmentWindow], cand: Mask, first: I64, dist: I64, coun
 
 
 def _by_order(cand: Mask, los: I64, his: I64, key: npt.ArrayLike, value: I64 | None = None
-              ) -> tuple[Mask, int]:
-    """Narrow each line's candidates by the log's order, which is time order: a later line's
-    segment is not earlier, and its instant is not before the earliest instant every candidate
-    of an earlier line allows (nor after the latest a later line allows). Where the stamps go
-    down from one line to the next, a monotone clock was set back in between: a later segment."""
+              ) -> tuple[Mask, int, int]:
+    """Narrow each line's candidates by the log's order, which is evidence of time order: a
+    later line's segment is not earlier, and its instant is not before the earliest instant
+    every candidate of an earlier line allows (nor after the latest a later line allows). Where
+    the stamps go down and the lines around confirm it, a monotone clock was set back in
+    between: a later segment. A line out of order that its neighbours do not confirm as a
+    set-back is an outlier (`order_outliers`): it keeps every candidate and narrows no other
+    line. (candidates, outliers, lines whose candidates still contradict the order: kept)."""
     K, n = cand.shape
     idx = np.argsort(key, kind="stable")
     c0 = cand[:, idx]
@@ -270,29 +340,62 @@ def _by_order(cand: Mask, los: I64, his: I64, key: npt.ArrayLike, value: I64 | N
     ks = np.arange(K)[:, None]
     big = np.iinfo(np.int64).max
     up = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=bool)
     if value is not None and n > 1:
-        vv = np.asarray(value, dtype=np.int64)[idx]
-        up[1:] = np.cumsum(vv[1:] < vv[:-1])       # segments entered up to each line, at least
+        out, up = order_outliers(np.asarray(value, dtype=np.int64)[idx])
     c = c0.copy()
     for _ in range(3):
-        has = c.any(axis=0)
-        kmin = np.where(has, np.where(c, ks, K).min(axis=0), 0)
-        kmax = np.where(has, np.where(c, ks, -1).max(axis=0), K - 1)
+        has = c.any(axis=0) & ~out
+        kmin = np.where(has, np.where(c, ks, K).min(axis=0) - up, -K - 1)
+        kmax = np.where(has, np.where(c, ks, -1).max(axis=0) - up, K + 1)
         earliest = np.where(has, np.where(c, lo, big).min(axis=0), -big)
         latest = np.where(has, np.where(c, hi, -big).max(axis=0), big)
-        k_lo = np.maximum.accumulate(kmin - up) + up
-        k_hi = np.minimum.accumulate((kmax - up)[::-1])[::-1] + up
+        k_lo = np.maximum.accumulate(kmin) + up
+        k_hi = np.minimum.accumulate(kmax[::-1])[::-1] + up
         t_lo = np.maximum.accumulate(earliest)
         t_hi = np.minimum.accumulate(latest[::-1])[::-1]
         nxt = c & (ks >= k_lo) & (ks <= k_hi) & (hi >= t_lo) & (lo <= t_hi)
+        nxt[:, out] = c0[:, out]
         if np.array_equal(nxt, c):
             break
         c = nxt
     broken = c0.any(axis=0) & ~c.any(axis=0)
     c[:, broken] = c0[:, broken]
-    out = np.empty_like(cand)
-    out[:, idx] = c
-    return out, int(broken.sum())
+    res = np.empty_like(cand)
+    res[:, idx] = c
+    return res, int(out.sum()), int(broken.sum())
+
+
+def order_outliers(v: I64, rounds: int = 4) -> tuple[Mask, I64]:
+    """Over a log's stamps in its own order: (the lines out of order that are outliers, the
+    set-backs entered up to each line). A drop between lines i and i+1 is a set-back when the
+    two lines before it are both above the two after it (no one line explains it); otherwise
+    the line that, left out, restores the order is the outlier (i above both its neighbours, or
+    i+1 below both), else both. Repeated on the lines left until none is out of order."""
+    n = len(v)
+    out = np.zeros(n, dtype=bool)
+    setback = np.zeros(n, dtype=bool)          # a confirmed set-back just before this line
+    big = np.iinfo(np.int64).max
+    for r in range(rounds):
+        keep = np.flatnonzero(~out)
+        w = v[keep]
+        i = np.flatnonzero(w[1:] < w[:-1])
+        if not len(i):
+            break
+        pad = np.concatenate(([-big, -big], w, [big, big]))
+        a, b, c, d = pad[i + 1], pad[i + 2], pad[i + 3], pad[i + 4]
+        confirmed = np.minimum(a, b) > np.maximum(c, d)
+        setback[keep[i[confirmed] + 1]] = True
+        i, a, b, c, d = i[~confirmed], a[~confirmed], b[~confirmed], c[~confirmed], d[~confirmed]
+        if not len(i):
+            break
+        spike = a <= c
+        dip = ~spike & (d >= b)
+        both = (~spike & ~dip) | (r == rounds - 1)
+        out[keep[i[spike | both]]] = True
+        out[keep[i[dip | both] + 1]] = True
+        setback[:] = False                     # found again on the lines left
+    return out, np.cumsum(setback).astype(np.int64)
 
 
 def describe(m: Mapped, i: int) -> str:
@@ -306,4 +409,10 @@ def describe(m: Mapped, i: int) -> str:
         return "no segment of this clock ever showed this time: not placed"
     if st == "ambiguous":
         return f"segment undecidable: union of {m.calibration_of(i)}{away}"
+    if st == "extrapolated":
+        return (f"extrapolated via {m.calibration_of(i)}{away}: the model's ±{m.rate_ppm:g} ppm "
+                f"over the gap, no break in between (the run's rate continuing, assumed: "
+                f"[{int(m.assumed_lo_ns[i])}, {int(m.assumed_hi_ns[i])}] ns)"
+                if m.assumed_lo_ns is not None and m.assumed_hi_ns is not None else
+                f"extrapolated via {m.calibration_of(i)}{away}")
     return f"{st} via {m.calibration_of(i)}{away}"

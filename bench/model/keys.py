@@ -44,11 +44,23 @@ class InventoryError(RackclockError, ValueError):
         return ": ".join([w for w in where if w] + [self.problem]).replace("\n", " ")
 
 
+def _is_zone(value: Any) -> bool:
+    """An IANA time zone name zoneinfo knows."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    if not isinstance(value, str) or not value.strip():
+        return False
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Key:
     """A key a rack-file table accepts: its type and accepted range, as said in errors.
     kind: float | int | bool | str | env (an environment variable's name) | path (relative to
-    the rack file) | list[int] | list[str] | table | str|list[str]."""
+    the rack file) | list[int] | list[str] | table | str|list[str] | zone (an IANA time zone)."""
 
     kind: str
     lo: float | None = None
@@ -72,7 +84,8 @@ class Key:
         if self.lo is not None:
             return f"{self.kind} of at least {self.lo:g}{u}"
         return {"bool": "true or false", "env": "an environment variable's name",
-                "path": "a file path (relative to the rack file)", "table": "a table"
+                "path": "a file path (relative to the rack file)", "table": "a table",
+                "zone": "an IANA time zone such as 'Europe/Berlin', or 'UTC'"
                 }.get(self.kind, self.kind)
 
     def check(self, value: Any) -> Any:
@@ -100,6 +113,8 @@ class Key:
             return self._list_accepts(value)
         if k == "table":
             return isinstance(value, Mapping)
+        if k == "zone":
+            return _is_zone(value)
         return True
 
     def _number_accepts(self, value: Any) -> bool:

@@ -66,6 +66,7 @@ class Stamp:
     text: str                  # the rest of the entry (its first TEXT_KEEP characters)
     order: int | None = None   # the log's own order (entry id, sequence number), if it has one
     notes: Notes = ()          # assumptions made reading this stamp
+    src: str = ""              # which clock stamped it, where the line says (logsources)
 
 
 TEXT_KEEP = 200                 # characters of a line's text (and of an unparsed line) kept
@@ -86,6 +87,9 @@ class Stamps:
     def __init__(self) -> None:
         self.line, self.value, self.res, self.order = (array("q") for _ in range(4))
         self.kind = bytearray()
+        self.src = bytearray()             # index into src_names: which clock stamped the line
+        self.src_names: list[str] = [""]   # "" = the format's own (bench.model.logsources)
+        self._src_ix: dict[str, int] = {"": 0}
         self.note_id = array("l")
         self.note_sets: list[Notes] = []
         self._note_ix: dict[Notes, int] = {}
@@ -93,7 +97,7 @@ class Stamps:
         self._bind()
 
     def add(self, n: int, value: int, res: int, kind: str, raw: str, text: str,
-            order: int | None = None, notes: Notes = ()) -> None:
+            order: int | None = None, notes: Notes = (), src: str = "") -> None:
         if not (-INT64_MAX <= value and value + res <= INT64_MAX and 0 <= res):
             raise Unparsed("stamp outside the int64 ns range (years 1678-2262)")
         if order is None or not -INT64_MAX <= order <= INT64_MAX:
@@ -104,6 +108,7 @@ class Stamps:
         self._res(res)
         self._order(order)
         self._kind(KIND_IX[kind])
+        self.src.append(self._src_k(src))
         self._note(k)
         self._raw(raw[:TEXT_KEEP])
         self._text(text[:TEXT_KEEP])
@@ -118,9 +123,19 @@ class Stamps:
         self.res.frombytes(np.ascontiguousarray(res, np.int64).tobytes())
         self.order.extend(array("q", [NO_ORDER]) * n)
         self.kind.extend(bytes([KIND_IX[kind]]) * n)
+        self.src.extend(bytes(n))
         self.note_id.extend(array("l", [self._note_k(())]) * n)
         self.raw.extend(raws)
         self.text.extend(texts)
+
+    def _src_k(self, src: str) -> int:
+        k = self._src_ix.get(src)
+        if k is None:
+            if len(self.src_names) >= 255:
+                raise Unparsed("more than 254 distinct stamping sources in one log")
+            k = self._src_ix[src] = len(self.src_names)
+            self.src_names.append(src)
+        return k
 
     def _note_k(self, notes: Notes) -> int:
         k = self._note_ix.get(notes)
@@ -141,6 +156,7 @@ class Stamps:
         for col in (self.line, self.value, self.res, self.order, self.note_id):
             col.pop()
         self.kind.pop()
+        self.src.pop()
         self.raw.pop()
         self.text.pop()
         return st
@@ -155,7 +171,8 @@ class Stamps:
             raise IndexError(i)
         o = self.order[i]
         return Stamp(self.line[i], self.value[i], self.res[i], KINDS[self.kind[i]], self.raw[i],
-                     self.text[i], None if o == NO_ORDER else o, self.note_sets[self.note_id[i]])
+                     self.text[i], None if o == NO_ORDER else o, self.note_sets[self.note_id[i]],
+                     self.src_names[self.src[i]])
 
     def __iter__(self) -> Iterator[Stamp]:
         return (self[i] for i in range(len(self)))
@@ -187,12 +204,14 @@ class ParsedLog:
 @dataclass(frozen=True)
 class Context:
     """What a zone-less or year-less stamp is read with, each use said in the output."""
-    zone: str = ""             # IANA zone of the file's local times ("" = UTC, said so)
+    zone: str = ""             # IANA zone of the file's local times ("": none, refused)
     year: int | None = None    # year of RFC 3164 / year-less stamps (from the run)
     near_ns: int | None = None # a reference instant the log is near (the run), to pick the year
     boot_ns: int | None = None # dmesg -> wall: the host's boot instant in its own wall time
-    stamp: str = "auto"        # journald/snmptrapd: "wall" or "monotonic" stamp
+    stamp: str = "auto"        # journald/snmptrapd: "wall" or "monotonic" stamp; syslog: "relay"
     zone_from: str = "given"   # where the zone came from, said in the notes
+    field: str = "auto"        # Kubernetes events / Redfish: the stamp field read
+    clocks: tuple[str, ...] = ()   # the device's clocks (a Kubernetes event's field by them)
 
 
 class Unparsed(RackclockError, ValueError):
@@ -219,14 +238,20 @@ def _zone(ctx: Context) -> dt.tzinfo:
         raise LogError(f"unknown time zone {ctx.zone!r}") from exc
 
 
+NO_ZONE = ("a zone-less stamp and no zone for this device: give tz=ZONE (or log_timezone in "
+           "the rack file); it is never read as UTC by default")
+
+
 def local_to_ns(naive: datetime, ctx: Context, res_ns: int) -> tuple[int, int, Notes]:
-    """A zone-less wall time read in the file's zone: (value_ns, resolution_ns, notes). In a DST
+    """A zone-less wall time read in the file's zone: (value_ns, resolution_ns, notes); refused
+    (Unparsed) when no zone is known, never read as UTC by default. In a DST
     fold (the hour that happens twice) the value covers both readings; in a DST gap (a time that
     never happened) both offsets too, flagged."""
+    if not ctx.zone:
+        raise Unparsed(NO_ZONE)
     tz = _zone(ctx)
     if tz is dt.UTC:
-        return _ns(naive.replace(tzinfo=dt.UTC)), res_ns, ("zone: UTC assumed (none given)",) \
-            if not ctx.zone else (f"zone: UTC ({ctx.zone_from})",)
+        return _ns(naive.replace(tzinfo=dt.UTC)), res_ns, (f"zone: UTC ({ctx.zone_from})",)
     a = naive.replace(tzinfo=tz, fold=0)
     b = naive.replace(tzinfo=tz, fold=1)
     va, vb = _ns(a), _ns(b)
@@ -278,6 +303,8 @@ def iso_stamp(m: re.Match[str], ctx: Context) -> tuple[int, int, Notes]:
         res, notes = 60 * NS, ("no seconds in the stamp: resolution 1 min",)
     try:
         v, widen, zn = _minute(y, mo, d, h, mi, tz, ctx.zone, ctx.zone_from)
+    except Unparsed:
+        raise
     except (ValueError, OverflowError) as exc:
         raise Unparsed(f"no such date and time: {exc}") from None
     if int(s or 0) > 59:
@@ -425,8 +452,7 @@ def parse_ipmi_sel(line: str, ctx: Context) -> Parsed:
     if not m:
         p = SEL_PREINIT.match(line)
         if p:
-            raise Unparsed(f"pre-init SEL time ({p.group(3)[:40]}): stamped before the BMC's "
-                           f"clock was set, no wall time")
+            return _sel_preinit(p, line)
         raise Unparsed("not an `ipmitool sel list` line (id | mm/dd/yyyy | hh:mm:ss | ...)")
     rid, mo, d, y, h, mi, s, ampm, rest = m.groups()
     hour = int(h)
@@ -441,7 +467,24 @@ def parse_ipmi_sel(line: str, ctx: Context) -> Parsed:
             int(rid, 16), ("SEL time is the BMC's local time",) + zn)
 
 
-SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) \[(.*?)\]:?\s*(.*)$")
+# the transport holds brackets of its own: [UDP: [10.0.0.9]:161->[10.0.0.1]:162]
+PREINIT_NOTE = ("pre-init SEL time: seconds since the BMC's init, its counter (sel_init)",)
+
+
+def _sel_preinit(p: re.Match[str], line: str) -> Parsed:
+    """A pre-init SEL line: the BMC's seconds since its init (ipmitool prints them in the time
+    column, decimal or 0x hex), a counter stamp mapped through the measured `sel_init` clock."""
+    rid, raw, rest = p.group(1), p.group(3), p.group(4)
+    try:
+        secs = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+    except ValueError:
+        raise Unparsed(f"pre-init SEL time {raw[:40]!r} is not a number of seconds") from None
+    return (secs * NS, NS, "monotonic", f"{p.group(2).strip()} {raw}", rest.strip(), int(rid, 16),
+            PREINIT_NOTE)
+
+
+SNMPTRAPD = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\S+) "
+                       r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]:?\s*(.*)$")
 UPTIME_VB = re.compile(r"(?:sysUpTime(?:Instance)?|1\.3\.6\.1\.2\.1\.1\.3\.0)\S* = Timeticks: "
                        r"\((\d{1,12})\)")
 UPTIME_NOTE = ("the agent's sysUpTime varbind (10 ms ticks)",)
@@ -449,21 +492,30 @@ UPTIME_NOTE = ("the agent's sysUpTime varbind (10 ms ticks)",)
 
 def parse_snmptrapd(line: str, ctx: Context) -> Parsed:
     """snmptrapd's default log line (`%y-%m-%l %h:%j:%k %B [%b]:` then the varbinds): the
-    receiver's local time to the second, or (stamp "monotonic") the agent's sysUpTime varbind."""
+    receiver's local time to the second (stamped by the trap receiver's clock, not the agent's),
+    or the agent's sysUpTime varbind where the trap carries one (stamp "auto"; "monotonic": only
+    that; "wall": only the receiver's time)."""
     m = SNMPTRAPD.match(line)
     if not m:
         raise Unparsed("not an snmptrapd line (yyyy-mm-dd hh:mm:ss HOST [TRANSPORT]: ...)")
     text = m.group(4)
     up = UPTIME_VB.search(text)
-    if ctx.stamp == "monotonic" and up:      # (else its varbind lines may still carry it)
-        return (int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0), text,
-                None, UPTIME_NOTE)
+    if ctx.stamp in ("monotonic", "auto") and up:   # (else its varbind lines may still carry it)
+        return (int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0),
+                f"{m.group(2)} {trap_text(text)}".strip(), None, UPTIME_NOTE)
+    if not ctx.zone and ctx.stamp != "wall":     # its varbind line may still give the uptime
+        return (0, NS, "wall", m.group(1), f"{m.group(2)} {trap_text(text)}".strip(), None,
+                (PENDING,))
     try:
         v, q, zn = local_to_ns(datetime.fromisoformat(m.group(1)), ctx, NS)
+    except Unparsed:
+        raise
     except (ValueError, OverflowError) as exc:
         raise Unparsed(f"no such date: {exc}") from None
-    return (v, q, "wall", m.group(1), f"{m.group(2)} {text}".strip(), None,
-            ("the trap receiver's clock, not the agent's",) + zn)
+    return (v, q, "wall", m.group(1), f"{m.group(2)} {trap_text(text)}".strip(), None, zn)
+
+
+PENDING = "a zone-less receive time: the trap's varbind lines may give the agent's uptime"
 
 
 def parse_iso(line: str, ctx: Context) -> Parsed:
@@ -534,20 +586,18 @@ def parse_journald(src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog)
             out.reject(n, line, _why(exc))
 
 
+REDFISH_FIELDS = ("Created", "EventTimestamp")
+
+
 def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
-    """A Redfish LogEntryCollection (or a list of LogEntry): `Created` (RFC 3339; a `Created`
-    without seconds or without an offset is read as such and said so), Id as the log's order."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = text.splitlines()
-        ln = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
-        out.reject(exc.lineno, ln, f"not JSON: {exc.msg}")
+    """A Redfish LogEntryCollection (or a list of LogEntry), or an Event's `Events`: `Created`
+    (when the service logged the entry) or `EventTimestamp` (when the event occurred), RFC 3339
+    (without seconds or an offset read as such and said so); field "auto": Created where the
+    record has one. Id as the log's order."""
+    doc = _json_document(text, out)
+    if doc is None:
         return
-    except RecursionError:
-        out.reject(1, text, "JSON nested too deeply to read")
-        return
-    members = doc.get("Members", []) if isinstance(doc, dict) else doc
+    members = (doc.get("Members", doc.get("Events", [])) if isinstance(doc, dict) else doc)
     if not isinstance(members, list):
         out.reject(1, text, "no Members list")
         return
@@ -555,19 +605,103 @@ def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
         try:
             if not isinstance(m, dict):
                 raise Unparsed("member is not an object")
-            created = m.get("Created")
+            key = ctx.field if ctx.field in REDFISH_FIELDS else \
+                next((k for k in REDFISH_FIELDS if isinstance(m.get(k), str)), "Created")
+            created = m.get(key)
             if not isinstance(created, str):
-                raise Unparsed("no Created")
+                raise Unparsed(f"no {key}")
             im = ISO.fullmatch(created.strip())
             if not im:
-                raise Unparsed(f"Created {created[:60]!r} is not ISO 8601")
+                raise Unparsed(f"{key} {created[:60]!r} is not ISO 8601")
             v, q, notes = iso_stamp(im, ctx)
-            rid = str(m.get("Id", ""))[:40]
-            msg = f"{rid} {m.get('MessageId', '')} {m.get('Message', '')}"[:TEXT_KEEP]
+            rid = str(m.get("Id", m.get("EventId", "")))[:40]
+            msg = " ".join(str(x) for x in (rid, m.get("MessageId"), m.get("Message"))
+                           if x)[:TEXT_KEEP]
             out.stamps.add(n, v, q, "wall", created, msg.strip(),
-                           int(rid) if rid.isdigit() else None, notes)
+                           int(rid) if rid.isdigit() else None, notes, f"origin|{key}")
         except BAD_INPUT as exc:
             out.reject(n, _member_text(m), _why(exc))
+
+
+def _json_document(text: str, out: ParsedLog) -> Any:
+    """A whole-file JSON document, or None with the reason said as an unparsed line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = text.splitlines()
+        ln = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+        out.reject(exc.lineno, ln, f"not JSON: {exc.msg}")
+    except RecursionError:
+        out.reject(1, text, "JSON nested too deeply to read")
+    return None
+
+
+K8S_FIELDS = ("creationTimestamp", "eventTime", "firstTimestamp", "lastTimestamp")
+
+
+def k8s_component(ev: dict[str, Any]) -> str:
+    """The clock name of the component that reported a Kubernetes event ("default-scheduler"
+    -> "scheduler"), "" when the event names none."""
+    src = ev.get("source") if isinstance(ev.get("source"), dict) else {}
+    name = ev.get("reportingComponent") or ev.get("reportingController") or \
+        (src or {}).get("component") or ""
+    name = str(name).lower().rsplit("/", 1)[-1]
+    for pre in ("default-", "kube-"):
+        name = name.removeprefix(pre)
+    return name[:40]
+
+
+def k8s_field(ev: dict[str, Any], ctx: Context) -> tuple[str, str]:
+    """(field, stamping source) of one event: the field given, else eventTime where the event has
+    one and the device has the reporting component's clock, else creationTimestamp."""
+    comp = k8s_component(ev)
+    key = ctx.field
+    if key not in K8S_FIELDS:
+        has_own = bool(ev.get("eventTime")) and (not ctx.clocks or comp in ctx.clocks)
+        key = "eventTime" if has_own else "creationTimestamp"
+    role = "apiserver" if key == "creationTimestamp" else f"component:{comp or '?'}"
+    return key, f"{role}|{key}"
+
+
+def parse_k8s_events(text: str, ctx: Context, out: ParsedLog) -> None:
+    """Kubernetes events: an EventList (`kubectl get events -o json`), a list, or JSON lines (one
+    Event, or a watch's {"type", "object"}, per line). `metadata.creationTimestamp` is the API
+    server's (whole seconds); `eventTime` (µs) and first/lastTimestamp the reporting
+    component's own clock (a scheduler on another host). resourceVersion as the log's order."""
+    doc = _one_json(text)
+    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+        records: Iterable[tuple[int, Any]] = enumerate(doc["items"], 1)
+    elif isinstance(doc, list):
+        records = enumerate(doc, 1)
+    else:
+        records = ((n, _one_json(ln)) for n, ln in enumerate(text.splitlines(), 1) if ln.strip())
+    for n, ev in records:
+        try:
+            _k8s_event(n, ev, ctx, out)
+        except BAD_INPUT as exc:
+            out.reject(n, _member_text(ev), _why(exc))
+
+
+def _k8s_event(n: int, ev: Any, ctx: Context, out: ParsedLog) -> None:
+    if isinstance(ev, dict) and isinstance(ev.get("object"), dict):
+        ev = ev["object"]
+    if not isinstance(ev, dict):
+        raise Unparsed("not a Kubernetes Event object")
+    meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
+    key, src = k8s_field(ev, ctx)
+    stamp = (meta or {}).get(key) if key == "creationTimestamp" else ev.get(key)
+    if not isinstance(stamp, str):
+        raise Unparsed(f"no {key}")
+    im = ISO.fullmatch(stamp.strip())
+    if not im:
+        raise Unparsed(f"{key} {stamp[:60]!r} is not ISO 8601")
+    v, q, notes = iso_stamp(im, ctx)
+    obj = ev.get("involvedObject") or ev.get("regarding") or {}
+    what = f"{obj.get('kind', '')}/{obj.get('name', '')}" if isinstance(obj, dict) else ""
+    msg = f"{ev.get('reason', '')} {what}: {ev.get('message', ev.get('note', ''))}"
+    rv = str((meta or {}).get("resourceVersion", ""))
+    out.stamps.add(n, v, q, "wall", stamp, msg.strip()[:TEXT_KEEP],
+                   int(rv) if rv.isdigit() else None, notes, src)
 
 
 def _member_text(m: Any) -> str:
@@ -628,8 +762,11 @@ def _csv_row(rows: Iterator[list[str]], out: ParsedLog, where: list[int]) -> lis
         return []
 
 
-FILE_FORMATS = {"journald": parse_journald, "redfish": parse_redfish, "csv": parse_csv}
+FILE_FORMATS = {"journald": parse_journald, "redfish": parse_redfish, "csv": parse_csv,
+                "k8s-events": parse_k8s_events}
 StreamParser = Callable[[Iterable[tuple[int, str]], Context, ParsedLog], None]
+DOC_FORMATS: dict[str, Callable[[str, Context, ParsedLog], None]] = {
+    "redfish": parse_redfish, "k8s-events": parse_k8s_events}
 STREAM_FORMATS: dict[str, StreamParser] = {"journald": parse_journald, "csv": parse_csv}
 BATCH_FORMATS = {"rfc5424": rfc5424_batch}        # a fast path for a batch of lines
 FORMATS = tuple(FILE_FORMATS) + tuple(LINE_FORMATS)
@@ -649,6 +786,8 @@ def _parse_lines(fmt: str, batches: Iterable[LineBatch], ctx: Context, out: Pars
             _parse_each(fmt, numbered((batch,)), ctx, out)
     if trapd_mono:
         _drop_wall_trap(out)
+    if fmt == "snmptrapd":
+        _drop_pending(out)
         out.unparsed.sort()
 
 
@@ -665,6 +804,8 @@ def _parse_each(fmt: str, src: Iterable[tuple[int, str]], ctx: Context, out: Par
             st = fn(line, ctx)
             if trapd and mono:      # a new trap: the one above is done
                 _drop_wall_trap(out)
+            elif trapd:
+                _drop_pending(out)
             add(n, *st)
         except BAD_INPUT as exc:
             if trapd and len(out.stamps) and SNMPTRAPD_CONT.match(line):
@@ -681,16 +822,40 @@ def _drop_wall_trap(out: ParsedLog) -> None:
         out.reject(last.line, last.text, "trap without a sysUpTime varbind")
 
 
+def _drop_pending(out: ParsedLog) -> None:
+    """The trap above, if it is still a zone-less receive time (no varbind gave the agent's
+    uptime), is unparsed: no zone to read it in."""
+    st = out.stamps
+    if len(st) and st.note_sets[st.note_id[-1]] == (PENDING,):
+        last = st.pop()
+        out.reject(last.line, last.text, NO_ZONE)
+
+
+UPTIME_TEXT = re.compile(r"\S*(?:sysUpTime|1\.3\.6\.1\.2\.1\.1\.3\.0)\S* = Timeticks: "
+                         r"\(\d+\)[^\t]*")
+TRAP_OID = re.compile(r"\S*snmpTrapOID\.0 = OID: ")
+
+
+def trap_text(varbinds: str) -> str:
+    """A trap's varbinds as a label reads them: the trap's OID first, the uptime left out (it
+    is the stamp), the rest joined by "; "."""
+    parts = [p.strip() for p in UPTIME_TEXT.sub("", varbinds).split("\t") if p.strip()]
+    oid = [TRAP_OID.sub("trap ", p) for p in parts if TRAP_OID.search(p)]
+    return "; ".join(oid + [p for p in parts if not TRAP_OID.search(p)])
+
+
 def _with_varbind(st: Stamps, line: str, ctx: Context) -> None:
     last = st.pop()
-    text = f"{last.text} | {line.strip()}"
+    more = trap_text(line)
+    text = f"{last.text}: {more}" if last.text.count(" ") == 0 else \
+        (f"{last.text}; {more}" if more else last.text)
     up = UPTIME_VB.search(line)
-    if ctx.stamp == "monotonic" and up and last.kind != "monotonic":
+    if ctx.stamp in ("monotonic", "auto") and up and last.kind != "monotonic":
         st.add(last.line, int(up.group(1)) * 10_000_000, 10_000_000, "monotonic", up.group(0),
                text, None, UPTIME_NOTE)
     else:
         st.add(last.line, last.value_ns, last.resolution_ns, last.kind, last.raw, text,
-               last.order, last.notes)
+               last.order, last.notes, last.src)
 
 
 def _first_batches(batches: Iterator[LineBatch], sample: int) -> list[LineBatch]:
@@ -714,7 +879,22 @@ def _one_json(line: str) -> Any:
 def _is_redfish(doc: Any) -> bool:
     if isinstance(doc, list):
         doc = doc[0] if doc else {}
-    return isinstance(doc, dict) and ("Members" in doc or "Created" in doc)
+    if not isinstance(doc, dict):
+        return False
+    ev = doc.get("Events")
+    return "Members" in doc or "Created" in doc or (
+        isinstance(ev, list) and bool(ev) and isinstance(ev[0], dict) and "EventTimestamp" in ev[0])
+
+
+def _is_k8s(doc: Any) -> bool:
+    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+        doc = doc["items"]
+    if isinstance(doc, list):
+        doc = doc[0] if doc else {}
+    if isinstance(doc, dict) and isinstance(doc.get("object"), dict):
+        doc = doc["object"]
+    return isinstance(doc, dict) and (doc.get("kind") == "Event" or "involvedObject" in doc
+                                      or "regarding" in doc)
 
 
 def detect(head: list[str], document: Callable[[], str] | None = None) -> tuple[str, str]:
@@ -743,6 +923,8 @@ def _detect_json(head: list[str], document: Callable[[], str] | None) -> tuple[s
         doc = _one_json(document())
     if _is_redfish(doc):
         return "redfish", "detected: a JSON document with Redfish LogEntry members"
+    if _is_k8s(doc if doc is not None else _one_json(first)):
+        return "k8s-events", "detected: Kubernetes Event objects"
     ok = sum(isinstance(r, dict) and "__REALTIME_TIMESTAMP" in r for r in map(_one_json, head))
     if ok >= 0.5 * len(head):
         return "journald", f"detected: {ok} of {len(head)} sampled lines are journald JSON"
@@ -750,7 +932,7 @@ def _detect_json(head: list[str], document: Callable[[], str] | None) -> tuple[s
 
 
 def _detect_lines(head: list[str]) -> tuple[str, str]:
-    ctx = Context(year=2000)
+    ctx = Context(year=2000, zone="UTC")      # the shape of a line, not its instant
     scores = []
     for fmt in DETECT_ORDER:
         fn = LINE_FORMATS[fmt]
@@ -784,13 +966,14 @@ def parse_file(f: BinaryIO, fmt: str = "auto", ctx: Context = Context(), line_li
     fmt, how = _format_of(f, fmt, [ln for _, ln in head], stats)
     out = ParsedLog(fmt, how, over=stats)
     whole = itertools.chain(first, batches)
-    if fmt == "redfish":
-        parse_redfish(read_document(f), ctx, out)
+    if fmt in DOC_FORMATS:
+        DOC_FORMATS[fmt](read_document(f), ctx, out)
     elif fmt in STREAM_FORMATS:
         STREAM_FORMATS[fmt](numbered(whole), ctx, out)
     else:
         _parse_lines(fmt, whole, ctx, out)
-    out.notes = list(dict.fromkeys(nt for notes in out.stamps.note_sets for nt in notes
+    used = [out.stamps.note_sets[k] for k in sorted(set(out.stamps.note_id))]
+    out.notes = list(dict.fromkeys(nt for notes in used for nt in notes
                                    if not nt.startswith("boot ")))
     return out
 

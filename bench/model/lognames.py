@@ -4,5 +4,5 @@ bench/model/logformats.py checks its parsers are exactly these)."""
 from __future__ import annotations
 
 LINE_LIMIT = 65_536             # bytes of one line (its newline not counted)
-FORMATS = ("journald", "redfish", "csv", "rfc5424", "rfc3164", "dmesg", "ipmi-sel", "snmptrapd",
+FORMATS = ("journald", "redfish", "csv", "k8s-events", "rfc5424", "rfc3164", "dmesg", "ipmi-sel", "snmptrapd",
            "iso8601", "rfc2822")

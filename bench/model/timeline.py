@@ -27,8 +27,11 @@ from bench.analysis.timeline_map import (
 from bench.model.logfile import LogError
 from bench.model.logformats import (
     ISO,
+    K8S_FIELDS,
+    KINDS,
     NO_ORDER,
     NS,
+    REDFISH_FIELDS,
     UNPARSED_KEEP,
     Context,
     ParsedLog,
@@ -37,6 +40,7 @@ from bench.model.logformats import (
     local_to_ns,
     parse_path,
 )
+from bench.model.logsources import Stamper, line_source, stamping_clock
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
 from bench.model.statuses import RowStatus
@@ -171,13 +175,19 @@ def _breaks(name: str, plane: str, fits: Fits) -> list[Entry]:
 
 
 OPTIONS = {"format": "the log's format (default: detected)",
-           "tz": "IANA zone of zone-less stamps (default: the rack file's zone for the device)",
+           "tz": "IANA zone of zone-less stamps (default: the device's log_timezone, timezone or "
+                 "sel_timezone in the rack file; none: zone-less stamps are refused)",
            "year": "year of year-less stamps (default: nearest the run)",
            "order": "id | file | none: the log's own order, used to decide a stamp's segment",
            "boot": "dmesg: the boot instant in the host's wall time (ISO 8601)",
-           "stamp": "wall | monotonic (journald, snmptrapd)",
+           "stamp": "wall | monotonic (journald, snmptrapd) | relay (syslog re-stamped by a "
+                    "relay: give receiver=)",
+           "field": "the stamp field: Kubernetes eventTime | creationTimestamp | firstTimestamp "
+                    "| lastTimestamp; Redfish Created | EventTimestamp (default: from the line)",
+           "receiver": "DEVICE[:CLOCK] whose clock stamped received lines (snmptrapd's host, a "
+                       "syslog relay)",
            "presync_before": "a wall stamp before this date was written before the clock was set"}
-ZONE_KEYS = ("timezone", "sel_timezone")     # a device's zone in the rack file (drivers' keys)
+ZONE_KEYS = ("log_timezone", "timezone", "sel_timezone")   # a device's zone in the rack file
 
 
 def parse_spec(spec: str) -> tuple[str, str, Path, dict[str, str]]:
@@ -198,14 +208,17 @@ def parse_spec(spec: str) -> tuple[str, str, Path, dict[str, str]]:
     return device, clock, Path(path), kv
 
 
-def _wall_ns(text: str, what: str) -> int:
+def _wall_ns(text: str, what: str, zone: str = "") -> int:
+    """An option's date and time: with its own offset, else in the log's zone (none: refused)."""
     m = ISO.fullmatch(text)
     try:
-        v = iso_stamp(m, Context())[0] if m else None
+        v = iso_stamp(m, Context(zone=zone))[0] if m else None
     except ValueError:
         v = None
     if v is None or not in_int64(v):
-        raise LogError(f"{what}={text!r}: expected an ISO 8601 date and time (years 1678-2261)")
+        raise LogError(f"{what}={text!r}: expected an ISO 8601 date and time (years 1678-2261)"
+                       + ("" if zone or (m and m.group(8)) else
+                          " with its offset (Z, +01:00), or a tz= for the log"))
     return v
 
 
@@ -229,67 +242,130 @@ def log_context(kv: dict[str, str], run: Run, device: str) -> Context:
     zone, src = kv.get("tz", ""), "given"
     inv = run.manifest.inventory.device(device)
     if not zone:
-        zone = next((str(inv[k]) for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
-        src = "from the rack file"
+        key = next((k for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
+        zone, src = (str(inv[key]), f"the rack file's {key}") if key else ("", "")
     if zone.lower() == "unknown":
         zone = ""
     near = run.manifest.started_ns
     ctx = Context(zone=zone, year=year, near_ns=int(near) if near and in_int64(near) else None,
-                  boot_ns=_wall_ns(kv["boot"], "boot") if kv.get("boot") else None,
-                  stamp=_choice(kv, "stamp", ("auto", "wall", "monotonic"), "auto"),
+                  boot_ns=_wall_ns(kv["boot"], "boot", zone) if kv.get("boot") else None,
+                  stamp=_choice(kv, "stamp", ("auto", "wall", "monotonic", "relay"), "auto"),
+                  field=_choice(kv, "field", ("auto", *K8S_FIELDS, *REDFISH_FIELDS), "auto"),
                   zone_from=src)
-    local_to_ns(datetime(2000, 1, 1), ctx, 0)       # an unknown zone: said here, once
+    if zone:
+        local_to_ns(datetime(2000, 1, 1), ctx, 0)   # an unknown zone: said here, once
     return ctx
 
 
 def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], table: EntryTable,
              line_limit: int | None = None) -> dict[str, Any]:
-    """A log file's entries into `table`, and its report: format, how it was known, assumptions,
-    unparsed lines with their numbers, lines that could not be placed. LogError: this log is
-    refused (which, and why), the others go on."""
+    """A log file's entries into `table`, and its report: format, how it was known, which clock
+    stamped which lines (bench.model.logsources), assumptions, unparsed lines with their
+    numbers, lines that could not be placed. LogError: this log is refused (which, and why),
+    the others go on."""
     device, clock, path, kv = parse_spec(spec)
     kv = {**defaults, **kv}
     if device not in cal.devices:
         raise LogError(f"{spec!r}: no device {device!r} in the calibrating run(s) "
                        f"(devices: {', '.join(cal.devices)})")
     ctx = log_context(kv, run, device)
-    how = _choice(kv, "order", ("auto", "id", "file", "none"), "auto")
-    presync = _wall_ns(kv["presync_before"], "presync_before") if kv.get("presync_before") \
-        else PRESYNC_BEFORE_NS
     clocks = cal.clocks_of(device)
     if ctx.stamp == "auto" and clock and clock in clocks:
         ctx = replace(ctx, stamp="monotonic" if clocks[clock].meta.get("counter") else "wall")
+    ctx = replace(ctx, clocks=(clock,) if clock else tuple(clocks))
     log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
     report = _log_report(path, device, log)
-    st = log.stamps
-    if not len(st):
+    if not len(log.stamps):
         return report
-    kinds = st.kinds()
-    kind = kinds.pop() if len(kinds) == 1 else "wall"
-    clock = _log_clock(spec, device, clock, clocks, kind)
-    cals = cal.clock(device, clock)
-    if not cals:
-        raise LogError(f"{device}: clock {clock!r} has no fit in the calibrating run(s)")
-    vals, qs = _values(st, cals, clock, report)
-    key, report["order"] = _order_key(st, how)
-    read_at = max(time.time_ns(), max(c.span[1] for c in cals))
-    m = map_stamps(cals, vals, qs, key, wall=kind != "monotonic", not_after_ns=read_at,
-                   presync_before_ns=presync)
-    report["notes"] += m.notes
-    plane = run.manifest.device(device).plane
-    report["mapped"] = table.add_mapped(device, plane, LogTexts(st, path.name), m, vals, qs,
-                                        clock)
-    _unplaced(report, st, m, vals, kind)
-    report["status"] = {s: int(np.sum(m.status == k)) for k, s in enumerate(STATUS)
-                        if np.any(m.status == k)}
+    groups = _source_groups(log.stamps, log.format, ctx.stamp)
+    found: list[tuple[Stamper, npt.NDArray[np.int64]]] = []
+    refused: list[tuple[str, str, npt.NDArray[np.int64]]] = []
+    for (role, field, kind), rows in groups.items():
+        try:
+            s = stamping_clock(role, field, device, clock, kind, spec, cal.clocks_of,
+                               kv.get("receiver", ""))
+            if not cal.clock(s.device, s.clock):
+                raise LogError(f"{s.device}: clock {s.clock!r} has no fit in the calibrating "
+                               f"run(s)")
+            found.append((s, rows))
+        except LogError as exc:
+            refused.append((field, str(exc), rows))
+    if not found:
+        raise LogError(refused[0][1])
+    mapping = _Mapping(device, run.manifest.device(device).plane, LogTexts(log.stamps, path.name),
+                       _choice(kv, "order", ("auto", "id", "file", "none"), "auto"),
+                       _wall_ns(kv["presync_before"], "presync_before", ctx.zone)
+                       if kv.get("presync_before") else PRESYNC_BEFORE_NS)
+    for s, rows in found:
+        mapping.group(s, rows, cal, table, report)
+    _refused_lines(report, log.stamps, refused)
     return report
 
 
-def _values(st: Stamps, cals: list[SegmentWindow], clock: str,
+def _source_groups(st: Stamps, fmt: str, stamp: str
+                   ) -> dict[tuple[str, str, str], npt.NDArray[np.int64]]:
+    """A log's lines by (role, field, kind): each group stamped by one clock."""
+    code = np.frombuffer(st.src, np.uint8).astype(np.int64) * 2 + \
+        np.frombuffer(st.kind, np.uint8)
+    out = {}
+    for c in np.unique(code).tolist():
+        kind = KINDS[c % 2]
+        role, field = line_source(fmt, kind, st.src_names[c // 2], stamp)
+        out[(role, field, kind)] = np.flatnonzero(code == c)
+    return out
+
+
+def _refused_lines(report: dict[str, Any], st: Stamps,
+                   refused: list[tuple[str, str, npt.NDArray[np.int64]]]) -> None:
+    """Lines no clock of the run can have stamped: counted, the first listed with why."""
+    for field, why, rows in refused:
+        report["stamped_by"].append({"field": field, "lines": len(rows), "refused": why})
+        report["unplaced_count"] += len(rows)
+        room = max(0, UNPARSED_KEEP - len(report["unplaced"]))
+        report["unplaced"] += [{"line": st.line[i], "raw": st.raw[i], "device_time": "",
+                                "why": why} for i in rows[:room].tolist()]
+    report["unplaced"].sort(key=lambda u: u["line"])
+
+
+@dataclass
+class _Mapping:
+    """What mapping a log's groups of lines shares: the device, its plane, the log's texts, the
+    order option and the pre-sync date."""
+    device: str
+    plane: str
+    texts: LogTexts
+    how: str
+    presync: int
+
+    def group(self, s: Stamper, rows: npt.NDArray[np.int64], cal: Calibrated, table: EntryTable,
+              report: dict[str, Any]) -> None:
+        """One group's lines mapped through the clock that stamped them, into `table`."""
+        st = self.texts.st
+        cals = cal.clock(s.device, s.clock)
+        kind = KINDS[st.kind[int(rows[0])]]
+        vals, qs = _values(st, rows, cals, s.clock, report)
+        key, report["order"] = _order_key(st, rows, self.how)
+        read_at = max(time.time_ns(), max(c.span[1] for c in cals))
+        m = map_stamps(cals, vals, qs, key, wall=kind != "monotonic", not_after_ns=read_at,
+                       presync_before_ns=self.presync)
+        report["notes"] += m.notes
+        n = table.add_mapped(self.device, self.plane, self.texts, m, vals, qs, s.clock, rows,
+                             s.device)
+        report["mapped"] += n
+        report["stamped_by"].append({"field": s.field, "clock": f"{s.device}/{s.clock}",
+                                     "role": s.role, "lines": len(rows), "says": s.says()})
+        _unplaced(report, st, rows, m, vals, kind)
+        for k, name in enumerate(STATUS):
+            c = int(np.sum(m.status == k))
+            if c:
+                report["status"][name] = report["status"].get(name, 0) + c
+
+
+def _values(st: Stamps, rows: npt.NDArray[np.int64], cals: list[SegmentWindow], clock: str,
             report: dict[str, Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """A log's stamps and resolutions as columns, each at least its clock's tick (said)."""
-    vals = np.frombuffer(st.value, dtype=np.int64)
-    qs = np.maximum(np.frombuffer(st.res, dtype=np.int64), 1)
+    """A group's stamps and resolutions as columns, each at least its clock's tick (said)."""
+    vals = np.frombuffer(st.value, dtype=np.int64)[rows]
+    qs = np.maximum(np.frombuffer(st.res, dtype=np.int64)[rows], 1)
     fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
     if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
         qs = np.maximum(qs, fit_q)
@@ -299,63 +375,52 @@ def _values(st: Stamps, cals: list[SegmentWindow], clock: str,
 
 def _log_report(path: Path, device: str, log: ParsedLog) -> dict[str, Any]:
     """A log's report before its stamps are mapped."""
-    report: dict[str, Any] = {"file": str(path), "device": device, "format": log.format, "how": log.detected,
-              "lines": log.lines, "mapped": 0, "notes": list(log.notes),
-              "unparsed_count": log.unparsed_count, "lines_over_limit": log.over.over,
-              "line_limit_bytes": log.over.limit,
-              "unparsed": [{"line": n, "text": t, "why": w} for n, t, w in log.unparsed],
-              "unplaced": [], "unplaced_count": 0}
+    report: dict[str, Any] = {
+        "file": str(path), "device": device, "format": log.format, "how": log.detected,
+        "lines": log.lines, "mapped": 0, "notes": list(log.notes), "stamped_by": [],
+        "unparsed_count": log.unparsed_count, "lines_over_limit": log.over.over,
+        "line_limit_bytes": log.over.limit,
+        "unparsed": [{"line": n, "text": t, "why": w} for n, t, w in log.unparsed],
+        "unplaced": [], "unplaced_count": 0, "status": {}}
     if log.over.note():
         report["notes"].append(log.over.note())
     return report
 
 
-def _unplaced(report: dict[str, Any], st: Stamps, m: Mapped, vals: npt.NDArray[np.int64],
-              kind: str) -> None:
-    """The lines that could not be placed, counted, the first UNPARSED_KEEP listed with why."""
+def _unplaced(report: dict[str, Any], st: Stamps, rows: npt.NDArray[np.int64], m: Mapped,
+              vals: npt.NDArray[np.int64], kind: str) -> None:
+    """A group's lines that could not be placed, counted, the first UNPARSED_KEEP listed."""
     bad = np.flatnonzero(m.status >= STATUS.index("presync"))
-    report["unplaced_count"] = len(bad)
-    shown = bad[:UNPARSED_KEEP]
+    report["unplaced_count"] += len(bad)
+    shown = bad[:max(0, UNPARSED_KEEP - len(report["unplaced"]))]
     times = device_times(vals[shown], np.ones(len(shown), bool),
-                         np.frombuffer(st.res, dtype=np.int64)[shown], [kind == "wall"] * len(shown))
-    report["unplaced"] = [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
-                           "why": describe(m, i)} for i, t in zip(shown.tolist(), times)]
+                         np.frombuffer(st.res, dtype=np.int64)[rows[shown]],
+                         [kind == "wall"] * len(shown))
+    report["unplaced"] += [{"line": st.line[i], "raw": st.raw[i], "device_time": t,
+                            "why": describe(m, j) + _zone_said(st, i)}
+                           for j, i, t in zip(shown.tolist(), rows[shown].tolist(), times)]
 
 
-def _order_key(st: Stamps, how: str) -> tuple[npt.NDArray[np.int64] | None, str]:
+def _zone_said(st: Stamps, i: int) -> str:
+    """For a line not placed: the zone its zone-less stamp was read in, if it was."""
+    zn = next((n for n in st.note_sets[st.note_id[i]] if n.startswith("zone: ")), "")
+    return (f" (its zone-less stamp was read as local time in {zn[6:]}: if the log is in "
+            f"another zone, give tz=)") if zn else ""
+
+
+def _order_key(st: Stamps, rows: npt.NDArray[np.int64], how: str
+               ) -> tuple[npt.NDArray[np.int64] | None, str]:
     """The log's own order to decide segments by (ids where every line has one, else the file's
     line order, or none), and which it is."""
-    ids = np.frombuffer(st.order, dtype=np.int64)
+    ids = np.frombuffer(st.order, dtype=np.int64)[rows]
     has_id = ids != NO_ORDER
     if how == "auto":
         how = "id" if has_id.any() else "file"
     if how == "id" and has_id.all():
         return ids, "id"
     if how in ("file", "id"):
-        return np.frombuffer(st.line, dtype=np.int64), "file"
+        return np.frombuffer(st.line, dtype=np.int64)[rows], "file"
     return None, "none"
-
-
-def _log_clock(spec: str, device: str, clock: str, clocks: dict[str, ClockResult],
-               kind: str) -> str:
-    """The device clock a log's stamps come from: given, or the one of the stamps' kind."""
-    want_counter = kind == "monotonic"
-    if not clock:
-        clock = next((c for c, r in clocks.items() if bool(r.meta.get("counter")) == want_counter),
-                     "")
-        if not clock:
-            raise LogError(f"{spec!r}: the log's stamps are {kind} but {device} has no "
-                           f"{'counter' if want_counter else 'wall'} clock "
-                           f"(clocks: {', '.join(clocks) or 'none'})")
-    if clock not in clocks:
-        raise LogError(f"{spec!r}: {device} has no clock {clock!r} "
-                       f"(clocks: {', '.join(clocks) or 'none'})")
-    if bool(clocks[clock].meta.get("counter")) != want_counter:
-        raise LogError(f"{spec!r}: the log's stamps are {kind} "
-                       f"({'since boot' if want_counter else 'wall-clock dates'}) but clock "
-                       f"{clock!r} is {'a counter' if not want_counter else 'a wall clock'}: "
-                       f"give a matching clock (or boot=... for a kernel log)")
-    return clock
 
 
 def build(run: Run, logs: Sequence[str] = (), widen_latency: bool = False,

@@ -19,9 +19,9 @@ BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
 LABEL_KEEP = 200
 UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
-INT_COLS = ("lo", "hi", "stamp", "res", "dist", "clock", "idx")
+INT_COLS = ("lo", "hi", "alo", "ahi", "stamp", "res", "dist", "clock", "idx")
 SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
-              "dev": np.int32, "src": np.int32}
+              "dev": np.int32, "src": np.int32, "stamper": np.int32}
 
 
 Unit = Literal["s", "ms", "us", "ns"]
@@ -106,6 +106,8 @@ class EntryTable:
         self._cal: dict[str, int] = {"": 0}
         self._clock: dict[str, int] = {}
         self.clock_names: list[str] = []      # device/clock/segment keys by their index
+        self.stampers: list[str] = [""]       # the clock that stamped an entry: device/clock
+        self._stamper: dict[str, int] = {"": 0}
         self.sources: list[LogTexts | EntryTexts] = []
 
     def _ix(self, table: dict[K, int], names: list[K] | None, key: K) -> int:
@@ -130,12 +132,19 @@ class EntryTable:
                           if s and e.clock_key is not None else -1
                           for e, s in zip(entries, stamped)],
                 "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
-                "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries]}
+                "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries],
+                "stamper": [self._ix(self._stamper, self.stampers,
+                                     "/".join(e.clock_key.split("/")[:2]))
+                            if s and e.clock_key is not None else 0
+                            for e, s in zip(entries, stamped)]}
 
     def add_mapped(self, device: str, plane: str, texts: LogTexts, m: Mapped,
-                   vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str) -> int:
+                   vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str,
+                   rows: npt.NDArray[np.int64] | None = None, clock_device: str = "") -> int:
         """A log's mapped stamps (bench.analysis.timeline_map.Mapped) but the unplaced ones;
-        their number."""
+        their number. `rows`: each stamp's index in the log (default: all, in order);
+        `clock_device`: the device whose clock stamped them (default `device`), which orders
+        them against that clock's other stamps."""
         sel = np.flatnonzero(m.status < len(STATUSES))
         if not len(sel):
             return 0
@@ -146,7 +155,8 @@ class EntryTable:
         uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
         names = [m.calibration_of(int(sel[i])) for i in first]
         cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
-        keys = np.array([self._ix(self._clock, self.clock_names, f"{device}/{clock}/{nm}")
+        keys = np.array([self._ix(self._clock, self.clock_names,
+                                  f"{clock_device or device}/{clock}/{nm}")
                          for nm in names],
                         np.int64)[inv]
         status = m.status[sel].astype(np.int8)
@@ -154,11 +164,15 @@ class EntryTable:
         self.sources.append(texts)
         self.chunks.append({
             "lo": m.lo_ns[sel], "hi": m.hi_ns[sel], "stamp": vals[sel], "res": qs[sel],
+            "alo": (m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns)[sel],
+            "ahi": (m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns)[sel],
             "has_stamp": np.ones(len(sel), bool), "dist": m.distance_ns[sel],
             "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
             "status": status, "basis": np.zeros(len(sel), np.int8),
             "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
-            "src": np.full(len(sel), src, np.int32), "idx": sel})
+            "src": np.full(len(sel), src, np.int32), "idx": sel if rows is None else rows[sel],
+            "stamper": np.full(len(sel), self._ix(self._stamper, self.stampers,
+                                                  f"{clock_device or device}/{clock}"), np.int32)})
         return len(sel)
 
     def columns(self) -> Cols:
@@ -176,6 +190,7 @@ class EntryTable:
 def _entry_numbers(entries: list[Entry]) -> dict[str, list[int]]:
     """The interval, stamp, status and basis columns of run entries."""
     return {"lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
+            "alo": [e.lo_ns for e in entries], "ahi": [e.hi_ns for e in entries],
             "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
             "has_stamp": [e.stamp_ns is not None for e in entries],
             "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],

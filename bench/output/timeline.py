@@ -14,6 +14,8 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
@@ -61,9 +63,17 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
     yield (f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
           f"{rep['lines']} lines, {rep['mapped']} mapped, order: {rep.get('order', '-')}"
           + (f", {rep['status']}" if rep.get("status") else ""))
+    for sb in rep.get("stamped_by", ()):
+        yield (f"  stamped: {sb['says']}: {sb['lines']} lines" if "says" in sb else
+               f"  not placed ({sb['lines']} lines, {sb['field']}): {sb['refused']}")
     for nt in rep["notes"]:
         yield (f"  assumed: {nt}" if not nt.startswith("lines over") else f"  {nt}")
-    if rep["unparsed_count"]:
+    whys = {u["why"] for u in rep["unparsed"]}
+    if rep["unparsed_count"] and len(whys) == 1 and len(rep["unparsed"]) > 1:
+        lines = ", ".join(str(u["line"]) for u in rep["unparsed"][:10])
+        more = ", ..." if rep["unparsed_count"] > 10 else ""
+        yield (f"  {rep['unparsed_count']} lines not parsed: {whys.pop()} (lines {lines}{more})")
+    elif rep["unparsed_count"]:
         yield (f"  {rep['unparsed_count']} lines not parsed:")
         for u in rep["unparsed"][:20]:
             yield (f"    line {u['line']}: {u['why']}: {u['text'][:80]!r}")
@@ -77,18 +87,46 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
               f"{len(rep['unplaced'])} in timeline.json)")
 
 
-def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS) -> None:
+def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
+               first: dict[str, Any] | None = None) -> None:
+    from bench.output.timeline_first import answer_html
     from bench.output.timeline_page import timeline_html
-    rows = tl.rows(0, limit)
+    a = _span_start(tl, first)
+    rows = tl.rows(a, a + limit)
     head = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>rackclock timeline"
             "</title></head><body><h1>Cross-plane timeline</h1>")
-    cut = (f"<p>The first {len(rows)} of {len(tl)} entries in proven order; all are in "
-           f"timeline.json and timeline.csv.</p>" if len(tl) > len(rows) else "")
+    if first is not None:
+        head += answer_html(first, t0, first.get("window", ""))
+    cut = (f"<p>{a} earlier entries (before the span of your log lines, from "
+           f"{utc_text([int(tl.c['lo'][0])])[0]}) are collapsed, not drawn. </p>" if a else "")
+    if len(tl) > len(rows):
+        cut += (f"<p>Entries {a}–{a + len(rows) - 1} of {len(tl)} in proven order; all are in "
+                f"timeline.json and timeline.csv.</p>")
     path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
 
 
+def _span_start(tl: Timeline, first: dict[str, Any] | None) -> int:
+    """The first entry the page shows: the start of the --first window's lines, else of the
+    user's log lines that meet the run's span (all of them when none does), else 0."""
+    if not len(tl):
+        return 0
+    lo = tl.c["lo"]
+    if first is not None and first.get("first"):
+        start = min(int(x["lo_ns"]) for x in first["story"] or first["first"])
+        return int(np.searchsorted(lo, start, "left"))
+    user_src = np.array([s.user for s in tl.table.sources], dtype=bool)
+    user = user_src[tl.c["src"]]
+    if not user.any():
+        return 0
+    run = tl.c["basis"] != BASES.index("stamp")
+    run_lo = int(tl.c["lo"][run].min()) if run.any() else int(lo[0])
+    inside = np.flatnonzero(user & (tl.c["hi"] >= run_lo))
+    return int(inside[0] if len(inside) else np.flatnonzero(user)[0])
+
+
 def write_outputs(folder: Path, tl: Timeline, t0: int,
-                  formats: Collection[str] = DEFAULT_FORMATS) -> list[Path]:
+                  formats: Collection[str] = DEFAULT_FORMATS,
+                  first: dict[str, Any] | None = None) -> list[Path]:
     """The files of `formats` (FILES), each written under a fresh temporary name (O_EXCL) and
     renamed into place: a name planted in the folder (a symlink) is replaced, never written
     through, and a reader never sees half a file."""
@@ -100,9 +138,9 @@ def write_outputs(folder: Path, tl: Timeline, t0: int,
             os.close(fd)
             parts[f] = Path(name)
         if {"json", "csv", "otel"} & set(parts):
-            write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"))
+            write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"), first)
         if "html" in parts:
-            write_html(tl, parts["html"], t0)
+            write_html(tl, parts["html"], t0, first=first)
         for f, tmp in parts.items():
             os.chmod(tmp, 0o644)
             os.replace(tmp, paths[f])

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as js
 from pathlib import Path
 from tempfile import TemporaryFile
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, Timeline
+from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, LogTexts, Timeline
 from bench.output.timeline_columns import (
     chunk_texts,
     csv_field,
@@ -38,7 +38,8 @@ from bench.output.timeline_columns import (
 
 FIELDS = ("index", "block", "source", "plane", "label", "lo_ns", "hi_ns", "basis", "raw",
           "calibration", "status", "distance_ns", "unordered_count", "unordered_with",
-          "device_time", "log")
+          "device_time", "log", "line", "resolution_ns", "clock", "assumed_lo_ns",
+          "assumed_hi_ns", "unordered_more")
 CHUNK = 8192                # rows formatted at a time (their text: a few MB)
 
 
@@ -60,8 +61,10 @@ class Vocabulary:
                          f'"{st}"}}}}, {{"key": "rackclock.basis", "value": {{"stringValue": '
                          f'"{b}"}}}}, {{"key": "rackclock.order.block", "value": {{"intValue": "'
                          for c in t.cal_names for st in STATUSES for b in BASES]
-        self.log_json = [f'", "log": {js(s.log)}}}' for s in t.sources]
-        self.log_csv_eol = [csv_field(s.log) + "\r\n" for s in t.sources]
+        self.log_json = [f'", "log": {js(s.log)}, "line": ' for s in t.sources]
+        self.log_csv = [csv_field(s.log) for s in t.sources]
+        self.clock_json = [f', "clock": {js(c)}, "assumed_lo_ns": ' for c in t.stampers]
+        self.clock_csv = [csv_field(c) for c in t.stampers]
         self.shape = (ns, nb)
 
 
@@ -90,6 +93,12 @@ class Cols:
     count: pa.Array
     dtime: pa.Array
     raw_ns: pa.Array
+    line: pa.Array          # the line in its log file (0: the run's own entry)
+    res: pa.Array
+    stamper: np.ndarray     # index into the table's stampers
+    alo: pa.Array
+    ahi: pa.Array
+    more: pa.Array          # unordered entries not in the list (counted)
 
 
 def columns(tl: Timeline, n: int | None = None) -> Iterator[Cols]:
@@ -107,7 +116,21 @@ def columns(tl: Timeline, n: int | None = None) -> Iterator[Cols]:
                    decimal(c["lo"][s]), decimal(c["hi"][s]), label, *json_csv(label),
                    *json_csv(raw), *index_arrays(tl.near[s]), decimal(c["dist"][s]),
                    pa.array(c["dist"][s] != 0), decimal(tl.count[s]),
-                   time_texts(st, has, c["res"][s]), decimal(raw_ns))
+                   time_texts(st, has, c["res"][s]), decimal(raw_ns),
+                   decimal(_lines(tl, c["src"][s], c["idx"][s])), decimal(c["res"][s]),
+                   c["stamper"][s], decimal(c["alo"][s]), decimal(c["ahi"][s]),
+                   decimal(tl.count[s] - (tl.near[s] >= 0).sum(axis=1)))
+
+
+def _lines(tl: Timeline, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Each row's line number in its log file (0 for the run's own entries)."""
+    out = np.zeros(len(src), np.int64)
+    for k in np.unique(src).tolist():
+        so = tl.table.sources[k]
+        if isinstance(so, LogTexts):
+            m = src == k
+            out[m] = np.frombuffer(so.st.line, np.int64)[idx[m]]
+    return out
 
 
 def json_rows(ch: Cols, voc: Vocabulary) -> pa.Array:
@@ -118,15 +141,19 @@ def json_rows(ch: Cols, voc: Vocabulary) -> pa.Array:
         '", "lo_ns": ', ch.lo, ', "hi_ns": ', ch.hi, pick(voc.basis_json, ch.basis), ch.raw,
         pick(voc.cal_json, ch.cal * ns + ch.status), ch.dist, ', "unordered_count": ', ch.count,
         ', "unordered_with": [', ch.near, '], "device_time": "', ch.dtime,
-        pick(voc.log_json, ch.src))
+        pick(voc.log_json, ch.src), ch.line, ', "resolution_ns": ', ch.res,
+        pick(voc.clock_json, ch.stamper), ch.alo, ', "assumed_hi_ns": ', ch.ahi,
+        ', "unordered_more": ', ch.more, "}")
 
 
 def csv_rows(ch: Cols, voc: Vocabulary) -> pa.Array:
     """Rows of timeline.csv as csv's excel dialect writes them."""
-    return join(ch.ix, ch.block, pick(voc.dev_csv, ch.dev), ch.label_csv, ch.lo, ch.hi,
-                pick(list(BASES), ch.basis), ch.raw_csv,
-                pick(voc.cal_csv, ch.cal * voc.shape[0] + ch.status), ch.dist, ch.count,
-                ch.near_csv, ch.dtime, pick(voc.log_csv_eol, ch.src), sep=",")
+    row = join(ch.ix, ch.block, pick(voc.dev_csv, ch.dev), ch.label_csv, ch.lo, ch.hi,
+               pick(list(BASES), ch.basis), ch.raw_csv,
+               pick(voc.cal_csv, ch.cal * voc.shape[0] + ch.status), ch.dist, ch.count,
+               ch.near_csv, ch.dtime, pick(voc.log_csv, ch.src), ch.line, ch.res,
+               pick(voc.clock_csv, ch.stamper), ch.alo, ch.ahi, ch.more, sep=",")
+    return join(row, "\r\n")
 
 
 def otel_records(ch: Cols, voc: Vocabulary) -> pa.Array:
@@ -208,7 +235,7 @@ def _csv_header() -> bytes:
 
 
 def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
-                otel_path: Path | None = None) -> None:
+                otel_path: Path | None = None, first: dict[str, Any] | None = None) -> None:
     """timeline.json, timeline.csv and timeline.otel.json, those given a path, in one pass over
     the rows, a chunk at a time."""
     voc = Vocabulary(tl)
@@ -219,7 +246,9 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
             if otel_path is not None else None
         if fj is not None:
             fj.write(('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
-                      + json.dumps(tl.unplaced) + ', "entries": [\n').encode())
+                      + json.dumps(tl.unplaced)
+                      + ('' if first is None else ', "first": ' + json.dumps(first))
+                      + ', "entries": [\n').encode())
         if fc is not None:
             fc.write(_csv_header())
         for k, ch in enumerate(columns(tl)):

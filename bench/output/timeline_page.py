@@ -16,7 +16,8 @@ from bench.units import fmt_ns
 
 PER_PAGE = 100
 ROW_PX = 14
-LABEL_PX = 260
+LABEL_PX = 400
+LABEL_CHARS = 64
 PLOT_PX = 820
 USER_TEXT = ' font-style="italic" font-weight="bold"'
 PALETTE = {"bmc": "#1f77b4", "pdu": "#d62728", "cooling": "#2ca02c", "optic": "#9467bd",
@@ -102,7 +103,10 @@ def _entry_tip(r: dict, t0: int) -> str:
             f"basis: {en.basis}, status: {en.status}"
             + (f"\ncalibration: {en.calibration}" if en.calibration else "")
             + (f"\nunordered with {r['unordered_count']}: #{', #'.join(map(str, un[:12]))}"
-               + ("…" if r["unordered_count"] > 12 else "") if un else "\norder: proven"))
+               + (f" and {r['unordered_count'] - min(len(un), 12)} more (counted; all in "
+                  f"timeline.json's unordered_count)"
+                  if r["unordered_count"] > min(len(un), 12) else "")
+               if un or r["unordered_count"] else "\norder: proven"))
 
 
 def _entry_svg(r: dict, sc: _Scale, y: int, t0: int) -> str:
@@ -112,7 +116,8 @@ def _entry_svg(r: dict, sc: _Scale, y: int, t0: int) -> str:
     user = bool(r.get("log"))
     w = max(sc.x(en.hi_ns) - sc.x(en.lo_ns), 2.0)
     fill = "none" if r["unordered_count"] else c
-    name = ("✎ " if user else "") + (en.source + ": " + en.label)[:40]
+    label = en.label.split(" ", 1)[-1] if user else en.label    # "file:line " is in the tip
+    name = ("✎ " if user else "") + (en.source + ": " + label)[:LABEL_CHARS]
     return (f'<g class="ev{" user" if user else ""}" data-index="{r["index"]}" '
             f'data-block="{r["block"]}"><title>{html.escape(_entry_tip(r, t0))}</title>'
             f'<text x="12" y="{y + 10}"{USER_TEXT if user else ""}>{html.escape(name)}</text>'
