@@ -280,7 +280,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
     the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
-    from bench.units import fmt_ns
+    from bench.units import fmt_end_ns, fmt_ns_up
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
             f"inside a segment unseen")
@@ -289,10 +289,10 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
                            rate_hz)
         out["unseen_step"] = {"size_ns": x, "probability": UNSEEN_P, "within_s": UNSEEN_WITHIN_S}
-        text += (f"; a step of {fmt_ns(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
+        text += (f"; a step of {fmt_ns_up(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
                  f"probability >= {UNSEEN_P:g}")
     if lag:
-        text += f"; reading lags its clock by at most {fmt_ns(lag)}"
+        text += f"; reading lags its clock by at most {fmt_end_ns(lag, False)}"
     out["model"] = text
     return out
 

@@ -9,7 +9,7 @@ from typing import Any
 from bench.model.vocabulary import legend_lines
 from bench.output import figures
 from bench.output.report_sections import bound_cells, esc, figure_html, mean_drift_text, note_html, table_html
-from bench.units import fmt_ns, fmt_ppm
+from bench.units import fmt_ns, fmt_ns_up, fmt_ppm
 
 
 def _clock_cells(d, c) -> list[str]:
@@ -149,7 +149,7 @@ def horizons(run) -> str | None:
     a_rows = [[v.device, v.clock, fmt_ppm(v.assumptions.drift_prior_ppm),
                f"{v.assumptions.wander_ppm:g} ppm/√h",
                fmt_ns(v.assumptions.resolution_ns) + f" ({v.assumptions.resolution_basis})",
-               fmt_ns(v.assumptions.reference_uncertainty_ns)] for v in vs if v.assumptions]
+               fmt_ns_up(v.assumptions.reference_uncertainty_ns)] for v in vs if v.assumptions]
     if a_rows:
         out.append("<h3>What the bounds assume</h3>" + table_html(
             ["device", "clock", "drift prior (±)", "wander allowance", "resolution",

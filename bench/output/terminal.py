@@ -14,7 +14,7 @@ from bench.model.statuses import ErrorKind
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
-from bench.units import fmt_interval_ns, fmt_ns
+from bench.units import fmt_bounds_ns, fmt_instant_pm, fmt_interval_ns, fmt_ns, fmt_ns_up, ppm_interval
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -89,10 +89,9 @@ def _iso(ns: float) -> str:
 
 def offset_cell(o, counter: bool) -> str:
     """An offset Bound (ns) as a table cell."""
-    width = o.hi - o.lo
     if counter:          # a counter's offset is minus its zero instant: show the boot instant
-        return f"zero at {_iso(-o.point)} ±{fmt_ns(width / 2)}"
-    return f"{fmt_interval_ns(o.lo, o.hi)} (width {fmt_ns(width)})"
+        return f"zero at {compact_offset(o, True)}"
+    return f"{fmt_interval_ns(o.lo, o.hi)} (width {fmt_ns_up(o.hi - o.lo)})"
 
 
 HEAD = ["clock", "plane", "reads", "offset (counter: its zero)", "drift ppm (assumed)",
@@ -221,7 +220,7 @@ def model_lines(summary, width) -> list[str]:
             by.setdefault(m, []).append(f"{d.name} {c.name}")
         u = a.unseen_step if a else None
         if u and u.get("size_ns"):
-            hide.append(f"{d.name} {c.name} {fmt_ns(u['size_ns'])}")
+            hide.append(f"{d.name} {c.name} {fmt_ns_up(u['size_ns'])}")
             p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
     out = []
     for m, who in by.items():
@@ -233,25 +232,11 @@ def model_lines(summary, width) -> list[str]:
 
 
 def compact_offset(o, counter: bool) -> str:
-    """An offset Bound (ns) to the precision of its width; a counter's as the instant of its
-    zero with its half width."""
-    width = o.hi - o.lo
+    """An offset Bound (ns) to the precision of its width, rounded outward; a counter's as the
+    instant of its zero (minus the offset) with a half width that covers the bound."""
     if counter:
-        return f"{_iso(-o.point)} ±{fmt_ns(width / 2)}"
+        return fmt_instant_pm(-o.hi, -o.lo)
     return fmt_interval_ns(o.lo, o.hi)
-
-
-def ppm_interval(lo: float, hi: float) -> str:
-    """[lo, hi] ppm without the unit, lo rounded down and hi up to a digit a tenth of the width
-    fine (at least 3 significant digits)."""
-    import math
-    w = hi - lo
-    dec = 0 if w <= 0 else max(0, min(6, 1 - math.floor(math.log10(w / 10)) - 1))
-    a = max(abs(lo), abs(hi))
-    if a > 0:
-        dec = max(dec, 2 - math.floor(math.log10(a)))
-    f = 10 ** dec
-    return f"[{math.floor(lo * f) / f:.{dec}f}, {math.ceil(hi * f) / f:.{dec}f}]"
 
 
 def mean_drift_cell(s) -> str:
@@ -266,7 +251,7 @@ def latency_table(summary, width: int | None = WIDTH) -> str:
     rows = []
     for name, d in Summary.of(summary).devices.items():
         for stim, x in d.latency.items():
-            cells = [f"[{fmt_ns(b.lo)}, {fmt_ns(b.hi)}] (n={b.n})" if b else "—"
+            cells = [f"{fmt_bounds_ns(b.lo, b.hi)} (n={b.n})" if b else "—"
                      for b in (x.logged_ns, x.observed_ns)]
             rows.append([name, stim, str(x.sent), *cells])
     if not rows:
