@@ -12,9 +12,10 @@ from bench.output.report_sections import bound_cells, esc, figure_html, mean_dri
 from bench.units import fmt_ns, fmt_ns_up, fmt_ppm
 
 
-def _clock_cells(d, c) -> list[str]:
+def _clock_cells(d, c, known: bool = False) -> list[str]:
     """The compact table's cells of one clock: offset and drift with their words, the proven
     mean drift, breaks and errors, truth."""
+    from bench.model.verdict import truth_word
     from bench.model.vocabulary import STUCK, UNDECIDED, stuck_text
     errs = d.errors_text()
     name = f"{d.name} {c.name}"
@@ -25,9 +26,7 @@ def _clock_cells(d, c) -> list[str]:
     sg = c.segments[-1]
     brk = (f"{len(c.breaks)} break ({', '.join(sorted({str(b.kind) for b in c.breaks}))})"
            if c.breaks else "") + (f" {len(c.wraps)} wrap" if c.wraps else "")
-    truth = ""
-    if all(x.truth is not None for x in c.segments):
-        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
+    truth = truth_word(c, known)
     return [name, *bound_cells(sg, c.counter), mean_drift_text(sg),
             " · ".join(x for x in (brk.strip(), "" if errs == "0" else f"errors {errs}") if x)
             or "—", truth]
@@ -66,7 +65,9 @@ def _incident_html(run, inc) -> str:
 
 
 def _clock_table_html(run: Any) -> str:
-    rows = [_clock_cells(d, c) for d, c in run.summary.clocks()]
+    from bench.model.verdict import has_truth
+    known = has_truth(run.summary)
+    rows = [_clock_cells(d, c, known) for d, c in run.summary.clocks()]
     if not rows:
         return note_html("No device clock was measured in this run.")
     out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",

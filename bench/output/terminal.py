@@ -12,6 +12,7 @@ from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
 from bench.model.statuses import ErrorKind
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
 from bench.units import fmt_bounds_ns, fmt_instant_pm, fmt_interval_ns, fmt_ns, fmt_ns_up, ppm_interval
@@ -143,6 +144,7 @@ def _rows(summary: Summary, manifest: Manifest | None) -> tuple[list[list[str]],
     rows: list[list[str]] = []
     notes: list[str] = []
     used: set = set()
+    known = has_truth(summary)          # a simulated run: a clock without truth says so
     for name, d in summary.devices.items():
         if d.first_errors.get(ErrorKind.NOT_STARTED) == OLD_UNUSED:
             continue                  # an older folder's device the experiment never used
@@ -151,7 +153,7 @@ def _rows(summary: Summary, manifest: Manifest | None) -> tuple[list[list[str]],
         if not d.clocks:
             rows.append(_row(name, d, None, "no clock", "", d.errors_text()))
         for clock, c in d.clocks.items():
-            rows.append(clock_row(name, d, clock, c, manifest, used))
+            rows.append(clock_row(name, d, clock, c, manifest, used, known))
             notes += clock_notes(name, clock, c)
     return rows, notes, used
 
@@ -173,7 +175,7 @@ def _row(name, d, clock, offset, drift, errs, **kw) -> list[str]:
     return [kw.get(h, cells.get(h, "")) for h in HEAD]
 
 
-def clock_row(name, d, clock, c, manifest, used: set) -> list[str]:
+def clock_row(name, d, clock, c, manifest, used: set, known: bool = False) -> list[str]:
     """One clock's row: its last segment (offset, drift, bracket), breaks, truth, calibration."""
     errs = d.errors_text()
     if c.verdict == STUCK:
@@ -186,9 +188,7 @@ def clock_row(name, d, clock, c, manifest, used: set) -> list[str]:
     s = c.segments[-1]
     ost, dst = word(s.offset_status), word(s.drift_status or ASSUMED)
     used.update({ost, dst})
-    truth = ""
-    if all(x.truth is not None for x in c.segments):
-        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
+    truth = truth_word(c, known)
     return _row(name, d, clock, f"{compact_offset(s.offset_ns, c.counter)} {ost}",
                 ppm_interval(s.drift_ppm.lo, s.drift_ppm.hi)
                 + ("" if dst == ASSUMED else f" {dst}"), errs,
