@@ -73,9 +73,8 @@ def _clock_table_html(run: Any) -> str:
     out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",
                        "breaks · errors", "truth"], rows, "verdict")]
     out += [note_html(x) for x in _legend(rows)]
-    models = _models(run)
-    out += [note_html(f"model ({', '.join(who) if len(models) > 1 else 'every clock'}): {m}")
-            for m, who in models.items()]
+    from bench.output.terminal import model_lines  # every clause of every clock's model
+    out += [note_html(x) for x in model_lines(run.summary, None)]
     return "".join(out)
 
 
@@ -84,16 +83,6 @@ def _legend(rows: list[list[str]]) -> list[str]:
     words = {w for r in rows for w in ("proven", "assumed", "undecided", "stuck")
              if any(w in x for x in r[1:4])}
     return [x for x in legend_lines() if x.split(":")[0] in words]
-
-
-def _models(run: Any) -> dict[str, list[str]]:
-    """Each clock model stated (summary `assumptions.model`) and the clocks that rest on it."""
-    models: dict[str, list[str]] = {}
-    for d, c in run.summary.clocks():
-        m = (c.assumptions.raw.get("model") if c.assumptions else "") or ""
-        if m:
-            models.setdefault(str(m), []).append(f"{d.name} {c.name}")
-    return models
 
 
 def verdict_page(run) -> str | None:

@@ -1,6 +1,7 @@
 """What the terminal shows: a progress bar with a live line per device, and the closing table."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -15,7 +16,15 @@ from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
-from bench.units import fmt_bounds_ns, fmt_instant_pm, fmt_interval_ns, fmt_ns, fmt_ns_up, ppm_interval
+from bench.units import (
+    fmt_bounds_ns,
+    fmt_instant_pm,
+    fmt_interval_ns,
+    fmt_ns,
+    fmt_ns_up,
+    fmt_ppm,
+    ppm_interval,
+)
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -208,27 +217,69 @@ def clock_notes(name: str, clock: str, c) -> list[str]:
     return out
 
 
+STEP_CLAUSE = "a step of "      # the model's per-clock step X: said on its own line
+
+
+def clock_clauses(a) -> dict[str, tuple[str, str]]:
+    """Every clause a clock's bounds rest on (summary `assumptions`), keyed by what it is about,
+    as (label, value): each clause of its model (but the step X, no label) and the figures
+    beside it."""
+    if a is None:
+        return {}
+    model = [x.strip() for x in str(a.raw.get("model") or "").split(";") if x.strip()]
+    # a clause keyed by its words: the same clause with other figures is one clause that varies
+    out = {re.sub(r"\d[\d.,]*", "#", x): ("", x) for x in model if not x.startswith(STEP_CLAUSE)}
+    if a.drift_prior_ppm != a.raw.get("rate_bound_ppm", a.drift_prior_ppm):
+        out["prior"] = ("drift prior", f"±{fmt_ppm(a.drift_prior_ppm)}")
+    out["resolution"] = ("resolution", f"{fmt_ns(a.resolution_ns)} ({a.resolution_basis})")
+    out["reference"] = ("reference allowance", fmt_ns_up(a.reference_uncertainty_ns))
+    out["wander"] = ("wander allowance", f"{a.wander_ppm:g} ppm/√h")
+    if a.rate_changes:
+        out["rate changes"] = ("a drift at an instant assumes", str(a.rate_changes))
+    return out
+
+
 def model_lines(summary, width) -> list[str]:
-    """Each clock's model (summary `assumptions.model`, issue 28), equal ones said once; the step
-    that could hide (`assumptions.unseen_step`) differs per clock and is listed on one line."""
-    by: dict[str, list[str]] = {}
+    """Every clause of every clock's model (summary `assumptions`, issue 39): the clauses every
+    clock shares on one line, then each clause the clocks differ on (a value most of them share
+    said once, the others with their clocks), then the step X of each clock."""
+    n = 0
+    by: dict[str, dict[tuple[str, str], list[str]]] = {}     # what -> (label, value) -> clocks
     hide: list[str] = []
+    p, within = 0.99, 10.0
     for d, c in summary.clocks():
         a = c.assumptions
-        m = str((a.raw.get("model") if a else "") or "").split("; a step of ")[0]
-        if m:
-            by.setdefault(m, []).append(f"{d.name} {c.name}")
-        u = a.unseen_step if a else None
+        if a is None:
+            continue
+        n += 1
+        for what, lv in clock_clauses(a).items():
+            by.setdefault(what, {}).setdefault(lv, []).append(f"{d.name} {c.name}")
+        u = a.unseen_step
         if u and u.get("size_ns"):
             hide.append(f"{d.name} {c.name} {fmt_ns_up(u['size_ns'])}")
             p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
-    out = []
-    for m, who in by.items():
-        out += wrap(f"model ({', '.join(who) if len(by) > 1 else 'every clock'}): {m}", width)
+    common = [f"{lb} {v}".strip() for g in by.values() for (lb, v), who in g.items()
+              if len(g) == 1 and len(who) == n]
+    out = wrap(f"model (every clock): {'; '.join(common)}", width) if common else []
+    for g in by.values():
+        if not (len(g) == 1 and len(next(iter(g.values()))) == n):
+            out += _varying(g, width)
     if hide:
         out += wrap(f"steps that show with probability >= {p:g} when they last {within:g} s: "
                     f"{', '.join(hide)}; a smaller one can hide", width)
     return out
+
+
+def _varying(group: dict[tuple[str, str], list[str]], width) -> list[str]:
+    """A clause the clocks differ on, or only some hold: the value most of them share said once
+    ('the rest'), each other value with its clocks."""
+    ranked = sorted(group.items(), key=lambda x: -len(x[1]))
+    label = ranked[0][0][0]
+    rest = len(ranked) > 1 and len(ranked[0][1]) > 2
+    parts = [f"{v} (the rest)" if rest and k == 0 else
+             (f"{', '.join(who)} {v}" if label else f"{v} ({', '.join(who)})")
+             for k, ((_, v), who) in enumerate(ranked)]
+    return wrap((f"{label}: " if label else "") + "; ".join(parts), width)
 
 
 def compact_offset(o, counter: bool) -> str:
