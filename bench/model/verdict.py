@@ -247,11 +247,11 @@ def has_truth(summary: Any) -> bool:
 
 def truth_word(c: Any, known: bool) -> str:
     """A clock's truth cell: 'inside', 'OUTSIDE'; on a rack with truth (`known`), a clock with
-    bounds and no truth says 'no truth'; '' otherwise."""
+    bounds and no truth says 'none' (the verdict line says why); '' otherwise."""
     segs = [s for s in c.segments if s.truth is not None]
     if segs:
         return "inside" if all(s.truth.inside for s in segs) else "OUTSIDE"
-    return "no truth" if known and c.segments else ""
+    return "none" if known and c.segments else ""
 
 
 def without_truth(run: Run) -> list[str]:
