@@ -20,8 +20,7 @@ from bench.model.bounds_csv import rows as csv_rows
 from bench.model.documents import Bound, Summary
 from bench.output import closing, live, report_sections, terminal, tie, timeline, timeline_page
 from bench.output.trend import _cell as trend_cell
-from bench.units import (PER_PPM, PER_S, fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns_up,
-                         scaled_out)
+from bench.units import PER_PPM, PER_S, fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns_up, scaled_out
 
 SCALE = {"s": 10**9, "ms": 10**6, "µs": 10**3, "ns": 1, "ppm": 1, "": 1}
 NUM = r"[-+]?\d+(?:\.\d+)?"
@@ -187,3 +186,21 @@ def test_the_cases_the_issue_names_round_outward():
     assert fmt_bounds_ns(-7_553_000, 276_100_000) == "[-7.56 ms, 277 ms]"  # was [-7.55 ms, 276 ms]
     assert cmp_out._interval(58_000_000, 1_541_000_000, "ns") == "[0.0, 1.6] s"  # was [0.1, 1.5]
     assert terminal.ppm_interval(-600.0, 600.0) == "[-600, 600]"
+
+
+@SETTINGS
+@given(ns_iv, ppm_iv)
+def test_watch_alerts_contain_the_computed_bounds(x, d):
+    from bench.watch.alerts import Alerts
+    said: list[str] = []
+    al = Alerts(lambda dev, level, kind, msg: said.append(msg),
+                {"planes": {"bmc": {"offset_within": "1ns", "drift_within_ppm": 1e-9}}})
+    lo, hi = (x[0] + 2, x[1] + 2) if x[0] >= 0 else (x[0] - 2, x[1] - 2) if x[1] < 0 else (2, 3)
+    dlo, dhi = (d[0] + 1, d[1] + 1) if d[0] >= 0 else (-1 - d[1] + d[0], -1.0)
+    c = NS(window=NS(meta=NS(counter=False)), plane="bmc", limits_failed=set(), bounds={
+        "offset_lo_ns": lo, "offset_hi_ns": hi, "drift_lo_ppm": dlo, "drift_hi_ppm": dhi})
+    al.crossed("bmc-1", "datetime", c)
+    (off,) = [m for m in said if ": offset " in m]
+    (dr,) = [m for m in said if ": drift " in m]
+    holds(off, lo, hi)
+    holds(dr, dlo, dhi)
