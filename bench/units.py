@@ -43,6 +43,8 @@ def _unit_of(a: float) -> tuple[float, str]:
 def directed(x: float, scale: float, dec: int, up: bool) -> str:
     """x / scale rounded down (`up`: up) at `dec` decimals, exactly (in decimal, never through a
     float that could land on the inner side): the one rounding every printed bound goes through."""
+    if not math.isfinite(x):
+        return str(float(x))                 # 'inf', '-inf', 'nan': said as they are
     with localcontext() as ctx:
         ctx.prec = 80
         v = Decimal(x) / Decimal(scale)
@@ -57,7 +59,9 @@ def _trim(t: str) -> str:
 
 def _digits_dec(v: float, digits: int) -> int:
     """Decimals that show `digits` significant digits of v (never fewer than its integer part)."""
-    return 0 if v == 0 else max(0, digits - (math.floor(math.log10(abs(v))) + 1))
+    if v == 0 or not math.isfinite(v):
+        return 0
+    return max(0, digits - (math.floor(math.log10(abs(v))) + 1))
 
 
 def fmt_end_ns(x: float | None, up: bool, digits: int = 3) -> str:
@@ -85,7 +89,7 @@ def fmt_interval_ns(lo: float, hi: float) -> str:
     hi up at the printed precision): '[-41.2701, -41.2672] s'."""
     scale, unit = _unit_of(max(abs(lo), abs(hi)))
     width = (hi - lo) / scale
-    dec = 0 if width <= 0 else max(0, min(9, math.ceil(-math.log10(width)) + 1))
+    dec = 0 if not 0 < width < math.inf else max(0, min(9, math.ceil(-math.log10(width)) + 1))
     return f"[{directed(lo, scale, dec, False)}, {directed(hi, scale, dec, True)}] {unit}"
 
 
@@ -93,9 +97,9 @@ def ppm_interval(lo: float, hi: float) -> str:
     """[lo, hi] ppm without the unit, lo rounded down and hi up to a digit a tenth of the width
     fine (at least 3 significant digits)."""
     w = hi - lo
-    dec = 0 if w <= 0 else max(0, min(6, 1 - math.floor(math.log10(w))))
+    dec = 0 if not 0 < w < math.inf else max(0, min(6, 1 - math.floor(math.log10(w))))
     a = max(abs(lo), abs(hi))
-    if a > 0:
+    if 0 < a < math.inf:
         dec = max(dec, 2 - math.floor(math.log10(a)))
     return f"[{directed(lo, 1, dec, False)}, {directed(hi, 1, dec, True)}]"
 
@@ -132,7 +136,10 @@ def fmt_instant_pm(lo_ns: int, hi_ns: int) -> str:
     c = (c + q // 2) // q * q
     sec, frac = divmod(c, 1_000_000_000)
     from datetime import UTC, datetime
-    text = datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        text = datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):      # beyond the calendar: the interval itself
+        return f"{fmt_interval_ns(lo_ns, hi_ns)} since the Unix epoch"
     return f"{text}.{frac // q:0{d}d}Z ±{fmt_ns_up(max(c - lo_ns, hi_ns - c))}"
 
 

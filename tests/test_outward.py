@@ -204,3 +204,12 @@ def test_watch_alerts_contain_the_computed_bounds(x, d):
     (dr,) = [m for m in said if ": drift " in m]
     holds(off, lo, hi)
     holds(dr, dlo, dhi)
+
+
+def test_odd_values_print_as_they_are_and_never_crash():
+    inf, nan = float("inf"), float("nan")
+    assert terminal.ppm_interval(-inf, 3.0) == "[-inf, 3]"
+    assert fmt_bounds_ns(inf, inf) == "[inf s, inf s]" and fmt_bounds(nan, 1.0, "ppm") == "[—, 1 ppm]"
+    assert fmt_interval_ns(-inf, 5) == "[-inf, 1] s"
+    far = terminal.compact_offset(Bound(-(10**30) - 5, -(10**30), -(10**30)), True)
+    assert far.endswith("s since the Unix epoch"), far          # beyond the calendar
