@@ -298,11 +298,11 @@ def run(bench, p: Params) -> dict:
 
 
 def lines(ms) -> list[str]:
-    from bench.units import fmt_interval_ns
+    from bench.units import fmt_bounds, fmt_interval_ns
     out = ["NTP convergence:"]
     for m in ms:
         val = (fmt_interval_ns(m.lo, m.hi) if m.unit == "ns" else
-               f"[{m.lo:.6g}, {m.hi:.6g}] {m.unit}" if m.lo != m.hi else f"{m.point:g} {m.unit}")
+               fmt_bounds(m.lo, m.hi, m.unit, 6) if m.lo != m.hi else f"{m.point:g} {m.unit}")
         out.append(f"  {m.device:<8} {m.name:<44} {val}  {m.outcome}")
     return out
 

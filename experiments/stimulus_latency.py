@@ -113,15 +113,15 @@ def record(lab, summary: dict, devices: list[str]) -> None:
 
 
 def lines(ms) -> list[str]:
-    from bench.units import fmt_ns
+    from bench.units import fmt_bounds_ns
     out = ["stimulus latency (per device and event type; per-event proven bounds, percentiles "
            "of their lower/upper ends):"]
     for m in ms:
         pc = m.extra.get("percentiles")
         if pc:
             out.append(f"  {m.device:<8} {m.name:<34} n={m.extra['n']:<4} "
-                       + "  ".join(f"{k} [{fmt_ns(a)}, {fmt_ns(b)}]" for k, (a, b) in pc.items())
-                       + f"  all within [{fmt_ns(m.lo)}, {fmt_ns(m.hi)}]")
+                       + "  ".join(f"{k} {fmt_bounds_ns(a, b)}" for k, (a, b) in pc.items())
+                       + f"  all within {fmt_bounds_ns(m.lo, m.hi)}")
     return out
 
 

@@ -9,7 +9,7 @@ from bench.compare.verdicts import Comparison, Row, fmt_span
 from bench.compare.verdicts import fmt_value as fmt
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
 from bench.model.vocabulary import UNDECIDED_VERDICT, verdict_word
-from bench.units import fmt_interval_ns, fmt_ns
+from bench.units import fmt_bounds, fmt_interval_ns, fmt_ns
 
 
 def bounds(m, unit: str) -> str:
@@ -28,12 +28,8 @@ def _precise(x: float, width: float, unit: str, signed: bool = False) -> str:
 
 
 def _interval(lo: float, hi: float, unit: str, signed: bool = False) -> str:
-    if unit == "ns":
-        text = fmt_interval_ns(lo, hi)
-        if signed:
-            text = re.sub(r"(?<=[\[ ])(?=\d)", "+", text)
-        return text
-    return f"[{fmt(lo, unit, signed)}, {fmt(hi, unit, signed)}]"
+    text = fmt_interval_ns(lo, hi) if unit == "ns" else fmt_bounds(lo, hi, unit)
+    return re.sub(r"(?<=[\[ ])(?=\d)", "+", text) if signed else text
 
 
 def change(r: Row) -> str:

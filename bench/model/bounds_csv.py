@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.model.vocabulary import STUCK, word
+from bench.units import fmt_end
 
 if TYPE_CHECKING:
     from bench.model.documents import ClockSummary
@@ -51,13 +53,14 @@ def rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             m = s.mean_drift_ppm or {}
             out.append({**base, "segment": i, "span_from_ns": s.start_ns, "span_to_ns": s.end_ns,
                         "span_s": f"{s.span_s:.3f}", "reads": s.reads, "epoch_ns": s.epoch_ns,
-                        "offset_lo_ns": int(s.offset_ns.lo), "offset_hi_ns": int(s.offset_ns.hi),
+                        "offset_lo_ns": math.floor(s.offset_ns.lo),
+                        "offset_hi_ns": math.ceil(s.offset_ns.hi),
                         "offset_status": word(s.offset_status),
-                        "drift_lo_ppm": f"{s.drift_ppm.lo:.6g}",
-                        "drift_hi_ppm": f"{s.drift_ppm.hi:.6g}",
+                        "drift_lo_ppm": fmt_end(s.drift_ppm.lo, "", False, 6),
+                        "drift_hi_ppm": fmt_end(s.drift_ppm.hi, "", True, 6),
                         "drift_status": word(s.drift_status or "assumed"),
-                        "mean_drift_lo_ppm": "" if not m else f"{m['lo']:.6g}",
-                        "mean_drift_hi_ppm": "" if not m else f"{m['hi']:.6g}",
+                        "mean_drift_lo_ppm": "" if not m else fmt_end(m["lo"], "", False, 6),
+                        "mean_drift_hi_ppm": "" if not m else fmt_end(m["hi"], "", True, 6),
                         "mean_drift_status": "" if not m else word(m.get("status")),
                         "mean_drift_from_ns": m.get("from_ns", ""),
                         "mean_drift_to_ns": m.get("to_ns", "")})

@@ -40,7 +40,15 @@ from bench.model.keys import short
 from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
-from bench.units import fmt_interval_ns, fmt_ns, fmt_ppm, parse_duration_ns
+from bench.units import (
+    fmt_bounds,
+    fmt_bounds_ns,
+    fmt_interval_ns,
+    fmt_ns,
+    fmt_ns_up,
+    fmt_ppm,
+    parse_duration_ns,
+)
 
 if TYPE_CHECKING:
     from bench.model.documents import ClockSummary, DeviceSummary, SegmentSummary
@@ -142,7 +150,7 @@ def span_model(c: ClockSummary) -> tuple[float, str]:
     prior = a.drift_prior_ppm if a is not None else 600.0
     step = (a.unseen_step or {}).get("size_ns") if a is not None else None
     text = f"offset moves at most {prior:g} ppm (checked); assumed: no unseen step over the span"
-    text += f" (a step of {fmt_ns(step)} or more shows with probability >= 0.99)" if step else ""
+    text += f" (a step of {fmt_ns_up(step)} or more shows with probability >= 0.99)" if step else ""
     return float(prior), text
 
 
@@ -210,7 +218,7 @@ def drift_check(device: str, clock: str, c: ClockSummary, L: float) -> Check:
     if not segs:
         return Check(device, clock, "drift", text, "—", "undecided", "no fit")
     vs = [_within(sg.drift_ppm.lo, sg.drift_ppm.hi, L) for sg in segs]
-    bounds = [f"[{fmt_ppm(sg.drift_ppm.lo)}, {fmt_ppm(sg.drift_ppm.hi)}]" for sg in segs]
+    bounds = [fmt_bounds(sg.drift_ppm.lo, sg.drift_ppm.hi, "ppm") for sg in segs]
     v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) else "undecided"
     assumes = segs[-1].drift_assumes or "at most one unseen rate change per segment"
     return Check(device, clock, "drift", text, "; ".join(bounds), v,
@@ -229,7 +237,7 @@ def latency_checks(device: str, d: DeviceSummary, L: float) -> list[Check]:
              "pass" if all(e.hi <= L for e in evs) else "undecided")
         lo, hi = min(e.lo for e in evs), max(e.hi for e in evs)
         out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}",
-                         f"[{fmt_ns(lo)}, {fmt_ns(hi)}]", v, f"{len(evs)} event(s), each judged"))
+                         fmt_bounds_ns(lo, hi), v, f"{len(evs)} event(s), each judged"))
     return out
 
 

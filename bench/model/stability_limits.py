@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.stability import deviation, resample
-from bench.units import fmt_ns, parse_duration_ns
+from bench.units import fmt_bounds_ns, parse_duration_ns
 
 MASK_KEYS = ("mtie", "tdev")
 TDEV_GAIN = 4 / math.sqrt(6)      # TDEV of a series bounded by ±E is at most this times E
@@ -105,7 +105,7 @@ def judge(kind: str, mask: list[tuple[float, float]], mid: I64, lo: F64, hi: F64
             verdicts.append("undecided")
             short.append(f"{tau:g} s: run too short")
             continue
-        texts.append(f"{tau:g} s: [{fmt_ns(b[0])}, {fmt_ns(b[1])}]")
+        texts.append(f"{tau:g} s: {fmt_bounds_ns(b[0], b[1])}")
         verdicts.append("pass" if b[1] <= mx else "fail" if b[0] > mx else "undecided")
     v = "fail" if "fail" in verdicts else "pass" if all(x == "pass" for x in verdicts) \
         else "undecided"

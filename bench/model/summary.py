@@ -3,6 +3,7 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 """
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -60,9 +61,32 @@ def zone_note(offset_lo: float, offset_hi: float) -> str:
     return ""
 
 
-def _truth_offset_at(tc: dict[str, Any], t: int) -> float:
-    """Truth offset at t from the nearest grid point with no true step or reboot between them,
-    carried to t with the true drift there (the grid is 1 s or finer; wander is smooth)."""
+EXACT_SLACK_NS = 1     # the simulator's model rounds its offset to the ns: judged to within it
+
+
+def _exact_at(tc: dict[str, Any], t: int) -> tuple[int, float] | None:
+    """(offset ns, drift ppm) at t from the simulator's exact model (truth.json `exact`: its
+    offset at every instant where it changes rate or steps, linear between them); None where
+    the truth has no exact record there (older folders, an instant outside the run)."""
+    ex = tc.get("exact") or {}
+    ts, off = ex.get("t_ns") or [], ex.get("offset_ns") or []
+    if len(ts) < 2 or not ts[0] <= t <= ts[-1]:
+        return None
+    k = min(bisect.bisect_right(ts, t) - 1, len(ts) - 2)
+    t0, t1, o0, o1 = int(ts[k]), int(ts[k + 1]), int(off[k]), int(off[k + 1])
+    if t1 <= t0:
+        return o0, 0.0
+    # in integers: a counter's offset (about -1.8e18 ns) has no ns left in a float
+    return o0 + (o1 - o0) * (t - t0) // (t1 - t0), (o1 - o0) / (t1 - t0) * 1e6
+
+
+def _truth_offset_at(tc: dict[str, Any], t: int) -> float | int:
+    """Truth offset at t: the simulator's exact model where truth.json holds it (`exact`);
+    older folders: the nearest grid point with no true step or reboot between them, carried to
+    t with the true drift there (wrong by the rate change times the distance across a slew)."""
+    x = _exact_at(tc, int(t))
+    if x is not None:
+        return x[0]
     ts = np.asarray(tc["t_ns"], dtype=np.int64)
     cuts = [b["t_ns"] for b in tc.get("breaks", []) if b["kind"] in ("step", "reboot")]
     order = np.argsort(np.abs(ts - t))
@@ -88,20 +112,24 @@ def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
             x -= round((x - o.point) / modulus_ns) * modulus_ns
         return x
 
+    slack = EXACT_SLACK_NS if truth_clock.get("exact") else 0
     true_off = offset_at(seg.epoch_ns)
+    ex = _exact_at(truth_clock, int(seg.epoch_ns))
     ts = np.asarray(truth_clock["t_ns"], dtype=np.int64)
     drifts = np.asarray(truth_clock["drift_ppm"], dtype=float)
-    true_drift = float(drifts[np.argmin(np.abs(ts - seg.epoch_ns))])
+    true_drift = ex[1] if ex is not None else float(drifts[np.argmin(np.abs(ts - seg.epoch_ns))])
     b = seg.band or Band()
-    band_out = [t for t, lo, hi in zip(b.t_ns, b.lo, b.hi) if not lo <= offset_at(t) <= hi]
+    band_out = [t for t, lo, hi in zip(b.t_ns, b.lo, b.hi)
+                if not lo - slack <= offset_at(t) <= hi + slack]
     true_md, md_in = None, True
     md = seg.mean_drift
     if md and md.get("to_ns", 0) > md.get("from_ns", 0):
         t1, t2 = md["from_ns"], md["to_ns"]
         true_md = (offset_at(t2) - offset_at(t1)) / (t2 - t1) * 1e6
-        md_in = bool(md["lo"] - 1e-4 <= true_md <= md["hi"] + 1e-4)
+        tol = 1e-4 + 2 * slack / (t2 - t1) * 1e6
+        md_in = bool(md["lo"] - tol <= true_md <= md["hi"] + tol)
     # the grid mean of a wandering frequency: allow 1e-4 ppm of numerical slack
-    return TruthCheck(offset_ns=true_off, offset_in=bool(o.lo <= true_off <= o.hi),
+    return TruthCheck(offset_ns=true_off, offset_in=bool(o.lo - slack <= true_off <= o.hi + slack),
                       drift_ppm=true_drift, drift_in=bool(d.lo - 1e-4 <= true_drift <= d.hi + 1e-4),
                       band_in=not band_out, mean_drift_in=md_in, band_points=len(b.t_ns),
                       band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md)
@@ -280,7 +308,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
     the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
-    from bench.units import fmt_ns
+    from bench.units import fmt_end_ns, fmt_ns_up
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
             f"inside a segment unseen")
@@ -289,10 +317,10 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
                            rate_hz)
         out["unseen_step"] = {"size_ns": x, "probability": UNSEEN_P, "within_s": UNSEEN_WITHIN_S}
-        text += (f"; a step of {fmt_ns(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
+        text += (f"; a step of {fmt_ns_up(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
                  f"probability >= {UNSEEN_P:g}")
     if lag:
-        text += f"; reading lags its clock by at most {fmt_ns(lag)}"
+        text += f"; reading lags its clock by at most {fmt_end_ns(lag, False)}"
     out["model"] = text
     return out
 

@@ -240,10 +240,49 @@ def _run_failures(run: Run) -> list[str]:
     return fail
 
 
+def has_truth(summary: Any) -> bool:
+    """Whether any clock of the summary was checked against a simulated truth."""
+    return any(s.truth is not None for _, c in summary.clocks() for s in c.segments)
+
+
+def truth_word(c: Any, known: bool) -> str:
+    """A clock's truth cell: 'inside', 'OUTSIDE'; on a rack with truth (`known`), a clock with
+    bounds and no truth says 'none' (the verdict line says why); '' otherwise."""
+    segs = [s for s in c.segments if s.truth is not None]
+    if segs:
+        return "inside" if all(s.truth.inside for s in segs) else "OUTSIDE"
+    return "none" if known and c.segments else ""
+
+
+def without_truth(run: Run) -> list[str]:
+    """'device clock (why)' of every clock with bounds whose truth the simulator could not know
+    (truth.json's `no_truth` events say why: host-1 kmsg without debugfs)."""
+    out = []
+    for d, c in run.summary.clocks():
+        if not c.segments or any(s.truth is not None for s in c.segments):
+            continue
+        td = run.truth.devices.get(d.name) if run.truth else None
+        why = next((str(e.get("reason") or "") for e in (td.events if td else ())
+                    if e.get("kind") == "no_truth" and e.get("clock") == c.name), "")
+        out.append(f"{d.name} {c.name}" + (f" ({why})" if why else ""))
+    return out
+
+
+def _truth_reason(run: Run, n: int) -> str:
+    """'n clock(s) measured, every bound holds the truth' only when every clock had a truth;
+    else those without it are counted apart, with why."""
+    if not run.truth:
+        return f"{n} clock(s) measured"
+    missing = without_truth(run)
+    if not missing:
+        return f"{n} clock(s) measured, every bound holds the truth"
+    return (f"{n} clock(s) measured: every bound of the {n - len(missing)} with a known truth "
+            f"holds it; {len(missing)} without a truth to check: {', '.join(missing)}")
+
+
 def _pass_reasons(run: Run, judged: list[tuple[str, str]], inc: dict[str, Any] | None) -> list[str]:
     n = sum(1 for _ in run.summary.clocks())
-    why = [f"{n} clock(s) measured, every bound holds the truth" if run.truth
-           else f"{n} clock(s) measured"]
+    why = [_truth_reason(run, n)]
     passed = sum(v == PASS for _, v in judged)
     why.append(f"{passed} limit(s) and measurement(s) pass" if judged
                else "no limits declared (the rack file's [limits] judges pass/fail)")

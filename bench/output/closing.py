@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bench.model.texttable import WIDTH, render, wrap
-from bench.units import fmt_interval_ns, fmt_ns
+from bench.units import fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns, fmt_ns_up
 
 
 def reference_line(manifest) -> str:
@@ -17,7 +17,7 @@ def reference_line(manifest) -> str:
     basis = h.basis or ("linuxptp" if h.verified else "allowance")
     return (f"reference: {h.source or '?'}, basis {basis}, grade {h.grade or '?'}"
             f"{'' if h.verified else ' (UNVERIFIED)'}; "
-            f"{fmt_ns(m.uncertainty_ns())} added to every bracket")
+            f"{fmt_ns_up(m.uncertainty_ns())} added to every bracket")
 
 
 def _value(m: dict) -> str:
@@ -26,14 +26,14 @@ def _value(m: dict) -> str:
     p50 = (x.get("percentiles") or {}).get("p50")
     if p50 and m.get("unit") == "ns":
         return (f"{_value({**m, 'extra': {}})} (n={x.get('n')}, "
-                f"p50 [{fmt_ns(p50[0])}, {fmt_ns(p50[1])}])")
+                f"p50 {fmt_bounds_ns(p50[0], p50[1])})")
     unit, lo, hi, pt = m.get("unit", ""), m.get("lo"), m.get("hi"), m.get("point")
     if unit == "ns" and lo is not None and hi is not None and lo != hi:
         return fmt_interval_ns(lo, hi)
     if unit == "ns":
         return fmt_ns(pt)
     if lo is not None and hi is not None and lo != hi:
-        return f"[{lo:.6g}, {hi:.6g}] {unit}".strip()
+        return fmt_bounds(lo, hi, unit, 6)
     return f"{pt:.6g} {unit}".strip() if isinstance(pt, (int, float)) else str(pt)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
 from bench.model.documents import Calibration, Manifest
 from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
-from bench.units import fmt_ns
+from bench.units import fmt_ns, fmt_ns_up
 
 CALIBRATED_RATIO = 2.0
 MAX_READS = 600
@@ -108,14 +108,14 @@ class LiveBounds:
 
         def render(cal: bool, name_len: int | None) -> str:
             return "; ".join(
-                f"{c[:name_len] if name_len else c} ±{fmt_ns(x.width_ns / 2)} {x.status}"
+                f"{c[:name_len] if name_len else c} ±{fmt_ns_up(x.width_ns / 2)} {x.status}"
                 + (f" pinned@{x.calibrated_s:g}s" if cal and x.calibrated_s is not None else "")
                 for c, x in xs)
         for cal, n in ((True, None), (False, None), (False, 4), (False, 1)):
             text = render(cal, n)
             if width is None or len(text) <= width:
                 return text
-        return "; ".join(f"±{fmt_ns(x.width_ns / 2)} {x.status}" for _, x in xs)
+        return "; ".join(f"±{fmt_ns_up(x.width_ns / 2)} {x.status}" for _, x in xs)
 
     def calibration(self) -> dict[str, dict[str, Calibration]]:
         """{device: {clock: Calibration}}: how narrow each clock's offset got, and when."""
@@ -141,10 +141,10 @@ def calibration_state(manifest, device: str, clock: str) -> str:
     if x is None or not x.raw:
         return ""
     if x.calibrated_after_s is not None:
-        return f"pinned {fmt_ns(x.width_then_ns, 2)} after {x.calibrated_after_s:g} s"
+        return f"pinned {fmt_ns_up(x.width_then_ns, 2)} after {x.calibrated_after_s:g} s"
     if x.last_width_ns is None:
         return "no fit yet"
-    return f"pinned {fmt_ns(x.last_width_ns, 2)}; floor {fmt_ns(x.min_bracket_ns, 2)}"
+    return f"pinned {fmt_ns_up(x.last_width_ns, 2)}; floor {fmt_ns(x.min_bracket_ns, 2)}"
 
 
 def calibrated_cell(manifest, device: str, clock: str) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 from bench.model.rundata import load_measurements
 from bench.model.vocabulary import word
 from bench.output.report_sections import esc, figure_html, note_html, table_html
+from bench.units import fmt_bounds
 
 _SCALE = {"ns": [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]}
 
@@ -64,7 +65,7 @@ def measurements(run: Any) -> str | None:
     if not ms:
         return None
     rows = [[m.get("device") or "—", m["name"], fmt(m["point"], m["unit"]),
-             f"[{fmt(m['lo'], m['unit'])}, {fmt(m['hi'], m['unit'])}]", m.get("basis", ""),
+             fmt_bounds(m['lo'], m['hi'], m['unit'], 4), m.get("basis", ""),
              _limit(m), word(m.get("outcome") or "no limit")] for m in ms]
     out = [f"<h2>Measurements ({esc(run.manifest.experiment)})</h2>",
            table_html(["device", "measurement", "value", "bound", "basis", "limit", "outcome"],

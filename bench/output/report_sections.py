@@ -23,7 +23,7 @@ from bench.analysis.residuals import regular_series, segment_residuals
 from bench.analysis.statuses import BreakKind
 from bench.model.rundata import Run
 from bench.output import figures
-from bench.units import fmt_ns, fmt_ppm
+from bench.units import fmt_bounds_ns, fmt_interval_ns, fmt_ns, fmt_ns_up, fmt_ppm
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def identities(run) -> str:
     for h, label in ((run.manifest.reference, "at start"), (run.manifest.reference_end, "at end")):
         if h:
             ref_rows.append([label, h.source, h.grade, "yes" if h.verified else "no",
-                             fmt_ns(h.uncertainty_ns), h.basis, h.note])
+                             fmt_ns_up(h.uncertainty_ns), h.basis, h.note])
     if ref_rows:
         out.append(table_html(["reference", "source", "grade", "verified", "uncertainty",
                                "basis", "note"], ref_rows))
@@ -148,8 +148,8 @@ def _break_size(b) -> str:
         from bench.compare.verdicts import fmt_span
         p = sz.point
         return (f"restart: zero moved {fmt_span(abs(p) / 1e9)} "
-                f"{'later' if p < 0 else 'earlier'} (±{fmt_ns((sz.hi - sz.lo) / 2)})")
-    return f"[{fmt_ns(sz.lo)}, {fmt_ns(sz.hi)}]"
+                f"{'later' if p < 0 else 'earlier'} (size {fmt_interval_ns(sz.lo, sz.hi)})")
+    return fmt_bounds_ns(sz.lo, sz.hi)
 
 
 def prior_of(run, device: str) -> float:
@@ -176,7 +176,7 @@ def clocks(run) -> str | None:
             truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
             off, drift = bound_cells(sg, c.counter)
             rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns), off,
-                         fmt_ns(o.hi - o.lo), drift, mean_drift_text(sg),
+                         fmt_ns_up(o.hi - o.lo), drift, mean_drift_text(sg),
                          fmt_ns(sg.resolution_ns or c.resolution_ns),
                          fmt_ns(sg.bracket_median_ns), fmt_ns(sg.jitter_ns.get("std")),
                          truth])
@@ -290,7 +290,7 @@ def stability(run) -> str | None:
 
 
 def _b(x) -> str:
-    return f"[{fmt_ns(x.lo)}, {fmt_ns(x.hi)}]" if x else "—"
+    return fmt_bounds_ns(x.lo, x.hi) if x else "—"
 
 
 def latency_rows(run: Any) -> tuple[list[list], list[dict], list[str]]:

@@ -9,12 +9,13 @@ from typing import Any
 from bench.model.vocabulary import legend_lines
 from bench.output import figures
 from bench.output.report_sections import bound_cells, esc, figure_html, mean_drift_text, note_html, table_html
-from bench.units import fmt_ns, fmt_ppm
+from bench.units import fmt_ns, fmt_ns_up, fmt_ppm
 
 
-def _clock_cells(d, c) -> list[str]:
+def _clock_cells(d, c, known: bool = False) -> list[str]:
     """The compact table's cells of one clock: offset and drift with their words, the proven
     mean drift, breaks and errors, truth."""
+    from bench.model.verdict import truth_word
     from bench.model.vocabulary import STUCK, UNDECIDED, stuck_text
     errs = d.errors_text()
     name = f"{d.name} {c.name}"
@@ -25,9 +26,7 @@ def _clock_cells(d, c) -> list[str]:
     sg = c.segments[-1]
     brk = (f"{len(c.breaks)} break ({', '.join(sorted({str(b.kind) for b in c.breaks}))})"
            if c.breaks else "") + (f" {len(c.wraps)} wrap" if c.wraps else "")
-    truth = ""
-    if all(x.truth is not None for x in c.segments):
-        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
+    truth = truth_word(c, known)
     return [name, *bound_cells(sg, c.counter), mean_drift_text(sg),
             " · ".join(x for x in (brk.strip(), "" if errs == "0" else f"errors {errs}") if x)
             or "—", truth]
@@ -66,15 +65,16 @@ def _incident_html(run, inc) -> str:
 
 
 def _clock_table_html(run: Any) -> str:
-    rows = [_clock_cells(d, c) for d, c in run.summary.clocks()]
+    from bench.model.verdict import has_truth
+    known = has_truth(run.summary)
+    rows = [_clock_cells(d, c, known) for d, c in run.summary.clocks()]
     if not rows:
         return note_html("No device clock was measured in this run.")
     out = [table_html(["clock", "offset at the epoch", "drift at the epoch", "mean drift",
                        "breaks · errors", "truth"], rows, "verdict")]
     out += [note_html(x) for x in _legend(rows)]
-    models = _models(run)
-    out += [note_html(f"model ({', '.join(who) if len(models) > 1 else 'every clock'}): {m}")
-            for m, who in models.items()]
+    from bench.output.terminal import model_lines  # every clause of every clock's model
+    out += [note_html(x) for x in model_lines(run.summary, None)]
     return "".join(out)
 
 
@@ -83,16 +83,6 @@ def _legend(rows: list[list[str]]) -> list[str]:
     words = {w for r in rows for w in ("proven", "assumed", "undecided", "stuck")
              if any(w in x for x in r[1:4])}
     return [x for x in legend_lines() if x.split(":")[0] in words]
-
-
-def _models(run: Any) -> dict[str, list[str]]:
-    """Each clock model stated (summary `assumptions.model`) and the clocks that rest on it."""
-    models: dict[str, list[str]] = {}
-    for d, c in run.summary.clocks():
-        m = (c.assumptions.raw.get("model") if c.assumptions else "") or ""
-        if m:
-            models.setdefault(str(m), []).append(f"{d.name} {c.name}")
-    return models
 
 
 def verdict_page(run) -> str | None:
@@ -149,7 +139,7 @@ def horizons(run) -> str | None:
     a_rows = [[v.device, v.clock, fmt_ppm(v.assumptions.drift_prior_ppm),
                f"{v.assumptions.wander_ppm:g} ppm/√h",
                fmt_ns(v.assumptions.resolution_ns) + f" ({v.assumptions.resolution_basis})",
-               fmt_ns(v.assumptions.reference_uncertainty_ns)] for v in vs if v.assumptions]
+               fmt_ns_up(v.assumptions.reference_uncertainty_ns)] for v in vs if v.assumptions]
     if a_rows:
         out.append("<h3>What the bounds assume</h3>" + table_html(
             ["device", "clock", "drift prior (±)", "wander allowance", "resolution",

@@ -1,6 +1,7 @@
 """What the terminal shows: a progress bar with a live line per device, and the closing table."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -12,9 +13,18 @@ from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
 from bench.model.statuses import ErrorKind
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
-from bench.units import fmt_interval_ns, fmt_ns
+from bench.units import (
+    fmt_bounds_ns,
+    fmt_instant_pm,
+    fmt_interval_ns,
+    fmt_ns,
+    fmt_ns_up,
+    fmt_ppm,
+    ppm_interval,
+)
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -89,10 +99,9 @@ def _iso(ns: float) -> str:
 
 def offset_cell(o, counter: bool) -> str:
     """An offset Bound (ns) as a table cell."""
-    width = o.hi - o.lo
     if counter:          # a counter's offset is minus its zero instant: show the boot instant
-        return f"zero at {_iso(-o.point)} ±{fmt_ns(width / 2)}"
-    return f"{fmt_interval_ns(o.lo, o.hi)} (width {fmt_ns(width)})"
+        return f"zero at {compact_offset(o, True)}"
+    return f"{fmt_interval_ns(o.lo, o.hi)} (width {fmt_ns_up(o.hi - o.lo)})"
 
 
 HEAD = ["clock", "plane", "reads", "offset (counter: its zero)", "drift ppm (assumed)",
@@ -144,6 +153,7 @@ def _rows(summary: Summary, manifest: Manifest | None) -> tuple[list[list[str]],
     rows: list[list[str]] = []
     notes: list[str] = []
     used: set = set()
+    known = has_truth(summary)          # a simulated run: a clock without truth says so
     for name, d in summary.devices.items():
         if d.first_errors.get(ErrorKind.NOT_STARTED) == OLD_UNUSED:
             continue                  # an older folder's device the experiment never used
@@ -152,7 +162,7 @@ def _rows(summary: Summary, manifest: Manifest | None) -> tuple[list[list[str]],
         if not d.clocks:
             rows.append(_row(name, d, None, "no clock", "", d.errors_text()))
         for clock, c in d.clocks.items():
-            rows.append(clock_row(name, d, clock, c, manifest, used))
+            rows.append(clock_row(name, d, clock, c, manifest, used, known))
             notes += clock_notes(name, clock, c)
     return rows, notes, used
 
@@ -174,7 +184,7 @@ def _row(name, d, clock, offset, drift, errs, **kw) -> list[str]:
     return [kw.get(h, cells.get(h, "")) for h in HEAD]
 
 
-def clock_row(name, d, clock, c, manifest, used: set) -> list[str]:
+def clock_row(name, d, clock, c, manifest, used: set, known: bool = False) -> list[str]:
     """One clock's row: its last segment (offset, drift, bracket), breaks, truth, calibration."""
     errs = d.errors_text()
     if c.verdict == STUCK:
@@ -187,9 +197,7 @@ def clock_row(name, d, clock, c, manifest, used: set) -> list[str]:
     s = c.segments[-1]
     ost, dst = word(s.offset_status), word(s.drift_status or ASSUMED)
     used.update({ost, dst})
-    truth = ""
-    if all(x.truth is not None for x in c.segments):
-        truth = "inside" if all(x.truth.inside for x in c.segments) else "OUTSIDE"
+    truth = truth_word(c, known)
     return _row(name, d, clock, f"{compact_offset(s.offset_ns, c.counter)} {ost}",
                 ppm_interval(s.drift_ppm.lo, s.drift_ppm.hi)
                 + ("" if dst == ASSUMED else f" {dst}"), errs,
@@ -209,49 +217,77 @@ def clock_notes(name: str, clock: str, c) -> list[str]:
     return out
 
 
+STEP_CLAUSE = "a step of "      # the model's per-clock step X: said on its own line
+
+
+def clock_clauses(a) -> dict[str, tuple[str, str]]:
+    """Every clause a clock's bounds rest on (summary `assumptions`), keyed by what it is about,
+    as (label, value): each clause of its model (but the step X, no label) and the figures
+    beside it."""
+    if a is None:
+        return {}
+    model = [x.strip() for x in str(a.raw.get("model") or "").split(";") if x.strip()]
+    # a clause keyed by its words: the same clause with other figures is one clause that varies
+    out = {re.sub(r"\d[\d.,]*", "#", x): ("", x) for x in model if not x.startswith(STEP_CLAUSE)}
+    if a.drift_prior_ppm != a.raw.get("rate_bound_ppm", a.drift_prior_ppm):
+        out["prior"] = ("drift prior", f"±{fmt_ppm(a.drift_prior_ppm)}")
+    out["resolution"] = ("resolution", f"{fmt_ns(a.resolution_ns)} ({a.resolution_basis})")
+    out["reference"] = ("reference allowance", fmt_ns_up(a.reference_uncertainty_ns))
+    out["wander"] = ("wander allowance", f"{a.wander_ppm:g} ppm/√h")
+    if a.rate_changes:
+        out["rate changes"] = ("a drift at an instant assumes", str(a.rate_changes))
+    return out
+
+
 def model_lines(summary, width) -> list[str]:
-    """Each clock's model (summary `assumptions.model`, issue 28), equal ones said once; the step
-    that could hide (`assumptions.unseen_step`) differs per clock and is listed on one line."""
-    by: dict[str, list[str]] = {}
+    """Every clause of every clock's model (summary `assumptions`, issue 39): the clauses every
+    clock shares on one line, then each clause the clocks differ on (a value most of them share
+    said once, the others with their clocks), then the step X of each clock."""
+    n = 0
+    by: dict[str, dict[tuple[str, str], list[str]]] = {}     # what -> (label, value) -> clocks
     hide: list[str] = []
+    p, within = 0.99, 10.0
     for d, c in summary.clocks():
         a = c.assumptions
-        m = str((a.raw.get("model") if a else "") or "").split("; a step of ")[0]
-        if m:
-            by.setdefault(m, []).append(f"{d.name} {c.name}")
-        u = a.unseen_step if a else None
+        if a is None:
+            continue
+        n += 1
+        for what, lv in clock_clauses(a).items():
+            by.setdefault(what, {}).setdefault(lv, []).append(f"{d.name} {c.name}")
+        u = a.unseen_step
         if u and u.get("size_ns"):
-            hide.append(f"{d.name} {c.name} {fmt_ns(u['size_ns'])}")
+            hide.append(f"{d.name} {c.name} {fmt_ns_up(u['size_ns'])}")
             p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
-    out = []
-    for m, who in by.items():
-        out += wrap(f"model ({', '.join(who) if len(by) > 1 else 'every clock'}): {m}", width)
+    common = [f"{lb} {v}".strip() for g in by.values() for (lb, v), who in g.items()
+              if len(g) == 1 and len(who) == n]
+    out = wrap(f"model (every clock): {'; '.join(common)}", width) if common else []
+    for g in by.values():
+        if not (len(g) == 1 and len(next(iter(g.values()))) == n):
+            out += _varying(g, width)
     if hide:
         out += wrap(f"steps that show with probability >= {p:g} when they last {within:g} s: "
                     f"{', '.join(hide)}; a smaller one can hide", width)
     return out
 
 
+def _varying(group: dict[tuple[str, str], list[str]], width) -> list[str]:
+    """A clause the clocks differ on, or only some hold: the value most of them share said once
+    ('the rest'), each other value with its clocks."""
+    ranked = sorted(group.items(), key=lambda x: -len(x[1]))
+    label = ranked[0][0][0]
+    rest = len(ranked) > 1 and len(ranked[0][1]) > 2
+    parts = [f"{v} (the rest)" if rest and k == 0 else
+             (f"{', '.join(who)} {v}" if label else f"{v} ({', '.join(who)})")
+             for k, ((_, v), who) in enumerate(ranked)]
+    return wrap((f"{label}: " if label else "") + "; ".join(parts), width)
+
+
 def compact_offset(o, counter: bool) -> str:
-    """An offset Bound (ns) to the precision of its width; a counter's as the instant of its
-    zero with its half width."""
-    width = o.hi - o.lo
+    """An offset Bound (ns) to the precision of its width, rounded outward; a counter's as the
+    instant of its zero (minus the offset) with a half width that covers the bound."""
     if counter:
-        return f"{_iso(-o.point)} ±{fmt_ns(width / 2)}"
+        return fmt_instant_pm(-o.hi, -o.lo)
     return fmt_interval_ns(o.lo, o.hi)
-
-
-def ppm_interval(lo: float, hi: float) -> str:
-    """[lo, hi] ppm without the unit, lo rounded down and hi up to a digit a tenth of the width
-    fine (at least 3 significant digits)."""
-    import math
-    w = hi - lo
-    dec = 0 if w <= 0 else max(0, min(6, 1 - math.floor(math.log10(w / 10)) - 1))
-    a = max(abs(lo), abs(hi))
-    if a > 0:
-        dec = max(dec, 2 - math.floor(math.log10(a)))
-    f = 10 ** dec
-    return f"[{math.floor(lo * f) / f:.{dec}f}, {math.ceil(hi * f) / f:.{dec}f}]"
 
 
 def mean_drift_cell(s) -> str:
@@ -266,7 +302,7 @@ def latency_table(summary, width: int | None = WIDTH) -> str:
     rows = []
     for name, d in Summary.of(summary).devices.items():
         for stim, x in d.latency.items():
-            cells = [f"[{fmt_ns(b.lo)}, {fmt_ns(b.hi)}] (n={b.n})" if b else "—"
+            cells = [f"{fmt_bounds_ns(b.lo, b.hi)} (n={b.n})" if b else "—"
                      for b in (x.logged_ns, x.observed_ns)]
             rows.append([name, stim, str(x.sent), *cells])
     if not rows:

@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
-from bench.units import fmt_ns
+from bench.units import directed, fmt_ns_up
 
 HTML_ROWS = 2000
 FILES = {"json": "timeline.json", "csv": "timeline.csv", "otel": "timeline.otel.json",
@@ -45,8 +45,8 @@ def table_lines(tl: Timeline, t0: int, limit: int = 200) -> Iterator[str]:
         ordtxt = "proven" if cnt == "0" else f"unordered with {cnt}"
         st = status if basis in ("stamp", "event") else basis
         mark = "*" if tl.table.sources[src].log else " "
-        yield (f"{i:>5}{mark} {u:<27} {(lo - t0) / 1e9:>11.6f} {(hi - t0) / 1e9:>11.6f} "
-               f"{fmt_ns(hi - lo):>9}  {st:<12} {tl.table.devices[dev][0][:10]:<10} "
+        yield (f"{i:>5}{mark} {u:<27} {span_cells(lo, hi, t0)}  {st:<12} "
+               f"{tl.table.devices[dev][0][:10]:<10} "
                f"{dtime[:27]:<27} {ordtxt:<16} {label[:60]}")
     if len(tl) > limit:
         yield (f"... {len(tl) - limit} more entries (all in timeline.json and timeline.csv; "
@@ -55,6 +55,12 @@ def table_lines(tl: Timeline, t0: int, limit: int = 200) -> Iterator[str]:
         yield ("* a line of your log files")
     yield (f"{len(tl)} entries in {tl.blocks} proven-ordered blocks; {tl.unordered} entries "
           f"unordered against another")
+
+
+def span_cells(lo: int, hi: int, t0: int) -> str:
+    """An entry's interval in run seconds (to the µs, rounded outward) and its width."""
+    return (f"{directed(lo - t0, 1e9, 6, False):>11} {directed(hi - t0, 1e9, 6, True):>11} "
+            f"{fmt_ns_up(hi - lo):>9}")
 
 
 def _report_lines(rep: dict[str, Any]) -> Iterator[str]:

@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass
 from datetime import UTC
 
-from bench.units import fmt_ns
+from bench.units import directed, fmt_ns_up
 
 PER_PAGE = 100
 ROW_PX = 14
@@ -98,8 +98,9 @@ def _entry_tip(r: dict, t0: int) -> str:
     user = bool(r.get("log"))
     return (f"#{r['index']} {en.source}: {en.label}\nraw stamp: {en.raw or '-'}\n"
             + (f"from your log {r['log']}\n" if user else "")
-            + f"interval: {(en.lo_ns - t0) / 1e9:.6f} .. {(en.hi_ns - t0) / 1e9:.6f} s "
-            f"({fmt_ns(en.width_ns)})\nUTC: {_utc(en.lo_ns)} .. {_utc(en.hi_ns)}\n"
+            + f"interval: {directed(en.lo_ns - t0, 1e9, 6, False)} .. "
+            f"{directed(en.hi_ns - t0, 1e9, 6, True)} s ({fmt_ns_up(en.width_ns)})\n"
+            f"UTC: {_utc(en.lo_ns)} .. {_utc(en.hi_ns, up=True)}\n"
             f"basis: {en.basis}, status: {en.status}"
             + (f"\ncalibration: {en.calibration}" if en.calibration else "")
             + (f"\nunordered with {r['unordered_count']}: #{', #'.join(map(str, un[:12]))}"
@@ -138,10 +139,12 @@ def _time_axis(sc: _Scale, y: int, t0: int) -> list[str]:
     return out
 
 
-def _utc(t_ns: int) -> str:
-    """A reference instant as UTC to the microsecond."""
+def _utc(t_ns: int, up: bool = False) -> str:
+    """A reference instant as UTC to the microsecond, rounded down (`up`: up, an interval's
+    upper end)."""
     from datetime import datetime
-    s, f = divmod(int(t_ns), 10**9)
+    t_ns = -(-int(t_ns) // 1000) * 1000 if up else int(t_ns)
+    s, f = divmod(t_ns, 10**9)
     try:
         return datetime.fromtimestamp(s, UTC).strftime("%Y-%m-%dT%H:%M:%S") + \
             f".{f // 1000:06d}Z"

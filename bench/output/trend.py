@@ -15,6 +15,7 @@ from typing import Any
 from bench.compare.measures import Measure, identities, run_measures
 from bench.compare.verdicts import FAILING, fmt_value, verdict
 from bench.model.rundata import Run
+from bench.units import fmt_bounds
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def _cell(m: Measure | None, unit: str) -> str:
         return "—"
     if m.lo == m.hi:
         return fmt_value(m.point, unit)
-    return f"{fmt_value(m.point, unit)} [{fmt_value(m.lo, unit)}, {fmt_value(m.hi, unit)}]"
+    return f"{fmt_value(m.point, unit)} {fmt_bounds(m.lo, m.hi, unit)}"
 
 
 def run_labels(runs: list[Run]) -> list[str]:

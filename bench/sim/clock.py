@@ -119,6 +119,7 @@ class ClockModel:
     corrections: tuple = ()  # t_ns -> ns added to a wall reading (a discipline: bench.sim.ntp)
     correction_rates: tuple = ()   # t_ns -> ppm: those corrections' rate (slew), for the truth
     correction_breaks: tuple = ()  # () -> [break dicts]: those corrections' steps, for the truth
+    correction_knots: tuple = ()   # () -> [t_ns]: where those corrections change rate or step
     _read_once = False       # read_ns has been called: the counter's boot instant is observed
     _wrap_lead_ns: int | None = None   # wrap_at_first_read: pending until the first reading
 
@@ -303,13 +304,49 @@ class ClockModel:
         lo, hi = self.p.log_latency_s
         return round(self.rng.uniform(lo, hi) * NS) if hi > lo else round(lo * NS)
 
+    def knots(self, t_lo: int, t_hi: int) -> list[int]:
+        """The instants in [t_lo, t_hi] where the true offset changes rate or steps (both sides
+        of a step): between two neighbours it is linear, to the ns its rounding gives."""
+        t0, xs = self.t0_ns, {int(t_lo), int(t_hi)}
+
+        def at(x: float) -> None:
+            xs.update((math.floor(x), math.ceil(x)))
+        if self._sigma:                  # the frequency walk changes once a second
+            xs.update(range(t0 + max(0, (t_lo - t0) // NS) * NS, t_hi + 1, NS))
+        for a, d in zip(self._slew_a.tolist(), self._slew_d.tolist()):
+            if t0 + a <= t_hi:
+                at(t0 + a)
+                at(t0 + a + d)
+        for a, _ in self.p.freq_steps:
+            at(t0 + a * NS)
+        for t in [a for a, _ in self._steps] + list(self._reboots):
+            xs.update((t - 1, t))
+        for fn in self.correction_knots:
+            xs.update(fn())
+        return sorted(x for x in xs if t_lo <= x <= t_hi)
+
     def truth(self, t_grid_ns) -> dict:
         ts = [int(t) for t in t_grid_ns]
-        return {"t_ns": ts, "offset_ns": [self.offset_ns(t) for t in ts],
-                "drift_ppm": [self.drift_ppm(t) for t in ts],
-                "resolution_ns": self.p.resolution_ns, "counter": self.p.counter,
-                "tz_error_ns": self.p.tz_error_ns, "firmware": self.p.firmware,
-                "breaks": self.breaks()}
+        out = {"t_ns": ts, "offset_ns": [self.offset_ns(t) for t in ts],
+               "drift_ppm": [self.drift_ppm(t) for t in ts],
+               "resolution_ns": self.p.resolution_ns, "counter": self.p.counter,
+               "tz_error_ns": self.p.tz_error_ns, "firmware": self.p.firmware,
+               "breaks": self.breaks()}
+        return {**out, "exact": exact_truth(self, self.knots(ts[0], ts[-1]) if ts else [])}
+
+
+MAX_KNOTS = 50_000       # a day of wander is 86,400: the truth then keeps its grid alone
+
+
+def exact_truth(model, knots: list[int]) -> dict:
+    """truth.json's `exact`: the model's own offset at every knot (its rate changes and both
+    sides of its steps); linear between neighbours, it is the offset at any instant between
+    the first and the last to within a nanosecond (bench.model.summary reads it so). Empty
+    beyond MAX_KNOTS (a long watch): the truth file stays small, the check uses the grid."""
+    if len(knots) > MAX_KNOTS:
+        return {}
+    return {"t_ns": knots, "offset_ns": [int(model.offset_ns(t)) for t in knots],
+            "basis": "piecewise linear between knots"}
 
 
 def _slew_arrays(p: ClockParams, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ import re
 import time
 
 from bench.model.inventory import DeviceConfig
+from bench.sim.clock import exact_truth
 from bench.sim.host_clocks import TIMER_LIST, realtime_minus_monotonic_ns, timens_monotonic_ns
 from bench.sim.ipmi_bmc import note_every_second
 
@@ -123,7 +124,12 @@ class HostTruth:
         return {"t_ns": ts, "offset_ns": [self.offset_ns(t) for t in ts],
                 "drift_ppm": [self.drift_ppm(t) for t in ts], "resolution_ns": res,
                 "counter": self.kind != "realtime", "tz_error_ns": 0, "firmware": "",
-                "breaks": []}
+                "breaks": [], "exact": exact_truth(self, self.knots(ts[0], ts[-1]) if ts else [])}
+
+    def knots(self, t_lo: int, t_hi: int) -> list[int]:
+        """Both sides of every sample: between them the offset is linear (ClockModel.knots)."""
+        xs = {t_lo, t_hi, *(t for r, _, _ in self.samples for t in (r - 1, r))}
+        return sorted(x for x in xs if t_lo <= x <= t_hi)
 
 
 def kmsg_writable(path: str = "/dev/kmsg") -> bool:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from bench.model.inventory import DeviceConfig
 from bench.ports import free_port
+from bench.sim.clock import exact_truth
 from bench.sim.host_clocks import host_clock_pair
 
 NS = 1_000_000_000
@@ -221,7 +222,22 @@ class HostSelTruth:
         ts = [int(t) for t in t_grid_ns]
         return {"t_ns": ts, "offset_ns": [self.offset_ns(t) for t in ts],
                 "drift_ppm": [0.0] * len(ts), "resolution_ns": NS, "counter": self.counter,
-                "tz_error_ns": 0, "firmware": self.firmware, "breaks": []}
+                "tz_error_ns": 0, "firmware": self.firmware, "breaks": [],
+                **({"exact": exact_truth(self, self.knots(ts[0], ts[-1]))}
+                   if ts and self._zone_s(ts[0]) == self._zone_s(ts[-1]) else {})}
+
+    def _zone_s(self, t_ns: int) -> int:
+        """The zone's UTC offset the driver removes at t, s (0 without a zone or for a counter)."""
+        if self.zone is None or self.counter:
+            return 0
+        from bench.model.logformats import ns_to_sel_seconds
+        return ns_to_sel_seconds(t_ns, self.zone) - t_ns // NS
+
+    def knots(self, t_lo: int, t_hi: int) -> list[int]:
+        """Both sides of every pair noted: between them the offset is constant (the zone's
+        offset the same at both ends: `truth` gives no exact truth across a change of it)."""
+        xs = {t_lo, t_hi, *(t for r, _ in self.pairs for t in (r - 1, r))}
+        return sorted(x for x in xs if t_lo <= x <= t_hi)
 
 
 async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:

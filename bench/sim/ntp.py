@@ -69,6 +69,7 @@ class NtpDiscipline:
         model.corrections = tuple(getattr(model, "corrections", ())) + (self.correction_ns,)
         model.correction_rates = tuple(getattr(model, "correction_rates", ())) + (self.rate_ppm,)
         model.correction_breaks = tuple(getattr(model, "correction_breaks", ())) + (self.breaks,)
+        model.correction_knots = tuple(getattr(model, "correction_knots", ())) + (self.knots,)
 
     # -- commands (the emulator calls these) -----------------------------------------------------
     def _reachable(self, servers) -> bool:
@@ -156,6 +157,11 @@ class NtpDiscipline:
         so the decisions then cover the run."""
         return [{"t_ns": d.t_ns, "kind": "step", "size_ns": -d.offset_ns, "source": "ntp"}
                 for d in self.decisions if d.action == "step"]
+
+    def knots(self) -> list[int]:
+        """Where the corrections decided so far change rate or step (ClockModel.knots)."""
+        return [t for d in self.decisions for t in (d.t_ns - 1, d.t_ns)
+                + ((d.until_ns,) if d.action == "slew" else ())]
 
     def rate_ppm(self, t_ns: int) -> float:
         """The slew rate in force at t (ppm; 0 when not slewing)."""

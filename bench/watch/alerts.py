@@ -10,7 +10,7 @@ from typing import Any
 
 from bench.model.limits import for_device
 from bench.reference.clock import worse_grade
-from bench.units import fmt_interval_ns, fmt_ns
+from bench.units import fmt_bounds, fmt_interval_ns, fmt_ns
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,8 @@ class Alerts:
             out = hi < -limit or lo > limit
             if out and what not in c.limits_failed:
                 c.limits_failed.add(what)
-                self._say(device, "limit", f"{clock}: {what} [{fmt(lo)}, {fmt(hi)}] beyond "
+                bound = fmt_bounds(lo, hi, "ns" if what == "offset" else "ppm")
+                self._say(device, "limit", f"{clock}: {what} {bound} beyond "
                                            f"±{fmt(limit)}")
             elif not out:
                 c.limits_failed.discard(what)

@@ -14,6 +14,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from bench.analysis.statuses import BreakKind
 from bench.model.statuses import ErrorKind
+from bench.units import PER_PPM, PER_S, scaled_out
 
 NS = 1e9
 GRADES = ("ok", "warn", "unverified", "fail")
@@ -70,12 +71,12 @@ class WatchCollector:
                     b = c.bounds
                     if not b:
                         continue
-                    lo.add_metric(lab, b["offset_lo_ns"] / NS)
-                    hi.add_metric(lab, b["offset_hi_ns"] / NS)
+                    lo.add_metric(lab, scaled_out(b["offset_lo_ns"], PER_S, False))
+                    hi.add_metric(lab, scaled_out(b["offset_hi_ns"], PER_S, True))
                     for s in STATUSES:
                         st.add_metric(lab + [s], 1.0 if b["offset_status"] == s else 0.0)
-                    dl.add_metric(lab, b["drift_lo_ppm"] * 1e-6)
-                    dh.add_metric(lab, b["drift_hi_ppm"] * 1e-6)
+                    dl.add_metric(lab, scaled_out(b["drift_lo_ppm"], PER_PPM, False))
+                    dh.add_metric(lab, scaled_out(b["drift_hi_ppm"], PER_PPM, True))
                     if b["mean_drift_ppm"] is not None:
                         md.add_metric(lab, b["mean_drift_ppm"] * 1e-6)
         yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads)
@@ -107,7 +108,7 @@ class WatchCollector:
         yield gm
         unc = _g("reference_uncertainty_seconds", "bound on the reference's own error, added to "
                  "every bracket", [])
-        unc.add_metric([], (h.uncertainty_ns if h is not None else 0) / NS)
+        unc.add_metric([], scaled_out(h.uncertainty_ns if h is not None else 0, PER_S, True))
         yield unc
         if h is None:
             return
