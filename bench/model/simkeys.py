@@ -302,6 +302,7 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "not_ready": list_of(table({"at_s": AT_S, "node": TEXT, "for_s": num(0.0, 1e6, "s")},
                                    required=("at_s", "node")))},
     "host_kernel": {},
+    "redfish_unreachable": {},     # a device that is down (bench/sim/redfish_unreachable.py)
 }
 # the GPU baseboard controller is the BMC emulator with its own layout (bench/sim/redfish_hmc.py)
 EMULATORS["redfish_hmc"] = {**{k: v for k, v in EMULATORS["redfish_bmc"].items()
