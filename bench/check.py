@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.check_reads import BUDGET_S
 from bench.model.keys import InventoryError
 from bench.model.texttable import WIDTH, render, wrap
 from bench.units import fmt_interval_ns, fmt_ns
@@ -49,7 +50,8 @@ class DeviceCheck:
         return self.status == "ok"
 
 
-async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> None:
+async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck,
+                        timeout_s: float = 10.0) -> None:
     import asyncio  # here, as the drivers: `rackclock check --help` imports neither
 
     import drivers
@@ -68,9 +70,11 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
                                                f"fw {ident.firmware}", ident.serial and
                                                f"s/n {ident.serial}") if x)
         failed = None
+        walls = sum(not c.counter for c in drv.clocks())
+        budget = min(BUDGET_S, 0.5 * timeout_s / max(1, walls))   # room for the open and all
         for spec in drv.clocks():
             try:
-                await _read_clock(drv, spec, result)
+                await _read_clock(drv, spec, result, budget)
             except DeviceError as exc:
                 result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
                 failed = failed or exc
@@ -87,7 +91,7 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
             await asyncio.wait_for(drv.close(), 5)
 
 
-async def _read_clock(drv, spec, result: DeviceCheck) -> None:
+async def _read_clock(drv, spec, result: DeviceCheck, budget_s: float) -> None:
     """A counter: one read. A wall clock: reads across a tick (bench/check_reads.py)."""
     import asyncio
 
@@ -96,7 +100,7 @@ async def _read_clock(drv, spec, result: DeviceCheck) -> None:
         r = await drv.read_clock(spec.name)
         result.reads.append((spec.name, read_text(r, True)))
         return
-    reads = await reads_across_a_tick(lambda: drv.read_clock(spec.name), asyncio.sleep)
+    reads = await reads_across_a_tick(lambda: drv.read_clock(spec.name), asyncio.sleep, budget_s)
     b = bound_from_reads(reads, reads[-1].resolution_ns, int(getattr(spec, "lag_ns", 0)))
     result.bounds[spec.name] = b
     result.reads.append((spec.name, bound_text(b, reads[-1].resolution_ns,
@@ -145,7 +149,7 @@ def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]
 
         async def bounded():
             try:
-                await asyncio.wait_for(_check_device(d, now_ns, res), timeout_s)
+                await asyncio.wait_for(_check_device(d, now_ns, res, timeout_s), timeout_s)
             except TimeoutError:
                 res.status, res.error = "timeout", f"no complete answer within {timeout_s:g} s"
 

@@ -451,6 +451,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
         if resp.status in (429, 503):
             self._throttled(resp)
+        if resp.status == 404:           # the layout is not what was found: look again
+            redfish_known.forget(self.name, self.config.address)
         if not 200 <= resp.status < 300:
             raise self._http_error(resp, what or f"{method} {uri}")
         return resp, s, e, note
@@ -517,7 +519,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         try:
             k.manager, k.manager_choice = await self._examine_managers()
         except DeviceError as exc:
-            k.failed = (exc.kind, exc.message, self.now_ns())
+            if exc.kind in ("protocol", "malformed"):      # the layout, not the transport
+                k.failed = (exc.kind, exc.message, self.now_ns())
             raise
         self.manager_choice = k.manager_choice
         log.info("%s: manager: %s", self.name, k.manager_choice)
@@ -527,6 +530,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         """(the first Manager with DateTime, how it was chosen); DeviceError naming each Manager
         examined when none has one."""
         seen: list[tuple[str, str]] = []
+        failed: DeviceError | None = None
         for uri in await self._members_of("Managers"):
             try:
                 m, *_ = await self._get_json(uri, f"GET {uri}")
@@ -534,8 +538,11 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                              else "no DateTime"))
             except DeviceError as exc:
                 seen.append((uri, f"{exc.kind}: {exc.message[:60]}"))
+                failed = failed or exc
         said = "; ".join(f"{u} ({w})" for u, w in seen)
         chosen = next((u for u, w in seen if w == "DateTime"), None)
+        if chosen is None and failed is not None:      # e.g. a timeout: that is the error
+            raise self._fail(failed.kind, f"{failed.message} (examining the Managers: {said})")
         if chosen is None:
             raise self._fail("protocol", f"no Manager has DateTime: examined {said}; set "
                              f"`manager` in the rack file to a Manager URI that has one")

@@ -5,7 +5,8 @@ every LogService and its entries) costs tens of GETs, which a failing device wou
 reopen. It is kept here, per device (name and address), with the service root it was found
 under: a later session reads the root anyway (its links and its authentication), and while the
 root is the same the choice stands (revalidated by that one GET, no other request). A read that
-finds the chosen Manager without `DateTime` forgets it, so the next session looks again. A
+finds the chosen Manager without `DateTime`, or any 404 answer, forgets it, so the next session
+looks again. A
 discovery that failed is repeated at most once a minute (`RETRY_NS`); in between a reopen fails
 at once with the same reason, at the cost of the root's GET.
 """

@@ -18,13 +18,15 @@ PREFIX = "requests_"
 def request_rates(traffic: Mapping[str, Any] | None, start_ns: int | None,
                   end_ns: int | None) -> dict[str, Any] | None:
     """{"minutes", "total", "by_kind": {kind: requests per minute}, "reconnects"} over
-    [start_ns, end_ns]; None when nothing was counted or the window is unknown."""
+    [start_ns, end_ns]; None when nothing was counted by kind or the window is unknown."""
     if not traffic or not traffic.get("requests") or start_ns is None or end_ns is None \
             or end_ns <= start_ns:
         return None
     minutes = (end_ns - start_ns) / (60 * NS)
     by_kind = {k[len(PREFIX):]: round(float(v) / minutes, 1) for k, v in sorted(traffic.items())
                if k.startswith(PREFIX) and isinstance(v, int)}
+    if not by_kind:              # a folder from before requests were counted by kind
+        return None
     return {"minutes": round(minutes, 3),
             "total": round(float(traffic["requests"]) / minutes, 1), "by_kind": by_kind,
             "reconnects": int(traffic.get("reconnects", 0) or 0)}
