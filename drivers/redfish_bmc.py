@@ -509,15 +509,19 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         without one); the choice and the others go to `manager_choice`. Kept across sessions
         while the service root stays the same (drivers/redfish_known.py).
         drivers/redfish_equipment.py follows ManagedBy instead."""
-        k = redfish_known.known(self.name, self.config.address, await self._service_root())
+        root = await self._service_root()
+        k = redfish_known.known(self.name, self.config.address, root)
         if k.manager:
-            self.manager_choice = k.manager_choice + " (kept: the service root is unchanged)"
-            return k.manager
+            if await self._still(k):
+                self.manager_choice = k.manager_choice + " (kept: the service root and the " \
+                                                         "Manager are unchanged)"
+                return k.manager
+            k = redfish_known.renew(self.name, self.config.address, root)
         if k.failed and self.now_ns() - k.failed[2] < redfish_known.RETRY_NS:
             raise self._fail(k.failed[0], k.failed[1] + " (as found at the last discovery; "
                              "looked at again a minute after it)")
         try:
-            k.manager, k.manager_choice = await self._examine_managers()
+            k.manager, k.manager_choice, k.manager_layout = await self._examine_managers()
         except DeviceError as exc:
             if exc.kind in ("protocol", "malformed"):      # the layout, not the transport
                 k.failed = (exc.kind, exc.message, self.now_ns())
@@ -526,16 +530,26 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         log.info("%s: manager: %s", self.name, k.manager_choice)
         return k.manager
 
-    async def _examine_managers(self) -> tuple[str, str]:
-        """(the first Manager with DateTime, how it was chosen); DeviceError naming each Manager
-        examined when none has one."""
+    async def _still(self, k: redfish_known.Known) -> bool:
+        """The kept Manager still has DateTime and the same layout (one GET)."""
+        try:
+            m, *_ = await self._get_json(k.manager, f"GET {k.manager}")
+        except DeviceError:
+            return False
+        return isinstance(m.get("DateTime"), str) and redfish_known.layout(m) == k.manager_layout
+
+    async def _examine_managers(self) -> tuple[str, str, str]:
+        """(the first Manager with DateTime, how it was chosen, its layout); DeviceError naming
+        each Manager examined when none has one."""
         seen: list[tuple[str, str]] = []
+        layouts: dict[str, str] = {}
         failed: DeviceError | None = None
         for uri in await self._members_of("Managers"):
             try:
                 m, *_ = await self._get_json(uri, f"GET {uri}")
                 seen.append((uri, "DateTime" if isinstance(m.get("DateTime"), str)
                              else "no DateTime"))
+                layouts[uri] = redfish_known.layout(m)
             except DeviceError as exc:
                 seen.append((uri, f"{exc.kind}: {exc.message[:60]}"))
                 failed = failed or exc
@@ -548,7 +562,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                              f"`manager` in the rack file to a Manager URI that has one")
         return chosen, (f"chose {chosen}, the first Manager with DateTime, of {len(seen)}: "
                         f"{said}" + ("; `manager` in the rack file picks another"
-                                     if len(seen) > 1 else ""))
+                                     if len(seen) > 1 else "")), layouts[chosen]
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:

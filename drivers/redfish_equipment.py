@@ -58,7 +58,7 @@ class RedfishEquipment(RedfishBMC):
         if manager is None:
             log.info("%s: %s names no ManagedBy manager: reading the first Manager with "
                      "DateTime", self.name, self.equipment_uri)
-            manager, self.manager_choice = await self._examine_managers()
+            manager, self.manager_choice, _ = await self._examine_managers()
         return manager
 
     def _getter(self):
