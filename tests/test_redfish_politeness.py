@@ -53,7 +53,8 @@ def test_a_failing_device_costs_less_than_a_healthy_one_and_the_log_is_polled_ge
     kinds = {k: v for k, v in t.items() if k.startswith("requests_")}
     assert sum(kinds.values()) == t["requests"] == ok["requests"], (kinds, t, ok["requests"])
     assert kinds["requests_clock"] >= st["bmc-ok"].reads and kinds["requests_log"] <= entries
-    assert kinds["requests_stimulus"] == st["bmc-ok"].stimuli
+    n = st["bmc-ok"].stimuli                   # and the EventService, read once per session
+    assert n <= kinds["requests_stimulus"] <= n + 1, kinds
     rates = request_rates(t, t0, t1)
     assert rates is not None and set(rates["by_kind"]) == {"clock", "log", "stimulus",
                                                            "discovery"}
