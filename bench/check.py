@@ -1,10 +1,11 @@
 """`rackclock check`: is the reference healthy, and is every device of the rack reachable?
 
-Prints the reference's grade and figures, then one row per device: its identity and one read of
-each of its clocks (device minus reference at the bracket's middle, to the precision of what the
-read proves, and the bracket's width; a clock coarser than its bracket with its resolution and
-the offset interval the one read allows: `-788 ms, 1 s resolution: offset in [-796, 212] ms; a
-run pins it`),
+Prints the reference's grade and figures, then one row per device: its identity and, for each
+of its clocks, what a few reads prove (bench/check_reads.py: reads until the value changes, so
+the resolution is learned from the clock's own tick, never taken from its format on trust):
+device minus reference at the middle of the bound, to its precision, and the bound; e.g.
+`-4 ms, 1 s resolution (learned from a tick; 100 ms declared): offset in [-27, 19] ms`, or,
+when no tick came within the budget, the declared resolution `assumed` and said so),
 every device checked in its own thread with its own event loop and a timeout. Exit status 0 when
 everything is usable, 1 when the reference or any device is not, 2 on bad arguments.
 With no `--rack` it serves the simulated rack in this process and checks that.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.check_reads import BUDGET_S
 from bench.model.keys import InventoryError
 from bench.model.texttable import WIDTH, render, wrap
 from bench.units import fmt_interval_ns, fmt_ns
@@ -39,6 +41,7 @@ class DeviceCheck:
     status: str = "timeout"                 # ok | an error class | timeout | no-driver
     identity: str = ""
     reads: list = field(default_factory=list)   # (clock, text) for a read or an error
+    bounds: dict = field(default_factory=dict)  # clock -> CheckBound (bench/check_reads.py)
     error: str = ""
     seconds: float = 0.0
 
@@ -47,7 +50,8 @@ class DeviceCheck:
         return self.status == "ok"
 
 
-async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> None:
+async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck,
+                        timeout_s: float = 10.0) -> None:
     import asyncio  # here, as the drivers: `rackclock check --help` imports neither
 
     import drivers
@@ -66,14 +70,14 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
                                                f"fw {ident.firmware}", ident.serial and
                                                f"s/n {ident.serial}") if x)
         failed = None
+        walls = sum(not c.counter for c in drv.clocks())
+        budget = min(BUDGET_S, 0.5 * timeout_s / max(1, walls))   # room for the open and all
         for spec in drv.clocks():
             try:
-                r = await drv.read_clock(spec.name)
+                await _read_clock(drv, spec, result, budget)
             except DeviceError as exc:
                 result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
                 failed = failed or exc
-                continue
-            result.reads.append((spec.name, read_text(r, spec.counter)))
         if failed:
             result.status, result.error = failed.kind, failed.message
         else:
@@ -85,6 +89,37 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck) -> No
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(drv.close(), 5)
+
+
+async def _read_clock(drv, spec, result: DeviceCheck, budget_s: float) -> None:
+    """A counter: one read. A wall clock: reads across a tick (bench/check_reads.py)."""
+    import asyncio
+
+    from bench.check_reads import bound_from_reads, reads_across_a_tick
+    if spec.counter:
+        r = await drv.read_clock(spec.name)
+        result.reads.append((spec.name, read_text(r, True)))
+        return
+    reads = await reads_across_a_tick(lambda: drv.read_clock(spec.name), asyncio.sleep, budget_s)
+    b = bound_from_reads(reads, reads[-1].resolution_ns, int(getattr(spec, "lag_ns", 0)))
+    result.bounds[spec.name] = b
+    result.reads.append((spec.name, bound_text(b, reads[-1].resolution_ns,
+                                               min(r.e_ns - r.s_ns for r in reads))))
+
+
+def bound_text(b, declared_ns: int, bracket_ns: int) -> str:
+    """What a check's reads prove, with the resolution it rests on and where that came from."""
+    point = (b.lo + b.hi) // 2
+    if b.basis == "learned":
+        how = "learned from a tick" + ("" if b.resolution_ns == declared_ns
+                                       else f"; {fmt_ns(declared_ns)} declared")
+    else:
+        how = f"assumed as declared: no tick in {b.reads} reads"
+    head = f"{fmt_ns(point, precision_ns=max(1, b.hi - b.lo))}"
+    if b.resolution_ns <= bracket_ns and b.basis == "learned":
+        return f"{head} [bracket {fmt_ns(bracket_ns)}]: offset in {fmt_interval_ns(b.lo, b.hi)}"
+    return (f"{head}, {fmt_ns(b.resolution_ns)} resolution ({how}): offset in "
+            f"{fmt_interval_ns(b.lo, b.hi)}" + ("" if b.basis == "learned" else " assumed"))
 
 
 def read_text(r, counter: bool) -> str:
@@ -114,7 +149,7 @@ def check_devices(devices, now_ns, timeout_s: float = 10.0) -> list[DeviceCheck]
 
         async def bounded():
             try:
-                await asyncio.wait_for(_check_device(d, now_ns, res), timeout_s)
+                await asyncio.wait_for(_check_device(d, now_ns, res, timeout_s), timeout_s)
             except TimeoutError:
                 res.status, res.error = "timeout", f"no complete answer within {timeout_s:g} s"
 

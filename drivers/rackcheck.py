@@ -87,7 +87,7 @@ def _credentials(d: DeviceConfig, drv) -> None:
     `drv.CREDENTIALS`: one of its keys at least), and every variable named is set."""
     given = {k: v for k, v in (("username", d.username), ("password_env", d.password_env),
                                *d.options.items()) if v}
-    for group in getattr(drv, "CREDENTIALS", ()):
+    for group in getattr(drv, "CREDENTIALS", ()) if d.options.get("auth") != "none" else ():
         if not any(k in given for k in group):
             raise InventoryError(f"missing: driver {d.driver} needs {' or '.join(group)}",
                                  device=d.name, key=group[0])
@@ -108,6 +108,9 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
         raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
                              + ", ".join(f"{s}://" for s in cls.SCHEMES if s), device=d.name,
                              key="address")
+    problem = getattr(cls, "address_problem", lambda *_: None)(scheme, options)
+    if problem:
+        raise InventoryError(f"{d.address!r}: {problem}", device=d.name, key="address")
     d = replace(d, options=MappingProxyType(options))
     _openable(d, {**DEVICE_KEYS, **cls.OPTIONS}, lab)
     drv, known = _driver_stimuli(d, cls)

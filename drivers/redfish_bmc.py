@@ -28,9 +28,16 @@ Authentication (`auth`): `session` (a Redfish session token, the default where t
 links a SessionService), `basic` (HTTP basic on every request; chosen, and said once in the log
 and the identity, where the service has no SessionService, as sushy-tools' emulator), or `none`.
 Credentials go only over HTTPS (`redfish.aio` logs in only there): a plain `http://` address is
-accepted only with `auth = "none"`. TLS is verified against `ca_file` (or the system store); a
+accepted only where the rack file says `auth = "none"` (no credentials then asked for).
+TLS is verified against `ca_file` (or the system store); a
 device may set `verify_tls = false`. The password comes from `config.secret()` and never appears
 in an error or the log. Parsing of `DateTime` is written here (stdlib `datetime`).
+
+The Manager read: every Manager the service root's `Managers` link lists is examined and the
+first with a `DateTime` used (a bladed chassis's own Manager often has none); the choice is
+`manager_choice` in the identity's extra, `manager` in the rack file picks another. Only linked
+paths are followed (a root without a Managers link: "no Managers linked"). What discovery found
+is kept across reconnects while the service root is unchanged (drivers/redfish_known.py).
 
 The event log (drivers/redfish_log.py) is found by the service's links
 (drivers/redfish_discovery.py: every LogService
@@ -77,7 +84,7 @@ from redfish.aio import (
 
 from bench.errors import RackclockError
 from bench.model.inventory import DeviceConfig, Key
-from drivers import tcp_rx_stamp
+from drivers import redfish_known, tcp_rx_stamp
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSetting,
@@ -104,6 +111,7 @@ from drivers.redfish_session import (
     Meter,
     Skipped,
     auth_mode,
+    counted_as,
     retry_after_s,
 )
 from drivers.redfish_time import parse_datetime_ns
@@ -180,7 +188,7 @@ def capped_response(limit: int,
 
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
-    SCHEMES = ("https",)         # http:// only with auth = "none", for a driver made in code
+    SCHEMES = ("https", "http")  # http:// only with auth = "none" (address_problem)
     CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"),
                "timeout_s": TIMEOUT_KEY,
@@ -194,6 +202,15 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                "event_listener": Key("str"), "event_listener_cert": Key("path", exists="file"),
                "event_listener_key": Key("path", exists="file"), "event_verify_certificate": Key("bool")}
 
+    @staticmethod
+    def address_problem(scheme: str, options) -> str | None:
+        """A rack file's address this driver refuses at load (drivers/rackcheck.py)."""
+        if scheme == "http" and options.get("auth") != "none":
+            return ("plain http:// only with auth = \"none\" (credentials go only over "
+                    "HTTPS); use https://, or say auth = \"none\" for a service that asks "
+                    "for none")
+        return None
+
     def __init__(self, config: DeviceConfig, now_ns: Callable[[], int], armed: bool = False) -> None:
         super().__init__(config, now_ns, armed)
         o = config.options
@@ -202,6 +219,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         self.ca_file = o.get("ca_file")
         self.timeout_s = float(o.get("timeout_s", 3.0))
         self.manager_uri: str | None = o.get("manager")     # None: found at the open
+        self.manager_choice = "manager set in the rack file" if self.manager_uri else ""
         self.auth = o.get("auth")                # None: discovered at the open
         self.auth_note: str | None = None
         self.meter = Meter()
@@ -433,6 +451,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
         if resp.status in (429, 503):
             self._throttled(resp)
+        if resp.status == 404:           # the layout is not what was found: look again
+            redfish_known.forget(self.name, self.config.address)
         if not 200 <= resp.status < 300:
             raise self._http_error(resp, what or f"{method} {uri}")
         return resp, s, e, note
@@ -464,14 +484,18 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             self._root, *_ = await self._get_json("/redfish/v1/", "GET service root")
         return self._root
 
-    async def _first_member(self, collection: str) -> str:
+    async def _members_of(self, collection: str) -> list[str]:
+        """The members of a collection the service root links (never a guessed path)."""
         root = await self._service_root()
-        uri = _link(root, collection) or f"/redfish/v1/{collection}"
+        uri = _link(root, collection)
+        if not uri:
+            raise self._fail("protocol", f"the service root has no {collection} link: no "
+                             f"{collection} linked; set `manager` to the Manager to read")
         coll, *_ = await self._get_json(uri, f"GET {uri}")
         members = _members(coll, self.name)
         if not members:
             raise self._fail("malformed", f"GET {uri}: no members")
-        return members[0]
+        return members
 
     def _manager(self) -> str:
         """The URI of the Manager whose DateTime is read (known once open)."""
@@ -480,8 +504,65 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         return self.manager_uri
 
     async def _find_manager(self) -> str:
-        """The Manager whose DateTime is read (drivers/redfish_equipment.py follows ManagedBy)."""
-        return await self._first_member("Managers")
+        """The Manager whose DateTime is read: every Manager the service links is examined and
+        the first with a `DateTime` chosen (a bladed chassis lists its own Manager first, often
+        without one); the choice and the others go to `manager_choice`. Kept across sessions
+        while the service root stays the same (drivers/redfish_known.py).
+        drivers/redfish_equipment.py follows ManagedBy instead."""
+        root = await self._service_root()
+        k = redfish_known.known(self.name, self.config.address, root)
+        if k.manager:
+            if await self._still(k):
+                self.manager_choice = k.manager_choice + " (kept: the service root and the " \
+                                                         "Manager are unchanged)"
+                return k.manager
+            k = redfish_known.renew(self.name, self.config.address, root)
+        if k.failed and self.now_ns() - k.failed[2] < redfish_known.RETRY_NS:
+            raise self._fail(k.failed[0], k.failed[1] + " (as found at the last discovery; "
+                             "looked at again a minute after it)")
+        try:
+            k.manager, k.manager_choice, k.manager_layout = await self._examine_managers()
+        except DeviceError as exc:
+            if exc.kind in ("protocol", "malformed"):      # the layout, not the transport
+                k.failed = (exc.kind, exc.message, self.now_ns())
+            raise
+        self.manager_choice = k.manager_choice
+        log.info("%s: manager: %s", self.name, k.manager_choice)
+        return k.manager
+
+    async def _still(self, k: redfish_known.Known) -> bool:
+        """The kept Manager still has DateTime and the same layout (one GET)."""
+        try:
+            m, *_ = await self._get_json(k.manager, f"GET {k.manager}")
+        except DeviceError:
+            return False
+        return isinstance(m.get("DateTime"), str) and redfish_known.layout(m) == k.manager_layout
+
+    async def _examine_managers(self) -> tuple[str, str, str]:
+        """(the first Manager with DateTime, how it was chosen, its layout); DeviceError naming
+        each Manager examined when none has one."""
+        seen: list[tuple[str, str]] = []
+        layouts: dict[str, str] = {}
+        failed: DeviceError | None = None
+        for uri in await self._members_of("Managers"):
+            try:
+                m, *_ = await self._get_json(uri, f"GET {uri}")
+                seen.append((uri, "DateTime" if isinstance(m.get("DateTime"), str)
+                             else "no DateTime"))
+                layouts[uri] = redfish_known.layout(m)
+            except DeviceError as exc:
+                seen.append((uri, f"{exc.kind}: {exc.message[:60]}"))
+                failed = failed or exc
+        said = "; ".join(f"{u} ({w})" for u, w in seen)
+        chosen = next((u for u, w in seen if w == "DateTime"), None)
+        if chosen is None and failed is not None:      # e.g. a timeout: that is the error
+            raise self._fail(failed.kind, f"{failed.message} (examining the Managers: {said})")
+        if chosen is None:
+            raise self._fail("protocol", f"no Manager has DateTime: examined {said}; set "
+                             f"`manager` in the rack file to a Manager URI that has one")
+        return chosen, (f"chose {chosen}, the first Manager with DateTime, of {len(seen)}: "
+                        f"{said}" + ("; `manager` in the rack file picks another"
+                                     if len(seen) > 1 else "")), layouts[chosen]
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:
@@ -489,7 +570,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         return Identity(vendor=str(m.get("Manufacturer", "")), model=str(m.get("Model", "")),
                         serial=str(m.get("SerialNumber", "")),
                         firmware=str(m.get("FirmwareVersion", "")),
-                        extra={"manager": self.manager_uri, "uuid": m.get("UUID", ""),
+                        extra={"manager": self.manager_uri,
+                               "manager_choice": self.manager_choice, "uuid": m.get("UUID", ""),
                                "local_offset": m.get("DateTimeLocalOffset", ""),
                                "events": self.events_state, "auth": self.auth,
                                **({"auth_note": self.auth_note} if self.auth_note else {}),
@@ -502,6 +584,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     def clocks(self) -> list[ClockSpec]:
         return [ClockSpec("datetime", NS)]
 
+    @counted_as("clock")
     async def read_clock(self, clock: str) -> Read:
         if clock != "datetime":
             raise self.error("error", f"no clock {clock!r} (this driver reads 'datetime')")
@@ -510,7 +593,9 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         text, offset = m.get("DateTime"), m.get("DateTimeLocalOffset")
         raw = _RAW({"DateTime": text, "DateTimeLocalOffset": offset})
         if not isinstance(text, str):
-            raise self._fail("malformed", f"Manager {self.manager_uri} has no DateTime: {raw}")
+            redfish_known.forget(self.name, self.config.address)   # the next session looks again
+            raise self._fail("malformed", f"Manager {self.manager_uri} has no DateTime: {raw}; "
+                             f"set `manager` in the rack file to a Manager that has one")
         try:
             value = parse_datetime_ns(text, offset if isinstance(offset, str) else None)
         except ValueError as exc:
@@ -520,6 +605,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     def stimuli(self) -> list[str]:
         return [self.TEST_EVENT]
 
+    @counted_as("stimulus")
     async def _set_ntp(self, enabled: bool | None, server: str | None) -> Stimulus:
         """PATCH NetworkProtocol: NTP ProtocolEnabled and/or NTPServers = [server]."""
         ntp: dict = {}
@@ -529,13 +615,16 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             ntp["NTPServers"] = [server]
         manager = self._manager()
         m, *_ = await self._get_json(manager, "GET Manager")
-        uri = _link(m, "NetworkProtocol") or f"{manager.rstrip('/')}/NetworkProtocol"
+        uri = _link(m, "NetworkProtocol")
+        if not uri:                                            # never a guessed path
+            raise self._fail("refused", f"Manager {manager} links no NetworkProtocol")
         resp, s, e, note = await self._exchange("PATCH", uri, {"NTP": ntp},
                                                 "PATCH NetworkProtocol NTP")
         return Stimulus(self.SET_NTP, json.dumps(ntp, separators=(",", ":")), s, e, sent=True,
                         stamp="user", raw=f"HTTP {resp.status} NTP={json.dumps(ntp)}"
                                           + (f" {note}" if note else ""))
 
+    @counted_as("stimulus")
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         if name != self.TEST_EVENT:
             return await super()._stimulate(name, target)
@@ -544,8 +633,10 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             actions = es.get("Actions")
             action = actions.get("#EventService.SubmitTestEvent") if isinstance(actions, dict) else None
             target = action.get("target") if isinstance(action, dict) else None
-            self._submit_uri = target if isinstance(target, str) and target else \
-                f"{es_uri.rstrip('/')}/Actions/EventService.SubmitTestEvent"
+            if not (isinstance(target, str) and target):     # never a guessed path
+                raise self._fail("refused", f"EventService {es_uri} has no "
+                                 f"#EventService.SubmitTestEvent action")
+            self._submit_uri = target
         self._events_sent += 1
         body = test_event_body(es, self.test_message_id, self._events_sent, self.now_ns(),
                                self.manager_uri)
@@ -555,6 +646,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         return Stimulus(name, None, s, e, sent=True, stamp="user",
                         raw=f"HTTP {resp.status} {body['Message']}" + (f" {note}" if note else ""))
 
+    @counted_as("stimulus")
     async def _set_clock(self, value_ns: int | None, offset_s: float | None) -> Stimulus:
         """PATCH the Manager's `DateTime` (UTC, microseconds); the target is taken just before
         sending when given as an offset from the reference."""

@@ -30,6 +30,7 @@ from bench.model.inventory import DeviceConfig, Key
 from drivers import redfish_discovery as discovery
 from drivers.base import DeviceError, Identity, Stimulus
 from drivers.redfish_bmc import RedfishBMC
+from drivers.redfish_session import counted_as
 
 log = logging.getLogger(__name__)
 OUTLET_STIMULI = {"outlet_off": "Off", "outlet_on": "On", "outlet_reboot": "PowerCycle"}
@@ -55,9 +56,9 @@ class RedfishEquipment(RedfishBMC):
         self.equipment = await get(self.equipment_uri, f"GET {self.equipment_uri}")
         manager = await discovery.managed_by(get, self.equipment)
         if manager is None:
-            log.info("%s: %s names no ManagedBy manager: reading the first Manager", self.name,
-                     self.equipment_uri)
-            manager = await self._first_member("Managers")
+            log.info("%s: %s names no ManagedBy manager: reading the first Manager with "
+                     "DateTime", self.name, self.equipment_uri)
+            manager, self.manager_choice, _ = await self._examine_managers()
         return manager
 
     def _getter(self):
@@ -79,6 +80,7 @@ class RedfishEquipment(RedfishBMC):
     def stimuli(self) -> list[str]:
         return [self.TEST_EVENT, *OUTLET_STIMULI]
 
+    @counted_as("stimulus")
     async def _stimulate(self, name: str, target: str | None) -> Stimulus:
         if name not in OUTLET_STIMULI:
             return await super()._stimulate(name, target)

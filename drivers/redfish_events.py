@@ -53,6 +53,7 @@ from aiohttp import web
 from drivers.base import DeviceError, LogEntry
 from drivers.redfish_discovery import redfish_message as _redfish_message
 from drivers.redfish_part import JSON, RedfishPart
+from drivers.redfish_session import counted_as
 from drivers.redfish_time import parse_datetime_ns
 
 NS = 1_000_000_000
@@ -151,6 +152,7 @@ class EventSubscriber(RedfishPart):
         return parse_datetime_ns(text)
 
     # -- lifecycle --------------------------------------------------------------------------------
+    @counted_as("events")
     async def _open_events(self) -> None:
         """Subscribe if the service offers it and the inventory allows; never raises."""
         if self.events_mode == "poll":
@@ -196,11 +198,14 @@ class EventSubscriber(RedfishPart):
             root = await self._service_root()
             es_link = root.get("EventService")
             uri = es_link.get("@odata.id") if isinstance(es_link, dict) else None
-            uri = uri if isinstance(uri, str) and uri else "/redfish/v1/EventService"
+            if not (isinstance(uri, str) and uri):     # never a guessed path
+                raise self._fail("protocol", "the service root has no EventService link: no "
+                                 "EventService linked (no test event can be sent)")
             es, *_ = await self._get_json(uri, "GET EventService")
             self._es = (uri, es)
         return self._es
 
+    @counted_as("events")
     async def _close_events(self) -> None:
         task, self._event_task = self._event_task, None
         if task is not None:

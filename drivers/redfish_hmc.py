@@ -31,6 +31,7 @@ from drivers.redfish_discovery import link as _link
 from drivers.redfish_discovery import members as _members
 from drivers.redfish_log import NotSent
 from drivers.redfish_metrics import ReportState, report_entries
+from drivers.redfish_session import counted_as
 
 log = logging.getLogger(__name__)
 NS = 1_000_000_000
@@ -86,6 +87,7 @@ class RedfishHMC(RedfishBMC):
                         {**ident.extra, "telemetry": self.telemetry_note,
                          "metric_reports": sorted(self.reports)})
 
+    @counted_as("log")
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
         """The event log's new entries (drivers/redfish_log.py), then the metric reports'."""
         failure = None

@@ -19,10 +19,12 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from drivers import redfish_discovery as discovery
+from drivers import redfish_known
 from drivers.base import DeviceError, LogEntry
 from drivers.redfish_discovery import LogCandidate
 from drivers.redfish_discovery import link as _link
 from drivers.redfish_part import JSON, RedfishPart
+from drivers.redfish_session import counted_as
 from drivers.redfish_time import parse_datetime_ns
 
 log = logging.getLogger("drivers.redfish_bmc")
@@ -83,6 +85,13 @@ class LogReader(RedfishPart):
                 self.entries_uri = _link(ls, "Entries")
                 self.log_choice = "log_service set in the rack file"
                 return
+            known = redfish_known.known(self.name, self.config.address,
+                                        await self._service_root())
+            if known.log:                            # found by an earlier session, root unchanged
+                self.log_service_uri, self.entries_uri = known.log["service"], known.log["entries"]
+                self._log_others = list(known.log["others"])
+                self.log_choice = known.log["choice"] + " (kept: the service root is unchanged)"
+                return
             cands = await discovery.find_logs(
                 lambda uri, what: self._first_of(self._get_json(uri, what)),
                 await self._service_root())
@@ -101,6 +110,8 @@ class LogReader(RedfishPart):
         others = [c.describe() for c in cands if c is not best]
         self.log_choice = f"chose {best.describe()}" + (f" over {'; '.join(others)}" if others
                                                         else "")
+        known.log = {"service": best.service, "entries": best.entries,
+                     "others": list(self._log_others), "choice": self.log_choice}
         log.info("%s: event log: %s", self.name, self.log_choice)
 
     @staticmethod
@@ -123,6 +134,7 @@ class LogReader(RedfishPart):
         sep = "&" if "?" in entries else "?"
         return f"{entries}{sep}$skip={max(0, count - per_page)}"
 
+    @counted_as("log")
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
         """Entries newer than `cursor` (the last entry Id seen), read incrementally: from the
         page where the last poll ended (the newest page on a first poll, where the service

@@ -10,16 +10,21 @@ and by later Redfish drivers (CDUs, power shelves).
   room by then, so clock reads are never late behind them.
 - `auth_mode`: session (default), HTTP basic, or none, as the rack file says or as the service
   shows (a service root without a SessionService: basic).
-- `Meter`: requests, logins and throttled answers counted for the runner (`on_traffic`).
+- `Meter`: requests, logins and throttled answers counted for the runner (`on_traffic`), each
+  request also by what it was for (`requests_clock`, `_log`, `_events`, `_stimulus`,
+  `_discovery`; `counted_as`).
 Defaults a BMC vendor accepts: 10 requests per second, 2 at once (BMC web servers are small:
 HPE advises against filling iLO's limited session table; bmcweb serves a few connections).
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 from bench.errors import RackclockError
 
@@ -142,6 +147,35 @@ class Meter:
         self.on_traffic: Callable[[str], None] | None = None
 
     def count(self, kind: str) -> None:
+        self._add(kind)
+        if kind == "requests":
+            self._add(f"requests_{REQUEST_KIND.get()}")
+
+    def _add(self, kind: str) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.on_traffic is not None:
             self.on_traffic(kind)
+
+
+# What each request is for, counted by kind (`Meter`): the driver's entry points say so
+# (`counted_as`); anything else (login, the service root, discovery) is "discovery".
+REQUEST_KINDS = ("clock", "log", "events", "stimulus", "discovery")
+REQUEST_KIND: contextvars.ContextVar[str] = contextvars.ContextVar("redfish_request_kind",
+                                                                   default="discovery")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def counted_as(kind: str) -> Callable[[Callable[P, Coroutine[Any, Any, R]]],
+                                      Callable[P, Coroutine[Any, Any, R]]]:
+    """Requests made inside the decorated coroutine (and tasks it starts) count as `kind`."""
+    def deco(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+        @functools.wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            token = REQUEST_KIND.set(kind)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                REQUEST_KIND.reset(token)
+        return wrapper
+    return deco

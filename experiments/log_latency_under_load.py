@@ -6,7 +6,8 @@ its log entry, a jittered pause; see stimulus_latency): "quiet"; "large_log", af
 events sent back to back (journalled, not paired) have filled its log; "loaded", while every
 other device of the rack runs the probing loop with `load_burst` reads per probe. Per series:
 the proven latency to the device's own log stamp, the latency until the bench saw the entry
-(first fetch showing it), and the duration of one log fetch, as distributions.
+(first fetch showing it), and the duration of one log fetch, as distributions. A target that
+cannot be opened is skipped (recorded by the lab, counted in the verdict).
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def run(bench, p: Params) -> dict:
     phases: dict[str, dict] = {}
     for dev in targets:
         stim = lab.config(dev).stimuli[0]
-        lab.identify(dev)
+        if not lab.identify(dev):                    # a device failure: recorded, counted
+            continue
         lab.logs(dev)
         phases[f"{dev}/quiet"] = series(lab, dev, stim, p.n, p, rng)
         name, _, target = stim.partition(":")
@@ -56,7 +58,7 @@ def run(bench, p: Params) -> dict:
         got: list[LogEntry] = []
 
         def filled() -> bool:
-            got.extend(lab.logs(dev))  # noqa: B023 (waited on here)
+            got.extend(lab.logs(dev) or [])  # noqa: B023 (waited on here; a Failed is falsy)
             return len(got) >= p.fill  # noqa: B023
 
         lab.wait_for(filled, 60.0, 0.5, what=f"{dev}: the {p.fill} fill entries")

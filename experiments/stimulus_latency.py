@@ -2,7 +2,10 @@
 
 Per device, in its own thread: read the clock twice (calibration reads of this same run), send
 the device's allowed stimulus, wait for its log entry (a deadline, never a sleep), then a
-jittered pause; N times. Each entry is fetched before the next stimulus is sent, so every entry
+jittered pause; N times. A device failure is that device's outcome (bench/run/lab_outcome.py):
+a device that cannot be opened is skipped, one whose stimuli fail `give_up_after` times in a
+row ends its series; both are recorded and fail the run's verdict, the other devices go on.
+Each entry is fetched before the next stimulus is sent, so every entry
 pairs with its stimulus without assuming the device logs in order. The run's summary fits every
 clock and maps each log stamp through it: per device and event type, a proven latency bound per
 event, their distribution (CDF in the report) and percentiles, as measurements.
@@ -18,7 +21,6 @@ from pathlib import Path
 
 from bench.analysis.statuses import worst
 from bench.model.documents import Summary
-from bench.run.lab import LabTimeout
 
 NS = 1_000_000_000
 
@@ -35,6 +37,8 @@ class Params:
     entry_timeout_s: float = 5.0      # deadline for the stimulus's log entry
     poll_s: float = 0.05              # log polls while waiting
     seed: int = 1
+    give_up_after: int = 3            # a device's series ends after this many failed stimuli
+                                      # in a row (recorded; the other devices go on)
 
 
 def series(lab, device: str, stim: str, n: int, p, rng: random.Random) -> dict:
@@ -42,24 +46,29 @@ def series(lab, device: str, stim: str, n: int, p, rng: random.Random) -> dict:
     (p: gap_s, reads, entry_timeout_s, poll_s). Returns counts and the series' span."""
     name, _, target = stim.partition(":")
     t0 = lab.now_ns()
-    sent = missed = 0
+    sent = missed = failed = 0
+    give_up = getattr(p, "give_up_after", 3)
     for _ in range(n):
         for _ in range(p.reads):
             lab.read_clock(device)
-        lab.stimulate(device, name, target or None)
-        sent += 1
-        try:
-            lab.wait_for(lambda: lab.logs(device), p.entry_timeout_s, p.poll_s,
-                         what=f"{device}: the {stim} log entry")
-        except LabTimeout:
+        if not lab.stimulate(device, name, target or None):
+            failed += 1                                  # recorded and counted by the lab
+            if failed >= give_up:
+                break
+            continue
+        sent, failed = sent + 1, 0
+        if not lab.wait_for(lambda: lab.logs(device), p.entry_timeout_s, p.poll_s,
+                            what=f"{device}: the {stim} log entry", device=device):
             missed += 1
         lab.sleep(rng.uniform(0, 2 * p.gap_s))
-    return {"sent": sent, "no_entry": missed, "span_ns": [t0, lab.now_ns()]}
+    return {"sent": sent, "no_entry": missed, "gave_up": failed >= give_up,
+            "span_ns": [t0, lab.now_ns()]}
 
 
-def procedure(lab, device: str, stim: str, p: Params, rng: random.Random) -> dict:
-    """The lab procedure for one device; returns its counts."""
-    lab.identify(device)
+def procedure(lab, device: str, stim: str, p: Params, rng: random.Random) -> dict | None:
+    """The lab procedure for one device; returns its counts (None: it could not be opened)."""
+    if not lab.identify(device):                     # recorded and counted by the lab
+        return None
     lab.logs(device)                                 # entries already there are not ours
     out = series(lab, device, stim, p.n, p, rng)
     for _ in range(p.reads * 2):
@@ -74,10 +83,10 @@ def run(bench, p: Params) -> dict:
     counts, errors = {}, {}
 
     def one(dev: str, k: int) -> None:
-        try:
+        try:         # device failures are outcomes (recorded by the lab); this catches bugs
             counts[dev] = procedure(lab, dev, lab.config(dev).stimuli[0], p,
                                     random.Random(p.seed * 1000 + k))
-        except Exception as exc:       # one device failing must not stop the others
+        except Exception as exc:       # ... so that one device's bug does not stop the others
             errors[dev] = repr(exc)
             bench.store.journal(dev, "error", "experiment", repr(exc))
 

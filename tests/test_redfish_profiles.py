@@ -28,6 +28,9 @@ EXPECTED = {   # profile: (Manager URI, the LogService the test events land in)
               "/redfish/v1/Managers/iDRAC.Embedded.1/LogServices/Lclog"),
     "ilo": ("/redfish/v1/Managers/1", "/redfish/v1/Managers/1/LogServices/IEL"),
     "supermicro": ("/redfish/v1/Managers/1", "/redfish/v1/Systems/1/LogServices/Log1"),
+    # the enclosure's Manager (listed first) has no DateTime: the blade's is read, no key needed
+    "bladed": ("/redfish/v1/Managers/Blade1BMC",
+               "/redfish/v1/Systems/Blade1/LogServices/EventLog"),
 }
 
 

@@ -63,7 +63,10 @@ def short_run(tmp_path_factory):
 
 def test_summary_json_is_the_records_serialised(short_run):
     run = short_run
-    written = json.loads((run.path / "summary.json").read_text())["devices"]
+    top = json.loads((run.path / "summary.json").read_text())
+    written = top["devices"]
+    # requests per minute by kind, for the Redfish device whose driver counts them (issue 43)
+    assert {"clock", "log", "discovery"} <= set(top["requests_per_min"]["bmc-3"]["by_kind"])
     manifest = run.manifest.raw
     assert {"bmc-3", "pdu-1", "optic-1"} <= set(written)
     kinds = set()

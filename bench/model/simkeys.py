@@ -261,10 +261,11 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "event_delivery_s": span(0.0, 60.0), "event_retry_s": num(0.01, 3600.0, "s"),
         "event_ca_file": TEXT,
         # vendor-shaped layouts and their session rules (bench/sim/redfish_profiles.py)
-        "profile": choice("openbmc", "idrac", "ilo", "supermicro"),
+        "profile": choice("openbmc", "idrac", "ilo", "supermicro", "bladed"),
         "max_sessions": num(1, 1024, kind="int"), "session_timeout_s": num(1, 86400, "s", "int"),
         "rate_limit_hz": num(0.0, 10_000.0, "Hz"), "retry_after_s": num(0, 3600, "s", "int"),
-        "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT},
+        "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT,
+        "managers_linked": FLAG, "manager_datetime": FLAG},
     "redfish_hmc": {       # the BMC emulator's keys and the GPU baseboard's own
         "gpus": num(1, 8, kind="int"), "report_period_s": num(0.1, 3600.0, "s"),
         "throttle_on_test_event": FLAG, "throttle_gpu": num(1, 8, kind="int"),
@@ -302,6 +303,7 @@ EMULATORS: dict[str, dict[str, Check]] = {
         "not_ready": list_of(table({"at_s": AT_S, "node": TEXT, "for_s": num(0.0, 1e6, "s")},
                                    required=("at_s", "node")))},
     "host_kernel": {},
+    "redfish_unreachable": {},     # a device that is down (bench/sim/redfish_unreachable.py)
 }
 # the GPU baseboard controller is the BMC emulator with its own layout (bench/sim/redfish_hmc.py)
 EMULATORS["redfish_hmc"] = {**{k: v for k, v in EMULATORS["redfish_bmc"].items()

@@ -465,8 +465,9 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
     largest the manifest records)."""
     from bench.model.rundata import bound_from_manifest
+    from bench.model.traffic import request_rates
     uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
-    devices, unused = {}, []
+    devices, unused, requests = {}, [], {}
     for name, meta in manifest.get("devices", {}).items():
         if meta.get("unused"):       # the experiment never used it: not a row, not an error
             unused.append(name)
@@ -481,9 +482,14 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
         try:
             devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
                                              uncertainty, t)
+            rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),
+                                  manifest.get("probed_until_ns"))
+            if rates is not None:            # requests per minute by kind (bench/model/traffic.py)
+                requests[name] = rates
         except Exception as exc:   # one device's odd data must not cost the others their summary
             devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.SUMMARY: 1},
                              "clocks": {}, "first_errors": {ErrorKind.SUMMARY: repr(exc)[:200]}}
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices,
-            **({"unused_devices": unused} if unused else {})}
+            **({"unused_devices": unused} if unused else {}),
+            **({"requests_per_min": requests} if requests else {})}

@@ -44,6 +44,7 @@ class Progress:
         self._last_plain = 0.0
         self._final_done = False
         self.live = live                  # bench.output.live.LiveBounds: each clock's offset width
+        self.elapsed_s = 0.0
 
     def line(self, st, width: int = LIVE_WIDTH) -> str:
         """One device in at most `width` columns: name, state, reads, then each clock's bound
@@ -53,7 +54,8 @@ class Progress:
         bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
         out = head + (f"  {bounds}" if bounds else "")
         br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
-        for extra in (f"bracket {br}",
+        rpm = _requests_per_min(st, self.elapsed_s)
+        for extra in (f"bracket {br}", *([f"{rpm:.0f} req/min"] if rpm is not None else []),
                       f"stimuli {st.stimuli} events {st.events}",
                       f"last error: {st.last_error}" if st.last_error else ""):
             if extra and len(out) + 2 + len(extra) <= width:
@@ -61,6 +63,7 @@ class Progress:
         return out[:width]
 
     def __call__(self, statuses, elapsed_s: float) -> None:
+        self.elapsed_s = elapsed_s
         if self.tty:
             from tqdm import tqdm
             if self.bars is None:
@@ -91,6 +94,13 @@ class Progress:
             for b in self.bars:
                 b.close()
             self.bars = None
+
+
+def _requests_per_min(st, elapsed_s: float) -> float | None:
+    """The requests a driver counted (Redfish: drivers/redfish_session.Meter), per minute of the
+    run so far; None before 10 s or without counts."""
+    n = (getattr(st, "traffic", None) or {}).get("requests")
+    return n * 60.0 / elapsed_s if n and elapsed_s >= 10 else None
 
 
 def _iso(ns: float) -> str:

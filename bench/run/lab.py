@@ -17,6 +17,11 @@ or a proven bound [lo, hi], and a limit; its outcome is "pass" when the whole bo
 limit, "fail" when it is wholly outside, "undecided" when it straddles a limit edge, and "no limit"
 when it has none.
 
+A device failure in a lab call is an outcome, not an exception: the call returns a falsy
+`Failed` (bench/run/lab_outcome.py), recorded, logged and counted in the run's verdict, and the
+procedure decides (`if not r: continue`). `lab.on_error = "raise"` makes the calls raise instead
+(the experiment stops at the first failure); "expect" reports failures without judging them.
+
 The drivers are asyncio coroutines; the lab runs them on one event loop in a thread of its own,
 so a procedure is plain sequential Python. Lab sessions are closed before the probing loop runs
 (a serial line or a pty admits one client).
@@ -30,13 +35,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 from bench.errors import RackclockError
 from bench.model.documents import Manifest
 from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
+from bench.run.lab_outcome import ON_ERROR, DeviceFailures, Failed
 from bench.run.probe import run_devices
 from bench.run.runner import ProbePlan
 from drivers import driver_class
@@ -44,6 +50,7 @@ from drivers.base import (
     ClockSetter,
     DeviceError,
     Driver,
+    Identity,
     LogEntry,
     LogSource,
     NtpClient,
@@ -58,7 +65,7 @@ log = logging.getLogger(__name__)
 
 
 class LabTimeout(RackclockError):
-    """`wait_for` reached its deadline without the condition holding."""
+    """`wait_for` reached its deadline without the condition holding (on_error = "raise")."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,8 @@ class Lab:
         self._thread = threading.Thread(target=self._loop.run_forever, name="lab", daemon=True)
         self._thread.start()
         self.timeout_s = 5.0
+        self.on_error = "record"       # record | expect | raise (bench/run/lab_outcome.py)
+        self.failures: dict[str, DeviceFailures] = {}
 
     # -- selection ---------------------------------------------------------------------------
     def devices(self, name: str | None = None, plane: str | None = None,
@@ -138,8 +147,8 @@ class Lab:
         fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return fut.result((timeout_s or self.timeout_s) * 2 + 5)
 
-    def driver(self, device: str) -> Driver:
-        """The device's open driver session (opened on first use)."""
+    def driver(self, device: str) -> Driver | Failed:
+        """The device's open driver session (opened on first use), or the failed open."""
         if device not in self._drivers:
             cfg = self.config(device)
             drv = driver_class(cfg.driver)(cfg, self.now_ns, armed=self.bench.armed)
@@ -151,7 +160,7 @@ class Lab:
             try:
                 self._drivers[device] = self._call(open_())
             except Exception as exc:       # recorded as the runner records a failed open
-                self._fail(device, "read", "", s0, exc)
+                return self._fail(device, "read", "", s0, exc, step="open")
         return self._drivers[device]
 
     def _out(self, device: str) -> SampleWriter:
@@ -177,48 +186,69 @@ class Lab:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
-    def _fail(self, device: str, kind: str, what: str, s0: int, exc: BaseException) -> NoReturn:
+    def _fail(self, device: str, kind: str, what: str, s0: int, exc: BaseException,
+              step: str = "") -> Failed:
+        """Record a failed call (a row as the probing loop writes, a journal line), count it,
+        and return it as the call's outcome; raise instead when the experiment asked to."""
         from bench.run.runner import _kind_of, _message
         k, msg = _kind_of(exc), _message(exc)
         self._out(device).write(kind, what, s0, self.now_ns(), None, None, "user", k, msg)
         self.store.journal(device, "error", k, f"lab {kind} {what}: {msg}")
-        log.info("%s: lab %s %s: %s: %s", device, kind, what, k, msg)
-        if isinstance(exc, DeviceError):
-            raise exc
-        raise DeviceError(device, k, msg) from exc
+        failed = Failed(device, step or kind, k, msg)
+        self._count(failed)
+        if self.on_error == "raise":
+            if isinstance(exc, DeviceError):
+                raise exc
+            raise DeviceError(device, k, msg) from exc
+        return failed
+
+    def _count(self, failed: Failed) -> None:
+        if self.on_error not in ON_ERROR:
+            raise ValueError(f"lab.on_error {self.on_error!r}: expected one of "
+                             f"{', '.join(ON_ERROR)}")
+        first = failed.device not in self.failures
+        self.failures.setdefault(failed.device, DeviceFailures()).add(
+            failed, self.on_error == "expect")
+        (log.warning if first and self.on_error == "record" else log.info)(
+            "lab: %s%s", failed, " (expected)" if self.on_error == "expect" else "")
 
     # -- the steps -----------------------------------------------------------------------------
-    def read_clock(self, device: str, clock: str | None = None) -> Read:
+    def read_clock(self, device: str, clock: str | None = None) -> Read | Failed:
         """One bracketed read of a clock (default: the device's first), recorded as a sample."""
         drv = self.driver(device)
+        if isinstance(drv, Failed):
+            return drv
         clock = clock or drv.clocks()[0].name
         s0 = self.now_ns()
         try:
             r = self._call(asyncio.wait_for(drv.read_clock(clock), self.timeout_s))
         except Exception as exc:
-            self._fail(device, "read", clock, s0, exc)
+            return self._fail(device, "read", clock, s0, exc)
         self._out(device).write("read", r.clock, r.s_ns, r.e_ns, r.value_ns, r.resolution_ns,
                                 r.stamp, "ok", r.raw)
         return r
 
-    def _refuse(self, device: str, drv: Driver, capability: type, what: str) -> NoReturn:
+    def _refuse(self, device: str, drv: Driver, capability: type, what: str) -> Failed:
         """A step the device's driver lacks the capability for (drivers/base.py): a refusal,
         recorded like any failed step."""
-        self._fail(device, "stimulus" if capability is not LogSource else "event", what,
+        return self._fail(device, "stimulus" if capability is not LogSource else "event", what,
                    self.now_ns(), StimulusRefused(device, f"driver {drv.config.driver} is not "
                                                           f"a {capability.__name__}"))
 
-    def stimulate(self, device: str, name: str, target: str | int | None = None) -> Stimulus:
+    def stimulate(self, device: str, name: str,
+                  target: str | int | None = None) -> Stimulus | Failed:
         """Send one stimulus the inventory allows (unarmed on a real rack: logged, not sent)."""
         drv = self.driver(device)
+        if isinstance(drv, Failed):
+            return drv
         if not isinstance(drv, StimulusTarget):
-            self._refuse(device, drv, StimulusTarget, name)
+            return self._refuse(device, drv, StimulusTarget, name)
         label = name if target is None else f"{name}:{target}"
         s0 = self.now_ns()
         try:
             st = self._call(asyncio.wait_for(drv.stimulate(name, target), self.timeout_s))
         except Exception as exc:
-            self._fail(device, "stimulus", label, s0, exc)
+            return self._fail(device, "stimulus", label, s0, exc)
         return self._record_stimulus(device, label, st)
 
     def _record_stimulus(self, device: str, label: str, st: Stimulus) -> Stimulus:
@@ -229,13 +259,15 @@ class Lab:
         return st
 
     def bulk_stimulate(self, device: str, name: str, count: int,
-                       target: str | int | None = None) -> list[Stimulus]:
+                       target: str | int | None = None) -> list[Stimulus] | Failed:
         """Send `count` allowed stimuli back to back (e.g. to fill a device log). They are
         journalled as one line, not written as stimulus rows: nothing waits for their log
         entries, so none could be paired with its entry (the summary pairs stimulus rows)."""
         drv = self.driver(device)
+        if isinstance(drv, Failed):
+            return drv
         if not isinstance(drv, StimulusTarget):
-            self._refuse(device, drv, StimulusTarget, name)
+            return self._refuse(device, drv, StimulusTarget, name)
 
         async def burst():
             return [await asyncio.wait_for(drv.stimulate(name, target), self.timeout_s)
@@ -244,7 +276,7 @@ class Lab:
         try:
             out = self._call(burst(), self.timeout_s * max(1, count))
         except Exception as exc:
-            self._fail(device, "stimulus", name, s0, exc)
+            return self._fail(device, "stimulus", name, s0, exc)
         label = name if target is None else f"{name}:{target}"
         self.store.journal(device, "info", "bulk_stimuli",
                            f"lab {count} x {label} sent in [{out[0].s_ns}, {out[-1].e_ns}] ns, "
@@ -252,48 +284,54 @@ class Lab:
         return out
 
     def set_clock(self, device: str, value_ns: int | None = None,
-                  offset_s: float | None = None) -> Stimulus:
+                  offset_s: float | None = None) -> Stimulus | Failed:
         """Set the device's clock (stimulus kind `set_clock`, allow-listed like any other): to
         `value_ns` (UTC ns), or to the reference's time at sending plus `offset_s`."""
         if (value_ns is None) == (offset_s is None):
             raise ValueError("give exactly one of value_ns, offset_s")
         drv = self.driver(device)
+        if isinstance(drv, Failed):
+            return drv
         if not isinstance(drv, ClockSetter):
-            self._refuse(device, drv, ClockSetter, "set_clock")
+            return self._refuse(device, drv, ClockSetter, "set_clock")
         s0 = self.now_ns()
         try:
             st = self._call(asyncio.wait_for(drv.set_clock(value_ns=value_ns, offset_s=offset_s),
                                              self.timeout_s))
         except Exception as exc:
-            self._fail(device, "stimulus", "set_clock", s0, exc)
+            return self._fail(device, "stimulus", "set_clock", s0, exc)
         return self._record_stimulus(device, "set_clock", st)
 
     def set_ntp(self, device: str, enabled: bool | None = None,
-                server: str | None = None) -> Stimulus:
+                server: str | None = None) -> Stimulus | Failed:
         """Switch the device's NTP client on/off and/or set its server (stimulus kind `ntp`)."""
         drv = self.driver(device)
+        if isinstance(drv, Failed):
+            return drv
         if not isinstance(drv, NtpClient):
-            self._refuse(device, drv, NtpClient, "ntp")
+            return self._refuse(device, drv, NtpClient, "ntp")
         label = "ntp:" + ",".join([*(["on" if enabled else "off"] if enabled is not None else []),
                                    *([f"server={server}"] if server else [])])
         s0 = self.now_ns()
         try:
             st = self._call(asyncio.wait_for(drv.set_ntp(enabled, server), self.timeout_s))
         except Exception as exc:
-            self._fail(device, "stimulus", label, s0, exc)
+            return self._fail(device, "stimulus", label, s0, exc)
         return self._record_stimulus(device, label, st)
 
-    def logs(self, device: str) -> list[LogEntry]:
+    def logs(self, device: str) -> list[LogEntry] | Failed:
         """Log entries new since the lab's last fetch of this device, recorded as events."""
         drv = self.driver(device)
+        if isinstance(drv, Failed):
+            return drv
         if not isinstance(drv, LogSource):
-            self._refuse(device, drv, LogSource, "")
+            return self._refuse(device, drv, LogSource, "")
         s0 = self.now_ns()
         try:
             entries, cur = self._call(asyncio.wait_for(drv.log_entries(self._cursors.get(device)),
                                                        self.timeout_s))
         except Exception as exc:
-            self._fail(device, "event", "", s0, exc)
+            return self._fail(device, "event", "", s0, exc)
         self._cursors[device] = cur
         for en in entries:
             self._out(device).write("event", en.clock, en.s_ns, en.e_ns, en.value_ns,
@@ -305,23 +343,29 @@ class Lab:
         time.sleep(max(0.0, seconds))
 
     def wait_for(self, condition: Callable[[], Any], timeout_s: float, poll_s: float = 0.2,
-                 what: str = "the condition") -> Any:
+                 what: str = "the condition", device: str = "-") -> Any:
         """Call `condition` every `poll_s` until it returns something truthy (returned) or the
-        deadline passes (LabTimeout, journalled). A DeviceError inside counts as not yet."""
+        deadline passes: then a falsy Failed(device, "wait", "timeout", ...) is returned
+        (LabTimeout raised when on_error is "raise"), journalled, not counted as a device
+        error (what a missed wait means is the experiment's to judge). A failed call inside
+        (a Failed or a DeviceError) counts as not yet."""
         deadline = time.monotonic() + timeout_s
-        last = None
+        last: object = None
         while True:
             try:
                 v = condition()
                 if v:
                     return v
+                last = v if isinstance(v, Failed) else last
             except DeviceError as exc:
                 last = exc
             if time.monotonic() >= deadline:
                 msg = f"{what} did not hold within {timeout_s:g} s" + (f" (last: {last})"
                                                                         if last else "")
-                self.store.journal("-", "warn", "wait", msg)
-                raise LabTimeout(msg)
+                self.store.journal(device, "warn", "wait", msg)
+                if self.on_error == "raise":
+                    raise LabTimeout(msg)
+                return Failed(device, "wait", "timeout", msg)
             time.sleep(poll_s)
 
     def probe(self, duration_s: float, devices: list[str] | None = None, **plan: Any) -> list:
@@ -352,15 +396,29 @@ class Lab:
         self.store.update_devices({st.name: st.record(devices.get(st.name)).to_dict()
                                    for st in statuses})
 
-    def identify(self, device: str) -> None:
+    def identify(self, device: str) -> Identity | Failed:
         """Record the device's identity and clocks in the manifest (as the probing loop does),
         so the summary fits the clocks a procedure read without the loop."""
         drv = self.driver(device)
-        ident = self._call(asyncio.wait_for(drv.identity(), self.timeout_s))
+        if isinstance(drv, Failed):
+            return drv
+        s0 = self.now_ns()
+        try:
+            ident = self._call(asyncio.wait_for(drv.identity(), self.timeout_s))
+        except Exception as exc:
+            return self._fail(device, "read", "", s0, exc, step="identify")
         self.store.update_device(
             device, identity={"vendor": ident.vendor, "model": ident.model,
                               "serial": ident.serial, "firmware": ident.firmware},
             clocks=[c.__dict__ for c in drv.clocks()], plane=self.config(device).plane)
+        return ident
+
+    def record_failures(self) -> None:
+        """Each device's failed lab calls as a measurement `lab.device_errors` (a count, limit
+        0 when any failure was not expected: the run's verdict fails on it)."""
+        for dev, f in sorted(self.failures.items()):
+            kw = f.measurement()
+            self.measure("lab.device_errors", kw.pop("value"), kw.pop("unit"), device=dev, **kw)
 
     # -- results -------------------------------------------------------------------------------
     def measure(self, name: str, value: float | None, unit: str, *, lo: float | None = None,
@@ -413,6 +471,7 @@ def close_lab(bench) -> None:
         bench.store.update_devices({name: {"unused": "not used by this experiment"}
                                     for name, d in devices.items() if not d.error and not
                                     (bench.store.path / "samples" / f"{name}.csv").exists()})
+        lab.record_failures()
         lab.close()
         bench._lab = None
 

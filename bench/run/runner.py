@@ -61,8 +61,10 @@ class ProbePlan:
     stimulus_every_s: float | None = 15.0     # each allowed stimulus in turn; None: no stimuli
     first_stimulus_s: float = 5.0
     log_poll_s: float = 2.0
-    watch_poll_s: float = 0.1                 # after a stimulus, poll the log this often ...
-    watch_s: float = 5.0                      # ... for this long or until an entry appears
+    watch_poll_s: float = 1.0                 # after a stimulus, poll the log this often (at
+                                              # most once a second: the log is a BMC's slowest
+    watch_s: float = 5.0                      # resource) for this long or until an entry
+                                              # appears
     timeout_s: float = 5.0                    # per exchange
     reopen_after: int = 3                     # consecutive failures before reconnecting
     tick_edge: bool = True                    # aim reads of coarse clocks at predicted tick edges

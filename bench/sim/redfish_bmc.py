@@ -340,11 +340,16 @@ class EmulatedBMC:
         static, coll, pr = self._get, self._collection, self.profile
         out: dict[str, dict[str, Handler]] = {
             "/redfish": static(lambda: {"v1": P.ROOT + "/"}),
-            P.ROOT: static(lambda: P.service_root(self.uuid, pr.session_service)),
+            P.ROOT: static(lambda: P.service_root(self.uuid, pr.session_service,
+                                                  pr.managers_linked)),
             P.ODATA: static(lambda: P.odata_service_document(pr.session_service)),
             P.METADATA: {"GET": self.get_metadata},
             f"{P.ROOT}/Managers": coll(f"{P.ROOT}/Managers", "ManagerCollection",
-                                       "Manager Collection", lambda: [self.manager_uri]),
+                                       "Manager Collection", lambda: [
+                                           *(f"{P.ROOT}/Managers/{m}" for m in pr.chassis_managers),
+                                           self.manager_uri]),
+            **{f"{P.ROOT}/Managers/{m}": static(partial(P.enclosure_manager, m))
+               for m in pr.chassis_managers},
             self.manager_uri: {"GET": self.get_manager, "PATCH": self.patch_manager},
             self.network_uri: {"GET": lambda r: self._static(lambda: P.network_protocol(
                 self.network_uri, self.ntp, self.ntp_servers)), "PATCH": self.patch_network},

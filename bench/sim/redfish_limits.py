@@ -7,7 +7,9 @@ session timeout (the profile's, bench/sim/redfish_profiles.py), and a count of e
 - A session idle for `session_timeout_s` (reference time) is gone: its token gets 401.
 - The counts are one `traffic` record in `ctx.events[device]` (updated in place, so its size
   does not grow with the run): `requests`, `logins`, `failed_logins`, `throttled`, and per
-  minute of the simulation's reference time `per_minute` {minute: requests}.
+  minute of the simulation's reference time `per_minute` {minute: requests}, and per method and
+  path `by_path` {"GET /redfish/v1/...": requests} (at most `PATHS_KEPT` paths; the rest under
+  "other"), so a test can say what a client asked for and how often.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from collections import deque
 from aiohttp import web
 
 NS = 1_000_000_000
+PATHS_KEPT = 256
 
 
 class Limits:
@@ -27,7 +30,7 @@ class Limits:
         self.held_until = 0
         self.last_used: dict[str, int] = {}        # token -> reference ns of its last use
         self.traffic = {"kind": "traffic", "t_ns": ctx.now_ns(), "requests": 0, "logins": 0,
-                        "failed_logins": 0, "throttled": 0, "per_minute": {}}
+                        "failed_logins": 0, "throttled": 0, "per_minute": {}, "by_path": {}}
         ctx.events[name].append(self.traffic)
 
     def count(self, kind: str) -> None:
@@ -40,6 +43,10 @@ class Limits:
         minute = (t - self.ctx.t0_ns) // (60 * NS)
         pm = self.traffic["per_minute"]
         pm[minute] = pm.get(minute, 0) + 1
+        bp = self.traffic["by_path"]
+        key = f"{request.method} {request.path.rstrip('/') or '/'}"
+        key = key if key in bp or len(bp) < PATHS_KEPT else "other"
+        bp[key] = bp.get(key, 0) + 1
         if self.p.rate_limit_hz <= 0:
             return None
         while self.recent and self.recent[0] <= t - NS:

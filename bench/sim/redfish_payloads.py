@@ -81,14 +81,15 @@ def collection(uri: str, odata_type: str, name: str, members: list[dict]) -> dic
             "Members": members, "Members@odata.count": len(members)}
 
 
-def service_root(uuid: str, sessions: bool = True) -> dict:
-    """`sessions` False: a service with no SessionService (basic authentication only)."""
+def service_root(uuid: str, sessions: bool = True, managers: bool = True) -> dict:
+    """`sessions` False: a service with no SessionService (basic authentication only);
+    `managers` False: no Managers link."""
     return {
         "@odata.id": f"{ROOT}", "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
         "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.17.0", "UUID": uuid,
         "Links": {"Sessions": link(SESSIONS)} if sessions else {},
         **({"SessionService": link(f"{ROOT}/SessionService")} if sessions else {}),
-        "Managers": link(f"{ROOT}/Managers"),
+        **({"Managers": link(f"{ROOT}/Managers")} if managers else {}),
         "Systems": link(f"{ROOT}/Systems"),
         "EventService": link(EVENT_SERVICE),
         "AccountService": link(ACCOUNT_SERVICE),
@@ -118,12 +119,20 @@ def manager(profile, *, datetime: str, offset_min: int, firmware: str, manufactu
         "Name": profile.manager_name, "Description": "Baseboard Management Controller",
         "ManagerType": "BMC", "PowerState": "On",
         "Status": {"State": "Enabled", "Health": "OK"},
-        "DateTime": datetime, "DateTimeLocalOffset": render_offset(offset_min),
+        **({"DateTime": datetime, "DateTimeLocalOffset": render_offset(offset_min)}
+           if profile.manager_datetime else {}),
         "FirmwareVersion": firmware, "Manufacturer": manufacturer, "Model": model,
         "SerialNumber": serial, "UUID": uuid, "ServiceEntryPointUUID": uuid,
         "NetworkProtocol": link(f"{uri}/NetworkProtocol"), **logs,
         "Links": {"ManagerForServers": [link(profile.system_uri())]},
     }
+
+
+def enclosure_manager(manager_id: str) -> dict:
+    """A chassis-level Manager of a blade enclosure: no DateTime (DMTF's public-bladed)."""
+    return {"@odata.id": f"{ROOT}/Managers/{manager_id}", "@odata.type": "#Manager.v1_14_0.Manager",
+            "Id": manager_id, "Name": "Enclosure Manager", "ManagerType": "EnclosureManager",
+            "Status": {"State": "Enabled", "Health": "OK"}}
 
 
 def network_protocol(uri: str, ntp_enabled: bool, servers: list[str]) -> dict:

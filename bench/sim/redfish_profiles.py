@@ -29,7 +29,11 @@ with `Retry-After`, a login over `max_sessions` 503 with `Retry-After`. Sim keys
 profile's: `max_sessions`, `session_timeout_s`, `rate_limit_hz`, `retry_after_s`,
 `session_service` (false: no SessionService, basic auth only), `auth_required` (false: none),
 `logs` (false: no LogService at all; test events reach the subscribers only), `test_event_log`
-(the Id of the log that records the test events instead of the profile's).
+(the Id of the log that records the test events instead of the profile's), `managers_linked`
+(false: the service root has no Managers link), `manager_datetime` (false: the BMC's Manager has
+no DateTime).
+- `bladed` (DMTF's public-bladed mockup's shape): the enclosure's Manager `MultiBladeBMC`,
+  listed first, with no DateTime, and the blade's `Blade1BMC` with one; `Systems/Blade1`.
 """
 from __future__ import annotations
 
@@ -70,6 +74,9 @@ class Profile:
     registry_prefixes: tuple[str, ...] = ("Base",)
     event_types: tuple[str, ...] = ()     # EventTypesForSubscription
     strict_test_event: bool = False
+    chassis_managers: tuple[str, ...] = ()   # Manager Ids listed before the BMC, no DateTime
+    managers_linked: bool = True             # the service root links its Managers
+    manager_datetime: bool = True            # the BMC's Manager has DateTime
 
     def manager_uri(self) -> str:
         return f"{ROOT}/Managers/{self.manager_id}"
@@ -111,6 +118,12 @@ PROFILES = {
         sse=False, es_version="v1_2_0", registry_prefixes=(),
         event_types=("StatusChange", "ResourceUpdated", "ResourceAdded", "ResourceRemoved",
                      "Alert")),
+    # a blade enclosure (DMTF's public-bladed mockup): the chassis's own Manager, listed first,
+    # keeps no DateTime; the blade's BMC does
+    "bladed": Profile(
+        "bladed", "Blade1BMC", "Blade1",
+        (LogSpec("Systems", "EventLog", "Event", "WrapsWhenFull", test_events=True),),
+        manager_name="Blade 1 BMC", chassis_managers=("MultiBladeBMC",)),
     "supermicro": Profile(
         "supermicro", "1", "1",
         (LogSpec("Systems", "Log1", "SEL", "WrapsWhenFull", test_events=True, seeded=2),),
@@ -129,7 +142,7 @@ def profile_of(sim: dict, base: Profile | None = None) -> Profile:
         raise ValueError(f"profile {name!r}: one of {', '.join(PROFILES)}")
     p = base or PROFILES[name]
     keys = ("max_sessions", "session_timeout_s", "rate_limit_hz", "retry_after_s",
-            "session_service", "auth_required")
+            "session_service", "auth_required", "managers_linked", "manager_datetime")
     p = replace(p, **{k: type(getattr(p, k))(sim[k]) for k in keys if k in sim})
     if "test_event_log" in sim:                # another of its logs records the test events
         p = replace(p, logs=tuple(replace(x, test_events=x.id == sim["test_event_log"])
