@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bench import logsetup
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
 def _run(a) -> int:
@@ -42,20 +43,28 @@ def _run(a) -> int:
         print("rackclock run: stopped before measuring began", file=sys.stderr)
         return 1
     from bench.model.rundata import load_run
-    return run_exit_status(load_run(path))
+    return run_exit_status(load_run(path), a.allow_undecided)
 
 
-def run_exit_status(run) -> int:
-    """0 only when the run completed and every device gave usable reads."""
-    from bench.model.rundata import unusable_devices
+def run_exit_status(run, allow_undecided: bool = False) -> int:
+    """The run's closing verdict by the one exit table (bench.model.outcomes): 1 when the run did
+    not complete, a device gave no usable read or the verdict is FAIL; 3 when it is UNDECIDED or
+    no clock was measured (every clock stuck or unread), 0 with --allow-undecided; else 0."""
+    from bench.model.limits import check_run
+    from bench.model.outcomes import exit_code, measured_clocks, outcome
+    from bench.model.rundata import load_measurements, unusable_devices
     from bench.model.statuses import RunStatus
+    from bench.model.verdict import incident_result, overall
 
     if run.manifest.status != RunStatus.COMPLETED:
         return 1
     bad = unusable_devices(run.summary)
     for name, why in bad.items():
         print(f"{name}: no usable read ({why})", file=sys.stderr)
-    return 1 if bad else 0
+    o = overall(run, check_run(run.summary, run.manifest, run=run),
+                load_measurements(run.path), incident_result(run.path))
+    return exit_code(outcome(bool(bad) or o.word == "FAIL", o.word != "PASS",
+                             measured_clocks(run.summary) > 0), allow_undecided)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -115,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=_experiments_epilog())
+                       epilog=_experiments_epilog() + "\n\n" + exit_table_text())
     r.add_argument("experiment", nargs="?", default="clock_offset",
                    help="an experiment's name (below) or the path of an experiment file")
     r.add_argument("--rack", type=Path, default=None,
@@ -130,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="experiment parameter (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress display or table")
+    r.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
     r.add_argument("--wide", action="store_true",
                    help="every column and note, as wide as they are (default: fit 120 columns)")
     r.add_argument("--processes", type=int, default=None,

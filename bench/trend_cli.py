@@ -8,11 +8,15 @@ import json
 import sys
 from pathlib import Path
 
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock trend",
                                  description="measures of more than two runs side by side, in "
-                                             "time order, with a figure")
+                                             "time order, with a figure",
+                                 epilog=exit_table_text(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
     ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
     ap.add_argument("--figure", type=Path, default=None,
@@ -23,15 +27,17 @@ def main(argv: list[str] | None = None) -> int:
                          "said, never dropped silently)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
     ap.add_argument("--all", action="store_true", help="show measures that are not judged")
+    ap.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
     ap.add_argument("--as-given", action="store_true",
                     help="keep the runs in the order given (default: by start time)")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock trend --help` stays quick
     from bench.compare.tolerances import ToleranceError
-    from bench.compare.verdicts import FAILING, load_tolerances
+    from bench.compare.verdicts import load_tolerances
+    from bench.model.outcomes import exit_code
     from bench.model.rundata import load_run
     from bench.output import figures
-    from bench.output.trend import _started, as_dict, figure, panels, text, trends
+    from bench.output.trend import _started, as_dict, figure, panels, text, trend_outcome, trends
 
     if len(a.runs) < 3:
         print("rackclock trend: give three or more runs (two: rackclock compare)",
@@ -55,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"figure: {paths[0]}{left}")
     if a.json:
         a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
-    return 1 if any(t.overall in FAILING for t in ts) else 0
+    return exit_code(trend_outcome(ts), a.allow_undecided)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 from bench.compare.verdicts import Comparison, Row, fmt_span
 from bench.compare.verdicts import fmt_value as fmt
+from bench.model.outcomes import PASS, REGRESSED, UNDECIDED, UNDECIDED_ROW
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
-from bench.model.vocabulary import UNDECIDED_VERDICT, verdict_word
 from bench.units import fmt_interval_ns, fmt_ns
 
 
@@ -51,8 +51,7 @@ def change(r: Row) -> str:
 
 
 def verdict_cell(r: Row) -> str:
-    v = verdict_word(r.verdict) if r.verdict == "inconclusive" else r.verdict
-    v = v.upper() if r.failed else v
+    v = r.verdict.upper() if r.failed or r.verdict == UNDECIDED_ROW else r.verdict
     if r.decide_s is not None:
         v += f": run {fmt_span(r.decide_s)}"
     return v
@@ -94,21 +93,24 @@ def _name(r: Row) -> str:
 
 
 def verdict_line(cmp: Comparison) -> str:
-    fails, unsure = cmp.failures, cmp.inconclusive
+    fails, unsure = cmp.failures, cmp.undecided
     if fails:
         what = "; ".join(f"{_name(r)} {r.verdict}" for r in fails[:6]) + (
             f" and {len(fails) - 6} more" if len(fails) > 6 else "")
-        line = f"FAIL: {len(fails)} regression(s): {what}"
+        line = f"{REGRESSED}: {len(fails)} regression(s): {what}"
         return line + (f" ({len(unsure)} more undecided)" if unsure else "")
+    if not cmp.judged:
+        return (f"{UNDECIDED}: nothing was judged (no measure bounded in both runs): "
+                f"not a pass")
     if unsure:
         spans = [r.decide_s for r in unsure if r.decide_s is not None]
         what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
-        return (f"{UNDECIDED_VERDICT}: no regression proven, but {len(unsure)} measure(s) "
+        return (f"{UNDECIDED}: no regression proven, but {len(unsure)} measure(s) "
                 f"cannot be decided at their tolerance ({what})"
                 + (f"; runs of {fmt_span(max(spans))} each would decide "
                    f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
                    if spans else ""))
-    return "PASS: every judged measure is proven unchanged or better within its tolerance"
+    return f"{PASS}: every judged measure is proven unchanged or better within its tolerance"
 
 
 def _identity_lines(cmp: Comparison) -> list[str]:
@@ -156,7 +158,7 @@ def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH)
         return "\n".join(lines + _nothing_to_compare(cmp, empty))
     lines += _table_lines(cmp, show_all, width)
     for r in cmp.rows:
-        if r.verdict in ("inconclusive", "changed (not judged)") or r.failed:
+        if r.verdict in (UNDECIDED_ROW, "changed (not judged)") or r.failed:
             lines += wrap(f"  {_name(r)}: {verdict_cell(r)}: {r.reason}", width, "    ")
     lines += ["", verdict_line(cmp)]
     return "\n".join(lines)
@@ -189,7 +191,7 @@ def as_dict(cmp: Comparison) -> dict:
 
     return {"baseline": str(cmp.baseline.path), "candidate": str(cmp.candidate.path),
             "tolerances": cmp.tolerances,
-            "status": "fail" if cmp.failures else "inconclusive" if cmp.inconclusive else "pass",
+            "outcome": cmp.outcome, "exit_status": cmp.exit_status(),
             "identity_changes": [{"device": d, "what": w, "baseline": b, "candidate": a}
                                  for d, w, b, a in cmp.identity_changes],
             "notes": list(cmp.notes),
@@ -208,7 +210,7 @@ def junit(cmp: Comparison) -> str:
     """One testcase per device × measure; regressions are failures, unjudged ones skipped."""
     suite = ET.Element("testsuite", name="rackclock compare", tests=str(len(cmp.rows)),
                        failures=str(len(cmp.failures)),
-                       skipped=str(sum(r.verdict in ("not compared", "inconclusive")
+                       skipped=str(sum(r.verdict in ("not compared", UNDECIDED_ROW)
                                        for r in cmp.rows)), errors="0")
     props = ET.SubElement(suite, "properties")
     for k, v in (("baseline", cmp.baseline.path), ("candidate", cmp.candidate.path),
@@ -226,7 +228,7 @@ def junit(cmp: Comparison) -> str:
             f = ET.SubElement(tc, "failure", message=f"{r.device} {r.measure} {r.verdict}",
                               type=r.verdict)
             f.text = text
-        elif r.verdict in ("not compared", "inconclusive"):
+        elif r.verdict in ("not compared", UNDECIDED_ROW):
             ET.SubElement(tc, "skipped", message=f"{r.verdict}: {r.reason}")
         else:
             ET.SubElement(tc, "system-out").text = f"{r.verdict}: {text}"

@@ -9,13 +9,14 @@ the change lies in D = [candidate lo - baseline hi, candidate hi - baseline lo]:
   regressed / improved   all of D beyond the tolerance, worse / better
   changed                the same, for a measure with no better direction (or a sign flip)
   unchanged              all of D within +-tolerance
-  inconclusive           D straddles the tolerance: the bounds are too wide to decide; where the
+  undecided              D straddles the tolerance: the bounds are too wide to decide; where the
                          bound narrows with span, the run length that would decide it is named
   lost                   bounded in the baseline, not in the candidate (e.g. no log entry)
   new, not compared
 
-Exit status 1 when any judged measure regressed, changed or was lost; 3 with --strict when none
-did but one is inconclusive; 0 otherwise; 2 on bad input.
+Exit status by the one table (bench.model.outcomes): 1 when any judged measure regressed, changed
+or was lost; else 3 when one is undecided or nothing was judged (0 with --allow-undecided); else 0;
+2 on bad input.
 """
 from __future__ import annotations
 
@@ -26,15 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.compare.measures import Measure, identities, run_measures
+from bench.compare.quantiles import events_to_decide, smallest_decidable
 from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
+from bench.model.outcomes import FAILING, UNDECIDED_ROW, exit_code, outcome
 from bench.model.rundata import Run
 from bench.model.statuses import RunStatus
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
-FAILING = ("regressed", "changed", "lost")
 MIN_LATENCY_EVENTS = 2     # events a side before a latency change is judged
 PASSING = ("unchanged", "improved", "new", "not compared", "changed (not judged)")
+JUDGED = ("unchanged", "improved", *FAILING, UNDECIDED_ROW)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Row:
     tolerance: float | None
     verdict: str
     reason: str = ""
-    decide_s: float | None = None    # inconclusive: both runs this long would decide it
+    decide_s: float | None = None    # undecided: both runs this long would decide it
 
     @property
     def change(self) -> float | None:
@@ -75,13 +78,20 @@ class Comparison:
         return [r for r in self.rows if r.failed]
 
     @property
-    def inconclusive(self) -> list[Row]:
-        return [r for r in self.rows if r.verdict == "inconclusive"]
+    def undecided(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict == UNDECIDED_ROW]
 
-    def exit_status(self, strict: bool = False) -> int:
-        if self.failures:
-            return 1
-        return 3 if strict and self.inconclusive else 0
+    @property
+    def judged(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict in JUDGED]
+
+    @property
+    def outcome(self) -> str:
+        """PASS, REGRESSED or UNDECIDED (bench.model.outcomes): nothing judged is UNDECIDED."""
+        return outcome(bool(self.failures), bool(self.undecided), bool(self.judged))
+
+    def exit_status(self, allow_undecided: bool = False) -> int:
+        return exit_code(self.outcome, allow_undecided)
 
 
 def load_tolerances(path: str | Path | None) -> Tolerances:
@@ -196,7 +206,7 @@ def _too_few_events(b: Measure, c: Measure) -> bool:
 def _proven_change(b: Measure, c: Measure, rule, tol: float, up: bool, proven: str) -> tuple:
     """The verdict of a change the bounds prove beyond the tolerance (`up`: an increase)."""
     if _too_few_events(b, c):
-        return ("inconclusive", tol, f"{proven}, but from {b.events} and {c.events} "
+        return (UNDECIDED_ROW, tol, f"{proven}, but from {b.events} and {c.events} "
                 f"event(s): at least {MIN_LATENCY_EVENTS} a side tell the device from one draw of "
                 f"its latency; send more stimuli", None)
     if rule.direction == "higher_is_worse":
@@ -210,10 +220,12 @@ def _proven_change(b: Measure, c: Measure, rule, tol: float, up: bool, proven: s
     return "changed", tol, proven, None
 
 
-def _inconclusive(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
-    """Bounds too wide to decide: why, and the run length that would decide it, if any."""
+def _undecided(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
+    """Bounds too wide to decide: why, and the run length (or events) that would decide it."""
     why = (f"{proven}: bounds too wide to decide at ±{fmt_value(tol, b.unit)}"
            + (" (" + (b.note or c.note) + ")" if b.assumed or c.assumed else ""))
+    if b.quantile is not None and b.event_lo and c.event_lo:
+        return UNDECIDED_ROW, tol, why + "; " + _events_text(b, c, tol), None
     span = decide_span_s(b, c, tol)
     if span is not None:
         why += (f"; runs of {fmt_span(span)} each would decide it (bound ~ {b.narrowing}"
@@ -223,7 +235,20 @@ def _inconclusive(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
         why += "; the change sits on the tolerance: no run length decides it"
     else:
         why += "; a longer run does not narrow this bound"
-    return "inconclusive", tol, why, span
+    return UNDECIDED_ROW, tol, why, span
+
+
+def _events_text(b: Measure, c: Measure, tol: float) -> str:
+    """How many events a side would decide a latency quantile's change, or that none would."""
+    assert b.quantile is not None
+    n = events_to_decide(b.event_lo, b.event_hi, c.event_lo, c.event_hi, b.quantile, tol)
+    if n is not None:
+        return (f"about {n} events a side would decide it (order statistics of the events' "
+                f"bounds; {b.events} and {c.events} now)")
+    best = smallest_decidable(b.event_lo, b.event_hi, c.event_lo, c.event_hi, b.quantile)
+    return (f"no number of events decides it at ±{fmt_value(tol, b.unit)}: these events' "
+            f"bounds decide ±{fmt_value(best, b.unit)} at best (finer stamps or faster log "
+            f"polls narrow each event's bound)")
 
 
 def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | None, str,
@@ -244,7 +269,7 @@ def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | No
         return "unchanged", tol, proven + f", within ±{fmt_value(tol, u)}", None
     if d_lo > tol or d_hi < -tol:
         return _proven_change(b, c, rule, tol, d_lo > tol, proven)
-    return _inconclusive(b, c, tol, proven)
+    return _undecided(b, c, tol, proven)
 
 
 def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.compare.measures import Measure, identities, run_measures
-from bench.compare.verdicts import FAILING, fmt_value, verdict
+from bench.compare.verdicts import JUDGED, fmt_value, verdict
+from bench.model.outcomes import FAILING, PASS, REGRESSED, UNDECIDED, UNDECIDED_ROW, outcome
 from bench.model.rundata import Run
 
 
@@ -77,7 +78,7 @@ def run_labels(runs: list[Run]) -> list[str]:
 
 def _text_row(t: Trend) -> list[str]:
     return ([t.device, t.clock or "—", t.measure] + [_cell(m, t.unit) for m in t.values]
-            + [t.overall.upper() if t.overall in (*FAILING, "inconclusive") else t.overall,
+            + [t.overall.upper() if t.overall in (*FAILING, UNDECIDED_ROW) else t.overall,
                "—" if t.first_change is None else f"#{t.first_change + 1} vs #{t.first_change}"])
 
 
@@ -99,11 +100,33 @@ def text(runs: list[Run], ts: list[Trend], show_all: bool = False) -> str:
     lines += ["", *_aligned(head, [_text_row(t) for t in shown])]
     if len(shown) < len(ts):
         lines.append(f"({len(ts) - len(shown)} measure(s) not judged; --all shows them)")
-    bad = [t for t in ts if t.overall in FAILING]
-    lines += ["", ("FAIL: last run against the first: " + "; ".join(
-        f"{t.device} {t.clock + ' ' if t.clock else ''}{t.measure} {t.overall}" for t in bad))
-        if bad else "PASS: no measure of the last run regressed against the first"]
+    lines += ["", verdict_line(ts)]
     return "\n".join(lines)
+
+
+def trend_outcome(ts: list[Trend]) -> str:
+    """PASS, REGRESSED or UNDECIDED of the last run (bench.model.outcomes)."""
+    return outcome(any(t.overall in FAILING for t in ts),
+                   any(t.overall == UNDECIDED_ROW for t in ts),
+                   any(t.overall in JUDGED for t in ts))
+
+
+def _names(ts: list[Trend]) -> str:
+    return "; ".join(f"{t.device} {t.clock + ' ' if t.clock else ''}{t.measure} {t.overall}"
+                     for t in ts[:6]) + (f" and {len(ts) - 6} more" if len(ts) > 6 else "")
+
+
+def verdict_line(ts: list[Trend], against: str = "the first") -> str:
+    o = trend_outcome(ts)
+    if o == REGRESSED:
+        return f"{REGRESSED}: last run against {against}: " + _names(
+            [t for t in ts if t.overall in FAILING])
+    unsure = [t for t in ts if t.overall == UNDECIDED_ROW]
+    if o == UNDECIDED:
+        return (f"{UNDECIDED}: no regression proven against {against}, but "
+                + (f"{len(unsure)} measure(s) cannot be decided: {_names(unsure)}" if unsure
+                   else "nothing was judged"))
+    return f"{PASS}: every judged measure of the last run is proven unchanged against {against}"
 
 
 MEASURES = ("drift", "latency", "bracket", "jitter")
@@ -113,7 +136,7 @@ def panels(ts: list[Trend], measures: tuple[str, ...] = MEASURES) -> list[Trend]
     """The trends a figure can draw, regressions and undecided ones first."""
     pick = [t for t in ts if t.measure.split(".")[0] in measures and t.overall != "not compared"]
     return sorted(pick, key=lambda t: 0 if t.overall in FAILING else
-                  1 if t.overall == "inconclusive" else 2)
+                  1 if t.overall == UNDECIDED_ROW else 2)
 
 
 def figure(runs: list[Run], ts: list[Trend], measures: tuple[str, ...] = MEASURES,
