@@ -36,14 +36,16 @@ def test_firmware_regression_is_caught(runs, tmp_path, capsys):
     # identity first: the firmware change is listed before the measures
     fw_line = f"bmc-1: firmware {BASELINE} -> {REGRESSED}"
     assert fw_line in out and out.index(fw_line) < out.index("measure")
-    assert "REGRESSED: 1 regression(s): bmc-1 latency.test_event" in out
+    assert "REGRESSED: 2 regression(s): bmc-1 latency.test_event.median regressed; bmc-1 " \
+        "latency.test_event.p90 regressed" in out
 
     data = json.loads(js.read_text())
     assert data["outcome"] == "REGRESSED" and data["exit_status"] == 1
     failed = [(m["device"], m["measure"], m["verdict"]) for m in data["measures"] if m["failed"]]
-    assert failed == [("bmc-1", "latency.test_event", "regressed")]
+    assert failed == [("bmc-1", "latency.test_event.median", "regressed"),
+                      ("bmc-1", "latency.test_event.p90", "regressed")]
     row = next(m for m in data["measures"] if m["device"] == "bmc-1"
-               and m["measure"] == "latency.test_event")
+               and m["measure"] == "latency.test_event.median")
     # the proof: every latency the candidate allows exceeds every one the baseline allows
     assert row["candidate"]["lo"] - row["baseline"]["hi"] > row["tolerance"]
     assert row["change"] > 2e9                      # the update added about 3 s
@@ -52,9 +54,9 @@ def test_firmware_regression_is_caught(runs, tmp_path, capsys):
 
     suite = ET.parse(j).getroot()
     cases = suite.findall("testcase")
-    assert len(cases) == len(data["measures"]) and int(suite.get("failures")) == 1
+    assert len(cases) == len(data["measures"]) and int(suite.get("failures")) == 2
     failures = [(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None]
-    assert failures == [("bmc-1", "latency.test_event")]
+    assert failures == [("bmc-1", "latency.test_event.median"), ("bmc-1", "latency.test_event.p90")]
     text = md.read_text()
     assert "REGRESSED" in text and f"| bmc-1 | firmware | {BASELINE} | {REGRESSED} |" in text
 
@@ -74,7 +76,8 @@ def test_unchanged_update_passes(runs, tmp_path, capsys):
     assert verdicts[("bmc-1", "offset")] in ("not compared",      # free-running by default,
                                              "changed (not judged)")   # shown when it moved
     assert verdicts[("bmc-1", "jitter")] == "not compared"        # 1 s clock: the tick
-    assert verdicts[("bmc-1", "latency.test_event")] in ("unchanged", "undecided")
+    assert verdicts[("bmc-1", "latency.test_event.median")] in ("unchanged", "undecided")
+    assert verdicts[("bmc-1", "latency.test_event.extremes")] == "not compared"
     assert "PASS" in out or "UNDECIDED" in out
 
 
@@ -96,7 +99,7 @@ tolerance = "1s"
     assert rc in (0, 3)
     data = json.loads((tmp_path / "c.json").read_text())
     v = {(m["device"], m["measure"]): (m["verdict"], m["tolerance"]) for m in data["measures"]}
-    assert v[("bmc-1", "latency.test_event")] == ("unchanged", 10e9)
+    assert v[("bmc-1", "latency.test_event.median")] == ("unchanged", 10e9)
     assert v[("bmc-2", "offset")][1] == 1e9 and v[("bmc-2", "offset")][0] != "not compared"
 
 
@@ -147,6 +150,8 @@ def test_tolerance_rules_resolve_most_specific_last():
     assert t.rule("latency.outlet").tolerance == 1e9
     assert t.rule("latency.outlet", "pdu-2", "pdu").tolerance == 2e9
     assert t.rule("latency.outlet", "pdu-1", "pdu").judge is False
+    assert t.rule("latency.outlet.median").tolerance == 1e9      # a quantile: its stimulus's
+    assert t.rule("latency.outlet.p90", "pdu-1", "pdu").judge is False
     with pytest.raises(ToleranceError, match="expected a number"):
         tolerances_from_dict({"measures": {"drift": {"tolerance": "2ms"}}})
 
@@ -204,9 +209,9 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
                      "--as-given", "--figure", str(fig), "--json", str(js)])
     out = capsys.readouterr().out
     assert rc == 1, out
-    assert "REGRESSED: last run against the first: bmc-1 latency.test_event" in out
+    assert "REGRESSED: last run against the first: bmc-1 latency.test_event.median" in out
     t = next(x for x in json.loads(js.read_text())["trends"]
-             if x["device"] == "bmc-1" and x["measure"] == "latency.test_event")
+             if x["device"] == "bmc-1" and x["measure"] == "latency.test_event.median")
     assert t["first_change_run"] == 2 and len(t["values"]) == 3
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 20000
     assert trend.main([str(runs[BASELINE]), str(runs[UNCHANGED])]) == 2

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -52,9 +53,27 @@ def change(r: Row) -> str:
 
 def verdict_cell(r: Row) -> str:
     v = r.verdict.upper() if r.failed or r.verdict == UNDECIDED_ROW else r.verdict
+    if r.detectable is not None and not r.failed and not (
+            r.baseline and r.baseline.basis == "exact"):   # an exact count: any change shows
+        v += f" (detects {detectable_text(r)})"
     if r.decide_s is not None:
         v += f": run {fmt_span(r.decide_s)}"
     return v
+
+
+def _up2(x: float) -> float:
+    """x rounded up to two significant digits: a threshold is never printed smaller."""
+    if x <= 0:
+        return x
+    step = 10 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / step - 1e-9) * step
+
+
+def detectable_text(r: Row) -> str:
+    """'≥+120 ms': the smallest change of this measure the pair would prove (bench.compare.
+    verdicts.detectable), rounded up to two digits."""
+    assert r.detectable is not None
+    return "≥+" + fmt(_up2(r.detectable), r.unit)
 
 
 def row_cells(r: Row) -> list[str]:
@@ -160,7 +179,7 @@ def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH)
     for r in cmp.rows:
         if r.verdict in (UNDECIDED_ROW, "changed (not judged)") or r.failed:
             lines += wrap(f"  {_name(r)}: {verdict_cell(r)}: {r.reason}", width, "    ")
-    lines += ["", verdict_line(cmp)]
+    lines += [""] + wrap(verdict_line(cmp), width, "  ")
     return "\n".join(lines)
 
 
@@ -198,7 +217,9 @@ def as_dict(cmp: Comparison) -> dict:
             "measures": [{"device": r.device, "clock": r.clock, "measure": r.measure,
                           "unit": r.unit, "baseline": m(r.baseline), "candidate": m(r.candidate),
                           "change": r.change, "tolerance": r.tolerance, "verdict": r.verdict,
-                          "reason": r.reason, "failed": r.failed, "decide_run_s": r.decide_s}
+                          "reason": r.reason, "failed": r.failed, "decide_run_s": r.decide_s,
+                          "detectable": r.detectable,
+                          "events": None if r.baseline is None else r.baseline.events}
                          for r in cmp.rows]}
 
 
@@ -223,7 +244,12 @@ def junit(cmp: Comparison) -> str:
                            name=f"{r.clock + '.' if r.clock else ''}{r.measure}", time="0")
         cells = dict(zip(HEAD, row_cells(r)))
         text = (f"baseline {cells['baseline']}; candidate {cells['candidate']}; change "
-                f"{cells['change [proven]']}; tolerance {cells['tolerance']}; {r.reason}")
+                f"{cells['change [proven]']}; tolerance {cells['tolerance']}; {r.reason}"
+                + (f"; these runs would show a change {detectable_text(r)}"
+                   if r.detectable is not None else ""))
+        if r.detectable is not None:
+            ET.SubElement(ET.SubElement(tc, "properties"), "property", name="detectable",
+                          value=f"{r.detectable:.6g} {r.unit}")
         if r.failed:
             f = ET.SubElement(tc, "failure", message=f"{r.device} {r.measure} {r.verdict}",
                               type=r.verdict)

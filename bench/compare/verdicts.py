@@ -52,6 +52,7 @@ class Row:
     verdict: str
     reason: str = ""
     decide_s: float | None = None    # undecided: both runs this long would decide it
+    detectable: float | None = None  # the smallest change (worse way) these bounds would prove
 
     @property
     def change(self) -> float | None:
@@ -272,6 +273,19 @@ def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | No
     return _undecided(b, c, tol, proven)
 
 
+def detectable(b: Measure | None, c: Measure | None, tol: float | None,
+               direction: str) -> float | None:
+    """The smallest change these two runs' bounds would prove beyond the tolerance: a shift D of
+    the candidate is proven when its bound clears the baseline's by more than tol, i.e. D >= tol
+    + (baseline hi - point) + (candidate point - lo) for an increase (mirrored for a decrease).
+    An increase for higher-is-worse measures; the larger of the two ways otherwise."""
+    if b is None or c is None or tol is None:
+        return None
+    up = tol + (b.hi - b.point) + (c.point - c.lo)
+    down = tol + (b.point - b.lo) + (c.hi - c.point)
+    return up if direction == "higher_is_worse" else max(up, down)
+
+
 def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:
     ia, ib = identities(a), identities(b)
     out = []
@@ -359,6 +373,7 @@ def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Compa
         rule = tolerances.rule(name, device, planes.get(device, ""))
         v, tol, why, span = verdict(b, c, rule)
         unit = next(m.unit for m in (b, c) if m is not None)   # the key is one side's at least
-        rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span))
+        det = detectable(b, c, tol, rule.direction) if v in JUDGED else None
+        rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span, det))
     return Comparison(baseline, candidate, _identity_changes(baseline, candidate),
                       _run_notes(baseline, candidate), rows, tolerances.source)
