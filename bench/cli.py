@@ -28,6 +28,8 @@ def _run(a) -> int:
                 raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
                     from None
             overrides["duration_s"] = str(check_duration(duration))
+        if a.decide:
+            overrides.update(_planned(a, overrides))
         allowance = parse_allowance(a.reference_allowance)
         if a.rack is None and a.arm:
             print("--arm has no effect on the simulated rack (its stimuli are always sent)",
@@ -44,6 +46,35 @@ def _run(a) -> int:
         return 1
     from bench.model.rundata import load_run
     return run_exit_status(load_run(path), a.allow_undecided)
+
+
+def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
+    """--decide: the regression run's plan (bench.compare.plan), printed before the run starts;
+    the duration and stimulus interval it sets, unless given."""
+    from bench.compare.plan import DECIDABLE, plan_run
+    from bench.compare.tolerances import ToleranceError
+    from bench.compare.verdicts import load_tolerances
+    from bench.model.inventory import InventoryError, load_rack
+    from bench.model.rundata import load_run
+    from bench.sim import DEFAULT_RACK
+
+    decide = tuple(x.strip() for x in a.decide.split(",") if x.strip())
+    bad = [x for x in decide if x not in DECIDABLE]
+    if bad or not decide:
+        raise InventoryError(f"--decide {a.decide!r}: measures to decide are "
+                             f"{', '.join(DECIDABLE)} (comma-separated)")
+    try:
+        tol = load_tolerances(a.tolerances)
+        base = load_run(a.baseline) if a.baseline else None
+    except (FileNotFoundError, ToleranceError) as exc:
+        raise InventoryError(str(exc)) from None
+    plan = plan_run(load_rack(a.rack or DEFAULT_RACK), tol, decide, base,
+                    float(a.max_duration))
+    print("\n".join(plan.lines()), flush=True)
+    out = {"duration_s": str(plan.duration_s)} if a.duration is None else {}
+    if plan.stimulus_every_s and "stimulus_every_s" not in overrides:
+        out["stimulus_every_s"] = str(plan.stimulus_every_s)
+    return out
 
 
 def run_exit_status(run, allow_undecided: bool = False) -> int:
@@ -140,6 +171,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="experiment parameter (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress display or table")
     r.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
+    r.add_argument("--decide", metavar="MEASURES", default=None,
+                   help="plan the run's length and stimuli so these measures (latency, drift; "
+                        "comma-separated) are decidable at their tolerances; says the plan first")
+    r.add_argument("--baseline", type=Path, default=None,
+                   help="with --decide: plan from this run's own bounds (e.g. before an update)")
+    r.add_argument("--tolerances", type=Path, default=None,
+                   help="with --decide: tolerance file (as compare)")
+    r.add_argument("--max-duration", default="7200", metavar="S",
+                   help="with --decide: the longest run affordable, seconds (default 7200)")
     r.add_argument("--wide", action="store_true",
                    help="every column and note, as wide as they are (default: fit 120 columns)")
     r.add_argument("--processes", type=int, default=None,

@@ -26,18 +26,24 @@ def main(argv: list[str] | None = None) -> int:
                     help="panels in the figure (default 24; regressions first; the rest are "
                          "said, never dropped silently)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
+    ap.add_argument("--junit", type=Path, metavar="FILE",
+                    help="also write JUnit XML (one testcase per device and measure)")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="RUN",
+                    help="judge the last run against this one of the runs (default: the runs "
+                         "since the previous firmware change, else the first)")
     ap.add_argument("--all", action="store_true", help="show measures that are not judged")
     ap.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
     ap.add_argument("--as-given", action="store_true",
                     help="keep the runs in the order given (default: by start time)")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock trend --help` stays quick
+    from bench.compare.eras import identity_changes, reference_runs
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import load_tolerances
     from bench.model.outcomes import exit_code
     from bench.model.rundata import load_run
     from bench.output import figures
-    from bench.output.trend import _started, as_dict, figure, panels, text, trend_outcome, trends
+    from bench.output.trend import _started, as_dict, figure, junit, panels, text, trend_outcome, trends
 
     if len(a.runs) < 3:
         print("rackclock trend: give three or more runs (two: rackclock compare)",
@@ -50,9 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ToleranceError) as exc:
         print(f"rackclock trend: {exc}", file=sys.stderr)
         return 2
-    ts = trends(runs, tol)
-    print(text(runs, ts, a.all))
-    fig = figure(runs, ts, max_panels=max(1, a.max_panels))
+    paths = [r.path.resolve() for r in runs]
+    if a.baseline is not None and a.baseline.resolve() not in paths[:-1]:
+        print(f"rackclock trend: --baseline {a.baseline} is not one of the runs before the last",
+              file=sys.stderr)
+        return 2
+    changes = identity_changes(runs)
+    ref = reference_runs(runs, changes, None if a.baseline is None
+                         else paths.index(a.baseline.resolve()))
+    ts = trends(runs, tol, ref)
+    print(text(runs, ts, a.all, changes, ref))
+    fig = figure(runs, ts, max_panels=max(1, a.max_panels), changes=changes)
     out = a.figure or runs[-1].path / "trend.png"
     paths, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
     n = len(panels(ts))
@@ -60,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         if n > a.max_panels else ""
     print(f"figure: {paths[0]}{left}")
     if a.json:
-        a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
+        a.json.write_text(json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
+    if a.junit:
+        a.junit.write_text(junit(runs, ts, changes, ref))
     return exit_code(trend_outcome(ts), a.allow_undecided)
 
 

@@ -201,18 +201,33 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
 
 def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
-    the third run, the last run regressed against the first, and the figure is written."""
+    the third run; the last run is judged against the runs since the previous firmware change
+    (run #2, 2.14.1) and regressed; the changes are marked; JSON, JUnit and the figure written."""
     from bench import trend_cli as trend
 
     fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
-                     "--as-given", "--figure", str(fig), "--json", str(js)])
+                     "--as-given", "--figure", str(fig), "--json", str(js),
+                     "--junit", str(tmp_path / "trend.xml")])
     out = capsys.readouterr().out
     assert rc == 1, out
-    assert "REGRESSED: last run against the first: bmc-1 latency.test_event.median" in out
+    assert "REGRESSED: last run against run #2: bmc-1 latency.test_event.median" in out
+    assert f"at #3: bmc-1 firmware {UNCHANGED} -> {REGRESSED}" in out
+    assert "the last run is judged against run #2" in out
     t = next(x for x in json.loads(js.read_text())["trends"]
              if x["device"] == "bmc-1" and x["measure"] == "latency.test_event.median")
     assert t["first_change_run"] == 2 and len(t["values"]) == 3
+    data = json.loads(js.read_text())
+    assert data["reference_runs"] == [1] and data["outcome"] == "REGRESSED"
+    assert {"run": 2, "device": "bmc-1", "what": "firmware", "before": UNCHANGED,
+            "after": REGRESSED} in data["identity_changes"]
+    suite = ET.parse(tmp_path / "trend.xml").getroot()
+    failed = [c.get("name") for c in suite.findall("testcase") if c.find("failure") is not None]
+    assert "latency.test_event.median" in failed and int(suite.get("failures")) == len(failed)
+    # a named baseline: the first run
+    rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
+                     "--as-given", "--figure", str(fig), "--baseline", str(runs[BASELINE])])
+    assert rc == 1 and "judged against run #1" in capsys.readouterr().out
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 20000
     assert trend.main([str(runs[BASELINE]), str(runs[UNCHANGED])]) == 2
 
