@@ -55,6 +55,16 @@ def test_each_case_regresses_with_exit_1(gallery, case, tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("RACKCLOCK_GALLERY_LONG") != "1",
+                    reason="two 15 min runs: set RACKCLOCK_GALLERY_LONG=1")
+def test_a_worse_oscillator_regresses_in_its_long_run(tmp_path):
+    base, cand = G.long_pair(tmp_path)
+    cmp = compare_runs(load_run(base), load_run(cand), load_tolerances(None))
+    assert [(r.device, r.measure) for r in cmp.failures] == [("bmc-2", "drift")], \
+        [(r.device, r.measure, r.verdict, r.reason) for r in cmp.rows if r.measure == "drift"]
+
+
+@pytest.mark.slow
 def test_an_unchanged_rerun_never_regresses(gallery):
     cmp = compare_runs(load_run(gallery["baseline"]), load_run(gallery["unchanged"]),
                        load_tolerances(None))

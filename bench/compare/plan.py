@@ -167,8 +167,8 @@ def _baseline_drift_w(baseline, device: str) -> float | None:
     from bench.compare.measures import run_measures
     ms = [m for (d, _, name), m in run_measures(baseline).items()
           if d == device and name == "drift" and m.span_s]
-    ws = [(m.half_width if m.half_width is not None else (m.hi - m.lo) / 2) * m.span_s * 1e3
-          for m in ms]
+    ws = [(m.half_width if m.half_width is not None else (m.hi - m.lo) / 2) * (m.span_s or 0)
+          * 1e3 for m in ms]
     return max(ws) if ws else None
 
 
@@ -196,7 +196,8 @@ def plan_run(rack, tolerances, decide: tuple[str, ...], baseline=None,
             basis = "baseline" if w else "model"
             w = w or (EDGE_NS if tick >= 0.1 else tick * NS)
             needs.append(drift_need(d.name, tol, w, max_duration_s, basis))
-    spans = [n.span_s for n in needs if n.span_s and n.measure != "drift" or n.affordable]
+    spans = [n.span_s for n in needs
+             if n.span_s is not None and (n.measure != "drift" or n.affordable)]
     duration = max([30.0, *spans])
     stim = every_s if any(n.measure.startswith("latency") for n in needs) else None
     return Plan(math.ceil(duration), stim, tuple(needs), max_duration_s)

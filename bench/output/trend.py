@@ -53,7 +53,7 @@ def trends(runs: list[Run], tolerances: Any, reference: list[int] | None = None)
         if sum(v is not None for v in vals) < 2:
             continue
         rule = tolerances.rule(name, device, planes.get(device, ""))
-        base = [vals[i] for i in ref if i < len(vals) - 1 and vals[i] is not None]
+        base = [m for i in ref if i < len(vals) - 1 and (m := vals[i]) is not None]
         last = vals[-1]
         if base and last is not None:
             v, _, why, _ = verdict(hull(base), last, rule)
