@@ -42,9 +42,12 @@ ALLOW_UNDECIDED_HELP = ("exit 0 instead of 3 when nothing failed but something i
 
 
 def exit_table_text() -> str:
-    """The table as --help epilogs print it (argparse RawDescriptionHelpFormatter)."""
-    return "exit status:\n" + "\n".join(f"  {code}  {name}: {what}"
-                                         for name, code, what in EXIT_TABLE)
+    """The table as --help epilogs print it (argparse RawDescriptionHelpFormatter), lines of at
+    most 100 columns."""
+    import textwrap
+    return "exit status:\n" + "\n".join(
+        textwrap.fill(f"{code}  {name}: {what}", 98, initial_indent="  ",
+                      subsequent_indent="     ") for name, code, what in EXIT_TABLE)
 
 
 def exit_table_markdown() -> str:
