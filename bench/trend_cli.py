@@ -11,7 +11,7 @@ from pathlib import Path
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rackclock trend",
                                  description="measures of more than two runs side by side, in "
                                              "time order, with a figure",
@@ -35,15 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
     ap.add_argument("--as-given", action="store_true",
                     help="keep the runs in the order given (default: by start time)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
     # the library after the arguments: `rackclock trend --help` stays quick
     from bench.compare.eras import identity_changes, reference_runs
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import load_tolerances
     from bench.model.outcomes import exit_code
     from bench.model.rundata import load_run
-    from bench.output import figures
-    from bench.output.trend import _started, as_dict, figure, junit, panels, text, trend_outcome, trends
+    from bench.output.trend import _started, as_dict, junit, text, trend_outcome, trends
 
     if len(a.runs) < 3:
         print("rackclock trend: give three or more runs (two: rackclock compare)",
@@ -66,18 +69,25 @@ def main(argv: list[str] | None = None) -> int:
                          else paths.index(a.baseline.resolve()))
     ts = trends(runs, tol, ref)
     print(text(runs, ts, a.all, changes, ref))
-    fig = figure(runs, ts, max_panels=max(1, a.max_panels), changes=changes)
-    out = a.figure or runs[-1].path / "trend.png"
-    paths, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
-    n = len(panels(ts))
-    left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \
-        if n > a.max_panels else ""
-    print(f"figure: {paths[0]}{left}")
+    _figure(a, runs, ts, changes)
     if a.json:
         a.json.write_text(json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
     if a.junit:
         a.junit.write_text(junit(runs, ts, changes, ref))
     return exit_code(trend_outcome(ts), a.allow_undecided)
+
+
+def _figure(a, runs, ts, changes) -> None:
+    """The figure, where asked (default: trend.png beside the newest run), and what it left out."""
+    from bench.output import figures
+    from bench.output.trend import figure, panels
+    fig = figure(runs, ts, max_panels=max(1, a.max_panels), changes=changes)
+    out = a.figure or runs[-1].path / "trend.png"
+    saved, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
+    n = len(panels(ts))
+    left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \
+        if n > a.max_panels else ""
+    print(f"figure: {saved[0]}{left}")
 
 
 if __name__ == "__main__":
