@@ -16,8 +16,8 @@ from bench.run.runner import ProbePlan
 @dataclass(frozen=True)
 class Params:
     duration_s: float = 60.0
-    stimulus_every_s: float | None = 6.0   # longer than a log latency and its poll: each entry
-                                           # pairs with its own stimulus
+    stimulus_every_s: float | None = 3.0   # longer than a log latency and its poll: each entry
+                                           # pairs with its own stimulus (slower loggers: more)
     log_poll_s: float = 2.0
     tick_edge: bool = True
     burst: int = 2

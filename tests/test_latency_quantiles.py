@@ -86,3 +86,30 @@ def test_events_to_decide_grows_as_the_margin_shrinks():
     assert n_far is not None and n_near is not None and n_far < n_near
     assert Q.events_to_decide(*b, *b, 0.5, 0.001) is None
     assert Q.smallest_decidable(*b, *b, 0.5) > 0.001
+
+
+def test_a_quantile_of_few_events_is_bounded_by_their_union():
+    """Below 10 events a side the p90 is the largest event, a median one draw's luck: the
+    quantiles take the union of the events' bounds (the false alarm benchmarks/false_alarms.py
+    found: an unchanged optic bridge's p90 of 4 events a second apart run to run)."""
+    from bench.compare.measures import MIN_QUANTILE_EVENTS, latency_measures
+    from bench.model.documents import Latency
+
+    def lat(bounds):
+        return Latency.of("x", {"sent": len(bounds), "events": [
+            {"seq": i, "s_ns": 0, "e_ns": 0, "observed_ns": {"lo": a, "hi": b}}
+            for i, (a, b) in enumerate(bounds)]})
+    few = [(100e6 * i, 100e6 * i + 50e6) for i in range(MIN_QUANTILE_EVENTS - 1)]
+    ms = {m.name: m for m in latency_measures("d", "x", lat(few))}
+    assert (ms["latency.x.p90"].lo, ms["latency.x.p90"].hi) == (0.0, few[-1][1])
+    many = few + [(1e9, 1.05e9)]
+    ms = {m.name: m for m in latency_measures("d", "x", lat(many))}
+    assert (ms["latency.x.median"].lo, ms["latency.x.median"].hi) == (400e6, 450e6)
+    assert not ms["latency.x.extremes"].judgeable
+
+
+def test_a_latency_seen_in_few_baseline_events_is_not_lost():
+    m = _measure(np.array([0.1, 0.2]), np.array([0.3, 0.4]), 0.5)
+    assert verdict(m, None, Rule(tolerance=0.2))[0] == "undecided"
+    many = _measure(np.linspace(0, 1, 12), np.linspace(0.5, 1.5, 12), 0.5)
+    assert verdict(many, None, Rule(tolerance=0.2))[0] == "lost"

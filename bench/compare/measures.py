@@ -142,6 +142,20 @@ def device_measures(run: Run, device: str, d: DeviceSummary) -> list[Measure]:
     return out
 
 
+MIN_QUANTILE_EVENTS = 10   # below this many events a quantile is bounded by the union of the
+                           # events' bounds: the p90 of fewer is their largest, a median of a few
+                           # one draw's luck (two runs of an unchanged optic bridge, 2-5 events a
+                           # side spread 0.1-5.6 s, had p90s a second apart:
+                           # benchmarks/false_alarms.py)
+
+
+def _quantile(lo: tuple, hi: tuple, q: float) -> tuple[float, float, float]:
+    """(lo, hi, point) of quantile q: the order statistics of the events' bounds
+    (bench.compare.quantiles), or with fewer than MIN_QUANTILE_EVENTS the union of the bounds."""
+    a, b, p = quantile_bounds(lo, hi, q)
+    return (a, b, p) if len(lo) >= MIN_QUANTILE_EVENTS else (min(lo), max(hi), p)
+
+
 EXTREMES_NOTE = ("the extremes: the union of every event's bound, wider with every event; "
                  "reported, not judged (the median and p90 are)")
 
@@ -162,7 +176,7 @@ def latency_measures(device: str, stim: str, L: Latency) -> list[Measure]:
                                              events=u.n)]
     lo, hi = tuple(float(b.lo) for b in evs), tuple(float(b.hi) for b in evs)
     name, n = f"latency.{stim}", len(evs)
-    out = [Measure(device, "", f"{name}.{label}", "ns", *quantile_bounds(lo, hi, q), basis,
+    out = [Measure(device, "", f"{name}.{label}", "ns", *_quantile(lo, hi, q), basis,
                    events=n, quantile=q, event_lo=lo, event_hi=hi)
            for label, q in QUANTILES.items()]
     mids = np.median([(a + b) / 2 for a, b in zip(lo, hi)])

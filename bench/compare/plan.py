@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.compare.measures import MIN_QUANTILE_EVENTS
 from bench.compare.quantiles import DKW_LN, QUANTILES, change_limit, events_to_decide, smallest_decidable
 
 NS = 1_000_000_000
@@ -124,9 +125,15 @@ def _latency_events(q: float, tol_ns: float, tick_s: float, poll_s: float,
     """(smallest decidable tolerance ns, events a side for tol_ns, basis)."""
     if events is not None:
         floor, n = latency_from_baseline(q, events[0], events[1], tol_ns)
-        return floor, n, "baseline"
+        return floor, _at_least(n), "baseline"
     floor_s, n = latency_model(q, tick_s, poll_s, tol_ns / NS)
-    return floor_s * NS, n, "model"
+    return floor_s * NS, _at_least(n), "model"
+
+
+def _at_least(n: int | None) -> int | None:
+    """Never fewer events than a quantile needs to be more than their union's
+    (bench.compare.measures.MIN_QUANTILE_EVENTS)."""
+    return None if n is None else max(n, MIN_QUANTILE_EVENTS)
 
 
 def _smallest_latency(q: float, tick_s: float, poll_s: float, floor_ns: float, max_s: float,
@@ -180,7 +187,7 @@ def _baseline_events(baseline, device: str) -> tuple[tuple, tuple] | None:
 
 
 def plan_run(rack, tolerances, decide: tuple[str, ...], baseline=None,
-             max_duration_s: float = 7200.0, poll_s: float = 0.1, every_s: float = 6.0) -> Plan:
+             max_duration_s: float = 7200.0, poll_s: float = 0.1, every_s: float = 3.0) -> Plan:
     """The plan for `rack` (RackConfig) to decide `decide` (of DECIDABLE) at `tolerances`,
     from the model or, where given, from a baseline run's own bounds."""
     needs: list[Need] = []

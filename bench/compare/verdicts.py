@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.compare.measures import Measure, identities, run_measures
+from bench.compare.measures import MIN_QUANTILE_EVENTS, Measure, identities, run_measures
 from bench.compare.quantiles import events_to_decide, smallest_decidable
 from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
 from bench.model.outcomes import FAILING, UNDECIDED_ROW, exit_code, outcome
@@ -191,24 +191,40 @@ def _unjudgeable(b: Measure | None, c: Measure | None, rule) -> tuple | None:
     if b is None:
         return "new", None, "not bounded in the baseline", None
     if c is None:
-        return "lost", None, "bounded in the baseline, not in the candidate", None
+        return _lost(b, rule)
     if not (b.judgeable and c.judgeable):
         return "not compared", None, b.note or c.note, None
     return None
 
 
+def _min_events(b: Measure) -> int:
+    return MIN_LATENCY_EVENTS
+
+
+def _lost(b: Measure, rule) -> tuple:
+    """Bounded in the baseline, not in the candidate: lost (a failure), unless the baseline's
+    was reported only, or a latency seen in fewer than MIN_QUANTILE_EVENTS events (an entry seen
+    once in four stimuli and then in none of four is no proof the device stopped logging)."""
+    if not b.judgeable:
+        return "not compared", None, b.note, None
+    if b.family == "latency" and b.events is not None and b.events < MIN_QUANTILE_EVENTS:
+        return (UNDECIDED_ROW, rule.allowed(b.point), f"bounded in {b.events} event(s) of the "
+                f"baseline, none of the candidate: too few to call it lost", None)
+    return "lost", None, "bounded in the baseline, not in the candidate", None
+
+
 def _too_few_events(b: Measure, c: Measure) -> bool:
-    """A latency from fewer than MIN_LATENCY_EVENTS events a side: one event a side proves how
-    those two events differed, not that the device changed."""
+    """A latency from fewer than _min_events events a side: one event a side proves how those
+    two events differed, a quantile of a few how those few did, not that the device changed."""
     return (b.family == "latency" and b.events is not None and c.events is not None
-            and min(b.events, c.events) < MIN_LATENCY_EVENTS)
+            and min(b.events, c.events) < _min_events(b))
 
 
 def _proven_change(b: Measure, c: Measure, rule, tol: float, up: bool, proven: str) -> tuple:
     """The verdict of a change the bounds prove beyond the tolerance (`up`: an increase)."""
     if _too_few_events(b, c):
         return (UNDECIDED_ROW, tol, f"{proven}, but from {b.events} and {c.events} "
-                f"event(s): at least {MIN_LATENCY_EVENTS} a side tell the device from one draw of "
+                f"event(s): at least {_min_events(b)} a side tell the device from one draw of "
                 f"its latency; send more stimuli", None)
     if rule.direction == "higher_is_worse":
         return ("regressed" if up else "improved"), tol, proven, None
