@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bench import logsetup
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
 def _run(a) -> int:
@@ -27,6 +28,8 @@ def _run(a) -> int:
                 raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
                     from None
             overrides["duration_s"] = str(check_duration(duration))
+        if a.decide:
+            overrides.update(_planned(a, overrides))
         allowance = parse_allowance(a.reference_allowance)
         if a.rack is None and a.arm:
             print("--arm has no effect on the simulated rack (its stimuli are always sent)",
@@ -42,20 +45,57 @@ def _run(a) -> int:
         print("rackclock run: stopped before measuring began", file=sys.stderr)
         return 1
     from bench.model.rundata import load_run
-    return run_exit_status(load_run(path))
+    return run_exit_status(load_run(path), a.allow_undecided)
 
 
-def run_exit_status(run) -> int:
-    """0 only when the run completed and every device gave usable reads."""
-    from bench.model.rundata import unusable_devices
+def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
+    """--decide: the regression run's plan (bench.compare.plan), printed before the run starts;
+    the duration and stimulus interval it sets, unless given."""
+    from bench.compare.plan import DECIDABLE, plan_run
+    from bench.compare.tolerances import ToleranceError
+    from bench.compare.verdicts import load_tolerances
+    from bench.model.inventory import InventoryError, load_rack
+    from bench.model.rundata import load_run
+    from bench.sim import DEFAULT_RACK
+
+    decide = tuple(x.strip() for x in a.decide.split(",") if x.strip())
+    bad = [x for x in decide if x not in DECIDABLE]
+    if bad or not decide:
+        raise InventoryError(f"--decide {a.decide!r}: measures to decide are "
+                             f"{', '.join(DECIDABLE)} (comma-separated)")
+    try:
+        tol = load_tolerances(a.tolerances)
+        base = load_run(a.baseline) if a.baseline else None
+    except (FileNotFoundError, ToleranceError) as exc:
+        raise InventoryError(str(exc)) from None
+    plan = plan_run(load_rack(a.rack or DEFAULT_RACK), tol, decide, base,
+                    float(a.max_duration))
+    print("\n".join(plan.lines()), flush=True)
+    out = {"duration_s": str(plan.duration_s)} if a.duration is None else {}
+    if plan.stimulus_every_s and "stimulus_every_s" not in overrides:
+        out["stimulus_every_s"] = str(plan.stimulus_every_s)
+    return out
+
+
+def run_exit_status(run, allow_undecided: bool = False) -> int:
+    """The run's closing verdict by the one exit table (bench.model.outcomes): 1 when the run did
+    not complete, a device gave no usable read or the verdict is FAIL; 3 when it is UNDECIDED or
+    no clock was measured (every clock stuck or unread), 0 with --allow-undecided; else 0."""
+    from bench.model.limits import check_run
+    from bench.model.outcomes import exit_code, measured_clocks, outcome
+    from bench.model.rundata import load_measurements, unusable_devices
     from bench.model.statuses import RunStatus
+    from bench.model.verdict import incident_result, overall
 
     if run.manifest.status != RunStatus.COMPLETED:
         return 1
     bad = unusable_devices(run.summary)
     for name, why in bad.items():
         print(f"{name}: no usable read ({why})", file=sys.stderr)
-    return 1 if bad else 0
+    o = overall(run, check_run(run.summary, run.manifest, run=run),
+                load_measurements(run.path), incident_result(run.path))
+    return exit_code(outcome(bool(bad) or o.word == "FAIL", o.word != "PASS",
+                             measured_clocks(run.summary) > 0), allow_undecided)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -115,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=_experiments_epilog())
+                       epilog=_experiments_epilog() + "\n\n" + exit_table_text())
     r.add_argument("experiment", nargs="?", default="clock_offset",
                    help="an experiment's name (below) or the path of an experiment file")
     r.add_argument("--rack", type=Path, default=None,
@@ -130,6 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="experiment parameter (repeatable)")
     r.add_argument("--quiet", action="store_true", help="no progress display or table")
+    r.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
+    r.add_argument("--decide", metavar="MEASURES", default=None,
+                   help="plan the run's length and stimuli so these measures (latency, drift; "
+                        "comma-separated) are decidable at their tolerances; says the plan first")
+    r.add_argument("--baseline", type=Path, default=None,
+                   help="with --decide: plan from this run's own bounds (e.g. before an update)")
+    r.add_argument("--tolerances", type=Path, default=None,
+                   help="with --decide: tolerance file (as compare)")
+    r.add_argument("--max-duration", default="7200", metavar="S",
+                   help="with --decide: the longest run affordable, seconds (default 7200)")
     r.add_argument("--wide", action="store_true",
                    help="every column and note, as wide as they are (default: fit 120 columns)")
     r.add_argument("--processes", type=int, default=None,

@@ -6,12 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="rackclock compare",
         description="compare two runs (e.g. before and after a firmware update); exit 1 when a "
-                    "measure regressed beyond its tolerance")
+                    "measure regressed beyond its tolerance, 3 when one is undecided",
+        epilog=exit_table_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("baseline", type=Path, help="run folder of the baseline")
     ap.add_argument("candidate", type=Path, help="run folder of the candidate")
     ap.add_argument("--tolerances", type=Path, default=None,
@@ -20,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
     ap.add_argument("--junit", type=Path, metavar="FILE",
                     help="also write JUnit XML (one testcase per device and measure)")
-    ap.add_argument("--strict", action="store_true",
-                    help="exit 3 when no measure regressed but one is inconclusive")
+    ap.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
+    ap.add_argument("--strict", action="store_true", help=argparse.SUPPRESS)  # now the default
     ap.add_argument("--all", action="store_true",
                     help="terminal table: show every measure (default: hide 'not compared' rows)")
     ap.add_argument("--wide", action="store_true",
@@ -46,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         a.json.write_text(out.to_json(cmp))
     if a.junit:
         a.junit.write_text(out.junit(cmp))
-    return cmp.exit_status(a.strict)
+    return cmp.exit_status(a.allow_undecided)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock limits",
-                                 description="judge the rack file's limits against a run's bounds")
+                                 description="judge the rack file's limits against a run's bounds",
+                                 epilog=exit_table_text(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="run folder")
     ap.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML")
-    ap.add_argument("--strict", action="store_true", help="exit 3 when a limit is undecided")
+    ap.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
+    ap.add_argument("--strict", action="store_true", help=argparse.SUPPRESS)  # now the default
     ap.add_argument("--span", metavar="FROM:TO", default=None,
                     help="judge offsets over this span, seconds from the run's start (e.g. 0:60), "
                          "instead of each segment's calibrated span (first to last read); "
@@ -39,9 +44,17 @@ def main(argv: list[str] | None = None) -> int:
           or "no limits in this run's rack file ([limits] table)")
     if a.junit:
         a.junit.write_text(junit(checks))
-    if any(c.verdict == "fail" for c in checks):
-        return 1
-    return 3 if a.strict and any(c.verdict == "undecided" for c in checks) else 0
+    return limits_exit(run, checks, a.allow_undecided)
+
+
+def limits_exit(run, checks, allow_undecided: bool = False) -> int:
+    """By the one table (bench.model.outcomes): a failed limit 1; an undecided one, or a run
+    with no clock measured (none fitted: every clock stuck or unread), 3; else 0."""
+    from bench.model.outcomes import exit_code, measured_clocks, outcome
+    failed = any(c.verdict == "fail" for c in checks)
+    undecided = any(c.verdict == "undecided" for c in checks)
+    return exit_code(outcome(failed, undecided, measured_clocks(run.summary) > 0),
+                     allow_undecided)
 
 
 if __name__ == "__main__":

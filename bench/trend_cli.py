@@ -8,11 +8,15 @@ import json
 import sys
 from pathlib import Path
 
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
-def main(argv: list[str] | None = None) -> int:
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rackclock trend",
                                  description="measures of more than two runs side by side, in "
-                                             "time order, with a figure")
+                                             "time order, with a figure",
+                                 epilog=exit_table_text(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
     ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
     ap.add_argument("--figure", type=Path, default=None,
@@ -22,16 +26,27 @@ def main(argv: list[str] | None = None) -> int:
                     help="panels in the figure (default 24; regressions first; the rest are "
                          "said, never dropped silently)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
+    ap.add_argument("--junit", type=Path, metavar="FILE",
+                    help="also write JUnit XML (one testcase per device and measure)")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="RUN",
+                    help="judge the last run against this one of the runs (default: the runs "
+                         "since the previous firmware change, else the first)")
     ap.add_argument("--all", action="store_true", help="show measures that are not judged")
+    ap.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
     ap.add_argument("--as-given", action="store_true",
                     help="keep the runs in the order given (default: by start time)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
     # the library after the arguments: `rackclock trend --help` stays quick
+    from bench.compare.eras import identity_changes, reference_runs
     from bench.compare.tolerances import ToleranceError
-    from bench.compare.verdicts import FAILING, load_tolerances
+    from bench.compare.verdicts import load_tolerances
+    from bench.model.outcomes import exit_code
     from bench.model.rundata import load_run
-    from bench.output import figures
-    from bench.output.trend import _started, as_dict, figure, panels, text, trends
+    from bench.output.trend import _started, as_dict, junit, text, trend_outcome, trends
 
     if len(a.runs) < 3:
         print("rackclock trend: give three or more runs (two: rackclock compare)",
@@ -44,18 +59,35 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ToleranceError) as exc:
         print(f"rackclock trend: {exc}", file=sys.stderr)
         return 2
-    ts = trends(runs, tol)
-    print(text(runs, ts, a.all))
-    fig = figure(runs, ts, max_panels=max(1, a.max_panels))
+    paths = [r.path.resolve() for r in runs]
+    if a.baseline is not None and a.baseline.resolve() not in paths[:-1]:
+        print(f"rackclock trend: --baseline {a.baseline} is not one of the runs before the last",
+              file=sys.stderr)
+        return 2
+    changes = identity_changes(runs)
+    ref = reference_runs(runs, changes, None if a.baseline is None
+                         else paths.index(a.baseline.resolve()))
+    ts = trends(runs, tol, ref)
+    print(text(runs, ts, a.all, changes, ref))
+    _figure(a, runs, ts, changes)
+    if a.json:
+        a.json.write_text(json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
+    if a.junit:
+        a.junit.write_text(junit(runs, ts, changes, ref))
+    return exit_code(trend_outcome(ts), a.allow_undecided)
+
+
+def _figure(a, runs, ts, changes) -> None:
+    """The figure, where asked (default: trend.png beside the newest run), and what it left out."""
+    from bench.output import figures
+    from bench.output.trend import figure, panels
+    fig = figure(runs, ts, max_panels=max(1, a.max_panels), changes=changes)
     out = a.figure or runs[-1].path / "trend.png"
-    paths, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
+    saved, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
     n = len(panels(ts))
     left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \
         if n > a.max_panels else ""
-    print(f"figure: {paths[0]}{left}")
-    if a.json:
-        a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
-    return 1 if any(t.overall in FAILING for t in ts) else 0
+    print(f"figure: {saved[0]}{left}")
 
 
 if __name__ == "__main__":

@@ -36,14 +36,16 @@ def test_firmware_regression_is_caught(runs, tmp_path, capsys):
     # identity first: the firmware change is listed before the measures
     fw_line = f"bmc-1: firmware {BASELINE} -> {REGRESSED}"
     assert fw_line in out and out.index(fw_line) < out.index("measure")
-    assert "FAIL: 1 regression(s): bmc-1 latency.test_event regressed" in out
+    assert "REGRESSED: 2 regression(s): bmc-1 latency.test_event.median regressed; bmc-1 " \
+        "latency.test_event.p90 regressed" in out
 
     data = json.loads(js.read_text())
-    assert data["status"] == "fail"
+    assert data["outcome"] == "REGRESSED" and data["exit_status"] == 1
     failed = [(m["device"], m["measure"], m["verdict"]) for m in data["measures"] if m["failed"]]
-    assert failed == [("bmc-1", "latency.test_event", "regressed")]
+    assert failed == [("bmc-1", "latency.test_event.median", "regressed"),
+                      ("bmc-1", "latency.test_event.p90", "regressed")]
     row = next(m for m in data["measures"] if m["device"] == "bmc-1"
-               and m["measure"] == "latency.test_event")
+               and m["measure"] == "latency.test_event.median")
     # the proof: every latency the candidate allows exceeds every one the baseline allows
     assert row["candidate"]["lo"] - row["baseline"]["hi"] > row["tolerance"]
     assert row["change"] > 2e9                      # the update added about 3 s
@@ -52,9 +54,9 @@ def test_firmware_regression_is_caught(runs, tmp_path, capsys):
 
     suite = ET.parse(j).getroot()
     cases = suite.findall("testcase")
-    assert len(cases) == len(data["measures"]) and int(suite.get("failures")) == 1
+    assert len(cases) == len(data["measures"]) and int(suite.get("failures")) == 2
     failures = [(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None]
-    assert failures == [("bmc-1", "latency.test_event")]
+    assert failures == [("bmc-1", "latency.test_event.median"), ("bmc-1", "latency.test_event.p90")]
     text = md.read_text()
     assert "REGRESSED" in text and f"| bmc-1 | firmware | {BASELINE} | {REGRESSED} |" in text
 
@@ -64,7 +66,9 @@ def test_unchanged_update_passes(runs, tmp_path, capsys):
     rc = compare_cli.main([str(runs[BASELINE]), str(runs[UNCHANGED]), "--json", str(js)])
     out = capsys.readouterr().out
     print(out)
-    assert rc == 0, out
+    assert rc in (0, 3), out          # never REGRESSED; UNDECIDED is 3, not a pass
+    assert compare_cli.main([str(runs[BASELINE]), str(runs[UNCHANGED]),
+                             "--allow-undecided"]) == 0
     assert f"bmc-1: firmware {BASELINE} -> {UNCHANGED}" in out
     data = json.loads(js.read_text())
     verdicts = {(m["device"], m["measure"]): m["verdict"] for m in data["measures"]}
@@ -72,7 +76,8 @@ def test_unchanged_update_passes(runs, tmp_path, capsys):
     assert verdicts[("bmc-1", "offset")] in ("not compared",      # free-running by default,
                                              "changed (not judged)")   # shown when it moved
     assert verdicts[("bmc-1", "jitter")] == "not compared"        # 1 s clock: the tick
-    assert verdicts[("bmc-1", "latency.test_event")] in ("unchanged", "inconclusive")
+    assert verdicts[("bmc-1", "latency.test_event.median")] in ("unchanged", "undecided")
+    assert verdicts[("bmc-1", "latency.test_event.extremes")] == "not compared"
     assert "PASS" in out or "UNDECIDED" in out
 
 
@@ -91,10 +96,10 @@ tolerance = "1s"
     rc = compare_cli.main([str(runs[BASELINE]), str(runs[REGRESSED]), "--tolerances", str(tol),
                        "--json", str(tmp_path / "c.json")])
     capsys.readouterr()
-    assert rc == 0
+    assert rc in (0, 3)
     data = json.loads((tmp_path / "c.json").read_text())
     v = {(m["device"], m["measure"]): (m["verdict"], m["tolerance"]) for m in data["measures"]}
-    assert v[("bmc-1", "latency.test_event")] == ("unchanged", 10e9)
+    assert v[("bmc-1", "latency.test_event.median")] == ("unchanged", 10e9)
     assert v[("bmc-2", "offset")][1] == 1e9 and v[("bmc-2", "offset")][0] != "not compared"
 
 
@@ -119,10 +124,10 @@ def _m(lo, hi, basis="proven", judgeable=True):
     (_m(-40, -30), _m(0, 10), Rule(tolerance=5, direction="magnitude"), "improved"),
     (_m(-40, -30), _m(30, 40), Rule(tolerance=5, direction="magnitude"), "changed"),
     # the size of the change is judged: +21..+40 with bounds that prove at least +2 is not a pass
-    (_m(0, 10), _m(12, 40), Rule(tolerance=5), "inconclusive"),
-    (_m(0, 10), _m(30, 40), Rule(tolerance=1, relative=5.0), "inconclusive"),
+    (_m(0, 10), _m(12, 40), Rule(tolerance=5), "undecided"),
+    (_m(0, 10), _m(30, 40), Rule(tolerance=1, relative=5.0), "undecided"),
     (_m(0, 10), _m(30, 40), Rule(tolerance=1, relative=10.0), "unchanged"),
-    (_m(0, 10), _m(5, 40), Rule(tolerance=5), "inconclusive"),
+    (_m(0, 10), _m(5, 40), Rule(tolerance=5), "undecided"),
     (_m(0, 10), _m(2, 8), Rule(tolerance=10), "unchanged"),
     (_m(3, 3, "exact"), _m(3, 3, "exact"), Rule(), "unchanged"),
     (_m(0, 10), None, Rule(), "lost"),
@@ -145,6 +150,8 @@ def test_tolerance_rules_resolve_most_specific_last():
     assert t.rule("latency.outlet").tolerance == 1e9
     assert t.rule("latency.outlet", "pdu-2", "pdu").tolerance == 2e9
     assert t.rule("latency.outlet", "pdu-1", "pdu").judge is False
+    assert t.rule("latency.outlet.median").tolerance == 1e9      # a quantile: its stimulus's
+    assert t.rule("latency.outlet.p90", "pdu-1", "pdu").judge is False
     with pytest.raises(ToleranceError, match="expected a number"):
         tolerances_from_dict({"measures": {"drift": {"tolerance": "2ms"}}})
 
@@ -155,13 +162,13 @@ def _drift(lo, hi, point, span_s=60.0, assumed=False, half=None, informative=Tru
                    point_informative=informative)
 
 
-def test_inconclusive_names_the_run_length_that_decides():
+def test_undecided_names_the_run_length_that_decides():
     """60 s runs bounding 100 and 160 ppm each ±50 ppm wide: the change (+60 ppm, proven only
     within [-40, +160]) is undecided at 2 ppm; bounds ~ 1/span decide it when both half-widths
     (50 + 50 ppm at 60 s) shrink below the 58 ppm margin: about 104 s."""
     b, c = _drift(50, 150, 100), _drift(110, 210, 160)
     v, tol, why, span = compare.verdict(b, c, Rule(tolerance=2, direction="magnitude"))
-    assert v == "inconclusive" and tol == 2
+    assert v == "undecided" and tol == 2
     assert span == pytest.approx(60 * 100 / 58, rel=1e-6)
     assert "runs of 104 s each would decide it" in why and "e+" not in why
     # at that length the projected bounds prove the change
@@ -194,18 +201,33 @@ def test_empty_run_comparison_is_readable(runs, tmp_path, capsys):
 
 def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
-    the third run, the last run regressed against the first, and the figure is written."""
+    the third run; the last run is judged against the runs since the previous firmware change
+    (run #2, 2.14.1) and regressed; the changes are marked; JSON, JUnit and the figure written."""
     from bench import trend_cli as trend
 
     fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
-                     "--as-given", "--figure", str(fig), "--json", str(js)])
+                     "--as-given", "--figure", str(fig), "--json", str(js),
+                     "--junit", str(tmp_path / "trend.xml")])
     out = capsys.readouterr().out
     assert rc == 1, out
-    assert "FAIL: last run against the first: bmc-1 latency.test_event regressed" in out
+    assert "REGRESSED: last run against run #2: bmc-1 latency.test_event.median" in out
+    assert f"at #3: bmc-1 firmware {UNCHANGED} -> {REGRESSED}" in out
+    assert "the last run is judged against run #2" in out
     t = next(x for x in json.loads(js.read_text())["trends"]
-             if x["device"] == "bmc-1" and x["measure"] == "latency.test_event")
+             if x["device"] == "bmc-1" and x["measure"] == "latency.test_event.median")
     assert t["first_change_run"] == 2 and len(t["values"]) == 3
+    data = json.loads(js.read_text())
+    assert data["reference_runs"] == [1] and data["outcome"] == "REGRESSED"
+    assert {"run": 2, "device": "bmc-1", "what": "firmware", "before": UNCHANGED,
+            "after": REGRESSED} in data["identity_changes"]
+    suite = ET.parse(tmp_path / "trend.xml").getroot()
+    failed = [c.get("name") for c in suite.findall("testcase") if c.find("failure") is not None]
+    assert "latency.test_event.median" in failed and int(suite.get("failures")) == len(failed)
+    # a named baseline: the first run
+    rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
+                     "--as-given", "--figure", str(fig), "--baseline", str(runs[BASELINE])])
+    assert rc == 1 and "judged against run #1" in capsys.readouterr().out
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 20000
     assert trend.main([str(runs[BASELINE]), str(runs[UNCHANGED])]) == 2
 

@@ -1,6 +1,6 @@
 """Verdicts stable over repeats: three rounds of short runs of a one-CDU rack, each round a
 baseline (cdu-1 drifting 100 ppm), a firmware update that makes it drift 160 ppm, and one that
-changes nothing. The +60 ppm change is never passed (REGRESSED, or INCONCLUSIVE naming the run
+changes nothing. The +60 ppm change is never passed (REGRESSED, or UNDECIDED naming the run
 length that would decide it) in 3 of 3 pairs; the nine baseline x no-change pairs exit 0."""
 from __future__ import annotations
 
@@ -67,11 +67,11 @@ def test_drift_change_is_never_passed(rounds, capsys):
     for runs in rounds:
         cmp, row = _compare(runs["baseline"], runs["faster"])
         seen.append((row.verdict, row.change, row.decide_s, row.reason))
-        assert row.verdict in ("regressed", "inconclusive"), row
-        if row.verdict == "inconclusive":
+        assert row.verdict in ("regressed", "undecided"), row
+        if row.verdict == "undecided":
             assert row.decide_s is not None and row.decide_s > float(DURATION_S) * 0.5, row
             assert "would decide it" in row.reason
-            assert cmp.exit_status(strict=True) == 3 or cmp.failures
+            assert cmp.exit_status() == 3 or cmp.failures
         else:
             assert cmp.exit_status() == 1
     with capsys.disabled():
@@ -85,8 +85,8 @@ def test_no_change_pairs_exit_zero(rounds, capsys):
     for a in rounds:
         for b in rounds:
             cmp, row = _compare(a["baseline"], b["same"])
-            codes.append(cmp.exit_status())
-            assert cmp.exit_status() == 0, [(r.device, r.measure, r.verdict, r.reason)
-                                             for r in cmp.failures]
-            assert row.verdict in ("unchanged", "inconclusive")
+            codes.append(cmp.exit_status(allow_undecided=True))
+            assert cmp.exit_status() in (0, 3), [(r.device, r.measure, r.verdict, r.reason)
+                                                 for r in cmp.failures]
+            assert row.verdict in ("unchanged", "undecided")
     assert codes == [0] * ROUNDS ** 2

@@ -168,7 +168,7 @@ def test_fleet_report_shows_every_rack_and_the_rollout(fleet, tmp_path):
     assert any(x["device"] == "bmc-1" and x["measure"] == "breaks" for x in failed)
     assert roll["a"]["verdict"] != "REGRESSED"       # the same run on both sides
     assert roll["bad"]["verdict"] == "not compared"
-    assert any(ln.strip().startswith("c: FAIL") for ln in lines), cp.stdout
+    assert any(ln.strip().startswith("c: REGRESSED") for ln in lines), cp.stdout
 
 
 def test_bench_imports_without_ray(tmp_path):

@@ -9,7 +9,8 @@ possible, taken from one run folder (summary.json, and the samples where a stati
 | bracket     | median bracket width of the reads             | 95% CI of the median            |
 | resolution  | the tick the fit used                         | exact                           |
 | breaks      | steps, reboots, wraps found                   | exact count                     |
-| latency.S   | stimulus S -> device log stamp                | proven (union over its events)  |
+| latency.S.median / .p90 | stimulus S -> log stamp, the events' quantile | proven (order statistics) |
+| latency.S.extremes | the same, every event            | proven (union), reported only   |
 | errors      | failed exchanges                              | exact count                     |
 
 The confidence intervals are distribution-free (order statistics): they assume only that the
@@ -22,7 +23,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from bench.analysis.residuals import median_ci, segment_residuals
-from bench.model.documents import ClockSummary, DeviceSummary, SegmentSummary
+from bench.compare.quantiles import QUANTILES, quantile_bounds
+from bench.model.documents import ClockSummary, DeviceSummary, Latency, SegmentSummary
 from bench.model.rundata import Run
 
 
@@ -44,7 +46,10 @@ class Measure:
     half_width: float | None = None    # half-width to scale when the bound is clipped by an
                                        # assumption (None: (hi - lo) / 2)
     point_informative: bool = True     # False: the bound is the whole prior, the point is noise
-    events: int | None = None          # latency: how many events the bound is the union of
+    events: int | None = None          # latency: how many events the bound is taken from
+    quantile: float | None = None      # latency quantile: q (0.5 median, 0.9 p90)
+    event_lo: tuple = ()               # ... and its events' proven bounds (ns), for the number
+    event_hi: tuple = ()               # of events that would decide a change
 
     @property
     def family(self) -> str:
@@ -132,14 +137,51 @@ def device_measures(run: Run, device: str, d: DeviceSummary) -> list[Measure]:
     for clock, c in sorted(d.clocks.items()):
         out += clock_measures(run, device, clock, c)
     for stim, L in sorted(d.latency.items()):
-        b, basis = L.logged_ns, "proven"
-        if not b:
-            b, basis = L.observed_ns, "proven (first fetch that saw it)"
-        if b:
-            out.append(Measure(device, "", f"latency.{stim}", "ns", b.lo, b.hi, b.point, basis,
-                               events=b.n))
+        out += latency_measures(device, stim, L)
     out.append(_exact(device, "", "errors", "count", d.error_count))
     return out
+
+
+MIN_QUANTILE_EVENTS = 10   # below this many events a quantile is bounded by the union of the
+                           # events' bounds: the p90 of fewer is their largest, a median of a few
+                           # one draw's luck (two runs of an unchanged optic bridge, 2-5 events a
+                           # side spread 0.1-5.6 s, had p90s a second apart:
+                           # benchmarks/false_alarms.py)
+
+
+def _quantile(lo: tuple, hi: tuple, q: float) -> tuple[float, float, float]:
+    """(lo, hi, point) of quantile q: the order statistics of the events' bounds
+    (bench.compare.quantiles), or with fewer than MIN_QUANTILE_EVENTS the union of the bounds."""
+    a, b, p = quantile_bounds(lo, hi, q)
+    return (a, b, p) if len(lo) >= MIN_QUANTILE_EVENTS else (min(lo), max(hi), p)
+
+
+EXTREMES_NOTE = ("the extremes: the union of every event's bound, wider with every event; "
+                 "reported, not judged (the median and p90 are)")
+
+
+def latency_measures(device: str, stim: str, L: Latency) -> list[Measure]:
+    """A stimulus's latency: proven bounds on its events' median and p90 (order statistics of
+    the events' bounds, bench.compare.quantiles) and the union of them all (the extremes,
+    reported only). The log stamp's bounds where any event has one, else the first fetch's."""
+    evs = [e.logged_ns for e in L.events if e.logged_ns is not None]
+    basis = "proven"
+    if not evs:
+        evs, basis = [e.observed_ns for e in L.events if e.observed_ns is not None], \
+            "proven (first fetch that saw it)"
+    if not evs:                   # an older summary: the union alone
+        u = L.logged_ns or L.observed_ns
+        return [] if u is None else [Measure(device, "", f"latency.{stim}.extremes", "ns", u.lo,
+                                             u.hi, u.point, "proven", False, EXTREMES_NOTE,
+                                             events=u.n)]
+    lo, hi = tuple(float(b.lo) for b in evs), tuple(float(b.hi) for b in evs)
+    name, n = f"latency.{stim}", len(evs)
+    out = [Measure(device, "", f"{name}.{label}", "ns", *_quantile(lo, hi, q), basis,
+                   events=n, quantile=q, event_lo=lo, event_hi=hi)
+           for label, q in QUANTILES.items()]
+    mids = np.median([(a + b) / 2 for a, b in zip(lo, hi)])
+    return out + [Measure(device, "", f"{name}.extremes", "ns", min(lo), max(hi), float(mids),
+                          basis, False, EXTREMES_NOTE, events=n)]
 
 
 def run_measures(run: Run) -> dict[tuple[str, str, str], Measure]:

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 
 from bench.compare.verdicts import Comparison, Row, fmt_span
 from bench.compare.verdicts import fmt_value as fmt
+from bench.model.outcomes import PASS, REGRESSED, UNDECIDED, UNDECIDED_ROW
 from bench.model.texttable import WIDTH, fit_columns, render, wrap
-from bench.model.vocabulary import UNDECIDED_VERDICT, verdict_word
 from bench.units import fmt_bounds, fmt_interval_ns, fmt_ns
 
 
@@ -47,11 +48,28 @@ def change(r: Row) -> str:
 
 
 def verdict_cell(r: Row) -> str:
-    v = verdict_word(r.verdict) if r.verdict == "inconclusive" else r.verdict
-    v = v.upper() if r.failed else v
+    v = r.verdict.upper() if r.failed or r.verdict == UNDECIDED_ROW else r.verdict
+    if r.detectable is not None and not r.failed and not (
+            r.baseline and r.baseline.basis == "exact"):   # an exact count: any change shows
+        v += f" (detects {detectable_text(r)})"
     if r.decide_s is not None:
         v += f": run {fmt_span(r.decide_s)}"
     return v
+
+
+def _up2(x: float) -> float:
+    """x rounded up to two significant digits: a threshold is never printed smaller."""
+    if x <= 0:
+        return x
+    step = 10 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / step - 1e-9) * step
+
+
+def detectable_text(r: Row) -> str:
+    """'≥+120 ms': the smallest change of this measure the pair would prove (bench.compare.
+    verdicts.detectable), rounded up to two digits."""
+    assert r.detectable is not None
+    return "≥+" + fmt(_up2(r.detectable), r.unit)
 
 
 def row_cells(r: Row) -> list[str]:
@@ -90,21 +108,24 @@ def _name(r: Row) -> str:
 
 
 def verdict_line(cmp: Comparison) -> str:
-    fails, unsure = cmp.failures, cmp.inconclusive
+    fails, unsure = cmp.failures, cmp.undecided
     if fails:
         what = "; ".join(f"{_name(r)} {r.verdict}" for r in fails[:6]) + (
             f" and {len(fails) - 6} more" if len(fails) > 6 else "")
-        line = f"FAIL: {len(fails)} regression(s): {what}"
+        line = f"{REGRESSED}: {len(fails)} regression(s): {what}"
         return line + (f" ({len(unsure)} more undecided)" if unsure else "")
+    if not cmp.judged:
+        return (f"{UNDECIDED}: nothing was judged (no measure bounded in both runs): "
+                f"not a pass")
     if unsure:
         spans = [r.decide_s for r in unsure if r.decide_s is not None]
         what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
-        return (f"{UNDECIDED_VERDICT}: no regression proven, but {len(unsure)} measure(s) "
+        return (f"{UNDECIDED}: no regression proven, but {len(unsure)} measure(s) "
                 f"cannot be decided at their tolerance ({what})"
                 + (f"; runs of {fmt_span(max(spans))} each would decide "
                    f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
                    if spans else ""))
-    return "PASS: every judged measure is proven unchanged or better within its tolerance"
+    return f"{PASS}: every judged measure is proven unchanged or better within its tolerance"
 
 
 def _identity_lines(cmp: Comparison) -> list[str]:
@@ -152,9 +173,9 @@ def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH)
         return "\n".join(lines + _nothing_to_compare(cmp, empty))
     lines += _table_lines(cmp, show_all, width)
     for r in cmp.rows:
-        if r.verdict in ("inconclusive", "changed (not judged)") or r.failed:
+        if r.verdict in (UNDECIDED_ROW, "changed (not judged)") or r.failed:
             lines += wrap(f"  {_name(r)}: {verdict_cell(r)}: {r.reason}", width, "    ")
-    lines += ["", verdict_line(cmp)]
+    lines += [""] + wrap(verdict_line(cmp), width, "  ")
     return "\n".join(lines)
 
 
@@ -185,14 +206,16 @@ def as_dict(cmp: Comparison) -> dict:
 
     return {"baseline": str(cmp.baseline.path), "candidate": str(cmp.candidate.path),
             "tolerances": cmp.tolerances,
-            "status": "fail" if cmp.failures else "inconclusive" if cmp.inconclusive else "pass",
+            "outcome": cmp.outcome, "exit_status": cmp.exit_status(),
             "identity_changes": [{"device": d, "what": w, "baseline": b, "candidate": a}
                                  for d, w, b, a in cmp.identity_changes],
             "notes": list(cmp.notes),
             "measures": [{"device": r.device, "clock": r.clock, "measure": r.measure,
                           "unit": r.unit, "baseline": m(r.baseline), "candidate": m(r.candidate),
                           "change": r.change, "tolerance": r.tolerance, "verdict": r.verdict,
-                          "reason": r.reason, "failed": r.failed, "decide_run_s": r.decide_s}
+                          "reason": r.reason, "failed": r.failed, "decide_run_s": r.decide_s,
+                          "detectable": r.detectable,
+                          "events": None if r.baseline is None else r.baseline.events}
                          for r in cmp.rows]}
 
 
@@ -204,7 +227,7 @@ def junit(cmp: Comparison) -> str:
     """One testcase per device × measure; regressions are failures, unjudged ones skipped."""
     suite = ET.Element("testsuite", name="rackclock compare", tests=str(len(cmp.rows)),
                        failures=str(len(cmp.failures)),
-                       skipped=str(sum(r.verdict in ("not compared", "inconclusive")
+                       skipped=str(sum(r.verdict in ("not compared", UNDECIDED_ROW)
                                        for r in cmp.rows)), errors="0")
     props = ET.SubElement(suite, "properties")
     for k, v in (("baseline", cmp.baseline.path), ("candidate", cmp.candidate.path),
@@ -217,12 +240,17 @@ def junit(cmp: Comparison) -> str:
                            name=f"{r.clock + '.' if r.clock else ''}{r.measure}", time="0")
         cells = dict(zip(HEAD, row_cells(r)))
         text = (f"baseline {cells['baseline']}; candidate {cells['candidate']}; change "
-                f"{cells['change [proven]']}; tolerance {cells['tolerance']}; {r.reason}")
+                f"{cells['change [proven]']}; tolerance {cells['tolerance']}; {r.reason}"
+                + (f"; these runs would show a change {detectable_text(r)}"
+                   if r.detectable is not None else ""))
+        if r.detectable is not None:
+            ET.SubElement(ET.SubElement(tc, "properties"), "property", name="detectable",
+                          value=f"{r.detectable:.6g} {r.unit}")
         if r.failed:
             f = ET.SubElement(tc, "failure", message=f"{r.device} {r.measure} {r.verdict}",
                               type=r.verdict)
             f.text = text
-        elif r.verdict in ("not compared", "inconclusive"):
+        elif r.verdict in ("not compared", UNDECIDED_ROW):
             ET.SubElement(tc, "skipped", message=f"{r.verdict}: {r.reason}")
         else:
             ET.SubElement(tc, "system-out").text = f"{r.verdict}: {text}"

@@ -40,14 +40,17 @@ class Tolerances:
     source: str = ""
 
     def rule(self, measure: str, device: str = "", plane: str = "") -> Rule:
-        """`measure` may be specific ("latency.test_event"); its family ("latency") applies
-        first, then the specific key, then the plane's and the device's overrides."""
-        family = measure.split(".", 1)[0]
+        """`measure` may be specific ("latency.test_event.median"); its family ("latency")
+        applies first, then each more specific key ("latency.test_event", then the full name),
+        then the plane's and the device's overrides in the same order."""
+        parts = measure.split(".")
+        keys = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]   # latency, latency.S, ...
+        family = keys[0]
         r = self.measures.get(family, Rule())
-        if measure != family and measure in self.measures:
-            r = self.measures[measure]
+        for key in keys[1:]:
+            r = self.measures.get(key, r)
         for scope in (self.planes.get(plane, {}), self.devices.get(device, {})):
-            for key in (family, measure):
+            for key in keys:
                 if key in scope:
                     r = _rule(scope[key], family, r, f"{device or plane}.{key}")
         return r

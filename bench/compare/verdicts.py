@@ -9,13 +9,14 @@ the change lies in D = [candidate lo - baseline hi, candidate hi - baseline lo]:
   regressed / improved   all of D beyond the tolerance, worse / better
   changed                the same, for a measure with no better direction (or a sign flip)
   unchanged              all of D within +-tolerance
-  inconclusive           D straddles the tolerance: the bounds are too wide to decide; where the
+  undecided              D straddles the tolerance: the bounds are too wide to decide; where the
                          bound narrows with span, the run length that would decide it is named
   lost                   bounded in the baseline, not in the candidate (e.g. no log entry)
   new, not compared
 
-Exit status 1 when any judged measure regressed, changed or was lost; 3 with --strict when none
-did but one is inconclusive; 0 otherwise; 2 on bad input.
+Exit status by the one table (bench.model.outcomes): 1 when any judged measure regressed, changed
+or was lost; else 3 when one is undecided or nothing was judged (0 with --allow-undecided); else 0;
+2 on bad input.
 """
 from __future__ import annotations
 
@@ -25,16 +26,18 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.compare.measures import Measure, identities, run_measures
+from bench.compare.measures import MIN_QUANTILE_EVENTS, Measure, identities, run_measures
+from bench.compare.quantiles import events_to_decide, smallest_decidable
 from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
+from bench.model.outcomes import FAILING, UNDECIDED_ROW, exit_code, outcome
 from bench.model.rundata import Run
 from bench.model.statuses import RunStatus
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
-FAILING = ("regressed", "changed", "lost")
 MIN_LATENCY_EVENTS = 2     # events a side before a latency change is judged
 PASSING = ("unchanged", "improved", "new", "not compared", "changed (not judged)")
+JUDGED = ("unchanged", "improved", *FAILING, UNDECIDED_ROW)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class Row:
     tolerance: float | None
     verdict: str
     reason: str = ""
-    decide_s: float | None = None    # inconclusive: both runs this long would decide it
+    decide_s: float | None = None    # undecided: both runs this long would decide it
+    detectable: float | None = None  # the smallest change (worse way) these bounds would prove
 
     @property
     def change(self) -> float | None:
@@ -75,13 +79,20 @@ class Comparison:
         return [r for r in self.rows if r.failed]
 
     @property
-    def inconclusive(self) -> list[Row]:
-        return [r for r in self.rows if r.verdict == "inconclusive"]
+    def undecided(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict == UNDECIDED_ROW]
 
-    def exit_status(self, strict: bool = False) -> int:
-        if self.failures:
-            return 1
-        return 3 if strict and self.inconclusive else 0
+    @property
+    def judged(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict in JUDGED]
+
+    @property
+    def outcome(self) -> str:
+        """PASS, REGRESSED or UNDECIDED (bench.model.outcomes): nothing judged is UNDECIDED."""
+        return outcome(bool(self.failures), bool(self.undecided), bool(self.judged))
+
+    def exit_status(self, allow_undecided: bool = False) -> int:
+        return exit_code(self.outcome, allow_undecided)
 
 
 def load_tolerances(path: str | Path | None) -> Tolerances:
@@ -180,24 +191,40 @@ def _unjudgeable(b: Measure | None, c: Measure | None, rule) -> tuple | None:
     if b is None:
         return "new", None, "not bounded in the baseline", None
     if c is None:
-        return "lost", None, "bounded in the baseline, not in the candidate", None
+        return _lost(b, rule)
     if not (b.judgeable and c.judgeable):
         return "not compared", None, b.note or c.note, None
     return None
 
 
+def _min_events(b: Measure) -> int:
+    return MIN_LATENCY_EVENTS
+
+
+def _lost(b: Measure, rule) -> tuple:
+    """Bounded in the baseline, not in the candidate: lost (a failure), unless the baseline's
+    was reported only, or a latency seen in fewer than MIN_QUANTILE_EVENTS events (an entry seen
+    once in four stimuli and then in none of four is no proof the device stopped logging)."""
+    if not b.judgeable:
+        return "not compared", None, b.note, None
+    if b.family == "latency" and b.events is not None and b.events < MIN_QUANTILE_EVENTS:
+        return (UNDECIDED_ROW, rule.allowed(b.point), f"bounded in {b.events} event(s) of the "
+                f"baseline, none of the candidate: too few to call it lost", None)
+    return "lost", None, "bounded in the baseline, not in the candidate", None
+
+
 def _too_few_events(b: Measure, c: Measure) -> bool:
-    """A latency from fewer than MIN_LATENCY_EVENTS events a side: one event a side proves how
-    those two events differed, not that the device changed."""
+    """A latency from fewer than _min_events events a side: one event a side proves how those
+    two events differed, a quantile of a few how those few did, not that the device changed."""
     return (b.family == "latency" and b.events is not None and c.events is not None
-            and min(b.events, c.events) < MIN_LATENCY_EVENTS)
+            and min(b.events, c.events) < _min_events(b))
 
 
 def _proven_change(b: Measure, c: Measure, rule, tol: float, up: bool, proven: str) -> tuple:
     """The verdict of a change the bounds prove beyond the tolerance (`up`: an increase)."""
     if _too_few_events(b, c):
-        return ("inconclusive", tol, f"{proven}, but from {b.events} and {c.events} "
-                f"event(s): at least {MIN_LATENCY_EVENTS} a side tell the device from one draw of "
+        return (UNDECIDED_ROW, tol, f"{proven}, but from {b.events} and {c.events} "
+                f"event(s): at least {_min_events(b)} a side tell the device from one draw of "
                 f"its latency; send more stimuli", None)
     if rule.direction == "higher_is_worse":
         return ("regressed" if up else "improved"), tol, proven, None
@@ -210,10 +237,12 @@ def _proven_change(b: Measure, c: Measure, rule, tol: float, up: bool, proven: s
     return "changed", tol, proven, None
 
 
-def _inconclusive(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
-    """Bounds too wide to decide: why, and the run length that would decide it, if any."""
+def _undecided(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
+    """Bounds too wide to decide: why, and the run length (or events) that would decide it."""
     why = (f"{proven}: bounds too wide to decide at ±{fmt_value(tol, b.unit)}"
            + (" (" + (b.note or c.note) + ")" if b.assumed or c.assumed else ""))
+    if b.quantile is not None and b.event_lo and c.event_lo:
+        return UNDECIDED_ROW, tol, why + "; " + _events_text(b, c, tol), None
     span = decide_span_s(b, c, tol)
     if span is not None:
         why += (f"; runs of {fmt_span(span)} each would decide it (bound ~ {b.narrowing}"
@@ -223,7 +252,20 @@ def _inconclusive(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
         why += "; the change sits on the tolerance: no run length decides it"
     else:
         why += "; a longer run does not narrow this bound"
-    return "inconclusive", tol, why, span
+    return UNDECIDED_ROW, tol, why, span
+
+
+def _events_text(b: Measure, c: Measure, tol: float) -> str:
+    """How many events a side would decide a latency quantile's change, or that none would."""
+    assert b.quantile is not None
+    n = events_to_decide(b.event_lo, b.event_hi, c.event_lo, c.event_hi, b.quantile, tol)
+    if n is not None:
+        return (f"about {n} events a side would decide it (order statistics of the events' "
+                f"bounds; {b.events} and {c.events} now)")
+    best = smallest_decidable(b.event_lo, b.event_hi, c.event_lo, c.event_hi, b.quantile)
+    return (f"no number of events decides it at ±{fmt_value(tol, b.unit)}: these events' "
+            f"bounds decide ±{fmt_value(best, b.unit)} at best (finer stamps or faster log "
+            f"polls narrow each event's bound)")
 
 
 def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | None, str,
@@ -244,7 +286,20 @@ def verdict(b: Measure | None, c: Measure | None, rule) -> tuple[str, float | No
         return "unchanged", tol, proven + f", within ±{fmt_value(tol, u)}", None
     if d_lo > tol or d_hi < -tol:
         return _proven_change(b, c, rule, tol, d_lo > tol, proven)
-    return _inconclusive(b, c, tol, proven)
+    return _undecided(b, c, tol, proven)
+
+
+def detectable(b: Measure | None, c: Measure | None, tol: float | None,
+               direction: str) -> float | None:
+    """The smallest change these two runs' bounds would prove beyond the tolerance: a shift D of
+    the candidate is proven when its bound clears the baseline's by more than tol, i.e. D >= tol
+    + (baseline hi - point) + (candidate point - lo) for an increase (mirrored for a decrease).
+    An increase for higher-is-worse measures; the larger of the two ways otherwise."""
+    if b is None or c is None or tol is None:
+        return None
+    up = tol + (b.hi - b.point) + (c.point - c.lo)
+    down = tol + (b.point - b.lo) + (c.hi - c.point)
+    return up if direction == "higher_is_worse" else max(up, down)
 
 
 def _identity_changes(a: Run, b: Run) -> list[tuple[str, str, str, str]]:
@@ -334,6 +389,7 @@ def compare_runs(baseline: Run, candidate: Run, tolerances: Tolerances) -> Compa
         rule = tolerances.rule(name, device, planes.get(device, ""))
         v, tol, why, span = verdict(b, c, rule)
         unit = next(m.unit for m in (b, c) if m is not None)   # the key is one side's at least
-        rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span))
+        det = detectable(b, c, tol, rule.direction) if v in JUDGED else None
+        rows.append(Row(device, clock, name, unit, b, c, tol, v, why, span, det))
     return Comparison(baseline, candidate, _identity_changes(baseline, candidate),
                       _run_notes(baseline, candidate), rows, tolerances.source)

@@ -108,7 +108,7 @@ def rollout_word(c: Comparison | str) -> str:
         return "not compared"
     if c.failures:
         return "REGRESSED"
-    return "INCONCLUSIVE" if c.inconclusive else "unchanged"
+    return "UNDECIDED" if c.undecided else "unchanged"
 
 
 def rack_rows(fleet: Fleet) -> list[list[str]]:
