@@ -4,6 +4,7 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -186,13 +187,15 @@ def latency_records(smp: Samples, results: dict[str, ClockResult],
     pairs = _pair_stimuli(smp)
     # the device cannot stamp the event before the request left (s of its bracket) nor after
     # the answer that listed it arrived
-    logged = [(i, j) for i, j, _ in pairs if j is not None]
-    bounds = dict(zip((i for i, _ in logged),
-                      bound_stamps(smp, results, meta, [j for _, j in logged],
-                                   [int(smp.s_ns[i]) for i, _ in logged])))
+    logged = [(i, j, min(int(smp.s_ns[c]) for c in cands))
+              for i, j, _, cands in pairs if j is not None]
+    bounds = dict(zip((i for i, _, _ in logged),
+                      bound_stamps(smp, results, meta, [j for _, j, _ in logged],
+                                   [s for _, _, s in logged])))
     events: dict[str, list[LatencyEvent]] = {}
-    for i, j, p in pairs:
-        events.setdefault(smp.clock[i], []).append(_latency_event(smp, i, j, p, bounds.get(i)))
+    for i, j, p, cands in pairs:
+        events.setdefault(smp.clock[i], []).append(
+            _latency_event(smp, i, j, p, bounds.get(i), cands))
     return {name: Latency(name, len(evs), tuple(evs), _over(evs, "logged_ns"),
                           _over(evs, "observed_ns")) for name, evs in events.items()}
 
@@ -201,42 +204,76 @@ def _ok_rows(smp: Samples, kind: str) -> list[int]:
     return [i for i in range(len(smp)) if smp.kind[i] == kind and smp.status[i] == OK]
 
 
-def _pair_stimuli(smp: Samples) -> list[tuple[int, int | None, int | None]]:
-    """(stimulus row, log entry row, pushed row) of each sent stimulus: the entry and the
-    pushed event that first followed it before the next stimulus (None: none)."""
+_ASKED = re.compile(r"^HTTP \d{3} ")
+
+
+def _asked(raw: str) -> str:
+    """The message a stimulus asked the device to log ('rackclock test event 3' of a Redfish
+    SubmitTestEvent), '' where the stimulus names none (a coil, an SNMP SET)."""
+    m = _ASKED.match(raw)
+    return raw[m.end():].strip() if m else ""
+
+
+def _names(raw: str, asked: str) -> bool:
+    return re.search(re.escape(asked) + r"(?!\d)", raw) is not None
+
+
+Pair = tuple[int, int | None, int | None, tuple[int, ...]]
+
+
+def _pair_stimuli(smp: Samples) -> list[Pair]:
+    """(stimulus row, log entry row, pushed row, candidate stimulus rows) of each sent stimulus.
+    A stimulus that names its message (a Redfish test event) takes the first entry and pushed
+    event that name it, whenever they came. One that names none takes the first entry (and
+    pushed event) after it and before the next stimulus; an entry says nothing of which
+    stimulus caused it, so while an earlier stimulus of the clock has no entry of its own (its
+    entry may come late), the entry may be that one's: every such stimulus is a candidate and
+    the latency is bounded over all of them (never a late entry read as a prompt one)."""
     stim = _ok_rows(smp, "stimulus")
     # a metric report (GPU telemetry, drivers/redfish_metrics.py) is periodic: never the
     # stimulus's log entry
     events = [j for j in _ok_rows(smp, "event") if not log_of(smp.raw[j]).startswith("metric/")]
     pushed = _ok_rows(smp, "pushed")
     used: set[int] = set()
+    waiting: dict[str, list[int]] = {}          # per clock: stimuli without an entry yet
     out = []
 
-    def first_after(rows: list[int], i: int, nxt: int | None) -> int | None:
-        return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)), None)
+    def first_after(rows: list[int], i: int, nxt: int | None, asked: str) -> int | None:
+        if asked:
+            return next((j for j in rows if j > i and j not in used
+                         and _names(smp.raw[j], asked)), None)
+        return next((j for j in rows if j > i and j not in used and (nxt is None or j < nxt)),
+                    None)
 
     for k, i in enumerate(stim):
         nxt = stim[k + 1] if k + 1 < len(stim) else None
-        j, p = first_after(events, i, nxt), first_after(pushed, i, nxt)
+        asked = _asked(smp.raw[i])
+        j, p = first_after(events, i, nxt, asked), first_after(pushed, i, nxt, asked)
         used.update(x for x in (j, p) if x is not None)
-        out.append((i, j, p))
+        pending = waiting.setdefault(smp.clock[i], [])
+        candidates = (i,) if asked else (*pending, i)
+        if not asked and j is None:
+            pending.append(i)
+        out.append((i, j, p, candidates))
     return out
 
 
 def _latency_event(smp: Samples, i: int, j: int | None, p: int | None,
-                   b: StampBound | None) -> LatencyEvent:
+                   b: StampBound | None, candidates: tuple[int, ...] = ()) -> LatencyEvent:
     """Stimulus row i with log entry row j and pushed row p: the fetch or push that first saw
     it bounds `observed_ns`; the entry's own stamp (`b`) bounds `logged_ns`. Only a log entry's
     stamp bounds when the device logged it: a pushed event's EventTimestamp is when it was
-    emitted, which a slow logger does not share."""
+    emitted, which a slow logger does not share. Where the entry may be an earlier stimulus's
+    (`candidates`), the bounds hold for whichever it was: from the earliest one sent."""
     s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
+    s_first = min((int(smp.s_ns[c]) for c in candidates), default=s_st)
     seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
     observed = None
     if seen is not None:
-        observed = _mid_bound(int(smp.s_ns[seen]) - e_st, int(smp.e_ns[seen]) - s_st)
+        observed = _mid_bound(int(smp.s_ns[seen]) - e_st, int(smp.e_ns[seen]) - s_first)
     logged = None
     if b is not None and b.lo_ns is not None and b.hi_ns is not None:
-        logged = _mid_bound(b.lo_ns - e_st, b.hi_ns - s_st)
+        logged = _mid_bound(b.lo_ns - e_st, b.hi_ns - s_first)
     return LatencyEvent(
         int(smp.seq[i]), s_st, e_st, logged, observed,
         event=smp.raw[j][:200] if j is not None else "",
