@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import safeio
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock limits",
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text_table(checks, None if a.wide else WIDTH)
           or "no limits in this run's rack file ([limits] table)")
     if a.junit:
-        a.junit.write_text(junit(checks))
+        safeio.write_text(a.junit, junit(checks))
     if any(c.verdict == "fail" for c in checks):
         return 1
     return 3 if a.strict and any(c.verdict == "undecided" for c in checks) else 0

@@ -11,12 +11,11 @@ line says it could not be written (exit 1).
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
+from bench import safeio, saferead
 from bench.model.statuses import RunStatus
 from bench.model.store import RESERVE, SCHEMA, DiskFull, write_json
 
@@ -47,14 +46,9 @@ def _ended(path: Path, run) -> RunStatus | None:
 
 def _copy_truth(path: Path) -> None:
     """The simulator's truth (RUN/sim/truth.json) beside the manifest, where it is not yet."""
-    left, tmp = path / "sim" / "truth.json", path / "truth.json.part"
+    left = path / "sim" / "truth.json"
     if not (path / "truth.json").exists() and left.exists():
-        try:
-            shutil.copyfile(left, tmp)
-            os.replace(tmp, path / "truth.json")
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        safeio.write_bytes(path / "truth.json", saferead.read_bytes(left, saferead.CAPS["truth.json"]))
 
 
 def rebuild_summary(path: Path) -> dict:
@@ -88,7 +82,7 @@ def rebuild_summary(path: Path) -> dict:
         failed = None
     left = path / "sim" / "truth.json"
     truth = run.truth.raw if run.truth else (
-        json.loads(left.read_text()) if left.exists() else None)
+        saferead.load_object(left, saferead.CAPS["truth.json"]) if left.exists() else None)
     summary = summarize_run(path, manifest, truth, uncertainty_ns=run.manifest.uncertainty_ns())
     summary["rebuilt"] = True
     try:

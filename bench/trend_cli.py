@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from bench import safeio
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock trend",
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         if n > a.max_panels else ""
     print(f"figure: {paths[0]}{left}")
     if a.json:
-        a.json.write_text(json.dumps(as_dict(runs, ts), indent=1) + "\n")
+        safeio.write_text(a.json, json.dumps(as_dict(runs, ts), indent=1) + "\n")
     return 1 if any(t.overall in FAILING for t in ts) else 0
 
 

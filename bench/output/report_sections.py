@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import safeio
 from bench.analysis.arrays import F64
 from bench.analysis.residuals import regular_series, segment_residuals
 from bench.analysis.statuses import BreakKind
@@ -451,7 +452,7 @@ def limits(run) -> str | None:
     checks = lim.check_run(run.summary, run.manifest)
     if not checks:
         return None
-    (run.path / "limits.xml").write_text(lim.junit(checks))
+    safeio.write_text(run.path / "limits.xml", lim.junit(checks))
     return ("<h2>Limits</h2>" + table_html(lim.HEAD + ["why"], [r + [c.why] for r, c in
                                                                zip(lim.rows(checks), checks)])
             + note_html(lim.counts_line(checks) + ". Pass: every value the bounds allow meets "

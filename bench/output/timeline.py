@@ -8,12 +8,11 @@ bench/output/timeline_files.py, a chunk of rows at a time: memory does not grow 
 of entries."""
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench import safeio
 from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
 from bench.units import fmt_ns
@@ -84,7 +83,8 @@ def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS) -> Non
             "</title></head><body><h1>Cross-plane timeline</h1>")
     cut = (f"<p>The first {len(rows)} of {len(tl)} entries in proven order; all are in "
            f"timeline.json and timeline.csv.</p>" if len(tl) > len(rows) else "")
-    path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
+    with safeio.open_part(path) as f:
+        f.write((head + cut + timeline_html(rows, t0) + "</body></html>").encode("utf-8"))
 
 
 def write_outputs(folder: Path, tl: Timeline, t0: int,
@@ -96,16 +96,13 @@ def write_outputs(folder: Path, tl: Timeline, t0: int,
     parts: dict[str, Path] = {}
     try:
         for f, p in paths.items():
-            fd, name = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
-            os.close(fd)
-            parts[f] = Path(name)
+            parts[f] = safeio.new_part(folder, p.name)
         if {"json", "csv", "otel"} & set(parts):
             write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"))
         if "html" in parts:
             write_html(tl, parts["html"], t0)
         for f, tmp in parts.items():
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, paths[f])
+            safeio.commit_part(tmp, paths[f])
     finally:
         for tmp in parts.values():
             tmp.unlink(missing_ok=True)
