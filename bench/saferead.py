@@ -8,6 +8,7 @@ what is wrong. Base layer: the standard library only.
 """
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -151,11 +152,56 @@ def load_json(path: str | os.PathLike[str], cap: int | None = None) -> Any:
 
 
 def load_object(path: str | os.PathLike[str], cap: int | None = None) -> dict[str, Any]:
-    """A JSON document that must be an object."""
+    """A JSON document that must be an object (of its kind's SHAPES where declared)."""
     doc = load_json(path, cap)
     if not isinstance(doc, dict):
         raise FileFault(f"{path}: a JSON {type(doc).__name__}, not an object")
+    shape = SHAPES.get(Path(path).name)
+    if shape is not None:
+        check_shape(Path(path), doc, shape)
     return doc
+
+
+NUM = (int, float)
+# the parts of a document whose readers index it as they find it (the others go through
+# bench.model.documents, which takes any type): a dict maps keys (`*`: every key) to their
+# shapes, a one-item list is a list of that shape, a type or tuple the leaf's; a missing key or
+# a null leaf is allowed
+_TRUTH_CLOCK = {"t_ns": [int], "offset_ns": [NUM], "drift_ppm": [NUM], "resolution_ns": int,
+                "breaks": [{"kind": str, "t_ns": int}]}
+SHAPES: dict[str, Any] = {
+    "truth.json": {"t0_ns": int, "devices": {"*": {"clocks": {"*": _TRUTH_CLOCK},
+                                                   "events": [{"t_ns": int, "kind": str}]}}},
+}
+
+
+def _type_name(x: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number"}.get(type(x), type(x).__name__)
+
+
+def check_shape(path: Path, doc: Any, shape: Any) -> None:
+    """FileFault naming the first field of `doc` that is not of `shape` (walked without
+    recursion)."""
+    todo: list[tuple[Any, Any, str]] = [(doc, shape, "")]
+    while todo:
+        x, sh, where = todo.pop()
+        if isinstance(sh, dict):
+            ok = isinstance(x, dict)
+            if ok:
+                for k, v in x.items():
+                    sub = sh.get(k, sh.get("*"))
+                    if sub is not None and (v is not None or isinstance(sub, (dict, list))):
+                        todo.append((v, sub, f"{where}.{k}" if where else str(k)))
+        elif isinstance(sh, list):
+            ok = isinstance(x, list)
+            if ok:
+                todo += [(v, sh[0], f"{where}[{i}]") for i, v in enumerate(x)]
+        else:
+            ok = isinstance(x, sh) and not (isinstance(x, bool) and sh is not bool)
+        if not ok:
+            raise FileFault(f"{path}: field {where or '(the document)'} is {_type_name(x)}, "
+                            f"not of the shape its readers take")
 
 
 class LineCount:
@@ -168,10 +214,13 @@ class LineCount:
 def lines(f: IO[bytes], count: LineCount | None = None, limit: int = LINE_LIMIT,
           block: int = 1 << 20) -> Iterator[str]:
     """The lines of a binary stream as text (newline kept), memory bounded by `limit`: a
-    longer line, or one with NUL bytes (a crash's tail), is skipped and counted."""
+    longer line, or one with NUL bytes (a crash's tail), is skipped and counted. A hole of a
+    sparse file (NUL bytes that were never written) is skipped without reading it."""
     count = count if count is not None else LineCount()
     part, over = b"", False
     while True:
+        if _past_hole(f):
+            part, over = b"", True
         chunk = f.read(block)
         if not chunk:
             break
@@ -195,6 +244,51 @@ def lines(f: IO[bytes], count: LineCount | None = None, limit: int = LINE_LIMIT,
         count.skipped += 1
     elif part:
         yield part.decode("utf-8", "replace")
+
+
+def _past_hole(f: IO[bytes]) -> bool:
+    """Whether the stream stood at a hole (now skipped to the next data, or to the end)."""
+    seek_data, peek = getattr(os, "SEEK_DATA", None), getattr(f, "peek", None)
+    if seek_data is None or peek is None:
+        return False
+    try:
+        here = f.tell()
+        if peek(1)[:1] != b"\0":
+            return False
+        fd = f.fileno()
+        raw = os.lseek(fd, 0, os.SEEK_CUR)     # the buffer's own position, put back below
+        try:
+            nxt = os.lseek(fd, here, seek_data)
+        except OSError:                   # ENXIO: a hole to the end
+            nxt = os.fstat(fd).st_size
+        finally:
+            os.lseek(fd, raw, os.SEEK_SET)
+        if nxt <= here:
+            return False
+        f.seek(nxt)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def csv_rows(path: str | os.PathLike[str], count: LineCount | None = None,
+             cap: int | None = None) -> Iterator[dict[str, str]]:
+    """The rows of a CSV file with a header line, streamed, as dicts; a line that is not a row
+    of the header's width (cut short, garbage, NUL bytes, over-long) is skipped and counted."""
+    count = count if count is not None else LineCount()
+    head: list[str] | None = None
+    for line in csv_lines(path, count, cap):
+        try:
+            cells = next(csv.reader([line]), [])
+        except csv.Error:
+            count.skipped += 1
+            continue
+        if head is None:
+            head = cells
+        elif len(cells) == len(head):
+            yield dict(zip(head, cells))
+        else:
+            count.skipped += 1
 
 
 def csv_lines(path: str | os.PathLike[str], count: LineCount | None = None,

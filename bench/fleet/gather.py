@@ -10,7 +10,6 @@ folder (or, from a remote bench host, the run's tarball and its manifest and sum
 """
 from __future__ import annotations
 
-import json
 import tarfile
 from pathlib import Path
 
@@ -100,4 +99,4 @@ def load_fleet_manifest(fleet_dir: Path) -> dict:
     p = Path(fleet_dir) / FLEET_MANIFEST
     if not p.exists():
         raise FileNotFoundError(f"{fleet_dir} is not a fleet folder (no {FLEET_MANIFEST})")
-    return json.loads(p.read_text())
+    return saferead.load_object(p)

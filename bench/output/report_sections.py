@@ -8,7 +8,6 @@ RUN/plots/ and embed it (base64 PNG, so the HTML needs no network and no other f
 """
 from __future__ import annotations
 
-import csv
 import html
 import math
 from collections.abc import Iterable
@@ -361,8 +360,8 @@ def reference_health(run: Any) -> str | None:
     p = run.path / "reference.csv"
     if not p.exists():
         return None
-    with open(p, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("t_ns")]
+    from bench import saferead
+    rows = [r for r in saferead.csv_rows(p) if (r.get("t_ns") or "").lstrip("-").isdigit()]
     if len(rows) < 2:
         return None
     t0 = run.manifest.started_ns or int(rows[0]["t_ns"])

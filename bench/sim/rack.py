@@ -155,9 +155,12 @@ def read_samples(path: str | Path) -> dict[tuple[str, str], list[tuple[int, int]
     """`sim_samples.csv` back: per (device, clock) the (t_ns, value_ns) of every sample the
     emulators took, in time order."""
     out: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
+    from bench import saferead
+    for r in saferead.csv_rows(path):
+        try:
             out[r["device"], r["clock"]].append((int(r["t_ns"]), int(r["value_ns"])))
+        except (KeyError, ValueError):
+            continue                        # a line the simulator did not finish
     return {k: sorted(v) for k, v in out.items()}
 
 
