@@ -87,9 +87,35 @@ def argv(cmd: str, run: Path, others: list[Path]) -> list[str]:
             "report": ["report", "--processes", "1", str(run)]}[cmd]
 
 
+def snapshot(run: Path) -> dict[str, tuple]:
+    """Each name under `run` with what it is: a regular file by its bytes' digest (a large one
+    by size, inode and mtime), anything else by its kind and target."""
+    import hashlib
+    import stat
+    out: dict[str, tuple] = {}
+    for root, dirs, files in os.walk(run):
+        for name in dirs + files:
+            p = Path(root) / name
+            st = p.lstat()
+            rel = p.relative_to(run).as_posix()
+            if stat.S_ISREG(st.st_mode):
+                out[rel] = ("file", st.st_size, st.st_ino, st.st_mtime_ns) \
+                    if st.st_size > 10 << 20 else ("file", hashlib.sha256(p.read_bytes()).hexdigest())
+            elif stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p))
+            else:
+                out[rel] = ("other", stat.S_IFMT(st.st_mode))
+    return out
+
+
+def changed(before: dict, after: dict) -> list[str]:
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
 def run_case(case: dict, workdir: Path) -> dict:
     from bench.cli import main
     run = workdir / case["id"] / "run"
+    before = snapshot(run)
     others = [workdir / "good1", workdir / "good2"]
     err = io.StringIO()
     t0 = time.monotonic()
@@ -103,7 +129,8 @@ def run_case(case: dict, workdir: Path) -> dict:
             rc = -1
     text = err.getvalue()
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return {**case, "rc": rc, "seconds": round(time.monotonic() - t0, 2),
+    seconds = round(time.monotonic() - t0, 2)
+    return {**case, "rc": rc, "seconds": seconds, "changed": changed(before, snapshot(run)),
             "traceback": "Traceback (most recent call last)" in text,
             "last": lines[-1] if lines else "", "lines": len(lines),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
