@@ -224,8 +224,8 @@ class Folder:
             pass
 
 
-class _Probed(Exception):
-    pass
+class _Probed(RackclockError):
+    """Raised inside check_writable's probe so that its temporary file is removed."""
 
 
 def _one(name: str) -> str:
