@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 from bench.errors import RackclockError
 
@@ -185,7 +185,7 @@ class Folder:
             os.close(fd)
             raise
 
-    def append_text(self, name: str, encoding: str = "utf-8") -> IO[str]:
+    def append_text(self, name: str, encoding: str = "utf-8") -> TextIO:
         return io.TextIOWrapper(self.append(name), encoding=encoding, newline="",
                                 line_buffering=False, write_through=True)
 
@@ -268,7 +268,7 @@ def append(path: str | os.PathLike[str]) -> IO[bytes]:
         return d.append(p.name)
 
 
-def append_text(path: str | os.PathLike[str], encoding: str = "utf-8") -> IO[str]:
+def append_text(path: str | os.PathLike[str], encoding: str = "utf-8") -> TextIO:
     p = Path(path)
     with Folder.open(p.parent, create=True) as d:
         return d.append_text(p.name, encoding)
