@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bench import logsetup
+from bench.errors import RackclockError
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
@@ -15,6 +16,7 @@ def _run(a) -> int:
     from bench.model.rackfile import check_duration, parse_allowance
     from bench.model.racklock import RackBusy
     from bench.run.experiment import run_experiment
+    from bench.safeio import UnsafeFolder
 
     try:
         bad = [p for p in a.param if "=" not in p]
@@ -38,7 +40,7 @@ def _run(a) -> int:
                               allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
                               fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
                               given_as={"duration_s": "--duration"} if a.duration else None)
-    except (InventoryError, RackBusy) as exc:
+    except (InventoryError, RackBusy, UnsafeFolder) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -111,10 +113,28 @@ def _experiments_epilog() -> str:
             + "\n".join(summary_lines()))
 
 
-def _delegate(module: str, argv: list[str]) -> int:
-    """Subcommands that live in their own module's `main(argv)` (or `module:function`)."""
+def _delegate(module: str, argv: list[str], name: str = "") -> int:
+    """Subcommands that live in their own module's `main(argv)` (or `module:function`). A file
+    the command cannot read or may not write (bench.saferead, bench.safeio, a run folder's
+    document) is one line naming it and the fault, exit status 2."""
     module, _, fn = module.partition(":")
-    return int(getattr(importlib.import_module(module), fn or "main")(argv) or 0)
+    try:
+        return int(getattr(importlib.import_module(module), fn or "main")(argv) or 0)
+    except RackclockError as exc:
+        if not one_line(exc):
+            raise
+        print(f"rackclock {name or module}: {exc}", file=sys.stderr)
+        return 2
+
+
+def one_line(exc: BaseException) -> bool:
+    """A file's fault: what a command says in one line (never a traceback)."""
+    from bench.safeio import UnsafeFolder
+    from bench.saferead import FileFault
+    if isinstance(exc, (FileFault, UnsafeFolder)):
+        return True
+    rundata = sys.modules.get("bench.model.rundata")
+    return rundata is not None and isinstance(exc, rundata.RunFolderError)
 
 
 SUBCOMMANDS = {"sim": "bench.sim_cli", "check": "bench.check", "report": "bench.report_cli",
@@ -148,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logsetup.configure(level)
     if argv and argv[0] in SUBCOMMANDS:
-        return _delegate(SUBCOMMANDS[argv[0]], argv[1:])
+        return _delegate(SUBCOMMANDS[argv[0]], argv[1:], argv[0])
     ap = OneLineParser(
         prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane",
         epilog=f"logging (any subcommand): {logsetup.HELP}")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
@@ -44,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(out.terminal(cmp, show_all=a.all, width=None if a.wide else out.WIDTH))
     if a.markdown:
-        a.markdown.write_text(out.markdown(cmp))
+        safeio.write_text(a.markdown, out.markdown(cmp))
     if a.json:
-        a.json.write_text(out.to_json(cmp))
+        safeio.write_text(a.json, out.to_json(cmp))
     if a.junit:
-        a.junit.write_text(out.junit(cmp))
+        safeio.write_text(a.junit, out.junit(cmp))
     return cmp.exit_status(a.allow_undecided)
 
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text_table(checks, None if a.wide else WIDTH)
           or "no limits in this run's rack file ([limits] table)")
     if a.junit:
-        a.junit.write_text(junit(checks))
+        safeio.write_text(a.junit, junit(checks))
     return limits_exit(run, checks, a.allow_undecided)
 
 

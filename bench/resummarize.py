@@ -11,12 +11,11 @@ line says it could not be written (exit 1).
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
+from bench import safeio, saferead
 from bench.model.statuses import RunStatus
 from bench.model.store import RESERVE, SCHEMA, DiskFull, write_json
 
@@ -29,6 +28,9 @@ def _alive(pid) -> bool:
     return True
 
 
+REBUILT = "summary.rebuilt.json"
+
+
 class SummaryNotWritten(DiskFull):
     """The summary was made but could not be written (`.summary` holds it)."""
 
@@ -38,67 +40,106 @@ class SummaryNotWritten(DiskFull):
         self.summary = summary
 
 
-def _ended(path: Path, run) -> RunStatus | None:
+def _ended(path: Path, manifest) -> RunStatus | None:
     """How a run whose manifest says `running` ended, if its process is gone (else None)."""
-    if run.manifest.status != RunStatus.RUNNING or _alive(run.manifest.pid):
+    if manifest.status != RunStatus.RUNNING or _alive(manifest.pid):
         return None
     return RunStatus.KILLED if (path / RESERVE).exists() else RunStatus.DISK_FULL
 
 
 def _copy_truth(path: Path) -> None:
     """The simulator's truth (RUN/sim/truth.json) beside the manifest, where it is not yet."""
-    left, tmp = path / "sim" / "truth.json", path / "truth.json.part"
+    left = path / "sim" / "truth.json"
     if not (path / "truth.json").exists() and left.exists():
-        try:
-            shutil.copyfile(left, tmp)
-            os.replace(tmp, path / "truth.json")
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        safeio.write_bytes(path / "truth.json",
+                           saferead.read_bytes(left, saferead.CAPS["truth.json"]))
 
 
-def rebuild_summary(path: Path) -> dict:
-    """Write RUN/summary.json anew; a run whose manifest says `running` but whose process is
-    gone is marked `killed` or `disk_full` (its samples so far are all kept). SummaryNotWritten
-    when the disk is full: nothing half-written is left."""
-    # the summary's machinery here, not at the top: `rackclock summarize --help` imports no numpy
+def _old_summary(path: Path) -> tuple[dict | None, str]:
+    """The summary.json there is (None: none, or unreadable) and, if unreadable, why."""
+    if not (path / "summary.json").exists() and not (path / "summary.json").is_symlink():
+        return None, ""
+    try:
+        return saferead.load_object(path / "summary.json"), ""
+    except saferead.FileFault as exc:
+        return None, str(exc)
+
+
+def completeness(summary) -> tuple[int, int]:
+    """(devices with clock reads, clock reads) of a summary: what a rebuild must not lose."""
+    from bench.model.documents import Summary
+    devices = Summary.of(summary or {}).devices.values()
+    reads = [sum(c.reads for c in d.clocks.values()) for d in devices]
+    return sum(1 for r in reads if r > 0), sum(reads)
+
+
+def _swap(path: Path, summary: dict, old: dict | None) -> str:
+    """Write the rebuilt summary beside the old (REBUILT) and put it in its place only when it
+    is at least as complete; "" when it was, else why not."""
     from bench.model.bounds_csv import write_bounds_csv
-    from bench.model.rundata import load_run
+    with safeio.Folder.open(path) as d:
+        d.write_json(REBUILT, {"schema": SCHEMA, **summary})
+        new, was = completeness(summary), completeness(old)
+        if old is not None and (new[0] < was[0] or new[1] < was[1]):
+            return (f"it holds more ({was[0]} devices with {was[1]} clock reads) than the "
+                    f"rebuild from the samples ({new[0]} with {new[1]})")
+        try:
+            d.rename(REBUILT, "summary.json")
+        except IsADirectoryError:
+            return "it is a folder"
+    write_bounds_csv(path, summary)
+    return ""
+
+
+def rebuild(path: Path) -> tuple[dict, str]:
+    """Build RUN/summary.json anew from the samples; a run whose manifest says `running` but
+    whose process is gone is marked `killed` or `disk_full` (its samples so far are all kept).
+    Returns the summary and "" when it replaced summary.json, else why not: a rebuild less complete than the
+    summary there (fewer devices or reads) stays beside it as summary.rebuilt.json. An
+    unreadable summary.json (truncated, garbage) is rebuilt from the samples.
+    SummaryNotWritten when the disk is full: nothing half-written is left."""
+    # the summary's machinery here, not at the top: `rackclock summarize --help` imports no numpy
+    from bench.model.documents import Manifest
+    from bench.model.rundata import read_json
     from bench.model.summary import summarize_run
 
     path = Path(path)
-    run = load_run(path)
-    manifest = dict(run.manifest.raw)          # written back as it was, keys this bench lacks too
-    ended = _ended(path, run)
-    if run.manifest.status != RunStatus.RUNNING or ended is not None:
-        (path / RESERVE).unlink(missing_ok=True)      # the run is over: room for what follows
+    manifest = dict(read_json(path / "manifest.json"))   # as it was, keys this bench lacks too
+    man = Manifest.of(manifest)
+    old, why = _old_summary(path)
+    ended = _ended(path, man)
+    if man.status != RunStatus.RUNNING or ended is not None:
+        with safeio.Folder.open(path) as d:
+            d.unlink(RESERVE)                  # the run is over: room for what follows
     if ended is not None:
         manifest["status"] = ended
         if ended == RunStatus.DISK_FULL and not manifest.get("error"):
             manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
                                  f"is used)")
-    failed: OSError | None
+    failed: OSError | None = None
     try:
         _copy_truth(path)
         if ended is not None:
             write_json(path / "manifest.json", manifest)
     except OSError as exc:
         failed = exc
-    else:
-        failed = None
-    left = path / "sim" / "truth.json"
-    truth = run.truth.raw if run.truth else (
-        json.loads(left.read_text()) if left.exists() else None)
-    summary = summarize_run(path, manifest, truth, uncertainty_ns=run.manifest.uncertainty_ns())
+    t = path / "truth.json" if (path / "truth.json").exists() else path / "sim" / "truth.json"
+    truth = saferead.load_object(t) if t.exists() else None
+    summary = summarize_run(path, manifest, truth, uncertainty_ns=man.uncertainty_ns())
     summary["rebuilt"] = True
+    if why:
+        summary["rebuilt_because"] = why
     try:
         if failed is not None:
             raise failed
-        write_json(path / "summary.json", {"schema": SCHEMA, **summary})
-        write_bounds_csv(path, summary)
+        return summary, _swap(path, summary, old)
     except OSError as exc:
         raise SummaryNotWritten(summary, exc, path) from None
-    return summary
+
+
+def rebuild_summary(path: Path) -> dict:
+    """rebuild(), the summary only."""
+    return rebuild(path)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rackclock summarize: {a.run}: not a run folder (no manifest.json)", file=sys.stderr)
         return 2
     try:
-        summary, error = rebuild_summary(a.run), None
+        (summary, kept), error = rebuild(a.run), None
     except SummaryNotWritten as exc:
-        summary, error = exc.summary, exc
+        summary, kept, error = exc.summary, "", exc
     if not a.quiet:
         from bench.model.rundata import load_run
         from bench.output.closing import reference_line
@@ -125,6 +166,18 @@ def main(argv: list[str] | None = None) -> int:
         print(table(summary))
     if error is not None:
         print(f"rackclock summarize: disk full: {error.strerror}", file=sys.stderr)
+        return 1
+    for name, d in summary.get("devices", {}).items():
+        if d.get("bad_rows"):
+            n = d["bad_rows"]
+            print(f"{name}: {n} bad line{'s' if n != 1 else ''} in samples/{name}.csv skipped "
+                  f"(cut short, garbage or NUL bytes); its other rows are summarized",
+                  file=sys.stderr)
+    if summary.get("rebuilt_because"):
+        print(f"rebuilt: {summary['rebuilt_because']}", file=sys.stderr)
+    if kept:
+        print(f"rackclock summarize: {a.run / 'summary.json'} kept ({kept}); the rebuild "
+              f"is in {a.run / REBUILT}", file=sys.stderr)
         return 1
     print(f"summary: {a.run / 'summary.json'}")
     return 0

@@ -19,9 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import asyncio
 
+    from bench import safeio
     from bench.model.inventory import load_rack
     from bench.sim.serve import ensure_secrets, serve
-    a.out.mkdir(parents=True, exist_ok=True)
+    safeio.make_folder(a.out)
     made = ensure_secrets(load_rack(a.rack))
     if made:
         print("simulated credentials (export these for other clients):", file=sys.stderr)

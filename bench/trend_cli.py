@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
@@ -71,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text(runs, ts, a.all, changes, ref))
     _figure(a, runs, ts, changes)
     if a.json:
-        a.json.write_text(json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
+        safeio.write_text(a.json, json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
     if a.junit:
-        a.junit.write_text(junit(runs, ts, changes, ref))
+        safeio.write_text(a.junit, junit(runs, ts, changes, ref))
     return exit_code(trend_outcome(ts), a.allow_undecided)
 
 

@@ -5,9 +5,10 @@ included) with `ast`:
 - bench/analysis imports only the standard library, numpy, allantools, bench.units, bench.errors
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
-  bench.lockdir, bench.priority) < analysis < model < reference < drivers < compare < output < run
-  < commands (the modules at bench/ top: cli and the *_cli modules, check, resummarize,
-  pytest_plugin, and the bench/fleet and bench/watch packages); so bench.model never imports
+  bench.lockdir, bench.priority, bench.safeio, bench.saferead) < analysis < model < reference
+  < drivers < compare < output < run < commands (the modules at bench/ top: cli and the *_cli
+  modules, check, resummarize, pytest_plugin, and the bench/fleet and bench/watch packages);
+  so bench.model never imports
   drivers (drivers/rackcheck.py checks a rack file against them);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.
 
@@ -34,7 +35,7 @@ def layer(module: str) -> str | None:
     if parts[0] != "bench":
         return None
     if len(parts) == 1 or parts[1] in ("units", "errors", "ports", "lockdir", "priority",
-                                       "__init__"):
+                                       "safeio", "saferead", "__init__"):
         return "base"
     if parts[1] == "sim":
         return "sim"

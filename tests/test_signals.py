@@ -59,8 +59,8 @@ def _start_run(tmp_path: Path):
     return proc, folder, sims
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path, sig):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_sigterm_sighup_and_ctrl_c_end_the_run_naming_the_signal(tmp_path, sig):
     proc, folder, sims = _start_run(tmp_path)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)

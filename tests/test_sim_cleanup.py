@@ -74,7 +74,7 @@ def test_served_rack_removes_its_temp_folder_on_a_signal(tmp_path, tmpdir_env, m
 
 def test_served_rack_removes_its_temp_folder_after_an_error(tmp_path, tmpdir_env, monkeypatch):
     rack = small_rack(tmp_path / "rack.toml", monkeypatch)
-    (tmp_path / "out" / "rack.toml.part").mkdir(parents=True)   # fails once the emulators are up
+    (tmp_path / "out" / "rack.toml").mkdir(parents=True)   # fails once the emulators are up
     proc = serve(rack, tmp_path / "out")
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "IsADirectoryError" in out, out

@@ -98,8 +98,9 @@ def _say(line: str, quiet: bool) -> None:
 def _new_fleet(fleet: FleetConfig, fleet_text: str, out: Path) -> tuple[Path, dict]:
     """The fleet folder with its fleet.toml and first fleet.json; the manifest as written."""
     fleet_dir = out / new_run_id(f"fleet-{fleet.name}")
-    fleet_dir.mkdir(parents=True)
-    (fleet_dir / "fleet.toml").write_text(fleet_text)
+    from bench import safeio
+    with safeio.Folder.open(out, create=True) as top, top.new_sub(fleet_dir.name) as d:
+        d.write_text("fleet.toml", fleet_text)
     manifest = {"fleet": fleet.name, "fleet_id": fleet_dir.name, "fleet_file": fleet.source,
                 "status": "starting", "versions": {**provenance.versions(), "ray": None},
                 "git": provenance.git_revision(), "host": provenance.host(), "argv": sys.argv,

@@ -10,10 +10,10 @@ folder (or, from a remote bench host, the run's tarball and its manifest and sum
 """
 from __future__ import annotations
 
-import json
 import tarfile
 from pathlib import Path
 
+from bench import safeio, saferead
 from bench.model.documents import Manifest
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
@@ -53,6 +53,7 @@ def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
 
 def unpack_members(tar_path: Path, into: Path, names=UNPACKED) -> None:
     """Unpack `names` of the run folder in `tar_path` (all when names is None) into `into`."""
+    safeio.make_folder(into.parent)
     with tarfile.open(tar_path, "r:gz") as tar:
         members = [m for m in tar.getmembers()
                    if names is None or m.name.split("/", 1)[-1] in names]
@@ -70,8 +71,7 @@ def ensure_unpacked(run_dir: Path) -> Path:
 def gather(fleet_dir: Path, result: dict) -> dict:
     """Write what the task returned into the fleet folder; the rack's record for fleet.json."""
     rd = rack_dir(fleet_dir, result["rack"])
-    rd.mkdir(parents=True, exist_ok=True)
-    (rd / "run.log").write_text(result.get("log") or "")
+    safeio.write_text(rd / "run.log", result.get("log") or "")
     record = {k: result.get(k) for k in ("host", "node_id", "pid", "transfer", "started_ns",
                                          "stopped_ns", "duration_s", "exit_status")}
     run_id = result.get("run_id")
@@ -80,11 +80,11 @@ def gather(fleet_dir: Path, result: dict) -> dict:
         run_dir = rd / run_id
         if result.get("tarball") is not None:
             tar_path = rd / f"{run_id}.tar.gz"
-            tar_path.write_bytes(result["tarball"])
+            safeio.write_bytes(tar_path, result["tarball"])
             unpack_members(tar_path, run_dir)
             record["tarball"] = str(tar_path.relative_to(fleet_dir))
         if (run_dir / "manifest.json").exists():
-            manifest = Manifest.of(json.loads((run_dir / "manifest.json").read_text()))
+            manifest = Manifest.of(saferead.load_object(run_dir / "manifest.json"))
         record["run_folder"] = str(run_dir.relative_to(fleet_dir))
     record["status"] = rack_status(result, manifest)
     record["error"] = last_error(result, manifest)
@@ -99,4 +99,4 @@ def load_fleet_manifest(fleet_dir: Path) -> dict:
     p = Path(fleet_dir) / FLEET_MANIFEST
     if not p.exists():
         raise FileNotFoundError(f"{fleet_dir} is not a fleet folder (no {FLEET_MANIFEST})")
-    return json.loads(p.read_text())
+    return saferead.load_object(p)

@@ -223,9 +223,8 @@ def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | 
     doc = (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{esc(title)}"
            f"</title><style>{CSS}</style></head><body><h1>{esc(title)}</h1>"
            + "\n".join(parts) + "</body></html>\n")
-    out = fleet.path / "fleet.html"
-    out.write_text(doc, encoding="utf-8")
-    return out
+    from bench import safeio
+    return safeio.write_text(fleet.path / "fleet.html", doc)
 
 
 def as_dict(fleet: Fleet, ds: list[Distribution], verdicts=None) -> dict:
@@ -242,4 +241,5 @@ def as_dict(fleet: Fleet, ds: list[Distribution], verdicts=None) -> dict:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    from bench import safeio
+    safeio.write_text(path, json.dumps(data, indent=1, default=str) + "\n")

@@ -20,6 +20,7 @@ import time
 import traceback
 from pathlib import Path
 
+from bench import safeio
 from bench.fleet.config import RackEntry
 
 LOG_TAIL = 4000        # characters of the run's own output kept in the result
@@ -40,8 +41,7 @@ def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> di
         transfer = "folder" if node == driver_node else "tarball"
     scratch = None
     if transfer == "folder":
-        out = Path(rack_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        out = safeio.make_folder(rack_dir)
     else:
         scratch = Path(tempfile.mkdtemp(prefix=f"rackclock-fleet-{entry.name}-"))
         out = scratch

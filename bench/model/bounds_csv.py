@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,8 +75,5 @@ def write_bounds_csv(folder: str | Path, summary: Mapping[str, Any]) -> Path:
     w = csv.DictWriter(buf, COLUMNS, restval="", lineterminator="\n")
     w.writeheader()
     w.writerows(rows(summary))
-    path = Path(folder) / FILE
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(buf.getvalue())
-    os.replace(tmp, path)
-    return path
+    from bench import safeio
+    return safeio.write_text(Path(folder) / FILE, buf.getvalue())

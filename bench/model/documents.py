@@ -17,7 +17,6 @@ read back.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -944,12 +943,12 @@ def load_events(path: str | Path) -> list[Event]:
     p = Path(path)
     if not p.exists():
         return []
+    from bench import saferead
     out = []
-    with open(p, newline="") as f:
-        for row in csv.DictReader(f):
-            t = _int(row.get("t_ns"), None)
-            if t is None or row.get("message") is None:
-                continue
-            out.append(Event(t, row.get("device") or "", row.get("level") or "",
-                             row.get("kind") or "", row.get("message") or ""))
+    for row in saferead.csv_rows(p):
+        t = _int(row.get("t_ns"), None)
+        if t is None or row.get("message") is None:
+            continue
+        out.append(Event(t, row.get("device") or "", row.get("level") or "",
+                         row.get("kind") or "", row.get("message") or ""))
     return out

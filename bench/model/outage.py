@@ -12,11 +12,12 @@ stream: memory holds one int64 per usable read.
 """
 from __future__ import annotations
 
-import csv
 from array import array
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from bench import saferead
 
 NS = 1_000_000_000
 
@@ -29,12 +30,11 @@ GAP_PERIODS = 3                # ... and so are those under 3 of its read period
 def _usable_reads(path: Path) -> array[int]:
     times = array("q")
     try:
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                if (row.get("kind") == "read" and row.get("status") == "ok"
-                        and row.get("value_ns") and (row.get("s_ns") or "").lstrip("-").isdigit()):
-                    times.append(int(row["s_ns"]))
-    except (OSError, csv.Error, OverflowError):
+        for row in saferead.csv_rows(path):
+            if (row.get("kind") == "read" and row.get("status") == "ok"
+                    and row.get("value_ns") and (row.get("s_ns") or "").lstrip("-").isdigit()):
+                times.append(int(row["s_ns"]))
+    except (OSError, saferead.FileFault, OverflowError):
         pass                               # what was read counts; the rest is silence
     return times
 

@@ -56,12 +56,11 @@ def parse_allowance(text: str | None) -> int | None:
 
 def check_out(out: Path) -> None:
     """The folder for run folders must be (or be made) a folder a file can be written in."""
-    import tempfile
+    from bench import safeio
 
     try:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
+        with safeio.Folder.open(out, create=True) as d:     # UnsafeFolder: another user's
+            d.check_writable()
     except OSError as exc:
         raise InventoryError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
 

@@ -1,8 +1,6 @@
 """Load a run folder back: the public API for reports, notebooks and comparisons."""
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bench import saferead
 from bench.errors import RackclockError
 from bench.model.documents import Event, Manifest, Summary, Truth, load_events
 from bench.model.statuses import ErrorKind, RowStatus
@@ -34,6 +33,7 @@ class Samples:
     stamp: list[str]
     status: list[str]
     raw: list[str]
+    bad_rows: int = 0             # lines skipped: cut short, garbage, NUL bytes, over-long
 
     def __len__(self) -> int:
         return len(self.seq)
@@ -81,38 +81,41 @@ def _int(x: str | None) -> int:
 
 
 def load_samples(path: str | Path) -> Samples:
-    """Read samples/<device>.csv; a truncated last line (a run that died) is skipped. A row whose
+    """Read samples/<device>.csv, streamed (bench.saferead); a line that is no row (cut short by
+    a run that died, garbage, NUL bytes) is skipped and counted (`bad_rows`). A row whose
     value lies outside int64 ns (a stamp in year 1 or 9999) is kept as a malformed row with its
     raw text: it costs only itself, never the device's other rows."""
     cols: dict[str, list[Any]] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
                                              "has_value", "resolution_ns", "stamp", "status", "raw")}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("status") in (None, "") or None in row.values():
-                continue                       # a line cut short by a run that died
-            try:
-                seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
-                v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
-            except (TypeError, ValueError, KeyError):
-                continue
+    count = saferead.LineCount()
+    for row in saferead.csv_rows(path, count):
+        try:
+            if not row.get("status"):
+                raise ValueError("no status")     # a line cut short by a run that died
+            seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
+            v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
             if not all(in_int64(x) for x in (seq, s, e, q)):
-                continue                       # not a row the bench wrote
-            if not in_int64(v):
-                row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
-                row["status"], row["value_ns"], v = ErrorKind.MALFORMED, "", 0
-            cols["seq"].append(seq)
-            cols["s_ns"].append(s)
-            cols["e_ns"].append(e)
-            cols["value_ns"].append(v)
-            cols["has_value"].append(row["value_ns"] not in ("", None))
-            cols["resolution_ns"].append(q)
-            for k in ("kind", "clock", "stamp", "status", "raw"):
-                cols[k].append(row.get(k) or "")
+                raise ValueError("out of range")  # not a row the bench wrote
+        except (TypeError, ValueError, KeyError):
+            count.skipped += 1
+            continue
+        if not in_int64(v):
+            row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
+            row["status"], row["value_ns"], v = ErrorKind.MALFORMED, "", 0
+        cols["seq"].append(seq)
+        cols["s_ns"].append(s)
+        cols["e_ns"].append(e)
+        cols["value_ns"].append(v)
+        cols["has_value"].append(row["value_ns"] not in ("", None))
+        cols["resolution_ns"].append(q)
+        for k in ("kind", "clock", "stamp", "status", "raw"):
+            cols[k].append(row.get(k) or "")
     arr = {k: np.asarray(cols[k], dtype=np.int64) for k in ("seq", "s_ns", "e_ns", "value_ns",
                                                             "resolution_ns")}
     return Samples(arr["seq"], cols["kind"], cols["clock"], arr["s_ns"], arr["e_ns"],
                    arr["value_ns"], np.asarray(cols["has_value"], dtype=bool),
-                   arr["resolution_ns"], cols["stamp"], cols["status"], cols["raw"])
+                   arr["resolution_ns"], cols["stamp"], cols["status"], cols["raw"],
+                   count.skipped)
 
 
 @dataclass(frozen=True)
@@ -157,18 +160,12 @@ class RunFolderError(RackclockError, ValueError):
 
 
 def read_json(p: Path) -> Any:
-    """A run folder's JSON document, or RunFolderError naming it and why."""
+    """A run folder's JSON object (bench.saferead: regular file, capped, no NaN/Infinity), or
+    RunFolderError naming it and why."""
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise RunFolderError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise RunFolderError(f"{p}: not JSON ({exc.msg} at line {exc.lineno} column "
-                             f"{exc.colno})") from None
-    except RecursionError:
-        raise RunFolderError(f"{p}: JSON nested too deeply to read") from None
-    except OSError as exc:
-        raise RunFolderError(f"{p}: {exc.strerror or exc}") from None
+        return saferead.load_object(p)
+    except saferead.FileFault as exc:
+        raise RunFolderError(str(exc)) from None
 
 
 def load_run(path: str | Path) -> Run:
@@ -211,7 +208,7 @@ MEASUREMENTS_FILE = "measurements.json"
 def load_measurements(path: str | Path) -> list[dict[str, Any]]:
     """measurements.json of a run folder (empty list when the run recorded none)."""
     p = Path(path) / MEASUREMENTS_FILE
-    return json.loads(p.read_text()).get("measurements", []) if p.exists() else []
+    return read_json(p).get("measurements", []) if p.exists() else []
 
 
 def bound_from_manifest(manifest: Mapping[str, Any]) -> int:

@@ -65,6 +65,10 @@ class Redact(logging.Filter):
 
 
 class _FileHandler(logging.FileHandler):
+    def _open(self):  # type: ignore[no-untyped-def]
+        from bench import safeio
+        return safeio.append_text(self.baseFilename, self.encoding or "utf-8")
+
     def handleError(self, record: logging.LogRecord) -> None:
         pass                # a full disk is the store's to report (DiskFull), once
 

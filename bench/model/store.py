@@ -6,7 +6,7 @@ keeps everything it measured. Layout and columns: results/README.md.
 from __future__ import annotations
 
 import csv
-import json
+import io
 import logging
 import os
 import re
@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import safeio, saferead
 from bench.errors import RackclockError
 from bench.model.provenance import redact, redact_text
 from bench.model.runlog import RUN_LOG, Redact, RunLog
@@ -35,15 +36,9 @@ def new_run_id(experiment: str) -> str:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically: a reader never sees half a file, and a failed write (disk full) leaves
-    no `.part` behind."""
-    tmp = path.with_name(path.name + ".part")
-    try:
-        tmp.write_text(json.dumps(data, indent=1, default=str))
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write atomically (bench.safeio): a reader never sees half a file, and a failed write
+    (disk full) leaves no `.part` behind."""
+    safeio.write_json(path, data)
 
 
 LIBRARY_LOGGERS = ("pymodbus", "pysnmp", "asyncio", "aiohttp", "redfish", "serial")
@@ -62,7 +57,11 @@ def route_library_logs(path: Path) -> logging.Handler:
     the run folder's library.log (at most 2 x 10 MB), not into the progress display."""
     from logging.handlers import RotatingFileHandler
 
-    h = RotatingFileHandler(path, maxBytes=10 << 20, backupCount=1, delay=True)
+    class _Handler(RotatingFileHandler):
+        def _open(self):  # type: ignore[no-untyped-def]
+            return safeio.append_text(self.baseFilename, self.encoding or "utf-8")
+
+    h = _Handler(path, maxBytes=10 << 20, backupCount=1, delay=True, encoding="utf-8")
     h.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     h.addFilter(_Shorten())
     for name in LIBRARY_LOGGERS:
@@ -76,21 +75,34 @@ class DiskFull(RackclockError, OSError):
     """The run folder's file system is full (or failing): what was written is kept."""
 
 
+class _Nowhere(io.StringIO):
+    """Rows of a device whose file could not be opened: dropped, memory not kept."""
+
+    def write(self, s: str) -> int:
+        return len(s)
+
+
 class SampleWriter:
     """Appends rows to samples/<device>.csv, flushing each; safe to call from one thread.
     A failed write (disk full) is reported to `on_error` once; later rows are dropped."""
 
-    def __init__(self, path: Path, on_error: Callable[[OSError], None] | None = None):
+    def __init__(self, path: Path, on_error: Callable[[OSError], None] | None = None,
+                 devnull: bool = False):
         self.path = path
         self.on_error = on_error
         self.failed = False
         self.seq = 0
+        if devnull:
+            self._f: Any = _Nowhere()
+            self._w = csv.writer(self._f)
+            return
         new = not path.exists()
-        self.seq = 0
         if not new:          # a second writer of the same device (the lab, then the loop) goes on
-            with open(path, "rb") as f:
-                self.seq = max(0, sum(1 for _ in f) - 1)
-        self._f = open(path, "a", newline="")
+            try:
+                self.seq = max(0, sum(1 for _ in saferead.csv_lines(path)) - 1)
+            except saferead.FileFault as exc:
+                raise safeio.UnsafeFolder(str(exc)) from None
+        self._f = safeio.append_text(path)
         self._w = csv.writer(self._f)
         if new:
             self._guard(lambda: self._put(SAMPLE_COLUMNS))
@@ -139,32 +151,33 @@ class SampleFiles:
             return SampleWriter(self.path / "samples" / f"{device}.csv", self.failed)
         except OSError as exc:
             self.failed(exc)
-            return SampleWriter(Path(os.devnull), lambda e: None)
+            return SampleWriter(Path(os.devnull), lambda e: None, devnull=True)
 
 
 class RunStore(SampleFiles):
     def __init__(self, root: str | Path, run_id: str):
-        Path(root).mkdir(parents=True, exist_ok=True)
+        top = safeio.Folder.open(root, create=True)     # UnsafeFolder: another user's folder
         for n in range(1, 1000):          # two runs started within one second get -2, -3...
             self.run_id = run_id if n == 1 else f"{run_id}-{n}"
             self.path = Path(root) / self.run_id
             try:
-                self.path.mkdir()
+                self.dir = top.new_sub(self.run_id)
                 break
             except FileExistsError:
                 continue
+        top.close()
         self.manifest: dict[str, Any] = {}
         self.full: OSError | None = None     # the first failed write (disk full)
         self._closed = False
         self._reserve = self.path / RESERVE
         try:                  # first, freed when the disk fills, so the manifest can still say so
-            self._reserve.write_bytes(b"\0" * RESERVE_BYTES)
+            self.dir.write_bytes(RESERVE, b"\0" * RESERVE_BYTES)
         except OSError as exc:               # less free than the reserve: the run ends at once
             self.failed(exc)
-        (self.path / "samples").mkdir()
-        (self.path / "plots").mkdir()
+        self.dir.sub("samples").close()
+        self.dir.sub("plots").close()
         self._lock = threading.Lock()
-        self._events = open(self.path / "events.csv", "a", newline="")
+        self._events = self.dir.append_text("events.csv")
         self._ew = csv.writer(self._events)
         try:
             self._ew.writerow(EVENT_COLUMNS)
@@ -179,13 +192,13 @@ class RunStore(SampleFiles):
         """A write failed: remember the first failure and free the reserve for the manifest."""
         if self.full is None:
             self.full = exc
-        self._reserve.unlink(missing_ok=True)
+        self.dir.unlink(RESERVE)
 
     def disk_full(self) -> DiskFull:
         """The one-line error of a full disk, naming the folder."""
         full = self.full
         assert full is not None, "called after a failed write"
-        rows = sum(max(0, sum(1 for _ in open(p, "rb")) - 1)
+        rows = sum(max(0, sum(1 for _ in saferead.csv_lines(p)) - 1)
                    for p in (self.path / "samples").glob("*.csv"))
         return DiskFull(full.errno, f"cannot write in {self.path}: "
                         f"{full.strerror or full}; the {rows} sample rows written "
@@ -214,11 +227,11 @@ class RunStore(SampleFiles):
 
     def _write_manifest(self) -> None:
         try:
-            write_json(self.path / "manifest.json", self.manifest)
+            self.dir.write_json("manifest.json", self.manifest)
         except OSError as exc:
             self.failed(exc)
             try:
-                write_json(self.path / "manifest.json", self.manifest)   # in the freed reserve
+                self.dir.write_json("manifest.json", self.manifest)   # in the freed reserve
             except OSError:          # no reserve left: the last manifest that fitted stays, and
                 pass                 # `summarize` reads the missing reserve as disk_full
 
@@ -250,7 +263,7 @@ class RunStore(SampleFiles):
     def write_summary(self, summary: dict[str, Any]) -> None:
         """summary.json and, beside it, the flat bounds.csv (bench.model.bounds_csv)."""
         from bench.model.bounds_csv import write_bounds_csv
-        write_json(self.path / "summary.json", {"schema": SCHEMA, **summary})
+        self.dir.write_json("summary.json", {"schema": SCHEMA, **summary})
         write_bounds_csv(self.path, summary)
 
     def close(self) -> None:
@@ -262,7 +275,7 @@ class RunStore(SampleFiles):
             self._events.close()
         except OSError:
             pass
-        self._reserve.unlink(missing_ok=True)
+        self.dir.unlink(RESERVE)
         for name in LIBRARY_LOGGERS:
             logging.getLogger(name).removeHandler(self._library_log)
         self._library_log.close()

@@ -24,6 +24,7 @@ from bench.analysis.estimate import (
     wander_allowance_ns_per_s,
 )
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
+from bench.errors import RackclockError
 from bench.model.documents import (
     Assumptions,
     Band,
@@ -517,15 +518,18 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
             continue
         t = (truth or {}).get("devices", {}).get(name)
         try:
-            devices[name] = summarize_device(name, load_samples(p), device_meta(manifest, name),
-                                             uncertainty, t)
+            smp = load_samples(p)
+            devices[name] = summarize_device(name, smp, device_meta(manifest, name), uncertainty, t)
+            if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
+                devices[name]["bad_rows"] = smp.bad_rows
             rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),
                                   manifest.get("probed_until_ns"))
             if rates is not None:            # requests per minute by kind (bench/model/traffic.py)
                 requests[name] = rates
         except Exception as exc:   # one device's odd data must not cost the others their summary
+            why = str(exc) if isinstance(exc, RackclockError) else repr(exc)
             devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.SUMMARY: 1},
-                             "clocks": {}, "first_errors": {ErrorKind.SUMMARY: repr(exc)[:200]}}
+                             "clocks": {}, "first_errors": {ErrorKind.SUMMARY: why[:200]}}
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices,
             **({"unused_devices": unused} if unused else {}),

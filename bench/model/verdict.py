@@ -177,13 +177,13 @@ class Overall:
 def incident_result(path: str | Path) -> dict[str, Any] | None:
     """incident.json's end-to-end result (experiments/incident.py, the default run), or None
     when the run played no cascade; an unreadable file is a result that says so."""
-    import json
     p = Path(path) / "incident.json"
     if not p.exists():
         return None
     try:
-        return dict(json.loads(p.read_text()).get("end_to_end") or {})
-    except (OSError, ValueError, AttributeError) as exc:
+        from bench import saferead
+        return dict(saferead.load_object(p).get("end_to_end") or {})
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
         return {"played": False, "why": f"incident.json unreadable ({exc})"}
 
 

@@ -2,8 +2,6 @@
 the experiment's measurements, the incident result (compact), and one overall verdict, last."""
 from __future__ import annotations
 
-import json
-
 from bench.model.texttable import WIDTH, render, wrap
 from bench.units import fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns, fmt_ns_up
 
@@ -56,8 +54,9 @@ def incident_lines(path, width: int | None = WIDTH) -> list[str]:
     if not p.exists():
         return []
     try:
-        e = json.loads(p.read_text()).get("end_to_end") or {}
-    except (OSError, ValueError) as exc:
+        from bench import saferead
+        e = saferead.load_object(p).get("end_to_end") or {}
+    except (OSError, ValueError, AttributeError) as exc:
         return [f"incident: incident.json unreadable ({exc})"]
     if not e.get("played"):
         return wrap(f"incident: not scored: {e.get('why', '?')}", width)

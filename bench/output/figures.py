@@ -68,8 +68,8 @@ def save(fig, out_dir: Path, stem: str, formats=("png",), tight: bool = True
     """Write the figure in every format; return the files and the PNG bytes (for embedding).
     The PNG is drawn once, into memory, and written from there. `tight`: a tight bounding box
     (the print figures of trend and fleet); the report's figures have fixed margins."""
+    from bench import safeio
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     kw = {"bbox_inches": "tight", "pad_inches": 0.03} if tight else {}
     dpi = DPI if not tight else 200
     paths = []
@@ -77,13 +77,14 @@ def save(fig, out_dir: Path, stem: str, formats=("png",), tight: bool = True
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, **kw)
         png = buf.getvalue()
-        for fmt in formats:
-            p = out_dir / f"{stem}.{fmt}"
-            if fmt == "png":
-                p.write_bytes(png)
-            else:
-                fig.savefig(p, format=fmt, dpi=dpi, **kw)
-            paths.append(p)
+        with safeio.folder(out_dir) as d:
+            for fmt in formats:
+                with d.atomic(f"{stem}.{fmt}") as f:
+                    if fmt == "png":
+                        f.write(png)
+                    else:
+                        fig.savefig(f, format=fmt, dpi=dpi, **kw)
+                paths.append(out_dir / f"{stem}.{fmt}")
     plt.close(fig)
     return paths, png
 

@@ -172,8 +172,13 @@ def fmt_tick(q) -> str:
 def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:
     """One offset figure per device clock with at least one segment; returns the files. A figure
     that fails leaves `offset_<device>_<clock>.error.txt` saying why, and the others are drawn."""
+    from bench import safeio
     out_dir = Path(out_dir or run.path / "plots")
-    out_dir.mkdir(exist_ok=True)
+    with safeio.folder(out_dir) as d:
+        return _offset_plots(run, d, formats)
+
+
+def _offset_plots(run: Run, out, formats) -> list[Path]:
     written = []
     for device, d in run.summary.devices.items():
         for clock, c in d.clocks.items():
@@ -182,11 +187,11 @@ def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> lis
             try:
                 fig = offset_figure(run, device, clock, c, d.plane)
                 for fmt in formats:
-                    p = out_dir / f"offset_{device}_{clock}.{fmt}"
-                    fig.savefig(p)
-                    written.append(p)
+                    with out.atomic(f"offset_{device}_{clock}.{fmt}") as f:
+                        fig.savefig(f, format=fmt)
+                    written.append(out.path / f"offset_{device}_{clock}.{fmt}")
             except Exception as exc:   # one figure that cannot be drawn costs only itself
-                (out_dir / f"offset_{device}_{clock}.error.txt").write_text(f"{exc!r}\n")
+                out.write_text(f"offset_{device}_{clock}.error.txt", f"{exc!r}\n")
             finally:
                 plt.close("all")
     return written

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from bench import safeio
 from bench.model.rundata import load_run
 from bench.output import report_sections as rs
 from bench.output.report_measurements import measurements
@@ -115,6 +116,7 @@ def build_report(path: str | Path, sections=None, formats=("png",), details: boo
     per-clock jitter and stability figures too; `processes`: worker processes drawing sections
     (default: one per core, at most 4)."""
     run = load_run(path)
+    safeio.Folder.open(run.path).close()     # UnsafeFolder before any drawing
     rr = ReportRun(run.path, run.manifest, run.summary, run.truth, formats=tuple(formats),
                    details=details)
     procs = default_processes() if processes is None else processes
@@ -127,5 +129,5 @@ def build_report(path: str | Path, sections=None, formats=("png",), details: boo
            f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
            f"<h1>{esc(title)}</h1>" + "\n".join(parts) + "</body></html>\n")
-    (rr.path / "report.html").write_text(doc, encoding="utf-8")
+    safeio.write_text(rr.path / "report.html", doc)
     return rr

@@ -8,7 +8,6 @@ RUN/plots/ and embed it (base64 PNG, so the HTML needs no network and no other f
 """
 from __future__ import annotations
 
-import csv
 import html
 import math
 from collections.abc import Iterable
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import safeio
 from bench.analysis.arrays import F64
 from bench.analysis.residuals import regular_series, segment_residuals
 from bench.analysis.statuses import BreakKind
@@ -360,8 +360,8 @@ def reference_health(run: Any) -> str | None:
     p = run.path / "reference.csv"
     if not p.exists():
         return None
-    with open(p, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("t_ns")]
+    from bench import saferead
+    rows = [r for r in saferead.csv_rows(p) if (r.get("t_ns") or "").lstrip("-").isdigit()]
     if len(rows) < 2:
         return None
     t0 = run.manifest.started_ns or int(rows[0]["t_ns"])
@@ -451,7 +451,7 @@ def limits(run) -> str | None:
     checks = lim.check_run(run.summary, run.manifest)
     if not checks:
         return None
-    (run.path / "limits.xml").write_text(lim.junit(checks))
+    safeio.write_text(run.path / "limits.xml", lim.junit(checks))
     return ("<h2>Limits</h2>" + table_html(lim.HEAD + ["why"], [r + [c.why] for r, c in
                                                                zip(lim.rows(checks), checks)])
             + note_html(lim.counts_line(checks) + ". Pass: every value the bounds allow meets "

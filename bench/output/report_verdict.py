@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import safeio
 from bench.model.vocabulary import legend_lines
 from bench.output import figures
 from bench.output.report_sections import bound_cells, esc, figure_html, mean_drift_text, note_html, table_html
@@ -46,7 +47,7 @@ def _limits_html(run, checks) -> str:
         return ("<h3>Limits</h3>" + note_html(
             "No limits declared: the rack file's [limits] (offset_within, drift_within_ppm, "
             "latency_max per plane or device) turns these bounds into PASS / FAIL."))
-    (run.path / "limits.xml").write_text(lim.junit(checks))
+    safeio.write_text(run.path / "limits.xml", lim.junit(checks))
     return ("<h3>Limits</h3>" + table_html(lim.HEAD, lim.rows(checks), "limits")
             + note_html(lim.counts_line(checks) + ". Why each is judged so: the Limits table "
                         "in the details below; JUnit: limits.xml."))

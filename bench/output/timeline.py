@@ -8,14 +8,13 @@ bench/output/timeline_files.py, a chunk of rows at a time: memory does not grow 
 of entries."""
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench import safeio
 from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
 from bench.units import directed, fmt_ns_up
@@ -108,7 +107,8 @@ def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
     if len(tl) > len(rows):
         cut += (f"<p>Entries {a}–{a + len(rows) - 1} of {len(tl)} in proven order; all are in "
                 f"timeline.json and timeline.csv.</p>")
-    path.write_text(head + cut + timeline_html(rows, t0) + "</body></html>", encoding="utf-8")
+    with safeio.open_part(path) as f:
+        f.write((head + cut + timeline_html(rows, t0) + "</body></html>").encode("utf-8"))
 
 
 def _span_start(tl: Timeline, first: dict[str, Any] | None) -> int:
@@ -140,16 +140,13 @@ def write_outputs(folder: Path, tl: Timeline, t0: int,
     parts: dict[str, Path] = {}
     try:
         for f, p in paths.items():
-            fd, name = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
-            os.close(fd)
-            parts[f] = Path(name)
+            parts[f] = safeio.new_part(folder, p.name)
         if {"json", "csv", "otel"} & set(parts):
             write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"), first)
         if "html" in parts:
             write_html(tl, parts["html"], t0, first=first)
         for f, tmp in parts.items():
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, paths[f])
+            safeio.commit_part(tmp, paths[f])
     finally:
         for tmp in parts.values():
             tmp.unlink(missing_ok=True)

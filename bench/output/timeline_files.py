@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bench import safeio
 from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, LogTexts, Timeline
 from bench.output.timeline_columns import (
     chunk_texts,
@@ -181,7 +182,7 @@ class OtelSink:
     beside it, appended at the end."""
 
     def __init__(self, path: Path, devices: list[tuple[str, str]]) -> None:
-        self.f = open(path, "wb")
+        self.f = safeio.open_part(path)
         self.f.write(b'{"resourceLogs": [')
         self.devices = devices
         self.first: int | None = None
@@ -240,8 +241,8 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
     the rows, a chunk at a time."""
     voc = Vocabulary(tl)
     with ExitStack() as stack:
-        fj = stack.enter_context(open(json_path, "wb")) if json_path is not None else None
-        fc = stack.enter_context(open(csv_path, "wb")) if csv_path is not None else None
+        fj = stack.enter_context(safeio.open_part(json_path)) if json_path is not None else None
+        fc = stack.enter_context(safeio.open_part(csv_path)) if csv_path is not None else None
         otel = stack.enter_context(closing(OtelSink(otel_path, tl.table.devices))) \
             if otel_path is not None else None
         if fj is not None:

@@ -48,9 +48,9 @@ class HealthMonitor:
     def start(self, first: Health | None = None) -> HealthMonitor:
         """Open the series (`first`, e.g. the run's start snapshot, becomes its first row) and
         start sampling."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from bench import safeio
         new = not self.path.exists() or self.path.stat().st_size == 0
-        f = open(self.path, "a", newline="")
+        f = safeio.append_text(self.path)
         self._file, self._writer = f, csv.writer(f)
         if new:
             self._writer.writerow(COLUMNS)

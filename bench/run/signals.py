@@ -1,5 +1,6 @@
 """SIGTERM and SIGHUP end a run the way Ctrl-C does: the probing stops, what was measured is
-summarised, the simulator is stopped and the manifest says `interrupted`."""
+summarised, the simulator is stopped and the manifest says `interrupted`, with `stopped_by`
+naming the first signal (SIGINT for Ctrl-C)."""
 from __future__ import annotations
 
 import contextlib
@@ -12,7 +13,9 @@ SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 @contextlib.contextmanager
 def interrupt_on_signals(signals=SIGNALS):
     """Within the block, the first of `signals` raises KeyboardInterrupt in the main thread;
-    later ones are ignored while the run closes. Yields the list of signal names received."""
+    later ones are ignored while the run closes. SIGINT (Ctrl-C) is recorded too and raises
+    KeyboardInterrupt each time, as Python's own handler does (a second Ctrl-C cuts the
+    closing summary short). Yields the list of signal names received."""
     received: list[str] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -21,10 +24,12 @@ def interrupt_on_signals(signals=SIGNALS):
     def handler(signum, frame):
         first = not received
         received.append(signal.Signals(signum).name)
-        if first:
+        if first or signum == signal.SIGINT:
             raise KeyboardInterrupt(received[0])
 
-    old = {s: signal.signal(s, handler) for s in signals}
+    watched = (*signals, signal.SIGINT) if signal.getsignal(signal.SIGINT) is \
+        signal.default_int_handler else signals
+    old = {s: signal.signal(s, handler) for s in watched}
     try:
         yield received
     finally:

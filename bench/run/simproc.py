@@ -6,7 +6,6 @@ child ended (a SIGKILLed simulator cannot clean up after itself)."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import signal
@@ -17,7 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench import priority
+from bench import priority, safeio, saferead
 from bench.model.inventory import RackConfig, load_rack
 from bench.sim.serve import ensure_secrets
 
@@ -66,7 +65,7 @@ class SimProcess:
         self._stopped = False
 
     def __enter__(self) -> SimProcess:
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        safeio.make_folder(self.out_dir)
         ensure_secrets(load_rack(self.rack_file))
         env_tmp = os.environ.get("TMPDIR")          # where the child would have put it
         self.tmp = Path(tempfile.mkdtemp(prefix="rackclock-sim-", dir=env_tmp if env_tmp and
@@ -78,7 +77,7 @@ class SimProcess:
             raise
 
     def _start(self) -> SimProcess:
-        with open(self.out_dir / "sim.log", "ab") as log:
+        with safeio.append(self.out_dir / "sim.log") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "bench.sim_cli", "--rack", str(self.rack_file.resolve()),
                  "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
@@ -89,14 +88,14 @@ class SimProcess:
         deadline = time.monotonic() + self.timeout
         while not ready.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                tail = (self.out_dir / "sim.log").read_text(errors="replace")[-2000:]
+                tail = saferead.tail_text(self.out_dir / "sim.log", 2000)
                 raise RuntimeError(f"the simulated rack did not start:\n{tail}")
             time.sleep(0.05)
         self.priority = priority.describe(self.proc.pid)
         self.rack = replace(load_rack(ready), simulated=True,
                             limits=load_rack(self.rack_file).limits)   # [limits]: the rack file's
         failed = self.out_dir / "sim_failed.json"
-        self.failed = json.loads(failed.read_text()) if failed.exists() else {}
+        self.failed = saferead.load_object(failed) if failed.exists() else {}
         return self
 
     def __exit__(self, *exc) -> None:
@@ -124,5 +123,8 @@ class SimProcess:
     def move_truth(self, run_dir: Path) -> Path | None:
         src = self.out_dir / "truth.json"
         if src.exists():
-            return Path(shutil.move(str(src), run_dir / "truth.json"))
+            safeio.write_bytes(run_dir / "truth.json",
+                               saferead.read_bytes(src, saferead.CAPS["truth.json"]))
+            src.unlink()
+            return run_dir / "truth.json"
         return None

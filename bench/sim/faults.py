@@ -166,7 +166,8 @@ async def serve_control(ctx) -> str:
         await server.wait_closed()
 
     ctx.add_cleanup(close)
-    (Path(ctx.out_dir) / CONTROL_FILE).write_text(path.replace("\0", "@", 1))
+    from bench import safeio
+    safeio.write_text(Path(ctx.out_dir) / CONTROL_FILE, path.replace("\0", "@", 1))
     return path
 
 

@@ -19,7 +19,6 @@ setting), `firmware` ("major.minor", the minor in BCD as Get Device ID carries i
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import socket
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import safeio
 from bench.model.inventory import DeviceConfig
 from bench.ports import free_port
 from bench.sim.clock import exact_truth
@@ -66,7 +66,7 @@ class IpmiSim:
         self.port = port or free_port(socket.SOCK_DGRAM)
         self.firmware = firmware
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rackclock-ipmisim-"))
-        self.dir.mkdir(parents=True, exist_ok=True)
+        safeio.make_folder(self.dir)
         self.name = name
         self.proc: subprocess.Popen | None = None
 
@@ -85,12 +85,10 @@ class IpmiSim:
                 "0x9f 0x1291 0xf02 persist_sdr\n"
                 "sel_enable 0x20 1000 0x0a\nmc_enable 0x20\n")
         state = self.dir / "state"
-        state.mkdir(exist_ok=True)
+        safeio.make_folder(state)
         lan_path, cmd_path = self.dir / "lan.conf", self.dir / "cmds.emu"
-        fd = os.open(lan_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(lan)
-        cmd_path.write_text(cmds)
+        safeio.write_text(lan_path, lan, mode=0o600)
+        safeio.write_text(cmd_path, cmds)
         return lan_path, cmd_path, state
 
     def start(self, timeout_s: float = 15.0) -> IpmiSim:
@@ -101,7 +99,7 @@ class IpmiSim:
         """Start the process. It is sent SIGTERM when the thread that spawned it ends: spawn from
         a thread that lives as long as the BMC should (not a pool's worker)."""
         lan, cmds, state = self._files()
-        with open(self.dir / "ipmi_sim.log", "ab") as log:
+        with safeio.append(self.dir / "ipmi_sim.log") as log:
             self.proc = subprocess.Popen([self.exe, "-c", str(lan), "-f", str(cmds), "-n", "-s",
                                           str(state)], stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=log, start_new_session=True,

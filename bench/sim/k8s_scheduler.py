@@ -32,7 +32,6 @@ import asyncio
 import datetime as dt
 import itertools
 import json
-import os
 import uuid
 from email.utils import format_datetime
 
@@ -250,9 +249,8 @@ def write_kubeconfig(path, server: str, ca_file: str | None, token: str, name: s
                                                       if ca_file else {})}}],
            "users": [{"name": f"{name}-user", "user": {"token": token}}],
            "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-user"}}]}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(cfg, f, indent=1)          # JSON is YAML: the client's loader reads it
+    from bench import safeio  # JSON is YAML: the client's loader reads it
+    safeio.write_text(path, json.dumps(cfg, indent=1), mode=0o600)
 
 
 async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:

@@ -16,7 +16,6 @@ import asyncio
 import csv
 import importlib
 import json
-import os
 import shutil
 import tempfile
 import traceback
@@ -41,11 +40,12 @@ class SimContext:
         self.t0_ns = int(t0_ns if t0_ns is not None else now_ns())
         self.seed = int(rack.options.get("seed", 1))
         self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        from bench import safeio
+        safeio.make_folder(self.out_dir)
         self._models: dict[str, dict[str, ClockModel]] = {}
         self.events: dict[str, list[dict]] = defaultdict(list)
         self._cleanups: list[Callable[[], Awaitable[None] | None]] = []
-        self._samples_file = open(self.out_dir / "sim_samples.csv", "a", newline="")
+        self._samples_file = safeio.append_text(self.out_dir / "sim_samples.csv")
         self._samples = csv.writer(self._samples_file)
         self.faults = FaultBoard(self.now_ns, lambda device: self._models.get(device, {}))
         self.workdir = Path(tempfile.mkdtemp(prefix="rackclock-sim-"))   # removed by close()
@@ -147,18 +147,20 @@ def write_rack_toml(rack: RackConfig, path: Path) -> None:
         if d.sim is not None:
             t["sim"] = json.loads(json.dumps(d.sim, default=dict))
         data["devices"][d.name] = t
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_bytes(tomli_w.dumps(data).encode())
-    os.replace(tmp, path)
+    from bench import safeio
+    safeio.write_bytes(path, tomli_w.dumps(data).encode())
 
 
 def read_samples(path: str | Path) -> dict[tuple[str, str], list[tuple[int, int]]]:
     """`sim_samples.csv` back: per (device, clock) the (t_ns, value_ns) of every sample the
     emulators took, in time order."""
     out: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
+    from bench import saferead
+    for r in saferead.csv_rows(path):
+        try:
             out[r["device"], r["clock"]].append((int(r["t_ns"]), int(r["value_ns"])))
+        except (KeyError, ValueError):
+            continue                        # a line the simulator did not finish
     return {k: sorted(v) for k, v in out.items()}
 
 

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import priority
+from bench import priority, safeio
 from bench.model.inventory import RackConfig, load_rack
 from bench.sim import DEFAULT_RACK  # noqa: F401 (re-exported: tests and benchmarks import it here)
 from bench.sim.faults import serve_control
@@ -61,9 +61,8 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
         await serve_control(ctx)             # faults on command (bench/sim/faults.py)
         if realtime:     # at the bench workers' scheduling, once the slow start is over
             say(f"simulator {priority.realtime(lambda w: say(f'simulator {w}'))}")
-        write_rack_toml(resolved, out / "rack.toml.part")
-        (out / "sim_failed.json").write_text(json.dumps(failed, indent=1))
-        os.replace(out / "rack.toml.part", out / "rack.toml")
+        safeio.write_text(out / "sim_failed.json", json.dumps(failed, indent=1))
+        write_rack_toml(resolved, out / "rack.toml")      # last: its presence says "serving"
         say(f"simulated rack {rack.name!r} serving {len(resolved.devices)} devices; "
             f"resolved rack file: {out / 'rack.toml'}")
         for name, why in failed.items():
@@ -75,7 +74,5 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
     finally:
         truth = ctx.truth()
         await ctx.close()
-        tmp = out / "truth.json.part"
-        tmp.write_text(json.dumps(truth))
-        os.replace(tmp, out / "truth.json")
+        safeio.write_text(out / "truth.json", json.dumps(truth))
     return 0

@@ -13,6 +13,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from bench import safeio
 from bench.model.inventory import RackConfig
 from bench.sim.faults import Fault
 from bench.sim.rack import SimContext, start_rack
@@ -72,7 +73,7 @@ class SimRackThread:
         if self.ctx is not None and self.truth is None:
             self.truth = self.ctx.truth()
             self.call(self.ctx.close())
-            (self.out_dir / "truth.json").write_text(json.dumps(self.truth))
+            safeio.write_text(self.out_dir / "truth.json", json.dumps(self.truth))
         if self.thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,10 +89,8 @@ def make_certificates(workdir: Path, prefix: str = "sim",
 
 def _private(path: Path, data: bytes) -> None:
     """A new file, 0600 from its creation (O_EXCL, O_NOFOLLOW: never another's file followed)."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    from bench import safeio
+    safeio.write_bytes(path, data, mode=0o600)
 
 
 def server_context(files: CertFiles) -> ssl.SSLContext:

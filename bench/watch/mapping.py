@@ -8,7 +8,6 @@ where it came from: the day folder, or `live`.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -106,8 +105,9 @@ class DayFits:
 def day_index(path: Path) -> tuple[int, int, dict]:
     """A closed day's span (started_ns, ended_ns) and per (device, clock) its segments' offset
     points and modulus, from its manifest and summary (a few numbers a day, kept)."""
-    summary = json.loads((Path(path) / "summary.json").read_text())
-    man = json.loads((Path(path) / "manifest.json").read_text())
+    from bench import saferead
+    summary = saferead.load_object(Path(path) / "summary.json")
+    man = saferead.load_object(Path(path) / "manifest.json")
     lo, hi = int(man["started_ns"]), int(man.get("ended_ns") or man["started_ns"])
     out = {}
     for dn, d in (summary.get("devices") or {}).items():

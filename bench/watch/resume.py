@@ -5,10 +5,10 @@ process is gone (a killed watch) is summarised and marked `killed` first (`rackc
 summarize`'s own rule)."""
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
+from bench import saferead
 from bench.model.rundata import load_samples
 from bench.watch.estimator import WINDOW
 
@@ -19,7 +19,7 @@ def last_day(out: Path, rack_file: str) -> Path | None:
     days = []
     for m in Path(out).glob("*-watch*/manifest.json"):
         try:
-            man = json.loads(m.read_text())
+            man = saferead.load_object(m)
         except (OSError, ValueError):
             continue
         if man.get("experiment") == "watch" and man.get("rack_file") == rack_file:
@@ -33,7 +33,7 @@ def resume(out: Path, rack_file: str, state) -> dict[str, int]:
     day = last_day(out, rack_file)
     if day is None:
         return {}
-    man = json.loads((day / "manifest.json").read_text())
+    man = saferead.load_object(day / "manifest.json")
     if man.get("status") == "running" and not _alive(man.get("pid")):
         try:
             rebuild_summary(day)

@@ -9,7 +9,6 @@ written twice), and returns the closed day for summarising.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -81,9 +80,10 @@ def summarize_day(path: Path) -> str | None:
 
 def write_day_summary(path: Path) -> None:
     """In the child: the day's summary, against the simulator's truth where it has one."""
-    man = json.loads((path / "manifest.json").read_text())
+    from bench import saferead
+    man = saferead.load_object(path / "manifest.json")
     t = path / "truth.json"
-    summary = summarize_run(path, man, json.loads(t.read_text()) if t.exists() else None)
+    summary = summarize_run(path, man, saferead.load_object(t) if t.exists() else None)
     write_json(path / "summary.json", {"schema": SCHEMA, **summary})
 
 
