@@ -14,11 +14,15 @@ from prometheus_client.registry import CollectorRegistry
 
 from bench.analysis.statuses import BreakKind
 from bench.model.statuses import ErrorKind
+from bench.watch.state import MEASURED_NS
 
 NS = 1e9
 GRADES = ("ok", "warn", "unverified", "fail")
 STATUSES = ("proven", "assumed", "undecided")
 PFX = "rackclock_"
+ERROR_KINDS = {str(k) for k in ErrorKind if k not in (ErrorKind.NOT_STARTED, ErrorKind.SUMMARY)}
+WORKER_STATES = ("starting", "connecting", "unreachable", "measuring", "reconnecting", "failed",
+                 "stopped", "hung", "done")
 
 
 def _g(name, doc, labels):
@@ -36,6 +40,7 @@ class WatchCollector:
     def collect(self):
         yield from self._clocks()
         yield from self._devices()
+        yield from self._health()
         yield from self._reference()
 
     def _clocks(self):
@@ -85,16 +90,42 @@ class WatchCollector:
         req = _c("device_requests", "exchanges with the device (every sample row)", L)
         rpm = _g("device_requests_per_minute", "exchanges in the last 60 s (politeness)", L)
         err = _c("device_errors", "failed exchanges by error class", L + ["kind"])
-        devices = list(self.state.devices.items())
-        for dn, d in devices:
-            req.add_metric([dn, d.plane], d.rows)
-            rpm.add_metric([dn, d.plane], self.state.requests_last_minute(d))
+        reads = _c("device_reads", "good clock reads of the device", L)
+        age = _g("device_last_read_age_seconds", "reference time since the device's last good "
+                 "read (since the watch began to probe it, when it never gave one)", L)
+        up = _g("device_up", "1 when the device gave a good read within the last 5 minutes", L)
+        st = _g("device_state", "the device's worker state (1 for the current one)",
+                L + ["state"])
+        now = self.state.now_ns()
+        states = self.state.states()
+        for dn, d in list(self.state.devices.items()):
+            lab = [dn, d.plane]
+            rpm.add_metric(lab, self.state.requests_last_minute(d))
             with self.state.lock:
-                kinds = set(d.errors) | {str(k) for k in (ErrorKind.TIMEOUT,
-                                                          ErrorKind.UNREACHABLE)}
-                for k in sorted(kinds):
-                    err.add_metric([dn, d.plane, k], d.errors.get(k, 0))
-        yield from (req, rpm, err)
+                req.add_metric(lab, d.rows)
+                reads.add_metric(lab, d.reads)
+                for k in sorted(set(d.errors) | ERROR_KINDS):
+                    err.add_metric(lab + [k], d.errors.get(k, 0))
+                last = d.last_read_ns if d.last_read_ns is not None else d.declared_ns
+                age.add_metric(lab, max(0, now - last) / NS)
+                up.add_metric(lab, 1.0 if d.last_read_ns is not None
+                              and now - d.last_read_ns <= MEASURED_NS else 0.0)
+            cur = states.get(dn, "removed")
+            for s in sorted(set(WORKER_STATES) | {cur}):
+                st.add_metric(lab + [s], 1.0 if s == cur else 0.0)
+        yield from (req, rpm, err, reads, age, up, st)
+
+    def _health(self):
+        declared, measured = self.state.measured()
+        g = _g("watch_devices_declared", "devices of the rack file the watch probes", [])
+        g.add_metric([], len(declared))
+        m = _g("watch_devices_measured", "devices with a good read within the last 5 minutes",
+               [])
+        m.add_metric([], len(measured))
+        h = _g("watch_healthy", "1 when every declared device is measured (and there is one)",
+               [])
+        h.add_metric([], 1.0 if declared and len(measured) == len(declared) else 0.0)
+        yield from (g, m, h)
 
     def _reference(self):
         h = self.state.reference

@@ -42,7 +42,16 @@ class Server:
         return web.Response(body=body, headers={"Content-Type": ctype})
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "devices": self.mapper.known()})
+        """200 when every declared device gave a good read lately, else 503 naming the others
+        (a watch measuring nothing, or fewer devices than its rack file declares, is not ok)."""
+        st = self.mapper.state
+        if st is None:
+            return web.json_response({"ok": True, "devices": {}})
+        declared, measured = st.measured()
+        ok = bool(declared) and len(measured) == len(declared)
+        return web.json_response({"ok": ok, "declared": len(declared), "measured": len(measured),
+                                  "not_measured": sorted(set(declared) - set(measured)),
+                                  "devices": self.mapper.known()}, status=200 if ok else 503)
 
     async def map_one(self, request: web.Request) -> web.Response:
         try:

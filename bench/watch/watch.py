@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -19,13 +20,13 @@ from pathlib import Path
 
 from bench.model.inventory import InventoryError
 from bench.model.rackfile import check_out
-from bench.model.racklock import rack_lock
+from bench.model.racklock import RackBusy, rack_lock
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 from bench.watch.alerts import Alerts
 from bench.watch.mapping import Mapper
 from bench.watch.metrics import registry
-from bench.watch.resume import resume
+from bench.watch.resume import killed_days, resume, save_breaks, summarize_killed
 from bench.watch.rolling import Day, RollingStore, day_manifest
 from bench.watch.server import Server
 from bench.watch.state import WatchState
@@ -74,16 +75,19 @@ class Watch:
         self.stopped_by: str | None = None
         self.closed: list[Path] = []
         self._state_lock = threading.Lock()
+        self._summarizing: threading.Thread | None = None
         self.plan = watch_plan()
         self.devices = [polite(d, opts.rates) for d in rack.devices]
+        self.state.declare([(d.name, d.plane) for d in self.devices])
         self.base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"),
                                  {"watch": {"roll_every_s": opts.roll_every_s}})
-        self.resumed = resume(opts.out, self.base["rack_file"], self.state)
+        self.resumed: dict[str, int] = {}
         self.store = RollingStore(self.state, self._new_day)
         self.alerts = Alerts(self.store.journal, rack.limits)
         self.alerts.reference(health)
         self.sup = Supervisor(reference.now_ns, self.store, self.plan,
                               int(rack.options.get("seed", 0)))
+        self.state.states = self.sup.states
         self.mapper = Mapper(self.state, lambda: list(self.closed))
         self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
 
@@ -107,10 +111,22 @@ class Watch:
                 "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
                 "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
 
+    def resume(self) -> None:
+        """The clocks' latest reads from the day folders (before the devices are probed); a
+        killed watch's last day summarised by a child meanwhile."""
+        rack_file = self.base["rack_file"]
+        killed = killed_days(self.opts.out, rack_file)
+        self.resumed = resume(self.opts.out, rack_file, self.state,
+                              {d.name for d in self.devices})
+        if killed:
+            self._summarizing = threading.Thread(target=summarize_killed, args=(killed,),
+                                                 name="watch-summarize-killed", daemon=True)
+            self._summarizing.start()
+
     def run(self) -> int:
         for d, n in self.resumed.items():
             self.store.journal(d, "info", "resume", f"{n} reads of the current segments "
-                                                    f"resumed from the last day folder")
+                                                    f"resumed from the day folders")
         self.sup.apply(self.devices)
         self.write_state()
         log.info("watch: %d devices, serving %s, day %s", len(self.devices), self.url(),
@@ -139,12 +155,17 @@ class Watch:
             h = mon.samples[-1]
             self.state.set_reference(h)
             self.alerts.reference(h)
+        said = False
         for device, clock, c in self.state.due():
             if self.stop.is_set():
-                return
-            self.alerts.breaks(device, clock, self.state.refit(device, clock, c))
+                break
+            new = self.state.refit(device, clock, c)
+            said = said or bool(new)
+            self.alerts.breaks(device, clock, new)
             self.alerts.crossed(device, clock, c)
             self.alerts.stuck(device, clock, c)
+        if said:                        # a restarted watch does not say these again
+            save_breaks(self.opts.out, self.state.breaks_said())
         self.sup.trim()
 
     def _roll(self) -> None:
@@ -177,6 +198,7 @@ class Watch:
         for n in removed:
             if n not in added:
                 self.state.forget(n)
+        self.state.declare([(d.name, d.plane) for d in self.devices])
         self.store.journal("", "info", "reload", f"added or changed {sorted(added)}, "
                                                  f"removed {sorted(set(removed) - set(added))}")
         self.write_state()
@@ -191,7 +213,7 @@ class Watch:
         self.server.stop()
         truth = self._truth if self.sim is not None else None
         for t in threading.enumerate():
-            if t.name == "watch-close-day":
+            if t.name in ("watch-close-day", "watch-summarize-killed"):
                 t.join(600)
         day = self.store.day
         self.closed.append(day.close(self.sup.records() or {}, RunStatus.INTERRUPTED
@@ -228,11 +250,14 @@ def watch(opts: Options, say=lambda text: None) -> int:
     rack = load_checked(path)
     check_out(opts.out)
     with contextlib.ExitStack() as stack:
+        hold_out(stack, opts.out)
         if not rack.simulated and rack.source:
             stack.enter_context(rack_lock(rack.source, wait_s=0, what="rackclock watch"))
         sim = None
         if rack.simulated:
-            sim = stack.enter_context(SimProcess(Path(rack.source or path), opts.out / "watch-sim"))
+            sim_dir = opts.out / "watch-sim"
+            shutil.rmtree(sim_dir, ignore_errors=True)     # an earlier watch's files: never waited on
+            sim = stack.enter_context(SimProcess(Path(rack.source or path), sim_dir))
             if sim.rack is None:
                 raise RuntimeError("the simulated rack started without its rack file")
             rack = sim.rack
@@ -246,4 +271,20 @@ def watch(opts: Options, say=lambda text: None) -> int:
         stack.callback(w.server.stop)
         say(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
             f"mapping {w.url()}/v1/map; day folders in {opts.out}")
+        w.resume()
         return w.run()
+
+
+def hold_out(stack: contextlib.ExitStack, out: Path) -> None:
+    """One watch per --out (its day folders, watch.json and watch-sim are that watch's own): a
+    second is refused at once, in one line naming the holder."""
+    lock = rack_lock(Path(out).resolve() / STATE_FILE, wait_s=0,
+                     what=f"rackclock watch --out {out}")
+    try:
+        stack.enter_context(lock)
+    except RackBusy as exc:
+        text = str(exc)
+        if "in use by another session (" not in text:
+            raise
+        holder = text.split("in use by another session (", 1)[1].rsplit("); waited", 1)[0]
+        raise RackBusy(f"--out {out} is watched by another watch ({holder})") from None
