@@ -9,6 +9,7 @@ where it came from: the day folder, or `live`.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -21,13 +22,18 @@ import numpy as np
 from bench.analysis.timeline_map import calibrations, describe, map_stamps
 from bench.errors import RackclockError
 from bench.model.logformats import ISO, Context, Unparsed, iso_stamp
+from bench.watch.estimator import bound_now
 
 DAYS_CACHED = 2          # closed days whose fits are kept in memory (each a day of segments)
 NEAR_NS = 3600 * 10**9   # a day is asked only when its summary puts the stamp this near its span
 
 
 class MapError(RackclockError, ValueError):
-    """A request the mapping cannot answer (unknown device or clock, a bad stamp)."""
+    """A request the mapping cannot answer (a bad stamp, a clock not fitted): 400."""
+
+
+class UnknownDevice(MapError):
+    """A device or clock the watch does not know: 404."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,31 @@ class Mapper:
         meta = {"wander_ppm": window.meta.wander_ppm}
         cals = calibrations([("live", window.result(fit), meta)])
         return cals, window.meta.counter
+
+    def now(self, device: str, clock: str) -> dict:
+        """The clock's offset bound at this instant (integers, ns; the epoch's bound beside it)."""
+        if self.state is None:
+            raise MapError("no live watch: the offset now is a running watch's")
+        with self.state.lock:
+            d = self.state.devices.get(device)
+            if d is None:
+                raise UnknownDevice(f"device {device!r} is not watched")
+            c = d.clocks.get(clock)
+            b = dict(c.bounds) if c is not None and c.bounds else None
+            counter = bool(c.window.meta.counter) if c is not None else False
+        if c is None:
+            raise UnknownDevice(f"{device} has no clock {clock!r} (it has {sorted(d.clocks)})")
+        if b is None:
+            raise MapError(f"{device} {clock}: not fitted yet (fewer than two good reads)")
+        at = self.state.now_ns()
+        lo, hi = bound_now(b, at)
+        return {"device": device, "clock": clock, "at_ns": at, "lo_ns": lo, "hi_ns": hi,
+                "status": b["offset_status"], "counter": counter,
+                "epoch_ns": b["epoch_ns"], "epoch_lo_ns": math.floor(b["offset_lo_ns"]),
+                "epoch_hi_ns": math.ceil(b["offset_hi_ns"]),
+                "model": f"the bound at the last read ({b['at_ns']} ns) widened at "
+                         f"±{b['rate_ppm']:g} ppm since: holds while the clock's rate stays "
+                         f"within that and it does not step"}
 
     def known(self) -> dict:
         """{device: [clock, ...]} the live state knows."""

@@ -14,6 +14,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from bench.analysis.statuses import BreakKind
 from bench.model.statuses import ErrorKind
+from bench.watch.estimator import bound_now
 from bench.watch.state import MEASURED_NS
 
 NS = 1e9
@@ -60,6 +61,7 @@ class WatchCollector:
                  L + ["measure"])
         reads = _c("clock_reads", "good reads of the clock", L)
         now = self.state.now_ns()
+        fam = self._now_families(L)
         with self.state.lock:
             for dn, d in self.state.devices.items():
                 for cn, c in d.clocks.items():
@@ -77,13 +79,44 @@ class WatchCollector:
                         continue
                     lo.add_metric(lab, b["offset_lo_ns"] / NS)
                     hi.add_metric(lab, b["offset_hi_ns"] / NS)
+                    self._add_now(fam, lab, b, now, c.window.meta.counter)
                     for s in STATUSES:
                         st.add_metric(lab + [s], 1.0 if b["offset_status"] == s else 0.0)
                     dl.add_metric(lab, b["drift_lo_ppm"] * 1e-6)
                     dh.add_metric(lab, b["drift_hi_ppm"] * 1e-6)
                     if b["mean_drift_ppm"] is not None:
                         md.add_metric(lab, b["mean_drift_ppm"] * 1e-6)
-        yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads)
+        yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads, *fam.values())
+
+    @staticmethod
+    def _now_families(L: list[str]) -> dict:
+        return {
+            "epoch": _g("clock_epoch_timestamp_seconds", "the reference instant (Unix time) at "
+                        "which rackclock_clock_offset_lo/hi_seconds hold", L),
+            "now_lo": _g("clock_offset_now_lo_seconds", "lower bound of device clock minus "
+                         "reference at this scrape: the bound at the last read widened by the "
+                         "model's rate bound (ClockBound's clock error bound)", L),
+            "now_hi": _g("clock_offset_now_hi_seconds", "upper bound of the offset at this "
+                         "scrape", L),
+            "zero_s": _g("clock_zero_seconds", "a counter clock's zero instant (Unix time) "
+                         "at this scrape, whole seconds of its bound's end (exact)",
+                         L + ["bound"]),
+            "zero_ns": _g("clock_zero_nanoseconds", "the nanoseconds (0-999999999) beyond "
+                          "rackclock_clock_zero_seconds", L + ["bound"])}
+
+    @staticmethod
+    def _add_now(fam: dict, lab: list, b: dict, now: int, counter: bool) -> None:
+        """The bound now; a counter's zero instant as seconds and nanoseconds apart (its offset,
+        about -1.8e9 s, has float64 steps of 238 ns)."""
+        n_lo, n_hi = bound_now(b, now)
+        fam["epoch"].add_metric(lab, b["epoch_ns"] / NS)
+        fam["now_lo"].add_metric(lab, n_lo / NS)
+        fam["now_hi"].add_metric(lab, n_hi / NS)
+        if counter:                   # zero = reference minus counter value = -offset
+            for side, z in (("lo", -n_hi), ("hi", -n_lo)):
+                sec, ns = divmod(z, 10**9)
+                fam["zero_s"].add_metric(lab + [side], float(sec))
+                fam["zero_ns"].add_metric(lab + [side], float(ns))
 
     def _devices(self):
         L = ["device", "plane"]

@@ -12,7 +12,7 @@ import threading
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
-from bench.watch.mapping import MapError, parse_query
+from bench.watch.mapping import MapError, UnknownDevice, parse_query
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 10_000
@@ -33,7 +33,8 @@ class Server:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
         app.add_routes([web.get("/metrics", self.metrics), web.get("/v1/map", self.map_one),
-                        web.post("/v1/map", self.map_batch), web.get("/healthz", self.health)])
+                        web.post("/v1/map", self.map_batch), web.get("/healthz", self.health),
+                        web.get("/v1/now", self.offset_now)])
         return app
 
     async def metrics(self, request: web.Request) -> web.Response:
@@ -52,6 +53,15 @@ class Server:
         return web.json_response({"ok": ok, "declared": len(declared), "measured": len(measured),
                                   "not_measured": sorted(set(declared) - set(measured)),
                                   "devices": self.mapper.known()}, status=200 if ok else 503)
+
+    async def offset_now(self, request: web.Request) -> web.Response:
+        q = request.query
+        try:
+            return web.json_response(self.mapper.now(q.get("device", ""), q.get("clock", "")))
+        except UnknownDevice as exc:
+            return web.json_response({"error": str(exc)}, status=404)
+        except MapError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
 
     async def map_one(self, request: web.Request) -> web.Response:
         try:

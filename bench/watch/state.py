@@ -152,8 +152,7 @@ class WatchState:
         """Fit the clock's window; returns the breaks not seen before (the alerts' input)."""
         with self.lock:
             taken = c.taken
-            window = ClockWindow(c.window.meta, c.window.size)
-            window.reads.extend(c.window.reads)
+            window = c.window.copy()
             unc = self.uncertainty_ns
         try:
             fit = window.fit(unc)
@@ -162,7 +161,7 @@ class WatchState:
         new = []
         with self.lock:
             c.fitted_reads = taken
-            c.fit, c.bounds = fit, current_bounds(fit)
+            c.fit, c.bounds = fit, current_bounds(fit, window.meta.drift_prior_ppm)
             for b in (fit.breaks if fit else ()):
                 if c.seen_until_ns is None or b.after_ns >= c.seen_until_ns:
                     c.recent_breaks.append(b)
