@@ -8,27 +8,42 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
+from bench.watch.guard import KEEPALIVE_S, Guard, quiet_loggers
 from bench.watch.mapping import MapError, UnknownDevice, parse_query
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 10_000
 MAX_BODY = 4 << 20
+MAP_QUEUE = 4           # mapping requests at once (one maps, the others wait); more: 503
+
+
+class MapBusy(MapError):
+    """The mapping's queue is full: 503, ask again."""
 
 
 class Server:
     """`Server(registry, mapper, host, port).start()` -> `.port`; `.stop()`."""
 
-    def __init__(self, registry, mapper, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, registry, mapper, host: str = "127.0.0.1", port: int = 0,
+                 **guard_args):
         self.registry, self.mapper, self.host, self.port = registry, mapper, host, port
+        self.guard_args = guard_args          # Guard's limit, header_s, idle_s
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._sweeper: asyncio.Task | None = None
+        self.guard: Guard | None = None
+        # the scrapes' thread apart from the mapping's: a mapping never queues a scrape
+        self._pools = (ThreadPoolExecutor(1, "watch-scrape"), ThreadPoolExecutor(1, "watch-map"))
+        self._mapping = 0              # mapping requests in the pool or waiting for it
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
@@ -39,7 +54,8 @@ class Server:
 
     async def metrics(self, request: web.Request) -> web.Response:
         encode, ctype = choose_encoder(request.headers.get("Accept", ""))
-        body = await asyncio.to_thread(encode, self.registry)
+        body = await asyncio.get_running_loop().run_in_executor(self._pools[0], encode,
+                                                                self.registry)
         return web.Response(body=body, headers={"Content-Type": ctype})
 
     async def health(self, request: web.Request) -> web.Response:
@@ -63,10 +79,22 @@ class Server:
         except MapError as exc:
             return web.json_response({"error": str(exc)}, status=400)
 
+    async def _in_map_pool(self, fn, *args):
+        """fn(*args) on the mapping's own thread; MapBusy when MAP_QUEUE requests wait."""
+        if self._mapping >= MAP_QUEUE:
+            raise MapBusy(f"{MAP_QUEUE} mapping requests are in progress: ask again shortly")
+        self._mapping += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pools[1], fn, *args)
+        finally:
+            self._mapping -= 1
+
     async def map_one(self, request: web.Request) -> web.Response:
         try:
             q = parse_query(dict(request.query))
-            return web.json_response(await asyncio.to_thread(self._map, q))
+            return web.json_response(await self._in_map_pool(self._map, q))
+        except MapBusy as exc:
+            return web.json_response({"error": str(exc)}, status=503)
         except MapError as exc:
             return web.json_response({"error": str(exc)}, status=400)
 
@@ -89,7 +117,10 @@ class Server:
         if not isinstance(items, list) or len(items) > MAX_BATCH:
             return web.json_response({"error": f"expected a JSON list of at most {MAX_BATCH} "
                                                f"queries"}, status=400)
-        return web.json_response(await asyncio.to_thread(self._batch, items))
+        try:
+            return web.json_response(await self._in_map_pool(self._batch, items))
+        except MapBusy as exc:
+            return web.json_response({"error": str(exc)}, status=503)
 
     def _batch(self, items: list) -> list:
         out = []
@@ -101,6 +132,7 @@ class Server:
         return out
 
     def start(self) -> Server:
+        quiet_loggers()
         self._thread = threading.Thread(target=self._serve, name="watch-http", daemon=True)
         self._thread.start()
         self._ready.wait(30)
@@ -118,15 +150,28 @@ class Server:
             return
         self._ready.set()
         self._loop.run_forever()
+        if self._server is not None:
+            self._server.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._runner is not None:
             self._loop.run_until_complete(self._runner.cleanup())
         self._loop.close()
+        self._pools[0].shutdown(wait=False, cancel_futures=True)
+        self._pools[1].shutdown(wait=False, cancel_futures=True)
 
     async def _open(self) -> None:
-        runner = self._runner = web.AppRunner(self.app(), access_log=None)
+        runner = self._runner = web.AppRunner(self.app(), access_log=None,
+                                              keepalive_timeout=KEEPALIVE_S,
+                                              max_line_size=8190, max_field_size=8190)
         await runner.setup()
-        await web.TCPSite(runner, self.host, self.port).start()
-        self.port = runner.addresses[0][1]      # the port bound (0: the kernel's choice)
+        assert runner.server is not None
+        self.guard = Guard(runner.server, **self.guard_args)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self.guard, self.host, self.port, backlog=512,
+                                                reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]   # 0: the kernel's choice
+        self._sweeper = loop.create_task(self.guard.sweeping())
 
     def stop(self) -> None:
         if self._loop is not None and self._loop.is_running():

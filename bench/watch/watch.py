@@ -248,6 +248,7 @@ def watch(opts: Options, say=lambda text: None) -> int:
 
     path = Path(opts.rack_file or DEFAULT_RACK)
     rack = load_checked(path)
+    raise_file_limit()
     check_out(opts.out)
     with contextlib.ExitStack() as stack:
         hold_out(stack, opts.out)
@@ -273,6 +274,17 @@ def watch(opts: Options, say=lambda text: None) -> int:
             f"mapping {w.url()}/v1/map; day folders in {opts.out}")
         w.resume()
         return w.run()
+
+
+def raise_file_limit() -> None:
+    """The soft limit on open files up to the hard one: the devices' sockets and the endpoint's
+    clients (at most bench/watch/guard.MAX_CONNECTIONS) never meet a 1024 default."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY
+                                                        else max(soft, 65536), hard))
 
 
 def hold_out(stack: contextlib.ExitStack, out: Path) -> None:
