@@ -19,6 +19,7 @@ from bench.watch.state import MEASURED_NS
 
 NS = 1e9
 GRADES = ("ok", "warn", "unverified", "fail")
+BASES = ("linuxptp", "allowance", "simulated", "virtual")
 STATUSES = ("proven", "assumed", "undecided")
 PFX = "rackclock_"
 ERROR_KINDS = {str(k) for k in ErrorKind if k not in (ErrorKind.NOT_STARTED, ErrorKind.SUMMARY)}
@@ -166,6 +167,13 @@ class WatchCollector:
         for g in GRADES:
             grade.add_metric([g], 1.0 if h is not None and h.grade == g else 0.0)
         yield grade
+        basis = _g("reference_basis", "what the reference's bound rests on (1 for the current "
+                   "one): linuxptp (a reference is expected), allowance (the user's stated "
+                   "--reference-allowance), simulated, virtual", ["basis"])
+        cur = getattr(h, "basis", None) if h is not None else None
+        for b in sorted(set(BASES) | ({str(cur)} if cur else set())):
+            basis.add_metric([b], 1.0 if b == cur else 0.0)
+        yield basis
         gm = _c("reference_gm_identity_changes", "grandmaster identity changes seen", [])
         gm.add_metric([], self.state.gm_changes)
         yield gm
