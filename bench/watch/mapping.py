@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import tarfile
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -23,6 +25,7 @@ from bench.analysis.timeline_map import calibrations, describe, map_stamps
 from bench.errors import RackclockError
 from bench.model.logformats import ISO, Context, Unparsed, iso_stamp
 from bench.watch.estimator import bound_now
+from bench.watch.retention import archive_of
 
 DAYS_CACHED = 2          # closed days whose fits are kept in memory (each a day of segments)
 NEAR_NS = 3600 * 10**9   # a day is asked only when its summary puts the stamp this near its span
@@ -99,8 +102,15 @@ class DayFits:
             if path in self._cache:
                 self._cache.move_to_end(path)
                 return self._cache[path]
-        run = load_run(path)
-        cal = (run, Calibrated.of([run]))
+        if (Path(path) / "samples").is_dir() or not archive_of(Path(path)).exists():
+            run = load_run(path)
+            cal = (run, Calibrated.of([run]))
+        else:                          # a packed day: its samples from the archive, for now
+            with tempfile.TemporaryDirectory(prefix="rackclock-map-") as tmp:
+                with tarfile.open(archive_of(Path(path)), "r:gz") as tar:
+                    tar.extractall(tmp, filter="data")
+                run = load_run(Path(tmp) / Path(path).name)
+                cal = (run, Calibrated.of([run]))
         with self._lock:
             self._cache[path] = cal
             while len(self._cache) > DAYS_CACHED:

@@ -14,11 +14,12 @@ import json
 import logging
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
-from bench.model.rundata import load_samples
 from bench.model.store import write_json
 from bench.watch.estimator import WINDOW
+from bench.watch.retention import samples_rows
 
 log = logging.getLogger(__name__)
 BREAKS_FILE = "watch-breaks.json"
@@ -72,26 +73,36 @@ def _clocks_of(days, name: str) -> tuple[str, list[dict]] | None:
     return None
 
 
+def _day_reads(day: Path, name: str, clocks) -> dict[str, list[tuple[int, int, int]]]:
+    """Per clock the good reads of one day (from its folder or its archive), in time order."""
+    got: dict[str, list] = {c: [] for c in clocks}
+    for r in samples_rows(day, name):
+        if r.get("kind") != "read" or r.get("status") != "ok" or r.get("clock") not in got:
+            continue
+        try:
+            got[r["clock"]].append((int(r["s_ns"]), int(r["e_ns"]), int(r["value_ns"])))
+        except (TypeError, ValueError):
+            continue
+    for reads in got.values():
+        reads.sort()
+    return got
+
+
 def _reads(days, name: str, clocks: list[dict]) -> dict[str, list[tuple[int, int, int]]]:
     """Per clock its latest reads (oldest first), at most WINDOW, from the newest days back."""
     got: dict[str, list] = {c["name"]: [] for c in clocks}
     for _, day, _ in days:
-        if all(len(r) >= WINDOW for r in got.values()):
+        need = {cn for cn, have in got.items() if len(have) < WINDOW}
+        if not need:
             break
-        p = day / "samples" / f"{name}.csv"
-        if not p.exists():
-            continue
         try:
-            smp = load_samples(p)
-        except (OSError, ValueError) as exc:
+            found = _day_reads(day, name, need)
+        except (OSError, ValueError, EOFError, tarfile.TarError) as exc:
             log.warning("watch: %s: samples of %s unreadable, not resumed: %r", name, day, exc)
             continue
-        for cn, have in got.items():
-            need = WINDOW - len(have)
-            if need > 0:
-                s, e, v, _ = smp.reads(cn)
-                k = max(0, len(s) - need)
-                have[:0] = [(int(a), int(b), int(c)) for a, b, c in zip(s[k:], e[k:], v[k:])]
+        for cn, reads in found.items():
+            have = got[cn]
+            have[:0] = reads[max(0, len(reads) - (WINDOW - len(have))):]
     return got
 
 

@@ -27,6 +27,7 @@ from bench.watch.alerts import Alerts
 from bench.watch.mapping import Mapper
 from bench.watch.metrics import registry
 from bench.watch.resume import killed_days, resume, save_breaks, summarize_killed
+from bench.watch.retention import KEEP_DAYS, PACK_AFTER_DAYS, tidy
 from bench.watch.rolling import Day, RollingStore, day_manifest
 from bench.watch.server import Server
 from bench.watch.state import WatchState
@@ -50,6 +51,8 @@ class Options:
     health_every_s: float = 5.0
     allowance_ns: int | None = None
     argv: list = field(default_factory=list)
+    pack_after_days: float = PACK_AFTER_DAYS
+    keep_days: float = KEEP_DAYS
 
 
 def next_roll_ns(now_ns: int, opts: Options, started_ns: int) -> int:
@@ -175,9 +178,19 @@ class Watch:
 
         def close():
             self.closed.append(old.close(records, RunStatus.COMPLETED, None))
+            self._tidy()
             self.write_state()
             log.info("watch: day %s closed", old.path)
         threading.Thread(target=close, name="watch-close-day", daemon=True).start()
+
+    def _tidy(self) -> None:
+        """The closed days packed after a day and removed after --keep-days."""
+        packed, gone = tidy(self.opts.out, self.opts.pack_after_days * DAY_S,
+                            self.opts.keep_days * DAY_S)
+        if gone:
+            self.closed[:] = [p for p in self.closed if p not in gone]
+        for p in packed + gone:
+            log.info("watch: day %s %s", p, "removed" if p in gone else "packed")
 
     def _reload(self) -> None:
         """SIGHUP: the rack file again; devices added, removed or changed, the others untouched."""
