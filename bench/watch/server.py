@@ -6,6 +6,7 @@ ask."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -13,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
-from bench.watch.guard import KEEPALIVE_S, Guard, quiet_loggers
-from bench.watch.mapping import MapError, UnknownDevice, parse_query
+from bench.watch.guard import KEEPALIVE_S, Guard, OncePer, quiet_loggers
+from bench.watch.mapping import MapError, UnknownDevice, parse_many, parse_query
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 10_000
@@ -44,6 +45,7 @@ class Server:
         # the scrapes' thread apart from the mapping's: a mapping never queues a scrape
         self._pools = (ThreadPoolExecutor(1, "watch-scrape"), ThreadPoolExecutor(1, "watch-map"))
         self._mapping = 0              # mapping requests in the pool or waiting for it
+        self.once = OncePer()          # bad clients: a log line a minute each
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
@@ -89,47 +91,67 @@ class Server:
         finally:
             self._mapping -= 1
 
+    def _bad(self, request: web.Request, status: int, message: str) -> web.Response:
+        """A bad request's answer; its client logged at most once a minute."""
+        peer = request.remote or "?"
+        if self.once.ok(peer):
+            log.info("watch endpoint: %s %s from %s: %d %s%s", request.method, request.path,
+                     peer, status, message[:120], self.once.said(peer))
+        return web.json_response({"error": message}, status=status)
+
     async def map_one(self, request: web.Request) -> web.Response:
         try:
             q = parse_query(dict(request.query))
-            return web.json_response(await self._in_map_pool(self._map, q))
+            got = (await self._in_map_pool(self._map_many, [q]))[0]
         except MapBusy as exc:
             return web.json_response({"error": str(exc)}, status=503)
         except MapError as exc:
-            return web.json_response({"error": str(exc)}, status=400)
-
-    def _map(self, q):
-        """The mapper's answer; anything else it raises is this query's one error line."""
-        try:
-            return self.mapper.map(q)
-        except MapError:
-            raise
-        except Exception as exc:
-            log.warning("map %s %s %s: %r", q.device, q.clock, q.raw[:60], exc)
-            raise MapError(f"{q.device} {q.clock}: cannot map {q.raw[:60]!r}: "
-                           f"{type(exc).__name__}: {exc}") from None
+            got = exc
+        if isinstance(got, MapError):
+            return self._bad(request, 404 if isinstance(got, UnknownDevice) else 400, str(got))
+        return web.json_response(got)
 
     async def map_batch(self, request: web.Request) -> web.Response:
         try:
-            items = await request.json()
-        except ValueError:
-            return web.json_response({"error": "the body is not JSON"}, status=400)
+            items = json.loads(await request.read())
+        except (ValueError, RecursionError):
+            return self._bad(request, 400, "the body is not JSON (or nested too deep)")
+        except web.HTTPRequestEntityTooLarge:
+            return self._bad(request, 413, f"the body is over {MAX_BODY} bytes")
         if not isinstance(items, list) or len(items) > MAX_BATCH:
-            return web.json_response({"error": f"expected a JSON list of at most {MAX_BATCH} "
-                                               f"queries"}, status=400)
+            return self._bad(request, 400, f"expected a JSON list of at most {MAX_BATCH} "
+                                           f"queries")
         try:
             return web.json_response(await self._in_map_pool(self._batch, items))
         except MapBusy as exc:
             return web.json_response({"error": str(exc)}, status=503)
 
     def _batch(self, items: list) -> list:
-        out = []
-        for it in items:
-            try:
-                out.append(self._map(parse_query(it if isinstance(it, dict) else {})))
-            except MapError as exc:
-                out.append({"error": str(exc), "query": it if isinstance(it, dict) else None})
+        qs: list = []
+        out: list[dict | None] = []
+        for it, q in zip(items, parse_many(items)):
+            if isinstance(q, MapError):
+                out.append({"error": str(q), "query": it if isinstance(it, dict) else None})
+            else:
+                qs.append(q)
+                out.append(None)
+        got = iter(self._map_many(qs))
+        for k, o in enumerate(out):
+            if o is None:
+                g = next(got)
+                out[k] = {"error": str(g), "status": 404 if isinstance(g, UnknownDevice)
+                          else 400} if isinstance(g, MapError) else g
         return out
+
+    def _map_many(self, qs: list) -> list:
+        """The mapper's answers; anything else it raises is one error line a minute."""
+        try:
+            return self.mapper.map_many(qs)
+        except Exception as exc:
+            if self.once.ok(type(exc).__name__):
+                log.warning("watch endpoint: mapping failed: %r%s", exc,
+                            self.once.said(type(exc).__name__))
+            return [MapError(f"cannot map: {type(exc).__name__}: {str(exc)[:120]}")] * len(qs)
 
     def start(self) -> Server:
         quiet_loggers()
