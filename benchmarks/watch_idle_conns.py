@@ -159,12 +159,17 @@ def main() -> int:
             if name == "flood":
                 flood = Flood(int(url.rsplit(":", 1)[1]), a.conns)
                 flood.start()
-            t0, lat = time.time_ns(), []
-            end = time.monotonic() + length
+            t0, lat, fails = time.time_ns(), [], []
+            m0 = time.monotonic()
+            end = m0 + length
             while time.monotonic() < end:
+                t = time.monotonic()
                 lat.append(scrape(url))
+                if lat[-1] is None:
+                    fails.append(round(t - m0, 1))
                 time.sleep(0.5)
-            phases[name] = {**stats(lat), "brackets_ms": brackets(day, t0, time.time_ns())}
+            phases[name] = {**stats(lat), "failed_at_s": fails[:20],
+                            "brackets_ms": brackets(day, t0, time.time_ns())}
         if flood is not None:
             flood.stop.set()
             phases["flood"].update(opened=flood.opened, reopened=flood.reopened,

@@ -3,9 +3,9 @@ headers within HEADER_S of connecting, a connection closed after IDLE_S without 
 client; one log line per class of dropped client and minute (`OncePer`), never a traceback per
 connection. Any local user can reach the endpoint: none of them may take the scrapes down.
 
-Beyond the limit the connection that never sent a byte for longest is dropped for the new one
-(an idle flood cannot keep a scraper out); when every connection has sent something, the new
-one is closed at once.
+Beyond the limit the connection that never sent a byte for longest (and not in its first
+GRACE_S) is dropped for the new one, so an idle flood cannot keep a scraper out, nor push out a
+scraper that has just connected; when there is none such, the new one is closed at once.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ HEADER_S = 10.0          # from connecting to the end of the first request's hea
 IDLE_S = 30.0            # without a byte from the client (aiohttp's keep-alive: KEEPALIVE_S)
 KEEPALIVE_S = 15.0
 LOG_EVERY_S = 60.0
+GRACE_S = 1.0            # a new connection's time to send its request before it may be dropped
 
 
 class OncePer:
@@ -143,9 +144,10 @@ class Guard:
 
     def admit(self, c: _Conn) -> bool:
         if len(self.conns) >= self.limit:
-            silent = [x for x in self.conns if x.sent == 0]
+            cut = time.monotonic() - GRACE_S
+            silent = [x for x in self.conns if x.sent == 0 and x.opened < cut]
             if not silent:
-                self._say(f"over {self.limit} connections, each busy: the new one closed")
+                self._say(f"over {self.limit} connections, each busy or new: the new one closed")
                 c.drop()
                 return False
             min(silent, key=lambda x: x.opened).drop()
