@@ -1,11 +1,13 @@
-"""The watch endpoint's guard against its clients: at most MAX_CONNECTIONS at once, a request's
-headers within HEADER_S of connecting, a connection closed after IDLE_S without a byte from its
-client; one log line per class of dropped client and minute (`OncePer`), never a traceback per
-connection. Any local user can reach the endpoint: none of them may take the scrapes down.
+"""The watch endpoint's guard against its clients: at most MAX_CONNECTIONS that have sent
+something at once, at most MAX_SILENT that have not, a request's headers within HEADER_S of
+connecting, a connection closed after IDLE_S without a byte from its client; one log line per
+class of dropped client and minute (`OncePer`), never a traceback per connection. Any local user
+can reach the endpoint: none of them may take the scrapes down.
 
-Beyond the limit the connection that never sent a byte for longest (and not in its first
-GRACE_S) is dropped for the new one, so an idle flood cannot keep a scraper out, nor push out a
-scraper that has just connected; when there is none such, the new one is closed at once.
+A scraper sends its request as it connects; an idle flood never does. So the two are held
+apart: beyond MAX_SILENT silent connections the oldest silent one is dropped for the new one (a
+flood pushes out only itself, and a scraper that just connected is the newest), and a silent
+connection becomes one of the MAX_CONNECTIONS with its first bytes (beyond them it is closed).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ HEADER_S = 10.0          # from connecting to the end of the first request's hea
 IDLE_S = 30.0            # without a byte from the client (aiohttp's keep-alive: KEEPALIVE_S)
 KEEPALIVE_S = 15.0
 LOG_EVERY_S = 60.0
-GRACE_S = 1.0            # a new connection's time to send its request before it may be dropped
+MAX_SILENT = 4096        # connections that have not sent a byte yet (each one descriptor)
 
 
 class OncePer:
@@ -98,6 +100,10 @@ class _Conn(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if not self.admitted:
             return
+        if self.sent == 0 and not self.guard.activate(self):
+            self.admitted = False
+            self.inner.connection_lost(None)
+            return
         self.last = time.monotonic()
         self.sent += len(data)
         if not self.headers_done:
@@ -109,7 +115,7 @@ class _Conn(asyncio.Protocol):
         return self.inner.eof_received() if self.admitted else None
 
     def connection_lost(self, exc) -> None:
-        self.guard.conns.discard(self)
+        self.guard.forget(self)
         if self.admitted:
             self.inner.connection_lost(exc)
 
@@ -128,9 +134,11 @@ class Guard:
     """The protocol factory in front of aiohttp's (`web.Server`): `loop.create_server(guard)`."""
 
     def __init__(self, factory: Callable[[], Any], limit: int = MAX_CONNECTIONS,
-                 header_s: float = HEADER_S, idle_s: float = IDLE_S):
+                 header_s: float = HEADER_S, idle_s: float = IDLE_S, silent: int = MAX_SILENT):
         self.factory, self.limit, self.header_s, self.idle_s = factory, limit, header_s, idle_s
-        self.conns: set[_Conn] = set()
+        self.max_silent = silent
+        self.conns: set[_Conn] = set()            # those that sent something
+        self.silent: dict[_Conn, None] = {}       # those that did not, oldest first
         self.once = OncePer()
         self.dropped: Counter = Counter()     # class -> clients dropped (this process)
 
@@ -143,22 +151,33 @@ class Guard:
             log.warning("watch endpoint: a client dropped: %s%s", what, self.once.said(what))
 
     def admit(self, c: _Conn) -> bool:
+        """A new connection, silent until its first bytes."""
+        if len(self.silent) >= self.max_silent:
+            old = next(iter(self.silent))
+            self.silent.pop(old)
+            old.drop()
+            self._say(f"over {self.max_silent} connections that sent nothing: the oldest closed")
+        self.silent[c] = None
+        return True
+
+    def activate(self, c: _Conn) -> bool:
+        """Its first bytes: one of the `limit` active connections, or closed."""
+        self.silent.pop(c, None)
         if len(self.conns) >= self.limit:
-            cut = time.monotonic() - GRACE_S
-            silent = [x for x in self.conns if x.sent == 0 and x.opened < cut]
-            if not silent:
-                self._say(f"over {self.limit} connections, each busy or new: the new one closed")
-                c.drop()
-                return False
-            min(silent, key=lambda x: x.opened).drop()
-            self._say(f"over {self.limit} connections: the oldest that never sent a byte closed")
+            self._say(f"over {self.limit} connections in use: the new one closed")
+            c.drop()
+            return False
         self.conns.add(c)
         return True
+
+    def forget(self, c: _Conn) -> None:
+        self.conns.discard(c)
+        self.silent.pop(c, None)
 
     def sweep(self) -> None:
         """Close the connections past their deadlines (called every second)."""
         now = time.monotonic()
-        for c in list(self.conns):
+        for c in [*self.silent, *self.conns]:
             if not c.headers_done and now - c.opened > self.header_s:
                 self._say(f"no request headers within {self.header_s:g} s")
                 c.drop()

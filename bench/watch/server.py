@@ -190,7 +190,7 @@ class Server:
         assert runner.server is not None
         self.guard = Guard(runner.server, **self.guard_args)
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self.guard, self.host, self.port, backlog=512,
+        self._server = await loop.create_server(self.guard, self.host, self.port, backlog=4096,
                                                 reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]   # 0: the kernel's choice
         self._sweeper = loop.create_task(self.guard.sweeping())
