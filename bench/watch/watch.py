@@ -82,6 +82,17 @@ class Watch:
         self.plan = watch_plan()
         self.devices = [polite(d, opts.rates) for d in rack.devices]
         self.state.declare([(d.name, d.plane) for d in self.devices])
+        self.mapper = Mapper(self.state, lambda: list(self.closed))
+        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
+        self.server.start()            # serving first: every declared device, before the day
+        try:
+            self._open(rack, reference, health)
+        except BaseException:
+            self.server.stop()
+            raise
+
+    def _open(self, rack, reference, health) -> None:
+        opts = self.opts
         self.base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"),
                                  {"watch": {"roll_every_s": opts.roll_every_s}})
         self.resumed: dict[str, int] = {}
@@ -91,8 +102,6 @@ class Watch:
         self.sup = Supervisor(reference.now_ns, self.store, self.plan,
                               int(rack.options.get("seed", 0)))
         self.state.states = self.sup.states
-        self.mapper = Mapper(self.state, lambda: list(self.closed))
-        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
 
     def _new_day(self) -> Day:
         """The next day's folder, its manifest naming the devices probed now."""
@@ -281,7 +290,6 @@ def watch(opts: Options, say=lambda text: None) -> int:
         stack.callback(ref.close)
         w = Watch(opts, rack, ref, health, sim)
         stack.enter_context(on_signals(w))
-        w.server.start()
         stack.callback(w.server.stop)
         say(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
             f"mapping {w.url()}/v1/map; day folders in {opts.out}")
