@@ -95,10 +95,13 @@ def main() -> int:
     ap.add_argument("--warmup-min", type=float, default=3.0)
     ap.add_argument("--fit-every", default="30s")
     ap.add_argument("--rate", default=None)
+    ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
+                    "rack (default: all)")
     a = ap.parse_args()
     from bench.model.inventory import load_rack
     from bench.sim import DEFAULT_RACK
-    names = [d.name for d in load_rack(DEFAULT_RACK).devices]
+    names = a.devices.split(",") if a.devices else [d.name for d in
+                                                      load_rack(DEFAULT_RACK).devices]
     tmp = Path(tempfile.mkdtemp(prefix="watch-restart-soak-"))
     sim, rack = serve(tmp, names)
     devices = sorted(d.name for d in load_rack(rack).devices)

@@ -6,6 +6,7 @@ ask."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -42,6 +43,7 @@ class Server:
         self._server: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.Task | None = None
         self.guard: Guard | None = None
+        self._stopping = False
         # the scrapes' thread apart from the mapping's: a mapping never queues a scrape
         self._pools = (ThreadPoolExecutor(1, "watch-scrape"), ThreadPoolExecutor(1, "watch-map"))
         self._mapping = 0              # mapping requests in the pool or waiting for it
@@ -172,15 +174,28 @@ class Server:
             return
         self._ready.set()
         self._loop.run_forever()
-        if self._server is not None:
-            self._server.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        if self._runner is not None:
-            self._loop.run_until_complete(self._runner.cleanup())
+        self._loop.run_until_complete(self._close())
         self._loop.close()
         self._pools[0].shutdown(wait=False, cancel_futures=True)
         self._pools[1].shutdown(wait=False, cancel_futures=True)
+
+    async def _close(self) -> None:
+        """Every client dropped and every task ended before the loop closes (no "Task was
+        destroyed" per idle connection)."""
+        if self._server is not None:
+            self._server.close()
+        if self.guard is not None:
+            for c in [*self.guard.silent, *self.guard.conns]:
+                c.drop()
+        await asyncio.sleep(0)
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._runner.cleanup(), 10)
+        me = asyncio.current_task()
+        rest = [t for t in asyncio.all_tasks() if t is not me]
+        for t in rest:
+            t.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
 
     async def _open(self) -> None:
         runner = self._runner = web.AppRunner(self.app(), access_log=None,
@@ -196,7 +211,8 @@ class Server:
         self._sweeper = loop.create_task(self.guard.sweeping())
 
     def stop(self) -> None:
-        if self._loop is not None and self._loop.is_running():
+        if self._loop is not None and self._loop.is_running() and not self._stopping:
+            self._stopping = True
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(10)
