@@ -42,7 +42,7 @@ class UnknownDevice(MapError):
     """A device or clock the watch does not know: 404."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Query:
     device: str
     clock: str
