@@ -104,6 +104,7 @@ def test_rules_and_dashboard_name_only_exported_metrics():
     from bench.watch.metrics import registry
     st, _, _, c = _watch()
     c.bounds = {"offset_lo_ns": 1.0, "offset_hi_ns": 2.0, "offset_status": "proven",
+                "epoch_ns": 0, "at_ns": 0, "at_lo_ns": 1, "at_hi_ns": 2, "rate_ppm": 600.0,
                 "drift_lo_ppm": -1.0, "drift_hi_ppm": 1.0, "mean_drift_ppm": 0.1}
     c.last_read_ns = 0
     st.set_reference(Health("realtime", 1, verified=True, grade="ok", detail={

@@ -14,6 +14,7 @@ from watch_helpers import start_watch, state, stop_watch, until
 
 from bench.analysis.probe_schedule import AIM_REACH
 from bench.model.rundata import load_run
+from bench.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +26,10 @@ def served(tmp_path, monkeypatch):
 
 
 def _rack(data: dict, devices: list[str], path):
-    path.write_text(tomli_w.dumps({**data, "devices": {k: v for k, v in data["devices"].items()
-                                                       if k in devices}}))
+    devs = {k: v for k, v in data["devices"].items() if k in devices}
+    if "cdu-9" in devices:               # cdu-1 at a port nothing listens on: never connects
+        devs["cdu-9"] = {**data["devices"]["cdu-1"], "address": f"tcp://127.0.0.1:{free_port()}"}
+    path.write_text(tomli_w.dumps({**data, "devices": devs}))
 
 
 def _reads(day, device):
@@ -45,10 +48,18 @@ def test_sighup_adds_and_removes_devices_without_a_gap(served, tmp_path):
         day = [st["day"]]
         until(lambda: _reads(day, "cdu-1") >= 6 and _reads(day, "bmc-1") >= 6, 120,
               "reads of both devices", proc)
-        _rack(served, ["cdu-1", "pdu-2"], rack)
+        _rack(served, ["cdu-1", "pdu-2", "cdu-9"], rack)
         proc.send_signal(signal.SIGHUP)
-        until(lambda: state(out)["devices"] == ["cdu-1", "pdu-2"], 60, "the reload", proc)
+        until(lambda: state(out)["devices"] == ["cdu-1", "cdu-9", "pdu-2"], 60, "the reload",
+              proc)
         until(lambda: _reads(day, "pdu-2") >= 6, 120, "reads of the added device", proc)
+        # the added device that never connects has its series, and the watch is not healthy
+        until(lambda: (_metric(st["url"], "rackclock_device_errors_total", device="cdu-9",
+                               kind="unreachable") or 0) >= 1, 60, "cdu-9's errors", proc)
+        assert _metric(st["url"], "rackclock_device_reads_total", device="cdu-9") == 0
+        assert _metric(st["url"], "rackclock_device_up", device="cdu-9") == 0
+        assert _metric(st["url"], "rackclock_device_last_read_age_seconds", device="cdu-9") >= 0
+        assert _metric(st["url"], "rackclock_watch_healthy") == 0
         n = _reads(day, "cdu-1")
         until(lambda: _reads(day, "cdu-1") >= n + 6, 120, "more reads of cdu-1", proc)
     finally:
@@ -91,8 +102,8 @@ def _metric(url: str, name: str, **labels) -> float | None:
     with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:
         text = r.read().decode()
     for line in text.splitlines():
-        m = re.match(rf"{name}\{{(.*)\}} (\S+)$", line)
-        if m and all(f'{k}="{v}"' in m.group(1) for k, v in labels.items()):
+        m = re.match(rf"{name}(?:\{{(.*)\}})? (\S+)$", line)
+        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
             return float(m.group(2))
     return None
 

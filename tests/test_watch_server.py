@@ -26,16 +26,29 @@ def day(tmp_path_factory):
                           {"duration_s": "8", "stimulus_every_s": "100"}, quiet=True)
 
 
-def test_bad_queries_are_one_error_each_and_the_server_goes_on(day):
+def test_bad_queries_are_one_error_each_and_the_server_goes_on(day, caplog):
+    import logging
+    caplog.set_level(logging.INFO, logger="bench.watch.server")
     srv = Server(registry(WatchState(lambda: 0)), Mapper(None, lambda: [day])).start()
     url = f"http://127.0.0.1:{srv.port}/v1/map"
     try:
-        for q in ("", "?device=bmc-2", "?device=bmc-2&clock=datetime&stamp=yesterday",
-                  "?device=bmc-2&clock=datetime&value_ns=12x",
-                  "?device=bmc-2&clock=datetime&stamp=2026-13-45T99:00:00Z"):
+        for q, status, says in (
+                ("", 400, "required"), ("?device=bmc-2", 400, "required"),
+                ("?device=bmc-2&clock=datetime&stamp=yesterday", 400, "ISO 8601"),
+                ("?device=bmc-2&clock=datetime&value_ns=12x", 400, "integer"),
+                ("?device=bmc-2&clock=datetime&stamp=2026-13-45T99:00:00Z", 400, "no such"),
+                ("?device=bmc-9&clock=datetime&value_ns=1", 404, "not watched"),
+                ("?device=bmc-2&clock=rtc&value_ns=1", 404, "no clock 'rtc'"),
+                ("?device=bmc-2&clock=datetime&stamp=2026-12-01T13:00:00", 400, "no zone"),
+                ("?device=bmc-2&clock=datetime&value_ns=" + "9" * 30, 400, "out of range"),
+                ("?device=bmc-2&clock=datetime&value_ns=1&resolution_ns=" + "9" * 30, 400,
+                 "out of range"),
+                ("?device=bmc-2&clock=datetime&stamp=9999-12-31T23:59:59Z", 400, "out of range")):
             got = get_json(url + q)
-            assert got["status"] == 400 and got["error"], q
+            assert got["status"] == status and says in got["error"], (q, got)
         got = get_json(url, b"not json")
+        assert got["status"] == 400 and "JSON" in got["error"]
+        got = get_json(url, b"[" * 100_000 + b"]" * 100_000)          # nested too deep
         assert got["status"] == 400 and "JSON" in got["error"]
         got = get_json(url, json.dumps([{}] * (MAX_BATCH + 1)).encode())
         assert got["status"] == 400
@@ -53,6 +66,31 @@ def test_bad_queries_are_one_error_each_and_the_server_goes_on(day):
         assert get_json(f"http://127.0.0.1:{srv.port}/healthz")["ok"]
     finally:
         srv.stop()
+    said = [r for r in caplog.records if r.name == "bench.watch.server"]
+    assert len(said) == 1 and not said[0].exc_info, said      # one client: a line a minute
+
+
+def test_leap_second_and_counter_stamps():
+    import time
+
+    from bench.watch.mapping import MapError, Query, parse_stamp
+    v, q = parse_stamp("2016-12-31T23:59:60.5Z")          # RFC 3339 allows it
+    assert v == parse_stamp("2017-01-01T00:00:00.5Z")[0] and q == 10**8
+    assert parse_stamp("2016-12-31T23:59:60+00:00")[0] == parse_stamp("2017-01-01T00:00:00Z")[0]
+    st = WatchState(lambda: 0)
+    st.define("pdu-2", "pdu", [{"name": "sysuptime", "resolution_ns": 10**7, "counter": True,
+                                "modulus_ns": 2**32 * 10**7}])
+    c = st.devices["pdu-2"].clocks["sysuptime"]
+    t = time.time_ns() // 10**9 * 10**9 - 100 * 10**9          # read before now
+    for k in range(20):
+        s = t + k * 10**9
+        st.row("pdu-2", "read", "sysuptime", s, s + 10**6, 500 * 10**9 + k * 10**9, "ok")
+    st.refit("pdu-2", "sysuptime", c)
+    m = Mapper(st, lambda: [])
+    got = m.map(Query("pdu-2", "sysuptime", 510 * 10**9, 10**7, "510000000000"))
+    assert got["lo_ns"] <= t + 10 * 10**9 + 10**6 and got["hi_ns"] >= t + 10 * 10**9 - 10**7
+    with pytest.raises(MapError, match="is a counter"):
+        m.map(Query("pdu-2", "sysuptime", 510 * 10**9, 10**9, "2026-12-01T13:00:00Z", iso=True))
 
 
 @pytest.mark.parametrize("args, says", [
@@ -71,3 +109,45 @@ def test_bad_command_line_is_one_line_and_exit_2(args, says, tmp_path):
     assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, \
         r.stderr
     assert not list(tmp_path.iterdir())           # nothing started
+
+
+def _closed(sock) -> bool:
+    try:
+        return sock.recv(100) == b""
+    except ConnectionResetError:           # aborted: reset
+        return True
+
+
+def test_idle_and_silent_clients_cannot_starve_a_scrape(caplog):
+    """More idle connections than the limit of silent ones: the oldest make way and a scrape
+    is answered; a client that sends no complete headers is closed after the header timeout; each
+    class of dropped client is one log line, never a traceback."""
+    import logging
+    import socket
+
+    from watch_helpers import until
+    srv = Server(registry(WatchState(lambda: 0)), Mapper(None, lambda: []), limit=20,
+                 header_s=2.0, idle_s=30.0, silent=20).start()
+    url = f"http://127.0.0.1:{srv.port}/healthz"
+    socks = []
+    caplog.set_level(logging.INFO)
+    try:
+        for _ in range(20):
+            socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+        until(lambda: get_json(url), 10, "a scrape past 20 idle connections")
+        for _ in range(40):              # each pushes out the oldest silent one (a flood)
+            socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+        slow = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        slow.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")        # never ends its headers
+        got = until(lambda: get_json(url), 10, "a scrape past 60 idle connections")
+        assert got["ok"]
+        slow.settimeout(10)
+        until(lambda: _closed(slow), 10, "the slow client closed")
+        assert srv.guard.dropped and len(srv.guard.silent) <= 20
+    finally:
+        for s in socks:
+            s.close()
+        srv.stop()
+    lines = [r for r in caplog.records if r.name == "bench.watch.guard"]
+    assert len(lines) == len(srv.guard.dropped) and not any(r.exc_info for r in lines), lines
+    assert sum(srv.guard.dropped.values()) >= 40

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bench.model.limits import for_device
 from bench.reference.clock import worse_grade
 from bench.units import fmt_bounds, fmt_interval_ns, fmt_ns
 
@@ -49,6 +48,7 @@ class Alerts:
     def crossed(self, device: str, clock: str, c) -> None:
         """The rack file's [limits] (bench/model/limits.py) judged on the current segment: a
         limit is crossed when every value the proven bounds allow is beyond it."""
+        from bench.model.limits import for_device  # scipy's stack: not on the start's path
         try:
             lim = for_device(self.limits, device, c.plane)
         except Exception:

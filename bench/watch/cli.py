@@ -53,6 +53,11 @@ def watch_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit-every", default="30s",
                     help="refit the live bounds this often (default 30s; a fit of a clock's "
                          "window costs 0.1-0.2 s of CPU)")
+    ap.add_argument("--pack-after-days", type=float, default=1.0,
+                    help="pack a closed day folder's samples into <day>.tar.gz this many days "
+                         "after it ended (default 1: yesterday stays as it is)")
+    ap.add_argument("--keep-days", type=float, default=90.0,
+                    help="remove day folders this many days after they ended (default 90)")
     ap.add_argument("--roll-every", default=None, help=argparse.SUPPRESS)   # dev/tests: day length
     a = ap.parse_args(argv)
     # the watch after the arguments: `rackclock watch --help` imports no drivers
@@ -67,7 +72,10 @@ def watch_main(argv: list[str] | None = None) -> int:
         fit = parse_duration_ns(a.fit_every) / 1e9
         opts = Options(a.rack, a.out, host, port, _rates(a.rate), roll, fit,
                        allowance_ns=parse_allowance(a.reference_allowance),
-                       argv=["rackclock", "watch", *(argv or [])])
+                       argv=["rackclock", "watch", *(argv or [])],
+                       pack_after_days=a.pack_after_days, keep_days=a.keep_days)
+        if not 0 <= a.pack_after_days <= a.keep_days:
+            raise ValueError("expected 0 <= --pack-after-days <= --keep-days")
         return watch(opts, say=lambda text: print(text, file=sys.stderr, flush=True))
     except (ValueError, InventoryError, RackBusy, ReferenceRefused) as exc:
         print(f"rackclock watch: {exc}", file=sys.stderr)

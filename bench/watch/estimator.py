@@ -8,12 +8,13 @@ wider than a fit of every read since the segment began would be.
 """
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
-from bench.analysis.counters import unwrap
+from bench.analysis.counters import AMBIGUOUS, step_wraps, unwrap
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock, wander_allowance_ns_per_s
 from bench.model.summary import ClockResult
 
@@ -44,9 +45,25 @@ class ClockWindow:
         self.meta = meta
         self.size = size
         self.reads: deque = deque(maxlen=size)
+        self.carry = 0       # a wrapping counter's wraps before the window's first read
 
     def add(self, s_ns: int, e_ns: int, value_ns: int) -> None:
+        """One read (in time order); a wrapping counter's wrap between the read that leaves the
+        full window and the next is carried, so the window's values stay on the same turn as
+        it slides (the offset does not jump by the modulus)."""
+        m = self.meta
+        if m.counter and m.modulus_ns and len(self.reads) == self.size > 1:
+            (s0, e0, v0), (s1, e1, v1) = self.reads[0], self.reads[1]
+            k = int(step_wraps(np.array([s0, s1]), np.array([e0, e1]), np.array([v0, v1]),
+                               int(m.modulus_ns), int(m.resolution_ns))[0])
+            self.carry = 0 if k < 0 and k != AMBIGUOUS else self.carry + max(k, 0)
         self.reads.append((int(s_ns), int(e_ns), int(value_ns)))
+
+    def copy(self) -> ClockWindow:
+        w = ClockWindow(self.meta, self.size)
+        w.reads.extend(self.reads)
+        w.carry = self.carry
+        return w
 
     def __len__(self) -> int:
         return len(self.reads)
@@ -58,6 +75,7 @@ class ClockWindow:
         m = self.meta
         if len(v) and m.counter and m.modulus_ns:      # as the summary unwraps (rundata)
             v, _ = unwrap(s, e, v, int(m.modulus_ns), int(m.resolution_ns))
+            v = v + np.int64(self.carry) * np.int64(m.modulus_ns)
         return s, e, v
 
     def fit(self, uncertainty_ns: int = 0) -> ClockFit | None:
@@ -78,14 +96,32 @@ class ClockWindow:
                            m.resolution_ns, len(self.reads), fit)
 
 
-def current_bounds(fit: ClockFit | None) -> dict | None:
-    """The current (last) segment's offset and drift bounds and statuses, as plain numbers."""
+def current_bounds(fit: ClockFit | None, rate_ppm: float = DEFAULT_DRIFT_PRIOR_PPM
+                   ) -> dict | None:
+    """The current (last) segment's offset and drift bounds and statuses, as plain numbers, and
+    the offset bound at its last read (`at_ns`, `at_lo_ns`, `at_hi_ns`, integers) that
+    `bound_now` carries to any later instant at `rate_ppm`, the model's rate bound."""
     if fit is None or not fit.segments:
         return None
     sg = fit.segments[-1]
     md = sg.mean_drift or {}
-    return {"epoch_ns": int(sg.epoch_ns), "offset_lo_ns": float(sg.offset_ns.lo),
+    at = sg.proven_offset_at(int(sg.end_ns))
+    at_ns = int(sg.end_ns) if at is not None else int(sg.epoch_ns)
+    at = at if at is not None else sg.offset_ns
+    return {"at_ns": at_ns, "at_lo_ns": math.floor(at.lo), "at_hi_ns": math.ceil(at.hi),
+            "rate_ppm": float(rate_ppm),
+            "epoch_ns": int(sg.epoch_ns), "offset_lo_ns": float(sg.offset_ns.lo),
             "offset_hi_ns": float(sg.offset_ns.hi), "offset_status": str(sg.offset_status),
             "drift_lo_ppm": float(sg.drift_ppm.lo), "drift_hi_ppm": float(sg.drift_ppm.hi),
             "mean_drift_ppm": md.get("point"), "mean_drift_status": md.get("status"),
             "start_ns": int(sg.start_ns), "end_ns": int(sg.end_ns), "reads": int(sg.reads)}
+
+
+def bound_now(b: dict, now_ns: int) -> tuple[int, int]:
+    """The offset bound at reference instant `now_ns` (ns, rounded outward): the bound at the
+    segment's last read widened by the model's rate bound over the time since, as AWS
+    ClockBound's clock error bound grows with the time since its last sync. Holds when the
+    clock's rate stayed within ±rate_ppm and it did not step since that read."""
+    age = max(0, int(now_ns) - int(b["at_ns"]))
+    grow = math.ceil(age * float(b["rate_ppm"]) * 1e-6)
+    return int(b["at_lo_ns"]) - grow, int(b["at_hi_ns"]) + grow

@@ -8,6 +8,12 @@ where it came from: the day folder, or `live`.
 """
 from __future__ import annotations
 
+import datetime as dt
+import json
+import math
+import re
+import tarfile
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -20,62 +26,177 @@ import numpy as np
 from bench.analysis.timeline_map import calibrations, describe, map_stamps
 from bench.errors import RackclockError
 from bench.model.logformats import ISO, Context, Unparsed, iso_stamp
+from bench.watch.estimator import bound_now
+from bench.watch.retention import archive_of
 
+NS = 10**9
 DAYS_CACHED = 2          # closed days whose fits are kept in memory (each a day of segments)
 NEAR_NS = 3600 * 10**9   # a day is asked only when its summary puts the stamp this near its span
 
 
 class MapError(RackclockError, ValueError):
-    """A request the mapping cannot answer (unknown device or clock, a bad stamp)."""
+    """A request the mapping cannot answer (a bad stamp, a clock not fitted): 400."""
 
 
-@dataclass(frozen=True)
+class UnknownDevice(MapError):
+    """A device or clock the watch does not know: 404."""
+
+
+@dataclass(slots=True)
 class Query:
     device: str
     clock: str
     value_ns: int
     resolution_ns: int = 1
     raw: str = ""
+    iso: bool = False           # a wall stamp (never a counter's value)
+
+
+INT64 = (-(2**63), 2**63 - 1)
+MAX_NAME = 200
+
+
+def _int64(x, what: str) -> int:
+    try:
+        v = int(x)
+    except (TypeError, ValueError, OverflowError):
+        raise MapError(f"{what} {str(x)[:40]!r}: expected an integer (ns)") from None
+    if not INT64[0] <= v <= INT64[1]:
+        raise MapError(f"{what} {str(x)[:40]!r}: out of range (int64 ns, years 1678-2261)")
+    return v
 
 
 def parse_query(d: dict) -> Query:
-    """A query from its fields: `device`, `clock`, and `stamp` (ISO 8601 wall time, as a log
-    writes it) or `value_ns` (the device's own value: ns since the epoch, or since a counter's
-    zero); optional `resolution_ns`."""
-    device, clock = str(d.get("device") or ""), str(d.get("clock") or "")
+    """A query from its fields: `device`, `clock`, and `stamp` (RFC 3339: ISO 8601 with seconds
+    and a zone, as a log writes it; a leap second 23:59:60 is the next day's 00:00:00 of POSIX
+    time) or `value_ns` (the device's own value: ns since the epoch, or since a counter's zero);
+    optional `resolution_ns`."""
+    device, clock = str(d.get("device") or "")[:MAX_NAME], str(d.get("clock") or "")[:MAX_NAME]
     if not device or not clock:
         raise MapError("device and clock are required")
     res = d.get("resolution_ns")
+    res = max(1, _int64(res, "resolution_ns")) if res not in (None, "") else None
+    if d.get("value_ns") not in (None, ""):
+        return Query(device, clock, _int64(d["value_ns"], "value_ns"), res or 1,
+                     str(d["value_ns"])[:40])
+    stamp = str(d.get("stamp") or "").strip()[:100]
+    v, q = parse_stamp(stamp)
+    return Query(device, clock, v, res or q, stamp, iso=True)
+
+
+RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):([0-5]\d)(?:\.(\d{1,9}))?"
+                     r"(Z|z|[+-]\d{2}:\d{2})")
+
+
+@lru_cache(maxsize=4096)
+def _minute_ns(date: str, h: str, mi: str, tz: str) -> int:
+    """ns since the epoch of a minute's start (a batch's stamps share few minutes)."""
+    z = dt.UTC if tz in ("Z", "z") else dt.timezone(
+        (1 if tz[0] == "+" else -1) * dt.timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6])))
+    t = dt.datetime.fromisoformat(date).replace(hour=int(h), minute=int(mi), tzinfo=z)
+    return int(t.timestamp()) * NS
+
+
+def _fast_stamp(stamp: str) -> tuple[int, int] | None:
+    """The common RFC 3339 stamp (seconds 00-59, a zone) without the general parser."""
+    m = RFC3339.fullmatch(stamp)
+    if m is None:
+        return None
+    date, h, mi, sec, frac, tz = m.groups()
     try:
-        res = max(1, int(res)) if res not in (None, "") else None
-        if d.get("value_ns") not in (None, ""):
-            return Query(device, clock, int(d["value_ns"]), res or 1, str(d["value_ns"]))
-    except (TypeError, ValueError):
-        raise MapError("value_ns and resolution_ns are integers (ns)") from None
-    stamp = str(d.get("stamp") or "").strip()
+        base = _minute_ns(date, h, mi, tz)
+    except (ValueError, OverflowError):
+        return None                   # the general parser says why
+    f = (frac or "").ljust(9, "0")
+    return base + int(sec) * NS + int(f), 10 ** (9 - len(frac)) if frac else NS
+
+
+def parse_many(items: list) -> list[Query | MapError]:
+    """`parse_query` of each item; the common stamps (UTC, "Z", seconds given) parsed together
+    by numpy's datetime64 (C), the rest one by one."""
+    out: list[Query | MapError | None] = [None] * len(items)
+    fast: list[int] = []
+    for k, it in enumerate(items):
+        st = it.get("stamp") if isinstance(it, dict) else None
+        if (isinstance(st, str) and 20 <= len(st) <= 30 and st[-1] == "Z" and st[10] == "T"
+                and st[16] == ":" and it.get("value_ns") in (None, "")
+                and it.get("resolution_ns") in (None, "") and it.get("device")
+                and it.get("clock") and st[17:19] != "60"):
+            fast.append(k)
+    if fast:
+        stamps = [items[k]["stamp"] for k in fast]
+        try:
+            v = np.array([x[:-1] for x in stamps], dtype="datetime64[ns]").astype(np.int64)
+        except (ValueError, OverflowError):
+            fast = []
+        else:
+            for k, x, val in zip(fast, stamps, v.tolist()):
+                it = items[k]
+                n = len(x) - 21                 # digits of the fraction (0: none)
+                out[k] = Query(str(it["device"])[:MAX_NAME], str(it["clock"])[:MAX_NAME], val,
+                               10 ** (9 - n) if n > 0 else NS, x, iso=True)
+    for k, it in enumerate(items):
+        if out[k] is None:
+            try:
+                out[k] = parse_query(it if isinstance(it, dict) else {})
+            except MapError as exc:
+                out[k] = exc
+    return [o for o in out if o is not None]
+
+
+def parse_stamp(stamp: str) -> tuple[int, int]:
+    """(value_ns, resolution_ns) of an RFC 3339 stamp; MapError for anything else, a stamp
+    without a zone included (its instant would be a guess)."""
+    fast = _fast_stamp(stamp)
+    if fast is not None and INT64[0] <= fast[0] <= INT64[1]:
+        return fast
     m = ISO.fullmatch(stamp)
     if not m:
         raise MapError(f"stamp {stamp[:60]!r}: expected ISO 8601 (2026-12-01T13:00:00.123Z) "
                        f"or value_ns")
+    if m.group(8) is None:
+        raise MapError(f"stamp {stamp[:60]!r}: no zone (Z or +hh:mm): refused, its instant "
+                       f"would be a guess")
+    leap = m.group(6) == "60"          # RFC 3339's leap second: one second after :59
+    if leap:
+        m = ISO.fullmatch(stamp[:m.start(6)] + "59" + stamp[m.end(6):])
+        assert m is not None
     try:
         v, q, _ = iso_stamp(m, Context())
     except Unparsed as exc:
         raise MapError(f"stamp {stamp[:60]!r}: {exc}") from None
-    return Query(device, clock, v, res or q, stamp)
+    return _int64(v + (NS if leap else 0), "stamp"), q
+
+
+def answers(qs: list[Query], cals: list, source: str, read_at: int, counter: bool
+            ) -> list[dict]:
+    """The mappings of stamps of one clock through these calibrations, in one vectorised pass,
+    as the timeline maps log lines (bench/model/timeline.read_log: the clock's tick at least,
+    read no later than now); the words of each answer made once per kind of answer."""
+    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
+    v = np.fromiter((q.value_ns for q in qs), dtype=np.int64, count=len(qs))
+    r = np.fromiter((q.resolution_ns for q in qs), dtype=np.int64, count=len(qs))
+    m = map_stamps(cals, v, np.maximum(r, fit_q), None, wall=not counter, not_after_ns=read_at)
+    lo, hi = m.lo_ns.tolist(), m.hi_ns.tolist()
+    cand = np.asarray(m.candidates, dtype=bool).reshape(len(m.names) or 1, -1)
+    code = (cand.astype(np.int64) << np.arange(len(cand), dtype=np.int64)[:, None]).sum(axis=0) \
+        if len(cand) < 63 else np.arange(len(qs))
+    keys = list(zip(m.status.tolist(), m.distance_ns.tolist(), code.tolist()))
+    words: dict[tuple, tuple[str, str, str]] = {}
+    out = []
+    for i, q in enumerate(qs):
+        w = words.get(keys[i])
+        if w is None:
+            w = words[keys[i]] = (m.status_of(i), describe(m, i), m.calibration_of(i))
+        placed = w[0] not in ("presync", "unplaceable")
+        out.append({"device": q.device, "clock": q.clock, "stamp": q.raw, "value_ns": q.value_ns,
+                    "lo_ns": lo[i] if placed else None, "hi_ns": hi[i] if placed else None,
+                    "status": w[0], "model": w[1], "calibration": w[2], "source": source})
+    return out
 
 
 def answer(q: Query, cals: list, source: str, read_at: int, counter: bool) -> dict:
-    """The mapping of one stamp through these calibrations, as the timeline maps a log line
-    (bench/model/timeline.read_log: the clock's tick at least, read no later than now)."""
-    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
-    m = map_stamps(cals, np.array([q.value_ns]), np.array([max(q.resolution_ns, fit_q)]), None,
-                   wall=not counter, not_after_ns=read_at)
-    st = m.status_of(0)
-    placed = st not in ("presync", "unplaceable")
-    return {"device": q.device, "clock": q.clock, "stamp": q.raw, "value_ns": q.value_ns,
-            "lo_ns": int(m.lo_ns[0]) if placed else None,
-            "hi_ns": int(m.hi_ns[0]) if placed else None, "status": st,
-            "model": describe(m, 0), "calibration": m.calibration_of(0), "source": source}
+    return answers([q], cals, source, read_at, counter)[0]
 
 
 class DayFits:
@@ -92,8 +213,15 @@ class DayFits:
             if path in self._cache:
                 self._cache.move_to_end(path)
                 return self._cache[path]
-        run = load_run(path)
-        cal = (run, Calibrated.of([run]))
+        if (Path(path) / "samples").is_dir() or not archive_of(Path(path)).exists():
+            run = load_run(path)
+            cal = (run, Calibrated.of([run]))
+        else:                          # a packed day: its samples from the archive, for now
+            with tempfile.TemporaryDirectory(prefix="rackclock-map-") as tmp:
+                with tarfile.open(archive_of(Path(path)), "r:gz") as tar:
+                    tar.extractall(tmp, filter="data")
+                run = load_run(Path(tmp) / Path(path).name)
+                cal = (run, Calibrated.of([run]))
         with self._lock:
             self._cache[path] = cal
             while len(self._cache) > DAYS_CACHED:
@@ -119,6 +247,31 @@ def day_index(path: Path) -> tuple[int, int, dict]:
     return lo, hi, out
 
 
+def near_mask(path: Path, dev: str, clk: str, v: np.ndarray) -> np.ndarray:
+    """`near` for many stamps (values `v`) of one clock at once."""
+    try:
+        lo, hi, idx = day_index(Path(path))
+    except (OSError, ValueError, KeyError, TypeError):
+        return np.zeros(len(v), dtype=bool)
+    points, modulus = idx.get((dev, clk), ([], 0))
+    if modulus:
+        return np.full(len(v), bool(points))
+    out = np.zeros(len(v), dtype=bool)
+    for p in points:
+        d = v.astype(np.float64) - p
+        out |= (lo - NEAR_NS <= d) & (d <= hi + NEAR_NS)
+    return out
+
+
+@lru_cache(maxsize=512)
+def day_counters(path: Path) -> dict[tuple[str, str], bool]:
+    """Per (device, clock) of a day's manifest whether the clock is a counter."""
+    man = json.loads((Path(path) / "manifest.json").read_text())
+    return {(str(dn), str(c.get("name"))): bool(c.get("counter"))
+            for dn, d in (man.get("devices") or {}).items() if isinstance(d, dict)
+            for c in d.get("clocks") or [] if isinstance(c, dict)}
+
+
 def near(path: Path, q: Query) -> bool:
     """Whether the day's summary (its segments' offsets) puts the stamp within NEAR_NS of the
     day's span: a cheap test before the day's fits are loaded (a stamp of today must not load
@@ -141,37 +294,103 @@ class Mapper:
         self.state, self.days, self.fits = state, days, DayFits()
 
     def map(self, q: Query) -> dict:
-        now = time.time_ns()
-        live = self._live(q)
-        days = list(self.days())
-        if live is not None:          # after every closed day: the live fits answer at once
-            got = answer(q, live[0], "live", now, live[1])
-            if got["lo_ns"] is not None and got["lo_ns"] > self._last_end(days):
-                return got
-        for path in reversed(days):
-            day = self._day(q, Path(path), now)
-            if day is not None:
-                return day
-        if live is None:
-            raise MapError(f"{q.device} {q.clock}: no day folder places this stamp in its span "
-                           f"and no live fit of the clock is there to map it")
-        return answer(q, live[0], "live", now, live[1])
+        got = self.map_many([q])[0]
+        if isinstance(got, MapError):
+            raise got
+        return got
 
-    def _day(self, q: Query, path: Path, now: int) -> dict | None:
-        if not near(path, q):
-            return None
+    def map_many(self, qs: list[Query]) -> list[dict | MapError]:
+        """Each query's answer or its MapError, the stamps of one clock mapped together."""
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, q in enumerate(qs):
+            groups.setdefault((q.device, q.clock), []).append(i)
+        days = list(self.days())
+        now, last_end = time.time_ns(), self._last_end(days)
+        out: list[dict | MapError] = [MapError("not mapped")] * len(qs)
+        for idx in groups.values():
+            group = [qs[i] for i in idx]
+            try:
+                got = self._group(group, days, now, last_end)
+            except MapError as exc:
+                got = [exc] * len(group)
+            for i, g in zip(idx, got):
+                out[i] = g
+        return out
+
+    def _group(self, qs: list[Query], days: list, now: int, last_end: int
+               ) -> list[dict | MapError]:
+        """Stamps of one clock: the live fits where they fall after every closed day, else the
+        newest day that places them in its span, else the live fits."""
+        dev, clk = qs[0].device, qs[0].clock
+        self._known(dev, clk, days)
+        live = self._live(qs[0])
+        res: list[dict | MapError | None] = [None] * len(qs)
+        if live is not None and live[1] or self._day_counter(dev, clk, days):
+            for k, q in enumerate(qs):
+                if q.iso:
+                    res[k] = MapError(f"{dev} {clk} is a counter: give its value_ns (since its "
+                                      f"zero), not a wall stamp")
+        if live is not None:
+            todo = [k for k in range(len(qs)) if res[k] is None]
+            for k, a in zip(todo, answers([qs[k] for k in todo], live[0], "live", now, live[1])):
+                if a["lo_ns"] is not None and a["lo_ns"] > last_end:
+                    res[k] = a
+        v = np.fromiter((q.value_ns for q in qs), dtype=np.int64, count=len(qs))
+        for path in reversed(days):
+            mask = near_mask(Path(path), dev, clk, v)
+            todo = [k for k in np.flatnonzero(mask).tolist() if res[k] is None]
+            if todo:
+                for k, got in zip(todo, self._day([qs[k] for k in todo], Path(path), now)):
+                    res[k] = got
+        todo = [k for k in range(len(qs)) if res[k] is None]
+        if todo and live is not None:
+            for k, a in zip(todo, answers([qs[k] for k in todo], live[0], "live", now, live[1])):
+                res[k] = a
+        return [r if r is not None else MapError(
+            f"{dev} {clk}: no day folder places this stamp in its span and no live fit of the "
+            f"clock is there to map it") for r in res]
+
+    def _known(self, dev: str, clk: str, days: list) -> None:
+        """UnknownDevice unless the live state or a closed day knows the device and clock."""
+        devices: dict[str, set] = {k: set(v) for k, v in self.known().items()}
+        for path in days:
+            try:
+                for d, c in day_index(Path(path))[2]:
+                    devices.setdefault(d, set()).add(c)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        if dev not in devices:
+            raise UnknownDevice(f"device {dev!r} is not watched (known: "
+                                f"{', '.join(sorted(devices)[:20]) or 'none'})")
+        if clk not in devices[dev]:
+            raise UnknownDevice(f"{dev} has no clock {clk!r} (it has "
+                                f"{', '.join(sorted(devices[dev])) or 'none yet'})")
+
+    @staticmethod
+    def _day_counter(dev: str, clk: str, days: list) -> bool:
+        for path in reversed(days):
+            try:
+                got = day_counters(Path(path)).get((dev, clk))
+            except (OSError, ValueError):
+                continue
+            if got is not None:
+                return got
+        return False
+
+    def _day(self, qs: list[Query], path: Path, now: int) -> list[dict | None]:
+        """The day's answers, None for a stamp it does not place inside its span."""
         try:
             run, cal = self.fits.of(path)
-        except (OSError, ValueError):
-            return None
-        cals = cal.clock(q.device, q.clock)
+        except (OSError, ValueError, tarfile.TarError):
+            return [None] * len(qs)
+        cals = cal.clock(qs[0].device, qs[0].clock)
         if not cals:
-            return None
-        counter = bool(cal.clocks_of(q.device)[q.clock].meta.get("counter"))
-        got = answer(q, cals, str(path), max(now, max(c.span[1] for c in cals)), counter)
+            return [None] * len(qs)
+        counter = bool(cal.clocks_of(qs[0].device)[qs[0].clock].meta.get("counter"))
         lo, hi = min(c.span[0] for c in cals), max(c.span[1] for c in cals)
-        inside = got["lo_ns"] is not None and lo <= got["lo_ns"] and got["hi_ns"] <= hi
-        return got if inside else None
+        got = answers(qs, cals, str(path), max(now, hi), counter)
+        return [a if a["lo_ns"] is not None and lo <= a["lo_ns"] and a["hi_ns"] <= hi else None
+                for a in got]
 
     @staticmethod
     def _last_end(days: list) -> int:
@@ -196,6 +415,31 @@ class Mapper:
         meta = {"wander_ppm": window.meta.wander_ppm}
         cals = calibrations([("live", window.result(fit), meta)])
         return cals, window.meta.counter
+
+    def now(self, device: str, clock: str) -> dict:
+        """The clock's offset bound at this instant (integers, ns; the epoch's bound beside it)."""
+        if self.state is None:
+            raise MapError("no live watch: the offset now is a running watch's")
+        with self.state.lock:
+            d = self.state.devices.get(device)
+            if d is None:
+                raise UnknownDevice(f"device {device!r} is not watched")
+            c = d.clocks.get(clock)
+            b = dict(c.bounds) if c is not None and c.bounds else None
+            counter = bool(c.window.meta.counter) if c is not None else False
+        if c is None:
+            raise UnknownDevice(f"{device} has no clock {clock!r} (it has {sorted(d.clocks)})")
+        if b is None:
+            raise MapError(f"{device} {clock}: not fitted yet (fewer than two good reads)")
+        at = self.state.now_ns()
+        lo, hi = bound_now(b, at)
+        return {"device": device, "clock": clock, "at_ns": at, "lo_ns": lo, "hi_ns": hi,
+                "status": b["offset_status"], "counter": counter,
+                "epoch_ns": b["epoch_ns"], "epoch_lo_ns": math.floor(b["offset_lo_ns"]),
+                "epoch_hi_ns": math.ceil(b["offset_hi_ns"]),
+                "model": f"the bound at the last read ({b['at_ns']} ns) widened at "
+                         f"±{b['rate_ppm']:g} ppm since: holds while the clock's rate stays "
+                         f"within that and it does not step"}
 
     def known(self) -> dict:
         """{device: [clock, ...]} the live state knows."""

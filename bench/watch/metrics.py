@@ -15,11 +15,17 @@ from prometheus_client.registry import CollectorRegistry
 from bench.analysis.statuses import BreakKind
 from bench.model.statuses import ErrorKind
 from bench.units import PER_PPM, PER_S, scaled_out
+from bench.watch.estimator import bound_now
+from bench.watch.state import MEASURED_NS
 
 NS = 1e9
 GRADES = ("ok", "warn", "unverified", "fail")
+BASES = ("linuxptp", "allowance", "simulated", "virtual")
 STATUSES = ("proven", "assumed", "undecided")
 PFX = "rackclock_"
+ERROR_KINDS = {str(k) for k in ErrorKind if k not in (ErrorKind.NOT_STARTED, ErrorKind.SUMMARY)}
+WORKER_STATES = ("starting", "connecting", "unreachable", "measuring", "reconnecting", "failed",
+                 "stopped", "hung", "done")
 
 
 def _g(name, doc, labels):
@@ -37,6 +43,7 @@ class WatchCollector:
     def collect(self):
         yield from self._clocks()
         yield from self._devices()
+        yield from self._health()
         yield from self._reference()
 
     def _clocks(self):
@@ -56,6 +63,7 @@ class WatchCollector:
                  L + ["measure"])
         reads = _c("clock_reads", "good reads of the clock", L)
         now = self.state.now_ns()
+        fam = self._now_families(L)
         with self.state.lock:
             for dn, d in self.state.devices.items():
                 for cn, c in d.clocks.items():
@@ -73,29 +81,86 @@ class WatchCollector:
                         continue
                     lo.add_metric(lab, scaled_out(b["offset_lo_ns"], PER_S, False))
                     hi.add_metric(lab, scaled_out(b["offset_hi_ns"], PER_S, True))
+                    self._add_now(fam, lab, b, now, c.window.meta.counter)
                     for s in STATUSES:
                         st.add_metric(lab + [s], 1.0 if b["offset_status"] == s else 0.0)
                     dl.add_metric(lab, scaled_out(b["drift_lo_ppm"], PER_PPM, False))
                     dh.add_metric(lab, scaled_out(b["drift_hi_ppm"], PER_PPM, True))
                     if b["mean_drift_ppm"] is not None:
                         md.add_metric(lab, b["mean_drift_ppm"] * 1e-6)
-        yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads)
+        yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads, *fam.values())
+
+    @staticmethod
+    def _now_families(L: list[str]) -> dict:
+        return {
+            "epoch": _g("clock_epoch_timestamp_seconds", "the reference instant (Unix time) at "
+                        "which rackclock_clock_offset_lo/hi_seconds hold", L),
+            "now_lo": _g("clock_offset_now_lo_seconds", "lower bound of device clock minus "
+                         "reference at this scrape: the bound at the last read widened by the "
+                         "model's rate bound (ClockBound's clock error bound)", L),
+            "now_hi": _g("clock_offset_now_hi_seconds", "upper bound of the offset at this "
+                         "scrape", L),
+            "zero_s": _g("clock_zero_seconds", "a counter clock's zero instant (Unix time) "
+                         "at this scrape, whole seconds of its bound's end (exact)",
+                         L + ["bound"]),
+            "zero_ns": _g("clock_zero_nanoseconds", "the nanoseconds (0-999999999) beyond "
+                          "rackclock_clock_zero_seconds", L + ["bound"])}
+
+    @staticmethod
+    def _add_now(fam: dict, lab: list, b: dict, now: int, counter: bool) -> None:
+        """The bound now; a counter's zero instant as seconds and nanoseconds apart (its offset,
+        about -1.8e9 s, has float64 steps of 238 ns)."""
+        n_lo, n_hi = bound_now(b, now)
+        fam["epoch"].add_metric(lab, b["epoch_ns"] / NS)
+        fam["now_lo"].add_metric(lab, scaled_out(n_lo, PER_S, False))
+        fam["now_hi"].add_metric(lab, scaled_out(n_hi, PER_S, True))
+        if counter:                   # zero = reference minus counter value = -offset
+            for side, z in (("lo", -n_hi), ("hi", -n_lo)):
+                sec, ns = divmod(z, 10**9)
+                fam["zero_s"].add_metric(lab + [side], float(sec))
+                fam["zero_ns"].add_metric(lab + [side], float(ns))
 
     def _devices(self):
         L = ["device", "plane"]
         req = _c("device_requests", "exchanges with the device (every sample row)", L)
         rpm = _g("device_requests_per_minute", "exchanges in the last 60 s (politeness)", L)
         err = _c("device_errors", "failed exchanges by error class", L + ["kind"])
-        devices = list(self.state.devices.items())
-        for dn, d in devices:
-            req.add_metric([dn, d.plane], d.rows)
-            rpm.add_metric([dn, d.plane], self.state.requests_last_minute(d))
+        reads = _c("device_reads", "good clock reads of the device", L)
+        age = _g("device_last_read_age_seconds", "reference time since the device's last good "
+                 "read (since the watch began to probe it, when it never gave one)", L)
+        up = _g("device_up", "1 when the device gave a good read within the last 5 minutes", L)
+        st = _g("device_state", "the device's worker state (1 for the current one)",
+                L + ["state"])
+        now = self.state.now_ns()
+        states = self.state.states()
+        for dn, d in list(self.state.devices.items()):
+            lab = [dn, d.plane]
+            rpm.add_metric(lab, self.state.requests_last_minute(d))
             with self.state.lock:
-                kinds = set(d.errors) | {str(k) for k in (ErrorKind.TIMEOUT,
-                                                          ErrorKind.UNREACHABLE)}
-                for k in sorted(kinds):
-                    err.add_metric([dn, d.plane, k], d.errors.get(k, 0))
-        yield from (req, rpm, err)
+                req.add_metric(lab, d.rows)
+                reads.add_metric(lab, d.reads)
+                for k in sorted(set(d.errors) | ERROR_KINDS):
+                    err.add_metric(lab + [k], d.errors.get(k, 0))
+                last = d.last_read_ns if d.last_read_ns is not None else d.declared_ns
+                age.add_metric(lab, max(0, now - last) / NS)
+                up.add_metric(lab, 1.0 if d.last_read_ns is not None
+                              and now - d.last_read_ns <= MEASURED_NS else 0.0)
+            cur = states.get(dn, "removed")
+            for s in sorted(set(WORKER_STATES) | {cur}):
+                st.add_metric(lab + [s], 1.0 if s == cur else 0.0)
+        yield from (req, rpm, err, reads, age, up, st)
+
+    def _health(self):
+        declared, measured = self.state.measured()
+        g = _g("watch_devices_declared", "devices of the rack file the watch probes", [])
+        g.add_metric([], len(declared))
+        m = _g("watch_devices_measured", "devices with a good read within the last 5 minutes",
+               [])
+        m.add_metric([], len(measured))
+        h = _g("watch_healthy", "1 when every declared device is measured (and there is one)",
+               [])
+        h.add_metric([], 1.0 if declared and len(measured) == len(declared) else 0.0)
+        yield from (g, m, h)
 
     def _reference(self):
         h = self.state.reference
@@ -103,6 +168,13 @@ class WatchCollector:
         for g in GRADES:
             grade.add_metric([g], 1.0 if h is not None and h.grade == g else 0.0)
         yield grade
+        basis = _g("reference_basis", "what the reference's bound rests on (1 for the current "
+                   "one): linuxptp (a reference is expected), allowance (the user's stated "
+                   "--reference-allowance), simulated, virtual", ["basis"])
+        cur = getattr(h, "basis", None) if h is not None else None
+        for b in sorted(set(BASES) | ({str(cur)} if cur else set())):
+            basis.add_metric([b], 1.0 if b == cur else 0.0)
+        yield basis
         gm = _c("reference_gm_identity_changes", "grandmaster identity changes seen", [])
         gm.add_metric([], self.state.gm_changes)
         yield gm

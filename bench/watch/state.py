@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.watch.estimator import ClockFit, ClockMeta, ClockWindow, current_bounds
@@ -19,6 +20,7 @@ MAX_BREAKS = 64                  # per clock, the latest breaks kept for the map
 STUCK_TICKS = 2.0                # a value unchanged over this many ticks' time ...
 STUCK_MIN_NS = 30_000_000_000    # ... and at least this long: the clock is stuck (a declared
                                  # tick finer than the one shown must not look stuck)
+MEASURED_NS = 300_000_000_000    # a device is measured when it gave a good read this recently
 
 
 @dataclass
@@ -36,11 +38,14 @@ class ClockState:
     value_since_ns: int | None = None
     stuck: bool = False
     limits_failed: set = field(default_factory=set)
+    seen_until_ns: int | None = None    # the end of the latest break said (this watch or before)
 
 
 @dataclass
 class DeviceState:
     plane: str
+    declared_ns: int = 0            # when the watch began to probe it (its read age before a read)
+    last_read_ns: int | None = None     # the end of its last good read
     rows: int = 0
     reads: int = 0
     errors: Counter = field(default_factory=Counter)    # error class -> count
@@ -60,13 +65,33 @@ class WatchState:
         self.uncertainty_ns = 0
         self.reference = None                  # the latest Health snapshot
         self.gm_changes = 0
+        self.states: Callable[[], dict[str, str]] = dict    # {device: its worker's state}
+
+    def declare(self, devices: list[tuple[str, str]]) -> None:
+        """The rack file's devices (name, plane), known before any of them connects: each has
+        its series from the first scrape."""
+        now = self.now_ns()
+        with self.lock:
+            for name, plane in devices:
+                if name not in self.devices:
+                    self.devices[name] = DeviceState(plane, declared_ns=now)
+
+    def measured(self) -> tuple[list[str], list[str]]:
+        """(declared devices, those with a good read within MEASURED_NS)."""
+        now = self.now_ns()
+        with self.lock:
+            names = sorted(self.devices)
+            ok = [n for n in names if (t := self.devices[n].last_read_ns) is not None
+                  and now - t <= MEASURED_NS]
+        return names, ok
 
     # -- from the probing threads ---------------------------------------------------------------
     def define(self, device: str, plane: str, clocks: list[dict]) -> None:
         """A device opened and named its clocks (the manifest's `clocks` entries)."""
         pri = self.priors.get(device, {})
         with self.lock:
-            d = self.devices.setdefault(device, DeviceState(plane))
+            d = self.devices.setdefault(device, DeviceState(plane, declared_ns=self.now_ns()))
+            d.plane = plane or d.plane
             for c in clocks:
                 meta = ClockMeta(c["name"], int(c.get("resolution_ns") or 1),
                                  bool(c.get("counter")), int(c.get("modulus_ns") or 0),
@@ -95,6 +120,7 @@ class WatchState:
             if c is None or value_ns is None:
                 return
             d.reads += 1
+            d.last_read_ns = int(e_ns)
             c.taken += 1
             c.window.add(s_ns, e_ns, value_ns)
             c.last_read_ns = int(e_ns)
@@ -126,8 +152,7 @@ class WatchState:
         """Fit the clock's window; returns the breaks not seen before (the alerts' input)."""
         with self.lock:
             taken = c.taken
-            window = ClockWindow(c.window.meta, c.window.size)
-            window.reads.extend(c.window.reads)
+            window = c.window.copy()
             unc = self.uncertainty_ns
         try:
             fit = window.fit(unc)
@@ -136,14 +161,50 @@ class WatchState:
         new = []
         with self.lock:
             c.fitted_reads = taken
-            c.fit, c.bounds = fit, current_bounds(fit)
+            c.fit, c.bounds = fit, current_bounds(fit, window.meta.drift_prior_ppm)
             for b in (fit.breaks if fit else ()):
-                last = c.recent_breaks[-1] if c.recent_breaks else None
-                if last is None or b.after_ns >= last.before_ns:
+                if c.seen_until_ns is None or b.after_ns >= c.seen_until_ns:
                     c.recent_breaks.append(b)
                     c.breaks[str(b.kind)] += 1
+                    c.seen_until_ns = int(b.before_ns)
                     new.append(b)
         return new
+
+    # -- resumed from disk ----------------------------------------------------------------------
+    def resume_reads(self, device: str, clock: str, reads: list) -> int:
+        """A clock's reads of the earlier days (oldest first): its window and read age."""
+        with self.lock:
+            d = self.devices[device]
+            c = d.clocks.get(clock)
+            if c is None:
+                return 0
+            for s, e, v in reads:
+                c.window.add(s, e, v)
+                c.taken += 1
+            if reads:
+                c.last_read_ns = max(c.last_read_ns or 0, reads[-1][1])
+                d.last_read_ns = max(d.last_read_ns or 0, reads[-1][1])
+        return len(reads)
+
+    def breaks_said(self) -> dict:
+        """{device: {clock: {"until_ns", "kinds"}}} of the breaks said (watch-breaks.json)."""
+        with self.lock:
+            return {dn: {cn: {"until_ns": c.seen_until_ns, "kinds": dict(c.breaks)}
+                         for cn, c in d.clocks.items() if c.seen_until_ns is not None}
+                    for dn, d in self.devices.items()
+                    if any(c.seen_until_ns is not None for c in d.clocks.values())}
+
+    def restore_breaks(self, said: dict) -> None:
+        """The breaks an earlier watch said: not said again, their counts go on."""
+        with self.lock:
+            for dn, clocks in said.items():
+                d = self.devices.get(dn)
+                for cn, b in (clocks if d is not None and isinstance(clocks, dict) else {}).items():
+                    c = d.clocks.get(cn) if d is not None else None
+                    if c is None or not isinstance(b, dict) or b.get("until_ns") is None:
+                        continue
+                    c.seen_until_ns = max(c.seen_until_ns or 0, int(b["until_ns"]))
+                    c.breaks.update({str(k): int(n) for k, n in (b.get("kinds") or {}).items()})
 
     def requests_last_minute(self, d: DeviceState) -> int:
         cut = time.monotonic() - 60.0

@@ -89,6 +89,9 @@ class Supervisor:
             self.start(want[n])
         return new, gone
 
+    def states(self) -> dict[str, str]:
+        return {n: p.worker.status.state for n, p in list(self.probed.items())}
+
     def records(self) -> dict[str, dict]:
         """Per device what a day's manifest says of it."""
         return {n: {"identity": p.worker.status.identity, "clocks": p.worker.status.clocks,

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -19,13 +20,14 @@ from pathlib import Path
 
 from bench.model.inventory import InventoryError
 from bench.model.rackfile import check_out
-from bench.model.racklock import rack_lock
+from bench.model.racklock import RackBusy, rack_lock
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 from bench.watch.alerts import Alerts
 from bench.watch.mapping import Mapper
 from bench.watch.metrics import registry
-from bench.watch.resume import resume
+from bench.watch.resume import killed_days, resume, save_breaks, summarize_killed
+from bench.watch.retention import KEEP_DAYS, PACK_AFTER_DAYS, tidy
 from bench.watch.rolling import Day, RollingStore, day_manifest
 from bench.watch.server import Server
 from bench.watch.state import WatchState
@@ -49,6 +51,8 @@ class Options:
     health_every_s: float = 5.0
     allowance_ns: int | None = None
     argv: list = field(default_factory=list)
+    pack_after_days: float = PACK_AFTER_DAYS
+    keep_days: float = KEEP_DAYS
 
 
 def next_roll_ns(now_ns: int, opts: Options, started_ns: int) -> int:
@@ -74,18 +78,30 @@ class Watch:
         self.stopped_by: str | None = None
         self.closed: list[Path] = []
         self._state_lock = threading.Lock()
+        self._summarizing: threading.Thread | None = None
         self.plan = watch_plan()
         self.devices = [polite(d, opts.rates) for d in rack.devices]
+        self.state.declare([(d.name, d.plane) for d in self.devices])
+        self.mapper = Mapper(self.state, lambda: list(self.closed))
+        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
+        self.server.start()            # serving first: every declared device, before the day
+        try:
+            self._open(rack, reference, health)
+        except BaseException:
+            self.server.stop()
+            raise
+
+    def _open(self, rack, reference, health) -> None:
+        opts = self.opts
         self.base = day_manifest(rack, self.plan, opts.argv, str(opts.rack_file or "default"),
                                  {"watch": {"roll_every_s": opts.roll_every_s}})
-        self.resumed = resume(opts.out, self.base["rack_file"], self.state)
+        self.resumed: dict[str, int] = {}
         self.store = RollingStore(self.state, self._new_day)
         self.alerts = Alerts(self.store.journal, rack.limits)
         self.alerts.reference(health)
         self.sup = Supervisor(reference.now_ns, self.store, self.plan,
                               int(rack.options.get("seed", 0)))
-        self.mapper = Mapper(self.state, lambda: list(self.closed))
-        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
+        self.state.states = self.sup.states
 
     def _new_day(self) -> Day:
         """The next day's folder, its manifest naming the devices probed now."""
@@ -107,10 +123,22 @@ class Watch:
                 "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
                 "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
 
+    def resume(self) -> None:
+        """The clocks' latest reads from the day folders (before the devices are probed); a
+        killed watch's last day summarised by a child meanwhile."""
+        rack_file = self.base["rack_file"]
+        killed = killed_days(self.opts.out, rack_file)
+        self.resumed = resume(self.opts.out, rack_file, self.state,
+                              {d.name for d in self.devices})
+        if killed:
+            self._summarizing = threading.Thread(target=summarize_killed, args=(killed,),
+                                                 name="watch-summarize-killed", daemon=True)
+            self._summarizing.start()
+
     def run(self) -> int:
         for d, n in self.resumed.items():
             self.store.journal(d, "info", "resume", f"{n} reads of the current segments "
-                                                    f"resumed from the last day folder")
+                                                    f"resumed from the day folders")
         self.sup.apply(self.devices)
         self.write_state()
         log.info("watch: %d devices, serving %s, day %s", len(self.devices), self.url(),
@@ -139,12 +167,17 @@ class Watch:
             h = mon.samples[-1]
             self.state.set_reference(h)
             self.alerts.reference(h)
+        said = False
         for device, clock, c in self.state.due():
             if self.stop.is_set():
-                return
-            self.alerts.breaks(device, clock, self.state.refit(device, clock, c))
+                break
+            new = self.state.refit(device, clock, c)
+            said = said or bool(new)
+            self.alerts.breaks(device, clock, new)
             self.alerts.crossed(device, clock, c)
             self.alerts.stuck(device, clock, c)
+        if said:                        # a restarted watch does not say these again
+            save_breaks(self.opts.out, self.state.breaks_said())
         self.sup.trim()
 
     def _roll(self) -> None:
@@ -154,9 +187,19 @@ class Watch:
 
         def close():
             self.closed.append(old.close(records, RunStatus.COMPLETED, None))
+            self._tidy()
             self.write_state()
             log.info("watch: day %s closed", old.path)
         threading.Thread(target=close, name="watch-close-day", daemon=True).start()
+
+    def _tidy(self) -> None:
+        """The closed days packed after a day and removed after --keep-days."""
+        packed, gone = tidy(self.opts.out, self.opts.pack_after_days * DAY_S,
+                            self.opts.keep_days * DAY_S)
+        if gone:
+            self.closed[:] = [p for p in self.closed if p not in gone]
+        for p in packed + gone:
+            log.info("watch: day %s %s", p, "removed" if p in gone else "packed")
 
     def _reload(self) -> None:
         """SIGHUP: the rack file again; devices added, removed or changed, the others untouched."""
@@ -177,6 +220,7 @@ class Watch:
         for n in removed:
             if n not in added:
                 self.state.forget(n)
+        self.state.declare([(d.name, d.plane) for d in self.devices])
         self.store.journal("", "info", "reload", f"added or changed {sorted(added)}, "
                                                  f"removed {sorted(set(removed) - set(added))}")
         self.write_state()
@@ -191,7 +235,7 @@ class Watch:
         self.server.stop()
         truth = self._truth if self.sim is not None else None
         for t in threading.enumerate():
-            if t.name == "watch-close-day":
+            if t.name in ("watch-close-day", "watch-summarize-killed"):
                 t.join(600)
         day = self.store.day
         self.closed.append(day.close(self.sup.records() or {}, RunStatus.INTERRUPTED
@@ -226,13 +270,17 @@ def watch(opts: Options, say=lambda text: None) -> int:
 
     path = Path(opts.rack_file or DEFAULT_RACK)
     rack = load_checked(path)
+    raise_file_limit()
     check_out(opts.out)
     with contextlib.ExitStack() as stack:
+        hold_out(stack, opts.out)
         if not rack.simulated and rack.source:
             stack.enter_context(rack_lock(rack.source, wait_s=0, what="rackclock watch"))
         sim = None
         if rack.simulated:
-            sim = stack.enter_context(SimProcess(Path(rack.source or path), opts.out / "watch-sim"))
+            sim_dir = opts.out / "watch-sim"
+            shutil.rmtree(sim_dir, ignore_errors=True)     # an earlier watch's files: never waited on
+            sim = stack.enter_context(SimProcess(Path(rack.source or path), sim_dir))
             if sim.rack is None:
                 raise RuntimeError("the simulated rack started without its rack file")
             rack = sim.rack
@@ -242,8 +290,34 @@ def watch(opts: Options, say=lambda text: None) -> int:
         stack.callback(ref.close)
         w = Watch(opts, rack, ref, health, sim)
         stack.enter_context(on_signals(w))
-        w.server.start()
         stack.callback(w.server.stop)
         say(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
             f"mapping {w.url()}/v1/map; day folders in {opts.out}")
+        w.resume()
         return w.run()
+
+
+def raise_file_limit() -> None:
+    """The soft limit on open files up to the hard one: the devices' sockets and the endpoint's
+    clients (at most bench/watch/guard.MAX_CONNECTIONS) never meet a 1024 default."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY
+                                                        else max(soft, 65536), hard))
+
+
+def hold_out(stack: contextlib.ExitStack, out: Path) -> None:
+    """One watch per --out (its day folders, watch.json and watch-sim are that watch's own): a
+    second is refused at once, in one line naming the holder."""
+    lock = rack_lock(Path(out).resolve() / STATE_FILE, wait_s=0,
+                     what=f"rackclock watch --out {out}")
+    try:
+        stack.enter_context(lock)
+    except RackBusy as exc:
+        text = str(exc)
+        if "in use by another session (" not in text:
+            raise
+        holder = text.split("in use by another session (", 1)[1].rsplit("); waited", 1)[0]
+        raise RackBusy(f"--out {out} is watched by another watch ({holder})") from None

@@ -1,0 +1,151 @@
+"""Soak of `rackclock watch` with restart cycles (issue 41): the default rack served by
+`rackclock sim` in a process of its own (its clocks go on across the watch's restarts), watched
+as a lab rack for --minutes, stopped --cycles times (SIGTERM and SIGKILL in turn) and started
+again. Scraped every --scrape-s:
+
+- every device of the rack file has its series (up, reads, read age) at every scrape;
+- the time from each start to the first /metrics answer;
+- the watch's resident memory: its slope after --warmup-min in each life (KiB/min, a
+  least-squares line), and the last life's;
+- break alerts said (journal) against the distinct breaks they name, over all days;
+- disk per device-day: the day folders' bytes over devices and days watched.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/watch_restart_soak.py --minutes 60 --cycles 6
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from watch_idle_conns import serve  # noqa: E402
+from watch_soak import usage  # noqa: E402
+
+
+def metrics(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+            return r.read().decode()
+    except OSError:
+        return None
+
+
+def missing(text: str, devices: list[str]) -> list[str]:
+    """Declared devices without their up, reads and read-age series in this scrape."""
+    have = {n: set(re.findall(rf'^rackclock_{n}\{{device="([^"]+)"', text, re.M))
+            for n in ("device_up", "device_reads_total", "device_last_read_age_seconds")}
+    return [d for d in devices if not all(d in h for h in have.values())]
+
+
+def start(rack: Path, out: Path, a) -> tuple[subprocess.Popen, str, float]:
+    """A watch started; (process, its url, seconds to its first /metrics answer)."""
+    t0 = time.monotonic()
+    (out / "watch.json").unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "watch", "--rack", str(rack),
+                             "--out", str(out), "--listen", "127.0.0.1:0", "--fit-every",
+                             a.fit_every, "--reference-allowance", "1ms",
+                             *(["--rate", a.rate] if a.rate else [])], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        try:
+            url = json.loads((out / "watch.json").read_text())["url"]
+            if metrics(url) is not None:
+                return proc, url, time.monotonic() - t0
+        except (OSError, ValueError, KeyError):
+            pass
+        assert proc.poll() is None, "the watch ended at its start"
+        time.sleep(0.1)
+
+
+def slope_kib_min(pts: list[tuple[float, float]], warm_s: float) -> float | None:
+    p = [(t, r) for t, r in pts if t >= warm_s]
+    if len(p) < 10:
+        return None
+    t, r = np.array(p).T
+    return float(np.polyfit(t / 60.0, r * 1024.0, 1)[0])
+
+
+def alerts(out: Path) -> tuple[int, int]:
+    """(break alerts said, distinct breaks they name) over every day folder."""
+    from bench.model.rundata import load_run
+    said = [(e.device, e.message.split(":")[0], e.message.split(" between ")[-1])
+            for d in sorted(out.glob("*-watch*")) if d.is_dir() and (d / "events.csv").exists()
+            for e in load_run(d).events() if e.kind == "alert_break"]
+    return len(said), len({(d, c) for d, c, _ in said})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--cycles", type=int, default=6)
+    ap.add_argument("--scrape-s", type=float, default=5.0)
+    ap.add_argument("--warmup-min", type=float, default=3.0)
+    ap.add_argument("--fit-every", default="30s")
+    ap.add_argument("--rate", default=None)
+    ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
+                    "rack (default: all)")
+    a = ap.parse_args()
+    from bench.model.inventory import load_rack
+    from bench.sim import DEFAULT_RACK
+    names = a.devices.split(",") if a.devices else [d.name for d in
+                                                      load_rack(DEFAULT_RACK).devices]
+    tmp = Path(tempfile.mkdtemp(prefix="watch-restart-soak-"))
+    sim, rack = serve(tmp, names)
+    devices = sorted(d.name for d in load_rack(rack).devices)
+    out = tmp / "out"
+    out.mkdir()
+    life_s = a.minutes * 60 / (a.cycles + 1)
+    lives, scrapes, gaps = [], 0, []
+    t_start = time.time()
+    try:
+        for k in range(a.cycles + 1):
+            proc, url, first = start(rack, out, a)
+            rss, t0 = [], time.monotonic()
+            while time.monotonic() - t0 < life_s:
+                text = metrics(url)
+                scrapes += 1
+                if text is None or missing(text, devices):
+                    gaps.append((k, round(time.monotonic() - t0, 1),
+                                 "no answer" if text is None else missing(text, devices)))
+                rss.append((time.monotonic() - t0, usage(proc.pid)[0]))
+                time.sleep(a.scrape_s)
+            sig = signal.SIGKILL if k % 2 == 0 else signal.SIGTERM
+            if k == a.cycles:
+                sig = signal.SIGTERM
+            proc.send_signal(sig)
+            proc.wait(900)
+            lives.append({"first_metrics_s": round(first, 2), "stopped_by": sig.name,
+                          "rss_last_mib": round(rss[-1][1], 1),
+                          "rss_slope_kib_min": (lambda x: x and round(x, 1))(
+                              slope_kib_min(rss, a.warmup_min * 60))})
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.wait(60)
+    days_watched = (time.time() - t_start) / 86400
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    said, distinct = alerts(out)
+    row = {"minutes": a.minutes, "cycles": a.cycles, "devices": len(devices),
+           "scrapes": scrapes, "scrapes_missing_a_device": len(gaps), "gaps": gaps[:10],
+           "lives": lives, "break_alerts_said": said, "distinct_clocks_with_break_alerts": distinct,
+           "disk_bytes": size,
+           "disk_per_device_day_mib": round(size / len(devices) / days_watched / 2**20, 1),
+           "load": [round(x, 1) for x in os.getloadavg()], "out": str(out)}
+    print(json.dumps(row, indent=1))
+    return 1 if gaps else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
