@@ -72,7 +72,7 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
 from typing import Any, TypedDict
@@ -786,7 +786,8 @@ def _mean_drift(seg: Segment) -> dict[str, Any] | None:
     by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
     the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair of read instants
     with the narrowest such bound; its status is the segment's offset status; None when
-    undecided."""
+    undecided. One wider than the rate bound allows (±R: only an unseen step in the window
+    could take it further) is cut to ±R and "assumed": it then rests on no step there."""
     if len(seg._reads[0]) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
         return None
     window = _narrowest_window(seg._env)
@@ -799,9 +800,13 @@ def _mean_drift(seg: Segment) -> dict[str, Any] | None:
     (lo1, hi1), (lo2, hi2) = b1, b2
     lo, hi = (lo2 - hi1) / (t2 - t1) / PPM, (hi2 - lo1) / (t2 - t1) / PPM
     lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
+    status = seg.offset_status
+    R = seg._prior
+    if (lo < -R or hi > R) and max(lo, -R) <= min(hi, R):   # wider than the model allows:
+        lo, hi = max(lo, -R), min(hi, R)      # cut to it, which rests on no unseen step there
+        status = BoundStatus.ASSUMED
     point = min(max(seg.drift_ppm.point, lo), hi)
-    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2,
-            "status": seg.offset_status}
+    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2, "status": status}
 
 
 def _narrowest_window(two: _envelope.TwoSided) -> tuple[int, int] | None:
@@ -946,8 +951,10 @@ def _backward_kind(oa: list[Bound], ob: list[Bound], after: int, before: int, q:
     return BreakKind.STEP
 
 
-def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float) -> _seg.Split:
-    """Segmentation of the reads with drift within ±prior (cores kept for ±wide)."""
+def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float,
+           starts: list[int]) -> _seg.Split:
+    """Segmentation of the reads with drift within ±prior (cores kept for ±wide), a forced
+    break before each of `starts`."""
     hint: list[float | None] = [None]
 
     def feasible(idx: Idx) -> bool:
@@ -968,15 +975,23 @@ def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float) 
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
         return idx[_Window(s[idx], e[idx], v[idx], q, t0, 0.0, wide).core(wide)]
 
-    return _seg.split(len(v), feasible, compress)
+    return _seg.split_chunks(len(v), starts, feasible, compress)
 
 
-def _split_envelope(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float
-                    ) -> _seg.Split:
+def _split_envelope(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float,
+                    starts: list[int]) -> _seg.Split:
     """Segmentation of the reads under the published model: a run is feasible when one offset
     moving at most `prior` ppm meets every read's constraints (bench.analysis.envelope)."""
-    return _seg.split(len(v), lambda idx: _envelope.feasible(
+    return _seg.split_chunks(len(v), starts, lambda idx: _envelope.feasible(
         _envelope.build(s[idx], e[idx], v[idx], q, prior)))
+
+
+def cut_starts(s: I64, cuts_ns: Sequence[tuple[int, int]]) -> list[int]:
+    """The reads (time order) where each device-wide break (after_ns, before_ns) starts a new
+    chunk: the first read (by bracket start, `s` ascending) that starts past the window's
+    middle. Which side a read straddling the window takes does not matter for soundness: each
+    chunk is segmented on its own and splits where its reads disagree."""
+    return sorted({int(np.searchsorted(s, a // 2 + b // 2, side="right")) for a, b in cuts_ns})
 
 
 def _outlier_gaps(s: I64, e: I64, run: Idx, outliers: list[tuple[int, str]]
@@ -1035,6 +1050,8 @@ def _asks_for_wider(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, w: float, wi
         return win.feasible_x() is not None
 
     for k, (_pre, post, _amb) in enumerate(sp.breaks):
+        if k in sp.forced:        # imposed by another clock of the device: nothing to explain
+            continue
         # the reads after the break too: a drift beyond the prior goes on along one line, a
         # step leaves the later reads on a parallel one (a line steep enough to join the two
         # sides of a small step parts from the later reads within seconds)
@@ -1082,12 +1099,13 @@ class _FitOptions(TypedDict):
     lag_ns: int
     epoch_ns: int | None
     publish: bool
+    cuts_ns: Sequence[tuple[int, int]]
 
 
 def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
               *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, wander_ns_per_s: float = 0.0,
               uncertainty_ns: int = 0, lag_ns: int = 0, epoch_ns: int | None = None,
-              publish: bool = True) -> ClockFit:
+              publish: bool = True, cuts_ns: Sequence[tuple[int, int]] = ()) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -1101,13 +1119,15 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
     correcting a large offset, which the wider range (±6,000 ppm) catches and reports.
     A prior that does not hold costs nothing silently: either the region never touches it (the
-    bound does not depend on it) or the bound is labelled assumed."""
+    bound does not depend on it) or the bound is labelled assumed. `cuts_ns`: (after_ns,
+    before_ns) of breaks another clock of the device showed (a reboot, an outage): no segment
+    spans one (DESIGN.md, "A break on another clock")."""
     raw_s = np.asarray(s_ns, dtype=np.int64)
     raw_e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
     kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
                        "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
-                       "publish": publish}
+                       "publish": publish, "cuts_ns": cuts_ns}
     if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
         return _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw)
     q, note, basis = _fit_resolution(raw_s, raw_e, v, resolution_ns)
@@ -1125,11 +1145,11 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     wide = prior * WIDE_PRIOR_FACTOR
 
     split = _split_envelope if publish else _split
-    sp = split(s, e, v, q, w, prior, wide)
+    sp = split(s, e, v, q, w, prior, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
     if beyond:
         prior = wide
-        sp = split(s, e, v, q, w, prior, wide)
+        sp = split(s, e, v, q, w, prior, wide, starts)
     segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
                      len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
     breaks = _breaks_of(sp, segs, s, e, q, prior)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bench.analysis import device_breaks as _breaks
 from bench.analysis.estimate import (
     DEFAULT_DRIFT_PRIOR_PPM,
     RATE_CHANGE_ASSUMPTION,
@@ -299,9 +300,12 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
 
 def fit_clocks(smp: Samples, meta: dict[str, Any],
                uncertainty_ns: int = 0) -> dict[str, ClockResult]:
-    """Fit every clock of one device from its samples; never raises for bad data."""
+    """Fit every clock of one device from its samples; never raises for bad data. A reboot
+    seen on one clock, or an outage of the device, splits every other clock there
+    (bench.analysis.device_breaks)."""
     clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
-    out = {}
+    out: dict[str, ClockResult] = {}
+    reads: dict[str, tuple[I64, I64, I64]] = {}
     for clock in list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")}):
         cm = clocks_meta.get(clock, {})
         s, e, v, q, count = smp.clock_reads(clock, cm)
@@ -310,26 +314,42 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
         if len(s) == 0:
             res.note = "no successful read"
             continue
-        try:
+        reads[clock] = _fit_one(res, s, e, v, count, meta, uncertainty_ns, ())
+    rows = smp.select("read", ok=False)
+    down = _breaks.outages(smp.s_ns[rows], smp.e_ns[rows],
+                           [smp.status[i] == RowStatus.OK for i in rows])
+    fits = {c: r.fit for c, r in out.items()}
+    for clock, (s, e, v) in reads.items():
+        cuts = _breaks.cuts_for(clock, fits, down)
+        if _breaks.splits_inside(out[clock].fit, cuts):
+            _fit_one(out[clock], s, e, v, None, meta, uncertainty_ns, cuts)
+    return out
+
+
+def _fit_one(res: ClockResult, s: I64, e: I64, v: I64, count: I64 | None, meta: dict[str, Any],
+             uncertainty_ns: int, cuts: Any) -> tuple[I64, I64, I64]:
+    """Fit one clock into `res` (its stuck tail cut off first); the reads it was fitted from."""
+    try:
+        if count is not None:
             res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
                          for i in range(1, len(count)) if count[i] > count[i - 1]]
-            wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
-                                               (int(s[-1]) - int(s[0])) / 1e9)
-            res.lag_ns = lag_ns(meta, cm)
-            k = stuck_since(s, e, v, declared)
-            if k is not None:         # it stopped: what it showed before still fits
-                res.stuck = {"reads": int(len(s) - k), "span_s": (int(e[-1]) - int(s[k])) / 1e9,
-                             "since_ns": int(s[k])}
-                s, e, v = s[:k], e[:k], v[:k]
-                if len(v) < 2:
-                    continue
-            res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
-                                drift_prior_ppm=float(meta.get("drift_prior_ppm",
-                                                                  DEFAULT_DRIFT_PRIOR_PPM)),
-                                wander_ns_per_s=wander, lag_ns=res.lag_ns)
-        except Exception as exc:  # the estimator must never take the summary down
-            res.note = f"estimator failed: {exc!r}"
-    return out
+        wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
+                                           (int(s[-1]) - int(s[0])) / 1e9)
+        res.lag_ns = lag_ns(meta, res.meta)
+        k = stuck_since(s, e, v, res.declared_ns)
+        if k is not None:         # it stopped: what it showed before still fits
+            res.stuck = {"reads": int(len(s) - k), "span_s": (int(e[-1]) - int(s[k])) / 1e9,
+                         "since_ns": int(s[k])}
+            s, e, v = s[:k], e[:k], v[:k]
+            if len(v) < 2:
+                return s, e, v
+        res.fit = fit_clock(s, e, v, res.declared_ns, uncertainty_ns=uncertainty_ns,
+                            drift_prior_ppm=float(meta.get("drift_prior_ppm",
+                                                           DEFAULT_DRIFT_PRIOR_PPM)),
+                            wander_ns_per_s=wander, lag_ns=res.lag_ns, cuts_ns=cuts)
+    except Exception as exc:  # the estimator must never take the summary down
+        res.note = f"estimator failed: {exc!r}"
+    return s, e, v
 
 
 LOST_TRAP = "lost:"       # drivers/snmp_pdu: the cursor of the entry for a trap shown lost
