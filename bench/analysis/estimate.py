@@ -81,6 +81,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis import envelope as _envelope
+from bench.analysis import rate_check as _rate
 from bench.analysis import segment as _seg
 from bench.analysis.arrays import F64, I64, Idx
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
@@ -610,6 +611,10 @@ class ClockFit:
     beyond_note: str = ""
     lag_seen_ns: int = 0          # the reading lags its clock by at least this (lag_seen)
     update_ns: int = 0            # ... and updates at most this often (update_bound)
+    pinned_ns: float | None = None   # how tightly the reads pin the offset (rate_check)
+    rate_assumed: str = ""        # why the rate bound is assumed, not checked by the reads
+    unknown_breaks: int = 0       # breaks with no step to show (a lag or rate beyond the model)
+    steps_seen: int = 0           # steps the clock showed (STEP_HISTORY of them: assumed)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -629,7 +634,15 @@ class ClockFit:
                               "reason": o["evidence"]} for o in self.outliers],
                 **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
                 **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
-                **({"update_ns": self.update_ns} if self.update_ns else {})}
+                **({"update_ns": self.update_ns} if self.update_ns else {}),
+                **({"rate_assumed": self.rate_assumed} if self.rate_assumed else {}),
+                **({"unknown_breaks": self.unknown_breaks} if self.unknown_breaks else {}),
+                **({"steps_seen": self.steps_seen} if self.steps_seen else {})}
+
+    @property
+    def rate_check_s(self) -> float:
+        """The shortest stretch over which a rate of twice the bound shows (rate_check)."""
+        return _rate.check_horizon_s(self.pinned_ns, self.drift_prior_ppm)
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -1105,7 +1118,36 @@ class _FitOptions(TypedDict):
 def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
               *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, wander_ns_per_s: float = 0.0,
               uncertainty_ns: int = 0, lag_ns: int = 0, epoch_ns: int | None = None,
-              publish: bool = True, cuts_ns: Sequence[tuple[int, int]] = ()) -> ClockFit:
+              publish: bool = True, cuts_ns: Sequence[tuple[int, int]] = (),
+              unchecked_prior_ppm: float | None = _rate.DISCIPLINED_PRIOR_PPM) -> ClockFit:
+    """_fit_clock, then how far the reads check the rate bound (bench.analysis.rate_check):
+    when they cannot show a rate of twice the bound within RATE_CHECK_S, the clock is fitted
+    again under `unchecked_prior_ppm` (a disciplined clock's rate; None: keep the prior) and
+    the fit says that rate is assumed (`rate_assumed`)."""
+    kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
+                       "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
+                       "publish": publish, "cuts_ns": cuts_ns}
+    fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw)
+    if not publish or fit.rate_assumed:
+        return fit
+    fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
+    if _rate.checked(fit.pinned_ns, fit.drift_prior_ppm):
+        return fit
+    prior, before = fit.drift_prior_ppm, fit.rate_check_s
+    refit = unchecked_prior_ppm is not None and unchecked_prior_ppm > prior
+    if refit:
+        kw["drift_prior_ppm"] = float(unchecked_prior_ppm or 0)
+        fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw)
+        fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
+    return _dc_replace(fit, rate_assumed=_rate.assumed_note(fit.pinned_ns, prior, before,
+                                                            fit.drift_prior_ppm if refit else None))
+
+
+def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
+               resolution_ns: int, *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM,
+               wander_ns_per_s: float = 0.0, uncertainty_ns: int = 0, lag_ns: int = 0,
+               epoch_ns: int | None = None, publish: bool = True,
+               cuts_ns: Sequence[tuple[int, int]] = ()) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -1147,6 +1189,7 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     split = _split_envelope if publish else _split
     sp = split(s, e, v, q, w, prior, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
+    shown = len(sp.breaks) - len(sp.forced) if beyond else 0    # before the wider refit
     if beyond:
         prior = wide
         sp = split(s, e, v, q, w, prior, wide, starts)
@@ -1156,11 +1199,32 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
-    if seen:        # the lag is a floor the values prove, not a bound: nothing rests proven on it
-        segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
-                if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
-    verdict = _fit_verdict(segs, beyond, bool(outliers))
-    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen, update)
+    unknown, steps = _model_breaks(sp, breaks, shown)
+    segs = _downgraded(segs) if seen or unknown or steps >= STEP_HISTORY else segs
+    return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
+                    prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps)
+
+
+STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
+
+
+def _model_breaks(sp: _seg.Split, breaks: list[Break], shown: int) -> tuple[int, int]:
+    """(breaks of kind unknown, steps the clock showed) among the breaks its own reads made
+    (not those another clock imposed); `shown`: the breaks seen under the prior before a refit
+    beyond it (a refit in a wider range must not hide the steps it was asked about)."""
+    own = [b for k, b in enumerate(breaks) if k not in sp.forced]
+    return (sum(b.kind == BreakKind.UNKNOWN for b in own),
+            max(shown, sum(b.kind == BreakKind.STEP for b in own)))
+
+
+def _downgraded(segs: list[Segment]) -> list[Segment]:
+    """Proven segments made assumed: the values prove a lag (only a floor on it, never a bound),
+    the reads broke the model where no step shows (a break of kind unknown: a lag or a rate
+    beyond the declared one, which can make the segments between such breaks miss too), or the
+    clock stepped STEP_HISTORY times or more (repeated blips: more may hide, two in a segment
+    break the one-unseen-step model)."""
+    return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
+            if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
 
 
 def _time_order(raw_s: I64, raw_e: I64, v: I64) -> tuple[I64, I64, I64, Idx | None]:

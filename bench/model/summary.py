@@ -23,6 +23,7 @@ from bench.analysis.estimate import (
     wander_allowance_ns_per_s,
 )
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
+from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.documents import (
     Assumptions,
     Band,
@@ -269,11 +270,23 @@ def _stuck_note(st: dict[str, Any]) -> str:
 
 
 def lag_ns(meta: dict[str, Any], clock_meta: dict[str, Any]) -> int:
-    """How far a reading may lag its clock: the rack file's `tick_lag_ms` for the device, else
-    what the driver declares for the clock (`lag_ns`), else 0."""
-    if "tick_lag_ms" in meta:
+    """How far a reading may lag its clock: what the driver declares for the clock (`lag_ns`),
+    else 0; the rack file's `tick_lag_ms` for the device replaces it for its wall clocks only
+    (a device's coarse wall clock lags; an uptime counter computed on each request does not,
+    and widening it too costs it a lag it never has)."""
+    if "tick_lag_ms" in meta and not clock_meta.get("counter"):
         return round(float(meta["tick_lag_ms"]) * 1e6)
     return int(clock_meta.get("lag_ns") or 0)
+
+
+def rate_clause(fit: ClockFit | None) -> str:
+    """How far the reads check the rate bound (bench.analysis.rate_check), in words."""
+    if fit is None or fit.pinned_ns is None:
+        return "assumed: no reads on both sides of any instant"
+    if fit.rate_assumed:
+        return f"assumed: a rate of twice it would show only over {fit.rate_check_s:.0f} s or more"
+    return (f"checked: a rate of {2 * fit.drift_prior_ppm:g} ppm lasting {fit.rate_check_s:.1f} s "
+            f"or more shows; shorter excursions assumed")
 
 
 def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
@@ -283,8 +296,8 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
     from bench.units import fmt_ns
     seg = fit.segments[-1] if fit and fit.segments else None
-    text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
-            f"inside a segment unseen")
+    text = (f"offset moves at most {prior_ppm:g} ppm between reads ({rate_clause(fit)}); at "
+            f"most one step inside a segment unseen")
     out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if fit is not None and seg is not None and seg.bracket_ns:
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
@@ -343,10 +356,13 @@ def _fit_one(res: ClockResult, s: I64, e: I64, v: I64, count: I64 | None, meta: 
             s, e, v = s[:k], e[:k], v[:k]
             if len(v) < 2:
                 return s, e, v
+        # a rate bound the inventory declares stands (assumed where the reads cannot check it)
+        declared = "drift_prior_ppm" in meta
         res.fit = fit_clock(s, e, v, res.declared_ns, uncertainty_ns=uncertainty_ns,
                             drift_prior_ppm=float(meta.get("drift_prior_ppm",
                                                            DEFAULT_DRIFT_PRIOR_PPM)),
-                            wander_ns_per_s=wander, lag_ns=res.lag_ns, cuts_ns=cuts)
+                            wander_ns_per_s=wander, lag_ns=res.lag_ns, cuts_ns=cuts,
+                            unchecked_prior_ppm=None if declared else DISCIPLINED_PRIOR_PPM)
     except Exception as exc:  # the estimator must never take the summary down
         res.note = f"estimator failed: {exc!r}"
     return s, e, v
