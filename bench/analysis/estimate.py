@@ -1121,9 +1121,10 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
               publish: bool = True, cuts_ns: Sequence[tuple[int, int]] = (),
               unchecked_prior_ppm: float | None = _rate.DISCIPLINED_PRIOR_PPM) -> ClockFit:
     """_fit_clock, then how far the reads check the rate bound (bench.analysis.rate_check):
-    when they cannot show a rate of twice the bound within RATE_CHECK_S, the clock is fitted
-    again under `unchecked_prior_ppm` (a disciplined clock's rate; None: keep the prior) and
-    the fit says that rate is assumed (`rate_assumed`)."""
+    when they cannot show a rate of twice the bound within RATE_CHECK_S, the bound is assumed
+    (`rate_assumed`) and the clock is fitted again under `unchecked_prior_ppm` (a disciplined
+    clock's rate; None: keep the prior): reads that fit one line do not show the clock free-
+    running when they pin it too loosely to show its corrections."""
     kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
                        "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
                        "publish": publish, "cuts_ns": cuts_ns}
@@ -1134,13 +1135,14 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     if _rate.checked(fit.pinned_ns, fit.drift_prior_ppm):
         return fit
     prior, before = fit.drift_prior_ppm, fit.rate_check_s
+    corrected = any(sg.offset_line is None for sg in fit.segments)   # no line fits: disciplined
     refit = unchecked_prior_ppm is not None and unchecked_prior_ppm > prior
     if refit:
         kw["drift_prior_ppm"] = float(unchecked_prior_ppm or 0)
         fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw)
         fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
-    return _dc_replace(fit, rate_assumed=_rate.assumed_note(fit.pinned_ns, prior, before,
-                                                            fit.drift_prior_ppm if refit else None))
+    return _dc_replace(fit, rate_assumed=_rate.assumed_note(
+        fit.pinned_ns, prior, before, fit.drift_prior_ppm if refit else None, corrected))
 
 
 def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
@@ -1189,7 +1191,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     split = _split_envelope if publish else _split
     sp = split(s, e, v, q, w, prior, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
-    shown = len(sp.breaks) - len(sp.forced) if beyond else 0    # before the wider refit
+    shown = _turns(sp, s, e, v, q, prior) if beyond else 0    # steps seen before the wider refit
     if beyond:
         prior = wide
         sp = split(s, e, v, q, w, prior, wide, starts)
@@ -1206,6 +1208,26 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
 
 
 STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
+
+
+def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
+    """How many steps the breaks of a split show at the least: 1 + the times their direction
+    turns (each break's sign: the offset the run after it allows at the break against the one
+    the run before it allows, under the prior, where the two are apart). A drift beyond the
+    prior breaks one way again and again (1); a blip breaks one way and back (2)."""
+    signs = []
+    for k, (pre, post, _amb) in enumerate(sp.breaks):
+        if k in sp.forced:
+            continue
+        a, b = sp.runs[k], sp.runs[k + 1]
+        t = (int(s[pre]) + int(e[post])) // 2
+        lo_a, hi_a = _envelope.build(s[a], e[a], v[a], q, prior).at(t)
+        lo_b, hi_b = _envelope.build(s[b], e[b], v[b], q, prior).at(t)
+        if lo_b > hi_a or hi_b < lo_a:
+            signs.append(1 if lo_b > hi_a else -1)
+    if not signs:
+        return 1 if len(sp.breaks) > len(sp.forced) else 0
+    return 1 + sum(x != y for x, y in zip(signs, signs[1:]))
 
 
 def _model_breaks(sp: _seg.Split, breaks: list[Break], shown: int) -> tuple[int, int]:

@@ -24,6 +24,7 @@ from bench.analysis.statuses import BoundStatus
 PPM = 1e-6
 NS = 1_000_000_000
 RATE_CHECK_S = 10.0     # reads that show a rate of 2R only over longer stretches do not check R
+#                         (a PLL hunting swings one way for 20-30 s, beyond R by less than R)
 # a disciplined clock's rate: ntpd's kernel PLL slews at most 500 ppm, an NTP client slewing a
 # correction up to 2,000 ppm, a PLL hunting at ±700-1,200 ppm, plus the crystal's 100-400 ppm;
 # chrony slewing a large offset (up to 83,333 ppm) is beyond it, caught only where reads show it
@@ -59,7 +60,7 @@ def checked(width_ns: float | None, prior_ppm: float) -> bool:
 
 
 def assumed_note(width_ns: float | None, prior_ppm: float, horizon_s: float,
-                 refit_ppm: float | None) -> str:
+                 refit_ppm: float | None, corrected: bool) -> str:
     """Why the rate bound is assumed, in words (the clock's `rate_assumed`)."""
     from bench.units import fmt_ns
     why = (f"the reads pin the offset to {fmt_ns(round(width_ns))} (median)"
@@ -68,5 +69,5 @@ def assumed_note(width_ns: float | None, prior_ppm: float, horizon_s: float,
             f"{horizon_s:.0f} s or more, so the reads do not check the rate bound")
     if refit_ppm is not None:
         text += (f"; fitted under {refit_ppm:g} ppm, a disciplined clock's (an NTP client's "
-                 f"slew, a PLL hunting), assumed")
+                 f"slew, a PLL hunting{': the reads show corrections' if corrected else ''})")
     return text

@@ -16,6 +16,7 @@ from bench.analysis import device_breaks as _breaks
 from bench.analysis.estimate import (
     DEFAULT_DRIFT_PRIOR_PPM,
     RATE_CHANGE_ASSUMPTION,
+    STEP_HISTORY,
     Bound,
     ClockFit,
     Segment,
@@ -265,6 +266,16 @@ def stuck_since(s: I64, e: I64, v: npt.ArrayLike, declared_ns: int) -> int | Non
     return None
 
 
+def _assumed_note(fit: ClockFit) -> str:
+    """Why a clock's bounds are assumed when its reads, not an assumption's edge, say so."""
+    if fit.unknown_breaks:
+        return (f"{fit.unknown_breaks} break(s) with no step to show (a lag or a rate beyond "
+                f"the model's): bounds assumed")
+    if fit.steps_seen >= STEP_HISTORY:
+        return f"stepped {fit.steps_seen} times: more steps may hide, bounds assumed"
+    return ""
+
+
 def _stuck_note(st: dict[str, Any]) -> str:
     return f"did not advance over {st['reads']} reads spanning {st['span_s']:.1f} s"
 
@@ -436,7 +447,7 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
     segs = tuple(_segment_summary(sg, tc, int(res.meta.get("modulus_ns") or 0))
                  for sg in fit.segments)
     # stuck: segments from before it stopped; nothing after
-    note = _stuck_note(res.stuck) if res.stuck is not None else ""
+    note = _stuck_note(res.stuck) if res.stuck is not None else _assumed_note(fit)
     last = segs[-1].offset_ns if segs and not head.counter else None
     return replace(
         head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
