@@ -71,3 +71,11 @@ def test_disciplined_clocks_are_bounded_under_a_rate_that_holds_or_not_proven():
                 b = sg.proven_offset_at(int(t))
                 assert b is None or b.lo <= m.offset_ns(int(t)) <= b.hi, (seed, int(t) - T0)
     assert proven >= 6        # not bought by calling nothing proven
+
+
+def test_a_device_wide_tick_lag_widens_its_wall_clocks_only():
+    from bench.model.summary import lag_ns
+    meta = {"tick_lag_ms": 10.0}
+    assert lag_ns(meta, {"name": "hrSystemDate"}) == 10_000_000
+    assert lag_ns(meta, {"name": "sysUpTime", "counter": True, "lag_ns": 0}) == 0
+    assert lag_ns({}, {"name": "hrSystemDate", "lag_ns": 3_000_000}) == 3_000_000

@@ -1139,7 +1139,8 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     refit = unchecked_prior_ppm is not None and unchecked_prior_ppm > prior
     if refit:
         kw["drift_prior_ppm"] = float(unchecked_prior_ppm or 0)
-        fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw)
+        # split where the prior breaks (a step shows as before), bound under the wider rate
+        fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw, split_prior_ppm=prior)
         fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
     return _dc_replace(fit, rate_assumed=_rate.assumed_note(
         fit.pinned_ns, prior, before, fit.drift_prior_ppm if refit else None, corrected))
@@ -1149,7 +1150,8 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
                resolution_ns: int, *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM,
                wander_ns_per_s: float = 0.0, uncertainty_ns: int = 0, lag_ns: int = 0,
                epoch_ns: int | None = None, publish: bool = True,
-               cuts_ns: Sequence[tuple[int, int]] = ()) -> ClockFit:
+               cuts_ns: Sequence[tuple[int, int]] = (),
+               split_prior_ppm: float | None = None) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -1162,10 +1164,8 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
     limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
     correcting a large offset, which the wider range (±6,000 ppm) catches and reports.
-    A prior that does not hold costs nothing silently: either the region never touches it (the
-    bound does not depend on it) or the bound is labelled assumed. `cuts_ns`: (after_ns,
-    before_ns) of breaks another clock of the device showed (a reboot, an outage): no segment
-    spans one (DESIGN.md, "A break on another clock")."""
+    `cuts_ns`: breaks (after_ns, before_ns) another clock of the device showed: no segment
+    spans one. `split_prior_ppm`: split at this rate, bound under the prior (fit_clock)."""
     raw_s = np.asarray(s_ns, dtype=np.int64)
     raw_e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
@@ -1186,15 +1186,16 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
         note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
     s = s - max(seen, update)
     w = float(wander_ns_per_s)
-    wide = prior * WIDE_PRIOR_FACTOR
+    cut = float(split_prior_ppm or prior)       # the rate the reads are split at
+    wide = cut * WIDE_PRIOR_FACTOR
 
     split = _split_envelope if publish else _split
-    sp = split(s, e, v, q, w, prior, wide, starts := cut_starts(raw_s, cuts_ns))
+    sp = split(s, e, v, q, w, cut, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
-    shown = _turns(sp, s, e, v, q, prior) if beyond else 0    # steps seen before the wider refit
+    shown = _turns(sp, s, e, v, q, cut) if beyond else 0    # steps seen before the wider refit
     if beyond:
-        prior = wide
-        sp = split(s, e, v, q, w, prior, wide, starts)
+        prior = max(prior, wide)
+        sp = split(s, e, v, q, w, wide, wide, starts)
     segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
                      len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
     breaks = _breaks_of(sp, segs, s, e, q, prior)
@@ -1202,7 +1203,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     unknown, steps = _model_breaks(sp, breaks, shown)
-    segs = _downgraded(segs) if seen or unknown or steps >= STEP_HISTORY else segs
+    segs = _downgraded(segs) if seen or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
                     prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps)
 
@@ -1241,10 +1242,10 @@ def _model_breaks(sp: _seg.Split, breaks: list[Break], shown: int) -> tuple[int,
 
 def _downgraded(segs: list[Segment]) -> list[Segment]:
     """Proven segments made assumed: the values prove a lag (only a floor on it, never a bound),
-    the reads broke the model where no step shows (a break of kind unknown: a lag or a rate
-    beyond the declared one, which can make the segments between such breaks miss too), or the
-    clock stepped STEP_HISTORY times or more (repeated blips: more may hide, two in a segment
-    break the one-unseen-step model)."""
+    or the clock broke STEP_HISTORY times or more, by steps or where no step shows (a break of
+    kind unknown: a lag or a rate beyond the declared one, which can make the segments between
+    such breaks miss too; repeated blips: more may hide, two in a segment break the
+    one-unseen-step model). One break alone is a step, whatever its size shows."""
     return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
             if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
 

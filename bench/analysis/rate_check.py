@@ -63,11 +63,10 @@ def assumed_note(width_ns: float | None, prior_ppm: float, horizon_s: float,
                  refit_ppm: float | None, corrected: bool) -> str:
     """Why the rate bound is assumed, in words (the clock's `rate_assumed`)."""
     from bench.units import fmt_ns
-    why = (f"the reads pin the offset to {fmt_ns(round(width_ns))} (median)"
+    why = (f"reads pin the offset to {fmt_ns(round(width_ns))}, so {2 * prior_ppm:g} ppm "
+           f"would show only over {horizon_s:.0f} s or more"
            if width_ns is not None else "no instant has reads on both sides")
-    text = (f"{why}: a rate of twice {prior_ppm:g} ppm would show only over "
-            f"{horizon_s:.0f} s or more, so the reads do not check the rate bound")
-    if refit_ppm is not None:
-        text += (f"; fitted under {refit_ppm:g} ppm, a disciplined clock's (an NTP client's "
-                 f"slew, a PLL hunting{': the reads show corrections' if corrected else ''})")
-    return text
+    if refit_ppm is None:
+        return f"{why}: {prior_ppm:g} ppm not checked"
+    return (f"{why}: fitted under {refit_ppm:g} ppm, a disciplined clock's (an NTP slew, a PLL "
+            f"hunting{'; the reads show corrections' if corrected else ''})")

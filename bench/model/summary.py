@@ -268,12 +268,11 @@ def stuck_since(s: I64, e: I64, v: npt.ArrayLike, declared_ns: int) -> int | Non
 
 def _assumed_note(fit: ClockFit) -> str:
     """Why a clock's bounds are assumed when its reads, not an assumption's edge, say so."""
-    if fit.unknown_breaks:
-        return (f"{fit.unknown_breaks} break(s) with no step to show (a lag or a rate beyond "
-                f"the model's): bounds assumed")
-    if fit.steps_seen >= STEP_HISTORY:
-        return f"stepped {fit.steps_seen} times: more steps may hide, bounds assumed"
-    return ""
+    n = fit.steps_seen + fit.unknown_breaks
+    if n < STEP_HISTORY:
+        return ""
+    return (f"broke {n} times ({fit.unknown_breaks} with no step to show: a lag or a rate "
+            f"beyond the model's): more may hide, bounds assumed")
 
 
 def _stuck_note(st: dict[str, Any]) -> str:
@@ -295,7 +294,7 @@ def rate_clause(fit: ClockFit | None) -> str:
     if fit is None or fit.pinned_ns is None:
         return "assumed: no reads on both sides of any instant"
     if fit.rate_assumed:
-        return f"assumed: a rate of twice it would show only over {fit.rate_check_s:.0f} s or more"
+        return f"assumed: {fit.rate_assumed}"
     return (f"checked: a rate of {2 * fit.drift_prior_ppm:g} ppm lasting {fit.rate_check_s:.1f} s "
             f"or more shows; shorter excursions assumed")
 
