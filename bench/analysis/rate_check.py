@@ -29,11 +29,14 @@ RATE_CHECK_S = 10.0     # reads that show a rate of 2R only over longer stretche
 # correction up to 2,000 ppm, a PLL hunting at ±700-1,200 ppm, plus the crystal's 100-400 ppm;
 # chrony slewing a large offset (up to 83,333 ppm) is beyond it, caught only where reads show it
 DISCIPLINED_PRIOR_PPM = 2_500.0
+# how well the reads pin the offset: this percentile of the widths at their instants (an
+# excursion shows between two well-pinned instants; a quarter of them lie in any few seconds)
+PINNED_PERCENTILE = 25.0
 
 
 def pinned_width_ns(segments: Sequence[Any]) -> float | None:
-    """The median width, ns, of the offset the reads on both sides of each read's instant
-    allow together (envelope.TwoSided.bounds, joined), over the published segments; None when
+    """The PINNED_PERCENTILE-th percentile width, ns, of the offset the reads on both sides of
+    each read's instant allow together (envelope.TwoSided.bounds, joined), over the published segments; None when
     no instant has reads on both sides."""
     widths = []
     for sg in segments:
@@ -44,7 +47,7 @@ def pinned_width_ns(segments: Sequence[Any]) -> float | None:
         lo, hi, ok = two.bounds(pts, joined=True)
         widths.append(np.maximum(hi - lo, 0.0)[ok])
     w = np.concatenate(widths) if widths else np.zeros(0)
-    return float(np.median(w)) if len(w) else None
+    return float(np.percentile(w, PINNED_PERCENTILE)) if len(w) else None
 
 
 def check_horizon_s(width_ns: float | None, prior_ppm: float) -> float:
