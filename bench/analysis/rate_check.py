@@ -36,8 +36,8 @@ PINNED_PERCENTILE = 25.0
 
 def pinned_width_ns(segments: Sequence[Any]) -> float | None:
     """The PINNED_PERCENTILE-th percentile width, ns, of the offset the reads on both sides of
-    each read's instant allow together (envelope.TwoSided.bounds, joined), over the published segments; None when
-    no instant has reads on both sides."""
+    each read's instant allow together (envelope.TwoSided.bounds, joined), over the published
+    segments; None when no instant has reads on both sides."""
     widths = []
     for sg in segments:
         two = sg._env
