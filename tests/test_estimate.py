@@ -98,7 +98,7 @@ def test_drift_prior_closes_the_region():
     p = ClockParams(offset_s=0.5, drift_ppm=10.0, resolution_s=1.0)
     s, e, v, at, m = reads(p, 2, 1)
     for prior in (200.0, 30.0):
-        sg = fit_clock(s, e, v, NS, drift_prior_ppm=prior).segments[0]
+        sg = fit_clock(s, e, v, NS, drift_prior_ppm=prior, unchecked_prior_ppm=None).segments[0]
         assert sg.drift_ppm.lo == pytest.approx(-prior) and sg.drift_ppm.hi == pytest.approx(prior)
         line = sg.offset_at(sg.epoch_ns)          # the line model's bound, before the halves' hull
         assert line.width <= NS + 2 * 2_000_000 + 1 * NS * prior * 1e-6 * 2

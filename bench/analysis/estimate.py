@@ -72,7 +72,7 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
 from typing import Any, TypedDict
@@ -81,6 +81,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis import envelope as _envelope
+from bench.analysis import rate_check as _rate
 from bench.analysis import segment as _seg
 from bench.analysis.arrays import F64, I64, Idx
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
@@ -610,6 +611,10 @@ class ClockFit:
     beyond_note: str = ""
     lag_seen_ns: int = 0          # the reading lags its clock by at least this (lag_seen)
     update_ns: int = 0            # ... and updates at most this often (update_bound)
+    pinned_ns: float | None = None   # how tightly the reads pin the offset (rate_check)
+    rate_assumed: str = ""        # why the rate bound is assumed, not checked by the reads
+    unknown_breaks: int = 0       # breaks with no step to show (a lag or rate beyond the model)
+    steps_seen: int = 0           # steps the clock showed (STEP_HISTORY of them: assumed)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -629,7 +634,15 @@ class ClockFit:
                               "reason": o["evidence"]} for o in self.outliers],
                 **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
                 **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
-                **({"update_ns": self.update_ns} if self.update_ns else {})}
+                **({"update_ns": self.update_ns} if self.update_ns else {}),
+                **({"rate_assumed": self.rate_assumed} if self.rate_assumed else {}),
+                **({"unknown_breaks": self.unknown_breaks} if self.unknown_breaks else {}),
+                **({"steps_seen": self.steps_seen} if self.steps_seen else {})}
+
+    @property
+    def rate_check_s(self) -> float:
+        """The shortest stretch over which a rate of twice the bound shows (rate_check)."""
+        return _rate.check_horizon_s(self.pinned_ns, self.drift_prior_ppm)
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -786,7 +799,8 @@ def _mean_drift(seg: Segment) -> dict[str, Any] | None:
     by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
     the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair of read instants
     with the narrowest such bound; its status is the segment's offset status; None when
-    undecided."""
+    undecided. One wider than the rate bound allows (±R: only an unseen step in the window
+    could take it further) is cut to ±R and "assumed": it then rests on no step there."""
     if len(seg._reads[0]) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
         return None
     window = _narrowest_window(seg._env)
@@ -799,9 +813,13 @@ def _mean_drift(seg: Segment) -> dict[str, Any] | None:
     (lo1, hi1), (lo2, hi2) = b1, b2
     lo, hi = (lo2 - hi1) / (t2 - t1) / PPM, (hi2 - lo1) / (t2 - t1) / PPM
     lo, hi = lo - 1e-9 * (1 + abs(lo)), hi + 1e-9 * (1 + abs(hi))    # outward, past rounding
+    status = seg.offset_status
+    R = seg._prior
+    if (lo < -R or hi > R) and max(lo, -R) <= min(hi, R):   # wider than the model allows:
+        lo, hi = max(lo, -R), min(hi, R)      # cut to it, which rests on no unseen step there
+        status = BoundStatus.ASSUMED
     point = min(max(seg.drift_ppm.point, lo), hi)
-    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2,
-            "status": seg.offset_status}
+    return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2, "status": status}
 
 
 def _narrowest_window(two: _envelope.TwoSided) -> tuple[int, int] | None:
@@ -946,8 +964,10 @@ def _backward_kind(oa: list[Bound], ob: list[Bound], after: int, before: int, q:
     return BreakKind.STEP
 
 
-def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float) -> _seg.Split:
-    """Segmentation of the reads with drift within ±prior (cores kept for ±wide)."""
+def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float,
+           starts: list[int]) -> _seg.Split:
+    """Segmentation of the reads with drift within ±prior (cores kept for ±wide), a forced
+    break before each of `starts`."""
     hint: list[float | None] = [None]
 
     def feasible(idx: Idx) -> bool:
@@ -968,15 +988,23 @@ def _split(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float) 
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
         return idx[_Window(s[idx], e[idx], v[idx], q, t0, 0.0, wide).core(wide)]
 
-    return _seg.split(len(v), feasible, compress)
+    return _seg.split_chunks(len(v), starts, feasible, compress)
 
 
-def _split_envelope(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float
-                    ) -> _seg.Split:
+def _split_envelope(s: I64, e: I64, v: I64, q: int, w: float, prior: float, wide: float,
+                    starts: list[int]) -> _seg.Split:
     """Segmentation of the reads under the published model: a run is feasible when one offset
     moving at most `prior` ppm meets every read's constraints (bench.analysis.envelope)."""
-    return _seg.split(len(v), lambda idx: _envelope.feasible(
+    return _seg.split_chunks(len(v), starts, lambda idx: _envelope.feasible(
         _envelope.build(s[idx], e[idx], v[idx], q, prior)))
+
+
+def cut_starts(s: I64, cuts_ns: Sequence[tuple[int, int]]) -> list[int]:
+    """The reads (time order) where each device-wide break (after_ns, before_ns) starts a new
+    chunk: the first read (by bracket start, `s` ascending) that starts past the window's
+    middle. Which side a read straddling the window takes does not matter for soundness: each
+    chunk is segmented on its own and splits where its reads disagree."""
+    return sorted({int(np.searchsorted(s, a // 2 + b // 2, side="right")) for a, b in cuts_ns})
 
 
 def _outlier_gaps(s: I64, e: I64, run: Idx, outliers: list[tuple[int, str]]
@@ -1035,6 +1063,8 @@ def _asks_for_wider(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, w: float, wi
         return win.feasible_x() is not None
 
     for k, (_pre, post, _amb) in enumerate(sp.breaks):
+        if k in sp.forced:        # imposed by another clock of the device: nothing to explain
+            continue
         # the reads after the break too: a drift beyond the prior goes on along one line, a
         # step leaves the later reads on a parallel one (a line steep enough to join the two
         # sides of a small step parts from the later reads within seconds)
@@ -1082,12 +1112,46 @@ class _FitOptions(TypedDict):
     lag_ns: int
     epoch_ns: int | None
     publish: bool
+    cuts_ns: Sequence[tuple[int, int]]
 
 
 def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
               *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, wander_ns_per_s: float = 0.0,
               uncertainty_ns: int = 0, lag_ns: int = 0, epoch_ns: int | None = None,
-              publish: bool = True) -> ClockFit:
+              publish: bool = True, cuts_ns: Sequence[tuple[int, int]] = (),
+              unchecked_prior_ppm: float | None = _rate.DISCIPLINED_PRIOR_PPM) -> ClockFit:
+    """_fit_clock, then how far the reads check the rate bound (bench.analysis.rate_check):
+    when they cannot show a rate of twice the bound within RATE_CHECK_S, the bound is assumed
+    (`rate_assumed`) and the clock is fitted again under `unchecked_prior_ppm` (a disciplined
+    clock's rate; None: keep the prior): reads that fit one line do not show the clock free-
+    running when they pin it too loosely to show its corrections."""
+    kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
+                       "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
+                       "publish": publish, "cuts_ns": cuts_ns}
+    fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw)
+    if not publish or fit.rate_assumed:
+        return fit
+    fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
+    if _rate.checked(fit.pinned_ns, fit.drift_prior_ppm):
+        return fit
+    prior, before = fit.drift_prior_ppm, fit.rate_check_s
+    corrected = any(sg.offset_line is None for sg in fit.segments)   # no line fits: disciplined
+    refit = unchecked_prior_ppm is not None and unchecked_prior_ppm > prior
+    if refit:
+        kw["drift_prior_ppm"] = float(unchecked_prior_ppm or 0)
+        # split where the prior breaks (a step shows as before), bound under the wider rate
+        fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw, split_prior_ppm=prior)
+        fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
+    return _dc_replace(fit, rate_assumed=_rate.assumed_note(
+        fit.pinned_ns, prior, before, fit.drift_prior_ppm if refit else None, corrected))
+
+
+def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
+               resolution_ns: int, *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM,
+               wander_ns_per_s: float = 0.0, uncertainty_ns: int = 0, lag_ns: int = 0,
+               epoch_ns: int | None = None, publish: bool = True,
+               cuts_ns: Sequence[tuple[int, int]] = (),
+               split_prior_ppm: float | None = None) -> ClockFit:
     """Segments with provable bounds, the breaks between them, and outliers, from one clock's
     ok reads in time order (int ns arrays: bracket start, bracket end, device value).
 
@@ -1100,14 +1164,14 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
     limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
     correcting a large offset, which the wider range (±6,000 ppm) catches and reports.
-    A prior that does not hold costs nothing silently: either the region never touches it (the
-    bound does not depend on it) or the bound is labelled assumed."""
+    `cuts_ns`: breaks (after_ns, before_ns) another clock of the device showed: no segment
+    spans one. `split_prior_ppm`: split at this rate, bound under the prior (fit_clock)."""
     raw_s = np.asarray(s_ns, dtype=np.int64)
     raw_e = np.asarray(e_ns, dtype=np.int64)
     v = np.asarray(value_ns, dtype=np.int64)
     kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
                        "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
-                       "publish": publish}
+                       "publish": publish, "cuts_ns": cuts_ns}
     if np.any(raw_e < raw_s):        # a bracket that ends before it starts proves nothing
         return _fit_without_invalid(raw_s, raw_e, v, resolution_ns, kw)
     q, note, basis = _fit_resolution(raw_s, raw_e, v, resolution_ns)
@@ -1122,25 +1186,68 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
         note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
     s = s - max(seen, update)
     w = float(wander_ns_per_s)
-    wide = prior * WIDE_PRIOR_FACTOR
+    cut = float(split_prior_ppm or prior)       # the rate the reads are split at
+    wide = cut * WIDE_PRIOR_FACTOR
 
     split = _split_envelope if publish else _split
-    sp = split(s, e, v, q, w, prior, wide)
+    sp = split(s, e, v, q, w, cut, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
+    shown = _turns(sp, s, e, v, q, cut) if beyond else 0    # steps seen before the wider refit
     if beyond:
-        prior = wide
-        sp = split(s, e, v, q, w, prior, wide)
+        prior = max(prior, wide)
+        sp = split(s, e, v, q, w, wide, wide, starts)
     segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
                      len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
     breaks = _breaks_of(sp, segs, s, e, q, prior)
     orig = (lambda i: int(order[i])) if order is not None else int
     outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
-    if seen:        # the lag is a floor the values prove, not a bound: nothing rests proven on it
-        segs = [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
-                if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
-    verdict = _fit_verdict(segs, beyond, bool(outliers))
-    return ClockFit(segs, breaks, outliers, q, note, verdict, prior, basis, beyond, seen, update)
+    unknown, steps = _model_breaks(sp, breaks, shown)
+    segs = _downgraded(segs) if seen or steps + unknown >= STEP_HISTORY else segs
+    return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
+                    prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps)
+
+
+STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
+
+
+def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
+    """How many steps the breaks of a split show at the least: 1 + the times their direction
+    turns (each break's sign: the offset the run after it allows at the break against the one
+    the run before it allows, under the prior, where the two are apart). A drift beyond the
+    prior breaks one way again and again (1); a blip breaks one way and back (2)."""
+    signs = []
+    for k, (pre, post, _amb) in enumerate(sp.breaks):
+        if k in sp.forced:
+            continue
+        a, b = sp.runs[k], sp.runs[k + 1]
+        t = (int(s[pre]) + int(e[post])) // 2
+        lo_a, hi_a = _envelope.build(s[a], e[a], v[a], q, prior).at(t)
+        lo_b, hi_b = _envelope.build(s[b], e[b], v[b], q, prior).at(t)
+        if lo_b > hi_a or hi_b < lo_a:
+            signs.append(1 if lo_b > hi_a else -1)
+    if not signs:
+        return 1 if len(sp.breaks) > len(sp.forced) else 0
+    return 1 + sum(x != y for x, y in zip(signs, signs[1:]))
+
+
+def _model_breaks(sp: _seg.Split, breaks: list[Break], shown: int) -> tuple[int, int]:
+    """(breaks of kind unknown, steps the clock showed) among the breaks its own reads made
+    (not those another clock imposed); `shown`: the breaks seen under the prior before a refit
+    beyond it (a refit in a wider range must not hide the steps it was asked about)."""
+    own = [b for k, b in enumerate(breaks) if k not in sp.forced]
+    return (sum(b.kind == BreakKind.UNKNOWN for b in own),
+            max(shown, sum(b.kind == BreakKind.STEP for b in own)))
+
+
+def _downgraded(segs: list[Segment]) -> list[Segment]:
+    """Proven segments made assumed: the values prove a lag (only a floor on it, never a bound),
+    or the clock broke STEP_HISTORY times or more, by steps or where no step shows (a break of
+    kind unknown: a lag or a rate beyond the declared one, which can make the segments between
+    such breaks miss too; repeated blips: more may hide, two in a segment break the
+    one-unseen-step model). One break alone is a step, whatever its size shows."""
+    return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
+            if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
 
 
 def _time_order(raw_s: I64, raw_e: I64, v: I64) -> tuple[I64, I64, I64, Idx | None]:

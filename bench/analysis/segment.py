@@ -49,6 +49,7 @@ class Split:
     breaks: list[tuple[int, int, int]] = field(default_factory=list)
     # per break: (last position provably before, first position provably after, ambiguous count)
     outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
+    forced: list[int] = field(default_factory=list)     # breaks the caller imposed (split_chunks)
 
 
 def _longest_forward(n: int, start: int, feasible: Feasible) -> int:
@@ -92,14 +93,14 @@ def _span(r: _Run) -> str:
     return f"reads {int(r.reads[0])}..{int(r.reads[-1])}"
 
 
-def split(n: int, feasible: Feasible, compress: Compress | None = None) -> Split:
-    """Clean runs, breaks and outliers of reads 0..n-1 (in time order)."""
+def split(n: int, feasible: Feasible, compress: Compress | None = None, first: int = 0) -> Split:
+    """Clean runs, breaks and outliers of reads first..n-1 (in time order)."""
     comp: Compress = compress or (lambda idx: idx)
     out = Split()
-    if n == 0:
+    if n <= first:
         return out
     stack: list[_Run] = []
-    start = 0
+    start = first
     while start < n:
         end = _longest_forward(n, start, feasible)
         reads = np.arange(start, end + 1)
@@ -176,3 +177,22 @@ def _grow_back(prev: Idx, core: Idx, feasible: Feasible) -> int:
         else:
             bad = mid
     return good
+
+
+def split_chunks(n: int, starts: list[int], feasible: Feasible,
+                 compress: Compress | None = None) -> Split:
+    """`split` with a forced break before each position in `starts` (ascending): a break the
+    device showed on another of its clocks (a reboot, an outage), so no run spans it whatever
+    these reads say. Each chunk is split on its own; a forced break's window is the chunk
+    boundary (no read is ambiguous across it) and its index is in `forced`."""
+    bounds = [0] + sorted({p for p in starts if 0 < p < n}) + [n]
+    out = Split()
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        part = split(hi, feasible, compress, first=lo)
+        if out.runs:
+            out.forced.append(len(out.breaks))
+            out.breaks.append((int(out.runs[-1][-1]), lo, 0))
+        out.runs.extend(part.runs)
+        out.breaks.extend(part.breaks)
+        out.outliers.extend(part.outliers)
+    return out

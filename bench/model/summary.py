@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bench.analysis import device_breaks as _breaks
 from bench.analysis.estimate import (
     DEFAULT_DRIFT_PRIOR_PPM,
     RATE_CHANGE_ASSUMPTION,
+    STEP_HISTORY,
     Bound,
     ClockFit,
     Segment,
@@ -24,6 +26,7 @@ from bench.analysis.estimate import (
     wander_allowance_ns_per_s,
 )
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
+from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.errors import RackclockError
 from bench.model.documents import (
     Assumptions,
@@ -329,16 +332,37 @@ def stuck_since(s: I64, e: I64, v: npt.ArrayLike, declared_ns: int) -> int | Non
     return None
 
 
+def _assumed_note(fit: ClockFit) -> str:
+    """Why a clock's bounds are assumed when its reads, not an assumption's edge, say so."""
+    n = fit.steps_seen + fit.unknown_breaks
+    if n < STEP_HISTORY:
+        return ""
+    return (f"broke {n} times ({fit.unknown_breaks} with no step to show: a lag or a rate "
+            f"beyond the model's): more may hide, bounds assumed")
+
+
 def _stuck_note(st: dict[str, Any]) -> str:
     return f"did not advance over {st['reads']} reads spanning {st['span_s']:.1f} s"
 
 
 def lag_ns(meta: dict[str, Any], clock_meta: dict[str, Any]) -> int:
-    """How far a reading may lag its clock: the rack file's `tick_lag_ms` for the device, else
-    what the driver declares for the clock (`lag_ns`), else 0."""
-    if "tick_lag_ms" in meta:
+    """How far a reading may lag its clock: what the driver declares for the clock (`lag_ns`),
+    else 0; the rack file's `tick_lag_ms` for the device replaces it for its wall clocks only
+    (a device's coarse wall clock lags; an uptime counter computed on each request does not,
+    and widening it too costs it a lag it never has)."""
+    if "tick_lag_ms" in meta and not clock_meta.get("counter"):
         return round(float(meta["tick_lag_ms"]) * 1e6)
     return int(clock_meta.get("lag_ns") or 0)
+
+
+def rate_clause(fit: ClockFit | None) -> str:
+    """How far the reads check the rate bound (bench.analysis.rate_check), in words."""
+    if fit is None or fit.pinned_ns is None:
+        return "assumed: no reads on both sides of any instant"
+    if fit.rate_assumed:
+        return f"assumed: {fit.rate_assumed}"
+    return (f"checked: a rate of {2 * fit.drift_prior_ppm:g} ppm lasting {fit.rate_check_s:.1f} s "
+            f"or more shows; shorter excursions assumed")
 
 
 def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
@@ -348,8 +372,8 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
     from bench.units import fmt_end_ns, fmt_ns_up
     seg = fit.segments[-1] if fit and fit.segments else None
-    text = (f"offset moves at most {prior_ppm:g} ppm between reads (checked); at most one step "
-            f"inside a segment unseen")
+    text = (f"offset moves at most {prior_ppm:g} ppm between reads ({rate_clause(fit)}); at "
+            f"most one step inside a segment unseen")
     out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if fit is not None and seg is not None and seg.bracket_ns:
         x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
@@ -365,9 +389,12 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
 
 def fit_clocks(smp: Samples, meta: dict[str, Any],
                uncertainty_ns: int = 0) -> dict[str, ClockResult]:
-    """Fit every clock of one device from its samples; never raises for bad data."""
+    """Fit every clock of one device from its samples; never raises for bad data. A reboot
+    seen on one clock, or an outage of the device, splits every other clock there
+    (bench.analysis.device_breaks)."""
     clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
-    out = {}
+    out: dict[str, ClockResult] = {}
+    reads: dict[str, tuple[I64, I64, I64]] = {}
     for clock in list(clocks_meta) or sorted({smp.clock[i] for i in smp.select("read")}):
         cm = clocks_meta.get(clock, {})
         s, e, v, q, count = smp.clock_reads(clock, cm)
@@ -376,26 +403,45 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
         if len(s) == 0:
             res.note = "no successful read"
             continue
-        try:
+        reads[clock] = _fit_one(res, s, e, v, count, meta, uncertainty_ns, ())
+    rows = smp.select("read", ok=False)
+    down = _breaks.outages(smp.s_ns[rows], smp.e_ns[rows],
+                           [smp.status[i] == RowStatus.OK for i in rows])
+    fits = {c: r.fit for c, r in out.items()}
+    for clock, (s, e, v) in reads.items():
+        cuts = _breaks.cuts_for(clock, fits, down)
+        if _breaks.splits_inside(out[clock].fit, cuts):
+            _fit_one(out[clock], s, e, v, None, meta, uncertainty_ns, cuts)
+    return out
+
+
+def _fit_one(res: ClockResult, s: I64, e: I64, v: I64, count: I64 | None, meta: dict[str, Any],
+             uncertainty_ns: int, cuts: Any) -> tuple[I64, I64, I64]:
+    """Fit one clock into `res` (its stuck tail cut off first); the reads it was fitted from."""
+    try:
+        if count is not None:
             res.wraps = [{"after_ns": int(e[i - 1]), "before_ns": int(s[i])}
                          for i in range(1, len(count)) if count[i] > count[i - 1]]
-            wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
-                                               (int(s[-1]) - int(s[0])) / 1e9)
-            res.lag_ns = lag_ns(meta, cm)
-            k = stuck_since(s, e, v, declared)
-            if k is not None:         # it stopped: what it showed before still fits
-                res.stuck = {"reads": int(len(s) - k), "span_s": (int(e[-1]) - int(s[k])) / 1e9,
-                             "since_ns": int(s[k])}
-                s, e, v = s[:k], e[:k], v[:k]
-                if len(v) < 2:
-                    continue
-            res.fit = fit_clock(s, e, v, declared, uncertainty_ns=uncertainty_ns,
-                                drift_prior_ppm=float(meta.get("drift_prior_ppm",
-                                                                  DEFAULT_DRIFT_PRIOR_PPM)),
-                                wander_ns_per_s=wander, lag_ns=res.lag_ns)
-        except Exception as exc:  # the estimator must never take the summary down
-            res.note = f"estimator failed: {exc!r}"
-    return out
+        wander = wander_allowance_ns_per_s(float(meta.get("wander_ppm", 0.0)),
+                                           (int(s[-1]) - int(s[0])) / 1e9)
+        res.lag_ns = lag_ns(meta, res.meta)
+        k = stuck_since(s, e, v, res.declared_ns)
+        if k is not None:         # it stopped: what it showed before still fits
+            res.stuck = {"reads": int(len(s) - k), "span_s": (int(e[-1]) - int(s[k])) / 1e9,
+                         "since_ns": int(s[k])}
+            s, e, v = s[:k], e[:k], v[:k]
+            if len(v) < 2:
+                return s, e, v
+        # a rate bound the inventory declares stands (assumed where the reads cannot check it)
+        declared = "drift_prior_ppm" in meta
+        res.fit = fit_clock(s, e, v, res.declared_ns, uncertainty_ns=uncertainty_ns,
+                            drift_prior_ppm=float(meta.get("drift_prior_ppm",
+                                                           DEFAULT_DRIFT_PRIOR_PPM)),
+                            wander_ns_per_s=wander, lag_ns=res.lag_ns, cuts_ns=cuts,
+                            unchecked_prior_ppm=None if declared else DISCIPLINED_PRIOR_PPM)
+    except Exception as exc:  # the estimator must never take the summary down
+        res.note = f"estimator failed: {exc!r}"
+    return s, e, v
 
 
 LOST_TRAP = "lost:"       # drivers/snmp_pdu: the cursor of the entry for a trap shown lost
@@ -466,7 +512,7 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
     segs = tuple(_segment_summary(sg, tc, int(res.meta.get("modulus_ns") or 0))
                  for sg in fit.segments)
     # stuck: segments from before it stopped; nothing after
-    note = _stuck_note(res.stuck) if res.stuck is not None else ""
+    note = _stuck_note(res.stuck) if res.stuck is not None else _assumed_note(fit)
     last = segs[-1].offset_ns if segs and not head.counter else None
     return replace(
         head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,

@@ -58,10 +58,13 @@ BASELINE_EVERY = 4      # one device in this many (by seed) is also fitted by th
 READS = (20, 51)        # reads per device, [lo, hi)
 BEHAVIOURS = ("clean", "step", "slew", "slew_beyond", "freq_step", "wander", "beyond_prior",
               "reboot", "wrap", "misdeclared", "bad_burst", "read_lag", "discipline", "hunting",
-              "tick_lag", "blip", "two_at_once", "lag_undeclared", "slow_update")
+              "tick_lag", "blip", "two_at_once", "lag_undeclared", "slow_update", "disciplined",
+              "repeated_blips", "lag_beyond")
 # outside the stated model: two unseen steps, a lag nobody declared, a value that updates slower
-# than its tick; their misses are counted against the stated miss-risk, not the coverage
-NOT_ADMITTED = ("blip", "lag_undeclared", "slow_update", "slew_beyond")
+# than its tick, a rate beyond the stated one; their misses are counted against the stated
+# miss-risk, not the coverage
+NOT_ADMITTED = ("blip", "lag_undeclared", "slow_update", "slew_beyond", "disciplined",
+                "repeated_blips", "lag_beyond")
 
 
 def draw(rng: np.random.Generator, behaviour: str, reads: tuple[int, int] = READS) -> dict:
@@ -124,6 +127,26 @@ def draw(rng: np.random.Generator, behaviour: str, reads: tuple[int, int] = READ
         dev["blip_s"] = abs(size)
     elif behaviour == "slow_update":    # the value moves every 1.5 tick
         kw["update_s"] = q * 1.5
+    elif behaviour == "disciplined":    # a PLL hunting or an NTP client slewing beyond R
+        q = float(rng.choice([0.1, 1.0, 0.01]))
+        kw["resolution_s"] = q
+        if rng.uniform() < 0.5:
+            kw["hunting"] = (float(rng.uniform(700, 1200)), float(rng.uniform(40, 60)))
+        else:
+            kw["discipline"] = (20.0, 40.0, 2.0, 10.0, float(rng.uniform(500, 2000)))
+        if q == 0.1 and rng.uniform() < 0.5:     # net-snmp's hrSystemDate: a declared lag
+            kw["tick_lag_ms"] = (4.0, 8.0)
+            dev["lag_declared_s"] = 0.010
+    elif behaviour == "repeated_blips":  # steps undone a few s later, again and again
+        q = float(rng.choice([1.0, 0.1]))
+        kw["resolution_s"] = q
+        size, back = ((0.1, 0.3), 3.0) if q == 1.0 else ((0.03, 0.05), 2.0)
+        first, every = float(rng.uniform(2, 8)), float(rng.uniform(6, 12))
+        kw["blips"] = tuple((first + k * every, float(rng.uniform(*size) * rng.choice([-1, 1])),
+                             back) for k in range(int(dur // every) + 1))
+    elif behaviour == "lag_beyond":     # edges lag 5-40 ms, beyond the declared 10 ms
+        kw["tick_lag_ms"] = (5.0, float(rng.uniform(15, 40)))
+        dev["lag_declared_s"] = 0.010
     elif behaviour == "two_at_once":    # discipline and a declared lagging tick together
         kw["discipline"] = (4.0, 64.0, 0.5, 5.0, float(rng.uniform(50, 500)))
         kw["tick_lag_ms"] = (1.0, float(rng.uniform(3, 9)))
@@ -240,6 +263,9 @@ def score(dev: dict) -> dict:
             delays.append(((later[0].before_ns - tb["t_ns"]) / NS) if later else None)
     st = [sg.offset_status for sg in fit.segments]
     new_w = fit.segments[-1].offset_ns.width if fit.segments else None
+    last_proven = bool(fit.segments) and fit.segments[-1].offset_status == "proven"
+    rate_max = _max_rate_ppm(m, int(s[0]), int(e[-1])) if dev["behaviour"] == "disciplined" \
+        else None
     bound_miss = [x for x in misses if x[0] != "map"]
     return {"behaviour": dev["behaviour"], "ok": not bound_miss, "maps_ok": len(bound_miss) == len(misses),
             "misses": misses[:3],
@@ -264,7 +290,25 @@ def score(dev: dict) -> dict:
                                       within_s=dev["params"].blips[0][2])
                        if dev["params"].blips and fit.segments and fit.segments[-1].bracket_ns
                        else None),
-            "line_ratio": _line_ratio(fit)}
+            "line_ratio": _line_ratio(fit),
+            "proven_last": last_proven, "width_last": new_w if last_proven else None,
+            "rate_beyond_ppm": (max(0.0, rate_max - fit.drift_prior_ppm)
+                                if rate_max is not None else None),
+            "rate_assumed": bool(getattr(fit, "rate_assumed", "")),
+            "worst_miss_ns": max([_miss_ns(x) for x in bound_miss] or [0.0])}
+
+
+def _miss_ns(x: tuple) -> float:
+    """How far outside its bound the truth was, ns (a mean drift's miss in ppm is left out)."""
+    if x[0] == "offset":
+        return max(float(x[2]), -float(x[3]))
+    return 0.0
+
+
+def _max_rate_ppm(m: ClockModel, t1: int, t2: int) -> float:
+    """The clock's largest |rate| over [t1, t2], ppm, on a 50 ms grid."""
+    ts = np.arange(t1, t2, NS // 20, dtype=np.int64)
+    return max(abs(m.drift_ppm(int(x))) for x in ts)
 
 
 def _line_ratio(fit) -> float | None:
@@ -353,6 +397,45 @@ def markdown(rows: list[dict]) -> str:
                    f"{r['break_window_probe_intervals_median']:.2f} | {r['drift_proven']} | "
                    f"{r['drift_assumed_held']:.4f} |")
     return "\n".join(out)
+
+
+def proven_table(results: list[dict]) -> str:
+    """Per behaviour: the share of devices whose latest segment is labelled proven, and the
+    median width of those proven offsets (what soundness costs), and the rate bound's status."""
+    out = ["| behaviour | devices | share proven (latest segment) | median proven width ms | "
+           "rate bound assumed (share) |", "|---|---|---|---|---|"]
+    by = defaultdict(list)
+    for r in results:
+        by[r["behaviour"]].append(r)
+    for name in BEHAVIOURS + ("admitted", "all"):
+        rs = (results if name == "all" else [r for r in results if r["admitted"]]
+              if name == "admitted" else by.get(name, []))
+        if not rs:
+            continue
+        w = [r["width_last"] for r in rs if r["width_last"] is not None]
+        med = f"{np.median(w) / 1e6:.3f}" if w else "—"
+        out.append(f"| {name} | {len(rs)} | {np.mean([r['proven_last'] for r in rs]):.3f} | "
+                   f"{med} | {np.mean([r['rate_assumed'] for r in rs]):.3f} |")
+    return "\n".join(out)
+
+
+def rate_table(results: list[dict]) -> str:
+    """Disciplined clocks (rates beyond the default R): coverage where the rate bound the fit
+    used held the truth's largest rate, and where it did not, how far proven bounds missed per
+    ppm beyond it."""
+    rs = [r for r in results if r["behaviour"] == "disciplined"]
+    if not rs:
+        return ""
+    held = [r for r in rs if r["rate_beyond_ppm"] == 0]
+    beyond = [r for r in rs if r["rate_beyond_ppm"]]
+    per = [r["worst_miss_ns"] / 1e3 / r["rate_beyond_ppm"] for r in beyond]
+    cov = (f"{np.mean([r['ok'] for r in held]):.4f}" if held else "—")
+    cb = (f"{np.mean([r['ok'] for r in beyond]):.4f}" if beyond else "—")
+    return ("| disciplined | devices | coverage | miss per ppm beyond R, µs (median, max) |\n"
+            "|---|---|---|---|\n"
+            f"| R held | {len(held)} | {cov} | — |\n"
+            f"| beyond R | {len(beyond)} | {cb} | "
+            + (f"{np.median(per):.3f}, {np.max(per):.3f} |" if per else "— |"))
 
 
 def calibration_table(results: list[dict]) -> str:
@@ -446,6 +529,10 @@ def main(argv=None) -> int:
     print(mean_drift_table(res))
     print()
     print(calibration_table(res))
+    print()
+    print(proven_table(res))
+    print()
+    print(rate_table(res))
     bad = [r for r in res if r["admitted"] and not (r["ok"] and r["maps_ok"])]
     for r in bad[:20]:
         print("MISS", r["behaviour"], r["seed"], r["tick"], r["misses"])
