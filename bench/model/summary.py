@@ -26,7 +26,7 @@ from bench.analysis.estimate import (
     wander_allowance_ns_per_s,
 )
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
-from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
+from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
 from bench.errors import RackclockError
 from bench.model.documents import (
     Assumptions,
@@ -359,10 +359,13 @@ def rate_clause(fit: ClockFit | None) -> str:
     """How far the reads check the rate bound (bench.analysis.rate_check), in words."""
     if fit is None or fit.pinned_ns is None:
         return "assumed: no reads on both sides of any instant"
-    if fit.rate_assumed:
-        return f"assumed: {fit.rate_assumed}"
+    if fit.rate_assumed:             # the figures behind it: the clock's `rate_assumed`
+        if fit.drift_prior_ppm == DISCIPLINED_PRIOR_PPM:
+            return (f"assumed: a disciplined clock's rate (an NTP slew, a PLL hunting): these "
+                    f"reads would not show a lower bound broken within {RATE_CHECK_S:g} s")
+        return f"assumed: these reads would not show it broken within {RATE_CHECK_S:g} s"
     return (f"checked: a rate of {2 * fit.drift_prior_ppm:g} ppm lasting {fit.rate_check_s:.1f} s "
-            f"or more shows; shorter excursions assumed")
+            f"or more shows, shorter excursions assumed")
 
 
 def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
