@@ -43,19 +43,41 @@ def main(argv: list[str] | None = None) -> int:
     checks = check_run(run.summary, run.manifest, span, run)
     print(text_table(checks, None if a.wide else WIDTH)
           or "no limits in this run's rack file ([limits] table)")
+    print(limits_verdict_line(run, checks))
     if a.junit:
         safeio.write_text(a.junit, junit(checks))
     return limits_exit(run, checks, a.allow_undecided)
 
 
-def limits_exit(run, checks, allow_undecided: bool = False) -> int:
-    """By the one table (bench.model.outcomes): a failed limit 1; an undecided one, or a run
-    with no clock measured (none fitted: every clock stuck or unread), 3; else 0."""
-    from bench.model.outcomes import exit_code, measured_clocks, outcome
+def limits_outcome(run, checks) -> str:
+    """By the one table (bench.model.outcomes): a failed limit REGRESSED (exit 1); an undecided
+    one, or a run with no clock measured (none fitted: every clock stuck or unread), UNDECIDED
+    (exit 3); else PASS."""
+    from bench.model.outcomes import measured_clocks, outcome
     failed = any(c.verdict == "fail" for c in checks)
     undecided = any(c.verdict == "undecided" for c in checks)
-    return exit_code(outcome(failed, undecided, measured_clocks(run.summary) > 0),
-                     allow_undecided)
+    return outcome(failed, undecided, measured_clocks(run.summary) > 0)
+
+
+def limits_exit(run, checks, allow_undecided: bool = False) -> int:
+    from bench.model.outcomes import exit_code
+    return exit_code(limits_outcome(run, checks), allow_undecided)
+
+
+def limits_verdict_line(run, checks) -> str:
+    """The outcome in one line, its word first (FAIL, UNDECIDED or PASS), as compare's."""
+    from bench.model.outcomes import FAIL, PASS, REGRESSED, UNDECIDED
+    word = limits_outcome(run, checks)
+    n = {v: sum(c.verdict == v for c in checks) for v in ("fail", "undecided")}
+    if word == REGRESSED:
+        return f"{FAIL}: {n['fail']} limit(s) proven exceeded"
+    if word == UNDECIDED and n["undecided"]:
+        return (f"{UNDECIDED}: nothing failed, but {n['undecided']} limit(s) cannot be decided "
+                f"(the bound straddles the limit): not a pass")
+    if word == UNDECIDED:
+        return (f"{UNDECIDED}: nothing was judged (no clock measured: every clock stuck or "
+                f"unread): not a pass")
+    return f"{PASS}: every limit is proven met" if checks else f"{PASS}: no limit to judge"
 
 
 if __name__ == "__main__":

@@ -3,17 +3,24 @@ host"): a regular file only (opened with O_NOFOLLOW | O_NONBLOCK, then checked b
 symlink, FIFO, device or folder is refused without reading a byte), no larger than the cap of
 its kind, whole documents read within that cap and large files (samples, journals) streamed in
 lines no longer than LINE_LIMIT. JSON is refused when it holds NaN or Infinity (naming the
-field) or nests deeper than MAX_DEPTH. Every fault is a FileFault: one line naming the file and
-what is wrong. Base layer: the standard library only.
+field) or nests deeper than MAX_DEPTH. An archive (`.tar.gz`) is read the same way and then
+member by member (open_archive): a member is streamed into memory within its own kind's cap,
+never unpacked to disk, and only a regular file with a plain relative name is read (a link,
+device, folder, absolute or `..` name is refused). Every fault is a FileFault: one line naming
+the file and what is wrong. Base layer: the standard library only.
 """
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
 import stat
+import tarfile
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,9 +29,12 @@ from bench.errors import RackclockError
 MiB = 1 << 20
 CAPS = {"manifest.json": 16 * MiB, "summary.json": 64 * MiB, "truth.json": 32 * MiB,
         "incident.json": 16 * MiB, "measurements.json": 16 * MiB, "timeline.json": 64 * MiB,
-        "json": 16 * MiB, "samples": 8 << 30, "csv": 2 << 30, "text": 16 * MiB}
+        "json": 16 * MiB, "samples": 8 << 30, "csv": 2 << 30, "text": 16 * MiB,
+        "archive": 8 << 30}
 LINE_LIMIT = 64 << 10           # bytes of one CSV line; a longer one is a bad row, skipped
 MAX_DEPTH = 64                  # nesting of a JSON document
+MAX_MEMBERS = 100_000           # members of one archive (each costs a header kept in memory)
+ARCHIVES = (".tar.gz", ".tgz")
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
 
@@ -47,6 +57,8 @@ def cap_of(path: Path) -> int:
         return CAPS[name]
     if path.parent.name == "samples" and name.endswith(".csv"):
         return CAPS["samples"]
+    if name.endswith(ARCHIVES):
+        return CAPS["archive"]
     return CAPS["csv" if name.endswith(".csv") else "json" if name.endswith(".json") else "text"]
 
 
@@ -275,9 +287,15 @@ def csv_rows(path: str | os.PathLike[str], count: LineCount | None = None,
              cap: int | None = None) -> Iterator[dict[str, str]]:
     """The rows of a CSV file with a header line, streamed, as dicts; a line that is not a row
     of the header's width (cut short, garbage, NUL bytes, over-long) is skipped and counted."""
+    with open_regular(path, cap) as f:
+        yield from csv_rows_of(f, count)
+
+
+def csv_rows_of(f: IO[bytes], count: LineCount | None = None) -> Iterator[dict[str, str]]:
+    """csv_rows of a binary stream already opened through this module (an archive's member)."""
     count = count if count is not None else LineCount()
     head: list[str] | None = None
-    for line in csv_lines(path, count, cap):
+    for line in lines(f, count):
         try:
             cells = next(csv.reader([line]), [])
         except csv.Error:
@@ -296,3 +314,122 @@ def csv_lines(path: str | os.PathLike[str], count: LineCount | None = None,
     """The lines of a CSV file of a run folder, streamed (for csv.reader)."""
     with open_regular(path, cap) as f:
         yield from lines(f, count)
+
+
+# -- archives: a .tar.gz read member by member, in memory, never unpacked --------------------
+
+class _Member(io.RawIOBase):
+    """An archive member's bytes (tarfile's stream, `size` of them), a fault of the compressed
+    stream under them a FileFault naming the archive and the member."""
+
+    def __init__(self, f: IO[bytes], label: str):
+        super().__init__()
+        self._f, self._label = f, label
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        try:
+            data = self._f.read(len(b))
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise FileFault(f"{self._label}: unreadable ({exc})") from None
+        b[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+class Archive:
+    """A .tar.gz opened by open_archive: its members found by one forward scan as they are asked
+    for (in the archive's order, each member costs no second pass), each read as a stream."""
+
+    def __init__(self, path: Path, tar: tarfile.TarFile):
+        self.path, self._tar = path, tar
+        self._seen: dict[str, tarfile.TarInfo] = {}
+        self._count, self._done = 0, False
+
+    def _next(self) -> tarfile.TarInfo | None:
+        try:
+            m = self._tar.next()
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise FileFault(f"{self.path}: not an archive the bench reads ({exc})") from None
+        if m is None:
+            self._done = True
+            return None
+        self._count += 1
+        if self._count > MAX_MEMBERS:
+            raise FileFault(f"{self.path}: more than {MAX_MEMBERS:,} members: refused")
+        self._seen.setdefault(m.name, m)        # the first of a name, as a forward scan meets it
+        return m
+
+    def names(self) -> list[str]:
+        """The names of the members it would read (regular files with plain relative names),
+        in the archive's order (the whole archive scanned)."""
+        while not self._done:
+            self._next()
+        return [n for n, m in self._seen.items() if _member_fault(m) is None]
+
+    def member(self, name: str, cap: int | None = None) -> IO[bytes] | None:
+        """The member `name` as a binary stream (None when the archive has none): FileFault when
+        it is no regular file with a plain relative name, or over `cap` (its kind's). One
+        member at a time: the stream shares the archive's, so read it before asking for the
+        next."""
+        while name not in self._seen and not self._done:
+            self._next()
+        m = self._seen.get(name)
+        if m is None:
+            return None
+        label = f"{self.path}: member {name}"
+        why = _member_fault(m)
+        if why is not None:
+            raise FileFault(f"{label}: {why}: refused, not read")
+        limit = cap_of(Path(name)) if cap is None else cap
+        if m.size > limit:
+            raise FileFault(f"{label}: {m.size:,} bytes, over the {limit:,}-byte cap for this "
+                            f"kind of file")
+        try:
+            f = self._tar.extractfile(m)
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise FileFault(f"{label}: unreadable ({exc})") from None
+        if f is None:
+            raise FileFault(f"{label}: not a regular file: refused, not read")
+        return io.BufferedReader(_Member(f, label), 1 << 20)
+
+    def read_bytes(self, name: str, cap: int | None = None) -> bytes | None:
+        """The member `name` whole (within its cap), or None when the archive has none."""
+        f = self.member(name, cap)
+        if f is None:
+            return None
+        with f:
+            return f.read()
+
+
+def _member_fault(m: tarfile.TarInfo) -> str | None:
+    """Why a member is not read, or None: only a regular file with a plain relative name."""
+    parts = m.name.split("/")
+    if m.name.startswith("/") or ".." in parts or "\0" in m.name or not m.name:
+        return "not a plain relative name"
+    if m.issym() or m.islnk():
+        return "a link"
+    if m.isdir():
+        return "a folder"
+    if not m.isreg():
+        return "not a regular file"
+    return None
+
+
+@contextmanager
+def open_archive(path: str | os.PathLike[str], cap: int | None = None) -> Iterator[Archive]:
+    """`path`, a .tar.gz, opened as open_regular opens a file (a regular file within `cap`, its
+    kind's by default), for its members to be read in memory (Archive.member), never unpacked."""
+    p = Path(path)
+    with open_regular(p, cap) as f:
+        try:
+            tar = tarfile.open(fileobj=f, mode="r:gz")
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise FileFault(f"{p}: not an archive the bench reads ({exc})") from None
+        with tar:
+            yield Archive(p, tar)

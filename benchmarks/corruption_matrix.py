@@ -1,7 +1,8 @@
 """The whole corruption matrix of issue 42 (every run-folder file x every fault x every command,
-tests/corruption.py), run once in one worker process: per command the seconds of its slowest
-corrupted case beside its own time on the good folder (the ratio), how many cases gave a result
-or a one-line refusal, and the worker's peak memory.
+tests/corruption.py), run once by one worker process, each case in a child of its own: per
+command the seconds of its slowest corrupted case beside its own time on the good folder (the
+ratio), how many cases gave a result (exit 0, 1, or 3 UNDECIDED) or a one-line refusal, and the
+largest peak memory of one case (the child's own maximum resident set).
 
     PYTHONPATH=. .venv/bin/python benchmarks/corruption_matrix.py [--commands report,trend]
 
@@ -57,9 +58,11 @@ def main() -> int:
         worst = max(bad, key=lambda r: r["seconds"])
         print(f"{cmd:10} {good['seconds']:7.2f} {worst['seconds']:8.2f} "
               f"{worst['seconds'] / max(good['seconds'], 0.01):6.2f} {len(bad):6} "
-              f"{sum(r['rc'] in (0, 1) for r in bad):4} {sum(r['rc'] == 2 for r in bad):8} "
+              f"{sum(r['rc'] in (0, 1, 3) for r in bad):4} {sum(r['rc'] == 2 for r in bad):8} "
               f"{sum(r['traceback'] for r in bad):10}  {worst['file']} {worst['fault']}")
-    print(f"peak memory of the worker: {max(r['peak_mb'] for r in rows)} MB")
+    top = max(rows, key=lambda r: r["peak_mb"])
+    print(f"largest peak memory of one case: {top['peak_mb']} MB ({top['cmd']} {top['file']} "
+          f"{top['fault']})")
     return 0
 
 

@@ -2,10 +2,14 @@
 crash, a full disk or a careless copy leave them, and a worker that runs rackclock's commands
 in-process on corrupted copies of one recorded run, one case after another, reporting each.
 
-`python tests/corruption.py WORKDIR CASES.json` (a subprocess of the test, so that its peak
-memory is its own): each case {"cmd", "file", "fault"} is run on WORKDIR/<case id>/run (made by
-the test) and answered with one JSON line: exit status, the last line of stderr, whether a
-traceback was printed, seconds, and the process's peak memory so far (MB).
+`python tests/corruption.py WORKDIR CASES.json` (a subprocess of the test): each case {"cmd",
+"file", "fault"} is run on WORKDIR/<case id>/run (made by the test) in a child of its own (forked
+from this worker, which imports nothing of the bench, so the child starts from the bare
+interpreter) and answered with one JSON line: exit status, the last line of stderr, the verdict
+line of stdout (PASS, FAIL, REGRESSED or UNDECIDED ...), whether a traceback was printed,
+seconds, and the case's own peak memory (MB): the child's maximum resident set, from wait4's
+rusage, so that no case is charged with another's high-water mark (ru_maxrss of one process
+running every case is the largest of them all).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import io
 import json
 import os
 import resource
+import signal
 import sys
 import time
 import traceback
@@ -117,9 +122,9 @@ def run_case(case: dict, workdir: Path) -> dict:
     run = workdir / case["id"] / "run"
     before = snapshot(run)
     others = [workdir / "good1", workdir / "good2"]
-    err = io.StringIO()
+    err, out = io.StringIO(), io.StringIO()
     t0 = time.monotonic()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = main(argv(case["cmd"], run, others))
         except SystemExit as exc:
@@ -133,14 +138,58 @@ def run_case(case: dict, workdir: Path) -> dict:
     return {**case, "rc": rc, "seconds": seconds, "changed": changed(before, snapshot(run)),
             "traceback": "Traceback (most recent call last)" in text,
             "last": lines[-1] if lines else "", "lines": len(lines),
+            "verdict": verdict(out.getvalue()),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+
+
+VERDICTS = ("PASS", "FAIL", "REGRESSED", "UNDECIDED")
+
+
+def verdict(stdout: str) -> str:
+    """The last line of a command's output that states its outcome (bench.model.outcomes'
+    words, then a colon or a space), or ""."""
+    found = [ln.strip() for ln in stdout.splitlines()
+             if ln.strip().split(":")[0].split(" ")[0] in VERDICTS]
+    return found[-1] if found else ""
+
+
+def run_isolated(case: dict, workdir: Path) -> dict:
+    """run_case in a forked child; its peak memory is the child's own (wait4's rusage)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                        # the child: the case, its answer into the pipe, no more
+        code = 0
+        try:
+            os.close(r)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)            # anything written to fd 1 cannot spoil the JSON lines
+            got = json.dumps(run_case(case, workdir)).encode()
+            while got:
+                got = got[os.write(w, got):]
+        except BaseException:           # noqa: BLE001  (reported by the parent as a death)
+            traceback.print_exc()
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        text = f.read()
+    _, status, usage = os.wait4(pid, 0)
+    peak = usage.ru_maxrss // 1024
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and text:
+        return {**json.loads(text), "peak_mb": peak}
+    why = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+           else f"exit {os.waitstatus_to_exitcode(status)}")
+    return {**case, "rc": -1, "seconds": 0, "changed": [], "traceback": True,
+            "last": f"the case's child died ({why})", "lines": 0, "verdict": "",
+            "peak_mb": peak}
 
 
 def main() -> None:
     workdir, cases = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
     resource.setrlimit(resource.RLIMIT_AS, (6 * GIB, 6 * GIB))   # a runaway reader dies alone
     for case in cases:
-        print(json.dumps(run_case(case, workdir)), flush=True)
+        print(json.dumps(run_isolated(case, workdir)), flush=True)
 
 
 if __name__ == "__main__":

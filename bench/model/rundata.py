@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -80,15 +80,18 @@ def _int(x: str | None) -> int:
     return int(x) if x not in ("", None) else 0
 
 
-def load_samples(path: str | Path) -> Samples:
-    """Read samples/<device>.csv, streamed (bench.saferead); a line that is no row (cut short by
-    a run that died, garbage, NUL bytes) is skipped and counted (`bad_rows`). A row whose
-    value lies outside int64 ns (a stamp in year 1 or 9999) is kept as a malformed row with its
-    raw text: it costs only itself, never the device's other rows."""
+def load_samples(path: str | Path, stream: IO[bytes] | None = None) -> Samples:
+    """Read samples/<device>.csv, streamed (bench.saferead), or `stream` when given (an
+    archive's member, bench.saferead.Archive; `path` then only names it); a line that is no row
+    (cut short by a run that died, garbage, NUL bytes) is skipped and counted (`bad_rows`). A
+    row whose value lies outside int64 ns (a stamp in year 1 or 9999) is kept as a malformed
+    row with its raw text: it costs only itself, never the device's other rows."""
     cols: dict[str, list[Any]] = {k: [] for k in ("seq", "kind", "clock", "s_ns", "e_ns", "value_ns",
                                              "has_value", "resolution_ns", "stamp", "status", "raw")}
     count = saferead.LineCount()
-    for row in saferead.csv_rows(path, count):
+    rows = saferead.csv_rows(path, count) if stream is None else \
+        saferead.csv_rows_of(stream, count)
+    for row in rows:
         try:
             if not row.get("status"):
                 raise ValueError("no status")     # a line cut short by a run that died

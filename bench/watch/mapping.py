@@ -9,11 +9,8 @@ where it came from: the day folder, or `live`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
-import tarfile
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -23,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import saferead
 from bench.analysis.timeline_map import calibrations, describe, map_stamps
 from bench.errors import RackclockError
 from bench.model.logformats import ISO, Context, Unparsed, iso_stamp
 from bench.watch.estimator import bound_now
-from bench.watch.retention import archive_of
+from bench.watch.retention import PackedRun, archive_of
 
 NS = 10**9
 DAYS_CACHED = 2          # closed days whose fits are kept in memory (each a day of segments)
@@ -216,12 +214,10 @@ class DayFits:
         if (Path(path) / "samples").is_dir() or not archive_of(Path(path)).exists():
             run = load_run(path)
             cal = (run, Calibrated.of([run]))
-        else:                          # a packed day: its samples from the archive, for now
-            with tempfile.TemporaryDirectory(prefix="rackclock-map-") as tmp:
-                with tarfile.open(archive_of(Path(path)), "r:gz") as tar:
-                    tar.extractall(tmp, filter="data")
-                run = load_run(Path(tmp) / Path(path).name)
-                cal = (run, Calibrated.of([run]))
+        else:                          # a packed day: its samples read from the archive in memory
+            packed = PackedRun.of(Path(path))
+            with packed.reading():
+                cal = (packed, Calibrated.of([packed]))
         with self._lock:
             self._cache[path] = cal
             while len(self._cache) > DAYS_CACHED:
@@ -233,7 +229,6 @@ class DayFits:
 def day_index(path: Path) -> tuple[int, int, dict]:
     """A closed day's span (started_ns, ended_ns) and per (device, clock) its segments' offset
     points and modulus, from its manifest and summary (a few numbers a day, kept)."""
-    from bench import saferead
     summary = saferead.load_object(Path(path) / "summary.json")
     man = saferead.load_object(Path(path) / "manifest.json")
     lo, hi = int(man["started_ns"]), int(man.get("ended_ns") or man["started_ns"])
@@ -266,7 +261,7 @@ def near_mask(path: Path, dev: str, clk: str, v: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=512)
 def day_counters(path: Path) -> dict[tuple[str, str], bool]:
     """Per (device, clock) of a day's manifest whether the clock is a counter."""
-    man = json.loads((Path(path) / "manifest.json").read_text())
+    man = saferead.load_object(Path(path) / "manifest.json")
     return {(str(dn), str(c.get("name"))): bool(c.get("counter"))
             for dn, d in (man.get("devices") or {}).items() if isinstance(d, dict)
             for c in d.get("clocks") or [] if isinstance(c, dict)}
@@ -381,7 +376,7 @@ class Mapper:
         """The day's answers, None for a stamp it does not place inside its span."""
         try:
             run, cal = self.fits.of(path)
-        except (OSError, ValueError, tarfile.TarError):
+        except (OSError, ValueError):       # saferead.FileFault is a ValueError
             return [None] * len(qs)
         cals = cal.clock(qs[0].device, qs[0].clock)
         if not cals:
