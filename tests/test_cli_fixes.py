@@ -30,7 +30,7 @@ def test_experiments_nosuch_is_one_line():
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip() == ("rackclock experiments: no experiment 'nosuch' (known: "
                                 "clock_offset, incident, log_latency_under_load, ntp_convergence, "
-                                "power_cycle, stimulus_latency)")
+                                "power_cycle, regression, stimulus_latency)")
 
 
 def test_duration_on_an_experiment_without_one_names_the_option():

@@ -126,7 +126,9 @@ def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
     for r in ("a", "b", "c"):
         rec = racks[r]
         assert rec["node_id"] == m["ray"]["driver_node_id"] and rec["host"]
-        assert rec["stopped_ns"] > rec["started_ns"] and rec["exit_status"] == 0
+        # a completed run: PASS (0) or UNDECIDED (3: c's firmware 2.15.0 BMC steps in 8 s)
+        assert rec["stopped_ns"] > rec["started_ns"] and rec["exit_status"] in (0, 3)
+        assert rec["error"] is None, rec
         run = folder / rec["run_folder"]
         manifest = json.loads((run / "manifest.json").read_text())
         assert manifest["status"] == "completed" and manifest["parameters"]["duration_s"] == 8

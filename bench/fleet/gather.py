@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench import safeio, saferead
 from bench.model.documents import Manifest
+from bench.model.rundata import unusable_devices
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 
@@ -26,15 +27,16 @@ def rack_dir(fleet_dir: Path, rack: str) -> Path:
     return fleet_dir / "racks" / rack
 
 
-def rack_status(result: dict, run_manifest: Manifest | None) -> str:
+def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = False) -> str:
     """completed | unusable (completed, a device gave no usable read) | refused | failed |
-    interrupted | disk_full | crashed (the task itself died)."""
+    interrupted | disk_full | crashed (the task itself died). A completed run's verdict (exit 0
+    PASS, 1 FAIL, 3 UNDECIDED) is the rollout's business, not the rack's status."""
     if result.get("exit_status") is None:
         return "crashed"
     if run_manifest is None:
         return "refused" if result["exit_status"] == 2 else "failed"
     status = str(run_manifest.status or RunStatus.FAILED)
-    if status == RunStatus.COMPLETED and result["exit_status"] != 0:
+    if status == RunStatus.COMPLETED and unusable:
         return "unusable"
     return status
 
@@ -44,7 +46,7 @@ def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
         return result["error"]
     if run_manifest is not None and run_manifest.error:
         return str(run_manifest.error)
-    if result.get("exit_status") != 0:
+    if result.get("exit_status") not in (0, 3):     # 3: UNDECIDED, a verdict and not an error
         lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
                  and not ln.startswith("run folder:")]
         return lines[-1] if lines else f"exit status {result.get('exit_status')}"
@@ -75,7 +77,7 @@ def gather(fleet_dir: Path, result: dict) -> dict:
     record = {k: result.get(k) for k in ("host", "node_id", "pid", "transfer", "started_ns",
                                          "stopped_ns", "duration_s", "exit_status")}
     run_id = result.get("run_id")
-    manifest = None
+    manifest, unusable = None, False
     if run_id:
         run_dir = rd / run_id
         if result.get("tarball") is not None:
@@ -85,10 +87,21 @@ def gather(fleet_dir: Path, result: dict) -> dict:
             record["tarball"] = str(tar_path.relative_to(fleet_dir))
         if (run_dir / "manifest.json").exists():
             manifest = Manifest.of(saferead.load_object(run_dir / "manifest.json"))
+        unusable = _unusable(run_dir)
         record["run_folder"] = str(run_dir.relative_to(fleet_dir))
-    record["status"] = rack_status(result, manifest)
+    record["status"] = rack_status(result, manifest, unusable)
     record["error"] = last_error(result, manifest)
     return record
+
+
+def _unusable(run_dir: Path) -> bool:
+    """Whether a device of the rack's run gave no usable clock read (its summary says so)."""
+    if not (run_dir / "summary.json").exists():
+        return False
+    try:
+        return bool(unusable_devices(saferead.load_object(run_dir / "summary.json")))
+    except (saferead.FileFault, ValueError):
+        return True
 
 
 def write_fleet_manifest(fleet_dir: Path, manifest: dict) -> None:

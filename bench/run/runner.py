@@ -117,6 +117,21 @@ class DeviceStatus:
                             b.aims_yielded + self.aims_yielded, self.traffic)
 
 
+PHASE_STEP = (5 ** 0.5 - 1) / 2      # the golden ratio's fraction: k * it mod 1 fills [0, 1) evenly
+
+
+def stimulus_phase(t_ns: int, k: int, period_s: float) -> int:
+    """The instant in [t_ns, t_ns + 1 s) at phase frac(k * PHASE_STEP) of the reference second,
+    for the k-th periodic stimulus when the period is 2 s or more (else t_ns). A log that stamps
+    whole seconds cuts each stimulus's latency at a different phase of its tick, so the latency
+    quantiles narrow as stimuli add up; at one fixed phase every stimulus would cut it the same
+    way and the bounds would stay a tick wide however many were sent."""
+    if period_s < 2.0:
+        return t_ns
+    want = int((k * PHASE_STEP) % 1.0 * NS)
+    return t_ns + (want - t_ns % NS) % NS
+
+
 def _kind_of(exc: BaseException) -> str:
     if isinstance(exc, DeviceError):
         return parse(ErrorKind, exc.kind)
@@ -526,7 +541,9 @@ class DeviceWorker:
         """The next allowed stimulus in turn; the log is then watched closely."""
         await self._stimulus(drv, *sched.stimuli[sched.stim_i % len(sched.stimuli)])
         sched.stim_i += 1
-        sched.stim_due = self._book_stimulus(now + int((self.plan.stimulus_every_s or 0) * NS))
+        every = self.plan.stimulus_every_s or 0
+        sched.stim_due = self._book_stimulus(stimulus_phase(now + int(every * NS), sched.stim_i,
+                                                            every))
         sched.watch_until = now + int(self.plan.watch_s * NS)
         sched.poll_due = self._book_poll(now + int(self.plan.watch_poll_s * NS),
                                          self.plan.watch_poll_s)
