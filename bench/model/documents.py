@@ -64,6 +64,14 @@ def _float(x: Any, default: float | None = 0.0) -> float | None:
         return default
 
 
+def _ns(x: Any, default: float = 0.0) -> float:
+    """A count of ns as written: an int stays an int (a counter's offset near 1.8e18 ns has no
+    ns left in a float), anything else a float."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    return _float(x, default)
+
+
 def bound(x: object) -> Bound | None:
     """{"lo", "hi", "point"} as a Bound; a missing point is the middle (per-event latencies)."""
     x = _d(x)
@@ -344,17 +352,23 @@ class Manifest(_RawMapping):
 
 @dataclass(frozen=True)
 class Band:
-    """A segment's proven offset band sampled across it (ns)."""
+    """A segment's proven offset band sampled across it (ns); false when it has no point (a
+    segment with no instant that has reads on both sides writes empty lists)."""
     t_ns: tuple[int, ...] = ()
     lo: tuple[float, ...] = ()
     hi: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, x: object) -> Band | None:
+        """None where the segment has no band (older folders), else the band as written, empty
+        lists included."""
         x = _d(x)
-        if not x.get("lo"):
+        if "lo" not in x:
             return None
         return cls(tuple(_l(x.get("t_ns"))), tuple(_l(x.get("lo"))), tuple(_l(x.get("hi"))))
+
+    def __bool__(self) -> bool:
+        return bool(self.lo)
 
     def to_dict(self) -> dict[str, list[Any]]:
         return {"t_ns": list(self.t_ns), "lo": list(self.lo), "hi": list(self.hi)}
@@ -369,8 +383,12 @@ class Band:
 class TruthCheck:
     """A segment's check against the simulated truth (summary `segments[].truth`): every proven
     quantity (the offset at the epoch, every band point, a proven mean drift) in `inside`; the
-    assumed drift at the epoch apart (`drift_in`), never ANDed in."""
-    offset_ns: float = 0.0
+    assumed drift at the epoch apart (`drift_in`), never ANDed in, and so an assumed mean drift
+    (`mean_drift_in`, not ANDed in where `mean_drift_proven` is False: one wider than ±R is cut
+    to it and rests on no step in its window, which the model does not promise). `offset_ns` is
+    the truth's exact offset in integer ns where truth.json holds the exact model (a float in
+    older folders)."""
+    offset_ns: float = 0.0            # an int as written (see _ns)
     offset_in: bool = False
     drift_ppm: float | None = None
     drift_in: bool = True             # absent in old folders: only the offset was checked
@@ -379,17 +397,21 @@ class TruthCheck:
     band_points: int = 0
     band_out_t_ns: tuple[int, ...] = ()
     mean_drift_ppm: float | None = None
+    # the segment's mean drift is proven (its `mean_drift_ppm.status`; not a key of `truth`)
+    mean_drift_proven: bool = True
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, x: object) -> TruthCheck | None:
+    def of(cls, x: object, mean_drift: object = None) -> TruthCheck | None:
+        """`mean_drift`: the segment's `mean_drift_ppm`, whose status says whether the mean
+        drift checked is proven (absent in older folders: judged as proven)."""
         if not isinstance(x, Mapping) or not x:
             return None
-        return cls(_float(x.get("offset_ns")), bool(x.get("offset_in")),
+        return cls(_ns(x.get("offset_ns")), bool(x.get("offset_in")),
                    _float(x.get("drift_ppm"), None), bool(x.get("drift_in", True)),
                    bool(x.get("band_in", True)), bool(x.get("mean_drift_in", True)),
                    _int(x.get("band_points")), tuple(x.get("band_out_t_ns") or ()),
-                   _float(x.get("mean_drift_ppm"), None), dict(x))
+                   _float(x.get("mean_drift_ppm"), None), mean_drift_proven(mean_drift), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's form (a record read from one: as read)."""
@@ -404,8 +426,17 @@ class TruthCheck:
 
     @property
     def inside(self) -> bool:
-        """Every proven quantity holds the truth (the assumed drift is `drift_in`)."""
-        return self.offset_in and self.band_in and self.mean_drift_in
+        """Every proven quantity holds the truth (the assumed drift is `drift_in`; an assumed
+        mean drift's check is `mean_drift_in`, apart)."""
+        return self.offset_in and self.band_in and (self.mean_drift_in or not self.mean_drift_proven)
+
+
+def mean_drift_proven(mean_drift: object) -> bool:
+    """Is a segment's mean drift (summary `mean_drift_ppm`) proven? A status other than
+    "proven" (one cut to ±R, or a segment's assumed offsets) is not; none written is judged as
+    proven (folders before the status)."""
+    st = _d(mean_drift).get("status")
+    return not st or st == BoundStatus.PROVEN
 
 
 @dataclass(frozen=True)
@@ -439,7 +470,7 @@ class SegmentSummary(Segment):
                    offset_line=bound(x.get("offset_line_ns")),
                    rate_needed_ppm=_float(x.get("rate_needed_ppm"), None),
                    span_offset=bound(x.get("span_offset_ns")),
-                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth")),
+                   band=Band.of(x.get("band")), truth=TruthCheck.of(x.get("truth"), x.get("mean_drift_ppm")),
                    gaps_ns=tuple(tuple(g) for g in _l(x.get("gaps_ns"))), raw=dict(x))
 
     @classmethod
@@ -486,8 +517,8 @@ class SegmentSummary(Segment):
 
     def offset_range(self) -> tuple[float, float, float]:
         """(lowest, highest, widest) offset the proven band allows over the segment's span (ns);
-        the bound at the epoch when no band was written."""
-        if self.band is not None:
+        the bound at the epoch when no band was written or it has no point."""
+        if self.band:
             return self.band.range()
         o = self.offset_ns
         return float(o.lo), float(o.hi), float(o.hi - o.lo)
@@ -840,6 +871,10 @@ class Summary(_RawMapping):
     reference: ReferenceHealth | None = None
     reference_uncertainty_ns: int = 0
     devices: dict[str, DeviceSummary] = field(default_factory=dict)
+    unused_devices: tuple[str, ...] = ()      # devices the experiment never used
+    # per device, requests per minute: {"minutes", "total", "by_kind", "reconnects"}
+    # (bench.model.traffic.request_rates); absent for folders without counts by kind
+    requests_per_min: dict[str, dict[str, Any]] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -849,7 +884,9 @@ class Summary(_RawMapping):
         x = _d(x)
         return cls(_int(x.get("schema")), bool(x.get("rebuilt")),
                    ReferenceHealth.of(x.get("reference")), _int(x.get("reference_uncertainty_ns")),
-                   {n: DeviceSummary.of(n, d) for n, d in _d(x.get("devices")).items()}, x)
+                   {n: DeviceSummary.of(n, d) for n, d in _d(x.get("devices")).items()},
+                   tuple(str(n) for n in _l(x.get("unused_devices"))),
+                   {str(n): dict(_d(r)) for n, r in _d(x.get("requests_per_min")).items()}, x)
 
     def device(self, name: str) -> DeviceSummary | None:
         return self.devices.get(name)

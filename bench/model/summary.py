@@ -42,6 +42,7 @@ from bench.model.documents import (
     SegmentSummary,
     TruthCheck,
     Wrap,
+    mean_drift_proven,
 )
 from bench.model.rundata import I64, Samples, load_samples
 from bench.model.stamps import StampBound, bound_stamps, log_of
@@ -108,7 +109,9 @@ def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
     """Does the truth lie inside this segment's bounds? Every proven quantity is checked: the
     offset at the epoch, every point of the band, the mean drift over its window (against the
     truth's mean there); the drift at the epoch is assumed (bench.analysis.estimate) and is
-    checked apart (`drift_in`), never ANDed into the others."""
+    checked apart (`drift_in`), never ANDed into the others, and so is a mean drift that is not
+    proven (`mean_drift_in`: one cut to ±R rests on no step in its window, and a step the model
+    allows there takes the true mean beyond it)."""
     o, d = seg.offset_ns, seg.drift_ppm
 
     def offset_at(t: int) -> float:
@@ -137,7 +140,8 @@ def truth_check(seg: SegmentSummary, truth_clock: dict[str, Any],
     return TruthCheck(offset_ns=true_off, offset_in=bool(o.lo - slack <= true_off <= o.hi + slack),
                       drift_ppm=true_drift, drift_in=bool(d.lo - 1e-4 <= true_drift <= d.hi + 1e-4),
                       band_in=not band_out, mean_drift_in=md_in, band_points=len(b.t_ns),
-                      band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md)
+                      band_out_t_ns=tuple(band_out[:5]), mean_drift_ppm=true_md,
+                      mean_drift_proven=mean_drift_proven(md))
 
 
 def breaks_truth(breaks: list[dict[str, Any]], truth_clock: dict[str, Any]) -> dict[str, Any]:

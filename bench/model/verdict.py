@@ -7,9 +7,11 @@ Statuses (summary.json's own where the summary has them, issue 11's contract):
 Older run folders lack these keys (None or "" in bench.model.documents); they are derived
 here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
 without a fit is "undecided"; everything else the estimator proved. The prior is the
-inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM), or
-WIDE_PRIOR_FACTOR times it where a drift bound reaches beyond it: only the estimator's refit
-of a clock beyond its prior gives such a bound ("beyond_prior").
+inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM); a
+clock whose reads could not check the default was fitted under a disciplined clock's rate
+(bench.analysis.rate_check.DISCIPLINED_PRIOR_PPM), which its drift bounds reach and stay within;
+else WIDE_PRIOR_FACTOR times the prior where a drift bound reaches beyond it: only the
+estimator's refit of a clock beyond its prior gives such a bound ("beyond_prior").
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
 from bench.model.rundata import Run, unusable_devices
 from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
@@ -34,14 +37,26 @@ def device_inventory(manifest: Mapping[str, Any], device: str) -> dict[str, Any]
     return Manifest.of(manifest).inventory.device(device)
 
 
-def fitted_prior(clock: ClockSummary, prior: float) -> float:
-    """The drift prior the clock was fitted with: the summary's, else `prior`, or the widened
-    one where a segment's drift bound reaches beyond `prior` (a summary without assumptions)."""
+def _reaches_beyond(clock: ClockSummary, prior: float) -> bool:
+    return any(sg.drift_ppm.lo < -1.01 * prior or sg.drift_ppm.hi > 1.01 * prior
+               for sg in clock.segments)
+
+
+def fitted_prior(clock: ClockSummary, prior: float, declared: bool = False) -> float:
+    """The drift prior the clock was fitted with: the summary's, else `prior`, or (a summary
+    without assumptions) where a segment's drift bound reaches beyond `prior`: the disciplined
+    rate where the bounds stay within it and one reaches its edge (the reads did not check an
+    undeclared prior, bench.analysis.rate_check), else the widened prior."""
     if clock.assumptions is not None:
         return clock.assumptions.drift_prior_ppm
-    beyond = any(sg.drift_ppm.lo < -1.01 * prior or sg.drift_ppm.hi > 1.01 * prior
-                 for sg in clock.segments)
-    return prior * WIDE_PRIOR_FACTOR if beyond else prior
+    if not _reaches_beyond(clock, prior):
+        return prior
+    if not declared and prior < DISCIPLINED_PRIOR_PPM \
+            and not _reaches_beyond(clock, DISCIPLINED_PRIOR_PPM) \
+            and any(on_prior_edge(sg.drift_ppm.lo, sg.drift_ppm.hi, DISCIPLINED_PRIOR_PPM)
+                    for sg in clock.segments):
+        return DISCIPLINED_PRIOR_PPM
+    return prior * WIDE_PRIOR_FACTOR
 
 
 def assumptions(manifest: Manifest, summary: Summary, device: str,
@@ -51,11 +66,17 @@ def assumptions(manifest: Manifest, summary: Summary, device: str,
     if clock.assumptions is not None:
         return clock.assumptions
     inv = manifest.inventory
-    return Assumptions(fitted_prior(clock, inv.drift_prior_ppm(device)), inv.wander_ppm(device),
+    return Assumptions(fitted_prior(clock, inv.drift_prior_ppm(device), declared(manifest, device)),
+                       inv.wander_ppm(device),
                        clock.resolution_ns or clock.resolution_declared_ns,
                        ResolutionBasis.DECLARED if clock.resolution_ns in
                        (None, clock.resolution_declared_ns) else ResolutionBasis.OBSERVED,
                        summary.reference_uncertainty_ns)
+
+
+def declared(manifest: Manifest, device: str) -> bool:
+    """Does the rack file declare the device's rate bound (it then stands, never refitted)?"""
+    return "drift_prior_ppm" in manifest.inventory.device(device)
 
 
 def on_prior_edge(lo: float, hi: float, prior: float) -> bool:
@@ -70,14 +91,15 @@ def segment_status(seg: SegmentSummary, prior: float) -> tuple[str, str]:
     return seg.offset_status or BoundStatus.PROVEN, drift
 
 
-def clock_verdict(clock: ClockSummary, prior: float) -> str:
+def clock_verdict(clock: ClockSummary, prior: float, declared: bool = False) -> str:
     if clock.verdict:
         return clock.verdict
     if not clock.segments:
         return Verdict.UNDECIDED
-    if fitted_prior(clock, prior) > prior:
+    fitted = fitted_prior(clock, prior, declared)
+    if fitted >= prior * WIDE_PRIOR_FACTOR:
         return Verdict.BEYOND_PRIOR
-    return Verdict(worst(s for sg in clock.segments for s in segment_status(sg, prior)))
+    return Verdict(worst(s for sg in clock.segments for s in segment_status(sg, fitted)))
 
 
 @dataclass(frozen=True)
@@ -121,6 +143,7 @@ def clock_verdicts(run: Run) -> list[ClockVerdict]:
     summary, manifest = Summary.of(run.summary), Manifest.of(run.manifest)
     for device, d in sorted(summary.devices.items()):
         prior = manifest.inventory.drift_prior_ppm(device)
+        dec = declared(manifest, device)
         if not d.clocks:
             why = "; ".join(f"{k}: {v}" for k, v in d.first_errors.items())
             out.append(ClockVerdict(device, d.plane, "—", False, Verdict.UNDECIDED,
@@ -131,15 +154,15 @@ def clock_verdicts(run: Run) -> list[ClockVerdict]:
         for name, c in sorted(d.clocks.items()):
             a = assumptions(manifest, summary, device, c)
             if not c.segments:
-                out.append(ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior),
+                out.append(ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
                                         BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
                                         None, c.breaks, len(c.wraps), d.errors, a,
                                         len(c.outliers), c.note or "no fit"))
                 continue
             rng = [sg.offset_range() for sg in c.segments]
-            sts = [segment_status(sg, fitted_prior(c, prior)) for sg in c.segments]
+            sts = [segment_status(sg, fitted_prior(c, prior, dec)) for sg in c.segments]
             out.append(ClockVerdict(
-                device, d.plane, name, c.counter, clock_verdict(c, prior),
+                device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
                 worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
                 span_range(c), max(r[2] for r in rng),
                 c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note))
