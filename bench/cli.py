@@ -70,8 +70,13 @@ def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
         base = load_run(a.baseline) if a.baseline else None
     except (FileNotFoundError, ToleranceError) as exc:
         raise InventoryError(str(exc)) from None
+    try:
+        poll_s = float(overrides.get("watch_poll_s", 0.1))
+    except ValueError:
+        raise InventoryError(f"--param watch_poll_s={overrides['watch_poll_s']!r}: "
+                             "a number of seconds") from None
     plan = plan_run(load_rack(a.rack or DEFAULT_RACK), tol, decide, base,
-                    float(a.max_duration))
+                    float(a.max_duration), poll_s=poll_s)
     print("\n".join(plan.lines()), flush=True)
     out = {"duration_s": str(plan.duration_s)} if a.duration is None else {}
     if plan.stimulus_every_s and "stimulus_every_s" not in overrides:

@@ -19,6 +19,10 @@ class Params:
     stimulus_every_s: float | None = 3.0   # longer than a log latency and its poll: each entry
                                            # pairs with its own stimulus (slower loggers: more)
     log_poll_s: float = 2.0
+    watch_poll_s: float = 0.1              # the log polled this often while an entry is awaited
+                                           # (the plan's P): a latency's bound is the stamp's
+                                           # tick below and the listing poll above, so at the
+                                           # polite 1 s a regression under a tick hides
     tick_edge: bool = True
     burst: int = 2
     timeout_s: float = 5.0
@@ -26,7 +30,8 @@ class Params:
 
 def run(bench, params: Params) -> dict:
     bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=params.stimulus_every_s,
-                          log_poll_s=params.log_poll_s, tick_edge=params.tick_edge,
+                          log_poll_s=params.log_poll_s, watch_poll_s=params.watch_poll_s,
+                          tick_edge=params.tick_edge,
                           burst=params.burst, timeout_s=params.timeout_s))
     return bench.summarize()
 
