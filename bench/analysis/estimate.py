@@ -793,17 +793,20 @@ MEAN_DRIFT_CANDIDATES = 400   # read instants a mean drift's window is chosen fr
 RATE_EDGE = 0.8           # reads that need this share of the rate bound sit on its edge
 
 
-def _mean_drift(seg: Segment) -> dict[str, Any] | None:
+def _mean_drift(seg: Segment, until_ns: int | None = None) -> dict[str, Any] | None:
     """A proven mean frequency error over a stated window [t1, t2]: the offset's change over it,
     (offset(t2) − offset(t1)) / (t2 − t1), in ppm, from the two proven offsets (the envelope's)
     by interval arithmetic, so it holds whenever they do, slews and corrections included, unlike
     the drift at an instant (RATE_CHANGE_ASSUMPTION). The window is the pair of read instants
-    with the narrowest such bound; its status is the segment's offset status; None when
-    undecided. One wider than the rate bound allows (±R: only an unseen step in the window
-    could take it further) is cut to ±R and "assumed": it then rests on no step there."""
+    with the narrowest such bound, ending at `until_ns` at the latest: the start of the break
+    the fit found after this segment (Break.after_ns), so a window never crosses a step the
+    reads show (the reads kept ambiguously after it lie on the next segment's line, not this
+    one's); its status is the segment's offset status; None when undecided. One wider than the
+    rate bound allows (±R: only an unseen step in the window could take it further) is cut to
+    ±R and "assumed": it then rests on no unseen step there."""
     if len(seg._reads[0]) < 4 or seg.offset_status == BoundStatus.UNDECIDED or seg._env is None:
         return None
-    window = _narrowest_window(seg._env)
+    window = _narrowest_window(seg._env, until_ns)
     if window is None:
         return None
     t1, t2 = window
@@ -822,10 +825,14 @@ def _mean_drift(seg: Segment) -> dict[str, Any] | None:
     return {"lo": lo, "hi": hi, "point": point, "from_ns": t1, "to_ns": t2, "status": status}
 
 
-def _narrowest_window(two: _envelope.TwoSided) -> tuple[int, int] | None:
-    """The pair of instants t1 < t2 among the reads' (at most MEAN_DRIFT_CANDIDATES of them)
-    where (w1 + w2) / (t2 − t1) is least: the narrowest mean rate between two proven offsets."""
+def _narrowest_window(two: _envelope.TwoSided, until_ns: int | None = None
+                      ) -> tuple[int, int] | None:
+    """The pair of instants t1 < t2 among the reads' (at most MEAN_DRIFT_CANDIDATES of them, none
+    after `until_ns`) where (w1 + w2) / (t2 − t1) is least: the narrowest mean rate between two
+    proven offsets."""
     pts = np.unique(np.concatenate((two.e, two.s)).astype(np.int64) + two.env.t_ref)
+    if until_ns is not None:
+        pts = pts[pts <= int(until_ns)]
     if len(pts) > MEAN_DRIFT_CANDIDATES:
         pts = pts[np.linspace(0, len(pts) - 1, MEAN_DRIFT_CANDIDATES).astype(int)]
     lo, hi, ok = two.bounds(pts)
@@ -1048,7 +1055,10 @@ def _segment(s: I64, e: I64, v: I64, raw_s: I64, raw_e: I64, q: int, note: str, 
         return _dc_replace(sg, offset_status=BoundStatus.UNDECIDED,
                            drift_status=BoundStatus.UNDECIDED)
     sg = _publish(sg, env, basis, lone_ok, line_ok)
-    return _dc_replace(sg, mean_drift=_mean_drift(sg))
+    # the mean drift's window ends where the break after this run may start (its `after_ns`):
+    # the reads this run keeps ambiguously past it may lie after the step
+    until = int(s[sp.breaks[k][0]]) if k < len(sp.breaks) else None
+    return _dc_replace(sg, mean_drift=_mean_drift(sg, until))
 
 
 def _asks_for_wider(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, w: float, wide: float) -> str:
