@@ -239,3 +239,44 @@ def test_a_mean_drift_over_a_stated_window_is_proven_where_the_drift_at_an_insta
             assert (t2 - t1) > 40 * NS
         else:
             assert md["status"] in ("proven", "assumed") and md["hi"] - md["lo"] < 1200.0
+
+
+def test_a_clock_that_broke_twice_proves_no_mean_drift():
+    """Repeated blips of 0.13-0.29 s on a 1 s clock (the fuzz's `repeated_blips`, seed 41):
+    the reads break twice where no step shows (kind unknown), so the clock's offsets are
+    assumed (STEP_HISTORY: more may hide). Its mean drift is made of the same offsets and
+    was left proven ([-272, 333] ppm over 12.5 s, while blips inside that window took the
+    truth's mean rate elsewhere): it is assumed with them."""
+    blips = ((6.527991050549367, -0.18123638409743653, 3.0),
+             (15.11460855953096, -0.13344710147652847, 3.0),
+             (23.701226068512554, -0.22959366897343716, 3.0),
+             (32.287843577494144, -0.18912298027798688, 3.0),
+             (40.87446108647574, 0.2613648565088236, 3.0),
+             (49.46107859545733, 0.28671761004034496, 3.0))
+    p = ClockParams(offset_s=43.4411699230382, drift_ppm=-50.157611819958056, resolution_s=1.0,
+                    blips=blips, sample_delay_s=0.0)
+    seed = 559912828
+    m = ClockModel(p, T0, seed)
+    s, e, v, at, _ = read_like_runner(m, 46, 1.0, NS, np.random.default_rng(seed))
+    fit = fit_clock(s, e, v, NS)
+    assert fit.steps_seen + fit.unknown_breaks >= 2
+    assert all(sg.offset_status != "proven" for sg in fit.segments)
+    mds = [sg.mean_drift for sg in fit.segments if sg.mean_drift]
+    assert mds and all(md["status"] != "proven" for md in mds), mds
+    assert all(sg.as_dict()["mean_drift_ppm"]["status"] != "proven"
+               for sg in fit.segments if sg.mean_drift)
+    published_ok(fit, m)
+
+
+def test_a_downgraded_segment_keeps_its_mean_drift_figures():
+    """_downgraded changes only the statuses: the mean drift's window and bounds stay."""
+    from bench.analysis.estimate import _downgraded
+    p = ClockParams(offset_s=0.37, drift_ppm=25.0, resolution_s=1.0)
+    m = ClockModel(p, T0, 0)
+    s, e, v, at, _ = read_like_runner(m, 240, 2.0, NS, np.random.default_rng(0))
+    sg = fit_clock(s, e, v, NS).segments[-1]
+    assert sg.offset_status == "proven" and sg.mean_drift["status"] == "proven"
+    (dg,) = _downgraded([sg])
+    assert dg.offset_status == "assumed" and dg.mean_drift["status"] == "assumed"
+    assert {k: x for k, x in dg.mean_drift.items() if k != "status"} == \
+        {k: x for k, x in sg.mean_drift.items() if k != "status"}

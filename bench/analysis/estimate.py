@@ -1255,9 +1255,19 @@ def _downgraded(segs: list[Segment]) -> list[Segment]:
     or the clock broke STEP_HISTORY times or more, by steps or where no step shows (a break of
     kind unknown: a lag or a rate beyond the declared one, which can make the segments between
     such breaks miss too; repeated blips: more may hide, two in a segment break the
-    one-unseen-step model). One break alone is a step, whatever its size shows."""
-    return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED)
+    one-unseen-step model). One break alone is a step, whatever its size shows. The mean drift
+    is made of the same offsets (_mean_drift took the segment's status before this): a proven
+    one is made assumed with them (a blip inside its window moved the offset at its ends)."""
+    return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED, mean_drift=_assumed_md(sg))
             if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]
+
+
+def _assumed_md(sg: Segment) -> dict[str, Any] | None:
+    """The segment's mean drift with its status at best assumed."""
+    md = sg.mean_drift
+    if md is None or md.get("status") != BoundStatus.PROVEN:
+        return md
+    return {**md, "status": BoundStatus.ASSUMED}
 
 
 def _time_order(raw_s: I64, raw_e: I64, v: I64) -> tuple[I64, I64, I64, Idx | None]:

@@ -295,7 +295,20 @@ def score(dev: dict) -> dict:
             "rate_beyond_ppm": (max(0.0, rate_max - fit.drift_prior_ppm)
                                 if rate_max is not None else None),
             "rate_assumed": bool(getattr(fit, "rate_assumed", "")),
-            "worst_miss_ns": max([_miss_ns(x) for x in bound_miss] or [0.0])}
+            "worst_miss_ns": max([_miss_ns(x) for x in bound_miss] or [0.0]),
+            "shown": _shown(fit)}
+
+
+def _shown(fit) -> str:
+    """What the reads showed against the stated model (misses_table): a lag the values prove
+    (lag_seen, a slow update: assumed), two or more breaks (STEP_HISTORY: assumed; those the
+    reads showed under the prior before a refit beyond it count), one break
+    (the model's step), reads set aside only (the model's bad reads), or nothing (the reads
+    are consistent with it: no break, no read set aside)."""
+    n = max(len(fit.breaks), fit.steps_seen + fit.unknown_breaks)   # seen before a refit too
+    return ("a lag the values prove" if fit.lag_seen_ns or fit.update_ns
+            else "two or more breaks" if n >= 2 else "one break" if n == 1
+            else "reads set aside only" if fit.outliers else "nothing")
 
 
 def _miss_ns(x: tuple) -> float:
@@ -463,6 +476,28 @@ def calibration_table(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+SHOWN = ("nothing", "reads set aside only", "one break", "two or more breaks",
+         "a lag the values prove")
+
+
+def misses_table(results: list[dict]) -> str:
+    """What the reads of each device whose proven bounds missed showed (_shown), per behaviour
+    outside the model; and, beside them, how the admitted devices whose latest segment is
+    proven read: a miss whose reads the admitted ones show as well cannot be told from them."""
+    out = ["| behaviour | devices missed | " + " | ".join(SHOWN) + " |",
+           "|---|---|" + "---|" * len(SHOWN)]
+    for name in NOT_ADMITTED:
+        rs = [r for r in results if r["behaviour"] == name and not r["ok"]]
+        if rs:
+            out.append(f"| {name} | {len(rs)} | "
+                       + " | ".join(str(sum(r["shown"] == k for r in rs)) for k in SHOWN) + " |")
+    adm = [r for r in results if r["admitted"] and r["proven_last"]]
+    if adm:
+        out.append(f"| admitted, latest proven (for comparison) | {len(adm)} | "
+                   + " | ".join(str(sum(r["shown"] == k for r in adm)) for k in SHOWN) + " |")
+    return "\n".join(out)
+
+
 def mean_drift_table(results: list[dict]) -> str:
     """The proven mean frequency over a window (Segment.mean_drift) per behaviour: how many
     were published as proven (all checked against the truth's mean over the same window, in
@@ -529,6 +564,8 @@ def main(argv=None) -> int:
     print(mean_drift_table(res))
     print()
     print(calibration_table(res))
+    print()
+    print(misses_table(res))
     print()
     print(proven_table(res))
     print()
