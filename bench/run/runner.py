@@ -122,7 +122,8 @@ PHASE_STEP = (5 ** 0.5 - 1) / 2      # the golden ratio's fraction: k * it mod 1
 
 def stimulus_phase(t_ns: int, k: int, period_s: float) -> int:
     """The instant in [t_ns, t_ns + 1 s) at phase frac(k * PHASE_STEP) of the reference second,
-    for the k-th periodic stimulus when the period is 2 s or more (else t_ns). A log that stamps
+    for the k-th periodic stimulus when the period is 2 s or more (else t_ns); t_ns is the
+    k-th period of the first stimulus's instant, so the shifts do not add up over a run. A log that stamps
     whole seconds cuts each stimulus's latency at a different phase of its tick, so the latency
     quantiles narrow as stimuli add up; at one fixed phase every stimulus would cut it the same
     way and the bounds would stay a tick wide however many were sent."""
@@ -180,6 +181,8 @@ class _Schedule:
     planned: list                   # (at_ns, "NAME[:TARGET]"): stimuli at set instants
     poll_due: int                   # the next log poll
     stim_i: int = 0
+    stim_base: int = 0              # the first periodic stimulus's instant: the k-th is due a
+                                    # k periods after it (no delay accumulates)
     watch_until: int = 0            # until then the log is polled often (a stimulus's entry)
     failures: int = 0               # clock reads failed in a row
 
@@ -476,7 +479,7 @@ class DeviceWorker:
         poll_due = self._book_poll(self.now_ns() + int(self.rng.uniform(0, self.plan.log_poll_s)
                                                        * NS), self.plan.log_poll_s)
         return _Schedule(specs, {c.name: [] for c in specs}, due, stimuli, stim_due, planned,
-                         poll_due)
+                         poll_due, stim_base=stim_due)
 
     async def _probe(self, drv: Driver, sched: _Schedule, end: int) -> Driver | None:
         """Take each event as it falls due until the run's end or the stop; reopen the driver
@@ -542,8 +545,9 @@ class DeviceWorker:
         await self._stimulus(drv, *sched.stimuli[sched.stim_i % len(sched.stimuli)])
         sched.stim_i += 1
         every = self.plan.stimulus_every_s or 0
-        sched.stim_due = self._book_stimulus(stimulus_phase(now + int(every * NS), sched.stim_i,
-                                                            every))
+        period = int(every * NS)
+        due = stimulus_phase(sched.stim_base + sched.stim_i * period, sched.stim_i, every)
+        sched.stim_due = self._book_stimulus(max(due, now + period // 2))
         sched.watch_until = now + int(self.plan.watch_s * NS)
         sched.poll_due = self._book_poll(now + int(self.plan.watch_poll_s * NS),
                                          self.plan.watch_poll_s)
