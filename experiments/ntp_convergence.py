@@ -107,6 +107,9 @@ def fit_reads(lab, dev: str, t_from: int, t_to: int, prior_ppm: float):
     return max(fit.segments, key=lambda sg: sg.reads) if fit.segments else None
 
 
+EDGE_READS = 6     # reads spread across a tick edge's window, within a BMC's request budget
+
+
 def read_for(lab, dev: str, seconds: float, every_s: float, prior_ppm: float) -> None:
     """Reads for `seconds`. On a clock whose tick is coarser than a read's bracket, once its line
     is known: reads back to back across the window the line allows for each next tick edge and
@@ -137,7 +140,10 @@ def read_for(lab, dev: str, seconds: float, every_s: float, prior_ppm: float) ->
             lab.sleep(max(0, t_end - now) / NS)
             break
         lab.sleep(max(0, a - b_ns - now) / NS)
-        gap = 0.0 if b - a < 10 * every_s * NS else every_s
+        # about EDGE_READS reads across the window: back to back, a window wider than the
+        # device's request budget allows (a BMC's 10 a second) was read at the budget's pace
+        # from its start, and its edge pinned only to 0.1 s
+        gap = min(every_s, (b - a) / EDGE_READS / NS)
         edge = k * q + int(v[-1] % q)
         while lab.now_ns() <= b + b_ns and lab.now_ns() < t_end:
             r = read()
