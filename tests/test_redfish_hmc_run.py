@@ -61,10 +61,13 @@ def test_metric_report_stamps_are_mapped_to_intervals_holding_their_true_instant
         assert en.basis == "stamp" and en.plane == "gpu"
         assert en.stamp_ns in truth, en.label
         assert en.lo_ns <= truth[en.stamp_ns] <= en.hi_ns, (en.label, en.status)
-        # ms stamps through a pinned clock; a stamp the -0.8 s step shows twice (its first 0.8 s
-        # after the step repeat readings from before it) maps into both segments: ambiguous,
-        # the union of the two intervals
-        assert en.width_ns < (NS if en.status != "ambiguous" else 2 * NS), (en.label, en.status)
+        # ms stamps through a 1 s DateTime's proven bound; a stamp the -0.8 s step shows twice
+        # (its first 0.8 s after the step repeat readings from before it) maps into both
+        # segments: ambiguous, the union of the two intervals. Under load the reads can show the
+        # step seconds late, so a segment holds it unseen: the proven bound (not the line, which
+        # missed by 255 ms) is then up to a tick and a bit wide, more beyond the first read
+        allow = {"ambiguous": 2.5 * NS, "extrapolated": 1.5 * NS}.get(en.status, 1.25 * NS)
+        assert en.width_ns < allow, (en.label, en.status, en.width_ns)
     assert {en.status for en in rows} <= {"proven", "assumed", "extrapolated", "ambiguous"}
 
 

@@ -254,3 +254,69 @@ def test_extrapolation_allows_the_model_rate_and_says_the_run_rate_is_assumed():
     # the model's bound: 600 ppm of the gap each way, no more (plus the edge's own bound)
     gap = np.maximum(t - res.fit.segments[0].end_ns, res.fit.segments[0].start_ns - t)
     assert np.all(mp.hi_ns - mp.lo_ns < 2 * 600e-6 * gap / (1 - 600e-6) + 20 * MS)
+
+
+# A GPU baseboard controller's DateTime (1 s ticks) read under a loaded host (hmc-1, a run of
+# tests/test_redfish_hmc_run.py): reads (start ns from BASE, bracket ns, whole seconds shown).
+# The clock stepped -0.8 s at STEP; for 5 s every read after it was consistent with the line
+# through the reads before it, so the fit found the break late and its first segment holds an
+# unseen step (the model allows one), whose line is off by up to 0.8 s.
+HMC_BASE = 1_796_623_716 * NS
+HMC_READS = [
+    (2259933056, 974555, 4), (2359522620, 950388, 4), (2799722293, 1150567, 5),
+    (2803838745, 511454, 5), (3079762691, 1741454, 5), (3083831573, 744586, 5),
+    (3582163474, 1397531, 5), (3587789249, 452751, 5), (4515784315, 1153631, 6),
+    (4523899735, 578073, 6), (4691745114, 1416204, 6), (4700315493, 1002587, 6),
+    (4747688777, 1425507, 6), (4755972308, 727426, 6), (4775585626, 984940, 6),
+    (4779811472, 749309, 6), (5734340248, 992702, 7), (5740083538, 829238, 7),
+    (5791732652, 1130227, 7), (5795823407, 637882, 7), (6791403162, 1069716, 8),
+    (6800173920, 781627, 8), (7796541030, 1276265, 9), (7823557185, 953513, 9),
+    (8331736031, 1251277, 9), (8344072590, 756248, 9), (8611727781, 998180, 10),
+    (8613279637, 633425, 10), (9495746698, 1116967, 11), (9503947145, 786965, 11),
+    (9747801910, 1163627, 11), (9829825511, 1129235, 11), (10464284640, 1626306, 12),
+    (10472118039, 874395, 12)]
+HMC_STEP = 3084603550
+# metric reports: (true instant, ms stamp, when the row was fetched), all from HMC_BASE; both
+# true instants are before the step, the first before the first read
+HMC_REPORTS = [(1771429030, 4145 * MS, 2063609030), (2771429030, 5145 * MS, 3603548541)]
+
+
+def _hmc_run(tmp_path):
+    from bench.model.rundata import load_run
+    from bench.model.store import RunStore
+    store = RunStore(tmp_path, "run")
+    w = store.samples("hmc-1")
+    rows = [(s, ("read", s, b, v * NS, NS, "")) for s, b, v in HMC_READS]
+    rows += [(f, ("event", f, MS // 2, st, MS, f"metric/R:{k} R report {k + 1}: 16 values"))
+             for k, (_, st, f) in enumerate(HMC_REPORTS)]
+    for _, (kind, s, b, v, q, raw) in sorted(rows):
+        w.write(kind, "datetime", HMC_BASE + s, HMC_BASE + s + b, HMC_BASE + v, q, "user", "ok",
+                raw)
+    w.close()
+    store.write_manifest({"started_ns": HMC_BASE, "run_id": "run", "devices": {"hmc-1": {
+        "plane": "gpu", "clocks": [{"name": "datetime", "resolution_ns": NS}]}}})
+    store.close()
+    return load_run(tmp_path / "run")
+
+
+def test_a_segment_with_an_unseen_step_maps_a_stamp_by_its_proven_bound_not_its_line(tmp_path):
+    """The line of a segment with an unseen step put report 2 (true instant before the step)
+    255 ms late, labelled proven; the proven search stepped past the short stretch of instants
+    that bound it and fell back on that line; report 1, before the first read, was extrapolated
+    from the line's offset. Each is now mapped by the segment's proven bound (one unseen break
+    inside it), and beyond its span from that bound at the model's rate: it holds the truth."""
+    from bench.model.timeline import Calibrated, run_entries
+    run = _hmc_run(tmp_path)
+    (c0, *_) = Calibrated.of([run]).clock("hmc-1", "datetime")
+    assert c0.segment.start_ns < HMC_BASE + HMC_STEP < c0.segment.end_ns     # the step unseen
+    t2, v2, _ = HMC_REPORTS[1]
+    lo, hi = c0.segment.to_reference(HMC_BASE + v2, MS)
+    assert lo > HMC_BASE + t2                          # its line misses report 2
+    iv = c0.segment.proven_to_reference(HMC_BASE + v2, MS)
+    assert iv is not None and iv[0] <= HMC_BASE + t2 <= iv[1]
+    ents = [e for e in run_entries(run, Calibrated.of([run]))[0] if e.basis == "stamp"]
+    assert len(ents) == len(HMC_REPORTS)
+    for e, (t, _, _) in zip(sorted(ents, key=lambda e: e.stamp_ns), HMC_REPORTS):
+        assert e.lo_ns <= HMC_BASE + t <= e.hi_ns, (e.label, e.status, e.calibration)
+    first = min(ents, key=lambda e: e.stamp_ns)
+    assert first.status == "extrapolated"              # before the first read: never proven

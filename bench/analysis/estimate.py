@@ -507,6 +507,21 @@ class Segment:
         hi += f * abs(hi) + TOL_NS
         return self.epoch_ns + math.floor(lo), self.epoch_ns + math.ceil(hi)
 
+    def proven_span(self) -> tuple[int, int] | None:
+        """The instants where proven_offset_at can answer (a read ended by t and one started at
+        or after it): from the first read's end to the last read's start (gaps of reads set
+        aside inside it answer None); None where no instant has both."""
+        if self._env is not None:
+            two, env = self._env, self._env.env
+            if not len(two.e) or not len(two.s):
+                return None
+            a, b = env.t_ref + math.ceil(float(two.e[0])), env.t_ref + math.floor(float(two.s[-1]))
+        elif len(self._reads) == 3 and len(self._reads[0]):
+            a, b = int(np.min(self._reads[1])), int(np.max(self._reads[0]))
+        else:
+            return None
+        return (a, b) if a <= b else None
+
     def proven_to_reference(self, value_ns: int, resolution_ns: int, iters: int = 16
                             ) -> tuple[int, int] | None:
         """Reference interval of a device timestamp (true reading in [value, value + q)) that
@@ -516,8 +531,22 @@ class Segment:
         before the stamp, and one that puts D(t) at or above value + q is after it; each such
         instant is a valid bound whatever the others are. The search starts from the line
         model's interval and keeps the tightest instants found (each costs two fits)."""
+        lo, hi = self.proven_sides(value_ns, resolution_ns, iters)
+        return None if lo is None or hi is None else (lo, hi)
+
+    def proven_sides(self, value_ns: int, resolution_ns: int, iters: int = 16
+                     ) -> tuple[int | None, int | None]:
+        """proven_to_reference's two ends apart: each None where no instant of proven_span
+        is proven before (lo) or after (hi) the stamp. The search never steps past the span's
+        ends, where proven_offset_at has no answer (it used to jump over a short stretch of
+        instants that bound the stamp and give up: the caller fell back on the line, which an
+        unseen step inside the segment can put off by the step's size)."""
         V, Vq = int(value_ns), int(value_ns) + max(1, int(resolution_ns))
         lo0, hi0 = self.to_reference(V, resolution_ns)
+        span = self.proven_span()
+        if span is None:
+            return None, None
+        first, last = span
 
         def before(t: int) -> bool:
             b = self.proven_offset_at(t)
@@ -529,13 +558,17 @@ class Segment:
 
         def search(start: int, sign: int, test: Callable[[int], bool]) -> int | None:
             step = max(hi0 - lo0, 1_000_000)
-            t = start
-            for _ in range(24):
+            edge = first if sign < 0 else last
+            t = min(max(start, first), last)
+            start = t
+            for _ in range(64):
                 if abs(t) > SEARCH_LIMIT_NS:       # beyond int64 instants: not bounded here
                     return None
                 if test(t):
                     break
-                t += sign * step
+                if t == edge:
+                    return None
+                t = max(t - step, edge) if sign < 0 else min(t + step, edge)
                 step *= 2
             else:
                 return None
@@ -552,11 +585,7 @@ class Segment:
                     bad = mid
             return good
 
-        lo = search(lo0, -1, before)
-        hi = search(hi0, +1, after)
-        if lo is None or hi is None:
-            return None
-        return lo, hi
+        return search(lo0, -1, before), search(hi0, +1, after)
 
     def as_dict(self) -> dict[str, Any]:
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "reads": self.reads,

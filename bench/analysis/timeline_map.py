@@ -26,6 +26,7 @@ own `offset_status` is not "proven" passes its status on to every line mapped th
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -246,14 +247,15 @@ def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, a
     lo, hi = to_reference_many(c.segment, vk, q)
     w_lo = -_BIG if c.window_lo is None else int(c.window_lo)
     w_hi = _BIG if c.window_hi is None else int(c.window_hi)
+    xd = np.zeros(len(v), dtype=np.int64)     # how far an end rests on extrapolation
     if proven:                   # only where this segment can have been in force
         for i in np.flatnonzero(~presync & (before <= w_hi) & (after >= w_lo)):
-            iv = c.segment.proven_to_reference(int(vk[i]), int(q[i]))
+            iv = _proven_interval(c, int(vk[i]), int(q[i]))
             if iv is not None:
-                lo[i], hi[i] = iv
+                lo[i], hi[i], xd[i] = iv
     # distance from the calibrated span, and the wander allowance grown to it
     s0, s1 = c.span
-    d = np.maximum(0, np.maximum(s0 - hi, lo - s1))
+    d = np.maximum(xd, np.maximum(0, np.maximum(s0 - hi, lo - s1)))
     far = d > 0
     alo, ahi = lo.copy(), hi.copy()
     if far.any():
@@ -266,6 +268,43 @@ def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, a
         alo, ahi = np.maximum(alo, lo), np.minimum(ahi, hi)
     cand = ~presync & (hi >= w_lo) & (lo <= w_hi) & (lo <= after) & (hi >= before) & (lo <= hi)
     return (lo, hi, d, cand), (alo, ahi)
+
+
+def _proven_interval(c: SegmentWindow, v: int, q: int) -> tuple[int, int, int] | None:
+    """A stamp's interval through segment c with one unseen break inside it, and how far an
+    end of it rests on extrapolation (0: neither; then it is proven). Each end is the tightest
+    instant of the segment's proven span (Segment.proven_sides) shown before (after) the stamp;
+    where the stamp may lie beyond the span, that end is the proven offset at the span's edge
+    carried at the model's rate bound (no break in between: extrapolated), never the line,
+    which an unseen step inside the segment puts off by up to the step. None where the segment
+    has no proven span (the line's interval stays)."""
+    sg = c.segment
+    span = sg.proven_span()
+    if span is None:
+        return None
+    a0, a1 = span
+    o0, o1 = sg.proven_offset_at(a0), sg.proven_offset_at(a1)
+    if o0 is None or o1 is None:
+        return None
+    r = _rate_bound(c) * 1e-6
+    vq = v + max(1, q)
+    lo, hi = sg.proven_sides(v, q)
+    far = 0
+    if a1 + o1.hi < v:           # the stamp is after the span: from its last instant
+        x = math.floor(a1 + (v - a1 - o1.hi) / (1 + r)) - 1
+        if lo is None or x > lo:
+            lo, far = x, max(far, x - a1, 1)
+    if lo is None:               # nothing proven before it: it may be before the span
+        lo = math.floor(a0 - (a0 + o0.hi - v) / (1 - r)) - 1
+        far = max(far, a0 - lo, 1)
+    if a0 + o0.lo >= vq:         # the stamp is before the span: from its first instant
+        y = math.ceil(a0 - (a0 + o0.lo - vq) / (1 + r)) + 1
+        if hi is None or y < hi:
+            hi, far = y, max(far, a0 - y, 1)
+    if hi is None:               # nothing proven after it: it may be after the span
+        hi = math.ceil(a1 + (vq - a1 - o1.lo) / (1 - r)) + 1
+        far = max(far, hi - a1, 1)
+    return lo, hi, far
 
 
 def _rate_bound(c: SegmentWindow) -> float:
