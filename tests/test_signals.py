@@ -39,6 +39,13 @@ def _ok_reads(folder: Path, device: str) -> int:
         return sum(1 for r in csv.DictReader(f) if r.get("kind") == "read" and r.get("status") == "ok")
 
 
+def _ctrl_c_reaches() -> None:
+    """The run as a terminal's foreground job: Ctrl-C's SIGINT at its default. A suite started
+    as a shell's background job inherits SIGINT ignored (POSIX), and a run started so ignores
+    Ctrl-C as every program does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_run(tmp_path: Path):
     rack = tmp_path / "rack.toml"
     rack.write_text(sim_rack_text(DEVICES, seed=7))
@@ -50,7 +57,7 @@ def _start_run(tmp_path: Path):
                              # the signal): the cascade itself is still played and scored
                              "--param", "incident_cascades=0"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_reaches)
     folder = wait_until(lambda: next(iter(out.glob("*/manifest.json")), None), 90,
                    "the run folder's manifest").parent
     wait_until(lambda: all(_ok_reads(folder, d) >= 16 for d in DEVICES), 90,

@@ -777,8 +777,12 @@ class LatencyEvent:
 
     @property
     def logged_status(self) -> BoundStatus:
-        """The status of `logged_ns`: `logged_via`'s first word (older summaries: proven)."""
+        """The status of `logged_ns`: `logged_via`'s first word (older summaries: proven); a
+        stamp mapped beyond its calibration's proven span (`extrapolated`) rests on no break
+        between the span's edge and it: assumed."""
         word = self.logged_via.split(" ", 1)[0]
+        if word == "extrapolated":
+            return BoundStatus.ASSUMED
         return BoundStatus(word) if word in set(BoundStatus) else BoundStatus.PROVEN
 
 
