@@ -237,16 +237,19 @@ def proven_sides_many(p: Pieces, value: npt.NDArray[np.int64], res: npt.NDArray[
     before each (D(t) <= t + hi(t) < value) and the earliest proven after it (t + lo(t) >=
     value + res), absolute ns, and whether each exists. Exact over the pieces (the latest
     piece whose first instant is before the stamp, then the crossing inside it, and likewise
-    after), with a margin of SLACK_NS so that each end also passes TwoSided.at's rounded
-    bounds (what Segment.proven_sides tests)."""
+    after), with the margin that makes each end pass TwoSided.at's rounded bounds too
+    (what Segment.proven_sides tests)."""
     R = p.rate
     base = p.t_ref + p.theta0
     lim = 2 ** 62
     v = np.clip(np.asarray(value, dtype=np.int64), base - lim, base + lim)
     vq = np.clip(v + np.maximum(1, np.asarray(res, dtype=np.int64)), base - lim, base + lim)
-    slack = SLACK_NS + 1e-12 * R * max(abs(float(p.start[0])), abs(float(p.end[-1])))
-    y = (v - base).astype(np.float64) - slack               # x + hi(x) < y: before the stamp
-    yq = (vq - base).astype(np.float64) + slack             # x + lo(x) >= yq: after it
+    # TwoSided.at rounds hi(x) up after adding TOL_NS (plus 1e-12·R·|x|): t + that < value
+    # (integers) holds where x + hi(x) <= value - 1 - slack; t + lo's floor >= value + res
+    # where x + lo(x) >= value + res + slack
+    slack = 2 * TOL_NS + 1e-12 * R * max(abs(float(p.start[0])), abs(float(p.end[-1]))) + 1e-6
+    y = (v - base).astype(np.float64) - 1.0 - slack          # x + hi(x) < y: before the stamp
+    yq = (vq - base).astype(np.float64) + slack              # x + lo(x) >= yq: after it
     # before: x + hi(x) at each piece's first instant (its least there), suffix minima
     h0 = p.start + np.maximum(p.hl + R * p.start, p.hr - R * p.start)
     sm = np.minimum.accumulate(np.where(p.ok, h0, np.inf)[::-1])[::-1]
@@ -267,5 +270,3 @@ def proven_sides_many(p: Pieces, value: npt.NDArray[np.int64], res: npt.NDArray[
     hi_ns = np.where(has_hi, hi, 0).astype(np.int64) + p.t_ref
     return lo_ns, hi_ns, has_lo, has_hi
 
-
-SLACK_NS = 2.0     # TwoSided.at rounds outward by TOL_NS, then to whole ns: at most 1 + TOL_NS
