@@ -178,3 +178,95 @@ class TwoSided:
             return None
         w = np.where(ok, hi - lo, np.inf)
         return int(pts[int(np.argmin(w))])
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """TwoSided's published bound over its proven span cut into pieces where the same reads are on
+    each side (bench.analysis.timeline_map maps many stamps through it at once). Piece m covers
+    the integer instants [start[m], end[m]] (relative to t_ref; offsets relative to theta0); on
+    it the bound is lo(x) = min(ll[m] − R·x, lr[m] + R·x), hi(x) = max(hl[m] + R·x, hr[m] − R·x),
+    so x + lo(x) and x + hi(x) increase inside a piece (R < 1); between pieces they may jump
+    either way (a read joins the left side at its end, leaves the right side after its start).
+    `ok`: no gap of reads set aside covers it (such a piece bounds nothing)."""
+    start: F64
+    end: F64
+    ll: F64
+    lr: F64
+    hl: F64
+    hr: F64
+    ok: npt.NDArray[np.bool_]
+    rate: float
+    t_ref: int
+    theta0: int
+
+
+def pieces(two: TwoSided) -> Pieces | None:
+    """The pieces of two's published bound from its first read's end to its last read's start
+    (Segment.proven_span); None where that is empty."""
+    env = two.env
+    if not len(two.e) or not len(two.s):
+        return None
+    x0, x1 = math.ceil(float(two.e[0])), math.floor(float(two.s[-1]))
+    if x0 > x1:
+        return None
+    # i (reads ended by x) changes at each read's end; j (reads started at or after x) just
+    # after each read's start; a gap (g0, g1), open, excludes the instants inside it
+    cuts = [np.ceil(two.e), np.floor(two.s) + 1.0, np.array([float(x0)])]
+    for g0, g1 in two.gaps:
+        cuts.append(np.array([float(g0 - env.t_ref + 1), float(g1 - env.t_ref)]))
+    start = np.unique(np.concatenate(cuts))
+    start = start[(start >= x0) & (start <= x1)]
+    end = np.append(start[1:] - 1.0, float(x1))
+    R = env.rate
+    i = np.searchsorted(two.e, start, side="right")
+    j = np.searchsorted(two.s, start, side="left")
+    ii, jj = np.maximum(i - 1, 0), np.minimum(j, len(two.s) - 1)
+    ok = (i >= 1) & (j <= len(two.s) - 1)
+    t = start + env.t_ref
+    for g0, g1 in two.gaps:
+        ok &= ~((t > g0) & (t < g1))
+    return Pieces(start, end, two.lo_l[ii], two.lo_r[jj], two.hi_l[ii], two.hi_r[jj], ok, R,
+                  env.t_ref, env.theta0)
+
+
+def proven_sides_many(p: Pieces, value: npt.NDArray[np.int64], res: npt.NDArray[np.int64]
+                      ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                 npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """For stamps (true reading in [value, value + res)): the latest instant of the pieces proven
+    before each (D(t) <= t + hi(t) < value) and the earliest proven after it (t + lo(t) >=
+    value + res), absolute ns, and whether each exists. Exact over the pieces (the latest
+    piece whose first instant is before the stamp, then the crossing inside it, and likewise
+    after), with the margin that makes each end pass TwoSided.at's rounded bounds too
+    (what Segment.proven_sides tests)."""
+    R = p.rate
+    base = p.t_ref + p.theta0
+    lim = 2 ** 62
+    v = np.clip(np.asarray(value, dtype=np.int64), base - lim, base + lim)
+    vq = np.clip(v + np.maximum(1, np.asarray(res, dtype=np.int64)), base - lim, base + lim)
+    # TwoSided.at rounds hi(x) up after adding TOL_NS (plus 1e-12·R·|x|): t + that < value
+    # (integers) holds where x + hi(x) <= value - 1 - slack; t + lo's floor >= value + res
+    # where x + lo(x) >= value + res + slack
+    slack = 2 * TOL_NS + 1e-12 * R * max(abs(float(p.start[0])), abs(float(p.end[-1]))) + 1e-6
+    y = (v - base).astype(np.float64) - 1.0 - slack          # x + hi(x) < y: before the stamp
+    yq = (vq - base).astype(np.float64) + slack              # x + lo(x) >= yq: after it
+    # before: x + hi(x) at each piece's first instant (its least there), suffix minima
+    h0 = p.start + np.maximum(p.hl + R * p.start, p.hr - R * p.start)
+    sm = np.minimum.accumulate(np.where(p.ok, h0, np.inf)[::-1])[::-1]
+    k = np.searchsorted(sm, y, side="left") - 1            # the last piece starting before
+    has_lo = k >= 0
+    kk = np.maximum(k, 0)
+    x_lo = np.minimum((y - p.hl[kk]) / (1 + R), (y - p.hr[kk]) / (1 - R))
+    lo = np.clip(np.floor(x_lo), p.start[kk], p.end[kk])
+    # after: x + lo(x) at each piece's last instant (its most there), prefix maxima
+    g1 = p.end + np.minimum(p.ll - R * p.end, p.lr + R * p.end)
+    pm = np.maximum.accumulate(np.where(p.ok, g1, -np.inf))
+    m = np.searchsorted(pm, yq, side="left")                # the first piece ending after
+    has_hi = m < len(pm)
+    mm = np.minimum(m, len(pm) - 1)
+    x_hi = np.maximum((yq - p.ll[mm]) / (1 - R), (yq - p.lr[mm]) / (1 + R))
+    hi = np.clip(np.ceil(x_hi), p.start[mm], p.end[mm])
+    lo_ns = np.where(has_lo, lo, 0).astype(np.int64) + p.t_ref
+    hi_ns = np.where(has_hi, hi, 0).astype(np.int64) + p.t_ref
+    return lo_ns, hi_ns, has_lo, has_hi
+

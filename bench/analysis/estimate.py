@@ -428,6 +428,10 @@ class _Cache:
     (window, vertices) per read set."""
     halves: dict[int, Halves | None] = field(default_factory=dict)
     sides: dict[tuple[int, bytes], tuple[_Window, F64 | None]] = field(default_factory=dict)
+    # proven_sides_many's table, with the envelope it was made of (a replaced segment shares
+    # its cache)
+    pieces: list[tuple[_envelope.TwoSided, _envelope.Pieces | None]] = field(
+        default_factory=list)
 
 
 # -- results ---------------------------------------------------------------------------------
@@ -586,6 +590,32 @@ class Segment:
             return good
 
         return search(lo0, -1, before), search(hi0, +1, after)
+
+    def proven_sides_many(self, value_ns: npt.ArrayLike, resolution_ns: npt.ArrayLike
+                          ) -> tuple[I64, I64, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """proven_sides over arrays, in one vectorised pass (bench.analysis.envelope.pieces):
+        (lo, hi, has_lo, has_hi), each end the tightest instant of proven_span whose proven
+        bound shows it before (after) the stamp, where one is (proven_sides' bisection stops
+        short of it). Segments without a published envelope take proven_sides per stamp."""
+        v = np.asarray(value_ns, dtype=np.int64).reshape(-1)
+        q = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape)
+        if self._env is None:
+            sides = [self.proven_sides(int(a), int(b)) for a, b in zip(v, q)]
+            has_lo = np.array([s[0] is not None for s in sides], dtype=bool)
+            has_hi = np.array([s[1] is not None for s in sides], dtype=bool)
+            lo = np.array([s[0] or 0 for s in sides], dtype=np.int64)
+            hi = np.array([s[1] or 0 for s in sides], dtype=np.int64)
+            return lo, hi, has_lo, has_hi
+        kept = [pc for env, pc in self._cache.pieces if env is self._env]
+        if kept:
+            p = kept[0]
+        else:
+            p = _envelope.pieces(self._env)
+            self._cache.pieces[:] = [(self._env, p)]
+        if p is None:
+            z = np.zeros(len(v), dtype=np.int64)
+            return z, z.copy(), np.zeros(len(v), bool), np.zeros(len(v), bool)
+        return _envelope.proven_sides_many(p, v, q)
 
     def as_dict(self) -> dict[str, Any]:
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "reads": self.reads,

@@ -26,7 +26,6 @@ own `offset_status` is not "proven" passes its status on to every line mapped th
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -161,7 +160,7 @@ class Mapped:
 def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns: npt.ArrayLike,
                order_key: npt.ArrayLike | None = None, *, wall: bool = True,
                not_after_ns: npt.ArrayLike | None = None, not_before_ns: npt.ArrayLike | None = None,
-               presync_before_ns: int = PRESYNC_BEFORE_NS, proven: bool = False,
+               presync_before_ns: int = PRESYNC_BEFORE_NS, proven: bool = True,
                clip: bool = False) -> Mapped:
     """Map stamps (arrays in the device's timescale) through the calibrations of their clock.
 
@@ -170,10 +169,13 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     can be later; one instant or one per line); `not_before_ns`: no line can be earlier (e.g. the
     request that caused it; one instant or one per line). `wall`: stamps are wall-clock (then a
     stamp before `presync_before_ns` was written before the clock was set).
-    `proven`: each calibration maps a stamp through Segment.proven_to_reference (holds with one
-    break the reads did not reveal inside the segment; costs fits per stamp, so for the few
-    stamps of a run's stimuli, not a million log lines), the segment's line where that cannot
-    bound it (no read on one side). `clip`: each calibration's interval is cut to its window and
+    `proven` (the default): each calibration maps the stamps by its proven bound, which holds
+    with one break the reads did not reveal inside the segment (`proven_many`: vectorised, a
+    million log lines in seconds); the line's interval, which holds only with no unseen step
+    inside the segment, is kept beside it as `assumed_lo_ns`/`assumed_hi_ns` (inside the proven
+    one). Where a segment has no proven span (no instant with a read on each side), and for
+    every stamp with `proven=False`, the line's interval is the answer, labelled `assumed`.
+    `clip`: each calibration's interval is cut to its window and
     to [not_before, not_after] before the union; a calibration whose cut is empty is no
     candidate."""
     v = np.asarray(value_ns, dtype=np.int64)
@@ -189,9 +191,10 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     ahis = np.zeros((K, n), dtype=np.int64)
     dists = np.zeros((K, n), dtype=np.int64)
     cand = np.zeros((K, n), dtype=bool)
+    line = np.zeros((K, n), dtype=bool)         # through the line alone: assumed
     presync = (v < presync_before_ns) if wall else np.zeros(n, dtype=bool)
     for k, c in enumerate(cals):
-        (los[k], his[k], dists[k], cand[k]), (alos[k], ahis[k]) = _map_through(
+        (los[k], his[k], dists[k], cand[k]), (alos[k], ahis[k]), line[k] = _map_through(
             c, v, q, presync, before, after, proven, clip)
     notes: list[str] = []
     if order_key is not None and K > 1:
@@ -204,7 +207,7 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     lo = np.where(cand, los, _BIG).min(axis=0) if K else np.zeros(n, dtype=np.int64)
     hi = np.where(cand, his, -_BIG).max(axis=0) if K else np.zeros(n, dtype=np.int64)
     dist = np.where(cand, dists, 0).max(axis=0) if K else np.zeros(n, dtype=np.int64)
-    status = _statuses(cals, cand, first, dist, count, presync)
+    status = _statuses(cals, cand, first, dist, count, presync, line)
     lo = np.where(count > 0, lo, 0)
     hi = np.where(count > 0, hi, 0)
     alo = np.where(count > 0, np.where(cand, alos, _BIG).min(axis=0), 0) if K else lo
@@ -236,9 +239,11 @@ def _order_notes(outliers: int, broken: int) -> list[str]:
 
 
 def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, after: I64,
-                 proven: bool, clip: bool) -> tuple[tuple[I64, I64, I64, Mask], tuple[I64, I64]]:
-    """One calibration's (lo, hi, distance from its span, candidate) for every stamp, and the
-    (lo, hi) at the run's own rate (assumed; differs from lo, hi only when extrapolated)."""
+                 proven: bool, clip: bool
+                 ) -> tuple[tuple[I64, I64, I64, Mask], tuple[I64, I64], Mask]:
+    """One calibration's (lo, hi, distance from its span, candidate) for every stamp, the
+    (lo, hi) through the line (assumed: no unseen step inside the segment; at the run's own
+    rate beyond the span), and which stamps only the line maps (no proven bound: assumed)."""
     vk = v
     if c.modulus_ns:             # a wrapped counter: the turn nearest the segment
         mid = (c.span[0] + c.span[1]) // 2
@@ -247,64 +252,85 @@ def _map_through(c: SegmentWindow, v: I64, q: I64, presync: Mask, before: I64, a
     lo, hi = to_reference_many(c.segment, vk, q)
     w_lo = -_BIG if c.window_lo is None else int(c.window_lo)
     w_hi = _BIG if c.window_hi is None else int(c.window_hi)
-    xd = np.zeros(len(v), dtype=np.int64)     # how far an end rests on extrapolation
-    if proven:                   # only where this segment can have been in force
-        for i in np.flatnonzero(~presync & (before <= w_hi) & (after >= w_lo)):
-            iv = _proven_interval(c, int(vk[i]), int(q[i]))
-            if iv is not None:
-                lo[i], hi[i], xd[i] = iv
-    # distance from the calibrated span, and the wander allowance grown to it
     s0, s1 = c.span
-    d = np.maximum(xd, np.maximum(0, np.maximum(s0 - hi, lo - s1)))
-    far = d > 0
+    # the line's interval, and at the run's own rate (the wander allowance grown to the
+    # distance) beyond the calibrated span: assumed (no unseen step inside the segment)
+    d_line = np.maximum(0, np.maximum(s0 - hi, lo - s1))
     alo, ahi = lo.copy(), hi.copy()
-    if far.any():
-        if c.wander_ppm:
-            _widen_for_wander(c, alo, ahi, far)
-        lo, hi = _rate_widened(c, vk, q, alo, ahi, far)
+    if c.wander_ppm and np.any(d_line > 0):
+        _widen_for_wander(c, alo, ahi, d_line > 0)
+    ok = np.zeros(len(v), dtype=bool)
+    if proven:                   # the proven bound (one unseen break inside the segment)
+        plo, phi, xd, ok = proven_many(c, vk, q)
+        ok &= ~presync
+        lo, hi = np.where(ok, plo, lo), np.where(ok, phi, hi)
+        d = np.where(ok, np.maximum(xd, np.maximum(0, np.maximum(s0 - hi, lo - s1))), d_line)
+        far = d > 0
+        if far.any():            # joined with the line's edge carried at the rate bound
+            lo, hi = _rate_widened(c, vk, q, lo, hi, far)
+        # the assumed interval: the line's where it meets the proven one, inside it
+        meet = (alo <= hi) & (ahi >= lo)
+        alo = np.where(meet, np.maximum(alo, lo), lo)
+        ahi = np.where(meet, np.minimum(ahi, hi), hi)
+    else:
+        d = d_line
+        far = d > 0
+        if far.any():
+            lo, hi = _rate_widened(c, vk, q, alo, ahi, far)
     if clip:
         lo = np.maximum(lo, np.maximum(before, w_lo))
         hi = np.minimum(hi, np.minimum(after, w_hi))
         alo, ahi = np.maximum(alo, lo), np.minimum(ahi, hi)
     cand = ~presync & (hi >= w_lo) & (lo <= w_hi) & (lo <= after) & (hi >= before) & (lo <= hi)
-    return (lo, hi, d, cand), (alo, ahi)
+    return (lo, hi, d, cand), (alo, ahi), ~ok
 
 
-def _proven_interval(c: SegmentWindow, v: int, q: int) -> tuple[int, int, int] | None:
-    """A stamp's interval through segment c with one unseen break inside it, and how far an
-    end of it rests on extrapolation (0: neither; then it is proven). Each end is the tightest
-    instant of the segment's proven span (Segment.proven_sides) shown before (after) the stamp;
-    where the stamp may lie beyond the span, that end is the proven offset at the span's edge
-    carried at the model's rate bound (no break in between: extrapolated), never the line,
-    which an unseen step inside the segment puts off by up to the step. None where the segment
-    has no proven span (the line's interval stays)."""
+def proven_many(c: SegmentWindow, v: I64, q: I64) -> tuple[I64, I64, I64, Mask]:
+    """Stamps' intervals through segment c with one unseen break inside it (vectorised:
+    Segment.proven_sides_many), how far an end of each rests on extrapolation (0: neither;
+    then it is proven), and whether the segment bounds them at all (False: no proven span,
+    the caller keeps the line). Each end is the tightest instant of the segment's proven span
+    shown before (after) the stamp; where the stamp may lie beyond the span, that end is the
+    proven offset at the span's edge carried at the model's rate bound (no break in between:
+    extrapolated), never the line, which an unseen step inside the segment puts off by up to
+    the step."""
+    n = len(v)
+    z = np.zeros(n, dtype=np.int64)
     sg = c.segment
     span = sg.proven_span()
     if span is None:
-        return None
+        return z, z.copy(), z.copy(), np.zeros(n, dtype=bool)
     a0, a1 = span
     o0, o1 = sg.proven_offset_at(a0), sg.proven_offset_at(a1)
     if o0 is None or o1 is None:
-        return None
+        return z, z.copy(), z.copy(), np.zeros(n, dtype=bool)
     r = _rate_bound(c) * 1e-6
-    vq = v + max(1, q)
-    lo, hi = sg.proven_sides(v, q)
-    far = 0
-    if a1 + o1.hi < v:           # the stamp is after the span: from its last instant
-        x = math.floor(a1 + (v - a1 - o1.hi) / (1 + r)) - 1
-        if lo is None or x > lo:
-            lo, far = x, max(far, x - a1, 1)
-    if lo is None:               # nothing proven before it: it may be before the span
-        lo = math.floor(a0 - (a0 + o0.hi - v) / (1 - r)) - 1
-        far = max(far, a0 - lo, 1)
-    if a0 + o0.lo >= vq:         # the stamp is before the span: from its first instant
-        y = math.ceil(a0 - (a0 + o0.lo - vq) / (1 + r)) + 1
-        if hi is None or y < hi:
-            hi, far = y, max(far, a0 - y, 1)
-    if hi is None:               # nothing proven after it: it may be after the span
-        hi = math.ceil(a1 + (vq - a1 - o1.lo) / (1 - r)) + 1
-        far = max(far, hi - a1, 1)
-    return lo, hi, far
+    lim = 2 ** 61                # int64 room for the differences below
+    vv = np.clip(np.asarray(v, dtype=np.int64), a0 - lim, a1 + lim)
+    vq = vv + np.maximum(1, np.asarray(q, dtype=np.int64))
+    lo, hi, has_lo, has_hi = sg.proven_sides_many(vv, vq - vv)
+    far = z.copy()
+    # the stamp after the span: from its last instant
+    late = a1 + o1.hi < vv
+    x = a1 + np.floor((vv - a1 - o1.hi) / (1 + r)).astype(np.int64) - 1
+    use = late & (~has_lo | (x > lo))
+    lo, far = np.where(use, x, lo), np.where(use, np.maximum(x - a1, 1), far)
+    has_lo = has_lo | use
+    # nothing proven before it: it may be before the span
+    x = a0 - np.ceil((a0 + o0.hi - vv) / (1 - r)).astype(np.int64) - 1
+    lo = np.where(has_lo, lo, x)
+    far = np.where(has_lo, far, np.maximum(far, np.maximum(a0 - x, 1)))
+    # the stamp before the span: from its first instant
+    early = a0 + o0.lo >= vq
+    y = a0 - np.floor((a0 + o0.lo - vq) / (1 + r)).astype(np.int64) + 1
+    use = early & (~has_hi | (y < hi))
+    hi, far = np.where(use, y, hi), np.where(use, np.maximum(far, np.maximum(a0 - y, 1)), far)
+    has_hi = has_hi | use
+    # nothing proven after it: it may be after the span
+    y = a1 + np.ceil((vq - a1 - o1.lo) / (1 - r)).astype(np.int64) + 1
+    hi = np.where(has_hi, hi, y)
+    far = np.where(has_hi, far, np.maximum(far, np.maximum(y - a1, 1)))
+    return lo, hi, far, np.ones(n, dtype=bool)
 
 
 def _rate_bound(c: SegmentWindow) -> float:
@@ -350,13 +376,14 @@ def _widen_for_wander(c: SegmentWindow, lo: I64, hi: I64, far: Mask) -> None:
 
 
 def _statuses(cals: list[SegmentWindow], cand: Mask, first: I64, dist: I64, count: I64,
-              presync: Mask) -> npt.NDArray[np.int8]:
-    """Each stamp's STATUS index: presync, unplaceable, ambiguous, extrapolated, assumed, proven
-    (the first that applies)."""
+              presync: Mask, line: Mask) -> npt.NDArray[np.int8]:
+    """Each stamp's STATUS index: presync, unplaceable, ambiguous, extrapolated, assumed (its
+    segment's own status, or mapped through its line alone), proven (the first that
+    applies)."""
     status = np.zeros(len(count), dtype=np.int8)
     for k, c in enumerate(cals):
-        if c.status != "proven":
-            status = np.where(cand[k] & (first == k), STATUS.index("assumed"), status)
+        weak = line[k] if c.status == "proven" else True
+        status = np.where(cand[k] & (first == k) & weak, STATUS.index("assumed"), status)
     status = np.where((dist > 0) & (status == 0), STATUS.index("extrapolated"), status)
     status = np.where(count > 1, STATUS.index("ambiguous"), status)
     status = np.where(count == 0, STATUS.index("unplaceable"), status)

@@ -30,6 +30,8 @@ from bench.watch.retention import PackedRun, archive_of
 NS = 10**9
 DAYS_CACHED = 2          # closed days whose fits are kept in memory (each a day of segments)
 NEAR_NS = 3600 * 10**9   # a day is asked only when its summary puts the stamp this near its span
+ASSUMED = ("assumed_lo_ns/assumed_hi_ns: through the segment's line, which holds only with no "
+           "unseen step inside the segment (lo_ns/hi_ns allow one)")
 
 
 class MapError(RackclockError, ValueError):
@@ -176,6 +178,8 @@ def answers(qs: list[Query], cals: list, source: str, read_at: int, counter: boo
     r = np.fromiter((q.resolution_ns for q in qs), dtype=np.int64, count=len(qs))
     m = map_stamps(cals, v, np.maximum(r, fit_q), None, wall=not counter, not_after_ns=read_at)
     lo, hi = m.lo_ns.tolist(), m.hi_ns.tolist()
+    alo = (m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns).tolist()
+    ahi = (m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns).tolist()
     cand = np.asarray(m.candidates, dtype=bool).reshape(len(m.names) or 1, -1)
     code = (cand.astype(np.int64) << np.arange(len(cand), dtype=np.int64)[:, None]).sum(axis=0) \
         if len(cand) < 63 else np.arange(len(qs))
@@ -189,7 +193,11 @@ def answers(qs: list[Query], cals: list, source: str, read_at: int, counter: boo
         placed = w[0] not in ("presync", "unplaceable")
         out.append({"device": q.device, "clock": q.clock, "stamp": q.raw, "value_ns": q.value_ns,
                     "lo_ns": lo[i] if placed else None, "hi_ns": hi[i] if placed else None,
-                    "status": w[0], "model": w[1], "calibration": w[2], "source": source})
+                    "status": w[0], "model": w[1], "calibration": w[2], "source": source,
+                    # the segment's line (no unseen step inside it), inside [lo_ns, hi_ns]
+                    "assumed_lo_ns": alo[i] if placed else None,
+                    "assumed_hi_ns": ahi[i] if placed else None,
+                    "assumed": ASSUMED if placed else None})
     return out
 
 
