@@ -26,7 +26,7 @@ own `offset_status` is not "proven" passes its status on to every line mapped th
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -204,14 +204,8 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
         notes += _order_notes(outliers, broken)
     count = cand.sum(axis=0)
     first = np.where(count > 0, np.argmax(cand, axis=0), -1) if K else np.full(n, -1)
-    lo = np.where(cand, los, _BIG).min(axis=0) if K else np.zeros(n, dtype=np.int64)
-    hi = np.where(cand, his, -_BIG).max(axis=0) if K else np.zeros(n, dtype=np.int64)
-    dist = np.where(cand, dists, 0).max(axis=0) if K else np.zeros(n, dtype=np.int64)
+    lo, hi, alo, ahi, dist = _united(cand, count, los, his, alos, ahis, dists)
     status = _statuses(cals, cand, first, dist, count, presync, line)
-    lo = np.where(count > 0, lo, 0)
-    hi = np.where(count > 0, hi, 0)
-    alo = np.where(count > 0, np.where(cand, alos, _BIG).min(axis=0), 0) if K else lo
-    ahi = np.where(count > 0, np.where(cand, ahis, -_BIG).max(axis=0), 0) if K else hi
     rate = max((_rate_bound(c) for c in cals), default=0.0)
     if np.any(dist > 0):
         notes.append(f"{int(np.sum(dist > 0))} lines extrapolated beyond their calibration: each "
@@ -223,6 +217,22 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
 
 
 _BIG = np.iinfo(np.int64).max
+
+
+def _united(cand: Mask, count: I64, los: I64, his: I64, alos: I64, ahis: I64,
+            dists: I64) -> tuple[I64, I64, I64, I64, I64]:
+    """Per stamp, the union over its candidate calibrations (rows): proven lo, hi, assumed lo,
+    hi, and the largest extrapolation distance; zeros where no calibration is a candidate."""
+    n = cand.shape[1]
+    if not cand.shape[0]:
+        z = np.zeros(n, dtype=np.int64)
+        return z, z, z, z, z
+    some = count > 0
+
+    def cut(a: I64, fill: int, pick: Callable[..., I64]) -> I64:
+        return np.where(some, pick(np.where(cand, a, fill), axis=0), 0)
+    return (cut(los, _BIG, np.min), cut(his, -_BIG, np.max), cut(alos, _BIG, np.min),
+            cut(ahis, -_BIG, np.max), np.where(cand, dists, 0).max(axis=0))
 
 
 def _order_notes(outliers: int, broken: int) -> list[str]:
