@@ -1,6 +1,7 @@
 """What the terminal shows: a progress bar with a live line per device, and the closing table."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -286,10 +287,29 @@ def _varying(group: dict[tuple[str, str], list[str]], width) -> list[str]:
     ranked = sorted(group.items(), key=lambda x: -len(x[1]))
     label = ranked[0][0][0]
     rest = len(ranked) > 1 and len(ranked[0][1]) > 2
+    spliced = _spliced([v for (_, v), _ in ranked])
+    if not label and spliced is not None and len(ranked) > 2:   # one clause, figures by clock
+        head, mids, tail = spliced
+        parts = [f"{m} the rest" if rest and k == 0 else f"{m} {', '.join(who)}"
+                 for k, (m, (_, who)) in enumerate(zip(mids, ranked))]
+        return wrap(f"{head}{{{'; '.join(parts)}}}{tail}", width)
     parts = [f"{v} (the rest)" if rest and k == 0 else
              (f"{', '.join(who)} {v}" if label else f"{v} ({', '.join(who)})")
              for k, ((_, v), who) in enumerate(ranked)]
     return wrap((f"{label}: " if label else "") + "; ".join(parts), width)
+
+
+def _spliced(values: list[str]) -> tuple[str, list[str], str] | None:
+    """(the words all values start with, each value's middle word, the words they all end
+    with), cut at spaces; None unless they differ in one word only."""
+    head = os.path.commonprefix(values)
+    tail = os.path.commonprefix([v[::-1] for v in values])[::-1]
+    head = head[:head.rfind(" ") + 1]
+    tail = tail[tail.find(" "):] if " " in tail else ""
+    if not head or not tail or any(len(head) + len(tail) >= len(v) for v in values):
+        return None
+    mids = [v[len(head):len(v) - len(tail)] for v in values]
+    return None if any(" " in m for m in mids) else (head, mids, tail)
 
 
 def compact_offset(o, counter: bool) -> str:

@@ -304,11 +304,12 @@ def _record_end(bench: Bench, status: str, error: str | None, t0: float,
 
 def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
              error: str | None, quiet: bool, wide: bool) -> None:
-    """The closing table, late probes, how the run ended, the verdict and the folder."""
+    """The verdict first, then the closing table, late probes, how the run ended, the verdict
+    again beside the folder (where a scrolled terminal ends)."""
     store, verdict = bench.store, ""
     if bench.summary and not quiet:
         text, verdict = closing_text(store.path, wide)
-        print(text)
+        print(f"{verdict}\n\n{text}")
         if adm.fit_factor is not None:
             print(f"rates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
                   f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
