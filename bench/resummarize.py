@@ -125,7 +125,8 @@ def rebuild(path: Path) -> tuple[dict, str]:
         failed = exc
     t = path / "truth.json" if (path / "truth.json").exists() else path / "sim" / "truth.json"
     truth = saferead.load_object(t) if t.exists() else None
-    summary = summarize_run(path, manifest, truth, uncertainty_ns=man.uncertainty_ns())
+    summary = summarize_run(path, manifest, truth, uncertainty_ns=man.uncertainty_ns(),
+                            phase=True)
     summary["rebuilt"] = True
     if why:
         summary["rebuilt_because"] = why

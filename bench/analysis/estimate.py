@@ -496,6 +496,20 @@ class Segment:
         point = min(max(self._theta0 + round(p), lo), hi)
         return Bound(lo, hi, point)
 
+    def offset_bounds_many(self, t_ns: npt.ArrayLike) -> tuple[I64, I64]:
+        """(lo, hi) of `offset_at` at many instants at once: the same operations on arrays
+        (identical results), for exports of 10^6 instants (bench.model.phase_export)."""
+        dt = np.asarray(t_ns, dtype=np.int64) - np.int64(self.epoch_ns)
+        fdt = dt.astype(np.float64)
+        x = np.asarray(self._x, dtype=np.float64)[:, None] * PPM
+        k = x * fdt[None, :]
+        slack = self._w * np.abs(fdt)
+        g = np.asarray(self._g, dtype=np.float64)[:, None]
+        h = np.asarray(self._h, dtype=np.float64)[:, None]
+        lo = np.floor(np.min(g + k, axis=0) - slack - TOL_NS).astype(np.int64) + self._theta0
+        hi = np.ceil(np.max(h + k, axis=0) + slack + TOL_NS).astype(np.int64) + self._theta0
+        return lo, hi
+
     def to_reference(self, value_ns: int, resolution_ns: int) -> tuple[int, int]:
         """Reference interval [lo, hi] ns of a device timestamp whose true reading lay in
         [value, value + resolution)."""

@@ -551,10 +551,23 @@ def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
                if k in inv}}
 
 
+def _write_phase(path: Path, ds: DeviceSummary, smp: Samples, dm: dict[str, Any],
+                 manifest: Mapping[str, Any]) -> None:
+    """The device's phase files (bench.model.phase_export); a failure costs them, never the
+    summary (logged)."""
+    from bench.model.phase_export import write_device_phase
+    try:
+        write_device_phase(path, ds, smp, dm, int(manifest.get("started_ns") or 0))
+    except Exception as exc:   # noqa: BLE001  # an export must not take the summary down
+        import logging
+        logging.getLogger(__name__).warning("%s: phase export failed: %r", ds.name, exc)
+
+
 def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any] | None = None,
-                  uncertainty_ns: int | None = None) -> dict[str, Any]:
+                  uncertainty_ns: int | None = None, phase: bool = False) -> dict[str, Any]:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
-    largest the manifest records)."""
+    largest the manifest records). `phase`: also write each clock's phase data into
+    PATH/phase/ (bench.model.phase_export), from the fits as they are made."""
     from bench.model.rundata import bound_from_manifest
     from bench.model.traffic import request_rates
     uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
@@ -572,7 +585,11 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
         t = (truth or {}).get("devices", {}).get(name)
         try:
             smp = load_samples(p)
-            devices[name] = summarize_device(name, smp, device_meta(manifest, name), uncertainty, t)
+            dm = device_meta(manifest, name)
+            ds = device_summary(name, smp, dm, uncertainty, t)
+            devices[name] = ds.to_dict()
+            if phase:
+                _write_phase(path, ds, smp, dm, manifest)
             if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
                 devices[name]["bad_rows"] = smp.bad_rows
             rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),

@@ -127,7 +127,8 @@ class Bench:
         run = load_run(self.store.path)
         truth = run.truth.raw if run.truth is not None else None
         self.summary = summarize_run(self.store.path, self.store.manifest, truth,
-                                     uncertainty_ns=bound_from_manifest(self.store.manifest))
+                                     uncertainty_ns=bound_from_manifest(self.store.manifest),
+                                     phase=True)
         self.store.write_summary(self.summary)
         return self.summary
 

@@ -1,0 +1,100 @@
+"""RUN/phase/ (issue 45 item 1): each clock's phase data from a real run of the simulated rack,
+a CSV (t_s, te_ns, lo_ns, hi_ns, kind) and a two-column phase file that allantools loads and
+whose ADEV matches rackclock's own (bench.analysis.stability.summary of the same series)."""
+from __future__ import annotations
+
+import csv
+
+import allantools
+import numpy as np
+import pytest
+from racks import sim_rack_text
+
+from bench import saferead
+from bench.model.phase_export import COLUMNS, FOLDER, bounds_at, file_names, phase_of, stability
+from bench.model.rundata import load_run
+from bench.model.summary import device_meta, device_summary
+from bench.run.experiment import run_experiment
+
+DEVICES = ["bmc-1", "pdu-2"]          # a 1 s DateTime and a wrapping counter
+
+
+@pytest.fixture(scope="module")
+def phase_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("phase")
+    rack = tmp / "rack.toml"
+    rack.write_text(sim_rack_text(DEVICES))
+    path = run_experiment("clock_offset", rack, tmp / "runs", {"duration_s": "20"}, quiet=True)
+    return load_run(path)
+
+
+def _clocks(run):
+    return [(d.name, c.name) for d, c in run.summary.clocks() if c.segments]
+
+
+def _refit(run, device):
+    """rackclock's own fit of one device, and its phase data, from the run folder's samples."""
+    man = saferead.load_object(run.path / "manifest.json")
+    smp = run.samples(device)
+    meta = device_meta(man, device)
+    ds = device_summary(device, smp, meta, run.summary.reference_uncertainty_ns)
+    return ds, smp, meta, int(man["started_ns"])
+
+
+def _phase(run, device, clock):
+    ds, smp, meta, t0 = _refit(run, device)
+    cm = {c["name"]: c for c in meta.get("clocks", [])}.get(clock, {})
+    s, e, v, q, _ = smp.clock_reads(clock, cm)
+    c = ds.clocks[clock]
+    return phase_of(s, e, v, float(c.resolution_ns)), c, t0
+
+
+def test_every_clock_has_its_csv_and_phase_file(phase_run):
+    clocks = _clocks(phase_run)
+    assert {d for d, _ in clocks} == set(DEVICES)
+    for device, clock in clocks:
+        csv_name, txt_name = file_names(device, clock)
+        with open(phase_run.path / FOLDER / csv_name, newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert list(rows[0]) == COLUMNS
+        kinds = {r["kind"] for r in rows}
+        assert kinds == {"read", "grid"}
+        t = [float(r["t_s"]) for r in rows]
+        assert t == sorted(t) and 0 <= t[0] < t[-1] < 60
+        bounded = [r for r in rows if r["lo_ns"]]
+        assert len(bounded) > len(rows) // 2
+        assert all(int(r["lo_ns"]) <= int(r["hi_ns"]) for r in bounded)
+        ph = np.loadtxt(phase_run.path / FOLDER / txt_name)
+        assert ph.shape[1] == 2 and ph[0, 1] == 0.0
+        grid = [r for r in rows if r["kind"] == "grid"]
+        assert len(grid) == len(ph)
+        assert np.allclose(np.diff(ph[:, 0]), ph[1, 0] - ph[0, 0], atol=1e-9)
+
+
+def test_bounds_are_the_segments_offset_at(phase_run):
+    device, clock = _clocks(phase_run)[0]
+    p, c, _ = _phase(phase_run, device, clock)
+    lo, hi, has = bounds_at(p.read_t_ns, c.segments)
+    assert has.sum() > len(has) // 2
+    seg = c.segments[0]
+    for i in np.flatnonzero(has)[:: max(1, int(has.sum()) // 20)]:
+        b = next(sg for sg in c.segments if sg.start_ns <= p.read_t_ns[i] <= sg.end_ns)\
+            .offset_at(int(p.read_t_ns[i]))
+        assert (lo[i], hi[i]) == (b.lo, b.hi)
+    assert seg.offset_at(seg.epoch_ns).lo == bounds_at(np.array([seg.epoch_ns]), [seg])[0][0]
+
+
+@pytest.mark.parametrize("which", [0, -1])
+def test_allantools_loads_the_phase_file_and_matches_rackclocks_adev(phase_run, which):
+    device, clock = _clocks(phase_run)[which]
+    p, _, _ = _phase(phase_run, device, clock)
+    ours = stability(p)                     # rackclock's own ADEV/OADEV of this clock
+    assert ours["oadev"]["tau_s"], "too short a run for any tau"
+    data = np.loadtxt(phase_run.path / FOLDER / file_names(device, clock)[1])
+    rate = 1.0 / float(np.round(data[1, 0] - data[0, 0], 9))
+    assert rate == pytest.approx(1.0 / p.interval_s, rel=1e-12)
+    for name in ("oadev", "adev"):
+        t, d, _, _ = getattr(allantools, name)(data[:, 1], rate=rate, data_type="phase",
+                                               taus=ours[name]["tau_s"])
+        assert np.allclose(t, ours[name]["tau_s"], rtol=1e-12)
+        assert np.allclose(d, ours[name]["value"], rtol=1e-12, atol=0), (device, clock, name)
