@@ -4,6 +4,7 @@ errors, stimulus-to-log latencies, and (simulated racks) the check of every boun
 from __future__ import annotations
 
 import bisect
+import errno
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -552,15 +553,25 @@ def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def _write_phase(path: Path, ds: DeviceSummary, smp: Samples, dm: dict[str, Any],
-                 manifest: Mapping[str, Any]) -> None:
+                 manifest: Mapping[str, Any]) -> bool:
     """The device's phase files (bench.model.phase_export); a failure costs them, never the
-    summary (logged)."""
+    summary (logged). False at a full disk: the export stops there, and the summary's own
+    write says the disk is full, once."""
     from bench.model.phase_export import write_device_phase
     try:
         write_device_phase(path, ds, smp, dm, int(manifest.get("started_ns") or 0))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return False
+        _phase_failed(ds.name, exc)
     except Exception as exc:   # noqa: BLE001  # an export must not take the summary down
-        import logging
-        logging.getLogger(__name__).warning("%s: phase export failed: %r", ds.name, exc)
+        _phase_failed(ds.name, exc)
+    return True
+
+
+def _phase_failed(name: str, exc: BaseException) -> None:
+    import logging
+    logging.getLogger(__name__).warning("%s: phase export failed: %r", name, exc)
 
 
 def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any] | None = None,
@@ -589,7 +600,7 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
             ds = device_summary(name, smp, dm, uncertainty, t)
             devices[name] = ds.to_dict()
             if phase:
-                _write_phase(path, ds, smp, dm, manifest)
+                phase = _write_phase(path, ds, smp, dm, manifest)
             if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
                 devices[name]["bad_rows"] = smp.bad_rows
             rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),
