@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from bench.check_reads import BUDGET_S
 from bench.model.keys import InventoryError
-from bench.model.texttable import WIDTH, render, wrap
+from bench.model.texttable import WIDTH, render, terminal_width, wrap
 from bench.units import fmt_interval_ns, fmt_ns
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         results = _results(rack, a.device, now_ns, timeout, sim_failed, declared)
         print()
-        for line in device_table(results):
+        for line in device_table(results, terminal_width()):
             print(line)
         bad_ref = refused is not None or health is None or health.grade == "fail"
         print()

@@ -29,13 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true",
                     help="terminal table: show every measure (default: hide 'not compared' rows)")
     ap.add_argument("--wide", action="store_true",
-                    help="every column, as wide as it is (default: fit 120 columns)")
+                    help="every column, as wide as it is (default: fit the terminal; 120 in a log)")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock compare --help` imports no numpy
     from bench.compare import output as out
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import compare_runs, load_tolerances
     from bench.model.rundata import load_run
+    from bench.model.texttable import terminal_width
 
     try:
         tol = load_tolerances(a.tolerances)
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ToleranceError) as exc:
         print(f"rackclock compare: {exc}", file=sys.stderr)
         return 2
-    print(out.terminal(cmp, show_all=a.all, width=None if a.wide else out.WIDTH))
+    print(out.terminal(cmp, show_all=a.all, width=None if a.wide else terminal_width()))
     if a.markdown:
         safeio.write_text(a.markdown, out.markdown(cmp))
     if a.json:

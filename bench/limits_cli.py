@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     # the library after the arguments: `rackclock limits --help` stays quick
     from bench.model.limits import LimitError, check_run, junit, parse_span, text_table
     from bench.model.rundata import load_run
-    from bench.model.texttable import WIDTH
+    from bench.model.texttable import terminal_width
 
     try:
         run = load_run(a.run)
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rackclock limits: {exc}", file=sys.stderr)
         return 2
     checks = check_run(run.summary, run.manifest, span, run)
-    print(text_table(checks, None if a.wide else WIDTH)
+    print(text_table(checks, None if a.wide else terminal_width())
           or "no limits in this run's rack file ([limits] table)")
     print(limits_verdict_line(run, checks))
     if a.junit:

@@ -160,11 +160,13 @@ def main(argv: list[str] | None = None) -> int:
         summary, kept, error = exc.summary, "", exc
     if not a.quiet:
         from bench.model.rundata import load_run
+        from bench.model.texttable import terminal_width, wrap
         from bench.output.closing import reference_line
         from bench.output.terminal import table
 
-        print(reference_line(load_run(a.run).manifest))
-        print(table(summary))
+        width = terminal_width()
+        print("\n".join(wrap(reference_line(load_run(a.run).manifest), width)))
+        print(table(summary, width=width))
     if error is not None:
         print(f"rackclock summarize: disk full: {error.strerror}", file=sys.stderr)
         return 1

@@ -3,11 +3,18 @@ line in 100 with each clock's bound and status visible; a stuck clock is called 
 no offset; figures keep the digits their bounds need (issue 30 items 6 and 8, issue 29 item 9)."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bench.model import limits
+from bench.output.closing import closing_text
 from bench.output.live import LiveBounds
 from bench.output.terminal import LIVE_WIDTH, Progress, table
 from bench.run.runner import DeviceStatus
@@ -95,7 +102,8 @@ def test_calibration_reads_as_a_state_not_a_failure():
     assert "not yet" not in text
 
 
-def test_the_live_line_fits_100_columns_with_every_bound_and_status():
+def test_the_live_line_fits_100_columns_with_every_bound_and_status(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")         # as a 100-column terminal reports
     rng = np.random.default_rng(1)
     st = DeviceStatus("host-1-with-a-long-name", "host", state="measuring", reads=360,
                       errors=3, last_bracket_ns=692, last_error="timeout: " + "x" * 120)
@@ -110,7 +118,8 @@ def test_the_live_line_fits_100_columns_with_every_bound_and_status():
     assert len(re.findall(r"±\S+ \S+ (proven|assumed|break)", line)) == 3, line
 
 
-def test_the_live_line_calls_a_clock_that_never_advances_stuck():
+def test_the_live_line_calls_a_clock_that_never_advances_stuck(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
     st = DeviceStatus("bmc-9", "bmc", state="measuring", reads=40)
     live = LiveBounds(T0)
     rows = [(T0 + k * 500_000_000, T0 + k * 500_000_000 + 2_000_000, 1_700_000_000 * S, S)
@@ -120,3 +129,46 @@ def test_the_live_line_calls_a_clock_that_never_advances_stuck():
     line = Progress(60, live=live).line(st)
     assert "datetime stuck (no advance over 40 reads spanning 19.5 s)" in line, line
     assert "±" not in line and len(line) <= LIVE_WIDTH
+
+
+RECORDED = Path(__file__).parent / "data" / "recorded" / "20261201T161000Z-clock_offset"
+
+
+def _over(text: str, width: int) -> list[str]:
+    """Lines wider than `width`, but for a path said whole (to be copied) at a line's end."""
+    return [x for x in text.splitlines() if len(x) > width
+            and not (x.split()[-1].startswith("/") and len(x) - len(x.split()[-1]) <= width)]
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_the_closing_output_fits_the_width_the_terminal_reports(monkeypatch, columns):
+    """COLUMNS honoured (issue 45 item 3): the verdict, the tables, the notes and the model
+    clauses of a recorded run fit; what a narrow table leaves out it names."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text, verdict = closing_text(RECORDED)
+    assert not _over(f"{verdict}\n{text}", columns)
+    assert columns > 80 or "(--wide adds:" in text, text[:2000]
+    wide, _ = closing_text(RECORDED, wide=True)
+    assert _over(wide, 120)                      # --wide: every column, however wide
+
+
+def test_summarize_prints_to_the_terminal_width(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(RECORDED, run)
+    env = {**os.environ, "COLUMNS": "80"}
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "summarize", str(run)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode in (0, 3), p.stderr[-2000:]
+    assert "bmc-1 datetime" in p.stdout and not _over(p.stdout, 80), _over(p.stdout, 80)
+
+
+def test_the_live_line_fits_a_narrow_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    st = DeviceStatus("bmc-1", "bmc", state="measuring", reads=40, last_bracket_ns=692_000)
+    live = LiveBounds(T0)
+    rows = [(T0 + k * 500_000_000, T0 + k * 500_000_000 + 700_000,
+             T0 + k * 500_000_000 + 3_000_000 - (T0 + k * 500_000_000) % S, S) for k in range(40)]
+    st.recent["datetime"] = rows
+    live._fit(st.name, "datetime", rows)
+    line = Progress(60, live=live).line(st)
+    assert len(line) <= 80 and "datetime ±" in line, line

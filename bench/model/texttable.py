@@ -3,10 +3,18 @@ width, the rest left to `--wide`; a cell too long for what is left is clipped wi
 only: callers clip no number)."""
 from __future__ import annotations
 
+import shutil
 import textwrap
 
-WIDTH = 120          # the terminal width every table fits by default
+WIDTH = 120          # the width every table fits where no terminal says its own (a log, a pipe)
+MIN_WIDTH = 60       # narrower terminals get this much and wrap
 GAP = "  "
+
+
+def terminal_width() -> int:
+    """The columns the terminal reports (`COLUMNS` first, as shutil reads it), WIDTH where
+    standard output is no terminal; never below MIN_WIDTH."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
 
 
 def widths_of(head: list[str], rows: list[list[str]]) -> list[int]:

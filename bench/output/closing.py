@@ -2,7 +2,7 @@
 the experiment's measurements, the incident result (compact), and one overall verdict, last."""
 from __future__ import annotations
 
-from bench.model.texttable import WIDTH, render, wrap
+from bench.model.texttable import WIDTH, render, terminal_width, wrap
 from bench.units import fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns, fmt_ns_up
 
 
@@ -68,7 +68,7 @@ def incident_lines(path, width: int | None = WIDTH) -> list[str]:
     out += wrap(f"  pairs: rackclock {rc.get('right')} ordered right, {rc.get('wrong')} wrong, "
                 f"{rc.get('unordered')} unordered; naive merge {nm.get('right')} right, "
                 f"{nm.get('wrong')} WRONG", width)
-    return out + [f"  not scored: {m}" for m in e.get("missing", [])]
+    return out + [x for m in e.get("missing", []) for x in wrap(f"  not scored: {m}", width, "    ")]
 
 
 def overall_line(run, checks, width: int | None = WIDTH) -> str:
@@ -88,8 +88,9 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
     from bench.model.rundata import load_run
     from bench.output.terminal import table
     run = load_run(path)
-    width = None if wide else WIDTH
-    parts = [reference_line(run.manifest), table(run.summary, run.manifest, width, limits=False)]
+    width = None if wide else terminal_width()
+    parts = ["\n".join(wrap(reference_line(run.manifest), width)),
+             table(run.summary, run.manifest, width, limits=False)]
     ms = measurement_lines(run.path, width)
     checks = check_run(run.summary, run.manifest, run=run)
     for block in (ms, text_table(checks, width).splitlines() if checks else [],

@@ -13,7 +13,7 @@ from bench.model.documents import Manifest, Summary
 from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
 from bench.model.statuses import ErrorKind
-from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.texttable import WIDTH, fit_columns, render, terminal_width, wrap
 from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
@@ -47,9 +47,11 @@ class Progress:
         self.live = live                  # bench.output.live.LiveBounds: each clock's offset width
         self.elapsed_s = 0.0
 
-    def line(self, st, width: int = LIVE_WIDTH) -> str:
+    def line(self, st, width: int | None = None) -> str:
         """One device in at most `width` columns: name, state, reads, then each clock's bound
-        and status (never cut: shortened first), then what room is left for the rest."""
+        and status (never cut: shortened first), then what room is left for the rest (default:
+        LIVE_WIDTH, or the terminal's width where that is narrower)."""
+        width = width or min(LIVE_WIDTH, terminal_width())
         head = f"{st.name[:12]:<12} {st.state[:9]:<9} {st.reads:>5} reads" + (
             f" errors {st.errors}" if st.errors else "")
         bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
@@ -87,7 +89,8 @@ class Progress:
             self._last_plain = time.monotonic()
             self.stream.write(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s\n")
             for st in statuses:
-                self.stream.write("   " + self.line(st, LIVE_WIDTH - 3) + "\n")
+                self.stream.write("   " + self.line(st, min(LIVE_WIDTH, terminal_width()) - 3)
+                                  + "\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -150,7 +153,7 @@ def _clock_lines(summary: Summary, manifest: Manifest | None, width: int | None)
         cols = [i for i in cols if i != 10]
     lines = render(HEAD, rows, cols, width, clip=0)
     if left:
-        lines.append(f"(--wide adds: {', '.join(left)})")
+        lines += wrap(f"(--wide adds: {', '.join(left)})", width)
     notes += _left_out_notes(summary, rows, cols)
     for n in notes:
         lines += wrap(f"note: {n}", width)
@@ -338,4 +341,6 @@ def latency_table(summary, width: int | None = WIDTH) -> str:
     if not rows:
         return ""
     head = ["device", "stimulus", "sent", "stamped in log after (proven)", "seen by the bench after"]
-    return "\n".join(render(head, rows, width=width, clip=1))
+    cols, left = fit_columns(head, rows, [0, 3, 1, 2, 4], width)
+    lines = render(head, rows, cols, width, clip=1)
+    return "\n".join(lines + (wrap(f"(--wide adds: {', '.join(left)})", width) if left else []))

@@ -27,7 +27,7 @@ from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
-from bench.model.texttable import WIDTH, wrap
+from bench.model.texttable import terminal_width, wrap
 from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
 from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
@@ -318,7 +318,7 @@ def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
     if late and not quiet:
         print("\n".join(wrap("late probes (started >= 10 ms after plan): " + ", ".join(
             f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())),
-            None if wide else WIDTH)))
+            None if wide else terminal_width())))
     if status == RunStatus.DISK_FULL:
         print(f"rackclock run: disk full: {error}", file=sys.stderr)
     elif status == RunStatus.DEVICES_LOST:
