@@ -13,6 +13,10 @@ from bench.model.inventory import rack_from_dict
 from bench.pytest_plugin import holding_rack
 from bench.sim.thread import SimRackThread
 
+# the output is checked at the width a log gets (120); a test of a terminal's width sets COLUMNS
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 
 @pytest.fixture
 def sim_rack(tmp_path):
