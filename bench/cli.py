@@ -206,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--max-duration", default="7200", metavar="S",
                    help="with --decide: the longest run affordable, seconds (default 7200)")
     r.add_argument("--wide", action="store_true",
-                   help="every column and note, as wide as they are (default: fit the terminal, "
-                        "COLUMNS honoured; 120 in a log)")
+                   help="every column and note (default: fit the terminal; 120 in a log)")
     r.add_argument("--processes", type=int, default=None,
                    help="worker processes probing the devices (default: one per core from 32 "
                         "devices, else one)")

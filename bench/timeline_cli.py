@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="bound event instants, not stamps, with the run's measured log latency")
     ap.add_argument("--rows", type=int, default=200,
                     help="rows printed (all are written to timeline.json/.csv; default 200)")
+    ap.add_argument("--wide", action="store_true",
+                    help="every column of the table (default: fit the terminal; 120 in a log)")
     ap.add_argument("--line-limit", type=int, default=LINE_LIMIT, metavar="BYTES",
                     help=f"longest log line read; longer ones are counted and skipped "
                          f"(default {LINE_LIMIT})")
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(first, str):
         print(f"rackclock timeline: {first}", file=sys.stderr)
         return 2
-    for line in table_lines(tl, t0, a.rows):
+    from bench.model.texttable import terminal_width
+    for line in table_lines(tl, t0, a.rows, None if a.wide else terminal_width()):
         print(line)
     paths = write_outputs(run.path, tl, t0, formats, first)
     print("written: " + ", ".join(str(p) for p in paths))

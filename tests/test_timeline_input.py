@@ -161,7 +161,7 @@ def test_utc_beside_run_time_journald_stamps_as_time_and_the_users_lines_in_html
                                "MESSAGE": "thermal trip"}) + "\n"
                    + json.dumps({"__REALTIME_TIMESTAMP": "1000000", "__SEQNUM": "2",
                                  "MESSAGE": "before the clock was set"}) + "\n")
-    assert main([str(run), f"bmc-1={log}"]) == 0
+    assert main([str(run), f"bmc-1={log}", "--wide"]) == 0      # every column
     out = capsys.readouterr().out
     assert "line 2 (1970-01-01T00:00:01.000000Z): stamped before the clock was set" in out
     # (to the µs it was written with)
@@ -190,3 +190,24 @@ def test_outputs_replace_a_planted_symlink_never_write_through_it(tmp_path):
     assert not (run / "timeline.json").is_symlink()
     assert json.loads((run / "timeline.json").read_text())["schema"] == 2
     assert not [p for p in run.iterdir() if p.name.startswith(".timeline")]
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_the_table_fits_the_terminal_and_names_what_it_left_out(tmp_path, capsys, monkeypatch,
+                                                                 columns):
+    """Issue 45 item 2: rows were 200 columns at any width; columns give way in a stated order
+    (device time, UTC, the interval's end and width; the order last) and the table says
+    which."""
+    run, bmc, _, t0 = _run_folder(tmp_path)
+    log = tmp_path / "bmc.log"
+    shown = bmc.read_ns(t0 + 30 * NS)
+    log.write_text(datetime.fromtimestamp(shown / NS, UTC).isoformat() + " thermal trip on the "
+                   "second shelf's inlet, fans at full speed since the last poll\n")
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main([str(run), f"bmc-1={log}"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(ln for ln in lines if ln.lstrip().startswith("#"))
+    rows = [ln for ln in lines if "bmc.log:1 thermal" in ln]
+    assert rows and all(len(ln) <= columns for ln in [head, *rows]), [head, *rows]
+    left = next(ln for ln in lines if ln.startswith("(left out for the terminal's width:"))
+    assert "device time" in left and "device time" not in head and "from (s)" in head

@@ -166,7 +166,7 @@ def terminal(cmp: Comparison, show_all: bool = False, width: int | None = WIDTH)
     lines = [f"baseline:  {cmp.baseline.path}", f"candidate: {cmp.candidate.path}",
              f"tolerances: {cmp.tolerances}", ""]
     lines += _identity_lines(cmp)
-    lines += [f"note: {n}" for n in cmp.notes]
+    lines += [x for n in cmp.notes for x in wrap(f"note: {n}", width)]
     empty = [label for run, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))
              if not run.summary.devices]
     if empty and not show_all:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from bench import safeio
+from bench.model.texttable import wrap
 from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
 from bench.units import directed, fmt_ns_up
@@ -25,28 +26,46 @@ FILES = {"json": "timeline.json", "csv": "timeline.csv", "otel": "timeline.otel.
 DEFAULT_FORMATS = ("json", "csv", "html")    # timeline.otel.json only when asked (--formats)
 
 
-def table_lines(tl: Timeline, t0: int, limit: int = 200) -> Iterator[str]:
-    """The terminal table of a timeline, a line at a time (the command prints them)."""
+# the table's columns: (header, cell format); "what" takes the room left (at most 60)
+COLUMNS = {"from (UTC)": "{:<27}", "from (s)": "{:>11}", "to (s)": "{:>11}", "width": "{:>9}",
+           "status": "{:<12}", "device": "{:<10}", "device time": "{:<27}", "order": "{:<16}"}
+DROP_FIRST = ("device time", "from (UTC)", "to (s)", "width", "order")   # in this order
+WHAT_MIN, WHAT_MAX = 20, 60
+
+
+def table_columns(width: int | None) -> list[str]:
+    """The columns shown in `width` columns (None: all): those of DROP_FIRST give way in turn
+    until "what" has WHAT_MIN; timeline.csv holds every one."""
+    shown = list(COLUMNS)
+    for name in DROP_FIRST:
+        if width is None or _row_width(shown) + WHAT_MIN <= width:
+            break
+        shown.remove(name)
+    return shown
+
+
+def _row_width(shown: list[str]) -> int:
+    return 7 + sum(int(COLUMNS[c][3:-1]) + 1 for c in shown)
+
+
+def table_lines(tl: Timeline, t0: int, limit: int = 200,
+                width: int | None = None) -> Iterator[str]:
+    """The terminal table of a timeline, a line at a time (the command prints them), fitted to
+    `width` (None: every column)."""
     for rep in tl.reports:
         yield from _report_lines(rep)
     for u in tl.unplaced:
         yield (f"{u['source']} event {u['line']} ({u['raw']}): {u['why']}")
-    yield (f"{'#':>5}  {'from (UTC)':<27} {'from (s)':>11} {'to (s)':>11} {'width':>9}  "
-          f"{'status':<12} {'device':<10} {'device time':<27} {'order':<16} what")
-    n = min(limit, len(tl))
-    utc = utc_text(tl.c["lo"][:n]).tolist()
-    rows = [r for ch in columns(tl, n) for r in zip(
-        ch.dev.tolist(), ch.label_text.to_pylist(), ch.lo.to_pylist(), ch.hi.to_pylist(),
-        [BASES[b] for b in ch.basis.tolist()], [STATUSES[x] for x in ch.status.tolist()],
-        ch.count.to_pylist(), ch.dtime.to_pylist(), ch.src.tolist())]
-    for i, ((dev, label, lo, hi, basis, status, cnt, dtime, src), u) in enumerate(zip(rows, utc)):
-        lo, hi = int(lo), int(hi)
-        ordtxt = "proven" if cnt == "0" else f"unordered with {cnt}"
-        st = status if basis in ("stamp", "event") else basis
-        mark = "*" if tl.table.sources[src].log else " "
-        yield (f"{i:>5}{mark} {u:<27} {span_cells(lo, hi, t0)}  {st:<12} "
-               f"{tl.table.devices[dev][0][:10]:<10} "
-               f"{dtime[:27]:<27} {ordtxt:<16} {label[:60]}")
+    shown = table_columns(width)
+    what = WHAT_MAX if width is None else max(WHAT_MIN, min(WHAT_MAX, width - _row_width(shown)))
+    fmt = " ".join(COLUMNS[c] for c in shown)
+    yield f"{'#':>5}  " + fmt.format(*shown) + " what"
+    for i, mark, cells, label in _rows(tl, t0, min(limit, len(tl))):
+        yield f"{i:>5}{mark} " + fmt.format(*(cells[c] for c in shown)) + f" {label[:what]}"
+    left = [c for c in COLUMNS if c not in shown]
+    if left:
+        yield from wrap(f"(left out for the terminal's width: {', '.join(left)}; all in "
+                        f"timeline.csv; --wide shows them)", width)
     if len(tl) > limit:
         yield (f"... {len(tl) - limit} more entries (all in timeline.json and timeline.csv; "
               f"--rows N to print more)")
@@ -54,6 +73,23 @@ def table_lines(tl: Timeline, t0: int, limit: int = 200) -> Iterator[str]:
         yield ("* a line of your log files")
     yield (f"{len(tl)} entries in {tl.blocks} proven-ordered blocks; {tl.unordered} entries "
           f"unordered against another")
+
+
+def _rows(tl: Timeline, t0: int, n: int) -> Iterator[tuple[int, str, dict[str, str], str]]:
+    """(index, mark, cells by column, label) of the first n entries."""
+    utc = utc_text(tl.c["lo"][:n]).tolist()
+    rows = [r for ch in columns(tl, n) for r in zip(
+        ch.dev.tolist(), ch.label_text.to_pylist(), ch.lo.to_pylist(), ch.hi.to_pylist(),
+        [BASES[b] for b in ch.basis.tolist()], [STATUSES[x] for x in ch.status.tolist()],
+        ch.count.to_pylist(), ch.dtime.to_pylist(), ch.src.tolist())]
+    for i, ((dev, label, lo, hi, basis, status, cnt, dtime, src), u) in enumerate(zip(rows, utc)):
+        lo, hi = int(lo), int(hi)
+        cells = {"from (UTC)": u, "from (s)": directed(lo - t0, 1e9, 6, False),
+                 "to (s)": directed(hi - t0, 1e9, 6, True), "width": fmt_ns_up(hi - lo),
+                 "status": status if basis in ("stamp", "event") else basis,
+                 "device": tl.table.devices[dev][0][:10], "device time": dtime[:27],
+                 "order": "proven" if cnt == "0" else f"unordered with {cnt}"}
+        yield i, "*" if tl.table.sources[src].log else " ", cells, label
 
 
 def span_cells(lo: int, hi: int, t0: int) -> str:
