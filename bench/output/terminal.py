@@ -5,6 +5,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -331,16 +332,36 @@ def mean_drift_cell(s) -> str:
 
 
 def latency_table(summary, width: int | None = WIDTH) -> str:
-    """Stimulus to log latency per device and stimulus: proven bounds over all events."""
-    rows = []
+    """Stimulus to log latency per device and stimulus: proven bounds over all events; a "—"
+    says why below the table."""
+    rows, why = [], []
     for name, d in Summary.of(summary).devices.items():
         for stim, x in d.latency.items():
             cells = [f"{fmt_bounds_ns(b.lo, b.hi)} (n={b.n})" if b else "—"
                      for b in (x.logged_ns, x.observed_ns)]
             rows.append([name, stim, str(x.sent), *cells])
+            why += [f"{name} {stim}: {w}" for w in unbounded_why(x)]
     if not rows:
         return ""
     head = ["device", "stimulus", "sent", "stamped in log after (proven)", "seen by the bench after"]
     cols, left = fit_columns(head, rows, [0, 3, 1, 2, 4], width)
     lines = render(head, rows, cols, width, clip=1)
-    return "\n".join(lines + (wrap(f"(--wide adds: {', '.join(left)})", width) if left else []))
+    lines += wrap(f"(--wide adds: {', '.join(left)})", width) if left else []
+    return "\n".join(lines + [y for w in why for y in wrap(w, width)])
+
+
+def unbounded_why(x) -> list[str]:
+    """Why a stimulus's latency has no bound: its events' own reasons (a log entry without a
+    stamp), or that nothing followed it."""
+    if not x.sent:
+        return []
+    if x.observed_ns is None:
+        return [f"never seen: neither a log entry nor a pushed event followed it in the run "
+                f"({x.sent} sent)"]
+    if x.logged_ns is not None:
+        return []
+    reasons = Counter(e.logged_unbounded for e in x.events if e.logged_unbounded)
+    unseen = sum(1 for e in x.events if not e.event and not e.logged_unbounded)
+    return [f"not stamped: {r} ({n} of {x.sent})" for r, n in reasons.items()] + (
+        [f"not stamped: no log entry followed it, only a pushed event ({unseen} of {x.sent})"]
+        if unseen and not reasons else [])
