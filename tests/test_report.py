@@ -178,6 +178,15 @@ def test_verdict_page_comes_first(reported):
     assert "ASSUMED" not in html and "BEYOND PRIOR" not in html     # one vocabulary
 
 
+def test_the_run_names_both_durations(reported):
+    """Issue 45 item 6: "duration 108.745 s" for a 60 s run; now the probing and the wall time,
+    each named, to the tenth of a second."""
+    html = (reported.path / "report.html").read_text()
+    m = re.search(r"<td>duration</td><td>probing (\d+\.\d) s; wall (\d+\.\d) s</td>", html)
+    assert m, re.search(r"<td>duration</td><td>[^<]*</td>", html)
+    assert 0 < float(m.group(1)) <= float(m.group(2))
+
+
 def test_html_is_self_contained(reported):
     html = (reported.path / "report.html").read_text()
     srcs = re.findall(r'<img src="([^"]+)"', html)

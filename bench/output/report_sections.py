@@ -101,7 +101,7 @@ def overview(run) -> str:
     rows = [["run", run.run_id], ["experiment", m.experiment],
             ["status", m.status + (f": {m.error}" if m.error else "")],
             ["started", iso(m.started_ns)], ["ended", iso(m.ended_ns)],
-            ["duration", f"{'—' if m.duration_s is None else m.duration_s} s"],
+            ["duration", durations_text(m)],
             ["rack", f"{m.inventory.name} "
                      f"({'simulated' if m.simulated else 'lab'}; file {m.rack_file})"],
             ["stimuli", "sent" if m.armed else "not armed (printed only)"],
@@ -109,6 +109,17 @@ def overview(run) -> str:
             ["rackclock", f"{m.versions.get('rackclock', '')} at "
                           f"{str(git.get('revision', ''))[:12]}{' (dirty)' if git.get('dirty') else ''}"]]
     return "<h2>Run</h2>" + table_html(["", ""], rows, "kv")
+
+
+def durations_text(m) -> str:
+    """Both durations, named: how long the devices were probed, and the run's wall time (the
+    rack's start, discovery and the summary included)."""
+    probing = (None if m.probed_until_ns is None or m.started_ns is None
+               else (m.probed_until_ns - m.started_ns) / 1e9)
+    wall = m.duration_s if m.duration_s is not None else (
+        None if m.ended_ns is None or m.started_ns is None else (m.ended_ns - m.started_ns) / 1e9)
+    return "; ".join(f"{what} {'—' if v is None else f'{v:.1f} s'}"
+                     for what, v in (("probing", probing), ("wall", wall)))
 
 
 def identities(run) -> str:
