@@ -113,9 +113,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _experiments_epilog() -> str:
+    from bench.model.vocabulary import GLOSSARY
     from bench.run.catalog import summary_lines
     return ("experiments (parameters: rackclock experiments [NAME]):\n"
-            + "\n".join(summary_lines()))
+            + "\n".join(summary_lines()) + "\n\nwords of the output:\n"
+            + "\n".join(f"  {w}: {m}" for w, m in GLOSSARY.items()))
 
 
 def _delegate(module: str, argv: list[str], name: str = "") -> int:

@@ -6,6 +6,7 @@ bench.analysis.statuses holds the values summary.json carries.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -33,6 +34,34 @@ LEGEND = {
                   "the drift bound, not by reads; judged only when a span is asked for",
     STUCK: "the clock did not advance over the reads stated: no offset or drift is published",
 }
+
+# the other words of the output, one line each: printed under the closing output where used,
+# in `rackclock run --help` and in docs/WORDS.md, all from here
+GLOSSARY = {
+    "bracket": "the reference interval around one read, from the request leaving to the answer "
+               "arriving: the device read its clock inside it",
+    "pinned": "how narrow the clock's offset bound got; 'after T s' (live: pinned@T): when it "
+              "first came within twice the narrowest bracket",
+    "floor": "the narrowest bracket seen: the width an offset bound can approach, never beat",
+    "break": "a step, reboot or rate change the reads prove; it splits a clock into segments, "
+             "each fitted on its own",
+    "epoch": "the instant at which a segment's offset and drift are stated",
+    "late probes": "reads that started 10 ms or more after the instant planned for them (a busy "
+                   "host); their brackets are kept, only wider",
+    "a smaller one can hide": "a step below the size stated may stay unseen for 10 s; proven "
+                              "bounds allow for one such step in each segment",
+    "naive merge": "every log line ordered by its own stamp, as if each device's clock were "
+                   "right",
+    "contained": "the plane that truly broke first is among those rackclock names first",
+}
+
+
+def glossary_lines(text: str) -> list[str]:
+    """'word: meaning' for each GLOSSARY word that `text` uses."""
+    low = text.lower()
+    return [f"{w}: {m}" for w, m in GLOSSARY.items()
+            if re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", low)]
+
 
 VERDICT_LEGEND = {
     PASS: "every value the bounds allow meets the limit",

@@ -3,6 +3,7 @@ the experiment's measurements, the incident result (compact), and one overall ve
 from __future__ import annotations
 
 from bench.model.texttable import WIDTH, render, terminal_width, wrap
+from bench.model.vocabulary import glossary_lines
 from bench.units import fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns, fmt_ns_up
 
 
@@ -97,4 +98,7 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
                   incident_lines(run.path, width)):
         if block:
             parts.append("\n".join(block))
+    words = glossary_lines("\n".join(parts))
+    if words:
+        parts.append("\n".join(x for w in words for x in wrap(w, width)))
     return "\n\n".join(parts), overall_line(run, checks, width)
