@@ -99,11 +99,12 @@ def _entries(device: str, plane: str, labels: list[str], raws: list[str], m: Map
     return out
 
 
-def device_value_text(value_ns: int, counter: bool) -> str:
+def device_value_text(value_ns: int, counter: bool, res_ns: int = 0) -> str:
     """A device's stamp as it claimed it: a wall time in UTC as the device gave it, or a
-    counter's reading."""
+    counter's reading to its resolution (0: unknown, to the ns)."""
     if counter:
-        return f"{value_ns / NS:.9g} s (counter)"
+        from bench.model.timeline_table import decimals_of
+        return f"{value_ns / NS:.{int(decimals_of([res_ns])[0])}f} s (counter)"
     from datetime import datetime
     s, f = divmod(value_ns, NS)
     return datetime.fromtimestamp(s, UTC).strftime("%Y-%m-%dT%H:%M:%S") + \
@@ -159,7 +160,7 @@ def _stamped_events(smp: Samples, name: str, plane: str, clock: str, rows: list[
     # inside it), never its line alone, which such a break puts off by up to its size
     m = map_stamps(cals, vals, qs, smp.seq[rows], wall=not counter, not_after_ns=smp.e_ns[rows],
                    proven=True)
-    raws = [device_value_text(int(v), counter) for v in vals]
+    raws = [device_value_text(int(v), counter, int(q)) for v, q in zip(vals, qs)]
     out += _entries(name, plane, [smp.raw[i] for i in rows], raws, m, vals, qs,
                     clip_hi=smp.e_ns[rows], key=clock)
     unplaced += [{"source": name, "line": int(smp.seq[rows[i]]), "raw": raws[i],

@@ -35,10 +35,18 @@ def utc_text(ns: npt.ArrayLike, unit: Unit = "us") -> npt.NDArray[np.str_]:
     return np.char.add(np.datetime_as_string(a, unit=unit), "Z")
 
 
+def decimals_of(res_ns: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """The decimals of seconds a resolution (ns) shows: 1 s -> 0, 10 ms -> 2, 1 ns or unknown
+    (0) -> 9."""
+    q = np.asarray(res_ns, dtype=np.float64)
+    d = 9 - np.floor(np.log10(np.where(q > 0, q, 1.0))).astype(np.int64)
+    return np.clip(d, 0, 9)
+
+
 def device_times(stamp: npt.ArrayLike, has: npt.ArrayLike, res: npt.ArrayLike,
                  wall: npt.ArrayLike | None = None) -> list[str]:
-    """Each stamp as a time: a wall stamp in UTC to its resolution, a counter's in seconds
-    (`wall` not given: a stamp before 2000 is taken for a counter's)."""
+    """Each stamp as a time: a wall stamp in UTC to its resolution, a counter's in seconds to
+    its resolution (`wall` not given: a stamp before 2000 is taken for a counter's)."""
     st, ok, q = np.asarray(stamp), np.asarray(has, bool), np.asarray(res)
     out = np.full(len(st), "", dtype=object)
     on = ok & ((st > UNIX_AFTER_NS) if wall is None else np.asarray(wall, bool))
@@ -50,7 +58,8 @@ def device_times(stamp: npt.ArrayLike, has: npt.ArrayLike, res: npt.ArrayLike,
         if pick.any():
             out[pick] = utc_text(st[pick], unit)
     if cnt.any():
-        out[cnt] = [f"{v / 1e9:.9f} s (counter)" for v in st[cnt].tolist()]
+        out[cnt] = [f"{v / 1e9:.{d}f} s (counter)"
+                    for v, d in zip(st[cnt].tolist(), decimals_of(q[cnt]).tolist())]
     return out.tolist()
 
 
