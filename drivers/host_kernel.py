@@ -83,7 +83,8 @@ class HostKernel(Stimulated, Driver):
         if self.scheme not in ("local", "ssh"):
             raise self.error("error", f"address {config.address!r}: use local:// or "
                                       f"ssh://user@host:port")
-        self.tag = f"{MARKER} {uuid.uuid4().hex[:8]}"
+        self.run_id = uuid.uuid4().hex[:8]      # this driver's, in its markers and test events
+        self.tag = f"{MARKER} {self.run_id}"
         self._n = 0
         self._pending: deque[tuple[int, int, str]] = deque()    # records read, not yet logged
         self._markers: dict[str, int] = {}
@@ -350,9 +351,11 @@ class HostKernel(Stimulated, Driver):
         if name != self.LOG_LINE:
             return await super()._stimulate(name, target)
         self._sent += 1
-        text = f"rackclock test event {self._sent}"
+        # the kernel log is the host's: another run or a watch on it writes test events too, so
+        # each names this driver, and the stimulus says which line it asked for (`kmsg ` + it)
+        text = f"rackclock test event {self.run_id}-{self._sent}"
         s, e = await self._write_line(text)
-        return Stimulus(name, None, s, e, sent=True, stamp="user", raw=text)
+        return Stimulus(name, None, s, e, sent=True, stamp="user", raw=f"kmsg {text}")
 
     async def log_entries(self, cursor: str | None = None) -> tuple[list[LogEntry], str | None]:
         """Kernel log records since open (or since `cursor`, a record sequence number)."""

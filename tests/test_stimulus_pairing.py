@@ -68,3 +68,16 @@ def test_prompt_entries_keep_their_narrow_bounds():
                    ("event", "rtc", 1.3, "2 alarm 901 (test alarm)")])
     for lo, hi in observed(smp):
         assert 0.29 * S <= lo <= hi <= 0.31 * S
+
+
+def test_a_kernel_log_line_is_paired_by_its_own_text_not_another_runs():
+    """The kernel log is the host's: a run's kmsg test events were paired with another run's
+    (written 0.44 s before the stimulus by a run beside it), whose stamp then mapped outside
+    [request, answer] and the latency went unbounded. Each driver now names itself in the line."""
+    smp = samples([("event", "kmsg", 0.5, "5141 rackclock test event 0c1d2e3f-17"),
+                   ("stimulus", "log_line", 1.0, "kmsg rackclock test event 5f0c1a2b-1"),
+                   ("event", "kmsg", 1.2, "5165 rackclock test event 0c1d2e3f-18"),
+                   ("event", "kmsg", 1.2, "5166 rackclock test event 5f0c1a2b-1"),
+                   ("stimulus", "log_line", 2.0, "kmsg rackclock test event 5f0c1a2b-2"),
+                   ("event", "kmsg", 2.1, "5170 rackclock test event 5f0c1a2b-2")])
+    assert [(i, j) for i, j, _, _ in _pair_stimuli(smp)] == [(1, 3), (4, 5)]

@@ -213,12 +213,13 @@ def _ok_rows(smp: Samples, kind: str) -> list[int]:
     return [i for i in range(len(smp)) if smp.kind[i] == kind and smp.status[i] == OK]
 
 
-_ASKED = re.compile(r"^HTTP \d{3} ")
+_ASKED = re.compile(r"^(HTTP \d{3}|kmsg) ")
 
 
 def _asked(raw: str) -> str:
     """The message a stimulus asked the device to log ('rackclock test event 3' of a Redfish
-    SubmitTestEvent), '' where the stimulus names none (a coil, an SNMP SET)."""
+    SubmitTestEvent, 'rackclock test event 5f0c1a2b-3' of a kernel log line: `kmsg ` and the
+    line), '' where the stimulus names none (a coil, an SNMP SET)."""
     m = _ASKED.match(raw)
     return raw[m.end():].strip() if m else ""
 
