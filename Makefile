@@ -37,9 +37,10 @@ lint: $(STAMP)
 test: lint
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-# the suite 3 times in a row beside two CPU-bound hogs (tests/under_load.py)
+# the suite 3 times in a row beside two CPU-bound hogs (tests/under_load.py), with the workers
+# and distribution `make test` uses
 test-under-load: $(STAMP)
-	$(PY) tests/under_load.py --runs 3 --hogs 2 -- $(PYTEST_ARGS)
+	$(PY) tests/under_load.py --runs 3 --hogs 2 -- -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
