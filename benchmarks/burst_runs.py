@@ -1,7 +1,7 @@
 """Proven offset-bound width with single reads against bursts of two, side by side: alternate
 clock_offset runs of the default simulated rack with `burst=1` and `burst=2`.
 
-    .venv/bin/python benchmarks/burst_runs.py [--duration 30] [--pairs 1]
+    .venv/bin/python benchmarks/burst_runs.py [--duration 30] [--pairs 1] [--devices bmc-1,pdu-2]
 
 Each width is printed as median [min–max] over the pairs of runs.
 """
@@ -13,7 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from racks import sim_rack_text  # noqa: E402
 from spread import spread, temp_dir  # noqa: E402
 
 from bench.model.rundata import load_run  # noqa: E402
@@ -35,12 +37,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", default="30")
     ap.add_argument("--pairs", type=int, default=1)
+    ap.add_argument("--devices", default=None, help="devices of the default rack (default: all)")
     a = ap.parse_args()
     out = temp_dir("burst-runs-")
+    rack = None
+    if a.devices:
+        rack = out / "rack.toml"
+        rack.write_text(sim_rack_text(a.devices.split(",")))
     res: dict[str, list[dict]] = {"1": [], "2": []}
     for _ in range(a.pairs):
         for burst in ("1", "2"):
-            res[burst].append(widths(run_experiment("clock_offset", None, out, {
+            res[burst].append(widths(run_experiment("clock_offset", rack, out, {
                 "duration_s": a.duration, "burst": burst}, quiet=True)))
     keys = sorted(set(res["1"][0]) & set(res["2"][0]))
     print(f"offset-bound width, ms, median [min–max] over {a.pairs} pair(s) of runs")

@@ -4,7 +4,7 @@ command the seconds of its slowest corrupted case beside its own time on the goo
 ratio), how many cases gave a result (exit 0, 1, or 3 UNDECIDED) or a one-line refusal, and the
 largest peak memory of one case (the child's own maximum resident set).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/corruption_matrix.py [--commands report,trend]
+    PYTHONPATH=. .venv/bin/python benchmarks/corruption_matrix.py [--commands report,trend] [--faults empty]
 
 The test (tests/test_corruption.py) asserts the outcomes and the memory; this prints the times.
 """
@@ -27,8 +27,11 @@ from corruption import COMMANDS, FAULTS, FILES, RECORDED, corrupt  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--commands", default=",".join(COMMANDS))
+    ap.add_argument("--faults", default=",".join(FAULTS))
     a = ap.parse_args()
-    cmds = a.commands.split(",")
+    cmds, faults = a.commands.split(","), a.faults.split(",")
+    if set(cmds) - set(COMMANDS) or set(faults) - set(FAULTS):
+        ap.error(f"--commands: of {','.join(COMMANDS)}; --faults: of {','.join(FAULTS)}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for good in ("good1", "good2"):
@@ -38,7 +41,7 @@ def main() -> int:
             cases.append({"id": f"{cmd}-good", "cmd": cmd, "file": "-", "fault": "none"})
             shutil.copytree(RECORDED, work / f"{cmd}-good" / "run")
             for f in FILES:
-                for fault in FAULTS:
+                for fault in faults:
                     cid = f"{cmd}-{f.replace('/', '_')}-{fault}"
                     shutil.copytree(RECORDED, work / cid / "run")
                     corrupt(work / cid / "run" / f, fault)

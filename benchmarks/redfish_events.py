@@ -47,7 +47,7 @@ def rack_dict(out: Path) -> dict:
     poll["sim"]["event_subscriptions"] = False
     certs = make_certificates(out, "bench-listener")
     push.update(events="push", event_listener="https://127.0.0.1:0",
-                event_listener_cert=str(certs.cert), event_listener_key=str(certs.key))
+                event_listener_cert=str(certs.cert), event_listener_key_file=str(certs.key))
     push["sim"]["event_ca_file"] = str(certs.ca)
     data["rack"]["name"] = "bench-redfish-events"
     data["devices"] = {"bmc-1": bmc, "bmc-1-push": push, "bmc-1-poll": poll}

@@ -53,7 +53,7 @@ def _env() -> dict:
 def as_user(run: Path, formats: str, details: bool, one: bool = False) -> dict:
     """`rackclock report` in a new process: wall and CPU seconds, figures, HTML bytes. `one`:
     with --processes 1 (every figure in that process)."""
-    cmd = [PY, "-m", "bench.output.report", str(run), "--formats", formats]
+    cmd = [PY, "-m", "bench.cli", "report", str(run), "--formats", formats]
     cmd += ["--details"] if details else []
     cmd += ["--processes", "1"] if one else []
     c0, t0 = _cpu_children(), time.perf_counter()

@@ -7,6 +7,7 @@
 (e) tick-edge probing against random dithered probing.
 
     .venv/bin/python benchmarks/run_all.py [--devices 12000] [--full-mtie]
+        [--points 100000,1000000] [--probe-devices 60]
 """
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--full-mtie", action="store_true",
                     help="time allantools' MTIE on every tau at 10^6 points (minutes)")
+    ap.add_argument("--points", default="100000,1000000", help="(d)'s series lengths")
+    ap.add_argument("--probe-devices", type=int, default=60, help="(e)'s simulated clocks")
     a = ap.parse_args(argv)
+    points = [int(x) for x in a.points.split(",")]
     t0 = time.perf_counter()
     res = estimator_mc.run(a.devices, a.workers)
     s = estimator_mc.summarize(res)
@@ -59,12 +63,12 @@ def main(argv=None) -> int:
         _p(k, s[k])
     print(f"    [{time.perf_counter() - t0:.0f} s so far]")
     print("(d) stability statistics against allantools (seconds; ratio = allantools / ours)")
-    for n in (100_000, 1_000_000):
+    for n in points:
         _p("mtie", stability_speed.mtie_row(n, a.full_mtie, 3, 1))
-    for n in (100_000, 1_000_000):
+    for n in points:
         _p("deviations", stability_speed.deviation_row(n))
     print("(e) tick-edge probing vs random dithered, 1 s clock, 0.8 ms + exp(0.3 ms) brackets")
-    for k, v in probe_mc.run(60).items():
+    for k, v in probe_mc.run(a.probe_devices).items():
         _p(k, v)
     print(f"total {time.perf_counter() - t0:.0f} s")
     return 0

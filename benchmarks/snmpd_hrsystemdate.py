@@ -69,7 +69,7 @@ def report(path: Path) -> str:
         fit = fit_clock(s, e, v, 100_000_000, lag_ns=lag)
         seg = fit.segments[-1]
         o, b = seg.offset_ns, band(seg, 200)
-        held = all(lo <= 0 <= hi for lo, hi in zip(b["lo"], b["hi"]))
+        held = all(lo <= 0 <= hi for lo, hi in zip(b.lo, b.hi))
         out.append(f"  lag {lag / 1e6:4.1f} ms: {fit.verdict:9s} width {(o.hi - o.lo) / 1e6:6.2f} ms "
                    f"[{o.lo / 1e6:+.2f}, {o.hi / 1e6:+.2f}] ms, truth 0 at epoch "
                    f"{'in' if o.lo <= 0 <= o.hi else 'OUT'}, at every band point "

@@ -90,6 +90,15 @@ def sample(out: Path, every_s: float, stop: threading.Event) -> None:
         prev = now
 
 
+def stop_after(seconds: float) -> None:
+    """SIGTERM to this process `seconds` after the watch wrote its first row: its signal handlers
+    are in place by then (a SIGTERM before them, on a slow start, killed the process, exit -15)."""
+    while not COUNTS["rows"]:
+        time.sleep(0.1)
+    time.sleep(seconds)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=25.0)
@@ -106,7 +115,7 @@ def main() -> int:
     instrument()
     stop = threading.Event()
     threading.Thread(target=sample, args=(out, a.every_s, stop), daemon=True).start()
-    threading.Timer(a.minutes * 60, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    threading.Thread(target=stop_after, args=(a.minutes * 60,), daemon=True).start()
     code = rackclock(["--log-level", "error", "watch", "--out", str(out), "--listen",
                       "127.0.0.1:0", "--roll-every", a.roll_every, "--fit-every", a.fit_every,
                       "--rate", a.rate])

@@ -8,7 +8,7 @@ A served rack (`rackclock sim` in a process of its own: bmc-2, cdu-1, pdu-2), wa
 rack at --rate 2.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/watch_idle_conns.py --conns 20000 \
-        --before-s 60 --flood-s 300
+        --before-s 60 --flood-s 300 [--settle-s 20]
 """
 from __future__ import annotations
 
@@ -135,6 +135,7 @@ def main() -> int:
     ap.add_argument("--conns", type=int, default=20_000)
     ap.add_argument("--before-s", type=float, default=60.0)
     ap.add_argument("--flood-s", type=float, default=300.0)
+    ap.add_argument("--settle-s", type=float, default=20.0, help="after the first scrape, before 'before'")
     a = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -152,7 +153,7 @@ def main() -> int:
         url, day = st["url"], Path(st["day"])
         while scrape(url) is None:
             time.sleep(0.2)
-        time.sleep(20)                     # the devices open and settle
+        time.sleep(a.settle_s)             # the devices open and settle
         phases: dict = {}
         flood = None
         for name, length in (("before", a.before_s), ("flood", a.flood_s)):

@@ -5,7 +5,7 @@ running watch holds them). Timed: parsing and mapping 10^4 RFC 3339 stamps (the 
 `_batch`), through the live fit and through the closed day (its fits cached, as after the
 first query), and the whole POST /v1/map round trip on loopback (JSON both ways).
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/watch_map_speed.py [--n 10000] [--repeat 7]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/watch_map_speed.py [--n 10000] [--repeat 7] [--duration 20]
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--duration", type=float, default=20.0, help="the closed day's run, s")
     a = ap.parse_args()
     from racks import sim_rack_text
 
@@ -56,7 +57,7 @@ def main() -> None:
     rack = tmp / "rack.toml"
     rack.write_text(sim_rack_text(["bmc-2"]))
     day = run_experiment("clock_offset", rack, tmp / "runs",
-                         {"duration_s": "20", "stimulus_every_s": "100"}, quiet=True)
+                         {"duration_s": f"{a.duration:g}", "stimulus_every_s": "100"}, quiet=True)
     run = load_run(day)
     s, e, v, _ = run.clock_reads("bmc-2", "datetime")
     st = WatchState(time.time_ns)

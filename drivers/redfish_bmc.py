@@ -200,7 +200,8 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                "log_pages_per_poll": Key("int", 1, 100), "log_budget_s": TIMEOUT_KEY,
                "events": Key("str", choices=("auto", "sse", "push", "poll")),
                "event_listener": Key("str"), "event_listener_cert": Key("path", exists="file"),
-               "event_listener_key": Key("path", exists="file"), "event_verify_certificate": Key("bool")}
+               "event_listener_key_file": Key("path", exists="file"),
+               "event_verify_certificate": Key("bool")}
 
     @staticmethod
     def address_problem(scheme: str, options) -> str | None:

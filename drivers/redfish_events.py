@@ -13,7 +13,7 @@ Inventory keys (of the `redfish_bmc` device):
   `event_listener` is set, else polling), `sse`, `push`, or `poll` (never subscribe);
 - `event_listener`: where the bench listens for pushes, `https://ADDRESS:PORT` on a loopback or
   lab address the BMC can reach (port 0: any free port); `event_listener_cert` and
-  `event_listener_key`: the bench's own certificate and key for it (PEM files);
+  `event_listener_key_file`: the bench's own certificate and key for it (PEM files);
   `event_verify_certificate` (default true): whether the BMC is asked to verify that certificate
   (`VerifyCertificate`; a BMC that has not been given the bench's CA needs false).
 Pushes are accepted only with the subscription's `Context`, a random token sent to the BMC over
@@ -108,7 +108,7 @@ class EventSubscriber(RedfishPart):
             raise self.error("error", f"events = {self.events_mode!r}: one of {', '.join(MODES)}")
         self.event_listener: str | None = options.get("event_listener")
         self.event_listener_cert: str | None = options.get("event_listener_cert")
-        self.event_listener_key: str | None = options.get("event_listener_key")
+        self.event_listener_key_file: str | None = options.get("event_listener_key_file")
         self.event_verify_certificate = bool(options.get("event_verify_certificate", True))
         self.events_state = "polling"
         self.on_event = None
@@ -333,11 +333,11 @@ class EventSubscriber(RedfishPart):
             return f"event_listener {listener!r}: not an https:// address"
         tls = None
         if u.scheme == "https":
-            if not (self.event_listener_cert and self.event_listener_key):
-                return "an https listener needs event_listener_cert and event_listener_key"
+            if not (self.event_listener_cert and self.event_listener_key_file):
+                return "an https listener needs event_listener_cert and event_listener_key_file"
             try:
                 tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-                tls.load_cert_chain(self.event_listener_cert, self.event_listener_key)
+                tls.load_cert_chain(self.event_listener_cert, self.event_listener_key_file)
             except (OSError, ssl.SSLError) as exc:
                 return f"cannot load the listener's certificate: {exc}"
         family = socket.AF_INET6 if ":" in u.hostname else socket.AF_INET

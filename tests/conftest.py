@@ -78,8 +78,8 @@ def real_rack(request, rack):
 # order only, every test still runs.
 LONGEST_FIRST = ("test_wheel", "test_experiments", "test_compare_repeats", "test_run",
                  "test_signals", "test_hostile", "test_config_errors", "test_soundness",
-                 "test_fleet", "test_soundness_run", "test_compare", "test_new_planes_run",
-                 "test_rundata_model", "test_redfish_validator")
+                 "test_fleet", "test_benchmarks_smoke", "test_soundness_run", "test_compare",
+                 "test_new_planes_run", "test_rundata_model", "test_redfish_validator")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -101,7 +101,7 @@ def no_subscriptions_left(sim, deadline_s: float = 10.0) -> None:
 
 def push_options(certs) -> dict:
     return {"events": "push", "event_listener": "https://127.0.0.1:0",
-            "event_listener_cert": str(certs.cert), "event_listener_key": str(certs.key)}
+            "event_listener_cert": str(certs.cert), "event_listener_key_file": str(certs.key)}
 
 
 def test_driver_subscribes_by_push_to_its_own_tls_listener(bmc, tmp_path):
