@@ -131,6 +131,16 @@ def regular_series(t_ns: npt.ArrayLike, x: npt.ArrayLike, min_points: int = MIN_
     return Series(np.array([]), 0.0, why)
 
 
+def order_statistic_rank(n: int, alpha: float) -> int:
+    """The largest j with P(Bin(n, 1/2) < j) <= alpha (0 when none): [a_(j), a_(n-j+1)]
+    (1-based) holds the median of n exchangeable samples with confidence 1 - 2 alpha. scipy's
+    binomial, whose cdf stays finite where 2^-n underflowed (n > 1074 reads crashed compare)."""
+    from scipy.stats import binom
+    k = int(binom.ppf(alpha, n, 0.5))          # the smallest k with P(Bin <= k) >= alpha
+    j = k + 1 if binom.cdf(k, n, 0.5) <= alpha else k
+    return max(0, min(j, n))
+
+
 def median_ci(x: npt.ArrayLike, confidence: float = 0.95) -> tuple[float, float, float]:
     """(lo, median, hi): a distribution-free confidence interval of the median from order
     statistics (binomial), assuming only that the samples are exchangeable. With too few samples
@@ -140,14 +150,7 @@ def median_ci(x: npt.ArrayLike, confidence: float = 0.95) -> tuple[float, float,
     if n == 0:
         return float("nan"), float("nan"), float("nan")
     med = float(np.median(a))
-    from math import comb
-    # largest j with P(Bin(n, 1/2) < j) <= (1 - confidence)/2: [a_(j), a_(n-j+1)] (1-based)
-    alpha, cdf, j = (1 - confidence) / 2, 0.0, 0
-    while j < n:
-        nxt = cdf + comb(n, j) / 2.0 ** n
-        if nxt > alpha:
-            break
-        cdf, j = nxt, j + 1
+    j = order_statistic_rank(n, (1 - confidence) / 2)
     if j == 0:
         return float(a[0]), med, float(a[-1])
     return float(a[j - 1]), med, float(a[n - j])

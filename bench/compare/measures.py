@@ -4,10 +4,11 @@ possible, taken from one run folder (summary.json, and the samples where a stati
 | measure     | value                                         | bounds                          |
 |-------------|-----------------------------------------------|---------------------------------|
 | offset      | last segment's offset at its epoch            | proven (interval fit)           |
-| drift       | longest segment's drift                       | assumed (drift_status)          |
+| drift       | longest segment's mean drift over its window  | proven; else the drift at the   |
+|             |                                               | epoch, assumed (drift_status)   |
 | jitter      | median |residual| of the reads (fine clocks)  | 95% CI of the median            |
 | bracket     | median bracket width of the reads             | 95% CI of the median            |
-| resolution  | the tick the fit used                         | exact                           |
+| resolution  | the tick the fit used                         | exact; observed: see below      |
 | breaks      | steps, reboots, wraps found                   | exact count                     |
 | latency.S.median / .p90 | stimulus S -> log stamp, the events' quantile | proven (order statistics) |
 | latency.S.extremes | the same, every event            | proven (union), reported only   |
@@ -15,6 +16,12 @@ possible, taken from one run folder (summary.json, and the samples where a stati
 
 The confidence intervals are distribution-free (order statistics): they assume only that the
 reads of a run are exchangeable, never a shape of the noise.
+
+A tick the values forced coarser than declared (`observed`: every gap between the values a
+multiple of it) is an upper bound of the true tick. n distinct values land on that grid by
+chance, with the declared tick, with probability (declared / observed)^(n-1): at most CHANCE
+and it is taken as the tick; otherwise only [declared, observed] is known (a short run's few
+values of a 10 ms counter, all 20 ms apart, are no coarser tick).
 """
 from __future__ import annotations
 
@@ -59,6 +66,34 @@ class Measure:
         return asdict(self)
 
 
+CHANCE = 1e-3      # an observed tick is the tick when the values fall on it by chance this rarely
+
+
+def resolution_measure(device: str, clock: str, c: ClockSummary, v, declared_ns: int | None
+                       ) -> Measure:
+    """The tick the fit used: exact where declared; an observed coarser one exact only when its
+    values cannot have fallen on its grid by chance (module doc), else [declared, observed]."""
+    longest = c.longest
+    r = int(c.resolution_ns or (longest.resolution_ns if longest else 0) or 0)
+    basis = str(c.assumptions.resolution_basis) if c.assumptions else ""
+    if basis != "observed" or not declared_ns or not 0 < declared_ns < r:
+        return _exact(device, clock, "resolution", "ns", r)
+    n = len(np.unique(np.asarray(v)))
+    chance = (declared_ns / r) ** max(n - 1, 0)
+    if chance <= CHANCE:
+        return Measure(device, clock, "resolution", "ns", r, r, r,
+                       f"observed: {n} distinct values on its grid (by chance: {chance:.0e})")
+    return Measure(device, clock, "resolution", "ns", float(declared_ns), r, r,
+                   "observed: an upper bound of the tick",
+                   note=f"{n} distinct values all on a {r / 1e9:g} s grid: with the declared "
+                        f"{declared_ns / 1e9:g} s tick by chance {chance:.2g}")
+
+
+def _declared_ns(run: Run, device: str, clock: str) -> int | None:
+    info = run.manifest.device(device).clock(clock)
+    return info.resolution_ns if info else None
+
+
 def _exact(device, clock, name, unit, x) -> Measure:
     return Measure(device, clock, name, unit, float(x), float(x), float(x), "exact")
 
@@ -79,6 +114,20 @@ def drift_prior_ppm(run: Run, device: str) -> float:
 
 def _span_s(sg: SegmentSummary) -> float | None:
     return sg.span_s
+
+
+def mean_drift_measure(device: str, clock: str, sg: SegmentSummary) -> Measure | None:
+    """A segment's proven mean drift over its window (its offset bounds at the window's two
+    ends, no rate assumption): what an oscillator's change shows in. None where it is not
+    proven (a clock downgraded for its breaks, a window cut short)."""
+    md = sg.mean_drift or {}
+    if md.get("status") != "proven" or md.get("lo") is None or md.get("hi") is None:
+        return None
+    span = (int(md["to_ns"]) - int(md["from_ns"])) / 1e9 if md.get("to_ns") else _span_s(sg)
+    return Measure(device, clock, "drift", "ppm", float(md["lo"]), float(md["hi"]),
+                   float(md.get("point", (md["lo"] + md["hi"]) / 2)), "proven",
+                   note=f"mean drift over {span:.0f} s of the segment", span_s=span,
+                   narrowing="1/span")
 
 
 def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float) -> Measure:
@@ -117,11 +166,12 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[M
                    str(last.offset_status or "proven"),
                    not counter, "a counter's offset is its zero instant: moves with every reboot"
                    if counter else "", _span_s(last)),
-           drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
-           _exact(device, clock, "resolution", "ns", c.resolution_ns
-                  or longest.resolution_ns or 0),
+           mean_drift_measure(device, clock, longest)
+           or drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
            _exact(device, clock, "breaks", "count", len(c.breaks))]
     s, e, v, q = run.clock_reads(device, clock)
+    out.insert(2, resolution_measure(device, clock, c, v, c.resolution_declared_ns
+                                     or _declared_ns(run, device, clock)))
     r = segment_residuals(s, e, v, q, longest)
     if len(r):
         span = _span_s(longest)
