@@ -552,14 +552,38 @@ def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
                if k in inv}}
 
 
+def with_stability(ds: DeviceSummary, phases: Mapping[str, Any]) -> DeviceSummary:
+    """The device's record with each phased clock's `stability` (bench.model.stability_export);
+    a failure costs that clock its stability, never the summary (logged)."""
+    from bench.model.stability_export import clock_stability
+    clocks = dict(ds.clocks)
+    for name, ph in phases.items():
+        c = clocks[name]
+        try:
+            clocks[name] = replace(c, stability=clock_stability(ph, c.segments, c.counter))
+        except Exception as exc:   # noqa: BLE001  # a statistic must not take the summary down
+            _phase_failed(f"{ds.name} {name}: stability", exc)
+    return replace(ds, clocks=clocks)
+
+
+def _phases(ds: DeviceSummary, smp: Samples, dm: dict[str, Any]) -> dict[str, Any]:
+    """bench.model.phase_export.clock_phases, never raising (logged)."""
+    from bench.model.phase_export import clock_phases
+    try:
+        return clock_phases(ds, smp, dm)
+    except Exception as exc:   # noqa: BLE001  # an export must not take the summary down
+        _phase_failed(ds.name, exc)
+        return {}
+
+
 def _write_phase(path: Path, ds: DeviceSummary, smp: Samples, dm: dict[str, Any],
-                 manifest: Mapping[str, Any]) -> bool:
+                 manifest: Mapping[str, Any], phases: Mapping[str, Any] | None = None) -> bool:
     """The device's phase files (bench.model.phase_export); a failure costs them, never the
     summary (logged). False at a full disk: the export stops there, and the summary's own
     write says the disk is full, once."""
     from bench.model.phase_export import write_device_phase
     try:
-        write_device_phase(path, ds, smp, dm, int(manifest.get("started_ns") or 0))
+        write_device_phase(path, ds, smp, dm, int(manifest.get("started_ns") or 0), phases)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return False
@@ -598,9 +622,11 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
             smp = load_samples(p)
             dm = device_meta(manifest, name)
             ds = device_summary(name, smp, dm, uncertainty, t)
+            phases = _phases(ds, smp, dm)
+            ds = with_stability(ds, phases)
             devices[name] = ds.to_dict()
             if phase:
-                phase = _write_phase(path, ds, smp, dm, manifest)
+                phase = _write_phase(path, ds, smp, dm, manifest, phases)
             if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
                 devices[name]["bad_rows"] = smp.bad_rows
             rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),
