@@ -103,20 +103,24 @@ def _error_ns(x: F64, lo: I64, hi: I64) -> F64:
 
 
 def _deviations(phase_s: F64, err_s: F64, m: I64, tau0: float) -> dict[str, Any]:
-    """ADEV, OADEV, MDEV and TDEV (ns) at each m with their CI, EDF, alpha and bound."""
+    """ADEV, OADEV, MDEV and TDEV (ns) at each m with their CI, EDF, alpha and bound (the
+    noise identified once per m, the intervals in one pass)."""
+    # TDEV is MDEV scaled: the same EDF
+    got = sc.edf_of(("adev", "oadev", "mdev"), len(phase_s), m, sc.noise_ids(phase_s, m))
+    got["tdev"] = got["mdev"]
+    vals = [sc.deviation(name, phase_s, m, tau0) for name in sc.STATISTICS]
+    bounds = [sc.deviation_bound(name, err_s, m, tau0) for name in sc.STATISTICS]
+    edfs = [got[name][0] for name in sc.STATISTICS]
+    used = [got[name][1] for name in sc.STATISTICS]
+    lo, hi = (x.reshape(len(vals), len(m)) for x in
+              sc.confidence_interval(np.concatenate(vals), np.concatenate(edfs)))
     out: dict[str, Any] = {}
-    edfs: dict[str, tuple[F64, list[int | None]]] = {}
-    for name in sc.STATISTICS:
-        v = sc.deviation(name, phase_s, m, tau0)
-        edf, alpha = edfs["mdev"] if name == "tdev" else sc.edf_of(name, phase_s, m)
-        edfs[name] = (edf, alpha)
-        lo, hi = sc.confidence_interval(v, edf)
-        b = sc.deviation_bound(name, err_s, m, tau0)
+    for i, name in enumerate(sc.STATISTICS):
         k = 1e9 if name == "tdev" else 1.0
-        key = "tdev_ns" if name == "tdev" else name
-        out[key] = {"tau_s": _nums(m * tau0), "value": _nums(v * k), "ci_lo": _nums(lo * k),
-                    "ci_hi": _nums(hi * k), "edf": _nums(edf), "alpha": alpha,
-                    "bound": _nums(b * k)}
+        out["tdev_ns" if name == "tdev" else name] = {
+            "tau_s": _nums(m * tau0), "value": _nums(vals[i] * k), "ci_lo": _nums(lo[i] * k),
+            "ci_hi": _nums(hi[i] * k), "edf": _nums(edfs[i]), "alpha": used[i],
+            "bound": _nums(bounds[i] * k)}
     return out
 
 
