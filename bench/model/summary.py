@@ -468,17 +468,19 @@ def summarize_device(name: str, smp: Samples, meta: dict[str, Any], uncertainty_
 
 def device_summary(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
                    truth: dict[str, Any] | None = None) -> DeviceSummary:
-    """One device's summary record: its errors, each clock's fit, its stimulus latencies."""
+    """One device's summary record: its errors, each clock's fit and stability
+    (bench.model.stability_export), its stimulus latencies."""
     errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
     identity = Identity.of(meta.get("identity", {}))
     # parts the driver found without any clock: only observation bounds exist
     no_clock = identity.extra.get("no_clock") or ()
-    return DeviceSummary(
+    ds = DeviceSummary(
         name, meta.get("plane", ""), identity, meta.get("state", ""), errors, first_errors,
         {clock: clock_summary(res, meta, uncertainty_ns, truth) for clock, res in results.items()},
         latency_records(smp, results, meta), tuple(no_clock),
         traps_lost(smp) if identity.extra.get("lost_traps_counted") else None)
+    return with_stability(ds, _phases(ds, smp, meta))
 
 
 def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
@@ -622,11 +624,9 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
             smp = load_samples(p)
             dm = device_meta(manifest, name)
             ds = device_summary(name, smp, dm, uncertainty, t)
-            phases = _phases(ds, smp, dm)
-            ds = with_stability(ds, phases)
             devices[name] = ds.to_dict()
             if phase:
-                phase = _write_phase(path, ds, smp, dm, manifest, phases)
+                phase = _write_phase(path, ds, smp, dm, manifest)
             if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
                 devices[name]["bad_rows"] = smp.bad_rows
             rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),
