@@ -172,9 +172,9 @@ def _sz(t: F64, F: F64, alpha: F64) -> F64:
             + _sx(t - 2.0, F, alpha) + _sx(t + 2.0, F, alpha))
 
 
-def _basic_sum(J: F64, M: F64, S: F64, F: F64, alpha: F64) -> F64:
-    """Greenhall's BasicSum (eqn 10) over cells (columns j = 1 .. J_MAX − 1, masked j < J)."""
-    j = np.arange(1, J_MAX, dtype=np.float64)[None, :]
+def _basic_sum(J: F64, M: F64, S: F64, F: F64, alpha: F64, j_max: int = J_MAX) -> F64:
+    """Greenhall's BasicSum (eqn 10) over cells (columns j = 1 .. j_max − 1, masked j < J)."""
+    j = np.arange(1, max(2, j_max), dtype=np.float64)[None, :]
     Jc, Mc, Sc, Fc, ac = (np.asarray(v, dtype=np.float64)[:, None] for v in (J, M, S, F, alpha))
     first = _sz(np.zeros_like(Jc), Fc, ac)[:, 0] ** 2
     second = (1 - J / M) * _sz(Jc / Sc, Fc, ac)[:, 0] ** 2
@@ -214,7 +214,12 @@ def edf_greenhall(alpha: npt.ArrayLike, m: npt.ArrayLike, N: npt.ArrayLike,
     Sb = np.where(small, S, mp)
     Fs = np.where(small, Fa, Fb)
     with np.errstate(all="ignore"):
-        bs = _basic_sum(Jb, Mb, Sb, Fs, a)
+        # the basic sum only where a branch takes it (not the tables', not case 4's)
+        need = (small | ~big) & ~(~mo & (a == 2)) & np.isfinite(Jb) & (Mb > 0)
+        bs = np.full(a.shape, np.nan)
+        if np.any(need):
+            bs[need] = _basic_sum(Jb[need], Mb[need], Sb[need], Fs[need], a[need],
+                                  int(np.max(Jb[need])))
         z0 = _sz(np.zeros_like(a), np.where(small, Fa, np.where(c2, np.inf, np.where(c1, 1.0, m_))),
                  a) ** 2
         b0, b1 = _T3[d - 1]
@@ -392,21 +397,38 @@ def _sliding_rows(X: F64, w: int, op: np.ufunc, fill: float) -> F64:
     return out
 
 
+def _grow(mx: F64, mn: F64, w: int, target: int) -> tuple[F64, F64]:
+    """Sliding extremes of windows of w samples widened to `target` samples: a window of
+    w + k (k <= w) is the union of two windows of w, k apart, so each step is one elementwise
+    max (min), exactly."""
+    while w < target:
+        k = min(w, target - w)
+        mx, mn = np.maximum(mx[:, :-k], mx[:, k:]), np.minimum(mn[:, :-k], mn[:, k:])
+        w += k
+    return mx, mn
+
+
 def mtie_bounds(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, m: npt.ArrayLike
                 ) -> tuple[F64, F64, F64]:
     """(estimate, lower, upper) of MTIE at windows of m + 1 consecutive samples (tau =
     m·interval): the estimate's largest peak-to-peak, and given lo_i <= truth_i <= hi_i, the
     interval the truth's lies in: max over windows of max(0, max lo − min hi), and of
-    max hi − min lo. O(N) per m (sliding extremes, as bench.analysis.stability.mtie)."""
+    max hi − min lo. The smallest window's sliding extremes in O(N) (van Herk / Gil-Werman),
+    each larger one grown from the previous (_grow)."""
     X = np.vstack([np.asarray(v, dtype=np.float64) for v in (x, lo, hi)])
     mm = np.atleast_1d(np.asarray(m))
     out = np.full((3, len(mm)), np.nan)
-    for k, mk in enumerate(mm):
-        w = int(mk) + 1
-        if w > X.shape[1] or w < 2:
+    w, mx, mn = 0, X, X
+    for k in np.argsort(mm, kind="stable"):
+        target = int(mm[k]) + 1
+        if target > X.shape[1] or target < 2:
             continue
-        mx = _sliding_rows(X, w, np.maximum, -np.inf)          # rows: x, lo, hi
-        mn = _sliding_rows(X, w, np.minimum, np.inf)
+        if w == 0:                                       # rows: x, lo, hi
+            w = target
+            mx = _sliding_rows(X, w, np.maximum, -np.inf)
+            mn = _sliding_rows(X, w, np.minimum, np.inf)
+        mx, mn = _grow(mx, mn, w, target)
+        w = target
         out[0, k] = np.max(mx[0] - mn[0])
         out[1, k] = max(0.0, float(np.max(mx[1] - mn[2])))
         out[2, k] = np.max(mx[2] - mn[1])
