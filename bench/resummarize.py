@@ -77,6 +77,7 @@ def _swap(path: Path, summary: dict, old: dict | None) -> str:
     """Write the rebuilt summary beside the old (REBUILT) and put it in its place only when it
     is at least as complete; "" when it was, else why not."""
     from bench.model.bounds_csv import write_bounds_csv
+    from bench.model.stability_export import write_stability_csv
     with safeio.Folder.open(path) as d:
         d.write_json(REBUILT, {"schema": SCHEMA, **summary})
         new, was = completeness(summary), completeness(old)
@@ -88,6 +89,7 @@ def _swap(path: Path, summary: dict, old: dict | None) -> str:
         except IsADirectoryError:
             return "it is a folder"
     write_bounds_csv(path, summary)
+    write_stability_csv(path, summary)
     return ""
 
 

@@ -35,7 +35,8 @@ SLOW_SAMPLES = [("report", "samples/bmc-1.csv", "nul_tail"), ("trend", "events.c
                 ("report", "incident.json", "sparse_1g"), ("trend", "reference.csv", "fifo"),
                 ("trend", "samples/bmc-1.csv", "dev_zero")]
 # what each command may write in the run folder it is given
-OUTPUTS = {"summarize": {"summary.json", "summary.rebuilt.json", "bounds.csv", "phase"},
+OUTPUTS = {"summarize": {"summary.json", "summary.rebuilt.json", "bounds.csv", "stability.csv",
+                         "phase"},
            "limits": set(), "compare": set(), "timeline": {"timeline.json"},
            "trend": {"trend.png"}, "report": {"report.html", "limits.xml", "plots"}}
 

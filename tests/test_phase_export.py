@@ -98,3 +98,90 @@ def test_allantools_loads_the_phase_file_and_matches_rackclocks_adev(phase_run, 
                                                taus=ours[name]["tau_s"])
         assert np.allclose(t, ours[name]["tau_s"], rtol=1e-12)
         assert np.allclose(d, ours[name]["value"], rtol=1e-12, atol=0), (device, clock, name)
+
+
+# -- stability as data: summary.json clocks.<c>.stability and RUN/stability.csv ----------------
+
+def _stab_segments(run):
+    for d, c in run.summary.clocks():
+        for s in (c.stability or {}).get("segments", ()):
+            yield d.name, c, s
+
+
+def test_every_phased_clock_has_its_stability_and_csv_rows(phase_run):
+    from bench.model.stability_export import COLUMNS as SCOLS
+    from bench.model.stability_export import FILE
+    segs = list(_stab_segments(phase_run))
+    assert {(d, c.name) for d, c, _ in segs} == set(_clocks(phase_run))
+    with open(phase_run.path / FILE, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == SCOLS
+    for device, c, s in segs:
+        assert s["bound_status"] in ("proven", "assumed", "undecided")
+        assert s["adev"]["tau_s"][:2] == [1.0, 2.0]          # a 20 s run: 1, 2 and 5 s
+        mine = [r for r in rows if (r["device"], r["clock"], r["segment"])
+                == (device, c.name, str(s["segment"]))]
+        assert {r["statistic"] for r in mine} >= {"adev", "oadev", "mdev", "tdev_ns", "mtie_ns"}
+        assert len([r for r in mine if r["statistic"] == "adev"]) == len(s["adev"]["tau_s"])
+
+
+@pytest.mark.parametrize("which", [0, -1])
+def test_allantools_on_the_phase_file_matches_the_summarys_stability(phase_run, which):
+    """The segment's rows of the phase file, loaded and given to allantools, give the
+    summary's ADEV/OADEV/MDEV/TDEV at its taus to 1e-9; each 1-sigma interval holds them."""
+    device, c, s = list(_stab_segments(phase_run))[which]
+    data = np.loadtxt(phase_run.path / FOLDER / file_names(device, c.name)[1])
+    x = data[s["grid_from"]:s["grid_from"] + s["points"], 1]
+    rate = 1.0 / float(np.round(data[1, 0] - data[0, 0], 9))
+    for key, name, k in (("adev", "adev", 1), ("oadev", "oadev", 1), ("mdev", "mdev", 1),
+                         ("tdev_ns", "tdev", 1e9)):
+        d = s[key]
+        _, ref, _, _ = getattr(allantools, name)(x, rate=rate, data_type="phase",
+                                                 taus=d["tau_s"])
+        assert np.allclose(np.asarray(d["value"]) / k, ref, rtol=1e-9, atol=0), (device, key)
+        for v, lo, hi in zip(d["value"], d["ci_lo"], d["ci_hi"]):
+            assert lo is not None and lo <= v <= hi and (lo < v < hi or v == 0)
+
+
+def _truth_at(run, device, clock, t_ns):
+    from bench.model.summary import _exact_at
+    tc = run.truth.raw["devices"][device]["clocks"][clock]
+    assert tc.get("exact"), "the simulator writes its exact model"
+    return np.array([_exact_at(tc, int(t))[0] for t in t_ns], dtype=np.int64)
+
+
+def test_inherited_bounds_hold_the_simulators_true_phase(phase_run):
+    """The simulator's exact offset at the grid instants: inside the band there, its ADEV,
+    OADEV, MDEV and TDEV within `bound` of the estimates, its MTIE and max |TE| inside their
+    intervals."""
+    from bench.analysis import stability_ci as sc
+    checked = 0
+    for device, c, s in _stab_segments(phase_run):
+        if c.counter:
+            continue
+        p, fit, _ = _phase(phase_run, device, c.name)
+        i0, n = s["grid_from"], s["points"]
+        t = p.grid_t_ns[i0:i0 + n]
+        true = _truth_at(phase_run, device, c.name, t)
+        sg = fit.segments[s["segment"]]
+        from bench.model.stability_export import proven_band
+        lo, hi, ok = proven_band(sg, t)
+        assert ok.all() and np.all((lo <= true) & (true <= hi))
+        x = ((true - true[0]) * 1e-9).astype(np.float64)
+        for key, name, k in (("adev", "adev", 1), ("oadev", "oadev", 1), ("mdev", "mdev", 1),
+                             ("tdev_ns", "tdev", 1e9)):
+            d = s[key]
+            m = np.round(np.asarray(d["tau_s"]) / p.interval_s).astype(np.int64)
+            tv = sc.deviation(name, x, m, p.interval_s) * k
+            gap = np.abs(tv - np.asarray(d["value"]))
+            assert np.all(gap <= np.asarray(d["bound"]) * (1 + 1e-9)), (device, key)
+        tr = (true - true[0]).astype(np.float64)
+        mt = s["mtie_ns"]
+        m = np.round(np.asarray(mt["tau_s"]) / p.interval_s).astype(np.int64)
+        true_mtie = sc.mtie_bounds(tr, tr, tr, m)[0]
+        assert np.all((np.asarray(mt["lo"]) <= true_mtie + 1e-3)
+                      & (true_mtie <= np.asarray(mt["hi"]) + 1e-3)), device
+        te = s["max_te_ns"]
+        assert te["lo"] <= float(np.max(np.abs(true))) <= te["hi"]
+        checked += 1
+    assert checked

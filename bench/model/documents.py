@@ -645,6 +645,8 @@ class ClockSummary:
     lag_seen_ns: int = 0              # the reading lags its clock by at least this (the fit's)
     update_ns: int = 0                # its value updates at most this often (an incommensurate tick)
     breaks_truth: dict[str, Any] | None = None  # simulated racks: the found breaks against the true ones
+    # ADEV/MDEV/TDEV/MTIE/max |TE| per segment with CIs and bounds (bench.model.stability_export)
+    stability: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -664,6 +666,7 @@ class ClockSummary:
                    dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None,
                    _int(x.get("lag_seen_ns")), _int(x.get("update_ns")),
                    dict(x["breaks_truth"]) if isinstance(x.get("breaks_truth"), Mapping) else None,
+                   dict(x["stability"]) if isinstance(x.get("stability"), Mapping) else None,
                    dict(x))
 
     def to_dict(self) -> dict[str, Any]:
@@ -687,6 +690,8 @@ class ClockSummary:
             out["zone_note"] = self.zone_note
         if self.breaks_truth is not None:
             out["breaks_truth"] = dict(self.breaks_truth)
+        if self.stability is not None:
+            out["stability"] = dict(self.stability)
         return out
 
     def _fit_dict(self) -> dict[str, Any]:

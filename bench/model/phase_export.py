@@ -153,13 +153,12 @@ def write_clock_phase(folder: str | Path, device: str, clock: str, ph: Phase,
         return d.path / csv_name, d.path / txt_name
 
 
-def write_device_phase(folder: str | Path, ds: DeviceSummary, smp: Samples,
-                       meta: Mapping[str, Any], t0_ns: int) -> list[Path]:
-    """The phase files of every clock of one device with at least one fitted segment and two
+def clock_phases(ds: DeviceSummary, smp: Samples, meta: Mapping[str, Any]) -> dict[str, Phase]:
+    """The phase data of every clock of one device with at least one fitted segment and two
     reads (`meta`: bench.model.summary.device_meta, whose clocks unwrap counters as the fit
     did)."""
     clocks_meta = {c["name"]: c for c in meta.get("clocks", [])}
-    out: list[Path] = []
+    out: dict[str, Phase] = {}
     for name, c in ds.clocks.items():
         if not c.segments:
             continue
@@ -167,8 +166,18 @@ def write_device_phase(folder: str | Path, ds: DeviceSummary, smp: Samples,
         if len(s) < 2:
             continue
         res = float(c.resolution_ns or (int(q.max()) if len(q) else 1))
-        out += write_clock_phase(folder, ds.name, name, phase_of(s, e, v, res), c.segments,
-                                 t0_ns)
+        out[name] = phase_of(s, e, v, res)
+    return out
+
+
+def write_device_phase(folder: str | Path, ds: DeviceSummary, smp: Samples,
+                       meta: Mapping[str, Any], t0_ns: int,
+                       phases: Mapping[str, Phase] | None = None) -> list[Path]:
+    """The phase files of every clock of clock_phases (or `phases`, made by it)."""
+    phases = clock_phases(ds, smp, meta) if phases is None else phases
+    out: list[Path] = []
+    for name, ph in phases.items():
+        out += write_clock_phase(folder, ds.name, name, ph, ds.clocks[name].segments, t0_ns)
     return out
 
 

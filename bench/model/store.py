@@ -261,10 +261,13 @@ class RunStore(SampleFiles):
             self._write_manifest()
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        """summary.json and, beside it, the flat bounds.csv (bench.model.bounds_csv)."""
+        """summary.json and, beside it, the flat bounds.csv (bench.model.bounds_csv) and
+        stability.csv (bench.model.stability_export)."""
         from bench.model.bounds_csv import write_bounds_csv
+        from bench.model.stability_export import write_stability_csv
         self.dir.write_json("summary.json", {"schema": SCHEMA, **summary})
         write_bounds_csv(self.path, summary)
+        write_stability_csv(self.path, summary)
 
     def close(self) -> None:
         """Idempotent: every way a run ends closes its store, the reserve goes."""

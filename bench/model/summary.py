@@ -469,17 +469,19 @@ def summarize_device(name: str, smp: Samples, meta: dict[str, Any], uncertainty_
 
 def device_summary(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
                    truth: dict[str, Any] | None = None) -> DeviceSummary:
-    """One device's summary record: its errors, each clock's fit, its stimulus latencies."""
+    """One device's summary record: its errors, each clock's fit and stability
+    (bench.model.stability_export), its stimulus latencies."""
     errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
     identity = Identity.of(meta.get("identity", {}))
     # parts the driver found without any clock: only observation bounds exist
     no_clock = identity.extra.get("no_clock") or ()
-    return DeviceSummary(
+    ds = DeviceSummary(
         name, meta.get("plane", ""), identity, meta.get("state", ""), errors, first_errors,
         {clock: clock_summary(res, meta, uncertainty_ns, truth) for clock, res in results.items()},
         latency_records(smp, results, meta), tuple(no_clock),
         traps_lost(smp) if identity.extra.get("lost_traps_counted") else None)
+    return with_stability(ds, _phases(ds, smp, meta))
 
 
 def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
@@ -553,14 +555,38 @@ def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
                if k in inv}}
 
 
+def with_stability(ds: DeviceSummary, phases: Mapping[str, Any]) -> DeviceSummary:
+    """The device's record with each phased clock's `stability` (bench.model.stability_export);
+    a failure costs that clock its stability, never the summary (logged)."""
+    from bench.model.stability_export import clock_stability
+    clocks = dict(ds.clocks)
+    for name, ph in phases.items():
+        c = clocks[name]
+        try:
+            clocks[name] = replace(c, stability=clock_stability(ph, c.segments, c.counter))
+        except Exception as exc:   # noqa: BLE001  # a statistic must not take the summary down
+            _phase_failed(f"{ds.name} {name}: stability", exc)
+    return replace(ds, clocks=clocks)
+
+
+def _phases(ds: DeviceSummary, smp: Samples, dm: dict[str, Any]) -> dict[str, Any]:
+    """bench.model.phase_export.clock_phases, never raising (logged)."""
+    from bench.model.phase_export import clock_phases
+    try:
+        return clock_phases(ds, smp, dm)
+    except Exception as exc:   # noqa: BLE001  # an export must not take the summary down
+        _phase_failed(ds.name, exc)
+        return {}
+
+
 def _write_phase(path: Path, ds: DeviceSummary, smp: Samples, dm: dict[str, Any],
-                 manifest: Mapping[str, Any]) -> bool:
+                 manifest: Mapping[str, Any], phases: Mapping[str, Any] | None = None) -> bool:
     """The device's phase files (bench.model.phase_export); a failure costs them, never the
     summary (logged). False at a full disk: the export stops there, and the summary's own
     write says the disk is full, once."""
     from bench.model.phase_export import write_device_phase
     try:
-        write_device_phase(path, ds, smp, dm, int(manifest.get("started_ns") or 0))
+        write_device_phase(path, ds, smp, dm, int(manifest.get("started_ns") or 0), phases)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return False

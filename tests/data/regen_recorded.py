@@ -32,7 +32,8 @@ RECORDED = HERE / "recorded"
 CASES = {"completed": True, "killed": False}          # case: whether the report is drawn too
 DEAD_PID = 2**31 - 1                   # above any pid_max: never a live process
 IMAGE = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
-SUMMARIZED = ("summary.json", "bounds.csv", "manifest.json", "truth.json", "summarize.txt")
+SUMMARIZED = ("summary.json", "bounds.csv", "stability.csv", "manifest.json", "truth.json",
+              "summarize.txt")
 REPORTED = ("report.html", "report.txt", "plots.txt")
 
 
