@@ -414,8 +414,11 @@ def mtie_bounds(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, m: npt.A
     m·interval): the estimate's largest peak-to-peak, and given lo_i <= truth_i <= hi_i, the
     interval the truth's lies in: max over windows of max(0, max lo − min hi), and of
     max hi − min lo. The smallest window's sliding extremes in O(N) (van Herk / Gil-Werman),
-    each larger one grown from the previous (_grow)."""
+    each larger one grown from the previous (_grow). The estimate is taken of x moved into
+    [lo, hi] where it lies outside (a dithered grid point of a coarse clock can: the nearest
+    proven value is never further from the truth), so it lies inside its interval."""
     X = np.vstack([np.asarray(v, dtype=np.float64) for v in (x, lo, hi)])
+    X[0] = np.clip(X[0], X[1], X[2])
     mm = np.atleast_1d(np.asarray(m))
     out = np.full((3, len(mm)), np.nan)
     w, mx, mn = 0, X, X
@@ -437,9 +440,11 @@ def mtie_bounds(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, m: npt.A
 
 def max_te_bounds(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike
                   ) -> tuple[float, float, float]:
-    """(estimate, lower, upper) of max |TE|: the estimate's max |x|, and given lo_i <= truth_i
-    <= hi_i, max of the distance from 0 to [lo_i, hi_i] and max of max(|lo_i|, |hi_i|)."""
+    """(estimate, lower, upper) of max |TE|: the estimate's max |x| (x moved into [lo, hi], as
+    mtie_bounds), and given lo_i <= truth_i <= hi_i, max of the distance from 0 to [lo_i, hi_i]
+    and max of max(|lo_i|, |hi_i|)."""
     xs, ls, hs = (np.asarray(v, dtype=np.float64) for v in (x, lo, hi))
+    xs = np.clip(xs, ls, hs)
     if not len(xs):
         return math.nan, math.nan, math.nan
     dist = np.maximum(0.0, np.maximum(ls, -hs))

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from bench.analysis.arrays import F64, I64
-from bench.analysis.residuals import NICE_BINS_S
+from bench.analysis.residuals import NICE_BINS_S, coarse
 from bench.analysis.stability import offset_series, resample
 
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ class Phase:
     grid_t_ns: I64
     grid_te_ns: F64
     interval_s: float
+    coarse: bool = False        # the tick is coarser than the median bracket: the series is
+                                # the tick's quantisation (bench.analysis.residuals.coarse)
 
     @property
     def phase_s(self) -> F64:
@@ -75,7 +77,7 @@ def phase_of(s: I64, e: I64, v: I64, resolution_ns: float,
     t, te = t[order], te[order]
     iv = grid_interval_s(t) if interval_s is None else float(interval_s)
     gt, gx = resample(t, te, iv)
-    return Phase(t, te, gt, gx, iv)
+    return Phase(t, te, gt, gx, iv, coarse(resolution_ns, np.asarray(e) - np.asarray(s)))
 
 
 def bounds_at(t_ns: I64, segments: Iterable[Segment]) -> tuple[I64, I64, np.ndarray]:

@@ -124,6 +124,11 @@ def _deviations(phase_s: F64, err_s: F64, m: I64, tau0: float) -> dict[str, Any]
     return out
 
 
+COARSE_WHY = ("not given: the clock's tick is coarser than its median bracket, so its phase on "
+              "the grid is the tick's quantisation, not its oscillator's noise; the MTIE and "
+              "max |TE| intervals stand")
+
+
 def segment_stability(ph: Phase, sg: Segment, index: int, counter: bool) -> dict[str, Any] | None:
     """One segment's record (module docstring), None with fewer than MIN_POINTS grid instants
     in its proven span."""
@@ -140,7 +145,10 @@ def segment_stability(ph: Phase, sg: Segment, index: int, counter: bool) -> dict
     m = sc.standard_taus(tau0, len(t))
     out: dict[str, Any] = {"segment": index, "from_ns": int(t[0]), "to_ns": int(t[-1]),
                            "grid_from": i0, "points": len(t), "bound_status": status}
-    out.update(_deviations(ph.phase_s[i0:i1], _error_ns(x, lo, hi) * 1e-9, m, tau0))
+    if ph.coarse:
+        out["deviations"] = COARSE_WHY
+    else:
+        out.update(_deviations(ph.phase_s[i0:i1], _error_ns(x, lo, hi) * 1e-9, m, tau0))
     ref = int(np.floor(x[0]))
     xr = (np.floor(x).astype(np.int64) - ref).astype(np.float64) + (x - np.floor(x))
     mw = sc.standard_taus(tau0, len(t), 1.0)
