@@ -14,7 +14,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.fleet.config import FleetConfig, FleetError
-from bench.fleet.gather import gather, rack_dir, write_fleet_manifest
+from bench.fleet.gather import gather, probed_s, rack_dir, write_fleet_manifest
+from bench.fleet.verdict import RAN, fleet_verdict, rack_verdict
 from bench.model import provenance
 from bench.model.store import new_run_id
 from bench.run.signals import interrupt_on_signals
@@ -83,11 +84,23 @@ def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, qu
         runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
         if runs:                     # written in place: the run folder is there all the same
             record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
+            record["probed_s"] = _probed(runs[-1])
+        record["verdict"], record["reason"] = rack_verdict(record)
     manifest["racks"][name].update(record)
     write_fleet_manifest(fleet_dir, manifest)
     _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
          + (f" on {record.get('host')}" if record.get("host") else "")
          + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+
+
+def _probed(manifest_path: Path) -> float | None:
+    """A partial run's probing time by its own manifest (None: unreadable or never probed)."""
+    from bench import saferead
+    from bench.model.documents import Manifest
+    try:
+        return probed_s(Manifest.of(saferead.load_object(manifest_path)))
+    except (saferead.FileFault, OSError, ValueError):
+        return None
 
 
 def _say(line: str, quiet: bool) -> None:
@@ -161,12 +174,28 @@ def _cancel_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
         _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet, cancelled=True)
 
 
+def conclude(manifest: dict, status: str) -> None:
+    """The fleet's final status and verdict in its manifest: `completed` only when every rack's
+    run completed (else `incomplete`, naming the racks); each rack's verdict and the fleet's."""
+    racks = manifest["racks"]
+    for rec in racks.values():
+        if "verdict" not in rec or rec.get("status") not in RAN:
+            rec["verdict"], rec["reason"] = rack_verdict(rec)
+    left = sorted(n for n, rec in racks.items() if rec.get("status") not in RAN)
+    if status == "completed" and left:
+        status = "incomplete"
+    manifest.update(status=status, incomplete=left, racks_completed=len(racks) - len(left))
+    manifest["verdict"], manifest["reason"] = fleet_verdict(racks)
+
+
 def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
               num_cpus: int | None = None, quiet: bool = False) -> Path:
     """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
     recorded in fleet.json and the others go on."""
     ray = import_ray()
-    fleet_dir, manifest = _new_fleet(fleet, fleet_text, Path(out))
+    # absolute on the driver: a rack's task resolves a relative path against its worker's
+    # folder, which is the folder `ray start` ran in, even on the driver's own node
+    fleet_dir, manifest = _new_fleet(fleet, fleet_text, Path(out).resolve())
     t0 = time.monotonic()
     status = "failed"
     pending: dict = {}
@@ -188,8 +217,8 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        manifest.update(status=status, stopped_ns=time.time_ns(),
-                        duration_s=round(time.monotonic() - t0, 3))
+        manifest.update(stopped_ns=time.time_ns(), duration_s=round(time.monotonic() - t0, 3))
+        conclude(manifest, status)
         write_fleet_manifest(fleet_dir, manifest)
         if ray.is_initialized():
             ray.shutdown()

@@ -1,0 +1,120 @@
+"""`rackclock fleet run --address` against a Ray cluster started by `ray start --head` on loopback,
+with token authentication (Ray 2.60's default), from ANOTHER folder than the fleet command's:
+a rack's worker then resolves a relative path against the folder `ray start` ran in, not the
+driver's. One cluster serves every test of this module (its start costs seconds on two cores);
+its teardown kills the whole `ray start` session and proves nothing of it is left.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from procs import SESSION, pids_where, wait_until
+from racks import sim_rack_text
+from test_fleet import DEADLINE_S, EXIT_DEADLINE_S, rackclock
+
+from bench.ports import free_port
+
+pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
+
+pytestmark = pytest.mark.slow
+RACKS = ("a", "r1", "r2", "r3")       # what the head declares; rack b is declared by no node
+
+
+def _stop(head: subprocess.Popen) -> list[int]:
+    """Kill the `ray start` session (SIGTERM drains a node for up to 30 s); the pids left after
+    a deadline, killed and returned."""
+    try:
+        os.killpg(head.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    head.wait(EXIT_DEADLINE_S)
+    deadline = time.monotonic() + EXIT_DEADLINE_S
+    while (left := pids_where(SESSION, head.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """(address, env of the driver, the folder `ray start` ran in): a one-node cluster whose
+    node declares racks a, r1, r2 and r3, its temp dir a short folder of this test's own."""
+    where = tmp_path_factory.mktemp("raystart")
+    temp = tmp_path_factory.mktemp("rt")        # short: Ray's socket paths must fit 107 bytes
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
+    port = free_port()
+    log = where / "ray-start.log"
+    resources = json.dumps({f"rack:{r}": 1 for r in RACKS})
+    with open(log, "w") as out:
+        head = subprocess.Popen(
+            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
+             f"--port={port}", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}",
+             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
+             f"--resources={resources}"],
+            cwd=where, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **env})
+    left: list[int] = []
+    try:
+        wait_until(lambda: "Ray runtime started" in log.read_text() or head.poll() is not None,
+                   DEADLINE_S, "ray start")
+        assert "Ray runtime started" in log.read_text(), log.read_text()
+        yield f"127.0.0.1:{port}", env, where
+    finally:
+        left = _stop(head)
+    assert not left, f"ray start left processes behind: {left}"
+
+
+def _racks(tmp_path: Path, fleet: str) -> None:
+    (tmp_path / "rack.toml").write_text(sim_rack_text(["bmc-1"], name="a", seed=3))
+    (tmp_path / "fleet.toml").write_text(fleet)
+
+
+def test_a_relative_out_keeps_every_rack_when_ray_started_elsewhere(cluster, tmp_path):
+    """Ray started from another folder, `--out out` relative: every rack's run folder is in the
+    driver's out/, whether written in place (the driver's node) or delivered as a tarball, and
+    nothing is written under the folder `ray start` ran in."""
+    address, env, where = cluster
+    _racks(tmp_path, '[fleet]\nname = "rel"\nduration_s = 4\n'
+                     '[racks.r1]\nrack = "rack.toml"\n[racks.r2]\nrack = "rack.toml"\n'
+                     '[racks.r3]\nrack = "rack.toml"\ntransfer = "tarball"\n')
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--address", address],
+                   tmp_path, env=env)
+    (folder,) = (tmp_path / "out").glob("*-fleet-rel")
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["ray"]["mode"] == "joined", cp.stdout + cp.stderr
+    for r in ("r1", "r2", "r3"):
+        rec = m["racks"][r]
+        assert rec["status"] == "completed", (r, rec, cp.stdout, cp.stderr)
+        assert (folder / rec["run_folder"] / "summary.json").exists()
+        assert rec["probed_s"] > 3, rec           # the run's own probing time (4 s asked)
+    assert m["racks"]["r1"]["transfer"] == "folder" and m["racks"]["r3"]["transfer"] == "tarball"
+    assert not list(where.rglob("manifest.json")), "a run folder was written where Ray started"
+    assert m["status"] == "completed"
+
+
+def test_fleet_joins_a_cluster_whose_node_declares_the_rack(cluster, tmp_path):
+    """The lab's setup (README): a Ray node started by `ray start` with token authentication,
+    declaring the rack it reaches; `rackclock fleet run --address` joins it, runs rack a there,
+    and says that rack b, which no node declares, is unplaceable."""
+    address, env, _ = cluster
+    _racks(tmp_path, '[fleet]\nname = "joined"\nduration_s = 4\n'
+                     '[racks.a]\nrack = "rack.toml"\n[racks.b]\nrack = "rack.toml"\n')
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--address", address],
+                   tmp_path, env=env)
+    (folder,) = (tmp_path / "out").glob("*-fleet-joined")
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["ray"]["mode"] == "joined", cp.stdout + cp.stderr
+    assert m["racks"]["a"]["status"] == "completed", m["racks"]["a"]
+    assert m["racks"]["b"]["status"] == "unplaceable" and "rack:b" in m["racks"]["b"]["error"]
+    assert cp.returncode == 1                     # a rack that could not run: the fleet says so
