@@ -118,3 +118,38 @@ def test_fleet_joins_a_cluster_whose_node_declares_the_rack(cluster, tmp_path):
     assert m["racks"]["a"]["status"] == "completed", m["racks"]["a"]
     assert m["racks"]["b"]["status"] == "unplaceable" and "rack:b" in m["racks"]["b"]["error"]
     assert cp.returncode == 1                     # a rack that could not run: the fleet says so
+
+
+JOIN_DEADLINE_S = 60      # Ray alone retries a closed port for over 120 s, a refusal for 20 s
+
+
+def _fleet_run(tmp_path: Path, address: str, env: dict) -> subprocess.CompletedProcess:
+    """`fleet run --address` of a one-rack fleet in `env` (the whole environment)."""
+    _racks(tmp_path, '[racks.a]\nrack = "rack.toml"\n')
+    return subprocess.run([sys.executable, "-m", "bench.cli", "fleet", "run", "fleet.toml",
+                           "--out", "out", "--address", address], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=JOIN_DEADLINE_S, env=env)
+
+
+@pytest.mark.parametrize("address, said", [
+    ("127.0.0.1:{closed}", "no Ray cluster answers there (Connection refused"),
+    ("no-such-host.invalid:6379", "no Ray cluster answers there"),
+    ("head.lab", "expected the Ray head's HOST:PORT")])
+def test_a_bad_address_is_one_line_and_exit_2(tmp_path, address, said):
+    cp = _fleet_run(tmp_path, address.format(closed=free_port()), dict(os.environ))
+    assert cp.returncode == 2, cp.stderr
+    assert cp.stderr.count("\n") == 1 and said in cp.stderr, cp.stderr
+    assert "generator didn't stop" not in cp.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_driver_without_the_token_is_told_in_one_line(cluster, tmp_path):
+    """Ray 2.60's `ray start --head` requires a token: a driver without it is refused in one
+    line that names what to set, Ray's connection attempts bounded (3, not 20) and their own
+    log lines held back."""
+    address, _, _ = cluster
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    cp = _fleet_run(tmp_path, address, env)
+    assert cp.returncode == 2, cp.stderr
+    assert cp.stderr.count("\n") == 1, cp.stderr
+    assert "RAY_AUTH_MODE=token" in cp.stderr and "RAY_AUTH_TOKEN" in cp.stderr, cp.stderr
+    assert not (tmp_path / "out").exists()

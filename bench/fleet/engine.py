@@ -6,7 +6,10 @@ Ray is an optional extra (`pip install 'rackclock[fleet]'`); it is imported only
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import socket
 import sys
 import time
 from pathlib import Path
@@ -22,6 +25,10 @@ from bench.run.signals import interrupt_on_signals
 
 POLL_S = 1.0
 STOP_WAIT_S = 120.0     # after Ctrl-C: how long the racks get to summarise
+CONNECT_S = 5.0         # --address: how long the head's port gets to accept a connection
+JOIN_RETRIES = 3        # ... and Ray's GCS client its attempts (Ray's default: 20, ~1 s each)
+RETRIES_ENV = "RAY_gcs_server_port_wait_time_s"    # Ray 2.60's budget of those attempts
+ADDRESS = re.compile(r"\[?([A-Za-z0-9._:-]+?)\]?:(\d{1,5})")
 
 
 def import_ray():
@@ -33,12 +40,86 @@ def import_ray():
     return ray
 
 
+def check_address(address: str) -> None:
+    """HOST:PORT of a Ray head reached within CONNECT_S, else a FleetError in one line (Ray
+    itself retries an unreachable address for a minute and more)."""
+    m = ADDRESS.fullmatch(address)
+    if not m:
+        raise FleetError(f"--address {address!r}: expected the Ray head's HOST:PORT "
+                         f"(e.g. head.lab:6379)")
+    host, port = m.group(1), int(m.group(2))
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_S).close()
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise FleetError(f"--address {address}: no Ray cluster answers there ({why}, within "
+                         f"{CONNECT_S:g} s): is `ray start --head --port={port}` running on "
+                         f"{host}, and the port open?") from None
+
+
+def _causes(exc: BaseException) -> str:
+    out = []
+    x: BaseException | None = exc
+    while x is not None and len(out) < 5:
+        out.append(f"{type(x).__name__}: {x}")
+        x = x.__cause__ or x.__context__
+    return "\n".join(out)
+
+
+@contextlib.contextmanager
+def _stderr_held():
+    """File descriptor 2 (where Ray's C++ core logs) held in a temporary file within the block;
+    what it holds then written to stderr, unless the block emptied it."""
+    import tempfile
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield held
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            text = held.read().decode(errors="replace")
+            if text:
+                sys.stderr.write(text)
+
+
+def join_ray(ray, address: str, quiet: dict) -> None:
+    """ray.init on an existing cluster, Ray's own connection retries bounded (JOIN_RETRIES);
+    a refusal in one line, token authentication explained when it is the cause."""
+    check_address(address)
+    os.environ.setdefault(RETRIES_ENV, str(JOIN_RETRIES))
+    try:
+        with _stderr_held() as held:   # Ray's core logs each failed attempt to stderr itself
+            try:
+                ray.init(address=address, **quiet)
+            except BaseException:
+                held.truncate(0)        # said in the one line below
+                raise
+    except Exception as exc:        # Ray's ConnectionError wraps the cause in its traceback text
+        text = _causes(exc)
+        if "InvalidAuthToken" in text or "AuthenticationError" in text:
+            mode = os.environ.get("RAY_AUTH_MODE") or "disabled"
+            raise FleetError(f"--address {address}: the Ray cluster refused this driver's "
+                             f"authentication (RAY_AUTH_MODE here: {mode}): a cluster started "
+                             f"by `ray start --head` on Ray >= 2.59 requires a token; set "
+                             f"RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's (`ray "
+                             f"get-auth-token` on the head)") from None
+        line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FleetError(f"--address {address}: cannot join the Ray cluster: {line}") from None
+    finally:
+        if os.environ.get(RETRIES_ENV) == str(JOIN_RETRIES):
+            del os.environ[RETRIES_ENV]
+
+
 def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None) -> dict:
     """Start the embedded instance or join `address`; what the fleet manifest says of it."""
     quiet = {"include_dashboard": False, "log_to_driver": False,
              "configure_logging": True, "logging_level": "warning"}
     if address:
-        ray.init(address=address, **quiet)
+        join_ray(ray, address, quiet)
         mode = "joined"
     else:
         # address="local": a new instance even when RAY_ADDRESS or a running cluster is about
@@ -191,36 +272,47 @@ def conclude(manifest: dict, status: str) -> None:
 def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
               num_cpus: int | None = None, quiet: bool = False) -> Path:
     """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
-    recorded in fleet.json and the others go on."""
+    recorded in fleet.json and the others go on. Ray that cannot be started or joined is a
+    FleetError before any fleet folder is made."""
     ray = import_ray()
     # absolute on the driver: a rack's task resolves a relative path against its worker's
     # folder, which is the folder `ray start` ran in, even on the driver's own node
-    fleet_dir, manifest = _new_fleet(fleet, fleet_text, Path(out).resolve())
+    out = Path(out).resolve()
     t0 = time.monotonic()
+    try:
+        info = start_ray(ray, fleet, address, num_cpus)
+    except BaseException:
+        _shutdown(ray)
+        raise
+    info["init_s"] = round(time.monotonic() - t0, 3)
     status = "failed"
     pending: dict = {}
-    signals = interrupt_on_signals()
-    try:
-        manifest["ray"] = start_ray(ray, fleet, address, num_cpus)
-        signals.__enter__()   # after ray.init, which sets its own SIGTERM handler (an exit):
-        # SIGTERM and SIGHUP stop the fleet as Ctrl-C does, as they stop `rackclock run`
-        manifest["ray"]["init_s"] = round(time.monotonic() - t0, 3)
+    with contextlib.ExitStack() as stack:
+        stack.callback(_shutdown, ray)
+        # after ray.init, which sets its own SIGTERM handler (an exit): SIGTERM and SIGHUP
+        # stop the fleet as Ctrl-C does, as they stop `rackclock run`
+        stack.enter_context(interrupt_on_signals())
+        fleet_dir, manifest = _new_fleet(fleet, fleet_text, out)
+        manifest.update(ray=info, status="running")
         manifest["versions"]["ray"] = ray.__version__
-        manifest["status"] = "running"
-        _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
-        _wait_all(ray, pending, fleet_dir, manifest, t0, quiet)
-        status = "completed"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        _cancel_all(ray, pending, fleet_dir, manifest, t0, quiet)
-    except Exception as exc:
-        manifest["error"] = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        manifest.update(stopped_ns=time.time_ns(), duration_s=round(time.monotonic() - t0, 3))
-        conclude(manifest, status)
-        write_fleet_manifest(fleet_dir, manifest)
-        if ray.is_initialized():
-            ray.shutdown()
-        signals.__exit__(None, None, None)
+        try:
+            _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
+            _wait_all(ray, pending, fleet_dir, manifest, t0, quiet)
+            status = "completed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            _cancel_all(ray, pending, fleet_dir, manifest, t0, quiet)
+        except Exception as exc:
+            manifest["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            manifest.update(stopped_ns=time.time_ns(),
+                            duration_s=round(time.monotonic() - t0, 3))
+            conclude(manifest, status)
+            write_fleet_manifest(fleet_dir, manifest)
     return fleet_dir
+
+
+def _shutdown(ray) -> None:
+    if ray.is_initialized():
+        ray.shutdown()
