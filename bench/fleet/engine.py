@@ -58,7 +58,7 @@ def check_address(address: str) -> None:
 
 
 def _causes(exc: BaseException) -> str:
-    out = []
+    out: list[str] = []
     x: BaseException | None = exc
     while x is not None and len(out) < 5:
         out.append(f"{type(x).__name__}: {x}")
