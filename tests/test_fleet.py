@@ -56,6 +56,9 @@ rack = "bad.toml"
 """
 
 
+signalled: list[int] = []
+
+
 def _as_a_foreground_command() -> None:
     """The child takes SIGINT as a command typed at a terminal does: not ignored, not blocked,
     whatever this test process inherited or set (a disposition of SIG_IGN and a blocked mask
@@ -64,11 +67,12 @@ def _as_a_foreground_command() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def rackclock(args: list[str], cwd: Path, until=None, env: dict | None = None
-              ) -> subprocess.CompletedProcess:
+def rackclock(args: list[str], cwd: Path, until=None, env: dict | None = None,
+              sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
     """Run the command to its end; with `until`, a condition: once it holds, SIGINT to the
-    command alone (as `ray.cancel` is then its only way to stop the racks). `env`: added to
-    this process's environment."""
+    command alone (as `ray.cancel` is then its only way to stop the racks), or `sig`. `env`:
+    added to this process's environment. The signal's time (ns since the epoch): appended to
+    `signalled`."""
     proc = subprocess.Popen(RACKCLOCK + args, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=_as_a_foreground_command, env={**os.environ, **(env or {})})
@@ -77,7 +81,8 @@ def rackclock(args: list[str], cwd: Path, until=None, env: dict | None = None
             deadline = time.monotonic() + DEADLINE_S
             while not until() and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sig)
+            signalled.append(time.time_ns())
         out, err = proc.communicate(timeout=DEADLINE_S)
     finally:
         if proc.poll() is None:
@@ -119,6 +124,7 @@ def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
     assert m["racks_completed"] == 3
     assert m["verdict"] == "FAIL" and "1 FAIL (bad)" in m["reason"], m["reason"]
     assert m["ray"]["mode"] == "embedded" and m["ray"]["version"] == m["versions"]["ray"]
+    assert m["ray"]["auth"] == "token"       # it listens on every interface: a token of its own
     assert m["ray"]["address"] and m["git"]["revision"] and m["stopped_ns"] > m["started_ns"]
     racks = m["racks"]
     assert {r: racks[r]["status"] for r in racks} == {"a": "completed", "b": "completed",
@@ -221,26 +227,37 @@ def test_fleet_file_errors_are_one_line(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_an_interrupted_fleet_stops_its_running_racks(tmp_path):
-    """Ctrl-C to `rackclock fleet run` while a rack runs: the rack's run is stopped through
-    ray.cancel (its own Ctrl-C path: interrupted, summarised), long before its 600 s, and the
-    fleet gathers it and says interrupted."""
+STOP_S = 15            # issue 49: a stopped fleet's racks stop probing within 15 s
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_fleet_stops_its_running_racks(tmp_path, sig):
+    """Ctrl-C or SIGTERM to `rackclock fleet run` while two racks run: each rack's run is stopped
+    through ray.cancel (its own Ctrl-C path: interrupted, summarised), long before its 600 s,
+    each rack's probing ends within STOP_S of the signal (by its manifest; the closing summary
+    after it takes what the machine's load makes it), and the fleet gathers them and says
+    interrupted."""
     (tmp_path / "rack.toml").write_text(sim_rack_text(["bmc-1"], name="long", seed=3))
     (tmp_path / "fleet.toml").write_text('[fleet]\nname = "long"\nduration_s = 600\n'
-                                         '[racks.a]\nrack = "rack.toml"\n')
+                                         '[racks.a]\nrack = "rack.toml"\n'
+                                         '[racks.b]\nrack = "rack.toml"\n')
 
-    def reading():               # the rack's run is probing: its bmc-1 samples have reads
-        return any(f.stat().st_size > 200 for f in
-                   (tmp_path / "out").glob("*-fleet-long/racks/a/*/samples/bmc-1.csv"))
+    def reading():               # both racks' runs are probing: their bmc-1 samples have reads
+        return all(any(f.stat().st_size > 200 for f in (tmp_path / "out").glob(
+            f"*-fleet-long/racks/{r}/*/samples/bmc-1.csv")) for r in "ab")
 
-    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], tmp_path, until=reading)
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], tmp_path, until=reading,
+                   sig=sig)
     (folder,) = (tmp_path / "out").glob("*-fleet-long")
     m = json.loads((folder / "fleet.json").read_text())
     assert m["status"] == "interrupted", cp.stdout + cp.stderr
-    assert m["racks"]["a"]["status"] == "interrupted", m["racks"]["a"]
-    (run,) = (folder / "racks" / "a").glob("*/manifest.json")
-    assert json.loads(run.read_text())["status"] == "interrupted"
-    assert (run.parent / "summary.json").exists()
+    assert m["verdict"] == "FAIL" and cp.returncode == 1
+    for r in "ab":
+        assert m["racks"][r]["status"] == "interrupted", m["racks"][r]
+        (run,) = (folder / "racks" / r).glob("*/manifest.json")
+        rm = json.loads(run.read_text())
+        assert rm["status"] == "interrupted" and (run.parent / "summary.json").exists()
+        assert (rm["probed_until_ns"] - signalled[-1]) / 1e9 < STOP_S, rm["probed_until_ns"]
 
 
 def test_fleet_verdict_is_the_worst_of_the_racks():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import socket
 import sys
 import time
@@ -29,6 +30,15 @@ CONNECT_S = 5.0         # --address: how long the head's port gets to accept a c
 JOIN_RETRIES = 3        # ... and Ray's GCS client its attempts (Ray's default: 20, ~1 s each)
 RETRIES_ENV = "RAY_gcs_server_port_wait_time_s"    # Ray 2.60's budget of those attempts
 ADDRESS = re.compile(r"\[?([A-Za-z0-9._:-]+?)\]?:(\d{1,5})")
+
+
+def own_token() -> None:
+    """The embedded instance's token. Ray 2.60 has no bind address: its GCS and raylet listen on
+    every interface whatever the node's IP, so unless RAY_AUTH_MODE says otherwise the instance
+    takes a random token of its own and nothing else on the network can run code on it. Ray
+    reads the mode when imported: set before that, or not at all."""
+    if "ray" not in sys.modules and not os.environ.get("RAY_AUTH_MODE"):
+        os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
 
 
 def import_ray():
@@ -104,7 +114,7 @@ def join_ray(ray, address: str, quiet: dict) -> None:
             mode = os.environ.get("RAY_AUTH_MODE") or "disabled"
             raise FleetError(f"--address {address}: the Ray cluster refused this driver's "
                              f"authentication (RAY_AUTH_MODE here: {mode}): a cluster started "
-                             f"by `ray start --head` on Ray >= 2.59 requires a token; set "
+                             f"by `ray start --head` on Ray 2.60 requires a token; set "
                              f"RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's (`ray "
                              f"get-auth-token` on the head)") from None
         line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -124,10 +134,11 @@ def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None
     else:
         # address="local": a new instance even when RAY_ADDRESS or a running cluster is about
         ray.init(address="local", num_cpus=num_cpus or max(1, len(fleet.racks)),
-                 resources=fleet.resources(), **quiet)
+                 resources=fleet.resources(), _node_ip_address="127.0.0.1", **quiet)
         mode = "embedded"
     ctx = ray.get_runtime_context()
     return {"version": ray.__version__, "mode": mode, "address": ctx.gcs_address,
+            "auth": os.environ.get("RAY_AUTH_MODE") or "disabled",
             "driver_node_id": ctx.get_node_id(), "resources": ray.cluster_resources()}
 
 
@@ -274,6 +285,8 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
     """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
     recorded in fleet.json and the others go on. Ray that cannot be started or joined is a
     FleetError before any fleet folder is made."""
+    if address is None:
+        own_token()
     ray = import_ray()
     # absolute on the driver: a rack's task resolves a relative path against its worker's
     # folder, which is the folder `ray start` ran in, even on the driver's own node
