@@ -143,6 +143,8 @@ def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
         assert rec["verdict"] == {0: "PASS", 3: "UNDECIDED"}[rec["exit_status"]], rec
         assert rec["reason"]
         assert 7 < rec["probed_s"] < rec["wall_s"], rec     # its own probing time, of 8 s
+        log = (folder / "racks" / r / "run.log").read_text()
+        assert log.rstrip().endswith(f"verdict: {rec['verdict']}: {rec['reason']}"), log
         run = folder / rec["run_folder"]
         manifest = json.loads((run / "manifest.json").read_text())
         assert manifest["status"] == "completed" and manifest["parameters"]["duration_s"] == 8

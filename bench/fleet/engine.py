@@ -134,7 +134,7 @@ def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None
     else:
         # address="local": a new instance even when RAY_ADDRESS or a running cluster is about
         ray.init(address="local", num_cpus=num_cpus or max(1, len(fleet.racks)),
-                 resources=fleet.resources(), _node_ip_address="127.0.0.1", **quiet)
+                 resources=fleet.resources(), **quiet)
         mode = "embedded"
     ctx = ray.get_runtime_context()
     return {"version": ray.__version__, "mode": mode, "address": ctx.gcs_address,

@@ -5,8 +5,9 @@ folder (or, from a remote bench host, the run's tarball and its manifest and sum
     FLEET/fleet.toml                     the fleet file as given
     FLEET/racks/NAME/RUN_ID/             the rack's run folder (rackclock report/compare read it)
     FLEET/racks/NAME/RUN_ID.tar.gz       from a remote host: the whole run folder ...
-    FLEET/racks/NAME/RUN_ID/{manifest,summary,measurements}.json   ... and these, unpacked
-    FLEET/racks/NAME/run.log             the end of the rack's `rackclock run` output
+    FLEET/racks/NAME/RUN_ID/{manifest,summary,measurements,truth,incident}.json  ... unpacked
+    FLEET/racks/NAME/run.log             the end of the rack's `rackclock run` output, then its
+                                         status and verdict
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def ensure_unpacked(run_dir: Path) -> Path:
 def gather(fleet_dir: Path, result: dict) -> dict:
     """Write what the task returned into the fleet folder; the rack's record for fleet.json."""
     rd = rack_dir(fleet_dir, result["rack"])
-    safeio.write_text(rd / "run.log", result.get("log") or "")
+    safeio.make_folder(rd)
     record = {k: result.get(k) for k in ("host", "node_id", "pid", "transfer", "started_ns",
                                          "stopped_ns", "wall_s", "exit_status")}
     run_id = result.get("run_id")
@@ -104,6 +105,8 @@ def gather(fleet_dir: Path, result: dict) -> dict:
     record["error"] = last_error(result, manifest) or said_of(record, result)
     record["verdict"], record["reason"] = rack_verdict({**record, **{
         k: result.get(k) for k in ("verdict", "reason")}})
+    safeio.write_text(rd / "run.log", (result.get("log") or "") + f"status: {record['status']}"
+                      f"\nverdict: {record['verdict']}: {record['reason']}\n")
     return record
 
 
