@@ -1,8 +1,9 @@
-"""`rackclock fleet run --address` against a Ray cluster started by `ray start --head` on loopback,
-with token authentication (Ray 2.60's default), from ANOTHER folder than the fleet command's:
-a rack's worker then resolves a relative path against the folder `ray start` ran in, not the
-driver's. One cluster serves every test of this module (its start costs seconds on two cores);
-its teardown kills the whole `ray start` session and proves nothing of it is left.
+"""`rackclock fleet run --address` against a two-node Ray cluster on loopback (`ray start --head`
+and a second `ray start --address`, two raylets), with token authentication (Ray 2.60's
+default), started from OTHER folders than the fleet command's: a rack's worker resolves a
+relative path against the folder `ray start` ran in, not the driver's. One cluster serves every
+test of this module (its start costs seconds on two cores); its teardown kills each `ray start`
+session and proves nothing of them is left.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from bench.ports import free_port
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
 
 pytestmark = pytest.mark.slow
-RACKS = ("a", "r1", "r2", "r3")       # what the head declares; rack b is declared by no node
+HEAD_RACKS = ("a", "r1", "r2")    # what the head declares; r3 the second node; b no node
 
 
 def _stop(head: subprocess.Popen) -> list[int]:
@@ -46,32 +47,45 @@ def _stop(head: subprocess.Popen) -> list[int]:
     return left
 
 
+def _ray_start(args: list[str], where: Path, env: dict) -> subprocess.Popen:
+    """`ray start --block ARGS` in `where`, in a session of its own; returns once it says the
+    runtime started (a condition with a deadline), its log in `where`/ray-start.log."""
+    log = where / "ray-start.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("ray")), "start", "--block",
+             "--node-ip-address=127.0.0.1", "--disable-usage-stats", *args],
+            cwd=where, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **env})
+    wait_until(lambda: "Ray runtime started" in log.read_text() or proc.poll() is not None,
+               DEADLINE_S, f"ray start in {where}")
+    assert "Ray runtime started" in log.read_text(), log.read_text()
+    return proc
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """(address, env of the driver, the folder `ray start` ran in): a one-node cluster whose
-    node declares racks a, r1, r2 and r3, its temp dir a short folder of this test's own."""
+    """(address, env of the driver, the folder `ray start` ran in): two raylets on loopback,
+    the head declaring racks a, r1 and r2, the second node (another folder) rack r3; the
+    temp dir a short folder of this test's own."""
     where = tmp_path_factory.mktemp("raystart")
     temp = tmp_path_factory.mktemp("rt")        # short: Ray's socket paths must fit 107 bytes
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
     port = free_port()
-    log = where / "ray-start.log"
-    resources = json.dumps({f"rack:{r}": 1 for r in RACKS})
-    with open(log, "w") as out:
-        head = subprocess.Popen(
-            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
-             f"--port={port}", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}",
-             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
-             f"--resources={resources}"],
-            cwd=where, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **env})
+    nodes: list[subprocess.Popen] = []
     left: list[int] = []
     try:
-        wait_until(lambda: "Ray runtime started" in log.read_text() or head.poll() is not None,
-                   DEADLINE_S, "ray start")
-        assert "Ray runtime started" in log.read_text(), log.read_text()
+        nodes.append(_ray_start(["--head", "--include-dashboard=false", f"--port={port}",
+                                 f"--temp-dir={temp}",
+                                 "--num-cpus=2", "--resources=" + json.dumps(
+                                     {f"rack:{r}": 1 for r in HEAD_RACKS})], where, env))
+        nodes.append(_ray_start([f"--address=127.0.0.1:{port}", "--num-cpus=1",
+                                 '--resources={"rack:r3": 1}'],
+                                tmp_path_factory.mktemp("node2"), env))
         yield f"127.0.0.1:{port}", env, where
     finally:
-        left = _stop(head)
+        for node in reversed(nodes):
+            left += _stop(node)
     assert not left, f"ray start left processes behind: {left}"
 
 
@@ -82,12 +96,13 @@ def _racks(tmp_path: Path, fleet: str) -> None:
 
 def test_a_relative_out_keeps_every_rack_when_ray_started_elsewhere(cluster, tmp_path):
     """Ray started from another folder, `--out out` relative: every rack's run folder is in the
-    driver's out/, whether written in place (the driver's node) or delivered as a tarball, and
-    nothing is written under the folder `ray start` ran in."""
+    driver's out/, whether written in place (r1 and r2, on the driver's node) or delivered as a
+    tarball (r3, on the second node), and nothing is written under the folder `ray start` ran
+    in."""
     address, env, where = cluster
     _racks(tmp_path, '[fleet]\nname = "rel"\nduration_s = 4\n'
                      '[racks.r1]\nrack = "rack.toml"\n[racks.r2]\nrack = "rack.toml"\n'
-                     '[racks.r3]\nrack = "rack.toml"\ntransfer = "tarball"\n')
+                     '[racks.r3]\nrack = "rack.toml"\n')
     cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--address", address],
                    tmp_path, env=env)
     (folder,) = (tmp_path / "out").glob("*-fleet-rel")
@@ -99,6 +114,7 @@ def test_a_relative_out_keeps_every_rack_when_ray_started_elsewhere(cluster, tmp
         assert (folder / rec["run_folder"] / "summary.json").exists()
         assert rec["probed_s"] > 3, rec           # the run's own probing time (4 s asked)
     assert m["racks"]["r1"]["transfer"] == "folder" and m["racks"]["r3"]["transfer"] == "tarball"
+    assert m["racks"]["r1"]["node_id"] == m["ray"]["driver_node_id"] != m["racks"]["r3"]["node_id"]
     assert not list(where.rglob("manifest.json")), "a run folder was written where Ray started"
     assert m["status"] == "completed"
 
