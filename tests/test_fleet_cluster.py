@@ -12,13 +12,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from procs import SESSION, pids_where, wait_until
 from racks import sim_rack_text
-from test_fleet import DEADLINE_S, EXIT_DEADLINE_S, rackclock
+from test_fleet import DEADLINE_S, EXIT_DEADLINE_S, STOP_S, rackclock, signalled
 
 from bench.ports import free_port
 
@@ -169,3 +170,35 @@ def test_a_driver_without_the_token_is_told_in_one_line(cluster, tmp_path):
     assert cp.stderr.count("\n") == 1, cp.stderr
     assert "RAY_AUTH_MODE=token" in cp.stderr and "RAY_AUTH_TOKEN" in cp.stderr, cp.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_sigterm_stops_the_racks_on_every_node(cluster, tmp_path):
+    """SIGTERM to `fleet run` while r1 (the driver's node) and r3 (the second node) probe: both
+    runs stop probing within STOP_S of the signal, close as a signalled `run` does (interrupted,
+    summarised) and are gathered, r3's as its tarball; the fleet says interrupted, FAIL."""
+    address, env, _ = cluster
+    _racks(tmp_path, '[fleet]\nname = "stop"\nduration_s = 600\n'
+                     '[racks.r1]\nrack = "rack.toml"\n[racks.r3]\nrack = "rack.toml"\n')
+    since = time.time()
+    scratch = Path(tempfile.gettempdir())     # r3's run folder until its task returns
+
+    def probing():
+        here = list((tmp_path / "out").glob("*-fleet-stop/racks/r1/*/samples/bmc-1.csv"))
+        there = [f for f in scratch.glob("rackclock-fleet-r3-*/*/samples/bmc-1.csv")
+                 if f.stat().st_mtime >= since]
+        return all(any(f.stat().st_size > 200 for f in fs) for fs in (here, there))
+
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--address", address],
+                   tmp_path, until=probing, env=env, sig=signal.SIGTERM)
+    (folder,) = (tmp_path / "out").glob("*-fleet-stop")
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["status"] == "interrupted" and m["verdict"] == "FAIL", cp.stdout + cp.stderr
+    assert cp.returncode == 1
+    for r in ("r1", "r3"):
+        rec = m["racks"][r]
+        assert rec["status"] == "interrupted", rec
+        rm = json.loads((folder / rec["run_folder"] / "manifest.json").read_text())
+        assert rm["status"] == "interrupted" and (folder / rec["run_folder"] /
+                                                   "summary.json").exists()
+        assert (rm["probed_until_ns"] - signalled[-1]) / 1e9 < STOP_S, (r, rm["probed_until_ns"])
+    assert m["racks"]["r3"]["transfer"] == "tarball"
