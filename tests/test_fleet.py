@@ -68,11 +68,11 @@ def _as_a_foreground_command() -> None:
 
 
 def rackclock(args: list[str], cwd: Path, until=None, env: dict | None = None,
-              sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
+              sig: int = signal.SIGINT, then=None) -> subprocess.CompletedProcess:
     """Run the command to its end; with `until`, a condition: once it holds, SIGINT to the
     command alone (as `ray.cancel` is then its only way to stop the racks), or `sig`. `env`:
     added to this process's environment. The signal's time (ns since the epoch): appended to
-    `signalled`."""
+    `signalled`. `then`: called once `until` holds, instead of the signal."""
     proc = subprocess.Popen(RACKCLOCK + args, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=_as_a_foreground_command, env={**os.environ, **(env or {})})
@@ -81,8 +81,11 @@ def rackclock(args: list[str], cwd: Path, until=None, env: dict | None = None,
             deadline = time.monotonic() + DEADLINE_S
             while not until() and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-            proc.send_signal(sig)
-            signalled.append(time.time_ns())
+            if then is not None:
+                then()
+            else:
+                proc.send_signal(sig)
+                signalled.append(time.time_ns())
         out, err = proc.communicate(timeout=DEADLINE_S)
     finally:
         if proc.poll() is None:
@@ -281,3 +284,34 @@ def test_fleet_verdict_is_the_worst_of_the_racks():
     assert why.startswith("6 rack(s): 2 FAIL (r4, r5); 1 UNDECIDED (r1); 3 PASS"), why
     assert rack_verdict(racks["r5"]) == ("FAIL", "not completed (crashed): NodeDiedError: ...")
     assert rack_verdict({"status": "submitted"})[0] == "FAIL"     # a lost driver's rack
+
+
+def test_a_rack_whose_worker_is_killed_is_retried_once_and_completes(tmp_path):
+    """SIGKILL to the Ray worker running rack a (the pid in its run's manifest) while it probes:
+    the fleet submits the rack again (an infrastructure failure, not a measured one), the second
+    attempt completes, and fleet.json records both attempts, the first with its partial folder."""
+    (tmp_path / "rack.toml").write_text(sim_rack_text(["bmc-1"], name="a", seed=3))
+    (tmp_path / "fleet.toml").write_text('[fleet]\nname = "retry"\nduration_s = 6\n'
+                                         '[racks.a]\nrack = "rack.toml"\n')
+    runs = tmp_path / "out"
+
+    def probing():
+        return any(f.stat().st_size > 200 for f in
+                   runs.glob("*-fleet-retry/racks/a/*/samples/bmc-1.csv"))
+
+    def kill_the_worker():
+        (manifest,) = runs.glob("*-fleet-retry/racks/a/*/manifest.json")
+        os.kill(json.loads(manifest.read_text())["pid"], signal.SIGKILL)
+
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], tmp_path, until=probing,
+                   then=kill_the_worker)
+    (folder,) = runs.glob("*-fleet-retry")
+    m = json.loads((folder / "fleet.json").read_text())
+    rec = m["racks"]["a"]
+    assert rec["status"] == "completed" and rec["attempts"] == 2, (rec, cp.stderr)
+    assert m["status"] == "completed" and cp.returncode in (0, 3), cp.stdout + cp.stderr
+    (first,) = rec["earlier_attempts"]
+    assert first["status"] == "crashed" and "WorkerCrashedError" in first["error"], first
+    assert first["run_folder"] != rec["run_folder"]
+    partial = json.loads((folder / first["run_folder"] / "manifest.json").read_text())
+    assert partial["status"] == "running"        # killed: nothing closed it

@@ -29,6 +29,8 @@ STOP_WAIT_S = 120.0     # after Ctrl-C: how long the racks get to summarise
 CONNECT_S = 5.0         # --address: how long the head's port gets to accept a connection
 JOIN_RETRIES = 3        # ... and Ray's GCS client its attempts (Ray's default: 20, ~1 s each)
 RETRIES_ENV = "RAY_gcs_server_port_wait_time_s"    # Ray 2.60's budget of those attempts
+RETRIES = 1             # a rack's task submitted again once when its worker or node died
+INFRASTRUCTURE = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError")
 ADDRESS = re.compile(r"\[?([A-Za-z0-9._:-]+?)\]?:(\d{1,5})")
 
 
@@ -143,6 +145,7 @@ def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None
 
 
 def rack_task(ray):
+    # max_retries=0: the driver retries (RETRIES), so that each attempt is recorded
     @ray.remote(num_cpus=0, max_retries=0)
     def run_rack_task(entry, out: str, driver_node: str) -> dict:
         import ray as ray_here
@@ -166,23 +169,41 @@ def unplaceable(fleet: FleetConfig, cluster: dict) -> dict[str, str]:
 
 
 def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, quiet: bool,
-             cancelled: bool = False) -> None:
-    """Gather one rack's finished (or cancelled) task into the fleet folder and fleet.json."""
+             cancelled: bool = False) -> bool:
+    """Gather one rack's finished (or cancelled) task into the fleet folder and fleet.json.
+    True when the task died of the infrastructure (its worker or node) with an attempt left:
+    recorded among the rack's `earlier_attempts`, for the caller to submit again."""
+    rec = manifest["racks"][name]
     try:
         record = gather(fleet_dir, ray.get(ref, timeout=0 if cancelled else None))
     except Exception as exc:        # the task's worker or node died, or it was cancelled
         record = {"status": "interrupted" if cancelled else "crashed",
-                  "error": f"{type(exc).__name__}: {exc}"}
+                  "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
         runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
         if runs:                     # written in place: the run folder is there all the same
             record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
             record["probed_s"] = _probed(runs[-1])
+        if not cancelled and _infrastructure(ray, exc) and rec.get("attempts", 1) <= RETRIES:
+            rec.setdefault("earlier_attempts", []).append(record)
+            rec.update(status="retrying", attempts=rec.get("attempts", 1) + 1)
+            write_fleet_manifest(fleet_dir, manifest)
+            _say(f"  {name}: {record['error']}; attempt {rec['attempts']} submitted", quiet)
+            return True
         record["verdict"], record["reason"] = rack_verdict(record)
-    manifest["racks"][name].update(record)
+    rec.update(record)
     write_fleet_manifest(fleet_dir, manifest)
     _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
          + (f" on {record.get('host')}" if record.get("host") else "")
          + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+    return False
+
+
+def _infrastructure(ray, exc: BaseException) -> bool:
+    """Whether a task's failure is the cluster's (worker, raylet or node died), not the rack's
+    (a rack's own failure is a result, never an exception: bench.fleet.tasks.run_rack)."""
+    kinds = tuple(getattr(ray.exceptions, n) for n in INFRASTRUCTURE
+                  if hasattr(ray.exceptions, n))
+    return isinstance(exc, kinds)
 
 
 def _probed(manifest_path: Path) -> float | None:
@@ -215,8 +236,22 @@ def _new_fleet(fleet: FleetConfig, fleet_text: str, out: Path) -> tuple[Path, di
     return fleet_dir, manifest
 
 
+class Launcher:
+    """Submits a rack's task (again, on a retry), pinned by its resources."""
+
+    def __init__(self, ray, fleet: FleetConfig, fleet_dir: Path, driver_node: str):
+        self.task = rack_task(ray)
+        self.entries = {r.name: r for r in fleet.racks}
+        self.fleet_dir, self.driver_node = fleet_dir, driver_node
+
+    def __call__(self, name: str):
+        r = self.entries[name]
+        return self.task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
+            r, str(rack_dir(self.fleet_dir, r.name)), self.driver_node)
+
+
 def _submit(ray, fleet: FleetConfig, fleet_dir: Path, manifest: dict, pending: dict,
-            quiet: bool) -> None:
+            quiet: bool) -> Launcher:
     """Record the racks no node can take as unplaceable; submit a task for each other rack
     (into `pending`: task -> rack)."""
     _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
@@ -224,21 +259,20 @@ def _submit(ray, fleet: FleetConfig, fleet_dir: Path, manifest: dict, pending: d
     for name, why in unplaceable(fleet, manifest["ray"]["resources"]).items():
         manifest["racks"][name].update(status="unplaceable", error=why)
         _say(f"  {name}: unplaceable: {why}", quiet)
-    task = rack_task(ray)
-    driver_node = manifest["ray"]["driver_node_id"]
+    launch = Launcher(ray, fleet, fleet_dir, manifest["ray"]["driver_node_id"])
     for r in fleet.racks:
         if manifest["racks"][r.name]["status"] != "pending":
             continue
-        ref = task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
-            r, str(rack_dir(fleet_dir, r.name)), driver_node)
-        pending[ref] = r.name
-        manifest["racks"][r.name]["status"] = "submitted"
+        pending[launch(r.name)] = r.name
+        manifest["racks"][r.name].update(status="submitted", attempts=1)
     write_fleet_manifest(fleet_dir, manifest)
+    return launch
 
 
 def _wait_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
-              quiet: bool) -> None:
-    """Gather each rack as its task ends, under a progress bar of the racks."""
+              quiet: bool, launch: Launcher) -> None:
+    """Gather each rack as its task ends, under a progress bar of the racks; a rack whose
+    task died of the infrastructure submitted again (RETRIES)."""
     with tqdm(total=len(pending), unit="rack", disable=quiet or None,
               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
               ) as bar:
@@ -247,8 +281,11 @@ def _wait_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
                                 refresh=False)
             done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
             for ref in done:
-                _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
-                bar.update(1)
+                name = pending.pop(ref)
+                if _collect(ray, ref, name, fleet_dir, manifest, t0, quiet):
+                    pending[launch(name)] = name
+                else:
+                    bar.update(1)
             bar.refresh()
 
 
@@ -309,8 +346,8 @@ def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | Non
         manifest.update(ray=info, status="running")
         manifest["versions"]["ray"] = ray.__version__
         try:
-            _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
-            _wait_all(ray, pending, fleet_dir, manifest, t0, quiet)
+            launch = _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
+            _wait_all(ray, pending, fleet_dir, manifest, t0, quiet, launch)
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
