@@ -315,3 +315,26 @@ def test_a_rack_whose_worker_is_killed_is_retried_once_and_completes(tmp_path):
     assert first["run_folder"] != rec["run_folder"]
     partial = json.loads((folder / first["run_folder"] / "manifest.json").read_text())
     assert partial["status"] == "running"        # killed: nothing closed it
+
+
+def test_a_fleet_whose_command_died_is_reported_abandoned(fleet, tmp_path):
+    """fleet.json left `running` by a command that died (Ray kills the driver when the head is
+    lost): `fleet report` says abandoned, each rack it had not gathered FAIL with the run
+    folder it left, and exits 1."""
+    folder, _ = fleet
+    lost = tmp_path / folder.name
+    shutil.copytree(folder, lost)
+    m = json.loads((lost / "fleet.json").read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    m.update(status="running", pid=dead.pid)
+    for key in ("verdict", "reason", "run_folder", "status", "exit_status", "probed_s"):
+        m["racks"]["a"].pop(key, None)
+    m["racks"]["a"]["status"] = "submitted"
+    (lost / "fleet.json").write_text(json.dumps(m))
+    cp = rackclock(["fleet", "report", str(lost), "--no-html", "--wide"], tmp_path)
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "abandoned" in cp.stdout.splitlines()[0], cp.stdout
+    (row,) = [ln for ln in cp.stdout.splitlines() if ln.split()[:1] == ["a"]]
+    assert row.split()[1:3] == ["FAIL", "abandoned"] and "racks/a/" in row, row
+    assert f"not gathered: the fleet command (pid {dead.pid})" in row

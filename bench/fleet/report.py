@@ -20,7 +20,7 @@ import numpy as np
 from bench.compare.measures import Measure, identities, run_measures
 from bench.compare.output import verdict_line
 from bench.compare.verdicts import Comparison, compare_runs, fmt_value
-from bench.fleet.gather import ensure_unpacked, load_fleet_manifest
+from bench.fleet.gather import ensure_unpacked, load_fleet_manifest, rack_dir
 from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.model.outcomes import FAIL, PASS
 from bench.model.rundata import Run, load_run
@@ -59,8 +59,12 @@ class Distribution:
 
 
 def load_fleet(path: str | Path) -> Fleet:
+    """A fleet folder read back; one whose command died without closing it (a lost head or
+    driver) is `abandoned`, its ungathered racks with what they left (bench.fleet.gather)."""
     path = Path(path)
     manifest = load_fleet_manifest(path)
+    if driver_gone(manifest):
+        manifest = abandoned(path, manifest)
     racks = []
     for name, rec in manifest.get("racks", {}).items():
         run = None
@@ -68,6 +72,43 @@ def load_fleet(path: str | Path) -> Fleet:
             run = load_run(ensure_unpacked(path / rec["run_folder"]))
         racks.append(FleetRack(name, rec, run))
     return Fleet(path, manifest, tuple(racks))
+
+
+def driver_gone(manifest: dict) -> bool:
+    """Whether fleet.json says `starting` or `running` but its command, on this host, is no
+    longer alive (killed: by Ray when the head was lost, or SIGKILL). On another host: unknown,
+    False."""
+    import os
+    import socket
+    if manifest.get("status") not in ("starting", "running") or not isinstance(
+            manifest.get("pid"), int):
+        return False
+    if (manifest.get("host") or {}).get("hostname") != socket.gethostname():
+        return False
+    try:
+        os.kill(manifest["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:        # alive, someone else's
+        return False
+    return False
+
+
+def abandoned(path: Path, manifest: dict) -> dict:
+    """The manifest of a fleet whose command died: status `abandoned`; each rack it had not
+    gathered says so, with the run folder it left in the fleet folder (written in place on the
+    driver's node; a remote rack's run is on its bench host)."""
+    racks = {}
+    for name, rec in manifest.get("racks", {}).items():
+        if rec.get("status") in ("pending", "submitted", "retrying"):
+            left = sorted(p.parent for p in rack_dir(path, name).glob("*/manifest.json"))
+            rec = {**rec, "status": "abandoned",
+                   "error": f"not gathered: the fleet command (pid {manifest['pid']}) ended "
+                            f"while the rack was {rec.get('status')}"}
+            if left:
+                rec["run_folder"] = str(left[-1].relative_to(path))
+        racks[name] = rec
+    return {**manifest, "status": "abandoned", "racks": racks}
 
 
 def distributions(fleet: Fleet) -> list[Distribution]:
