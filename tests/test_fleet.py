@@ -235,7 +235,7 @@ def test_fleet_file_errors_are_one_line(tmp_path):
 STOP_S = 15            # issue 49: a stopped fleet's racks stop probing within 15 s
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_fleet_stops_its_running_racks(tmp_path, sig):
     """Ctrl-C or SIGTERM to `rackclock fleet run` while two racks run: each rack's run is stopped
     through ray.cancel (its own Ctrl-C path: interrupted, summarised), long before its 600 s,
