@@ -17,6 +17,7 @@ KNOWN = {
     "drivers/host_kernel.py:HostKernel._write_line": "a line into /dev/kmsg, a kernel device",
     "bench/output/timeline_files.py:OtelSink.add": "an unnamed temporary file (no name to plant)",
     "bench/fleet/gather.py:unpack_members": "tarfile's 'data' filter, into a checked folder",
+    "bench/fleet/engine.py:_stderr_held": "an unnamed temporary file holding fd 2 (no name)",
     "bench/output/figures.py:save": "savefig into a memory buffer and into safeio's file objects",
     "bench/output/plots.py:_offset_plots": "savefig into safeio's file objects",
 }

@@ -1,11 +1,13 @@
 """`rackclock fleet run FLEET.toml` and `rackclock fleet report FLEET_FOLDER`.
 
 run: every rack of the fleet file (bench.fleet.config) as a Ray task on the host that holds
-its resource (bench.fleet.engine), gathered into one fleet folder (bench.fleet.gather). Exit 0
-when every rack completed with usable reads, 1 when one did not (the others still ran), 2 on a
-bad fleet file or no Ray.
+its resource (bench.fleet.engine), gathered into one fleet folder (bench.fleet.gather).
 report: per rack, per plane and firmware, and with --baseline the rollout verdicts
-(bench.fleet.report). Exit 1 when a rack regressed against the baseline, 2 on bad input.
+(bench.fleet.report).
+Both exit by the fleet's verdict (bench.fleet.verdict), in the exit table of `rackclock run`
+(bench.model.outcomes): 0 PASS, 1 FAIL (a rack failed or did not complete; report: or a rack
+regressed against the baseline), 3 UNDECIDED; 2 on a bad fleet file or address, no Ray, or
+bad input.
 """
 from __future__ import annotations
 
@@ -15,6 +17,10 @@ import tomllib
 from pathlib import Path
 
 from bench.fleet.config import FleetError, fleet_from_dict
+from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
+
+EPILOG = ("The fleet's verdict is the worst of its racks' (a rack whose run did not complete: "
+          "FAIL);\n" + exit_table_text())
 
 
 def load_fleet_file(path: Path):
@@ -28,9 +34,9 @@ def load_fleet_file(path: Path):
 
 
 def _run(a) -> int:
-    from bench.compare.output import _table as text_table
     from bench.fleet.engine import run_fleet
-    from bench.fleet.report import RACK_HEAD, load_fleet, rack_rows
+    from bench.fleet.report import load_fleet, rack_lines, report_exit, terminal_width
+    from bench.fleet.verdict import fleet_verdict
 
     try:
         fleet, text = load_fleet_file(a.fleet_file)
@@ -41,11 +47,10 @@ def _run(a) -> int:
         return 2
     fl = load_fleet(folder)
     if not a.quiet:
-        print("\n".join(text_table(RACK_HEAD, rack_rows(fl))))
-    print(f"fleet folder: {folder}")
-    ok = fl.manifest.get("status") == "completed" and all(
-        fr.record.get("status") == "completed" for fr in fl.racks)
-    return 0 if ok else 1
+        print("\n".join(rack_lines(fl, None if a.wide else terminal_width())))
+    word, _ = fleet_verdict({fr.name: fr.record for fr in fl.racks})
+    print(f"fleet verdict: {word}; fleet folder: {folder}")
+    return report_exit(fl, allow_undecided=a.allow_undecided)
 
 
 def _report(a) -> int:
@@ -62,20 +67,20 @@ def _report(a) -> int:
         print(f"rackclock fleet report: {exc}", file=sys.stderr)
         return 2
     ds = rep.distributions(fleet)
-    print(rep.text(fleet, ds, verdicts, baseline))
+    print(rep.text(fleet, ds, verdicts, baseline, None if a.wide else rep.terminal_width()))
     if not a.no_html:
         print(f"report: {rep.html(fleet, ds, verdicts, baseline)}")
     if a.json:
         rep.write_json(a.json, rep.as_dict(fleet, ds, verdicts))
-    return 1 if verdicts and any(rep.rollout_word(c) == "REGRESSED"
-                                 for c in verdicts.values()) else 0
+    return rep.report_exit(fleet, verdicts, a.allow_undecided)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock fleet",
                                  description="a fleet of racks on Ray: run, report")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run every rack of a fleet file, one Ray task per rack")
+    r = sub.add_parser("run", help="run every rack of a fleet file, one Ray task per rack",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("fleet_file", type=Path, help="fleet file (TOML; bench/fleet/config.py)")
     r.add_argument("--out", type=Path, default=Path("results"), help="folder for fleet folders")
     r.add_argument("--address", default=None,
@@ -83,8 +88,14 @@ def main(argv: list[str] | None = None) -> int:
                         "declaring every rack's resource)")
     r.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of the local instance (default: one per rack)")
-    r.add_argument("--quiet", action="store_true", help="only the fleet folder")
-    p = sub.add_parser("report", help="per rack, per plane and firmware, rollout verdicts")
+    r.add_argument("--quiet", action="store_true", help="only the verdict and fleet folder")
+    p = sub.add_parser("report", help="per rack, per plane and firmware, rollout verdicts",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for x in (r, p):
+        x.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
+        x.add_argument("--wide", action="store_true",
+                       help="every column, as wide as it is (default: fit the terminal, "
+                            "COLUMNS or 120)")
     p.add_argument("fleet", type=Path, help="fleet folder")
     p.add_argument("--baseline", type=Path, default=None,
                    help="fleet folder before the rollout: compare each rack's run with it")

@@ -6,7 +6,11 @@ Ray is an optional extra (`pip install 'rackclock[fleet]'`); it is imported only
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import secrets
+import socket
 import sys
 import time
 from pathlib import Path
@@ -14,13 +18,29 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.fleet.config import FleetConfig, FleetError
-from bench.fleet.gather import gather, rack_dir, write_fleet_manifest
+from bench.fleet.gather import gather, probed_s, rack_dir, write_fleet_manifest
+from bench.fleet.verdict import RAN, fleet_verdict, rack_verdict
 from bench.model import provenance
 from bench.model.store import new_run_id
 from bench.run.signals import interrupt_on_signals
 
 POLL_S = 1.0
 STOP_WAIT_S = 120.0     # after Ctrl-C: how long the racks get to summarise
+CONNECT_S = 5.0         # --address: how long the head's port gets to accept a connection
+JOIN_RETRIES = 3        # ... and Ray's GCS client its attempts (Ray's default: 20, ~1 s each)
+RETRIES_ENV = "RAY_gcs_server_port_wait_time_s"    # Ray 2.60's budget of those attempts
+RETRIES = 1             # a rack's task submitted again once when its worker or node died
+INFRASTRUCTURE = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError")
+ADDRESS = re.compile(r"\[?([A-Za-z0-9._:-]+?)\]?:(\d{1,5})")
+
+
+def own_token() -> None:
+    """The embedded instance's token. Ray 2.60 has no bind address: its GCS and raylet listen on
+    every interface whatever the node's IP, so unless RAY_AUTH_MODE says otherwise the instance
+    takes a random token of its own and nothing else on the network can run code on it. Ray
+    reads the mode when imported: set before that, or not at all."""
+    if "ray" not in sys.modules and not os.environ.get("RAY_AUTH_MODE"):
+        os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
 
 
 def import_ray():
@@ -32,12 +52,86 @@ def import_ray():
     return ray
 
 
+def check_address(address: str) -> None:
+    """HOST:PORT of a Ray head reached within CONNECT_S, else a FleetError in one line (Ray
+    itself retries an unreachable address for a minute and more)."""
+    m = ADDRESS.fullmatch(address)
+    if not m:
+        raise FleetError(f"--address {address!r}: expected the Ray head's HOST:PORT "
+                         f"(e.g. head.lab:6379)")
+    host, port = m.group(1), int(m.group(2))
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_S).close()
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise FleetError(f"--address {address}: no Ray cluster answers there ({why}, within "
+                         f"{CONNECT_S:g} s): is `ray start --head --port={port}` running on "
+                         f"{host}, and the port open?") from None
+
+
+def _causes(exc: BaseException) -> str:
+    out: list[str] = []
+    x: BaseException | None = exc
+    while x is not None and len(out) < 5:
+        out.append(f"{type(x).__name__}: {x}")
+        x = x.__cause__ or x.__context__
+    return "\n".join(out)
+
+
+@contextlib.contextmanager
+def _stderr_held():
+    """File descriptor 2 (where Ray's C++ core logs) held in a temporary file within the block;
+    what it holds then written to stderr, unless the block emptied it."""
+    import tempfile
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield held
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            text = held.read().decode(errors="replace")
+            if text:
+                sys.stderr.write(text)
+
+
+def join_ray(ray, address: str, quiet: dict) -> None:
+    """ray.init on an existing cluster, Ray's own connection retries bounded (JOIN_RETRIES);
+    a refusal in one line, token authentication explained when it is the cause."""
+    check_address(address)
+    os.environ.setdefault(RETRIES_ENV, str(JOIN_RETRIES))
+    try:
+        with _stderr_held() as held:   # Ray's core logs each failed attempt to stderr itself
+            try:
+                ray.init(address=address, **quiet)
+            except BaseException:
+                held.truncate(0)        # said in the one line below
+                raise
+    except Exception as exc:        # Ray's ConnectionError wraps the cause in its traceback text
+        text = _causes(exc)
+        if "InvalidAuthToken" in text or "AuthenticationError" in text:
+            mode = os.environ.get("RAY_AUTH_MODE") or "disabled"
+            raise FleetError(f"--address {address}: the Ray cluster refused this driver's "
+                             f"authentication (RAY_AUTH_MODE here: {mode}): a cluster started "
+                             f"by `ray start --head` on Ray 2.60 requires a token; set "
+                             f"RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's (`ray "
+                             f"get-auth-token` on the head)") from None
+        line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FleetError(f"--address {address}: cannot join the Ray cluster: {line}") from None
+    finally:
+        if os.environ.get(RETRIES_ENV) == str(JOIN_RETRIES):
+            del os.environ[RETRIES_ENV]
+
+
 def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None) -> dict:
     """Start the embedded instance or join `address`; what the fleet manifest says of it."""
     quiet = {"include_dashboard": False, "log_to_driver": False,
              "configure_logging": True, "logging_level": "warning"}
     if address:
-        ray.init(address=address, **quiet)
+        join_ray(ray, address, quiet)
         mode = "joined"
     else:
         # address="local": a new instance even when RAY_ADDRESS or a running cluster is about
@@ -46,10 +140,12 @@ def start_ray(ray, fleet: FleetConfig, address: str | None, num_cpus: int | None
         mode = "embedded"
     ctx = ray.get_runtime_context()
     return {"version": ray.__version__, "mode": mode, "address": ctx.gcs_address,
+            "auth": os.environ.get("RAY_AUTH_MODE") or "disabled",
             "driver_node_id": ctx.get_node_id(), "resources": ray.cluster_resources()}
 
 
 def rack_task(ray):
+    # max_retries=0: the driver retries (RETRIES), so that each attempt is recorded
     @ray.remote(num_cpus=0, max_retries=0)
     def run_rack_task(entry, out: str, driver_node: str) -> dict:
         import ray as ray_here
@@ -73,21 +169,51 @@ def unplaceable(fleet: FleetConfig, cluster: dict) -> dict[str, str]:
 
 
 def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, quiet: bool,
-             cancelled: bool = False) -> None:
-    """Gather one rack's finished (or cancelled) task into the fleet folder and fleet.json."""
+             cancelled: bool = False) -> bool:
+    """Gather one rack's finished (or cancelled) task into the fleet folder and fleet.json.
+    True when the task died of the infrastructure (its worker or node) with an attempt left:
+    recorded among the rack's `earlier_attempts`, for the caller to submit again."""
+    rec = manifest["racks"][name]
     try:
         record = gather(fleet_dir, ray.get(ref, timeout=0 if cancelled else None))
     except Exception as exc:        # the task's worker or node died, or it was cancelled
         record = {"status": "interrupted" if cancelled else "crashed",
-                  "error": f"{type(exc).__name__}: {exc}"}
+                  "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
         runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
         if runs:                     # written in place: the run folder is there all the same
             record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
-    manifest["racks"][name].update(record)
+            record["probed_s"] = _probed(runs[-1])
+        if not cancelled and _infrastructure(ray, exc) and rec.get("attempts", 1) <= RETRIES:
+            rec.setdefault("earlier_attempts", []).append(record)
+            rec.update(status="retrying", attempts=rec.get("attempts", 1) + 1)
+            write_fleet_manifest(fleet_dir, manifest)
+            _say(f"  {name}: {record['error']}; attempt {rec['attempts']} submitted", quiet)
+            return True
+        record["verdict"], record["reason"] = rack_verdict(record)
+    rec.update(record)
     write_fleet_manifest(fleet_dir, manifest)
     _say(f"  {name}: {record['status']} after {time.monotonic() - t0:.1f} s"
          + (f" on {record.get('host')}" if record.get("host") else "")
          + (f" -- {record['error']}" if record.get("error") else ""), quiet)
+    return False
+
+
+def _infrastructure(ray, exc: BaseException) -> bool:
+    """Whether a task's failure is the cluster's (worker, raylet or node died), not the rack's
+    (a rack's own failure is a result, never an exception: bench.fleet.tasks.run_rack)."""
+    kinds = tuple(getattr(ray.exceptions, n) for n in INFRASTRUCTURE
+                  if hasattr(ray.exceptions, n))
+    return isinstance(exc, kinds)
+
+
+def _probed(manifest_path: Path) -> float | None:
+    """A partial run's probing time by its own manifest (None: unreadable or never probed)."""
+    from bench import saferead
+    from bench.model.documents import Manifest
+    try:
+        return probed_s(Manifest.of(saferead.load_object(manifest_path)))
+    except (saferead.FileFault, OSError, ValueError):
+        return None
 
 
 def _say(line: str, quiet: bool) -> None:
@@ -110,8 +236,22 @@ def _new_fleet(fleet: FleetConfig, fleet_text: str, out: Path) -> tuple[Path, di
     return fleet_dir, manifest
 
 
+class Launcher:
+    """Submits a rack's task (again, on a retry), pinned by its resources."""
+
+    def __init__(self, ray, fleet: FleetConfig, fleet_dir: Path, driver_node: str):
+        self.task = rack_task(ray)
+        self.entries = {r.name: r for r in fleet.racks}
+        self.fleet_dir, self.driver_node = fleet_dir, driver_node
+
+    def __call__(self, name: str):
+        r = self.entries[name]
+        return self.task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
+            r, str(rack_dir(self.fleet_dir, r.name)), self.driver_node)
+
+
 def _submit(ray, fleet: FleetConfig, fleet_dir: Path, manifest: dict, pending: dict,
-            quiet: bool) -> None:
+            quiet: bool) -> Launcher:
     """Record the racks no node can take as unplaceable; submit a task for each other rack
     (into `pending`: task -> rack)."""
     _say(f"ray {ray.__version__} ({manifest['ray']['mode']}, {manifest['ray']['address']}): "
@@ -119,21 +259,20 @@ def _submit(ray, fleet: FleetConfig, fleet_dir: Path, manifest: dict, pending: d
     for name, why in unplaceable(fleet, manifest["ray"]["resources"]).items():
         manifest["racks"][name].update(status="unplaceable", error=why)
         _say(f"  {name}: unplaceable: {why}", quiet)
-    task = rack_task(ray)
-    driver_node = manifest["ray"]["driver_node_id"]
+    launch = Launcher(ray, fleet, fleet_dir, manifest["ray"]["driver_node_id"])
     for r in fleet.racks:
         if manifest["racks"][r.name]["status"] != "pending":
             continue
-        ref = task.options(resources=dict(r.resources), name=f"rack:{r.name}").remote(
-            r, str(rack_dir(fleet_dir, r.name)), driver_node)
-        pending[ref] = r.name
-        manifest["racks"][r.name]["status"] = "submitted"
+        pending[launch(r.name)] = r.name
+        manifest["racks"][r.name].update(status="submitted", attempts=1)
     write_fleet_manifest(fleet_dir, manifest)
+    return launch
 
 
 def _wait_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
-              quiet: bool) -> None:
-    """Gather each rack as its task ends, under a progress bar of the racks."""
+              quiet: bool, launch: Launcher) -> None:
+    """Gather each rack as its task ends, under a progress bar of the racks; a rack whose
+    task died of the infrastructure submitted again (RETRIES)."""
     with tqdm(total=len(pending), unit="rack", disable=quiet or None,
               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
               ) as bar:
@@ -142,8 +281,11 @@ def _wait_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
                                 refresh=False)
             done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
             for ref in done:
-                _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet)
-                bar.update(1)
+                name = pending.pop(ref)
+                if _collect(ray, ref, name, fleet_dir, manifest, t0, quiet):
+                    pending[launch(name)] = name
+                else:
+                    bar.update(1)
             bar.refresh()
 
 
@@ -161,37 +303,66 @@ def _cancel_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
         _collect(ray, ref, pending.pop(ref), fleet_dir, manifest, t0, quiet, cancelled=True)
 
 
+def conclude(manifest: dict, status: str) -> None:
+    """The fleet's final status and verdict in its manifest: `completed` only when every rack's
+    run completed (else `incomplete`, naming the racks); each rack's verdict and the fleet's."""
+    racks = manifest["racks"]
+    for rec in racks.values():
+        if "verdict" not in rec or rec.get("status") not in RAN:
+            rec["verdict"], rec["reason"] = rack_verdict(rec)
+    left = sorted(n for n, rec in racks.items() if rec.get("status") not in RAN)
+    if status == "completed" and left:
+        status = "incomplete"
+    manifest.update(status=status, incomplete=left, racks_completed=len(racks) - len(left))
+    manifest["verdict"], manifest["reason"] = fleet_verdict(racks)
+
+
 def run_fleet(fleet: FleetConfig, fleet_text: str, out: Path, address: str | None = None,
               num_cpus: int | None = None, quiet: bool = False) -> Path:
     """Run every rack of `fleet` as a Ray task; returns the fleet folder. One rack failing is
-    recorded in fleet.json and the others go on."""
+    recorded in fleet.json and the others go on. Ray that cannot be started or joined is a
+    FleetError before any fleet folder is made."""
+    if address is None:
+        own_token()
     ray = import_ray()
-    fleet_dir, manifest = _new_fleet(fleet, fleet_text, Path(out))
+    # absolute on the driver: a rack's task resolves a relative path against its worker's
+    # folder, which is the folder `ray start` ran in, even on the driver's own node
+    out = Path(out).resolve()
     t0 = time.monotonic()
+    try:
+        info = start_ray(ray, fleet, address, num_cpus)
+    except BaseException:
+        _shutdown(ray)
+        raise
+    info["init_s"] = round(time.monotonic() - t0, 3)
     status = "failed"
     pending: dict = {}
-    signals = interrupt_on_signals()
-    try:
-        manifest["ray"] = start_ray(ray, fleet, address, num_cpus)
-        signals.__enter__()   # after ray.init, which sets its own SIGTERM handler (an exit):
-        # SIGTERM and SIGHUP stop the fleet as Ctrl-C does, as they stop `rackclock run`
-        manifest["ray"]["init_s"] = round(time.monotonic() - t0, 3)
+    with contextlib.ExitStack() as stack:
+        stack.callback(_shutdown, ray)
+        # after ray.init, which sets its own SIGTERM handler (an exit): SIGTERM and SIGHUP
+        # stop the fleet as Ctrl-C does, as they stop `rackclock run`
+        stack.enter_context(interrupt_on_signals())
+        fleet_dir, manifest = _new_fleet(fleet, fleet_text, out)
+        manifest.update(ray=info, status="running")
         manifest["versions"]["ray"] = ray.__version__
-        manifest["status"] = "running"
-        _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
-        _wait_all(ray, pending, fleet_dir, manifest, t0, quiet)
-        status = "completed"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        _cancel_all(ray, pending, fleet_dir, manifest, t0, quiet)
-    except Exception as exc:
-        manifest["error"] = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        manifest.update(status=status, stopped_ns=time.time_ns(),
-                        duration_s=round(time.monotonic() - t0, 3))
-        write_fleet_manifest(fleet_dir, manifest)
-        if ray.is_initialized():
-            ray.shutdown()
-        signals.__exit__(None, None, None)
+        try:
+            launch = _submit(ray, fleet, fleet_dir, manifest, pending, quiet)
+            _wait_all(ray, pending, fleet_dir, manifest, t0, quiet, launch)
+            status = "completed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            _cancel_all(ray, pending, fleet_dir, manifest, t0, quiet)
+        except Exception as exc:
+            manifest["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            manifest.update(stopped_ns=time.time_ns(),
+                            duration_s=round(time.monotonic() - t0, 3))
+            conclude(manifest, status)
+            write_fleet_manifest(fleet_dir, manifest)
     return fleet_dir
+
+
+def _shutdown(ray) -> None:
+    if ray.is_initialized():
+        ray.shutdown()

@@ -5,8 +5,9 @@ folder (or, from a remote bench host, the run's tarball and its manifest and sum
     FLEET/fleet.toml                     the fleet file as given
     FLEET/racks/NAME/RUN_ID/             the rack's run folder (rackclock report/compare read it)
     FLEET/racks/NAME/RUN_ID.tar.gz       from a remote host: the whole run folder ...
-    FLEET/racks/NAME/RUN_ID/{manifest,summary,measurements}.json   ... and these, unpacked
-    FLEET/racks/NAME/run.log             the end of the rack's `rackclock run` output
+    FLEET/racks/NAME/RUN_ID/{manifest,summary,measurements,truth,incident}.json  ... unpacked
+    FLEET/racks/NAME/run.log             the end of the rack's `rackclock run` output, then its
+                                         status and verdict
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import tarfile
 from pathlib import Path
 
 from bench import safeio, saferead
+from bench.fleet.verdict import rack_verdict
 from bench.model.documents import Manifest
 from bench.model.rundata import unusable_devices
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 
 FLEET_MANIFEST = "fleet.json"
-UNPACKED = ("manifest.json", "summary.json", "measurements.json")
+UNPACKED = ("manifest.json", "summary.json", "measurements.json", "truth.json", "incident.json")
 
 
 def rack_dir(fleet_dir: Path, rack: str) -> Path:
@@ -29,11 +31,14 @@ def rack_dir(fleet_dir: Path, rack: str) -> Path:
 
 def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = False) -> str:
     """completed | unusable (completed, a device gave no usable read) | refused | failed |
-    interrupted | disk_full | crashed (the task itself died). A completed run's verdict (exit 0
-    PASS, 1 FAIL, 3 UNDECIDED) is the rollout's business, not the rack's status."""
+    interrupted | disk_full | crashed (the task itself died) | lost (the task made a run folder
+    that did not reach the fleet folder). A completed run's verdict (exit 0 PASS, 1 FAIL,
+    3 UNDECIDED) is the rack's verdict (bench.fleet.verdict), not its status."""
     if result.get("exit_status") is None:
         return "crashed"
     if run_manifest is None:
+        if result.get("run_id"):
+            return "lost"
         return "refused" if result["exit_status"] == 2 else "failed"
     status = str(run_manifest.status or RunStatus.FAILED)
     if status == RunStatus.COMPLETED and unusable:
@@ -44,6 +49,9 @@ def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = Fa
 def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
     if result.get("error"):
         return result["error"]
+    if run_manifest is None and result.get("run_id"):
+        return (f"the run folder {result['run_id']} did not reach the fleet folder: the task "
+                f"wrote it at {result.get('run_path') or '?'} on {result.get('host') or '?'}")
     if run_manifest is not None and run_manifest.error:
         return str(run_manifest.error)
     if result.get("exit_status") not in (0, 3):     # 3: UNDECIDED, a verdict and not an error
@@ -73,9 +81,9 @@ def ensure_unpacked(run_dir: Path) -> Path:
 def gather(fleet_dir: Path, result: dict) -> dict:
     """Write what the task returned into the fleet folder; the rack's record for fleet.json."""
     rd = rack_dir(fleet_dir, result["rack"])
-    safeio.write_text(rd / "run.log", result.get("log") or "")
+    safeio.make_folder(rd)
     record = {k: result.get(k) for k in ("host", "node_id", "pid", "transfer", "started_ns",
-                                         "stopped_ns", "duration_s", "exit_status")}
+                                         "stopped_ns", "wall_s", "exit_status")}
     run_id = result.get("run_id")
     manifest, unusable = None, False
     if run_id:
@@ -88,10 +96,34 @@ def gather(fleet_dir: Path, result: dict) -> dict:
         if (run_dir / "manifest.json").exists():
             manifest = Manifest.of(saferead.load_object(run_dir / "manifest.json"))
         unusable = _unusable(run_dir)
-        record["run_folder"] = str(run_dir.relative_to(fleet_dir))
+        if manifest is not None:
+            record["run_folder"] = str(run_dir.relative_to(fleet_dir))
+            record["probed_s"] = probed_s(manifest)
+        else:
+            record["run_path"] = f"{result.get('host')}:{result.get('run_path')}"
     record["status"] = rack_status(result, manifest, unusable)
-    record["error"] = last_error(result, manifest)
+    record["error"] = last_error(result, manifest) or said_of(record, result)
+    record["verdict"], record["reason"] = rack_verdict({**record, **{
+        k: result.get(k) for k in ("verdict", "reason")}})
+    safeio.write_text(rd / "run.log", (result.get("log") or "") + f"status: {record['status']}"
+                      f"\nverdict: {record['verdict']}: {record['reason']}\n")
     return record
+
+
+def said_of(record: dict, result: dict) -> str | None:
+    """What a rack that did not complete says when nothing else did: never an empty error."""
+    if record["status"] == "completed":
+        return None
+    return (f"{record['status']} with exit status {result.get('exit_status')} and no error "
+            f"message; the end of its output is in racks/{result['rack']}/run.log")
+
+
+def probed_s(manifest: Manifest) -> float | None:
+    """How long the rack's run probed, by its own manifest (None: probing never started)."""
+    if manifest.started_ns is None:
+        return None
+    end = manifest.probed_until_ns or manifest.ended_ns
+    return None if end is None else round((end - manifest.started_ns) / 1e9, 3)
 
 
 def _unusable(run_dir: Path) -> bool:

@@ -18,11 +18,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from bench.compare.measures import Measure, identities, run_measures
-from bench.compare.output import _table as text_table
 from bench.compare.output import verdict_line
 from bench.compare.verdicts import Comparison, compare_runs, fmt_value
-from bench.fleet.gather import ensure_unpacked, load_fleet_manifest
+from bench.fleet.gather import ensure_unpacked, load_fleet_manifest, rack_dir
+from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
+from bench.model.outcomes import FAIL, PASS
 from bench.model.rundata import Run, load_run
+from bench.model.texttable import WIDTH, fit_columns, render, wrap
 
 FAMILIES = ("offset", "drift", "latency", "breaks")
 
@@ -57,8 +59,12 @@ class Distribution:
 
 
 def load_fleet(path: str | Path) -> Fleet:
+    """A fleet folder read back; one whose command died without closing it (a lost head or
+    driver) is `abandoned`, its ungathered racks with what they left (bench.fleet.gather)."""
     path = Path(path)
     manifest = load_fleet_manifest(path)
+    if driver_gone(manifest):
+        manifest = abandoned(path, manifest)
     racks = []
     for name, rec in manifest.get("racks", {}).items():
         run = None
@@ -66,6 +72,43 @@ def load_fleet(path: str | Path) -> Fleet:
             run = load_run(ensure_unpacked(path / rec["run_folder"]))
         racks.append(FleetRack(name, rec, run))
     return Fleet(path, manifest, tuple(racks))
+
+
+def driver_gone(manifest: dict) -> bool:
+    """Whether fleet.json says `starting` or `running` but its command, on this host, is no
+    longer alive (killed: by Ray when the head was lost, or SIGKILL). On another host: unknown,
+    False."""
+    import os
+    import socket
+    if manifest.get("status") not in ("starting", "running") or not isinstance(
+            manifest.get("pid"), int):
+        return False
+    if (manifest.get("host") or {}).get("hostname") != socket.gethostname():
+        return False
+    try:
+        os.kill(manifest["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:        # alive, someone else's
+        return False
+    return False
+
+
+def abandoned(path: Path, manifest: dict) -> dict:
+    """The manifest of a fleet whose command died: status `abandoned`; each rack it had not
+    gathered says so, with the run folder it left in the fleet folder (written in place on the
+    driver's node; a remote rack's run is on its bench host)."""
+    racks = {}
+    for name, rec in manifest.get("racks", {}).items():
+        if rec.get("status") in ("pending", "submitted", "retrying"):
+            left = sorted(p.parent for p in rack_dir(path, name).glob("*/manifest.json"))
+            rec = {**rec, "status": "abandoned",
+                   "error": f"not gathered: the fleet command (pid {manifest['pid']}) ended "
+                            f"while the rack was {rec.get('status')}"}
+            if left:
+                rec["run_folder"] = str(left[-1].relative_to(path))
+        racks[name] = rec
+    return {**manifest, "status": "abandoned", "racks": racks}
 
 
 def distributions(fleet: Fleet) -> list[Distribution]:
@@ -111,23 +154,70 @@ def rollout_word(c: Comparison | str) -> str:
     return "UNDECIDED" if c.undecided else "unchanged"
 
 
+def took(record: dict) -> str:
+    """How long the rack's run probed, by its own manifest; else how long its task ran; '—'
+    when it never ran (never the configured duration)."""
+    for key, how in (("probed_s", ""), ("wall_s", " (task)")):
+        if isinstance(record.get(key), (int, float)):
+            return f"{record[key]:.1f} s{how}"
+    return "—"
+
+
 def rack_rows(fleet: Fleet) -> list[list[str]]:
+    """One row per rack, in RACK_HEAD's order."""
     rows = []
     for fr in fleet.racks:
         r = fr.record
         fw = sorted({x.get("firmware") or "?" for x in identities(fr.run).values()}) if fr.run \
             else []
-        rows.append([fr.name, r.get("host") or "—", (r.get("node_id") or "—")[:12],
-                     r.get("status", "?"),
-                     "—" if r.get("duration_s") is None else f"{r['duration_s']:.1f} s",
-                     ", ".join(fw) or "—", r.get("run_folder") or "—",
-                     (r.get("error") or "")[:80]])
+        word, why = rack_verdict(r)
+        rows.append([fr.name, word, r.get("status", "?"), took(r), r.get("host") or "—",
+                     (r.get("node_id") or "—")[:12], ", ".join(fw) or "—",
+                     r.get("run_folder") or "—", why or "—"])
     return rows
 
 
-RACK_HEAD = ["rack", "host", "node", "status", "took", "firmware", "run folder", "error"]
+RACK_HEAD = ["rack", "verdict", "status", "took", "host", "node", "firmware", "run folder",
+             "reason"]
+RACK_KEEP = [0, 1, 2, 8, 3, 7, 4, 6, 5]      # the columns in the order they are given room
+REASON_FIT = 40      # the reason's room when columns are chosen (it is then clipped to fit)
+
+
+def terminal_width() -> int:
+    """The terminal's columns (COLUMNS first, as shutil reads it); WIDTH off a terminal."""
+    import shutil
+    return shutil.get_terminal_size((WIDTH, 24)).columns
+
+
+def fitted(head: list[str], rows: list[list[str]], keep: list[int], width: int | None,
+           clip: int) -> list[str]:
+    """A table fitted to `width` (None: every column as wide as it is): columns kept in `keep`'s
+    order while they fit, column `clip` given at most REASON_FIT columns when choosing and then
+    clipped with '…' to the width; a note names the columns left to --wide."""
+    if width is None:
+        return render(head, rows, width=None)
+    short = [r[:clip] + [r[clip][:REASON_FIT]] + r[clip + 1:] for r in rows]
+    cols, left = fit_columns(head, short, keep, width)
+    return render(head, rows, cols, width, clip=clip) + (
+        [f"(--wide adds: {', '.join(left)})"] if left else [])
+
+
+def rack_lines(fleet: Fleet, width: int | None = WIDTH) -> list[str]:
+    """The fleet's verdict, the racks' table fitted to `width` (None: every column, as wide as
+    it is), and in full the reason of each rack that did not pass."""
+    word, why = fleet_verdict({fr.name: fr.record for fr in fleet.racks})
+    lines = wrap(f"fleet verdict: {word}: {why}", width)
+    rows = rack_rows(fleet)
+    lines += fitted(RACK_HEAD, rows, RACK_KEEP, width, clip=8)
+    for r in rows:
+        if r[1] != PASS:
+            lines += wrap(f"  {r[0]}: {r[1]}: {r[8]}", width, "    ")
+    return lines
+
+
 DIST_HEAD = ["plane", "firmware", "measure", "n", "racks", "min", "median", "max",
              "median ± bound"]
+DIST_KEEP = [0, 1, 2, 6, 8, 5, 7, 3, 4]
 
 
 def dist_rows(ds: list[Distribution]) -> list[list[str]]:
@@ -148,20 +238,31 @@ def rollout_lines(verdicts: dict[str, Comparison | str]) -> list[str]:
     return lines
 
 
-def text(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | None = None) \
-        -> str:
+def text(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | None = None,
+         width: int | None = WIDTH) -> str:
+    """The report for a terminal, its tables fitted to `width` (None: as wide as they are)."""
     m = fleet.manifest
     ray = m.get("ray") or {}
-    lines = [f"fleet {m.get('fleet')} ({fleet.path}): {m.get('status')}, "
-             f"{len(fleet.racks)} rack(s); ray {ray.get('version', '?')} "
-             f"{ray.get('mode', '')} at {ray.get('address', '?')}", ""]
-    lines += text_table(RACK_HEAD, rack_rows(fleet))
+    lines = wrap(f"fleet {m.get('fleet')} ({fleet.path}): {m.get('status')}, "
+                 f"{len(fleet.racks)} rack(s); ray {ray.get('version', '?')} "
+                 f"{ray.get('mode', '')} at {ray.get('address', '?')}", width) + [""]
+    lines += rack_lines(fleet, width)
     lines += ["", "per plane and firmware: point values over every rack's devices"]
-    lines += text_table(DIST_HEAD, dist_rows(ds)) if ds else ["  (no rack has a summary)"]
+    lines += fitted(DIST_HEAD, dist_rows(ds), DIST_KEEP, width, clip=2) if ds else \
+        ["  (no rack has a summary)"]
     if verdicts is not None and baseline is not None:
         lines += ["", f"rollout against the baseline fleet {baseline.path}:"]
-        lines += rollout_lines(verdicts)
+        lines += [x for ln in rollout_lines(verdicts) for x in wrap(ln, width, "    ")]
     return "\n".join(lines)
+
+
+def report_exit(fleet: Fleet, verdicts=None, allow_undecided: bool = False) -> int:
+    """`fleet report`'s exit status by the one exit table: the fleet's verdict, FAIL too when a
+    rack regressed against the baseline."""
+    word, _ = fleet_verdict({fr.name: fr.record for fr in fleet.racks})
+    if verdicts and any(rollout_word(c) == "REGRESSED" for c in verdicts.values()):
+        word = FAIL
+    return fleet_exit(word, allow_undecided)
 
 
 def figure(ds: list[Distribution], families=("offset", "drift", "latency", "breaks")):
@@ -204,7 +305,9 @@ def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | 
 
     m = fleet.manifest
     ray = m.get("ray") or {}
-    parts = [note_html(f"{len(fleet.racks)} rack(s), status {m.get('status')}; Ray "
+    word, why = fleet_verdict({fr.name: fr.record for fr in fleet.racks})
+    parts = [note_html(f"fleet verdict: {word}: {why}"),
+             note_html(f"{len(fleet.racks)} rack(s), status {m.get('status')}; Ray "
                        f"{ray.get('version', '?')} ({ray.get('mode', '')}, "
                        f"{ray.get('address', '?')}); git {(m.get('git') or {}).get('revision')}"),
              "<h2>Racks</h2>", table_html(RACK_HEAD, rack_rows(fleet)),
@@ -229,7 +332,11 @@ def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | 
 
 def as_dict(fleet: Fleet, ds: list[Distribution], verdicts=None) -> dict:
     from bench.compare.output import as_dict as comparison_dict
-    return {"fleet": str(fleet.path), "racks": {fr.name: fr.record for fr in fleet.racks},
+    word, why = fleet_verdict({fr.name: fr.record for fr in fleet.racks})
+    return {"fleet": str(fleet.path), "verdict": word, "reason": why,
+            "racks": {fr.name: {**fr.record, **dict(zip(("verdict", "reason"),
+                                                        rack_verdict(fr.record)))}
+                      for fr in fleet.racks},
             "distributions": [{"plane": d.plane, "firmware": d.firmware, "measure": d.measure,
                                "unit": d.unit, "points": list(d.points),
                                "half_widths": list(d.half_widths), "racks": list(d.racks)}

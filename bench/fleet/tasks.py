@@ -33,9 +33,23 @@ def tar_folder(path: Path) -> bytes:
     return buf.getvalue()
 
 
+def judged(run_dir: Path) -> dict:
+    """The run's verdict and why, judged here where the whole run folder is."""
+    from bench.fleet.verdict import run_verdict
+    try:
+        verdict, reason = run_verdict(run_dir)
+    except Exception as exc:          # noqa: BLE001 -- an unreadable run is the rack's reason
+        return {"verdict": None, "reason": f"not judged: {type(exc).__name__}: {exc}"}
+    return {"verdict": verdict, "reason": reason}
+
+
 def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> dict:
     """Run `entry`'s experiment here; the result the fleet manifest records for the rack.
-    Never raises: whatever happens is the rack's status and error."""
+    `rack_dir` is absolute (resolved on the driver: a worker's own folder is the one `ray start`
+    ran in, not the driver's; a relative one is a ValueError). Past that check it never
+    raises: whatever happens is the rack's status and error."""
+    if not Path(rack_dir).is_absolute():
+        raise ValueError(f"the rack's folder must be an absolute path, got {rack_dir!r}")
     transfer = entry.transfer
     if transfer == "auto":
         transfer = "folder" if node == driver_node else "tarball"
@@ -60,11 +74,13 @@ def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> di
         log.write(traceback.format_exc())
         result["error"] = "".join(traceback.format_exception_only(exc)).strip()
     result["stopped_ns"] = time.time_ns()
-    result["duration_s"] = round(time.monotonic() - t0, 3)
+    result["wall_s"] = round(time.monotonic() - t0, 3)
     folders = sorted(p for p in out.iterdir() if (p / "manifest.json").exists())
     result["log"] = log.getvalue()[-LOG_TAIL:]
     if folders:
         result["run_id"] = folders[-1].name
+        result["run_path"] = str(folders[-1].absolute())   # where it was written, on `host`
+        result.update(judged(folders[-1]))
         if transfer == "tarball":
             result["tarball"] = tar_folder(folders[-1])
     if scratch is not None:
