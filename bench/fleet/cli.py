@@ -35,8 +35,9 @@ def load_fleet_file(path: Path):
 
 def _run(a) -> int:
     from bench.fleet.engine import run_fleet
-    from bench.fleet.report import load_fleet, rack_lines, report_exit, terminal_width
+    from bench.fleet.report import load_fleet, rack_lines, report_exit
     from bench.fleet.verdict import fleet_verdict
+    from bench.model.texttable import terminal_width
 
     try:
         fleet, text = load_fleet_file(a.fleet_file)
@@ -57,6 +58,7 @@ def _report(a) -> int:
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import load_tolerances
     from bench.fleet import report as rep
+    from bench.model.texttable import terminal_width
 
     try:
         fleet = rep.load_fleet(a.fleet)
@@ -67,7 +69,7 @@ def _report(a) -> int:
         print(f"rackclock fleet report: {exc}", file=sys.stderr)
         return 2
     ds = rep.distributions(fleet)
-    print(rep.text(fleet, ds, verdicts, baseline, None if a.wide else rep.terminal_width()))
+    print(rep.text(fleet, ds, verdicts, baseline, None if a.wide else terminal_width()))
     if not a.no_html:
         print(f"report: {rep.html(fleet, ds, verdicts, baseline)}")
     if a.json:

@@ -183,12 +183,6 @@ RACK_KEEP = [0, 1, 2, 8, 3, 7, 4, 6, 5]      # the columns in the order they are
 REASON_FIT = 40      # the reason's room when columns are chosen (it is then clipped to fit)
 
 
-def terminal_width() -> int:
-    """The terminal's columns (COLUMNS first, as shutil reads it); WIDTH off a terminal."""
-    import shutil
-    return shutil.get_terminal_size((WIDTH, 24)).columns
-
-
 def fitted(head: list[str], rows: list[list[str]], keep: list[int], width: int | None,
            clip: int) -> list[str]:
     """A table fitted to `width` (None: every column as wide as it is): columns kept in `keep`'s
