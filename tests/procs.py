@@ -2,6 +2,8 @@
 sleep), for tests that start commands and check what they leave behind."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -31,3 +33,17 @@ def wait_until(cond, timeout_s: float, what: str):
             return v
         time.sleep(0.2)
     raise AssertionError(f"{what} did not happen within {timeout_s} s")
+
+
+def reap_session(sid: int, timeout_s: float) -> list[int]:
+    """Wait (until the deadline) for the processes of session `sid` to end, then SIGKILL those
+    left; returns the pids that had to be killed."""
+    deadline = time.monotonic() + timeout_s
+    while (left := pids_where(SESSION, sid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left

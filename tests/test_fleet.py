@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import SESSION, pids_where
+from procs import reap_session
 from racks import sim_rack_text
 
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
@@ -93,14 +93,7 @@ def rackclock(args: list[str], cwd: Path, until=None, env: dict | None = None,
             proc.wait()
         # Ray's processes (and a rack's simulator, which dies with its worker) end after the
         # command; wait for that, with a deadline, then kill what is left and fail
-        deadline = time.monotonic() + EXIT_DEADLINE_S
-        while (left := pids_where(SESSION, proc.pid)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        left = reap_session(proc.pid, EXIT_DEADLINE_S)
     assert not left, f"processes left behind by rackclock {args[0]}: {left}"
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 

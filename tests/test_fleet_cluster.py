@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import SESSION, pids_where, wait_until
+from procs import reap_session, wait_until
 from racks import sim_rack_text
 from test_fleet import DEADLINE_S, EXIT_DEADLINE_S, STOP_S, rackclock, signalled
 
@@ -37,15 +37,7 @@ def _stop(head: subprocess.Popen) -> list[int]:
     except ProcessLookupError:
         pass
     head.wait(EXIT_DEADLINE_S)
-    deadline = time.monotonic() + EXIT_DEADLINE_S
-    while (left := pids_where(SESSION, head.pid)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return left
+    return reap_session(head.pid, EXIT_DEADLINE_S)
 
 
 def _ray_start(args: list[str], where: Path, env: dict) -> subprocess.Popen:
