@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,7 +63,9 @@ def cluster(tmp_path_factory):
     the head declaring racks a, r1 and r2, the second node (another folder) rack r3; the
     temp dir a short folder of this test's own."""
     where = tmp_path_factory.mktemp("raystart")
-    temp = tmp_path_factory.mktemp("rt")        # short: Ray's socket paths must fit 107 bytes
+    # Ray's socket paths (TEMP/session_<date>_<pid>/sockets/plasma_store.1) must fit 107 bytes:
+    # pytest's basetemp (/tmp/pytest-of-root/pytest-181/popen-gw1/...) is too long for that
+    temp = Path(tempfile.mkdtemp(prefix="rc-ray-", dir="/tmp"))
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": os.urandom(32).hex()}
     port = free_port()
     nodes: list[subprocess.Popen] = []
@@ -79,6 +82,7 @@ def cluster(tmp_path_factory):
     finally:
         for node in reversed(nodes):
             left += _stop(node)
+        shutil.rmtree(temp, ignore_errors=True)
     assert not left, f"ray start left processes behind: {left}"
 
 
