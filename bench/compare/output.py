@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from bench.compare.verdicts import Comparison, Row, fmt_span
 from bench.compare.verdicts import fmt_value as fmt
 from bench.model.outcomes import PASS, REGRESSED, UNDECIDED, UNDECIDED_ROW
-from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, wrap
 from bench.units import fmt_bounds, fmt_interval_ns, fmt_ns
 
 
@@ -155,7 +155,7 @@ def _table_lines(cmp: Comparison, show_all: bool, width: int | None) -> list[str
         cells = [compact_cells(r) for r in rows]
         cols, left = fit_columns(COMPACT, cells, KEEP, width)
         lines = [""] + render(COMPACT, cells, cols, width, clip=0)
-        lines.append(f"(--wide adds: {', '.join(left + ['point values', 'bounds basis'])})")
+        lines += left_out_lines(left + ["point values", "bounds basis"], width)
     if hidden:
         lines.append(f"({hidden} measure(s) reported but not compared; --all shows them)")
     return lines

@@ -24,7 +24,7 @@ from bench.fleet.gather import ensure_unpacked, load_fleet_manifest, rack_dir
 from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.model.outcomes import FAIL, PASS
 from bench.model.rundata import Run, load_run
-from bench.model.texttable import WIDTH, fit_columns, render, wrap
+from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, wrap
 
 FAMILIES = ("offset", "drift", "latency", "breaks")
 
@@ -192,8 +192,7 @@ def fitted(head: list[str], rows: list[list[str]], keep: list[int], width: int |
         return render(head, rows, width=None)
     short = [r[:clip] + [r[clip][:REASON_FIT]] + r[clip + 1:] for r in rows]
     cols, left = fit_columns(head, short, keep, width)
-    return render(head, rows, cols, width, clip=clip) + (
-        [f"(--wide adds: {', '.join(left)})"] if left else [])
+    return render(head, rows, cols, width, clip=clip) + left_out_lines(left, width)
 
 
 def rack_lines(fleet: Fleet, width: int | None = WIDTH) -> list[str]:

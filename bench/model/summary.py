@@ -471,17 +471,31 @@ def device_summary(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns
                    truth: dict[str, Any] | None = None) -> DeviceSummary:
     """One device's summary record: its errors, each clock's fit and stability
     (bench.model.stability_export), its stimulus latencies."""
+    return phased_summary(name, smp, meta, uncertainty_ns, truth)[0]
+
+
+def phased_summary(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int = 0,
+                   truth: dict[str, Any] | None = None) -> tuple[DeviceSummary, dict[str, Any]]:
+    """device_summary and the clocks' phase data its stability came from (bench.model.
+    phase_export.clock_phases), which the phase files are written from."""
+    ds = _device_record(name, smp, meta, uncertainty_ns, truth)
+    phases = _phases(ds, smp, meta)
+    return with_stability(ds, phases), phases
+
+
+def _device_record(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns: int,
+                   truth: dict[str, Any] | None) -> DeviceSummary:
+    """The record without stability: errors, fits, latencies."""
     errors, first_errors = _errors(smp)
     results = fit_clocks(smp, meta, uncertainty_ns)
     identity = Identity.of(meta.get("identity", {}))
     # parts the driver found without any clock: only observation bounds exist
     no_clock = identity.extra.get("no_clock") or ()
-    ds = DeviceSummary(
+    return DeviceSummary(
         name, meta.get("plane", ""), identity, meta.get("state", ""), errors, first_errors,
         {clock: clock_summary(res, meta, uncertainty_ns, truth) for clock, res in results.items()},
         latency_records(smp, results, meta), tuple(no_clock),
         traps_lost(smp) if identity.extra.get("lost_traps_counted") else None)
-    return with_stability(ds, _phases(ds, smp, meta))
 
 
 def _errors(smp: Samples) -> tuple[dict[str, int], dict[str, str]]:
@@ -575,7 +589,7 @@ def _phases(ds: DeviceSummary, smp: Samples, dm: dict[str, Any]) -> dict[str, An
     try:
         return clock_phases(ds, smp, dm)
     except Exception as exc:   # noqa: BLE001  # an export must not take the summary down
-        _phase_failed(ds.name, exc)
+        _phase_failed(f"{ds.name}: phase export", exc)
         return {}
 
 
@@ -590,15 +604,15 @@ def _write_phase(path: Path, ds: DeviceSummary, smp: Samples, dm: dict[str, Any]
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return False
-        _phase_failed(ds.name, exc)
+        _phase_failed(f"{ds.name}: phase export", exc)
     except Exception as exc:   # noqa: BLE001  # an export must not take the summary down
-        _phase_failed(ds.name, exc)
+        _phase_failed(f"{ds.name}: phase export", exc)
     return True
 
 
-def _phase_failed(name: str, exc: BaseException) -> None:
+def _phase_failed(what: str, exc: BaseException) -> None:
     import logging
-    logging.getLogger(__name__).warning("%s: phase export failed: %r", name, exc)
+    logging.getLogger(__name__).warning("%s failed: %r", what, exc)
 
 
 def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any] | None = None,
@@ -624,10 +638,10 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
         try:
             smp = load_samples(p)
             dm = device_meta(manifest, name)
-            ds = device_summary(name, smp, dm, uncertainty, t)
+            ds, phases = phased_summary(name, smp, dm, uncertainty, t)
             devices[name] = ds.to_dict()
             if phase:
-                phase = _write_phase(path, ds, smp, dm, manifest)
+                phase = _write_phase(path, ds, smp, dm, manifest, phases)
             if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
                 devices[name]["bad_rows"] = smp.bad_rows
             rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),

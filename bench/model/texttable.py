@@ -64,3 +64,8 @@ def wrap(text: str, width: int | None = WIDTH, indent: str = "  ") -> list[str]:
     if width is None:
         return [text]
     return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
+def left_out_lines(left: list[str], width: int | None = WIDTH) -> list[str]:
+    """The note under a fitted table naming the columns it left to `--wide` (none: no line)."""
+    return wrap(f"(--wide adds: {', '.join(left)})", width) if left else []

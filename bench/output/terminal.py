@@ -14,7 +14,7 @@ from bench.model.documents import Manifest, Summary
 from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
 from bench.model.statuses import ErrorKind
-from bench.model.texttable import WIDTH, fit_columns, render, terminal_width, wrap
+from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, terminal_width, wrap
 from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
 from bench.output.live import calibration_state
@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 LIVE_WIDTH = 100     # the live line fits a 100-column terminal with its bounds and status
+
+
+def live_width() -> int:
+    """The live line's width: LIVE_WIDTH, or the terminal's where that is narrower."""
+    return min(LIVE_WIDTH, terminal_width())
 
 
 class Progress:
@@ -52,7 +57,7 @@ class Progress:
         """One device in at most `width` columns: name, state, reads, then each clock's bound
         and status (never cut: shortened first), then what room is left for the rest (default:
         LIVE_WIDTH, or the terminal's width where that is narrower)."""
-        width = width or min(LIVE_WIDTH, terminal_width())
+        width = width or live_width()
         head = f"{st.name[:12]:<12} {st.state[:9]:<9} {st.reads:>5} reads" + (
             f" errors {st.errors}" if st.errors else "")
         bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
@@ -90,8 +95,7 @@ class Progress:
             self._last_plain = time.monotonic()
             self.stream.write(f"-- {elapsed_s:5.0f} / {self.duration:.0f} s\n")
             for st in statuses:
-                self.stream.write("   " + self.line(st, min(LIVE_WIDTH, terminal_width()) - 3)
-                                  + "\n")
+                self.stream.write("   " + self.line(st, live_width() - 3) + "\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -153,8 +157,7 @@ def _clock_lines(summary: Summary, manifest: Manifest | None, width: int | None)
     if manifest is None or not manifest.calibration:
         cols = [i for i in cols if i != 10]
     lines = render(HEAD, rows, cols, width, clip=0)
-    if left:
-        lines += wrap(f"(--wide adds: {', '.join(left)})", width)
+    lines += left_out_lines(left, width)
     notes += _left_out_notes(summary, rows, cols)
     for n in notes:
         lines += wrap(f"note: {n}", width)
@@ -346,7 +349,7 @@ def latency_table(summary, width: int | None = WIDTH) -> str:
     head = ["device", "stimulus", "sent", "stamped in log after (proven)", "seen by the bench after"]
     cols, left = fit_columns(head, rows, [0, 3, 1, 2, 4], width)
     lines = render(head, rows, cols, width, clip=1)
-    lines += wrap(f"(--wide adds: {', '.join(left)})", width) if left else []
+    lines += left_out_lines(left, width)
     return "\n".join(lines + [y for w in why for y in wrap(w, width)])
 
 
