@@ -207,3 +207,17 @@ def test_inherited_bounds_hold_the_simulators_true_phase(phase_run):
         assert te["lo"] <= float(np.max(np.abs(true))) <= te["hi"]
         checked += 1
     assert checked
+
+
+def test_the_bound_at_many_instants_is_the_bound_at_each():
+    """TwoSided.at_many (the stability's band) rounds outward exactly as TwoSided.at does, and
+    says where a side has no read, at 3,000 instants in and around 200 reads."""
+    from bench.analysis.envelope import TwoSided, build
+    rng = np.random.default_rng(2)
+    s = np.sort(rng.integers(0, 60 * 10**9, 200)).astype(np.int64) + 1_800_000_000 * 10**9
+    two = TwoSided(build(s, s + 700_000, s + 3_350_000, 1000, 600.0))
+    t = np.sort(rng.integers(int(s[0]) - 10**9, int(s[-1]) + 10**9, 3000)).astype(np.int64)
+    lo, hi, ok = two.at_many(t)
+    assert 0 < ok.sum() < len(t)
+    for k in range(len(t)):
+        assert two.at(int(t[k])) == ((int(lo[k]), int(hi[k])) if ok[k] else None), k

@@ -36,7 +36,6 @@ import numpy as np
 
 from bench.analysis import stability_ci as sc
 from bench.analysis.arrays import F64, I64
-from bench.analysis.envelope import TOL_NS
 from bench.model.vocabulary import ASSUMED, PROVEN, UNDECIDED, word
 
 if TYPE_CHECKING:
@@ -71,12 +70,7 @@ def proven_band(sg: Segment, t_ns: I64) -> tuple[I64, I64, np.ndarray]:
     if env is None or not len(t_ns):
         z = np.zeros(len(t_ns), dtype=np.int64)
         return z, z.copy(), np.zeros(len(t_ns), dtype=bool)
-    lo, hi, ok = env.bounds(t_ns)
-    x = np.abs((t_ns - env.env.t_ref).astype(np.float64))
-    slack = TOL_NS + 1e-12 * env.env.rate * x
-    th = np.int64(env.env.theta0)
-    return (np.floor(lo - slack).astype(np.int64) + th,
-            np.ceil(hi + slack).astype(np.int64) + th, ok)
+    return env.at_many(t_ns)
 
 
 def _band(sg: Segment, t: I64) -> tuple[I64, I64, str]:
