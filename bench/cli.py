@@ -88,21 +88,16 @@ def run_exit_status(run, allow_undecided: bool = False) -> int:
     """The run's closing verdict by the one exit table (bench.model.outcomes): 1 when the run did
     not complete, a device gave no usable read or the verdict is FAIL; 3 when it is UNDECIDED or
     no clock was measured (every clock stuck or unread), 0 with --allow-undecided; else 0."""
-    from bench.model.limits import check_run
-    from bench.model.outcomes import exit_code, measured_clocks, outcome
-    from bench.model.rundata import load_measurements, unusable_devices
+    from bench.model.outcomes import exit_code
     from bench.model.statuses import RunStatus
-    from bench.model.verdict import incident_result, overall
+    from bench.model.verdict import run_outcome
 
     if run.manifest.status != RunStatus.COMPLETED:
         return 1
-    bad = unusable_devices(run.summary)
-    for name, why in bad.items():
+    r = run_outcome(run)
+    for name, why in r.unusable.items():
         print(f"{name}: no usable read ({why})", file=sys.stderr)
-    o = overall(run, check_run(run.summary, run.manifest, run=run),
-                load_measurements(run.path), incident_result(run.path))
-    return exit_code(outcome(bool(bad) or o.word == "FAIL", o.word != "PASS",
-                             measured_clocks(run.summary) > 0), allow_undecided)
+    return exit_code(r.word, allow_undecided)
 
 
 class OneLineParser(argparse.ArgumentParser):

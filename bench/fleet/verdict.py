@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.model.outcomes import FAIL, PASS, REGRESSED, UNDECIDED, exit_code, outcome, worst
+from bench.model.outcomes import FAIL, PASS, REGRESSED, UNDECIDED, exit_code, worst
 
 RAN = ("completed", "unusable")       # rack statuses whose run completed (bench.fleet.gather)
 BY_EXIT = {0: PASS, 1: FAIL, 3: UNDECIDED}
@@ -20,23 +20,16 @@ BY_EXIT = {0: PASS, 1: FAIL, 3: UNDECIDED}
 
 def run_verdict(run_dir: str | Path) -> tuple[str, str]:
     """(PASS | FAIL | UNDECIDED, why) of a run folder, by `rackclock run`'s own rule."""
-    from bench.model.limits import check_run
-    from bench.model.outcomes import measured_clocks
-    from bench.model.rundata import load_measurements, load_run, unusable_devices
-    from bench.model.verdict import incident_result, overall
+    from bench.model.rundata import load_run
+    from bench.model.verdict import run_outcome
 
-    run = load_run(run_dir)
-    o = overall(run, check_run(run.summary, run.manifest, run=run), load_measurements(run.path),
-                incident_result(run.path))
-    bad = unusable_devices(run.summary)
-    measured = measured_clocks(run.summary) > 0
-    word = outcome(bool(bad) or o.word == FAIL, o.word != PASS, measured)
-    reasons = [f"{n}: no usable read ({why})" for n, why in bad.items()]
-    if not measured:
+    r = run_outcome(load_run(run_dir))
+    reasons = [f"{n}: no usable read ({why})" for n, why in r.unusable.items()]
+    if not r.measured:
         reasons.append("no clock was measured")
-    reasons += [r for r in o.reasons if r not in reasons]
+    reasons += [x for x in r.overall.reasons if x not in reasons]
     more = f" and {len(reasons) - 3} more" if len(reasons) > 3 else ""
-    return (FAIL if word == REGRESSED else word), "; ".join(reasons[:3]) + more
+    return (FAIL if r.word == REGRESSED else r.word), "; ".join(reasons[:3]) + more
 
 
 def rack_verdict(record: dict) -> tuple[str, str]:

@@ -241,6 +241,32 @@ def overall(run: Run, checks: list[Check], measurements: list[dict[str, Any]],
     return Overall(PASS, tuple(_pass_reasons(run, judged, inc)))
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """A completed run judged as `rackclock run` exits by it (bench.model.outcomes): `word`
+    PASS, REGRESSED (a failure) or UNDECIDED; the devices without a usable read; the overall
+    verdict; whether any clock was measured."""
+    word: str
+    unusable: Mapping[str, str]
+    overall: Overall
+    measured: bool
+
+
+def run_outcome(run: Run) -> RunOutcome:
+    """FAIL (REGRESSED) when a device gave no usable read or the overall verdict fails;
+    UNDECIDED when it is undecided or no clock was measured; else PASS. Whether the run
+    completed is the caller's to check first."""
+    from bench.model.limits import check_run
+    from bench.model.outcomes import measured_clocks, outcome
+    from bench.model.rundata import load_measurements
+    bad = unusable_devices(run.summary)
+    o = overall(run, check_run(run.summary, run.manifest, run=run), load_measurements(run.path),
+                incident_result(run.path))
+    measured = measured_clocks(run.summary) > 0
+    return RunOutcome(outcome(bool(bad) or o.word == FAIL, o.word != PASS, measured), bad, o,
+                      measured)
+
+
 JUDGED_OUTCOMES = ("pass", "fail", "undecided", "unproven", "inconclusive")
 
 
