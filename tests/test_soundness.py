@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
-from bench.analysis.probe_schedule import detection_reads, explore_instant_ns, grid_slot
+from bench.analysis.probe_schedule import explore_instant_ns, grid_slot
+from bench.analysis.unseen import detection_reads
 from bench.sim.clock import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
@@ -280,3 +281,59 @@ def test_a_downgraded_segment_keeps_its_mean_drift_figures():
     assert dg.offset_status == "assumed" and dg.mean_drift["status"] == "assumed"
     assert {k: x for k, x in dg.mean_drift.items() if k != "status"} == \
         {k: x for k, x in sg.mean_drift.items() if k != "status"}
+
+
+def _fuzz_clock(seed: int, n: int, rate_hz: float, offset_s: float, drift_ppm: float,
+                blips: tuple) -> tuple:
+    p = ClockParams(offset_s=offset_s, drift_ppm=drift_ppm, resolution_s=1.0, blips=blips,
+                    sample_delay_s=0.0)
+    m = ClockModel(p, T0, seed)
+    s, e, v, _at, _ = read_like_runner(m, n, rate_hz, NS, np.random.default_rng(seed))
+    return fit_clock(s, e, v, NS), m
+
+
+def test_one_break_whose_like_can_hide_makes_the_clock_assumed():
+    """Blips of 0.18-0.30 s lasting 3 s on a 1 s clock at 2 Hz (the fuzz's `repeated_blips`,
+    seed 41): the reads break once (the second blip), and the first blip hid inside a segment
+    published proven 19 ms wide, 252 ms off the truth for 3 s. A step the reads would miss
+    elsewhere (below the X its segments state) makes every bound of the clock assumed, and the
+    clock says why."""
+    blips = ((6.935209410840642, 0.25158616348402574, 3.0),
+             (13.036764149763176, 0.29678052136852634, 3.0),
+             (19.13831888868571, 0.18041363687570616, 3.0))
+    fit, m = _fuzz_clock(852772517, 29, 2.0, -34.389115073763136, 29.223990938788944, blips)
+    assert fit.steps_seen + fit.unknown_breaks == 1 and fit.hide_ns > 0
+    assert all(sg.offset_status != "proven" for sg in fit.segments)
+    from bench.model.summary import _assumed_note
+    assert "can hide" in _assumed_note(fit)
+    published_ok(fit, m)
+
+
+def test_a_blip_refitted_beyond_the_prior_is_not_proven():
+    """One blip of 148 ms lasting 3 s on a 1 s clock (the fuzz's `repeated_blips`, seed 41):
+    the reads break under the prior, a refit at ±6,000 ppm explains them with no break, and
+    the segment came out proven 22 ms wide while the truth was 125-155 ms outside it. The
+    refit shows no rate beyond the prior (its drift bound holds 0), so the wider envelope
+    may hide a step: assumed."""
+    blips = ((5.046422442422212, 0.14779111458011412, 3.0),)
+    fit, m = _fuzz_clock(9687389, 21, 2.0, -16.697738511325063, 52.82573928778916, blips)
+    assert fit.beyond_note and fit.hide_ns == 1
+    assert all(sg.offset_status != "proven" for sg in fit.segments)
+    from bench.model.summary import _assumed_note
+    assert "wider envelope" in _assumed_note(fit)
+    published_ok(fit, m)
+
+
+def test_a_large_step_seen_once_stays_proven():
+    """A 50 ms step on a 1 ms clock shows at once and its size is pinned (above every X its
+    segments state): the clock keeps its proven bounds on both sides; the history rule is not
+    'any break'. (On a 1 s clock the reads bound a 1.5 s step's size only to [0.41, 2.41] s, and
+    0.41 s can hide there: such a clock is assumed.)"""
+    p = ClockParams(offset_s=3.2, drift_ppm=20.0, resolution_s=1e-3, steps=((30.0, 0.05),),
+                    sample_delay_s=0.0)
+    m = ClockModel(p, T0, 7)
+    s, e, v, _at, _ = read_like_runner(m, 120, 2.0, NS // 1000, np.random.default_rng(7))
+    fit = fit_clock(s, e, v, NS // 1000)
+    assert len(fit.breaks) == 1 and fit.hide_ns == 0
+    assert [sg.offset_status for sg in fit.segments] == ["proven", "proven"]
+    published_ok(fit, m)

@@ -85,6 +85,7 @@ from bench.analysis import rate_check as _rate
 from bench.analysis import segment as _seg
 from bench.analysis.arrays import F64, I64, Idx
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
+from bench.analysis.unseen import unseen_step_ns
 from bench.units import fmt_ns
 
 PPM = 1e-6
@@ -688,6 +689,7 @@ class ClockFit:
     rate_assumed: str = ""        # why the rate bound is assumed, not checked by the reads
     unknown_breaks: int = 0       # breaks with no step to show (a lag or rate beyond the model)
     steps_seen: int = 0           # steps the clock showed (STEP_HISTORY of them: assumed)
+    hide_ns: int = 0              # its one step was at least this, and one that size can hide
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -710,7 +712,8 @@ class ClockFit:
                 **({"update_ns": self.update_ns} if self.update_ns else {}),
                 **({"rate_assumed": self.rate_assumed} if self.rate_assumed else {}),
                 **({"unknown_breaks": self.unknown_breaks} if self.unknown_breaks else {}),
-                **({"steps_seen": self.steps_seen} if self.steps_seen else {})}
+                **({"steps_seen": self.steps_seen} if self.steps_seen else {}),
+                **({"step_could_hide_ns": self.hide_ns} if self.hide_ns else {})}
 
     @property
     def rate_check_s(self) -> float:
@@ -1207,7 +1210,12 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     when they cannot show a rate of twice the bound within RATE_CHECK_S, the bound is assumed
     (`rate_assumed`) and the clock is fitted again under `unchecked_prior_ppm` (a disciplined
     clock's rate; None: keep the prior): reads that fit one line do not show the clock free-
-    running when they pin it too loosely to show its corrections."""
+    running when they pin it too loosely to show its corrections.
+
+    Why ±600 ppm by default: a device's crystal is specified to ±20–100 ppm over temperature and
+    ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
+    limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
+    correcting a large offset, which the wider range (±6,000 ppm) catches and reports."""
     kw: _FitOptions = {"drift_prior_ppm": drift_prior_ppm, "wander_ns_per_s": wander_ns_per_s,
                        "uncertainty_ns": uncertainty_ns, "lag_ns": lag_ns, "epoch_ns": epoch_ns,
                        "publish": publish, "cuts_ns": cuts_ns}
@@ -1243,10 +1251,6 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     the clock is "beyond_prior" and every segment is refitted within the wider range (never a
     step). A bound whose polygon reaches the range's edge is "assumed", not "proven".
 
-    Why ±600 ppm by default: a device's crystal is specified to ±20–100 ppm over temperature and
-    ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
-    limit, MAXFREQ); chrony slews faster (its maxslewrate is 83,333 ppm) but only while
-    correcting a large offset, which the wider range (±6,000 ppm) catches and reports.
     `cuts_ns`: breaks (after_ns, before_ns) another clock of the device showed: no segment
     spans one. `split_prior_ppm`: split at this rate, bound under the prior (fit_clock)."""
     raw_s = np.asarray(s_ns, dtype=np.int64)
@@ -1286,9 +1290,13 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     unknown, steps = _model_breaks(sp, breaks, shown)
-    segs = _downgraded(segs) if seen or steps + unknown >= STEP_HISTORY else segs
+    hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
+                          float(drift_prior_ppm) if beyond and shown else 0.0) \
+        if steps + unknown == 1 else 0
+    segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
-                    prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps)
+                    prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps,
+                    hide_ns=hide)
 
 
 STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
@@ -1312,6 +1320,44 @@ def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
     if not signs:
         return 1 if len(sp.breaks) > len(sp.forced) else 0
     return 1 + sum(x != y for x, y in zip(signs, signs[1:]))
+
+
+def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
+                   rate_hz: float, refit_from_ppm: float) -> int:
+    """A clock that showed one step (its own break, or one seen under the prior before a refit
+    beyond it, `refit_from_ppm`) whose like could hide in its reads: the smallest such step, ns
+    (1: no step to show), else 0 (_could_hide, _rate_unshown)."""
+    hide = _could_hide(breaks, forced, segs, q, rate_hz)
+    return hide or (_rate_unshown(segs, refit_from_ppm) if refit_from_ppm else 0)
+
+
+def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
+                rate_hz: float) -> int:
+    """The smallest step the clock's one break may have been, ns, where a step that size could
+    hide in one of its segments (below the X that segment states for UNSEEN_WITHIN_S,
+    unseen.unseen_step_ns); else 0. A clock that showed a step of a size its reads
+    would miss elsewhere carries it into its risk: the reads cannot tell a step from a blip
+    whose return went unseen, nor one step from a clock that steps again and again. A break
+    whose size interval holds 0 showed no step at all (a lag, a rate beyond the model's); 1 ns
+    stands for it."""
+    own = [b for k, b in enumerate(breaks) if k not in forced and b.size_ns is not None
+           and b.kind in (BreakKind.STEP, BreakKind.UNKNOWN)]
+    if len(own) != 1:
+        return 0
+    lo, hi = own[0].size_ns.lo, own[0].size_ns.hi      # type: ignore[union-attr]
+    least = max(1, int(min(abs(lo), abs(hi)))) if lo * hi > 0 else 1
+    xs = [unseen_step_ns(q, sg.bracket_ns["median"], sg.offset_ns.width, rate_hz)
+          for sg in segs if sg.bracket_ns]
+    return least if xs and least < max(xs) else 0
+
+
+def _rate_unshown(segs: list[Segment], prior: float) -> int:
+    """1 where a refit beyond the prior leaves a segment whose drift bound does not even tell
+    its sign (it holds 0): the reads then show no rate beyond the prior there, so the break they
+    showed under it may have been a step that the wider envelope now hides (a blip whose return
+    went unseen); else 0. A clock truly beyond the prior (by `prior` ppm or more) shows the sign
+    of its rate in every segment's drift."""
+    return int(any(sg.drift_ppm.lo <= 0 <= sg.drift_ppm.hi for sg in segs))
 
 
 def _model_breaks(sp: _seg.Split, breaks: list[Break], shown: int) -> tuple[int, int]:

@@ -684,8 +684,8 @@ class ClockSummary:
             out.update(self._fit_dict())
         if self.stuck is not None:
             out["stuck"] = dict(self.stuck)
-        if self.stuck is not None or self.resolution_ns is None:
-            out["note"] = self.note
+        if self.note or self.stuck is not None or self.resolution_ns is None:
+            out["note"] = self.note         # why no fit, why stuck, or why its bounds are assumed
         if self.zone_note:
             out["zone_note"] = self.zone_note
         if self.breaks_truth is not None:

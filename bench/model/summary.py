@@ -26,8 +26,8 @@ from bench.analysis.estimate import (
     fit_clock,
     wander_allowance_ns_per_s,
 )
-from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
+from bench.analysis.unseen import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
 from bench.errors import RackclockError
 from bench.model.documents import (
     Assumptions,
@@ -342,9 +342,22 @@ def _assumed_note(fit: ClockFit) -> str:
     """Why a clock's bounds are assumed when its reads, not an assumption's edge, say so."""
     n = fit.steps_seen + fit.unknown_breaks
     if n < STEP_HISTORY:
-        return ""
+        return _hide_note(fit)
     return (f"broke {n} times ({fit.unknown_breaks} with no step to show: a lag or a rate "
             f"beyond the model's): more may hide, bounds assumed")
+
+
+def _hide_note(fit: ClockFit) -> str:
+    """Why one break made a clock's bounds assumed (estimate._could_hide, _rate_unshown)."""
+    from bench.units import fmt_end_ns
+    if not fit.hide_ns:
+        return ""
+    if fit.beyond_note and fit.hide_ns == 1:
+        return ("a break under the prior was refitted beyond it, yet the reads show no rate "
+                "beyond it: a step may hide in the wider envelope, bounds assumed")
+    size = "with no step to show" if fit.hide_ns == 1 else f"of {fmt_end_ns(fit.hide_ns, False)} or more"
+    return (f"broke once ({size}): a step that size can hide in these reads, so more may hide, "
+            f"bounds assumed")
 
 
 def _stuck_note(st: dict[str, Any]) -> str:
@@ -378,7 +391,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
                     rate_hz: float) -> dict[str, Any]:
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
-    the step that could hide (bench.analysis.probe_schedule.unseen_step_ns), the reading's lag."""
+    the step that could hide (bench.analysis.unseen.unseen_step_ns), the reading's lag."""
     from bench.units import fmt_end_ns, fmt_ns_up
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads ({rate_clause(fit)}); at "

@@ -232,6 +232,8 @@ def clock_notes(name: str, clock: str, c) -> list[str]:
         out.append(f"{name} {clock}: DRIFT BEYOND THE PRIOR: {c.beyond_prior_note}")
     out += [f"{name} {clock}: read at {_iso(o.t_ns)} set aside: {o.reason}" for o in c.outliers]
     out += [f"{name} {clock}: {n}" for n in (c.zone_note, c.resolution_note) if n]
+    if c.note and c.resolution_ns is not None and c.stuck is None:   # why assumed (the row: why not)
+        out.append(f"{name} {clock}: {c.note}")
     return out
 
 

@@ -35,7 +35,7 @@ from bench.analysis.estimate import (
     _envelope_lists,  # noqa: E402
     fit_clock,  # noqa: E402
 )
-from bench.analysis.probe_schedule import UNSEEN_P, unseen_step_ns  # noqa: E402
+from bench.analysis.unseen import UNSEEN_P, unseen_step_ns  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
 from benchmarks.fuzz import baseline_estimate  # noqa: E402
@@ -455,7 +455,7 @@ def calibration_table(results: list[dict]) -> str:
     """The unseen-step statement against what happened: for the devices outside the stated
     model, the share whose published proven bounds missed the truth; for blips, split at the
     stated X for the blip's own duration T (a step of at least X lasting T shows with
-    probability >= p, probe_schedule.unseen_step_ns): above X the misses must stay within
+    probability >= p, unseen.unseen_step_ns): above X the misses must stay within
     1 − p."""
     out = [f"| behaviour | devices | proven bounds missing the truth | blips >= X | missed among "
            f"them (stated <= {1 - UNSEEN_P:.2f}) | blips < X | missed among them |",
