@@ -101,6 +101,9 @@ SMOKES = [
     Smoke("stability_speed.py", ("--points", "1000,2000", "--repeats", "1"),
           rf"^mtie \{{'points': 2000, .*'ours_s': '{N} .*'ratio': '{N} "),
     Smoke("step_detection.py", ("--seeds", "1"), rf"^\| \+100 ms \| 1/1 \| {N} \|"),
+    Smoke("unseen_calibration.py", ("--trials", "2", "--ticks", "0.01", "--rates", "2",
+                                    "--durations", "3", "--workers", "1"),
+          rf"^\| 0\.01 s \| 2 \| 3 \| [^|]+ \| {N} \|"),
     Smoke("step_detection_e2e.py", ("--runs", "1", "--devices", "1", "--duration", "3"),
           r"^1 runs of (\d+) BMCs, (\d+) s each(?:.*\n)*^\| \+10 ms \| (\d+)/(\d+) \|",
           setup_only="the first step fires ~18 s into a run and is scored 15 s after it "

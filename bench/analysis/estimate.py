@@ -1291,7 +1291,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     unknown, steps = _model_breaks(sp, breaks, shown)
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
-                          float(drift_prior_ppm) if beyond and shown else 0.0) \
+                          prior, float(drift_prior_ppm) if beyond and shown else 0.0) \
         if steps + unknown == 1 else 0
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
@@ -1323,16 +1323,16 @@ def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
 
 
 def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
-                   rate_hz: float, refit_from_ppm: float) -> int:
+                   rate_hz: float, prior: float, refit_from_ppm: float) -> int:
     """A clock that showed one step (its own break, or one seen under the prior before a refit
     beyond it, `refit_from_ppm`) whose like could hide in its reads: the smallest such step, ns
     (1: no step to show), else 0 (_could_hide, _rate_unshown)."""
-    hide = _could_hide(breaks, forced, segs, q, rate_hz)
+    hide = _could_hide(breaks, forced, segs, q, rate_hz, prior)
     return hide or (_rate_unshown(segs, refit_from_ppm) if refit_from_ppm else 0)
 
 
 def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
-                rate_hz: float) -> int:
+                rate_hz: float, prior: float) -> int:
     """The smallest step the clock's one break may have been, ns, where a step that size could
     hide in one of its segments (below the X that segment states for UNSEEN_WITHIN_S,
     unseen.unseen_step_ns); else 0. A clock that showed a step of a size its reads
@@ -1346,7 +1346,8 @@ def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment],
         return 0
     lo, hi = own[0].size_ns.lo, own[0].size_ns.hi      # type: ignore[union-attr]
     least = max(1, int(min(abs(lo), abs(hi)))) if lo * hi > 0 else 1
-    xs = [unseen_step_ns(q, sg.bracket_ns["median"], sg.offset_ns.width, rate_hz)
+    xs = [unseen_step_ns(q, sg.bracket_ns["median"], sg.offset_ns.width, rate_hz,
+                         rate_ppm=prior)
           for sg in segs if sg.bracket_ns]
     return least if xs and least < max(xs) else 0
 

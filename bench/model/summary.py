@@ -27,7 +27,7 @@ from bench.analysis.estimate import (
     wander_allowance_ns_per_s,
 )
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
-from bench.analysis.unseen import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
+from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
 from bench.model.documents import (
     Assumptions,
@@ -387,22 +387,31 @@ def rate_clause(fit: ClockFit | None) -> str:
             f"or more shows, shorter excursions assumed")
 
 
+MEASURED = "measured on the simulated probe schedule"     # unseen.calibrated_step_ns
+EXPLORED = "exploration reads alone"                     # unseen.unseen_step_ns
+FEW = "too few reads in that time"                       # unseen.NO_STEP_SHOWS
+
+
 def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
                     rate_hz: float) -> dict[str, Any]:
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
-    the step that could hide (bench.analysis.unseen.unseen_step_ns), the reading's lag."""
+    the step that could hide (bench.analysis.unseen.stated_step_ns), the reading's lag."""
     from bench.units import fmt_end_ns, fmt_ns_up
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads ({rate_clause(fit)}); at "
             f"most one step inside a segment unseen")
     out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if fit is not None and seg is not None and seg.bracket_ns:
-        x = unseen_step_ns(fit.resolution_ns, seg.bracket_ns["median"], seg.offset_ns.width,
-                           rate_hz)
-        out["unseen_step"] = {"size_ns": x, "probability": UNSEEN_P, "within_s": UNSEEN_WITHIN_S}
+        x, measured = stated_step_ns(fit.resolution_ns, seg.bracket_ns["median"],
+                                     seg.offset_ns.width, rate_hz, rate_ppm=prior_ppm)
+        some = x < NO_STEP_SHOWS
+        out["unseen_step"] = {"size_ns": x if some else None, "probability": UNSEEN_P,
+                              "within_s": UNSEEN_WITHIN_S,
+                              "basis": MEASURED if measured else EXPLORED if some else FEW}
         text += (f"; a step of {fmt_ns_up(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
-                 f"probability >= {UNSEEN_P:g}")
+                 f"probability >= {UNSEEN_P:g}" + (f" ({MEASURED})" if measured else "")
+                 if some else f"; no step is sure to show within {UNSEEN_WITHIN_S:g} s ({FEW})")
     if lag:
         text += f"; reading lags its clock by at most {fmt_end_ns(lag, False)}"
     out["model"] = text

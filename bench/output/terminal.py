@@ -276,7 +276,8 @@ def model_lines(summary, width) -> list[str]:
             by.setdefault(what, {}).setdefault(lv, []).append(f"{d.name} {c.name}")
         u = a.unseen_step
         if u and u.get("size_ns"):
-            hide.append(f"{d.name} {c.name} {fmt_ns_up(u['size_ns'])}")
+            hide.append(f"{d.name} {c.name} {fmt_ns_up(u['size_ns'])}"
+                        + (" (measured)" if u.get("basis", "").startswith("measured") else ""))
             p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
     common = [f"{lb} {v}".strip() for g in by.values() for (lb, v), who in g.items()
               if len(g) == 1 and len(who) == n]

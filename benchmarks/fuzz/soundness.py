@@ -35,7 +35,7 @@ from bench.analysis.estimate import (
     _envelope_lists,  # noqa: E402
     fit_clock,  # noqa: E402
 )
-from bench.analysis.unseen import UNSEEN_P, unseen_step_ns  # noqa: E402
+from bench.analysis.unseen import UNSEEN_P, stated_step_ns  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
 from benchmarks.fuzz import baseline_estimate  # noqa: E402
@@ -279,15 +279,17 @@ def score(dev: dict) -> dict:
             "step_size": (abs(true_breaks[0]["size_ns"]) if true_breaks and
                           true_breaks[0]["kind"] == "step" else None),
             "tick": dev["params"].resolution_ns, "seed": dev["seed"],
-            "unseen_x": (unseen_step_ns(fit.resolution_ns, fit.segments[-1].bracket_ns["median"],
-                                        fit.segments[-1].offset_ns.width, dev["rate_hz"])
+            "unseen_x": (stated_step_ns(fit.resolution_ns, fit.segments[-1].bracket_ns["median"],
+                                        fit.segments[-1].offset_ns.width, dev["rate_hz"],
+                                        rate_ppm=fit.drift_prior_ppm)[0]
                          if fit.segments and fit.segments[-1].bracket_ns else None),
             "blip_s": dev.get("blip_s"), "admitted": dev["behaviour"] not in NOT_ADMITTED,
             # the statement for the blip's own duration: a step of at least this size lasting
             # that long shows with probability >= UNSEEN_P
-            "blip_x": (unseen_step_ns(fit.resolution_ns, fit.segments[-1].bracket_ns["median"],
+            "blip_x": (stated_step_ns(fit.resolution_ns, fit.segments[-1].bracket_ns["median"],
                                       fit.segments[-1].offset_ns.width, dev["rate_hz"],
-                                      within_s=dev["params"].blips[0][2])
+                                      within_s=dev["params"].blips[0][2],
+                                      rate_ppm=fit.drift_prior_ppm)[0]
                        if dev["params"].blips and fit.segments and fit.segments[-1].bracket_ns
                        else None),
             "line_ratio": _line_ratio(fit),
@@ -455,7 +457,7 @@ def calibration_table(results: list[dict]) -> str:
     """The unseen-step statement against what happened: for the devices outside the stated
     model, the share whose published proven bounds missed the truth; for blips, split at the
     stated X for the blip's own duration T (a step of at least X lasting T shows with
-    probability >= p, unseen.unseen_step_ns): above X the misses must stay within
+    probability >= p, unseen.stated_step_ns: measured where smaller): above X the misses must stay within
     1 − p."""
     out = [f"| behaviour | devices | proven bounds missing the truth | blips >= X | missed among "
            f"them (stated <= {1 - UNSEEN_P:.2f}) | blips < X | missed among them |",
