@@ -19,6 +19,8 @@ import pytest
 from procs import reap_session
 from racks import sim_rack_text
 
+from bench.model.store import RESERVE
+
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
 
 pytestmark = pytest.mark.slow
@@ -106,7 +108,8 @@ def fleet(tmp_path_factory):
     (root / "bad.toml").write_text(sim_rack_text(["bmc-1"], name="bad", changes={
         "bmc-1": {"driver": "no_such_driver"}}))
     (root / "fleet.toml").write_text(FLEET)
-    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], root)
+    # 2 CPUs whatever the machine: four racks of 0.5 CPU (the default `cpus`) all at once
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--num-cpus", "2"], root)
     folders = list((root / "out").glob("*-fleet-lab-t"))
     assert len(folders) == 1, cp.stdout + cp.stderr
     return folders[0], cp
@@ -151,6 +154,9 @@ def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
     # three racks ran side by side: each one's run overlaps the others'
     spans = [(racks[r]["started_ns"], racks[r]["stopped_ns"]) for r in ("a", "b", "c")]
     assert max(s for s, _ in spans) < min(e for _, e in spans)
+    (bound,) = m["ray"]["concurrency"]
+    assert (bound["cpus"], bound["racks"], bound["at_once"], bound["rack_cpus"]) == (2, 4, 4, [0.5])
+    assert "at most 4 of 4 rack(s) at once on" in cp.stdout, cp.stdout
     assert "fleet folder:" in cp.stdout and "fleet verdict: FAIL" in cp.stdout
     assert any(ln.split()[:2] == ["bad", "FAIL"] for ln in cp.stdout.splitlines()), cp.stdout
 
@@ -331,3 +337,72 @@ def test_a_fleet_whose_command_died_is_reported_abandoned(fleet, tmp_path):
     (row,) = [ln for ln in cp.stdout.splitlines() if ln.split()[:1] == ["a"]]
     assert row.split()[1:3] == ["FAIL", "abandoned"] and "racks/a/" in row, row
     assert f"not gathered: the fleet command (pid {dead.pid})" in row
+
+
+def test_fleet_resume_reruns_what_did_not_complete_and_summarises_a_partial_run(fleet, tmp_path):
+    """A fleet whose driver died (a copy of the shared fleet, fleet.json left `running` by a
+    dead pid): rack a completed and is kept as it is; rack b's task was still running, its run
+    folder has every read but no summary (its process killed while closing): summarised, not
+    rerun; rack c crashed and `bad` was refused (its rack file now fixed): both run again, at
+    `cpus = 1` on one CPU so one at a time, as the output says; one verdict over all four."""
+    folder, _ = fleet
+    lost = tmp_path / folder.name
+    shutil.copytree(folder, lost)
+    for name, fw in (("a", OLD), ("b", OLD), ("c", NEW)):
+        (tmp_path / f"rack-{name}.toml").write_text(rack_text(name, fw))
+    (tmp_path / "bad.toml").write_text(sim_rack_text(["bmc-1"], name="bad", seed=3))
+    (lost / "fleet.toml").write_text(FLEET.replace("duration_s = 8", "duration_s = 3\ncpus = 1"))
+    m = json.loads((lost / "fleet.json").read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    m.update(status="running", pid=dead.pid, fleet_base=str(tmp_path))
+    kept_a = dict(m["racks"]["a"])
+    run_b = lost / m["racks"]["b"]["run_folder"]
+    (run_b / "summary.json").unlink()
+    rm = json.loads((run_b / "manifest.json").read_text())
+    rm.update(status="running", pid=dead.pid)
+    (run_b / "manifest.json").write_text(json.dumps(rm))
+    (run_b / RESERVE).write_bytes(b"\0" * 16)     # a killed run still holds its reserve
+    m["racks"]["b"] = {"status": "submitted", "attempts": 1}
+    m["racks"]["c"] = {"status": "crashed", "attempts": 2, "error": "NodeDiedError: gone"}
+    (lost / "fleet.json").write_text(json.dumps(m))
+    cp = rackclock(["fleet", "resume", str(lost), "--num-cpus", "1", "--wide"], tmp_path)
+    m2 = json.loads((lost / "fleet.json").read_text())
+    assert cp.returncode == {"PASS": 0, "FAIL": 1, "UNDECIDED": 3}[m2["verdict"]], cp.stderr
+    assert m2["status"] == "completed" and m2["racks_completed"] == 4, (m2, cp.stdout)
+    racks = m2["racks"]
+    assert racks["a"] == kept_a
+    b = racks["b"]
+    assert (b["status"], b["summarised_from"]) == ("summarised", "abandoned"), b
+    assert b["reason"].startswith("summarised by fleet resume (reads over") and b["verdict"]
+    assert (run_b / "summary.json").exists()
+    assert json.loads((run_b / "manifest.json").read_text())["status"] == "killed"
+    for r, was in (("c", "crashed"), ("bad", "refused")):
+        assert racks[r]["status"] == "completed", racks[r]
+        assert racks[r]["earlier_attempts"][-1]["status"] == was, racks[r]
+        assert 2 < racks[r]["probed_s"] and racks[r]["cpus"] == 1
+    assert racks["c"]["attempts"] == 3 and racks["bad"]["attempts"] == 2
+    # one rack at a time: cpus = 1 on an instance of one CPU
+    first, second = sorted((racks[r]["started_ns"], racks[r]["stopped_ns"]) for r in ("c", "bad"))
+    assert first[1] <= second[0], (first, second)
+    assert "at most 1 of 2 rack(s) at once on" in cp.stdout and "the others queue" in cp.stdout
+    assert "resumed: 2 rack(s) run again (c, bad), 1 summarised from their partial runs (b)" \
+        in cp.stdout, cp.stdout
+    (resume,) = m2["resumes"]
+    assert resume["status_before"] == "abandoned" and resume["rerun"] == ["c", "bad"]
+
+
+def test_concurrency_packs_racks_into_each_nodes_cpus():
+    """A node runs as many racks at once as their `cpus` fit in its CPUs; a rack asking for
+    more CPUs than the node that declares its resource has is unplaceable (Ray would wait)."""
+    from bench.fleet.config import fleet_from_dict
+    from bench.fleet.engine import concurrency, unplaceable
+
+    fleet = fleet_from_dict({"fleet": {"cpus": 0.5}, "racks": {
+        **{f"r{i}": {} for i in range(16)}, "big": {"cpus": 4, "resources": {"rack:r0": 1}}}})
+    node = {"node_id": "n" * 20, "host": "bench-1",
+            "resources": {"CPU": 2.0, **{f"rack:r{i}": 1.0 for i in range(16)}}}
+    (b,) = concurrency(fleet, [node])
+    assert (b["racks"], b["at_once"], b["rack_cpus"]) == (17, 4, [0.5, 4.0])
+    why = unplaceable(fleet, node["resources"], [node])
+    assert list(why) == ["big"] and "asks for 4 CPU" in why["big"] and "has 2" in why["big"]

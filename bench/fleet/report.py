@@ -107,6 +107,11 @@ def abandoned(path: Path, manifest: dict) -> dict:
                             f"while the rack was {rec.get('status')}"}
             if left:
                 rec["run_folder"] = str(left[-1].relative_to(path))
+            elif rec.get("scratch") and rec.get("transfer") != "folder":
+                rec["partial_run"] = rec["scratch"]
+                rec["error"] += (f"; its partial run, if it ran on another node, is there in "
+                                 f"{rec['scratch']} (the node declaring "
+                                 f"{', '.join(rec.get('resources') or {}) or 'its resource'})")
         racks[name] = rec
     return {**manifest, "status": "abandoned", "racks": racks}
 
