@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.fleet.config import FleetConfig, FleetError
-from bench.fleet.gather import gather, probed_s, rack_dir, write_fleet_manifest
+from bench.fleet.gather import earlier_folders, gather, left_behind, probed_s, rack_dir, write_fleet_manifest
 from bench.fleet.verdict import RAN, fleet_verdict, rack_verdict
 from bench.model import provenance
 from bench.model.store import new_run_id
@@ -30,6 +30,8 @@ CONNECT_S = 5.0         # --address: how long the head's port gets to accept a c
 JOIN_RETRIES = 3        # ... and Ray's GCS client its attempts (Ray's default: 20, ~1 s each)
 RETRIES_ENV = "RAY_gcs_server_port_wait_time_s"    # Ray 2.60's budget of those attempts
 RETRIES = 1             # a rack's task submitted again once when its worker or node died
+RAY_GCS_WAIT = "RAY_gcs_rpc_server_reconnect_timeout_s"   # Ray's wait for a lost GCS (60 s),
+# after which it ends the driver outright: the fleet declares the head lost at a quarter of it
 INFRASTRUCTURE = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError")
 ADDRESS = re.compile(r"\[?([A-Za-z0-9._:-]+?)\]?:(\d{1,5})")
 
@@ -222,7 +224,7 @@ def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, qu
         record = {"status": "interrupted" if cancelled else "crashed",
                   "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
         runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
-        if runs and runs[-1].parent.name not in _earlier_folders(rec):   # written in place
+        if runs and runs[-1].parent.name not in earlier_folders(rec):   # written in place
             record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
             record["probed_s"] = _probed(runs[-1])
         elif rec.get("scratch"):     # on another node: its partial run stays in its scratch
@@ -242,12 +244,6 @@ def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, qu
     return False
 
 
-def _earlier_folders(rec: dict) -> set[str]:
-    """The run folders of a rack's earlier attempts (a resumed rack's new folder is another)."""
-    return {Path(e["run_folder"]).name for e in rec.get("earlier_attempts", [])
-            if e.get("run_folder")}
-
-
 def _infrastructure(ray, exc: BaseException) -> bool:
     """Whether a task's failure is the cluster's (worker, raylet or node died), not the rack's
     (a rack's own failure is a result, never an exception: bench.fleet.tasks.run_rack)."""
@@ -264,6 +260,54 @@ def _probed(manifest_path: Path) -> float | None:
         return probed_s(Manifest.of(saferead.load_object(manifest_path)))
     except (saferead.FileFault, OSError, ValueError):
         return None
+
+
+class HeadLost(Exception):
+    """The Ray head's GCS stopped answering (HeadWatch)."""
+
+
+class HeadWatch:
+    """Whether the cluster's GCS (the head) still accepts connections, tried at most once per
+    POLL_S; HeadLost once it has not for `lost_s`. Ray's driver waits RAY_GCS_WAIT (60 s) for a
+    lost GCS and then ends the process outright: this ends the fleet first, its state written."""
+
+    def __init__(self, address: str):
+        self.lost_s = head_lost_s()
+        m = ADDRESS.fullmatch(address or "")
+        self.where = (m.group(1), int(m.group(2))) if m else None
+        self.address = address
+        self.last_ok = self.last_try = time.monotonic()
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if self.where is None or now - self.last_try < POLL_S:
+            return
+        self.last_try = now
+        try:
+            socket.create_connection(self.where, timeout=POLL_S).close()
+            self.last_ok = now
+        except OSError as exc:
+            if now - self.last_ok >= self.lost_s:
+                raise HeadLost(f"the Ray head (GCS at {self.address}) has not answered for "
+                               f"{now - self.last_ok:.0f} s ({exc.strerror or exc})") from None
+
+
+def head_lost_s() -> float:
+    """How long the GCS may not answer before the fleet declares its head lost: a quarter of
+    Ray's own wait (RAY_GCS_WAIT, 60 s by default: 15 s), at least 2 s."""
+    try:
+        ray_wait = float(os.environ.get(RAY_GCS_WAIT) or 60)
+    except ValueError:
+        ray_wait = 60.0
+    return max(2.0, min(15.0, ray_wait / 4))
+
+
+def _lose_pending(pending: dict, fleet_dir: Path, manifest: dict, why: str) -> None:
+    """The racks still running when the head was lost: abandoned, with what they left."""
+    for name in pending.values():
+        manifest["racks"][name] = left_behind(fleet_dir, name, manifest["racks"][name],
+                                              f"not gathered: {why}")
+    pending.clear()
 
 
 def _say(line: str, quiet: bool) -> None:
@@ -348,7 +392,9 @@ def _wait_all(ray, pending: dict, fleet_dir: Path, manifest: dict, t0: float,
     with tqdm(total=len(pending), unit="rack", disable=quiet or None,
               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} racks [{elapsed}] {postfix}"
               ) as bar:
+        head = HeadWatch(manifest["ray"]["address"])
         while pending:
+            head.check()
             bar.set_postfix_str("running: " + ", ".join(sorted(pending.values())),
                                 refresh=False)
             done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
@@ -433,6 +479,13 @@ def drive(fleet: FleetConfig, open_fleet, address: str | None, num_cpus: int | N
         except KeyboardInterrupt:
             status = "interrupted"
             _cancel_all(ray, pending, fleet_dir, manifest, t0, quiet)
+        except HeadLost as exc:
+            status, manifest["error"] = "head_lost", str(exc)
+            _lose_pending(pending, fleet_dir, manifest, str(exc))
+            _say(f"{exc}: the fleet ends here; `rackclock fleet resume {fleet_dir}` reruns "
+                 f"what did not complete", quiet)
+            stack.pop_all()
+            stack.callback(_shutdown, ray, head_lost_s())   # bounded: it may wait for the head
         except BaseException as exc:
             manifest["error"] = f"{type(exc).__name__}: {exc}"
             raise
@@ -444,6 +497,15 @@ def drive(fleet: FleetConfig, open_fleet, address: str | None, num_cpus: int | N
     return fleet_dir
 
 
-def _shutdown(ray) -> None:
-    if ray.is_initialized():
+def _shutdown(ray, within: float | None = None) -> None:
+    """ray.shutdown(); `within`: given that long in a thread of its own, then left (a lost
+    head's cluster may never answer it)."""
+    if not ray.is_initialized():
+        return
+    if within is None:
         ray.shutdown()
+        return
+    import threading
+    t = threading.Thread(target=ray.shutdown, daemon=True, name="ray-shutdown")
+    t.start()
+    t.join(within)
