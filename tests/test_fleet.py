@@ -372,7 +372,7 @@ def test_fleet_resume_summarises_a_partial_run_without_ray(fleet, tmp_path):
     b = m2["racks"]["b"]
     assert (b["status"], b["summarised_from"]) == ("summarised", "abandoned"), b
     assert b["reason"].startswith("summarised by fleet resume (reads over") and b["verdict"]
-    assert 7 < b["probed_s"] <= 8, b
+    assert b["probed_s"] >= 0.9 * 8, b          # its reads reach 90 % of its 8 s
     assert (run_b / "summary.json").exists()
     assert json.loads((run_b / "manifest.json").read_text())["status"] == "killed"
     assert "resumed: 0 rack(s) run again (none), 1 summarised from their partial runs (b)" \
