@@ -58,6 +58,8 @@ SMOKES = [
           r"^REGRESSED pairs: (\d+) of 1 \(3 s runs, regression\)$"),
     Smoke("fleet.py", ("--duration", "2", "--repeats", "1", "--racks", "1"),
           rf"^  ratio fleet / one rack: {N} end to end, {N} without Ray's start", own_tmp=False),
+    Smoke("fleet_vs_xargs.py", ("--racks", "1", "--duration", "2", "--repeats", "1"),
+          rf"^  ratio fleet / xargs: wall {N}, peak memory {N}$", own_tmp=False),
     Smoke("fuzz_logs.py", ("--examples", "2", "--seed", "1"),
           r"^(\d+) examples in \d+ s; 0 properties failed$"),
     Smoke("hostile_devices.py", ("--duration", "3", "--only", "clean"),

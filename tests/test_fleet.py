@@ -16,8 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import reap_session
+from procs import SESSION, pids_where, reap_session
 from racks import sim_rack_text
+
+from bench.model.store import RESERVE
 
 pytest.importorskip("ray", reason="Ray is the fleet extra: pip install 'rackclock[fleet]'")
 
@@ -106,7 +108,8 @@ def fleet(tmp_path_factory):
     (root / "bad.toml").write_text(sim_rack_text(["bmc-1"], name="bad", changes={
         "bmc-1": {"driver": "no_such_driver"}}))
     (root / "fleet.toml").write_text(FLEET)
-    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out"], root)
+    # 2 CPUs whatever the machine: four racks of 0.5 CPU (the default `cpus`) all at once
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--num-cpus", "2"], root)
     folders = list((root / "out").glob("*-fleet-lab-t"))
     assert len(folders) == 1, cp.stdout + cp.stderr
     return folders[0], cp
@@ -151,6 +154,9 @@ def test_fleet_runs_every_rack_and_records_the_refused_one(fleet):
     # three racks ran side by side: each one's run overlaps the others'
     spans = [(racks[r]["started_ns"], racks[r]["stopped_ns"]) for r in ("a", "b", "c")]
     assert max(s for s, _ in spans) < min(e for _, e in spans)
+    (bound,) = m["ray"]["concurrency"]
+    assert (bound["cpus"], bound["racks"], bound["at_once"], bound["rack_cpus"]) == (2, 4, 4, [0.5])
+    assert "at most 4 of 4 rack(s) at once on" in cp.stdout, cp.stdout
     assert "fleet folder:" in cp.stdout and "fleet verdict: FAIL" in cp.stdout
     assert any(ln.split()[:2] == ["bad", "FAIL"] for ln in cp.stdout.splitlines()), cp.stdout
 
@@ -331,3 +337,116 @@ def test_a_fleet_whose_command_died_is_reported_abandoned(fleet, tmp_path):
     (row,) = [ln for ln in cp.stdout.splitlines() if ln.split()[:1] == ["a"]]
     assert row.split()[1:3] == ["FAIL", "abandoned"] and "racks/a/" in row, row
     assert f"not gathered: the fleet command (pid {dead.pid})" in row
+
+
+def test_fleet_resume_summarises_a_partial_run_without_ray(fleet, tmp_path):
+    """A fleet whose driver died (a copy of the shared fleet without its refused rack, fleet.json
+    left `running` by a dead pid): racks a and c completed and are kept as they are; rack b's
+    task was still running and its run folder has every read but no summary (its process
+    killed while closing): `fleet resume` summarises it as `rackclock summarize` would, reruns
+    nothing (so starts no Ray) and writes one verdict over the three."""
+    folder, _ = fleet
+    lost = tmp_path / folder.name
+    shutil.copytree(folder, lost, ignore=shutil.ignore_patterns("bad"))
+    (lost / "fleet.toml").write_text(FLEET.split("[racks.bad]")[0])
+    m = json.loads((lost / "fleet.json").read_text())
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    m.update(status="running", pid=dead.pid)
+    del m["racks"]["bad"]
+    kept = {r: dict(m["racks"][r]) for r in ("a", "c")}
+    run_b = lost / m["racks"]["b"]["run_folder"]
+    (run_b / "summary.json").unlink()
+    rm = json.loads((run_b / "manifest.json").read_text())
+    rm.update(status="running", pid=dead.pid)
+    (run_b / "manifest.json").write_text(json.dumps(rm))
+    (run_b / RESERVE).write_bytes(b"\0" * 16)     # a killed run still holds its reserve
+    m["racks"]["b"] = {"status": "submitted", "attempts": 1}
+    (lost / "fleet.json").write_text(json.dumps(m))
+    cp = rackclock(["fleet", "resume", str(lost), "--wide"], tmp_path)
+    m2 = json.loads((lost / "fleet.json").read_text())
+    assert cp.returncode == {"PASS": 0, "FAIL": 1, "UNDECIDED": 3}[m2["verdict"]], cp.stderr
+    assert m2["status"] == "completed" and m2["racks_completed"] == 3, (m2, cp.stdout)
+    assert "ray" not in cp.stdout.split("resumed:")[0]          # nothing to run: no Ray
+    assert {r: m2["racks"][r] for r in ("a", "c")} == kept
+    b = m2["racks"]["b"]
+    assert (b["status"], b["summarised_from"]) == ("summarised", "abandoned"), b
+    assert b["reason"].startswith("summarised by fleet resume (reads over") and b["verdict"]
+    assert b["probed_s"] >= 0.9 * 8, b          # its reads reach 90 % of its 8 s
+    assert (run_b / "summary.json").exists()
+    assert json.loads((run_b / "manifest.json").read_text())["status"] == "killed"
+    assert "resumed: 0 rack(s) run again (none), 1 summarised from their partial runs (b)" \
+        in cp.stdout, cp.stdout
+    (resume,) = m2["resumes"]
+    assert resume["status_before"] == "abandoned" and resume["summarised"] == ["b"]
+
+
+def test_a_lost_head_ends_the_fleet_in_a_final_state_and_resume_completes_it(tmp_path):
+    """Every Ray process of the embedded instance (the head: GCS, raylet, the racks' workers)
+    killed while racks a and b probe; the driver lives on, as a driver on another host would.
+    Ray would wait 60 s (here RAY_gcs_rpc_server_reconnect_timeout_s=20) and then end the driver
+    outright; the fleet declares the head lost at a quarter of that and writes its final state:
+    `head_lost`, each rack `abandoned` with its attempts (the first died with its node, its
+    partial run folder named), FAIL. `fleet resume` then reruns both (their partial runs too
+    short to summarise), one at a time at `cpus = 1` on one CPU, and the fleet completes."""
+    (tmp_path / "rack.toml").write_text(sim_rack_text(["bmc-1"], name="a", seed=3))
+    (tmp_path / "fleet.toml").write_text('[fleet]\nname = "head"\nduration_s = 5\ncpus = 1\n'
+                                         '[racks.a]\nrack = "rack.toml"\n'
+                                         '[racks.b]\nrack = "rack.toml"\n')
+    runs = tmp_path / "out"
+    env = {"RAY_gcs_rpc_server_reconnect_timeout_s": "20"}
+
+    def probing():
+        return all(any(f.stat().st_size > 200 for f in runs.glob(
+            f"*-fleet-head/racks/{r}/*/samples/bmc-1.csv")) for r in "ab")
+
+    def kill_the_head():
+        (fleet_json,) = runs.glob("*-fleet-head/fleet.json")
+        driver = json.loads(fleet_json.read_text())["pid"]
+        for pid in pids_where(SESSION, driver):
+            if pid != driver:
+                os.kill(pid, signal.SIGKILL)
+
+    cp = rackclock(["fleet", "run", "fleet.toml", "--out", "out", "--num-cpus", "2"], tmp_path,
+                   until=probing, then=kill_the_head, env=env)
+    (folder,) = runs.glob("*-fleet-head")
+    m = json.loads((folder / "fleet.json").read_text())
+    assert m["status"] == "head_lost" and m["verdict"] == "FAIL", (m, cp.stdout, cp.stderr)
+    assert cp.returncode == 1 and "has not answered for" in m["error"]
+    assert "fleet resume" in cp.stdout
+    for r in "ab":
+        rec = m["racks"][r]
+        assert rec["status"] == "abandoned" and "the Ray head" in rec["error"], rec
+        first = rec["earlier_attempts"][0]
+        assert first["status"] == "crashed" and (folder / first["run_folder"]).is_dir(), first
+    cp = rackclock(["fleet", "resume", str(folder), "--num-cpus", "1"], tmp_path)
+    m2 = json.loads((folder / "fleet.json").read_text())
+    assert m2["status"] == "completed", (m2, cp.stdout, cp.stderr)
+    assert cp.returncode == {"PASS": 0, "FAIL": 1, "UNDECIDED": 3}[m2["verdict"]]
+    for r in "ab":
+        rec = m2["racks"][r]
+        assert rec["status"] == "completed" and rec["probed_s"] > 4, rec
+        assert rec["earlier_attempts"][-1]["status"] == "abandoned", rec
+        assert rec["run_folder"] not in {e.get("run_folder") for e in rec["earlier_attempts"]}
+    # one rack at a time: cpus = 1 on an instance of one CPU, as the output says
+    first, second = sorted((m2["racks"][r]["started_ns"], m2["racks"][r]["stopped_ns"])
+                           for r in "ab")
+    assert first[1] <= second[0], (first, second)
+    assert "at most 1 of 2 rack(s) at once on" in cp.stdout and "the others queue" in cp.stdout
+    assert "resumed: 2 rack(s) run again (a, b), 0 summarised" in cp.stdout, cp.stdout
+
+
+def test_concurrency_packs_racks_into_each_nodes_cpus():
+    """A node runs as many racks at once as their `cpus` fit in its CPUs; a rack asking for
+    more CPUs than the node that declares its resource has is unplaceable (Ray would wait)."""
+    from bench.fleet.config import fleet_from_dict
+    from bench.fleet.engine import concurrency, unplaceable
+
+    fleet = fleet_from_dict({"fleet": {"cpus": 0.5}, "racks": {
+        **{f"r{i}": {} for i in range(16)}, "big": {"cpus": 4, "resources": {"rack:r0": 1}}}})
+    node = {"node_id": "n" * 20, "host": "bench-1",
+            "resources": {"CPU": 2.0, **{f"rack:r{i}": 1.0 for i in range(16)}}}
+    (b,) = concurrency(fleet, [node])
+    assert (b["racks"], b["at_once"], b["rack_cpus"]) == (17, 4, [0.5, 4.0])
+    why = unplaceable(fleet, node["resources"], [node])
+    assert list(why) == ["big"] and "asks for 4 CPU" in why["big"] and "has 2" in why["big"]

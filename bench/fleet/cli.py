@@ -1,7 +1,9 @@
-"""`rackclock fleet run FLEET.toml` and `rackclock fleet report FLEET_FOLDER`.
+"""`rackclock fleet run FLEET.toml`, `rackclock fleet resume FLEET_FOLDER` and `rackclock fleet
+report FLEET_FOLDER`.
 
 run: every rack of the fleet file (bench.fleet.config) as a Ray task on the host that holds
 its resource (bench.fleet.engine), gathered into one fleet folder (bench.fleet.gather).
+resume: the racks of a fleet folder that did not complete, rerun or summarised (bench.fleet.resume).
 report: per rack, per plane and firmware, and with --baseline the rollout verdicts
 (bench.fleet.report).
 Both exit by the fleet's verdict (bench.fleet.verdict), in the exit table of `rackclock run`
@@ -54,6 +56,29 @@ def _run(a) -> int:
     return report_exit(fl, allow_undecided=a.allow_undecided)
 
 
+def _resume(a) -> int:
+    from bench.fleet.report import load_fleet, rack_lines, report_exit
+    from bench.fleet.resume import resume_fleet
+    from bench.fleet.verdict import fleet_verdict
+    from bench.model.texttable import terminal_width
+
+    try:
+        folder, rerun, summarised = resume_fleet(a.fleet, address=a.address,
+                                                 num_cpus=a.num_cpus, quiet=a.quiet)
+    except (FleetError, FileNotFoundError) as exc:
+        print(f"rackclock fleet resume: {exc}", file=sys.stderr)
+        return 2
+    print(f"resumed: {len(rerun)} rack(s) run again ({', '.join(rerun) or 'none'}), "
+          f"{len(summarised)} summarised from their partial runs "
+          f"({', '.join(summarised) or 'none'})")
+    fl = load_fleet(folder)
+    if not a.quiet:
+        print("\n".join(rack_lines(fl, None if a.wide else terminal_width())))
+    word, _ = fleet_verdict({fr.name: fr.record for fr in fl.racks})
+    print(f"fleet verdict: {word}; fleet folder: {folder}")
+    return report_exit(fl, allow_undecided=a.allow_undecided)
+
+
 def _report(a) -> int:
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import load_tolerances
@@ -79,21 +104,27 @@ def _report(a) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock fleet",
-                                 description="a fleet of racks on Ray: run, report")
+                                 description="a fleet of racks on Ray: run, resume, report")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run every rack of a fleet file, one Ray task per rack",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("fleet_file", type=Path, help="fleet file (TOML; bench/fleet/config.py)")
     r.add_argument("--out", type=Path, default=Path("results"), help="folder for fleet folders")
-    r.add_argument("--address", default=None,
-                   help="join this Ray cluster (e.g. HEAD:6379; default: start a local instance "
-                        "declaring every rack's resource)")
-    r.add_argument("--num-cpus", type=int, default=None,
-                   help="CPUs of the local instance (default: one per rack)")
-    r.add_argument("--quiet", action="store_true", help="only the verdict and fleet folder")
+    s = sub.add_parser("resume", help="rerun or summarise the racks of a fleet folder that did "
+                                      "not complete; one verdict over old and new",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("fleet", type=Path, help="fleet folder")
+    for x in (r, s):
+        x.add_argument("--address", default=None,
+                       help="join this Ray cluster (e.g. HEAD:6379; default: start a local "
+                            "instance declaring every rack's resource)")
+        x.add_argument("--num-cpus", type=int, default=None,
+                       help="CPUs of the local instance (default: this machine's); a rack "
+                            "takes its fleet-file `cpus`, so at most CPUs/cpus racks run at once")
+        x.add_argument("--quiet", action="store_true", help="only the verdict and fleet folder")
     p = sub.add_parser("report", help="per rack, per plane and firmware, rollout verdicts",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for x in (r, p):
+    for x in (r, s, p):
         x.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
         x.add_argument("--wide", action="store_true",
                        help="every column, as wide as it is (default: fit the terminal, "
@@ -105,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, metavar="FILE", help="also write JSON")
     p.add_argument("--no-html", action="store_true", help="do not write FLEET/fleet.html")
     a = ap.parse_args(argv)
-    return _run(a) if a.cmd == "run" else _report(a)
+    return {"run": _run, "resume": _resume, "report": _report}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ reads the file.
     experiment = "clock_offset"          # default of every rack
     duration_s = 60                      # default of every rack (omitted: the experiment's)
     params = { stimulus_every_s = "5" }  # default of every rack, merged under the rack's own
+    cpus = 0.5                           # default of every rack: the CPUs a rack's run takes
+                                         # (Ray's num_cpus of its task; CPU_PER_RACK when omitted)
 
     [racks.lab-a-3]
     rack = "racks/lab-a-3.toml"          # path on the bench host (relative: to the fleet file);
@@ -18,6 +20,10 @@ reads the file.
     arm = false                          # --arm of `rackclock run`
     reference_allowance = "1ms"          # --reference-allowance of `rackclock run`
     transfer = "auto"                    # auto | folder | tarball (see bench/fleet/tasks.py)
+    cpus = 1                             # this rack's CPUs (a large rack: more)
+
+A node runs at most (its CPUs / a rack's cpus) racks at once; the rest queue in Ray until a
+rack ends, so an over-full bench host delays racks instead of making every rack's probes late.
 """
 from __future__ import annotations
 
@@ -29,9 +35,14 @@ from bench.errors import RackclockError
 
 TRANSFERS = ("auto", "folder", "tarball")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")     # a rack's name is a folder name
-FLEET_KEYS = {"name", "experiment", "duration_s", "params"}
+FLEET_KEYS = {"name", "experiment", "duration_s", "params", "cpus"}
 RACK_KEYS = {"rack", "resources", "experiment", "duration_s", "params", "arm",
-             "reference_allowance", "transfer"}
+             "reference_allowance", "transfer", "cpus"}
+# CPUs a rack's task asks for unless the fleet file says (`cpus`). Measured on this project's
+# 2-vCPU machine, a 30 s `rackclock run` (bench and simulator, start-up included) used 0.31 of a
+# core on the 15-device default rack and 0.07 on a rack of two devices (about 0.05 + 0.02 per
+# device; docs/FLEET.md): 0.5 holds the default rack with room for its start-up
+CPU_PER_RACK = 0.5
 
 
 class FleetError(RackclockError, ValueError):
@@ -49,6 +60,7 @@ class RackEntry:
     arm: bool = False
     reference_allowance: str | None = None
     transfer: str = "auto"
+    cpus: float = CPU_PER_RACK
 
     def run_argv(self, out: str) -> list[str]:
         """The `rackclock run` arguments of this rack's experiment, its run folder under `out`."""
@@ -69,7 +81,8 @@ class RackEntry:
         return {"rack_file": self.rack_file or "default (simulated)",
                 "experiment": self.experiment, "duration_s": self.duration_s,
                 "params": dict(self.params), "resources": dict(self.resources), "arm": self.arm,
-                "reference_allowance": self.reference_allowance, "transfer": self.transfer}
+                "reference_allowance": self.reference_allowance, "transfer": self.transfer,
+                "cpus": self.cpus}
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,7 @@ class FleetConfig:
     name: str
     racks: tuple[RackEntry, ...]
     source: str = ""
+    base: str = ""                        # the folder relative rack paths were taken against
 
     def resources(self) -> dict[str, float]:
         """Every custom resource the racks ask for (what an embedded Ray node declares)."""
@@ -100,6 +114,15 @@ def _duration(where: str, x) -> float | None:
         return None
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
         raise FleetError(f"{where}.duration_s: expected a positive number of seconds, got {x!r}")
+    return float(x)
+
+
+def _cpus(where: str, x) -> float:
+    if x is None:
+        return CPU_PER_RACK
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 1024:
+        raise FleetError(f"{where}.cpus: expected the CPUs a rack's run takes (e.g. 0.5), "
+                         f"got {x!r}")
     return float(x)
 
 
@@ -161,9 +184,10 @@ def rack_entry(name: str, t: dict, defaults: dict, base: Path | None) -> RackEnt
     params = {**_params("fleet", defaults.get("params")), **_params(where, t.get("params"))}
     duration = _duration(where, t["duration_s"]) if "duration_s" in t else \
         _duration("fleet", defaults.get("duration_s"))
+    cpus = _cpus(where, t["cpus"]) if "cpus" in t else _cpus("fleet", defaults.get("cpus"))
     return RackEntry(name, rack, experiment, duration, tuple(sorted(params.items())),
                      _resources(where, t.get("resources"), name), bool(t.get("arm", False)),
-                     allowance, transfer)
+                     allowance, transfer, cpus)
 
 
 def fleet_from_dict(data: dict, base: Path | None = None, source: str = "") -> FleetConfig:
@@ -182,4 +206,4 @@ def fleet_from_dict(data: dict, base: Path | None = None, source: str = "") -> F
     name = fleet.get("name", Path(source).stem if source else "fleet")
     if not isinstance(name, str) or not NAME.match(name):
         raise FleetError(f"fleet.name: letters, digits, '.', '_', '-', got {name!r}")
-    return FleetConfig(name, entries, source)
+    return FleetConfig(name, entries, source, str(base) if base is not None else "")

@@ -136,6 +136,32 @@ def _unusable(run_dir: Path) -> bool:
         return True
 
 
+UNGATHERED = ("pending", "submitted", "retrying")   # a rack's statuses before it is gathered
+
+
+def earlier_folders(rec: dict) -> set[str]:
+    """The run folders of a rack's earlier attempts (a resumed or retried rack's is another)."""
+    return {Path(e["run_folder"]).name for e in rec.get("earlier_attempts", [])
+            if e.get("run_folder")}
+
+
+def left_behind(fleet_dir: Path, name: str, rec: dict, why: str) -> dict:
+    """A rack the fleet command did not gather (it died, or lost the Ray head): `abandoned`
+    because `why`, with the run folder its attempt left in the fleet folder (written in place on
+    the driver's node), else where its partial run is on another node (`partial_run`)."""
+    left = sorted(p.parent for p in rack_dir(fleet_dir, name).glob("*/manifest.json")
+                  if p.parent.name not in earlier_folders(rec))
+    rec = {**rec, "status": "abandoned", "error": why}
+    if left:
+        rec["run_folder"] = str(left[-1].relative_to(fleet_dir))
+    elif rec.get("scratch") and rec.get("transfer") != "folder":
+        rec["partial_run"] = rec["scratch"]
+        rec["error"] += (f"; its partial run, if it ran on another node, is there in "
+                         f"{rec['scratch']} (the node declaring "
+                         f"{', '.join(rec.get('resources') or {}) or 'its resource'})")
+    return rec
+
+
 def write_fleet_manifest(fleet_dir: Path, manifest: dict) -> None:
     write_json(fleet_dir / FLEET_MANIFEST, manifest)
 

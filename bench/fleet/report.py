@@ -20,7 +20,7 @@ import numpy as np
 from bench.compare.measures import Measure, identities, run_measures
 from bench.compare.output import verdict_line
 from bench.compare.verdicts import Comparison, compare_runs, fmt_value
-from bench.fleet.gather import ensure_unpacked, load_fleet_manifest, rack_dir
+from bench.fleet.gather import UNGATHERED, ensure_unpacked, left_behind, load_fleet_manifest
 from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.model.outcomes import FAIL, PASS
 from bench.model.rundata import Run, load_run
@@ -96,17 +96,13 @@ def driver_gone(manifest: dict) -> bool:
 
 def abandoned(path: Path, manifest: dict) -> dict:
     """The manifest of a fleet whose command died: status `abandoned`; each rack it had not
-    gathered says so, with the run folder it left in the fleet folder (written in place on the
-    driver's node; a remote rack's run is on its bench host)."""
+    gathered says so, with what it left (bench.fleet.gather.left_behind)."""
     racks = {}
     for name, rec in manifest.get("racks", {}).items():
-        if rec.get("status") in ("pending", "submitted", "retrying"):
-            left = sorted(p.parent for p in rack_dir(path, name).glob("*/manifest.json"))
-            rec = {**rec, "status": "abandoned",
-                   "error": f"not gathered: the fleet command (pid {manifest['pid']}) ended "
-                            f"while the rack was {rec.get('status')}"}
-            if left:
-                rec["run_folder"] = str(left[-1].relative_to(path))
+        if rec.get("status") in UNGATHERED:
+            rec = left_behind(path, name, rec, f"not gathered: the fleet command (pid "
+                                               f"{manifest['pid']}) ended while the rack was "
+                                               f"{rec.get('status')}")
         racks[name] = rec
     return {**manifest, "status": "abandoned", "racks": racks}
 

@@ -57,7 +57,10 @@ def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> di
     if transfer == "folder":
         out = safeio.make_folder(rack_dir)
     else:
-        scratch = Path(tempfile.mkdtemp(prefix=f"rackclock-fleet-{entry.name}-"))
+        # named by rack and fleet (bench.fleet.engine.scratch_of): a partial run left here by a
+        # task that died is found by that name in fleet.json
+        fleet_id = Path(rack_dir).parents[1].name
+        scratch = Path(tempfile.mkdtemp(prefix=f"rackclock-fleet-{entry.name}-{fleet_id}-"))
         out = scratch
     result = {"rack": entry.name, "node_id": node, "host": socket.gethostname(),
               "pid": os.getpid(), "transfer": transfer, "started_ns": time.time_ns()}

@@ -14,16 +14,26 @@ from pathlib import Path
 
 from bench.model.outcomes import FAIL, PASS, REGRESSED, UNDECIDED, exit_code, worst
 
-RAN = ("completed", "unusable")       # rack statuses whose run completed (bench.fleet.gather)
+# rack statuses whose run completed (bench.fleet.gather); `summarised`: a run killed after its
+# probing (ENOUGH of its duration) whose summary `fleet resume` rebuilt (bench.fleet.resume)
+RAN = ("completed", "unusable", "summarised")
 BY_EXIT = {0: PASS, 1: FAIL, 3: UNDECIDED}
 
 
-def run_verdict(run_dir: str | Path) -> tuple[str, str]:
-    """(PASS | FAIL | UNDECIDED, why) of a run folder, by `rackclock run`'s own rule."""
+def run_verdict(run_dir: str | Path, probed: bool = False) -> tuple[str, str]:
+    """(PASS | FAIL | UNDECIDED, why) of a run folder, by `rackclock run`'s own rule; `probed`:
+    judged as completed (its probing ran its course; the process died closing it)."""
+    import dataclasses
+
     from bench.model.rundata import load_run
+    from bench.model.statuses import RunStatus
     from bench.model.verdict import run_outcome
 
-    r = run_outcome(load_run(run_dir))
+    run = load_run(run_dir)
+    if probed:
+        run = dataclasses.replace(run, manifest=dataclasses.replace(
+            run.manifest, status=RunStatus.COMPLETED))
+    r = run_outcome(run)
     reasons = [f"{n}: no usable read ({why})" for n, why in r.unusable.items()]
     if not r.measured:
         reasons.append("no clock was measured")
