@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
+from schema_check import check_folder
 
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.model.manifest import RunStart
@@ -68,13 +69,23 @@ def test_the_manifest_is_written_in_the_recorded_order(default_run):
     start = RunStart.from_dict(m)
     assert start.to_dict() == {k: m[k] if k != "devices" else {
         n: {f: d[f] for f in ("plane", "driver", "error") if f in d} for n, d in m[k].items()}
-        for k in list(m)[1:19]}
+        for k in list(m)[3:21]}
     rack = load_rack(DEFAULT_RACK)
     assert (start.experiment, start.armed, start.simulated, start.rack_file, start.status) == (
         "clock_offset", True, True, "default", "completed")
     assert {n: d.plane for n, d in start.devices.items() if not d.error} == {
         d.name: d.plane for d in rack.devices if not start.devices[d.name].error}
     assert start.argv[-4:] == ["--duration", "14", "--out", start.argv[-1]]
+
+
+def test_every_file_the_run_wrote_validates_against_its_schema(default_run):
+    """manifest.json and summary.json against the schemas shipped in the package
+    (bench/model/schemas/, issue 45 item 2), with their schema_version, and the header of every
+    CSV in the folder against csv.schema.json (tests/schema_check.py)."""
+    run, _ = default_run
+    checked = check_folder(run.path)
+    assert {"manifest.json", "summary.json", "samples/*.csv", "events.csv", "reference.csv",
+            "bounds.csv", "stability.csv", "phase/*.csv", "sim/sim_samples.csv"} <= set(checked), checked
 
 
 def test_every_bound_contains_the_truth(default_run):
