@@ -427,31 +427,34 @@ def rack_offset_figure(rows: list[dict]):
 def tie_figure(tie):
     """One clock: the TIE (offset minus a constant, its proven envelope, reads, breaks, truth)
     above, and the secondary view, the same minus each segment's fit, below."""
-    from bench.output.tie import draw_residuals, draw_tie, ref_text
+    from bench.output.tie import draw_residuals, draw_tie, fit_title, ref_text
     colour = plane_colour(tie.plane)
     with screen_style():
         fig, (a1, a2) = plt.subplots(2, 1, figsize=(FULL_IN, 5.0), sharex=True,
                                      gridspec_kw={"height_ratios": [1.6, 1]})
         draw_tie(a1, tie, colour)
         a1.set_ylabel(f"{ref_text(tie)}\n({tie.scale[1]})")
-        a1.set_title(tie.title)
+        title = fit_title(tie.title, FULL_IN - 1.6, 9.5)        # wrapped, never cut
+        a1.set_title(title)
         draw_residuals(a2, tie, colour)
         a2.set_xlabel("run time (s)")
-        margins(fig, left=1.45, right=3.3, top=0.35, bottom=0.55, hspace=0.1)
+        margins(fig, left=1.45, right=3.3, top=0.35 + 0.17 * title.count("\n"), bottom=0.55,
+                hspace=0.1)
     return fig
 
 
 def rack_tie_figure(ties: list, columns: int = 3):
     """Every clock's TIE on one page: a panel per clock (its offset minus its own first offset
     point, so a slope is its drift), its proven envelope, reads and breaks; one shared legend."""
-    from bench.output.tie import draw_tie
+    from bench.output.tie import draw_tie, fit_title
     rows = max(1, -(-len(ties) // columns))
+    panel_in = (FULL_IN - 0.85) / (columns + 0.45 * (columns - 1)) + 0.1   # an axes and its gap
     with screen_style():
         fig, axes = plt.subplots(rows, columns, figsize=(FULL_IN, 0.9 + 2.6 * rows),
                                  squeeze=False, sharex=True)
         for ax, tie in zip(axes.ravel(), ties):
             draw_tie(ax, tie, plane_colour(tie.plane), legend=False)
-            ax.set_title(f"{tie.label}\n{tie.short}", fontsize=9)
+            ax.set_title(f"{tie.label}\n{fit_title(tie.short, panel_in, 9)}", fontsize=9)
             ax.set_ylabel(f"offset − {'c per segment' if tie.rebased else 'c'} ({tie.scale[1]})")
         for ax in axes.ravel()[len(ties):]:
             ax.set_visible(False)
@@ -467,5 +470,5 @@ def rack_tie_figure(ties: list, columns: int = 3):
                     labels.append(lab if key != "break" else "break (dashed)")
         fig.legend(list(handles.values()), labels, loc="upper left", ncol=3, frameon=False,
                    bbox_to_anchor=(0.01, 1.0))
-        margins(fig, left=0.75, right=0.1, top=0.95, bottom=0.55, hspace=0.6, wspace=0.45)
+        margins(fig, left=0.75, right=0.1, top=1.1, bottom=0.55, hspace=0.75, wspace=0.45)
     return fig
