@@ -88,6 +88,27 @@ def test_every_file_the_run_wrote_validates_against_its_schema(default_run):
             "bounds.csv", "stability.csv", "phase/*.csv", "sim/sim_samples.csv"} <= set(checked), checked
 
 
+def test_the_timeline_page_spans_the_run_and_gathers_older_records(default_run):
+    """`rackclock timeline` on the default run: timeline.html's axis spans the run (ticks from
+    0 s to at most its probing end, whole seconds: the entries' bounds are ms or wider), and
+    the Redfish equipment logs' seeded records from hours before it are gathered apart,
+    collapsed under a line that counts them."""
+    import re
+    run, _ = default_run
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "timeline", str(run.path), "--rows", "1"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    page = (run.path / "timeline.html").read_text()
+    before = re.search(r"<summary>(\d+) records? from [^<]* before the run", page)
+    assert before and int(before.group(1)) >= 1, page[:2000]
+    svg = re.search(r'<svg[^>]* class="tl-run".*?</svg>', page, flags=re.S).group(0)
+    ticks = [float(x) for x in re.findall(r'<text class="tick"[^>]*>([^<]*) s</text>', svg)]
+    span_s = (run.manifest.probed_until_ns - run.manifest.started_ns) / 1e9
+    assert ticks[0] == 0 and span_s - 5 <= ticks[-1] <= span_s and len(ticks) >= 4, (ticks, span_s)
+    assert all(t == int(t) for t in ticks), ticks
+
+
 def test_every_bound_contains_the_truth(default_run):
     run, _ = default_run
     checked = 0

@@ -332,37 +332,58 @@ def reference_figure(t_s, uncertainty_ns, grades, offset_ns=None):
     return fig
 
 
-def timeline_figure(rows: list[dict], t0_ns: int):
+def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None = None):
     """The cross-plane timeline for print: one lane per plane, every entry a bar over its proven
     interval (run time, s), stacked within its lane; hollow bars are unordered against another
-    entry. Nothing is left out (the report's paged timeline shows each entry's details).
+    entry. Given the run's `span`, the axis spans the run and the entries wholly before or
+    after it are counted above the axes ("5 records from 2.0 h to 59.6 min before the run"),
+    not drawn (the paged timeline lists them); else nothing is left out.
 
     `rows`: bench.analysis.timeline.order's output."""
+    from bench.output.timeline_page import apart_text
+    before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
+    after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
+    apart = {id(r) for r in before + after}
     lanes: dict[str, list[dict]] = {}
     for r in rows:
         lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
-    depth = 8                                  # sub-rows per lane
     with screen_style():
-        fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes)))
+        fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes) + 0.2 * bool(apart)))
         for li, (_lane, members) in enumerate(lanes.items()):
-            y0 = len(lanes) - 1 - li
-            for k, r in enumerate(members):
-                en = r["entry"]
-                y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
-                lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
-                c = plane_colour(en.plane)
-                thin = r.get("unordered_count", r["unordered_with"])
-                ax.plot([lo, hi], [y, y], color=c, lw=1.0 if thin else 2.5, solid_capstyle="butt")
-                ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
+            _timeline_lane(ax, [r for r in members if id(r) not in apart],
+                           len(lanes) - 1 - li, t0_ns)
             if li % 2:
-                ax.axhspan(y0 - 0.5, y0 + 0.5, color="0.95", zorder=0, lw=0)
+                ax.axhspan(len(lanes) - 1 - li - 0.5, len(lanes) - li - 0.5, color="0.95",
+                           zorder=0, lw=0)
         ax.set_yticks(range(len(lanes)))
-        ax.set_yticklabels([f"{lane} ({len(m)})" for lane, m in lanes.items()][::-1])
+        ax.set_yticklabels([f"{lane} ({sum(id(r) not in apart for r in m)})"
+                            for lane, m in lanes.items()][::-1])
         ax.set_ylim(-0.6, len(lanes) - 0.4)
+        if span:
+            d = (span[1] - span[0]) / 1e9
+            ax.set_xlim((span[0] - t0_ns) / 1e9 - 0.01 * d, (span[1] - t0_ns) / 1e9 + 0.01 * d)
+        for side, group, x, ha in (("before", before, 0.0, "left"), ("after", after, 1.0, "right")):
+            if group and span:
+                text = apart_text(group, span[0] if side == "before" else span[1], side)
+                ax.text(x, 1.02, ("◀ " if side == "before" else "") + text + ", not drawn"
+                        + (" ▶" if side == "after" else ""), transform=ax.transAxes, ha=ha,
+                        va="bottom", fontsize=8.5, color="0.3")
         ax.set_xlabel("run time (s)")
         ax.grid(alpha=0.3, axis="x")
-        margins(fig, left=1.5, top=0.2, bottom=0.55)
+        margins(fig, left=1.5, top=0.2 + 0.2 * bool(apart), bottom=0.55)
     return fig
+
+
+def _timeline_lane(ax, members: list[dict], y0: int, t0_ns: int, depth: int = 8) -> None:
+    """One lane's entries, stacked in `depth` sub-rows."""
+    for k, r in enumerate(members):
+        en = r["entry"]
+        y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
+        lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
+        c = plane_colour(en.plane)
+        thin = r.get("unordered_count", r["unordered_with"])
+        ax.plot([lo, hi], [y, y], color=c, lw=1.0 if thin else 2.5, solid_capstyle="butt")
+        ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
 
 
 # -- verdict page --------------------------------------------------------------------------------
