@@ -10,7 +10,8 @@ import jsonschema
 
 from bench.model.schema import CSV_VERSIONS, JSON_VERSIONS, csv_kind, schema
 
-JSON_FILES = {"manifest.json": "manifest", "summary.json": "summary", "incident.json": "incident"}
+JSON_FILES = {"manifest.json": "manifest", "summary.json": "summary", "incident.json": "incident",
+              "truth.json": "truth", "timeline.json": "timeline"}
 
 
 def errors(name: str, doc: object) -> list[str]:

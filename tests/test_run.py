@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
-from schema_check import check_folder
+from schema_check import check_folder, errors
 
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.model.manifest import RunStart
@@ -107,6 +107,10 @@ def test_the_timeline_page_spans_the_run_and_gathers_older_records(default_run):
     span_s = (run.manifest.probed_until_ns - run.manifest.started_ns) / 1e9
     assert ticks[0] == 0 and span_s - 5 <= ticks[-1] <= span_s and len(ticks) >= 4, (ticks, span_s)
     assert all(t == int(t) for t in ticks), ticks
+    assert {"timeline.json", "timeline.csv"} <= set(check_folder(run.path))    # their schemas
+    doc = json.loads((run.path / "timeline.json").read_text())
+    doc["entries"][0]["lo"] = doc["entries"][0].pop("lo_ns")
+    assert errors("timeline", doc)                                  # a renamed field fails
 
 
 def test_every_bound_contains_the_truth(default_run):

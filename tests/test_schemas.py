@@ -15,6 +15,7 @@ from schema_check import check_folder, errors
 
 from bench.model import bounds_csv, phase_export, stability_export, store
 from bench.model.schema import CSV_VERSIONS, JSON_VERSIONS, NAMES, csv_kind, schema
+from bench.output import timeline_files
 from bench.reference import monitor
 
 RECORDED = Path(__file__).resolve().parent / "data" / "recorded" / "20261201T161000Z-clock_offset"
@@ -26,11 +27,12 @@ def test_every_shipped_schema_is_draft_2020_12_and_versioned():
         assert s["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         jsonschema.Draft202012Validator.check_schema(s)
         assert s.get("additionalProperties") is False, name
-    for name in ("manifest", "summary", "incident"):
+    for name in ("manifest", "summary", "incident", "truth", "timeline"):
         assert {"schema", "schema_version"} <= set(schema(name)["required"])
-    assert set(JSON_VERSIONS) == {"manifest.json", "summary.json", "incident.json"}
-    with pytest.raises(KeyError, match="no schema 'truth'"):
-        schema("truth")
+    assert set(JSON_VERSIONS) == {"manifest.json", "summary.json", "incident.json", "truth.json",
+                                  "timeline.json"}
+    with pytest.raises(KeyError, match="no schema 'measurements'"):
+        schema("measurements")
 
 
 def test_the_csv_headers_are_the_ones_the_code_writes():
@@ -42,13 +44,14 @@ def test_the_csv_headers_are_the_ones_the_code_writes():
     assert heads["bounds.csv"] == bounds_csv.COLUMNS
     assert heads["stability.csv"] == stability_export.COLUMNS
     assert heads["phase/*.csv"] == phase_export.COLUMNS
+    assert heads["timeline.csv"] == list(timeline_files.FIELDS)
     assert (csv_kind("samples/bmc-1.csv"), csv_kind("phase/bmc-1.datetime.csv"), csv_kind("bounds.csv"),
-            csv_kind("timeline.csv"), csv_kind("a/b/c.csv")) == (
-        "samples/*.csv", "phase/*.csv", "bounds.csv", None, None)
+            csv_kind("timeline.csv"), csv_kind("other.csv"), csv_kind("a/b/c.csv")) == (
+        "samples/*.csv", "phase/*.csv", "bounds.csv", "timeline.csv", None, None)
 
 
 def test_the_recorded_run_folder_validates():
-    assert check_folder(RECORDED)[:3] == ["manifest.json", "summary.json", "incident.json"]
+    assert check_folder(RECORDED)[:4] == ["manifest.json", "summary.json", "incident.json", "truth.json"]
 
 
 def _planted(doc: dict, how: str) -> dict:
@@ -91,11 +94,17 @@ def test_a_planted_wrong_manifest_incident_and_csv_header_fail(tmp_path):
     e2e = dict(inc["end_to_end"])
     e2e["rackclock"] = {**e2e["rackclock"], "right": "7"}
     assert errors("incident", {**inc, "end_to_end": e2e})
+    truth = json.loads((RECORDED / "truth.json").read_text())
+    assert errors("truth", truth) == []
+    clock = truth["devices"]["bmc-1"]["clocks"]["datetime"]
+    clock["offsets_ns"] = clock.pop("offset_ns")
+    assert errors("truth", truth)
     cols = list(bounds_csv.COLUMNS)
     assert errors("csv", {"bounds.csv": cols}) == []
     cols[cols.index("offset_lo_ns")] = "offset_low_ns"
     assert errors("csv", {"bounds.csv": cols})
-    assert errors("csv", {"timeline.csv": ["t_ns"]})                   # a CSV it does not describe
+    assert errors("csv", {"timeline.csv": ["t_ns"]})                   # a header cut short
+    assert errors("csv", {"other.csv": ["t_ns"]})                      # a CSV it does not describe
     folder = tmp_path / "run"                                          # and check_folder sees it
     folder.mkdir()
     for f in ("manifest.json", "summary.json"):

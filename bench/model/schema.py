@@ -13,11 +13,12 @@ import json
 from importlib import resources
 from typing import Any
 
-JSON_VERSIONS = {"manifest.json": "1.0", "summary.json": "1.0", "incident.json": "1.0"}
+JSON_VERSIONS = {"manifest.json": "1.0", "summary.json": "1.0", "incident.json": "1.0",
+                 "truth.json": "1.0", "timeline.json": "2.0"}     # timeline.json's format is 2
 CSV_VERSIONS = {"samples/*.csv": "1.0", "events.csv": "1.0", "reference.csv": "1.0",
                 "bounds.csv": "1.0", "stability.csv": "1.0", "phase/*.csv": "1.0",
-                "sim/sim_samples.csv": "1.0"}
-NAMES = ("manifest", "summary", "incident", "csv")
+                "sim/sim_samples.csv": "1.0", "timeline.csv": "1.0"}
+NAMES = ("manifest", "summary", "incident", "truth", "timeline", "csv")
 
 
 def version(file: str) -> str:
@@ -26,7 +27,8 @@ def version(file: str) -> str:
 
 
 def schema(name: str) -> dict[str, Any]:
-    """One shipped schema by name (`manifest`, `summary`, `incident`, `csv`), as a dict."""
+    """One shipped schema by name (`manifest`, `summary`, `incident`, `truth`, `timeline`,
+    `csv`), as a dict."""
     if name not in NAMES:
         raise KeyError(f"no schema {name!r}: one of {', '.join(NAMES)}")
     text = resources.files("bench.model.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
