@@ -145,7 +145,22 @@ def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
         cut += (f"<p>Entries {a}–{a + len(rows) - 1} of {len(tl)} in proven order; all are in "
                 f"timeline.json and timeline.csv.</p>")
     with safeio.open_part(path) as f:
-        f.write((head + cut + timeline_html(rows, t0, span=span) + "</body></html>").encode("utf-8"))
+        f.write((head + cut + timeline_html(rows, t0, span=_with_lines(span, rows, first))
+                 + "</body></html>").encode("utf-8"))
+
+
+def _with_lines(span: tuple[int, int] | None, rows: list[dict],
+                first: dict[str, Any] | None) -> tuple[int, int] | None:
+    """The page's axis: the run's span, widened to the user's own log lines on the page and to
+    the --first window's lines, which are never gathered away as "before the run"."""
+    if span is None:
+        return None
+    ends = [(int(r["entry"].lo_ns), int(r["entry"].hi_ns)) for r in rows if r.get("log")]
+    if first is not None:
+        ends += [(int(x["lo_ns"]), int(x["hi_ns"])) for x in first.get("story") or first.get("first") or []]
+    if not ends:
+        return span
+    return min(span[0], *(a for a, _ in ends)), max(span[1], *(b for _, b in ends))
 
 
 def _span_start(tl: Timeline, first: dict[str, Any] | None) -> int:
