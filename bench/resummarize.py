@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import safeio, saferead
 from bench.model.statuses import RunStatus
-from bench.model.store import RESERVE, SCHEMA, DiskFull, write_json
+from bench.model.store import RESERVE, DiskFull, stamped, write_json
 
 
 def _alive(pid) -> bool:
@@ -79,7 +79,7 @@ def _swap(path: Path, summary: dict, old: dict | None) -> str:
     from bench.model.bounds_csv import write_bounds_csv
     from bench.model.stability_export import write_stability_csv
     with safeio.Folder.open(path) as d:
-        d.write_json(REBUILT, {"schema": SCHEMA, **summary})
+        d.write_json(REBUILT, stamped(summary))
         new, was = completeness(summary), completeness(old)
         if old is not None and (new[0] < was[0] or new[1] < was[1]):
             return (f"it holds more ({was[0]} devices with {was[1]} clock reads) than the "

@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench.model.texttable import terminal_width
     for line in table_lines(tl, t0, a.rows, None if a.wide else terminal_width()):
         print(line)
-    paths = write_outputs(run.path, tl, t0, formats, first)
+    from bench.output.timeline_page import run_span
+    paths = write_outputs(run.path, tl, t0, formats, first, run_span(run))
     print("written: " + ", ".join(str(p) for p in paths))
     return 2 if refused else 0
 

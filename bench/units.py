@@ -159,6 +159,16 @@ PER_S = Fraction(1, 1_000_000_000)      # ns -> s
 PER_PPM = Fraction(1, 1_000_000)        # ppm -> a ratio
 
 
+def point_within(x: float, lo: float, hi: float) -> float:
+    """x rounded to a digit a tenth of [lo, hi]'s width: a point printed or plotted no finer than
+    its bound (-0.0904 in [-600, 600] is 0; 12.34 in [12.1, 12.6] is 12.34 to 0.01)."""
+    w = hi - lo
+    if not 0 < w < math.inf or not math.isfinite(x):
+        return x
+    q = 10.0 ** math.floor(math.log10(w / 10))
+    return round(x / q) * q + 0.0
+
+
 def fmt_ppm(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"

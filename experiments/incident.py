@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import safeio
+from bench.model.schema import version
 from bench.run.runner import ProbePlan
 
 log = logging.getLogger(__name__)
@@ -256,7 +257,7 @@ def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
     run = load_run(bench.store.path)
     e2e = score_run(run)
     off = offline(offline_cascades, racks, seed) if offline_cascades else None
-    res = {"schema": 1, "end_to_end": e2e, "offline": off}
+    res = {"schema": 1, "schema_version": version("incident.json"), "end_to_end": e2e, "offline": off}
     safeio.write_text(bench.store.path / "incident.json", json.dumps(res, indent=1, default=int))
     log.info("incident:\n%s", "\n".join(lines(e2e, off)))   # the terminal shows it after the table
     return res

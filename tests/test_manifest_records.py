@@ -12,7 +12,7 @@ from bench.model.manifest import DeviceProbed, DeviceStart, RunEnd, RunEndedEarl
 from bench.model.store import RunStore
 
 RECORDED = Path(__file__).resolve().parent / "data" / "recorded" / "20261201T161000Z-clock_offset"
-START_KEYS = ["schema", *RunStart.__dataclass_fields__]
+START_KEYS = ["schema", "schema_version", "csv_schema_versions", *RunStart.__dataclass_fields__]
 END_KEYS = ["status", "error", "ended_ns", "duration_s", "stopped_by"]
 
 
@@ -61,7 +61,7 @@ def test_a_moved_or_renamed_key_changes_the_file(tmp_path, monkeypatch):
 def test_the_start_records_fields_are_the_files_keys():
     m = json.loads((RECORDED / "manifest.json").read_bytes())
     d = RunStart.from_dict(m).to_dict()
-    assert list(d) == START_KEYS[1:]
+    assert list(d) == START_KEYS[3:]          # the store adds schema, schema_version, csv_schema_versions
     assert d["devices"]["pdu-1"] == {"plane": "pdu", "driver": "snmp_pdu"}
     assert DeviceStart("", error="ipmi_sim is not installed").to_dict() == {
         "plane": "", "error": "ipmi_sim is not installed"}

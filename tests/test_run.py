@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
+from schema_check import check_folder, errors
 
 from bench.model.inventory import load_rack, rack_from_dict
 from bench.model.manifest import RunStart
@@ -68,13 +69,48 @@ def test_the_manifest_is_written_in_the_recorded_order(default_run):
     start = RunStart.from_dict(m)
     assert start.to_dict() == {k: m[k] if k != "devices" else {
         n: {f: d[f] for f in ("plane", "driver", "error") if f in d} for n, d in m[k].items()}
-        for k in list(m)[1:19]}
+        for k in list(m)[3:21]}
     rack = load_rack(DEFAULT_RACK)
     assert (start.experiment, start.armed, start.simulated, start.rack_file, start.status) == (
         "clock_offset", True, True, "default", "completed")
     assert {n: d.plane for n, d in start.devices.items() if not d.error} == {
         d.name: d.plane for d in rack.devices if not start.devices[d.name].error}
     assert start.argv[-4:] == ["--duration", "14", "--out", start.argv[-1]]
+
+
+def test_every_file_the_run_wrote_validates_against_its_schema(default_run):
+    """manifest.json and summary.json against the schemas shipped in the package
+    (bench/model/schemas/, issue 45 item 2), with their schema_version, and the header of every
+    CSV in the folder against csv.schema.json (tests/schema_check.py)."""
+    run, _ = default_run
+    checked = check_folder(run.path)
+    assert {"manifest.json", "summary.json", "samples/*.csv", "events.csv", "reference.csv",
+            "bounds.csv", "stability.csv", "phase/*.csv", "sim/sim_samples.csv"} <= set(checked), checked
+
+
+def test_the_timeline_page_spans_the_run_and_gathers_older_records(default_run):
+    """`rackclock timeline` on the default run: timeline.html's axis spans the run (ticks from
+    0 s to at most its probing end, whole seconds: the entries' bounds are ms or wider), and
+    the Redfish equipment logs' seeded records from hours before it are gathered apart,
+    collapsed under a line that counts them."""
+    import re
+    run, _ = default_run
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "bench.cli", "timeline", str(run.path), "--rows", "1"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    page = (run.path / "timeline.html").read_text()
+    before = re.search(r"<summary>(\d+) records? from [^<]* before the run", page)
+    assert before and int(before.group(1)) >= 1, page[:2000]
+    svg = re.search(r'<svg[^>]* class="tl-run".*?</svg>', page, flags=re.S).group(0)
+    ticks = [float(x) for x in re.findall(r'<text class="tick"[^>]*>([^<]*) s</text>', svg)]
+    span_s = (run.manifest.probed_until_ns - run.manifest.started_ns) / 1e9
+    assert ticks[0] == 0 and span_s - 5 <= ticks[-1] <= span_s and len(ticks) >= 4, (ticks, span_s)
+    assert all(t == int(t) for t in ticks), ticks
+    assert {"timeline.json", "timeline.csv"} <= set(check_folder(run.path))    # their schemas
+    doc = json.loads((run.path / "timeline.json").read_text())
+    doc["entries"][0]["lo"] = doc["entries"][0].pop("lo_ns")
+    assert errors("timeline", doc)                                  # a renamed field fails
 
 
 def test_every_bound_contains_the_truth(default_run):

@@ -3,6 +3,7 @@ many cascades and once end to end through the emulators."""
 import json
 
 import numpy as np
+from schema_check import check_folder
 
 from bench.analysis.timeline_score import curve, first_set, score
 
@@ -55,6 +56,7 @@ def test_incident_end_to_end_through_the_emulators(tmp_path):
     from experiments.incident import lines
     folder = run_experiment("incident", None, tmp_path, {
         "duration_s": "17", "cascade_at_s": "5", "cascades": "0"}, quiet=True)
+    assert "incident.json" in check_folder(folder)      # its schema (issue 45 item 2)
     res = json.loads((folder / "incident.json").read_text())["end_to_end"]
     assert res["played"], res
     assert len(res["events"]) >= 5, res["missing"]

@@ -222,3 +222,25 @@ def test_a_counter_stamp_is_printed_to_its_resolution():
     assert device_times([4394 * NS, 42_949_670_430_000_000], [True, True], [NS, 10**7],
                         [False, False]) == ["4394 s (counter)", "42949670.43 s (counter)"]
     assert device_value_text(42_949_670_430_000_000, True, 10**7) == "42949670.43 s (counter)"
+
+
+def test_your_own_log_lines_are_never_gathered_away_from_the_axis(tmp_path, capsys):
+    """timeline.html's axis spans the run, but a line of your own log from two hours before it
+    widens the axis to it rather than going into the collapsed 'before the run' group."""
+    import re
+    run, bmc, _, t0 = _run_folder(tmp_path)
+    man = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**man, "probed_until_ns": t0 + 600 * NS}))
+    log = tmp_path / "bmc.log"
+    lines = []
+    for at in (-7200, 30):
+        shown = datetime.fromtimestamp(bmc.read_ns(t0 + at * NS) // NS, UTC)
+        lines.append(f"{shown:%Y-%m-%dT%H:%M:%S}Z fan fault at {at}\n")
+    log.write_text("".join(lines))
+    assert main([str(run), f"bmc-1={log}"]) == 0
+    page = (run / "timeline.html").read_text()
+    svg = re.search(r'<svg[^>]* class="tl-run".*?</svg>', page, flags=re.S).group(0)
+    assert "fan fault at -7200" in svg and "fan fault at 30" in svg
+    ticks = [float(x) for x in re.findall(r'<text class="tick"[^>]*>([^<]*) s</text>', svg)]
+    assert ticks[0] <= -6000 and ticks[-1] >= 0, ticks           # the axis reaches back to it
+    assert "fan fault at -7200" not in "".join(re.findall(r"<details.*?</details>", page, re.S))

@@ -168,7 +168,8 @@ class RunEndedEarly:
     @classmethod
     def from_dict(cls, d: object) -> RunEndedEarly:
         x = _obj(d)
-        known = {"schema", "experiment", "run_id", "status", "error", "inventory"}
+        known = {"schema", "schema_version", "csv_schema_versions", "experiment", "run_id", "status",
+                 "error", "inventory"}
         inventory, error = x.get("inventory"), x.get("error")
         return cls(_str(x.get("experiment")), _str(x.get("run_id")), _str(x.get("status")),
                    error if isinstance(error, str) else None, {k: v for k, v in x.items() if k not in known},

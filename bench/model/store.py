@@ -21,6 +21,7 @@ from bench import safeio, saferead
 from bench.errors import RackclockError
 from bench.model.provenance import redact, redact_text
 from bench.model.runlog import RUN_LOG, Redact, RunLog
+from bench.model.schema import CSV_VERSIONS, version
 
 SCHEMA = 1
 SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
@@ -33,6 +34,12 @@ RESERVE = ".reserve"             # its file in the run folder, removed when the 
 def new_run_id(experiment: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{re.sub(r'[^A-Za-z0-9_-]', '_', experiment)}"
+
+
+def stamped(summary: dict[str, Any]) -> dict[str, Any]:
+    """summary.json as written: its format (`schema`) and `schema_version` first
+    (bench.model.schema; a summary read back keeps the version it was written with)."""
+    return {"schema": SCHEMA, "schema_version": version("summary.json"), **summary}
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -236,7 +243,8 @@ class RunStore(SampleFiles):
                 pass                 # `summarize` reads the missing reserve as disk_full
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        self.manifest = redact({"schema": SCHEMA, **manifest})
+        self.manifest = redact({"schema": SCHEMA, "schema_version": version("manifest.json"),
+                                "csv_schema_versions": dict(CSV_VERSIONS), **manifest})
         self._write_manifest()
 
     def update_manifest(self, **changes: Any) -> None:
@@ -265,7 +273,7 @@ class RunStore(SampleFiles):
         stability.csv (bench.model.stability_export)."""
         from bench.model.bounds_csv import write_bounds_csv
         from bench.model.stability_export import write_stability_csv
-        self.dir.write_json("summary.json", {"schema": SCHEMA, **summary})
+        self.dir.write_json("summary.json", stamped(summary))
         write_bounds_csv(self.path, summary)
         write_stability_csv(self.path, summary)
 

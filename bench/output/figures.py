@@ -332,37 +332,58 @@ def reference_figure(t_s, uncertainty_ns, grades, offset_ns=None):
     return fig
 
 
-def timeline_figure(rows: list[dict], t0_ns: int):
+def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None = None):
     """The cross-plane timeline for print: one lane per plane, every entry a bar over its proven
     interval (run time, s), stacked within its lane; hollow bars are unordered against another
-    entry. Nothing is left out (the report's paged timeline shows each entry's details).
+    entry. Given the run's `span`, the axis spans the run and the entries wholly before or
+    after it are counted above the axes ("5 records from 2.0 h to 59.6 min before the run"),
+    not drawn (the paged timeline lists them); else nothing is left out.
 
     `rows`: bench.analysis.timeline.order's output."""
+    from bench.output.timeline_page import apart_text
+    before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
+    after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
+    apart = {id(r) for r in before + after}
     lanes: dict[str, list[dict]] = {}
     for r in rows:
         lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
-    depth = 8                                  # sub-rows per lane
     with screen_style():
-        fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes)))
+        fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes) + 0.2 * bool(apart)))
         for li, (_lane, members) in enumerate(lanes.items()):
-            y0 = len(lanes) - 1 - li
-            for k, r in enumerate(members):
-                en = r["entry"]
-                y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
-                lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
-                c = plane_colour(en.plane)
-                thin = r.get("unordered_count", r["unordered_with"])
-                ax.plot([lo, hi], [y, y], color=c, lw=1.0 if thin else 2.5, solid_capstyle="butt")
-                ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
+            _timeline_lane(ax, [r for r in members if id(r) not in apart],
+                           len(lanes) - 1 - li, t0_ns)
             if li % 2:
-                ax.axhspan(y0 - 0.5, y0 + 0.5, color="0.95", zorder=0, lw=0)
+                ax.axhspan(len(lanes) - 1 - li - 0.5, len(lanes) - li - 0.5, color="0.95",
+                           zorder=0, lw=0)
         ax.set_yticks(range(len(lanes)))
-        ax.set_yticklabels([f"{lane} ({len(m)})" for lane, m in lanes.items()][::-1])
+        ax.set_yticklabels([f"{lane} ({sum(id(r) not in apart for r in m)})"
+                            for lane, m in lanes.items()][::-1])
         ax.set_ylim(-0.6, len(lanes) - 0.4)
+        if span:
+            d = (span[1] - span[0]) / 1e9
+            ax.set_xlim((span[0] - t0_ns) / 1e9 - 0.01 * d, (span[1] - t0_ns) / 1e9 + 0.01 * d)
+        for side, group, x, ha in (("before", before, 0.0, "left"), ("after", after, 1.0, "right")):
+            if group and span:
+                text = apart_text(group, span[0] if side == "before" else span[1], side)
+                ax.text(x, 1.02, ("◀ " if side == "before" else "") + text + ", not drawn"
+                        + (" ▶" if side == "after" else ""), transform=ax.transAxes, ha=ha,
+                        va="bottom", fontsize=8.5, color="0.3")
         ax.set_xlabel("run time (s)")
         ax.grid(alpha=0.3, axis="x")
-        margins(fig, left=1.5, top=0.2, bottom=0.55)
+        margins(fig, left=1.5, top=0.2 + 0.2 * bool(apart), bottom=0.55)
     return fig
+
+
+def _timeline_lane(ax, members: list[dict], y0: int, t0_ns: int, depth: int = 8) -> None:
+    """One lane's entries, stacked in `depth` sub-rows."""
+    for k, r in enumerate(members):
+        en = r["entry"]
+        y = y0 - 0.4 + 0.8 * (k % depth) / max(1, depth - 1)
+        lo, hi = (en.lo_ns - t0_ns) / 1e9, (en.hi_ns - t0_ns) / 1e9
+        c = plane_colour(en.plane)
+        thin = r.get("unordered_count", r["unordered_with"])
+        ax.plot([lo, hi], [y, y], color=c, lw=1.0 if thin else 2.5, solid_capstyle="butt")
+        ax.plot([lo, hi], [y, y], color=c, lw=0, marker="|", ms=3)
 
 
 # -- verdict page --------------------------------------------------------------------------------
@@ -427,31 +448,34 @@ def rack_offset_figure(rows: list[dict]):
 def tie_figure(tie):
     """One clock: the TIE (offset minus a constant, its proven envelope, reads, breaks, truth)
     above, and the secondary view, the same minus each segment's fit, below."""
-    from bench.output.tie import draw_residuals, draw_tie, ref_text
+    from bench.output.tie import draw_residuals, draw_tie, fit_title, ref_text
     colour = plane_colour(tie.plane)
     with screen_style():
         fig, (a1, a2) = plt.subplots(2, 1, figsize=(FULL_IN, 5.0), sharex=True,
                                      gridspec_kw={"height_ratios": [1.6, 1]})
         draw_tie(a1, tie, colour)
         a1.set_ylabel(f"{ref_text(tie)}\n({tie.scale[1]})")
-        a1.set_title(tie.title)
+        title = fit_title(tie.title, FULL_IN - 1.6, 9.5)        # wrapped, never cut
+        a1.set_title(title)
         draw_residuals(a2, tie, colour)
         a2.set_xlabel("run time (s)")
-        margins(fig, left=1.45, right=3.3, top=0.35, bottom=0.55, hspace=0.1)
+        margins(fig, left=1.45, right=3.3, top=0.35 + 0.17 * title.count("\n"), bottom=0.55,
+                hspace=0.1)
     return fig
 
 
 def rack_tie_figure(ties: list, columns: int = 3):
     """Every clock's TIE on one page: a panel per clock (its offset minus its own first offset
     point, so a slope is its drift), its proven envelope, reads and breaks; one shared legend."""
-    from bench.output.tie import draw_tie
+    from bench.output.tie import draw_tie, fit_title
     rows = max(1, -(-len(ties) // columns))
+    panel_in = (FULL_IN - 0.85) / (columns + 0.45 * (columns - 1)) + 0.1   # an axes and its gap
     with screen_style():
         fig, axes = plt.subplots(rows, columns, figsize=(FULL_IN, 0.9 + 2.6 * rows),
                                  squeeze=False, sharex=True)
         for ax, tie in zip(axes.ravel(), ties):
             draw_tie(ax, tie, plane_colour(tie.plane), legend=False)
-            ax.set_title(f"{tie.label}\n{tie.short}", fontsize=9)
+            ax.set_title(f"{tie.label}\n{fit_title(tie.short, panel_in, 9)}", fontsize=9)
             ax.set_ylabel(f"offset − {'c per segment' if tie.rebased else 'c'} ({tie.scale[1]})")
         for ax in axes.ravel()[len(ties):]:
             ax.set_visible(False)
@@ -467,5 +491,5 @@ def rack_tie_figure(ties: list, columns: int = 3):
                     labels.append(lab if key != "break" else "break (dashed)")
         fig.legend(list(handles.values()), labels, loc="upper left", ncol=3, frameon=False,
                    bbox_to_anchor=(0.01, 1.0))
-        margins(fig, left=0.75, right=0.1, top=0.95, bottom=0.55, hspace=0.6, wspace=0.45)
+        margins(fig, left=0.75, right=0.1, top=1.1, bottom=0.55, hspace=0.75, wspace=0.45)
     return fig

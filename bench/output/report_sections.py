@@ -400,20 +400,24 @@ def timeline(run) -> str | None:
     """The cross-plane timeline of the run's own events (bench/analysis/timeline.py): a lane figure for
     print and the paged, per-entry timeline (bench/output/timeline_page.py)."""
     from bench.model.timeline import build_timeline
-    from bench.output.timeline_page import timeline_html
+    from bench.output.timeline_page import run_span, timeline_html
 
     rows = build_timeline(run)
     if not rows:
         return None
     t0 = run.manifest.started_ns or rows[0]["entry"].lo_ns
+    span = run_span(run)
     blocks = len({r["block"] for r in rows})
     unordered = sum(1 for r in rows if r["unordered_count"])
     cap = (f"All {len(rows)} entries (stimuli, device log stamps mapped through the segment of "
            f"their clock in force, clock breaks), one lane per plane; {blocks} proven-ordered "
-           f"blocks; thin bars ({unordered}) are unordered against another entry.")
+           f"blocks; thin bars ({unordered}) are unordered against another entry. The axis "
+           f"spans the run; entries from before or after it are counted above the axes and "
+           f"listed, collapsed, in the timeline below.")
     return ("<h2>Cross-plane timeline</h2>"
-            + figure_html(run, figures.timeline_figure(rows, t0), "timeline", cap)
-            + timeline_html(rows, int(t0)))
+            + figure_html(run, figures.timeline_figure(rows, t0, span), "timeline", cap)
+            + timeline_html(rows, int(t0), span=span))
+
 
 
 def chrony_columns(run) -> str | None:

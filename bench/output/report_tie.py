@@ -15,12 +15,14 @@ def rack_tie(run) -> str | None:
     return ("<h2>Offset against time (TIE)</h2>" + figure_html(
         run, figures.rack_tie_figure(ties), "tie_rack",
         "Each clock's offset minus a constant c (its first segment's offset point at the epoch, "
-        "so a slope is its drift) against run time. Shaded: the proven envelope (the "
-        "estimator's two-sided bound at each instant, holding with one unseen break); grey: "
-        "the reads (a read of a coarse clock spans its tick: the ends inside the axes are "
-        "marked); dashed: breaks; black: the simulated truth. Each axis spans the envelope "
-        "where it is within four times its median width: an envelope that leaves it near a "
-        "segment's end is wide there because one side of that instant has few reads."))
+        "so a slope is its drift) against run time. Dark bar: the offset bound at the epoch, as "
+        "the panel's title states, and each axis is at its scale (it spans the fitted line, "
+        "the truth and reads as narrow). Light: the proven envelope (the estimator's two-sided "
+        "bound at each instant, holding with one unseen break), which the rate bound widens "
+        "with the time to the nearest read, so it may leave the axes between reads and near a "
+        "segment's end, where one side has few reads; grey: the reads (a read of a coarse "
+        "clock spans its tick: the ends inside the axes are marked); dashed: breaks; black: "
+        "the simulated truth."))
 
 
 def needs_figure(c) -> str:
@@ -43,7 +45,7 @@ def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
     """Per clock: the TIE with the residuals below (the secondary view), for the clocks that
     need a closer look (`needs_figure`; every clock with --details). `part` (k, n): the k-th of
     n contiguous shares of those clocks (the report draws the shares in parallel)."""
-    from bench.output.tie import tie_of
+    from bench.output.tie import tie_of, widening_caption
     details = getattr(run, "details", True)
     items = [x for x in clock_items(run) if details or needs_figure(x[3])]
     rest = [f"{d} {ck}" for d, _, ck, c in clock_items(run) if not details and not needs_figure(c)]
@@ -56,7 +58,9 @@ def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
             f"tie_{device}_{clock}",
             f"{device} · {clock}" + (f" ({why})" if why else "") + ": above, the offset minus a "
             "constant with its proven envelope, reads and breaks; below, the same minus each "
-            "segment's fitted line (residuals)."))
+            "segment's fitted line (residuals), at the scale of the bound the title states. "
+            + widening_caption(c.assumptions.rate_bound_ppm or c.assumptions.drift_prior_ppm
+                               if c.assumptions is not None else None) + "."))
     if k:
         return "".join(figs) or None
     head = "<h2>Per clock: offset and residuals</h2>"

@@ -55,6 +55,8 @@ class Tie:
     title: str = ""                    # the per-clock figure's: offset and drift intervals
     short: str = ""                    # a panel's: the offset interval and its word
     rebased: bool = False              # each segment minus its own point (after a reboot)
+    stated: list = field(default_factory=list)      # (epoch_s, lo, hi, base): bound at the epoch
+    rate_ppm: float | None = None      # the rate bound that widens the envelope between reads
 
     @property
     def scale(self) -> tuple[float, str]:
@@ -84,6 +86,50 @@ def title_of(device: str, clock: str, c) -> str:
             + (f" ({len(c.segments)} segments)" if len(c.segments) > 1 else ""))
 
 
+def fit_title(text: str, width_in: float, fontsize: float = 9.0) -> str:
+    """The title in lines that fit `width_in` inches at `fontsize` (about 0.6 em a
+    character), broken after a comma where one is near: never cut at the figure's edge."""
+    chars = max(20, int(width_in * 72 / (0.6 * fontsize)))
+    lines, rest = [], text
+    while len(rest) > chars:
+        lines.append(rest[:(cut := _break_at(rest, chars))].rstrip())
+        rest = rest[cut:].lstrip()
+    return "\n".join([*lines, rest])
+
+
+def _break_at(text: str, chars: int) -> int:
+    """Where to break a line of at most `chars`: after the last comma outside brackets (never
+    inside `[-600, 600]` or `(2 segments)`) past its first third, else at the last blank outside
+    brackets, else at the last blank, else at `chars`."""
+    depth, comma, outside, blank = 0, -1, -1, -1
+    for i, ch in enumerate(text[:chars + 1]):
+        depth += (ch in "[(") - (ch in "])")
+        if ch == " ":
+            blank = i
+            outside = i if depth == 0 else outside
+            comma = i if depth == 0 and i and text[i - 1] in ",;." else comma
+    for at in (comma if comma > chars // 3 else -1, outside, blank):
+        if at > 0:
+            return at
+    return chars
+
+
+def half_height(stated, read_lo, read_hi, truth_resid) -> float:
+    """The axes' half height, ns: 2.5 times the widest bound at an epoch (the title's scale);
+    up to 10 times it for the reads' own intervals that are as narrow (twice their median reach;
+    a coarse tick's are not counted, a stray read may leave the axes); the truth. Never the band
+    between reads, which the rate bound widens."""
+    core = max([hi - lo for _, lo, hi in stated] + [1.0])
+    half = 2.5 * core
+    narrow = (read_hi - read_lo) <= 10 * core
+    if narrow.any():
+        reach = 2 * float(np.median(np.maximum(-read_lo, read_hi)[narrow]))
+        half = max(half, min(reach, 10 * core))
+    if len(truth_resid):
+        half = max(half, 1.15 * float(np.max(np.abs(truth_resid))))
+    return half
+
+
 def _truth(run, device: str, clock: str, c, t0: int):
     truth = run.truth.clock(device, clock) if run.truth else None
     if truth is None or not truth.t_ns:
@@ -102,20 +148,22 @@ def _truth(run, device: str, clock: str, c, t0: int):
     return (tt - t0) / 1e9, to - _refs(c, tt)
 
 
-def _ylim(segments, truth) -> tuple[float, float]:
-    """The axes' range: the envelope where it is within four times its median width (its ends,
-    where one side has few reads, may leave the axes), and the truth."""
-    los, his, widths = [], [], []
-    for _, lo, hi, _ in segments:
-        w = hi - lo
-        keep = w <= 4 * np.median(w) if len(w) > 2 else np.ones(len(w), bool)
-        los.append(lo[keep])
-        his.append(hi[keep])
-        widths.append(float(np.median(w)))
-    lo, hi = float(min(x.min() for x in los)), float(max(x.max() for x in his))
-    if truth is not None and len(truth[1]):
-        lo, hi = min(lo, float(truth[1].min())), max(hi, float(truth[1].max()))
-    pad = max(0.25 * (hi - lo), 0.5 * max(widths), 1.0)
+def _ylim(tie: Tie) -> tuple[float, float]:
+    """The axes' range, at the scale of the bound the title states: every segment's fitted
+    line (its travel is the drift), the bound at each epoch and the truth, padded by 1.5 times
+    the widest bound at an epoch (reads may leave it: the residual panel shows them). The
+    envelope between reads, which the rate bound widens with the time to the nearest read, may
+    leave it too (drawn light: the caption says so)."""
+    core = max([hi - lo for _, lo, hi, _ in tie.stated] + [1.0])
+    los = [float(line.min()) for *_, line in tie.segments if len(line)]
+    his = [float(line.max()) for *_, line in tie.segments if len(line)]
+    los += [base + lo for _, lo, _, base in tie.stated]
+    his += [base + hi for _, _, hi, base in tie.stated]
+    if tie.truth is not None and len(tie.truth[1]):
+        los.append(float(tie.truth[1].min()))
+        his.append(float(tie.truth[1].max()))
+    lo, hi = min(los), max(his)
+    pad = max(1.5 * core, 0.1 * (hi - lo), 1.0)
     return lo - pad, hi + pad
 
 
@@ -160,8 +208,20 @@ def tie_of(run, device: str, plane: str, clock: str, c) -> Tie:
     tie.breaks = [((b.after_ns - t0) / 1e9, (b.before_ns - t0) / 1e9, break_label(b, c.counter))
                   for b in c.breaks]
     tie.truth = _truth(run, device, clock, c, t0)
-    tie.ylim_ns = _ylim(tie.segments, tie.truth)
+    tie.stated = [_stated(c, sg, t0) for sg in c.segments]
+    a = c.assumptions
+    tie.rate_ppm = (a.rate_bound_ppm or a.drift_prior_ppm) if a is not None else None
+    tie.ylim_ns = _ylim(tie)
     return tie
+
+
+def _stated(c, sg, t0: int) -> tuple[float, float, float, float]:
+    """(epoch in run s, lo, hi, base) of a segment's offset bound at its epoch: lo and hi
+    minus its own line there, base that line minus the TIE's constant."""
+    at = float(sg.line()(sg.epoch_ns))
+    ref = float(_refs(c, np.array([sg.epoch_ns], dtype=np.int64))[0])
+    return ((sg.epoch_ns - t0) / 1e9, float(sg.offset_ns.lo) - at, float(sg.offset_ns.hi) - at,
+            at - ref)
 
 
 def ref_text(tie: Tie) -> str:
@@ -172,16 +232,20 @@ def ref_text(tie: Tie) -> str:
 
 
 def draw_tie(ax, tie: Tie, colour: str, legend: bool = True) -> None:
-    """Envelope (shaded), reads (grey: each one's interval; or, where a read spans a coarse tick
-    wider than the axes, only its ends that fall inside), breaks (dashed), truth (black)."""
+    """Envelope (light: the rate bound widens it between reads), the bound at each epoch (a
+    dark bar), reads (grey: each one's interval; or, where a read spans a coarse tick wider than
+    the axes, only its ends that fall inside), breaks (dashed), truth (black)."""
     sc, unit = tie.scale
     ylo, yhi = (x / sc for x in tie.ylim_ns)
     if len(tie.reads) == 3:
         x, lo, hi = tie.reads
         draw_reads(ax, x, lo / sc, hi / sc, (ylo, yhi))
     for k, (t, lo, hi, _) in enumerate(tie.segments):
-        ax.fill_between(t, lo / sc, hi / sc, color=colour, alpha=0.45, lw=0,
-                        label="proven envelope" if k == 0 else None)
+        ax.fill_between(t, lo / sc, hi / sc, color=colour, alpha=0.2, lw=0,
+                        label=envelope_label(tie.rate_ppm if legend else None) if k == 0 else None)
+    for k, (x, lo, hi, base) in enumerate(tie.stated):
+        ax.vlines(x, (base + lo) / sc, (base + hi) / sc, color=colour, lw=3.5, zorder=4,
+                  label="bound at the epoch (the title's)" if k == 0 else None)
     for k, (a, b, text) in enumerate(tie.breaks):
         ax.axvspan(a, b, color="k", alpha=0.12, lw=0)
         ax.axvline((a + b) / 2, color="k", ls="--", lw=0.9,
@@ -212,27 +276,58 @@ def draw_reads(ax, x, lo, hi, ylim, what: str = "", legend: bool = True) -> None
 
 
 def draw_residuals(ax, tie: Tie, colour: str) -> None:
-    """The secondary view: the envelope, reads and truth minus each segment's fitted line."""
-    widths = [float(np.median(hi - lo)) for _, lo, hi, _ in tie.segments]
-    half = max(3 * max(widths or [1.0]), 1.0)
+    """The secondary view, at the scale of the bound the title states: the envelope (light:
+    between reads the rate bound widens it, so it may leave the axes), reads and truth minus
+    each segment's fitted line, and each segment's bound at its epoch (a dark bar)."""
+    parts = [_residual_part(tie, k) for k in range(len(tie.segments))]
+    reads = [p[1] for p in parts if p[1] is not None]
+    rlo = np.concatenate([r[1] for r in reads]) if reads else np.zeros(0)
+    rhi = np.concatenate([r[2] for r in reads]) if reads else np.zeros(0)
+    truth = np.concatenate([p[2][1] for p in parts if p[2] is not None] or [np.zeros(0)])
+    half = half_height([x[:3] for x in tie.stated], rlo, rhi, truth)
     sc, unit = unit_for(half)
-    for k, (t, lo, hi, line) in enumerate(tie.segments):
-        ax.fill_between(t, (lo - line) / sc, (hi - line) / sc, color=colour, alpha=0.45, lw=0,
-                        label="proven envelope − fit" if k == 0 else None)
-        if len(tie.reads) == 3 and len(t) > 1:
-            x, rlo, rhi = tie.reads
-            keep = (x >= t[0] - 1) & (x <= t[-1] + 1)
-            base = np.interp(x[keep], t, line)
-            draw_reads(ax, x[keep], (rlo[keep] - base) / sc, (rhi[keep] - base) / sc,
-                       (-half / sc, half / sc), " − fit", legend=k == 0)
-        if tie.truth is not None and len(t) > 1:
-            tt, to = tie.truth
-            keep = (tt >= t[0]) & (tt <= t[-1])
-            ax.plot(tt[keep], (to[keep] - np.interp(tt[keep], t, line)) / sc, color="k", lw=1.0,
-                    label="truth − fit" if k == 0 else None)
+    for k, ((t, lo, hi, line), (_, rd, tr)) in enumerate(zip(tie.segments, parts)):
+        ax.fill_between(t, (lo - line) / sc, (hi - line) / sc, color=colour, alpha=0.2, lw=0,
+                        label=envelope_label(tie.rate_ppm).replace(",", " − fit,", 1) if k == 0 else None)
+        if rd is not None:
+            draw_reads(ax, rd[0], rd[1] / sc, rd[2] / sc, (-half / sc, half / sc), " − fit",
+                       legend=k == 0)
+        if tr is not None:
+            ax.plot(tr[0], tr[1] / sc, color="k", lw=1.0, label="truth − fit" if k == 0 else None)
+    for k, (x, lo, hi, _) in enumerate(tie.stated):
+        ax.vlines(x, lo / sc, hi / sc, color=colour, lw=3.5, zorder=4,
+                  label="bound at the epoch (the title's)" if k == 0 else None)
     ax.set_ylim(-half / sc, half / sc)
     ax.set_ylabel(f"− segment fit ({unit})")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
 
 
+def envelope_label(rate_ppm: float | None) -> str:
+    """The light shade's legend entry: two short lines (a legend beside the axes is narrow)."""
+    return "proven envelope, widened\nbetween reads" + (f" at {rate_ppm:g} ppm" if rate_ppm else "")
+
+
+def widening_caption(rate_ppm: float | None) -> str:
+    """What the light shade of an offset figure is, in one sentence."""
+    by = f"the {rate_ppm:g} ppm rate bound" if rate_ppm else "the rate bound"
+    return (f"Light: the proven band between reads, widened by {by} times the time to the "
+            "nearest read, so it may leave the axes; dark bar: the offset bound at the epoch, as "
+            "the title states")
+
+
+def _residual_part(tie: Tie, k: int):
+    """Segment k's reads and truth minus its fitted line, ns: ((x, lo, hi) | None,
+    (t, y) | None)."""
+    t, _, _, line = tie.segments[k]
+    rd = tr = None
+    if len(tie.reads) == 3 and len(t) > 1:
+        x, rlo, rhi = tie.reads
+        keep = (x >= t[0] - 1) & (x <= t[-1] + 1)
+        base = np.interp(x[keep], t, line)
+        rd = (x[keep], rlo[keep] - base, rhi[keep] - base)
+    if tie.truth is not None and len(t) > 1:
+        tt, to = tie.truth
+        keep = (tt >= t[0]) & (tt <= t[-1])
+        tr = (tt[keep], to[keep] - np.interp(tt[keep], t, line))
+    return t, rd, tr

@@ -129,7 +129,8 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
 
 
 def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
-               first: dict[str, Any] | None = None) -> None:
+               first: dict[str, Any] | None = None,
+               span: tuple[int, int] | None = None) -> None:
     from bench.output.timeline_first import answer_html
     from bench.output.timeline_page import timeline_html
     a = _span_start(tl, first)
@@ -144,7 +145,22 @@ def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
         cut += (f"<p>Entries {a}–{a + len(rows) - 1} of {len(tl)} in proven order; all are in "
                 f"timeline.json and timeline.csv.</p>")
     with safeio.open_part(path) as f:
-        f.write((head + cut + timeline_html(rows, t0) + "</body></html>").encode("utf-8"))
+        f.write((head + cut + timeline_html(rows, t0, span=_with_lines(span, rows, first))
+                 + "</body></html>").encode("utf-8"))
+
+
+def _with_lines(span: tuple[int, int] | None, rows: list[dict],
+                first: dict[str, Any] | None) -> tuple[int, int] | None:
+    """The page's axis: the run's span, widened to the user's own log lines on the page and to
+    the --first window's lines, which are never gathered away as "before the run"."""
+    if span is None:
+        return None
+    ends = [(int(r["entry"].lo_ns), int(r["entry"].hi_ns)) for r in rows if r.get("log")]
+    if first is not None:
+        ends += [(int(x["lo_ns"]), int(x["hi_ns"])) for x in first.get("story") or first.get("first") or []]
+    if not ends:
+        return span
+    return min(span[0], *(a for a, _ in ends)), max(span[1], *(b for _, b in ends))
 
 
 def _span_start(tl: Timeline, first: dict[str, Any] | None) -> int:
@@ -168,7 +184,8 @@ def _span_start(tl: Timeline, first: dict[str, Any] | None) -> int:
 
 def write_outputs(folder: Path, tl: Timeline, t0: int,
                   formats: Collection[str] = DEFAULT_FORMATS,
-                  first: dict[str, Any] | None = None) -> list[Path]:
+                  first: dict[str, Any] | None = None,
+                  span: tuple[int, int] | None = None) -> list[Path]:
     """The files of `formats` (FILES), each written under a fresh temporary name (O_EXCL) and
     renamed into place: a name planted in the folder (a symlink) is replaced, never written
     through, and a reader never sees half a file."""
@@ -180,7 +197,7 @@ def write_outputs(folder: Path, tl: Timeline, t0: int,
         if {"json", "csv", "otel"} & set(parts):
             write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"), first)
         if "html" in parts:
-            write_html(tl, parts["html"], t0, first=first)
+            write_html(tl, parts["html"], t0, first=first, span=span)
         for f, tmp in parts.items():
             safeio.commit_part(tmp, paths[f])
     finally:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bench import safeio
+from bench.model.schema import version
 from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, LogTexts, Timeline
 from bench.output.timeline_columns import (
     chunk_texts,
@@ -246,7 +247,8 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
         otel = stack.enter_context(closing(OtelSink(otel_path, tl.table.devices))) \
             if otel_path is not None else None
         if fj is not None:
-            fj.write(('{"schema": 2, "logs": ' + json.dumps(tl.reports) + ', "unplaced": '
+            fj.write(('{"schema": 2, "schema_version": "' + version("timeline.json") + '", "logs": '
+                      + json.dumps(tl.reports) + ', "unplaced": '
                       + json.dumps(tl.unplaced)
                       + ('' if first is None else ', "first": ' + json.dumps(first))
                       + ', "entries": [\n').encode())

@@ -19,7 +19,7 @@ from bench.compare.measures import Measure, identities, run_measures
 from bench.compare.verdicts import JUDGED, fmt_value, verdict
 from bench.model.outcomes import FAILING, PASS, REGRESSED, UNDECIDED, UNDECIDED_ROW, exit_code, outcome
 from bench.model.rundata import Run
-from bench.units import fmt_bounds
+from bench.units import fmt_bounds, point_within
 
 PASSING = ("unchanged", "improved")
 
@@ -82,7 +82,7 @@ def _cell(m: Measure | None, unit: str) -> str:
         return "—"
     if m.lo == m.hi:
         return fmt_value(m.point, unit)
-    return f"{fmt_value(m.point, unit)} {fmt_bounds(m.lo, m.hi, unit)}"
+    return f"{fmt_value(point_within(m.point, m.lo, m.hi), unit)} {fmt_bounds(m.lo, m.hi, unit)}"
 
 
 def run_labels(runs: list[Run]) -> list[str]:
@@ -208,7 +208,7 @@ def _panel(ax: Any, t: Trend, plane: str, n_runs: int) -> None:
         sc, unit = unit_for([x for m in ms for x in (m.lo, m.hi)])
     else:
         sc, unit = 1.0, t.unit
-    pt = np.array([m.point for m in ms]) / sc
+    pt = np.array([point_within(m.point, m.lo, m.hi) for m in ms]) / sc   # as the table prints it
     lo = np.array([m.lo for m in ms]) / sc
     hi = np.array([m.hi for m in ms]) / sc
     ax.errorbar(np.array(idx) + 1, pt, yerr=[pt - lo, hi - pt], fmt="o", ms=3,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.model.inventory import DeviceConfig, RackConfig
+from bench.model.schema import version
 from bench.reference.clock import Reference
 from bench.sim.clock import NS, ClockModel, device_models
 from bench.sim.faults import FaultBoard, fault_from_table
@@ -89,7 +90,7 @@ class SimContext:
         span = max(t_end - self.t0_ns, NS)
         step = max(NS, span // points)
         grid = range(self.t0_ns, t_end + step, step)
-        return {"schema": 1, "t0_ns": self.t0_ns, "devices": {
+        return {"schema": 1, "schema_version": version("truth.json"), "t0_ns": self.t0_ns, "devices": {
             name: {"clocks": {c: m.truth(grid) for c, m in models.items()},
                    "events": self.events.get(name, [])}
             for name, models in self._models.items()}}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.model import provenance
 from bench.model.statuses import RunStatus
-from bench.model.store import SCHEMA, RunStore, new_run_id, write_json
+from bench.model.store import RunStore, new_run_id, stamped, write_json
 from bench.model.summary import summarize_run
 from bench.reference.monitor import HealthMonitor
 
@@ -84,7 +84,7 @@ def write_day_summary(path: Path) -> None:
     man = saferead.load_object(path / "manifest.json")
     t = path / "truth.json"
     summary = summarize_run(path, man, saferead.load_object(t) if t.exists() else None)
-    write_json(path / "summary.json", {"schema": SCHEMA, **summary})
+    write_json(path / "summary.json", stamped(summary))
 
 
 class Tap:

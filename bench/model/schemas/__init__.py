@@ -1,0 +1,1 @@
+"""The JSON Schemas of a run folder's files (data, read by bench/model/schema.py)."""
