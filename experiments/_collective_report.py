@@ -106,15 +106,23 @@ def _rank_text(k: dict[str, Any]) -> str:
             f"{k['offset_last_ns'] / 1e6:+.3f} ms{rate}")
 
 
+def _step_text(r: dict[str, Any]) -> str:
+    """Where the mid-run step landed, over every rank of every run of the arm."""
+    st = r["stepped"]
+    landed = [s for s in st if s is not None and s >= 0]
+    at = f"at measured step {min(landed)}-{max(landed)} of {r['steps'] // r['runs']} in " \
+        f"{len(landed)}" if landed else "in 0"
+    return (f"; the step landed {at}/{len(st)} rank-runs, in the warm-up in "
+            f"{sum(1 for s in st if s == -1)}, after the end in {st.count(None)}")
+
+
 def applied_lines(result: dict[str, Any]) -> list[str]:
     """What reached the workers: each arm's per-rank wall-clock offset (first and last measured
     step, against the host's) and rate, from the workers' own clock reads."""
     out = ["perturbation as the workers saw it (wall clock against the host's; last repeat):"]
     for r in result["arms"]:
         ranks = "; ".join(_rank_text(k) for k in r["ranks"])
-        landed = [s for s in r["stepped"] if s is not None]
-        step = f"; step landed at measured step {min(landed)}-{max(landed)} of {r['steps'] // r['runs']}" \
-            f" in {len(landed)}/{len(r['stepped'])} rank-runs" if r["arm"].startswith("step") else ""
+        step = _step_text(r) if r["arm"].startswith("step") else ""
         out.append(f"  {r['arm']:<13} {ranks}{step}")
     return out
 
@@ -138,21 +146,25 @@ def write_report(store: Any, by_arm: dict[str, list[dict]], result: dict[str, An
 
 def plot(store: Any, by_arm: dict[str, list[dict]]) -> None:
     """plots/step_times.png: each arm's step-time distribution (pooled over its runs) as a CDF,
-    and its wall-clock reads per all-reduce."""
+    and its wall-clock and monotonic reads per all-reduce."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
-    for arm, runs in by_arm.items():
+    for i, (arm, runs) in enumerate(by_arm.items()):
         steps = sorted(s / 1e3 for r in runs for s in r["step_ns"])
-        a.plot(steps, [(i + 1) / len(steps) for i in range(len(steps))], label=arm, lw=1.2)
-        b.bar(arm, sum(r["wall_reads"] for r in runs) / len(runs))
+        a.plot(steps, [(k + 1) / len(steps) for k in range(len(steps))], label=arm, lw=1.2)
+        for j, (key, colour) in enumerate((("wall_reads", "C3"), ("mono_reads", "C7"))):
+            b.bar(i + 0.4 * j, sum(r[key] for r in runs) / len(runs), 0.4, color=colour,
+                  label=("wall clock", "monotonic")[j] if i == 0 else None)
+    b.set_xticks([i + 0.2 for i in range(len(by_arm))], list(by_arm))
+    b.legend(fontsize=8)
     a.set_xscale("log")
     a.set_xlabel("step time (µs), all repeats")
     a.set_ylabel("fraction of steps")
     a.legend(fontsize=8)
     a.grid(alpha=0.3)
-    b.set_ylabel("wall-clock reads per all-reduce")
+    b.set_ylabel("clock reads per all-reduce (per rank)")
     b.tick_params(axis="x", rotation=45, labelsize=8)
     fig.tight_layout()
     with store.dir.sub("plots") as d, d.atomic("step_times.png") as f:

@@ -51,6 +51,8 @@ ARMS: dict[str, tuple[str, Any, bool]] = {
     "disagree_1s": ("ranks ±1 s apart (even +1 s, odd -1 s)",
                     lambda r: "+1" if r % 2 == 0 else "-1", False),
     "step_1s": ("every rank's wall clock steps +1 s mid-run", lambda r: "+0", True),
+    "faketime_zero": ("libfaketime preloaded at +0 (its own cost, no perturbation)",
+                      lambda r: "+0", False),
     "drift_500ppm": ("ranks drift ±500 ppm (even fast, odd slow)",
                      lambda r: "+0 x1.0005" if r % 2 == 0 else "+0 x0.9995", False),
 }
@@ -201,6 +203,14 @@ def _median(xs: list[float]) -> float:
     return quantile(xs, 0.5)
 
 
+def _stepped_at(off: list[int], start: dict[str, int], host_off_ns: int) -> int | None:
+    """The measured step at which the wall clock jumped by more than 0.1 s: -1 when it had
+    jumped already in the warm-up (against the clocks read before it), None when it never did."""
+    if abs(off[0] - (start["wall_ns"] - start["mono_ns"] - host_off_ns)) > 100_000_000:
+        return -1
+    return next((i for i in range(1, len(off)) if abs(off[i] - off[i - 1]) > 100_000_000), None)
+
+
 def run_figures(results: list[dict], host_off_ns: int, batch: int) -> dict[str, Any]:
     """One run's figures: per step the slowest rank's step and all-reduce (a step ends when the
     last rank's does), reads per all-reduce averaged over ranks, each rank's applied offset."""
@@ -218,9 +228,7 @@ def run_figures(results: list[dict], host_off_ns: int, batch: int) -> dict[str, 
         span = c1["mono_ns"] - c0["mono_ns"]
         drift = ((c1["wall_ns"] - c1["mono_ns"]) - (c0["wall_ns"] - c0["mono_ns"])) / span * 1e6
         ranks.append({"rank": r["rank"], "offset_first_ns": off[0], "offset_last_ns": off[-1],
-                      "rate_ppm": round(drift, 1),
-                      "stepped_at": next((i for i in range(1, n) if abs(off[i] - off[i - 1])
-                                          > 100_000_000), None)})
+                      "rate_ppm": round(drift, 1), "stepped_at": _stepped_at(off, c0, host_off_ns)})
     return {"step_ns": step, "median_ns": _median([float(s) for s in step]),
             "p99_ns": quantile([float(s) for s in step], 0.99),
             "allreduce_ns": _median([float(a) for a in reduce_]),
