@@ -77,7 +77,8 @@ def analyse(by_arm: dict[str, list[dict]], params: Any, descriptions: dict[str, 
                 f"{100 * params.confidence:g} %: more repeats)")
     else:
         line = (f"UNDECIDED: step time changed by {pct(iv)} {what}, wider than ±"
-                f"{params.within_pct:g} % ({conf}; more repeats narrow it)")
+                f"{params.within_pct:g} %: these runs could have shown only a change beyond "
+                f"{directed(v.smallest_pct, 1, 1, True)} % ({conf}; more repeats narrow it)")
     out["verdict"] = {"word": v.word, "line": line, "interval_pct": vars(iv),
                       "smallest_pct": v.smallest_pct}
     return out
