@@ -69,6 +69,8 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
     cuda = backend == "nccl"
     device = torch.device(f"cuda:{spec['rank'] % torch.cuda.device_count()}") if cuda else \
         torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)       # NCCL: one GPU per rank, chosen before the group
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{spec['port']}",
                             rank=spec["rank"], world_size=spec["world"])
     model = _model(torch, spec, device)
