@@ -1,7 +1,8 @@
 """experiments/collective_clock.py's analysis, table, verdict and figure (not an experiment).
 
-Changes are paired by repeat against the control and bounded by the sign test's order statistics
-(bench/analysis/step_change.py); printed intervals are rounded outward (bench.units.directed).
+Changes are paired by repeat against the baseline arm (the control unless chosen) and bounded
+by the sign test's order statistics (bench/analysis/step_change.py); printed intervals are
+rounded outward (bench.units.directed).
 The run folder gets collective_clock.json (every run's figures and per-step times),
 collective_clock.txt (the table and verdict as printed) and plots/step_times.png.
 """
@@ -45,27 +46,30 @@ def _arm_row(name: str, runs: list[dict], control: list[dict]) -> dict[str, Any]
         "mono_reads": sum(r["mono_reads"] for r in runs) / len(runs),
         "ranks": runs[-1]["ranks"],
         "stepped": [rk["stepped_at"] for r in runs for rk in r["ranks"]]}
-    if name != "control":
+    if runs is not control:
         row["change"] = {m: vars(iv) for m, iv in _changes(runs, control).items()}
     return row
 
 
 def analyse(by_arm: dict[str, list[dict]], params: Any, descriptions: dict[str, str],
             headline: str) -> dict[str, Any]:
-    """Per arm its figures and its changes against the control; the verdict on the `headline`
-    arm ("a ±1 s rank offset"), or on the last arm when that was not run."""
-    control = by_arm["control"]
+    """Per arm its figures and its changes against the baseline (`params.baseline`: the
+    control, or faketime_zero to leave libfaketime's own cost out); the verdict on the
+    `headline` arm ("a ±1 s rank offset"), or on the last arm when that was not run."""
+    control = by_arm[params.baseline]
     rows = [_arm_row(a, runs, control) for a, runs in by_arm.items()]
     head = headline if headline in by_arm else list(by_arm)[-1]
-    out: dict[str, Any] = {"arms": rows, "headline": head,
+    out: dict[str, Any] = {"arms": rows, "headline": head, "baseline": params.baseline,
                            "descriptions": {a: descriptions[a] for a in by_arm},
                            "backend": control[0]["backend"], "torch": control[0]["torch"]}
-    if head == "control":
-        out["verdict"] = {"word": UNDECIDED, "line": "UNDECIDED: no arm but the control was run"}
+    if head == params.baseline:
+        out["verdict"] = {"word": UNDECIDED, "line": "UNDECIDED: no arm but the baseline was run"}
         return out
     iv = Interval(**next(r for r in rows if r["arm"] == head)["change"]["median_ns"])
     v = verdict(iv, params.within_pct, params.confidence)
     what = f"under {descriptions[head]}" if head != headline else "under a ±1 s rank offset"
+    if params.baseline != "control":
+        what += f" (against {params.baseline})"
     conf = f"{100 * iv.confidence:.2f} % confidence, {iv.n} paired repeats"
     if v.word == "changed":
         line = f"step time changed by {pct(iv)} {what} ({conf})"
@@ -85,13 +89,13 @@ def analyse(by_arm: dict[str, list[dict]], params: Any, descriptions: dict[str, 
 
 
 def table_lines(result: dict[str, Any]) -> list[str]:
-    """The per-arm table: absolute figures, then each change against the control."""
+    """The per-arm table: absolute figures, then each change against the baseline."""
     head = (f"{'arm':<13} {'step median':>11} {'p99':>9} {'all-reduce':>10} {'samples/s':>9} "
             f"{'wall reads':>10} {'mono reads':>10}   step median change   p99 change")
     lines = [head, "-" * len(head)]
     for r in result["arms"]:
         ch = r.get("change")
-        med = pct(Interval(**ch["median_ns"])) if ch else "(control)"
+        med = pct(Interval(**ch["median_ns"])) if ch else "(baseline)"
         p99 = pct(Interval(**ch["p99_ns"])) if ch else ""
         lines.append(f"{r['arm']:<13} {r['median_ns'] / 1e3:8.1f} µs {r['p99_ns'] / 1e3:6.0f} µs "
                      f"{r['allreduce_ns'] / 1e3:7.1f} µs {r['throughput']:9.0f} "
@@ -132,7 +136,8 @@ def write_report(store: Any, by_arm: dict[str, list[dict]], result: dict[str, An
                  params: Any) -> list[str]:
     """The table, what reached the workers and the verdict: written to the run folder (with
     every run's figures and the figure) and returned for the terminal."""
-    lines = [f"backend {result['backend']}, torch {result['torch']}; changes against control, "
+    lines = [f"backend {result['backend']}, torch {result['torch']}; changes against "
+             f"{result['baseline']}, "
              f"paired by repeat", *table_lines(result), "", *applied_lines(result), "",
              result["verdict"]["line"]]
     store.dir.write_json("collective_clock.json", {"result": result, "runs": by_arm})

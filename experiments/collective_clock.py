@@ -71,6 +71,7 @@ class Params:
     batch: int = 64             # samples per rank per step
     seed: int = 1
     backend: str = "auto"       # gloo, nccl, or auto: nccl where torch sees CUDA GPUs, else gloo
+    baseline: str = "control"   # changes against this arm; faketime_zero: libfaketime's cost left out
     within_pct: float = 10.0    # "unchanged" only when both ends lie within ±this
     confidence: float = 0.9     # UNDECIDED below this coverage (too few repeats)
     timeout_s: float = 300.0    # one run's workers must finish within this
@@ -102,6 +103,8 @@ def refusal(params: Params) -> str | None:
         return f"unknown arm {unknown[0]!r} (arms: {', '.join(ARMS)})"
     if not arms or arms[0] != "control":
         return "the arms must start with control (every change is against it)"
+    if params.baseline not in arms:
+        return f"the baseline {params.baseline!r} is not among the arms"
     if params.workers < 2 or params.repeats < 1 or params.steps < 1:
         return "needs workers >= 2, repeats >= 1 and steps >= 1"
     if params.backend not in ("auto", "gloo", "nccl"):
