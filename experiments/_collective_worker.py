@@ -6,7 +6,8 @@ clock perturbed by libfaketime and its clock reads counted by the experiment's L
 seeds, all-reduces the gradients through torch.distributed in one flat buffer per step (as DDP's
 one bucket does), and prints one JSON line on stdout: per measured step its time, the
 all-reduce's time and the clock reads the process made inside the all-reduce, each on
-CLOCK_MONOTONIC (never the wall clock, which is the thing perturbed). It writes no file.
+CLOCK_MONOTONIC (never the wall clock, which is the thing perturbed). The one file it writes is
+its own libfaketime spec in the arm with a mid-run step.
 
 Not imported by the bench (torch is an optional extra, `rackclock[training]`).
 """
@@ -56,8 +57,10 @@ def _model(torch: Any, spec: dict[str, Any], device: Any) -> Any:
 def _step_file(spec: dict[str, Any], step: int) -> None:
     """The mid-run clock step: this rank's libfaketime spec file rewritten at `step_at`."""
     if spec.get("step_file") and step == spec["step_at"]:
-        with open(spec["step_file"], "w") as f:      # libfaketime's own input, not a result
-            f.write(spec["step_to"] + "\n")
+        from bench import safeio
+
+        # libfaketime's input, replaced whole (renamed into place)
+        safeio.write_text(spec["step_file"], spec["step_to"] + "\n")
 
 
 def train(spec: dict[str, Any]) -> dict[str, Any]:

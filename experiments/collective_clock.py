@@ -29,10 +29,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench import safeio
 
 RACKLESS = True          # bench/run/rackless.py: measures this host, no rack
 HERE = Path(__file__).resolve().parent
@@ -109,6 +112,8 @@ def refusal(params: Params) -> str | None:
         return "needs workers >= 2, repeats >= 1 and steps >= 1"
     if params.backend not in ("auto", "gloo", "nccl"):
         return f"backend {params.backend!r}: gloo, nccl or auto"
+    if params.backend == "nccl" and backend_for(Params(backend="auto")) != "nccl":
+        return "backend nccl: torch sees no CUDA GPU here (backend=gloo or auto)"
     return None
 
 
@@ -140,7 +145,7 @@ def worker_env(arm: str, rank: int, shim: Path, faketime: Path, tmp: Path) -> di
                FAKETIME_DISABLE_SHM="1")
     if ARMS[arm][2]:          # the step: a spec file rewritten mid-run, re-read each second
         f = tmp / f"faketime-rank{rank}"
-        f.write_text(spec + "\n")       # libfaketime's input in a private temporary folder
+        safeio.write_text(f, spec + "\n")     # libfaketime's input in a private temporary folder
         env.update(FAKETIME_TIMESTAMP_FILE=str(f), FAKETIME_CACHE_DURATION="0")
     else:
         env["FAKETIME"] = spec
@@ -174,25 +179,43 @@ def run_once(params: Params, arm: str, shim: Path, faketime: Path, backend: str)
             env=worker_env(arm, r, shim, faketime, tmp), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, cwd=str(HERE.parent))
             for r in range(params.workers)]
-        deadline = time.monotonic() + params.timeout_s
-        outs: list[tuple[int, str, str]] = []
-        try:
-            for p in procs:
-                out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
-                outs.append((p.returncode, out, err))
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"arm {arm}: the workers did not finish within "
-                               f"{params.timeout_s:g} s") from None
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-    for rank, (rc, out, err) in enumerate(outs):
-        if rc != 0 or not out.strip():
-            tail = " | ".join(err.strip().splitlines()[-3:])
-            raise RuntimeError(f"arm {arm}: rank {rank} exited {rc}: {tail}")
+        outs = wait_all(procs, time.monotonic() + params.timeout_s, arm)
+    failed = [(rank, rc, err) for rank, (rc, out, err) in enumerate(outs)
+              if rc != 0 or not out.strip()]
+    if failed:       # a rank that failed by itself before one stopped for it
+        rank, rc, err = min(failed, key=lambda f: f[1] < 0)
+        tail = " | ".join(err.strip().splitlines()[-3:])
+        raise RuntimeError(f"arm {arm}: rank {rank} exited {rc}: {tail}")
     return [json.loads(out.strip().splitlines()[-1]) for _, out, _ in outs]
+
+
+def wait_all(procs: list[subprocess.Popen], deadline: float,
+             arm: str) -> list[tuple[int, str, str]]:
+    """Every worker's (exit status, stdout, stderr), each drained by a thread; a rank that fails
+    ends the others at once (they would wait for it until the group's timeout), and so does the
+    deadline (RuntimeError)."""
+    outs: list[tuple[int, str, str]] = [(-1, "", "")] * len(procs)
+
+    def drain(i: int) -> None:
+        out, err = procs[i].communicate()
+        outs[i] = (procs[i].returncode, out, err)
+    threads = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(len(procs))]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"arm {arm}: the workers did not finish in time (timeout_s)")
+            if any(p.poll() not in (None, 0) for p in procs):
+                break                         # one failed: the others are stopped below
+            threads[0].join(0.05)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for t in threads:
+            t.join()
+    return outs
 
 
 def schedule(arms: list[str], repeats: int) -> list[tuple[int, str]]:

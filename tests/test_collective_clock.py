@@ -152,3 +152,13 @@ def test_ci_installs_the_pinned_torch_and_libfaketime():
     assert f"'{extra[0]}'" in ci and "import torch" in ci
     assert "libfaketime" in ci.split("PACKAGES=(", 1)[1].split(")", 1)[0]
     assert "faketime/libfaketime.so.1" in ci
+
+
+def test_a_failing_rank_stops_the_others():
+    """A rank that exits non-zero ends the others at once (they would wait for it until the
+    process group's timeout): the sleeper is killed, not waited for."""
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for code in ("import time; time.sleep(600)", "import sys; sys.exit('rank down')")]
+    outs = cc.wait_all(procs, time.monotonic() + 600, "control")
+    assert outs[0][0] < 0 and outs[1][0] == 1 and "rank down" in outs[1][2]
