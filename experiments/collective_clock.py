@@ -5,12 +5,13 @@ Runs a small data-parallel training loop (a few-layer MLP on synthetic data, fix
 NCCL where CUDA GPUs are, the same code: backend=auto). Each worker's wall clock only
 (CLOCK_REALTIME; never the monotonic clock, never the host's clock) is perturbed per arm by
 libfaketime: every rank 1 s ahead, ranks ±5 ms or ±1 s apart, a 1 s step mid-run, ranks drifting
-±500 ppm; the control is unperturbed (no libfaketime at all). Arms are interleaved: every repeat
-runs each arm once, in an order rotated per repeat, so the machine's drift cancels in the paired
-ratio arm/control of the same repeat.
+±500 ppm, libfaketime at +0 (its own cost); the control is unperturbed (no libfaketime at all).
+Arms are interleaved: every repeat runs each arm once, in an order rotated per repeat, so the
+machine's drift cancels in the paired ratio arm/baseline of the same repeat (the baseline: the
+control, or faketime_zero to leave libfaketime's own cost out).
 
 Per arm: step time (median, p99, the distribution), all-reduce time and throughput, each change
-against the control as a distribution-free interval of the paired ratios (the sign test's
+against the baseline as a distribution-free interval of the paired ratios (the sign test's
 order statistics; five repeats give [min, max] at 93.75 %), and the wall-clock reads the process
 made inside the all-reduce per step (a preloaded counter of clock_gettime(CLOCK_REALTIME),
 gettimeofday and time; experiments/_clockcount.c), beside its monotonic reads. The verdict:
