@@ -122,3 +122,4 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     print(json.dumps(train(json.loads(sys.argv[1]))), flush=True)
+    os._exit(0)        # skip torch's interpreter teardown: about 2 s of every run, nothing kept
