@@ -115,7 +115,7 @@ def test_a_bad_arm_is_refused_in_one_line_before_any_folder(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.slow    # two runs of two torch workers: 20-80 s beside other suites (load 8-12)
+@pytest.mark.slow    # two runs of two torch workers: 15-80 s beside other suites (load 7-12)
 @need_cc
 @need_faketime
 @need_torch
