@@ -94,6 +94,9 @@ def run_exit_status(run, allow_undecided: bool = False) -> int:
 
     if run.manifest.status != RunStatus.COMPLETED:
         return 1
+    if run.manifest.raw.get("rackless"):     # bench.run.rackless: the experiment's own verdict
+        return exit_code("PASS" if run.manifest.raw.get("decided") is not False else "UNDECIDED",
+                         allow_undecided)
     r = run_outcome(run)
     for name, why in r.unusable.items():
         print(f"{name}: no usable read ({why})", file=sys.stderr)

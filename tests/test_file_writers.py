@@ -20,6 +20,7 @@ KNOWN = {
     "bench/fleet/engine.py:_stderr_held": "an unnamed temporary file holding fd 2 (no name)",
     "bench/output/figures.py:save": "savefig into a memory buffer and into safeio's file objects",
     "bench/output/plots.py:_offset_plots": "savefig into safeio's file objects",
+    "experiments/_collective_report.py:plot": "savefig into safeio's file objects",
 }
 
 WRITE_MODES = set("wax+")

@@ -31,7 +31,8 @@ COMMAND_MODULES = {"bench/cli.py", "bench/check.py", "bench/resummarize.py", "be
 # a subcommand's `main(argv)` in its library's module (bench/cli.py's SUBCOMMANDS), and
 # the run's own terminal output (quiet=False: the `rackclock run` command's; tests pass quiet=True)
 COMMAND_FUNCTIONS = {"bench/run/catalog.py:main",
-                     "bench/run/experiment.py:_ended_early", "bench/run/experiment.py:_say_end"}
+                     "bench/run/experiment.py:_ended_early", "bench/run/experiment.py:_say_end",
+                     "bench/run/rackless.py:RacklessBench.say", "bench/run/rackless.py:run_rackless"}
 
 
 def functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:

@@ -177,10 +177,9 @@ def _lost_status(store: RunStore, devices: int, sim: SimProcess | None) -> tuple
     return RunStatus.DEVICES_LOST, lost_line(lost, devices) + died
 
 
-def _prepare(name: str, rack_file: Path | None, overrides: dict[str, str],
+def _prepare(exp, name: str, rack_file: Path | None, overrides: dict[str, str],
              given_as: dict[str, str] | None):
-    """The experiment, its parameters, its name and the rack, all checked (InventoryError)."""
-    exp = load_experiment(name)
+    """The experiment's parameters, its name and the rack, all checked (InventoryError)."""
     params = make_params(exp, overrides, given_as)
     if getattr(exp, "__file__", None) and (name.endswith(".py") or "/" in name):
         name = Path(name).stem       # an experiment file outside the checkout: named by its stem
@@ -330,6 +329,18 @@ def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
     print(f"run folder: {store.path}")
 
 
+def _rackless(exp, name: str, rack_file: Path | None, out: Path, overrides: dict[str, str],
+              given_as: dict[str, str] | None, quiet: bool) -> Path | None:
+    """A rack-less experiment (bench.run.rackless) run to its end; None for any other."""
+    from bench.run.rackless import is_rackless, run_rackless
+    if not is_rackless(exp):
+        return None
+    if rack_file is not None:
+        raise InventoryError(f"{name} measures this host, not a rack: --rack has no use")
+    stem = Path(name).stem if name.endswith(".py") or "/" in name else name
+    return run_rackless(exp, stem, make_params(exp, overrides, given_as), out, quiet)
+
+
 def run_experiment(name: str, rack_file: Path | None, out: Path, params_overrides: dict[str, str],
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
@@ -340,7 +351,11 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
     anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
     (bench.run.admission) is refused (status `refused`, the numbers in the manifest), or run at
     rates scaled to fit with `fit_rates`."""
-    exp, params, name, rack = _prepare(name, rack_file, params_overrides, given_as)
+    exp = load_experiment(name)
+    rackless = _rackless(exp, name, rack_file, out, params_overrides, given_as, quiet)
+    if rackless is not None:
+        return rackless
+    exp, params, name, rack = _prepare(exp, name, rack_file, params_overrides, given_as)
     held, store = _open_store(rack, name, out)
     log.info("run %s: experiment %s, rack %s", store.run_id, name, rack.source or "default")
     with contextlib.ExitStack() as stack:
