@@ -37,9 +37,6 @@ def load_fleet_file(path: Path):
 
 def _run(a) -> int:
     from bench.fleet.engine import run_fleet
-    from bench.fleet.report import load_fleet, rack_lines, report_exit
-    from bench.fleet.verdict import fleet_verdict
-    from bench.model.texttable import terminal_width
 
     try:
         fleet, text = load_fleet_file(a.fleet_file)
@@ -48,6 +45,15 @@ def _run(a) -> int:
     except FleetError as exc:
         print(f"rackclock fleet run: {exc}", file=sys.stderr)
         return 2
+    return _closing(a, folder)
+
+
+def _closing(a, folder) -> int:
+    """The racks' table, the fleet's verdict and its exit status, after a run or a resume."""
+    from bench.fleet.report import load_fleet, rack_lines, report_exit
+    from bench.fleet.verdict import fleet_verdict
+    from bench.model.texttable import terminal_width
+
     fl = load_fleet(folder)
     if not a.quiet:
         print("\n".join(rack_lines(fl, None if a.wide else terminal_width())))
@@ -57,10 +63,7 @@ def _run(a) -> int:
 
 
 def _resume(a) -> int:
-    from bench.fleet.report import load_fleet, rack_lines, report_exit
     from bench.fleet.resume import resume_fleet
-    from bench.fleet.verdict import fleet_verdict
-    from bench.model.texttable import terminal_width
 
     try:
         folder, rerun, summarised = resume_fleet(a.fleet, address=a.address,
@@ -71,12 +74,7 @@ def _resume(a) -> int:
     print(f"resumed: {len(rerun)} rack(s) run again ({', '.join(rerun) or 'none'}), "
           f"{len(summarised)} summarised from their partial runs "
           f"({', '.join(summarised) or 'none'})")
-    fl = load_fleet(folder)
-    if not a.quiet:
-        print("\n".join(rack_lines(fl, None if a.wide else terminal_width())))
-    word, _ = fleet_verdict({fr.name: fr.record for fr in fl.racks})
-    print(f"fleet verdict: {word}; fleet folder: {folder}")
-    return report_exit(fl, allow_undecided=a.allow_undecided)
+    return _closing(a, folder)
 
 
 def _report(a) -> int:
