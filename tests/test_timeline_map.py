@@ -329,7 +329,11 @@ def test_a_segment_with_an_unseen_step_maps_a_stamp_by_its_proven_bound_not_its_
     for e, (t, _, _) in zip(sorted(ents, key=lambda e: e.stamp_ns), HMC_REPORTS):
         assert e.lo_ns <= HMC_BASE + t <= e.hi_ns, (e.label, e.status, e.calibration)
     first = min(ents, key=lambda e: e.stamp_ns)
-    assert first.status == "extrapolated"              # before the first read: never proven
+    # before the first read: never proven (extrapolated; assumed since the clock's one seen
+    # break is of a size its reads would miss elsewhere, as they missed this step:
+    # estimate._could_hide makes every segment assumed)
+    assert first.status in ("extrapolated", "assumed")
+    assert all(e.status != "proven" for e in ents)
 
 
 def test_a_log_file_s_stamps_are_mapped_by_the_proven_bound_not_the_line(tmp_path):
