@@ -32,7 +32,7 @@ import numpy as np
 from bench.analysis.residuals import median_ci, segment_residuals
 from bench.compare.quantiles import QUANTILES, quantile_bounds
 from bench.model.documents import ClockSummary, DeviceSummary, Latency, SegmentSummary
-from bench.model.rundata import Run
+from bench.model.rundata import Run, Samples
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,9 @@ def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float)
                    point_informative=not (at_lo and at_hi))
 
 
-def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[Measure]:
+def clock_measures(run: Run, device: str, clock: str, c: ClockSummary,
+                   smp: Samples | None = None) -> list[Measure]:
+    """`smp`: the device's samples when the caller read them already (once per device)."""
     last, longest = c.last, c.longest
     if last is None or longest is None:            # no segments
         return []
@@ -169,7 +171,11 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[M
            mean_drift_measure(device, clock, longest)
            or drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
            _exact(device, clock, "breaks", "count", len(c.breaks))]
-    s, e, v, q = run.clock_reads(device, clock)
+    if smp is None:
+        s, e, v, q = run.clock_reads(device, clock)
+    else:
+        info = run.manifest.device(device).clock(clock)
+        s, e, v, q = smp.clock_reads(clock, info.raw if info else None)[:4]
     out.insert(2, resolution_measure(device, clock, c, v, c.resolution_declared_ns
                                      or _declared_ns(run, device, clock)))
     r = segment_residuals(s, e, v, q, longest)
@@ -184,8 +190,9 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[M
 
 def device_measures(run: Run, device: str, d: DeviceSummary) -> list[Measure]:
     out = []
+    smp = run.samples(device) if any(c.last and c.longest for c in d.clocks.values()) else None
     for clock, c in sorted(d.clocks.items()):
-        out += clock_measures(run, device, clock, c)
+        out += clock_measures(run, device, clock, c, smp)
     for stim, L in sorted(d.latency.items()):
         out += latency_measures(device, stim, L)
     out.append(_exact(device, "", "errors", "count", d.error_count))
