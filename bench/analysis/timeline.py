@@ -128,18 +128,23 @@ def order_arrays(lo_ns: npt.ArrayLike, hi_ns: npt.ArrayLike, clock: npt.ArrayLik
     overlap -= 1
     if clock is not None:
         g = np.asarray(clock, dtype=np.int64)[perm]
+        st = np.asarray(stamp_ns, dtype=np.int64)
+        q = np.asarray(resolution_ns, dtype=np.int64)
         for key in np.unique(g[g >= 0]):
             idx = np.flatnonzero(g == key)
-            overlap[idx] -= _same_clock_ordered(lo[idx], hi[idx],
-                                                np.asarray(stamp_ns, dtype=np.int64)[perm[idx]],
-                                                np.asarray(resolution_ns, dtype=np.int64)[perm[idx]])
+            if len(idx) == len(lo):          # one clock's entries only: no copies
+                overlap -= _same_clock_ordered(lo, hi, st[perm], q[perm])
+                continue
+            pidx = perm[idx]
+            overlap[idx] -= _same_clock_ordered(lo[idx], hi[idx], st[pidx], q[pidx])
     return perm, block, overlap
 
 
 def _same_clock_ordered(glo: I64, ghi: I64, st: I64, q: I64) -> I64:
-    """Per entry of one clock group: how many of its overlapping group mates its stamp orders
-    (a tick or more apart), which order_arrays takes off its overlap count."""
-    same = np.searchsorted(np.sort(glo), ghi, "right")
+    """Per entry of one clock group (sorted by lo, so `glo` is sorted): how many of its
+    overlapping group mates its stamp orders (a tick or more apart), which order_arrays takes
+    off its overlap count."""
+    same = np.searchsorted(glo, ghi, "right")
     same -= np.searchsorted(np.sort(ghi), glo, "left")
     del glo, ghi
     sst = np.sort(st)
@@ -167,15 +172,17 @@ def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike
     if relative and window >= 2**15:
         raise ValueError("relative offsets are int16: window < 32768")
     out = np.zeros((n, cap), np.int16) if relative else np.full((n, cap), -1, dtype=np.int32)
-    got = np.zeros(n, dtype=np.int64)
-    need = np.minimum(np.asarray(count, np.int64), cap)
+    small: Any = np.int8 if cap < 127 else np.int64     # counts of found entries: 1 byte each
+    got: npt.NDArray[Any] = np.zeros(n, dtype=small)
+    need: npt.NDArray[Any] = np.minimum(np.asarray(count, np.int64), cap).astype(small)
     reach = np.searchsorted(lo, hi, "right")      # sorted by lo: j in (i, reach_i) overlap i
-    active = np.flatnonzero(reach > np.arange(n) + 1)
+    active = np.flatnonzero(reach > np.arange(1, n + 1))
+    short = np.zeros(n + 1, dtype=np.int64)
     d = 0
     while len(active) and d < window:
         d += 1
         if d % 4 == 1:        # keep i while it, or a later entry it overlaps, still needs some
-            short = np.concatenate(([0], np.cumsum(got < need)))
+            np.cumsum(got < need, out=short[1:])
             keep = (got[active] < need[active]) | \
                 (short[np.minimum(reach[active], n)] > short[np.minimum(active + d, n)])
             active = active[keep]

@@ -234,6 +234,7 @@ class Timeline:
         self.c: Cols = {}
         for k in list(c):             # sorted a column at a time (memory: one column more)
             self.c[k] = c.pop(k)[perm]
+        del perm, stamped
         self.block, self.count = block, count
         self.near = NearRows(nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
                                                self.c["stamp"], self.c["res"], count,
