@@ -3,7 +3,9 @@ clock, 1 s ticks, 20 ppm, read 1,200 times over ten minutes) and an RFC 5424 log
 stamps of that clock at random instants over the run), run as a subprocess; wall time and peak
 RSS of the child (resource.getrusage(RUSAGE_CHILDREN) in a fresh wrapper process per command),
 outputs included. Side by side: a plain Python loop parsing the same stamps
-(datetime.fromisoformat, a list of ints). The truth is checked: every mapped line's interval
+(datetime.fromisoformat, a list of ints), and polars where it is installed (read_csv,
+str.to_datetime; a benchmark floor only, not a dependency: `pip install polars`). The truth is
+checked: every mapped line's interval
 must hold the instant the clock showed its stamp.
 
     .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR]
