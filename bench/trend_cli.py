@@ -11,6 +11,8 @@ from pathlib import Path
 from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
+BESIDE = object()    # --figure given alone: trend.png beside the runs (a str const would be typed)
+
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rackclock trend",
@@ -20,9 +22,11 @@ def _parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", type=Path, nargs="+", help="run folders (three or more)")
     ap.add_argument("--tolerances", type=Path, default=None, help="tolerance file (as compare)")
-    ap.add_argument("--figure", type=Path, default=None,
-                    help="figure file (.png, .svg or .pdf; default: trend.png in the newest "
-                         "run's folder)")
+    ap.add_argument("--figure", type=Path, nargs="?", const=BESIDE, default=None,
+                    metavar="FILE",
+                    help="draw the figure (.png, .svg or .pdf; given alone: trend.png in the "
+                         "newest run's folder); without it none is drawn, which keeps trend "
+                         "quick (drawing takes seconds)")
     ap.add_argument("--max-panels", type=int, default=24,
                     help="panels in the figure (default 24; regressions first; the rest are "
                          "said, never dropped silently)")
@@ -70,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                          else paths.index(a.baseline.resolve()))
     ts = trends(runs, tol, ref)
     print(text(runs, ts, a.all, changes, ref))
-    _figure(a, runs, ts, changes)
+    if a.figure is not None:          # figures on request (issue 46: trend ≤ 3 s on 10 runs)
+        _figure(a, runs, ts, changes)
     if a.json:
         safeio.write_text(a.json, json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
     if a.junit:
@@ -83,7 +88,7 @@ def _figure(a, runs, ts, changes) -> None:
     from bench.output import figures
     from bench.output.trend import figure, panels
     fig = figure(runs, ts, max_panels=max(1, a.max_panels), changes=changes)
-    out = a.figure or runs[-1].path / "trend.png"
+    out = runs[-1].path / "trend.png" if a.figure is BESIDE else a.figure
     saved, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))
     n = len(panels(ts))
     left = f" ({min(n, a.max_panels)} of {n} measures; --max-panels {n} draws all)" \

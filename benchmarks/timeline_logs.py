@@ -3,7 +3,9 @@ clock, 1 s ticks, 20 ppm, read 1,200 times over ten minutes) and an RFC 5424 log
 stamps of that clock at random instants over the run), run as a subprocess; wall time and peak
 RSS of the child (resource.getrusage(RUSAGE_CHILDREN) in a fresh wrapper process per command),
 outputs included. Side by side: a plain Python loop parsing the same stamps
-(datetime.fromisoformat, a list of ints). The truth is checked: every mapped line's interval
+(datetime.fromisoformat, a list of ints), and polars where it is installed (read_csv,
+str.to_datetime; a benchmark floor only, not a dependency: `pip install polars`). The truth is
+checked: every mapped line's interval
 must hold the instant the clock showed its stamp.
 
     .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR]
@@ -36,6 +38,13 @@ MEASURE = ("import resource, subprocess, sys, time\n"
            "dt = time.perf_counter() - t\n"
            "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
            "print(r.returncode, dt, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)\n")
+POLARS = ("import sys\nimport polars as pl\n"
+          "df = pl.read_csv(sys.argv[1], has_header=False, separator='\\x1f', quote_char=None,\n"
+          "                 new_columns=['line'])\n"
+          "ns = df.select(pl.col('line').str.split(' ').list.get(1)\n"
+          "               .str.to_datetime('%Y-%m-%dT%H:%M:%S%.fZ', time_unit='ns')\n"
+          "               .dt.epoch('ns'))\n"
+          "print(len(ns))\n")
 BASELINE = ("import sys\nfrom datetime import datetime\nout = []\n"
             "for line in open(sys.argv[1], encoding='utf-8'):\n"
             "    d = datetime.fromisoformat(line.split(' ', 2)[1].replace('Z', '+00:00'))\n"
@@ -74,6 +83,11 @@ def make_log(path: Path, model: ClockModel, n: int) -> np.ndarray:
             f.write("".join(f"<134>1 {s}Z bmc-1 thermald 42 TEMP - inlet {i} over limit\n"
                             for i, s in enumerate(text[k:k + 100_000].tolist(), k)))
     return truth
+
+
+def _has_polars() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("polars") is not None
 
 
 def measure(argv: list[str]) -> tuple[int, float, int, float]:
@@ -129,6 +143,7 @@ def main(argv=None) -> int:
     rc, t_tl, rss_tl, cpu_tl = measure([str(ROOT / ".venv/bin/rackclock"), "timeline", str(run),
                                 f"bmc-1={log}", "--rows", "20"])
     rc_b, t_b, rss_b, cpu_b = measure([sys.executable, "-c", BASELINE, str(log)])
+    pol = measure([sys.executable, "-c", POLARS, str(log)]) if _has_polars() else None
     outs = {p.name: p.stat().st_size for p in run.glob("timeline*")}
     missed = checked = 0
     with open(run / "timeline.csv", encoding="utf-8") as f:     # the truth, row by row
@@ -143,6 +158,12 @@ def main(argv=None) -> int:
           f"{rss_tl / 2**20:.0f} MiB (exit {rc})")
     print(f"plain Python loop (datetime.fromisoformat): {t_b:.2f} s wall, {cpu_b:.2f} s CPU, "
           f"peak RSS {rss_b / 2**20:.0f} MiB (exit {rc_b})")
+    if pol is not None:
+        print(f"polars (read_csv, split, str.to_datetime): {pol[1]:.2f} s wall, {pol[3]:.2f} s "
+              f"CPU, peak RSS {pol[2] / 2**20:.0f} MiB (exit {pol[0]}); rackclock timeline / "
+              f"polars: {t_tl / pol[1]:.1f}x the wall time, {cpu_tl / pol[3]:.1f}x the CPU")
+    else:
+        print("polars: not installed (a benchmark floor only: pip install polars)")
     with open("/proc/loadavg") as f:
         print(f"load average at the end: {f.read().split()[0]} ({os.cpu_count()} CPUs)")
     print(f"ratio: {t_tl / t_b:.1f}x the wall time, {cpu_tl / cpu_b:.1f}x the CPU, "

@@ -88,7 +88,7 @@ def argv(cmd: str, run: Path, others: list[Path]) -> list[str]:
             "limits": ["limits", str(run)],
             "compare": ["compare", str(others[0]), str(run)],
             "timeline": ["timeline", str(run), "--formats", "json"],
-            "trend": ["trend", "--as-given", str(others[0]), str(others[1]), str(run)],
+            "trend": ["trend", "--as-given", str(others[0]), str(others[1]), str(run), "--figure"],
             "report": ["report", "--processes", "1", str(run)]}[cmd]
 
 

@@ -115,6 +115,9 @@ SMOKES = [
           r"^ratio: .*lines checked against the truth 1,000, intervals missing their instant 0$"),
     Smoke("timeline_scale.py", ("--lines", "2000", "--devices", "2", "--slice", "200"),
           rf"^map: {N} s; order: {N} s; .*intervals missing their instant: 0;"),
+    Smoke("trend_speed.py", (RECORDED, "--runs", "3", "--repeats", "1"),
+          rf"^  rackclock trend \(3 runs\)\s+wall\s+{N} s .*CPU\s+{N} s(?:.*\n)*"
+          rf"^  rackclock compare \(2 runs\)\s+wall\s+{N} s"),
     Smoke("watch_cpu_split.py", ("--minutes", "0.06", "--every-s", "2"),
           rf"^\s+\d+\s+1\s+{N}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s"),
     Smoke("watch_idle_conns.py", ("--conns", "10", "--before-s", "1", "--flood-s", "1",

@@ -239,7 +239,7 @@ def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, cap
 
     monkeypatch.chdir(tmp_path)
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
-                     "--as-given", "--max-panels", "1"])
+                     "--as-given", "--max-panels", "1", "--figure"])
     out = capsys.readouterr().out
     assert rc == 1 and not (tmp_path / "trend.png").exists()
     line = next(x for x in out.splitlines() if x.startswith("figure: "))

@@ -19,7 +19,7 @@ ORDER = {
     "clock": ["resolution_declared_ns", "reads", "counter", "assumptions", "resolution_ns",
               "resolution_note", "verdict", "segments", "breaks", "outliers",
               "beyond_prior_note", "lag_seen_ns", "update_ns", "wraps", "stuck", "note", "zone_note",
-              "breaks_truth", "stability"],
+              "breaks_truth", "stability", "read_stats"],
     "assumptions": ["drift_prior_ppm", "wander_ppm", "resolution_ns", "resolution_basis",
                     "reference_uncertainty_ns", "rate_changes", "rate_bound_ppm", "tick_lag_ns",
                     "unseen_step", "model"],

@@ -185,6 +185,66 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
                                        dtype=np.int64), v.shape)
     before = np.broadcast_to(np.asarray(-_BIG if not_before_ns is None else not_before_ns,
                                         dtype=np.int64), v.shape)
+    # each stamp maps alone unless the log's order narrows across calibrations: then in
+    # MAP_CHUNK slices (the temporaries of a million stamps at once cost ~200 MB), else at once
+    step = MAP_CHUNK if order_key is None or K <= 1 else max(n, 1)
+    out = _Out.empty(n, K)
+    notes: list[str] = []
+    for a in range(0, max(n, 1), step):
+        b = min(n, a + step)
+        presync = (v[a:b] < presync_before_ns) if wall else np.zeros(b - a, dtype=bool)
+        notes += out.fill(a, b, _map_part(cals, v[a:b], q[a:b], presync, before[a:b],
+                                          after[a:b], proven, clip,
+                                          None if order_key is None
+                                          else np.asarray(order_key)[a:b]))
+    rate = max((_rate_bound(c) for c in cals), default=0.0)
+    if np.any(out.dist > 0):
+        notes.append(f"{int(np.sum(out.dist > 0))} lines extrapolated beyond their calibration: "
+                     f"each interval allows the model's rate bound (±{rate:g} ppm) over the gap "
+                     f"and rests on no break in between; the run's own rate continuing "
+                     f"(assumed) gives the narrower assumed_lo_ns/assumed_hi_ns")
+    return Mapped(out.lo, out.hi, out.status, out.first, out.cand, out.dist,
+                  [c.name for c in cals], notes, out.alo, out.ahi, rate)
+
+
+MAP_CHUNK = 1 << 17      # stamps mapped at once where each maps alone (map_stamps)
+
+
+@dataclass
+class _Out:
+    """map_stamps' columns, filled a slice at a time."""
+    lo: I64
+    hi: I64
+    alo: I64
+    ahi: I64
+    dist: I64
+    first: I64
+    status: npt.NDArray[np.int8]
+    cand: Mask
+
+    @classmethod
+    def empty(cls, n: int, K: int) -> _Out:
+        def z() -> I64:
+            return np.zeros(n, dtype=np.int64)
+        return cls(z(), z(), z(), z(), z(), z(), np.zeros(n, dtype=np.int8),
+                   np.zeros((K, n), dtype=bool))
+
+    def fill(self, a: int, b: int, part: tuple[list[I64], Mask, list[str]]) -> list[str]:
+        cols, cand, notes = part
+        dsts: list[npt.NDArray[Any]] = [self.lo, self.hi, self.alo, self.ahi, self.dist,
+                                        self.first, self.status]
+        for dst, src in zip(dsts, cols):
+            dst[a:b] = src
+        self.cand[:, a:b] = cand
+        return notes
+
+
+def _map_part(cals: list[SegmentWindow], v: I64, q: I64, presync: Mask, before: I64,
+              after: I64, proven: bool, clip: bool, order_key: npt.NDArray[Any] | None
+              ) -> tuple[list[I64], Mask, list[str]]:
+    """map_stamps over stamps that map together: ([lo, hi, alo, ahi, dist, first, status],
+    candidates, the order's notes)."""
+    n, K = len(v), len(cals)
     los = np.zeros((K, n), dtype=np.int64)
     his = np.zeros((K, n), dtype=np.int64)
     alos = np.zeros((K, n), dtype=np.int64)
@@ -192,28 +252,19 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     dists = np.zeros((K, n), dtype=np.int64)
     cand = np.zeros((K, n), dtype=bool)
     line = np.zeros((K, n), dtype=bool)         # through the line alone: assumed
-    presync = (v < presync_before_ns) if wall else np.zeros(n, dtype=bool)
     for k, c in enumerate(cals):
         (los[k], his[k], dists[k], cand[k]), (alos[k], ahis[k]), line[k] = _map_through(
             c, v, q, presync, before, after, proven, clip)
     notes: list[str] = []
     if order_key is not None and K > 1:
         drops = not any(c.modulus_ns for c in cals)
-        cand, outliers, broken = _by_order(cand, los, his, np.asarray(order_key),
-                                           v if drops else None)
+        cand, outliers, broken = _by_order(cand, los, his, order_key, v if drops else None)
         notes += _order_notes(outliers, broken)
     count = cand.sum(axis=0)
     first = np.where(count > 0, np.argmax(cand, axis=0), -1) if K else np.full(n, -1)
     lo, hi, alo, ahi, dist = _united(cand, count, los, his, alos, ahis, dists)
     status = _statuses(cals, cand, first, dist, count, presync, line)
-    rate = max((_rate_bound(c) for c in cals), default=0.0)
-    if np.any(dist > 0):
-        notes.append(f"{int(np.sum(dist > 0))} lines extrapolated beyond their calibration: each "
-                     f"interval allows the model's rate bound (±{rate:g} ppm) over the gap and "
-                     f"rests on no break in between; the run's own rate continuing (assumed) "
-                     f"gives the narrower assumed_lo_ns/assumed_hi_ns")
-    return Mapped(lo, hi, status.astype(np.int8), first.astype(np.int64), cand, dist,
-                  [c.name for c in cals], notes, alo, ahi, rate)
+    return [lo, hi, alo, ahi, dist, first.astype(np.int64), status.astype(np.int8)], cand, notes
 
 
 _BIG = np.iinfo(np.int64).max

@@ -26,13 +26,13 @@ values of a 10 ms counter, all 20 ms apart, are no coarser tick).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
-from bench.analysis.residuals import median_ci, segment_residuals
 from bench.compare.quantiles import QUANTILES, quantile_bounds
 from bench.model.documents import ClockSummary, DeviceSummary, Latency, SegmentSummary
-from bench.model.rundata import Run
+from bench.model.rundata import Run, Samples
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,14 @@ CHANCE = 1e-3      # an observed tick is the tick when the values fall on it by 
 def resolution_measure(device: str, clock: str, c: ClockSummary, v, declared_ns: int | None
                        ) -> Measure:
     """The tick the fit used: exact where declared; an observed coarser one exact only when its
-    values cannot have fallen on its grid by chance (module doc), else [declared, observed]."""
+    values cannot have fallen on its grid by chance (module doc), else [declared, observed].
+    `v`: the clock's read values, or how many distinct ones there are (summary read_stats)."""
     longest = c.longest
     r = int(c.resolution_ns or (longest.resolution_ns if longest else 0) or 0)
     basis = str(c.assumptions.resolution_basis) if c.assumptions else ""
     if basis != "observed" or not declared_ns or not 0 < declared_ns < r:
         return _exact(device, clock, "resolution", "ns", r)
-    n = len(np.unique(np.asarray(v)))
+    n = v if isinstance(v, int) else len(np.unique(np.asarray(v)))
     chance = (declared_ns / r) ** max(n - 1, 0)
     if chance <= CHANCE:
         return Measure(device, clock, "resolution", "ns", r, r, r,
@@ -98,11 +99,9 @@ def _exact(device, clock, name, unit, x) -> Measure:
     return Measure(device, clock, name, unit, float(x), float(x), float(x), "exact")
 
 
-def _ci(device, clock, name, x, note="", judgeable=True, span_s=None) -> Measure | None:
-    x = np.asarray(x, dtype=np.float64)
-    if len(x) == 0:
-        return None
-    lo, med, hi = median_ci(x)
+def _ci_of(device, clock, name, ci, note="", judgeable=True, span_s=None) -> Measure:
+    """A median's 95 % CI ([lo, median, hi], bench.analysis.residuals.median_ci) as a measure."""
+    lo, med, hi = (float(x) for x in ci)
     return Measure(device, clock, name, "ns", lo, hi, med, "95% CI of the median", judgeable, note,
                    span_s, "1/sqrt(span)")
 
@@ -156,7 +155,9 @@ def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float)
                    point_informative=not (at_lo and at_hi))
 
 
-def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[Measure]:
+def clock_measures(run: Run, device: str, clock: str, c: ClockSummary,
+                   smp: Samples | None = None) -> list[Measure]:
+    """`smp`: the device's samples when the caller read them already (once per device)."""
     last, longest = c.last, c.longest
     if last is None or longest is None:            # no segments
         return []
@@ -169,23 +170,38 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary) -> list[M
            mean_drift_measure(device, clock, longest)
            or drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
            _exact(device, clock, "breaks", "count", len(c.breaks))]
-    s, e, v, q = run.clock_reads(device, clock)
-    out.insert(2, resolution_measure(device, clock, c, v, c.resolution_declared_ns
-                                     or _declared_ns(run, device, clock)))
-    r = segment_residuals(s, e, v, q, longest)
-    if len(r):
-        span = _span_s(longest)
-        out.append(_ci(device, clock, "bracket", r.bracket, span_s=span))
-        out.append(_ci(device, clock, "jitter", np.abs(r.mid), judgeable=not r.coarse,
-                       note=f"coarse clock (resolution {r.resolution_ns / 1e9:g} s): the residual "
-                            f"is the tick, not noise" if r.coarse else "", span_s=span))
+    # what the reads show, from the summary (a summary from before read_stats: the samples)
+    st = c.read_stats or _read_stats(run, device, clock, c, smp)
+    out.insert(2, resolution_measure(device, clock, c, int(st["distinct_values"]),
+                                     c.resolution_declared_ns or _declared_ns(run, device, clock)))
+    if st.get("bracket_ns"):
+        span, tick = _span_s(longest), float(st.get("tick_ns") or 0)
+        out.append(_ci_of(device, clock, "bracket", st["bracket_ns"], span_s=span))
+        out.append(_ci_of(device, clock, "jitter", st["jitter_ns"],
+                          judgeable=not st.get("coarse"),
+                          note=f"coarse clock (resolution {tick / 1e9:g} s): the residual "
+                               f"is the tick, not noise" if st.get("coarse") else "", span_s=span))
     return [m for m in out if m is not None]
+
+
+def _read_stats(run: Run, device: str, clock: str, c: ClockSummary,
+                smp: Samples | None) -> dict[str, Any]:
+    """bench.model.summary.read_stats from the samples (a summary written before it had them)."""
+    from bench.model.summary import read_stats
+    if smp is None:
+        s, e, v, q = run.clock_reads(device, clock)
+    else:
+        info = run.manifest.device(device).clock(clock)
+        s, e, v, q = smp.clock_reads(clock, info.raw if info else None)[:4]
+    return read_stats(c, s, e, v, q)
 
 
 def device_measures(run: Run, device: str, d: DeviceSummary) -> list[Measure]:
     out = []
+    old = any(c.last and c.longest and c.read_stats is None for c in d.clocks.values())
+    smp = run.samples(device) if old else None      # the samples only for an older summary
     for clock, c in sorted(d.clocks.items()):
-        out += clock_measures(run, device, clock, c)
+        out += clock_measures(run, device, clock, c, smp)
     for stim, L in sorted(d.latency.items()):
         out += latency_measures(device, stim, L)
     out.append(_exact(device, "", "errors", "count", d.error_count))

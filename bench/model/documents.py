@@ -38,6 +38,18 @@ def _l(x: object) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
+def _read_stats(x: object) -> dict[str, Any] | None:
+    """A clock's `read_stats` as written, or None where it is absent or not of its form (then
+    compare judges from the samples)."""
+    if not isinstance(x, Mapping) or _int(x.get("distinct_values"), None) is None:
+        return None
+    cis = [x.get(k) for k in ("bracket_ns", "jitter_ns") if k in x]
+    if any(not isinstance(c, list) or len(c) != 3 or any(_float(v, None) is None for v in c)
+           for c in cis) or len(cis) == 1:
+        return None
+    return dict(x)
+
+
 @overload
 def _int(x: Any, default: int = 0) -> int: ...
 @overload
@@ -647,6 +659,9 @@ class ClockSummary:
     breaks_truth: dict[str, Any] | None = None  # simulated racks: the found breaks against the true ones
     # ADEV/MDEV/TDEV/MTIE/max |TE| per segment with CIs and bounds (bench.model.stability_export)
     stability: dict[str, Any] | None = None
+    # what compare and trend judge of the reads (bench.model.summary.read_stats), so that they
+    # read no samples: the longest segment's bracket and |residual| medians with their 95 % CIs
+    read_stats: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -667,7 +682,7 @@ class ClockSummary:
                    _int(x.get("lag_seen_ns")), _int(x.get("update_ns")),
                    dict(x["breaks_truth"]) if isinstance(x.get("breaks_truth"), Mapping) else None,
                    dict(x["stability"]) if isinstance(x.get("stability"), Mapping) else None,
-                   dict(x))
+                   _read_stats(x.get("read_stats")), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's form (a record read from one: as read). Without a fit
@@ -692,6 +707,8 @@ class ClockSummary:
             out["breaks_truth"] = dict(self.breaks_truth)
         if self.stability is not None:
             out["stability"] = dict(self.stability)
+        if self.read_stats is not None:
+            out["read_stats"] = dict(self.read_stats)
         return out
 
     def _fit_dict(self) -> dict[str, Any]:

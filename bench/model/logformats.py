@@ -151,6 +151,16 @@ class Stamps:
         self._kind, self._note = self.kind.append, self.note_id.append
         self._raw, self._text = self.raw.append, self.text.append
 
+    def keep_texts(self) -> None:
+        """Once a log's stamps are mapped: free the columns only mapping reads (values,
+        resolutions, order keys, kinds, sources, notes; a million lines: ~34 MB), keeping the
+        line numbers and the two text stores a timeline's rows are written from. The stamps can
+        no longer be indexed or added to."""
+        self.value, self.res, self.order = array("q"), array("q"), array("q")
+        self.note_id = array("l")
+        self.kind, self.src = bytearray(), bytearray()
+        self._bind()
+
     def pop(self) -> Stamp:
         st = self[len(self) - 1]
         for col in (self.line, self.value, self.res, self.order, self.note_id):

@@ -515,7 +515,8 @@ def _device_record(name: str, smp: Samples, meta: dict[str, Any], uncertainty_ns
     no_clock = identity.extra.get("no_clock") or ()
     return DeviceSummary(
         name, meta.get("plane", ""), identity, meta.get("state", ""), errors, first_errors,
-        {clock: clock_summary(res, meta, uncertainty_ns, truth) for clock, res in results.items()},
+        {clock: with_read_stats(clock_summary(res, meta, uncertainty_ns, truth), smp, res.meta)
+         for clock, res in results.items()},
         latency_records(smp, results, meta), tuple(no_clock),
         traps_lost(smp) if identity.extra.get("lost_traps_counted") else None)
 
@@ -571,6 +572,29 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
         lag_seen_ns=fit.lag_seen_ns, update_ns=fit.update_ns, stuck=res.stuck, note=note,
         zone_note=zone_note(last.lo, last.hi) if last is not None else "",
         breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None)
+
+
+def with_read_stats(c: ClockSummary, smp: Samples, clock_meta: dict[str, Any]) -> ClockSummary:
+    """The clock's record with `read_stats` where it has segments (read_stats)."""
+    if c.last is None or c.longest is None:
+        return c
+    s, e, v, q, _ = smp.clock_reads(c.name, clock_meta)
+    return replace(c, read_stats=read_stats(c, s, e, v, q))
+
+
+def read_stats(c: ClockSummary, s: I64, e: I64, v: I64, q: I64) -> dict[str, Any]:
+    """What bench.compare.measures judges of a clock's reads (in time order, unwrapped), kept in
+    the summary so that compare and trend read no samples: the distinct values (the observed
+    tick's chance) and, over the longest segment, the 95 % CIs of the median bracket and of the
+    median |residual| (`jitter_ns`), each [lo, median, hi], with whether the tick is coarse."""
+    from bench.analysis.residuals import median_ci, segment_residuals
+    out: dict[str, Any] = {"distinct_values": int(len(np.unique(np.asarray(v))))}
+    longest = c.longest
+    r = segment_residuals(s, e, v, q, longest) if longest is not None else None
+    if r is not None and len(r):
+        out.update(bracket_ns=list(median_ci(r.bracket)), jitter_ns=list(median_ci(np.abs(r.mid))),
+                   coarse=bool(r.coarse), tick_ns=int(r.resolution_ns))
+    return out
 
 
 def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,

@@ -303,6 +303,7 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
     for s, rows in found:
         mapping.group(s, rows, cal, table, report)
     _refused_lines(report, log.stamps, refused)
+    log.stamps.keep_texts()       # the rows need only the lines' numbers and texts from here
     return report
 
 

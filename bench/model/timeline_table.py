@@ -171,11 +171,12 @@ class EntryTable:
         status = m.status[sel].astype(np.int8)
         src = len(self.sources)
         self.sources.append(texts)
+        pick = _taker(sel, len(m))
         self.chunks.append({
-            "lo": m.lo_ns[sel], "hi": m.hi_ns[sel], "stamp": vals[sel], "res": qs[sel],
-            "alo": (m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns)[sel],
-            "ahi": (m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns)[sel],
-            "has_stamp": np.ones(len(sel), bool), "dist": m.distance_ns[sel],
+            "lo": pick(m.lo_ns), "hi": pick(m.hi_ns), "stamp": pick(vals), "res": pick(qs),
+            "alo": pick(m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns),
+            "ahi": pick(m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns),
+            "has_stamp": np.ones(len(sel), bool), "dist": pick(m.distance_ns),
             "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
             "status": status, "basis": np.zeros(len(sel), np.int8),
             "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
@@ -194,6 +195,14 @@ class EntryTable:
             del parts
         self.chunks = []
         return out
+
+
+def _taker(sel: npt.NDArray[np.intp], n: int) -> Any:
+    """Columns cut to `sel`: where it is every row, the column itself (no copy: a million mapped
+    lines would hold each column twice while the table is built)."""
+    if len(sel) == n:
+        return lambda a: np.asarray(a)
+    return lambda a: np.asarray(a)[sel]
 
 
 def _entry_numbers(entries: list[Entry]) -> dict[str, list[int]]:
@@ -225,9 +234,11 @@ class Timeline:
         self.c: Cols = {}
         for k in list(c):             # sorted a column at a time (memory: one column more)
             self.c[k] = c.pop(k)[perm]
+        del perm, stamped
         self.block, self.count = block, count
-        self.near = nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
-                                      self.c["stamp"], self.c["res"], count)
+        self.near = NearRows(nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
+                                               self.c["stamp"], self.c["res"], count,
+                                               relative=True))
         self.table, self.reports, self.unplaced = table, reports, unplaced
 
     def __len__(self) -> int:
@@ -269,6 +280,24 @@ class Timeline:
     @property
     def unordered(self) -> int:
         return int(np.count_nonzero(self.count))
+
+
+class NearRows:
+    """The nearest-unordered lists of a timeline's rows, kept as int16 offsets from each row
+    (bench.analysis.timeline.nearest_unordered, relative=True: half the memory) and given back
+    as the absolute (rows, cap) int32 indices, -1 padded, that `near[i]` / `near[a:b]` index."""
+
+    def __init__(self, offsets: npt.NDArray[Any]) -> None:
+        self.d = offsets
+
+    def __len__(self) -> int:
+        return len(self.d)
+
+    def __getitem__(self, key: int | slice) -> npt.NDArray[np.int32]:
+        d = self.d[key].astype(np.int32)
+        rows: Any = np.arange(*key.indices(len(self.d)), dtype=np.int32)[:, None] \
+            if isinstance(key, slice) else np.int32(key + len(self.d) if key < 0 else key)
+        return np.where(d == 0, np.int32(-1), rows + d).astype(np.int32)
 
 
 def _widen(c: Cols, devices: list[tuple[str, str]], lat: dict[str, tuple[float, float]]) -> None:
