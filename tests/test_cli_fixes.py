@@ -29,8 +29,8 @@ def test_experiments_nosuch_is_one_line():
     p = cli("experiments", "nosuch")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip() == ("rackclock experiments: no experiment 'nosuch' (known: "
-                                "clock_offset, incident, log_latency_under_load, ntp_convergence, "
-                                "power_cycle, regression, stimulus_latency)")
+                                "clock_offset, collective_clock, incident, log_latency_under_load, "
+                                "ntp_convergence, power_cycle, regression, stimulus_latency)")
 
 
 def test_duration_on_an_experiment_without_one_names_the_option():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from bench.errors import RackclockError
 from bench.fleet.config import FleetConfig, FleetError
 from bench.fleet.gather import earlier_folders, gather, left_behind, probed_s, rack_dir, write_fleet_manifest
 from bench.fleet.verdict import RAN, fleet_verdict, rack_verdict
@@ -262,7 +263,7 @@ def _probed(manifest_path: Path) -> float | None:
         return None
 
 
-class HeadLost(Exception):
+class HeadLost(RackclockError):
     """The Ray head's GCS stopped answering (HeadWatch)."""
 
 

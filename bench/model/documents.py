@@ -323,6 +323,8 @@ class Manifest(_RawMapping):
     extra: dict[str, Any] = field(default_factory=dict)  # keys this model does not type: an
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)  # experiment's own (`incident`),
     # a newer bench's
+    schema_version: str = ""      # MAJOR.MINOR (bench/model/schema.py); "" before it was written
+    csv_schema_versions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, x: object) -> Manifest:
@@ -345,7 +347,8 @@ class Manifest(_RawMapping):
              for dev, cl in _d(x.get("calibration")).items()},
             _int(x.get("started_ns"), None), _int(x.get("probed_until_ns"), None),
             _int(x.get("ended_ns"), None), _float(x.get("duration_s"), None),
-            _int(x.get("pid"), None), _rest(cls, x), x)
+            _int(x.get("pid"), None), _rest(cls, x), x, str(x.get("schema_version") or ""),
+            {str(k): str(v) for k, v in _d(x.get("csv_schema_versions")).items()})
 
     def device(self, name: str) -> DeviceEntry:
         return self.devices.get(name) or DeviceEntry(name)
@@ -902,6 +905,7 @@ class Summary(_RawMapping):
     # (bench.model.traffic.request_rates); absent for folders without counts by kind
     requests_per_min: dict[str, dict[str, Any]] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    schema_version: str = ""      # MAJOR.MINOR (bench/model/schema.py); "" before it was written
 
     @classmethod
     def of(cls, x: object) -> Summary:
@@ -912,7 +916,8 @@ class Summary(_RawMapping):
                    ReferenceHealth.of(x.get("reference")), _int(x.get("reference_uncertainty_ns")),
                    {n: DeviceSummary.of(n, d) for n, d in _d(x.get("devices")).items()},
                    tuple(str(n) for n in _l(x.get("unused_devices"))),
-                   {str(n): dict(_d(r)) for n, r in _d(x.get("requests_per_min")).items()}, x)
+                   {str(n): dict(_d(r)) for n, r in _d(x.get("requests_per_min")).items()}, x,
+                   str(x.get("schema_version") or ""))
 
     def device(self, name: str) -> DeviceSummary | None:
         return self.devices.get(name)
