@@ -623,6 +623,9 @@ class Assumptions:
                 "model": self.model}
 
 
+DECIDED_KEYS = ("drift_target_ppm", "drift_decided", "drift_decided_after_s")
+
+
 @dataclass(frozen=True)
 class ClockSummary:
     """summary `devices.<d>.clocks.<name>`. `verdict` is "" in folders older than issue 11."""
@@ -647,6 +650,9 @@ class ClockSummary:
     breaks_truth: dict[str, Any] | None = None  # simulated racks: the found breaks against the true ones
     # ADEV/MDEV/TDEV/MTIE/max |TE| per segment with CIs and bounds (bench.model.stability_export)
     stability: dict[str, Any] | None = None
+    # when its drift is decided (bench.model.decided): drift_target_ppm, drift_decided,
+    # drift_decided_after_s (None when decided); None in older folders
+    decided: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -667,7 +673,7 @@ class ClockSummary:
                    _int(x.get("lag_seen_ns")), _int(x.get("update_ns")),
                    dict(x["breaks_truth"]) if isinstance(x.get("breaks_truth"), Mapping) else None,
                    dict(x["stability"]) if isinstance(x.get("stability"), Mapping) else None,
-                   dict(x))
+                   {k: x[k] for k in DECIDED_KEYS if k in x} or None, dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's form (a record read from one: as read). Without a fit
@@ -692,6 +698,8 @@ class ClockSummary:
             out["breaks_truth"] = dict(self.breaks_truth)
         if self.stability is not None:
             out["stability"] = dict(self.stability)
+        if self.decided is not None:
+            out.update(self.decided)
         return out
 
     def _fit_dict(self) -> dict[str, Any]:

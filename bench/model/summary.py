@@ -29,6 +29,7 @@ from bench.analysis.estimate import (
 from bench.analysis.probe_schedule import UNSEEN_P, UNSEEN_WITHIN_S, unseen_step_ns
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
 from bench.errors import RackclockError
+from bench.model.decided import clock_decided
 from bench.model.documents import (
     Assumptions,
     Band,
@@ -539,6 +540,9 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
     # stuck: segments from before it stopped; nothing after
     note = _stuck_note(res.stuck) if res.stuck is not None else _assumed_note(fit)
     last = segs[-1].offset_ns if segs and not head.counter else None
+    span = (segs[-1].end_ns - segs[0].start_ns) / 1e9 if segs else 0.0
+    decided = clock_decided(segs, fit.drift_prior_ppm, wander_allowance_ns_per_s(
+        float(meta.get("wander_ppm", 0.0)), span) * 1e-3)
     return replace(
         head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
         verdict=Verdict.STUCK if res.stuck is not None else fit.verdict, segments=segs,
@@ -548,7 +552,8 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
         wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
         lag_seen_ns=fit.lag_seen_ns, update_ns=fit.update_ns, stuck=res.stuck, note=note,
         zone_note=zone_note(last.lo, last.hi) if last is not None else "",
-        breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None)
+        breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None,
+        decided=decided)
 
 
 def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
