@@ -145,6 +145,9 @@ def run_exit_status(run, allow_undecided: bool = False) -> int:
 
 
 def _until_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--max-duration", default=None, metavar="S",
+                   help="with --decide: the longest run affordable, seconds (default 7200); "
+                        "with --until-decided: the ceiling (default 1800)")
     r.add_argument("--until-decided", nargs="?", const="", default=None,
                    metavar="DEVICE.CLOCK,...",
                    help="measure until these clocks' drifts are decided (a device: its every "
@@ -255,9 +258,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --decide: plan from this run's own bounds (e.g. before an update)")
     r.add_argument("--tolerances", type=Path, default=None,
                    help="with --decide: tolerance file (as compare)")
-    r.add_argument("--max-duration", default=None, metavar="S",
-                   help="with --decide: the longest run affordable, seconds (default 7200); "
-                        "with --until-decided: the ceiling (default 1800)")
     _until_options(r)
     r.add_argument("--wide", action="store_true",
                    help="every column and note (default: fit the terminal; 120 in a log)")

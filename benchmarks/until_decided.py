@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from racks import sim_rack_text  # noqa: E402
 from spread import temp_dir  # noqa: E402
 
-from bench.model.decided import clock_decided  # noqa: E402
+from bench.model.decided import clock_decided, mean_drift  # noqa: E402
 from bench.model.rundata import load_run  # noqa: E402
 
 ONE_S = ("bmc-1.datetime", "bmc-2.datetime", "bmc-3.datetime", "cdu-1.rtc", "cdu-2.rtc",
@@ -52,7 +52,7 @@ def predicted(path: Path, clocks: list[str], ppm: float) -> dict[str, float | No
     for name in clocks:
         dev, _, clock = name.partition(".")
         c = s.devices[dev].clocks.get(clock) if dev in s.devices else None
-        x = clock_decided(c.segments, c.assumptions.drift_prior_ppm, 0.0, ppm) \
+        x = clock_decided(c.segments, c.assumptions.drift_prior_ppm, ppm) \
             if c is not None and c.assumptions is not None else None
         out[name] = x["drift_decided_after_s"] if x else float("nan")
     return out
@@ -66,8 +66,9 @@ def main() -> None:
                     help="a plain run of this many seconds first, for the estimates (0: none)")
     ap.add_argument("--devices", default=None, help="devices of the default rack (default: all)")
     ap.add_argument("--clocks", default=None, help="DEVICE.CLOCK,... (default: the 1 s clocks)")
+    ap.add_argument("--out", type=Path, default=None, help="keep the run folders here")
     a = ap.parse_args()
-    out = temp_dir("until-decided-")
+    out = a.out or temp_dir("until-decided-")
     rack = None
     devices = a.devices.split(",") if a.devices else None
     if devices:
@@ -84,25 +85,25 @@ def main() -> None:
     seen = {f"{w['device']}.{w['clock']}": w for w in u["clocks"]}
     probed = (run.manifest.raw["probed_until_ns"] - run.manifest.raw["started_ns"]) / 1e9
     print(f"drift decided at <= {a.decided_ppm:g} ppm; estimates from a {a.predict:g} s run")
-    print(f"{'clock':<20} {'estimate s':>10} {'seen decided after s':>21} {'final drift ppm':>22}"
+    print(f"{'clock':<20} {'estimate s':>10} {'seen decided after s':>21} {'final mean drift ppm':>22}"
           f" {'width':>7}")
     k = 0
     for name in clocks:
         dev, _, clock = name.partition(".")
         c = run.summary.devices[dev].clocks.get(clock) if dev in run.summary.devices else None
-        d = c.segments[-1].drift_ppm if c is not None and c.segments else None
-        ok = d is not None and d.hi - d.lo <= a.decided_ppm
+        d = mean_drift(c.segments[-1]) if c is not None and c.segments else None
+        ok = d is not None and d[1] - d[0] <= a.decided_ppm
         k += ok
         g = guess.get(name, float("nan"))
         w = seen.get(name, {}).get("decided_after_s")
         print(f"{name:<20} {'decided' if g is None else f'{g:.0f}':>10} "
               f"{'—' if w is None else f'{w:.1f}':>21} "
-              f"{'—' if d is None else f'[{d.lo:.1f}, {d.hi:.1f}]':>22} "
-              f"{'—' if d is None else f'{d.hi - d.lo:.1f}':>7}")
+              f"{'—' if d is None else f'[{d[0]:.1f}, {d[1]:.1f}]':>22} "
+              f"{'—' if d is None else f'{d[1] - d[0]:.1f}':>7}")
     why = "all decided" if u["all_decided_after_s"] is not None else "the ceiling"
     print(f"probing ran {probed:.1f} s ({why}; ceiling {a.max_duration:g} s): {k} of "
           f"{len(clocks)} decided")
-    print(f"run folder: {path} (removed when the script ends)")
+    print(f"run folder: {path}" + ("" if a.out else " (removed when the script ends)"))
 
 
 if __name__ == "__main__":

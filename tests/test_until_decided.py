@@ -5,7 +5,6 @@ in brackets of about 0.1 ms). The run length the default rack's 1 s clocks need 
 benchmark (benchmarks/until_decided.py, benchmarks/README.md "until decided")."""
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
@@ -16,7 +15,14 @@ from racks import sim_rack_text
 
 from bench.analysis.estimate import Bound
 from bench.cli import run_exit_status
-from bench.model.decided import clock_decided, fmt_run, only_prior, run_needed_s, target_ppm
+from bench.model.decided import (
+    clock_decided,
+    fmt_run,
+    mean_drift,
+    only_prior,
+    run_needed_s,
+    target_ppm,
+)
 from bench.model.rundata import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,28 +46,30 @@ def test_the_target_is_a_tenth_of_the_priors_width_unless_given():
     assert only_prior(-600, 600, 600) and not only_prior(-600, 599, 600)
 
 
-def test_a_drift_off_the_prior_needs_its_span_times_width_over_target():
+def test_a_mean_drift_off_the_prior_needs_its_span_times_width_over_target():
     # 240 ppm wide after 60 s of a segment that began 30 s into the run: 120 s more at 1/T
     assert run_needed_s(240, 2e6, 60, 30, 600, 120) == pytest.approx(30 + 120)
     assert run_needed_s(100, 2e6, 60, 0, 600, 120) is None          # decided already
-    assert run_needed_s(300, 2e6, 60, 0, 600, 120, wander_ppm=60) == math.inf
 
 
-def test_a_drift_on_the_prior_needs_the_epoch_model():
-    # 8 w / T: a 3 ms pinned offset decides 120 ppm in 200 s, never less than the span so far
-    assert run_needed_s(1200, 3e6, 10, 0, 600, 120, at_prior=True) == pytest.approx(200)
-    assert run_needed_s(1200, 3e6, 500, 0, 600, 120, at_prior=True) == pytest.approx(500)
+def test_a_mean_drift_on_the_prior_or_none_needs_the_offset_model():
+    # 4 w0 / T: a 3 ms pinned offset decides 120 ppm in 100 s, never less than the span so far
+    assert run_needed_s(1200, 3e6, 10, 0, 600, 120) == pytest.approx(100)
+    assert run_needed_s(None, 3e6, 10, 0, 600, 120) == pytest.approx(100)
+    assert run_needed_s(None, 3e6, 500, 0, 600, 120) == pytest.approx(500)
 
 
 def test_clock_decided_reads_the_last_segment_and_the_lead_before_it():
     class Seg:
-        def __init__(self, a, b, dlo, dhi):
+        def __init__(self, a, b, lo, hi):
             self.start_ns, self.end_ns = a * S, b * S
-            self.drift_ppm, self.offset_ns = Bound(dlo, dhi, 0.0), Bound(0.0, 3e6, 1e6)
-    got = clock_decided([Seg(0, 42, -50, 50), Seg(42, 60, -600, 600)], 600.0)
+            self.mean_drift = {"lo": lo, "hi": hi} if lo is not None else None
+            self.offset_ns = Bound(0.0, 3e6, 1e6)
+    got = clock_decided([Seg(0, 42, -50, 50), Seg(42, 60, None, None)], 600.0)
     assert got == {"drift_target_ppm": 120.0, "drift_decided": False,
-                   "drift_decided_after_s": 242.0}
+                   "drift_decided_after_s": 142.0}
     assert clock_decided([Seg(0, 60, -50, 50)], 600.0)["drift_decided"] is True
+    assert clock_decided([Seg(0, 60, -50, 50)], 600.0, 60)["drift_decided_after_s"] == 100.0
     assert fmt_run(40.2) == "41 s" and fmt_run(241) == "5 min" and fmt_run(9000) == "2.5 h"
 
 
@@ -85,10 +93,11 @@ def test_until_decided_stops_once_the_drift_is_decided(tmp_path):
     (w,) = u["clocks"]
     assert u["all_decided_after_s"] is not None and w["decided_after_s"] is not None, u
     assert (r.manifest.raw["probed_until_ns"] - r.manifest.raw["started_ns"]) / S < 120
-    d = r.summary.devices["pdu-2"].clocks["sysuptime"].segments[-1].drift_ppm
-    assert d.hi - d.lo <= 1500
-    assert "all decided, probing stopped after" in p.stdout
-    assert "  decided: pdu-2 sysuptime [" in p.stdout
+    lo, hi = mean_drift(r.summary.devices["pdu-2"].clocks["sysuptime"].segments[-1])
+    assert hi - lo <= 1500
+    out = " ".join(x.strip() for x in p.stdout.split("until decided")[1].split("\n\n")[0]
+                   .splitlines())
+    assert "all decided, probing stopped after" in out and "decided: pdu-2 sysuptime [" in out
     assert max(len(x) for x in p.stdout.split("run folder:")[0].splitlines()) <= 80
 
 

@@ -540,9 +540,7 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
     # stuck: segments from before it stopped; nothing after
     note = _stuck_note(res.stuck) if res.stuck is not None else _assumed_note(fit)
     last = segs[-1].offset_ns if segs and not head.counter else None
-    span = (segs[-1].end_ns - segs[0].start_ns) / 1e9 if segs else 0.0
-    decided = clock_decided(segs, fit.drift_prior_ppm, wander_allowance_ns_per_s(
-        float(meta.get("wander_ppm", 0.0)), span) * 1e-3)
+    decided = clock_decided(segs, fit.drift_prior_ppm)
     return replace(
         head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
         verdict=Verdict.STUCK if res.stuck is not None else fit.verdict, segments=segs,

@@ -108,7 +108,7 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
 def until_lines(run, width: int | None = WIDTH) -> list[str]:
     """--until-decided (the manifest's `until_decided`): which drifts were decided and when,
     which not and why, by the summary's own fit (the watch's fits only said when)."""
-    from bench.model.decided import clock_decided, fmt_run, target_ppm
+    from bench.model.decided import clock_decided, fmt_run, mean_drift, target_ppm
     from bench.units import ppm_interval
     u = run.manifest.raw.get("until_decided")
     if not isinstance(u, dict):
@@ -122,20 +122,22 @@ def until_lines(run, width: int | None = WIDTH) -> list[str]:
         if c is None or not c.segments or c.assumptions is None:
             no.append(f"{name}: no fit")
             continue
-        d = c.segments[-1].drift_ppm
+        m = mean_drift(c.segments[-1])
         target = target_ppm(c.assumptions.drift_prior_ppm, u.get("decided_ppm"))
-        if d.hi - d.lo <= target:
+        if m is not None and m[1] - m[0] <= target:
             seen = w.get("decided_after_s")
-            yes.append(f"{name} {ppm_interval(d.lo, d.hi)}"
+            yes.append(f"{name} {ppm_interval(*m)}"
                        + (f" after {fmt_run(seen)}" if seen is not None else " at the end"))
             continue
-        after = (clock_decided(c.segments, c.assumptions.drift_prior_ppm, 0.0,
+        after = (clock_decided(c.segments, c.assumptions.drift_prior_ppm,
                                u.get("decided_ppm")) or {}).get("drift_decided_after_s")
         why = f"; a run of about {fmt_run(after)} would decide it" if after else ""
-        no.append(f"{name} {ppm_interval(d.lo, d.hi)} ({d.hi - d.lo:.0f} wide > {target:g}){why}")
+        no.append(f"{name} " + (f"{ppm_interval(*m)} ({m[1] - m[0]:.0f} wide > {target:g})"
+                                if m is not None else "no mean drift") + why)
     stop = u.get("all_decided_after_s")
-    head = (f"until decided (drift width <= {u['decided_ppm']:g} ppm" if u.get("decided_ppm")
-            else "until decided (drift width <= a tenth of its prior's")
+    head = (f"until decided (mean drift ppm, proven, <= {u['decided_ppm']:g} wide"
+            if u.get("decided_ppm") else "until decided (mean drift ppm, proven, <= a tenth "
+            "of its prior's width")
     head += (f"): all decided, probing stopped after {fmt_run(stop)}" if stop is not None
              else f"): the ceiling ({fmt_run(ceiling)}) was reached")
     out = wrap(head, width)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bench.analysis.statuses import Verdict
-from bench.model.decided import fmt_run, only_prior
+from bench.model.decided import fmt_run, mean_drift, only_prior
 from bench.model.documents import Manifest, Summary
 from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
@@ -243,8 +243,11 @@ def prior_notes(name: str, clock: str, c) -> list[str]:
     if s is None or a is None or not only_prior(s.drift_ppm.lo, s.drift_ppm.hi, a.drift_prior_ppm):
         return []
     after = (c.decided or {}).get("drift_decided_after_s")
-    how = (f"; a run of about {fmt_run(after)} would decide it (run --until-decided)" if after
-           else "")
+    m = mean_drift(s)
+    how = (f"; a run of about {fmt_run(after)} would decide its proven mean drift (run "
+           f"--until-decided)" if after else
+           f"; its proven mean drift {ppm_interval(*m)} ppm is decided" if m and
+           (c.decided or {}).get("drift_decided") else "")
     return [f"{name} {clock}: drift {ppm_interval(s.drift_ppm.lo, s.drift_ppm.hi)} ppm is only "
             f"the prior{how}"]
 

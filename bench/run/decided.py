@@ -1,5 +1,6 @@
-"""`rackclock run --until-decided`: measure until the named clocks' drifts are decided
-(bench.model.decided), or the ceiling (the run's duration) is reached.
+"""`rackclock run --until-decided`: measure until the named clocks' drifts are decided (their
+proven mean drift at most a target wide, bench.model.decided), or the ceiling (the run's
+duration) is reached.
 
 The check rides on the probing loop's tick (twice a second, as the live display's fits do,
 bench.output.live): each clock waited for is fitted from every read the runner handed over so
@@ -22,7 +23,7 @@ import numpy as np
 from bench.analysis.counters import unwrap
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock, wander_allowance_ns_per_s
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
-from bench.model.decided import target_ppm
+from bench.model.decided import target_ppm, width_ppm
 from bench.model.summary import lag_ns
 
 CHECK_EVERY_S = 10.0       # a clock's drift is checked every CHECK_SHARE of the run so far (at
@@ -111,10 +112,10 @@ class UntilDecided:
             return
         if fit is None or not fit.segments:
             return
-        d = fit.segments[-1].drift_ppm
-        w.width_ppm = round(float(d.hi - d.lo), 3)
+        width = width_ppm(fit.segments[-1])
+        w.width_ppm = None if width is None else round(width, 3)
         w.target_ppm = target_ppm(fit.drift_prior_ppm or prior, self.decided_ppm)
-        w.decided = w.width_ppm <= w.target_ppm
+        w.decided = w.width_ppm is not None and w.width_ppm <= w.target_ppm
         if w.decided and w.decided_s is None:
             w.decided_s = round(elapsed_s, 1)
 
