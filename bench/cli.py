@@ -30,9 +30,9 @@ def _run(a) -> int:
                 raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
                     from None
             overrides["duration_s"] = str(check_duration(duration))
+        until = _until(a, overrides)
         if a.decide:
             overrides.update(_planned(a, overrides))
-        until = _until(a, overrides)
         allowance = parse_allowance(a.reference_allowance)
         if a.rack is None and a.arm:
             print("--arm has no effect on the simulated rack (its stimuli are always sent)",
@@ -40,7 +40,8 @@ def _run(a) -> int:
         path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
                               allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
                               fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
-                              given_as={"duration_s": "--duration"} if a.duration else None,
+                              given_as={"duration_s": "--duration" if a.duration else
+                                        "--until-decided"} if a.duration or until else None,
                               until=until)
     except (InventoryError, RackBusy, UnsafeFolder) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)

@@ -78,6 +78,8 @@ def test_options_of_until_decided_are_checked_before_a_run(tmp_path):
     assert p.returncode == 2 and "--decided-ppm is an option of --until-decided" in p.stderr
     p, _ = run(tmp_path, "--until-decided", "--decided-ppm", "wide")
     assert p.returncode == 2 and "--decided-ppm 'wide'" in p.stderr, p.stderr
+    p, _ = run(tmp_path, "--until-decided", "--decide", "drift")
+    assert p.returncode == 2 and "--until-decided and --decide" in p.stderr, p.stderr
 
 
 def test_until_decided_stops_once_the_drift_is_decided(tmp_path):

@@ -102,7 +102,7 @@ class UntilDecided:
 
     def _check(self, w: Waited, st, now: float, elapsed_s: float) -> None:
         w.checked_at = now
-        rows = st.recent[w.clock]
+        rows = list(st.recent[w.clock])     # a copy: the device threads append to it
         w.checked_reads = len(rows)
         spec: dict[str, Any] = next((c for c in st.clocks if c.get("name") == w.clock), {})
         try:
