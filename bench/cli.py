@@ -89,6 +89,14 @@ def _until(a, overrides: dict[str, str]):
     if a.duration is None:
         overrides["duration_s"] = str(_max_duration(a, UNTIL_CEILING_S))
     names = tuple(x.strip() for x in a.until_decided.split(",") if x.strip())
+    if names:
+        from bench.model.inventory import load_rack
+        from bench.sim import DEFAULT_RACK
+        devices = {d.name for d in load_rack(a.rack or DEFAULT_RACK).devices}
+        bad = [n for n in names if n.partition(".")[0] not in devices]
+        if bad:
+            raise InventoryError(f"--until-decided {bad[0]!r}: no such device in the rack "
+                                 f"(DEVICE or DEVICE.CLOCK; devices: {', '.join(sorted(devices))})")
     return UntilDecided(names, ppm)
 
 

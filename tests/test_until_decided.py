@@ -78,6 +78,8 @@ def test_options_of_until_decided_are_checked_before_a_run(tmp_path):
     assert p.returncode == 2 and "--decided-ppm is an option of --until-decided" in p.stderr
     p, _ = run(tmp_path, "--until-decided", "--decided-ppm", "wide")
     assert p.returncode == 2 and "--decided-ppm 'wide'" in p.stderr, p.stderr
+    p, _ = run(tmp_path, "--until-decided", "pdu-9.sysuptime")
+    assert p.returncode == 2 and "'pdu-9.sysuptime': no such device" in p.stderr, p.stderr
     p, _ = run(tmp_path, "--until-decided", "--decide", "drift")
     assert p.returncode == 2 and "--until-decided and --decide" in p.stderr, p.stderr
 
