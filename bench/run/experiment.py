@@ -264,17 +264,13 @@ def _start_manifest(store: RunStore, name: str, exp, params, rack: RackConfig,
         adm.as_dict()).to_dict())
 
 
-def _until_for(until: UntilDecided | None, rack: RackConfig,
-               store: RunStore) -> UntilDecided | None:
-    """--until-decided's watch with what its fits need of the rack: each device's priors as the
-    rack file states them, the reference's bound."""
+def _until_for(until: UntilDecided | None, store: RunStore) -> UntilDecided | None:
+    """--until-decided's watch with what its fits need: the run folder (the samples as they are
+    written), the manifest as it stands, the reference's bound."""
     if until is None:
         return None
     from dataclasses import replace
-    keys = ("drift_prior_ppm", "wander_ppm", "tick_lag_ms", "rate_hz")
-    inv = store.manifest.get("inventory", {}).get("devices", {})
-    return replace(until, inventory={d.name: {k: v for k, v in inv.get(d.name, {}).items()
-                                              if k in keys} for d in rack.devices},
+    return replace(until, folder=store.path, manifest=lambda: store.manifest,
                    uncertainty_ns=bound_from_manifest(store.manifest))
 
 
@@ -391,7 +387,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         armed = armed or rack.simulated   # stimuli on the simulated rack are always sent
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes,
-                      until=_until_for(until, rack, store))
+                      until=_until_for(until, store))
         t0 = time.monotonic()
         status: str = RunStatus.FAILED
         error: str | None = None
