@@ -30,6 +30,7 @@ def _run(a) -> int:
                 raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
                     from None
             overrides["duration_s"] = str(check_duration(duration))
+        until = _until(a, overrides)
         if a.decide:
             overrides.update(_planned(a, overrides))
         allowance = parse_allowance(a.reference_allowance)
@@ -39,7 +40,9 @@ def _run(a) -> int:
         path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
                               allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
                               fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
-                              given_as={"duration_s": "--duration"} if a.duration else None)
+                              given_as={"duration_s": "--duration" if a.duration else
+                                        "--until-decided"} if a.duration or until else None,
+                              until=until)
     except (InventoryError, RackBusy, UnsafeFolder) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
@@ -48,6 +51,56 @@ def _run(a) -> int:
         return 1
     from bench.model.rundata import load_run
     return run_exit_status(load_run(path), a.allow_undecided)
+
+
+def _max_duration(a, default: float) -> float:
+    from bench.model.inventory import InventoryError
+    from bench.model.rackfile import check_duration
+    if a.max_duration is None:
+        return default
+    try:
+        seconds = check_duration(float(a.max_duration))
+    except ValueError:
+        raise InventoryError(f"--max-duration {a.max_duration!r} is not a number of seconds") \
+            from None
+    return default if seconds is None else seconds
+
+
+def _until(a, overrides: dict[str, str]):
+    """--until-decided: the watch that stops the probing once the named clocks' drifts are
+    decided (bench.run.decided); the run's duration is the ceiling (--max-duration, else
+    UNTIL_CEILING_S; --duration, when given, is the ceiling)."""
+    from bench.model.inventory import InventoryError
+    if a.until_decided is None:
+        if a.decided_ppm is not None:
+            raise InventoryError("--decided-ppm is an option of --until-decided")
+        return None
+    from bench.run.decided import UntilDecided
+    if a.decide:
+        raise InventoryError("--until-decided and --decide: one of them")
+    ppm = None
+    if a.decided_ppm is not None:
+        try:
+            ppm = float(a.decided_ppm)
+        except ValueError:
+            ppm = -1.0
+        if not 0 < ppm < 1e6:
+            raise InventoryError(f"--decided-ppm {a.decided_ppm!r}: a width in ppm above 0")
+    if a.duration is None:
+        overrides["duration_s"] = str(_max_duration(a, UNTIL_CEILING_S))
+    names = tuple(x.strip() for x in a.until_decided.split(",") if x.strip())
+    if names:
+        from bench.model.inventory import load_rack
+        from bench.sim import DEFAULT_RACK
+        devices = {d.name for d in load_rack(a.rack or DEFAULT_RACK).devices}
+        bad = [n for n in names if n.partition(".")[0] not in devices]
+        if bad:
+            raise InventoryError(f"--until-decided {bad[0]!r}: no such device in the rack "
+                                 f"(DEVICE or DEVICE.CLOCK; devices: {', '.join(sorted(devices))})")
+    return UntilDecided(names, ppm)
+
+
+UNTIL_CEILING_S = 1800.0
 
 
 def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
@@ -76,7 +129,7 @@ def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
         raise InventoryError(f"--param watch_poll_s={overrides['watch_poll_s']!r}: "
                              "a number of seconds") from None
     plan = plan_run(load_rack(a.rack or DEFAULT_RACK), tol, decide, base,
-                    float(a.max_duration), poll_s=poll_s)
+                    _max_duration(a, 7200.0), poll_s=poll_s)
     print("\n".join(plan.lines()), flush=True)
     out = {"duration_s": str(plan.duration_s)} if a.duration is None else {}
     if plan.stimulus_every_s and "stimulus_every_s" not in overrides:
@@ -101,6 +154,20 @@ def run_exit_status(run, allow_undecided: bool = False) -> int:
     for name, why in r.unusable.items():
         print(f"{name}: no usable read ({why})", file=sys.stderr)
     return exit_code(r.word, allow_undecided)
+
+
+def _until_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--max-duration", default=None, metavar="S",
+                   help="with --decide: the longest run affordable, seconds (default 7200); "
+                        "with --until-decided: the ceiling (default 1800)")
+    r.add_argument("--until-decided", nargs="?", const="", default=None,
+                   metavar="DEVICE.CLOCK,...",
+                   help="measure until these clocks' drifts are decided (a device: its every "
+                        "clock; default: every clock), or --max-duration; says which were and "
+                        "when")
+    r.add_argument("--decided-ppm", default=None, metavar="PPM",
+                   help="with --until-decided: a drift is decided at this width (default: a "
+                        "tenth of its prior's, 120 ppm under ±600 ppm)")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -203,8 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --decide: plan from this run's own bounds (e.g. before an update)")
     r.add_argument("--tolerances", type=Path, default=None,
                    help="with --decide: tolerance file (as compare)")
-    r.add_argument("--max-duration", default="7200", metavar="S",
-                   help="with --decide: the longest run affordable, seconds (default 7200)")
+    _until_options(r)
     r.add_argument("--wide", action="store_true",
                    help="every column and note (default: fit the terminal; 120 in a log)")
     r.add_argument("--processes", type=int, default=None,

@@ -118,6 +118,9 @@ SMOKES = [
     Smoke("trend_speed.py", (RECORDED, "--runs", "3", "--repeats", "1"),
           rf"^  rackclock trend \(3 runs\)\s+wall\s+{N} s .*CPU\s+{N} s(?:.*\n)*"
           rf"^  rackclock compare \(2 runs\)\s+wall\s+{N} s"),
+    Smoke("until_decided.py", ("--devices", "pdu-2", "--clocks", "pdu-2.sysuptime",
+                               "--decided-ppm", "1500", "--max-duration", "30", "--predict", "3"),
+          rf"^probing ran {N} s \(all decided; ceiling 30 s\): (\d+) of 1 decided$"),
     Smoke("watch_cpu_split.py", ("--minutes", "0.06", "--every-s", "2"),
           rf"^\s+\d+\s+1\s+{N}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s"),
     Smoke("watch_idle_conns.py", ("--conns", "10", "--before-s", "1", "--flood-s", "1",

@@ -638,6 +638,9 @@ class Assumptions:
                 "model": self.model}
 
 
+DECIDED_KEYS = ("drift_target_ppm", "drift_decided", "drift_decided_after_s")
+
+
 @dataclass(frozen=True)
 class ClockSummary:
     """summary `devices.<d>.clocks.<name>`. `verdict` is "" in folders older than issue 11."""
@@ -665,6 +668,9 @@ class ClockSummary:
     # what compare and trend judge of the reads (bench.model.summary.read_stats), so that they
     # read no samples: the longest segment's bracket and |residual| medians with their 95 % CIs
     read_stats: dict[str, Any] | None = None
+    # when its drift is decided (bench.model.decided): drift_target_ppm, drift_decided,
+    # drift_decided_after_s (None when decided); None in older folders
+    decided: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -685,7 +691,8 @@ class ClockSummary:
                    _int(x.get("lag_seen_ns")), _int(x.get("update_ns")),
                    dict(x["breaks_truth"]) if isinstance(x.get("breaks_truth"), Mapping) else None,
                    dict(x["stability"]) if isinstance(x.get("stability"), Mapping) else None,
-                   _read_stats(x.get("read_stats")), dict(x))
+                   _read_stats(x.get("read_stats")),
+                   {k: x[k] for k in DECIDED_KEYS if k in x} or None, dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's form (a record read from one: as read). Without a fit
@@ -712,6 +719,8 @@ class ClockSummary:
             out["stability"] = dict(self.stability)
         if self.read_stats is not None:
             out["read_stats"] = dict(self.read_stats)
+        if self.decided is not None:
+            out.update(self.decided)
         return out
 
     def _fit_dict(self) -> dict[str, Any]:

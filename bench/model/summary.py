@@ -29,6 +29,7 @@ from bench.analysis.estimate import (
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
 from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
+from bench.model.decided import clock_decided
 from bench.model.documents import (
     Assumptions,
     Band,
@@ -562,6 +563,7 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
     # stuck: segments from before it stopped; nothing after
     note = _stuck_note(res.stuck) if res.stuck is not None else _assumed_note(fit)
     last = segs[-1].offset_ns if segs and not head.counter else None
+    decided = clock_decided(segs, fit.drift_prior_ppm)
     return replace(
         head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
         verdict=Verdict.STUCK if res.stuck is not None else fit.verdict, segments=segs,
@@ -571,7 +573,8 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
         wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
         lag_seen_ns=fit.lag_seen_ns, update_ns=fit.update_ns, stuck=res.stuck, note=note,
         zone_note=zone_note(last.lo, last.hi) if last is not None else "",
-        breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None)
+        breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None,
+        decided=decided)
 
 
 def with_read_stats(c: ClockSummary, smp: Samples, clock_meta: dict[str, Any]) -> ClockSummary:

@@ -94,7 +94,8 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
              table(run.summary, run.manifest, width, limits=False)]
     ms = measurement_lines(run.path, width)
     checks = check_run(run.summary, run.manifest, run=run)
-    for block in (ms, text_table(checks, width).splitlines() if checks else [],
+    for block in (until_lines(run, width), ms,
+                  text_table(checks, width).splitlines() if checks else [],
                   incident_lines(run.path, width)):
         if block:
             parts.append("\n".join(block))
@@ -102,3 +103,46 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
     if words:
         parts.append("\n".join(x for w in words for x in wrap(w, width)))
     return "\n\n".join(parts), overall_line(run, checks, width)
+
+
+def until_lines(run, width: int | None = WIDTH) -> list[str]:
+    """--until-decided (the manifest's `until_decided`): which drifts were decided and when,
+    which not and why, by the summary's own fit (the watch's fits only said when)."""
+    from bench.model.decided import clock_decided, fmt_run, mean_drift, target_ppm
+    from bench.units import ppm_interval
+    u = run.manifest.raw.get("until_decided")
+    if not isinstance(u, dict):
+        return []
+    ceiling = float(u.get("ceiling_s") or 0)
+    yes, no = [], []
+    for w in u.get("clocks") or []:
+        c = run.summary.devices.get(w["device"])
+        c = c.clocks.get(w["clock"]) if c is not None else None
+        name = f"{w['device']} {w['clock']}"
+        if c is None or not c.segments or c.assumptions is None:
+            no.append(f"{name}: no fit")
+            continue
+        m = mean_drift(c.segments[-1])
+        target = target_ppm(c.assumptions.drift_prior_ppm, u.get("decided_ppm"))
+        if m is not None and m[1] - m[0] <= target:
+            seen = w.get("decided_after_s")
+            yes.append(f"{name} {ppm_interval(*m)}"
+                       + (f" after {fmt_run(seen)}" if seen is not None else " at the end"))
+            continue
+        after = (clock_decided(c.segments, c.assumptions.drift_prior_ppm,
+                               u.get("decided_ppm")) or {}).get("drift_decided_after_s")
+        why = f"; a run of about {fmt_run(after)} would decide it" if after else ""
+        no.append(f"{name} " + (f"{ppm_interval(*m)} ({m[1] - m[0]:.0f} wide > {target:g})"
+                                if m is not None else "no mean drift") + why)
+    stop = u.get("all_decided_after_s")
+    head = (f"until decided (mean drift ppm, proven, <= {u['decided_ppm']:g} wide"
+            if u.get("decided_ppm") else "until decided (mean drift ppm, proven, <= a tenth "
+            "of its prior's width")
+    head += (f"): all decided, probing stopped after {fmt_run(stop)}" if stop is not None
+             else f"): the ceiling ({fmt_run(ceiling)}) was reached")
+    out = wrap(head, width)
+    if yes:
+        out += wrap("  decided: " + "; ".join(yes), width, "    ")
+    if no:
+        out += wrap("  NOT decided: " + "; ".join(no), width, "    ")
+    return out

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bench.analysis.statuses import Verdict
+from bench.model.decided import fmt_run, mean_drift, only_prior
 from bench.model.documents import Manifest, Summary
 from bench.model.limits import check_run, text_table
 from bench.model.rundata import OLD_UNUSED
@@ -234,7 +235,23 @@ def clock_notes(name: str, clock: str, c) -> list[str]:
     out += [f"{name} {clock}: {n}" for n in (c.zone_note, c.resolution_note) if n]
     if c.note and c.resolution_ns is not None and c.stuck is None:   # why assumed (the row: why not)
         out.append(f"{name} {clock}: {c.note}")
-    return out
+    return out + prior_notes(name, clock, c)
+
+
+def prior_notes(name: str, clock: str, c) -> list[str]:
+    """A drift printed that is only the prior says so, and how long a run would decide it
+    (bench.model.decided)."""
+    s, a = (c.segments[-1] if c.segments else None), c.assumptions
+    if s is None or a is None or not only_prior(s.drift_ppm.lo, s.drift_ppm.hi, a.drift_prior_ppm):
+        return []
+    after = (c.decided or {}).get("drift_decided_after_s")
+    m = mean_drift(s)
+    how = (f"; a run of about {fmt_run(after)} would decide its proven mean drift (run "
+           f"--until-decided)" if after else
+           f"; its proven mean drift {ppm_interval(*m)} ppm is decided" if m and
+           (c.decided or {}).get("drift_decided") else "")
+    return [f"{name} {clock}: drift {ppm_interval(s.drift_ppm.lo, s.drift_ppm.hi)} ppm is only "
+            f"the prior{how}"]
 
 
 STEP_CLAUSE = "a step of "      # the model's per-clock step X: said on its own line

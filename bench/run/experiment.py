@@ -34,6 +34,7 @@ from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
 from bench.run import admission
 from bench.run.catalog import load_experiment
+from bench.run.decided import UntilDecided
 from bench.run.probe import run_devices
 from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
@@ -56,6 +57,7 @@ class Bench:
     quiet: bool = False
     interrupted: bool = False       # the user stopped the probing; what was taken is summarised
     processes: int | None = None    # the runner's worker processes (None: runner.processes_for)
+    until: UntilDecided | None = None   # --until-decided: probing stops once these are decided
 
     @property
     def simulated(self) -> bool:
@@ -81,8 +83,12 @@ class Bench:
         live = LiveBounds(self.reference.now_ns())
         progress = Progress(plan.duration_s, live=live) if not self.quiet else None
 
+        until = self.until
+
         def tick(statuses, elapsed_s):
             live.update(statuses, elapsed_s)
+            if until is not None:
+                until.update(statuses, elapsed_s)
             if progress:
                 progress(statuses, elapsed_s)
 
@@ -91,12 +97,14 @@ class Bench:
             self.statuses, stopped = run_devices(
                 list(self.rack.devices), self.reference.now_ns, self.store, plan, self.armed,
                 on_tick=tick, seed=int(self.rack.options.get("seed", 0)),
-                processes=self.processes)
+                processes=self.processes, stop=until.stop if until is not None else None)
             self.interrupted |= stopped
         finally:
             if progress:
                 progress.close()
             self.store.update_manifest(calibration=live.record())
+            if until is not None:
+                self.store.update_manifest(until_decided=until.record(plan.duration_s))
         if self.store.full is not None:
             raise self.store.disk_full()
         before = Manifest.of(self.store.manifest).devices
@@ -255,6 +263,16 @@ def _start_manifest(store: RunStore, name: str, exp, params, rack: RackConfig,
         adm.as_dict()).to_dict())
 
 
+def _until_for(until: UntilDecided | None, store: RunStore) -> UntilDecided | None:
+    """--until-decided's watch with what its fits need: the run folder (the samples as they are
+    written), the manifest as it stands, the reference's bound."""
+    if until is None:
+        return None
+    from dataclasses import replace
+    return replace(until, folder=store.path, manifest=lambda: store.manifest,
+                   uncertainty_ns=bound_from_manifest(store.manifest))
+
+
 def _summarize_what_was_taken(bench: Bench) -> None:
     """Stopped after the probing: what was taken is summarised (a failure journalled)."""
     if bench.summary is None:
@@ -345,7 +363,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
                    armed: bool = False, allowance_ns: int | None = None,
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
                    calibration: Path | None = None, wide: bool = False,
-                   given_as: dict[str, str] | None = None) -> Path:
+                   given_as: dict[str, str] | None = None,
+                   until: UntilDecided | None = None) -> Path:
     """Run one experiment; returns the run folder. Prints the closing table and the folder.
     Every problem of the rack file, the parameters or `out` is an InventoryError raised before
     anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
@@ -382,7 +401,8 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
                                                admission=adm.as_dict()))
         armed = armed or rack.simulated   # stimuli on the simulated rack are always sent
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
-        bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes)
+        bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes,
+                      until=_until_for(until, store))
         t0 = time.monotonic()
         status: str = RunStatus.FAILED
         error: str | None = None
