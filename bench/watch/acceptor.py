@@ -9,8 +9,8 @@ retransmits after 1, 3, 7 s. An idle flood whose client reopens what the server 
 that queue full whenever the server accepts slower than the client reconnects; so here
 
 - the listening socket has TCP_DEFER_ACCEPT (DEFER_S): the kernel queues a connection for
-  accept() only once it has data (or DEFER_S has passed), so a silent one usually never reaches
-  the accept queue at all (those over the backlog get SYN cookies and are queued at once);
+  accept() once it has data, a silent one only after DEFER_S rounded up to its SYN-ACK
+  retransmits (10-15 s; those over the backlog get SYN cookies and are queued at once);
 - up to `silent` connections (default: from the file limit) are held silent, for `silent_s`
   each; beyond, the oldest is reset (SO_LINGER 0: no FIN_WAIT, no TIME_WAIT);
 - the expired ones are reset at most SWEEP_MAX a second, so a flood opened at once does not
