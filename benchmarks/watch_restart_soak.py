@@ -135,7 +135,11 @@ def main() -> int:
                           "first_metrics_s": round(first, 2), "stopped_by": sig.name,
                           "rss_last_mib": round(rss[-1][1], 1),
                           "rss_slope_kib_min": (lambda x: x and round(x, 1))(
-                              slope_kib_min(rss, a.warmup_min * 60))})
+                              slope_kib_min(rss, a.warmup_min * 60)),
+                          "rss_slope_second_half_kib_min": (lambda x: x and round(x, 1))(
+                              slope_kib_min(rss, rss[-1][0] / 2)),
+                          "rss_mib_each_minute": [round(r, 1) for t, r in rss
+                                                  if int(t // 60) != int((t - a.scrape_s) // 60)]})
     finally:
         sim.send_signal(signal.SIGTERM)
         sim.wait(60)
