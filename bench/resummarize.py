@@ -11,6 +11,7 @@ line says it could not be written (exit 1).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -93,7 +94,7 @@ def _swap(path: Path, summary: dict, old: dict | None) -> str:
     return ""
 
 
-def rebuild(path: Path) -> tuple[dict, str]:
+def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
     """Build RUN/summary.json anew from the samples; a run whose manifest says `running` but
     whose process is gone is marked `killed` or `disk_full` (its samples so far are all kept).
     Returns the summary and "" when it replaced summary.json, else why not: a rebuild less complete than the
@@ -128,7 +129,7 @@ def rebuild(path: Path) -> tuple[dict, str]:
     t = path / "truth.json" if (path / "truth.json").exists() else path / "sim" / "truth.json"
     truth = saferead.load_object(t) if t.exists() else None
     summary = summarize_run(path, manifest, truth, uncertainty_ns=man.uncertainty_ns(),
-                            phase=True)
+                            phase=phase)
     summary["rebuilt"] = True
     if why:
         summary["rebuilt_because"] = why
@@ -152,12 +153,14 @@ def main(argv: list[str] | None = None) -> int:
                        description="(re)build summary.json of a run folder, a killed run included")
     ap.add_argument("run", type=Path, help="run folder")
     ap.add_argument("--quiet", action="store_true", help="no table")
+    # the watch's killed days: a summary as a closed day's, without the phase files (tens of MB)
+    ap.add_argument("--no-phase", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if not (a.run / "manifest.json").exists():
         print(f"rackclock summarize: {a.run}: not a run folder (no manifest.json)", file=sys.stderr)
         return 2
     try:
-        (summary, kept), error = rebuild(a.run), None
+        (summary, kept), error = rebuild(a.run, phase=not a.no_phase), None
     except SummaryNotWritten as exc:
         summary, kept, error = exc.summary, "", exc
     if not a.quiet:

@@ -4,6 +4,10 @@ while /metrics is scraped twice a second. Reports the scrape latency (median, p9
 failed scrapes) before and during the flood, and the clocks' read bracket widths (median, p90)
 in both stretches: the flood must not reach the probing.
 
+The flood's connections are held by child processes of at most PER_CHILD each (a process's own
+file limit, often 20,000, would otherwise leave the scraper no descriptor at all), as an
+attacker with several processes would.
+
 A served rack (`rackclock sim` in a process of its own: bmc-2, cdu-1, pdu-2), watched as a lab
 rack at --rate 2.
 
@@ -95,6 +99,36 @@ class Flood(threading.Thread):
             key.fileobj.close()
 
 
+PER_CHILD = 10_000
+
+
+def flood_child(port: int, n: int) -> int:
+    """`--flood-child PORT N`: hold N idle connections until stdin closes; print the counts."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    f = Flood(port, n)
+    f.start()
+    sys.stdin.read()
+    f.stop.set()
+    f.join(30)
+    print(json.dumps({"opened": f.opened, "reopened": f.reopened, "open_failed": f.failed,
+                      "held_at_end": f.held}), flush=True)
+    return 0
+
+
+def start_flood(port: int, conns: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, __file__, "--flood-child", str(port),
+                              str(min(PER_CHILD, conns - k))], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+            for k in range(0, conns, PER_CHILD)]
+
+
+def stop_flood(children: list[subprocess.Popen]) -> dict:
+    got = [json.loads(c.communicate(timeout=120)[0] or "{}") for c in children]
+    return {k: sum(g.get(k, 0) for g in got) for k in ("opened", "reopened", "open_failed",
+                                                       "held_at_end")}
+
+
 def scrape(url: str) -> float | None:
     t0 = time.perf_counter()
     try:
@@ -127,10 +161,12 @@ def stats(lat: list) -> dict:
     return {"scrapes": len(lat), "failed": len(lat) - len(ok),
             "median_ms": round(statistics.median(ok) * 1e3, 1),
             "p99_ms": round(ok[min(len(ok) - 1, int(0.99 * len(ok)))] * 1e3, 1),
-            "max_ms": round(ok[-1] * 1e3, 1)}
+            "max_ms": round(ok[-1] * 1e3, 1), "over_1s": sum(x > 1.0 for x in ok)}
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--flood-child"]:
+        return flood_child(int(sys.argv[2]), int(sys.argv[3]))
     ap = argparse.ArgumentParser()
     ap.add_argument("--conns", type=int, default=20_000)
     ap.add_argument("--before-s", type=float, default=60.0)
@@ -155,11 +191,10 @@ def main() -> int:
             time.sleep(0.2)
         time.sleep(a.settle_s)             # the devices open and settle
         phases: dict = {}
-        flood = None
+        flood: list[subprocess.Popen] = []
         for name, length in (("before", a.before_s), ("flood", a.flood_s)):
             if name == "flood":
-                flood = Flood(int(url.rsplit(":", 1)[1]), a.conns)
-                flood.start()
+                flood = start_flood(int(url.rsplit(":", 1)[1]), a.conns)
             t0, lat, fails = time.time_ns(), [], []
             m0 = time.monotonic()
             end = m0 + length
@@ -171,10 +206,7 @@ def main() -> int:
                 time.sleep(0.5)
             phases[name] = {**stats(lat), "failed_at_s": fails[:20],
                             "brackets_ms": brackets(day, t0, time.time_ns())}
-        if flood is not None:
-            flood.stop.set()
-            phases["flood"].update(opened=flood.opened, reopened=flood.reopened,
-                                   open_failed=flood.failed, held_at_end=flood.held)
+        phases["flood"].update(stop_flood(flood))
     finally:
         watch.send_signal(signal.SIGTERM)
         watch.wait(300)

@@ -93,6 +93,9 @@ def main() -> int:
     ap.add_argument("--cycles", type=int, default=6)
     ap.add_argument("--scrape-s", type=float, default=5.0)
     ap.add_argument("--warmup-min", type=float, default=3.0)
+    ap.add_argument("--last-min", type=float, default=None,
+                    help="the last life's minutes (default: --minutes shared evenly); the "
+                         "other lives share the rest")
     ap.add_argument("--fit-every", default="30s")
     ap.add_argument("--rate", default=None)
     ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
@@ -107,14 +110,15 @@ def main() -> int:
     devices = sorted(d.name for d in load_rack(rack).devices)
     out = tmp / "out"
     out.mkdir()
-    life_s = a.minutes * 60 / (a.cycles + 1)
+    last_s = a.last_min * 60 if a.last_min else a.minutes * 60 / (a.cycles + 1)
+    life_s = (a.minutes * 60 - last_s) / max(a.cycles, 1)
     lives, scrapes, gaps = [], 0, []
     t_start = time.time()
     try:
         for k in range(a.cycles + 1):
             proc, url, first = start(rack, out, a)
             rss, t0 = [], time.monotonic()
-            while time.monotonic() - t0 < life_s:
+            while time.monotonic() - t0 < (last_s if k == a.cycles else life_s):
                 text = metrics(url)
                 scrapes += 1
                 if text is None or missing(text, devices):
@@ -127,10 +131,15 @@ def main() -> int:
                 sig = signal.SIGTERM
             proc.send_signal(sig)
             proc.wait(900)
-            lives.append({"first_metrics_s": round(first, 2), "stopped_by": sig.name,
+            lives.append({"minutes": round((time.monotonic() - t0) / 60, 1),
+                          "first_metrics_s": round(first, 2), "stopped_by": sig.name,
                           "rss_last_mib": round(rss[-1][1], 1),
                           "rss_slope_kib_min": (lambda x: x and round(x, 1))(
-                              slope_kib_min(rss, a.warmup_min * 60))})
+                              slope_kib_min(rss, a.warmup_min * 60)),
+                          "rss_slope_second_half_kib_min": (lambda x: x and round(x, 1))(
+                              slope_kib_min(rss, rss[-1][0] / 2)),
+                          "rss_mib_each_minute": [round(r, 1) for t, r in rss
+                                                  if int(t // 60) != int((t - a.scrape_s) // 60)]})
     finally:
         sim.send_signal(signal.SIGTERM)
         sim.wait(60)
@@ -143,7 +152,7 @@ def main() -> int:
            "disk_bytes": size,
            "disk_per_device_day_mib": round(size / len(devices) / days_watched / 2**20, 1),
            "load": [round(x, 1) for x in os.getloadavg()], "out": str(out)}
-    print(json.dumps(row, indent=1))
+    print(json.dumps(row, indent=1), flush=True)
     return 1 if gaps else 0
 
 

@@ -123,3 +123,5 @@ def test_restart_cycles_lose_nothing_and_raise_no_old_break(served, tmp_path):
     alerts = [e for d in days for e in load_run(d).events() if e.kind == "alert_break"]
     assert len(alerts) == 1, alerts                # said once, whatever the restarts
     assert [load_run(d).manifest.status for d in days].count("killed") == 2
+    # a killed day summarised as a closed one: no phase files (tens of MB a day, the soak saw)
+    assert not [d for d in days if (d / "phase").exists()], days

@@ -120,14 +120,15 @@ def _closed(sock) -> bool:
 
 def test_idle_and_silent_clients_cannot_starve_a_scrape(caplog):
     """More idle connections than the limit of silent ones: the oldest make way and a scrape
-    is answered; a client that sends no complete headers is closed after the header timeout; each
-    class of dropped client is one log line, never a traceback."""
+    is answered; a silent one is reset after its time; a client that sends no complete headers
+    is closed after the header timeout; each class of dropped client is one log line, never a
+    traceback."""
     import logging
     import socket
 
     from watch_helpers import until
     srv = Server(registry(WatchState(lambda: 0)), Mapper(None, lambda: []), limit=20,
-                 header_s=2.0, idle_s=30.0, silent=20).start()
+                 header_s=2.0, idle_s=30.0, silent=20, silent_s=3.0, defer_s=0).start()
     url = f"http://127.0.0.1:{srv.port}/healthz"
     socks = []
     caplog.set_level(logging.INFO)
@@ -143,11 +144,33 @@ def test_idle_and_silent_clients_cannot_starve_a_scrape(caplog):
         assert got["ok"]
         slow.settimeout(10)
         until(lambda: _closed(slow), 10, "the slow client closed")
-        assert srv.guard.dropped and len(srv.guard.silent) <= 20
+        assert srv.acceptor.dropped and len(srv.acceptor.held) <= 20
+        socks[-1].settimeout(10)
+        until(lambda: _closed(socks[-1]), 15, "a silent connection reset after 3 s")
+        assert srv.acceptor.accepted >= 60 and not srv.guard.silent
     finally:
         for s in socks:
             s.close()
         srv.stop()
-    lines = [r for r in caplog.records if r.name == "bench.watch.guard"]
-    assert len(lines) == len(srv.guard.dropped) and not any(r.exc_info for r in lines), lines
-    assert sum(srv.guard.dropped.values()) >= 40
+    lines = [r for r in caplog.records if r.name in ("bench.watch.guard", "bench.watch.acceptor")]
+    dropped = srv.guard.dropped + srv.acceptor.dropped
+    assert len(lines) == len(dropped) and not any(r.exc_info for r in lines), lines
+    assert dropped[next(k for k in dropped if k.startswith("over 20 connections that sent"))] >= 40
+    assert any(k.startswith("no request headers") for k in dropped), dropped
+    assert any(k.startswith("nothing sent within 3 s") for k in dropped), dropped
+
+
+def test_the_endpoint_defers_silent_connections_to_the_kernel():
+    """The listening socket has TCP_DEFER_ACCEPT: a silent connection is not queued for accept()
+    before it sends (the kernel holds it); a scrape is answered."""
+    import socket
+
+    from bench.watch.acceptor import DEFER_S
+    srv = Server(registry(WatchState(lambda: 0)), Mapper(None, lambda: [])).start()
+    try:
+        assert srv.acceptor is not None
+        got = srv.acceptor.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT)
+        assert got >= DEFER_S, got          # the kernel rounds it up to its retransmit steps
+        assert get_json(f"http://127.0.0.1:{srv.port}/healthz")["ok"]
+    finally:
+        srv.stop()

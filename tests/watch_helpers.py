@@ -22,16 +22,24 @@ def until(cond, timeout_s: float, what: str, proc=None):
             return got
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"the watch ended ({proc.returncode}) waiting for {what}:\n"
-                                 f"{proc.stdout.read()}")
+                                 f"{proc.stdout.read() if proc.stdout else ''}")
         assert time.monotonic() < deadline, f"no {what} within {timeout_s} s"
         time.sleep(0.2)
 
 
-def start_watch(out: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bench.cli", "watch", "--out", str(out),
-                             "--listen", "127.0.0.1:0", *args], cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def start_watch(out: Path, *args: str, env: dict | None = None,
+                log: Path | None = None) -> subprocess.Popen:
+    """The watch as a process; its output piped, or into `log` (a long run: a pipe nobody
+    drains would stop it once full)."""
+    sink = open(log, "w") if log else subprocess.PIPE          # noqa: SIM115 (the child's)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "bench.cli", "watch", "--out", str(out),
+                                 "--listen", "127.0.0.1:0", *args], cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                                stdout=sink, stderr=subprocess.STDOUT, text=True)
+    finally:
+        if log:
+            sink.close()
 
 
 def state(out: Path) -> dict | None:

@@ -8,6 +8,8 @@ A scraper sends its request as it connects; an idle flood never does. So the two
 apart: beyond MAX_SILENT silent connections the oldest silent one is dropped for the new one (a
 flood pushes out only itself, and a scraper that just connected is the newest), and a silent
 connection becomes one of the MAX_CONNECTIONS with its first bytes (beyond them it is closed).
+In the watch, connections come here from bench/watch/acceptor.py, which holds the silent ones
+itself and hands each over with its first byte waiting.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
+from bench.watch.acceptor import DEFER_S, SILENT_S, Acceptor, listen_socket
 from bench.watch.guard import KEEPALIVE_S, Guard, OncePer, quiet_loggers
 from bench.watch.mapping import MapError, UnknownDevice, parse_many, parse_query
 
@@ -32,15 +33,19 @@ class Server:
     """`Server(registry, mapper, host, port).start()` -> `.port`; `.stop()`."""
 
     def __init__(self, registry, mapper, host: str = "127.0.0.1", port: int = 0,
+                 silent: int | None = None, silent_s: float = SILENT_S, defer_s: int = DEFER_S,
                  **guard_args):
         self.registry, self.mapper, self.host, self.port = registry, mapper, host, port
         self.guard_args = guard_args          # Guard's limit, header_s, idle_s
+        self.silent, self.silent_s = silent, silent_s         # the Acceptor's
+        self.defer_s = defer_s
+        self.acceptor: Acceptor | None = None
+        self._adopting: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
-        self._server: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.Task | None = None
         self.guard: Guard | None = None
         self._stopping = False
@@ -182,8 +187,8 @@ class Server:
     async def _close(self) -> None:
         """Every client dropped and every task ended before the loop closes (no "Task was
         destroyed" per idle connection)."""
-        if self._server is not None:
-            self._server.close()
+        if self.acceptor is not None:
+            self.acceptor.stop()
         if self.guard is not None:
             for c in [*self.guard.silent, *self.guard.conns]:
                 c.drop()
@@ -205,10 +210,33 @@ class Server:
         assert runner.server is not None
         self.guard = Guard(runner.server, **self.guard_args)
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self.guard, self.host, self.port, backlog=4096,
-                                                reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]   # 0: the kernel's choice
+        sock = listen_socket(self.host, self.port, self.defer_s)
+        self.port = sock.getsockname()[1]          # 0: the kernel's choice
+
+        def hand(c) -> None:
+            try:
+                loop.call_soon_threadsafe(self._adopt, c)
+            except RuntimeError:               # the loop closed: stopping
+                c.close()
+        self.acceptor = Acceptor(sock, hand, self.silent, self.silent_s)
+        self.acceptor.start()
         self._sweeper = loop.create_task(self.guard.sweeping())
+
+    def _adopt(self, sock) -> None:
+        """A connection with its first byte, from the accepting thread: to the guard and aiohttp."""
+        if self._stopping or self.guard is None:
+            sock.close()
+            return
+        t = asyncio.get_running_loop().create_task(self._connect(sock))
+        self._adopting.add(t)                  # held until done (the loop keeps weak refs)
+        t.add_done_callback(self._adopting.discard)
+
+    async def _connect(self, sock) -> None:
+        assert self.guard is not None
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(self.guard, sock)
+        except OSError:
+            sock.close()
 
     def stop(self) -> None:
         if self._loop is not None and self._loop.is_running() and not self._stopping:
