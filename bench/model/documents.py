@@ -673,6 +673,19 @@ class ClockSummary:
     decided: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    @property
+    def drift_target_ppm(self) -> float | None:
+        """The width at which its drift counts as decided (bench.model.decided)."""
+        return (self.decided or {}).get("drift_target_ppm")
+
+    @property
+    def drift_decided(self) -> bool | None:
+        return (self.decided or {}).get("drift_decided")
+
+    @property
+    def drift_decided_after_s(self) -> float | None:
+        return (self.decided or {}).get("drift_decided_after_s")
+
     @classmethod
     def of(cls, name: str, x: object) -> ClockSummary:
         x = _d(x)
