@@ -1328,7 +1328,7 @@ def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segmen
     beyond it, `refit_from_ppm`) whose like could hide in its reads: the smallest such step, ns
     (1: no step to show), else 0 (_could_hide, _rate_unshown)."""
     hide = _could_hide(breaks, forced, segs, q, rate_hz, prior)
-    return hide or (_rate_unshown(segs, refit_from_ppm) if refit_from_ppm else 0)
+    return hide or (_rate_unshown(segs, prior) if refit_from_ppm else 0)
 
 
 def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
@@ -1352,13 +1352,16 @@ def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment],
     return least if xs and least < max(xs) else 0
 
 
-def _rate_unshown(segs: list[Segment], prior: float) -> int:
+def _rate_unshown(segs: list[Segment], wide: float) -> int:
     """1 where a refit beyond the prior leaves a segment whose drift bound does not even tell
-    its sign (it holds 0): the reads then show no rate beyond the prior there, so the break they
-    showed under it may have been a step that the wider envelope now hides (a blip whose return
-    went unseen); else 0. A clock truly beyond the prior (by `prior` ppm or more) shows the sign
-    of its rate in every segment's drift."""
-    return int(any(sg.drift_ppm.lo <= 0 <= sg.drift_ppm.hi for sg in segs))
+    its sign (it holds 0), or reaches the wider range's edge (`wide`): the reads then show no
+    rate the wider range holds, so the break they showed under the prior may have been a step
+    that the wider envelope now hides (a blip whose return went unseen), and a bound on the
+    assumption's edge is assumed; else 0. A clock truly beyond the prior shows the sign of its
+    rate, within the wider range, in every segment's drift."""
+    edge = wide * (1 - 1e-9)
+    return int(any(sg.drift_ppm.lo <= 0 <= sg.drift_ppm.hi or sg.drift_ppm.hi >= edge
+                   or sg.drift_ppm.lo <= -edge for sg in segs))
 
 
 def _model_breaks(sp: _seg.Split, breaks: list[Break], shown: int) -> tuple[int, int]:
