@@ -325,16 +325,20 @@ STUCK_MIN_READS = 3
 
 def stuck_since(s: I64, e: I64, v: npt.ArrayLike, declared_ns: int) -> int | None:
     """Where a clock stopped: the first of its last reads that all showed one value, when there
-    are at least STUCK_MIN_READS of them spanning more than twice its declared resolution (and a
-    second): a wall clock stopped, a counter frozen. None while it advances. A single value
-    bounds neither offset nor tick, so nothing is fitted from those reads."""
+    are at least STUCK_MIN_READS of them spanning more than twice its resolution, declared or
+    seen (the smallest step between its distinct values), and a second: a wall clock stopped, a
+    counter frozen. None while it advances. A 1 s hrSystemDate declared at 100 ms, whose edges
+    lag, shows one value over a little more than a second while it runs. A single value bounds
+    neither offset nor tick, so nothing is fitted from those reads."""
     v = np.asarray(v)
     if len(v) < STUCK_MIN_READS:
         return None
     moved = np.flatnonzero(v != v[-1])
     k = int(moved[-1]) + 1 if len(moved) else 0
+    steps = np.diff(np.unique(v))
+    seen = int(steps.min()) if len(steps) else 0
     if len(v) - k >= STUCK_MIN_READS and \
-            int(e[-1]) - int(s[k]) > max(2 * int(declared_ns), 1_000_000_000):
+            int(e[-1]) - int(s[k]) > max(2 * int(declared_ns), 2 * seen, 1_000_000_000):
         return k
     return None
 
