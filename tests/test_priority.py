@@ -71,6 +71,10 @@ def _may_realtime() -> bool:
 
 
 @pytest.mark.skipif(not _may_realtime(), reason="real time needs root or an rtprio limit")
+@pytest.mark.skipif(os.environ.get("RACKCLOCK_RT_SPIN") != "1",
+                    reason="opt-in (RACKCLOCK_RT_SPIN=1): in two CI-like runs of 2026-12-07 on 2 "
+                           "cores its SCHED_FIFO spinner hung 300 s beside the suite's other "
+                           "real-time processes and starved the tests running with it")
 def test_every_thread_goes_real_time_and_the_kernel_brings_a_spinning_one_back():
     out = _child("spin")
     assert out["got"] == f"at real-time priority {priority.REALTIME_PRIORITY} (SCHED_FIFO)"
