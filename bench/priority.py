@@ -5,8 +5,8 @@ A probe starts late (runner.LATE_NS) when its loop waits for a core, and an answ
 the emulator's turn widens its bracket. Under the ordinary scheduler these processes take turns
 in time slices: at 300 simulated devices (two workers and two emulator processes on two cores,
 each loop busy a third of the time) whichever one woke waited behind another's slice, and
-0.9-5.6 % of the probes started 10 ms or more late (nice -5 for all; lowering the emulators
-instead widened the brackets to 1.5x the 8-device run's). Each of these processes is one event
+probes started 10 ms or more late (nice -5 for all; lowering the emulators instead widened the
+brackets; benchmarks/README.md, "Scale"). Each of these processes is one event
 loop whose callbacks are short and which waits for I/O between them, so they are run as
 real-time tasks of one priority (SCHED_FIFO, the lowest real-time priority): among equals nobody
 is preempted, a callback runs to its end, and a loop that wakes waits at most for the callbacks

@@ -2,12 +2,13 @@
 kernel log (GPU Xid and PCIe errors land there) as the device log; locally or over SSH.
 
 The kernel stamps each `/dev/kmsg` record with `local_clock()` (ns since boot, shown in µs): not
-CLOCK_MONOTONIC (measured here: 4.8 ms apart and 0.4 ppm, the kernel's sched clock against the
-NTP-disciplined timekeeper). So the `kmsg` clock is read by writing a marker line to /dev/kmsg and
-reading its record back: the kernel stamped it during the `write`, so the bracket is the write
-(locally: reference stamps around `os.write`; over SSH: around the round trip of the remote
-`printf > /dev/kmsg`). It is a counter from boot (µs), so its fitted offset is minus the boot
-instant of the log's clock, with bounds: what `dmesg` stamps are mapped through.
+CLOCK_MONOTONIC (the kernel's sched clock against the NTP-disciplined timekeeper: ms apart and
+drifting; docs/PLANES.md, "Served racks and real counterparts"). So the `kmsg` clock is read by
+writing a marker line to /dev/kmsg and reading its record back: the kernel stamped it during the
+`write`, so the bracket is the write (locally: reference stamps around `os.write`; over SSH: around
+the round trip of the remote `printf > /dev/kmsg`). It is a counter from boot (µs), so its fitted
+offset is minus the boot instant of the log's clock, with bounds: what `dmesg` stamps are mapped
+through.
 Also read: `realtime` (CLOCK_REALTIME: locally between two reference reads, 1 ns; over SSH
 `date +%s%N`) and, locally, `monotonic` (CLOCK_MONOTONIC, a counter from boot).
 

@@ -249,8 +249,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                         ) -> tuple[ModbusPDU, int, int]:
         """Send one request; its answer and its bracket (s, e). Raises DeviceError.
 
-        The request runs in the calling task (no task and wait of its own: two loop turns and
-        about 30 µs of CPU less per read); a connection dropped meanwhile cancels it
+        The request runs in the calling task (no task and wait of its own: two loop turns less
+        per read; benchmarks/README.md, "CPU per read"); a connection dropped meanwhile cancels it
         (_trace_connect), and that cancellation, told apart from the caller's, is a "reset"."""
         await self._ready(what)
         self._stamps = {}

@@ -3,17 +3,15 @@
 Client: the DMTF `redfish` library's asynchronous client (`redfish.aio.AsyncRedfishClient`) on an
 aiohttp session this driver owns. Why not the sync `redfish.redfish_client` (requests):
 
-- Its brackets are wider. Measured against our emulator (own process) over HTTPS on loopback,
-  300 reads each (`benchmarks/redfish_bracket.py`): median bracket sync 927 µs, aio 425 µs
-  with stamps around the call, aio 360 µs with the stamps taken by aiohttp's trace hooks (p99
-  1302 / 714 / 575 µs). requests adds ~0.5 ms of client work inside the bracket; aiohttp does
-  less, and only aiohttp lets us stamp at the wire.
+- Its brackets are wider: requests adds client work inside the bracket; aiohttp does less, and
+  only aiohttp lets us stamp at the wire (`benchmarks/redfish_bracket.py`; the figures:
+  benchmarks/README.md, "Brackets per plane").
 - The stamps are taken by the request and response classes this driver gives its aiohttp session
   (`request_class`, `response_class`): `s` as the request starts to be serialised and written
   (after the connection, and any TLS handshake, is up) and `e` when the answer's headers have
   been parsed: the instants aiohttp's trace hooks (on_request_headers_sent, on_request_end)
-  mark, without the trace machinery's five signal dispatches per request (about 30 µs of CPU
-  per read; benchmarks/README.md, "CPU per read"). If a library re-sends (redfish.aio logs in
+  mark, without the trace machinery's five signal dispatches per request (benchmarks/README.md,
+  "CPU per read"). If a library re-sends (redfish.aio logs in
   again after a 401 on a GET; aiohttp re-sends a GET once on a stale keep-alive connection),
   the bracket is the one of the exchange whose answer we use, and `raw` says so; nothing is
   retried silently into a wider bracket.

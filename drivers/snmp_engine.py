@@ -1,9 +1,10 @@
 """One pysnmp SnmpEngine per event loop, shared by the SNMP PDU drivers that run on that loop
 for SNMPv3 exchanges and for traps (SNMPv2c reads and sets go through drivers/snmp_v2c).
 
-Why: an SnmpEngine loads pysnmp's MIB tables on its first exchange (about 0.2 s of CPU) and its
-dispatcher wakes every 0.1 s; an engine per device made opening 300 PDUs cost a minute of CPU and
-3,000 timer wake-ups a second. Shared, a device still owns what makes its exchanges its own:
+Why: an SnmpEngine loads pysnmp's MIB tables on its first exchange and its dispatcher wakes
+every 0.1 s, so an engine per device made opening hundreds of PDUs cost minutes of CPU and
+thousands of timer wake-ups a second (benchmarks/README.md, "One SNMP engine per event
+loop"). Shared, a device still owns what makes its exchanges its own:
   - its UDP transport, registered under its own transport domain (udp.DOMAIN_NAME + (n,)), so the
     send and arrival stamps on it are of its own datagrams only; pysnmp's LCD keys a target by
     (domain, address), so each device's requests leave through its own socket;

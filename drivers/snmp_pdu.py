@@ -21,8 +21,8 @@ which gives no ancillary data; the first call turns the socket's stamps on, and 
 must stay off, or the stamp goes to ancillary data only), so a busy loop does not widen the
 bracket; such reads say `stamp = "kernel"`. Each exchange has a short timeout and no retries. Every device
 has a UDP socket of its own, so its stamps are of its own datagrams. SNMPv2c requests go out on it through
-drivers/snmp_v2c (pysnmp's message API; about 0.3 ms of CPU per read against 1.5 ms through
-pysnmp's command generator); SNMPv3 exchanges and the traps of every version go through the
+drivers/snmp_v2c (pysnmp's message API, a fraction of the CPU of pysnmp's command generator:
+benchmarks/README.md, "CPU per SNMP read"); SNMPv3 exchanges and the traps of every version go through the
 pysnmp engine that the drivers on one event loop share (drivers/snmp_engine), the socket
 registered there under its own transport domain.
 

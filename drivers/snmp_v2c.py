@@ -2,8 +2,8 @@
 
 Why not pysnmp's command generator for v2c: its high-level `get_cmd` redoes per call what a
 clock read does not need (MIB resolution of the varbinds, LCD lookup, the rfc3412 dispatcher's
-state, rfc2576 message processing decoding each answer twice, once for its version): about
-1.5 ms of CPU per GET on this machine kind. What is kept here is only the bookkeeping a command
+state, rfc2576 message processing decoding each answer twice, once for its version)
+(benchmarks/README.md, "CPU per SNMP read"). What is kept here is only the bookkeeping a command
 generator keeps: one request outstanding, an answer taken when it is a Response-PDU with the
 request's request-id and community; anything else that arrives is counted (by the transport)
 and ignored, as pysnmp drops it. SNMPv3 (USM) stays on pysnmp's engine (drivers/snmp_engine).
@@ -11,8 +11,8 @@ and ignored, as pysnmp drops it. SNMPv3 (USM) stays on pysnmp's engine (drivers/
 Written by hand, because pyasn1 does it slowly: the messages' envelopes (RFC 3416: SEQUENCE
 {version 1, community, PDU {request-id, error-status, error-index, SEQUENCE OF {name,
 value}}}, definite lengths). With pysnmp's message API (`pysnmp.proto.api.v2c`) and pyasn1
-for whole messages a read still cost about 0.45 ms of CPU, 0.3 ms of it decoding a 44-byte
-GetResponse (the nested CHOICEs of a varbind's value) and 0.06 ms encoding the request.
+for whole messages most of a read's CPU went to decoding the GetResponse (the nested CHOICEs
+of a varbind's value).
 Requests: the names and values are encoded by pyasn1 (pysnmp's types), once per distinct GET
 or GETNEXT, and only the request-id and the envelope are written per request.
 `decode_response` reads an answer into the same pysnmp value types pyasn1 gives; a datagram it

@@ -167,8 +167,8 @@ class TwoSided:
 
     def at_many(self, t_ns: npt.ArrayLike) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
         """`at` at many instants, with its rounding (kept apart: `at` is a scalar hot path, and
-        one element through numpy costs it 1.7x): (lo, hi) int64 ns rounded outward, and where
-        each side has a read (elsewhere lo and hi mean nothing)."""
+        one element through numpy costs it more; benchmarks/README.md): (lo, hi) int64 ns
+        rounded outward, and where each side has a read (elsewhere lo and hi mean nothing)."""
         t = np.atleast_1d(np.asarray(t_ns, dtype=np.int64))
         lo, hi, ok = self.bounds(t)
         slack = TOL_NS + 1e-12 * self.env.rate * np.abs((t - self.env.t_ref).astype(np.float64))

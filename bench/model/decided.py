@@ -18,9 +18,9 @@ widths are taken as twice the narrowest offset width w0 the segment shows (its e
 
     width(T) ≈ MEAN_SIDES · w0 / T          (MEAN_SIDES = 4)
 
-measured 2.3–5.8 × w0/T (median 3.8) over the default rack's clocks in runs of 60 s and 9 min.
-Either way the run also needs the time before the segment began (a step or a reboot earlier in
-the run starts a new segment). A figure, not a bound: benchmarks/README.md ("until decided")
+(the ratio measured on the default rack: benchmarks/README.md, "Until decided"). Either way
+the run also needs the time before the segment began (a step or a reboot earlier in the run
+starts a new segment). A figure, not a bound: benchmarks/README.md ("until decided")
 sets it beside the run length a run measuring until decided needed.
 """
 from __future__ import annotations

@@ -3,9 +3,9 @@
 All devices of a worker process share one loop (bench/run/shards.py). Reads aimed at tick edges
 crowd: clocks set by NTP tick within milliseconds of each other, so every BMC of a rack wants the
 same instant of every second. Started together they queue on the loop; each starts late, misses
-its aim, and its answer waits behind the others' (the bracket, stamped on the loop, widens): at
-300 simulated devices 42 % of BMC probes started 10 ms or more late and their median bracket was
-8× that of a small rack, while the loop was busy only half of the time.
+its aim, and its answer waits behind the others' (the bracket, stamped on the loop, widens),
+while the loop is busy only part of the time (at 300 simulated devices: benchmarks/README.md,
+"Scale").
 
 So a probe is booked before it is planned. The loop's time is cut into slots; a slot holds
 probes whose CPU cost adds up to at most `share` of it (the cost per read is measured on the loop

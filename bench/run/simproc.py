@@ -42,8 +42,8 @@ def serve_child(parent: int, nice: int) -> None:
     workers' nice where the bench may raise it (and, once serving, at their real-time priority:
     `--realtime`, bench/priority.py). The emulators stand in for devices that have CPUs of their
     own; below the workers, an answer waits for a worker's time slice, and that wait lands inside
-    the bracket (300 devices: bracket p50 1.46-1.54x the 8-device run at nice 0, 0.98-1.43x over
-    ten runs at the workers' -5; benchmarks/README.md, "Round 5")."""
+    the bracket (300 devices at nice 0 and at the workers' -5: benchmarks/README.md, "Scale",
+    round 5)."""
     die_with_parent(parent)
     priority.raise_nice(nice)      # without CAP_SYS_NICE it stays at 0 (`SimProcess.priority`)
 

@@ -1,16 +1,16 @@
 """The start line of a run's event loops: their devices start probing together, once the opens
 are over on every loop of the run.
 
-An open costs far more than a read (a login, an SNMP engine's tables, a MIB: 5-50 ms of CPU), and
-a loop opens OPENS_AT_ONCE devices at a time. A device that began probing as soon as it was open
-read while the others (on its loop, or on another worker process sharing the cores) were still
-opening: at 300 simulated devices 70-100 % of the probes planned in the first 2.5 s started 10 ms
-or more late, and their answers waited behind the opens (a wide bracket). So a device that has
+An open costs far more than a read (a login, an SNMP engine's tables, a MIB), and a loop opens
+OPENS_AT_ONCE devices at a time. A device that began probing as soon as it was open read while
+the others (on its loop, or on another worker process sharing the cores) were still opening: at
+300 simulated devices most of the probes planned in the first seconds started late, and their
+answers waited behind the opens (a wide bracket; benchmarks/README.md, "Scale"). So a device that has
 opened waits here, and the first reads are planned from the instant the line is crossed.
 
 Crossing, a loop collects what its opens left and freezes the rest (drivers, MIBs, sessions: kept
-for the run) out of the collector's way: a full collection walking them stalled the loop
-120-290 ms, and one in the first second of reads made them all late.
+for the run) out of the collector's way: a full collection walking them stalled the loop for
+hundreds of ms, and one in the first second of reads made them all late.
 
 Nobody is waited for long: a device with no open ending for `quiet_s` (1 s: opens at their pace
 end milliseconds apart; a device that does not answer is failing its own timeout) is left to join

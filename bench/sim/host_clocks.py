@@ -6,9 +6,9 @@ offset of the REALTIME hrtimer base in /proc/timer_list (root only), exact to th
 but for steps (both clocks advance at the timekeeper's one rate); a time namespace shifts this
 process's CLOCK_MONOTONIC by its `monotonic` line in /proc/self/timens_offsets. Otherwise the
 midpoint of a REALTIME/MONOTONIC/REALTIME triple, the tightest of a few, with its half width:
-a stall between the reads (preemption, the GIL, a descheduled vCPU; measured here up to 10 ms
-unloaded, and one such sample put a truth 4.3 us outside a proven bound in a loaded run) moves
-the midpoint by half the stall, so a truth must not rest on one such triple.
+a stall between the reads (preemption, the GIL, a descheduled vCPU: ms, and one such sample
+once put a truth outside a proven bound in a loaded run) moves the midpoint by half the stall,
+so a truth must not rest on one such triple.
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ class _Handler(ServerRequestHandler):
     """pymodbus 3.16 hands each request from its protocol callback to its own loop through
     `run_coroutine_threadsafe` (a self-pipe write and read and a concurrent Future per request,
     though both run on the loop's thread); here it is a task on the loop, as the same coroutine.
-    About 10 % of the emulator's CPU per read (benchmarks/README.md, "CPU per read")."""
+    Its share of the emulator's CPU per read: benchmarks/README.md, "CPU per read"."""
 
     def handle_later(self):
         task = self.loop.create_task(self.handle_request())

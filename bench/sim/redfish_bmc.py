@@ -1,8 +1,8 @@
 """Redfish BMC emulator: one aiohttp.web server per BMC on loopback, answering from the clock model.
 
 Written by hand on aiohttp.web because no Redfish mock serves a *moving* clock (DMTF's
-Redfish-Mockup-Server replays static JSON from `http.server`, which adds ~44 ms per keep-alive
-request, see docs/protocol_floors.md). It speaks what the DMTF `redfish` clients and curl need,
+Redfish-Mockup-Server replays static JSON from `http.server`, which adds tens of ms to each
+keep-alive request, see docs/protocol_floors.md). It speaks what the DMTF `redfish` clients and curl need,
 as bmcweb does:
 
 - service root `/redfish/v1/`, the OData service document `/redfish/v1/odata` and `$metadata`

@@ -1,9 +1,9 @@
 """The emulated PDU's answers to SNMPv2c GET and GETNEXT, the requests of every clock read and log
 poll, without pysnmp's engine.
 
-Why: through the engine (dispatcher, rfc2576 message processing, command responder) a GET cost
-the agent about 1.2 ms of CPU, and with pysnmp's message API alone still about 0.7 ms, nine
-tenths of it pyasn1 building, decoding and encoding whole messages. Here only the message's
+Why: through the engine (dispatcher, rfc2576 message processing, command responder), and with
+pysnmp's message API alone still, most of a GET's CPU went to pyasn1 building, decoding and
+encoding whole messages (benchmarks/README.md, "CPU per SNMP read"). Here only the message's
 envelope is read and written by hand (RFC 3416: SEQUENCE {version 1, community, GetRequest [0]
 or GetNextRequest [1] {request-id, 0, 0, SEQUENCE OF {name, NULL}}}, definite lengths); the
 names are decoded and every name and value encoded by pyasn1 with pysnmp's types, and the

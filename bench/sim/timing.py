@@ -5,10 +5,10 @@ asyncio waits in its selector, which sleeps in whole milliseconds (epoll), so
 a request would really sample 1+ ms in, and every bracket would carry that millisecond. `hold`
 ends a delay with a Linux timerfd registered on the loop, so the loop sleeps in epoll until the
 kernel's high-resolution timer wakes it, armed a little before the deadline by the wake-up
-latency the loop has seen (an EWMA: 60-100 µs on a 2-vCPU VM), and yields (`sleep(0)`) through
-the rest, so a delay still ends within tens of µs of its target. The earlier way yielded through
-the whole of every delay under 1.5 ms: about 0.35 ms of the simulator's CPU per clock read, a
-third of its cost (benchmarks/README.md, "CPU per read").
+latency the loop has seen (an EWMA), and yields (`sleep(0)`) through the rest, so a delay still
+ends within tens of µs of its target. The earlier way yielded through the whole of every delay
+under 1.5 ms, a large share of the simulator's CPU per clock read (benchmarks/README.md, "CPU per
+read").
 
 Written by hand: Python has `os.timerfd_create` from 3.13 only; on 3.11 it is two libc calls
 through ctypes. Where timerfd is missing (not Linux), `hold` sleeps the coarse part and yields

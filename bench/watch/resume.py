@@ -53,7 +53,7 @@ def killed_days(out: Path, rack_file: str) -> list[Path]:
 
 def summarize_killed(days: list[Path]) -> None:
     """`rackclock summarize DAY` in a child each (a day's fits are large; the watch stays flat),
-    without the phase files, as a closed day (they took 4-61 MB for a killed 7-minute day)."""
+    without the phase files, as a closed day (docs/WATCH.md, "Retention and disk")."""
     for day in days:
         try:
             r = subprocess.run([sys.executable, "-m", "bench.cli", "summarize", "--quiet",
