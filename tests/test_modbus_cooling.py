@@ -202,12 +202,20 @@ def test_no_torn_second(sim_rack):
         c.close()
 
     async def around_edges(d, edges: int):
-        out = []
-        for _ in range(edges):
-            edge = (time.time_ns() // NS + 1) * NS       # the device's edges: offset 0, drift 0
+        """Reads packed around `edges` of the device's second edges (offset 0, drift 0); an
+        edge whose reads did not start before it (a loaded machine woke us late) is tried again
+        at the next one, for at most 120 edges."""
+        out: list = []
+        for _ in range(120):
+            edge = (time.time_ns() // NS + 1) * NS
             await asyncio.sleep(max(0.0, (edge - 15_000_000 - time.time_ns()) / NS))
+            got = []
             while time.time_ns() < edge + 15_000_000:
-                out.append(await d.read_clock("rtc"))
+                got.append(await d.read_clock("rtc"))
+            out += got
+            edges -= any(r.s_ns < edge for r in got) and any(r.e_ns > edge for r in got)
+            if edges <= 0:
+                break
         return out
 
     async def go():
