@@ -26,12 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.model.store import RunStore  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from tests.timeline_stream_case import NS, T0, make_run, write_log  # noqa: E402
 
-NS = 1_000_000_000
 MS = 1_000_000
-T0 = 1_796_000_000 * NS
 MEASURE = ("import resource, subprocess, sys, time\n"
            "t = time.perf_counter()\n"
            "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
@@ -52,23 +50,6 @@ BASELINE = ("import sys\nfrom datetime import datetime\nout = []\n"
             "print(len(out))\n")
 
 
-def make_run(folder: Path, model: ClockModel) -> Path:
-    store = RunStore(folder, "run")
-    rng = np.random.default_rng(3)
-    w = store.samples("bmc-1")
-    t = T0
-    for _ in range(1200):
-        t += int(rng.uniform(0.2, 0.8) * NS)
-        s, e = t, t + int(rng.uniform(0.5, 3) * MS)
-        w.write("read", "datetime", s, e, model.read_ns(int(rng.integers(s, e + 1))), NS,
-                "user", "ok", "")
-    w.close()
-    store.write_manifest({"started_ns": T0, "run_id": "run", "devices": {"bmc-1": {
-        "plane": "bmc", "clocks": [{"name": "datetime", "resolution_ns": NS}]}}})
-    store.close()
-    return folder / "run"
-
-
 def make_log(path: Path, model: ClockModel, n: int) -> np.ndarray:
     """n RFC 5424 lines, their stamps the clock's reading (to the ms) at sorted random instants;
     the instants returned (the truth)."""
@@ -77,11 +58,7 @@ def make_log(path: Path, model: ClockModel, n: int) -> np.ndarray:
     raw = np.array([model.true_ns(int(t)) for t in truth[:: max(1, n // 2000)]])
     # the model's continuous reading, interpolated (smooth: offset + drift, no steps)
     shown = np.interp(truth, truth[:: max(1, n // 2000)], raw).astype(np.int64) // MS * MS
-    text = np.datetime_as_string(shown.astype("datetime64[ns]"), unit="ms")
-    with open(path, "w", encoding="utf-8") as f:
-        for k in range(0, n, 100_000):
-            f.write("".join(f"<134>1 {s}Z bmc-1 thermald 42 TEMP - inlet {i} over limit\n"
-                            for i, s in enumerate(text[k:k + 100_000].tolist(), k)))
+    write_log(path, shown, "inlet {i} over limit")
     return truth
 
 
@@ -136,7 +113,7 @@ def main(argv=None) -> int:
     folder = a.keep or Path(tempfile.mkdtemp(prefix="rackclock-tl-"))
     folder.mkdir(parents=True, exist_ok=True)
     model = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), T0, seed=1)
-    run = make_run(folder, model)
+    run = make_run(folder, model, 1200, (0.2, 0.8), np.random.default_rng(3))
     log = folder / "bmc.log"
     truth = make_log(log, model, a.lines)
     size = log.stat().st_size
