@@ -21,8 +21,9 @@ GOLD = Path(__file__).parent / "data" / "timeline_stream"
 def test_the_timeline_writes_what_it_wrote_before_mapped_in_slices_texts_spilled(tmp_path,
                                                                                 monkeypatch):
     from bench import timeline_cli
-    from bench.analysis import timeline_map
+    from bench.analysis import timeline, timeline_map
     from bench.model import logfile
+    monkeypatch.setattr(timeline, "SLICE", 7)            # nearest-unordered 7 rows at a time
     monkeypatch.setattr(timeline_map, "MAP_CHUNK", 37)    # 400 lines: 11 slices, one short
     monkeypatch.setattr(logfile, "SPILL_BYTES", 0)        # the texts read back from a file,
     monkeypatch.setattr(logfile, "READ_GAP", 40)          # in many spans

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.timeline import Entry, nearest_unordered, order_arrays
+from bench.analysis.timeline import Entry, nearest_unordered, order_sorted
 from bench.analysis.timeline_map import Mapped
 from bench.model.logformats import Stamps
 
@@ -227,17 +227,17 @@ class Timeline:
         if widen_by:
             _widen(c, table.devices, widen_by)
         stamped = (c["basis"] == 0) & c["has_stamp"] & (c["clock"] >= 0)
-        clock = np.where(stamped, c["clock"], -1)
-        perm, block, count = order_arrays(c["lo"], c["hi"], clock, c["stamp"], c["res"])
-        c["clock"] = clock
-        del clock
+        c["clock"] = np.where(stamped, c["clock"], -1)
+        del stamped
+        perm = np.lexsort((c["hi"], c["lo"]))        # as order_arrays sorts them
         self.c: Cols = {}
         for k in list(c):             # sorted a column at a time (memory: one column more)
             self.c[k] = c.pop(k)[perm]
-        del perm, stamped
-        self.block, self.count = block, count
+        del perm
+        self.block, self.count = order_sorted(self.c["lo"], self.c["hi"], self.c["clock"],
+                                              self.c["stamp"], self.c["res"])
         self.near = NearRows(nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
-                                               self.c["stamp"], self.c["res"], count,
+                                               self.c["stamp"], self.c["res"], self.count,
                                                relative=True))
         self.table, self.reports, self.unplaced = table, reports, unplaced
 
