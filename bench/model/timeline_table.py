@@ -161,13 +161,18 @@ class EntryTable:
         weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
         code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
             np.zeros(len(sel), np.uint64)
-        uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        if len(code) and (code == code[0]).all():     # one calibration (no sort, no copies)
+            first, inv = np.zeros(1, np.intp), np.zeros(len(code), np.intp)
+        else:
+            first, inv = np.unique(code, return_index=True, return_inverse=True)[1:]
+        del code
         names = [m.calibration_of(int(sel[i])) for i in first]
         cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
         keys = np.array([self._ix(self._clock, self.clock_names,
                                   f"{clock_device or device}/{clock}/{nm}")
                          for nm in names],
                         np.int64)[inv]
+        del inv
         status = m.status[sel].astype(np.int8)
         src = len(self.sources)
         self.sources.append(texts)
