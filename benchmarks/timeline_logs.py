@@ -8,7 +8,7 @@ str.to_datetime; a benchmark floor only, not a dependency: `pip install polars`)
 checked: every mapped line's interval
 must hold the instant the clock showed its stamp.
 
-    .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR]
+    .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR] [--formats LIST]
 """
 from __future__ import annotations
 
@@ -109,6 +109,9 @@ def main(argv=None) -> int:
     ap.add_argument("--phases", action="store_true",
                     help="also the CPU time of each phase, in this process (parse, map and order, "
                          "write)")
+    ap.add_argument("--formats", default=None, metavar="LIST",
+                    help="the command's --formats (default: its own, json,csv,html); csv is "
+                         "needed for the truth check")
     a = ap.parse_args(argv)
     folder = a.keep or Path(tempfile.mkdtemp(prefix="rackclock-tl-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -118,7 +121,8 @@ def main(argv=None) -> int:
     truth = make_log(log, model, a.lines)
     size = log.stat().st_size
     rc, t_tl, rss_tl, cpu_tl = measure([str(ROOT / ".venv/bin/rackclock"), "timeline", str(run),
-                                f"bmc-1={log}", "--rows", "20"])
+                                        f"bmc-1={log}", "--rows", "20",
+                                        *(("--formats", a.formats) if a.formats else ())])
     rc_b, t_b, rss_b, cpu_b = measure([sys.executable, "-c", BASELINE, str(log)])
     pol = measure([sys.executable, "-c", POLARS, str(log)]) if _has_polars() else None
     outs = {p.name: p.stat().st_size for p in run.glob("timeline*")}
