@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from datetime import UTC, datetime
 
 from test_timeline_formats import NS, _run_folder
@@ -72,7 +73,7 @@ def test_a_lone_surrogate_in_a_message_is_written_as_a_question_mark(tmp_path, c
     assert "bad ? half" in (run / "timeline.csv").read_text(encoding="utf-8")
 
 
-def test_text_store_gives_back_its_strings_in_memory_and_spilled(monkeypatch):
+def test_text_store_gives_back_its_strings_in_memory_and_spilled(tmp_path, monkeypatch):
     from bench.model import logfile
     st = TextStore()
     items = ["a", "", "é✓", "x" * 5000, "tail"]
@@ -92,10 +93,15 @@ def test_text_store_gives_back_its_strings_in_memory_and_spilled(monkeypatch):
     monkeypatch.setattr(logfile, "SPILL_BYTES", 0)
     monkeypatch.setattr(logfile, "READ_GAP", 0)   # every string apart its own span
     want = st.many(range(5))
-    st.spill()
-    assert st._file is not None and not st._data
+    st.spill(tmp_path)                          # beside the files the timeline writes
+    assert st._file is not None and not st._data and not list(tmp_path.iterdir())
+    assert os.readlink(f"/proc/self/fd/{st._file.fileno()}").startswith(str(tmp_path))
     assert [st[i] for i in range(5)] == want and st[-1] == "after"
     ks = [4, 0, 2, 2, 3, 1, 0]
     assert st.many(ks) == [want[k] for k in ks] and st.many([1]) == [""]
     off, data = st.take(ks)
     assert data == "".join(want[k] for k in ks).encode()
+    other = TextStore()
+    other.extend(["z" * 10])
+    other.spill("/proc")                        # a folder that cannot be written: /tmp's
+    assert other._file is not None and other.many([0]) == ["z" * 10]

@@ -224,13 +224,17 @@ class TextStore:
         del self._data[self._end[-1]:]
         return s
 
-    def spill(self) -> None:
+    def spill(self, folder: str | os.PathLike[str] | None = None) -> None:
         """No more strings will be added: a store over SPILL_BYTES moves its bytes into an
-        unlinked temporary file (the offsets stay), read back by `take`."""
+        unlinked temporary file in `folder` (one that cannot be written: the temporary
+        directory), read back by `take`; the offsets stay."""
         if self._file is not None or len(self._data) <= SPILL_BYTES:
             return
         import tempfile
-        f = tempfile.TemporaryFile()
+        try:
+            f = tempfile.TemporaryFile(dir=folder)
+        except OSError:
+            f = tempfile.TemporaryFile()
         f.write(self._data)
         f.flush()
         self._file, self._data = f, bytearray()

@@ -278,7 +278,7 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
         ctx = replace(ctx, stamp="monotonic" if clocks[clock].meta.get("counter") else "wall")
     ctx = replace(ctx, clocks=(clock,) if clock else tuple(clocks))
     log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
-    log.stamps.spill()        # its texts are read again only as rows are written
+    log.stamps.spill(run.path)   # its texts: read again only as rows are written
     report = _log_report(path, device, log)
     if not len(log.stamps):
         return report
