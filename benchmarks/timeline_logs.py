@@ -78,10 +78,13 @@ def phases(run: Path, log: Path) -> None:
     """CPU seconds of each step of the command, in this process."""
     import time
 
+    from bench import safeio
     from bench.model.logformats import parse_path
     from bench.model.rundata import load_run
     from bench.model.timeline import build
     from bench.output.timeline import write_files, write_html
+    part = {n: safeio.new_part(run, n) for n in ("timeline.json", "timeline.csv",
+                                                 "timeline.otel.json", "timeline.html")}
     t = time.process_time()
     parse_path(log)
     t_parse = time.process_time() - t
@@ -89,14 +92,16 @@ def phases(run: Path, log: Path) -> None:
     tl = build(load_run(run), [f"bmc-1={log}"])
     t_build = time.process_time() - t
     t = time.process_time()
-    write_files(tl, run / "timeline.json", run / "timeline.csv")
+    write_files(tl, part["timeline.json"], part["timeline.csv"])
     t_write = time.process_time() - t
     t = time.process_time()
-    write_files(tl, None, None, run / "timeline.otel.json")
+    write_files(tl, None, None, part["timeline.otel.json"])
     t_otel = time.process_time() - t
     t = time.process_time()
-    write_html(tl, run / "timeline.html", T0)
+    write_html(tl, part["timeline.html"], T0)
     t_html = time.process_time() - t
+    for p in part.values():
+        p.unlink()
     print(f"CPU by phase: parse {t_parse:.1f} s; parse + calibrate + map + order "
           f"{t_build:.1f} s; timeline.json + .csv {t_write:.1f} s; html {t_html:.1f} s; "
           f"(with --formats ...,otel: timeline.otel.json {t_otel:.1f} s more)")
