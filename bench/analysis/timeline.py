@@ -200,7 +200,7 @@ def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike
     `relative`: each index as its offset from its own row, int16 (0: none; every offset lies
     within `window` < 2**15), half the memory: a million entries' lists in 24 MB, not 48."""
     lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
-    clock, st = np.asarray(clock, np.int64), np.asarray(stamp_ns, np.int64)
+    clock, st = np.asarray(clock), np.asarray(stamp_ns, np.int64)    # clock: any int type
     q = np.asarray(resolution_ns, np.int64)
     n = len(lo)
     if relative and window >= 2**15:
