@@ -10,6 +10,7 @@ import json
 import os
 from datetime import UTC, datetime
 
+import pytest
 from test_timeline_formats import NS, _run_folder
 
 from bench.model.logfile import TextStore
@@ -99,6 +100,8 @@ def test_text_store_gives_back_its_strings_in_memory_and_spilled(tmp_path, monke
     assert [st[i] for i in range(5)] == want and st[-1] == "after"
     ks = [4, 0, 2, 2, 3, 1, 0]
     assert st.many(ks) == [want[k] for k in ks] and st.many([1]) == [""]
+    with pytest.raises(ValueError, match="read-only"):
+        st.append("more")
     off, data = st.take(ks)
     assert data == "".join(want[k] for k in ks).encode()
     other = TextStore()

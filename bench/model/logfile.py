@@ -200,6 +200,7 @@ class TextStore:
         self._file: BinaryIO | None = None   # where the bytes are once spilled
 
     def append(self, s: str) -> None:
+        self._writable()
         self._data += s.encode("utf-8", "replace")
         self._end.append(len(self._data))
 
@@ -207,6 +208,7 @@ class TextStore:
                lens: np.ndarray | None = None) -> None:
         """append() of each string, in one encode where all are ASCII (`joined`: the strings
         already joined, `lens`: their lengths, where the caller has them)."""
+        self._writable()
         joined = "".join(items) if joined is None else joined
         b = joined.encode("utf-8", "replace")
         if len(b) != len(joined):                # not ASCII: each string's bytes
@@ -219,10 +221,15 @@ class TextStore:
         self._data += b
 
     def pop(self) -> str:
+        self._writable()
         s = self[len(self) - 1]
         self._end.pop()
         del self._data[self._end[-1]:]
         return s
+
+    def _writable(self) -> None:
+        if self._file is not None:
+            raise ValueError("a spilled text store is read-only")
 
     def spill(self, folder: str | os.PathLike[str] | None = None) -> None:
         """No more strings will be added: a store over SPILL_BYTES moves its bytes into an
