@@ -190,8 +190,8 @@ class TextStore:
     """Many short strings kept as one UTF-8 buffer and their end offsets: about a third of the
     memory of a list of str, one cheap append each, and any of them gathered into an Arrow-style
     large string array's buffers (`take`). Once written (`spill`), a large store's bytes move to
-    an unlinked temporary file and are read back, by span, only for the strings asked for: a
-    million log lines' texts cost their offsets in memory, not their bytes. A lone surrogate is
+    an unlinked temporary file with their offsets and are read back, by span, only for the
+    strings asked for: a million log lines' texts cost a file, not memory. A lone surrogate is
     stored as '?'."""
 
     def __init__(self) -> None:
@@ -234,7 +234,7 @@ class TextStore:
     def spill(self, folder: str | os.PathLike[str] | None = None) -> None:
         """No more strings will be added: a store over SPILL_BYTES moves its bytes into an
         unlinked temporary file in `folder` (one that cannot be written: the temporary
-        directory), read back by `take`; the offsets stay."""
+        directory), its offsets after them, both read back by span (`take`)."""
         if self._file is not None or len(self._data) <= SPILL_BYTES:
             return
         import tempfile
@@ -243,11 +243,23 @@ class TextStore:
         except OSError:
             f = tempfile.TemporaryFile()
         f.write(self._data)
+        f.write(self._end)                  # the offsets after the bytes, read back by span
         f.flush()
-        self._file, self._data = f, bytearray()
+        self._n, self._at = len(self._end) - 1, len(self._data)
+        self._file, self._data, self._end = f, bytearray(), array("q")
 
     def __len__(self) -> int:
-        return len(self._end) - 1
+        return len(self._end) - 1 if self._file is None else self._n
+
+    def _ends(self, ix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where strings `ix` start and end in the bytes (spilled: read from the file)."""
+        if self._file is None:
+            ends = np.frombuffer(self._end, dtype=np.int64)
+            return ends[ix], ends[ix + 1]
+        buf, at = self._spans(self._at + 8 * ix, self._at + 8 * ix + 16)
+        pos = at[:, None] + np.arange(16)
+        pair = buf[pos].view(np.int64)
+        return pair[:, 0], pair[:, 1]
 
     def many(self, idx: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at indices `idx` (a chunk of rows: one call, not one each)."""
@@ -265,9 +277,11 @@ class TextStore:
         """The strings at indices `idx`, in that order, as the offsets (int64, one more than
         the strings) and UTF-8 bytes of a large string array. Spilled: the file read in spans
         (strings less than READ_GAP apart read through), a chunk of nearby rows one read."""
-        ends = np.frombuffer(self._end, dtype=np.int64)
         ix = np.asarray(idx, np.int64)
-        a, lens = ends[ix], ends[ix + 1] - ends[ix]
+        if not len(ix):
+            return np.zeros(1, np.int64), b""
+        a, b = self._ends(ix)
+        lens = b - a
         off = np.zeros(len(ix) + 1, np.int64)
         np.cumsum(lens, out=off[1:])
         if not len(ix) or not off[-1]:

@@ -158,38 +158,46 @@ class EntryTable:
         sel = np.flatnonzero(m.status < len(STATUSES))
         if not len(sel):
             return 0
-        K = m.candidates.shape[0]
-        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
-        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
-            np.zeros(len(sel), np.uint64)
-        if len(code) and (code == code[0]).all():     # one calibration (no sort, no copies)
-            first, inv = np.zeros(1, np.intp), np.zeros(len(code), np.intp)
-        else:
-            first, inv = np.unique(code, return_index=True, return_inverse=True)[1:]
-        del code
-        names = [m.calibration_of(int(sel[i])) for i in first]
-        cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
-        keys = np.array([self._ix(self._clock, self.clock_names,
-                                  f"{clock_device or device}/{clock}/{nm}")
-                         for nm in names],
-                        np.int64)[inv]
-        del inv
+        prefix = f"{clock_device or device}/{clock}"
+        cal, keys = self._calibrations(m, sel, prefix)
         status = m.status[sel].astype(np.int8)
         src = len(self.sources)
         self.sources.append(texts)
         pick = _taker(sel, len(m))
+        n = len(sel)
         self.chunks.append({
             "lo": pick(m.lo_ns), "hi": pick(m.hi_ns), "stamp": pick(vals), "res": pick(qs),
             "alo": pick(m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns),
             "ahi": pick(m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns),
-            "has_stamp": np.ones(len(sel), bool), "dist": pick(m.distance_ns),
-            "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
-            "status": status, "basis": np.zeros(len(sel), np.int8),
-            "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
-            "src": np.full(len(sel), src, np.int32), "idx": sel if rows is None else rows[sel],
-            "stamper": np.full(len(sel), self._ix(self._stamper, self.stampers,
-                                                  f"{clock_device or device}/{clock}"), np.int32)})
+            "has_stamp": np.ones(n, bool), "dist": pick(m.distance_ns),
+            "clock": np.where(status == STATUSES.index("ambiguous"), np.int32(-1), keys),
+            "cal": cal, "status": status, "basis": np.zeros(n, np.int8),
+            # one value a log: views of one number, not columns, until the table's are joined
+            "dev": _same(self._ix(self._dev, self.devices, (device, plane)), n),
+            "src": _same(src, n), "stamper": _same(self._ix(self._stamper, self.stampers,
+                                                            prefix), n),
+            "idx": (sel if rows is None else pick(rows)).astype(np.int32)})
         return len(sel)
+
+    def _calibrations(self, m: Mapped, sel: npt.NDArray[np.intp], prefix: str
+                      ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The calibration and clock-segment indices of mapped stamps `sel` (a union of
+        calibrations is its own name); one calibration: views of one number, no sort."""
+        K = m.candidates.shape[0]
+        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
+        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
+            np.zeros(len(sel), np.uint64)
+        one = bool(len(code)) and bool((code == code[0]).all())
+        first, inv = (np.zeros(1, np.intp), None) if one else \
+            np.unique(code, return_index=True, return_inverse=True)[1:]
+        del code
+        names = [m.calibration_of(int(sel[i])) for i in first]
+        cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)
+        keys = np.array([self._ix(self._clock, self.clock_names, f"{prefix}/{nm}")
+                         for nm in names], np.int32)
+        if inv is None:
+            return _same(int(cal[0]), len(sel)), _same(int(keys[0]), len(sel))
+        return cal[inv], keys[inv]
 
     def columns(self) -> Cols:
         """All entries' columns, the chunks let go a column at a time (memory: one copy)."""
@@ -201,6 +209,11 @@ class EntryTable:
             del parts
         self.chunks = []
         return out
+
+
+def _same(v: int, n: int) -> npt.NDArray[np.int32]:
+    """n times the int32 `v`, as a read-only view of one number (no memory)."""
+    return np.broadcast_to(np.int32(v), (n,))
 
 
 def _taker(sel: npt.NDArray[np.intp], n: int) -> Any:
