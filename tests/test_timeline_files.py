@@ -108,3 +108,15 @@ def test_text_store_gives_back_its_strings_in_memory_and_spilled(tmp_path, monke
     other.extend(["z" * 10])
     other.spill("/proc")                        # a folder that cannot be written: /tmp's
     assert other._file is not None and other.many([0]) == ["z" * 10]
+
+    class Full(io.BytesIO):                     # a disk with no room: kept in memory
+        def write(self, b):
+            raise OSError(28, "No space left on device")
+
+    import tempfile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: Full())
+    full = TextStore()
+    full.extend(["y" * 3, "é"])
+    full.spill(tmp_path)
+    assert full._file is None and full.many([1, 0]) == ["é", "yyy"]
+    full.append("still writable")

@@ -234,7 +234,8 @@ class TextStore:
     def spill(self, folder: str | os.PathLike[str] | None = None) -> None:
         """No more strings will be added: a store over SPILL_BYTES moves its bytes into an
         unlinked temporary file in `folder` (one that cannot be written: the temporary
-        directory), its offsets after them, both read back by span (`take`)."""
+        directory; a disk with no room for them: kept in memory), its offsets after them, both
+        read back by span (`take`)."""
         if self._file is not None or len(self._data) <= SPILL_BYTES:
             return
         import tempfile
@@ -242,9 +243,13 @@ class TextStore:
             f = tempfile.TemporaryFile(dir=folder)
         except OSError:
             f = tempfile.TemporaryFile()
-        f.write(self._data)
-        f.write(self._end)                  # the offsets after the bytes, read back by span
-        f.flush()
+        try:
+            f.write(self._data)
+            f.write(self._end)              # the offsets after the bytes, read back by span
+            f.flush()
+        except OSError:                     # no room: the store stays in memory
+            f.close()
+            return
         self._n, self._at = len(self._end) - 1, len(self._data)
         self._file, self._data, self._end = f, bytearray(), array("q")
 
