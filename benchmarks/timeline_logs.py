@@ -8,7 +8,7 @@ str.to_datetime; a benchmark floor only, not a dependency: `pip install polars`)
 checked: every mapped line's interval
 must hold the instant the clock showed its stamp.
 
-    .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR]
+    .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR] [--formats LIST]
 """
 from __future__ import annotations
 
@@ -26,12 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.model.store import RunStore  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from tests.timeline_stream_case import NS, T0, make_run, write_log  # noqa: E402
 
-NS = 1_000_000_000
 MS = 1_000_000
-T0 = 1_796_000_000 * NS
 MEASURE = ("import resource, subprocess, sys, time\n"
            "t = time.perf_counter()\n"
            "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
@@ -52,23 +50,6 @@ BASELINE = ("import sys\nfrom datetime import datetime\nout = []\n"
             "print(len(out))\n")
 
 
-def make_run(folder: Path, model: ClockModel) -> Path:
-    store = RunStore(folder, "run")
-    rng = np.random.default_rng(3)
-    w = store.samples("bmc-1")
-    t = T0
-    for _ in range(1200):
-        t += int(rng.uniform(0.2, 0.8) * NS)
-        s, e = t, t + int(rng.uniform(0.5, 3) * MS)
-        w.write("read", "datetime", s, e, model.read_ns(int(rng.integers(s, e + 1))), NS,
-                "user", "ok", "")
-    w.close()
-    store.write_manifest({"started_ns": T0, "run_id": "run", "devices": {"bmc-1": {
-        "plane": "bmc", "clocks": [{"name": "datetime", "resolution_ns": NS}]}}})
-    store.close()
-    return folder / "run"
-
-
 def make_log(path: Path, model: ClockModel, n: int) -> np.ndarray:
     """n RFC 5424 lines, their stamps the clock's reading (to the ms) at sorted random instants;
     the instants returned (the truth)."""
@@ -77,11 +58,7 @@ def make_log(path: Path, model: ClockModel, n: int) -> np.ndarray:
     raw = np.array([model.true_ns(int(t)) for t in truth[:: max(1, n // 2000)]])
     # the model's continuous reading, interpolated (smooth: offset + drift, no steps)
     shown = np.interp(truth, truth[:: max(1, n // 2000)], raw).astype(np.int64) // MS * MS
-    text = np.datetime_as_string(shown.astype("datetime64[ns]"), unit="ms")
-    with open(path, "w", encoding="utf-8") as f:
-        for k in range(0, n, 100_000):
-            f.write("".join(f"<134>1 {s}Z bmc-1 thermald 42 TEMP - inlet {i} over limit\n"
-                            for i, s in enumerate(text[k:k + 100_000].tolist(), k)))
+    write_log(path, shown, "inlet {i} over limit")
     return truth
 
 
@@ -101,10 +78,13 @@ def phases(run: Path, log: Path) -> None:
     """CPU seconds of each step of the command, in this process."""
     import time
 
+    from bench import safeio
     from bench.model.logformats import parse_path
     from bench.model.rundata import load_run
     from bench.model.timeline import build
     from bench.output.timeline import write_files, write_html
+    part = {n: safeio.new_part(run, n) for n in ("timeline.json", "timeline.csv",
+                                                 "timeline.otel.json", "timeline.html")}
     t = time.process_time()
     parse_path(log)
     t_parse = time.process_time() - t
@@ -112,14 +92,16 @@ def phases(run: Path, log: Path) -> None:
     tl = build(load_run(run), [f"bmc-1={log}"])
     t_build = time.process_time() - t
     t = time.process_time()
-    write_files(tl, run / "timeline.json", run / "timeline.csv")
+    write_files(tl, part["timeline.json"], part["timeline.csv"])
     t_write = time.process_time() - t
     t = time.process_time()
-    write_files(tl, None, None, run / "timeline.otel.json")
+    write_files(tl, None, None, part["timeline.otel.json"])
     t_otel = time.process_time() - t
     t = time.process_time()
-    write_html(tl, run / "timeline.html", T0)
+    write_html(tl, part["timeline.html"], T0)
     t_html = time.process_time() - t
+    for p in part.values():
+        p.unlink()
     print(f"CPU by phase: parse {t_parse:.1f} s; parse + calibrate + map + order "
           f"{t_build:.1f} s; timeline.json + .csv {t_write:.1f} s; html {t_html:.1f} s; "
           f"(with --formats ...,otel: timeline.otel.json {t_otel:.1f} s more)")
@@ -132,16 +114,20 @@ def main(argv=None) -> int:
     ap.add_argument("--phases", action="store_true",
                     help="also the CPU time of each phase, in this process (parse, map and order, "
                          "write)")
+    ap.add_argument("--formats", default=None, metavar="LIST",
+                    help="the command's --formats (default: its own, json,csv,html); csv is "
+                         "needed for the truth check")
     a = ap.parse_args(argv)
     folder = a.keep or Path(tempfile.mkdtemp(prefix="rackclock-tl-"))
     folder.mkdir(parents=True, exist_ok=True)
     model = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), T0, seed=1)
-    run = make_run(folder, model)
+    run = make_run(folder, model, 1200, (0.2, 0.8), np.random.default_rng(3))
     log = folder / "bmc.log"
     truth = make_log(log, model, a.lines)
     size = log.stat().st_size
     rc, t_tl, rss_tl, cpu_tl = measure([str(ROOT / ".venv/bin/rackclock"), "timeline", str(run),
-                                f"bmc-1={log}", "--rows", "20"])
+                                        f"bmc-1={log}", "--rows", "20",
+                                        *(("--formats", a.formats) if a.formats else ())])
     rc_b, t_b, rss_b, cpu_b = measure([sys.executable, "-c", BASELINE, str(log)])
     pol = measure([sys.executable, "-c", POLARS, str(log)]) if _has_polars() else None
     outs = {p.name: p.stat().st_size for p in run.glob("timeline*")}

@@ -7,8 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from datetime import UTC, datetime
 
+import pytest
 from test_timeline_formats import NS, _run_folder
 
 from bench.model.logfile import TextStore
@@ -72,7 +74,8 @@ def test_a_lone_surrogate_in_a_message_is_written_as_a_question_mark(tmp_path, c
     assert "bad ? half" in (run / "timeline.csv").read_text(encoding="utf-8")
 
 
-def test_text_store_gives_back_its_strings_and_its_buffers():
+def test_text_store_gives_back_its_strings_in_memory_and_spilled(tmp_path, monkeypatch):
+    from bench.model import logfile
     st = TextStore()
     items = ["a", "", "é✓", "x" * 5000, "tail"]
     st.extend(items[:3])
@@ -80,10 +83,40 @@ def test_text_store_gives_back_its_strings_and_its_buffers():
         st.append(s)
     assert len(st) == 5 and [st[i] for i in range(5)] == items and st[-1] == "tail"
     assert st.many([4, 0, 2, 2]) == ["tail", "a", "é✓", "é✓"]
-    off, data = st.buffers()
+    off, data = st.take(range(5))
     assert off.tolist()[-1] == len(data) == sum(len(s.encode()) for s in items)
-    assert bytes(data[off[2]:off[3]]).decode() == "é✓"
-    del off, data                               # the store may grow again
+    assert data[off[2]:off[3]].decode() == "é✓"
     assert st.pop() == "tail" and len(st) == 4 and st[3] == "x" * 5000
     st.append("after")
     assert st.many([3, 4]) == ["x" * 5000, "after"]
+    st.spill()                                  # small: stays in memory
+    assert st._file is None
+    monkeypatch.setattr(logfile, "SPILL_BYTES", 0)
+    monkeypatch.setattr(logfile, "READ_GAP", 0)   # every string apart its own span
+    want = st.many(range(5))
+    st.spill(tmp_path)                          # beside the files the timeline writes
+    assert st._file is not None and not st._data and not list(tmp_path.iterdir())
+    assert os.readlink(f"/proc/self/fd/{st._file.fileno()}").startswith(str(tmp_path))
+    assert [st[i] for i in range(5)] == want and st[-1] == "after"
+    ks = [4, 0, 2, 2, 3, 1, 0]
+    assert st.many(ks) == [want[k] for k in ks] and st.many([1]) == [""]
+    with pytest.raises(ValueError, match="read-only"):
+        st.append("more")
+    off, data = st.take(ks)
+    assert data == "".join(want[k] for k in ks).encode()
+    other = TextStore()
+    other.extend(["z" * 10])
+    other.spill("/proc")                        # a folder that cannot be written: /tmp's
+    assert other._file is not None and other.many([0]) == ["z" * 10]
+
+    class Full(io.BytesIO):                     # a disk with no room: kept in memory
+        def write(self, b):
+            raise OSError(28, "No space left on device")
+
+    import tempfile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: Full())
+    full = TextStore()
+    full.extend(["y" * 3, "é"])
+    full.spill(tmp_path)
+    assert full._file is None and full.many([1, 0]) == ["é", "yyy"]
+    full.append("still writable")

@@ -1,9 +1,10 @@
-"""Issue 46 item 4: the timeline of a million lines in less memory (mapping in slices where
-each stamp maps alone, the nearest-unordered lists as int16 offsets, the stamps' numeric
-columns freed once mapped, the order's temporaries freed as they go) writes what it wrote
-before, byte for byte: a small seeded case (tests/timeline_stream_case.py: a stepped clock, so
-two segments, ambiguous lines; the log read in file order and with order=none) against the
-files commit fc3c331 wrote for it, with the mapping's slices made tiny so that every path
+"""Issue 46 item 4: the timeline of a million lines in less memory (mapping in slices where each
+stamp maps alone, the nearest-unordered lists as int16 offsets, the stamps' numeric columns
+freed once mapped, the order's temporaries freed as they go, the texts spilled to a temporary
+file and read back by span) writes what it wrote before, byte for byte: a small seeded case
+(tests/timeline_stream_case.py: a stepped clock, so two segments, ambiguous lines; the log read
+in file order and with order=none) against the files commit fc3c331 wrote for it, with the
+mapping's slices made tiny and the texts spilled and read in many spans so that every path
 through them is taken."""
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ from tests.timeline_stream_case import make_case, outputs
 GOLD = Path(__file__).parent / "data" / "timeline_stream"
 
 
-def test_the_timeline_writes_what_it_wrote_before_with_its_mapping_in_slices(tmp_path,
-                                                                             monkeypatch):
+def test_the_timeline_writes_what_it_wrote_before_mapped_in_slices_texts_spilled(tmp_path,
+                                                                                monkeypatch):
     from bench import timeline_cli
-    from bench.analysis import timeline_map
+    from bench.analysis import timeline, timeline_map
+    from bench.model import logfile
+    monkeypatch.setattr(timeline, "SLICE", 7)            # nearest-unordered 7 rows at a time
     monkeypatch.setattr(timeline_map, "MAP_CHUNK", 37)    # 400 lines: 11 slices, one short
+    monkeypatch.setattr(logfile, "SPILL_BYTES", 0)        # the texts read back from a file,
+    monkeypatch.setattr(logfile, "READ_GAP", 40)          # in many spans
     run, logs = make_case(tmp_path)
     assert timeline_cli.main([str(run), *logs, "--rows", "5"]) == 0
     for name, data in outputs(tmp_path, run).items():

@@ -116,28 +116,39 @@ def order_arrays(lo_ns: npt.ArrayLike, hi_ns: npt.ArrayLike, clock: npt.ArrayLik
     lo = np.asarray(lo_ns, dtype=np.int64)
     hi = np.asarray(hi_ns, dtype=np.int64)
     perm = np.lexsort((hi, lo))
-    lo, hi = lo[perm], hi[perm]
-    # (temporaries freed as they go: a million entries' order within ~100 MB more)
+    if clock is None:
+        return perm, *order_sorted(lo[perm], hi[perm])
+    return perm, *order_sorted(lo[perm], hi[perm], np.asarray(clock, dtype=np.int64)[perm],
+                               np.asarray(stamp_ns, dtype=np.int64)[perm],
+                               np.asarray(resolution_ns, dtype=np.int64)[perm])
+
+
+def order_sorted(lo: I64, hi: I64, clock: I64 | None = None, st: I64 | None = None,
+                 q: I64 | None = None) -> tuple[I64, I64]:
+    """`order_arrays` over entries already sorted by it (by lo, then hi): (block, unordered
+    count) of each. A caller that sorts its columns itself (bench.model.timeline_table) orders
+    them without a second sorted copy of five columns."""
+    # (temporaries freed as they go: a million entries' order within ~50 MB more)
     reach = np.maximum.accumulate(hi)
     block = np.zeros(len(lo), dtype=int)
     np.cumsum(lo[1:] > reach[:-1], out=block[1:])
     del reach
     # overlapping j: lo_j <= hi_i and hi_j >= lo_i; minus itself
     overlap = np.searchsorted(lo, hi, "right")
-    overlap -= np.searchsorted(np.sort(hi), lo, "left")
+    shi = np.sort(hi)
+    overlap -= np.searchsorted(shi, lo, "left")
+    del shi
     overlap -= 1
-    if clock is not None:
-        g = np.asarray(clock, dtype=np.int64)[perm]
-        st = np.asarray(stamp_ns, dtype=np.int64)
-        q = np.asarray(resolution_ns, dtype=np.int64)
-        for key in np.unique(g[g >= 0]):
-            idx = np.flatnonzero(g == key)
-            if len(idx) == len(lo):          # one clock's entries only: no copies
-                overlap -= _same_clock_ordered(lo, hi, st[perm], q[perm])
-                continue
-            pidx = perm[idx]
-            overlap[idx] -= _same_clock_ordered(lo[idx], hi[idx], st[pidx], q[pidx])
-    return perm, block, overlap
+    if clock is None or st is None or q is None:
+        return block, overlap
+    for key in np.unique(clock[clock >= 0]).tolist():
+        idx = np.flatnonzero(clock == key)
+        if len(idx) == len(lo):          # one clock's entries only: no copies
+            del idx
+            overlap -= _same_clock_ordered(lo, hi, st, q)
+            continue
+        overlap[idx] -= _same_clock_ordered(lo[idx], hi[idx], st[idx], q[idx])
+    return block, overlap
 
 
 def _same_clock_ordered(glo: I64, ghi: I64, st: I64, q: I64) -> I64:
@@ -145,13 +156,36 @@ def _same_clock_ordered(glo: I64, ghi: I64, st: I64, q: I64) -> I64:
     overlapping group mates its stamp orders (a tick or more apart), which order_arrays takes
     off its overlap count."""
     same = np.searchsorted(glo, ghi, "right")
-    same -= np.searchsorted(np.sort(ghi), glo, "left")
-    del glo, ghi
+    sh = np.sort(ghi)
+    same -= np.searchsorted(sh, glo, "left")
+    del glo, ghi, sh
     sst = np.sort(st)
     # same tick: |a - b| < q (a + q <= b orders them); q is one per clock segment
-    tied = np.searchsorted(sst, st + q, "left")
-    tied -= np.searchsorted(sst, st - q, "right")
-    return same - tied
+    t = st + q
+    same -= np.searchsorted(sst, t, "left")
+    np.subtract(st, q, out=t)
+    same += np.searchsorted(sst, t, "right")
+    return same
+
+
+SLICE = 1 << 16     # entries a step of nearest_unordered handles at a time (bounded temporaries)
+
+
+def _sliced(a: npt.NDArray[Any], f: Any) -> npt.NDArray[np.bool_]:
+    """f over `a` a SLICE at a time, its boolean results joined."""
+    if len(a) <= SLICE:
+        return np.asarray(f(a), bool)
+    return np.concatenate([f(a[k:k + SLICE]) for k in range(0, len(a), SLICE)])
+
+
+def _same_tick_ordered(i: npt.NDArray[Any], j: npt.NDArray[Any], clock: I64, st: I64,
+                       q: I64) -> npt.NDArray[np.bool_]:
+    """Pairs (i, j) of one clock whose stamps a tick or more apart order them."""
+    ci = clock[i]
+    same = (ci >= 0) & (ci == clock[j])
+    si, sj = st[i], st[j]
+    out: npt.NDArray[np.bool_] = same & ((si + q[i] <= sj) | (sj + q[j] <= si))
+    return out
 
 
 def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike,
@@ -166,7 +200,7 @@ def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike
     `relative`: each index as its offset from its own row, int16 (0: none; every offset lies
     within `window` < 2**15), half the memory: a million entries' lists in 24 MB, not 48."""
     lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
-    clock, st = np.asarray(clock, np.int64), np.asarray(stamp_ns, np.int64)
+    clock, st = np.asarray(clock), np.asarray(stamp_ns, np.int64)    # clock: any int type
     q = np.asarray(resolution_ns, np.int64)
     n = len(lo)
     if relative and window >= 2**15:
@@ -175,25 +209,24 @@ def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike
     small: Any = np.int8 if cap < 127 else np.int64     # counts of found entries: 1 byte each
     got: npt.NDArray[Any] = np.zeros(n, dtype=small)
     need: npt.NDArray[Any] = np.minimum(np.asarray(count, np.int64), cap).astype(small)
-    reach = np.searchsorted(lo, hi, "right")      # sorted by lo: j in (i, reach_i) overlap i
-    active = np.flatnonzero(reach > np.arange(1, n + 1))
-    short = np.zeros(n + 1, dtype=np.int64)
+    ix: Any = np.int32 if n < 2**31 - window else np.int64     # positions: 4 bytes each
+    reach = np.searchsorted(lo, hi, "right").astype(ix)   # sorted by lo: j in (i, reach_i)
+    active = np.flatnonzero(reach > np.arange(1, n + 1, dtype=ix)).astype(ix)
+    short = np.zeros(n + 1, dtype=ix)
     d = 0
     while len(active) and d < window:
         d += 1
         if d % 4 == 1:        # keep i while it, or a later entry it overlaps, still needs some
             np.cumsum(got < need, out=short[1:])
-            keep = (got[active] < need[active]) | \
-                (short[np.minimum(reach[active], n)] > short[np.minimum(active + d, n)])
-            active = active[keep]
-        active = active[active + d < reach[active]]
-        i, j = active, active + d
-        same = (clock[i] >= 0) & (clock[i] == clock[j])
-        ordered = same & ((st[i] + q[i] <= st[j]) | (st[j] + q[j] <= st[i]))
-        i, j = i[~ordered], j[~ordered]
-        for a, b in ((i, j), (j, i)):    # each a distinct in one pass: safe to assign at once
-            room = got[a] < cap
-            a, b = a[room], b[room]
-            out[a, got[a]] = b - a if relative else b
-            got[a] += 1
+            active = active[_sliced(active, lambda i, d=d: (got[i] < need[i]) | (
+                short[np.minimum(reach[i], n)] > short[np.minimum(i + d, n)]))]
+        active = active[_sliced(active, lambda i, d=d: i + d < reach[i])]
+        i = active[_sliced(active, lambda i, d=d: ~_same_tick_ordered(i, i + d, clock, st, q))]
+        for fwd in (True, False):   # each a distinct in one pass: safe to assign at once
+            for k in range(0, len(i), SLICE):
+                a = i[k:k + SLICE] + (0 if fwd else d)
+                a = a[got[a] < cap]
+                b = a + (d if fwd else -d)
+                out[a, got[a]] = b - a if relative else b
+                got[a] += 1
     return out

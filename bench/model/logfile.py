@@ -182,16 +182,25 @@ def read_document(f: BinaryIO, limit: int = DOC_LIMIT) -> str:
     return data.decode("utf-8", "replace")
 
 
+SPILL_BYTES = 1 << 20     # a text store larger than this moves to a temporary file (spill)
+READ_GAP = 1 << 16        # bytes between wanted strings read through rather than skipped
+
+
 class TextStore:
     """Many short strings kept as one UTF-8 buffer and their end offsets: about a third of the
-    memory of a list of str, one cheap append each, and the buffers readable as columns
-    (`buffers`: an Arrow-style large string array). A lone surrogate is stored as '?'."""
+    memory of a list of str, one cheap append each, and any of them gathered into an Arrow-style
+    large string array's buffers (`take`). Once written (`spill`), a large store's bytes move to
+    an unlinked temporary file with their offsets and are read back, by span, only for the
+    strings asked for: a million log lines' texts cost a file, not memory. A lone surrogate is
+    stored as '?'."""
 
     def __init__(self) -> None:
         self._data = bytearray()
         self._end = array("q", [0])          # offsets: string k is _data[_end[k]:_end[k + 1]]
+        self._file: BinaryIO | None = None   # where the bytes are once spilled
 
     def append(self, s: str) -> None:
+        self._writable()
         self._data += s.encode("utf-8", "replace")
         self._end.append(len(self._data))
 
@@ -199,6 +208,7 @@ class TextStore:
                lens: np.ndarray | None = None) -> None:
         """append() of each string, in one encode where all are ASCII (`joined`: the strings
         already joined, `lens`: their lengths, where the caller has them)."""
+        self._writable()
         joined = "".join(items) if joined is None else joined
         b = joined.encode("utf-8", "replace")
         if len(b) != len(joined):                # not ASCII: each string's bytes
@@ -211,27 +221,99 @@ class TextStore:
         self._data += b
 
     def pop(self) -> str:
+        self._writable()
         s = self[len(self) - 1]
         self._end.pop()
         del self._data[self._end[-1]:]
         return s
 
+    def _writable(self) -> None:
+        if self._file is not None:
+            raise ValueError("a spilled text store is read-only")
+
+    def spill(self, folder: str | os.PathLike[str] | None = None) -> None:
+        """No more strings will be added: a store over SPILL_BYTES moves its bytes into an
+        unlinked temporary file in `folder` (one that cannot be written: the temporary
+        directory; a disk with no room for them: kept in memory), its offsets after them, both
+        read back by span (`take`)."""
+        if self._file is not None or len(self._data) <= SPILL_BYTES:
+            return
+        import tempfile
+        try:
+            f = tempfile.TemporaryFile(dir=folder)
+        except OSError:
+            f = tempfile.TemporaryFile()
+        try:
+            f.write(self._data)
+            f.write(self._end)              # the offsets after the bytes, read back by span
+            f.flush()
+        except OSError:                     # no room: the store stays in memory
+            f.close()
+            return
+        self._n, self._at = len(self._end) - 1, len(self._data)
+        self._file, self._data, self._end = f, bytearray(), array("q")
+
     def __len__(self) -> int:
-        return len(self._end) - 1
+        return len(self._end) - 1 if self._file is None else self._n
+
+    def _ends(self, ix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where strings `ix` start and end in the bytes (spilled: read from the file)."""
+        if self._file is None:
+            ends = np.frombuffer(self._end, dtype=np.int64)
+            return ends[ix], ends[ix + 1]
+        buf, at = self._spans(self._at + 8 * ix, self._at + 8 * ix + 16)
+        pos = at[:, None] + np.arange(16)
+        pair = buf[pos].view(np.int64)
+        return pair[:, 0], pair[:, 1]
 
     def many(self, idx: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at indices `idx` (a chunk of rows: one call, not one each)."""
-        ends = np.frombuffer(self._end, dtype=np.int64)
-        ix = np.asarray(idx, np.int64)
-        data = self._data
-        return [data[a:b].decode() for a, b in zip(ends[ix].tolist(), ends[ix + 1].tolist())]
+        off, data = self.take(idx)
+        return [data[a:b].decode() for a, b in zip(off[:-1].tolist(), off[1:].tolist())]
 
     def __getitem__(self, i: int) -> str:
         if i < 0:
             i += len(self)
-        return self._data[self._end[i]:self._end[i + 1]].decode()
+        if self._file is None:
+            return self._data[self._end[i]:self._end[i + 1]].decode()
+        return self.many([i])[0]
 
-    def buffers(self) -> tuple[np.ndarray, bytearray]:
-        """The offsets (int64, one more than the strings) and the UTF-8 bytes, not copied: the
-        store must not grow while they are held."""
-        return np.frombuffer(self._end, dtype=np.int64), self._data
+    def take(self, idx: Sequence[int] | np.ndarray) -> tuple[np.ndarray, bytes]:
+        """The strings at indices `idx`, in that order, as the offsets (int64, one more than
+        the strings) and UTF-8 bytes of a large string array. Spilled: the file read in spans
+        (strings less than READ_GAP apart read through), a chunk of nearby rows one read."""
+        ix = np.asarray(idx, np.int64)
+        if not len(ix):
+            return np.zeros(1, np.int64), b""
+        a, b = self._ends(ix)
+        lens = b - a
+        off = np.zeros(len(ix) + 1, np.int64)
+        np.cumsum(lens, out=off[1:])
+        if not len(ix) or not off[-1]:
+            return off, b""
+        if self._file is None:
+            buf, at = np.frombuffer(self._data, np.uint8), a
+        else:
+            buf, at = self._spans(a, a + lens)
+        pos = np.repeat(at - off[:-1], lens) + np.arange(int(off[-1]), dtype=np.int64)
+        return off, buf[pos].tobytes()
+
+    def _spans(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The spilled bytes of strings [a, b): the spans that hold them read one after the
+        other into one buffer, and where each string starts in it."""
+        assert self._file is not None
+        order = np.argsort(a, kind="stable")
+        sa, reach = a[order], np.maximum.accumulate(b[order])
+        new = np.ones(len(sa), bool)
+        new[1:] = sa[1:] > reach[:-1] + READ_GAP
+        group = np.cumsum(new) - 1
+        starts = sa[new]
+        stops = np.append(reach[np.flatnonzero(new)[1:] - 1], reach[-1])
+        base = np.zeros(len(starts), np.int64)
+        np.cumsum((stops - starts)[:-1], out=base[1:])
+        fd = self._file.fileno()
+        buf = np.frombuffer(b"".join(os.pread(fd, int(e - s), int(s))
+                                     for s, e in zip(starts.tolist(), stops.tolist())), np.uint8)
+        at = np.empty(len(a), np.int64)
+        at[order] = base[group] + sa - starts[group]
+        return buf, at

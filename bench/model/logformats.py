@@ -161,6 +161,13 @@ class Stamps:
         self.kind, self.src = bytearray(), bytearray()
         self._bind()
 
+    def spill(self, folder: str | PathLike[str] | None = None) -> None:
+        """Once a log is parsed: a big log's raw stamps and texts moved into temporary files in
+        `folder` (bench.model.logfile.TextStore.spill), read back by span when rows are
+        written; the stamps can no longer be added to."""
+        self.raw.spill(folder)
+        self.text.spill(folder)
+
     def pop(self) -> Stamp:
         st = self[len(self) - 1]
         for col in (self.line, self.value, self.res, self.order, self.note_id):

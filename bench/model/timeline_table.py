@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.timeline import Entry, nearest_unordered, order_arrays
+from bench.analysis.timeline import Entry, nearest_unordered, order_sorted
 from bench.analysis.timeline_map import Mapped
 from bench.model.logformats import Stamps
 
@@ -19,9 +19,10 @@ BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
 LABEL_KEEP = 200
 UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
-INT_COLS = ("lo", "hi", "alo", "ahi", "stamp", "res", "dist", "clock", "idx")
+INT_COLS = ("lo", "hi", "alo", "ahi", "stamp", "res", "dist")
 SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
-              "dev": np.int32, "src": np.int32, "stamper": np.int32}
+              "dev": np.int32, "src": np.int32, "stamper": np.int32, "clock": np.int32,
+              "idx": np.int32}       # clock: index into clock_names; idx: into its source
 
 
 Unit = Literal["s", "ms", "us", "ns"]
@@ -157,33 +158,46 @@ class EntryTable:
         sel = np.flatnonzero(m.status < len(STATUSES))
         if not len(sel):
             return 0
-        K = m.candidates.shape[0]
-        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
-        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
-            np.zeros(len(sel), np.uint64)
-        uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        names = [m.calibration_of(int(sel[i])) for i in first]
-        cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)[inv]
-        keys = np.array([self._ix(self._clock, self.clock_names,
-                                  f"{clock_device or device}/{clock}/{nm}")
-                         for nm in names],
-                        np.int64)[inv]
+        prefix = f"{clock_device or device}/{clock}"
+        cal, keys = self._calibrations(m, sel, prefix)
         status = m.status[sel].astype(np.int8)
         src = len(self.sources)
         self.sources.append(texts)
         pick = _taker(sel, len(m))
+        n = len(sel)
         self.chunks.append({
             "lo": pick(m.lo_ns), "hi": pick(m.hi_ns), "stamp": pick(vals), "res": pick(qs),
             "alo": pick(m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns),
             "ahi": pick(m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns),
-            "has_stamp": np.ones(len(sel), bool), "dist": pick(m.distance_ns),
-            "clock": np.where(status == STATUSES.index("ambiguous"), -1, keys), "cal": cal,
-            "status": status, "basis": np.zeros(len(sel), np.int8),
-            "dev": np.full(len(sel), self._ix(self._dev, self.devices, (device, plane)), np.int32),
-            "src": np.full(len(sel), src, np.int32), "idx": sel if rows is None else rows[sel],
-            "stamper": np.full(len(sel), self._ix(self._stamper, self.stampers,
-                                                  f"{clock_device or device}/{clock}"), np.int32)})
+            "has_stamp": np.ones(n, bool), "dist": pick(m.distance_ns),
+            "clock": np.where(status == STATUSES.index("ambiguous"), np.int32(-1), keys),
+            "cal": cal, "status": status, "basis": np.zeros(n, np.int8),
+            # one value a log: views of one number, not columns, until the table's are joined
+            "dev": _same(self._ix(self._dev, self.devices, (device, plane)), n),
+            "src": _same(src, n), "stamper": _same(self._ix(self._stamper, self.stampers,
+                                                            prefix), n),
+            "idx": (sel if rows is None else pick(rows)).astype(np.int32)})
         return len(sel)
+
+    def _calibrations(self, m: Mapped, sel: npt.NDArray[np.intp], prefix: str
+                      ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The calibration and clock-segment indices of mapped stamps `sel` (a union of
+        calibrations is its own name); one calibration: views of one number, no sort."""
+        K = m.candidates.shape[0]
+        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
+        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
+            np.zeros(len(sel), np.uint64)
+        one = bool(len(code)) and bool((code == code[0]).all())
+        first, inv = (np.zeros(1, np.intp), None) if one else \
+            np.unique(code, return_index=True, return_inverse=True)[1:]
+        del code
+        names = [m.calibration_of(int(sel[i])) for i in first]
+        cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)
+        keys = np.array([self._ix(self._clock, self.clock_names, f"{prefix}/{nm}")
+                         for nm in names], np.int32)
+        if inv is None:
+            return _same(int(cal[0]), len(sel)), _same(int(keys[0]), len(sel))
+        return cal[inv], keys[inv]
 
     def columns(self) -> Cols:
         """All entries' columns, the chunks let go a column at a time (memory: one copy)."""
@@ -195,6 +209,11 @@ class EntryTable:
             del parts
         self.chunks = []
         return out
+
+
+def _same(v: int, n: int) -> npt.NDArray[np.int32]:
+    """n times the int32 `v`, as a read-only view of one number (no memory)."""
+    return np.broadcast_to(np.int32(v), (n,))
 
 
 def _taker(sel: npt.NDArray[np.intp], n: int) -> Any:
@@ -227,17 +246,20 @@ class Timeline:
         if widen_by:
             _widen(c, table.devices, widen_by)
         stamped = (c["basis"] == 0) & c["has_stamp"] & (c["clock"] >= 0)
-        clock = np.where(stamped, c["clock"], -1)
-        perm, block, count = order_arrays(c["lo"], c["hi"], clock, c["stamp"], c["res"])
-        c["clock"] = clock
-        del clock
+        c["clock"] = np.where(stamped, c["clock"], np.int32(-1))
+        del stamped
+        perm = np.lexsort((c["hi"], c["lo"]))        # as order_arrays sorts them
         self.c: Cols = {}
         for k in list(c):             # sorted a column at a time (memory: one column more)
             self.c[k] = c.pop(k)[perm]
-        del perm, stamped
-        self.block, self.count = block, count
+        del perm
+        block, count = order_sorted(self.c["lo"], self.c["hi"], self.c["clock"],
+                                    self.c["stamp"], self.c["res"])
+        # positions and counts of entries fit int32 (a million rows: 8 MB less)
+        self.block, self.count = block.astype(np.int32), count.astype(np.int32)
+        del block, count
         self.near = NearRows(nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
-                                               self.c["stamp"], self.c["res"], count,
+                                               self.c["stamp"], self.c["res"], self.count,
                                                relative=True))
         self.table, self.reports, self.unplaced = table, reports, unplaced
 

@@ -97,9 +97,9 @@ def json_csv(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return (_fixed(arr, JSON_RE, lambda x: js(x)[1:-1]), _fixed(arr, CSV_RE, csv_field))
 
 
-def store_array(store: TextStore) -> pa.Array:
-    """A text store (bench.model.logfile.TextStore) as a large-string array (not copied)."""
-    off, data = store.buffers()
+def store_take(store: TextStore, ks: np.ndarray) -> pa.Array:
+    """Strings `ks` of a text store (bench.model.logfile.TextStore) as a large-string array."""
+    off, data = store.take(ks)
     return pa.LargeStringArray.from_buffers(len(off) - 1, pa.py_buffer(off), pa.py_buffer(data))
 
 
@@ -108,12 +108,11 @@ def source_texts(source: LogTexts | EntryTexts, ks: np.ndarray) -> tuple[pa.Arra
     if not isinstance(source, LogTexts):
         label, raw = source.labels_raws(ks.tolist())
         return pa.array(label, LS), pa.array(raw, LS)
-    take = pa.array(np.asarray(ks, np.int64))
     line = np.frombuffer(source.st.line, np.int64)[ks]
-    label = join(f"{source.log}:", decimal(line), " ", store_array(source.st.text).take(take))
+    label = join(f"{source.log}:", decimal(line), " ", store_take(source.st.text, ks))
     if len(label) and pc.max(pc.utf8_length(label)).as_py() > LABEL_KEEP:
         label = pc.utf8_slice_codeunits(label, 0, LABEL_KEEP)
-    return label, store_array(source.st.raw).take(take)
+    return label, store_take(source.st.raw, ks)
 
 
 def chunk_texts(sources: list[LogTexts | EntryTexts], src: np.ndarray,
