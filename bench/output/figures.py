@@ -159,13 +159,15 @@ def residual_figure(r: Residuals, device: str, clock: str, plane: str):
             # edge came to the fit, which is what narrows the bound
             edge = np.minimum(np.abs(r.lo), np.abs(r.hi))
             sc, unit = unit_for(edge)
-            a1.hist(edge / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8)
+            a1.hist(edge / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8,
+                    histtype="stepfilled")          # one patch, not one a bin: same picture
             a1.set_xlabel(f"distance of the read's tick edge from the fit ({unit})")
             a1.set_title(f"{device} · {clock}: {len(r)} reads of a {fmt_tick(r.resolution_ns)} "
                          f"tick\n(the tick dominates: edges near the fit narrow the bound)")
         else:
             sc, unit = unit_for(r.mid)
-            a1.hist(r.mid / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8)
+            a1.hist(r.mid / sc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.8,
+                    histtype="stepfilled")
             width = float(np.median(r.hi - r.lo))
             a1.set_xlabel(f"interval midpoint − fit ({unit}); median interval width "
                           f"{width / sc:.3g} {unit}")
@@ -173,7 +175,7 @@ def residual_figure(r: Residuals, device: str, clock: str, plane: str):
         a1.set_ylabel("reads")
         bsc, bunit = unit_for(r.bracket)
         a2.hist(r.bracket / bsc, bins=min(40, max(8, len(r) // 3)), color=colour, alpha=0.5,
-                edgecolor=colour)
+                histtype="stepfilled", edgecolor=colour)
         med = float(np.median(r.bracket))
         a2.axvline(med / bsc, color="k", lw=0.8, ls="--", label=f"median {med / bsc:.3g} {bunit}")
         a2.set_xlabel(f"bracket width e − s ({bunit})")
@@ -262,7 +264,7 @@ def latency_figure(series: list[dict]):
             mid = (b[:, 0] + b[:, 1]) / 2 / sc
             a1.axvspan(lo.min(), hi.max(), color=c, alpha=0.12, lw=0,
                        label="range the bounds allow")
-            a1.hist(mid, bins=min(20, max(4, len(mid))), color=c, alpha=0.8,
+            a1.hist(mid, bins=min(20, max(4, len(mid))), color=c, alpha=0.8, histtype="stepfilled",
                     label="event bound midpoints")
             a1.set_ylabel("events")
             a1.set_xlabel(f"latency ({unit})")

@@ -137,7 +137,12 @@ def _fewer_collections():
 
 
 def default_processes() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    """One worker per core, at most 4, where the cores are idle; with them busy already (the
+    1-minute load average at or above their count) the report draws in its own process: on 2
+    cores at load 12 two workers cost 0.2-0.4 s more CPU and 1-9 s more wall (benchmarks/
+    README.md, the report)."""
+    cores = max(1, min(4, os.cpu_count() or 1))
+    return cores if os.getloadavg()[0] < cores else 1
 
 
 def build_report(path: str | Path, sections=None, formats=("png",), details: bool = False,
