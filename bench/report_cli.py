@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
                          "stability (ADEV, MDEV, TDEV, MTIE), and the latency distributions")
     ap.add_argument("--processes", type=int, default=None,
                     help="worker processes drawing the figures (default: one per core, at "
-                         "most 4; 1: in this process)")
+                         "most 4, while the cores are idle, else 1; 1: in this process)")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock report --help` stays quick
     from bench.output.report import build_report

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -46,7 +47,6 @@ SOURCE = ROOT
 
 
 def _env() -> dict:
-    import os
     return {**os.environ, "PYTHONPATH": str(SOURCE)}
 
 
@@ -132,6 +132,7 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(SOURCE))
         print(json.dumps(inner(a.run, a.formats, a.details)))
         return 0
+    load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="report-speed-") as tmp:
         tmp = Path(tmp)
         run = make_run(tmp / "runs") if a.make else a.run
@@ -145,7 +146,8 @@ def main(argv=None) -> int:
                 ones.append(as_user(_fresh(run, tmp / "copy"), a.formats, a.details, one=True))
             serial.append(_serial(_fresh(run, tmp / "copy"), a.formats, a.details))
     u, s = users[-1], serial
-    print(f"bench/ from {SOURCE}")
+    print(f"bench/ from {SOURCE}; load average {load0:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
     print(f"run {run.name}: {u['figures']} figures, {u['files']} files "
           f"(formats {a.formats}{', details' if a.details else ''}), "
           f"HTML {u['html'] / 1e6:.2f} MB; {a.repeats} repeats, median [min-max] s")

@@ -106,3 +106,25 @@ def test_titles_break_between_intervals_never_inside_one():
         "drift [-600, 600] ppm assumed"]
     assert fit_title("short", 2.0) == "short"
     assert all("[" not in x or "]" in x for x in fit_title(t, 2.2).split("\n"))
+
+
+def test_a_title_at_its_fixed_height_never_covers_a_y_offset_text(tmp_path):
+    """The report's titles sit at a fixed height (figures.SCREEN_RC: no layout pass of their
+    own); an axes whose y axis shows an offset text ('+1e3') gets matplotlib's placement back
+    in figures.save, so the title is above that text. An axes without one keeps its title at the
+    axes' top."""
+    with figures.screen_style():
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(figures.FULL_IN, 3))
+        a1.plot([0, 1, 2], [1000.0001, 1000.0002, 1000.0003])      # an offset text shows
+        a2.plot([0, 1, 2], [1, 2, 3])
+        for ax in (a1, a2):
+            ax.set_title("a title at the axes' left")
+    figures.save(fig, tmp_path, "offset_text", tight=False)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(fig)          # the save closed the figure: the same draw again
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    off = a1.yaxis.offsetText
+    assert off.get_visible() and off.get_text()
+    assert a1.title.get_window_extent(renderer).y0 >= off.get_window_extent(renderer).y1 - 0.5
+    assert a2.title.get_position()[1] == 1.0 and not a2._autotitlepos

@@ -9,11 +9,13 @@ earlier).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench import safeio
@@ -27,8 +29,10 @@ from bench.output.report_verdict import horizons, verdict_page
 # the report's sections in order: bench.output.report_sections, and the verdict page, the TIE
 # sections and an experiment's own results in modules of their own
 Section = Callable[..., str | None]          # (ReportRun) or (ReportRun, (k, n)) -> html
-WEIGHT: dict[Section, int] = {clock_figures: 10, rack_tie: 3, rs.timeline: 2}   # default 1
-PARTS: dict[Section, int] = {clock_figures: 4}      # drawn in n shares (the most figures)
+WEIGHT: dict[Section, int] = {rs.stability: 12, clock_figures: 10, rs.jitter: 6, rack_tie: 3,
+                              rs.timeline: 2}   # default 1
+# drawn in n shares (a figure per clock; jitter and stability only with --details)
+PARTS: dict[Section, int] = {clock_figures: 4, rs.stability: 4, rs.jitter: 2}
 
 SECTIONS = [verdict_page, measurements, rack_tie, rs.overview, rs.limits, rs.identities, rs.clocks,
             rs.chrony_columns, horizons, clock_figures, rs.latency, rs.timeline, rs.reference_health,
@@ -105,8 +109,40 @@ def _run_sections(rr: ReportRun, sections: list[Section], processes: int) -> lis
     return parts
 
 
+def _before_fork(rr: ReportRun) -> None:
+    """What every worker would otherwise do for itself, done once before they fork: the
+    samples read, and with --details allantools (scipy underneath: about 0.7 s of CPU an
+    import) for the stability figures."""
+    for device in rr.devices:
+        rr.samples(device)
+    if rr.details:
+        import allantools  # noqa: F401
+
+
+@contextmanager
+def _fewer_collections():
+    """Python's cycle collector seldom while figures are drawn (matplotlib makes many small
+    objects and frees them with plt.close: a collection every 700 allocations cost 12-15 % of
+    the report's CPU), and what exists before any worker forks frozen out of it (so no
+    collection copies the parent's pages into a worker). About 60 MB more at the peak of a
+    --details report. Restored after."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
 def default_processes() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    """One worker per core, at most 4, where the cores are idle; with them busy already (the
+    1-minute load average at or above their count) the report draws in its own process: on 2
+    cores at load 12 two workers cost 0.2-0.4 s more CPU and 1-9 s more wall (benchmarks/
+    README.md, the report)."""
+    cores = max(1, min(4, os.cpu_count() or 1))
+    return cores if os.getloadavg()[0] < cores else 1
 
 
 def build_report(path: str | Path, sections=None, formats=("png",), details: bool = False,
@@ -120,7 +156,10 @@ def build_report(path: str | Path, sections=None, formats=("png",), details: boo
     rr = ReportRun(run.path, run.manifest, run.summary, run.truth, formats=tuple(formats),
                    details=details)
     procs = default_processes() if processes is None else processes
-    parts = _run_sections(rr, list(SECTIONS if sections is None else sections), procs)
+    if procs > 1:
+        _before_fork(rr)
+    with _fewer_collections():
+        parts = _run_sections(rr, list(SECTIONS if sections is None else sections), procs)
     if not rr.summary.raw:
         parts.insert(0, note_html("This run has no summary.json (it did not finish): only what "
                                   "the manifest says is shown."))

@@ -35,6 +35,14 @@ class ReportRun(Run):
     written: list = field(default_factory=list, compare=False)
     figure_texts: dict = field(default_factory=dict, compare=False)   # stem -> texts shown
     figure_pt: dict = field(default_factory=dict, compare=False)      # stem -> smallest text pt
+    loaded: dict = field(default_factory=dict, compare=False, repr=False)  # device -> Samples
+
+    def samples(self, device: str):
+        """A device's samples, read once per report (every section that draws a clock reads
+        them; forked workers inherit what the report read before they started)."""
+        if device not in self.loaded:
+            self.loaded[device] = super().samples(device)
+        return self.loaded[device]
 
 
 def esc(x) -> str:
@@ -241,25 +249,30 @@ def jitter_figure_of(run, device: str, plane: str, clock: str, c: dict):
 ON_DEMAND = "Drawn on demand (`rackclock report RUN --details`): {}."
 
 
-def per_clock(run, title: str, kind: str, figure_of) -> str | None:
+def per_clock(run, title: str, kind: str, figure_of, part: tuple[int, int] = (0, 1)
+              ) -> str | None:
     """A section of one figure per clock (`figure_of` -> (figure, caption), or (None, why not)),
-    saved as plots/<kind>_<device>_<clock>."""
+    saved as plots/<kind>_<device>_<clock>. `part` (k, n): the k-th of n contiguous shares of the
+    clocks (the report draws the shares in parallel; the first carries the heading)."""
+    items = list(clock_items(run))
+    k, n = part
     figs = []
-    for device, plane, clock, c in clock_items(run):
+    for device, plane, clock, c in items[k * len(items) // n:(k + 1) * len(items) // n]:
         fig, cap = figure_of(run, device, plane, clock, c)
         figs.append(note_html(cap) if fig is None else
                     figure_html(run, fig, f"{kind}_{device}_{clock}", cap))
-    return f"<h2>{title}</h2>" + "".join(figs) if figs else None
+    if k:
+        return "".join(figs) or None
+    return f"<h2>{title}</h2>" + "".join(figs) if items else None
 
 
-
-
-def jitter(run) -> str | None:
+def jitter(run, part: tuple[int, int] = (0, 1)) -> str | None:
     if not getattr(run, "details", True):
-        return ("<h2>Residual jitter and brackets</h2>"
-                + note_html(ON_DEMAND.format("a figure per clock of its residuals' and "
-                                             "brackets' histograms")))
-    return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of)
+        return None if part[0] else (
+            "<h2>Residual jitter and brackets</h2>"
+            + note_html(ON_DEMAND.format("a figure per clock of its residuals' and "
+                                         "brackets' histograms")))
+    return per_clock(run, "Residual jitter and brackets", "jitter", jitter_figure_of, part)
 
 
 def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
@@ -291,13 +304,13 @@ def stability_figure_of(run, device: str, plane: str, clock: str, c: dict):
     return figures.stability_figure(curves, device, clock, plane, ser.interval_s, floor), cap
 
 
-def stability(run) -> str | None:
+def stability(run, part: tuple[int, int] = (0, 1)) -> str | None:
     if not getattr(run, "details", True):
-        return ("<h2>Stability (ADEV, MDEV, TDEV, MTIE)</h2>"
-                + note_html(ON_DEMAND.format("a figure per clock of its ADEV, MDEV, TDEV "
-                                             "and MTIE")))
+        return None if part[0] else (
+            "<h2>Stability (ADEV, MDEV, TDEV, MTIE)</h2>"
+            + note_html(ON_DEMAND.format("a figure per clock of its ADEV, MDEV, TDEV and MTIE")))
     return per_clock(run, "Stability (ADEV, MDEV, TDEV, MTIE)", "stability",
-                     stability_figure_of)
+                     stability_figure_of, part)
 
 
 def _b(x) -> str:
