@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from bench.check import main as check_main
+from bench.commands.check import main as check_main
 from tests.racks import sim_rack_dict
 
 ROOT = Path(__file__).resolve().parent.parent

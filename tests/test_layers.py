@@ -6,10 +6,13 @@ included) with `ast`:
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
   bench.lockdir, bench.priority, bench.safeio, bench.saferead) < analysis < model < reference
-  < drivers < compare < output < run < commands (the modules at bench/ top: cli and the *_cli
-  modules, check, resummarize, pytest_plugin, and the bench/fleet and bench/watch packages);
-  so bench.model never imports
-  drivers (drivers/rackcheck.py checks a rack file against them);
+  < drivers < compare < output < run < services (the bench/fleet and bench/watch packages and
+  the other modules at bench/ top: resummarize, check_reads, logsetup, pytest_plugin)
+  < commands (bench/commands/, one module per subcommand, and bench/cli.py, which dispatches to
+  them); so bench.model never imports drivers (drivers/rackcheck.py checks a rack file against
+  them), and no library imports a command. UPWARD lists the one exception, with its reason;
+- a command module never imports another command module (what two commands share lives below,
+  or in bench/commands/__init__.py);
 - bench/sim may import the bench layers below run; only run and the commands import bench.sim.
 
 Imports by string (importlib.import_module("drivers." + name)) are not seen; the one such place,
@@ -22,7 +25,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["base", "analysis", "model", "reference", "drivers", "compare", "output", "run", "commands"]
+ORDER = ["base", "analysis", "model", "reference", "drivers", "compare", "output", "run", "services",
+         "commands"]
+# (importer, imported) -> why this one import goes up a layer
+UPWARD = {("bench.fleet.tasks", "bench.cli"):
+          "a fleet's rack runs `rackclock run` itself (bench.cli.main), the same code path"}
 PURE_OK = {"numpy", "allantools"}
 PURE_OK_BENCH = {"base", "analysis"}
 
@@ -39,9 +46,24 @@ def layer(module: str) -> str | None:
         return "base"
     if parts[1] == "sim":
         return "sim"
-    if parts[1] in ORDER:
+    if parts[1] in ("commands", "cli"):
+        return "commands"
+    if parts[1] in ORDER and parts[1] != "services":
         return parts[1]
-    return "commands"
+    return "services"
+
+
+def upward_allowed(module: str, target: str) -> bool:
+    return any(m == module and (target == t or target.startswith(t + "."))
+               for m, t in UPWARD)
+
+
+def is_command(target: str) -> bool:
+    """bench.commands.NAME[...] where NAME is a command module (not a name of the package's
+    __init__, such as OneLineParser)."""
+    parts = target.split(".")
+    return (len(parts) > 2 and parts[:2] == ["bench", "commands"]
+            and (ROOT / "bench" / "commands" / f"{parts[2]}.py").exists())
 
 
 def imports(module: str, source: str, is_package: bool = False) -> list[tuple[int, str]]:
@@ -84,8 +106,12 @@ def violations(module: str, source: str, is_package: bool = False) -> list[str]:
             why = "bench/sim imports only the bench layers below run"
         elif me in ORDER and to == "sim" and ORDER.index(me) < ORDER.index("run"):
             why = "only run and the commands import bench.sim"
-        elif me in ORDER and to in ORDER and ORDER.index(to) > ORDER.index(me):
+        elif (me in ORDER and to in ORDER and ORDER.index(to) > ORDER.index(me)
+              and not upward_allowed(module, target)):
             why = f"a lower layer ({me}) imports a higher one ({to})"
+        elif (module.startswith("bench.commands.") and is_command(target)
+              and target.split(".")[2] != module.split(".")[2]):
+            why = "a command module never imports another command module"
         if why:
             found.append(f"{module} ({me}) imports {target} ({to or 'third party'}) "
                          f"at line {line}: {why}")
@@ -118,6 +144,7 @@ def test_the_walk_reads_the_layers():
             module = ".".join(rel.parts)
             seen |= {(layer(module), layer(t)) for _, t in imports(module, path.read_text())}
     for pair in [("run", "sim"), ("commands", "sim"), ("sim", "model"), ("output", "model"),
+                 ("commands", "services"), ("services", "run"), ("commands", "commands"),
                  ("analysis", "analysis"), ("drivers", "model"), ("run", "drivers")]:
         assert pair in seen, pair
 
@@ -131,6 +158,12 @@ def test_each_rule_catches_its_violation():
         ("bench.model.summary", "def f():\n    from bench.output.terminal import Progress\n"):
             "lower layer (model) imports a higher one (output)",
         ("bench.output.report", "from bench import cli"): "(output) imports a higher one (commands)",
+        ("bench.watch.watch", "from bench.commands.check import main"):
+            "(services) imports a higher one (commands)",
+        ("bench.fleet.engine", "from bench.cli import main"): "(services) imports a higher one",
+        ("bench.commands.trend", "from bench.commands.compare import main"):
+            "never imports another command module",
+        ("bench.run.lab", "import bench.resummarize"): "(run) imports a higher one (services)",
         ("bench.sim.serve", "from bench.run.runner import ProbePlan"): "below run",
         ("bench.compare.verdicts", "from bench.sim import rack"): "only run and the commands",
         ("bench.errors", "from bench.analysis import estimate"): "(base) imports a higher one",
@@ -150,6 +183,9 @@ def test_allowed_imports_pass():
           ("bench.analysis.stability", "import allantools\nfrom . import estimate"),
           ("bench.run.simproc", "import bench.sim.serve"),
           ("bench.cli", "def f():\n    from bench.sim.rack import SimRack"),
+          ("bench.commands.fleet", "from bench.fleet.config import FleetError"),
+          ("bench.commands.summarize", "from bench.commands import OneLineParser"),
+          ("bench.fleet.tasks", "def f():\n    from bench.cli import main"),
           ("bench.sim.rack", "from bench.model.inventory import Key"),
           ("bench.output.report", "from bench.model.rundata import Run"),
           ("drivers.base", "from bench.model.inventory import Key\nfrom bench.errors import X")]

@@ -11,7 +11,7 @@ import time
 import pytest
 import tomli_w
 
-from bench import check
+from bench.commands import check
 from bench.model.inventory import load_rack
 from bench.reference.clock import (
     Discipline,

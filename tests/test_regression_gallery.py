@@ -16,7 +16,7 @@ import pytest
 import regression_gallery as G
 from racks import sim_rack_text
 
-from bench import compare_cli
+from bench.commands import compare as compare_cli
 from bench.compare.plan import plan_run
 from bench.compare.verdicts import compare_runs, load_tolerances
 from bench.model.inventory import load_rack

@@ -46,7 +46,7 @@ def small_rack(path: Path, monkeypatch, text: str | None = None) -> Path:
 
 
 def serve(rack: Path, out: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "bench.sim_cli", "--rack", str(rack),
+    proc = subprocess.Popen([sys.executable, "-m", "bench.commands.sim", "--rack", str(rack),
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     return proc

@@ -19,8 +19,8 @@ GOLD = Path(__file__).parent / "data" / "timeline_stream"
 
 def test_the_timeline_writes_what_it_wrote_before_with_its_mapping_in_slices(tmp_path,
                                                                              monkeypatch):
-    from bench import timeline_cli
     from bench.analysis import timeline_map
+    from bench.commands import timeline as timeline_cli
     monkeypatch.setattr(timeline_map, "MAP_CHUNK", 37)    # 400 lines: 11 slices, one short
     run, logs = make_case(tmp_path)
     assert timeline_cli.main([str(run), *logs, "--rows", "5"]) == 0

@@ -79,7 +79,7 @@ class SimProcess:
     def _start(self) -> SimProcess:
         with safeio.append(self.out_dir / "sim.log") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bench.sim_cli", "--rack", str(self.rack_file.resolve()),
+                [sys.executable, "-m", "bench.commands.sim", "--rack", str(self.rack_file.resolve()),
                  "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
                 env={**os.environ, "TMPDIR": str(self.tmp)},
                 cwd=Path(__file__).resolve().parents[2],

@@ -1,4 +1,4 @@
-"""Serve the simulated rack until SIGTERM/SIGINT (`rackclock sim`, `python -m bench.sim_cli`).
+"""Serve the simulated rack until SIGTERM/SIGINT (`rackclock sim`, `python -m bench.commands.sim`).
 
 Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up
 (and `<out>/sim_control`, the socket on which a test triggers faults: bench/sim/faults.py),

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from bench.sim import DEFAULT_RACK
 
+HELP = "serve the simulated rack on loopback for other clients"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock sim", description="serve the simulated rack")

@@ -19,6 +19,8 @@ from typing import Any
 
 from bench.model.lognames import FORMATS, LINE_LIMIT
 
+HELP = "one cross-plane timeline of a run, with device log files"
+
 FILES = ("json", "csv", "otel", "html")             # bench.output.timeline.FILES
 DEFAULT_FORMATS = ("json", "csv", "html")
 

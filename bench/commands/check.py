@@ -27,6 +27,8 @@ from bench.model.keys import InventoryError
 from bench.model.texttable import WIDTH, render, terminal_width, wrap
 from bench.units import fmt_interval_ns, fmt_ns
 
+HELP = "reference health, reachability and identity of every device"
+
 if TYPE_CHECKING:
     from bench.model.inventory import DeviceConfig, RackConfig
     from bench.reference.clock import Health
@@ -237,7 +239,7 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, 
                                                    RackConfig]:
     """The command line and the rack file, checked (InventoryError; SystemExit for --help and
     argument errors)."""
-    from bench.cli import OneLineParser
+    from bench.commands import OneLineParser
 
     ap = OneLineParser(prog="rackclock check",
                                  description="reference health and reachability of every device")

@@ -11,6 +11,8 @@ from pathlib import Path
 from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
+HELP = "measures of three or more runs side by side, with a figure"
+
 BESIDE = object()    # --figure given alone: trend.png beside the runs (a str const would be typed)
 
 
