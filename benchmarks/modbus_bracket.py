@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient, ModbusSerialClient, ModbusTcpClient  # noqa: E402
 from spread import scratch, spread  # noqa: E402
 
-from bench.model.inventory import load_rack  # noqa: E402
+from bench.config.inventory import load_rack  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.sim.rack import read_samples, samples_in  # noqa: E402
 from drivers.modbus_cooling import ModbusCooling  # noqa: E402

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from spread import temp_dir  # noqa: E402
 
-from bench.model.inventory import load_rack  # noqa: E402
+from bench.config.inventory import load_rack  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.sim.rack import read_samples, samples_in  # noqa: E402
 

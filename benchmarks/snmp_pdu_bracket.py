@@ -132,7 +132,7 @@ def stats(xs) -> str:
 def against_snmpd(n: int) -> int:
     import subprocess
 
-    from bench.model.inventory import DeviceConfig
+    from bench.config.inventory import DeviceConfig
     tmp = temp_dir("rackclock-bench-snmpd-")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -54,7 +54,7 @@ from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from bench.model.logformats import sel_seconds_to_ns, sel_zone
 from drivers.base import (
     TIMEOUT_KEY,
@@ -108,7 +108,7 @@ class _StampedRmcpPlus(RmcpPlus):
 
 
 class IpmiBMC(Stimulated, Driver):
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.config.loader)
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
                "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
                "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),

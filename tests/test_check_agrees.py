@@ -9,7 +9,7 @@ from test_snmp_pdu_snmpd import rack_text, snmpd_port  # noqa: F401 (the fixture
 
 from bench.check_reads import bound_from_reads
 from bench.commands.check import check_devices
-from bench.model.inventory import load_rack
+from bench.config.inventory import load_rack
 from bench.model.rundata import load_run
 from bench.reference.clock import Reference
 from bench.run.experiment import run_experiment

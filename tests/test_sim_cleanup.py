@@ -17,7 +17,7 @@ import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
-from bench.model.inventory import load_rack, rack_from_dict
+from bench.config.inventory import load_rack, rack_from_dict
 from bench.reference.clock import Reference
 from bench.run.simproc import SimProcess
 from bench.sim.rack import read_samples

@@ -8,7 +8,7 @@ import pytest
 from timeline_truth import NS, T0, entries_of, local, make_run, misses, report_of
 
 from bench.commands.timeline import main
-from bench.model.inventory import InventoryError, device_from_table
+from bench.config.inventory import InventoryError, device_from_table
 from bench.sim.clock import ClockParams
 
 DEVICES = {"k8s-1": ("scheduler", {"apiserver": ClockParams(offset_s=-0.41, drift_ppm=4,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.model.keys import InventoryError
+from bench.config.keys import InventoryError
 from bench.run.catalog import describe, load_experiment, names
 
 HELP = "the experiments, their parameters and documentation"

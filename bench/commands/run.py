@@ -13,24 +13,14 @@ HELP = "run an experiment (default: clock_offset on the simulated rack)"
 
 
 def _run(a) -> int:
-    from bench.model.inventory import InventoryError
-    from bench.model.rackfile import check_duration, parse_allowance
-    from bench.model.racklock import RackBusy
+    from bench.config.inventory import InventoryError
+    from bench.config.rackfile import parse_allowance
+    from bench.config.racklock import RackBusy
     from bench.run.experiment import run_experiment
     from bench.safeio import UnsafeFolder
 
     try:
-        bad = [p for p in a.param if "=" not in p]
-        if bad:
-            raise InventoryError(f"--param {bad[0]!r}: expected KEY=VALUE")
-        overrides = dict(p.split("=", 1) for p in a.param)
-        if a.duration is not None:
-            try:
-                duration = float(a.duration)
-            except ValueError:
-                raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
-                    from None
-            overrides["duration_s"] = str(check_duration(duration))
+        overrides = _overrides(a)
         until = _until(a, overrides)
         if a.decide:
             overrides.update(_planned(a, overrides))
@@ -54,9 +44,27 @@ def _run(a) -> int:
     return run_exit_status(load_run(path), a.allow_undecided)
 
 
+def _overrides(a) -> dict[str, str]:
+    """The experiment's parameters given: --param KEY=VALUE, and --duration."""
+    from bench.config.inventory import InventoryError
+    from bench.config.rackfile import check_duration
+    bad = [p for p in a.param if "=" not in p]
+    if bad:
+        raise InventoryError(f"--param {bad[0]!r}: expected KEY=VALUE")
+    overrides = dict(p.split("=", 1) for p in a.param)
+    if a.duration is not None:
+        try:
+            duration = float(a.duration)
+        except ValueError:
+            raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
+                from None
+        overrides["duration_s"] = str(check_duration(duration))
+    return overrides
+
+
 def _max_duration(a, default: float) -> float:
-    from bench.model.inventory import InventoryError
-    from bench.model.rackfile import check_duration
+    from bench.config.inventory import InventoryError
+    from bench.config.rackfile import check_duration
     if a.max_duration is None:
         return default
     try:
@@ -71,7 +79,7 @@ def _until(a, overrides: dict[str, str]):
     """--until-decided: the watch that stops the probing once the named clocks' drifts are
     decided (bench.run.decided); the run's duration is the ceiling (--max-duration, else
     UNTIL_CEILING_S; --duration, when given, is the ceiling)."""
-    from bench.model.inventory import InventoryError
+    from bench.config.inventory import InventoryError
     if a.until_decided is None:
         if a.decided_ppm is not None:
             raise InventoryError("--decided-ppm is an option of --until-decided")
@@ -79,29 +87,49 @@ def _until(a, overrides: dict[str, str]):
     from bench.run.decided import UntilDecided
     if a.decide:
         raise InventoryError("--until-decided and --decide: one of them")
-    ppm = None
-    if a.decided_ppm is not None:
-        try:
-            ppm = float(a.decided_ppm)
-        except ValueError:
-            ppm = -1.0
-        if not 0 < ppm < 1e6:
-            raise InventoryError(f"--decided-ppm {a.decided_ppm!r}: a width in ppm above 0")
+    ppm = _decided_ppm(a.decided_ppm)
     if a.duration is None:
         overrides["duration_s"] = str(_max_duration(a, UNTIL_CEILING_S))
     names = tuple(x.strip() for x in a.until_decided.split(",") if x.strip())
     if names:
-        from bench.model.inventory import load_rack
-        from bench.sim import DEFAULT_RACK
-        devices = {d.name for d in load_rack(a.rack or DEFAULT_RACK).devices}
-        bad = [n for n in names if n.partition(".")[0] not in devices]
-        if bad:
-            raise InventoryError(f"--until-decided {bad[0]!r}: no such device in the rack "
-                                 f"(DEVICE or DEVICE.CLOCK; devices: {', '.join(sorted(devices))})")
+        _known_devices(a, names)
     return UntilDecided(names, ppm)
 
 
+def _decided_ppm(text: str | None) -> float | None:
+    from bench.config.inventory import InventoryError
+    if text is None:
+        return None
+    try:
+        ppm = float(text)
+    except ValueError:
+        ppm = -1.0
+    if not 0 < ppm < 1e6:
+        raise InventoryError(f"--decided-ppm {text!r}: a width in ppm above 0")
+    return ppm
+
+
+def _known_devices(a, names: tuple[str, ...]) -> None:
+    """Every DEVICE or DEVICE.CLOCK of --until-decided names a device of the rack."""
+    from bench.config.inventory import InventoryError, load_rack
+    from bench.sim import DEFAULT_RACK
+    devices = {d.name for d in load_rack(a.rack or DEFAULT_RACK).devices}
+    bad = [n for n in names if n.partition(".")[0] not in devices]
+    if bad:
+        raise InventoryError(f"--until-decided {bad[0]!r}: no such device in the rack "
+                             f"(DEVICE or DEVICE.CLOCK; devices: {', '.join(sorted(devices))})")
+
+
 UNTIL_CEILING_S = 1800.0
+
+
+def _poll_s(overrides: dict[str, str]) -> float:
+    from bench.config.inventory import InventoryError
+    try:
+        return float(overrides.get("watch_poll_s", 0.1))
+    except ValueError:
+        raise InventoryError(f"--param watch_poll_s={overrides['watch_poll_s']!r}: "
+                             "a number of seconds") from None
 
 
 def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
@@ -110,7 +138,7 @@ def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
     from bench.compare.plan import DECIDABLE, plan_run
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import load_tolerances
-    from bench.model.inventory import InventoryError, load_rack
+    from bench.config.inventory import InventoryError, load_rack
     from bench.model.rundata import load_run
     from bench.sim import DEFAULT_RACK
 
@@ -124,11 +152,7 @@ def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
         base = load_run(a.baseline) if a.baseline else None
     except (FileNotFoundError, ToleranceError) as exc:
         raise InventoryError(str(exc)) from None
-    try:
-        poll_s = float(overrides.get("watch_poll_s", 0.1))
-    except ValueError:
-        raise InventoryError(f"--param watch_poll_s={overrides['watch_poll_s']!r}: "
-                             "a number of seconds") from None
+    poll_s = _poll_s(overrides)
     plan = plan_run(load_rack(a.rack or DEFAULT_RACK), tol, decide, base,
                     _max_duration(a, 7200.0), poll_s=poll_s)
     print("\n".join(plan.lines()), flush=True)

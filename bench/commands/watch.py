@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--roll-every", default=None, help=argparse.SUPPRESS)   # dev/tests: day length
     a = ap.parse_args(argv)
     # the watch after the arguments: `rackclock watch --help` imports no drivers
-    from bench.model.inventory import InventoryError
-    from bench.model.rackfile import parse_allowance
-    from bench.model.racklock import RackBusy
+    from bench.config.inventory import InventoryError
+    from bench.config.rackfile import parse_allowance
+    from bench.config.racklock import RackBusy
     from bench.reference.clock import ReferenceRefused
     from bench.watch.watch import Options, watch
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.model.keys import InventoryError, did_you_mean
+from bench.config.keys import InventoryError, did_you_mean
 
 CHECKOUT = Path(__file__).resolve().parents[2] / "experiments"
 

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.model.store import RunStore
 from bench.run import shards
 from bench.run.runner import (

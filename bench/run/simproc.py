@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import priority, safeio, saferead
-from bench.model.inventory import RackConfig, load_rack
+from bench.config.inventory import RackConfig, load_rack
 from bench.sim.serve import ensure_secrets
 
 PR_SET_PDEATHSIG = 1

@@ -22,17 +22,41 @@ replaced by one that hands it a transport over the pty master (bench/sim/modbus_
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from pymodbus import FramerType
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 from pymodbus.server.requesthandler import ServerRequestHandler
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import FLAG, TEXT, named, num, says, zone
 from bench.sim.clock import NS
 from bench.sim.modbus_cdu import Cdu, identity_request_class
 from bench.sim.modbus_manual import read_manual
 from bench.sim.modbus_pty import PtyLine, PtyTransport
+from bench.sim.ntp import NTP_KEYS, SERVERS
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+MAP_DIR = Path(__file__).resolve().parents[2] / "drivers" / "maps" / "cooling"
+
+
+@says("a register map of drivers/maps/cooling (by name) or a .toml file")
+def cooling_map(value, path: str) -> None:
+    """A register map the emulator serves: a family's name or a .toml file."""
+    from bench.config.schema import bad
+    TEXT(value, path)
+    file = Path(value) if value.endswith(".toml") else MAP_DIR / f"{value}.toml"
+    if "/" in value and not value.endswith(".toml") or not file.is_file():
+        known = ", ".join(sorted(p.stem for p in MAP_DIR.glob("*.toml")))
+        raise bad(path, value, f"a map of drivers/maps/cooling ({known}) or a .toml file")
+
+
+SIM_KEYS = {
+    "rtc_timezone": zone, "busy_every": num(0, 10**6, kind="int"), "ntp_model": NTP_KEYS,
+    "ntp_servers": SERVERS, "sensors": named(num(-1e6, 1e6), 64), "identification": FLAG,
+    "vendor": TEXT, "product_code": TEXT, "model": TEXT, "serial": TEXT, "map": cooling_map,
+    "line_delay": FLAG}
 
 
 class _Handler(ServerRequestHandler):

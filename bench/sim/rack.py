@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.model.inventory import DeviceConfig, RackConfig
+from bench.config.inventory import DeviceConfig, RackConfig
 from bench.model.schema import version
 from bench.reference.clock import Reference
 from bench.sim.clock import NS, ClockModel, device_models

@@ -82,16 +82,35 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod
 from aiohttp.web_protocol import RequestHandler
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.keys import Key
+from bench.config.schema import FLAG, TEXT, choice, iso_instant, num, span
+from bench.config.schema import key as key_check
 from bench.sim import redfish_payloads as P
 from bench.sim.clock import NS, ClockModel
-from bench.sim.ntp import NtpDiscipline, NtpParams
+from bench.sim.ntp import NTP_KEYS, SERVERS, NtpDiscipline, NtpParams
 from bench.sim.rack import SimContext
 from bench.sim.redfish_events import EventService
 from bench.sim.redfish_limits import Limits
 from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.timing import hold, sample_clock
 from bench.sim.tls import make_certificates, server_context
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+POWER = key_check(Key("str", pattern=r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}:\d{1,3}", hint="'PDU:OUTLET'"))
+SIM_KEYS = {
+    "ntp": FLAG, "ntp_servers": SERVERS, "manufacturer": TEXT, "model": TEXT, "serial": TEXT,
+    "log_capacity": num(1, 100_000, kind="int"), "ntp_model": NTP_KEYS,
+    "boot_s": num(0.0, 600.0, "s"), "power_clock": choice("rtc", "epoch", "image"),
+    "image_date": iso_instant, "power": POWER, "event_subscriptions": FLAG,
+    "event_delivery_s": span(0.0, 60.0), "event_retry_s": num(0.01, 3600.0, "s"),
+    "event_ca_file": TEXT,
+    # vendor-shaped layouts and their session rules (bench/sim/redfish_profiles.py)
+    "profile": choice("openbmc", "idrac", "ilo", "supermicro", "bladed"),
+    "max_sessions": num(1, 1024, kind="int"), "session_timeout_s": num(1, 86400, "s", "int"),
+    "rate_limit_hz": num(0.0, 10_000.0, "Hz"), "retry_after_s": num(0, 3600, "s", "int"),
+    "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT,
+    "managers_linked": FLAG, "manager_datetime": FLAG}
 
 log = logging.getLogger(__name__)
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
@@ -110,6 +129,11 @@ def _reply(body: dict | None, status: int = 200, headers: dict | None = None) ->
     resp = _Reply(text=json.dumps(body), status=status, headers=h, content_type="application/json")
     resp.odata_type = body.get("@odata.type")
     return resp
+
+
+def _not_allowed(method: str, allow: str) -> web.Response:
+    return _error(405, "ActionNotSupported", f"The action {method} is not supported by the "
+                  "resource.", [method], {"Allow": allow})
 
 
 def _error(status: int, message_id: str, message: str, args=(), headers=None) -> web.Response:
@@ -295,33 +319,35 @@ class EmulatedBMC:
             return _error(401, "AccessDenied", f"While attempting to establish a connection to "
                           f"'{path}', the service denied access.", [path],
                           {"WWW-Authenticate": 'Basic realm="Redfish"'})
-        route = self._routes.get(path)
-        allow = None
-        if route is not None:
-            allow = self._allow(route)
-            handler = route.get(method) or (route.get("GET") if method == "HEAD" else None)
-            if handler is None:
-                return _error(405, "ActionNotSupported", f"The action {method} is not supported "
-                              f"by the resource.", [method], {"Allow": allow})
-            resp = await handler(request)
-        else:
-            prefix, _, leaf = path.rpartition("/")
-            item = self._items.get(prefix)
-            if item is None:
-                return _error(404, "ResourceNotFound", f"The requested resource of type "
-                              f"'Resource' named '{path}' was not found.", ["Resource", path])
-            allowed, fn = item
-            allow = ", ".join(allowed)
-            if method not in allowed:
-                return _error(405, "ActionNotSupported", f"The action {method} is not supported "
-                              f"by the resource.", [method], {"Allow": allow})
-            resp = await fn(request, leaf)
+        resp, allow = await self._dispatch(request, path, method)
         if method in ("GET", "HEAD") and resp.status == 200 and not resp.prepared:
-            resp.headers["Allow"] = allow
+            resp.headers["Allow"] = allow or ""
             link = P.described_by(getattr(resp, "odata_type", None))
             if link:
                 resp.headers["Link"] = f"<{link}>; rel=describedby"
         return resp
+
+    async def _dispatch(self, request: web.BaseRequest, path: str, method: str,
+                        ) -> tuple[web.StreamResponse, str | None]:
+        """(the answer, the resource's Allow header) of an authorized request: a route's handler,
+        else an item of a collection; 404 and 405 when there is none."""
+        route = self._routes.get(path)
+        if route is not None:
+            allow = self._allow(route)
+            handler = route.get(method) or (route.get("GET") if method == "HEAD" else None)
+            if handler is None:
+                return _not_allowed(method, allow), allow
+            return await handler(request), allow
+        prefix, _, leaf = path.rpartition("/")
+        item = self._items.get(prefix)
+        if item is None:
+            return _error(404, "ResourceNotFound", f"The requested resource of type "
+                          f"'Resource' named '{path}' was not found.", ["Resource", path]), None
+        allowed, fn = item
+        allow = ", ".join(allowed)
+        if method not in allowed:
+            return _not_allowed(method, allow), allow
+        return await fn(request, leaf), allow
 
     @staticmethod
     def _allow(route: dict) -> str:

@@ -42,11 +42,23 @@ import weakref
 from dataclasses import fields, replace
 from typing import Any
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import TEXT, list_of, named, num
 from bench.sim.clock import seed_for
 from bench.sim.optic_bridge import Bridge, BridgeSpec
-from bench.sim.optic_cmis import CmisModule, ModuleHooks, module_spec
+from bench.sim.optic_cmis import MODULE_KEYS, CmisModule, ModuleHooks, module_spec
 from bench.sim.rack import SimContext
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+SIM_KEYS = {
+    "vendor": TEXT, "model": TEXT, "serial": TEXT,
+    "baudrate": num(300, 4_000_000, "baud", "int"),
+    "latency_timer_ms": num(0.0, 255.0, "ms"), "i2c_khz": num(1.0, 5000.0, "kHz"),
+    "bridge_delay_s": num(0.0, 1.0, "s"), "i2c_timeout_ms": num(1.0, 60_000.0, "ms"),
+    "max_count": num(1, 128, kind="int"),
+    "modules": named(MODULE_KEYS, 255, lambda k: str(k).isdigit() and 1 <= int(k) <= 255,
+                     "ports 1 to 255"),
+    "bridge_ports": list_of(num(1, 255, kind="int"), 255)}
 
 _BRIDGES: weakref.WeakKeyDictionary[SimContext, dict[str, Bridge]] = weakref.WeakKeyDictionary()
 _BRIDGE_KEYS = {f.name for f in fields(BridgeSpec)}
