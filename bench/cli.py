@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from bench import logsetup
-from bench.commands import FIRST, OneLineParser, commands
+from bench.commands import FIRST, OneLineParser, commands, names
 from bench.errors import RackclockError
 
 
@@ -42,16 +42,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rackclock: {exc}", file=sys.stderr)
         return 2
     logsetup.configure(level)
-    found = commands()
     if not argv:
         return _delegate(FIRST, [])
-    if argv[0] in found:
+    if argv[0] in names():                 # listed, not read: a command's start stays light
         return _delegate(argv[0], argv[1:])
     ap = OneLineParser(
         prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane",
         epilog=f"logging (any subcommand): {logsetup.HELP}")
     sub = ap.add_subparsers(dest="cmd")
-    for name, text in found.items():
+    for name, text in commands().items():
         sub.add_parser(name, help=f"{text} (rackclock {name} --help)", add_help=False)
     ap.parse_args(argv)       # --help (exit 0), or an unknown command (exit 2, one line)
     return _delegate(FIRST, [])            # nothing but `--`: the default command

@@ -93,6 +93,24 @@ def _swap(path: Path, summary: dict, old: dict | None) -> str:
     return ""
 
 
+def _mark_ended(path: Path, manifest: dict, ended: RunStatus | None) -> OSError | None:
+    """The truth copied beside the run and, for a run that ended unseen, its manifest marked
+    (killed, or disk_full with why); the OSError that stopped either, to raise once the summary
+    is made."""
+    if ended is not None:
+        manifest["status"] = ended
+        if ended == RunStatus.DISK_FULL and not manifest.get("error"):
+            manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
+                                 f"is used)")
+    try:
+        _copy_truth(path)
+        if ended is not None:
+            write_json(path / "manifest.json", manifest)
+    except OSError as exc:
+        return exc
+    return None
+
+
 def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
     """Build RUN/summary.json anew from the samples; a run whose manifest says `running` but
     whose process is gone is marked `killed` or `disk_full` (its samples so far are all kept).
@@ -113,18 +131,7 @@ def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
     if man.status != RunStatus.RUNNING or ended is not None:
         with safeio.Folder.open(path) as d:
             d.unlink(RESERVE)                  # the run is over: room for what follows
-    if ended is not None:
-        manifest["status"] = ended
-        if ended == RunStatus.DISK_FULL and not manifest.get("error"):
-            manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
-                                 f"is used)")
-    failed: OSError | None = None
-    try:
-        _copy_truth(path)
-        if ended is not None:
-            write_json(path / "manifest.json", manifest)
-    except OSError as exc:
-        failed = exc
+    failed = _mark_ended(path, manifest, ended)
     t = path / "truth.json" if (path / "truth.json").exists() else path / "sim" / "truth.json"
     truth = saferead.load_object(t) if t.exists() else None
     summary = summarize_run(path, manifest, truth, uncertainty_ns=man.uncertainty_ns(),

@@ -141,14 +141,8 @@ class IpmiBMC(Stimulated, Driver):
         if isinstance(exc, DeviceError):
             return exc
         where = f"{self.host}:{self.port}"
-        if isinstance(exc, AuthenticationError) and what != "login":
-            return self.error("malformed", f"{what}: answer fails its integrity check: {exc}")
-        if isinstance(exc, (AuthenticationError, IpmiLongPasswordError)):
-            return self.error("auth", f"{what}: the BMC rejected the credentials of user "
-                                      f"{self.config.username!r} ({type(exc).__name__})")
-        if isinstance(exc, MessageStatusCodeError):
-            kind = "auth" if exc.msc in _AUTH_MSC else "protocol"
-            return self.error(kind, f"{what}: session refused: {exc}")
+        if isinstance(exc, (AuthenticationError, IpmiLongPasswordError, MessageStatusCodeError)):
+            return self._session_error(exc, what)
         if isinstance(exc, IpmiConnectionError):
             return self.error("unreachable", f"{what}: {where}: {exc}")
         if isinstance(exc, ConnectionRefusedError):
@@ -168,6 +162,16 @@ class IpmiBMC(Stimulated, Driver):
         if isinstance(exc, (struct.error, IndexError, ValueError, TypeError, KeyError)):
             return self.error("malformed", f"{what}: answer cannot be decoded: {exc!r}")
         return self.error("error", f"{what}: {exc!r}")
+
+    def _session_error(self, exc: BaseException, what: str) -> DeviceError:
+        """Integrity, credentials or a refused session: malformed, auth or protocol."""
+        if isinstance(exc, AuthenticationError) and what != "login":
+            return self.error("malformed", f"{what}: answer fails its integrity check: {exc}")
+        if isinstance(exc, MessageStatusCodeError):
+            kind = "auth" if exc.msc in _AUTH_MSC else "protocol"
+            return self.error(kind, f"{what}: session refused: {exc}")
+        return self.error("auth", f"{what}: the BMC rejected the credentials of user "
+                                  f"{self.config.username!r} ({type(exc).__name__})")
 
     def _clean(self, err: DeviceError) -> DeviceError:
         if self._password and self._password in err.message:

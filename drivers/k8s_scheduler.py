@@ -140,13 +140,7 @@ class K8sScheduler(Stimulated, Driver):
         if isinstance(exc, DeviceError):
             return exc
         if isinstance(exc, ApiException):
-            if exc.status in (401, 403):
-                return self.error("auth", f"{what}: HTTP {exc.status} {exc.reason}: the API "
-                                          f"server refused the kubeconfig's credentials")
-            if exc.status == 0:
-                return self.error("protocol", f"{what}: {str(exc.reason).splitlines()[0]}")
-            return self.error("protocol", f"{what}: HTTP {exc.status} {exc.reason}"
-                                          f"{self._status_message(exc)}")
+            return self._api_error(exc, what)
         if isinstance(exc, urllib3.exceptions.MaxRetryError):
             exc = exc.reason or exc
         # urllib3's NewConnectionError is (for history) a ConnectTimeoutError: test it first
@@ -164,6 +158,16 @@ class K8sScheduler(Stimulated, Driver):
         if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)):
             return self.error("malformed", f"{what}: answer cannot be decoded: {exc!r}"[:300])
         return self.error("error", f"{what}: {exc!r}")
+
+    def _api_error(self, exc: ApiException, what: str) -> DeviceError:
+        """An HTTP error of the API server: credentials refused (auth), else protocol."""
+        if exc.status in (401, 403):
+            return self.error("auth", f"{what}: HTTP {exc.status} {exc.reason}: the API "
+                                      f"server refused the kubeconfig's credentials")
+        if exc.status == 0:
+            return self.error("protocol", f"{what}: {str(exc.reason).splitlines()[0]}")
+        return self.error("protocol", f"{what}: HTTP {exc.status} {exc.reason}"
+                                      f"{self._status_message(exc)}")
 
     @staticmethod
     def _status_message(exc: ApiException) -> str:

@@ -255,19 +255,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         if isinstance(exc, RedfishTimeoutError):
             return self._fail("timeout", f"{what}: no answer within {self.timeout_s:g} s")
         if isinstance(exc, RedfishConnectionError):
-            if isinstance(cause, BodyTooLarge):
-                return self._fail("malformed", f"{what}: {cause}")
-            if isinstance(cause, aiohttp.ClientConnectorCertificateError):
-                return self._fail("protocol", f"{what}: TLS certificate not trusted "
-                                  f"({cause.certificate_error}); set ca_file, or verify_tls = false")
-            if isinstance(cause, aiohttp.ClientSSLError):
-                return self._fail("protocol", f"{what}: TLS failed: {cause}")
-            if isinstance(cause, aiohttp.ClientConnectorError):
-                return self._fail("unreachable", f"{what}: cannot connect to "
-                                  f"{self.host}:{self.port}: {cause.os_error}")
-            if isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
-                return self._fail("reset", f"{what}: connection dropped: {cause!r}")
-            return self._fail("unreachable", f"{what}: {cause or exc!r}")
+            return self._connection_error(exc, cause, what)
         if isinstance(exc, RedfishAuthenticationError):
             return self._fail("auth", f"{what}: the BMC rejected the credentials of user "
                               f"{self.config.username!r}")
@@ -280,6 +268,23 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         if isinstance(exc, ssl.SSLError):
             return self._fail("protocol", f"{what}: TLS failed: {exc}")
         return self._fail("error", f"{what}: {exc!r}")
+
+    def _connection_error(self, exc: BaseException, cause: BaseException | None,
+                          what: str) -> DeviceError:
+        """A connection that failed, by its cause: body too large, TLS, connect, dropped."""
+        if isinstance(cause, BodyTooLarge):
+            return self._fail("malformed", f"{what}: {cause}")
+        if isinstance(cause, aiohttp.ClientConnectorCertificateError):
+            return self._fail("protocol", f"{what}: TLS certificate not trusted "
+                              f"({cause.certificate_error}); set ca_file, or verify_tls = false")
+        if isinstance(cause, aiohttp.ClientSSLError):
+            return self._fail("protocol", f"{what}: TLS failed: {cause}")
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            return self._fail("unreachable", f"{what}: cannot connect to "
+                              f"{self.host}:{self.port}: {cause.os_error}")
+        if isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
+            return self._fail("reset", f"{what}: connection dropped: {cause!r}")
+        return self._fail("unreachable", f"{what}: {cause or exc!r}")
 
     def _http_error(self, response: AsyncRestResponse, what: str) -> DeviceError:
         try:

@@ -177,11 +177,16 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
     ns = (int(local.timestamp()) + (sec == 60)) * 1_000_000_000 + deci * 100_000_000
     if len(octets) == 8:
         return ns, None
-    sign, oh, om = chr(octets[8]), octets[9], octets[10]
-    if sign not in "+-" or oh > 13 or om > 59:
-        raise ValueError(f"DateAndTime UTC offset malformed: {octets[8:].hex(' ')}")
-    offset_min = (oh * 60 + om) * (1 if sign == "+" else -1)
+    offset_min = _utc_offset_min(octets[8:])
     return ns - offset_min * 60_000_000_000, offset_min
+
+
+def _utc_offset_min(octets: bytes) -> int:
+    """DateAndTime's last three bytes ('+' or '-', hours, minutes) as minutes east of UTC."""
+    sign, oh, om = chr(octets[0]), octets[1], octets[2]
+    if sign not in "+-" or oh > 13 or om > 59:
+        raise ValueError(f"DateAndTime UTC offset malformed: {octets.hex(' ')}")
+    return (oh * 60 + om) * (1 if sign == "+" else -1)
 
 
 class SnmpPdu(Stimulated, ClockSetting, Driver):

@@ -7,7 +7,8 @@
 - `print` only in the command modules (bench/cli.py and bench/commands/, as the CLI lists them)
   and the run's own terminal output (COMMAND_FUNCTIONS); library code logs or returns text.
 
-Cyclomatic complexity is ruff's C901 (pyproject.toml: max-complexity 15, its per-file-ignores).
+Cyclomatic complexity is ruff's C901 (pyproject.toml: max-complexity 15, its per-file-ignores)
+and radon's ranks (tests/test_complexity.py).
 """
 from __future__ import annotations
 

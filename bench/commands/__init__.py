@@ -11,7 +11,7 @@ listing: these modules (and bench/cli.py) are the ones that may print.
 from __future__ import annotations
 
 import argparse
-import pkgutil
+import os
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,9 +26,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def names(folder: Path = HERE) -> list[str]:
-    """The command modules of `folder` (this package): `run` first, then by name."""
-    found = sorted(m.name for m in pkgutil.iter_modules([str(folder)])
-                   if not m.name.startswith("_") and not m.ispkg)
+    """The command modules of `folder` (this package): `run` first, then by name. Listed from
+    the folder (os.listdir: pkgutil's import alone costs a command's start about 10 ms)."""
+    found = sorted(f[:-3] for f in os.listdir(folder)
+                   if f.endswith(".py") and not f.startswith("_"))
     return sorted(found, key=lambda n: n != FIRST)
 
 

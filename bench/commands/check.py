@@ -71,15 +71,7 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck,
         result.identity = " ".join(x for x in (ident.vendor, ident.model, ident.firmware and
                                                f"fw {ident.firmware}", ident.serial and
                                                f"s/n {ident.serial}") if x)
-        failed = None
-        walls = sum(not c.counter for c in drv.clocks())
-        budget = min(BUDGET_S, 0.5 * timeout_s / max(1, walls))   # room for the open and all
-        for spec in drv.clocks():
-            try:
-                await _read_clock(drv, spec, result, budget)
-            except DeviceError as exc:
-                result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
-                failed = failed or exc
+        failed = await _read_clocks(drv, result, timeout_s)
         if failed:
             result.status, result.error = failed.kind, failed.message
         else:
@@ -91,6 +83,21 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck,
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(drv.close(), 5)
+
+
+async def _read_clocks(drv, result: DeviceCheck, timeout_s: float):
+    """Every clock of the device read into `result`; the first DeviceError, or None."""
+    from drivers.base import DeviceError
+    failed = None
+    walls = sum(not c.counter for c in drv.clocks())
+    budget = min(BUDGET_S, 0.5 * timeout_s / max(1, walls))   # room for the open and all
+    for spec in drv.clocks():
+        try:
+            await _read_clock(drv, spec, result, budget)
+        except DeviceError as exc:
+            result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
+            failed = failed or exc
+    return failed
 
 
 async def _read_clock(drv, spec, result: DeviceCheck, budget_s: float) -> None:

@@ -123,6 +123,16 @@ def _known_devices(a, names: tuple[str, ...]) -> None:
 UNTIL_CEILING_S = 1800.0
 
 
+def _measures(text: str, decidable: tuple[str, ...]) -> tuple[str, ...]:
+    """--decide's measures, each one the plan can decide."""
+    from bench.config.inventory import InventoryError
+    decide = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not decide or any(x not in decidable for x in decide):
+        raise InventoryError(f"--decide {text!r}: measures to decide are "
+                             f"{', '.join(decidable)} (comma-separated)")
+    return decide
+
+
 def _poll_s(overrides: dict[str, str]) -> float:
     from bench.config.inventory import InventoryError
     try:
@@ -142,11 +152,7 @@ def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
     from bench.model.rundata import load_run
     from bench.sim import DEFAULT_RACK
 
-    decide = tuple(x.strip() for x in a.decide.split(",") if x.strip())
-    bad = [x for x in decide if x not in DECIDABLE]
-    if bad or not decide:
-        raise InventoryError(f"--decide {a.decide!r}: measures to decide are "
-                             f"{', '.join(DECIDABLE)} (comma-separated)")
+    decide = _measures(a.decide, DECIDABLE)
     try:
         tol = load_tolerances(a.tolerances)
         base = load_run(a.baseline) if a.baseline else None

@@ -300,6 +300,12 @@ class Cdu:
                                 self.word_order)
         if what == "test_alarm":
             return [int(self.manual["test_alarm"].get("value", 1)) if self.alarm_pending else 0]
+        if what.startswith("log_"):
+            return self._log_registers(what, n)
+        return [0] * n
+
+    def _log_registers(self, what: str, n: int) -> list[int]:
+        """The alarm log's registers: index and ring, or count, select and window."""
         if what == "log_index":
             return [self.logged % int(self.manual["alarm_log"]["entries"])]
         if what == "log_ring":

@@ -94,15 +94,20 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
     return out
 
 
-async def serve_one(device: DeviceConfig, ctx) -> dict:
-    name = (device.sim or {}).get("map", device.options.get("map"))   # sim `map`: a wrong inventory
+def _manual(device: DeviceConfig) -> dict:
+    """The register map the device serves: its sim table's `map` (a wrong inventory), else the
+    inventory's."""
+    name = (device.sim or {}).get("map", device.options.get("map"))
     if not name:
         raise ValueError(f"{device.name}: the inventory names no register map (`map = ...`)")
     try:
-        manual = read_manual(str(name))
+        return read_manual(str(name))
     except FileNotFoundError:
         raise ValueError(f"{device.name}: no register map {name!r}") from None
-    cdu = Cdu(device, manual, ctx)
+
+
+async def serve_one(device: DeviceConfig, ctx) -> dict:
+    cdu = Cdu(device, _manual(device), ctx)
     ctx.add_cleanup(cdu.close)
     pdu = identity_request_class(cdu.identity_objects())
     u = urlsplit(device.address)

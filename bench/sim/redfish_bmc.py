@@ -533,24 +533,33 @@ class EmulatedBMC:
                                                                            "NTPServers"}:
             return _error(400, "PropertyNotWritable", "Only NTP/ProtocolEnabled and NTP/NTPServers "
                           "can be written here.", ["NetworkProtocol"])
-        if "ProtocolEnabled" in ntp:
-            if not isinstance(ntp["ProtocolEnabled"], bool):
-                return _error(400, "PropertyValueTypeError", "The value for the property "
-                              "ProtocolEnabled is of a different type than the property can "
-                              "accept.", [ntp["ProtocolEnabled"], "ProtocolEnabled"])
-            self.ntp = ntp["ProtocolEnabled"]
-            self.ctx.record_event(self.name, "ntp", self.ctx.now_ns(), enabled=self.ntp)
-        if "NTPServers" in ntp:
-            servers = patch_array(self.ntp_servers, ntp["NTPServers"])
-            if servers is None or not all(isinstance(x, str) for x in servers):
-                return _error(400, "PropertyValueTypeError", "The value for the property "
-                              "NTPServers is of a different type than the property can accept.",
-                              [json.dumps(ntp["NTPServers"]), "NTPServers"])
-            self.ntp_servers = servers
-            self.ctx.record_event(self.name, "ntp_servers", self.ctx.now_ns(),
-                                  servers=self.ntp_servers)
+        for key, setter in (("ProtocolEnabled", self._set_ntp_enabled),
+                            ("NTPServers", self._set_ntp_servers)):
+            refused = setter(ntp[key]) if key in ntp else None
+            if refused is not None:
+                return refused
         self._ntp_command()
         return _reply(None, 204)
+
+    def _set_ntp_enabled(self, value: Any) -> web.Response | None:
+        if not isinstance(value, bool):
+            return _error(400, "PropertyValueTypeError", "The value for the property "
+                          "ProtocolEnabled is of a different type than the property can "
+                          "accept.", [value, "ProtocolEnabled"])
+        self.ntp = value
+        self.ctx.record_event(self.name, "ntp", self.ctx.now_ns(), enabled=self.ntp)
+        return None
+
+    def _set_ntp_servers(self, value: Any) -> web.Response | None:
+        servers = patch_array(self.ntp_servers, value)
+        if servers is None or not all(isinstance(x, str) for x in servers):
+            return _error(400, "PropertyValueTypeError", "The value for the property "
+                          "NTPServers is of a different type than the property can accept.",
+                          [json.dumps(value), "NTPServers"])
+        self.ntp_servers = servers
+        self.ctx.record_event(self.name, "ntp_servers", self.ctx.now_ns(),
+                              servers=self.ntp_servers)
+        return None
 
     def power_switch(self, on: bool, t: int) -> None:
         """Its outlet switched: off, it stops answering and its NTP client stops; on, it boots
