@@ -151,6 +151,10 @@ class IpmiBMC(Stimulated, Driver):
         if isinstance(exc, (TimeoutError, RetryError)):
             return self.error("timeout", f"{what}: no answer from {where} within "
                                          f"{self.timeout_s:g} s")
+        return self._answer_error(exc, what, where)
+
+    def _answer_error(self, exc: BaseException, what: str, where: str) -> DeviceError:
+        """An answer that did not decode or was refused, a socket error, or anything else."""
         if isinstance(exc, DecodingError):
             return self.error("malformed", f"{what}: {exc}")
         if isinstance(exc, CompletionCodeError):

@@ -151,6 +151,10 @@ class K8sScheduler(Stimulated, Driver):
                             urllib3.exceptions.ConnectTimeoutError)):
             return self.error("timeout", f"{what}: no answer from {self._server} within "
                                          f"{self.timeout_s:g} s")
+        return self._other_error(exc, what)
+
+    def _other_error(self, exc: BaseException, what: str) -> DeviceError:
+        """TLS, a dropped connection, an undecodable answer, or anything else."""
         if isinstance(exc, urllib3.exceptions.SSLError):
             return self.error("protocol", f"{what}: TLS failed: {exc}")
         if isinstance(exc, (urllib3.exceptions.ProtocolError, urllib3.exceptions.HTTPError)):

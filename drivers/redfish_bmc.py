@@ -582,14 +582,19 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                 failed = failed or exc
         said = "; ".join(f"{u} ({w})" for u, w in seen)
         chosen = next((u for u, w in seen if w == "DateTime"), None)
-        if chosen is None and failed is not None:      # e.g. a timeout: that is the error
-            raise self._fail(failed.kind, f"{failed.message} (examining the Managers: {said})")
         if chosen is None:
-            raise self._fail("protocol", f"no Manager has DateTime: examined {said}; set "
-                             f"`manager` in the rack file to a Manager URI that has one")
+            raise self._no_manager(failed, said)
         return chosen, (f"chose {chosen}, the first Manager with DateTime, of {len(seen)}: "
                         f"{said}" + ("; `manager` in the rack file picks another"
                                      if len(seen) > 1 else "")), layouts[chosen]
+
+    def _no_manager(self, failed: DeviceError | None, said: str) -> DeviceError:
+        """No Manager with DateTime: the error that stopped the look (e.g. a timeout), else
+        protocol, naming what was examined."""
+        if failed is not None:
+            return self._fail(failed.kind, f"{failed.message} (examining the Managers: {said})")
+        return self._fail("protocol", f"no Manager has DateTime: examined {said}; set "
+                          f"`manager` in the rack file to a Manager URI that has one")
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:

@@ -450,6 +450,14 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
             res.note = "no successful read"
             continue
         reads[clock] = _fit_one(res, s, e, v, count, meta, uncertainty_ns, ())
+    _refit_at_device_breaks(smp, out, reads, meta, uncertainty_ns)
+    return out
+
+
+def _refit_at_device_breaks(smp: Samples, out: dict[str, ClockResult],
+                            reads: dict[str, tuple[I64, I64, I64]], meta: dict[str, Any],
+                            uncertainty_ns: int) -> None:
+    """Each clock fitted again, split where another clock rebooted or the device was out."""
     rows = smp.select("read", ok=False)
     down = _breaks.outages(smp.s_ns[rows], smp.e_ns[rows],
                            [smp.status[i] == RowStatus.OK for i in rows])
@@ -458,7 +466,6 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
         cuts = _breaks.cuts_for(clock, fits, down)
         if _breaks.splits_inside(out[clock].fit, cuts):
             _fit_one(out[clock], s, e, v, None, meta, uncertainty_ns, cuts)
-    return out
 
 
 def _fit_one(res: ClockResult, s: I64, e: I64, v: I64, count: I64 | None, meta: dict[str, Any],

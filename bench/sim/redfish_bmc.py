@@ -182,10 +182,7 @@ class EmulatedBMC:
                         self.name, device.password_env)
         self.ntp = bool(sim.get("ntp", False))
         self.ntp_servers = list(sim.get("ntp_servers", ["pool.ntp.org"] if self.ntp else []))
-        self.uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.name}.rackclock.sim"))
-        self.manufacturer = str(sim.get("manufacturer", "rackclock-sim"))
-        self.model_name = str(sim.get("model", "OpenBMC emulated BMC"))
-        self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
+        self._identity(sim)
         self.offset_min = int(model.p.local_offset_min)
         self.log_capacity = int(sim.get("log_capacity", 1000))
         self.profile = self.make_profile(sim)
@@ -200,13 +197,25 @@ class EmulatedBMC:
         self._routes, self._items = self.routes(), self.item_routes()
         self.ntp_table = sim.get("ntp_model") or {}     # bench.sim.ntp: the NTP client's model
         self.discipline: NtpDiscipline | None = None     # made at the first NTP command
-        self.powered = True                              # bench.sim.power: fed by `power`
+        self._power(sim, ctx)
+
+    def _power(self, sim: dict, ctx: SimContext) -> None:
+        """Powered, its boot time and what its clock does at a power cycle; fed by the PDU
+        outlet named by `power` (bench.sim.power)."""
+        self.powered = True
         self.boot_s = float(sim.get("boot_s", 8.0))
         self.power_clock = str(sim.get("power_clock", "rtc"))   # rtc | epoch | image
         self.image_date = str(sim.get("image_date", "2024-06-01T00:00:00+00:00"))
         if sim.get("power"):
             from bench.sim import power
             power.bus(ctx).feed(sim["power"], self.power_switch)
+
+    def _identity(self, sim: dict) -> None:
+        """UUID (from the name), manufacturer, model and serial: the sim table's, else defaults."""
+        self.uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.name}.rackclock.sim"))
+        self.manufacturer = str(sim.get("manufacturer", "rackclock-sim"))
+        self.model_name = str(sim.get("model", "OpenBMC emulated BMC"))
+        self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
 
     def make_profile(self, sim: dict) -> Profile:
         """The service's layout (bench/sim/redfish_equipment.py lays out other equipment)."""
