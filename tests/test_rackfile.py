@@ -58,17 +58,19 @@ def _run_in(tree: Path, code: str) -> str:
 
 def test_a_new_clock_parameter_is_one_field_in_clock_py(tmp_path):
     """ARCHITECTURE.md: a field of ClockParams with its check is read from the rack file,
-    checked, converted and documented (the reference reads CLOCK_KEYS), no other file touched."""
+    checked, converted and documented (the reference reads CLOCK_KEYS and CLOCK_DOCS), no other
+    file touched."""
     tree = _copy_tree(tmp_path)
     clock = tree / "bench" / "sim" / "clock.py"
     text = clock.read_text()
-    anchor = '    firmware: str = param("1.0.0", TEXT)\n'
+    anchor = "\n    @property\n    def tz_error_ns(self)"
     assert anchor in text
-    clock.write_text(text.replace(anchor, anchor + "    # a new parameter, as the page shows\n"
-                                  '    settle_s: float = param(0.0, num(0.0, 60.0, "s"))\n'))
+    clock.write_text(text.replace(anchor, '\n    settle_s: float = param(0.0, num(0.0, 60.0, "s"),'
+                                  '\n        doc="how long the clock takes to settle after a '
+                                  'step")\n' + anchor, 1))
     out = _run_in(tree, """
 from bench.config.keys import InventoryError
-from bench.sim.clock import CLOCK_KEYS, params_from_table
+from bench.sim.clock import CLOCK_DOCS, CLOCK_KEYS, params_from_table
 from bench.sim.simtable import check_sim
 check_sim({"settle_s": 2.5, "clocks": {"datetime": {"settle_s": 1}}}, "redfish_bmc")
 print(params_from_table({"settle_s": 2.5}).settle_s)
@@ -77,9 +79,11 @@ try:
 except InventoryError as exc:
     print(exc)
 print(CLOCK_KEYS["settle_s"].accepted)      # what docs/RACKFILE.md will say of it
+print(CLOCK_DOCS["settle_s"])
 """)
-    assert out.split("\n")[:3] == ["2.5", "key 'sim.settle_s': 99 is not accepted (float from 0 to "
-                                   "60 s)", "float from 0 to 60 s"], out
+    assert out.split("\n")[:4] == ["2.5", "key 'sim.settle_s': 99 is not accepted (float from 0 to "
+                                   "60 s)", "float from 0 to 60 s",
+                                   "how long the clock takes to settle after a step"], out
 
 
 def test_a_new_pdu_vendor_is_one_file_for_the_driver_and_one_entry_for_the_emulator(tmp_path):

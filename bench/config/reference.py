@@ -24,19 +24,22 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _rows(keys: Mapping[str, Any]) -> list[str]:
+def _rows(keys: Mapping[str, Any], docs: Mapping[str, str] | None = None) -> list[str]:
     """A markdown table of keys and what each accepts (a `Key`'s accepted(), a check's
-    `accepted`)."""
-    out = ["| key | accepts |", "|---|---|"]
+    `accepted`), and what each means where `docs` says."""
+    out = ["| key | accepts | meaning |" if docs else "| key | accepts |",
+           "|---|---|---|" if docs else "|---|---|"]
     for k, spec in keys.items():
         said = spec.accepted() if callable(getattr(spec, "accepted", None)) else spec.accepted
-        out.append(f"| `{k}` | {_cell(said)} |")
+        meaning = f" {_cell(docs.get(k, ''))} |" if docs else ""
+        out.append(f"| `{k}` | {_cell(said)} |{meaning}")
     return out
 
 
-def _section(title: str, text: str, keys: Mapping[str, Any]) -> list[str]:
+def _section(title: str, text: str, keys: Mapping[str, Any],
+             docs: Mapping[str, str] | None = None) -> list[str]:
     return ["", f"## {title}" if title.startswith("[") or "keys" in title else f"### {title}", "",
-            *([text, ""] if text else []), *_rows(keys)]
+            *([text, ""] if text else []), *_rows(keys, docs)]
 
 
 def _first_sentence(cls: Any) -> str:
@@ -70,7 +73,7 @@ def reference_text() -> str:
     """The whole of docs/RACKFILE.md."""
     from bench.config.inventory import DEVICE_KEYS, RACK_KEYS
     from bench.model.limits import KEYS as LIMIT_KEYS
-    from bench.sim.clock import CLOCK_KEYS
+    from bench.sim.clock import CLOCK_DOCS, CLOCK_KEYS
     from bench.sim.simtable import COMMON
 
     parts = [HEAD.split("\n")]
@@ -82,8 +85,8 @@ def reference_text() -> str:
     parts.append(_section(
         "[devices.NAME.sim]: the clock model", "A simulated device's clock (bench/sim/clock.py "
         "`ClockParams`): in the `sim` table for every clock of the device, in `[sim.clocks.NAME]` "
-        "for one clock, in `[sim.by_firmware.VERSION]` for the firmware named by `firmware`.",
-        CLOCK_KEYS))
+        "for one clock, in `[sim.by_firmware.VERSION]` for the firmware named by `firmware`. "
+        "Instants are seconds after the run's start (t0).", CLOCK_KEYS, CLOCK_DOCS))
     parts.append(_section("[devices.NAME.sim]: every emulator", "", COMMON))
     parts.append(["", "## Each emulator's own keys (in [devices.NAME.sim])"])
     parts += list(_emulators())

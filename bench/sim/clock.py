@@ -57,9 +57,11 @@ def _span(x: Any) -> tuple[float, float]:
     return (float(x), float(x)) if isinstance(x, (int, float)) else (float(x[0]), float(x[1]))
 
 
-def param(default: Any, check: Check, convert: Callable[[Any], Any] | None = None) -> Any:
-    """A ClockParams field: its default, the check of its rack-file value, its conversion."""
-    return field(default=default, metadata={"check": check, "convert": convert})
+def param(default: Any, check: Check, convert: Callable[[Any], Any] | None = None,
+          doc: str = "") -> Any:
+    """A ClockParams field: its default, the check of its rack-file value, its conversion and
+    what it means (docs/RACKFILE.md says it)."""
+    return field(default=default, metadata={"check": check, "convert": convert, "doc": doc})
 
 
 def _rows(names: tuple[str, ...], checks: tuple[Check, ...]) -> Check:
@@ -71,71 +73,72 @@ DISCIPLINE = ("every_lo_s", "every_hi_s", "corr_lo_ms", "corr_hi_ms", "slew_ppm"
 
 @dataclass(frozen=True)
 class ClockParams:
-    # wall clock: device minus reference at t0, s
-    offset_s: float = param(0.0, SIZE_S)
-    # constant fractional frequency error, ppm
-    drift_ppm: float = param(0.0, PPM)
-    # frequency random walk: std of its change over one hour, ppm
-    wander_ppm: float = param(0.0, num(0.0, 1000.0, "ppm per sqrt(hour)"))
-    # the tick the device really delivers, s
-    resolution_s: float = param(1.0, num(1e-9, 86400.0, "s"))
-    # counts from zero (boot) instead of Unix epoch
-    counter: bool = param(False, FLAG)
-    # counter: reading at t0, s
-    uptime_s: float = param(0.0, num(0.0, YEARS_100_S, "s"))
-    # counter: wraps modulo this many ticks (0 = never)
-    wrap_ticks: int = param(0, num(0, 2**64, kind="int"))
-    # (at_s after t0, size_s): clock set / stepped
+    offset_s: float = param(0.0, SIZE_S,
+        doc="wall clock: device minus reference at t0, s")
+    drift_ppm: float = param(0.0, PPM,
+        doc="constant fractional frequency error, ppm")
+    wander_ppm: float = param(0.0, num(0.0, 1000.0, "ppm per sqrt(hour)"),
+        doc="frequency random walk: std of its change over one hour, ppm")
+    resolution_s: float = param(1.0, num(1e-9, 86400.0, "s"),
+        doc="the tick the device really delivers, s")
+    counter: bool = param(False, FLAG,
+        doc="counts from zero (boot) instead of Unix epoch")
+    uptime_s: float = param(0.0, num(0.0, YEARS_100_S, "s"),
+        doc="counter: reading at t0, s")
+    wrap_ticks: int = param(0, num(0, 2**64, kind="int"),
+        doc="counter: wraps modulo this many ticks (0 = never)")
     steps: tuple[tuple[float, float], ...] = param(
-        (), _rows(("at_s", "size_s"), (AT_S, SIZE_S)), _records("at_s", "size_s"))
-    # at_s after t0: a counter restarts from zero
-    reboots: tuple[float, ...] = param((), list_of(AT_S), lambda xs: tuple(map(float, xs)))
-    # (at_s, duration_s, rate_ppm): NTP-style
+        (), _rows(("at_s", "size_s"), (AT_S, SIZE_S)), _records("at_s", "size_s"),
+        doc="(at_s after t0, size_s): clock set / stepped")
+    reboots: tuple[float, ...] = param((), list_of(AT_S), lambda xs: tuple(map(float, xs)),
+        doc="at_s after t0: a counter restarts from zero")
     slews: tuple[tuple[float, float, float], ...] = param(
         (), _rows(("at_s", "duration_s", "rate_ppm"), (AT_S, AT_S, PPM)),
-        _records("at_s", "duration_s", "rate_ppm"))
-    # (at_s, delta_ppm): the frequency changes
+        _records("at_s", "duration_s", "rate_ppm"),
+        doc="(at_s, duration_s, rate_ppm): NTP-style")
     freq_steps: tuple[tuple[float, float], ...] = param(
-        (), _rows(("at_s", "delta_ppm"), (AT_S, PPM)), _records("at_s", "delta_ppm"))
-    # (at_s, size_s, back_after_s): a step and its correction (an NTP step, then the re-sync)
+        (), _rows(("at_s", "delta_ppm"), (AT_S, PPM)), _records("at_s", "delta_ppm"),
+        doc="(at_s, delta_ppm): the frequency changes")
     blips: tuple[tuple[float, float, float], ...] = param(
         (), _rows(("at_s", "size_s", "back_after_s"), (AT_S, SIZE_S, num(0.0, 1e8, "s"))),
-        _records("at_s", "size_s", "back_after_s"))
-    # (every_lo_s, every_hi_s, corr_lo_ms, corr_hi_ms, slew_ppm): an NTP client correcting
-    # ±corr every `every` s by slewing (no step)
+        _records("at_s", "size_s", "back_after_s"),
+        doc="(at_s, size_s, back_after_s): a step and its correction (an NTP step, then the re-sync)")
     discipline: tuple[float, ...] = param(
         (), record(DISCIPLINE, (num(1.0, 86400.0, "s"), num(1.0, 86400.0, "s"),
                                 num(0.0, 1e6, "ms"), num(0.0, 1e6, "ms"),
-                                num(1.0, 10_000.0, "ppm"))), _record(*DISCIPLINE))
-    # (ppm, period_s): a PLL hunting, ±ppm alternating
+                                num(1.0, 10_000.0, "ppm"))), _record(*DISCIPLINE),
+        doc="(every_lo_s, every_hi_s, corr_lo_ms, corr_hi_ms, slew_ppm): an NTP client "
+            "correcting ±corr every `every` s by slewing (no step)")
     hunting: tuple[float, ...] = param(
-        (), record(("ppm", "period_s"), (PPM, num(1.0, 86400.0, "s"))), _record("ppm", "period_s"))
-    # (lo, hi): the reading lags the clock by a varying lag in [lo, hi] ms, redrawn each second
-    # (libc time() on the kernel's coarse clock)
+        (), record(("ppm", "period_s"), (PPM, num(1.0, 86400.0, "s"))), _record("ppm", "period_s"),
+        doc="(ppm, period_s): a PLL hunting, ±ppm alternating")
     tick_lag_ms: tuple[float, ...] = param(
         (), record(("lo", "hi"), (num(0.0, 10_000.0, "ms"), num(0.0, 10_000.0, "ms"))),
-        _record("lo", "hi"))
-    # the value updates only every update_s (0: always)
-    update_s: float = param(0.0, num(0.0, 86400.0, "s"))
-    # the clock stops advancing from then on (stuck RTC, a frozen agent counter)
-    frozen_at_s: float | None = param(None, AT_S)
-    # how far discipline and hunting are generated
-    horizon_s: float = param(6 * 3600.0, num(0.0, 2 * 86400.0, "s"))
-    # the device does not answer this long after a reboot
-    reboot_down_s: float = param(5.0, num(0.0, 3600.0, "s"))
-    # from request arrival to the instant the clock is sampled
-    sample_delay_s: float = param(0.0, num(0.0, 10.0, "s"))
-    # from that sample to the answer leaving
-    reply_delay_s: float = param(0.0, num(0.0, 10.0, "s"))
-    # mean of an exponential extra delay before sampling
-    jitter_s: float = param(0.0, num(0.0, 10.0, "s"))
-    # event -> log stamp, uniform in [lo, hi]
-    log_latency_s: tuple[float, float] = param((0.0, 0.0), span(0.0, 3600.0), _span)
-    # UTC offset the device claims for its local time
-    local_offset_min: int = param(0, num(-1440, 1440, "min", "int"))
-    # offset it really applies (None: as claimed)
-    true_local_offset_min: int | None = param(None, num(-1440, 1440, "min", "int"))
-    firmware: str = param("1.0.0", TEXT)
+        _record("lo", "hi"),
+        doc="(lo, hi): the reading lags the clock by a varying lag in [lo, hi] ms, redrawn "
+            "each second (libc time() on the kernel's coarse clock)")
+    update_s: float = param(0.0, num(0.0, 86400.0, "s"),
+        doc="the value updates only every update_s (0: always)")
+    frozen_at_s: float | None = param(None, AT_S,
+        doc="the clock stops advancing from then on (stuck RTC, a frozen agent counter)")
+    horizon_s: float = param(6 * 3600.0, num(0.0, 2 * 86400.0, "s"),
+        doc="how far discipline and hunting are generated")
+    reboot_down_s: float = param(5.0, num(0.0, 3600.0, "s"),
+        doc="the device does not answer this long after a reboot")
+    sample_delay_s: float = param(0.0, num(0.0, 10.0, "s"),
+        doc="from request arrival to the instant the clock is sampled")
+    reply_delay_s: float = param(0.0, num(0.0, 10.0, "s"),
+        doc="from the clock's sample to the answer leaving")
+    jitter_s: float = param(0.0, num(0.0, 10.0, "s"),
+        doc="mean of an exponential extra delay before sampling")
+    log_latency_s: tuple[float, float] = param((0.0, 0.0), span(0.0, 3600.0), _span,
+        doc="event -> log stamp, uniform in [lo, hi]")
+    local_offset_min: int = param(0, num(-1440, 1440, "min", "int"),
+        doc="UTC offset the device claims for its local time")
+    true_local_offset_min: int | None = param(None, num(-1440, 1440, "min", "int"),
+        doc="offset it really applies (None: as claimed)")
+    firmware: str = param("1.0.0", TEXT,
+        doc="the firmware version it reports; selects [sim.by_firmware.VERSION]")
 
     @property
     def tz_error_ns(self) -> int:
@@ -152,6 +155,9 @@ class ClockParams:
 # `seed` is the model's (models_for), not a parameter
 CLOCK_KEYS: dict[str, Check] = {**{f.name: f.metadata["check"] for f in fields(ClockParams)},
                                 "seed": num(0, 2**63 - 1, kind="int")}
+CLOCK_DOCS: dict[str, str] = {**{f.name: f.metadata["doc"] for f in fields(ClockParams)},
+                              "seed": "the model's random seed (default: from the rack's seed, "
+                                      "the device's name and the clock's)"}
 
 
 def params_from_table(table: Mapping[str, Any]) -> ClockParams:
