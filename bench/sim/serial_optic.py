@@ -81,10 +81,7 @@ def build_bridge(device: DeviceConfig, ctx: SimContext) -> Bridge:
     sim = dict(device.sim or {})
     tables = {int(p): dict(t) for p, t in dict(sim.get("modules", {})).items()}
     specs = {p: module_spec(p, t) for p, t in tables.items()}
-    clocks = {f"counter{p}": {"resolution_s": 0.001, "wrap_ticks": 2 ** 32, **dict(s.clock or {})}
-              for p, s in specs.items() if s.has_counter}       # has_counter: it has a clock
-    base = {k: v for k, v in sim.items() if k not in ("modules", "clocks")}
-    models = ctx.models(replace(device, sim={**base, "clocks": clocks}), ())
+    models = _counter_models(device, sim, specs, ctx)
     ports = sorted(set(specs) | {int(p) for p in sim.get("bridge_ports", [])})
     bridge = Bridge(bridge_spec(device), {}, ports, ctx.now_ns, ctx.t0_ns,
                     seed_for(ctx.seed, device.name, "bridge"))
@@ -96,9 +93,23 @@ def build_bridge(device: DeviceConfig, ctx: SimContext) -> Bridge:
     for p, spec in specs.items():
         bridge.modules[p] = CmisModule(spec, ctx.t0_ns, models.get(f"counter{p}"),
                                        seed_for(ctx.seed, name, f"port{p}"), hooks)
-    for p, m in bridge.modules.items():
-        m.far = bridge.modules.get(m.spec.far_end if m.spec.far_end is not None else p, m)
+    _link_far_ends(bridge.modules)
     return bridge
+
+
+def _counter_models(device: DeviceConfig, sim: dict, specs: dict, ctx: SimContext) -> dict:
+    """The clock model of each module that has a counter (`counterPORT`: 1 ms, 32-bit wrap,
+    unless its own `clock` table says otherwise)."""
+    clocks = {f"counter{p}": {"resolution_s": 0.001, "wrap_ticks": 2 ** 32, **dict(s.clock or {})}
+              for p, s in specs.items() if s.has_counter}       # has_counter: it has a clock
+    base = {k: v for k, v in sim.items() if k not in ("modules", "clocks")}
+    return ctx.models(replace(device, sim={**base, "clocks": clocks}), ())
+
+
+def _link_far_ends(modules: dict) -> None:
+    """Each module's far end: the port its spec names, else itself (a loopback)."""
+    for p, m in modules.items():
+        m.far = modules.get(m.spec.far_end if m.spec.far_end is not None else p, m)
 
 
 class _Lines:
