@@ -26,7 +26,7 @@ run: $(RUN_STAMP)
 # pytest-xdist workers, one more than the cores where the machine has 2 or more (most tests wait
 # on emulators in real time, so a third worker fills the cores; the suite holds its truth beside two
 # CPU hogs: `make test-under-load`), a test module per worker at a time; a test that opens the
-# served rack's devices (RACKCLOCK_RACK) holds the rack (bench/model/racklock.py), so the others
+# served rack's devices (RACKCLOCK_RACK) holds the rack (bench/config/racklock.py), so the others
 # wait. TEST_WORKERS=0: serially
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -ge 2 ] && echo $$((n + 1)) || echo 0)
 # the house gate (pyproject.toml [tool.ruff], [tool.mypy]): lint only, never reformats

@@ -1,201 +1,26 @@
-"""`rackclock`: run experiments, serve the simulated rack, check, report, compare."""
+"""`rackclock`: the command line. Each subcommand is a module of bench/commands/ (found by
+listing the package: bench/commands/__init__.py); this only dispatches to the one named, so a
+command's module, and what it imports, loads only when that command runs."""
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from pathlib import Path
 
 from bench import logsetup
+from bench.commands import FIRST, OneLineParser, commands, names
 from bench.errors import RackclockError
-from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
 
-def _run(a) -> int:
-    from bench.model.inventory import InventoryError
-    from bench.model.rackfile import check_duration, parse_allowance
-    from bench.model.racklock import RackBusy
-    from bench.run.experiment import run_experiment
-    from bench.safeio import UnsafeFolder
-
+def _delegate(name: str, argv: list[str]) -> int:
+    """Run command `name`'s `main(argv)`. A file the command cannot read or may not write
+    (bench.saferead, bench.safeio, a run folder's document) is one line naming it and the fault,
+    exit status 2."""
     try:
-        bad = [p for p in a.param if "=" not in p]
-        if bad:
-            raise InventoryError(f"--param {bad[0]!r}: expected KEY=VALUE")
-        overrides = dict(p.split("=", 1) for p in a.param)
-        if a.duration is not None:
-            try:
-                duration = float(a.duration)
-            except ValueError:
-                raise InventoryError(f"--duration {a.duration!r} is not a number of seconds") \
-                    from None
-            overrides["duration_s"] = str(check_duration(duration))
-        until = _until(a, overrides)
-        if a.decide:
-            overrides.update(_planned(a, overrides))
-        allowance = parse_allowance(a.reference_allowance)
-        if a.rack is None and a.arm:
-            print("--arm has no effect on the simulated rack (its stimuli are always sent)",
-                  file=sys.stderr)
-        path = run_experiment(a.experiment, a.rack, a.out, overrides, armed=a.arm,
-                              allowance_ns=allowance, quiet=a.quiet, processes=a.processes,
-                              fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
-                              given_as={"duration_s": "--duration" if a.duration else
-                                        "--until-decided"} if a.duration or until else None,
-                              until=until)
-    except (InventoryError, RackBusy, UnsafeFolder) as exc:
-        print(f"rackclock run: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("rackclock run: stopped before measuring began", file=sys.stderr)
-        return 1
-    from bench.model.rundata import load_run
-    return run_exit_status(load_run(path), a.allow_undecided)
-
-
-def _max_duration(a, default: float) -> float:
-    from bench.model.inventory import InventoryError
-    from bench.model.rackfile import check_duration
-    if a.max_duration is None:
-        return default
-    try:
-        seconds = check_duration(float(a.max_duration))
-    except ValueError:
-        raise InventoryError(f"--max-duration {a.max_duration!r} is not a number of seconds") \
-            from None
-    return default if seconds is None else seconds
-
-
-def _until(a, overrides: dict[str, str]):
-    """--until-decided: the watch that stops the probing once the named clocks' drifts are
-    decided (bench.run.decided); the run's duration is the ceiling (--max-duration, else
-    UNTIL_CEILING_S; --duration, when given, is the ceiling)."""
-    from bench.model.inventory import InventoryError
-    if a.until_decided is None:
-        if a.decided_ppm is not None:
-            raise InventoryError("--decided-ppm is an option of --until-decided")
-        return None
-    from bench.run.decided import UntilDecided
-    if a.decide:
-        raise InventoryError("--until-decided and --decide: one of them")
-    ppm = None
-    if a.decided_ppm is not None:
-        try:
-            ppm = float(a.decided_ppm)
-        except ValueError:
-            ppm = -1.0
-        if not 0 < ppm < 1e6:
-            raise InventoryError(f"--decided-ppm {a.decided_ppm!r}: a width in ppm above 0")
-    if a.duration is None:
-        overrides["duration_s"] = str(_max_duration(a, UNTIL_CEILING_S))
-    names = tuple(x.strip() for x in a.until_decided.split(",") if x.strip())
-    if names:
-        from bench.model.inventory import load_rack
-        from bench.sim import DEFAULT_RACK
-        devices = {d.name for d in load_rack(a.rack or DEFAULT_RACK).devices}
-        bad = [n for n in names if n.partition(".")[0] not in devices]
-        if bad:
-            raise InventoryError(f"--until-decided {bad[0]!r}: no such device in the rack "
-                                 f"(DEVICE or DEVICE.CLOCK; devices: {', '.join(sorted(devices))})")
-    return UntilDecided(names, ppm)
-
-
-UNTIL_CEILING_S = 1800.0
-
-
-def _planned(a, overrides: dict[str, str]) -> dict[str, str]:
-    """--decide: the regression run's plan (bench.compare.plan), printed before the run starts;
-    the duration and stimulus interval it sets, unless given."""
-    from bench.compare.plan import DECIDABLE, plan_run
-    from bench.compare.tolerances import ToleranceError
-    from bench.compare.verdicts import load_tolerances
-    from bench.model.inventory import InventoryError, load_rack
-    from bench.model.rundata import load_run
-    from bench.sim import DEFAULT_RACK
-
-    decide = tuple(x.strip() for x in a.decide.split(",") if x.strip())
-    bad = [x for x in decide if x not in DECIDABLE]
-    if bad or not decide:
-        raise InventoryError(f"--decide {a.decide!r}: measures to decide are "
-                             f"{', '.join(DECIDABLE)} (comma-separated)")
-    try:
-        tol = load_tolerances(a.tolerances)
-        base = load_run(a.baseline) if a.baseline else None
-    except (FileNotFoundError, ToleranceError) as exc:
-        raise InventoryError(str(exc)) from None
-    try:
-        poll_s = float(overrides.get("watch_poll_s", 0.1))
-    except ValueError:
-        raise InventoryError(f"--param watch_poll_s={overrides['watch_poll_s']!r}: "
-                             "a number of seconds") from None
-    plan = plan_run(load_rack(a.rack or DEFAULT_RACK), tol, decide, base,
-                    _max_duration(a, 7200.0), poll_s=poll_s)
-    print("\n".join(plan.lines()), flush=True)
-    out = {"duration_s": str(plan.duration_s)} if a.duration is None else {}
-    if plan.stimulus_every_s and "stimulus_every_s" not in overrides:
-        out["stimulus_every_s"] = str(plan.stimulus_every_s)
-    return out
-
-
-def run_exit_status(run, allow_undecided: bool = False) -> int:
-    """The run's closing verdict by the one exit table (bench.model.outcomes): 1 when the run did
-    not complete, a device gave no usable read or the verdict is FAIL; 3 when it is UNDECIDED or
-    no clock was measured (every clock stuck or unread), 0 with --allow-undecided; else 0."""
-    from bench.model.outcomes import exit_code
-    from bench.model.statuses import RunStatus
-    from bench.model.verdict import run_outcome
-
-    if run.manifest.status != RunStatus.COMPLETED:
-        return 1
-    if run.manifest.raw.get("rackless"):     # bench.run.rackless: the experiment's own verdict
-        return exit_code("PASS" if run.manifest.raw.get("decided") is not False else "UNDECIDED",
-                         allow_undecided)
-    r = run_outcome(run)
-    for name, why in r.unusable.items():
-        print(f"{name}: no usable read ({why})", file=sys.stderr)
-    return exit_code(r.word, allow_undecided)
-
-
-def _until_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--max-duration", default=None, metavar="S",
-                   help="with --decide: the longest run affordable, seconds (default 7200); "
-                        "with --until-decided: the ceiling (default 1800)")
-    r.add_argument("--until-decided", nargs="?", const="", default=None,
-                   metavar="DEVICE.CLOCK,...",
-                   help="measure until these clocks' drifts are decided (a device: its every "
-                        "clock; default: every clock), or --max-duration; says which were and "
-                        "when")
-    r.add_argument("--decided-ppm", default=None, metavar="PPM",
-                   help="with --until-decided: a drift is decided at this width (default: a "
-                        "tenth of its prior's, 120 ppm under ±600 ppm)")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Argument errors in one line (and exit 2), as every other configuration error."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message}\n")
-
-
-def _experiments_epilog() -> str:
-    from bench.model.vocabulary import GLOSSARY
-    from bench.run.catalog import summary_lines
-    return ("experiments (parameters: rackclock experiments [NAME]):\n"
-            + "\n".join(summary_lines()) + "\n\nwords of the output:\n"
-            + "\n".join(f"  {w}: {m}" for w, m in GLOSSARY.items()))
-
-
-def _delegate(module: str, argv: list[str], name: str = "") -> int:
-    """Subcommands that live in their own module's `main(argv)` (or `module:function`). A file
-    the command cannot read or may not write (bench.saferead, bench.safeio, a run folder's
-    document) is one line naming it and the fault, exit status 2."""
-    module, _, fn = module.partition(":")
-    try:
-        return int(getattr(importlib.import_module(module), fn or "main")(argv) or 0)
+        return int(importlib.import_module(f"bench.commands.{name}").main(argv) or 0)
     except RackclockError as exc:
         if not one_line(exc):
             raise
-        print(f"rackclock {name or module}: {exc}", file=sys.stderr)
+        print(f"rackclock {name}: {exc}", file=sys.stderr)
         return 2
 
 
@@ -209,28 +34,6 @@ def one_line(exc: BaseException) -> bool:
     return rundata is not None and isinstance(exc, rundata.RunFolderError)
 
 
-SUBCOMMANDS = {"sim": "bench.sim_cli", "check": "bench.check", "report": "bench.report_cli",
-               "compare": "bench.compare_cli", "timeline": "bench.timeline_cli",
-               "limits": "bench.limits_cli", "trend": "bench.trend_cli",
-               "summarize": "bench.resummarize"}
-SUBCOMMANDS["experiments"] = "bench.run.catalog"
-SUBCOMMANDS["fleet"] = "bench.fleet.cli"
-SUBCOMMANDS["watch"] = "bench.watch.cli:watch_main"
-SUBCOMMANDS["map"] = "bench.watch.cli:map_main"
-HELP = {"sim": "serve the simulated rack on loopback for other clients",
-        "check": "reference health, reachability and identity of every device",
-        "report": "HTML report and print figures of a run folder",
-        "compare": "compare two runs (e.g. before and after a firmware update)",
-        "timeline": "one cross-plane timeline of a run, with device log files",
-        "limits": "judge the rack file's [limits] against a run's bounds (pass/fail/undecided)",
-        "trend": "measures of three or more runs side by side, with a figure",
-        "summarize": "(re)build summary.json of a run folder, a killed run included"}
-HELP["experiments"] = "the experiments, their parameters and documentation"
-HELP["fleet"] = "a fleet of racks on Ray: run each rack on its bench host, report the fleet"
-HELP["watch"] = "probe the rack until stopped: day folders, metrics, the mapping service"
-HELP["map"] = "the reference interval of a device stamp (a running watch, or day folders)"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:                                   # --log-level / -v: what of the log reaches stderr
@@ -239,57 +42,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rackclock: {exc}", file=sys.stderr)
         return 2
     logsetup.configure(level)
-    if argv and argv[0] in SUBCOMMANDS:
-        return _delegate(SUBCOMMANDS[argv[0]], argv[1:], argv[0])
+    if not argv:
+        return _delegate(FIRST, [])
+    if argv[0] in names():                 # listed, not read: a command's start stays light
+        return _delegate(argv[0], argv[1:])
     ap = OneLineParser(
         prog="rackclock", description="timing bench for AI racks: provable clock bounds per plane",
         epilog=f"logging (any subcommand): {logsetup.HELP}")
     sub = ap.add_subparsers(dest="cmd")
-    r = sub.add_parser("run", help="run an experiment (default: clock_offset on the simulated rack)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=_experiments_epilog() + "\n\n" + exit_table_text())
-    r.add_argument("experiment", nargs="?", default="clock_offset",
-                   help="an experiment's name (below) or the path of an experiment file")
-    r.add_argument("--rack", type=Path, default=None,
-                   help="rack file of a real rack (default: start the simulated rack)")
-    r.add_argument("--duration", default=None, help="seconds (default: experiment's)")
-    r.add_argument("--out", type=Path, default=Path("results"), help="folder for run folders")
-    r.add_argument("--arm", action="store_true",
-                   help="send stimuli to a non-simulated rack (without it they are only printed)")
-    r.add_argument("--reference-allowance", default=None,
-                   help="bound on the reference's own error when its discipline cannot be read, "
-                        "e.g. 1ms")
-    r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="experiment parameter (repeatable)")
-    r.add_argument("--quiet", action="store_true", help="no progress display or table")
-    r.add_argument("--allow-undecided", action="store_true", help=ALLOW_UNDECIDED_HELP)
-    r.add_argument("--decide", metavar="MEASURES", default=None,
-                   help="plan the run's length and stimuli so these measures (latency, drift; "
-                        "comma-separated) are decidable at their tolerances; says the plan first")
-    r.add_argument("--baseline", type=Path, default=None,
-                   help="with --decide: plan from this run's own bounds (e.g. before an update)")
-    r.add_argument("--tolerances", type=Path, default=None,
-                   help="with --decide: tolerance file (as compare)")
-    _until_options(r)
-    r.add_argument("--wide", action="store_true",
-                   help="every column and note (default: fit the terminal; 120 in a log)")
-    r.add_argument("--processes", type=int, default=None,
-                   help="worker processes probing the devices (default: one per core from 32 "
-                        "devices, else one)")
-    r.add_argument("--fit-rates", action="store_true",
-                   help="a rack beyond the bench's capacity runs at rates scaled down to fit "
-                        "(default: it is refused with the numbers)")
-    r.add_argument("--calibration", type=Path, default=None,
-                   help="cost-per-read file (default: bench/run/exchange_cost.json; "
-                        "benchmarks/scale.py --calibrate writes one)")
-    for name in SUBCOMMANDS:
-        sub.add_parser(name, help=f"{HELP[name]} (rackclock {name} --help)", add_help=False)
-    a = ap.parse_args(argv or ["run"])
-    if a.cmd in (None, "run"):
-        if a.cmd is None:
-            a = ap.parse_args(["run"])
-        return _run(a)
-    return 0
+    for name, text in commands().items():
+        sub.add_parser(name, help=f"{text} (rackclock {name} --help)", add_help=False)
+    ap.parse_args(argv)       # --help (exit 0), or an unknown command (exit 2, one line)
+    return _delegate(FIRST, [])            # nothing but `--`: the default command
 
 
 if __name__ == "__main__":

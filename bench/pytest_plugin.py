@@ -14,7 +14,7 @@ Fixtures (all skip the test, with the reason, when no rack file is given):
 
 A rack file marked `simulated = true` works too: it is served on loopback for the session.
 One session at a time on a lab rack: `rack_drivers` and `calibration` hold the rack
-(bench.model.racklock, keyed by the rack file's path) from their first use to the session's end,
+(bench.config.racklock, keyed by the rack file's path) from their first use to the session's end,
 so a second session on the same rack (another pytest, a second xdist worker) waits for it, up to
 --rack-wait-s, and then fails naming the holder.
 Unit constants in ns for assertions: `from bench.pytest_plugin import ns, us, ms, s`; a failed
@@ -33,8 +33,8 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.estimate import Bound
+from bench.config.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
 from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
-from bench.model.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
 from bench.model.statuses import RunStatus
 
 ns = 1
@@ -106,7 +106,7 @@ def rack_file(request) -> Path:
 @pytest.fixture(scope="session")
 def rack(request):
     """The RackConfig of the rack file given with --rack; skips the test when none is given."""
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     return load_rack(_rack_path(request.config))
 
 
@@ -117,7 +117,7 @@ def _session_name(config) -> str:
 
 @contextlib.contextmanager
 def holding_rack(config, rack_file):
-    """Hold the rack of `rack_file` (bench.model.racklock) for the block; a wait past
+    """Hold the rack of `rack_file` (bench.config.racklock) for the block; a wait past
     --rack-wait-s fails the test naming the session that holds it."""
     with contextlib.ExitStack() as held:
         try:

@@ -1,4 +1,5 @@
-"""`rackclock summarize RUN`: (re)build summary.json of any run folder from its samples, a run
+"""(Re)build summary.json of any run folder (the command: `rackclock summarize RUN`,
+bench/commands/summarize.py) from its samples, a run
 that was killed included. Every row is written as taken and each device's identity and clocks
 go into the manifest when the device opens, so a folder left by SIGKILL holds all a summary
 needs; the simulator (which dies with the bench) leaves its truth in RUN/sim/truth.json.
@@ -11,9 +12,7 @@ line says it could not be written (exit 1).
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from pathlib import Path
 
 from bench import safeio, saferead
@@ -94,6 +93,24 @@ def _swap(path: Path, summary: dict, old: dict | None) -> str:
     return ""
 
 
+def _mark_ended(path: Path, manifest: dict, ended: RunStatus | None) -> OSError | None:
+    """The truth copied beside the run and, for a run that ended unseen, its manifest marked
+    (killed, or disk_full with why); the OSError that stopped either, to raise once the summary
+    is made."""
+    if ended is not None:
+        manifest["status"] = ended
+        if ended == RunStatus.DISK_FULL and not manifest.get("error"):
+            manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
+                                 f"is used)")
+    try:
+        _copy_truth(path)
+        if ended is not None:
+            write_json(path / "manifest.json", manifest)
+    except OSError as exc:
+        return exc
+    return None
+
+
 def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
     """Build RUN/summary.json anew from the samples; a run whose manifest says `running` but
     whose process is gone is marked `killed` or `disk_full` (its samples so far are all kept).
@@ -114,18 +131,7 @@ def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
     if man.status != RunStatus.RUNNING or ended is not None:
         with safeio.Folder.open(path) as d:
             d.unlink(RESERVE)                  # the run is over: room for what follows
-    if ended is not None:
-        manifest["status"] = ended
-        if ended == RunStatus.DISK_FULL and not manifest.get("error"):
-            manifest["error"] = (f"cannot write in {path}: the disk filled (the run's reserve "
-                                 f"is used)")
-    failed: OSError | None = None
-    try:
-        _copy_truth(path)
-        if ended is not None:
-            write_json(path / "manifest.json", manifest)
-    except OSError as exc:
-        failed = exc
+    failed = _mark_ended(path, manifest, ended)
     t = path / "truth.json" if (path / "truth.json").exists() else path / "sim" / "truth.json"
     truth = saferead.load_object(t) if t.exists() else None
     summary = summarize_run(path, manifest, truth, uncertainty_ns=man.uncertainty_ns(),
@@ -144,52 +150,3 @@ def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
 def rebuild_summary(path: Path) -> dict:
     """rebuild(), the summary only."""
     return rebuild(path)[0]
-
-
-def main(argv: list[str] | None = None) -> int:
-    from bench.cli import OneLineParser
-
-    ap = OneLineParser(prog="rackclock summarize",
-                       description="(re)build summary.json of a run folder, a killed run included")
-    ap.add_argument("run", type=Path, help="run folder")
-    ap.add_argument("--quiet", action="store_true", help="no table")
-    # the watch's killed days: a summary as a closed day's, without the phase files (tens of MB)
-    ap.add_argument("--no-phase", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
-    if not (a.run / "manifest.json").exists():
-        print(f"rackclock summarize: {a.run}: not a run folder (no manifest.json)", file=sys.stderr)
-        return 2
-    try:
-        (summary, kept), error = rebuild(a.run, phase=not a.no_phase), None
-    except SummaryNotWritten as exc:
-        summary, kept, error = exc.summary, "", exc
-    if not a.quiet:
-        from bench.model.rundata import load_run
-        from bench.model.texttable import terminal_width, wrap
-        from bench.output.closing import reference_line
-        from bench.output.terminal import table
-
-        width = terminal_width()
-        print("\n".join(wrap(reference_line(load_run(a.run).manifest), width)))
-        print(table(summary, width=width))
-    if error is not None:
-        print(f"rackclock summarize: disk full: {error.strerror}", file=sys.stderr)
-        return 1
-    for name, d in summary.get("devices", {}).items():
-        if d.get("bad_rows"):
-            n = d["bad_rows"]
-            print(f"{name}: {n} bad line{'s' if n != 1 else ''} in samples/{name}.csv skipped "
-                  f"(cut short, garbage or NUL bytes); its other rows are summarized",
-                  file=sys.stderr)
-    if summary.get("rebuilt_because"):
-        print(f"rebuilt: {summary['rebuilt_because']}", file=sys.stderr)
-    if kept:
-        print(f"rackclock summarize: {a.run / 'summary.json'} kept ({kept}); the rebuild "
-              f"is in {a.run / REBUILT}", file=sys.stderr)
-        return 1
-    print(f"summary: {a.run / 'summary.json'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

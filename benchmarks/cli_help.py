@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.cli import SUBCOMMANDS  # noqa: E402
+from bench.commands import names  # noqa: E402
 
 
 def wall(cmd: list[str]) -> tuple[float, float]:
@@ -40,7 +40,7 @@ def main() -> None:
     cases = {"python -c pass": [sys.executable, "-c", "pass"],
              "rackclock --help": [sys.executable, "-m", "bench.cli", "--help"]}
     cases |= {f"rackclock {c} --help": [sys.executable, "-m", "bench.cli", c, "--help"]
-              for c in ["run", *SUBCOMMANDS]}
+              for c in names()}
     times: dict[str, list[float]] = {k: [] for k in cases}
     cpu: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(a.repeats):

@@ -2,7 +2,7 @@
 bracket than one sent right after it (docs/protocol_floors.md: idle costs ~0.3 ms a hop on this
 kind of VM).
 
-Serves the default simulated rack from `python -m bench.sim_cli` in a separate process and,
+Serves the default simulated rack from `python -m bench.commands.sim` in a separate process and,
 for one device per plane, repeats: sleep `--idle` s, read, read again at once; prints the median
 bracket of the first read, of the second, and their ratio, side by side in one run; `--repeats`
 times (fresh drivers, the same emulator process), closing with each figure's median [min–max].

@@ -1,6 +1,6 @@
 """Bracket width (e - s) of a Modbus RTC read: the cooling driver vs plain pymodbus clients.
 
-Serves emulated CDUs (no modelled sample delay or jitter) from `python -m bench.sim_cli` in a
+Serves emulated CDUs (no modelled sample delay or jitter) from `python -m bench.commands.sim` in a
 separate process: family A over Modbus TCP, family B over RTU on a pty (no line time modelled,
 and at 19200 baud with the line time modelled), and reads the RTC registers with:
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient, ModbusSerialClient, ModbusTcpClient  # noqa: E402
 from spread import scratch, spread  # noqa: E402
 
-from bench.model.inventory import load_rack  # noqa: E402
+from bench.config.inventory import load_rack  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.sim.rack import read_samples, samples_in  # noqa: E402
 from drivers.modbus_cooling import ModbusCooling  # noqa: E402
@@ -74,7 +74,7 @@ now_ns = Reference.now_ns
 
 def start_sim(out: Path):
     (out / "rack.in.toml").write_text(RACK)
-    proc = subprocess.Popen([sys.executable, "-m", "bench.sim_cli", "--rack",
+    proc = subprocess.Popen([sys.executable, "-m", "bench.commands.sim", "--rack",
                              str(out / "rack.in.toml"), "--out", str(out)], cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     for _ in range(200):

@@ -1,6 +1,6 @@
 """Bracket width (e - s) of a Redfish `DateTime` read: sync `redfish` client vs `redfish.aio`.
 
-Serves one emulated BMC (no modelled sample delay or jitter) from `python -m bench.sim_cli` in a
+Serves one emulated BMC (no modelled sample delay or jitter) from `python -m bench.commands.sim` in a
 separate process, HTTPS on loopback, TLS verified against the emulator's CA, session login, and
 reads the Manager with:
 
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from spread import temp_dir  # noqa: E402
 
-from bench.model.inventory import load_rack  # noqa: E402
+from bench.config.inventory import load_rack  # noqa: E402
 from bench.reference.clock import Reference  # noqa: E402
 from bench.sim.rack import read_samples, samples_in  # noqa: E402
 
@@ -63,7 +63,7 @@ now_ns = Reference.now_ns
 
 def start_sim(out: Path) -> tuple[subprocess.Popen, object]:
     (out / "rack.in.toml").write_text(RACK)
-    proc = subprocess.Popen([sys.executable, "-m", "bench.sim_cli", "--rack", str(out / "rack.in.toml"),
+    proc = subprocess.Popen([sys.executable, "-m", "bench.commands.sim", "--rack", str(out / "rack.in.toml"),
                              "--out", str(out)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     for _ in range(200):
         if (out / "rack.toml").exists():

@@ -1,7 +1,7 @@
 """Bracket width (e - s) of SNMP PDU clock reads through the driver, on loopback.
 
 Serves two emulated PDUs (APC layout, no modelled sample delay: the agent's delay is pysnmp's own
-processing) from `python -m bench.sim_cli` in a separate process: one SNMPv2c, one SNMPv3
+processing) from `python -m bench.commands.sim` in a separate process: one SNMPv2c, one SNMPv3
 (SHA + AES-128), both with hrSystemDate. For each read it records
 
 - socket:  the driver's bracket (stamps in pysnmp's UDP transport: before sendto, at arrival)
@@ -132,7 +132,7 @@ def stats(xs) -> str:
 def against_snmpd(n: int) -> int:
     import subprocess
 
-    from bench.model.inventory import DeviceConfig
+    from bench.config.inventory import DeviceConfig
     tmp = temp_dir("rackclock-bench-snmpd-")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))

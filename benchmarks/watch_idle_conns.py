@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 def serve(tmp: Path, devices: list[str]) -> tuple[subprocess.Popen, Path]:
     from racks import sim_rack_text
 
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     rack = tmp / "small.toml"
     rack.write_text(sim_rack_text(devices))
     for d in load_rack(rack).devices:

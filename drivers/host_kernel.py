@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -119,21 +119,7 @@ class HostKernel(Stimulated, Driver):
 
     async def _open_ssh(self) -> None:
         import asyncssh
-        o = self.config.options
-        from urllib.parse import urlsplit
-        self.user = self.config.username or urlsplit(self.config.address).username or "root"
-        kw: dict = {"username": self.user, "port": self.port or 22,
-                    "connect_timeout": self.timeout_s}
-        if o.get("key_file"):
-            kw["client_keys"] = [str(o["key_file"])]
-        else:
-            kw["client_keys"] = None
-        pw = self.config.secret()
-        if pw:
-            kw["password"] = pw
-        kh = o.get("known_hosts")
-        if kh is not None:
-            kw["known_hosts"] = None if str(kh).lower() == "none" else str(kh)
+        kw = self._ssh_options()
         try:
             self._conn = await asyncio.wait_for(asyncssh.connect(self.host, **kw),
                                                 self.timeout_s * 2)
@@ -152,6 +138,22 @@ class HostKernel(Stimulated, Driver):
                                   f"| tail -n 1")
         rec = parse_record(last)
         self._after_seq = rec[0] if rec else -1
+
+    def _ssh_options(self) -> dict:
+        """asyncssh.connect's keywords from the rack file: user, port, key, password, hosts."""
+        from urllib.parse import urlsplit
+        o = self.config.options
+        self.user = self.config.username or urlsplit(self.config.address).username or "root"
+        kw: dict = {"username": self.user, "port": self.port or 22,
+                    "connect_timeout": self.timeout_s,
+                    "client_keys": [str(o["key_file"])] if o.get("key_file") else None}
+        pw = self.config.secret()
+        if pw:
+            kw["password"] = pw
+        kh = o.get("known_hosts")
+        if kh is not None:
+            kw["known_hosts"] = None if str(kh).lower() == "none" else str(kh)
+        return kw
 
     def _map_ssh(self, exc: BaseException, what: str) -> DeviceError:
         import asyncssh

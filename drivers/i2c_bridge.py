@@ -193,15 +193,9 @@ class BridgeLink:
                     raise self._error("malformed", f"{len(buf)} bytes without an end of line "
                                                    f"(answers are under {MAX_LINE}): "
                                                    f"{bytes(buf[:80])!r}...")
-                while (i := buf.find(b"\n")) >= 0:
-                    line = bytes(buf[:i]).rstrip(b"\r")
-                    del buf[:i + 1]
-                    if not line:
-                        continue
-                    got, status, rest = self._parse(line)
-                    if got != tag:
-                        self.stale += 1
-                        continue
+                found = self._our_line(buf, tag)
+                if found is not None:
+                    status, rest, line = found
                     return self._answer(command, args, status, rest, s, e, line)
         except serial.SerialTimeoutException:
             raise self._error("timeout", f"{command} could not be written within "
@@ -209,6 +203,21 @@ class BridgeLink:
         except _LINK_ERRORS as exc:
             self.close()
             raise self._error("reset", f"link lost during {command}: {exc}") from None
+
+    def _our_line(self, buf: bytearray, tag: str) -> tuple[str, str, bytes] | None:
+        """(status, rest, line) of the first whole line in `buf` answering `tag`, taken out of
+        `buf` with the lines before it (stale answers, counted); None when none has come yet."""
+        while (i := buf.find(b"\n")) >= 0:
+            line = bytes(buf[:i]).rstrip(b"\r")
+            del buf[:i + 1]
+            if not line:
+                continue
+            got, status, rest = self._parse(line)
+            if got != tag:
+                self.stale += 1
+                continue
+            return status, rest, line
+        return None
 
     def _answer(self, command, args, status, rest, s, e, line) -> Answer:
         raw = line.decode("ascii", "replace")

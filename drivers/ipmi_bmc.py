@@ -53,7 +53,7 @@ from pyipmi.interfaces.rmcp import RmcpMsg
 from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from bench.model.logformats import sel_seconds_to_ns, sel_zone
 from drivers.base import (
     TIMEOUT_KEY,
@@ -107,7 +107,7 @@ class _StampedRmcpPlus(RmcpPlus):
 
 
 class IpmiBMC(Stimulated, Driver):
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.config.loader)
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
                "cipher_suite": Key("int", 0, 255), "ipmb_address": Key("int", 0, 255),
                "keepalive_s": Key("float", 0.0, 3600.0, unit="s"),
@@ -140,14 +140,8 @@ class IpmiBMC(Stimulated, Driver):
         if isinstance(exc, DeviceError):
             return exc
         where = f"{self.host}:{self.port}"
-        if isinstance(exc, AuthenticationError) and what != "login":
-            return self.error("malformed", f"{what}: answer fails its integrity check: {exc}")
-        if isinstance(exc, (AuthenticationError, IpmiLongPasswordError)):
-            return self.error("auth", f"{what}: the BMC rejected the credentials of user "
-                                      f"{self.config.username!r} ({type(exc).__name__})")
-        if isinstance(exc, MessageStatusCodeError):
-            kind = "auth" if exc.msc in _AUTH_MSC else "protocol"
-            return self.error(kind, f"{what}: session refused: {exc}")
+        if isinstance(exc, (AuthenticationError, IpmiLongPasswordError, MessageStatusCodeError)):
+            return self._session_error(exc, what)
         if isinstance(exc, IpmiConnectionError):
             return self.error("unreachable", f"{what}: {where}: {exc}")
         if isinstance(exc, ConnectionRefusedError):
@@ -156,6 +150,10 @@ class IpmiBMC(Stimulated, Driver):
         if isinstance(exc, (TimeoutError, RetryError)):
             return self.error("timeout", f"{what}: no answer from {where} within "
                                          f"{self.timeout_s:g} s")
+        return self._answer_error(exc, what, where)
+
+    def _answer_error(self, exc: BaseException, what: str, where: str) -> DeviceError:
+        """An answer that did not decode or was refused, a socket error, or anything else."""
         if isinstance(exc, DecodingError):
             return self.error("malformed", f"{what}: {exc}")
         if isinstance(exc, CompletionCodeError):
@@ -167,6 +165,16 @@ class IpmiBMC(Stimulated, Driver):
         if isinstance(exc, (struct.error, IndexError, ValueError, TypeError, KeyError)):
             return self.error("malformed", f"{what}: answer cannot be decoded: {exc!r}")
         return self.error("error", f"{what}: {exc!r}")
+
+    def _session_error(self, exc: BaseException, what: str) -> DeviceError:
+        """Integrity, credentials or a refused session: malformed, auth or protocol."""
+        if isinstance(exc, AuthenticationError) and what != "login":
+            return self.error("malformed", f"{what}: answer fails its integrity check: {exc}")
+        if isinstance(exc, MessageStatusCodeError):
+            kind = "auth" if exc.msc in _AUTH_MSC else "protocol"
+            return self.error(kind, f"{what}: session refused: {exc}")
+        return self.error("auth", f"{what}: the BMC rejected the credentials of user "
+                                  f"{self.config.username!r} ({type(exc).__name__})")
 
     def _clean(self, err: DeviceError) -> DeviceError:
         if self._password and self._password in err.message:

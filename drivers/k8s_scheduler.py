@@ -44,7 +44,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,
@@ -114,7 +114,7 @@ def kubeconfig_problem(path: str) -> str | None:
 
 
 class K8sScheduler(Stimulated, Driver):
-    CREDENTIALS = (("kubeconfig",),)                        # checked at load (drivers.rackcheck)
+    CREDENTIALS = (("kubeconfig",),)                        # checked at load (bench.config.loader)
     OPTIONS = {"kubeconfig": Key("path", exists="file", content=kubeconfig_problem),
                "context": Key("str"), "namespace": Key("str"),
                "timeout_s": TIMEOUT_KEY, "probe_image": Key("str")}
@@ -140,13 +140,7 @@ class K8sScheduler(Stimulated, Driver):
         if isinstance(exc, DeviceError):
             return exc
         if isinstance(exc, ApiException):
-            if exc.status in (401, 403):
-                return self.error("auth", f"{what}: HTTP {exc.status} {exc.reason}: the API "
-                                          f"server refused the kubeconfig's credentials")
-            if exc.status == 0:
-                return self.error("protocol", f"{what}: {str(exc.reason).splitlines()[0]}")
-            return self.error("protocol", f"{what}: HTTP {exc.status} {exc.reason}"
-                                          f"{self._status_message(exc)}")
+            return self._api_error(exc, what)
         if isinstance(exc, urllib3.exceptions.MaxRetryError):
             exc = exc.reason or exc
         # urllib3's NewConnectionError is (for history) a ConnectTimeoutError: test it first
@@ -157,6 +151,10 @@ class K8sScheduler(Stimulated, Driver):
                             urllib3.exceptions.ConnectTimeoutError)):
             return self.error("timeout", f"{what}: no answer from {self._server} within "
                                          f"{self.timeout_s:g} s")
+        return self._other_error(exc, what)
+
+    def _other_error(self, exc: BaseException, what: str) -> DeviceError:
+        """TLS, a dropped connection, an undecodable answer, or anything else."""
         if isinstance(exc, urllib3.exceptions.SSLError):
             return self.error("protocol", f"{what}: TLS failed: {exc}")
         if isinstance(exc, (urllib3.exceptions.ProtocolError, urllib3.exceptions.HTTPError)):
@@ -164,6 +162,16 @@ class K8sScheduler(Stimulated, Driver):
         if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)):
             return self.error("malformed", f"{what}: answer cannot be decoded: {exc!r}"[:300])
         return self.error("error", f"{what}: {exc!r}")
+
+    def _api_error(self, exc: ApiException, what: str) -> DeviceError:
+        """An HTTP error of the API server: credentials refused (auth), else protocol."""
+        if exc.status in (401, 403):
+            return self.error("auth", f"{what}: HTTP {exc.status} {exc.reason}: the API "
+                                      f"server refused the kubeconfig's credentials")
+        if exc.status == 0:
+            return self.error("protocol", f"{what}: {str(exc.reason).splitlines()[0]}")
+        return self.error("protocol", f"{what}: HTTP {exc.status} {exc.reason}"
+                                      f"{self._status_message(exc)}")
 
     @staticmethod
     def _status_message(exc: ApiException) -> str:
@@ -317,17 +325,15 @@ class K8sScheduler(Stimulated, Driver):
         last = after
         for ev in sorted(events.items or [], key=lambda x: _rv(x.metadata)):
             rv = _rv(ev.metadata)
-            if rv <= after:
-                continue
-            last = max(last, rv)
-            created = ev.metadata.creation_timestamp
-            ev_time = ev.event_time.isoformat() if ev.event_time else ""
-            obj = ev.involved_object
-            msg = (f"{ev.reason} {obj.kind}/{obj.name}: {ev.message or ''}"
-                   f" [{ev.reporting_component or (ev.source.component if ev.source else '')}"
-                   + (f" eventTime {ev_time}" if ev_time else "") + "]")
-            out.append(LogEntry(str(rv), "apiserver", to_ns(created) if created else None, NS,
-                                s, e, msg, f"{ev.metadata.namespace}/{ev.metadata.name}"))
+            if rv > after:
+                last = max(last, rv)
+                out.append(_event_entry(ev, rv, s, e))
+        out += self._node_entries(nodes, s, e)
+        return out, (str(last) if last >= 0 else cursor)
+
+    def _node_entries(self, nodes, s: int, e: int) -> list[LogEntry]:
+        """Node condition transitions not seen before, one entry each."""
+        out = []
         for n in nodes.items or []:
             for c in (n.status.conditions if n.status else None) or []:
                 if c.last_transition_time is None:
@@ -340,7 +346,19 @@ class K8sScheduler(Stimulated, Driver):
                                     to_ns(c.last_transition_time), NS, s, e,
                                     f"node {n.metadata.name} {c.type}={c.status} ({c.reason})",
                                     key[2]))
-        return out, (str(last) if last >= 0 else cursor)
+        return out
+
+
+def _event_entry(ev, rv: int, s: int, e: int) -> LogEntry:
+    """One Event as a log entry: stamped with its creationTimestamp (1 s resolution)."""
+    created = ev.metadata.creation_timestamp
+    ev_time = ev.event_time.isoformat() if ev.event_time else ""
+    obj = ev.involved_object
+    msg = (f"{ev.reason} {obj.kind}/{obj.name}: {ev.message or ''}"
+           f" [{ev.reporting_component or (ev.source.component if ev.source else '')}"
+           + (f" eventTime {ev_time}" if ev_time else "") + "]")
+    return LogEntry(str(rv), "apiserver", to_ns(created) if created else None, NS, s, e, msg,
+                    f"{ev.metadata.namespace}/{ev.metadata.name}")
 
 
 def _rv(meta) -> int:

@@ -40,7 +40,7 @@ from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOEx
 from pymodbus.pdu import ModbusPDU
 from pymodbus.pdu.mei_message import ReadDeviceInformationResponse
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers import tcp_rx_stamp
 from drivers.base import (
     TIMEOUT_KEY,
@@ -398,15 +398,7 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                                        "map": self.map.name, "timezone": str(self.zone)})
             text = {k: (v.decode("ascii", "replace") if isinstance(v, bytes) else str(v))
                     .strip("\0 ") for k, v in info.items()}
-            serial = ""
-            if self.map.serial.mei_object is not None:
-                obj = self.map.serial.mei_object
-                extra = await self._device_information(DeviceInformation.SPECIFIC, obj)
-                serial = extra.get(obj, b"").decode("ascii", "replace").strip("\0 ")
-            elif self.map.serial.span is not None:
-                regs, _s, _e = await self._read(self.map.serial.span, "serial number")
-                raw = b"".join(r.to_bytes(2, "big") for r in regs)
-                serial = raw.split(b"\0")[0].decode("ascii", "replace").strip()
+            serial = await self._serial()
         product = text.get(1, "")
         return Identity(vendor=text.get(0, ""), model=text.get(5) or product, serial=serial,
                         firmware=text.get(2, ""),
@@ -414,6 +406,18 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                                "map_product_code": self.map.product_code,
                                "map_matches": product == self.map.product_code,
                                "timezone": str(self.zone)})
+
+    async def _serial(self) -> str:
+        """The serial number where the map keeps it: a device-specific MEI object, or registers."""
+        if self.map.serial.mei_object is not None:
+            obj = self.map.serial.mei_object
+            extra = await self._device_information(DeviceInformation.SPECIFIC, obj)
+            return extra.get(obj, b"").decode("ascii", "replace").strip("\0 ")
+        if self.map.serial.span is not None:
+            regs, _s, _e = await self._read(self.map.serial.span, "serial number")
+            raw = b"".join(r.to_bytes(2, "big") for r in regs)
+            return raw.split(b"\0")[0].decode("ascii", "replace").strip()
+        return ""
 
     # -- the RTC ---------------------------------------------------------------------------------
     def clocks(self) -> list[ClockSpec]:
@@ -546,26 +550,33 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             return [], str(index)
         count = (index - start) % log.entries or log.entries
         slots = [(start + i) % log.entries for i in range(count)]
+        ring = await self._read_ring(log)
+        out = []
+        for slot in slots:
+            regs = ring[slot * log.entry_size:(slot + 1) * log.entry_size]
+            if any(regs):                                  # else never written
+                out.append(self._ring_entry(log, slot, regs, s, e))
+        return out, str(index)
+
+    async def _read_ring(self, log: RingLogSpec) -> list[int]:
+        """The whole ring of entries, in reads of at most MAX_READ registers."""
         ring: list[int] = []
         total = log.entries * log.entry_size
         for a in range(0, total, MAX_READ):
             regs, _s, _e = await self._read(
                 Span(log.table, log.base_address + a, min(MAX_READ, total - a)), "alarm log")
             ring += regs
-        out = []
-        for slot in slots:
-            regs = ring[slot * log.entry_size:(slot + 1) * log.entry_size]
-            f = dict(zip(log.entry_fields, regs))
-            if not any(regs):
-                continue                                   # never written
-            raw = f"slot {slot}: {regs}"
-            try:
-                value = self._instant_ns(f, log.time_base)
-            except (ValueError, OverflowError):
-                value = None
-            out.append(LogEntry(str((slot + 1) % log.entries), "rtc", value, self.resolution_ns,
-                                s, e, self._message(f.get("code")), raw))
-        return out, str(index)
+        return ring
+
+    def _ring_entry(self, log: RingLogSpec, slot: int, regs: list[int], s: int, e: int,
+                    ) -> LogEntry:
+        f = dict(zip(log.entry_fields, regs))
+        try:
+            value: int | None = self._instant_ns(f, log.time_base)
+        except (ValueError, OverflowError):
+            value = None
+        return LogEntry(str((slot + 1) % log.entries), "rtc", value, self.resolution_ns,
+                        s, e, self._message(f.get("code")), f"slot {slot}: {regs}")
 
     async def _window_entries(self, log: WindowLogSpec, cursor: str | None,
                               ) -> tuple[list[LogEntry], str | None]:

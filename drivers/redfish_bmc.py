@@ -80,8 +80,8 @@ from redfish.aio import (
     RedfishTimeoutError,
 )
 
+from bench.config.inventory import DeviceConfig, Key
 from bench.errors import RackclockError
-from bench.model.inventory import DeviceConfig, Key
 from drivers import redfish_known, tcp_rx_stamp
 from drivers.base import (
     TIMEOUT_KEY,
@@ -187,7 +187,7 @@ def capped_response(limit: int,
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https", "http")  # http:// only with auth = "none" (address_problem)
-    CREDENTIALS = (("username",), ("password_env",))      # checked at load (drivers.rackcheck)
+    CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.config.loader)
     OPTIONS = {"verify_tls": Key("bool"), "ca_file": Key("path", exists="file"),
                "timeout_s": TIMEOUT_KEY,
                "auth": Key("str", choices=AUTH_MODES), "log_service": Key("str"),
@@ -203,7 +203,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
 
     @staticmethod
     def address_problem(scheme: str, options) -> str | None:
-        """A rack file's address this driver refuses at load (drivers/rackcheck.py)."""
+        """A rack file's address this driver refuses at load (bench/config/loader.py)."""
         if scheme == "http" and options.get("auth") != "none":
             return ("plain http:// only with auth = \"none\" (credentials go only over "
                     "HTTPS); use https://, or say auth = \"none\" for a service that asks "
@@ -253,19 +253,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         if isinstance(exc, RedfishTimeoutError):
             return self._fail("timeout", f"{what}: no answer within {self.timeout_s:g} s")
         if isinstance(exc, RedfishConnectionError):
-            if isinstance(cause, BodyTooLarge):
-                return self._fail("malformed", f"{what}: {cause}")
-            if isinstance(cause, aiohttp.ClientConnectorCertificateError):
-                return self._fail("protocol", f"{what}: TLS certificate not trusted "
-                                  f"({cause.certificate_error}); set ca_file, or verify_tls = false")
-            if isinstance(cause, aiohttp.ClientSSLError):
-                return self._fail("protocol", f"{what}: TLS failed: {cause}")
-            if isinstance(cause, aiohttp.ClientConnectorError):
-                return self._fail("unreachable", f"{what}: cannot connect to "
-                                  f"{self.host}:{self.port}: {cause.os_error}")
-            if isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
-                return self._fail("reset", f"{what}: connection dropped: {cause!r}")
-            return self._fail("unreachable", f"{what}: {cause or exc!r}")
+            return self._connection_error(exc, cause, what)
         if isinstance(exc, RedfishAuthenticationError):
             return self._fail("auth", f"{what}: the BMC rejected the credentials of user "
                               f"{self.config.username!r}")
@@ -278,6 +266,23 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         if isinstance(exc, ssl.SSLError):
             return self._fail("protocol", f"{what}: TLS failed: {exc}")
         return self._fail("error", f"{what}: {exc!r}")
+
+    def _connection_error(self, exc: BaseException, cause: BaseException | None,
+                          what: str) -> DeviceError:
+        """A connection that failed, by its cause: body too large, TLS, connect, dropped."""
+        if isinstance(cause, BodyTooLarge):
+            return self._fail("malformed", f"{what}: {cause}")
+        if isinstance(cause, aiohttp.ClientConnectorCertificateError):
+            return self._fail("protocol", f"{what}: TLS certificate not trusted "
+                              f"({cause.certificate_error}); set ca_file, or verify_tls = false")
+        if isinstance(cause, aiohttp.ClientSSLError):
+            return self._fail("protocol", f"{what}: TLS failed: {cause}")
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            return self._fail("unreachable", f"{what}: cannot connect to "
+                              f"{self.host}:{self.port}: {cause.os_error}")
+        if isinstance(cause, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
+            return self._fail("reset", f"{what}: connection dropped: {cause!r}")
+        return self._fail("unreachable", f"{what}: {cause or exc!r}")
 
     def _http_error(self, response: AsyncRestResponse, what: str) -> DeviceError:
         try:
@@ -350,12 +355,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     async def _login(self) -> None:
         """Read the service root (unauthenticated, DSP0266), choose the auth mode (the rack
         file's, else what the service offers: said once) and log in."""
-        try:
-            root = await self._service_root()
-        except DeviceError as exc:
-            if exc.kind != "auth":
-                raise
-            root = {}                     # a root behind authentication: try the configured way
+        root = await self._root_or_nothing()
         mode, note = auth_mode(self.auth or ("session" if not root else None), root)
         self.auth = mode
         if note and self.auth_note is None:
@@ -380,13 +380,26 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                                  f"links no SessionService; set auth = \"basic\"") from None
             raise
         except RedfishHTTPError as exc:
-            if exc.response.status in (429, 503):
-                self._throttled(exc.response)
-            why = self._http_error(exc.response, f"login (POST {sessions})")
-            if exc.response.status in (404, 405, 501):
-                raise self._fail(why.kind, f"{why.message}: the service has no session "
-                                 f"login at {sessions}; set auth = \"basic\"") from None
-            raise why from None
+            raise self._login_refused(exc, sessions) from None
+
+    async def _root_or_nothing(self) -> dict:
+        """The service root; {} when it is behind authentication (then the configured way)."""
+        try:
+            return await self._service_root()
+        except DeviceError as exc:
+            if exc.kind != "auth":
+                raise
+            return {}
+
+    def _login_refused(self, exc: RedfishHTTPError, sessions: str) -> DeviceError:
+        """The DeviceError of an HTTP error answering the login (429/503 hold the budget)."""
+        if exc.response.status in (429, 503):
+            self._throttled(exc.response)
+        why = self._http_error(exc.response, f"login (POST {sessions})")
+        if exc.response.status in (404, 405, 501):
+            return self._fail(why.kind, f"{why.message}: the service has no session "
+                              f"login at {sessions}; set auth = \"basic\"")
+        return why
 
     async def close(self) -> None:
         await self._close_events()
@@ -414,6 +427,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         (falls back to stamps around the call)."""
         if self._client is None:
             raise self.error("error", "not open")
+        label = what or f"{method} {uri}"
         stamps: list = []
         token = _STAMPS.set(stamps)
         s0 = self.now_ns()
@@ -422,22 +436,33 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                 max_wait_s = self.timeout_s / 2 if urgent else 0.0
             async with self.budget.slot(urgent, max_wait_s):
                 s0 = self.now_ns()
-                if method == "GET":
-                    resp = await self._client.get(uri)
-                elif method == "PATCH":
-                    resp = await self._client.patch(uri, body=body)
-                elif method == "DELETE":
-                    resp = await self._client.delete(uri)
-                else:
-                    resp = await self._client.post(uri, body=body)
+                resp = await self._request(method, uri, body)
         except Skipped as exc:
-            raise NotSent(self.name, "refused", self._clean(
-                f"{what or f'{method} {uri}'}: not sent: {exc}")) from None
+            raise NotSent(self.name, "refused", self._clean(f"{label}: not sent: {exc}")) from None
         except Exception as exc:
-            raise self._map(exc, what or f"{method} {uri}") from None
+            raise self._map(exc, label) from None
         finally:
             e0 = self.now_ns()
             _STAMPS.reset(token)
+        s, e, note = self._bracket(stamps, s0, e0)
+        self._check_status(resp, label)
+        return resp, s, e, note
+
+    async def _request(self, method: str, uri: str, body: dict | None) -> AsyncRestResponse:
+        assert self._client is not None
+        if method == "GET":
+            return await self._client.get(uri)
+        if method == "PATCH":
+            return await self._client.patch(uri, body=body)
+        if method == "DELETE":
+            return await self._client.delete(uri)
+        return await self._client.post(uri, body=body)
+
+    def _bracket(self, stamps: list, s0: int, e0: int) -> tuple[int, int, str]:
+        """(s_ns, e_ns, note) of the exchange that produced the answer: its wire-side stamps (the
+        kernel's arrival stamp of the answer when there is one), else the stamps around the call.
+        aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
+        after a 401 on a GET: the bracket is the last exchange's, and the note says so."""
         sends = [x[1] for x in stamps if x[0] == "s"]
         s = sends[-1] if sends else s0
         answers = [x[1:] for x in stamps if x[0] == "e" and x[1] >= s]
@@ -445,16 +470,17 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         self.stamp = "user"
         if (k := tcp_rx_stamp.arrival(kernel, s, e)) is not None:    # bytes of this answer
             e, self.stamp = k, "kernel"
-        # aiohttp re-sends a GET once on a stale keep-alive connection; redfish.aio logs in again
-        # after a 401 on a GET: the bracket above is the last exchange's, and raw says so.
         note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 else ""
+        return s, e, note
+
+    def _check_status(self, resp: AsyncRestResponse, label: str) -> None:
+        """A 2xx answer passes; 429/503 hold the budget, 404 forgets the layout found."""
         if resp.status in (429, 503):
             self._throttled(resp)
         if resp.status == 404:           # the layout is not what was found: look again
             redfish_known.forget(self.name, self.config.address)
         if not 200 <= resp.status < 300:
-            raise self._http_error(resp, what or f"{method} {uri}")
-        return resp, s, e, note
+            raise self._http_error(resp, label)
 
     def _throttled(self, resp: AsyncRestResponse) -> None:
         """429 Too Many Requests / 503 Service Unavailable: no request until its Retry-After."""
@@ -554,14 +580,19 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                 failed = failed or exc
         said = "; ".join(f"{u} ({w})" for u, w in seen)
         chosen = next((u for u, w in seen if w == "DateTime"), None)
-        if chosen is None and failed is not None:      # e.g. a timeout: that is the error
-            raise self._fail(failed.kind, f"{failed.message} (examining the Managers: {said})")
         if chosen is None:
-            raise self._fail("protocol", f"no Manager has DateTime: examined {said}; set "
-                             f"`manager` in the rack file to a Manager URI that has one")
+            raise self._no_manager(failed, said)
         return chosen, (f"chose {chosen}, the first Manager with DateTime, of {len(seen)}: "
                         f"{said}" + ("; `manager` in the rack file picks another"
                                      if len(seen) > 1 else "")), layouts[chosen]
+
+    def _no_manager(self, failed: DeviceError | None, said: str) -> DeviceError:
+        """No Manager with DateTime: the error that stopped the look (e.g. a timeout), else
+        protocol, naming what was examined."""
+        if failed is not None:
+            return self._fail(failed.kind, f"{failed.message} (examining the Managers: {said})")
+        return self._fail("protocol", f"no Manager has DateTime: examined {said}; set "
+                          f"`manager` in the rack file to a Manager URI that has one")
 
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:

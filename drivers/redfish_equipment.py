@@ -26,7 +26,7 @@ import json
 import logging
 from collections.abc import Callable
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers import redfish_discovery as discovery
 from drivers.base import DeviceError, Identity, Stimulus
 from drivers.redfish_bmc import RedfishBMC

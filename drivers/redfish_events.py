@@ -131,21 +131,25 @@ class EventSubscriber(RedfishPart):
         for rec in records if isinstance(records, list) else []:
             if not isinstance(rec, dict):
                 continue
-            stamp = rec.get("EventTimestamp")
-            try:
-                value = self._parse_stamp(stamp) if isinstance(stamp, str) else None
-            except ValueError:
-                value = None
-            raw = json.dumps({k: rec.get(k) for k in ("EventId", "EventTimestamp", "MessageId",
-                                                      "Message")}, separators=(",", ":"))
-            entry = LogEntry(cursor=str(rec.get("EventId", payload.get("Id", ""))),
-                             clock="datetime", value_ns=value, resolution_ns=NS, s_ns=s_ns,
-                             e_ns=e_ns, message=str(rec.get("Message") or rec.get("MessageId")
-                                                    or ""), raw=raw)
+            entry = self._event_entry(rec, payload, s_ns, e_ns)
             if self.on_event is not None:
                 self.on_event(entry)
             else:
                 self._held.append(entry)
+
+    def _event_entry(self, rec: dict, payload: dict, s_ns: int, e_ns: int) -> LogEntry:
+        """One event record as a log entry, stamped with its EventTimestamp when it parses."""
+        stamp = rec.get("EventTimestamp")
+        try:
+            value = self._parse_stamp(stamp) if isinstance(stamp, str) else None
+        except ValueError:
+            value = None
+        raw = json.dumps({k: rec.get(k) for k in ("EventId", "EventTimestamp", "MessageId",
+                                                  "Message")}, separators=(",", ":"))
+        return LogEntry(cursor=str(rec.get("EventId", payload.get("Id", ""))),
+                        clock="datetime", value_ns=value, resolution_ns=NS, s_ns=s_ns,
+                        e_ns=e_ns, message=str(rec.get("Message") or rec.get("MessageId") or ""),
+                        raw=raw)
 
     @staticmethod
     def _parse_stamp(text: str) -> int:

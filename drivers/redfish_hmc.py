@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers.base import DeviceError, Identity, LogEntry
 from drivers.redfish_bmc import RedfishBMC
 from drivers.redfish_discovery import link as _link

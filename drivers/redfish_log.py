@@ -142,9 +142,7 @@ class LogReader(RedfishPart):
         long, slow log never holds the clock reads; `log_backlog` says pages are left."""
         if not await self._ensure_log():
             return [], cursor                        # asked less than a minute ago: no request
-        deadline = self.now_ns() + self.log_budget_ns
-        if self.log_until_ns is not None:
-            deadline = min(deadline, self.log_until_ns)
+        deadline = self._log_deadline()
         if await self._switch_log(deadline):
             cursor = None                            # another log: its Ids are its own
         if self._log_page is None:
@@ -155,10 +153,18 @@ class LogReader(RedfishPart):
             return [], cursor
         new = [m for m in self._newer(members, cursor) if self._entry_id(m) not in self._log_seen]
         out = await self._fetch_new(new, s, e, deadline, start)
-        while len(self._log_seen) > 10_000:
-            del self._log_seen[next(iter(self._log_seen))]
+        self._forget_oldest_seen(10_000)
         self._marks_seen |= any(self.MARK in en.message for en in out)
         return out, (out[-1].cursor if out else cursor)
+
+    def _log_deadline(self) -> int:
+        """Now plus the poll's budget, and never past `log_until_ns` when it is set."""
+        deadline = self.now_ns() + self.log_budget_ns
+        return deadline if self.log_until_ns is None else min(deadline, self.log_until_ns)
+
+    def _forget_oldest_seen(self, keep: int) -> None:
+        while len(self._log_seen) > keep:
+            del self._log_seen[next(iter(self._log_seen))]
 
     async def _ensure_log(self) -> bool:
         """Whether an event log is known (found now if not); False while a failed search is

@@ -42,7 +42,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,

@@ -58,7 +58,7 @@ from pysnmp.hlapi.v3arch.asyncio import CommunityData, SnmpEngine, UdpTransportT
 from pysnmp.hlapi.v3arch.asyncio.lcd import CommandGeneratorLcdConfigurator
 from pysnmp.proto import errind, rfc1902, rfc1905
 
-from bench.model.inventory import DeviceConfig, Key
+from bench.config.inventory import DeviceConfig, Key
 from drivers import pdu_backends, snmp_engine, snmp_v2c
 from drivers.base import (
     TIMEOUT_KEY,
@@ -177,11 +177,16 @@ def decode_date_and_time(octets: bytes) -> tuple[int, int | None]:
     ns = (int(local.timestamp()) + (sec == 60)) * 1_000_000_000 + deci * 100_000_000
     if len(octets) == 8:
         return ns, None
-    sign, oh, om = chr(octets[8]), octets[9], octets[10]
-    if sign not in "+-" or oh > 13 or om > 59:
-        raise ValueError(f"DateAndTime UTC offset malformed: {octets[8:].hex(' ')}")
-    offset_min = (oh * 60 + om) * (1 if sign == "+" else -1)
+    offset_min = _utc_offset_min(octets[8:])
     return ns - offset_min * 60_000_000_000, offset_min
+
+
+def _utc_offset_min(octets: bytes) -> int:
+    """DateAndTime's last three bytes ('+' or '-', hours, minutes) as minutes east of UTC."""
+    sign, oh, om = chr(octets[0]), octets[1], octets[2]
+    if sign not in "+-" or oh > 13 or om > 59:
+        raise ValueError(f"DateAndTime UTC offset malformed: {octets.hex(' ')}")
+    return (oh * 60 + om) * (1 if sign == "+" else -1)
 
 
 class SnmpPdu(Stimulated, ClockSetting, Driver):
@@ -206,15 +211,11 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "error", f"SNMP version {self.version!r} (use 2c or 3)")
         self.timeout_s = float(opts.get("timeout_s", 0.5))
         self.CREDENTIALS = ((("username",), ("password_env",)) if self.version == "3" else  # at load
-                            (("community_env", "password_env"),))     # (drivers.rackcheck)
+                            (("community_env", "password_env"),))     # (bench.config.loader)
         self.backend: pdu_backends.PduBackend | None = None
         self.chosen_by = ""                      # "inventory" | "sysObjectID <oid>" | why none
         if opts.get("vendor"):
-            try:
-                self.backend = pdu_backends.load(str(opts["vendor"]))
-            except ValueError as exc:
-                raise DeviceError(self.name, "error", str(exc)) from None
-            self.chosen_by = "inventory key vendor"
+            self.backend, self.chosen_by = self._named_backend(str(opts["vendor"]))
         self.trap_listen = opts.get("trap_listen")
         grace_ns = int(float(opts.get("trap_grace_s", 10.0)) * NS)
         self.watch = OutletWatch(grace_ns, traps_expected=bool(self.trap_listen))
@@ -246,16 +247,15 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             raise DeviceError(self.name, "auth", f"{what}: environment variable {var} is not set")
         return value
 
+    def _named_backend(self, vendor: str) -> tuple[pdu_backends.PduBackend, str]:
+        try:
+            return pdu_backends.load(vendor), "inventory key vendor"
+        except ValueError as exc:
+            raise DeviceError(self.name, "error", str(exc)) from None
+
     def _auth(self, write: bool = False):
         if self.version == "3":
-            key = self.config.secret()
-            if not self.config.username or not key:
-                raise DeviceError(self.name, "auth", "SNMPv3 needs `username` and the variable "
-                                  f"named by password_env ({self.config.password_env}) set")
-            priv = self._env("privacy_env", "SNMPv3 privacy key") or key
-            return UsmUserData(self.config.username, key, priv,
-                               authProtocol=config.USM_AUTH_HMAC96_SHA,
-                               privProtocol=config.USM_PRIV_CFB128_AES)
+            return self._usm()
         read = self._env("community_env", "read community")
         if read is None and self.config.password_env:
             read = self.config.secret()
@@ -270,6 +270,17 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             return CommunityData(self._env("write_community_env", "write community") or read,
                                  mpModel=1)
         return CommunityData(read, mpModel=1)
+
+    def _usm(self) -> UsmUserData:
+        """SNMPv3: the user, its authentication key and its privacy key (default: the same)."""
+        key = self.config.secret()
+        if not self.config.username or not key:
+            raise DeviceError(self.name, "auth", "SNMPv3 needs `username` and the variable "
+                              f"named by password_env ({self.config.password_env}) set")
+        priv = self._env("privacy_env", "SNMPv3 privacy key") or key
+        return UsmUserData(self.config.username, key, priv,
+                           authProtocol=config.USM_AUTH_HMAC96_SHA,
+                           privProtocol=config.USM_PRIV_CFB128_AES)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -396,54 +407,67 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
             tr = self._client
             tx0, rx0, bytes0 = tr.tx_ns, tr.rx_count, tr.rx_bytes
             s_user = self.now_ns()
-            try:
-                if self._v2c is not None:
-                    err, status, index, vbs = await self._v2c.request(
-                        kind, auth.communityName, varbinds, self.timeout_s)
-                else:
-                    err, status, index, vbs = await asyncio.wait_for(
-                        self._engine_request(kind, auth, varbinds), self.timeout_s + 2.0)
-            except TimeoutError:
-                err, status, index, vbs = errind.requestTimedOut, 0, 0, ()
-            except (OSError, CarrierError) as exc:
-                raise DeviceError(self.name, "unreachable", f"{what}: cannot send to "
-                                  f"{self.host}:{self.port}: {exc}") from None
-            except Exception as exc:
-                raise DeviceError(self.name, "error", f"{what}: pysnmp failed: {exc!r}") from None
+            err, status, index, vbs = await self._send(kind, auth, varbinds, what)
             e_user = self.now_ns()
             s = tr.tx_ns if tr.tx_ns != tx0 and s_user <= tr.tx_ns <= e_user else s_user
             answered = tr.rx_count != rx0 and s <= tr.rx_ns <= e_user
             e = tr.rx_ns if answered else e_user
             self.stamp = "kernel" if answered and tr.rx_kernel else "socket"
-        where = f"{self.host}:{self.port}"
         if err:
-            if err == errind.requestTimedOut:
-                if tr.rx_count != rx0 and self.version == "3":
-                    # answers that fail our USM keys: pysnmp drops what it cannot decrypt
-                    raise DeviceError(self.name, "auth", (
-                        f"{what}: {tr.rx_count - rx0} datagram(s) came back from {where} "
-                        f"within {self.timeout_s} s, none decodable with this SNMPv3 user's "
-                        f"keys (wrong privacy key?)"))
-                if tr.rx_count != rx0:
-                    raise DeviceError(self.name, "malformed", (
-                        f"{what}: {tr.rx_count - rx0} datagram(s) ({tr.rx_bytes - bytes0} bytes) "
-                        f"came back from {where} within {self.timeout_s} s, none taken as the "
-                        f"answer (not valid SNMP, or processed only after the timeout by a "
-                        f"bench whose event loop was behind)"))
-                raise DeviceError(self.name, "timeout",
-                                  f"{what}: no answer from {where} within {self.timeout_s} s "
-                                  f"(wrong community or user, or device down)")
+            raise self._request_error(err, what, tr.rx_count - rx0, tr.rx_bytes - bytes0)
+        self._check_answer(status, index, vbs, len(varbinds), what)
+        return s, e, [(str(n), v) for n, v in vbs]
+
+    async def _send(self, kind: str, auth, varbinds, what: str) -> tuple:
+        """(error indication, error status, error index, varbinds) of one request; a timeout is
+        pysnmp's requestTimedOut, a transport failure DeviceError."""
+        try:
+            if self._v2c is not None:
+                return await self._v2c.request(kind, auth.communityName, varbinds, self.timeout_s)
+            return await asyncio.wait_for(self._engine_request(kind, auth, varbinds),
+                                          self.timeout_s + 2.0)
+        except TimeoutError:
+            return errind.requestTimedOut, 0, 0, ()
+        except (OSError, CarrierError) as exc:
+            raise DeviceError(self.name, "unreachable", f"{what}: cannot send to "
+                              f"{self.host}:{self.port}: {exc}") from None
+        except Exception as exc:
+            raise DeviceError(self.name, "error", f"{what}: pysnmp failed: {exc!r}") from None
+
+    def _request_error(self, err, what: str, datagrams: int, nbytes: int) -> DeviceError:
+        """The DeviceError of an error indication; a timeout says what came back meanwhile
+        (`datagrams` of `nbytes` bytes)."""
+        where = f"{self.host}:{self.port}"
+        if err != errind.requestTimedOut:
             kind = "auth" if err in AUTH_ERRORS else "protocol"
-            raise DeviceError(self.name, kind, f"{what}: {where} answered with {err}")
+            return DeviceError(self.name, kind, f"{what}: {where} answered with {err}")
+        if datagrams and self.version == "3":
+            # answers that fail our USM keys: pysnmp drops what it cannot decrypt
+            return DeviceError(self.name, "auth", (
+                f"{what}: {datagrams} datagram(s) came back from {where} "
+                f"within {self.timeout_s} s, none decodable with this SNMPv3 user's "
+                f"keys (wrong privacy key?)"))
+        if datagrams:
+            return DeviceError(self.name, "malformed", (
+                f"{what}: {datagrams} datagram(s) ({nbytes} bytes) "
+                f"came back from {where} within {self.timeout_s} s, none taken as the "
+                f"answer (not valid SNMP, or processed only after the timeout by a "
+                f"bench whose event loop was behind)"))
+        return DeviceError(self.name, "timeout",
+                           f"{what}: no answer from {where} within {self.timeout_s} s "
+                           f"(wrong community or user, or device down)")
+
+    def _check_answer(self, status, index, vbs, asked: int, what: str) -> None:
+        """An answer with an error status, or with another count of varbinds: DeviceError."""
+        where = f"{self.host}:{self.port}"
         if int(status):
             bad = vbs[int(index) - 1][0] if 0 < int(index) <= len(vbs) else "?"
             raise DeviceError(self.name, "protocol",
                               f"{what}: {where} answered error-status {status.prettyPrint()} "
                               f"at {bad}")
-        if len(vbs) != len(varbinds):
+        if len(vbs) != asked:
             raise DeviceError(self.name, "malformed",
-                              f"{what}: {len(vbs)} varbinds answered for {len(varbinds)} asked")
-        return s, e, [(str(n), v) for n, v in vbs]
+                              f"{what}: {len(vbs)} varbinds answered for {asked} asked")
 
     def _engine_request(self, kind: str, auth, varbinds) -> asyncio.Future:
         """One command through the engine; its answer as hlapi's commands give it."""

@@ -9,7 +9,7 @@ import tomllib
 import pytest
 from tcp_pair import stamped_pair
 
-from bench.model.inventory import rack_from_dict
+from bench.config.inventory import rack_from_dict
 from bench.pytest_plugin import holding_rack
 from bench.sim.thread import SimRackThread
 
@@ -63,7 +63,7 @@ def kernel_rx_stamps():
 @pytest.fixture
 def real_rack(request, rack):
     """A real lab rack for the `*_with_device` tests (`pytest --rack FILE`); skipped without.
-    Held for the test (bench.model.racklock): they open the rack file's own devices, which one
+    Held for the test (bench.config.racklock): they open the rack file's own devices, which one
     session at a time may do (a PDU's one trap port), so another xdist worker's test or another
     session on the same rack waits."""
     with holding_rack(request.config, rack.source):

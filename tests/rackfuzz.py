@@ -10,7 +10,7 @@ The property (`outcome`): `load_checked` either accepts the file or raises the p
 one-line error (InventoryError, a RackclockError) naming the file; nothing else. An accepted
 simulated rack's [sim] tables also go through the simulator's own readers of them (clock
 models, faults, NTP, optic modules and bridge) without an exception, so the loader's
-declarations (bench/model/simkeys.py) cover what those readers need.
+declarations (bench/sim/simtable.py gathers them) cover what those readers need.
 """
 from __future__ import annotations
 
@@ -23,14 +23,16 @@ from typing import Any
 import tomli_w
 from hypothesis import strategies as st
 
+from bench.config.inventory import DEVICE_KEYS, RACK_KEYS, InventoryError
+from bench.config.loader import known_drivers, load_checked
 from bench.errors import RackclockError
-from bench.model.inventory import DEVICE_KEYS, RACK_KEYS, InventoryError
 from bench.model.limits import KEYS as LIMIT_KEYS
-from bench.model.simkeys import CLOCK, EMULATORS
+from bench.sim.clock import CLOCK_KEYS as CLOCK
 from bench.sim.serve import DEFAULT_RACK
-from drivers.rackcheck import known_drivers, load_checked
+from bench.sim.simtable import emulator_keys, emulators
 
 DEFAULT = tomllib.loads(DEFAULT_RACK.read_text())
+EMULATORS = {e: emulator_keys(e) for e in emulators()}
 DEFAULT_TEXT = DEFAULT_RACK.read_text()
 SIM_KEYS = sorted({*CLOCK, *(k for e in EMULATORS.values() for k in e), "faults", "clocks",
                    "by_firmware", "emulator", "modules"})

@@ -54,7 +54,7 @@ UTC_BMC2 = {"bmc-2": {"sim": {"local_offset_min": None, "true_local_offset_min":
 def served_rack(tmp_path, monkeypatch, devices: list[str]):
     """`rackclock sim` serving these devices of the default rack in a process of its own (their
     credentials set in the environment); yields its folder (`rack.toml`: a lab rack to clients)."""
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
 
     rack_file = tmp_path / "small.toml"
     rack_file.write_text(sim_rack_text(devices))

@@ -7,9 +7,9 @@ from __future__ import annotations
 from racks import sim_rack_text  # noqa: F401 (tests/ on the path, as the other tests)
 from test_snmp_pdu_snmpd import rack_text, snmpd_port  # noqa: F401 (the fixture)
 
-from bench.check import check_devices
 from bench.check_reads import bound_from_reads
-from bench.model.inventory import load_rack
+from bench.commands.check import check_devices
+from bench.config.inventory import load_rack
 from bench.model.rundata import load_run
 from bench.reference.clock import Reference
 from bench.run.experiment import run_experiment

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.model.inventory import InventoryError
+from bench.config.inventory import InventoryError
 from bench.run.catalog import first_sentence, module_docstring, summary_lines
 from bench.run.experiment import load_experiment, make_params
 from bench.run.lab import outcome

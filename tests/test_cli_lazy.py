@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import SUBCOMMANDS
+from bench.commands import names
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "matplotlib", "experiments", "bench.run.experiment", "bench.run.lab",
@@ -47,7 +47,7 @@ def test_the_top_level_help_loads_no_command():
     assert heavy_imports("--help") == []
 
 
-@pytest.mark.parametrize("command", ["run", *SUBCOMMANDS])
+@pytest.mark.parametrize("command", names())
 def test_a_commands_help_loads_only_its_parser(command):
     found = heavy_imports(command, "--help")
     if command in HEAVY_HELP:

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from firmware_runs import BASELINE, REGRESSED, UNCHANGED, shared_runs
 
-from bench import compare_cli
+from bench.commands import compare as compare_cli
 from bench.compare import verdicts as compare
 from bench.compare.measures import Measure
 from bench.compare.tolerances import Rule, ToleranceError, tolerances_from_dict
@@ -203,7 +203,7 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
     """The firmware series 2.14.0 -> 2.14.1 -> 2.15.0: the step that slowed bmc-1's logging is
     the third run; the last run is judged against the runs since the previous firmware change
     (run #2, 2.14.1) and regressed; the changes are marked; JSON, JUnit and the figure written."""
-    from bench import trend_cli as trend
+    from bench.commands import trend
 
     fig, js = tmp_path / "trend.png", tmp_path / "trend.json"
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),
@@ -235,7 +235,7 @@ def test_trend_of_three_runs_finds_the_step(runs, tmp_path, capsys):
 def test_trend_figure_says_its_cap_and_lands_beside_the_runs(runs, tmp_path, capsys,
                                                              monkeypatch):
     """Issue 30: the figure silently kept 24 panels and was written to the current folder."""
-    from bench import trend_cli as trend
+    from bench.commands import trend
 
     monkeypatch.chdir(tmp_path)
     rc = trend.main([str(runs[BASELINE]), str(runs[UNCHANGED]), str(runs[REGRESSED]),

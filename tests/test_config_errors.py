@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from bench.check import main as check_main
+from bench.commands.check import main as check_main
 from tests.racks import sim_rack_dict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,7 +275,7 @@ def test_unknown_experiment_is_one_line(tmp_path):
 
 def test_relative_paths_resolve_against_the_rack_file(tmp_path):
     """A relative ca_file or map path means the file beside the rack file, whatever the cwd."""
-    from drivers.rackcheck import load_checked
+    from bench.config.loader import load_checked
 
     sub = tmp_path / "racks"
     sub.mkdir()
@@ -323,8 +323,8 @@ def test_a_simulated_rack_file_given_relative_runs(tmp_path):
 def test_a_broken_kubeconfig_is_refused_without_quoting_it(tmp_path):
     """A kubeconfig the YAML parser cannot read is one line at load that names the line, not
     the file's text (which holds the token)."""
-    from bench.model.inventory import InventoryError
-    from drivers.rackcheck import load_checked
+    from bench.config.inventory import InventoryError
+    from bench.config.loader import load_checked
 
     (tmp_path / "kc.yaml").write_text("users: [{name: u, user: {token: s3cr3t-T0KEN}}\n"
                                       "contexts: [\n")

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 import drivers
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.loader import known_drivers
 from drivers.base import (
     ClockSetter,
     ClockSource,
@@ -18,7 +19,6 @@ from drivers.base import (
     StimulusRefused,
     StimulusTarget,
 )
-from drivers.rackcheck import known_drivers
 
 CAPABILITIES = (ClockSource, LogSource, StimulusTarget, ClockSetter, NtpClient)
 EXPECTED = {

@@ -39,7 +39,7 @@ def test_every_exception_class_is_a_rackclock_error():
 def test_the_builtin_bases_are_kept():
     import aiohttp
 
-    from bench.model.inventory import InventoryError
+    from bench.config.inventory import InventoryError
     from bench.model.store import DiskFull
     from bench.reference.clock import ReferenceRefused
     from bench.reference.phc import PhcError

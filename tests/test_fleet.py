@@ -217,7 +217,7 @@ def test_bench_imports_without_ray(tmp_path):
                         env=env, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 2
     assert "pip install 'rackclock[fleet]'" in cp.stderr
-    cp = subprocess.run([sys.executable, "-c", "import bench.cli, bench.fleet.cli, "
+    cp = subprocess.run([sys.executable, "-c", "import bench.cli, bench.commands.fleet, "
                          "bench.fleet.report, bench.fleet.config"], env=env, cwd=tmp_path,
                         capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr

@@ -14,7 +14,7 @@ from pyasn1.error import PyAsn1Error
 from pyasn1.type import univ
 from pysnmp.proto import rfc1902
 
-from bench.model.inventory import device_from_table
+from bench.config.inventory import device_from_table
 from bench.sim.serve import DEFAULT_RACK
 from drivers.base import DeviceError
 from drivers.host_kernel import parse_record

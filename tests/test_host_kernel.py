@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
-from bench.model.inventory import device_from_table
+from bench.config.inventory import device_from_table
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair

@@ -148,7 +148,7 @@ def test_a_wrong_snmpv3_privacy_key_is_auth_against_net_snmp(tmp_path):
     import socket
     import subprocess
 
-    from bench.model.inventory import DeviceConfig
+    from bench.config.inventory import DeviceConfig
     from drivers.base import DeviceError
     from drivers.snmp_pdu import SnmpPdu
 

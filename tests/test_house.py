@@ -4,10 +4,11 @@
   last line included); the ones still over while their splits are in flight are LONG_FUNCTIONS,
   one named function each (the lead removes entries as splits merge; an entry that is no longer
   needed fails, so the list only shrinks);
-- `print` only in the command modules (COMMAND_MODULES) and the subcommands' entry points that
-  still live beside their library (COMMAND_FUNCTIONS); library code logs or returns text.
+- `print` only in the command modules (bench/cli.py and bench/commands/, as the CLI lists them)
+  and the run's own terminal output (COMMAND_FUNCTIONS); library code logs or returns text.
 
-Cyclomatic complexity is ruff's C901 (pyproject.toml: max-complexity 15, its per-file-ignores).
+Cyclomatic complexity is ruff's C901 (pyproject.toml: max-complexity 15, its per-file-ignores)
+and radon's ranks (tests/test_complexity.py).
 """
 from __future__ import annotations
 
@@ -23,15 +24,15 @@ MAX_LINES = 60
 # path:qualified name -> its length when listed (issue 32: split in flight on another branch)
 LONG_FUNCTIONS: dict[str, int] = {}
 
-# the modules of the command line: they decide what reaches the terminal
-COMMAND_MODULES = {"bench/cli.py", "bench/check.py", "bench/resummarize.py", "bench/timeline_cli.py",
-                   "bench/compare_cli.py", "bench/limits_cli.py", "bench/report_cli.py",
-                   "bench/trend_cli.py", "bench/fleet/cli.py", "bench/watch/cli.py",
-                   "bench/sim_cli.py"}
-# a subcommand's `main(argv)` in its library's module (bench/cli.py's SUBCOMMANDS), and
+# the modules of the command line, which decide what reaches the terminal: bench/cli.py and the
+# command modules as the CLI finds them (bench.commands.names(): no second list)
+def command_modules(root: Path) -> set[str]:
+    from bench.commands import names
+    return {"bench/cli.py"} | {f"bench/commands/{n}.py" for n in names(root / "bench" / "commands")}
+
+
 # the run's own terminal output (quiet=False: the `rackclock run` command's; tests pass quiet=True)
-COMMAND_FUNCTIONS = {"bench/run/catalog.py:main",
-                     "bench/run/experiment.py:_ended_early", "bench/run/experiment.py:_say_end",
+COMMAND_FUNCTIONS = {"bench/run/experiment.py:_ended_early", "bench/run/experiment.py:_say_end",
                      "bench/run/rackless.py:RacklessBench.say", "bench/run/rackless.py:run_rackless"}
 
 
@@ -71,8 +72,9 @@ def long_functions(root: Path) -> dict[str, int]:
 def prints(root: Path) -> list[str]:
     """path:line (function) of every print call outside the command modules and functions."""
     found = []
+    commands = command_modules(root)
     for rel, tree in sources(root):
-        if rel in COMMAND_MODULES:
+        if rel in commands:
             continue
         inside = {}                 # print node -> the outermost function holding it
         for name, node in functions(tree):
@@ -111,8 +113,29 @@ def test_library_code_does_not_print():
 def test_the_listed_places_exist():
     """Every listed module and function is in the tree (a rename must update the lists)."""
     names = {f"{rel}:{name}" for rel, tree in sources(ROOT) for name, _ in functions(tree)}
-    assert COMMAND_MODULES <= {rel for rel, _ in sources(ROOT)}
     assert COMMAND_FUNCTIONS <= names, COMMAND_FUNCTIONS - names
+
+
+def test_the_command_modules_are_the_clis_and_each_declares_its_command():
+    """The print rule's command modules are what `rackclock` dispatches to: every one declares
+    its HELP and a main(argv), and `rackclock --help` lists exactly them."""
+    import ast
+    import contextlib
+    import io
+
+    from bench import cli
+    from bench.commands import commands
+
+    found = commands()
+    assert len(found) >= 13 and "run" in found and "check" in found, found
+    for name in found:
+        tree = dict(sources(ROOT))[f"bench/commands/{name}.py"]
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), name
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        cli.main(["--help"])
+    listed = out.getvalue().split("{", 1)[1].split("}", 1)[0].split(",")
+    assert listed == list(found), listed
 
 
 def test_the_checks_catch_a_planted_violation(tmp_path):
@@ -124,6 +147,8 @@ def test_the_checks_catch_a_planted_violation(tmp_path):
         "class C:\n    def long(self):\n" + body.replace("    ", "        ")
         + "def short():\n    print('hi')\n")
     (tmp_path / "bench" / "cli.py").write_text("def main():\n    print('ok')\n")
+    (tmp_path / "bench" / "commands").mkdir()
+    (tmp_path / "bench" / "commands" / "hello.py").write_text("HELP = 'hi'\nprint('ok')\n")
     assert long_functions(tmp_path) == {"bench/lib.py:C.long": MAX_LINES + 1}
     assert prints(tmp_path) == [f"bench/lib.py:{MAX_LINES + 4} (short)"]
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bench.model.inventory import InventoryError, load_rack, rack_from_dict
+from bench.config.inventory import InventoryError, load_rack, rack_from_dict
 from bench.run.experiment import DEFAULT_RACK
 
 RACK = {

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from racks import sim_rack_text
 
-from bench.model.inventory import rack_from_dict
+from bench.config.inventory import rack_from_dict
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in

@@ -10,7 +10,7 @@ import tomli_w
 from racks import sim_rack_dict
 from test_experiments import tutorial_code
 
-from bench.cli import run_exit_status
+from bench.commands.run import run_exit_status
 from bench.model.rundata import load_measurements, load_run
 from bench.output.closing import closing_text
 from bench.run.experiment import run_experiment

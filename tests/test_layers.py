@@ -5,15 +5,23 @@ included) with `ast`:
 - bench/analysis imports only the standard library, numpy, allantools, bench.units, bench.errors
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
-  bench.lockdir, bench.priority, bench.safeio, bench.saferead) < analysis < model < reference
-  < drivers < compare < output < run < commands (the modules at bench/ top: cli and the *_cli
-  modules, check, resummarize, pytest_plugin, and the bench/fleet and bench/watch packages);
-  so bench.model never imports
-  drivers (drivers/rackcheck.py checks a rack file against them);
-- bench/sim may import the bench layers below run; only run and the commands import bench.sim.
+  bench.lockdir, bench.priority, bench.safeio, bench.saferead) < config (bench/config/: the
+  rack file's keys, records and checks) < analysis < model < reference < drivers < loader
+  (bench/config/loader.py, a rack file checked against the drivers and the emulators whose
+  declarations it reads, and bench/config/reference.py, the key reference made from them)
+  < compare < output < run < services (the bench/fleet and bench/watch packages and the other
+  modules at bench/ top: resummarize, check_reads, logsetup, pytest_plugin) < commands
+  (bench/commands/, one module per subcommand, and bench/cli.py, which dispatches to them); so
+  bench.model never imports drivers, and no library imports a command. UPWARD lists the
+  exceptions, each with its reason;
+- a command module never imports another command module (what two commands share lives below,
+  or in bench/commands/__init__.py);
+- bench/sim may import the bench layers below run; only the loader, run and the commands import
+  bench.sim.
 
-Imports by string (importlib.import_module("drivers." + name)) are not seen; the one such place,
-drivers.driver_class, loads drivers by name from the rack file.
+Imports by string (importlib.import_module("drivers." + name)) are not seen; two such places:
+drivers.driver_class loads drivers by name from the rack file, bench.sim.simtable an emulator's
+SIM_KEYS by the emulator's name.
 """
 from __future__ import annotations
 
@@ -22,7 +30,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["base", "analysis", "model", "reference", "drivers", "compare", "output", "run", "commands"]
+ORDER = ["base", "config", "analysis", "model", "reference", "drivers", "loader", "compare", "output",
+         "run", "services", "commands"]
+SIM_USERS = ("loader", "run", "services", "commands")
+# (importer, imported) -> why this one import goes up a layer
+UPWARD = {("bench.fleet.tasks", "bench.cli"):
+          "a fleet's rack runs `rackclock run` itself (bench.cli.main), the same code path",
+          ("bench.config.inventory", "bench.model.limits"):
+          "a rack file's [limits] tables are parsed by the judge that reads them"}
 PURE_OK = {"numpy", "allantools"}
 PURE_OK_BENCH = {"base", "analysis"}
 
@@ -39,9 +54,26 @@ def layer(module: str) -> str | None:
         return "base"
     if parts[1] == "sim":
         return "sim"
-    if parts[1] in ORDER:
+    if parts[1] == "config":
+        return "loader" if parts[2:3] in (["loader"], ["reference"]) else "config"
+    if parts[1] in ("commands", "cli"):
+        return "commands"
+    if parts[1] in ORDER and parts[1] not in ("services", "loader"):
         return parts[1]
-    return "commands"
+    return "services"
+
+
+def upward_allowed(module: str, target: str) -> bool:
+    return any(m == module and (target == t or target.startswith(t + "."))
+               for m, t in UPWARD)
+
+
+def is_command(target: str) -> bool:
+    """bench.commands.NAME[...] where NAME is a command module (not a name of the package's
+    __init__, such as OneLineParser)."""
+    parts = target.split(".")
+    return (len(parts) > 2 and parts[:2] == ["bench", "commands"]
+            and (ROOT / "bench" / "commands" / f"{parts[2]}.py").exists())
 
 
 def imports(module: str, source: str, is_package: bool = False) -> list[tuple[int, str]]:
@@ -82,10 +114,14 @@ def violations(module: str, source: str, is_package: bool = False) -> list[str]:
                    "bench.units, bench.errors and bench.analysis")
         elif me == "sim" and to in ORDER and ORDER.index(to) >= ORDER.index("run"):
             why = "bench/sim imports only the bench layers below run"
-        elif me in ORDER and to == "sim" and ORDER.index(me) < ORDER.index("run"):
-            why = "only run and the commands import bench.sim"
-        elif me in ORDER and to in ORDER and ORDER.index(to) > ORDER.index(me):
+        elif me in ORDER and to == "sim" and me not in SIM_USERS:
+            why = "only the loader, run and the commands import bench.sim"
+        elif (me in ORDER and to in ORDER and ORDER.index(to) > ORDER.index(me)
+              and not upward_allowed(module, target)):
             why = f"a lower layer ({me}) imports a higher one ({to})"
+        elif (module.startswith("bench.commands.") and is_command(target)
+              and target.split(".")[2] != module.split(".")[2]):
+            why = "a command module never imports another command module"
         if why:
             found.append(f"{module} ({me}) imports {target} ({to or 'third party'}) "
                          f"at line {line}: {why}")
@@ -118,6 +154,8 @@ def test_the_walk_reads_the_layers():
             module = ".".join(rel.parts)
             seen |= {(layer(module), layer(t)) for _, t in imports(module, path.read_text())}
     for pair in [("run", "sim"), ("commands", "sim"), ("sim", "model"), ("output", "model"),
+                 ("commands", "services"), ("services", "run"), ("commands", "commands"),
+                 ("loader", "sim"), ("loader", "drivers"), ("sim", "config"), ("drivers", "config"),
                  ("analysis", "analysis"), ("drivers", "model"), ("run", "drivers")]:
         assert pair in seen, pair
 
@@ -131,12 +169,23 @@ def test_each_rule_catches_its_violation():
         ("bench.model.summary", "def f():\n    from bench.output.terminal import Progress\n"):
             "lower layer (model) imports a higher one (output)",
         ("bench.output.report", "from bench import cli"): "(output) imports a higher one (commands)",
+        ("bench.watch.watch", "from bench.commands.check import main"):
+            "(services) imports a higher one (commands)",
+        ("bench.fleet.engine", "from bench.cli import main"): "(services) imports a higher one",
+        ("bench.commands.trend", "from bench.commands.compare import main"):
+            "never imports another command module",
+        ("bench.run.lab", "import bench.resummarize"): "(run) imports a higher one (services)",
         ("bench.sim.serve", "from bench.run.runner import ProbePlan"): "below run",
-        ("bench.compare.verdicts", "from bench.sim import rack"): "only run and the commands",
+        ("bench.compare.verdicts", "from bench.sim import rack"): "only the loader, run and the",
+        ("bench.config.inventory", "def f():\n    from bench.sim.simtable import check_sim\n"):
+            "only the loader, run and the commands import bench.sim",
+        ("bench.config.keys", "from bench.model.documents import Manifest"):
+            "(config) imports a higher one (model)",
+        ("bench.config.schema", "import drivers.base"): "(config) imports a higher one (drivers)",
         ("bench.errors", "from bench.analysis import estimate"): "(base) imports a higher one",
         ("bench.reference.clock", "from ..run import lab"): "(reference) imports a higher one (run)",
-        ("bench.model.rackfile", "def f():\n    import drivers\n"):
-            "(model) imports a higher one (drivers)",
+        ("bench.config.rackfile", "def f():\n    import drivers\n"):
+            "(config) imports a higher one (drivers)",
         ("drivers.snmp_pdu", "from bench.output.terminal import Progress"):
             "(drivers) imports a higher one (output)",
     }
@@ -150,9 +199,14 @@ def test_allowed_imports_pass():
           ("bench.analysis.stability", "import allantools\nfrom . import estimate"),
           ("bench.run.simproc", "import bench.sim.serve"),
           ("bench.cli", "def f():\n    from bench.sim.rack import SimRack"),
-          ("bench.sim.rack", "from bench.model.inventory import Key"),
+          ("bench.commands.fleet", "from bench.fleet.config import FleetError"),
+          ("bench.commands.summarize", "from bench.commands import OneLineParser"),
+          ("bench.fleet.tasks", "def f():\n    from bench.cli import main"),
+          ("bench.config.loader", "import drivers\ndef f():\n    from bench.sim import simtable"),
+          ("bench.sim.clock", "from bench.config.schema import num"),
+          ("bench.sim.rack", "from bench.config.inventory import Key"),
           ("bench.output.report", "from bench.model.rundata import Run"),
-          ("drivers.base", "from bench.model.inventory import Key\nfrom bench.errors import X")]
+          ("drivers.base", "from bench.config.inventory import Key\nfrom bench.errors import X")]
     for module, source in ok:
         assert violations(module, source) == [], (module, source)
 

@@ -194,7 +194,7 @@ def test_bench_reads_the_same_figures_as_pmc(pair):
 
 
 def test_rackclock_check_shows_the_slave(pair, tmp_path, capsys):
-    from bench import check
+    from bench.commands import check
 
     rack = tmp_path / "rack.toml"
     rack.write_text('[rack]\nname = "netns"\nreference = "realtime"\n')

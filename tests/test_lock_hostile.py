@@ -19,7 +19,7 @@ import pytest
 from test_ports import bindable_below_the_ephemeral_range
 
 from bench import ports
-from bench.model.racklock import RackBusy, lock_path, rack_lock
+from bench.config.racklock import RackBusy, lock_path, rack_lock
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 DEADLINE_S = 60.0

@@ -33,7 +33,7 @@ def answered_all(out: Path) -> bool:
 
 
 def simulator_of(pid: int) -> int | None:
-    """The pid of the `bench.sim_cli` child of process `pid`, if there is one."""
+    """The pid of the `bench.commands.sim` child of process `pid`, if there is one."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -42,7 +42,7 @@ def simulator_of(pid: int) -> int | None:
             cmd = (entry / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == pid and b"bench.sim_cli" in cmd:
+        if ppid == pid and b"bench.commands.sim" in cmd:
             return int(entry.name)
     return None
 

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from pymodbus.client import ModbusSerialClient, ModbusTcpClient
 
-from bench.model.inventory import rack_from_dict
+from bench.config.inventory import rack_from_dict
 from bench.reference.clock import Reference
 from bench.sim.rack import read_samples, samples_in
 from drivers import driver_class

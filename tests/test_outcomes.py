@@ -33,7 +33,8 @@ def test_undecided_or_nothing_judged_is_not_pass():
     assert o.worst(["PASS", "UNDECIDED", "FAIL"]) == "REGRESSED"
 
 
-@pytest.mark.parametrize("module", ["bench.compare_cli", "bench.trend_cli", "bench.limits_cli"])
+@pytest.mark.parametrize("module", ["bench.commands.compare", "bench.commands.trend",
+                                    "bench.commands.limits"])
 def test_every_judge_prints_the_one_table_in_its_help(module):
     import importlib
     out = io.StringIO()
@@ -54,7 +55,7 @@ def test_run_help_prints_the_table():
 
 def test_no_old_spelling_in_the_judges():
     for f in ["bench/compare/verdicts.py", "bench/compare/output.py", "bench/output/trend.py",
-              "bench/compare_cli.py", "bench/trend_cli.py", "bench/limits_cli.py",
+              "bench/commands/compare.py", "bench/commands/trend.py", "bench/commands/limits.py",
               "bench/compare/tolerances.toml", "bench/fleet/report.py"]:
         assert "inconclusive" not in (ROOT / f).read_text().lower(), f
 
@@ -64,10 +65,10 @@ def test_a_frozen_rack_never_exits_0(tmp_path):
     itself say UNDECIDED, exit 3, and 0 only when asked."""
     from racks import sim_rack_text
 
-    from bench.cli import run_exit_status
+    from bench.commands.limits import limits_exit
+    from bench.commands.run import run_exit_status
     from bench.compare.output import verdict_line
     from bench.compare.verdicts import compare_runs, load_tolerances
-    from bench.limits_cli import limits_exit
     from bench.model.limits import check_run
     from bench.model.rundata import load_run, unusable_devices
     from bench.run.experiment import run_experiment

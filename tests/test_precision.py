@@ -3,8 +3,8 @@ integer digit away and shows every digit down to a given precision; `rackclock c
 coarse clock's one read with its resolution and what it pins."""
 import re
 
-from bench.check import main as check_main
-from bench.check import read_text
+from bench.commands.check import main as check_main
+from bench.commands.check import read_text
 from bench.units import fmt_interval_ns, fmt_ns
 from drivers.base import Read
 
@@ -56,7 +56,7 @@ def test_check_refuses_an_unknown_device_before_starting_the_rack(capsys):
 
 
 def test_check_table_fits_120_columns():
-    from bench.check import DeviceCheck, device_table
+    from bench.commands.check import DeviceCheck, device_table
     r = DeviceCheck("k8s-1", "scheduler", "k8s_scheduler", "", status="ok",
                     identity="Kubernetes API server linux/amd64 fw v1.31.4 s/n "
                              "https://127.0.0.1:36325 " + "x" * 80,

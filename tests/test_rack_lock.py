@@ -1,4 +1,4 @@
-"""One session at a time on a rack (bench.model.racklock): two pytest sessions against one served
+"""One session at a time on a rack (bench.config.racklock): two pytest sessions against one served
 PDU through the plugin's `rack_drivers`, and the lock itself across processes."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import tomli_w
 from racks import sim_rack_text
 
-from bench.model.racklock import RackBusy, lock_path, rack_lock
+from bench.config.racklock import RackBusy, lock_path, rack_lock
 from bench.ports import free_port
 from bench.run.simproc import SimProcess
 
@@ -101,7 +101,7 @@ def test_a_second_session_on_the_rack_waits_for_the_first(tmp_path):
 
 HOLDER = """
 import sys
-from bench.model.racklock import rack_lock
+from bench.config.racklock import rack_lock
 with rack_lock(sys.argv[1], what="the holder test process"):
     print("held", flush=True)
     sys.stdin.readline()
@@ -149,7 +149,7 @@ def test_a_held_rack_is_refused_naming_the_holder_then_granted_when_let_go(tmp_p
 
 TRY = """
 import sys
-from bench.model.racklock import RackBusy, rack_lock
+from bench.config.racklock import RackBusy, rack_lock
 try:
     with rack_lock(sys.argv[1], wait_s=float(sys.argv[2])):
         print("got")

@@ -227,7 +227,7 @@ def test_a_short_run_with_the_redfish_cdu_and_power_shelf_holds_the_truth(tmp_pa
 def test_the_redfish_cdu_can_start_the_incident_cascade():
     """Its pump fault replaces the Modbus CDU's pump trip as the cascade's first cause; the
     rest of the cascade is unchanged."""
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     from bench.run.experiment import DEFAULT_RACK
     from bench.sim.cascade import STEPS, resolve, steps_for
 

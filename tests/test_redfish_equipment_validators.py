@@ -18,7 +18,7 @@ import pytest
 from test_redfish_equipment import PW_ENV, equipment_toml
 from test_redfish_validator import SERVICE_SUMMARY, schema_directory, service_validator
 
-from bench.model.inventory import rack_from_dict
+from bench.config.inventory import rack_from_dict
 from bench.sim.thread import SimRackThread
 
 PROFILES = {"cdu": "OCPCoolantDistributionUnit.v1_0_0.json",

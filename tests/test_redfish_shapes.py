@@ -11,12 +11,12 @@ import pytest
 from test_redfish_bmc import bmc_toml
 from test_redfish_events import bmc  # noqa: F401  (the fixture: a running emulated BMC)
 
-from bench.model.inventory import device_from_table
-from bench.model.keys import InventoryError
+from bench.config.inventory import device_from_table
+from bench.config.keys import InventoryError
+from bench.config.loader import check_device
 from bench.reference.clock import Reference
 from drivers import redfish_known
 from drivers.base import DeviceError
-from drivers.rackcheck import check_device
 from drivers.redfish_bmc import RedfishBMC
 
 

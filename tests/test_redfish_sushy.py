@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.tls import make_certificates

@@ -11,8 +11,8 @@ import time
 import pytest
 import tomli_w
 
-from bench import check
-from bench.model.inventory import load_rack
+from bench.commands import check
+from bench.config.inventory import load_rack
 from bench.reference.clock import (
     Discipline,
     Reference,
@@ -469,7 +469,7 @@ def test_monitor_survives_a_broken_health_source_and_manifest_bound(tmp_path):
 
 
 def test_run_reference_for_the_runner(tmp_path):
-    from bench.model.inventory import rack_from_dict
+    from bench.config.inventory import rack_from_dict
     from bench.model.rundata import bound_from_manifest
     from bench.reference.monitor import RunReference
 

@@ -16,10 +16,10 @@ import pytest
 import regression_gallery as G
 from racks import sim_rack_text
 
-from bench import compare_cli
+from bench.commands import compare as compare_cli
 from bench.compare.plan import plan_run
 from bench.compare.verdicts import compare_runs, load_tolerances
-from bench.model.inventory import load_rack
+from bench.config.inventory import load_rack
 from bench.model.outcomes import FAILING, exit_table_markdown
 from bench.model.rundata import load_run
 

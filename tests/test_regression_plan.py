@@ -10,7 +10,7 @@ from racks import sim_rack_text
 
 from bench.compare import plan as P
 from bench.compare.verdicts import load_tolerances
-from bench.model.inventory import load_rack
+from bench.config.inventory import load_rack
 
 
 def test_latency_model():

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from firmware_runs import BASELINE, shared_runs
 
-from bench import report_cli
 from bench.analysis.residuals import median_ci, regular_series, segment_residuals
+from bench.commands import report as report_cli
 from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
 from bench.output import report

@@ -13,7 +13,7 @@ import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 from schema_check import check_folder, errors
 
-from bench.model.inventory import load_rack, rack_from_dict
+from bench.config.inventory import load_rack, rack_from_dict
 from bench.model.manifest import RunStart
 from bench.model.rundata import load_run
 from bench.ports import free_port

@@ -443,7 +443,7 @@ def test_unplugged_bridge_is_reset_then_unreachable(sim_rack, address):
 
 
 def test_unresolved_address_is_unreachable():
-    from bench.model.inventory import device_from_table
+    from bench.config.inventory import device_from_table
     dev = device_from_table("optic-x", {"plane": "optic", "driver": "serial_optic",
                                         "address": "serial:///dev/nonexistent-rackclock"})
     with pytest.raises(DeviceError) as err:
@@ -481,7 +481,7 @@ def measure(latency_ms: float, reads: int = 300) -> dict:
     import tomllib
 
     from bench.analysis.estimate import fit_clock
-    from bench.model.inventory import rack_from_dict
+    from bench.config.inventory import rack_from_dict
     from bench.sim.thread import SimRackThread
     rack = rack_from_dict(tomllib.loads('[rack]\nname = "m"\n' + optic_toml(latency_ms=latency_ms)))
     with SimRackThread(rack) as sim:

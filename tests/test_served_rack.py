@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from racks import served_rack
 
-from bench.model.inventory import load_rack
+from bench.config.inventory import load_rack
 from bench.model.rundata import load_run
 from bench.run.experiment import run_experiment
 

@@ -17,7 +17,7 @@ import pytest
 import tomli_w
 from racks import sim_rack_dict, sim_rack_text
 
-from bench.model.inventory import load_rack, rack_from_dict
+from bench.config.inventory import load_rack, rack_from_dict
 from bench.reference.clock import Reference
 from bench.run.simproc import SimProcess
 from bench.sim.rack import read_samples
@@ -46,7 +46,7 @@ def small_rack(path: Path, monkeypatch, text: str | None = None) -> Path:
 
 
 def serve(rack: Path, out: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "bench.sim_cli", "--rack", str(rack),
+    proc = subprocess.Popen([sys.executable, "-m", "bench.commands.sim", "--rack", str(rack),
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     return proc

@@ -499,7 +499,7 @@ def test_snmp_pdu_with_device(real_rack):
 def test_default_rack_pdus(tmp_path, monkeypatch):
     """The PDUs of the embedded simulated rack: pdu-1 v3 with hrSystemDate under a wrong offset,
     pdu-2 v2c without it and within 40 s of the sysUpTime wrap; each switches its allowed outlet."""
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     from bench.sim.serve import DEFAULT_RACK
     from bench.sim.thread import SimRackThread
 

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from bench.analysis.counters import split_reboots
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.model.rundata import load_run
 from bench.ports import free_port
 from bench.reference.clock import Reference

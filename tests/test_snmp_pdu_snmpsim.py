@@ -32,7 +32,7 @@ import pytest
 
 from bench.analysis.counters import split_reboots
 from bench.analysis.estimate import fit_clock
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from drivers.base import DeviceError

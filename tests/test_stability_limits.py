@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bench.analysis.stability import deviation, mtie
-from bench.model.inventory import InventoryError, rack_from_dict
+from bench.config.inventory import InventoryError, rack_from_dict
 from bench.model.stability_limits import judge, mtie_bounds, parse_mask, read_intervals, tdev_bounds
 
 S = 1_000_000_000

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from bench.analysis.timeline import Entry, before, order, widen
+from bench.commands.timeline import main
 from bench.model.logformats import Context, parse_log
 from bench.model.store import RunStore
 from bench.sim.clock import ClockModel, ClockParams
-from bench.timeline_cli import main
 
 T0 = 1_795_000_000_000_000_000
 MS = 1_000_000

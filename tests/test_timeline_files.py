@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 from test_timeline_formats import NS, _run_folder
 
+from bench.commands.timeline import main
 from bench.model.logfile import TextStore
-from bench.timeline_cli import main
 
 TRICKY = ['say "hi", then go', "back\\slash", "tab\there", "bell\x07 and \x1f unit sep",
           "non-ASCII é ü ✓", "x" * 300, "trailing space   ", "comma,only", "", "semi;colon"]

@@ -217,7 +217,7 @@ def _run_folder(tmp_path, name="run", start_ns=None):
 def test_timeline_command_reads_formats_reports_unparsed_lines_and_writes_otel(tmp_path, capsys):
     from datetime import datetime
 
-    from bench.timeline_cli import main
+    from bench.commands.timeline import main
     run, bmc, pdu, t0 = _run_folder(tmp_path)
     t_ev = t0 + 30 * NS + 123 * MS
     shown = datetime.fromtimestamp(bmc.read_ns(t_ev) // NS, UTC)
@@ -258,7 +258,7 @@ def test_timeline_command_reads_formats_reports_unparsed_lines_and_writes_otel(t
 
 
 def test_timeline_command_refuses_clearly(tmp_path, capsys):
-    from bench.timeline_cli import main
+    from bench.commands.timeline import main
     run, *_ = _run_folder(tmp_path)
     iso = tmp_path / "iso.log"
     iso.write_text("2026-11-30T09:51:14Z x\n")
@@ -276,7 +276,7 @@ def test_timeline_command_refuses_clearly(tmp_path, capsys):
 def test_two_runs_calibrate_one_timeline_and_each_line_names_its_calibration(tmp_path, capsys):
     from datetime import datetime
 
-    from bench.timeline_cli import main
+    from bench.commands.timeline import main
     run, bmc, _, t0 = _run_folder(tmp_path)
     later, *_ = _run_folder(tmp_path, "later", start_ns=t0 + 7200 * NS)
     lines = []
@@ -301,7 +301,7 @@ def test_two_runs_calibrate_one_timeline_and_each_line_names_its_calibration(tmp
 def test_formats_option_names_the_files_written(tmp_path, capsys):
     import pytest
 
-    from bench import timeline_cli
+    from bench.commands import timeline as timeline_cli
     from bench.output import timeline
     assert timeline_cli.FILES == tuple(timeline.FILES)      # the command's list, without numpy
     assert timeline_cli.DEFAULT_FORMATS == timeline.DEFAULT_FORMATS

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from test_timeline_formats import NS, T, _run_folder
 
+from bench.commands.timeline import main
 from bench.model.logformats import Context, parse_log
-from bench.timeline_cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ def test_devices_fifos_and_folders_are_refused_at_once_and_the_rest_goes_on(tmp_
     shown = datetime.fromtimestamp(bmc.read_ns(t0 + 30 * NS) // NS, UTC)
     good.write_text(f"{shown:%Y-%m-%dT%H:%M:%S}Z fan fault\n")
     bad = ["/dev/zero", "/dev/urandom", str(fifo), str(tmp_path)]
-    r = subprocess.run([sys.executable, "-m", "bench.timeline_cli", str(run),
+    r = subprocess.run([sys.executable, "-m", "bench.commands.timeline", str(run),
                         *(f"bmc-1={p}" for p in bad), f"bmc-1={good}"], cwd=ROOT,
                        capture_output=True, text=True, timeout=600, preexec_fn=_limit_memory)
     assert r.returncode == 2, r.stderr[-3000:]

@@ -20,8 +20,8 @@ GOLD = Path(__file__).parent / "data" / "timeline_stream"
 
 def test_the_timeline_writes_what_it_wrote_before_mapped_in_slices_texts_spilled(tmp_path,
                                                                                 monkeypatch):
-    from bench import timeline_cli
     from bench.analysis import timeline, timeline_map
+    from bench.commands import timeline as timeline_cli
     from bench.model import logfile
     monkeypatch.setattr(timeline, "SLICE", 7)            # nearest-unordered 7 rows at a time
     monkeypatch.setattr(timeline_map, "MAP_CHUNK", 37)    # 400 lines: 11 slices, one short

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from timeline_truth import NS, T0, entries_of, local, make_run, misses, report_of
 
-from bench.model.inventory import InventoryError, device_from_table
+from bench.commands.timeline import main
+from bench.config.inventory import InventoryError, device_from_table
 from bench.sim.clock import ClockParams
-from bench.timeline_cli import main
 
 DEVICES = {"k8s-1": ("scheduler", {"apiserver": ClockParams(offset_s=-0.41, drift_ppm=4,
                                                             resolution_s=1.0)})}

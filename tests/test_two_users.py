@@ -129,7 +129,7 @@ def test_run_and_watch_refuse_an_out_folder_of_another_user(scene, tmp_path):
 def test_a_sticky_shared_folder_holds_the_benchs_own_private_run_folder(tmp_path, other_user):
     """--out in a sticky world-writable folder is allowed: the bench makes its own child
     there; a child name the other user made first is refused, not written in."""
-    from bench.model.rackfile import check_out
+    from bench.config.rackfile import check_out
     from bench.model.store import RunStore
 
     shared = tmp_path / "shared"
@@ -143,7 +143,7 @@ def test_a_sticky_shared_folder_holds_the_benchs_own_private_run_folder(tmp_path
     planted = shared / "planted"
     planted.mkdir()
     os.chown(planted, other_user.pw_uid, other_user.pw_gid)
-    from bench.model.inventory import InventoryError
+    from bench.config.inventory import InventoryError
     with pytest.raises(InventoryError, match="belongs to"):
         check_out(planted)
     assert list(planted.iterdir()) == []

@@ -14,7 +14,7 @@ import pytest
 from racks import sim_rack_text
 
 from bench.analysis.estimate import Bound
-from bench.cli import run_exit_status
+from bench.commands.run import run_exit_status
 from bench.model.decided import (
     clock_decided,
     fmt_run,

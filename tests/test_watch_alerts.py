@@ -121,10 +121,10 @@ def test_rules_and_dashboard_name_only_exported_metrics():
 def test_grandmaster_changes_counted_and_polite_default_rates():
     from prometheus_client.exposition import generate_latest
 
+    from bench.config.loader import load_checked
     from bench.run.experiment import DEFAULT_RACK
     from bench.watch.metrics import registry
     from bench.watch.supervisor import polite
-    from drivers.rackcheck import load_checked
     st = WatchState(lambda: 0)
     for k, gm in enumerate(("aa", "aa", "bb", "bb", "cc")):
         st.set_reference(Health("realtime", k, verified=True, grade="ok",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.run.runner import DeviceWorker
 from bench.watch.supervisor import TRAFFIC_MINUTES, Probed, Supervisor, watch_plan
 

@@ -72,7 +72,7 @@ def outputs(folder: Path, run: Path) -> dict[str, bytes]:
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(Path.cwd()))
-    from bench import timeline_cli
+    from bench.commands import timeline as timeline_cli
     folder, dest = Path(argv[0]).resolve(), Path(__file__).parent / "data" / "timeline_stream"
     run, logs = make_case(folder)
     rc = timeline_cli.main([str(run), *logs, "--rows", "5"])

@@ -175,13 +175,18 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary,
     out.insert(2, resolution_measure(device, clock, c, int(st["distinct_values"]),
                                      c.resolution_declared_ns or _declared_ns(run, device, clock)))
     if st.get("bracket_ns"):
-        span, tick = _span_s(longest), float(st.get("tick_ns") or 0)
-        out.append(_ci_of(device, clock, "bracket", st["bracket_ns"], span_s=span))
-        out.append(_ci_of(device, clock, "jitter", st["jitter_ns"],
-                          judgeable=not st.get("coarse"),
-                          note=f"coarse clock (resolution {tick / 1e9:g} s): the residual "
-                               f"is the tick, not noise" if st.get("coarse") else "", span_s=span))
+        out += _bracket_measures(device, clock, st, _span_s(longest))
     return [m for m in out if m is not None]
+
+
+def _bracket_measures(device: str, clock: str, st: dict[str, Any],
+                      span: float | None) -> list[Measure | None]:
+    """The bracket's and the jitter's median CIs (a coarse clock's jitter is its tick)."""
+    tick = float(st.get("tick_ns") or 0)
+    return [_ci_of(device, clock, "bracket", st["bracket_ns"], span_s=span),
+            _ci_of(device, clock, "jitter", st["jitter_ns"], judgeable=not st.get("coarse"),
+                   note=f"coarse clock (resolution {tick / 1e9:g} s): the residual "
+                        f"is the tick, not noise" if st.get("coarse") else "", span_s=span)]
 
 
 def _read_stats(run: Run, device: str, clock: str, c: ClockSummary,
@@ -226,15 +231,20 @@ EXTREMES_NOTE = ("the extremes: the union of every event's bound, wider with eve
                  "reported, not judged (the median and p90 are)")
 
 
+def _event_bounds(L: Latency) -> tuple[list[Any], str]:
+    """The events' log-stamp bounds where any has one, else their first fetch's; and the basis."""
+    evs = [e.logged_ns for e in L.events if e.logged_ns is not None]
+    if evs:
+        return evs, "proven"
+    return ([e.observed_ns for e in L.events if e.observed_ns is not None],
+            "proven (first fetch that saw it)")
+
+
 def latency_measures(device: str, stim: str, L: Latency) -> list[Measure]:
     """A stimulus's latency: proven bounds on its events' median and p90 (order statistics of
     the events' bounds, bench.compare.quantiles) and the union of them all (the extremes,
     reported only). The log stamp's bounds where any event has one, else the first fetch's."""
-    evs = [e.logged_ns for e in L.events if e.logged_ns is not None]
-    basis = "proven"
-    if not evs:
-        evs, basis = [e.observed_ns for e in L.events if e.observed_ns is not None], \
-            "proven (first fetch that saw it)"
+    evs, basis = _event_bounds(L)
     if not evs:                   # an older summary: the union alone
         u = L.logged_ns or L.observed_ns
         return [] if u is None else [Measure(device, "", f"latency.{stim}.extremes", "ns", u.lo,

@@ -118,14 +118,20 @@ def verdict_line(cmp: Comparison) -> str:
         return (f"{UNDECIDED}: nothing was judged (no measure bounded in both runs): "
                 f"not a pass")
     if unsure:
-        spans = [r.decide_s for r in unsure if r.decide_s is not None]
-        what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
-        return (f"{UNDECIDED}: no regression proven, but {len(unsure)} measure(s) "
-                f"cannot be decided at their tolerance ({what})"
-                + (f"; runs of {fmt_span(max(spans))} each would decide "
-                   f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
-                   if spans else ""))
+        return _undecided_line(unsure)
     return f"{PASS}: every judged measure is proven unchanged or better within its tolerance"
+
+
+def _undecided_line(unsure: list) -> str:
+    """No regression proven, but these measures undecided: which, and the runs that would
+    decide them."""
+    spans = [r.decide_s for r in unsure if r.decide_s is not None]
+    what = "; ".join(_name(r) for r in unsure[:6]) + (" …" if len(unsure) > 6 else "")
+    return (f"{UNDECIDED}: no regression proven, but {len(unsure)} measure(s) "
+            f"cannot be decided at their tolerance ({what})"
+            + (f"; runs of {fmt_span(max(spans))} each would decide "
+               f"{'them' if len(spans) == len(unsure) else f'{len(spans)} of them'}"
+               if spans else ""))
 
 
 def _identity_lines(cmp: Comparison) -> list[str]:

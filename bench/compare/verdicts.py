@@ -244,15 +244,18 @@ def _undecided(b: Measure, c: Measure, tol: float, proven: str) -> tuple:
     if b.quantile is not None and b.event_lo and c.event_lo:
         return UNDECIDED_ROW, tol, why + "; " + _events_text(b, c, tol), None
     span = decide_span_s(b, c, tol)
+    return UNDECIDED_ROW, tol, why + _what_decides(b, c, span), span
+
+
+def _what_decides(b: Measure, c: Measure, span: float | None) -> str:
+    """The run length that would decide it, or why none does."""
     if span is not None:
-        why += (f"; runs of {fmt_span(span)} each would decide it (bound ~ {b.narrowing}"
+        return (f"; runs of {fmt_span(span)} each would decide it (bound ~ {b.narrowing}"
                 + (", for a change the size of the tolerance: the bounds span the whole prior"
                    if not (b.point_informative and c.point_informative) else "") + ")")
-    elif b.narrowing:
-        why += "; the change sits on the tolerance: no run length decides it"
-    else:
-        why += "; a longer run does not narrow this bound"
-    return UNDECIDED_ROW, tol, why, span
+    if b.narrowing:
+        return "; the change sits on the tolerance: no run length decides it"
+    return "; a longer run does not narrow this bound"
 
 
 def _events_text(b: Measure, c: Measure, tol: float) -> str:
@@ -337,6 +340,16 @@ def _short(x, limit: int = 60) -> str:
     return t if len(t) <= limit else t[:limit - 1] + "…"
 
 
+def _parameter_notes(pa: dict, pb: dict) -> list[str]:
+    """The experiment parameters that differ (the first six named)."""
+    diff = [k for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)]
+    if not diff:
+        return []
+    return ["parameters differ: " + ", ".join(
+        f"{k} {_short(pa.get(k), 20)} -> {_short(pb.get(k), 20)}" for k in diff[:6])
+        + (f" and {len(diff) - 6} more" if len(diff) > 6 else "")]
+
+
 def _setup_notes(ma, mb) -> list[str]:
     """How the two runs were set up differently: experiment, rack, parameters, length,
     reference."""
@@ -345,12 +358,7 @@ def _setup_notes(ma, mb) -> list[str]:
                         ("simulated", ma.simulated, mb.simulated)):
         if xa != xb:
             notes.append(f"{key} differs: {_short(xa)} -> {_short(xb)}")
-    pa, pb = ma.parameters, mb.parameters
-    diff = [k for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)]
-    if diff:
-        notes.append("parameters differ: " + ", ".join(
-            f"{k} {_short(pa.get(k), 20)} -> {_short(pb.get(k), 20)}" for k in diff[:6])
-            + (f" and {len(diff) - 6} more" if len(diff) > 6 else ""))
+    notes += _parameter_notes(ma.parameters, mb.parameters)
     da, db = ma.duration_s, mb.duration_s
     if da and db and abs(da - db) > 0.2 * max(da, db):
         notes.append(f"durations differ ({fmt_span(da)} -> {fmt_span(db)}): counts of breaks and "

@@ -1,5 +1,5 @@
 """The fleet file: which racks, which experiment on each, and the Ray resource that pins each
-rack's run to the bench host that reaches it. Records only (frozen, no I/O); bench.fleet.cli
+rack's run to the bench host that reaches it. Records only (frozen, no I/O); bench.commands.fleet
 reads the file.
 
     [fleet]

@@ -48,25 +48,29 @@ def rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "span_s": st.get("span_s", ""), "offset_status": STUCK,
                         "drift_status": STUCK})
             continue
-        for i, s in enumerate(c.segments):
-            m = s.mean_drift_ppm or {}
-            out.append({**base, "segment": i, "span_from_ns": s.start_ns, "span_to_ns": s.end_ns,
-                        "span_s": f"{s.span_s:.3f}", "reads": s.reads, "epoch_ns": s.epoch_ns,
-                        "offset_lo_ns": math.floor(s.offset_ns.lo),
-                        "offset_hi_ns": math.ceil(s.offset_ns.hi),
-                        "offset_status": word(s.offset_status),
-                        "drift_lo_ppm": fmt_end(s.drift_ppm.lo, "", False, 6),
-                        "drift_hi_ppm": fmt_end(s.drift_ppm.hi, "", True, 6),
-                        "drift_status": word(s.drift_status or "assumed"),
-                        "mean_drift_lo_ppm": "" if not m else fmt_end(m["lo"], "", False, 6),
-                        "mean_drift_hi_ppm": "" if not m else fmt_end(m["hi"], "", True, 6),
-                        "mean_drift_status": "" if not m else word(m.get("status")),
-                        "mean_drift_from_ns": m.get("from_ns", ""),
-                        "mean_drift_to_ns": m.get("to_ns", "")})
+        out += [_segment_row(base, i, sg) for i, sg in enumerate(c.segments)]
         if not c.segments:
             out.append({**base, "segment": "", "reads": c.reads,
                         "offset_status": "undecided", "drift_status": "undecided"})
     return out
+
+
+def _segment_row(base: dict[str, Any], i: int, s: Any) -> dict[str, Any]:
+    """One segment's row: its span, offset and drift bounds, each with its status."""
+    m = s.mean_drift_ppm or {}
+    return {**base, "segment": i, "span_from_ns": s.start_ns, "span_to_ns": s.end_ns,
+            "span_s": f"{s.span_s:.3f}", "reads": s.reads, "epoch_ns": s.epoch_ns,
+            "offset_lo_ns": math.floor(s.offset_ns.lo),
+            "offset_hi_ns": math.ceil(s.offset_ns.hi),
+            "offset_status": word(s.offset_status),
+            "drift_lo_ppm": fmt_end(s.drift_ppm.lo, "", False, 6),
+            "drift_hi_ppm": fmt_end(s.drift_ppm.hi, "", True, 6),
+            "drift_status": word(s.drift_status or "assumed"),
+            "mean_drift_lo_ppm": "" if not m else fmt_end(m["lo"], "", False, 6),
+            "mean_drift_hi_ppm": "" if not m else fmt_end(m["hi"], "", True, 6),
+            "mean_drift_status": "" if not m else word(m.get("status")),
+            "mean_drift_from_ns": m.get("from_ns", ""),
+            "mean_drift_to_ns": m.get("to_ns", "")}
 
 
 def write_bounds_csv(folder: str | Path, summary: Mapping[str, Any]) -> Path:

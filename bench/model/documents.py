@@ -259,7 +259,7 @@ class Calibration:
 
 @dataclass(frozen=True)
 class Inventory:
-    """manifest `inventory`: the rack without secrets (bench.model.inventory.RackConfig.public).
+    """manifest `inventory`: the rack without secrets (bench.config.inventory.RackConfig.public).
     `devices` and `limits` are the rack file's own tables (config, not results)."""
     name: str = ""
     reference: str = ""

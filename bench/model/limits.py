@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bench.config.keys import short
 from bench.errors import RackclockError
-from bench.model.keys import short
 from bench.model.stability_limits import MASK_KEYS, judge, parse_mask, read_intervals
 from bench.model.texttable import WIDTH, render, wrap
 from bench.model.vocabulary import ASSUMED, EXTRAPOLATED, STUCK, stuck_text, verdict_word
@@ -233,12 +233,18 @@ def latency_checks(device: str, d: DeviceSummary, L: float) -> list[Check]:
             out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}", "—",
                              "undecided", "no event bounded"))
             continue
-        v = ("fail" if any(e.lo > L for e in evs) else
-             "pass" if all(e.hi <= L for e in evs) else "undecided")
+        v = _latency_verdict(evs, L)
         lo, hi = min(e.lo for e in evs), max(e.hi for e in evs)
         out.append(Check(device, stim, "latency", f"≤ {fmt_ns(L)}",
                          fmt_bounds_ns(lo, hi), v, f"{len(evs)} event(s), each judged"))
     return out
+
+
+def _latency_verdict(evs: list[Any], L: float) -> str:
+    """fail when one event's whole bound is beyond the limit, pass when every one is within."""
+    if any(e.lo > L for e in evs):
+        return "fail"
+    return "pass" if all(e.hi <= L for e in evs) else "undecided"
 
 
 def mask_checks(device: str, clock: str, c: ClockSummary, lim: dict[str, Any], run: Run | None,
@@ -279,18 +285,26 @@ def check_run(summary: Mapping[str, Any], manifest: Mapping[str, Any],
     for device, d in sorted(summary.devices.items()):
         lim = for_device(limits, device, d.plane)
         for clock, c in sorted(d.clocks.items()) if lim else ():
-            if c.verdict == STUCK and ("offset_within" in lim or "drift_within_ppm" in lim):
-                out.append(Check(device, clock, "offset", "—", "—", "undecided",
-                                 stuck_text(c.raw.get("stuck"))))
-                continue
-            if "offset_within" in lim and not c.counter:
-                out.append(offset_check(device, clock, c, lim["offset_within"], span))
-            if "drift_within_ppm" in lim:
-                out.append(drift_check(device, clock, c, lim["drift_within_ppm"]))
-            out += mask_checks(device, clock, c, lim, run, summary.reference_uncertainty_ns)
+            out += clock_checks(device, clock, c, lim, span, run,
+                                summary.reference_uncertainty_ns)
         if "latency_max" in lim:
             out += latency_checks(device, d, lim["latency_max"])
     return out
+
+
+def clock_checks(device: str, clock: str, c: ClockSummary, lim: dict[str, Any],
+                 span: tuple[int, int] | None, run: Run | None,
+                 reference_ns: int) -> list[Check]:
+    """One clock's limits: offset, drift and masks (a stuck clock: undecided, with why)."""
+    if c.verdict == STUCK and ("offset_within" in lim or "drift_within_ppm" in lim):
+        return [Check(device, clock, "offset", "—", "—", "undecided",
+                      stuck_text(c.raw.get("stuck")))]
+    out: list[Check] = []
+    if "offset_within" in lim and not c.counter:
+        out.append(offset_check(device, clock, c, lim["offset_within"], span))
+    if "drift_within_ppm" in lim:
+        out.append(drift_check(device, clock, c, lim["drift_within_ppm"]))
+    return out + mask_checks(device, clock, c, lim, run, reference_ns)
 
 
 HEAD = ["device", "clock / stimulus", "measure", "limit", "bounds allow", "verdict"]

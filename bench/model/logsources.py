@@ -82,15 +82,21 @@ def _counter(r: Any) -> bool:
     return bool(r.meta.get("counter"))
 
 
+def _first_of_kind(device: str, clocks: Clocks, kind: str, spec: str) -> str:
+    """The device's first clock of the stamps' kind (a counter for monotonic), or LogError."""
+    want = kind == "monotonic"
+    clock = next((c for c, r in clocks.items() if _counter(r) == want), "")
+    if not clock:
+        raise LogError(f"{spec!r}: the log's stamps are {kind} but {device} has no "
+                       f"{'counter' if want else 'wall'} clock "
+                       f"(clocks: {', '.join(clocks) or 'none'})")
+    return clock
+
+
 def _of_kind(device: str, clock: str, clocks: Clocks, kind: str, spec: str) -> str:
     """The device clock of the stamps' kind: the one named (checked), else the first."""
     want = kind == "monotonic"
-    if not clock:
-        clock = next((c for c, r in clocks.items() if _counter(r) == want), "")
-        if not clock:
-            raise LogError(f"{spec!r}: the log's stamps are {kind} but {device} has no "
-                           f"{'counter' if want else 'wall'} clock "
-                           f"(clocks: {', '.join(clocks) or 'none'})")
+    clock = clock or _first_of_kind(device, clocks, kind, spec)
     if clock not in clocks:
         raise LogError(f"{spec!r}: {device} has no clock {clock!r} "
                        f"(clocks: {', '.join(clocks) or 'none'})")

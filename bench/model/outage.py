@@ -47,17 +47,30 @@ def silent_ns(times: Iterable[int], start_ns: int, end_ns: int, gap_ns: int) -> 
     return sum(b - a for a, b in zip(points, points[1:]) if b - a > gap_ns)
 
 
+def _span(start: Any, end: Any) -> bool:
+    return isinstance(start, int) and isinstance(end, int) and end > start
+
+
+def _rate_hz(inventory: dict[str, Any], name: str) -> float:
+    return float((inventory.get(name) or {}).get("rate_hz") or 1.0)
+
+
+def _probed(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("state") is not None
+
+
 def lost_devices(run_dir: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """{device: {"silent_s", "share", "last_read_ns"}} of the devices lost (see the module)."""
     start, end = manifest.get("started_ns"), manifest.get("probed_until_ns")
-    if not isinstance(start, int) or not isinstance(end, int) or end <= start:
+    if not _span(start, end):
         return {}                          # nothing was probed
+    assert isinstance(start, int) and isinstance(end, int)
     inventory = (manifest.get("inventory") or {}).get("devices") or {}
     lost = {}
     for name, entry in (manifest.get("devices") or {}).items():
-        if not isinstance(entry, dict) or entry.get("state") is None:
+        if not _probed(entry):
             continue                       # never probed (not started, or no probing loop)
-        rate = float((inventory.get(name) or {}).get("rate_hz") or 1.0)
+        rate = _rate_hz(inventory, name)
         found = _loss(Path(run_dir) / "samples" / f"{name}.csv", start, end, rate)
         if found is not None:
             lost[name] = found

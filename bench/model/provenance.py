@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, overload
 
 import bench
-from bench.model.inventory import CREDENTIAL
+from bench.config.inventory import CREDENTIAL
 
 USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 REDACTED = "***"

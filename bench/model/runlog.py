@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.model.inventory import CREDENTIAL
+from bench.config.inventory import CREDENTIAL
 from bench.model.provenance import REDACTED, redact_text
 
 BENCH_LOGGERS = ("bench", "drivers")

@@ -92,6 +92,13 @@ def tdev_bounds(mid: I64, lo: F64, hi: F64, gap: float, slop: float,
     return max(0.0, val - err), val + err
 
 
+def _worst(verdicts: list[str]) -> str:
+    """fail if any fails, pass if all pass, else undecided."""
+    if "fail" in verdicts:
+        return "fail"
+    return "pass" if all(x == "pass" for x in verdicts) else "undecided"
+
+
 def judge(kind: str, mask: list[tuple[float, float]], mid: I64, lo: F64, hi: F64, gap: float,
           slop: float) -> tuple[str, str, str]:
     """(verdict, bound text, why) of one mask over one clock's reads."""
@@ -107,8 +114,7 @@ def judge(kind: str, mask: list[tuple[float, float]], mid: I64, lo: F64, hi: F64
             continue
         texts.append(f"{tau:g} s: {fmt_bounds_ns(b[0], b[1])}")
         verdicts.append("pass" if b[1] <= mx else "fail" if b[0] > mx else "undecided")
-    v = "fail" if "fail" in verdicts else "pass" if all(x == "pass" for x in verdicts) \
-        else "undecided"
+    v = _worst(verdicts)
     why = ("model: between reads the offset moves at most the drift prior (checked), no unseen "
            "excursion" + (f"; {', '.join(short)}" if short else ""))
     return v, "; ".join(texts) or "—", why

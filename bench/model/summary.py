@@ -402,25 +402,35 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     """What the clock's proven bounds rest on, in words and figures: the rate bound (checked:
     reads that need more split or are beyond the prior), at most one unseen step per segment,
     the step that could hide (bench.analysis.unseen.stated_step_ns), the reading's lag."""
-    from bench.units import fmt_end_ns, fmt_ns_up
+    from bench.units import fmt_end_ns
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads ({rate_clause(fit)}); at "
             f"most one step inside a segment unseen")
     out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if fit is not None and seg is not None and seg.bracket_ns:
-        x, measured = stated_step_ns(fit.resolution_ns, seg.bracket_ns["median"],
-                                     seg.offset_ns.width, rate_hz, rate_ppm=prior_ppm)
-        some = x < NO_STEP_SHOWS
-        out["unseen_step"] = {"size_ns": x if some else None, "probability": UNSEEN_P,
-                              "within_s": UNSEEN_WITHIN_S,
-                              "basis": MEASURED if measured else EXPLORED if some else FEW}
-        text += (f"; a step of {fmt_ns_up(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
-                 f"probability >= {UNSEEN_P:g}" + (f" ({MEASURED})" if measured else "")
-                 if some else f"; no step is sure to show within {UNSEEN_WITHIN_S:g} s ({FEW})")
+        out["unseen_step"], said = _unseen_step(fit, seg, prior_ppm, rate_hz)
+        text += said
     if lag:
         text += f"; reading lags its clock by at most {fmt_end_ns(lag, False)}"
     out["model"] = text
     return out
+
+
+def _unseen_step(fit: ClockFit, seg: Any, prior_ppm: float, rate_hz: float,
+                 ) -> tuple[dict[str, Any], str]:
+    """The step that could hide in the last segment (bench.analysis.unseen.stated_step_ns): its
+    figures, and the clause of the model statement saying it."""
+    from bench.units import fmt_ns_up
+    x, measured = stated_step_ns(fit.resolution_ns, seg.bracket_ns["median"],
+                                 seg.offset_ns.width, rate_hz, rate_ppm=prior_ppm)
+    some = x < NO_STEP_SHOWS
+    figures = {"size_ns": x if some else None, "probability": UNSEEN_P,
+               "within_s": UNSEEN_WITHIN_S,
+               "basis": MEASURED if measured else EXPLORED if some else FEW}
+    said = (f"; a step of {fmt_ns_up(x)} or more lasting {UNSEEN_WITHIN_S:g} s shows with "
+            f"probability >= {UNSEEN_P:g}" + (f" ({MEASURED})" if measured else "")
+            if some else f"; no step is sure to show within {UNSEEN_WITHIN_S:g} s ({FEW})")
+    return figures, said
 
 
 def fit_clocks(smp: Samples, meta: dict[str, Any],
@@ -440,6 +450,14 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
             res.note = "no successful read"
             continue
         reads[clock] = _fit_one(res, s, e, v, count, meta, uncertainty_ns, ())
+    _refit_at_device_breaks(smp, out, reads, meta, uncertainty_ns)
+    return out
+
+
+def _refit_at_device_breaks(smp: Samples, out: dict[str, ClockResult],
+                            reads: dict[str, tuple[I64, I64, I64]], meta: dict[str, Any],
+                            uncertainty_ns: int) -> None:
+    """Each clock fitted again, split where another clock rebooted or the device was out."""
     rows = smp.select("read", ok=False)
     down = _breaks.outages(smp.s_ns[rows], smp.e_ns[rows],
                            [smp.status[i] == RowStatus.OK for i in rows])
@@ -448,7 +466,6 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
         cuts = _breaks.cuts_for(clock, fits, down)
         if _breaks.splits_inside(out[clock].fit, cuts):
             _fit_one(out[clock], s, e, v, None, meta, uncertainty_ns, cuts)
-    return out
 
 
 def _fit_one(res: ClockResult, s: I64, e: I64, v: I64, count: I64 | None, meta: dict[str, Any],

@@ -48,15 +48,22 @@ def render(head: list[str], rows: list[list[str]], cols: list[int] | None = None
     rs = [[r[i] for i in cols] for r in rows]
     ws = widths_of(h, rs)
     if width is not None and clip in cols:
-        j = cols.index(clip)
-        over = sum(ws) + len(GAP) * (len(ws) - 1) - width
-        if over > 0:
-            ws[j] = max(len(h[j]), ws[j] - over, 4)
-            rs = [r[:j] + [r[j] if len(r[j]) <= ws[j] else r[j][:ws[j] - 1] + "…"] + r[j + 1:]
-                  for r in rs]
+        rs = _clipped(h, rs, ws, cols.index(clip), width)
     f = GAP.join(f"{{:<{w}}}" for w in ws)
     return [f.format(*h).rstrip(), f.format(*("-" * w for w in ws)).rstrip(),
             *(f.format(*r).rstrip() for r in rs)]
+
+
+def _clipped(h: list[str], rs: list[list[str]], ws: list[int], j: int,
+             width: int) -> list[list[str]]:
+    """The rows with column `j` cut with '…' (and its width `ws[j]` narrowed in place) so that
+    no line is wider than `width`."""
+    over = sum(ws) + len(GAP) * (len(ws) - 1) - width
+    if over <= 0:
+        return rs
+    ws[j] = max(len(h[j]), ws[j] - over, 4)
+    return [r[:j] + [r[j] if len(r[j]) <= ws[j] else r[j][:ws[j] - 1] + "…"] + r[j + 1:]
+            for r in rs]
 
 
 def wrap(text: str, width: int | None = WIDTH, indent: str = "  ") -> list[str]:

@@ -1,6 +1,6 @@
 """The timeline of a run folder: its device events, stimuli and clock breaks, and any log files
 of the rack's planes, as Entries in reference time (built here, ordered by
-bench/analysis/timeline.py, shown by bench/output/timeline.py; the command is bench/timeline_cli.py)."""
+bench/analysis/timeline.py, shown by bench/output/timeline.py; the command is bench/commands/timeline.py)."""
 from __future__ import annotations
 
 import re

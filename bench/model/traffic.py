@@ -15,13 +15,17 @@ NS = 1_000_000_000
 PREFIX = "requests_"
 
 
+def _window(start_ns: int | None, end_ns: int | None) -> bool:
+    return start_ns is not None and end_ns is not None and end_ns > start_ns
+
+
 def request_rates(traffic: Mapping[str, Any] | None, start_ns: int | None,
                   end_ns: int | None) -> dict[str, Any] | None:
     """{"minutes", "total", "by_kind": {kind: requests per minute}, "reconnects"} over
     [start_ns, end_ns]; None when nothing was counted by kind or the window is unknown."""
-    if not traffic or not traffic.get("requests") or start_ns is None or end_ns is None \
-            or end_ns <= start_ns:
+    if not traffic or not traffic.get("requests") or not _window(start_ns, end_ns):
         return None
+    assert start_ns is not None and end_ns is not None
     minutes = (end_ns - start_ns) / (60 * NS)
     by_kind = {k[len(PREFIX):]: round(float(v) / minutes, 1) for k, v in sorted(traffic.items())
                if k.startswith(PREFIX) and isinstance(v, int)}

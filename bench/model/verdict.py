@@ -230,15 +230,18 @@ def overall(run: Run, checks: list[Check], measurements: list[dict[str, Any]],
     else PASS, saying what passed."""
     judged = _judged(checks, measurements)
     fail = _run_failures(run) + [w for w, v in judged if v == FAIL] + _incident_failures(inc)
-    undecided = [w for w, v in judged if v == UNDECIDED_VERDICT]
-    if not judged:
-        undecided += [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
-                      if str(c.verdict) in ("undecided", "stuck")]
+    undecided = [w for w, v in judged if v == UNDECIDED_VERDICT] or \
+        ([] if judged else _undecided_clocks(run))
     if fail:
         return Overall(FAIL, tuple(fail))
     if undecided:
         return Overall(UNDECIDED_VERDICT, tuple(f"{w} undecided" for w in undecided))
     return Overall(PASS, tuple(_pass_reasons(run, judged, inc)))
+
+
+def _undecided_clocks(run: Run) -> list[str]:
+    return [f"{d.name} {c.name} {c.verdict}" for d, c in run.summary.clocks()
+            if str(c.verdict) in ("undecided", "stuck")]
 
 
 @dataclass(frozen=True)
@@ -310,11 +313,16 @@ def without_truth(run: Run) -> list[str]:
     for d, c in run.summary.clocks():
         if not c.segments or any(s.truth is not None for s in c.segments):
             continue
-        td = run.truth.devices.get(d.name) if run.truth else None
-        why = next((str(e.get("reason") or "") for e in (td.events if td else ())
-                    if e.get("kind") == "no_truth" and e.get("clock") == c.name), "")
+        why = _no_truth_reason(run, d.name, c.name)
         out.append(f"{d.name} {c.name}" + (f" ({why})" if why else ""))
     return out
+
+
+def _no_truth_reason(run: Run, device: str, clock: str) -> str:
+    """Why the simulator could not know this clock's truth (its `no_truth` event), or ""."""
+    td = run.truth.devices.get(device) if run.truth else None
+    return next((str(e.get("reason") or "") for e in (td.events if td else ())
+                 if e.get("kind") == "no_truth" and e.get("clock") == clock), "")
 
 
 def _truth_reason(run: Run, n: int) -> str:

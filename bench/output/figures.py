@@ -362,7 +362,6 @@ def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None =
     not drawn (the paged timeline lists them); else nothing is left out.
 
     `rows`: bench.analysis.timeline.order's output."""
-    from bench.output.timeline_page import apart_text
     before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
     after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
     apart = {id(r) for r in before + after}
@@ -371,29 +370,39 @@ def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None =
         lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
     with screen_style():
         fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes) + 0.2 * bool(apart)))
-        for li, (_lane, members) in enumerate(lanes.items()):
-            _timeline_lane(ax, [r for r in members if id(r) not in apart],
-                           len(lanes) - 1 - li, t0_ns)
-            if li % 2:
-                ax.axhspan(len(lanes) - 1 - li - 0.5, len(lanes) - li - 0.5, color="0.95",
-                           zorder=0, lw=0)
-        ax.set_yticks(range(len(lanes)))
-        ax.set_yticklabels([f"{lane} ({sum(id(r) not in apart for r in m)})"
-                            for lane, m in lanes.items()][::-1])
-        ax.set_ylim(-0.6, len(lanes) - 0.4)
+        _timeline_lanes(ax, lanes, apart, t0_ns)
         if span:
             d = (span[1] - span[0]) / 1e9
             ax.set_xlim((span[0] - t0_ns) / 1e9 - 0.01 * d, (span[1] - t0_ns) / 1e9 + 0.01 * d)
-        for side, group, x, ha in (("before", before, 0.0, "left"), ("after", after, 1.0, "right")):
-            if group and span:
-                text = apart_text(group, span[0] if side == "before" else span[1], side)
-                ax.text(x, 1.02, ("◀ " if side == "before" else "") + text + ", not drawn"
-                        + (" ▶" if side == "after" else ""), transform=ax.transAxes, ha=ha,
-                        va="bottom", fontsize=8.5, color="0.3")
+            _apart_notes(ax, before, after, span)
         ax.set_xlabel("run time (s)")
         ax.grid(alpha=0.3, axis="x")
         margins(fig, left=1.5, top=0.2 + 0.2 * bool(apart), bottom=0.55)
     return fig
+
+
+def _timeline_lanes(ax, lanes: dict[str, list[dict]], apart: set[int], t0_ns: int) -> None:
+    """Every lane's entries (those `apart` left out), banded, labelled with their counts."""
+    for li, (_lane, members) in enumerate(lanes.items()):
+        _timeline_lane(ax, [r for r in members if id(r) not in apart], len(lanes) - 1 - li, t0_ns)
+        if li % 2:
+            ax.axhspan(len(lanes) - 1 - li - 0.5, len(lanes) - li - 0.5, color="0.95",
+                       zorder=0, lw=0)
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels([f"{lane} ({sum(id(r) not in apart for r in m)})"
+                        for lane, m in lanes.items()][::-1])
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+
+
+def _apart_notes(ax, before: list[dict], after: list[dict], span: tuple[int, int]) -> None:
+    """Above the axes: the entries wholly before or after the run, counted, not drawn."""
+    from bench.output.timeline_page import apart_text
+    for side, group, x, ha in (("before", before, 0.0, "left"), ("after", after, 1.0, "right")):
+        if group:
+            text = apart_text(group, span[0] if side == "before" else span[1], side)
+            ax.text(x, 1.02, ("◀ " if side == "before" else "") + text + ", not drawn"
+                    + (" ▶" if side == "after" else ""), transform=ax.transAxes, ha=ha,
+                    va="bottom", fontsize=8.5, color="0.3")
 
 
 def _timeline_lane(ax, members: list[dict], y0: int, t0_ns: int, depth: int = 8) -> None:

@@ -40,6 +40,14 @@ def live_width() -> int:
     return min(LIVE_WIDTH, terminal_width())
 
 
+def _extras(st, rpm: float | None) -> list[str]:
+    """What a device's live line shows after its bounds, where there is room, in this order."""
+    br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
+    return [f"bracket {br}", *([f"{rpm:.0f} req/min"] if rpm is not None else []),
+            f"stimuli {st.stimuli} events {st.events}",
+            f"last error: {st.last_error}" if st.last_error else ""]
+
+
 class Progress:
     """Callable given to the runner: redraws twice a second on a terminal, one line per device
     every 10 s elsewhere (CI logs)."""
@@ -63,11 +71,7 @@ class Progress:
             f" errors {st.errors}" if st.errors else "")
         bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
         out = head + (f"  {bounds}" if bounds else "")
-        br = fmt_ns(st.last_bracket_ns) if st.last_bracket_ns is not None else "—"
-        rpm = _requests_per_min(st, self.elapsed_s)
-        for extra in (f"bracket {br}", *([f"{rpm:.0f} req/min"] if rpm is not None else []),
-                      f"stimuli {st.stimuli} events {st.events}",
-                      f"last error: {st.last_error}" if st.last_error else ""):
+        for extra in _extras(st, _requests_per_min(st, self.elapsed_s)):
             if extra and len(out) + 2 + len(extra) <= width:
                 out += f"  {extra}"
         return out[:width]
@@ -383,6 +387,11 @@ def unbounded_why(x) -> list[str]:
                 f"({x.sent} sent)"]
     if x.logged_ns is not None:
         return []
+    return _not_stamped(x)
+
+
+def _not_stamped(x) -> list[str]:
+    """The events' own reasons for no log stamp, or that only a pushed event followed."""
     reasons = Counter(e.logged_unbounded for e in x.events if e.logged_unbounded)
     unseen = sum(1 for e in x.events if not e.event and not e.logged_unbounded)
     return [f"not stamped: {r} ({n} of {x.sent})" for r, n in reasons.items()] + (

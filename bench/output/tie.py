@@ -246,16 +246,21 @@ def draw_tie(ax, tie: Tie, colour: str, legend: bool = True) -> None:
     for k, (x, lo, hi, base) in enumerate(tie.stated):
         ax.vlines(x, (base + lo) / sc, (base + hi) / sc, color=colour, lw=3.5, zorder=4,
                   label="bound at the epoch (the title's)" if k == 0 else None)
-    for k, (a, b, text) in enumerate(tie.breaks):
-        ax.axvspan(a, b, color="k", alpha=0.12, lw=0)
-        ax.axvline((a + b) / 2, color="k", ls="--", lw=0.9,
-                   label=f"break: {text}" if k == 0 else None)
+    _draw_breaks(ax, tie.breaks)
     if tie.truth is not None:
         ax.plot(tie.truth[0], tie.truth[1] / sc, color="k", lw=1.0, label="truth (simulated)")
     ax.set_ylim(ylo, yhi)
     ax.grid(alpha=0.3)
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+
+
+def _draw_breaks(ax, breaks) -> None:
+    """Each break a shaded span with a dashed line at its middle (the first one labelled)."""
+    for k, (a, b, text) in enumerate(breaks):
+        ax.axvspan(a, b, color="k", alpha=0.12, lw=0)
+        ax.axvline((a + b) / 2, color="k", ls="--", lw=0.9,
+                   label=f"break: {text}" if k == 0 else None)
 
 
 def draw_reads(ax, x, lo, hi, ylim, what: str = "", legend: bool = True) -> None:

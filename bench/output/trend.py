@@ -239,6 +239,20 @@ def as_dict(runs: list[Run], ts: list[Trend], changes: list[Change] | None = Non
                         "first_change_run": t.first_change} for t in ts]}
 
 
+def _testcase(suite: Any, t: Trend) -> None:
+    """One measure's testcase: a regression fails, undecided or unjudged is skipped."""
+    import xml.etree.ElementTree as ET
+    tc = ET.SubElement(suite, "testcase", classname=t.device, time="0",
+                       name=f"{t.clock + '.' if t.clock else ''}{t.measure}")
+    if t.overall in FAILING:
+        ET.SubElement(tc, "failure", message=f"{t.device} {t.measure} {t.overall}",
+                      type=t.overall).text = t.reason
+    elif t.overall not in PASSING:
+        ET.SubElement(tc, "skipped", message=f"{t.overall}: {t.reason}")
+    else:
+        ET.SubElement(tc, "system-out").text = f"{t.overall}: {t.reason}"
+
+
 def junit(runs: list[Run], ts: list[Trend], changes: list[Change] | None = None,
           ref: list[int] | None = None) -> str:
     """One testcase per device and measure (the last run against the reference runs):
@@ -256,14 +270,6 @@ def junit(runs: list[Run], ts: list[Trend], changes: list[Change] | None = None,
         ET.SubElement(props, "property", name=f"#{c.run + 1} {c.device}.{c.what}",
                       value=f"{c.before} -> {c.after}")
     for t in ts:
-        tc = ET.SubElement(suite, "testcase", classname=t.device, time="0",
-                           name=f"{t.clock + '.' if t.clock else ''}{t.measure}")
-        if t.overall in FAILING:
-            ET.SubElement(tc, "failure", message=f"{t.device} {t.measure} {t.overall}",
-                          type=t.overall).text = t.reason
-        elif t.overall not in PASSING:
-            ET.SubElement(tc, "skipped", message=f"{t.overall}: {t.reason}")
-        else:
-            ET.SubElement(tc, "system-out").text = f"{t.overall}: {t.reason}"
+        _testcase(suite, t)
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

@@ -310,6 +310,22 @@ def open_reference(spec: str = "realtime", allowance_ns: int | None = 0, *,
     raise ValueError(f"reference {spec!r} is not supported (known: realtime, phc:/dev/ptpN, virtual)")
 
 
+def _unverified_why(ref: Reference, health: Health, where: str) -> str:
+    """Why a reference cannot be verified: no linuxptp to read (and what the kernel says), or
+    linuxptp grading it as failing."""
+    if ref.discipline is not None:
+        return "linuxptp grades the reference as failing: " + "; ".join(health.problems)
+    looked = " or ".join(DEFAULT_UDS) if where == "auto" else where
+    why = f"no linuxptp health source (no ptp4l management socket at {looked})"
+    k = health.detail.get("kernel") or {}
+    if k.get("synchronized"):
+        why += (f"; the kernel marks CLOCK_REALTIME synchronized by another daemon with "
+                f"maxerror {fmt_ns(k['maxerror_ns'])}")
+    elif k:
+        why += "; the kernel marks CLOCK_REALTIME unsynchronized"
+    return why
+
+
 def reference_for_run(spec: str = "realtime", allowance_ns: int | None = None,
                       simulated: bool = False, **kw) -> tuple[Reference, Health]:
     """The reference for a run and its health at the start, or ReferenceRefused.
@@ -331,18 +347,7 @@ def reference_for_run(spec: str = "realtime", allowance_ns: int | None = None,
         return ref, health
     if allowance_ns is None:
         ref.close()
-        if ref.discipline is None:
-            where = kw.get("ptp_uds", "auto")
-            looked = " or ".join(DEFAULT_UDS) if where == "auto" else where
-            why = f"no linuxptp health source (no ptp4l management socket at {looked})"
-            k = health.detail.get("kernel") or {}
-            if k.get("synchronized"):
-                why += (f"; the kernel marks CLOCK_REALTIME synchronized by another daemon with "
-                        f"maxerror {fmt_ns(k['maxerror_ns'])}")
-            elif k:
-                why += "; the kernel marks CLOCK_REALTIME unsynchronized"
-        else:
-            why = "linuxptp grades the reference as failing: " + "; ".join(health.problems)
+        why = _unverified_why(ref, health, kw.get("ptp_uds", "auto"))
         raise ReferenceRefused(
             f"reference {spec!r} cannot be verified: {why}. Start ptp4l (and phc2sys) so the "
             f"bench can read its health, or give an explicit bound on the reference's error, "

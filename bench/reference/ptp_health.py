@@ -141,21 +141,27 @@ class Pmc:
         finally:
             shutil.rmtree(here, ignore_errors=True)
         responses = parse_pmc(p.stdout)
-        out: dict[str, list[PmcResponse]] = {n: [] for n in names}
-        for r in responses:
-            # An error response does not name its id; pmc numbers the requests it sends 0, 1, 2 ...
-            # in command-line order (all of ours are ones it sends), so the sequence number does.
-            if r.tlv in out:
-                name = r.tlv
-            else:
-                name = names[r.seq] if 0 <= r.seq < len(names) else r.tlv
-            out.setdefault(name, []).append(r)
+        out = _by_id(responses, names)
         if not responses:
             err = " ".join(p.stderr.split())[:300]
             raise PtpHealthError(f"ptp4l at {self.uds} did not answer pmc"
                                  + (f" (pmc said: {err})" if err else "")
                                  + f" (domain {self.domain})")
         return out
+
+
+def _by_id(responses: list[PmcResponse], names: tuple[str, ...]) -> dict[str, list[PmcResponse]]:
+    """{id: responses}. An error response does not name its id; pmc numbers the requests it
+    sends 0, 1, 2 ... in command-line order (all of ours are ones it sends), so the sequence
+    number does."""
+    out: dict[str, list[PmcResponse]] = {n: [] for n in names}
+    for r in responses:
+        if r.tlv in out:
+            name = r.tlv
+        else:
+            name = names[r.seq] if 0 <= r.seq < len(names) else r.tlv
+        out.setdefault(name, []).append(r)
+    return out
 
 
 # -- phc2sys and the kernel's view -------------------------------------------------------------------

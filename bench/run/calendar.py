@@ -118,7 +118,11 @@ class ReadCalendar:
             self._cpu0, self._reads0 = cpu, reads_total
         now_slot = now_ns // self.slot_ns
         if now_slot - self._pruned_to > 50:
-            for s in [s for s in self.booked if s < now_slot]:
-                del self.booked[s]
-            self.lane = {s for s in self.lane if s >= now_slot}
-            self._pruned_to = now_slot
+            self._prune(now_slot)
+
+    def _prune(self, now_slot: int) -> None:
+        """Forget the slots already past."""
+        for s in [s for s in self.booked if s < now_slot]:
+            del self.booked[s]
+        self.lane = {s for s in self.lane if s >= now_slot}
+        self._pruned_to = now_slot

@@ -1,4 +1,5 @@
-"""`rackclock experiments [NAME|PATH]`: the experiments, their parameters and documentation.
+"""The experiments, their parameters and documentation (listed by `rackclock experiments`,
+bench/commands/experiments.py).
 
 An experiment is a module with a frozen `Params` dataclass (every field has a default: the
 experiment runs with none given) and `run(bench, params)`. Those of the checkout live in
@@ -6,7 +7,6 @@ experiments/; any other file is run by its path (`rackclock run path/to/exp.py`)
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib
 import importlib.util
@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.model.keys import InventoryError, did_you_mean
+from bench.config.keys import InventoryError, did_you_mean
 
 CHECKOUT = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -113,33 +113,3 @@ def summary_lines(width: int = 100) -> list[str]:
         out += textwrap.wrap(f"{n:<24} {text}", width, initial_indent="  ",
                              subsequent_indent=" " * 27) or [f"  {n}"]
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="rackclock experiments",
-                                 description="list the experiments, their parameters and documentation")
-    ap.add_argument("experiment", nargs="?", help="one experiment's name or file: its full documentation")
-    a = ap.parse_args(argv)
-    todo = [a.experiment] if a.experiment else names()
-    for n in todo:
-        try:
-            mod = load_experiment(n)
-        except (InventoryError, SystemExit) as exc:     # one line, never a traceback
-            print(f"rackclock experiments: {exc}", file=sys.stderr)
-            return 2
-        d = describe(mod)
-        lines = d["doc"].splitlines()
-        print(f"{n}: {lines[0] if lines else ''}")
-        if a.experiment:
-            for ln in lines[1:]:
-                print(f"  {ln}".rstrip())
-        for name, typ, default, comment in d["params"]:
-            print(f"    {name + '=' + str(default):<28} {typ:<14} {comment}".rstrip())
-        print()
-    print("run one: rackclock run NAME [--param KEY=VALUE ...]; a file anywhere: rackclock run "
-          "path/to/exp.py")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,13 +16,14 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.config.inventory import InventoryError, RackConfig
+from bench.config.loader import load_checked
+from bench.config.rackfile import check_out, check_params
+from bench.config.racklock import rack_lock
 from bench.model import provenance
 from bench.model.documents import Manifest
-from bench.model.inventory import InventoryError, RackConfig
 from bench.model.manifest import DeviceStart, RunEnd, RunEndedEarly, RunStart
 from bench.model.outage import lost_devices, lost_line
-from bench.model.rackfile import check_out, check_params
-from bench.model.racklock import rack_lock
 from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
@@ -40,7 +41,6 @@ from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
 from bench.run.simproc import SimProcess
 from bench.sim import DEFAULT_RACK
-from drivers.rackcheck import load_checked
 
 log = logging.getLogger(__name__)
 

@@ -94,9 +94,27 @@ def outcome(lo: float, hi: float, limit_lo: float | None, limit_hi: float | None
     "no limit" when there is none (nothing was judged)."""
     if limit_lo is None and limit_hi is None:
         return "no limit"
-    inside = (limit_lo is None or lo >= limit_lo) and (limit_hi is None or hi <= limit_hi)
-    outside = (limit_lo is not None and hi < limit_lo) or (limit_hi is not None and lo > limit_hi)
-    return "pass" if inside else "fail" if outside else "undecided"
+    above_lo = limit_lo is None or lo >= limit_lo
+    below_hi = limit_hi is None or hi <= limit_hi
+    if above_lo and below_hi:
+        return "pass"
+    return "fail" if _wholly_outside(lo, hi, limit_lo, limit_hi) else "undecided"
+
+
+def _wholly_outside(lo: float, hi: float, limit_lo: float | None, limit_hi: float | None) -> bool:
+    return (limit_lo is not None and hi < limit_lo) or (limit_hi is not None and lo > limit_hi)
+
+
+def _matches(d: Any, name: str | None, plane: str | None, driver: str | None,
+             stimulus: str | None) -> bool:
+    """Whether device `d` passes every filter given (Lab.devices)."""
+    if name and not any(fnmatch.fnmatch(d.name, g.strip()) for g in name.split(",")):
+        return False
+    if plane and d.plane not in plane.split(","):
+        return False
+    if driver and d.driver != driver:
+        return False
+    return not (stimulus and not any(s.partition(":")[0] == stimulus for s in d.stimuli))
 
 
 class Lab:
@@ -122,18 +140,8 @@ class Lab:
                 driver: str | None = None, stimulus: str | None = None) -> list[str]:
         """Names of the rack's devices matching all given filters (`name` may be a glob or a
         comma-separated list of globs; `stimulus`: the inventory allows that stimulus name)."""
-        out = []
-        for d in self.bench.rack.devices:
-            if name and not any(fnmatch.fnmatch(d.name, g.strip()) for g in name.split(",")):
-                continue
-            if plane and d.plane not in plane.split(","):
-                continue
-            if driver and d.driver != driver:
-                continue
-            if stimulus and not any(s.partition(":")[0] == stimulus for s in d.stimuli):
-                continue
-            out.append(d.name)
-        return out
+        return [d.name for d in self.bench.rack.devices
+                if _matches(d, name, plane, driver, stimulus)]
 
     def config(self, device: str):
         for d in self.bench.rack.devices:

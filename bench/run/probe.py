@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.model.store import RunStore
 from bench.run import shards
 from bench.run.runner import (
@@ -66,16 +66,19 @@ def _wait_threads(threads: list[threading.Thread], workers: list[DeviceWorker], 
             for t in threads:
                 t.join(0.5 / len(threads))
             if store.full is not None or stop.is_set():  # disk full: what was written is kept
-                stop.set()
-                for t in threads:
-                    t.join(plan.timeout_s + 2)
+                _stop_all(stop, threads, plan.timeout_s + 2)
                 break
             if time.monotonic() - t0 > deadline_of(plan) + 10:
                 break            # a hung loop must not hold the run: it is reported as such
     except KeyboardInterrupt:
         store.journal("-", "warn", "interrupted", "stopped by the user; samples so far are kept")
-        stop.set()
-        for t in threads:
-            t.join(plan.timeout_s + 2)
+        _stop_all(stop, threads, plan.timeout_s + 2)
         return True
     return False
+
+
+def _stop_all(stop: threading.Event, threads: list[threading.Thread], wait_s: float) -> None:
+    """Tell every device's thread to stop, and wait for each up to `wait_s`."""
+    stop.set()
+    for t in threads:
+        t.join(wait_s)

@@ -19,10 +19,10 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.config.inventory import InventoryError
+from bench.config.rackfile import check_out
 from bench.model import provenance
-from bench.model.inventory import InventoryError
 from bench.model.manifest import RunEnd
-from bench.model.rackfile import check_out
 from bench.model.statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.run.signals import interrupt_on_signals

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from bench.config.inventory import DeviceConfig
 from bench.model.documents import DeviceEntry
-from bench.model.inventory import DeviceConfig
 from bench.model.manifest import DeviceProbed
 from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from bench import priority
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.model.store import SampleFiles, route_library_logs
 from bench.reference.clock import PhcReference, Reference
 from bench.run.runner import DeviceStatus, DeviceWorker, ProbePlan, deadline_of, mark_hung, run_workers

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import priority, safeio, saferead
-from bench.model.inventory import RackConfig, load_rack
+from bench.config.inventory import RackConfig, load_rack
 from bench.sim.serve import ensure_secrets
 
 PR_SET_PDEATHSIG = 1
@@ -79,7 +79,7 @@ class SimProcess:
     def _start(self) -> SimProcess:
         with safeio.append(self.out_dir / "sim.log") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bench.sim_cli", "--rack", str(self.rack_file.resolve()),
+                [sys.executable, "-m", "bench.commands.sim", "--rack", str(self.rack_file.resolve()),
                  "--out", str(self.out_dir.resolve()), "--realtime"], stdout=log, stderr=log,
                 env={**os.environ, "TMPDIR": str(self.tmp)},
                 cwd=Path(__file__).resolve().parents[2],

@@ -11,47 +11,134 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
+from bench.config.schema import (
+    FLAG,
+    TEXT,
+    YEARS_100_S,
+    Check,
+    list_of,
+    num,
+    record,
+    span,
+)
+
 NS = 1_000_000_000
+
+
+# Each parameter of the clock model is declared once, here: its default, the check of its
+# rack-file value (bench/config/schema.py; the range keeps the simulator bounded) and, when the
+# file's form differs from the model's, how it is converted. params_from_table, the [sim] table's
+# keys (bench/sim/simtable.py) and docs/RACKFILE.md all read these fields.
+AT_S = num(0.0, 1e8, "s")                # an instant after the run's start (3 years)
+PPM = num(-10_000.0, 10_000.0, "ppm")
+SIZE_S = num(-YEARS_100_S, YEARS_100_S, "s")
+
+
+def _floats(x: Any, names: tuple[str, ...]) -> tuple[float, ...]:
+    """A record as the file gives it (a table of these names, or a list in this order)."""
+    return tuple(float(x[n]) for n in names) if isinstance(x, Mapping) else tuple(map(float, x))
+
+
+def _record(*names: str) -> Callable[[Any], tuple[float, ...]]:
+    return lambda x: _floats(x, names)
+
+
+def _records(*names: str) -> Callable[[Any], tuple[tuple[float, ...], ...]]:
+    return lambda xs: tuple(_floats(x, names) for x in xs)
+
+
+def _span(x: Any) -> tuple[float, float]:
+    return (float(x), float(x)) if isinstance(x, (int, float)) else (float(x[0]), float(x[1]))
+
+
+def param(default: Any, check: Check, convert: Callable[[Any], Any] | None = None,
+          doc: str = "") -> Any:
+    """A ClockParams field: its default, the check of its rack-file value, its conversion and
+    what it means (docs/RACKFILE.md says it)."""
+    return field(default=default, metadata={"check": check, "convert": convert, "doc": doc})
+
+
+def _rows(names: tuple[str, ...], checks: tuple[Check, ...]) -> Check:
+    return list_of(record(names, checks))
+
+
+DISCIPLINE = ("every_lo_s", "every_hi_s", "corr_lo_ms", "corr_hi_ms", "slew_ppm")
 
 
 @dataclass(frozen=True)
 class ClockParams:
-    offset_s: float = 0.0            # wall clock: device minus reference at t0, s
-    drift_ppm: float = 0.0           # constant fractional frequency error, ppm
-    wander_ppm: float = 0.0          # frequency random walk: std of its change over one hour, ppm
-    resolution_s: float = 1.0        # the tick the device really delivers, s
-    counter: bool = False            # counts from zero (boot) instead of Unix epoch
-    uptime_s: float = 0.0            # counter: reading at t0, s
-    wrap_ticks: int = 0              # counter: wraps modulo this many ticks (0 = never)
-    steps: tuple[tuple[float, float], ...] = ()   # (at_s after t0, size_s): clock set / stepped
-    reboots: tuple[float, ...] = ()  # at_s after t0: a counter restarts from zero
-    slews: tuple[tuple[float, float, float], ...] = ()  # (at_s, duration_s, rate_ppm): NTP-style
-    freq_steps: tuple[tuple[float, float], ...] = ()   # (at_s, delta_ppm): the frequency changes
-    blips: tuple[tuple[float, float, float], ...] = ()  # (at_s, size_s, back_after_s): a step
-    #                                      and its correction (an NTP step, then the re-sync)
-    discipline: tuple[float, ...] = ()  # (every_lo_s, every_hi_s, corr_lo_ms, corr_hi_ms,
-    #        slew_ppm): an NTP client correcting ±corr every `every` s by slewing (no step)
-    hunting: tuple[float, ...] = ()      # (ppm, period_s): a PLL hunting, ±ppm alternating
-    tick_lag_ms: tuple[float, ...] = ()  # (lo, hi): the reading lags the clock by a varying
-    #        lag in [lo, hi] ms, redrawn each second (libc time() on the kernel's coarse clock)
-    update_s: float = 0.0                # the value updates only every update_s (0: always)
-    frozen_at_s: float | None = None     # the clock stops advancing from then on (stuck RTC,
-    #                                      a frozen agent counter)
-    horizon_s: float = 6 * 3600.0        # how far discipline and hunting are generated
-    reboot_down_s: float = 5.0       # the device does not answer this long after a reboot
-    sample_delay_s: float = 0.0      # from request arrival to the instant the clock is sampled
-    reply_delay_s: float = 0.0       # from that sample to the answer leaving
-    jitter_s: float = 0.0            # mean of an exponential extra delay before sampling
-    log_latency_s: tuple[float, float] = (0.0, 0.0)   # event -> log stamp, uniform in [lo, hi]
-    local_offset_min: int = 0        # UTC offset the device claims for its local time
-    true_local_offset_min: int | None = None          # offset it really applies (None: as claimed)
-    firmware: str = "1.0.0"
+    offset_s: float = param(0.0, SIZE_S,
+        doc="wall clock: device minus reference at t0, s")
+    drift_ppm: float = param(0.0, PPM,
+        doc="constant fractional frequency error, ppm")
+    wander_ppm: float = param(0.0, num(0.0, 1000.0, "ppm per sqrt(hour)"),
+        doc="frequency random walk: std of its change over one hour, ppm")
+    resolution_s: float = param(1.0, num(1e-9, 86400.0, "s"),
+        doc="the tick the device really delivers, s")
+    counter: bool = param(False, FLAG,
+        doc="counts from zero (boot) instead of Unix epoch")
+    uptime_s: float = param(0.0, num(0.0, YEARS_100_S, "s"),
+        doc="counter: reading at t0, s")
+    wrap_ticks: int = param(0, num(0, 2**64, kind="int"),
+        doc="counter: wraps modulo this many ticks (0 = never)")
+    steps: tuple[tuple[float, float], ...] = param(
+        (), _rows(("at_s", "size_s"), (AT_S, SIZE_S)), _records("at_s", "size_s"),
+        doc="(at_s after t0, size_s): clock set / stepped")
+    reboots: tuple[float, ...] = param((), list_of(AT_S), lambda xs: tuple(map(float, xs)),
+        doc="at_s after t0: a counter restarts from zero")
+    slews: tuple[tuple[float, float, float], ...] = param(
+        (), _rows(("at_s", "duration_s", "rate_ppm"), (AT_S, AT_S, PPM)),
+        _records("at_s", "duration_s", "rate_ppm"),
+        doc="(at_s, duration_s, rate_ppm): NTP-style")
+    freq_steps: tuple[tuple[float, float], ...] = param(
+        (), _rows(("at_s", "delta_ppm"), (AT_S, PPM)), _records("at_s", "delta_ppm"),
+        doc="(at_s, delta_ppm): the frequency changes")
+    blips: tuple[tuple[float, float, float], ...] = param(
+        (), _rows(("at_s", "size_s", "back_after_s"), (AT_S, SIZE_S, num(0.0, 1e8, "s"))),
+        _records("at_s", "size_s", "back_after_s"),
+        doc="(at_s, size_s, back_after_s): a step and its correction (an NTP step, then the re-sync)")
+    discipline: tuple[float, ...] = param(
+        (), record(DISCIPLINE, (num(1.0, 86400.0, "s"), num(1.0, 86400.0, "s"),
+                                num(0.0, 1e6, "ms"), num(0.0, 1e6, "ms"),
+                                num(1.0, 10_000.0, "ppm"))), _record(*DISCIPLINE),
+        doc="(every_lo_s, every_hi_s, corr_lo_ms, corr_hi_ms, slew_ppm): an NTP client "
+            "correcting ±corr every `every` s by slewing (no step)")
+    hunting: tuple[float, ...] = param(
+        (), record(("ppm", "period_s"), (PPM, num(1.0, 86400.0, "s"))), _record("ppm", "period_s"),
+        doc="(ppm, period_s): a PLL hunting, ±ppm alternating")
+    tick_lag_ms: tuple[float, ...] = param(
+        (), record(("lo", "hi"), (num(0.0, 10_000.0, "ms"), num(0.0, 10_000.0, "ms"))),
+        _record("lo", "hi"),
+        doc="(lo, hi): the reading lags the clock by a varying lag in [lo, hi] ms, redrawn "
+            "each second (libc time() on the kernel's coarse clock)")
+    update_s: float = param(0.0, num(0.0, 86400.0, "s"),
+        doc="the value updates only every update_s (0: always)")
+    frozen_at_s: float | None = param(None, AT_S,
+        doc="the clock stops advancing from then on (stuck RTC, a frozen agent counter)")
+    horizon_s: float = param(6 * 3600.0, num(0.0, 2 * 86400.0, "s"),
+        doc="how far discipline and hunting are generated")
+    reboot_down_s: float = param(5.0, num(0.0, 3600.0, "s"),
+        doc="the device does not answer this long after a reboot")
+    sample_delay_s: float = param(0.0, num(0.0, 10.0, "s"),
+        doc="from request arrival to the instant the clock is sampled")
+    reply_delay_s: float = param(0.0, num(0.0, 10.0, "s"),
+        doc="from the clock's sample to the answer leaving")
+    jitter_s: float = param(0.0, num(0.0, 10.0, "s"),
+        doc="mean of an exponential extra delay before sampling")
+    log_latency_s: tuple[float, float] = param((0.0, 0.0), span(0.0, 3600.0), _span,
+        doc="event -> log stamp, uniform in [lo, hi]")
+    local_offset_min: int = param(0, num(-1440, 1440, "min", "int"),
+        doc="UTC offset the device claims for its local time")
+    true_local_offset_min: int | None = param(None, num(-1440, 1440, "min", "int"),
+        doc="offset it really applies (None: as claimed)")
+    firmware: str = param("1.0.0", TEXT,
+        doc="the firmware version it reports; selects [sim.by_firmware.VERSION]")
 
     @property
     def tz_error_ns(self) -> int:
@@ -64,48 +151,31 @@ class ClockParams:
         return max(1, round(self.resolution_s * NS))
 
 
-_FIELDS = {f.name for f in fields(ClockParams)}
+# the rack file's clock keys: name -> its check (a [sim] table, its clocks' and firmwares' own);
+# `seed` is the model's (models_for), not a parameter
+CLOCK_KEYS: dict[str, Check] = {**{f.name: f.metadata["check"] for f in fields(ClockParams)},
+                                "seed": num(0, 2**63 - 1, kind="int")}
+CLOCK_DOCS: dict[str, str] = {**{f.name: f.metadata["doc"] for f in fields(ClockParams)},
+                              "seed": "the model's random seed (default: from the rack's seed, "
+                                      "the device's name and the clock's)"}
 
 
 def params_from_table(table: Mapping[str, Any]) -> ClockParams:
-    """ClockParams from a rack file's `sim` table (unknown keys are the emulator's own).
+    """ClockParams from a rack file's `sim` table (unknown keys are the emulator's own), each
+    value converted as its field declares.
 
     `firmware = "X"` selects `by_firmware."X"`, whose keys override the others: a firmware update
     can change the clock's behaviour.
     """
-    t = {k: v for k, v in table.items() if k in _FIELDS}
-    fw = table.get("firmware")
-    if fw is not None:
-        t.update({k: v for k, v in table.get("by_firmware", {}).get(str(fw), {}).items()
-                  if k in _FIELDS})
-    if "steps" in t:
-        t["steps"] = tuple((float(s["at_s"]), float(s["size_s"])) if isinstance(s, Mapping)
-                           else (float(s[0]), float(s[1])) for s in t["steps"])
-    if "reboots" in t:
-        t["reboots"] = tuple(float(x) for x in t["reboots"])
-    if "slews" in t:          # [{at_s, duration_s, rate_ppm}] or [[at_s, duration_s, rate_ppm]]
-        t["slews"] = tuple((float(s["at_s"]), float(s["duration_s"]), float(s["rate_ppm"]))
-                           if isinstance(s, Mapping) else tuple(float(x) for x in s)
-                           for s in t["slews"])
-    if "freq_steps" in t:     # [{at_s, delta_ppm}] or [[at_s, delta_ppm]]
-        t["freq_steps"] = tuple((float(s["at_s"]), float(s["delta_ppm"])) if isinstance(s, Mapping)
-                                else (float(s[0]), float(s[1])) for s in t["freq_steps"])
-    if "blips" in t:          # [{at_s, size_s, back_after_s}] or [[at_s, size_s, back_after_s]]
-        t["blips"] = tuple((float(s["at_s"]), float(s["size_s"]), float(s["back_after_s"]))
-                           if isinstance(s, Mapping) else tuple(float(x) for x in s)
-                           for s in t["blips"])
-    for key, names in (("discipline", ("every_lo_s", "every_hi_s", "corr_lo_ms", "corr_hi_ms",
-                                       "slew_ppm")), ("hunting", ("ppm", "period_s")),
-                       ("tick_lag_ms", ("lo", "hi"))):
-        if key in t:          # a table with these names, or a list in this order
-            x = t[key]
-            t[key] = tuple(float(x[n]) for n in names) if isinstance(x, Mapping) \
-                else tuple(float(y) for y in x)
-    if "log_latency_s" in t:
-        lat = t["log_latency_s"]
-        t["log_latency_s"] = (float(lat), float(lat)) if isinstance(lat, (int, float)) \
-            else (float(lat[0]), float(lat[1]))
-    return ClockParams(**t)
+    t = dict(table)
+    if table.get("firmware") is not None:
+        t.update(table.get("by_firmware", {}).get(str(table["firmware"]), {}))
+    return ClockParams(**{f.name: (f.metadata["convert"] or _same)(t[f.name])
+                          for f in fields(ClockParams) if f.name in t})
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def seed_for(rack_seed: int, device: str, clock: str = "") -> int:

@@ -31,7 +31,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from bench.config.schema import TEXT, YEARS_100_S, choice, num, table
 from bench.sim.clock import NS, ClockModel
+
+# a [sim] table's `faults` entry (bench/sim/simtable.py): the Fault below
+FAULT_KEYS = table({"kind": choice("reboot", "wrap", "step"), "clock": TEXT,
+                    "after_samples": num(0, 10**9, kind="int"), "in_s": num(0.0, 1e6, "s"),
+                    "lead_s": num(0.0, 1e6, "s"), "size_s": num(-YEARS_100_S, YEARS_100_S, "s")},
+                   required=("kind",))
 
 KINDS = ("reboot", "wrap", "step")
 
@@ -124,12 +131,17 @@ class FaultBoard:
         elif fault.kind == "wrap":
             self._wrap_model(device, fault).wrap_at_first_read(fault.lead_s)
         elif fault.kind == "step":
-            for name, m in models.items():
-                if (fault.clock or name) == name and (fault.clock or not m.p.counter):
-                    m.add_step(at, round(fault.size_s * NS))
+            _step(models, fault, at)
         self.fired.append({"device": device, "kind": fault.kind, "t_ns": at})
         if not done.done():
             done.set_result(at)
+
+
+def _step(models: dict, fault: Fault, at: int) -> None:
+    """A step fault: on its clock, else on every wall clock of the device."""
+    for name, m in models.items():
+        if (fault.clock or name) == name and (fault.clock or not m.p.counter):
+            m.add_step(at, round(fault.size_s * NS))
 
 
 # -- on command from another process ---------------------------------------------------------

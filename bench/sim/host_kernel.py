@@ -23,10 +23,12 @@ import os
 import re
 import time
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.sim.clock import exact_truth
 from bench.sim.host_clocks import TIMER_LIST, realtime_minus_monotonic_ns, timens_monotonic_ns
 from bench.sim.ipmi_bmc import note_every_second
+
+SIM_KEYS: dict = {}          # the clock's keys only (bench/sim/simtable.py)
 
 NS = 1_000_000_000
 SCHED_DEBUG = ("/sys/kernel/debug/sched/debug", "/proc/sched_debug")

@@ -29,10 +29,15 @@ import time
 from pathlib import Path
 
 from bench import safeio
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import YEARS_100_S, choice, num
 from bench.ports import free_port
 from bench.sim.clock import exact_truth
 from bench.sim.host_clocks import host_clock_pair
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+SIM_KEYS = {"sel_set": choice("none", "utc", "local"),
+            "sel_offset_s": num(-YEARS_100_S, YEARS_100_S, "s", "int")}
 
 NS = 1_000_000_000
 PR_SET_PDEATHSIG = 1

@@ -37,11 +37,18 @@ from email.utils import format_datetime
 
 from aiohttp import web
 
-from bench.model.inventory import DeviceConfig
-from bench.sim.clock import NS
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import TEXT, list_of, num, span, table
+from bench.sim.clock import AT_S, NS
 from bench.sim.redfish_bmc import _bind
 from bench.sim.timing import hold, sample_clock
 from bench.sim.tls import make_certificates, server_context
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+SIM_KEYS = {
+    "version": TEXT, "schedule_latency_s": span(0.0, 60.0), "nodes": list_of(TEXT, 256),
+    "not_ready": list_of(table({"at_s": AT_S, "node": TEXT, "for_s": num(0.0, 1e6, "s")},
+                               required=("at_s", "node")))}
 
 UTC = dt.UTC
 
@@ -173,12 +180,7 @@ class ControlPlane:
         parts = [p for p in request.path.split("/") if p]
         m = request.method
         if parts == ["version"] and m == "GET":
-            major, minor = self.version.lstrip("v").split(".")[:2]
-            return web.json_response({
-                "major": major, "minor": minor, "gitVersion": self.version,
-                "gitCommit": "0" * 40, "gitTreeState": "clean",
-                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.10", "compiler": "gc",
-                "platform": "linux/amd64"})
+            return self.version_obj()
         if parts == ["api", "v1", "nodes"] and m == "GET":
             return web.json_response({"apiVersion": "v1", "kind": "NodeList",
                                       "metadata": {"resourceVersion": str(next(self.rv))},
@@ -186,21 +188,42 @@ class ControlPlane:
         if parts[:3] == ["api", "v1", "events"] and m == "GET":
             return self.event_list(None)
         if parts[:2] == ["api", "v1"] and len(parts) >= 5 and parts[2] == "namespaces":
-            ns, kind = parts[3], parts[4]
-            if kind == "events" and len(parts) == 5 and m == "GET":
-                return self.event_list(ns)
-            if kind == "pods" and len(parts) == 5 and m == "POST":
-                return self.create_pod(ns, await request.json())
-            if kind == "pods" and len(parts) == 6:
-                key = (ns, parts[5])
-                if key not in self.pods:
-                    return _status(404, "NotFound", f'pods "{parts[5]}" not found')
-                if m == "GET":
-                    return web.json_response(self.pods[key])
-                if m == "DELETE":
-                    self.ctx.record_event(self.name, "pod_deleted", self.ctx.now_ns(), pod=key[1])
-                    return web.json_response(self.pods.pop(key))
+            found = await self.namespaced(request, parts[3], parts[4], parts[5:])
+            if found is not None:
+                return found
         return _status(404, "NotFound", "the server could not find the requested resource")
+
+    def version_obj(self) -> web.Response:
+        major, minor = self.version.lstrip("v").split(".")[:2]
+        return web.json_response({
+            "major": major, "minor": minor, "gitVersion": self.version,
+            "gitCommit": "0" * 40, "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.10", "compiler": "gc",
+            "platform": "linux/amd64"})
+
+    async def namespaced(self, request: web.Request, ns: str, kind: str, rest: list[str],
+                         ) -> web.Response | None:
+        """/api/v1/namespaces/NS/KIND[/NAME]: events, pods created, read and deleted; None when
+        no resource answers (404)."""
+        m = request.method
+        if kind == "events" and not rest and m == "GET":
+            return self.event_list(ns)
+        if kind == "pods" and not rest and m == "POST":
+            return self.create_pod(ns, await request.json())
+        if kind != "pods" or len(rest) != 1:
+            return None
+        return self.pod(m, (ns, rest[0]))
+
+    def pod(self, method: str, key: tuple[str, str]) -> web.Response | None:
+        """GET or DELETE of one pod; None for another method (404)."""
+        if key not in self.pods:
+            return _status(404, "NotFound", f'pods "{key[1]}" not found')
+        if method == "GET":
+            return web.json_response(self.pods[key])
+        if method == "DELETE":
+            self.ctx.record_event(self.name, "pod_deleted", self.ctx.now_ns(), pod=key[1])
+            return web.json_response(self.pods.pop(key))
+        return None
 
     def node_obj(self, n: dict) -> dict:
         hb = rfc3339(self.api_now())

@@ -29,6 +29,7 @@ import datetime as dt
 import math
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
@@ -40,7 +41,7 @@ from pymodbus.pdu.device import DeviceInformationFactory, ModbusDeviceIdentifica
 from pymodbus.pdu.mei_message import ReadDeviceInformationRequest, ReadDeviceInformationResponse
 from pymodbus.simulator import DataType, SimData, SimDevice
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.sim.clock import NS
 from bench.sim.modbus_manual import spans
 from bench.sim.timing import hold, sample_clock
@@ -113,6 +114,16 @@ def identity_request_class(objects: dict[int, str] | None) -> type:
                                                  transaction_id=self.transaction_id)
 
     return CduReadDeviceInformation
+
+
+# an alarm-log window's fields from the entry's shown time and the entry (stamp, code)
+WINDOW_FIELDS: dict[str, Callable[[Any, tuple[Any, int]], int]] = {
+    "code": lambda t, e: e[1],
+    "bcd_ddmm": lambda t, e: bcd(t.day) << 8 | bcd(t.month),
+    "bcd_yyyy": lambda t, e: bcd(t.year),
+    "bcd_00hh": lambda t, e: bcd(t.hour),
+    "bcd_mmss": lambda t, e: bcd(t.minute) << 8 | bcd(t.second),
+}
 
 
 class Cdu:
@@ -289,6 +300,12 @@ class Cdu:
                                 self.word_order)
         if what == "test_alarm":
             return [int(self.manual["test_alarm"].get("value", 1)) if self.alarm_pending else 0]
+        if what.startswith("log_"):
+            return self._log_registers(what, n)
+        return [0] * n
+
+    def _log_registers(self, what: str, n: int) -> list[int]:
+        """The alarm log's registers: index and ring, or count, select and window."""
         if what == "log_index":
             return [self.logged % int(self.manual["alarm_log"]["entries"])]
         if what == "log_ring":
@@ -402,16 +419,8 @@ class Cdu:
                 out.append(self.select)
             elif t is None or entry is None:      # both None, or neither
                 out.append(0)
-            elif f == "code":
-                out.append(entry[1])
-            elif f == "bcd_ddmm":
-                out.append(bcd(t.day) << 8 | bcd(t.month))
-            elif f == "bcd_yyyy":
-                out.append(bcd(t.year))
-            elif f == "bcd_00hh":
-                out.append(bcd(t.hour))
-            elif f == "bcd_mmss":
-                out.append(bcd(t.minute) << 8 | bcd(t.second))
+            elif f in WINDOW_FIELDS:
+                out.append(WINDOW_FIELDS[f](t, entry))
         return out
 
     async def close(self) -> None:

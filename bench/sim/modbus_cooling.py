@@ -22,17 +22,41 @@ replaced by one that hands it a transport over the pty master (bench/sim/modbus_
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from pymodbus import FramerType
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 from pymodbus.server.requesthandler import ServerRequestHandler
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import FLAG, TEXT, named, num, says, zone
 from bench.sim.clock import NS
 from bench.sim.modbus_cdu import Cdu, identity_request_class
 from bench.sim.modbus_manual import read_manual
 from bench.sim.modbus_pty import PtyLine, PtyTransport
+from bench.sim.ntp import NTP_KEYS, SERVERS
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+MAP_DIR = Path(__file__).resolve().parents[2] / "drivers" / "maps" / "cooling"
+
+
+@says("a register map of drivers/maps/cooling (by name) or a .toml file")
+def cooling_map(value, path: str) -> None:
+    """A register map the emulator serves: a family's name or a .toml file."""
+    from bench.config.schema import bad
+    TEXT(value, path)
+    file = Path(value) if value.endswith(".toml") else MAP_DIR / f"{value}.toml"
+    if "/" in value and not value.endswith(".toml") or not file.is_file():
+        known = ", ".join(sorted(p.stem for p in MAP_DIR.glob("*.toml")))
+        raise bad(path, value, f"a map of drivers/maps/cooling ({known}) or a .toml file")
+
+
+SIM_KEYS = {
+    "rtc_timezone": zone, "busy_every": num(0, 10**6, kind="int"), "ntp_model": NTP_KEYS,
+    "ntp_servers": SERVERS, "sensors": named(num(-1e6, 1e6), 64), "identification": FLAG,
+    "vendor": TEXT, "product_code": TEXT, "model": TEXT, "serial": TEXT, "map": cooling_map,
+    "line_delay": FLAG}
 
 
 class _Handler(ServerRequestHandler):
@@ -70,15 +94,20 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
     return out
 
 
-async def serve_one(device: DeviceConfig, ctx) -> dict:
-    name = (device.sim or {}).get("map", device.options.get("map"))   # sim `map`: a wrong inventory
+def _manual(device: DeviceConfig) -> dict:
+    """The register map the device serves: its sim table's `map` (a wrong inventory), else the
+    inventory's."""
+    name = (device.sim or {}).get("map", device.options.get("map"))
     if not name:
         raise ValueError(f"{device.name}: the inventory names no register map (`map = ...`)")
     try:
-        manual = read_manual(str(name))
+        return read_manual(str(name))
     except FileNotFoundError:
         raise ValueError(f"{device.name}: no register map {name!r}") from None
-    cdu = Cdu(device, manual, ctx)
+
+
+async def serve_one(device: DeviceConfig, ctx) -> dict:
+    cdu = Cdu(device, _manual(device), ctx)
     ctx.add_cleanup(cdu.close)
     pdu = identity_request_class(cdu.identity_objects())
     u = urlsplit(device.address)

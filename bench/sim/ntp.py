@@ -23,6 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from bench.config.schema import TEXT, choice, list_of, num, table
+
+# the [sim] table's `ntp_model` (bench/sim/simtable.py): the NtpParams below
+SERVERS = list_of(TEXT, 16)
+NTP_KEYS = table({"poll_s": num(0.1, 86400.0, "s"), "step_threshold_s": num(0.0, 1e6, "s"),
+                  "slew_ppm": num(0.0, 100_000.0, "ppm"), "first_poll_s": num(0.0, 86400.0, "s"),
+                  "unreachable": SERVERS, "manual_set": choice("refuse", "accept")})
+
 NS = 1_000_000_000
 
 
@@ -119,21 +127,24 @@ class NtpDiscipline:
                 if done is not None and tp <= done:
                     continue
                 o = self.model.true_ns(tp) - self.model.p.tz_error_ns - tp
-                if not self._reachable_at(tp):
-                    d = Decision(tp, o, "unreachable")
-                elif abs(o) > self.p.step_threshold_s * NS:
-                    d = Decision(tp, o, "step")
-                elif o:
-                    r = self.p.slew_ppm * 1e-6
-                    d = Decision(tp, o, "slew", -r if o > 0 else r, tp + round(abs(o) / r))
-                else:
-                    d = Decision(tp, o, "none")
+                d = self._decide(tp, o)
                 self.decisions.append(d)
                 if self.record:
                     self.record("ntp_poll", tp, offset_ns=o, action=d.action,
                                 rate_ppm=d.rate * 1e6, until_ns=d.until_ns)
         finally:
             self._busy = False
+
+    def _decide(self, tp: int, o: int) -> Decision:
+        """What the client does at poll `tp` seeing offset `o` ns: nothing, step, or slew."""
+        if not self._reachable_at(tp):
+            return Decision(tp, o, "unreachable")
+        if abs(o) > self.p.step_threshold_s * NS:
+            return Decision(tp, o, "step")
+        if o:
+            r = self.p.slew_ppm * 1e-6
+            return Decision(tp, o, "slew", -r if o > 0 else r, tp + round(abs(o) / r))
+        return Decision(tp, o, "none")
 
     def correction_ns(self, t_ns: int) -> int:
         if not self._busy:

@@ -28,6 +28,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -203,13 +204,23 @@ class Bridge:
             self.selected = port
             return f" {port}"
         if cmd == "HIST":
-            for m in self.modules.values():
-                m.advance(t)
-            since = int(args[0])
-            new = [h for h in self.history if h[0] > since][:8]
-            nxt = new[-1][0] if new else max(since, 0)
-            events = ",".join(f"{q}:{p}:{pin}:{lvl}" for q, p, pin, lvl in new)
-            return f" {nxt}" + (f" {events}" if events else "")
+            return self._hist(int(args[0]), t)
+        module, page, offset = self._addressed(cmd, args)
+        if cmd == "RD":
+            return self._read(module, page, offset, int(args[2]), t)
+        return self._write(module, page, offset, args[2], t)
+
+    def _hist(self, since: int, t: int) -> str:
+        """HIST: the pin events after `since` (at most 8), and the last one's number."""
+        for m in self.modules.values():
+            m.advance(t)
+        new = [h for h in self.history if h[0] > since][:8]
+        nxt = new[-1][0] if new else max(since, 0)
+        events = ",".join(f"{q}:{p}:{pin}:{lvl}" for q, p, pin, lvl in new)
+        return f" {nxt}" + (f" {events}" if events else "")
+
+    def _addressed(self, cmd: str, args: list[str]) -> tuple[Any, int, int]:
+        """(module, page, offset) of an RD or WR on the selected port, or BridgeError."""
         if self.selected is None:
             raise BridgeError(3, "no port selected")
         module = self.modules.get(self.selected)
@@ -221,14 +232,17 @@ class Bridge:
         n_span = int(args[2]) if cmd == "RD" else len(args[2]) // 2
         if offset + n_span > 128 and not module.has_page(page):
             raise BridgeError(5, f"range: page {page:02X} not supported by the module")
-        if cmd == "RD":
-            n = int(args[2])
-            if not 1 <= n <= s.max_count or offset + n > 256:
-                raise BridgeError(5, f"range: read of {n} bytes at {offset:02X}")
-            data = module.read(page if offset + n > 128 else 0, offset, n, t)
-            return f" {page:02X} {offset:02X} {data.hex().upper()}"
-        data = bytes.fromhex(args[2]) if len(args[2]) % 2 == 0 else b""
-        if not data or len(data) > s.max_count:
+        return module, page, offset
+
+    def _read(self, module: Any, page: int, offset: int, n: int, t: int) -> str:
+        if not 1 <= n <= self.spec.max_count or offset + n > 256:
+            raise BridgeError(5, f"range: read of {n} bytes at {offset:02X}")
+        data = module.read(page if offset + n > 128 else 0, offset, n, t)
+        return f" {page:02X} {offset:02X} {data.hex().upper()}"
+
+    def _write(self, module: Any, page: int, offset: int, text: str, t: int) -> str:
+        data = bytes.fromhex(text) if len(text) % 2 == 0 else b""
+        if not data or len(data) > self.spec.max_count:
             raise BridgeError(5, "range: write data must be 1..128 whole bytes")
         if not module.writable(page, offset, len(data)):
             raise BridgeError(5, f"range: {page:02X}:{offset:02X} is read-only")

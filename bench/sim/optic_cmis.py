@@ -49,7 +49,21 @@ from typing import Any
 
 import numpy as np
 
-from bench.sim.clock import NS, ClockModel
+from bench.config.keys import Key
+from bench.config.schema import FLAG, TEXT, key, list_of, num, span, table
+from bench.sim.clock import AT_S, CLOCK_KEYS, NS, ClockModel
+
+# a serial optic's `modules.PORT` table (bench/sim/serial_optic.py): the ModuleSpec below
+MODULE_KEYS = table({
+    "vendor": TEXT, "part": TEXT, "revision": TEXT, "serial": TEXT, "date_code": TEXT,
+    "oui": key(Key("str", pattern=r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){2}", hint="'00:90:65'")),
+    "firmware": key(Key("str", pattern=r"\d{1,3}(\.\d{1,3})?", hint="'MAJOR.MINOR'")),
+    "identifier": num(0, 255, kind="int"),
+    "lanes": num(1, 8, kind="int"), "far_end": num(1, 255, kind="int"),
+    "tx_disable_s": num(0.0, 60.0, "s"), "tx_enable_s": num(0.0, 60.0, "s"),
+    "los_assert_s": span(0.0, 60.0), "los_deassert_s": span(0.0, 60.0),
+    "vdm_freeze_s": num(0.0, 60.0, "s"), "tx_fault_at_s": list_of(AT_S),
+    "counter_page": num(0, 255, kind="int"), "stalled": FLAG, "clock": table(CLOCK_KEYS)})
 
 LOWER, UPPER = 0, 128
 FLAG_FIRST, FLAG_LAST = 134, 152            # page 11h latched lane flags (clear on read)

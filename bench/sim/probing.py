@@ -34,6 +34,32 @@ def bracket_ns(rng: np.random.Generator, sideband: bool) -> int:
     return int(rng.uniform(0.3e6, 1e6) + rng.exponential(0.2e6))
 
 
+def _aimed(S: list[int], E: list[int], V: list[int], q: int, now: int, centre: int,
+           period: float, aim_state: dict, t: int) -> int:
+    """The instant the schedule aims this read at (as the runner does), else `t`."""
+    br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
+    try:
+        a = next_probe_ns(S, E, V, q, aim_from_ns(now, centre, q, period), br, 0,
+                          state=aim_state, paired=paired_slots(q, period))
+        return a if now <= a < centre + AIM_REACH * period else t
+    except Exception:           # the runner journals it and reads at the dithered time
+        return t
+
+
+def _instant(coarse: bool, now: int, u: float, q: int, centre: int, period: float) -> int:
+    """Where the read goes before any aim: a coarse clock's exploring instant, else dithered in
+    its slot (`u`: the one uniform draw either takes)."""
+    if coarse:
+        return max(now, explore_instant_ns(u, q, centre, period, DITHER))
+    return max(now, int(centre + (u - 0.5) * DITHER * period))
+
+
+def _corruption(q: int, rng: np.random.Generator) -> int:
+    """A corrupted answer's error: whole ticks, far off (at least 2 s or 20 ticks)."""
+    off = max(2 * NS, 20 * q) * float(rng.uniform(1, 5)) * float(rng.choice([-1, 1]))
+    return int(off) // q * q
+
+
 def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
                      rng: np.random.Generator, *, sideband: bool = False, lag_s: float = 0.0,
                      bad: int = 0, lost: float = 0.03, t0_ns: int | None = None,
@@ -64,18 +90,9 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         coarse = q >= 1_000_000 and not p.counter and len(S) >= 4
         aim = coarse and k % EXPLORE_EVERY
         k += coarse
-        if coarse:
-            t = max(now, explore_instant_ns(rng.random(), q, centre, period, DITHER))
-        else:                       # dithered in its slot
-            t = max(now, int(centre + (rng.random() - 0.5) * DITHER * period))
+        t = _instant(coarse, now, rng.random(), q, centre, period)
         if aim:
-            br = int(np.median(np.array(E[-20:]) - np.array(S[-20:])))
-            try:
-                a = next_probe_ns(S, E, V, q, aim_from_ns(now, centre, q, period), br, 0,
-                                  state=aim_state, paired=paired_slots(q, period))
-                t = a if now <= a < centre + AIM_REACH * period else t
-            except Exception:           # the runner journals it and reads at the dithered time
-                pass
+            t = _aimed(S, E, V, q, now, centre, period, aim_state, t)
         b = bracket_ns(rng, sideband)
         sample = t + int(rng.uniform() * b)
         now = t + b
@@ -84,9 +101,7 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         lag = int(rng.uniform(0.5, 1.0) * lag_s * NS) if lag_s else 0
         v = m.read_ns(sample - lag)
         if bad_at >= 0 and bad_at <= len(S) < bad_at + bad:
-            q = p.resolution_ns
-            off = max(2 * NS, 20 * q) * float(rng.uniform(1, 5)) * float(rng.choice([-1, 1]))
-            v += int(off) // q * q
+            v += _corruption(p.resolution_ns, rng)
             corrupted.append(len(S))
         S.append(t)
         E.append(now)

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.model.inventory import DeviceConfig, RackConfig
+from bench.config.inventory import DeviceConfig, RackConfig
 from bench.model.schema import version
 from bench.reference.clock import Reference
 from bench.sim.clock import NS, ClockModel, device_models
@@ -114,19 +114,34 @@ async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dic
             for d in devices:
                 failed[d.name] = f"emulator {emulator} failed to start: {exc!r}"
             continue
-        for d in devices:
-            o = dict(overrides.get(d.name, {}))
-            address = o.pop("address", d.address)
-            resolved[d.name] = replace(d, address=address, options={**d.options, **o})
-    for d in rack.devices:               # faults the rack file arms (see bench/sim/faults.py)
+        resolved.update(_resolved(devices, overrides))
+    _arm_faults(rack, ctx, resolved, failed)
+    served = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
+    return replace(rack, simulated=True, devices=served), failed
+
+
+def _resolved(devices: list[DeviceConfig], overrides: dict) -> dict[str, DeviceConfig]:
+    """Each device as its emulator serves it: the address it listens on, the options it sets."""
+    from dataclasses import replace
+    out = {}
+    for d in devices:
+        o = dict(overrides.get(d.name, {}))
+        address = o.pop("address", d.address)
+        out[d.name] = replace(d, address=address, options={**d.options, **o})
+    return out
+
+
+def _arm_faults(rack: RackConfig, ctx: SimContext, resolved: dict[str, DeviceConfig],
+                failed: dict[str, str]) -> None:
+    """The faults the rack file arms (bench/sim/faults.py); a device whose faults cannot be
+    armed (e.g. a wrap on a device with no wrapping counter) is left out, with why."""
+    for d in rack.devices:
         try:
             for table in (d.sim or {}).get("faults", []) if d.name in resolved else ():
                 ctx.faults.arm(d.name, fault_from_table(table))
-        except (ValueError, TypeError, KeyError, RuntimeError) as exc:   # e.g. a wrap on a
-            failed[d.name] = f"sim.faults: {exc}"     # device with no wrapping counter: left out
+        except (ValueError, TypeError, KeyError, RuntimeError) as exc:
+            failed[d.name] = f"sim.faults: {exc}"
             del resolved[d.name]
-    served = tuple(resolved[d.name] for d in rack.devices if d.name in resolved)
-    return replace(rack, simulated=True, devices=served), failed
 
 
 def write_rack_toml(rack: RackConfig, path: Path) -> None:

@@ -82,16 +82,35 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod
 from aiohttp.web_protocol import RequestHandler
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.keys import Key
+from bench.config.schema import FLAG, TEXT, choice, iso_instant, num, span
+from bench.config.schema import key as key_check
 from bench.sim import redfish_payloads as P
 from bench.sim.clock import NS, ClockModel
-from bench.sim.ntp import NtpDiscipline, NtpParams
+from bench.sim.ntp import NTP_KEYS, SERVERS, NtpDiscipline, NtpParams
 from bench.sim.rack import SimContext
 from bench.sim.redfish_events import EventService
 from bench.sim.redfish_limits import Limits
 from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.timing import hold, sample_clock
 from bench.sim.tls import make_certificates, server_context
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+POWER = key_check(Key("str", pattern=r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}:\d{1,3}", hint="'PDU:OUTLET'"))
+SIM_KEYS = {
+    "ntp": FLAG, "ntp_servers": SERVERS, "manufacturer": TEXT, "model": TEXT, "serial": TEXT,
+    "log_capacity": num(1, 100_000, kind="int"), "ntp_model": NTP_KEYS,
+    "boot_s": num(0.0, 600.0, "s"), "power_clock": choice("rtc", "epoch", "image"),
+    "image_date": iso_instant, "power": POWER, "event_subscriptions": FLAG,
+    "event_delivery_s": span(0.0, 60.0), "event_retry_s": num(0.01, 3600.0, "s"),
+    "event_ca_file": TEXT,
+    # vendor-shaped layouts and their session rules (bench/sim/redfish_profiles.py)
+    "profile": choice("openbmc", "idrac", "ilo", "supermicro", "bladed"),
+    "max_sessions": num(1, 1024, kind="int"), "session_timeout_s": num(1, 86400, "s", "int"),
+    "rate_limit_hz": num(0.0, 10_000.0, "Hz"), "retry_after_s": num(0, 3600, "s", "int"),
+    "session_service": FLAG, "auth_required": FLAG, "logs": FLAG, "test_event_log": TEXT,
+    "managers_linked": FLAG, "manager_datetime": FLAG}
 
 log = logging.getLogger(__name__)
 JSON_HEADERS = {"OData-Version": "4.0", "Cache-Control": "no-store"}
@@ -110,6 +129,11 @@ def _reply(body: dict | None, status: int = 200, headers: dict | None = None) ->
     resp = _Reply(text=json.dumps(body), status=status, headers=h, content_type="application/json")
     resp.odata_type = body.get("@odata.type")
     return resp
+
+
+def _not_allowed(method: str, allow: str) -> web.Response:
+    return _error(405, "ActionNotSupported", f"The action {method} is not supported by the "
+                  "resource.", [method], {"Allow": allow})
 
 
 def _error(status: int, message_id: str, message: str, args=(), headers=None) -> web.Response:
@@ -158,10 +182,7 @@ class EmulatedBMC:
                         self.name, device.password_env)
         self.ntp = bool(sim.get("ntp", False))
         self.ntp_servers = list(sim.get("ntp_servers", ["pool.ntp.org"] if self.ntp else []))
-        self.uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.name}.rackclock.sim"))
-        self.manufacturer = str(sim.get("manufacturer", "rackclock-sim"))
-        self.model_name = str(sim.get("model", "OpenBMC emulated BMC"))
-        self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
+        self._identity(sim)
         self.offset_min = int(model.p.local_offset_min)
         self.log_capacity = int(sim.get("log_capacity", 1000))
         self.profile = self.make_profile(sim)
@@ -176,13 +197,25 @@ class EmulatedBMC:
         self._routes, self._items = self.routes(), self.item_routes()
         self.ntp_table = sim.get("ntp_model") or {}     # bench.sim.ntp: the NTP client's model
         self.discipline: NtpDiscipline | None = None     # made at the first NTP command
-        self.powered = True                              # bench.sim.power: fed by `power`
+        self._power(sim, ctx)
+
+    def _power(self, sim: dict, ctx: SimContext) -> None:
+        """Powered, its boot time and what its clock does at a power cycle; fed by the PDU
+        outlet named by `power` (bench.sim.power)."""
+        self.powered = True
         self.boot_s = float(sim.get("boot_s", 8.0))
         self.power_clock = str(sim.get("power_clock", "rtc"))   # rtc | epoch | image
         self.image_date = str(sim.get("image_date", "2024-06-01T00:00:00+00:00"))
         if sim.get("power"):
             from bench.sim import power
             power.bus(ctx).feed(sim["power"], self.power_switch)
+
+    def _identity(self, sim: dict) -> None:
+        """UUID (from the name), manufacturer, model and serial: the sim table's, else defaults."""
+        self.uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{self.name}.rackclock.sim"))
+        self.manufacturer = str(sim.get("manufacturer", "rackclock-sim"))
+        self.model_name = str(sim.get("model", "OpenBMC emulated BMC"))
+        self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
 
     def make_profile(self, sim: dict) -> Profile:
         """The service's layout (bench/sim/redfish_equipment.py lays out other equipment)."""
@@ -295,33 +328,35 @@ class EmulatedBMC:
             return _error(401, "AccessDenied", f"While attempting to establish a connection to "
                           f"'{path}', the service denied access.", [path],
                           {"WWW-Authenticate": 'Basic realm="Redfish"'})
-        route = self._routes.get(path)
-        allow = None
-        if route is not None:
-            allow = self._allow(route)
-            handler = route.get(method) or (route.get("GET") if method == "HEAD" else None)
-            if handler is None:
-                return _error(405, "ActionNotSupported", f"The action {method} is not supported "
-                              f"by the resource.", [method], {"Allow": allow})
-            resp = await handler(request)
-        else:
-            prefix, _, leaf = path.rpartition("/")
-            item = self._items.get(prefix)
-            if item is None:
-                return _error(404, "ResourceNotFound", f"The requested resource of type "
-                              f"'Resource' named '{path}' was not found.", ["Resource", path])
-            allowed, fn = item
-            allow = ", ".join(allowed)
-            if method not in allowed:
-                return _error(405, "ActionNotSupported", f"The action {method} is not supported "
-                              f"by the resource.", [method], {"Allow": allow})
-            resp = await fn(request, leaf)
+        resp, allow = await self._dispatch(request, path, method)
         if method in ("GET", "HEAD") and resp.status == 200 and not resp.prepared:
-            resp.headers["Allow"] = allow
+            resp.headers["Allow"] = allow or ""
             link = P.described_by(getattr(resp, "odata_type", None))
             if link:
                 resp.headers["Link"] = f"<{link}>; rel=describedby"
         return resp
+
+    async def _dispatch(self, request: web.BaseRequest, path: str, method: str,
+                        ) -> tuple[web.StreamResponse, str | None]:
+        """(the answer, the resource's Allow header) of an authorized request: a route's handler,
+        else an item of a collection; 404 and 405 when there is none."""
+        route = self._routes.get(path)
+        if route is not None:
+            allow = self._allow(route)
+            handler = route.get(method) or (route.get("GET") if method == "HEAD" else None)
+            if handler is None:
+                return _not_allowed(method, allow), allow
+            return await handler(request), allow
+        prefix, _, leaf = path.rpartition("/")
+        item = self._items.get(prefix)
+        if item is None:
+            return _error(404, "ResourceNotFound", f"The requested resource of type "
+                          f"'Resource' named '{path}' was not found.", ["Resource", path]), None
+        allowed, fn = item
+        allow = ", ".join(allowed)
+        if method not in allowed:
+            return _not_allowed(method, allow), allow
+        return await fn(request, leaf), allow
 
     @staticmethod
     def _allow(route: dict) -> str:
@@ -507,24 +542,33 @@ class EmulatedBMC:
                                                                            "NTPServers"}:
             return _error(400, "PropertyNotWritable", "Only NTP/ProtocolEnabled and NTP/NTPServers "
                           "can be written here.", ["NetworkProtocol"])
-        if "ProtocolEnabled" in ntp:
-            if not isinstance(ntp["ProtocolEnabled"], bool):
-                return _error(400, "PropertyValueTypeError", "The value for the property "
-                              "ProtocolEnabled is of a different type than the property can "
-                              "accept.", [ntp["ProtocolEnabled"], "ProtocolEnabled"])
-            self.ntp = ntp["ProtocolEnabled"]
-            self.ctx.record_event(self.name, "ntp", self.ctx.now_ns(), enabled=self.ntp)
-        if "NTPServers" in ntp:
-            servers = patch_array(self.ntp_servers, ntp["NTPServers"])
-            if servers is None or not all(isinstance(x, str) for x in servers):
-                return _error(400, "PropertyValueTypeError", "The value for the property "
-                              "NTPServers is of a different type than the property can accept.",
-                              [json.dumps(ntp["NTPServers"]), "NTPServers"])
-            self.ntp_servers = servers
-            self.ctx.record_event(self.name, "ntp_servers", self.ctx.now_ns(),
-                                  servers=self.ntp_servers)
+        for key, setter in (("ProtocolEnabled", self._set_ntp_enabled),
+                            ("NTPServers", self._set_ntp_servers)):
+            refused = setter(ntp[key]) if key in ntp else None
+            if refused is not None:
+                return refused
         self._ntp_command()
         return _reply(None, 204)
+
+    def _set_ntp_enabled(self, value: Any) -> web.Response | None:
+        if not isinstance(value, bool):
+            return _error(400, "PropertyValueTypeError", "The value for the property "
+                          "ProtocolEnabled is of a different type than the property can "
+                          "accept.", [value, "ProtocolEnabled"])
+        self.ntp = value
+        self.ctx.record_event(self.name, "ntp", self.ctx.now_ns(), enabled=self.ntp)
+        return None
+
+    def _set_ntp_servers(self, value: Any) -> web.Response | None:
+        servers = patch_array(self.ntp_servers, value)
+        if servers is None or not all(isinstance(x, str) for x in servers):
+            return _error(400, "PropertyValueTypeError", "The value for the property "
+                          "NTPServers is of a different type than the property can accept.",
+                          [json.dumps(value), "NTPServers"])
+        self.ntp_servers = servers
+        self.ctx.record_event(self.name, "ntp_servers", self.ctx.now_ns(),
+                              servers=self.ntp_servers)
+        return None
 
     def power_switch(self, on: bool, t: int) -> None:
         """Its outlet switched: off, it stops answering and its NTP client stops; on, it boots

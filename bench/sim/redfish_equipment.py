@@ -31,7 +31,8 @@ import logging
 
 from aiohttp import web
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import choice, num
 from bench.sim import power
 from bench.sim import redfish_bmc as bmc
 from bench.sim import redfish_equipment_payloads as E
@@ -40,6 +41,12 @@ from bench.sim import redfish_payloads as P
 from bench.sim.clock import NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.redfish_profiles import LogSpec, Profile
+
+# cooling and power equipment on the BMC emulator's core: its keys and the equipment's own
+SIM_KEYS = {
+    **{k: v for k, v in bmc.SIM_KEYS.items() if k not in ("profile", "test_event_log")},
+    "equipment": choice("cdu", "rack_pdu", "power_shelf"), "pumps": num(1, 16, kind="int"),
+    "outlets": num(0, 64, kind="int"), "actuation_latency_s": num(0.0, 60.0, "s")}
 
 log = logging.getLogger(__name__)
 PUMP_FAILED = "PumpFailed"

@@ -184,15 +184,7 @@ class EventService:
         sub = self._add(f"{request.scheme}://{request.host}{P.SSE}", secrets.token_hex(8),
                         "Redfish", "SSE", False)
         sub.queue = asyncio.Queue()
-        last = request.headers.get("Last-Event-ID")
-        self.ctx.record_event(self.name, "subscribed", self.ctx.now_ns(), via="sse",
-                              id=sub.sub_id, last_event_id=last)
-        if last is not None and last.isdigit():
-            replay = [ev for n, _, _, ev in self.kept if n > int(last)]
-            self.ctx.record_event(self.name, "sse_resume", self.ctx.now_ns(),
-                                  last_event_id=last, replayed=len(replay))
-            for ev in replay:
-                sub.queue.put_nowait({**ev, "Context": sub.context})
+        self._resume(sub, request.headers.get("Last-Event-ID"))
         resp = web.StreamResponse(status=200, headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
             "OData-Version": "4.0"})
@@ -209,6 +201,18 @@ class EventService:
         finally:
             self.subs.pop(sub.sub_id, None)          # the connection closed: so does the subscription
         return resp
+
+    def _resume(self, sub, last: str | None) -> None:
+        """A new stream: recorded, and given the events kept after `Last-Event-ID` if any."""
+        self.ctx.record_event(self.name, "subscribed", self.ctx.now_ns(), via="sse",
+                              id=sub.sub_id, last_event_id=last)
+        if last is None or not last.isdigit():
+            return
+        replay = [ev for n, _, _, ev in self.kept if n > int(last)]
+        self.ctx.record_event(self.name, "sse_resume", self.ctx.now_ns(),
+                              last_event_id=last, replayed=len(replay))
+        for ev in replay:
+            sub.queue.put_nowait({**ev, "Context": sub.context})
 
     # -- delivery ---------------------------------------------------------------------------------
     def emit(self, t_ns: int, timestamp: str, message_id: str, message: str, args: list,

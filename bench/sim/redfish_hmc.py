@@ -39,13 +39,23 @@ from typing import Any
 
 from aiohttp import web
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import FLAG, list_of, num, table
 from bench.sim import redfish_bmc
 from bench.sim import redfish_hmc_payloads as H
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock import AT_S, NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
+
+# the BMC emulator's keys (its vendor profile aside) and the GPU baseboard's own
+SIM_KEYS = {
+    **{k: v for k, v in redfish_bmc.SIM_KEYS.items() if k != "profile"},
+    "gpus": num(1, 8, kind="int"), "report_period_s": num(0.1, 3600.0, "s"),
+    "throttle_on_test_event": FLAG, "throttle_gpu": num(1, 8, kind="int"),
+    "throttle_s": num(0.0, 86400.0, "s"),
+    "xid_events": list_of(table({"at_s": AT_S, "gpu": num(1, 8, kind="int"),
+                                 "xid": num(0, 255, kind="int")}, required=("at_s", "gpu", "xid")))}
 
 log = logging.getLogger(__name__)
 MS = 1_000_000

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import socket
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.sim.rack import SimContext
+
+SIM_KEYS: dict = {}          # a device that is down: the clock's keys only
 
 
 async def serve(devices: list[DeviceConfig], ctx: SimContext) -> dict[str, dict]:

@@ -42,11 +42,23 @@ import weakref
 from dataclasses import fields, replace
 from typing import Any
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.schema import TEXT, list_of, named, num
 from bench.sim.clock import seed_for
 from bench.sim.optic_bridge import Bridge, BridgeSpec
-from bench.sim.optic_cmis import CmisModule, ModuleHooks, module_spec
+from bench.sim.optic_cmis import MODULE_KEYS, CmisModule, ModuleHooks, module_spec
 from bench.sim.rack import SimContext
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+SIM_KEYS = {
+    "vendor": TEXT, "model": TEXT, "serial": TEXT,
+    "baudrate": num(300, 4_000_000, "baud", "int"),
+    "latency_timer_ms": num(0.0, 255.0, "ms"), "i2c_khz": num(1.0, 5000.0, "kHz"),
+    "bridge_delay_s": num(0.0, 1.0, "s"), "i2c_timeout_ms": num(1.0, 60_000.0, "ms"),
+    "max_count": num(1, 128, kind="int"),
+    "modules": named(MODULE_KEYS, 255, lambda k: str(k).isdigit() and 1 <= int(k) <= 255,
+                     "ports 1 to 255"),
+    "bridge_ports": list_of(num(1, 255, kind="int"), 255)}
 
 _BRIDGES: weakref.WeakKeyDictionary[SimContext, dict[str, Bridge]] = weakref.WeakKeyDictionary()
 _BRIDGE_KEYS = {f.name for f in fields(BridgeSpec)}
@@ -69,10 +81,7 @@ def build_bridge(device: DeviceConfig, ctx: SimContext) -> Bridge:
     sim = dict(device.sim or {})
     tables = {int(p): dict(t) for p, t in dict(sim.get("modules", {})).items()}
     specs = {p: module_spec(p, t) for p, t in tables.items()}
-    clocks = {f"counter{p}": {"resolution_s": 0.001, "wrap_ticks": 2 ** 32, **dict(s.clock or {})}
-              for p, s in specs.items() if s.has_counter}       # has_counter: it has a clock
-    base = {k: v for k, v in sim.items() if k not in ("modules", "clocks")}
-    models = ctx.models(replace(device, sim={**base, "clocks": clocks}), ())
+    models = _counter_models(device, sim, specs, ctx)
     ports = sorted(set(specs) | {int(p) for p in sim.get("bridge_ports", [])})
     bridge = Bridge(bridge_spec(device), {}, ports, ctx.now_ns, ctx.t0_ns,
                     seed_for(ctx.seed, device.name, "bridge"))
@@ -84,9 +93,23 @@ def build_bridge(device: DeviceConfig, ctx: SimContext) -> Bridge:
     for p, spec in specs.items():
         bridge.modules[p] = CmisModule(spec, ctx.t0_ns, models.get(f"counter{p}"),
                                        seed_for(ctx.seed, name, f"port{p}"), hooks)
-    for p, m in bridge.modules.items():
-        m.far = bridge.modules.get(m.spec.far_end if m.spec.far_end is not None else p, m)
+    _link_far_ends(bridge.modules)
     return bridge
+
+
+def _counter_models(device: DeviceConfig, sim: dict, specs: dict, ctx: SimContext) -> dict:
+    """The clock model of each module that has a counter (`counterPORT`: 1 ms, 32-bit wrap,
+    unless its own `clock` table says otherwise)."""
+    clocks = {f"counter{p}": {"resolution_s": 0.001, "wrap_ticks": 2 ** 32, **dict(s.clock or {})}
+              for p, s in specs.items() if s.has_counter}       # has_counter: it has a clock
+    base = {k: v for k, v in sim.items() if k not in ("modules", "clocks")}
+    return ctx.models(replace(device, sim={**base, "clocks": clocks}), ())
+
+
+def _link_far_ends(modules: dict) -> None:
+    """Each module's far end: the port its spec names, else itself (a loopback)."""
+    for p, m in modules.items():
+        m.far = modules.get(m.spec.far_end if m.spec.far_end is not None else p, m)
 
 
 class _Lines:

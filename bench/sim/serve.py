@@ -1,4 +1,4 @@
-"""Serve the simulated rack until SIGTERM/SIGINT (`rackclock sim`, `python -m bench.sim_cli`).
+"""Serve the simulated rack until SIGTERM/SIGINT (`rackclock sim`, `python -m bench.commands.sim`).
 
 Writes `<out>/rack.toml` (the resolved rack: real loopback addresses) when every emulator is up
 (and `<out>/sim_control`, the socket on which a test triggers faults: bench/sim/faults.py),
@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import priority, safeio
-from bench.model.inventory import RackConfig, load_rack
+from bench.config.inventory import InventoryError, RackConfig, load_rack
 from bench.sim import DEFAULT_RACK  # noqa: F401 (re-exported: tests and benchmarks import it here)
 from bench.sim.faults import serve_control
 from bench.sim.rack import SimContext, start_rack, write_rack_toml
+from bench.sim.simtable import check_rack_sims
 
 log = logging.getLogger(__name__)
 _SECRETS = threading.Lock()      # runs started in parallel threads must not give a var two values
@@ -47,6 +48,10 @@ async def serve(rack_path: Path, out: Path, duration_s: float | None = None,
                 realtime: bool = False, say: Callable[[str], None] = log.info) -> int:
     """Serve until stopped; `say` is told what a user of the simulator needs to know."""
     rack = load_rack(rack_path)
+    try:
+        check_rack_sims(rack.devices)      # what `run` checks at load (bench/config/loader.py)
+    except InventoryError as exc:
+        raise exc.located(str(rack_path)) from None
     ctx = SimContext(rack, out)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -48,13 +48,34 @@ from pysnmp.entity.rfc3413 import cmdrsp, context, ntforg
 from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
+from bench.config.keys import Key
+from bench.config.schema import TEXT, Check, choice, key, list_of, num, says
 from bench.ports import free_port
 from bench.sim import power
 from bench.sim.clock import NS
 from bench.sim.snmp_pdu_mib import SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects
 from bench.sim.snmp_pdu_vendors import LAYOUTS
 from bench.sim.snmp_v2c_agent import V2cAnswers
+
+# this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
+UDP_PEER = key(Key("str", pattern=r"(udp://)?[A-Za-z0-9.-]*:\d{1,5}/?", hint="'udp://HOST:PORT'"))
+_OUTLET_NAMES, _OUTLET_COUNT = list_of(TEXT, 256), num(1, 256, kind="int")
+
+
+@says(f"{_OUTLET_COUNT.accepted}, or {_OUTLET_NAMES.accepted}")
+def _outlets(value, path: str) -> None:
+    (_OUTLET_NAMES if isinstance(value, list) else _OUTLET_COUNT)(value, path)
+
+
+SIM_KEYS: dict[str, Check] = {
+    "outlets": _outlets,
+    "trap_receivers": list_of(UDP_PEER, 16), "model": TEXT, "sys_descr": TEXT, "serial": TEXT,
+    "actuation_latency_s": num(0.0, 60.0, "s"), "outlet_reboot_s": num(0.0, 3600.0, "s"),
+    "community": TEXT, "write_community": TEXT, "privacy": TEXT, "trap_community": TEXT,
+    # the vendor MIB the agent answers: one of the vendor table's (bench/sim/snmp_pdu_vendors.py)
+    "vendor": choice(*LAYOUTS),
+    "drop_traps": num(0, 10**6, kind="int")}
 
 SYSUPTIME_DEFAULTS = {"counter": True, "resolution_s": 0.01, "wrap_ticks": 2 ** 32}
 HRSYSTEMDATE_DEFAULTS = {"resolution_s": 0.1}

@@ -77,6 +77,14 @@ class LogRow:
     state: int                       # 1 on, 2 off (the log's own coding, vendor-neutral)
 
 
+def _security_name(engine) -> str:
+    """The SNMPv3 user (or v2c community name) of the request being served, or ""."""
+    if engine is None:
+        return ""
+    ectx = engine.observer.get_execution_context("rfc3412.receiveMessage:request")
+    return str(ectx.get("securityName", "")) if ectx else ""
+
+
 class PduObjects:
     """The agent's MIB. `command` is called for an accepted outlet command (outlet, "on" | "off"
     | "reboot"); `sample` records a clock sample (clock, t_ns, value_ns)."""
@@ -190,12 +198,7 @@ class PduObjects:
         return out
 
     def write_variables(self, *varBinds, **context):
-        L = self.layout
-        engine = context.get("snmpEngine")
-        security_name = ""
-        if engine is not None:
-            ectx = engine.observer.get_execution_context("rfc3412.receiveMessage:request")
-            security_name = str(ectx.get("securityName", "")) if ectx else ""
+        security_name = _security_name(context.get("snmpEngine"))
         accepted = []
         dates = []
         for idx, (name, val) in enumerate(varBinds):
@@ -208,22 +211,27 @@ class PduObjects:
                 except (TypeError, ValueError, struct.error):
                     raise smi_error.WrongValueError(name=name, idx=idx) from None
                 continue
-            column, outlet = self._command_column(key)
-            if column is None or outlet not in self.state:
-                if key in self._static or column is not None:
-                    raise smi_error.NotWritableError(name=name, idx=idx)
-                raise smi_error.NoCreationError(name=name, idx=idx)
-            if not isinstance(val, (rfc1902.Integer, rfc1902.Integer32)):
-                raise smi_error.WrongTypeError(name=name, idx=idx)
-            what = L.commands[column].get(int(val))
-            if what is None:
-                raise smi_error.WrongValueError(name=name, idx=idx)
-            accepted.append((outlet, what))
+            accepted.append(self._outlet_command(key, name, val, idx))
         for outlet, what in accepted:
             self.command(outlet, what)
         for utc_ns in dates:
             self.set_date(utc_ns)
         return [(name, val) for name, val in varBinds]
+
+    def _outlet_command(self, key: Oid, name, val, idx: int) -> tuple[int, str]:
+        """(outlet, "on" | "off" | "reboot") of one SET of a command column, or the SNMP error
+        the agent answers."""
+        column, outlet = self._command_column(key)
+        if column is None or outlet not in self.state:
+            if key in self._static or column is not None:
+                raise smi_error.NotWritableError(name=name, idx=idx)
+            raise smi_error.NoCreationError(name=name, idx=idx)
+        if not isinstance(val, (rfc1902.Integer, rfc1902.Integer32)):
+            raise smi_error.WrongTypeError(name=name, idx=idx)
+        what = self.layout.commands[column].get(int(val))
+        if what is None:
+            raise smi_error.WrongValueError(name=name, idx=idx)
+        return outlet, what
 
     def _command_column(self, key: Oid) -> tuple[Oid | None, int | None]:
         """(the command column, the outlet) that `key` is an instance of, or (None, None)."""

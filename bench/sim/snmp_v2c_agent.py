@@ -52,6 +52,16 @@ def _wrap(tag: int, body: bytes) -> bytes:
 
 def read_request(buf: bytes) -> tuple[bytes, int, bytes, list[tuple[int, ...]]]:
     """An SNMPv2c GET or GETNEXT -> (community, PDU tag, request-id element, names)."""
+    community, i, end = _header(buf)
+    pdu, i, end2 = _element(buf, i, end)
+    if pdu not in (GET, GETNEXT) or end2 != end:
+        raise ValueError("not GET or GETNEXT")
+    request_id, i = _request_id(buf, i, end)
+    return community, pdu, request_id, _names(buf, i, end)
+
+
+def _header(buf: bytes) -> tuple[bytes, int, int]:
+    """(community, index after it, end) of a message: one SEQUENCE, version 2c."""
     tag, i, end = _element(buf, 0, len(buf))
     if tag != 0x30 or end != len(buf):
         raise ValueError("not one SEQUENCE")
@@ -61,10 +71,11 @@ def read_request(buf: bytes) -> tuple[bytes, int, bytes, list[tuple[int, ...]]]:
     tag, a, i = _element(buf, i, end)
     if tag != 0x04:
         raise ValueError("community")
-    community = buf[a:i]
-    pdu, i, end2 = _element(buf, i, end)
-    if pdu not in (GET, GETNEXT) or end2 != end:
-        raise ValueError("not GET or GETNEXT")
+    return buf[a:i], i, end
+
+
+def _request_id(buf: bytes, i: int, end: int) -> tuple[bytes, int]:
+    """(request-id element, index after error-status and error-index, both 0 in a request)."""
     start = i
     tag, a, i = _element(buf, i, end)
     if tag != 0x02 or not 1 <= i - a <= 4:
@@ -74,6 +85,11 @@ def read_request(buf: bytes) -> tuple[bytes, int, bytes, list[tuple[int, ...]]]:
         tag, a, i = _element(buf, i, end)
         if tag != 0x02 or buf[a:i] != b"\x00":
             raise ValueError("error-status / error-index of a request")
+    return request_id, i
+
+
+def _names(buf: bytes, i: int, end: int) -> list[tuple[int, ...]]:
+    """The OIDs of the varbind list (each with a NULL value, as a request has)."""
     tag, i, end2 = _element(buf, i, end)
     if tag != 0x30 or end2 != end:
         raise ValueError("varbind list")
@@ -85,7 +101,7 @@ def read_request(buf: bytes) -> tuple[bytes, int, bytes, list[tuple[int, ...]]]:
             raise ValueError("varbind")
         names.append(tuple(decoder.decode(_wrap(0x06, buf[n0:n1]),
                                           asn1Spec=univ.ObjectIdentifier())[0]))
-    return community, pdu, request_id, names
+    return names
 
 
 def write_response(community: bytes, request_id: bytes, varbinds) -> bytes:

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from bench import safeio
-from bench.model.inventory import RackConfig
+from bench.config.inventory import RackConfig
 from bench.sim.faults import Fault
 from bench.sim.rack import SimContext, start_rack
 

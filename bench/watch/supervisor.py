@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-from bench.model.inventory import DeviceConfig
+from bench.config.inventory import DeviceConfig
 from bench.run.runner import DeviceWorker, ProbePlan, run_workers
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.model.inventory import InventoryError
-from bench.model.rackfile import check_out
-from bench.model.racklock import RackBusy, rack_lock
+from bench.config.inventory import InventoryError
+from bench.config.loader import load_checked
+from bench.config.rackfile import check_out
+from bench.config.racklock import RackBusy, rack_lock
 from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 from bench.watch.alerts import Alerts
@@ -32,7 +33,6 @@ from bench.watch.rolling import Day, RollingStore, day_manifest
 from bench.watch.server import Server
 from bench.watch.state import WatchState
 from bench.watch.supervisor import Supervisor, polite, watch_plan
-from drivers.rackcheck import load_checked
 
 log = logging.getLogger(__name__)
 DAY_S = 86400.0

@@ -5,15 +5,19 @@ values mean, which traps announce an outlet change, and whether the MIB keeps an
 The driver picks the backend by the agent's own `sysObjectID` (`for_sys_object_id`: the longest
 `sys_object_ids` prefix that matches, so a vendor's enterprise arc picks its usual MIB); the
 inventory key `vendor` (a module name here) overrides. Adding a vendor needs only a new module
-here, listed in `MODULES`.
+here: `MODULES` lists the modules of this package that define `BACKEND` (docs/ARCHITECTURE.md,
+"How to add").
 """
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
-MODULES = ("apc", "apc_rpdu2", "apc_spdu", "raritan", "eaton", "sentry4", "rackclock")
+HERE = Path(__file__).resolve().parent
+MODULES = tuple(sorted(p.stem for p in HERE.glob("*.py")
+                       if not p.stem.startswith("_") and "\nBACKEND = " in p.read_text()))
 
 
 @dataclass(frozen=True)

@@ -68,10 +68,9 @@ def _command(main, argv: list[str], run: Path) -> bytes:
 def outputs(run: Path, drawn: bool = True) -> dict[str, bytes]:
     """Run summarize (and report when `drawn`) on `run`, a copy: both write into it; the
     normalised outputs, named as in SUMMARIZED and REPORTED."""
-    from bench import report_cli as report
-    from bench import resummarize
+    from bench.commands import report, summarize
 
-    got = {"summarize.txt": _command(resummarize.main, [str(run)], run)}
+    got = {"summarize.txt": _command(summarize.main, [str(run)], run)}
     for name in SUMMARIZED[:-1]:
         got[name] = (run / name).read_bytes()
     if not drawn:

@@ -9,6 +9,8 @@ from pathlib import Path
 from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
+HELP = "compare two runs (e.g. before and after a firmware update)"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(

@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.check_reads import BUDGET_S
-from bench.model.keys import InventoryError
+from bench.config.keys import InventoryError
 from bench.model.texttable import WIDTH, render, terminal_width, wrap
 from bench.units import fmt_interval_ns, fmt_ns
 
+HELP = "reference health, reachability and identity of every device"
+
 if TYPE_CHECKING:
-    from bench.model.inventory import DeviceConfig, RackConfig
+    from bench.config.inventory import DeviceConfig, RackConfig
     from bench.reference.clock import Health
 
 
@@ -69,15 +71,7 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck,
         result.identity = " ".join(x for x in (ident.vendor, ident.model, ident.firmware and
                                                f"fw {ident.firmware}", ident.serial and
                                                f"s/n {ident.serial}") if x)
-        failed = None
-        walls = sum(not c.counter for c in drv.clocks())
-        budget = min(BUDGET_S, 0.5 * timeout_s / max(1, walls))   # room for the open and all
-        for spec in drv.clocks():
-            try:
-                await _read_clock(drv, spec, result, budget)
-            except DeviceError as exc:
-                result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
-                failed = failed or exc
+        failed = await _read_clocks(drv, result, timeout_s)
         if failed:
             result.status, result.error = failed.kind, failed.message
         else:
@@ -89,6 +83,21 @@ async def _check_device(device: DeviceConfig, now_ns, result: DeviceCheck,
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(drv.close(), 5)
+
+
+async def _read_clocks(drv, result: DeviceCheck, timeout_s: float):
+    """Every clock of the device read into `result`; the first DeviceError, or None."""
+    from drivers.base import DeviceError
+    failed = None
+    walls = sum(not c.counter for c in drv.clocks())
+    budget = min(BUDGET_S, 0.5 * timeout_s / max(1, walls))   # room for the open and all
+    for spec in drv.clocks():
+        try:
+            await _read_clock(drv, spec, result, budget)
+        except DeviceError as exc:
+            result.reads.append((spec.name, f"{exc.kind}: {exc.message}"))
+            failed = failed or exc
+    return failed
 
 
 async def _read_clock(drv, spec, result: DeviceCheck, budget_s: float) -> None:
@@ -237,7 +246,7 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, 
                                                    RackConfig]:
     """The command line and the rack file, checked (InventoryError; SystemExit for --help and
     argument errors)."""
-    from bench.cli import OneLineParser
+    from bench.commands import OneLineParser
 
     ap = OneLineParser(prog="rackclock check",
                                  description="reference health and reachability of every device")
@@ -255,9 +264,9 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, int | None, 
     a = ap.parse_args(argv)
     # the drivers and the rack file's model after the arguments: `rackclock check --help`
     # imports none
-    from bench.model.rackfile import parse_allowance
+    from bench.config.loader import load_checked
+    from bench.config.rackfile import parse_allowance
     from drivers.base import TIMEOUT_KEY
-    from drivers.rackcheck import load_checked
 
     allowance = parse_allowance(a.reference_allowance)
     try:
@@ -278,7 +287,7 @@ def _serve(stack: contextlib.ExitStack, source: RackConfig) -> tuple[RackConfig,
     """The rack to check: a simulated rack file served here (the rack as served, the devices it
     left out and why, the devices as declared), or a lab rack, held for this session
     (RackBusy when another holds it)."""
-    from bench.model.racklock import rack_lock
+    from bench.config.racklock import rack_lock
 
     if not source.simulated:       # a lab rack: one session at a time, as `rackclock run`
         if source.source:
@@ -301,7 +310,7 @@ def _open_reference(stack: contextlib.ExitStack, rack: RackConfig, allowance: in
                     ptp_uds: str | None) -> tuple[Callable[[], int], Health | None, str | None]:
     """The reference's clock, its health, and why it was refused (then the devices are still
     checked, against CLOCK_REALTIME)."""
-    from bench.model.rackfile import reference_options
+    from bench.config.rackfile import reference_options
     from bench.reference.clock import Reference, ReferenceRefused, reference_for_run
 
     try:
@@ -344,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     # the reference and the rack lock after the arguments, as the drivers: a quick --help
-    from bench.model.racklock import RackBusy
+    from bench.config.racklock import RackBusy
 
     with contextlib.ExitStack() as stack:
         try:
@@ -356,12 +365,17 @@ def main(argv: list[str] | None = None) -> int:
         for line in reference_lines(health, refused):
             print(line)
         results = _results(rack, a.device, now_ns, timeout, sim_failed, declared)
-        print()
-        for line in device_table(results, terminal_width()):
-            print(line)
-        bad_ref = refused is not None or health is None or health.grade == "fail"
-        print()
-        print(_closing_line(results, health, bad_ref))
+        return _report(results, health, refused)
+
+
+def _report(results: list[DeviceCheck], health: Health | None, refused: str | None) -> int:
+    """The device table and the closing line; the exit status (1: anything unusable)."""
+    print()
+    for line in device_table(results, terminal_width()):
+        print(line)
+    bad_ref = refused is not None or health is None or health.grade == "fail"
+    print()
+    print(_closing_line(results, health, bad_ref))
     return 1 if bad_ref or any(not r.usable for r in results) else 0
 
 

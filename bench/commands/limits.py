@@ -10,6 +10,8 @@ from pathlib import Path
 from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
+HELP = "judge the rack file's [limits] against a run's bounds (pass/fail/undecided)"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock limits",

@@ -1,9 +1,12 @@
 """The one way `rackclock run`, `check` and `watch` read a rack file: every device's keys checked
 against what its driver declares (`Driver.OPTIONS`, `Driver.SCHEMES`, `CREDENTIALS`, its stimuli)
-before anything starts (no run folder, no simulator, no device contacted). Each problem is an
+and a simulated device's [sim] table against what its emulator and the clock model declare
+(bench/sim/simtable.py) before anything starts (no run folder, no simulator, no device
+contacted). Each problem is an
 `InventoryError` whose text is one line naming the file, the device, the key and what is
 accepted; the commands print it and exit 2. Paths in a rack file are relative to its folder.
-Above bench.model (the rack file's records) and beside the drivers it reads the declarations of.
+Above the drivers and beside the simulator, whose declarations it reads (tests/test_layers.py:
+the loader's layer).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import drivers
-from bench.model.inventory import (
+from bench.config.inventory import (
     DEVICE_KEYS,
     DeviceConfig,
     InventoryError,
@@ -42,7 +45,7 @@ def _is_chardev(path: str) -> bool:
 
 @functools.cache
 def known_drivers() -> tuple[str, ...]:
-    here = Path(__file__).resolve().parent
+    here = Path(drivers.__file__).resolve().parent
     return tuple(sorted(p.stem for p in here.glob("*.py")
                         if not p.stem.startswith("_") and "\nDRIVER = " in p.read_text()))
 
@@ -70,16 +73,22 @@ def _openable(d: DeviceConfig, specs: dict[str, Key], lab: bool) -> None:
         spec = specs.get(k)
         if spec is None or not spec.exists:
             continue
+        problem = None
         if spec.exists == "chardev":
             if urlsplit(d.address).scheme.lower() == "local" and not _is_chardev(v):
-                raise InventoryError(f"{v!r} is not a character device on this host",
-                                     device=d.name, key=k)
+                problem = f"{v!r} is not a character device on this host"
         elif lab:
-            if not os.path.isfile(v) or not os.access(v, os.R_OK):
-                raise InventoryError(f"{v!r}: no readable file there", device=d.name, key=k)
-            problem = spec.content(v) if spec.content else None
-            if problem:
-                raise InventoryError(f"{v!r}: {problem}", device=d.name, key=k)
+            problem = _file_problem(v, spec)
+        if problem:
+            raise InventoryError(problem, device=d.name, key=k)
+
+
+def _file_problem(v: Any, spec: Key) -> str | None:
+    """Why the file a key names cannot serve: missing, unreadable, or its content refused."""
+    if not os.path.isfile(v) or not os.access(v, os.R_OK):
+        return f"{v!r}: no readable file there"
+    problem = spec.content(v) if spec.content else None
+    return f"{v!r}: {problem}" if problem else None
 
 
 def _credentials(d: DeviceConfig, drv) -> None:
@@ -87,14 +96,21 @@ def _credentials(d: DeviceConfig, drv) -> None:
     `drv.CREDENTIALS`: one of its keys at least), and every variable named is set."""
     given = {k: v for k, v in (("username", d.username), ("password_env", d.password_env),
                                *d.options.items()) if v}
-    for group in getattr(drv, "CREDENTIALS", ()) if d.options.get("auth") != "none" else ():
-        if not any(k in given for k in group):
-            raise InventoryError(f"missing: driver {d.driver} needs {' or '.join(group)}",
-                                 device=d.name, key=group[0])
+    _required_credentials(d, drv, given)
     for k, var in given.items():
         if k.endswith("_env") and isinstance(var, str) and var not in os.environ:
             raise InventoryError(f"the environment variable {var} is not set", device=d.name,
                                  key=k)
+
+
+def _required_credentials(d: DeviceConfig, drv: Any, given: dict[str, Any]) -> None:
+    """Each group of `drv.CREDENTIALS` has one of its keys given (none with auth = "none")."""
+    if d.options.get("auth") == "none":
+        return
+    for group in getattr(drv, "CREDENTIALS", ()):
+        if not any(k in given for k in group):
+            raise InventoryError(f"missing: driver {d.driver} needs {' or '.join(group)}",
+                                 device=d.name, key=group[0])
 
 
 def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig:
@@ -103,14 +119,7 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
     checked too."""
     cls = _driver_class(d)
     options = {k: _checked_option(d, cls, k, v, base) for k, v in d.options.items()}
-    scheme = urlsplit(d.address).scheme.lower()
-    if cls.SCHEMES and scheme not in cls.SCHEMES:
-        raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
-                             + ", ".join(f"{s}://" for s in cls.SCHEMES if s), device=d.name,
-                             key="address")
-    problem = getattr(cls, "address_problem", lambda *_: None)(scheme, options)
-    if problem:
-        raise InventoryError(f"{d.address!r}: {problem}", device=d.name, key="address")
+    _check_address(d, cls, options)
     d = replace(d, options=MappingProxyType(options))
     _openable(d, {**DEVICE_KEYS, **cls.OPTIONS}, lab)
     drv, known = _driver_stimuli(d, cls)
@@ -123,6 +132,18 @@ def check_device(d: DeviceConfig, base: Path, lab: bool = False) -> DeviceConfig
                                  f"(it has: {', '.join(known) or 'none'})", device=d.name,
                                  key="stimuli")
     return d
+
+
+def _check_address(d: DeviceConfig, cls: Any, options: dict[str, Any]) -> None:
+    """The address's scheme is one the driver speaks, and the driver takes the address."""
+    scheme = urlsplit(d.address).scheme.lower()
+    if cls.SCHEMES and scheme not in cls.SCHEMES:
+        raise InventoryError(f"{d.address!r}: driver {d.driver} speaks "
+                             + ", ".join(f"{s}://" for s in cls.SCHEMES if s), device=d.name,
+                             key="address")
+    problem = getattr(cls, "address_problem", lambda *_: None)(scheme, options)
+    if problem:
+        raise InventoryError(f"{d.address!r}: {problem}", device=d.name, key="address")
 
 
 def _checked_option(d: DeviceConfig, cls: Any, k: str, v: Any, base: Path) -> Any:
@@ -159,17 +180,15 @@ def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
     `need_devices=False` (check): a rack of no devices checks the reference alone."""
     rack = load_rack(path)
     try:
-        if not REFERENCE_SPEC.fullmatch(rack.reference):
-            raise InventoryError(f"[rack] {short(rack.reference)} is not accepted (one of "
-                                 f"realtime, phc:/dev/ptpN)", key="reference")
-        if rack.reference.startswith("phc:") and not _is_chardev(rack.reference[4:]):
-            raise InventoryError(f"[rack] {rack.reference!r}: {rack.reference[4:]} is not a "
-                                 f"PTP hardware clock on this host", key="reference")
+        _check_reference(rack.reference)
         if need_devices and not rack.devices:
             raise InventoryError("no devices: a rack file needs at least one [devices.NAME] table")
         base = Path(rack.source or path).parent
         lab = not rack.simulated          # a served rack (`rackclock sim`) is hardware to us
         devices = tuple(check_device(d, base, lab) for d in rack.devices)
+        if any(d.sim is not None for d in devices):
+            from bench.sim.simtable import check_rack_sims
+            check_rack_sims(devices)
     except InventoryError as exc:
         raise exc.located(str(path)) from None
     uds = rack.options.get("ptp_uds")
@@ -177,3 +196,13 @@ def load_checked(path: str | Path, need_devices: bool = True) -> RackConfig:
     if uds not in (None, "auto", "none"):
         options["ptp_uds"] = str(Path(rack.source or path).parent / os.path.expanduser(uds))
     return replace(rack, devices=devices, options=MappingProxyType(options))
+
+
+def _check_reference(reference: str) -> None:
+    """[rack] reference: realtime, or phc:/dev/ptpN naming a PTP clock of this host."""
+    if not REFERENCE_SPEC.fullmatch(reference):
+        raise InventoryError(f"[rack] {short(reference)} is not accepted (one of "
+                             f"realtime, phc:/dev/ptpN)", key="reference")
+    if reference.startswith("phc:") and not _is_chardev(reference[4:]):
+        raise InventoryError(f"[rack] {reference!r}: {reference[4:]} is not a "
+                             f"PTP hardware clock on this host", key="reference")

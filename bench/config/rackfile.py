@@ -1,6 +1,6 @@
 """The command line's values of `rackclock run` and `rackclock check`, checked before anything
 starts: durations, the reference allowance, the output folder, experiment parameters. The rack
-file's devices are checked against their drivers by drivers/rackcheck.py (`load_checked`).
+file's devices are checked against their drivers by bench/config/loader.py (`load_checked`).
 Each problem is an `InventoryError` whose text is one line saying what is accepted; the commands
 print it and exit 2.
 """
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.model.inventory import InventoryError, Key, RackConfig, did_you_mean
+from bench.config.inventory import InventoryError, Key, RackConfig, did_you_mean
 
 T = TypeVar("T")
 

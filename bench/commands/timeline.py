@@ -19,6 +19,8 @@ from typing import Any
 
 from bench.model.lognames import FORMATS, LINE_LIMIT
 
+HELP = "one cross-plane timeline of a run, with device log files"
+
 FILES = ("json", "csv", "otel", "html")             # bench.output.timeline.FILES
 DEFAULT_FORMATS = ("json", "csv", "html")
 
@@ -92,32 +94,16 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
     a = ap.parse_args(argv)
-    formats = {f.strip() for f in a.formats.split(",") if f.strip()}
-    if not formats or formats - set(FILES):
-        ap.error(f"--formats: a comma-separated list of {', '.join(FILES)} (got {a.formats!r})")
+    formats = _formats(ap, a)
     # the timeline machinery after the arguments: `rackclock timeline --help` imports no numpy.
     # Arrow's text columns from the system allocator, which gives freed chunks back (mimalloc,
     # Arrow's default here, kept ~40 MiB more at the peak of writing a million rows)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    from bench.model.logfile import LogError
-    from bench.model.rundata import RunFolderError, load_run
-    from bench.model.timeline import build
-    from bench.output.timeline import table_lines, write_outputs
-
-    if a.line_limit < 80:
-        ap.error("--line-limit: at least 80 bytes")
-    try:
-        run = load_run(a.run)
-        others = [load_run(p) for p in a.calibration]
-    except (FileNotFoundError, NotADirectoryError, RunFolderError) as exc:
-        print(f"rackclock timeline: {exc}", file=sys.stderr)
+    built = _build(a)
+    if isinstance(built, str):
+        print(f"rackclock timeline: {built}", file=sys.stderr)
         return 2
-    defaults = {k: v for k, v in (("format", a.format), ("tz", a.tz)) if v}
-    try:
-        tl = build(run, a.logs, a.widen_latency, others, defaults, a.line_limit)
-    except LogError as exc:
-        print(f"rackclock timeline: {exc}", file=sys.stderr)
-        return 2
+    run, tl = built
     refused = [rep for rep in tl.reports if "error" in rep]
     for rep in refused:
         print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
@@ -126,13 +112,48 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(first, str):
         print(f"rackclock timeline: {first}", file=sys.stderr)
         return 2
+    _show(a, run, tl, t0, formats, first)
+    return 2 if refused else 0
+
+
+def _formats(ap: Any, a: Any) -> set[str]:
+    """The --formats asked for (and --line-limit checked); a bad one exits 2 in one line."""
+    formats = {f.strip() for f in a.formats.split(",") if f.strip()}
+    if not formats or formats - set(FILES):
+        ap.error(f"--formats: a comma-separated list of {', '.join(FILES)} (got {a.formats!r})")
+    if a.line_limit < 80:
+        ap.error("--line-limit: at least 80 bytes")
+    return formats
+
+
+def _build(a: Any) -> tuple[Any, Any] | str:
+    """(run, timeline) of the arguments, or the one line saying why not."""
+    from bench.model.logfile import LogError
+    from bench.model.rundata import RunFolderError, load_run
+    from bench.model.timeline import build
+
+    try:
+        run = load_run(a.run)
+        others = [load_run(p) for p in a.calibration]
+    except (FileNotFoundError, NotADirectoryError, RunFolderError) as exc:
+        return str(exc)
+    defaults = {k: v for k, v in (("format", a.format), ("tz", a.tz)) if v}
+    try:
+        return run, build(run, a.logs, a.widen_latency, others, defaults, a.line_limit)
+    except LogError as exc:
+        return str(exc)
+
+
+def _show(a: Any, run: Any, tl: Any, t0: int, formats: set[str], first: Any) -> None:
+    """The table on the terminal, then the files written."""
     from bench.model.texttable import terminal_width
+    from bench.output.timeline import table_lines, write_outputs
+    from bench.output.timeline_page import run_span
+
     for line in table_lines(tl, t0, a.rows, None if a.wide else terminal_width()):
         print(line)
-    from bench.output.timeline_page import run_span
     paths = write_outputs(run.path, tl, t0, formats, first, run_span(run))
     print("written: " + ", ".join(str(p) for p in paths))
-    return 2 if refused else 0
 
 
 def _first(tl: Any, t0: int, window: str | None) -> dict[str, Any] | str:

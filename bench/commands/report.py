@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+HELP = "HTML report and print figures of a run folder"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock report",

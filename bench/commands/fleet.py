@@ -21,6 +21,8 @@ from pathlib import Path
 from bench.fleet.config import FleetError, fleet_from_dict
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
+HELP = "a fleet of racks on Ray: run each rack on its bench host, report the fleet"
+
 EPILOG = ("The fleet's verdict is the worst of its racks' (a rack whose run did not complete: "
           "FAIL);\n" + exit_table_text())
 

@@ -1,6 +1,7 @@
 """The rack file's vocabulary: a key's declared type and range (Key), the one error of a bad
-rack file (InventoryError), and the short forms its messages quote. Below bench.model.inventory,
-bench.model.limits and bench.model.simkeys, which all declare keys with it."""
+rack file (InventoryError), and the short forms its messages quote. Below bench.config.inventory,
+bench.config.schema (a nested table's checks) and bench.model.limits, which all declare keys
+with it."""
 from __future__ import annotations
 
 import difflib
@@ -69,7 +70,7 @@ class Key:
     unit: str = ""
     file_suffix: str = ""        # a str naming a file when it ends so (then relative to the rack file)
     pattern: str = ""            # str: the whole value must match this regular expression
-    exists: str = ""             # checked at load (drivers.rackcheck): "file" | "chardev"
+    exists: str = ""             # checked at load (bench.config.loader): "file" | "chardev"
     content: Any = field(default=None, compare=False)   # path -> problem text or None (at load)
     hint: str = ""               # what `pattern` accepts, as said in errors
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-# the rack file's vocabulary, declared in bench.model.keys (below inventory, limits and simkeys)
-from bench.model.keys import ENV_NAME as ENV_NAME
-from bench.model.keys import SAFE_NAME as SAFE_NAME
-from bench.model.keys import InventoryError as InventoryError
-from bench.model.keys import Key as Key
-from bench.model.keys import did_you_mean as did_you_mean
-from bench.model.keys import short as short
+# the rack file's vocabulary, declared in bench.config.keys
+from bench.config.keys import ENV_NAME as ENV_NAME
+from bench.config.keys import SAFE_NAME as SAFE_NAME
+from bench.config.keys import InventoryError as InventoryError
+from bench.config.keys import Key as Key
+from bench.config.keys import did_you_mean as did_you_mean
+from bench.config.keys import short as short
 
 KNOWN_KEYS = {"plane", "driver", "address", "username", "password_env", "rate_hz", "stimuli", "sim"}
 MAX_RACK_BYTES = 8 << 20          # a rack of 300 devices is about 100 KiB
@@ -114,7 +114,7 @@ class RackConfig:
 
 def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
     """One device's table, its common keys checked (the driver's own keys are checked by
-    drivers.rackcheck against what the driver declares)."""
+    bench.config.loader against what the driver declares)."""
     _check_device_shape(name, t)
     for key, value in t.items():
         _check_device_key(name, key, value)
@@ -122,8 +122,6 @@ def device_from_table(name: str, t: Mapping[str, Any]) -> DeviceConfig:
         # a user name alone (ssh://root@host) is no secret; a password in the address is
         raise InventoryError("a password in the address is refused; use 'username' and "
                              "'password_env'", device=name, key="address")
-    if "sim" in t:
-        _check_device_sim(name, t)
     stimuli = t.get("stimuli", [])
     rate = float(t.get("rate_hz", 1.0))
     return DeviceConfig(
@@ -165,15 +163,6 @@ def _check_device_key(name: str, key: str, value: Any) -> None:
         checker.check(value)
     except InventoryError as exc:
         raise InventoryError(exc.problem, device=name, key=key) from None
-
-
-def _check_device_sim(name: str, t: Mapping[str, Any]) -> None:
-    """The [devices.<name>.sim] table against the simulated driver's keys."""
-    from bench.model.simkeys import check_sim
-    try:
-        check_sim(t["sim"], str(t["driver"]))
-    except InventoryError as exc:
-        raise InventoryError(exc.problem, device=name, key=exc.key) from None
 
 
 def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackConfig:

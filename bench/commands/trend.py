@@ -11,6 +11,8 @@ from pathlib import Path
 from bench import safeio
 from bench.model.outcomes import ALLOW_UNDECIDED_HELP, exit_table_text
 
+HELP = "measures of three or more runs side by side, with a figure"
+
 BESIDE = object()    # --figure given alone: trend.png beside the runs (a str const would be typed)
 
 
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.compare.verdicts import load_tolerances
     from bench.model.outcomes import exit_code
     from bench.model.rundata import load_run
-    from bench.output.trend import _started, as_dict, junit, text, trend_outcome, trends
+    from bench.output.trend import _started, text, trend_outcome, trends
 
     if len(a.runs) < 3:
         print("rackclock trend: give three or more runs (two: rackclock compare)",
@@ -76,11 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     print(text(runs, ts, a.all, changes, ref))
     if a.figure is not None:          # figures on request (issue 46: trend ≤ 3 s on 10 runs)
         _figure(a, runs, ts, changes)
+    _write_files(a, runs, ts, changes, ref)
+    return exit_code(trend_outcome(ts), a.allow_undecided)
+
+
+def _write_files(a, runs, ts, changes, ref) -> None:
+    """--json and --junit, where asked."""
+    from bench.output.trend import as_dict, junit
     if a.json:
         safeio.write_text(a.json, json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
     if a.junit:
         safeio.write_text(a.junit, junit(runs, ts, changes, ref))
-    return exit_code(trend_outcome(ts), a.allow_undecided)
 
 
 def _figure(a, runs, ts, changes) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from bench.sim import DEFAULT_RACK
 
+HELP = "serve the simulated rack on loopback for other clients"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rackclock sim", description="serve the simulated rack")
@@ -20,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     import asyncio
 
     from bench import safeio
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     from bench.sim.serve import ensure_secrets, serve
     safeio.make_folder(a.out)
     made = ensure_secrets(load_rack(a.rack))
