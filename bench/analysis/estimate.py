@@ -1291,7 +1291,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     unknown, steps = _model_breaks(sp, breaks, shown)
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
-                          prior, float(drift_prior_ppm) if beyond and shown else 0.0) \
+                          prior, bool(beyond and shown)) \
         if steps + unknown == 1 else 0
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
@@ -1323,12 +1323,12 @@ def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
 
 
 def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
-                   rate_hz: float, prior: float, refit_from_ppm: float) -> int:
+                   rate_hz: float, prior: float, refit: bool) -> int:
     """A clock that showed one step (its own break, or one seen under the prior before a refit
-    beyond it, `refit_from_ppm`) whose like could hide in its reads: the smallest such step, ns
+    beyond it, `refit`) whose like could hide in its reads: the smallest such step, ns
     (1: no step to show), else 0 (_could_hide, _rate_unshown)."""
     hide = _could_hide(breaks, forced, segs, q, rate_hz, prior)
-    return hide or (_rate_unshown(segs, prior) if refit_from_ppm else 0)
+    return hide or (_rate_unshown(segs, prior) if refit else 0)
 
 
 def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,

@@ -279,10 +279,6 @@ def score(dev: dict) -> dict:
             "step_size": (abs(true_breaks[0]["size_ns"]) if true_breaks and
                           true_breaks[0]["kind"] == "step" else None),
             "tick": dev["params"].resolution_ns, "seed": dev["seed"],
-            "unseen_x": (stated_step_ns(fit.resolution_ns, fit.segments[-1].bracket_ns["median"],
-                                        fit.segments[-1].offset_ns.width, dev["rate_hz"],
-                                        rate_ppm=fit.drift_prior_ppm)[0]
-                         if fit.segments and fit.segments[-1].bracket_ns else None),
             "blip_s": dev.get("blip_s"), "admitted": dev["behaviour"] not in NOT_ADMITTED,
             # the statement for the blip's own duration: a step of at least this size lasting
             # that long shows with probability >= UNSEEN_P
