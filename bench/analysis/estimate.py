@@ -1255,11 +1255,16 @@ _VERDICT_RANK = {Verdict.PROVEN: 0, Verdict.ASSUMED: 1, Verdict.BEYOND_PRIOR: 2,
 def _claimed_free(own: ClockFit, wide: ClockFit, claim: str, horizon_s: float) -> ClockFit:
     """The fit under the prior (`own`) that the device's claim of a free-running clock keeps
     where the reads cannot check it, each status the worse of its own and that of the same
-    segment under the disciplined rate (`wide`, split at the same rate: the same segments);
-    `wide` itself where the segments differ. The claim is named in `rate_basis` and
-    `rate_assumed`, the rate bound it supports assumed."""
+    segment under the disciplined rate (`wide`, split at the same rate: the same segments).
+    `wide` itself where the segments differ, or where the claim costs a status: an offset or
+    the verdict less sure under the prior than under the disciplined rate (a bound at the
+    prior's edge, the reads asking for a rate near the claimed one) casts doubt on the claim.
+    The claim is named in `rate_basis` and `rate_assumed`, the rate bound it supports assumed."""
     if [(a.start_ns, a.end_ns) for a in own.segments] != \
-            [(b.start_ns, b.end_ns) for b in wide.segments]:
+            [(b.start_ns, b.end_ns) for b in wide.segments] \
+            or _VERDICT_RANK.get(own.verdict, 4) > _VERDICT_RANK.get(wide.verdict, 4) \
+            or any(worst((a.offset_status, b.offset_status)) != b.offset_status
+                   for a, b in zip(own.segments, wide.segments, strict=True)):
         return wide
     segs = [_dc_replace(a, offset_status=worst((a.offset_status, b.offset_status)),
                         drift_status=worst((a.drift_status, b.drift_status)),
