@@ -50,6 +50,10 @@ class ClockSpec:
     `counter` clocks count from the device's zero (boot); `modulus_ns` is where they wrap (0: never).
     `lag_ns`: the reading may lag the clock by up to this much (a tick that flips late, e.g. libc
     time() on the kernel's coarse clock); the fit widens by it (bench/model/summary.lag_ns).
+    `free_running`: the device's own word that nothing disciplines this clock, as the source it
+    was read from (e.g. "Redfish NTP.ProtocolEnabled=false"); "" when it says nothing or that NTP
+    is on. Where the reads cannot check the rate bound it stands instead of a disciplined clock's
+    rate, named as an assumption (bench.analysis.estimate.fit_clock).
     """
 
     name: str
@@ -57,6 +61,7 @@ class ClockSpec:
     counter: bool = False
     modulus_ns: int = 0
     lag_ns: int = 0
+    free_running: str = ""
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ Inventory keys: `ca_file`, `verify_tls`, `timeout_s`, `auth`, `manager` (Manager
 """
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import datetime as dt
 import json
@@ -184,6 +185,9 @@ def capped_response(limit: int,
     return CappedResponse
 
 
+NTP_OFF = "Redfish NTP.ProtocolEnabled=false"     # ClockSpec.free_running's source
+
+
 class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpCommanding, Driver):
     TEST_EVENT = "test_event"
     SCHEMES = ("https", "http")  # http:// only with auth = "none" (address_problem)
@@ -233,6 +237,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         self._password: str | None = None
         self._submit_uri: str | None = None
         self._root: dict | None = None         # the service root of this session
+        self.ntp_said: bool | None = None      # NetworkProtocol NTP.ProtocolEnabled at identity
         self._events_sent = 0
         self._init_events(o)
 
@@ -597,6 +602,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
     # -- the contract ----------------------------------------------------------------------------
     async def identity(self) -> Identity:
         m, *_ = await self._get_json(self._manager(), "GET Manager")
+        self.ntp_said = await self._ntp_enabled(m)
         return Identity(vendor=str(m.get("Manufacturer", "")), model=str(m.get("Model", "")),
                         serial=str(m.get("SerialNumber", "")),
                         firmware=str(m.get("FirmwareVersion", "")),
@@ -608,11 +614,30 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
                                "log_service": self.log_service_uri or "",
                                "log_entries": self.entries_uri or "",
                                "log_choice": self.log_choice,
+                               **({} if self.ntp_said is None else
+                                  {"ntp": f"NTP.ProtocolEnabled={str(self.ntp_said).lower()}"}),
                                "request_budget": {"rate_hz": self.budget.rate,
                                                   "concurrent": self.budget.concurrent}})
 
+    async def _ntp_enabled(self, manager: dict) -> bool | None:
+        """The Manager's NetworkProtocol `NTP.ProtocolEnabled` (DMTF ManagerNetworkProtocol), or
+        None: no NetworkProtocol link, no such property, or no answer within a quarter of the
+        timeout (it never fails the open: a service that says nothing claims nothing)."""
+        uri = _link(manager, "NetworkProtocol")
+        if not uri:
+            return None
+        try:
+            body, *_ = await asyncio.wait_for(self._get_json(uri, "GET NetworkProtocol"),
+                                              self.timeout_s / 4)
+        except (RackclockError, TimeoutError):
+            return None
+        ntp = body.get("NTP")
+        enabled = ntp.get("ProtocolEnabled") if isinstance(ntp, dict) else None
+        return enabled if isinstance(enabled, bool) else None
+
     def clocks(self) -> list[ClockSpec]:
-        return [ClockSpec("datetime", NS)]
+        # NTP off is the device's word that nothing disciplines its clock (ClockSpec)
+        return [ClockSpec("datetime", NS, free_running=NTP_OFF if self.ntp_said is False else "")]
 
     @counted_as("clock")
     async def read_clock(self, clock: str) -> Read:

@@ -140,6 +140,9 @@ SMOKES = [
     Smoke("fuzz/rackfile.py", ("--examples", "5"), r"^generated\s+(\d+) examples in .*; ok$"),
     Smoke("fuzz/soundness.py", ("--devices", "20", "--workers", "1"),
           rf"^\| step \| (\d+) \| {N} \| {N} \|"),
+    Smoke("fuzz/soundness.py", ("--devices", "22", "--workers", "1", "--claim-free-running"),
+          rf"^\| admitted \| (\d+) \| {N} \| (?:{N}|—) \| {N} \| {N} \|$",
+          variant="--claim-free-running"),
 ]
 
 # modules under benchmarks/ that are not scripts: each is run by the scripts that import it

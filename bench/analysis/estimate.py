@@ -83,7 +83,7 @@ from bench.analysis import envelope as _envelope
 from bench.analysis import rate_check as _rate
 from bench.analysis import segment as _seg
 from bench.analysis.arrays import F64, I64, Idx
-from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict
+from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict, worst
 from bench.analysis.unseen import unseen_step_ns
 from bench.units import fmt_ns
 
@@ -689,6 +689,7 @@ class ClockFit:
     unknown_breaks: int = 0       # breaks with no step to show (a lag or rate beyond the model)
     steps_seen: int = 0           # steps the clock showed (STEP_HISTORY of them: assumed)
     hide_ns: int = 0              # its one step was at least this, and one that size can hide
+    rate_basis: str = ""          # the device's claim the rate bound rests on (_claimed_free)
 
     def segment_at(self, t_ns: int) -> Segment | None:
         """The segment whose span holds t_ns (or None)."""
@@ -1204,12 +1205,19 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
               *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, wander_ns_per_s: float = 0.0,
               uncertainty_ns: int = 0, lag_ns: int = 0, epoch_ns: int | None = None,
               publish: bool = True, cuts_ns: Sequence[tuple[int, int]] = (),
-              unchecked_prior_ppm: float | None = _rate.DISCIPLINED_PRIOR_PPM) -> ClockFit:
+              unchecked_prior_ppm: float | None = _rate.DISCIPLINED_PRIOR_PPM,
+              free_running: str = "") -> ClockFit:
     """_fit_clock, then how far the reads check the rate bound (bench.analysis.rate_check):
     when they cannot show a rate of twice the bound within RATE_CHECK_S, the bound is assumed
     (`rate_assumed`) and the clock is fitted again under `unchecked_prior_ppm` (a disciplined
     clock's rate; None: keep the prior): reads that fit one line do not show the clock free-
     running when they pin it too loosely to show its corrections.
+
+    `free_running`: the device's own word that nothing disciplines this clock (its source, e.g.
+    "Redfish NTP.ProtocolEnabled=false"). Where the reads cannot check the prior and show no
+    correction, the prior stands under that named assumption instead (`rate_basis`), at the
+    statuses of the fit under the disciplined rate at best (_claimed_free): the claim narrows
+    the bounds, it never makes one proven that the fallback did not.
 
     Why ±600 ppm by default: a device's crystal is specified to ±20–100 ppm over temperature and
     ageing, and a clock being slewed by ntpd runs up to 500 ppm off its crystal (the kernel PLL's
@@ -1224,7 +1232,7 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
     if _rate.checked(fit.pinned_ns, fit.drift_prior_ppm):
         return fit
-    prior, before = fit.drift_prior_ppm, fit.rate_check_s
+    prior, before, own = fit.drift_prior_ppm, fit.rate_check_s, fit
     corrected = any(sg.offset_line is None for sg in fit.segments)   # no line fits: disciplined
     refit = unchecked_prior_ppm is not None and unchecked_prior_ppm > prior
     if refit:
@@ -1232,8 +1240,50 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
         # split where the prior breaks (a step shows as before), bound under the wider rate
         fit = _fit_clock(s_ns, e_ns, value_ns, resolution_ns, **kw, split_prior_ppm=prior)
         fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
-    return _dc_replace(fit, rate_assumed=_rate.assumed_note(
+    fit = _dc_replace(fit, rate_assumed=_rate.assumed_note(
         fit.pinned_ns, prior, before, fit.drift_prior_ppm if refit else None, corrected))
+    if free_running and refit and not corrected:
+        return _claimed_free(own, fit, free_running, before)
+    return fit
+
+
+_VERDICT_RANK = {Verdict.PROVEN: 0, Verdict.ASSUMED: 1, Verdict.BEYOND_PRIOR: 2,
+                 Verdict.UNDECIDED: 3, Verdict.STUCK: 4}
+
+
+def _claimed_free(own: ClockFit, wide: ClockFit, claim: str, horizon_s: float) -> ClockFit:
+    """The fit under the prior (`own`) that the device's claim of a free-running clock keeps
+    where the reads cannot check it, each status the worse of its own and that of the same
+    segment under the disciplined rate (`wide`, split at the same rate: the same segments).
+    `wide` itself where the segments differ, or where the claim costs a status: an offset or
+    the verdict less sure under the prior than under the disciplined rate (a bound at the
+    prior's edge, the reads asking for a rate near the claimed one) casts doubt on the claim.
+    The claim is named in `rate_basis` and `rate_assumed`, the rate bound it supports assumed."""
+    if [(a.start_ns, a.end_ns) for a in own.segments] != \
+            [(b.start_ns, b.end_ns) for b in wide.segments] \
+            or _VERDICT_RANK.get(own.verdict, 4) > _VERDICT_RANK.get(wide.verdict, 4) \
+            or any(worst((a.offset_status, b.offset_status)) != b.offset_status
+                   for a, b in zip(own.segments, wide.segments, strict=True)):
+        return wide
+    segs = [_dc_replace(a, offset_status=worst((a.offset_status, b.offset_status)),
+                        drift_status=worst((a.drift_status, b.drift_status)),
+                        mean_drift=_md_worst(a.mean_drift, b.mean_drift))
+            for a, b in zip(own.segments, wide.segments, strict=True)]
+    verdict = max(own.verdict, wide.verdict, key=lambda v: _VERDICT_RANK.get(v, 4))
+    note = _rate.assumed_note(own.pinned_ns, own.drift_prior_ppm, horizon_s, None, False)
+    return _dc_replace(own, segments=segs, verdict=verdict, rate_basis=claim,
+                       rate_assumed=f"{note}; free-running per {claim} (the device's word)",
+                       hide_ns=own.hide_ns or wide.hide_ns,
+                       steps_seen=max(own.steps_seen, wide.steps_seen),
+                       unknown_breaks=max(own.unknown_breaks, wide.unknown_breaks))
+
+
+def _md_worst(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Mean drift `a` at the worse of its status and `b`'s (none where `b` has none)."""
+    if a is None or b is None:
+        return a if b is not None else None
+    return {**a, "status": worst((a.get("status", BoundStatus.UNDECIDED),
+                                  b.get("status", BoundStatus.UNDECIDED)))}
 
 
 def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
@@ -1290,7 +1340,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
                  "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
     unknown, steps = _model_breaks(sp, breaks, shown)
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
-                          prior, float(drift_prior_ppm) if beyond and shown else 0.0) \
+                          prior, bool(beyond and shown)) \
         if steps + unknown == 1 else 0
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
@@ -1322,12 +1372,12 @@ def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
 
 
 def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
-                   rate_hz: float, prior: float, refit_from_ppm: float) -> int:
+                   rate_hz: float, prior: float, refit: bool) -> int:
     """A clock that showed one step (its own break, or one seen under the prior before a refit
-    beyond it, `refit_from_ppm`) whose like could hide in its reads: the smallest such step, ns
+    beyond it, `refit`) whose like could hide in its reads: the smallest such step, ns
     (1: no step to show), else 0 (_could_hide, _rate_unshown)."""
     hide = _could_hide(breaks, forced, segs, q, rate_hz, prior)
-    return hide or (_rate_unshown(segs, prior) if refit_from_ppm else 0)
+    return hide or (_rate_unshown(segs, prior) if refit else 0)
 
 
 def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,

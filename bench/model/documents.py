@@ -188,6 +188,7 @@ class ClockInfo:
     counter: bool = False
     modulus_ns: int | None = None
     lag_ns: int = 0                   # the reading may lag the clock by this much (declared)
+    free_running: str = ""            # the device's word that nothing disciplines it (its source)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -195,7 +196,7 @@ class ClockInfo:
         x = _d(x)
         return cls(str(x.get("name") or ""), _int(x.get("resolution_ns"), None),
                    bool(x.get("counter")), _int(x.get("modulus_ns"), None),
-                   _int(x.get("lag_ns")), dict(x))
+                   _int(x.get("lag_ns")), str(x.get("free_running") or ""), dict(x))
 
 
 @dataclass(frozen=True)

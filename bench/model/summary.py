@@ -318,6 +318,7 @@ class ClockResult:
     note: str = ""
     lag_ns: int = 0                  # the reading may lag the clock by this much (tick_lag_ms)
     stuck: dict[str, Any] | None = None   # {"reads", "span_s"}: it never advanced; nothing fitted
+    free_running: str = ""           # the device's claim that nothing disciplines it (free_running)
 
 
 STUCK_MIN_READS = 3
@@ -369,6 +370,20 @@ def _stuck_note(st: dict[str, Any]) -> str:
     return f"did not advance over {st['reads']} reads spanning {st['span_s']:.1f} s"
 
 
+NTP_STIMULUS = "ntp"     # drivers.base.SET_NTP: the run commanded the device's NTP client
+
+
+def free_running(clock_meta: dict[str, Any], smp: Samples) -> str:
+    """The device's claim that nothing disciplines this clock, as its driver read it at open
+    (the manifest clock's `free_running`, e.g. "Redfish NTP.ProtocolEnabled=false"), or "":
+    also where the run commanded the device's NTP client (an `ntp` stimulus, sent or not), after
+    which the state read at open no longer holds."""
+    claim = str(clock_meta.get("free_running") or "")
+    if claim and len(smp.select("stimulus", NTP_STIMULUS, ok=False)):
+        return ""
+    return claim
+
+
 def lag_ns(meta: dict[str, Any], clock_meta: dict[str, Any]) -> int:
     """How far a reading may lag its clock: what the driver declares for the clock (`lag_ns`),
     else 0; the rack file's `tick_lag_ms` for the device replaces it for its wall clocks only
@@ -384,6 +399,9 @@ def rate_clause(fit: ClockFit | None) -> str:
     if fit is None or fit.pinned_ns is None:
         return "assumed: no reads on both sides of any instant"
     if fit.rate_assumed:             # the figures behind it: the clock's `rate_assumed`
+        if fit.rate_basis:           # the device says nothing disciplines it (fit_clock)
+            return (f"assumed: free-running per {fit.rate_basis} (the device's word), which "
+                    f"these reads would not show broken within {RATE_CHECK_S:g} s")
         if fit.drift_prior_ppm == DISCIPLINED_PRIOR_PPM:
             return (f"assumed: a disciplined clock's rate (an NTP slew, a PLL hunting): these "
                     f"reads would not show a lower bound broken within {RATE_CHECK_S:g} s")
@@ -445,7 +463,8 @@ def fit_clocks(smp: Samples, meta: dict[str, Any],
         cm = clocks_meta.get(clock, {})
         s, e, v, q, count = smp.clock_reads(clock, cm)
         declared = int(cm.get("resolution_ns") or (q[0] if len(q) else 1))
-        res = out[clock] = ClockResult(clock, cm, declared, int(len(s)))
+        res = out[clock] = ClockResult(clock, cm, declared, int(len(s)),
+                                       free_running=free_running(cm, smp))
         if len(s) == 0:
             res.note = "no successful read"
             continue
@@ -491,7 +510,8 @@ def _fit_one(res: ClockResult, s: I64, e: I64, v: I64, count: I64 | None, meta: 
                             drift_prior_ppm=float(meta.get("drift_prior_ppm",
                                                            DEFAULT_DRIFT_PRIOR_PPM)),
                             wander_ns_per_s=wander, lag_ns=res.lag_ns, cuts_ns=cuts,
-                            unchecked_prior_ppm=None if declared else DISCIPLINED_PRIOR_PPM)
+                            unchecked_prior_ppm=None if declared else DISCIPLINED_PRIOR_PPM,
+                            free_running=res.free_running)
     except Exception as exc:  # the estimator must never take the summary down
         res.note = f"estimator failed: {exc!r}"
     return s, e, v
