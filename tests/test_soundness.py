@@ -337,3 +337,17 @@ def test_a_large_step_seen_once_stays_proven():
     assert len(fit.breaks) == 1 and fit.hide_ns == 0
     assert [sg.offset_status for sg in fit.segments] == ["proven", "proven"]
     published_ok(fit, m)
+
+
+def test_a_read_that_ends_before_it_starts_keeps_the_fits_clauses():
+    """A bracket ending before it starts is an outlier of its own kind; the fit of the other
+    reads keeps what it said of the rate bound (assumed, the wider prior) and its history."""
+    t = T0 + np.arange(0, 60 * NS, NS // 2, dtype=np.int64)
+    s, e = t.copy(), t + 2_000_000
+    v = (t + 1_000_000) // NS * NS
+    clean = fit_clock(s, e, v, NS, drift_prior_ppm=600, unchecked_prior_ppm=2500)
+    e[5] = s[5] - 10
+    fit = fit_clock(s, e, v, NS, drift_prior_ppm=600, unchecked_prior_ppm=2500)
+    assert clean.rate_assumed and fit.rate_assumed
+    assert fit.drift_prior_ppm == clean.drift_prior_ppm == 2500
+    assert [o["index"] for o in fit.outliers] == [5] and fit.verdict == "assumed"

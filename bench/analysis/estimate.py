@@ -1463,9 +1463,8 @@ def _fit_without_invalid(raw_s: I64, raw_e: I64, v: I64, resolution_ns: int, kw:
     kept: list[Outlier] = [{**o, "index": int(keep[o["index"]])} for o in fit.outliers]
     verdict = fit.verdict if fit.verdict in (Verdict.BEYOND_PRIOR, Verdict.UNDECIDED) \
         else Verdict.ASSUMED
-    return ClockFit(fit.segments, fit.breaks, sorted(kept + invalid, key=lambda o: o["index"]),
-                    fit.resolution_ns, fit.resolution_note, verdict, fit.drift_prior_ppm,
-                    fit.resolution_basis, fit.beyond_note)
+    return _dc_replace(fit, outliers=sorted(kept + invalid, key=lambda o: o["index"]),
+                       verdict=verdict)
 
 
 def _fit_resolution(raw_s: I64, raw_e: I64, v: I64, resolution_ns: int
