@@ -341,13 +341,15 @@ def test_a_large_step_seen_once_stays_proven():
 
 def test_a_read_that_ends_before_it_starts_keeps_the_fits_clauses():
     """A bracket ending before it starts is an outlier of its own kind; the fit of the other
-    reads keeps what it said of the rate bound (assumed, the wider prior) and its history."""
+    reads keeps what it said of the clock: the rate bound's basis and the step it showed."""
     t = T0 + np.arange(0, 60 * NS, NS // 2, dtype=np.int64)
+    t += np.random.default_rng(7).integers(0, 100_000_000, t.size)     # reads off the grid
     s, e = t.copy(), t + 2_000_000
-    v = (t + 1_000_000) // NS * NS
-    clean = fit_clock(s, e, v, NS, drift_prior_ppm=600, unchecked_prior_ppm=2500)
+    v = (t + 1_000_000) // 1_000_000 * 1_000_000 + np.where(t > T0 + 30 * NS, 50_000_000, 0)
+    clean = fit_clock(s, e, v, 1_000_000)
     e[5] = s[5] - 10
-    fit = fit_clock(s, e, v, NS, drift_prior_ppm=600, unchecked_prior_ppm=2500)
-    assert clean.rate_assumed and fit.rate_assumed
-    assert fit.drift_prior_ppm == clean.drift_prior_ppm == 2500
+    fit = fit_clock(s, e, v, 1_000_000)
+    assert clean.steps_seen == 1 and len(clean.breaks) == 1
+    assert fit.steps_seen == clean.steps_seen and fit.hide_ns == clean.hide_ns
+    assert fit.rate_assumed == clean.rate_assumed
     assert [o["index"] for o in fit.outliers] == [5] and fit.verdict == "assumed"
