@@ -81,8 +81,8 @@ def phases(run: Path, log: Path) -> None:
     from bench import safeio
     from bench.model.logformats import parse_path
     from bench.model.rundata import load_run
-    from bench.model.timeline import build
-    from bench.output.timeline import write_files, write_html
+    from bench.model.timeline_build import build
+    from bench.output.timeline_write import write_files, write_html
     part = {n: safeio.new_part(run, n) for n in ("timeline.json", "timeline.csv",
                                                  "timeline.otel.json", "timeline.html")}
     t = time.process_time()

@@ -1,6 +1,6 @@
 """Timeline at scale: one million log lines over a dozen devices, parsed, mapped through each
 clock's segments and ordered, and the same work on a slice through the per-line paths side by
-side (Segment.to_reference in a loop; bench.analysis.timeline.order's per-entry lists) for the ratio.
+side (Segment.to_reference in a loop; bench.analysis.timeline_order.order's per-entry lists) for the ratio.
 
 Each device: a clock model (offset, drift, 1 s / 10 ms / 1 ms resolution; every third one
 stepped back 750 ms half-way), calibrated by the estimator on 60 s of virtual reads; its log
@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analysis.timeline import Entry, order, order_arrays  # noqa: E402
 from bench.analysis.timeline_map import calibrations, map_stamps  # noqa: E402
+from bench.analysis.timeline_order import Entry, order, order_arrays  # noqa: E402
 from bench.model.logformats import Context, parse_log  # noqa: E402
 from bench.sim.cascade import calibrate  # noqa: E402
 from bench.sim.clock import ClockModel, ClockParams  # noqa: E402

@@ -73,9 +73,9 @@ def _truth_instant(run, step: dict, s_ns: int) -> int | None:
 
 def score_run(run) -> dict:
     """Score the cascade a run played (manifest `incident`) against its truth.json."""
-    from bench.analysis.timeline import widen
+    from bench.analysis.timeline_order import widen
     from bench.analysis.timeline_score import score
-    from bench.model.timeline import Calibrated, run_entries
+    from bench.model.timeline_build import Calibrated, run_entries
 
     inc = run.manifest.extra.get("incident")     # this experiment's own manifest key
     if not inc or not inc.get("steps"):

@@ -7,7 +7,7 @@ from racks import sim_rack_text
 
 from bench.compare.verdicts import compare_runs, load_tolerances
 from bench.model.rundata import load_run
-from bench.model.timeline import build_timeline
+from bench.model.timeline_build import build_timeline
 from bench.output.terminal import table
 from bench.run.experiment import run_experiment
 from bench.sim.host_kernel import kmsg_writable

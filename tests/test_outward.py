@@ -18,7 +18,8 @@ from bench.compare import output as cmp_out
 from bench.model import limits
 from bench.model.bounds_csv import rows as csv_rows
 from bench.model.documents import Bound, Summary
-from bench.output import closing, live, report_sections, terminal, tie, timeline, timeline_page
+from bench.output import closing, live, report_sections, terminal, tie, timeline_page
+from bench.output import timeline_write as timeline
 from bench.output.trend import _cell as trend_cell
 from bench.units import PER_PPM, PER_S, fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns_up, scaled_out
 

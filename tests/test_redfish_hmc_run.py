@@ -8,7 +8,7 @@ import pytest
 from racks import sim_rack_text
 
 from bench.model.rundata import load_run
-from bench.model.timeline import build_timeline
+from bench.model.timeline_build import build_timeline
 from bench.run.experiment import run_experiment
 
 NS = 1_000_000_000

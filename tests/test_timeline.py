@@ -5,7 +5,7 @@ from datetime import UTC
 import numpy as np
 import pytest
 
-from bench.analysis.timeline import Entry, before, order, widen
+from bench.analysis.timeline_order import Entry, before, order, widen
 from bench.commands.timeline import main
 from bench.model.logformats import Context, parse_log
 from bench.model.store import RunStore
@@ -122,7 +122,7 @@ def test_timeline_command_maps_a_log_line_onto_the_truth(tmp_path, capsys):
 
 
 def test_nearest_unordered_lists_hold_only_unordered_entries_and_all_of_them_up_to_12():
-    from bench.analysis.timeline import nearest_unordered, order_arrays
+    from bench.analysis.timeline_order import nearest_unordered, order_arrays
     ents = mixed_entries(400, 7, 40, 3000)
     rows = order(ents)                  # every list complete: 400 entries, few pairs
     keys = {}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from timeline_truth import MS, NS, T0, iso, make_run, misses
 
-from bench.analysis.timeline_first import Lines, first_planes
+from bench.analysis.first_break import Lines, first_planes
 from bench.commands.timeline import main
 from bench.sim.clock import ClockParams
 

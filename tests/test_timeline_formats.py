@@ -302,7 +302,7 @@ def test_formats_option_names_the_files_written(tmp_path, capsys):
     import pytest
 
     from bench.commands import timeline as timeline_cli
-    from bench.output import timeline
+    from bench.output import timeline_write as timeline
     assert timeline_cli.FILES == tuple(timeline.FILES)      # the command's list, without numpy
     assert timeline_cli.DEFAULT_FORMATS == timeline.DEFAULT_FORMATS
     run, *_ = _run_folder(tmp_path)

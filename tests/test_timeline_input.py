@@ -216,7 +216,7 @@ def test_the_table_fits_the_terminal_and_names_what_it_left_out(tmp_path, capsys
 def test_a_counter_stamp_is_printed_to_its_resolution():
     """Issue 45 item 5: a 1 s counter printed as 4394.000000000 s, a 10 ms sysUpTime cut to
     0.1 s by 9 significant digits."""
-    from bench.model.timeline import device_value_text
+    from bench.model.timeline_build import device_value_text
     from bench.model.timeline_table import decimals_of, device_times
     assert decimals_of([10**9, 10**7, 10**6, 1, 0, 3 * 10**8]).tolist() == [0, 2, 3, 9, 9, 1]
     assert device_times([4394 * NS, 42_949_670_430_000_000], [True, True], [NS, 10**7],

@@ -165,7 +165,7 @@ def test_run_events_across_a_reboot_each_log_in_its_own_order(tmp_path):
     into the old boot."""
     from bench.model.rundata import load_run
     from bench.model.store import RunStore
-    from bench.model.timeline import Calibrated, run_entries
+    from bench.model.timeline_build import Calibrated, run_entries
     m = ClockModel(ClockParams(counter=True, uptime_s=1234567.0, resolution_s=0.01,
                                reboots=(30.0,), reboot_down_s=2.0), T0, seed=1)
     store = RunStore(tmp_path, "run")
@@ -315,7 +315,7 @@ def test_a_segment_with_an_unseen_step_maps_a_stamp_by_its_proven_bound_not_its_
     that bound it and fell back on that line; report 1, before the first read, was extrapolated
     from the line's offset. Each is now mapped by the segment's proven bound (one unseen break
     inside it), and beyond its span from that bound at the model's rate: it holds the truth."""
-    from bench.model.timeline import Calibrated, run_entries
+    from bench.model.timeline_build import Calibrated, run_entries
     run = _hmc_run(tmp_path)
     (c0, *_) = Calibrated.of([run]).clock("hmc-1", "datetime")
     assert c0.segment.start_ns < HMC_BASE + HMC_STEP < c0.segment.end_ns     # the step unseen
@@ -344,7 +344,7 @@ def test_a_log_file_s_stamps_are_mapped_by_the_proven_bound_not_the_line(tmp_pat
     inside the segment)."""
     from datetime import UTC, datetime
 
-    from bench.model.timeline import Calibrated, build
+    from bench.model.timeline_build import Calibrated, build
     run = _hmc_run(tmp_path)
     path = tmp_path / "hmc.log"
     with open(path, "w") as f:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.analysis.timeline import Entry, order
+from bench.analysis.timeline_order import Entry, order
 from bench.output.timeline_page import timeline_html
 
 CHROMIUM = "/usr/bin/chromium"

@@ -20,7 +20,8 @@ GOLD = Path(__file__).parent / "data" / "timeline_stream"
 
 def test_the_timeline_writes_what_it_wrote_before_mapped_in_slices_texts_spilled(tmp_path,
                                                                                 monkeypatch):
-    from bench.analysis import timeline, timeline_map
+    from bench.analysis import timeline_map
+    from bench.analysis import timeline_order as timeline
     from bench.commands import timeline as timeline_cli
     from bench.model import logfile
     monkeypatch.setattr(timeline, "SLICE", 7)            # nearest-unordered 7 rows at a time
@@ -39,7 +40,7 @@ def test_map_stamps_in_slices_equals_at_once_for_every_calibration(tmp_path, mon
     notes and statuses the same whether mapped in slices or at once."""
     from bench.analysis import timeline_map
     from bench.model.rundata import load_run
-    from bench.model.timeline import Calibrated
+    from bench.model.timeline_build import Calibrated
     run, _ = make_case(tmp_path)
     cals = Calibrated.of([load_run(run)]).clock("bmc-1", "datetime")
     assert len(cals) == 2

@@ -1232,6 +1232,16 @@ def fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike,
     fit = _dc_replace(fit, pinned_ns=_rate.pinned_width_ns(fit.segments))
     if _rate.checked(fit.pinned_ns, fit.drift_prior_ppm):
         return fit
+    return _unchecked(fit, (s_ns, e_ns, value_ns), resolution_ns, kw, unchecked_prior_ppm,
+                      free_running)
+
+
+def _unchecked(fit: ClockFit, reads: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike],
+               resolution_ns: int, kw: _FitOptions, unchecked_prior_ppm: float | None,
+               free_running: str) -> ClockFit:
+    """fit_clock's fit whose reads cannot check its rate bound: refitted under the disciplined
+    rate (or kept, with the claim of a free-running clock where it holds), the bound assumed."""
+    s_ns, e_ns, value_ns = reads
     prior, before, own = fit.drift_prior_ppm, fit.rate_check_s, fit
     corrected = any(sg.offset_line is None for sg in fit.segments)   # no line fits: disciplined
     refit = unchecked_prior_ppm is not None and unchecked_prior_ppm > prior

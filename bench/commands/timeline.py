@@ -21,7 +21,7 @@ from bench.model.lognames import FORMATS, LINE_LIMIT
 
 HELP = "one cross-plane timeline of a run, with device log files"
 
-FILES = ("json", "csv", "otel", "html")             # bench.output.timeline.FILES
+FILES = ("json", "csv", "otel", "html")             # bench.output.timeline_write.FILES
 DEFAULT_FORMATS = ("json", "csv", "html")
 
 KEYS = {
@@ -130,7 +130,7 @@ def _build(a: Any) -> tuple[Any, Any] | str:
     """(run, timeline) of the arguments, or the one line saying why not."""
     from bench.model.logfile import LogError
     from bench.model.rundata import RunFolderError, load_run
-    from bench.model.timeline import build
+    from bench.model.timeline_build import build
 
     try:
         run = load_run(a.run)
@@ -147,8 +147,8 @@ def _build(a: Any) -> tuple[Any, Any] | str:
 def _show(a: Any, run: Any, tl: Any, t0: int, formats: set[str], first: Any) -> None:
     """The table on the terminal, then the files written."""
     from bench.model.texttable import terminal_width
-    from bench.output.timeline import table_lines, write_outputs
     from bench.output.timeline_page import run_span
+    from bench.output.timeline_write import table_lines, write_outputs
 
     for line in table_lines(tl, t0, a.rows, None if a.wide else terminal_width()):
         print(line)
@@ -158,10 +158,10 @@ def _show(a: Any, run: Any, tl: Any, t0: int, formats: set[str], first: Any) -> 
 
 def _first(tl: Any, t0: int, window: str | None) -> dict[str, Any] | str:
     """The --first answer, printed now (verdict first); a bad --window: its error."""
-    from bench.analysis.timeline_first import first_planes
+    from bench.analysis.first_break import first_planes
     from bench.model.logfile import LogError
     from bench.model.timeline_window import parse_window, window_lines
-    from bench.output.timeline_first import answer_lines
+    from bench.output.first_break_view import answer_lines
     try:
         lo, hi = parse_window(window, t0)
     except LogError as exc:

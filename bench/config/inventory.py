@@ -36,7 +36,7 @@ DEVICE_KEYS = {
     "drift_prior_ppm": Key("float", 0.001, 10_000.0, unit="ppm"),
     "wander_ppm": Key("float", 0.0, 1_000.0, unit="ppm per sqrt(hour)"),
     "tick_lag_ms": Key("float", 0.0, 10_000.0, unit="ms"),
-    # the zone of this device's zone-less log stamps (`rackclock timeline`; bench/model/timeline)
+    # the zone of this device's zone-less log stamps (`rackclock timeline`; bench/model/timeline_build)
     "log_timezone": Key("zone"),
 }
 RACK_KEYS = {

@@ -1,9 +1,9 @@
 """A timeline as columns (numpy arrays), so a million log lines are ordered and written in
 bounded memory: each entry's interval, stamp, status and calibration as numbers, its label and
 raw stamp read back from its log's text store only when a row is shown or written. The rows it
-gives are those of bench.analysis.timeline.order (same order, blocks and exact counts); each
+gives are those of bench.analysis.timeline_order.order (same order, blocks and exact counts); each
 row's `unordered_with` lists the nearest entries it is unordered with (all of them up to 12;
-bench.analysis.timeline.nearest_unordered)."""
+bench.analysis.timeline_order.nearest_unordered)."""
 from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
@@ -11,8 +11,8 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.timeline import Entry, nearest_unordered, order_sorted
 from bench.analysis.timeline_map import Mapped
+from bench.analysis.timeline_order import Entry, nearest_unordered, order_sorted
 from bench.model.logformats import Stamps
 
 BASES = ("stamp", "event", "reference", "break", "observed")
@@ -286,7 +286,7 @@ class Timeline:
         return sorted(int(x) for x in row[row >= 0])
 
     def row(self, i: int) -> dict[str, Any]:
-        """A row as bench.analysis.timeline.order gives it, with `log` (the user's log file
+        """A row as bench.analysis.timeline_order.order gives it, with `log` (the user's log file
         the entry came from, "" for the run's own)."""
         return {"index": i, "block": int(self.block[i]), "entry": self.entry(i),
                 "unordered_with": self.unordered_with(i),
@@ -306,7 +306,7 @@ class Timeline:
 
 class NearRows:
     """The nearest-unordered lists of a timeline's rows, kept as int16 offsets from each row
-    (bench.analysis.timeline.nearest_unordered, relative=True: half the memory) and given back
+    (bench.analysis.timeline_order.nearest_unordered, relative=True: half the memory) and given back
     as the absolute (rows, cap) int32 indices, -1 padded, that `near[i]` / `near[a:b]` index."""
 
     def __init__(self, offsets: npt.NDArray[Any]) -> None:
@@ -324,7 +324,7 @@ class NearRows:
 
 def _widen(c: Cols, devices: list[tuple[str, str]], lat: dict[str, tuple[float, float]]) -> None:
     """From the instant a device stamped a line to the instant of the event it logs (as
-    bench.analysis.timeline.widen, over the columns)."""
+    bench.analysis.timeline_order.widen, over the columns)."""
     for d, (name, _) in enumerate(devices):
         if name not in lat:
             continue

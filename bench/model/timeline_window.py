@@ -1,4 +1,4 @@
-"""The lines of a timeline's window for `rackclock timeline --first` (bench/analysis/timeline_first.py):
+"""The lines of a timeline's window for `rackclock timeline --first` (bench/analysis/first_break.py):
 the user's log lines whose interval meets the window (the run's own device events when no log
 line does), as columns. `--window FROM..TO`: each end run seconds from the run's start or an ISO
 8601 time with its offset; an end left out is open."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.analysis.timeline_first import Lines
+from bench.analysis.first_break import Lines
 from bench.model.logfile import LogError
 from bench.model.logformats import ISO, Context, iso_stamp
 from bench.model.timeline_table import BASES, UNIX_AFTER_NS, Timeline

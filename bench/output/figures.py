@@ -361,7 +361,7 @@ def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None =
     after it are counted above the axes ("5 records from 2.0 h to 59.6 min before the run"),
     not drawn (the paged timeline lists them); else nothing is left out.
 
-    `rows`: bench.analysis.timeline.order's output."""
+    `rows`: bench.analysis.timeline_order.order's output."""
     before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
     after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
     apart = {id(r) for r in before + after}

@@ -410,9 +410,9 @@ def _master_offsets(rows: list[dict]) -> list[float] | None:
 
 
 def timeline(run) -> str | None:
-    """The cross-plane timeline of the run's own events (bench/analysis/timeline.py): a lane figure for
+    """The cross-plane timeline of the run's own events (bench/analysis/timeline_order.py): a lane figure for
     print and the paged, per-entry timeline (bench/output/timeline_page.py)."""
-    from bench.model.timeline import build_timeline
+    from bench.model.timeline_build import build_timeline
     from bench.output.timeline_page import run_span, timeline_html
 
     rows = build_timeline(run)

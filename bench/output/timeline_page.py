@@ -245,7 +245,7 @@ def run_span(run) -> tuple[int, int] | None:
 
 def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
                   per_page: int = PER_PAGE, span: tuple[int, int] | None = None) -> str:
-    """The paged timeline of bench.analysis.timeline.order's rows. `span` (the run's first and
+    """The paged timeline of bench.analysis.timeline_order.order's rows. `span` (the run's first and
     last instants, ns): its pages share an x axis over the run, zoomable, and the entries
     wholly before or after it are gathered apart, collapsed; without it each page is zoomed to
     its own entries."""

@@ -171,7 +171,7 @@ def parse_stamp(stamp: str) -> tuple[int, int]:
 def answers(qs: list[Query], cals: list, source: str, read_at: int, counter: bool
             ) -> list[dict]:
     """The mappings of stamps of one clock through these calibrations, in one vectorised pass,
-    as the timeline maps log lines (bench/model/timeline.read_log: the clock's tick at least,
+    as the timeline maps log lines (bench/model/timeline_build.read_log: the clock's tick at least,
     read no later than now); the words of each answer made once per kind of answer."""
     fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
     v = np.fromiter((q.value_ns for q in qs), dtype=np.int64, count=len(qs))
@@ -214,7 +214,7 @@ class DayFits:
 
     def of(self, path: Path):
         from bench.model.rundata import load_run
-        from bench.model.timeline import Calibrated
+        from bench.model.timeline_build import Calibrated
         with self._lock:
             if path in self._cache:
                 self._cache.move_to_end(path)

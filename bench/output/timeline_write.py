@@ -131,7 +131,7 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
 def write_html(tl: Timeline, path: Path, t0: int, limit: int = HTML_ROWS,
                first: dict[str, Any] | None = None,
                span: tuple[int, int] | None = None) -> None:
-    from bench.output.timeline_first import answer_html
+    from bench.output.first_break_view import answer_html
     from bench.output.timeline_page import timeline_html
     a = _span_start(tl, first)
     rows = tl.rows(a, a + limit)

@@ -1,6 +1,6 @@
 """`rackclock timeline --first`: the answer (which plane broke first, or the set undecidable
 between them), its proof, the naive merge's answer and the story, as terminal lines and as an
-HTML section (bench/analysis/timeline_first.py makes the answer)."""
+HTML section (bench/analysis/first_break.py makes the answer)."""
 from __future__ import annotations
 
 import html

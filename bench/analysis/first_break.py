@@ -2,7 +2,7 @@
 Pure: arrays in, an answer out.
 
 A line is proven after another when their intervals are disjoint, or when both are stamps of one
-clock within one segment a tick or more apart (bench.analysis.timeline.before). The lines no other
+clock within one segment a tick or more apart (bench.analysis.timeline_order.before). The lines no other
 line of the window is proven to follow are the candidates for first; their planes are the answer:
 one plane, or a set undecidable between them (two candidates of different planes whose order is
 not proven, named). Every other plane is proven not first by the pair that orders its earliest
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.timeline import order_arrays
+from bench.analysis.timeline_order import order_arrays
 
 I64 = npt.NDArray[np.int64]
 STORY_LINES = 60        # lines of the story listed; the rest counted

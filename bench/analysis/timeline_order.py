@@ -52,7 +52,7 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict[str, An
     returned order) the entries whose order against this one is not proven, and
     `unordered_count` counts them. When the overlapping pairs exceed `max_pairs`, each list
     holds at most the 12 nearest such entries; the count stays exact
-    (bench.analysis.timeline.order_arrays)."""
+    (bench.analysis.timeline_order.order_arrays)."""
     n = len(entries)
     if not n:
         return []

@@ -1,6 +1,7 @@
 """The timeline of a run folder: its device events, stimuli and clock breaks, and any log files
 of the rack's planes, as Entries in reference time (built here, ordered by
-bench/analysis/timeline.py, shown by bench/output/timeline.py; the command is bench/commands/timeline.py)."""
+bench/analysis/timeline_order.py, written by bench/output/timeline_write.py; the command is
+bench/commands/timeline.py)."""
 from __future__ import annotations
 
 import re
@@ -14,7 +15,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.timeline import Entry, order
 from bench.analysis.timeline_map import (
     PRESYNC_BEFORE_NS,
     STATUS,
@@ -24,6 +24,7 @@ from bench.analysis.timeline_map import (
     describe,
     map_stamps,
 )
+from bench.analysis.timeline_order import Entry, order
 from bench.model.logfile import LogError
 from bench.model.logformats import (
     ISO,
@@ -461,7 +462,7 @@ def build(run: Run, logs: Sequence[str] = (), widen_latency: bool = False,
 
 def build_timeline(run: Run, logs: Sequence[str] = (),
                    widen_latency: bool = False) -> list[dict[str, Any]]:
-    """The ordered timeline of a run folder as bench.analysis.timeline.order gives it (every
+    """The ordered timeline of a run folder as bench.analysis.timeline_order.order gives it (every
     entry's full unordered list), with any log files (then the lists of Timeline.rows)."""
     if not logs and not widen_latency:
         return order(run_entries(run, Calibrated.of([run]))[0])
