@@ -3,6 +3,7 @@ racks) the truth. Drawn from summary.json and the samples; nothing is recomputed
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -228,18 +229,22 @@ def fmt_tick(q) -> str:
     return fmt_ns(float(np.median(q))) if q.size else "—"
 
 
-def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:
-    """One offset figure per device clock with at least one segment; returns the files. A figure
-    that fails leaves `offset_<device>_<clock>.error.txt` saying why, and the others are drawn."""
+def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",),
+                 devices: Collection[str] | None = None) -> list[Path]:
+    """One offset figure per device clock with at least one segment (of `devices` only, when
+    given); returns the files. A figure that fails leaves `offset_<device>_<clock>.error.txt`
+    saying why, and the others are drawn."""
     from bench import safeio
     out_dir = Path(out_dir or run.path / "plots")
     with safeio.folder(out_dir) as d:
-        return _offset_plots(run, d, formats)
+        return _offset_plots(run, d, formats, devices)
 
 
-def _offset_plots(run: Run, out, formats) -> list[Path]:
+def _offset_plots(run: Run, out, formats, devices: Collection[str] | None = None) -> list[Path]:
     written = []
     for device, d in run.summary.devices.items():
+        if devices is not None and device not in devices:
+            continue
         for clock, c in d.clocks.items():
             if not c.segments:
                 continue
