@@ -9,8 +9,9 @@ line of its stdout as it arrives, and reads the run's own phase lines from its b
 the probing started and ended (`probing: ...`, `probing ended after ...`), how long the summary
 took and how long the run waited for its figures. Per repeat it prints set-up (process start to
 probing), probing, the closing output (its first line, the verdict) and the exit, both after the
-probing ended; then the medians, with the load average before and after (the machine is shared:
-read the figures with it). `--json FILE` keeps the rows.
+probing ended, and the share of late probes (the manifest's); then the medians, with the load
+average before and after (the machine is shared: read the figures with it). `--json FILE` keeps
+the rows.
 """
 from __future__ import annotations
 
@@ -87,6 +88,9 @@ def one_run(duration_s: float, out: Path, rack: Path | None, extra: list[str],
     if folder is None or not (folder / "bench.log").exists():
         raise SystemExit(f"no run folder in the output of {' '.join(cmd)} (exit {rc})")
     ph = log_phases(folder / "bench.log")
+    devs = json.loads((folder / "manifest.json").read_text()).get("devices", {}).values()
+    late = sum(int(d.get("late_probes") or 0) for d in devs)
+    probes = sum(int(d.get("probes") or 0) for d in devs)
     if "probing_end" not in ph:
         ph.update(manifest_phases(folder))
     end = ph["probing_end"]
@@ -95,7 +99,9 @@ def one_run(duration_s: float, out: Path, rack: Path | None, extra: list[str],
             "probing_s": round(end - ph["probing_start"], 2),
             "closing_after_s": round(verdict - end, 2) if verdict else None,
             "exit_after_s": round(t_exit - end, 2), "summary_s": ph.get("summary_s"),
-            "figures_wait_s": ph.get("figures_wait_s"), "folder": str(folder)}
+            "figures_wait_s": ph.get("figures_wait_s"),
+            "late_probes_pct": round(100 * late / probes, 2) if probes else None,
+            "folder": str(folder)}
 
 
 def load() -> str:
@@ -130,8 +136,9 @@ def main() -> None:
         print(f"rackclock run ({a.root.resolve()}), {what}, {a.duration:g} s, "
               f"{a.repeats} repeat(s)")
         print("| repeat | set-up s | probing s | summary s | waited for figures s | "
-              "closing printed after probing s | exit after probing s | load before / after |")
-        print("|---|---|---|---|---|---|---|---|")
+              "closing printed after probing s | exit after probing s | late probes % | "
+              "load before / after |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for k in range(a.repeats):
             before = load()
             r = one_run(a.duration, Path(tmp) / f"r{k}", rack, extra, a.root.resolve())
@@ -139,7 +146,7 @@ def main() -> None:
             rows.append(r)
             print(f"| {k + 1} | {r['setup_s']} | {r['probing_s']} | {r['summary_s']} | "
                   f"{r['figures_wait_s']} | {r['closing_after_s']} | {r['exit_after_s']} | "
-                  f"{r['load']} |", flush=True)
+                  f"{r['late_probes_pct']} | {r['load']} |", flush=True)
     closing = [r["closing_after_s"] for r in rows if r["closing_after_s"] is not None]
     print(f"after probing: closing printed {statistics.median(closing):.2f} s, exit "
           f"{statistics.median(r['exit_after_s'] for r in rows):.2f} s (median of {len(rows)})")
