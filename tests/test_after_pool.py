@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from pathlib import Path
 
 from bench.run.after import AfterPool
 
@@ -25,3 +26,36 @@ def test_a_dead_worker_leaves_the_rest_to_this_process():
         assert pool.figures(".", ["x"]) is None
     finally:
         pool.close()
+
+
+def test_the_workers_summary_and_figures_are_the_one_process_ones(tmp_path):
+    """The recorded run folder (six devices, a step, a reboot, a wrap) summarised and drawn by
+    two workers: the same records in the same order, and the same figure files byte for byte,
+    as one process makes them."""
+    import shutil
+
+    from bench import saferead
+    from bench.model.rundata import load_run
+    from bench.model.summary import summarize_run
+    from bench.output.plots import offset_plots
+
+    src = Path(__file__).resolve().parent / "data" / "recorded" / "20261201T161000Z-clock_offset"
+    path = tmp_path / src.name
+    shutil.copytree(src, path)
+    man = saferead.load_object(path / "manifest.json")
+    truth = saferead.load_object(path / "truth.json")
+    one = summarize_run(path, man, truth)
+    pool = AfterPool(2)
+    try:
+        two = summarize_run(path, man, truth, map_devices=pool.map)
+        assert list(two["devices"]) == list(one["devices"]) and two == one
+        run = load_run(path)
+        drawn = pool.figures(path, run.summary.devices)
+        assert drawn is not None
+        files = drawn.result()
+    finally:
+        pool.close()
+    assert files and all(p.parent == path / "plots" for p in files)
+    again = offset_plots(run, out_dir=tmp_path / "one")
+    assert [p.name for p in again] == [p.name for p in files]
+    assert all(p.read_bytes() == (tmp_path / "one" / p.name).read_bytes() for p in files)

@@ -223,10 +223,11 @@ def test_the_bound_at_many_instants_is_the_bound_at_each():
         assert two.at(int(t[k])) == ((int(lo[k]), int(hi[k])) if ok[k] else None), k
 
 
-def test_the_runs_summary_from_its_workers_is_one_process_summary(phase_run):
-    """The run shares its fits out over worker processes (bench/run/after.py): its summary is
-    the one summarize_run makes in one process from the same folder, record for record, and
-    every clock with segments has its offset figure, drawn by the workers."""
+def test_the_runs_summary_is_the_one_summarize_run_makes_of_its_folder(phase_run):
+    """The summary a run writes (its fits shared out over worker processes from 8 devices,
+    bench/run/after.py; tests/test_after_pool.py checks that path) is the one summarize_run
+    makes from the same folder, record for record, and every clock with segments has its
+    offset figure."""
     from bench.model.summary import summarize_run
     man = saferead.load_object(phase_run.path / "manifest.json")
     truth = saferead.load_object(phase_run.path / "truth.json")

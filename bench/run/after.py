@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 WARM = ("numpy", "bench.model.summary", "bench.model.phase_export",
         "bench.model.stability_export", "bench.output.plots")
 MAX_WORKERS = 2          # a 2-core bench: two workers fill it once the probing has ended
+MIN_DEVICES = 8          # a smaller rack's fits and figures take less than the workers' imports
 BACKGROUND_NICE = 10     # the offline work yields to the probing (and to the rack it serves)
 
 

@@ -33,7 +33,7 @@ from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
 from bench.run import admission
-from bench.run.after import AfterPool, Figures
+from bench.run.after import MIN_DEVICES, AfterPool, Figures
 from bench.run.catalog import load_experiment
 from bench.run.decided import UntilDecided
 from bench.run.probe import run_devices
@@ -96,8 +96,8 @@ class Bench:
                 progress(statuses, elapsed_s)
 
         self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
-        if self.after is None:       # started now: their imports are done when the probing ends
-            self.after = AfterPool.start()
+        if self.after is None and len(self.rack.devices) >= MIN_DEVICES:
+            self.after = AfterPool.start()   # now: their imports are done when the probing ends
         t0 = time.monotonic()
         log.info("probing: %d device(s) for %g s", len(self.rack.devices), plan.duration_s)
         try:
