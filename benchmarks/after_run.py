@@ -52,8 +52,8 @@ def log_phases(bench_log: Path) -> dict:
             out["probing_end"] = t
         elif msg.startswith("summary written after"):
             out["summary_s"] = float(msg.split()[3])
-        elif msg.startswith("incident: offline cascades waited for after"):
-            out["offline_wait_s"] = float(msg.split()[6])
+        elif msg.startswith("background offline: waited"):
+            out["offline_wait_s"] = float(msg.split()[3])
         elif msg.startswith("figures:"):
             out["figures_wait_s"] = float(re.search(r"waited ([\d.]+) s", msg).group(1))
     return out

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,11 +267,8 @@ def report(bench, offline_cascades: int, racks: int, seed: int, later=None) -> d
     from bench.model.rundata import load_run
     run = load_run(bench.store.path)
     e2e = score_run(run)
-    t0 = time.monotonic()
     off = (later.result() if later is not None else offline(offline_cascades, racks, seed)) \
         if offline_cascades else None
-    log.info("incident: offline cascades %s after %.2f s",
-             "waited for" if later is not None else "computed", time.monotonic() - t0)
     res = {"schema": 1, "schema_version": version("incident.json"), "end_to_end": e2e, "offline": off}
     safeio.write_text(bench.store.path / "incident.json", json.dumps(res, indent=1, default=int))
     log.info("incident:\n%s", "\n".join(lines(e2e, off)))   # the terminal shows it after the table

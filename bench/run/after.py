@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -31,6 +32,7 @@ WARM = ("numpy", "bench.model.summary", "bench.model.phase_export",
         "bench.model.stability_export", "bench.output.plots")
 MAX_WORKERS = 2          # a 2-core bench: two workers fill it once the probing has ended
 MIN_DEVICES = 8          # a smaller rack's fits and figures take less than the workers' imports
+START_AFTER_S = 10.0     # into the probing (at most half of it): its devices are open by then
 BACKGROUND_NICE = 10     # the offline work yields to the probing (and to the rack it serves)
 
 
@@ -201,13 +203,16 @@ class Background:
     """fn(*args) in a process of its own at low priority, started now; `result` waits."""
 
     def __init__(self, fn: Callable[..., Any], *args: Any, modules: tuple[str, ...] = ()):
+        self.name = getattr(fn, "__qualname__", repr(fn))
         self._ex = _executor(1, modules, BACKGROUND_NICE)
         self._future = _submit(self._ex, fn, *args)
 
     def result(self) -> Any:
+        t0 = time.monotonic()
         try:
             return self._future.result()
         finally:
+            log.info("background %s: waited %.2f s for it", self.name, time.monotonic() - t0)
             self.close()
 
     def close(self) -> None:

@@ -33,7 +33,7 @@ from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
 from bench.run import admission
-from bench.run.after import MIN_DEVICES, AfterPool, Figures
+from bench.run.after import MIN_DEVICES, START_AFTER_S, AfterPool, Figures
 from bench.run.catalog import load_experiment
 from bench.run.decided import UntilDecided
 from bench.run.probe import run_devices
@@ -89,6 +89,7 @@ class Bench:
         until = self.until
 
         def tick(statuses, elapsed_s):
+            self._start_after(elapsed_s, plan.duration_s)
             live.update(statuses, elapsed_s)
             if until is not None:
                 until.update(statuses, elapsed_s)
@@ -96,8 +97,6 @@ class Bench:
                 progress(statuses, elapsed_s)
 
         self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
-        if self.after is None and len(self.rack.devices) >= MIN_DEVICES:
-            self.after = AfterPool.start()   # now: their imports are done when the probing ends
         t0 = time.monotonic()
         log.info("probing: %d device(s) for %g s", len(self.rack.devices), plan.duration_s)
         try:
@@ -120,6 +119,14 @@ class Bench:
                                    for st in self.statuses},
                                   probed_until_ns=self.reference.now_ns())
         return self.statuses
+
+    def _start_after(self, elapsed_s: float, duration_s: float) -> None:
+        """The after-probing workers started once the probing is under way (its devices opened:
+        their imports then do not delay its first probes), so that they are ready when it ends;
+        none for a small rack (bench.run.after.MIN_DEVICES)."""
+        if self.after is None and len(self.rack.devices) >= MIN_DEVICES and \
+                elapsed_s >= min(START_AFTER_S, duration_s / 2):
+            self.after = AfterPool.start()
 
     @property
     def lab(self):
