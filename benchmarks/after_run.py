@@ -110,17 +110,18 @@ def one_run(duration_s: float, out: Path, rack: Path | None, extra: list[str],
             lines.append((time.time(), line.rstrip("\n")))
 
     cpu: list[tuple[float, float]] = []          # (when, the run's tree's CPU s so far)
+    done = threading.Event()
 
-    def sampler() -> None:
-        while p.poll() is None:
+    def sampler() -> None:                        # never reaps the child (wait4 below does)
+        while not done.wait(0.1):
             cpu.append((time.time(), tree_cpu_s(p.pid)))
-            time.sleep(0.1)
 
     th = threading.Thread(target=reader, daemon=True)
     th.start()
     threading.Thread(target=sampler, daemon=True).start()
     _, status, usage = os.wait4(p.pid, 0)
     t_exit = time.time()
+    done.set()
     rc = os.waitstatus_to_exitcode(status)
     p.returncode = rc
     th.join(10)
