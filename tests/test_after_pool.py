@@ -59,3 +59,38 @@ def test_the_workers_summary_and_figures_are_the_one_process_ones(tmp_path):
     again = offset_plots(run, out_dir=tmp_path / "one")
     assert [p.name for p in again] == [p.name for p in files]
     assert all(p.read_bytes() == (tmp_path / "one" / p.name).read_bytes() for p in files)
+
+
+def test_a_killed_run_leaves_no_worker_behind(tmp_path):
+    """SIGKILL of the process that started the workers (no cleanup runs): they end too."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import os, sys, time\n"
+            "from bench.run.after import AfterPool\n"
+            "pool = AfterPool(2)\n"
+            "list(pool.map(os.getpid, [(), ()]))\n"
+            "print(' '.join(str(p.pid) for p in pool._ex._processes.values()), flush=True)\n"
+            "time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 2 and all(Path(f"/proc/{p}").exists() for p in pids)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is no zombie (an ended child of pytest's is reaped by init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -42,10 +44,18 @@ def workers_for(cpus: int | None = None) -> int:
 
 def _warm(modules: tuple[str, ...], nice: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the run's; the run ends us
+    parent = multiprocessing.parent_process()
+    if parent is not None:           # a run killed (SIGKILL) leaves no worker behind
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     if nice:
         os.nice(nice)
     for m in modules:
         importlib.import_module(m)
+
+
+def _exit_with(parent: Any) -> None:
+    parent.join()                    # returns when the process that started us has ended
+    os._exit(0)
 
 
 def _noop() -> None:
