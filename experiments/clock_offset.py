@@ -35,15 +35,23 @@ def run(bench, params: Params) -> dict:
         if steps and steps[-1]["at_s"] + 6.0 > params.duration_s:   # no time to collect its logs
             skipped, steps = [f"run shorter than the cascade's {steps[-1]['at_s'] + 6.0:g} s"], []
         bench.store.update_manifest(incident={"steps": steps, "skipped": skipped})
-    bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=params.stimulus_every_s,
-                          log_poll_s=params.log_poll_s, tick_edge=params.tick_edge,
-                          burst=params.burst, timeout_s=params.timeout_s,
-                          schedule=tuple((s["device"], s["at_s"], s["stimulus"]) for s in steps)))
-    summary = bench.summarize()
-    bench.plot()
-    if steps:
-        from experiments.incident import report
-        report(bench, params.incident_cascades, 24, 1)
+    from experiments.incident import offline_later, report
+    # the offline cascades need nothing of the run: computed while the rack is probed
+    later = offline_later(params.incident_cascades, 24, 1) if steps else None
+    try:
+        bench.probe(ProbePlan(duration_s=params.duration_s,
+                              stimulus_every_s=params.stimulus_every_s,
+                              log_poll_s=params.log_poll_s, tick_edge=params.tick_edge,
+                              burst=params.burst, timeout_s=params.timeout_s,
+                              schedule=tuple((s["device"], s["at_s"], s["stimulus"])
+                                             for s in steps)))
+        summary = bench.summarize()
+        bench.plot(wait=False)           # drawn by the workers while the incident is scored
+        if steps:
+            report(bench, params.incident_cascades, 24, 1, later)
+    finally:
+        if later is not None:
+            later.close()
     return summary
 
 

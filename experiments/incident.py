@@ -250,13 +250,25 @@ def lines(e2e: dict, off: dict | None) -> list[str]:
     return out
 
 
-def report(bench, offline_cascades: int, racks: int, seed: int) -> dict:
-    """Score the run's cascade and the offline curve; write incident.json (the closing output,
+def offline_later(cascades: int, racks: int, seed: int):
+    """offline() started in a process of its own at low priority (bench.run.after.background):
+    it needs nothing of the run, so it runs while the rack is probed. None: no cascades, or
+    no process could be started (report computes it then)."""
+    from bench.run.after import background
+    if not cascades:
+        return None
+    return background(offline, cascades, racks, seed, modules=("experiments.incident",))
+
+
+def report(bench, offline_cascades: int, racks: int, seed: int, later=None) -> dict:
+    """Score the run's cascade and the offline curve (`later`: offline_later's, started before
+    the probing with the same arguments); write incident.json (the closing output,
     bench.output.closing, shows its result after the table; all of it is in bench.log)."""
     from bench.model.rundata import load_run
     run = load_run(bench.store.path)
     e2e = score_run(run)
-    off = offline(offline_cascades, racks, seed) if offline_cascades else None
+    off = (later.result() if later is not None else offline(offline_cascades, racks, seed)) \
+        if offline_cascades else None
     res = {"schema": 1, "schema_version": version("incident.json"), "end_to_end": e2e, "offline": off}
     safeio.write_text(bench.store.path / "incident.json", json.dumps(res, indent=1, default=int))
     log.info("incident:\n%s", "\n".join(lines(e2e, off)))   # the terminal shows it after the table
@@ -269,11 +281,17 @@ def run(bench, params: Params) -> dict:
                              gaps_s=tuple(g * params.gap_scale for g in GAPS_S),
                              start_s=params.cascade_at_s)
     bench.store.update_manifest(incident={"steps": steps, "skipped": skipped})
-    bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=None,
-                          log_poll_s=params.log_poll_s, timeout_s=params.timeout_s,
-                          schedule=tuple((s["device"], s["at_s"], s["stimulus"]) for s in steps)))
-    summary = bench.summarize()
-    report(bench, params.cascades, params.racks, params.seed)
+    later = offline_later(params.cascades, params.racks, params.seed)
+    try:
+        bench.probe(ProbePlan(duration_s=params.duration_s, stimulus_every_s=None,
+                              log_poll_s=params.log_poll_s, timeout_s=params.timeout_s,
+                              schedule=tuple((s["device"], s["at_s"], s["stimulus"])
+                                             for s in steps)))
+        summary = bench.summarize()
+        report(bench, params.cascades, params.racks, params.seed, later)
+    finally:
+        if later is not None:
+            later.close()
     return summary
 
 

@@ -47,6 +47,8 @@ class Smoke:
 
 
 SMOKES = [
+    Smoke("after_run.py", ("--duration", "3", "--repeats", "1"),
+          rf"^after probing: closing printed {N} s, exit {N} s \(median of 1\)$"),
     Smoke("burst_runs.py", ("--duration", "2", "--pairs", "1", "--devices", "bmc-1,pdu-2"),
           rf"^pdu-2/sysuptime\s+{N} \(1 repeat\)\s+{N} \(1 repeat\)$"),
     Smoke("cli_help.py", ("--repeats", "1"), rf"^\| `rackclock --help` \| {N} \| {N} \| {N} \|$"),

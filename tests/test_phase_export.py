@@ -221,3 +221,20 @@ def test_the_bound_at_many_instants_is_the_bound_at_each():
     assert 0 < ok.sum() < len(t)
     for k in range(len(t)):
         assert two.at(int(t[k])) == ((int(lo[k]), int(hi[k])) if ok[k] else None), k
+
+
+def test_the_runs_summary_is_the_one_summarize_run_makes_of_its_folder(phase_run):
+    """The summary a run writes (its fits shared out over worker processes from 8 devices,
+    bench/run/after.py; tests/test_after_pool.py checks that path) is the one summarize_run
+    makes from the same folder, record for record, and every clock with segments has its
+    offset figure."""
+    from bench.model.summary import summarize_run
+    man = saferead.load_object(phase_run.path / "manifest.json")
+    truth = saferead.load_object(phase_run.path / "truth.json")
+    again = summarize_run(phase_run.path, man, truth,
+                          uncertainty_ns=phase_run.summary.reference_uncertainty_ns)
+    written = saferead.load_object(phase_run.path / "summary.json")
+    assert again["devices"] == written["devices"]
+    assert list(again["devices"]) == list(written["devices"])
+    for device, clock in _clocks(phase_run):
+        assert (phase_run.path / "plots" / f"offset_{device}_{clock}.png").stat().st_size > 0

@@ -40,7 +40,12 @@ def _run(a) -> int:
     except KeyboardInterrupt:
         print("rackclock run: stopped before measuring began", file=sys.stderr)
         return 1
+    import atexit
+    import gc
+
     from bench.model.rundata import load_run
+    atexit.unregister(gc.freeze)     # the run's heap is left to the exit: the interpreter's last
+    atexit.register(gc.freeze)       # collection walked it for ~2 s at load 17 (issue 46 item 1)
     return run_exit_status(load_run(path), a.allow_undecided)
 
 

@@ -7,8 +7,9 @@ import bisect
 import errno
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import starmap
 from pathlib import Path
 from typing import Any
 
@@ -706,43 +707,76 @@ def _phase_failed(what: str, exc: BaseException) -> None:
 
 
 def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any] | None = None,
-                  uncertainty_ns: int | None = None, phase: bool = False) -> dict[str, Any]:
+                  uncertainty_ns: int | None = None, phase: bool = False,
+                  map_devices: Callable[..., Iterable[DeviceEntry]] | None = None) -> dict[str, Any]:
     """`uncertainty_ns`: the reference's error bound added to every bracket (default: the
     largest the manifest records). `phase`: also write each clock's phase data into
-    PATH/phase/ (bench.model.phase_export), from the fits as they are made."""
+    PATH/phase/ (bench.model.phase_export), from the fits as they are made. `map_devices`:
+    how `device_entry` is mapped over the devices' arguments (default: itertools.starmap, one
+    after the other; a run passes its workers' map, bench.run.after): the same records in the
+    same order either way."""
     from bench.model.rundata import bound_from_manifest
-    from bench.model.traffic import request_rates
     uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
     devices, unused, requests = {}, [], {}
+    names = []
     for name, meta in manifest.get("devices", {}).items():
         if meta.get("unused"):       # the experiment never used it: not a row, not an error
             unused.append(name)
-            continue
-        p = Path(path) / "samples" / f"{name}.csv"
-        if not p.exists():
-            devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.NOT_STARTED: 1},
-                             "clocks": {}, "first_errors": {ErrorKind.NOT_STARTED:
-                                                            meta.get("error", "")}}
-            continue
-        t = (truth or {}).get("devices", {}).get(name)
-        try:
-            smp = load_samples(p)
-            dm = device_meta(manifest, name)
-            ds, phases = phased_summary(name, smp, dm, uncertainty, t)
-            devices[name] = ds.to_dict()
-            if phase:
-                phase = _write_phase(path, ds, smp, dm, manifest, phases)
-            if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
-                devices[name]["bad_rows"] = smp.bad_rows
-            rates = request_rates(meta.get("traffic"), manifest.get("started_ns"),
-                                  manifest.get("probed_until_ns"))
-            if rates is not None:            # requests per minute by kind (bench/model/traffic.py)
-                requests[name] = rates
-        except Exception as exc:   # one device's odd data must not cost the others their summary
-            why = str(exc) if isinstance(exc, RackclockError) else repr(exc)
-            devices[name] = {"plane": meta.get("plane", ""), "errors": {ErrorKind.SUMMARY: 1},
-                             "clocks": {}, "first_errors": {ErrorKind.SUMMARY: why[:200]}}
+        else:
+            names.append(name)
+    dev_truth, export = (truth or {}).get("devices", {}), [phase]
+    # a generator: starmap takes each device's arguments after the one before it is
+    # done, so a full disk stops the phase export there (worker processes take them all at once)
+    args = ((Path(path), n, _device_part(manifest, n), dev_truth.get(n), uncertainty, export[0])
+            for n in names)
+    for name, record, rates, exported in (map_devices or starmap)(device_entry, args):
+        devices[name] = record
+        export[0] = export[0] and exported
+        if rates is not None:            # requests per minute by kind (bench/model/traffic.py)
+            requests[name] = rates
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices,
             **({"unused_devices": unused} if unused else {}),
             **({"requests_per_min": requests} if requests else {})}
+
+
+DeviceEntry = tuple[str, dict[str, Any], Any, bool]
+
+
+def _device_part(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """What of the manifest device_entry reads for one device (a worker is sent that, not the
+    whole rack's)."""
+    inv = manifest.get("inventory", {}).get("devices", {})
+    return {"devices": {name: manifest.get("devices", {}).get(name, {})},
+            "inventory": {"devices": {name: inv[name]} if name in inv else {}},
+            **{k: manifest[k] for k in ("started_ns", "probed_until_ns") if k in manifest}}
+
+
+def device_entry(path: Path, name: str, manifest: dict[str, Any], t: dict[str, Any] | None,
+                 uncertainty: int, phase: bool) -> DeviceEntry:
+    """One device's summary record (its samples read, fitted, checked against its truth `t`)
+    and its request rates, and False after `phase` found the disk full (its phase files
+    written: bench.model.phase_export). Never raises: one device's
+    odd data must not cost the others their summary."""
+    from bench.model.traffic import request_rates
+    meta = manifest.get("devices", {}).get(name, {})
+    p = Path(path) / "samples" / f"{name}.csv"
+    if not p.exists():
+        return name, {"plane": meta.get("plane", ""), "errors": {ErrorKind.NOT_STARTED: 1},
+                      "clocks": {}, "first_errors": {ErrorKind.NOT_STARTED:
+                                                     meta.get("error", "")}}, None, True
+    try:
+        smp = load_samples(p)
+        dm = device_meta(manifest, name)
+        ds, phases = phased_summary(name, smp, dm, uncertainty, t)
+        record = ds.to_dict()
+        if phase:
+            phase = _write_phase(path, ds, smp, dm, manifest, phases)
+        if smp.bad_rows:        # lines that are no row (a crash's tail): skipped, counted
+            record["bad_rows"] = smp.bad_rows
+        return name, record, request_rates(meta.get("traffic"), manifest.get("started_ns"),
+                                           manifest.get("probed_until_ns")), phase
+    except Exception as exc:   # one device's odd data must not cost the others their summary
+        why = str(exc) if isinstance(exc, RackclockError) else repr(exc)
+        return name, {"plane": meta.get("plane", ""), "errors": {ErrorKind.SUMMARY: 1},
+                      "clocks": {}, "first_errors": {ErrorKind.SUMMARY: why[:200]}}, None, True

@@ -3,6 +3,7 @@ racks) the truth. Drawn from summary.json and the samples; nothing is recomputed
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -131,12 +132,17 @@ def offset_figure(run: Run, device: str, clock: str, c: ClockSummary, plane: str
     ax.set_ylim(-half / sc, half / sc)
     ax.set_xlabel("run time (s)")
     ax.set_ylabel(f"offset − segment fit ({unit})")
-    ax.set_title(fit_title(offset_title(device, clock, c), 6.2), fontsize=9)
+    title = fit_title(offset_title(device, clock, c), 6.2)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
               frameon=False)         # below the axes: never over the data
     fig.text(0.01, 0.01, textwrap.fill(caption(rate), 110), fontsize=7, va="bottom", color="0.25")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    # fixed margins in inches, the widest a tight layout gave the default rack's figures (a
+    # title line: 0.16 in): drawn once, by the save (bench/output/figures.py)
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=0.85 / w, right=1 - 0.4 / w, bottom=1.53 / h,
+                        top=1 - (0.17 + 0.16 * (title.count("\n") + 1)) / h)
     return fig
 
 
@@ -228,18 +234,22 @@ def fmt_tick(q) -> str:
     return fmt_ns(float(np.median(q))) if q.size else "—"
 
 
-def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",)) -> list[Path]:
-    """One offset figure per device clock with at least one segment; returns the files. A figure
-    that fails leaves `offset_<device>_<clock>.error.txt` saying why, and the others are drawn."""
+def offset_plots(run: Run, out_dir: Path | None = None, formats=("png",),
+                 devices: Collection[str] | None = None) -> list[Path]:
+    """One offset figure per device clock with at least one segment (of `devices` only, when
+    given); returns the files. A figure that fails leaves `offset_<device>_<clock>.error.txt`
+    saying why, and the others are drawn."""
     from bench import safeio
     out_dir = Path(out_dir or run.path / "plots")
     with safeio.folder(out_dir) as d:
-        return _offset_plots(run, d, formats)
+        return _offset_plots(run, d, formats, devices)
 
 
-def _offset_plots(run: Run, out, formats) -> list[Path]:
+def _offset_plots(run: Run, out, formats, devices: Collection[str] | None = None) -> list[Path]:
     written = []
     for device, d in run.summary.devices.items():
+        if devices is not None and device not in devices:
+            continue
         for clock, c in d.clocks.items():
             if not c.segments:
                 continue

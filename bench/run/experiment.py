@@ -34,6 +34,7 @@ from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
 from bench.run import admission
+from bench.run.after import MIN_DEVICES, START_AFTER_S, AfterPool, Figures
 from bench.run.catalog import load_experiment
 from bench.run.decided import UntilDecided
 from bench.run.probe import run_devices
@@ -58,6 +59,8 @@ class Bench:
     interrupted: bool = False       # the user stopped the probing; what was taken is summarised
     processes: int | None = None    # the runner's worker processes (None: runner.processes_for)
     until: UntilDecided | None = None   # --until-decided: probing stops once these are decided
+    after: AfterPool | None = None      # workers for the fits and figures (bench.run.after)
+    figures: Figures | None = None      # offset figures being drawn (plot(wait=False))
 
     @property
     def simulated(self) -> bool:
@@ -86,6 +89,7 @@ class Bench:
         until = self.until
 
         def tick(statuses, elapsed_s):
+            self._start_after(elapsed_s, plan.duration_s)
             live.update(statuses, elapsed_s)
             if until is not None:
                 until.update(statuses, elapsed_s)
@@ -93,6 +97,8 @@ class Bench:
                 progress(statuses, elapsed_s)
 
         self.store.update_manifest(probe_plan=asdict(plan), started_ns=self.reference.now_ns())
+        t0 = time.monotonic()
+        log.info("probing: %d device(s) for %g s", len(self.rack.devices), plan.duration_s)
         try:
             self.statuses, stopped = run_devices(
                 list(self.rack.devices), self.reference.now_ns, self.store, plan, self.armed,
@@ -102,6 +108,7 @@ class Bench:
         finally:
             if progress:
                 progress.close()
+            log.info("probing ended after %.2f s", time.monotonic() - t0)
             self.store.update_manifest(calibration=live.record())
             if until is not None:
                 self.store.update_manifest(until_decided=until.record(plan.duration_s))
@@ -112,6 +119,14 @@ class Bench:
                                    for st in self.statuses},
                                   probed_until_ns=self.reference.now_ns())
         return self.statuses
+
+    def _start_after(self, elapsed_s: float, duration_s: float) -> None:
+        """The after-probing workers started once the probing is under way (its devices opened:
+        their imports then do not delay its first probes), so that they are ready when it ends;
+        none for a small rack (bench.run.after.MIN_DEVICES)."""
+        if self.after is None and len(self.rack.devices) >= MIN_DEVICES and \
+                elapsed_s >= min(START_AFTER_S, duration_s / 2):
+            self.after = AfterPool.start()
 
     @property
     def lab(self):
@@ -130,19 +145,47 @@ class Bench:
 
     def summarize(self) -> dict:
         """Stop the simulated rack (its truth is written then), fit every clock, write summary."""
+        t0 = time.monotonic()
         self.stop_sim()
         self.finish_reference()
         run = load_run(self.store.path)
         truth = run.truth.raw if run.truth is not None else None
         self.summary = summarize_run(self.store.path, self.store.manifest, truth,
                                      uncertainty_ns=bound_from_manifest(self.store.manifest),
-                                     phase=True)
+                                     phase=True, map_devices=self.after.map if self.after else None)
         self.store.write_summary(self.summary)
+        log.info("summary written after %.2f s", time.monotonic() - t0)
         return self.summary
 
-    def plot(self) -> list[Path]:
+    def plot(self, wait: bool = True) -> list[Path]:
+        """The offset figures (plots/), drawn by the workers where there are some; `wait=False`:
+        started, and waited for when the run ends (finish_plots), e.g. while the experiment
+        scores what else it measured."""
         from bench.output.plots import offset_plots
-        return offset_plots(load_run(self.store.path))
+        self.finish_plots()
+        run = load_run(self.store.path)
+        self.figures = self.after.figures(run.path, run.summary.devices) if self.after else None
+        if self.figures is None:
+            return offset_plots(run)
+        return self.finish_plots() if wait else []
+
+    def finish_plots(self) -> list[Path]:
+        """The figures plot(wait=False) started, waited for ([] when none are pending)."""
+        figures, self.figures = self.figures, None
+        if figures is None:
+            return []
+        t0 = time.monotonic()
+        out = figures.result()
+        log.info("figures: %d drawn, waited %.2f s for them", len(out), time.monotonic() - t0)
+        return out
+
+    def close_after(self) -> None:
+        """The workers ended, and with them any figure still being drawn (the run ended before
+        it waited for them: interrupted, failed)."""
+        self.figures = None
+        if self.after is not None:
+            self.after.close()
+            self.after = None
 
 
 def make_params(exp, overrides: dict[str, str], given_as: dict[str, str] | None = None):
@@ -288,6 +331,7 @@ def _execute(exp, bench: Bench, params, devices: int,
     store = bench.store
     try:
         exp.run(bench, params)
+        bench.finish_plots()             # figures it left drawing (plot(wait=False))
         if bench.summary is None:        # every run ends summarised, whatever the experiment did
             bench.summarize()
         if bench.interrupted:
@@ -313,6 +357,7 @@ def _record_end(bench: Bench, status: str, error: str | None, t0: float,
     store = bench.store
     bench.stop_sim()
     bench.finish_reference()
+    bench.close_after()
     store.update_manifest(**RunEnd(status, error, bench.reference.now_ns(),
                                    round(time.monotonic() - t0, 3),
                                    signals[0] if signals else "").to_dict())
