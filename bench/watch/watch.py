@@ -146,7 +146,8 @@ class Watch:
         with self._state_lock:
             write_json(self.opts.out / STATE_FILE, {
                 "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
-                "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
+                "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed),
+                "starting": self.state.starting})
 
     def resume(self) -> None:
         """The clocks' latest reads from the day folders (before the devices are probed); a
