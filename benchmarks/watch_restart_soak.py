@@ -4,7 +4,8 @@ as a lab rack for --minutes, stopped --cycles times (SIGTERM and SIGKILL in turn
 again. Scraped every --scrape-s:
 
 - every device of the rack file has its series (up, reads, read age) at every scrape;
-- the time from each start to the first /metrics answer;
+- the time from each start to the first /metrics answer, and to its saying it started
+  (`rackclock_watch_starting 0`: the devices read back from the day folders and probed);
 - the watch's resident memory: its slope after --warmup-min in each life (KiB/min, a
   least-squares line), and the last life's;
 - break alerts said (journal) against the distinct breaks they name, over all days;
@@ -50,8 +51,9 @@ def missing(text: str, devices: list[str]) -> list[str]:
     return [d for d in devices if not all(d in h for h in have.values())]
 
 
-def start(rack: Path, out: Path, a) -> tuple[subprocess.Popen, str, float]:
-    """A watch started; (process, its url, seconds to its first /metrics answer)."""
+def start(rack: Path, out: Path, a) -> tuple[subprocess.Popen, str, float, float | None]:
+    """A watch started; (process, its url, seconds to its first /metrics answer, seconds until
+    it says it started: `rackclock_watch_starting 0`, the devices read back and probed)."""
     t0 = time.monotonic()
     (out / "watch.json").unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "watch", "--rack", str(rack),
@@ -59,15 +61,21 @@ def start(rack: Path, out: Path, a) -> tuple[subprocess.Popen, str, float]:
                              a.fit_every, "--reference-allowance", "1ms",
                              *(["--rate", a.rate] if a.rate else [])], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while True:
+    first = None
+    while time.monotonic() - t0 < 600:
         try:
             url = json.loads((out / "watch.json").read_text())["url"]
-            if metrics(url) is not None:
-                return proc, url, time.monotonic() - t0
+            text = metrics(url)
         except (OSError, ValueError, KeyError):
-            pass
+            text = None
+        if text is not None:
+            first = first or time.monotonic() - t0
+            if re.search(r"^rackclock_watch_starting 0", text, re.M):
+                return proc, url, first, time.monotonic() - t0
         assert proc.poll() is None, "the watch ended at its start"
         time.sleep(0.1)
+    assert first is not None, "no /metrics answer in 600 s"
+    return proc, url, first, None
 
 
 def slope_kib_min(pts: list[tuple[float, float]], warm_s: float) -> float | None:
@@ -116,7 +124,7 @@ def main() -> int:
     t_start = time.time()
     try:
         for k in range(a.cycles + 1):
-            proc, url, first = start(rack, out, a)
+            proc, url, first, started = start(rack, out, a)
             rss, t0 = [], time.monotonic()
             while time.monotonic() - t0 < (last_s if k == a.cycles else life_s):
                 text = metrics(url)
@@ -132,7 +140,8 @@ def main() -> int:
             proc.send_signal(sig)
             proc.wait(900)
             lives.append({"minutes": round((time.monotonic() - t0) / 60, 1),
-                          "first_metrics_s": round(first, 2), "stopped_by": sig.name,
+                          "first_metrics_s": round(first, 2),
+                          "started_s": started and round(started, 2), "stopped_by": sig.name,
                           "rss_last_mib": round(rss[-1][1], 1),
                           "rss_slope_kib_min": (lambda x: x and round(x, 1))(
                               slope_kib_min(rss, a.warmup_min * 60)),

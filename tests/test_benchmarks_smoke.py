@@ -134,6 +134,8 @@ SMOKES = [
     Smoke("watch_restart_soak.py", ("--minutes", "0.1", "--cycles", "1", "--scrape-s", "1",
                                     "--warmup-min", "0", "--devices", "bmc-2,pdu-2"),
           rf'^ "scrapes_missing_a_device": (\d+),(?:.*\n)*^   "first_metrics_s": {N},'),
+    Smoke("watch_start.py", ("--starts", "2", "--life-s", "1", "--devices", "pdu-2"),
+          rf'^{{"starts_after_kill": (\d+), "first_metrics_s_after_kill": \[{N}\]'),
     Smoke("watch_soak.py", ("--minutes", "0.1", "--every-s", "2"),
           rf"^\s+{N}\s+{N} MiB\s+{N} MiB\s+{N}\s(?:.*\n)*"
           r'.*"segments_checked": (\d+), "truth_missed": 0,'),

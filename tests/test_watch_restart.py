@@ -106,12 +106,16 @@ def test_restart_cycles_lose_nothing_and_raise_no_old_break(served, tmp_path):
         proc = start_watch(out, *args)
         url = until(lambda o=old_url: (s := state(out)) and s.get("url") != o and s.get("url"), 90,
                     "the new watch.json", proc)
-        # every device has its series at once (resumed), then a fit with reads of its own
+        # /metrics answers from the start's first moment (watch.json names the url as it
+        # serves; how soon: benchmarks/watch_restart_soak.py), every device has its series at
+        # once, the start said until the devices are read back; then a fit with reads of its own
         first = until(lambda u=url: scrape(u), 60, "the first scrape", proc)
         assert all(one(first, "rackclock_device_last_read_age_seconds", d) is not None
                    for d in DEVICES)
+        assert first.get(("rackclock_watch_starting", "")) in (0.0, 1.0), first
         taken = {d: one(before, "rackclock_clock_reads_total", d) for d in DEVICES}
         after = until(lambda u=url: fitted(u, {}), 120, "fits after the restart", proc)
+        assert after[("rackclock_watch_starting", "")] == 0.0
         for d in DEVICES:         # the resumed window holds every read the last one had
             assert one(after, "rackclock_clock_reads_total", d) >= min(taken[d], 600), d
         w0, w1 = widths(before), widths(after)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import threading
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -28,17 +30,52 @@ def health_row(h: Health) -> list:
             len(d.get("phc2sys", [])) if "phc2sys" in d else "", "; ".join(h.problems)]
 
 
+@dataclass
+class _Tally:
+    """What the run's health needs of every snapshot, kept as they come (no list of them)."""
+    n: int = 0
+    first_ns: int = 0
+    grade: str = "ok"
+    off: int | None = None
+    bound: int = 0
+    bad: int = 0
+    first_bad_ns: int = 0
+    problems: set = field(default_factory=set)
+    bases: set = field(default_factory=set)
+    path_delay: int = 0
+
+    def add(self, h: Health) -> None:
+        if not self.n:
+            self.first_ns, self.bound = h.checked_ns, h.uncertainty_ns
+        self.n += 1
+        self.grade = worse_grade(self.grade, h.grade)
+        o = h.detail.get("abs_offset_ns")
+        if o is not None:
+            self.off = o if self.off is None else max(self.off, o)
+        self.bound = max(self.bound, h.uncertainty_ns)
+        if not h.verified:
+            self.first_bad_ns = self.first_bad_ns if self.bad else h.checked_ns
+            self.bad += 1
+        self.problems.update(h.problems)
+        self.bases.add(h.basis)
+        self.path_delay = max(self.path_delay, h.detail.get("mean_path_delay_ns") or 0)
+
+
 class HealthMonitor:
     """`HealthMonitor(reference, run_folder).start()` ... `.stop()`: a daemon thread appends a
     row to `reference.csv` every `interval_s`; `worst()` and `run_health()` summarise the series.
-    `path` may be the run folder or the CSV file itself."""
+    `path` may be the run folder or the CSV file itself. `keep`: the latest snapshots kept in
+    `samples` (None: all; a watch's day keeps a few, its memory flat); the summaries count
+    every one either way."""
 
-    def __init__(self, reference: Reference, path: Path, interval_s: float = 1.0):
+    def __init__(self, reference: Reference, path: Path, interval_s: float = 1.0,
+                 keep: int | None = None):
         path = Path(path)
         self.path = path if path.suffix == ".csv" else path / "reference.csv"
         self.reference = reference
         self.interval_s = float(interval_s)
-        self.samples: list[Health] = []
+        self.samples: list[Health] | deque[Health] = [] if keep is None else deque(maxlen=keep)
+        self._tally = _Tally()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -80,6 +117,7 @@ class HealthMonitor:
     def _record(self, h: Health) -> None:
         with self._lock:
             self.samples.append(h)
+            self._tally.add(h)
             if self._writer is not None and self._file is not None:    # set together
                 try:
                     self._writer.writerow(health_row(h))
@@ -113,43 +151,29 @@ class HealthMonitor:
     def worst(self) -> tuple[str, int | None]:
         """The worst grade seen and the largest |offset from GM| seen (ns; None if none read)."""
         with self._lock:
-            samples = list(self.samples)
-        g = "ok" if samples else "unverified"
-        off = None
-        for h in samples:
-            g = worse_grade(g, h.grade)
-            o = h.detail.get("abs_offset_ns")
-            if o is not None:
-                off = o if off is None else max(off, o)
-        return g, off
+            t = self._tally
+            return (t.grade if t.n else "unverified"), t.off
 
     def run_health(self) -> Health:
         """One Health for the whole run: the worst grade, the largest bound of any snapshot,
         verified only if every snapshot was. This is the `uncertainty_ns` to add to every bracket."""
         with self._lock:
-            samples = list(self.samples)
-        if not samples:
-            return self.reference.health()
-        g, off = self.worst()
-        bound = max(h.uncertainty_ns for h in samples)
-        verified = all(h.verified for h in samples)
-        bad = [h for h in samples if not h.verified]
-        problems = sorted({p for h in samples for p in h.problems})
-        basis = samples[-1].basis if len({h.basis for h in samples}) == 1 else \
-            "+".join(sorted({h.basis for h in samples}))
-        note = (f"{len(samples)} snapshots from {samples[0].checked_ns} to {samples[-1].checked_ns} ns; "
-                f"worst grade {g}; max |offset from GM| "
-                f"{'not read' if off is None else f'{off} ns'}; bound {bound} ns")
-        if bad:
-            note += (f"; UNVERIFIED: {len(bad)} snapshots could not vouch for the reference "
-                     f"(first at {bad[0].checked_ns} ns)")
-        detail = {"abs_offset_ns": off, "snapshots": len(samples), "unverified_snapshots": len(bad),
-                  "first_ns": samples[0].checked_ns, "last_ns": samples[-1].checked_ns,
-                  "series": self.path.name,
-                  "max_mean_path_delay_ns": max((h.detail.get("mean_path_delay_ns") or 0
-                                                 for h in samples), default=0)}
-        return Health(samples[-1].source, samples[-1].checked_ns, verified=verified, grade=g,
-                      uncertainty_ns=bound, detail=detail, note=note, basis=basis,
+            t, last = self._tally, (self.samples[-1] if self.samples else None)
+            if last is None:
+                return self.reference.health()
+            problems, bases = sorted(t.problems), sorted(t.bases)
+        basis = last.basis if len(bases) == 1 else "+".join(bases)
+        note = (f"{t.n} snapshots from {t.first_ns} to {last.checked_ns} ns; "
+                f"worst grade {t.grade}; max |offset from GM| "
+                f"{'not read' if t.off is None else f'{t.off} ns'}; bound {t.bound} ns")
+        if t.bad:
+            note += (f"; UNVERIFIED: {t.bad} snapshots could not vouch for the reference "
+                     f"(first at {t.first_bad_ns} ns)")
+        detail = {"abs_offset_ns": t.off, "snapshots": t.n, "unverified_snapshots": t.bad,
+                  "first_ns": t.first_ns, "last_ns": last.checked_ns, "series": self.path.name,
+                  "max_mean_path_delay_ns": t.path_delay}
+        return Health(last.source, last.checked_ns, verified=not t.bad, grade=t.grade,
+                      uncertainty_ns=t.bound, detail=detail, note=note, basis=basis,
                       problems=tuple(problems))
 
 

@@ -32,6 +32,7 @@ from bench.model.rundata import in_int64
 from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import SampleWriter
 from bench.run.calendar import ReadCalendar
+from bench.run.readring import ReadRing
 from bench.run.startline import Peers, StartLine
 from drivers import driver_class
 from drivers.base import ClockSpec, DeviceError, Driver, LogEntry, LogSource, StimulusTarget
@@ -174,7 +175,7 @@ class _EventPusher(Protocol):
 class _Schedule:
     """A device's probing schedule while it measures: when each event falls due next."""
     specs: list                     # the driver's clocks (ClockSpec)
-    reads: dict[str, list]          # per clock: its recent reads (s, e, value)
+    reads: dict[str, ReadRing]      # per clock: its recent reads (s, e, value)
     due: dict[str, int]             # per clock: its next read
     stimuli: list                   # the periodic stimuli, taken in turn
     stim_due: int                   # the next periodic stimulus
@@ -304,7 +305,7 @@ class DeviceWorker:
         return drv
 
     # -- schedule -----------------------------------------------------------------------------
-    def _next_read(self, spec: ClockSpec, reads: list, now: int) -> int:
+    def _next_read(self, spec: ClockSpec, reads: ReadRing, now: int) -> int:
         """The probe of the clock's next slot on the plan's grid (probe_schedule.grid_slot: one
         probe per period, so the rate read is the plan's). Dithered inside the slot by default;
         for coarse clocks, aimed at the predicted tick edge in it, except every
@@ -330,7 +331,7 @@ class DeviceWorker:
             return self._book_explore(t)
         return self._aimed(spec, reads, now, centre, q, t)
 
-    def _aimed(self, spec: ClockSpec, reads: list, now: int, centre: int, q: int, t: int) -> int:
+    def _aimed(self, spec: ClockSpec, reads: ReadRing, now: int, centre: int, q: int, t: int) -> int:
         """The aimed probe of this slot (probe_schedule.next_probe_pair), planned its measured
         lead earlier; booked on the calendar; else an exploration read at `t`."""
         from bench.analysis.probe_schedule import AIM_REACH, aim_from_ns, next_probe_pair, paired_slots
@@ -478,8 +479,9 @@ class DeviceWorker:
         # that the devices starting together do not poll together
         poll_due = self._book_poll(self.now_ns() + int(self.rng.uniform(0, self.plan.log_poll_s)
                                                        * NS), self.plan.log_poll_s)
-        return _Schedule(specs, {c.name: [] for c in specs}, due, stimuli, stim_due, planned,
-                         poll_due, stim_base=stim_due)
+        reads = {c.name: ReadRing(READS_KEPT + 1) for c in specs}
+        return _Schedule(specs, reads, due, stimuli, stim_due, planned, poll_due,
+                         stim_base=stim_due)
 
     async def _probe(self, drv: Driver, sched: _Schedule, end: int) -> Driver | None:
         """Take each event as it falls due until the run's end or the stop; reopen the driver
@@ -612,7 +614,7 @@ class DeviceWorker:
         self.status.state = "failed"
 
     # -- exchanges ----------------------------------------------------------------------------
-    async def _read(self, drv: Driver, spec: ClockSpec, reads: list,
+    async def _read(self, drv: Driver, spec: ClockSpec, reads: ReadRing,
                     planned_ns: int | None = None, then_ns: int | None = None) -> bool:
         """One probe (a burst of reads). A malformed answer costs only itself: the device did
         answer, so the burst goes on; a read that got no answer ends the probe. The first read's
@@ -632,7 +634,7 @@ class DeviceWorker:
             answered &= kind is None
         return answered
 
-    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: list,
+    async def _read_once(self, drv: Driver, spec: ClockSpec, reads: ReadRing,
                          planned_ns: int | None = None) -> str | None:
         """None when the read is good, else its error class."""
         s0 = self.now_ns()

@@ -9,7 +9,6 @@ wider than a fit of every read since the segment began would be.
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,37 +38,53 @@ class ClockMeta:
 
 
 class ClockWindow:
-    """The latest reads of one clock, (s, e, value) ns each, at most `size`."""
+    """The latest reads of one clock, (s, e, value) ns each, at most `size`: a ring of int64
+    allocated whole at the start (a clock's memory does not grow as its window fills)."""
 
     def __init__(self, meta: ClockMeta, size: int = WINDOW):
         self.meta = meta
         self.size = size
-        self.reads: deque = deque(maxlen=size)
+        self.ring = np.zeros((size, 3), dtype=np.int64)
+        self.n = 0           # reads held
+        self.head = 0        # the slot of the oldest read held
         self.carry = 0       # a wrapping counter's wraps before the window's first read
+
+    @property
+    def reads(self) -> list[tuple[int, int, int]]:
+        """The reads held, oldest first (a copy)."""
+        return [tuple(r) for r in self._ordered().tolist()]
+
+    def _ordered(self) -> np.ndarray:
+        return np.roll(self.ring, -self.head, axis=0)[:self.n] if self.n == self.size \
+            else self.ring[:self.n].copy()
 
     def add(self, s_ns: int, e_ns: int, value_ns: int) -> None:
         """One read (in time order); a wrapping counter's wrap between the read that leaves the
         full window and the next is carried, so the window's values stay on the same turn as
         it slides (the offset does not jump by the modulus)."""
         m = self.meta
-        if m.counter and m.modulus_ns and len(self.reads) == self.size > 1:
-            (s0, e0, v0), (s1, e1, v1) = self.reads[0], self.reads[1]
+        if m.counter and m.modulus_ns and self.n == self.size > 1:
+            (s0, e0, v0), (s1, e1, v1) = self.ring[self.head], self.ring[(self.head + 1) % self.size]
             k = int(step_wraps(np.array([s0, s1]), np.array([e0, e1]), np.array([v0, v1]),
                                int(m.modulus_ns), int(m.resolution_ns))[0])
             self.carry = 0 if k < 0 and k != AMBIGUOUS else self.carry + max(k, 0)
-        self.reads.append((int(s_ns), int(e_ns), int(value_ns)))
+        self.ring[(self.head + self.n) % self.size] = (int(s_ns), int(e_ns), int(value_ns))
+        if self.n < self.size:
+            self.n += 1
+        else:
+            self.head = (self.head + 1) % self.size
 
     def copy(self) -> ClockWindow:
-        w = ClockWindow(self.meta, self.size)
-        w.reads.extend(self.reads)
-        w.carry = self.carry
+        w = ClockWindow.__new__(ClockWindow)
+        w.meta, w.size, w.ring = self.meta, self.size, self.ring.copy()
+        w.n, w.head, w.carry = self.n, self.head, self.carry
         return w
 
     def __len__(self) -> int:
-        return len(self.reads)
+        return self.n
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        a = np.asarray(self.reads, dtype=np.int64).reshape(-1, 3)
+        a = self._ordered()
         a = a[np.argsort(a[:, 0], kind="stable")]
         s, e, v = a[:, 0], a[:, 1], a[:, 2]
         m = self.meta
@@ -81,7 +96,7 @@ class ClockWindow:
     def fit(self, uncertainty_ns: int = 0) -> ClockFit | None:
         """The estimator's fit of the window, as the summary fits a run (bench.model.summary
         .fit_clocks), or None with fewer than two reads."""
-        if len(self.reads) < 2:
+        if self.n < 2:
             return None
         s, e, v = self.arrays()
         m = self.meta
@@ -93,7 +108,7 @@ class ClockWindow:
         """The fit as the timeline's mapping takes it (bench.analysis.timeline_map.calibrations)."""
         m = self.meta
         return ClockResult(m.name, {**m.as_manifest(), "modulus_ns": m.modulus_ns},
-                           m.resolution_ns, len(self.reads), fit)
+                           m.resolution_ns, self.n, fit)
 
 
 def current_bounds(fit: ClockFit | None, rate_ppm: float = DEFAULT_DRIFT_PRIOR_PPM

@@ -160,7 +160,10 @@ class WatchCollector:
         h = _g("watch_healthy", "1 when every declared device is measured (and there is one)",
                [])
         h.add_metric([], 1.0 if declared and len(measured) == len(declared) else 0.0)
-        yield from (g, m, h)
+        s = _g("watch_starting", "1 while the watch starts: it serves, its devices' reads are "
+               "being read back from the day folders and their probing is not yet started", [])
+        s.add_metric([], 1.0 if self.state.starting else 0.0)
+        yield from (g, m, h, s)
 
     def _reference(self):
         h = self.state.reference

@@ -27,6 +27,8 @@ from bench.reference.monitor import HealthMonitor
 log = logging.getLogger(__name__)
 EXPERIMENT = "watch"
 SUMMARY_TIMEOUT_S = 3600.0
+HEALTH_KEPT = 12      # a day's latest reference snapshots held (17,280 a day at 5 s: the series
+                      # is reference.csv; the day's health is tallied as they come)
 
 
 class Day:
@@ -35,7 +37,8 @@ class Day:
     def __init__(self, out: Path, reference, health, manifest: dict):
         self.store = RunStore(out, new_run_id(EXPERIMENT))
         self.path = self.store.path
-        self.monitor = HealthMonitor(reference, self.path, manifest.pop("health_every_s", 5.0))
+        self.monitor = HealthMonitor(reference, self.path, manifest.pop("health_every_s", 5.0),
+                                     keep=HEALTH_KEPT)
         self.started_ns = reference.now_ns()
         self.store.write_manifest({**manifest, "run_id": self.store.run_id,
                                    "started_ns": self.started_ns, "status": RunStatus.RUNNING,

@@ -66,6 +66,17 @@ class WatchState:
         self.reference = None                  # the latest Health snapshot
         self.gm_changes = 0
         self.states: Callable[[], dict[str, str]] = dict    # {device: its worker's state}
+        self.starting = False        # the watch serves, its devices not yet read back and probed
+
+    def rebase(self, now_ns) -> None:
+        """The reference's clock from now on (the watch serves before its reference is made):
+        the devices not yet read count their read age from now on this clock."""
+        with self.lock:
+            self.now_ns = now_ns
+            now = now_ns()
+            for d in self.devices.values():
+                if d.last_read_ns is None:
+                    d.declared_ns = now
 
     def declare(self, devices: list[tuple[str, str]]) -> None:
         """The rack file's devices (name, plane), known before any of them connects: each has
@@ -112,7 +123,10 @@ class WatchState:
             if d is None:
                 return
             d.rows += 1
-            d.requests.append(time.monotonic())
+            now = time.monotonic()
+            d.requests.append(now)
+            while d.requests[0] < now - 60.0:       # the last minute's, scraped or not
+                d.requests.popleft()
             if status not in ("ok", "unarmed"):
                 d.errors[status] += 1
                 return

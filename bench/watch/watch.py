@@ -69,22 +69,48 @@ def priors_of(rack) -> dict:
                      if k in d.options} for d in rack.devices}
 
 
+class Serving:
+    """The endpoint from the watch's first moment, before anything slow: the rack file's devices
+    declared (each has its series at once), /metrics and /healthz answered while the rest
+    starts (the drivers checked, the simulator started, the day opened, the devices' reads
+    read back from the day folders); `rackclock_watch_starting` says 1 until they are probed.
+    A start after kill -9 answered in 11.7-16.7 s at load 20 when all that came first."""
+
+    def __init__(self, opts: Options, rack):
+        self.opts = opts
+        self.state = WatchState(time.time_ns, priors_of(rack))      # rebased on the reference
+        self.state.starting = True
+        self.state.states = lambda: dict.fromkeys(self.state.devices, "starting")
+        self.state.declare([(d.name, d.plane) for d in rack.devices])
+        self.closed: list[Path] = []
+        self.mapper = Mapper(self.state, lambda: list(self.closed))
+        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
+        self.server.start()
+        self.url = f"http://{opts.host}:{self.server.port}"
+        write_json(opts.out / STATE_FILE, {"pid": os.getpid(), "url": self.url, "day": None,
+                                           "closed": [], "devices": [], "starting": True})
+
+
 class Watch:
-    def __init__(self, opts: Options, rack, reference, health, sim=None):
+    def __init__(self, opts: Options, rack, reference, health, sim=None,
+                 serving: Serving | None = None):
         self.opts, self.rack, self.reference, self.sim = opts, rack, reference, sim
-        self.state = WatchState(reference.now_ns, priors_of(rack))
+        serving = serving or Serving(opts, rack)
+        self.state = serving.state
+        self.state.rebase(reference.now_ns)
+        self.state.priors.update(priors_of(rack))
         self.state.set_reference(health)
         self.stop, self.reload = threading.Event(), threading.Event()
         self.stopped_by: str | None = None
-        self.closed: list[Path] = []
+        self.closed = serving.closed
         self._state_lock = threading.Lock()
         self._summarizing: threading.Thread | None = None
         self.plan = watch_plan()
         self.devices = [polite(d, opts.rates) for d in rack.devices]
+        for name in set(self.state.devices) - {d.name for d in self.devices}:
+            self.state.forget(name)        # a simulated rack's served file names the same
         self.state.declare([(d.name, d.plane) for d in self.devices])
-        self.mapper = Mapper(self.state, lambda: list(self.closed))
-        self.server = Server(registry(self.state), self.mapper, opts.host, opts.port)
-        self.server.start()            # serving first: every declared device, before the day
+        self.mapper, self.server = serving.mapper, serving.server
         try:
             self._open(rack, reference, health)
         except BaseException:
@@ -101,7 +127,6 @@ class Watch:
         self.alerts.reference(health)
         self.sup = Supervisor(reference.now_ns, self.store, self.plan,
                               int(rack.options.get("seed", 0)))
-        self.state.states = self.sup.states
 
     def _new_day(self) -> Day:
         """The next day's folder, its manifest naming the devices probed now."""
@@ -121,7 +146,8 @@ class Watch:
         with self._state_lock:
             write_json(self.opts.out / STATE_FILE, {
                 "pid": os.getpid(), "url": self.url(), "day": str(self.store.path),
-                "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed)})
+                "closed": [str(p) for p in self.closed], "devices": sorted(self.sup.probed),
+                "starting": self.state.starting})
 
     def resume(self) -> None:
         """The clocks' latest reads from the day folders (before the devices are probed); a
@@ -140,6 +166,8 @@ class Watch:
             self.store.journal(d, "info", "resume", f"{n} reads of the current segments "
                                                     f"resumed from the day folders")
         self.sup.apply(self.devices)
+        self.state.states = self.sup.states
+        self.state.starting = False
         self.write_state()
         log.info("watch: %d devices, serving %s, day %s", len(self.devices), self.url(),
                  self.store.path)
@@ -263,38 +291,54 @@ def on_signals(w: Watch):
 
 def watch(opts: Options, say=lambda text: None) -> int:
     """Run the watch until SIGTERM/SIGINT; InventoryError / ReferenceRefused / RackBusy before
-    anything starts. `say(text)`: the command's line once serving (where to scrape and ask)."""
-    from bench.reference.clock import reference_for_run
-    from bench.run.experiment import DEFAULT_RACK
-    from bench.run.simproc import SimProcess
+    the devices are probed (the endpoint, serving from the first moment, stops; watch.json is
+    removed). `say(text)`: the command's line once the start is accepted (where to scrape)."""
+    from bench.model.inventory import load_rack
+    from bench.sim import DEFAULT_RACK
 
     path = Path(opts.rack_file or DEFAULT_RACK)
-    rack = load_checked(path)
+    declared = load_rack(path)           # the devices' names: served before the drivers load
     raise_file_limit()
     check_out(opts.out)
     with contextlib.ExitStack() as stack:
         hold_out(stack, opts.out)
-        if not rack.simulated and rack.source:
-            stack.enter_context(rack_lock(rack.source, wait_s=0, what="rackclock watch"))
-        sim = None
-        if rack.simulated:
-            sim_dir = opts.out / "watch-sim"
-            shutil.rmtree(sim_dir, ignore_errors=True)     # an earlier watch's files: never waited on
-            sim = stack.enter_context(SimProcess(Path(rack.source or path), sim_dir))
-            if sim.rack is None:
-                raise RuntimeError("the simulated rack started without its rack file")
-            rack = sim.rack
-        ref, health = reference_for_run(rack.reference, opts.allowance_ns, rack.simulated,
-                                        ptp_uds=rack.options.get("ptp_uds", "auto"),
-                                        domain=int(rack.options.get("ptp_domain", 0)))
-        stack.callback(ref.close)
-        w = Watch(opts, rack, ref, health, sim)
-        stack.enter_context(on_signals(w))
-        stack.callback(w.server.stop)
+        serving = Serving(opts, declared)
+        stack.callback(serving.server.stop)
+        try:
+            w = _start(opts, path, serving, stack)
+        except BaseException:
+            (opts.out / STATE_FILE).unlink(missing_ok=True)    # no url of a watch that is not
+            raise
         say(f"rackclock watch: {len(w.devices)} devices; metrics {w.url()}/metrics, "
             f"mapping {w.url()}/v1/map; day folders in {opts.out}")
         w.resume()
         return w.run()
+
+
+def _start(opts: Options, path: Path, serving: Serving, stack: contextlib.ExitStack) -> Watch:
+    """What the start does while it serves: the rack file checked against the drivers (and
+    locked), the simulated rack started, the reference made, the day opened."""
+    from bench.reference.clock import reference_for_run
+    from bench.run.simproc import SimProcess
+
+    rack = load_checked(path)
+    if not rack.simulated and rack.source:
+        stack.enter_context(rack_lock(rack.source, wait_s=0, what="rackclock watch"))
+    sim = None
+    if rack.simulated:
+        sim_dir = opts.out / "watch-sim"
+        shutil.rmtree(sim_dir, ignore_errors=True)     # an earlier watch's files: never waited on
+        sim = stack.enter_context(SimProcess(Path(rack.source or path), sim_dir))
+        if sim.rack is None:
+            raise RuntimeError("the simulated rack started without its rack file")
+        rack = sim.rack
+    ref, health = reference_for_run(rack.reference, opts.allowance_ns, rack.simulated,
+                                    ptp_uds=rack.options.get("ptp_uds", "auto"),
+                                    domain=int(rack.options.get("ptp_domain", 0)))
+    stack.callback(ref.close)
+    w = Watch(opts, rack, ref, health, sim, serving)
+    stack.enter_context(on_signals(w))
+    return w
 
 
 def raise_file_limit() -> None:
