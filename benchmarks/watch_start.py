@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
                     "rack (default: all)")
     a = ap.parse_args()
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     from bench.sim import DEFAULT_RACK
     names = a.devices.split(",") if a.devices else [d.name for d in
                                                       load_rack(DEFAULT_RACK).devices]

@@ -293,7 +293,7 @@ def watch(opts: Options, say=lambda text: None) -> int:
     """Run the watch until SIGTERM/SIGINT; InventoryError / ReferenceRefused / RackBusy before
     the devices are probed (the endpoint, serving from the first moment, stops; watch.json is
     removed). `say(text)`: the command's line once the start is accepted (where to scrape)."""
-    from bench.model.inventory import load_rack
+    from bench.config.inventory import load_rack
     from bench.sim import DEFAULT_RACK
 
     path = Path(opts.rack_file or DEFAULT_RACK)
