@@ -183,9 +183,15 @@ def main() -> int:
                               "--reference-allowance", "1ms"], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=open(tmp / "watch.err", "w"))
     try:
-        while not (out / "watch.json").exists():
+        st = {}
+        while not st.get("day"):                   # written first as it serves, with no day yet
+            if watch.poll() is not None:
+                raise SystemExit(f"the watch ended ({watch.returncode}): {tmp / 'watch.err'}")
             time.sleep(0.2)
-        st = json.loads((out / "watch.json").read_text())
+            try:
+                st = json.loads((out / "watch.json").read_text())
+            except (FileNotFoundError, json.JSONDecodeError):
+                st = {}
         url, day = st["url"], Path(st["day"])
         while scrape(url) is None:
             time.sleep(0.2)
