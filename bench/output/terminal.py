@@ -67,7 +67,7 @@ class Progress:
         and status (never cut: shortened first), then what room is left for the rest (default:
         LIVE_WIDTH, or the terminal's width where that is narrower)."""
         width = width or live_width()
-        head = f"{st.name[:12]:<12} {st.state[:9]:<9} {st.reads:>5} reads" + (
+        head = f"{st.name[:12]:<12} {st.state:<12} {st.reads:>5} reads" + (
             f" errors {st.errors}" if st.errors else "")
         bounds = self.live.text(st, width - len(head) - 2) if self.live is not None else ""
         out = head + (f"  {bounds}" if bounds else "")
