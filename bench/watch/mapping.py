@@ -115,26 +115,7 @@ def parse_many(items: list) -> list[Query | MapError]:
     """`parse_query` of each item; the common stamps (UTC, "Z", seconds given) parsed together
     by numpy's datetime64 (C), the rest one by one."""
     out: list[Query | MapError | None] = [None] * len(items)
-    fast: list[int] = []
-    for k, it in enumerate(items):
-        st = it.get("stamp") if isinstance(it, dict) else None
-        if (isinstance(st, str) and 20 <= len(st) <= 30 and st[-1] == "Z" and st[10] == "T"
-                and st[16] == ":" and it.get("value_ns") in (None, "")
-                and it.get("resolution_ns") in (None, "") and it.get("device")
-                and it.get("clock") and st[17:19] != "60"):
-            fast.append(k)
-    if fast:
-        stamps = [items[k]["stamp"] for k in fast]
-        try:
-            v = np.array([x[:-1] for x in stamps], dtype="datetime64[ns]").astype(np.int64)
-        except (ValueError, OverflowError):
-            fast = []
-        else:
-            for k, x, val in zip(fast, stamps, v.tolist()):
-                it = items[k]
-                n = len(x) - 21                 # digits of the fraction (0: none)
-                out[k] = Query(str(it["device"])[:MAX_NAME], str(it["clock"])[:MAX_NAME], val,
-                               10 ** (9 - n) if n > 0 else NS, x, iso=True)
+    _parse_fast(items, [k for k, it in enumerate(items) if _is_fast(it)], out)
     for k, it in enumerate(items):
         if out[k] is None:
             try:
@@ -142,6 +123,37 @@ def parse_many(items: list) -> list[Query | MapError]:
             except MapError as exc:
                 out[k] = exc
     return [o for o in out if o is not None]
+
+
+def _is_fast(it: object) -> bool:
+    """An item whose stamp numpy's datetime64 parses as it is (_utc_shape), with a device and a
+    clock and no value or resolution of its own."""
+    return (isinstance(it, dict) and _utc_shape(it.get("stamp"))
+            and it.get("value_ns") in (None, "") and it.get("resolution_ns") in (None, "")
+            and bool(it.get("device")) and bool(it.get("clock")))
+
+
+def _utc_shape(st: object) -> bool:
+    """A stamp in UTC ("Z") with its seconds given, not a leap second."""
+    return (isinstance(st, str) and 20 <= len(st) <= 30 and st[-1] == "Z" and st[10] == "T"
+            and st[16] == ":" and st[17:19] != "60")
+
+
+def _parse_fast(items: list, fast: list[int], out: list) -> None:
+    """The queries of items[k] for k in `fast` into out[k], parsed together; none where numpy
+    refuses one of them (each is then parsed alone)."""
+    if not fast:
+        return
+    stamps = [items[k]["stamp"] for k in fast]
+    try:
+        v = np.array([x[:-1] for x in stamps], dtype="datetime64[ns]").astype(np.int64)
+    except (ValueError, OverflowError):
+        return
+    for k, x, val in zip(fast, stamps, v.tolist()):
+        it = items[k]
+        n = len(x) - 21                 # digits of the fraction (0: none)
+        out[k] = Query(str(it["device"])[:MAX_NAME], str(it["clock"])[:MAX_NAME], val,
+                       10 ** (9 - n) if n > 0 else NS, x, iso=True)
 
 
 def parse_stamp(stamp: str) -> tuple[int, int]:
@@ -334,10 +346,17 @@ class Mapper:
                     res[k] = MapError(f"{dev} {clk} is a counter: give its value_ns (since its "
                                       f"zero), not a wall stamp")
         if live is not None:
-            todo = [k for k in range(len(qs)) if res[k] is None]
-            for k, a in zip(todo, answers([qs[k] for k in todo], live[0], "live", now, live[1])):
-                if a["lo_ns"] is not None and a["lo_ns"] > last_end:
-                    res[k] = a
+            _fill(qs, res, live, now, after=last_end)
+        self._from_days(qs, res, days, now)
+        if live is not None:
+            _fill(qs, res, live, now)
+        return [r if r is not None else MapError(
+            f"{dev} {clk}: no day folder places this stamp in its span and no live fit of the "
+            f"clock is there to map it") for r in res]
+
+    def _from_days(self, qs: list[Query], res: list, days: list, now: int) -> None:
+        """The stamps not yet answered that a day folder places in its span, newest day first."""
+        dev, clk = qs[0].device, qs[0].clock
         v = np.fromiter((q.value_ns for q in qs), dtype=np.int64, count=len(qs))
         for path in reversed(days):
             mask = near_mask(Path(path), dev, clk, v)
@@ -345,13 +364,6 @@ class Mapper:
             if todo:
                 for k, got in zip(todo, self._day([qs[k] for k in todo], Path(path), now)):
                     res[k] = got
-        todo = [k for k in range(len(qs)) if res[k] is None]
-        if todo and live is not None:
-            for k, a in zip(todo, answers([qs[k] for k in todo], live[0], "live", now, live[1])):
-                res[k] = a
-        return [r if r is not None else MapError(
-            f"{dev} {clk}: no day folder places this stamp in its span and no live fit of the "
-            f"clock is there to map it") for r in res]
 
     def _known(self, dev: str, clk: str, days: list) -> None:
         """UnknownDevice unless the live state or a closed day knows the device and clock."""
@@ -450,3 +462,14 @@ class Mapper:
             return {}
         with self.state.lock:
             return {n: sorted(d.clocks) for n, d in self.state.devices.items()}
+
+
+def _fill(qs: list[Query], res: list, live: tuple, now: int, after: int | None = None) -> None:
+    """The stamps not yet answered, mapped through the live fits (`live`: calibrations and
+    whether the clock is a counter); with `after`, only the answers that fall after it."""
+    todo = [k for k in range(len(qs)) if res[k] is None]
+    if not todo:
+        return
+    for k, a in zip(todo, answers([qs[k] for k in todo], live[0], "live", now, live[1])):
+        if after is None or a["lo_ns"] is not None and a["lo_ns"] > after:
+            res[k] = a
