@@ -85,10 +85,12 @@ def test_sighup_adds_and_removes_devices_without_a_gap(served, tmp_path):
     assert probes[0][0] < t < probes[-1][0]        # probes on both sides of it
     period = 0.5e9
     # one probe per slot of the plan's grid (probe_schedule.grid_slot), dithered in it or aimed
-    # up to AIM_REACH periods past its centre; a slot is skipped only when the probe before it
-    # overran into it (a loaded machine), never because the worker stopped
+    # up to AIM_REACH periods past its centre; a slot is skipped when the probe before it overran
+    # into it (a loaded machine) or the worker's thread came late to plan the next (one slot:
+    # 1.38 s between planned probes once in three CI-like runs), never a stretch of slots as a
+    # worker stopped and reopened would leave
     for (p0, end0), (p1, _) in zip(probes, probes[1:]):
-        assert p1 - p0 <= (2 + AIM_REACH) * period or end0 > p0 + period, (p0, p1, end0)
+        assert p1 - p0 <= (3 + AIM_REACH) * period or end0 > p0 + period, (p0, p1, end0)
     # the removed device stopped, the added one started after the reload
     bmc = run.samples("bmc-1")
     assert max(int(bmc.s_ns[i]) for i in bmc.select("read")) < t + 10 * 10**9
