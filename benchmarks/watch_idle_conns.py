@@ -40,6 +40,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
+def default_devices(arg: str | None) -> list[str]:
+    """The devices a `--devices` option names (comma-separated), else every device of the
+    default rack."""
+    from bench.config.inventory import load_rack
+    from bench.sim import DEFAULT_RACK
+    return arg.split(",") if arg else [d.name for d in load_rack(DEFAULT_RACK).devices]
+
+
 def serve(tmp: Path, devices: list[str]) -> tuple[subprocess.Popen, Path]:
     from racks import sim_rack_text
 

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from watch_idle_conns import serve  # noqa: E402
+from watch_idle_conns import default_devices, serve  # noqa: E402
 from watch_soak import usage  # noqa: E402
 
 
@@ -109,12 +109,10 @@ def main() -> int:
     ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
                     "rack (default: all)")
     a = ap.parse_args()
-    from bench.config.inventory import load_rack
-    from bench.sim import DEFAULT_RACK
-    names = a.devices.split(",") if a.devices else [d.name for d in
-                                                      load_rack(DEFAULT_RACK).devices]
+    names = default_devices(a.devices)
     tmp = Path(tempfile.mkdtemp(prefix="watch-restart-soak-"))
     sim, rack = serve(tmp, names)
+    from bench.config.inventory import load_rack
     devices = sorted(d.name for d in load_rack(rack).devices)
     out = tmp / "out"
     out.mkdir()

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from watch_idle_conns import serve  # noqa: E402
+from watch_idle_conns import default_devices, serve  # noqa: E402
 
 START_MAX_S = 300.0
 STARTED = re.compile(r'^rackclock_watch_starting 0|^rackclock_device_state\{.*state="measuring"\} 1',
@@ -73,10 +73,7 @@ def main() -> int:
     ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
                     "rack (default: all)")
     a = ap.parse_args()
-    from bench.config.inventory import load_rack
-    from bench.sim import DEFAULT_RACK
-    names = a.devices.split(",") if a.devices else [d.name for d in
-                                                      load_rack(DEFAULT_RACK).devices]
+    names = default_devices(a.devices)
     tmp = Path(tempfile.mkdtemp(prefix="watch-start-"))
     sim, rack = serve(tmp, names)
     port, rows = free_port(), []
