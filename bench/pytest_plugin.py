@@ -35,7 +35,7 @@ import pytest
 from bench.analysis.estimate import Bound
 from bench.config.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
 from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
-from bench.model.statuses import RunStatus
+from bench.model.run_statuses import RunStatus
 
 ns = 1
 us = 1_000

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from bench.analysis.estimate import fit_clock, observed_resolution
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS

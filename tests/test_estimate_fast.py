@@ -7,7 +7,7 @@ import pytest
 
 from bench.analysis import estimate as est
 from bench.analysis.probe_schedule import next_probe_ns
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000

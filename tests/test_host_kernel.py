@@ -19,7 +19,7 @@ from bench.config.inventory import device_from_table
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
-from bench.sim.host_kernel import kmsg_minus_monotonic_ns, kmsg_writable
+from bench.sim.host_kernel_emu import kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.base import DeviceError
 from drivers.host_kernel import MARKER, HostKernel, parse_record
 

@@ -7,7 +7,7 @@ import pytest
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
 from bench.analysis.probe_schedule import explore_instant_ns, grid_slot
 from bench.analysis.unseen import detection_reads
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000

@@ -1,4 +1,4 @@
-"""`rackclock report`: RUN/report.html and RUN/plots/ (bench.output.report). The command's arguments; the
+"""`rackclock report`: RUN/report.html and RUN/plots/ (bench.output.report_html). The command's arguments; the
 library is imported once they are parsed (bench/cli.py finds this module only when the command runs)."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
                          "most 4, while the cores are idle, else 1; 1: in this process)")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock report --help` stays quick
-    from bench.output.report import build_report
+    from bench.output.report_html import build_report
 
     if a.processes is not None and a.processes < 1:
         ap.error("--processes: at least 1")

@@ -82,14 +82,14 @@ def _max_duration(a, default: float) -> float:
 
 def _until(a, overrides: dict[str, str]):
     """--until-decided: the watch that stops the probing once the named clocks' drifts are
-    decided (bench.run.decided); the run's duration is the ceiling (--max-duration, else
+    decided (bench.run.until_decided); the run's duration is the ceiling (--max-duration, else
     UNTIL_CEILING_S; --duration, when given, is the ceiling)."""
     from bench.config.inventory import InventoryError
     if a.until_decided is None:
         if a.decided_ppm is not None:
             raise InventoryError("--decided-ppm is an option of --until-decided")
         return None
-    from bench.run.decided import UntilDecided
+    from bench.run.until_decided import UntilDecided
     if a.decide:
         raise InventoryError("--until-decided and --decide: one of them")
     ppm = _decided_ppm(a.decided_ppm)
@@ -178,7 +178,7 @@ def run_exit_status(run, allow_undecided: bool = False) -> int:
     not complete, a device gave no usable read or the verdict is FAIL; 3 when it is UNDECIDED or
     no clock was measured (every clock stuck or unread), 0 with --allow-undecided; else 0."""
     from bench.model.outcomes import exit_code
-    from bench.model.statuses import RunStatus
+    from bench.model.run_statuses import RunStatus
     from bench.model.verdict import run_outcome
 
     if run.manifest.status != RunStatus.COMPLETED:

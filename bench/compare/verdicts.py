@@ -30,8 +30,8 @@ from bench.compare.measures import MIN_QUANTILE_EVENTS, Measure, identities, run
 from bench.compare.quantiles import events_to_decide, smallest_decidable
 from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
 from bench.model.outcomes import FAILING, UNDECIDED_ROW, exit_code, outcome
+from bench.model.run_statuses import RunStatus
 from bench.model.rundata import Run
-from bench.model.statuses import RunStatus
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")

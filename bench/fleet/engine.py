@@ -19,8 +19,8 @@ from tqdm import tqdm
 
 from bench.errors import RackclockError
 from bench.fleet.config import FleetConfig, FleetError
+from bench.fleet.fleet_verdict import RAN, fleet_verdict, rack_verdict
 from bench.fleet.gather import earlier_folders, gather, left_behind, probed_s, rack_dir, write_fleet_manifest
-from bench.fleet.verdict import RAN, fleet_verdict, rack_verdict
 from bench.model import provenance
 from bench.model.store import new_run_id
 from bench.run.signals import interrupt_on_signals

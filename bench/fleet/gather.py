@@ -15,10 +15,10 @@ import tarfile
 from pathlib import Path
 
 from bench import safeio, saferead
-from bench.fleet.verdict import rack_verdict
+from bench.fleet.fleet_verdict import rack_verdict
 from bench.model.documents import Manifest
+from bench.model.run_statuses import RunStatus
 from bench.model.rundata import unusable_devices
-from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 
 FLEET_MANIFEST = "fleet.json"
@@ -33,7 +33,7 @@ def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = Fa
     """completed | unusable (completed, a device gave no usable read) | refused | failed |
     interrupted | disk_full | crashed (the task itself died) | lost (the task made a run folder
     that did not reach the fleet folder). A completed run's verdict (exit 0 PASS, 1 FAIL,
-    3 UNDECIDED) is the rack's verdict (bench.fleet.verdict), not its status."""
+    3 UNDECIDED) is the rack's verdict (bench.fleet.fleet_verdict), not its status."""
     if result.get("exit_status") is None:
         return "crashed"
     if run_manifest is None:

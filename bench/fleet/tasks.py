@@ -35,7 +35,7 @@ def tar_folder(path: Path) -> bytes:
 
 def judged(run_dir: Path) -> dict:
     """The run's verdict and why, judged here where the whole run folder is."""
-    from bench.fleet.verdict import run_verdict
+    from bench.fleet.fleet_verdict import run_verdict
     try:
         verdict, reason = run_verdict(run_dir)
     except Exception as exc:          # noqa: BLE001 -- an unreadable run is the rack's reason

@@ -8,7 +8,7 @@ A record read from a file serialises as it was read (`.raw`); one a writer built
 Every record keeps the dict it was read from as `.raw` (compare=False): a key a newer bench
 added is kept there and never breaks an older reader, and a key an older run folder lacks takes
 its default (an empty string, zero, None, an empty tuple). A status string this bench does not
-know stays a plain string beside the enum members it does know (bench.model.statuses.parse).
+know stays a plain string beside the enum members it does know (bench.model.run_statuses.parse).
 The summary's segments and breaks are the estimator's own `Segment` and `Break`
 (bench.analysis.estimate) with what the summary adds (band, truth check); their bounds are
 `Bound`s. Loaded segments carry no polygon: methods that need it (proven_offset_at, maps) are
@@ -27,7 +27,15 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
-from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus, Verdict, parse
+from bench.model.run_statuses import (
+    BoundStatus,
+    BreakKind,
+    ErrorKind,
+    ResolutionBasis,
+    RunStatus,
+    Verdict,
+    parse,
+)
 
 
 def _d(x: object) -> Mapping[str, Any]:
@@ -324,7 +332,7 @@ class Manifest(_RawMapping):
     extra: dict[str, Any] = field(default_factory=dict)  # keys this model does not type: an
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)  # experiment's own (`incident`),
     # a newer bench's
-    schema_version: str = ""      # MAJOR.MINOR (bench/model/schema.py); "" before it was written
+    schema_version: str = ""      # MAJOR.MINOR (bench/model/file_schemas.py); "" before it was written
     csv_schema_versions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -928,7 +936,7 @@ class Summary(_RawMapping):
     # (bench.model.traffic.request_rates); absent for folders without counts by kind
     requests_per_min: dict[str, dict[str, Any]] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    schema_version: str = ""      # MAJOR.MINOR (bench/model/schema.py); "" before it was written
+    schema_version: str = ""      # MAJOR.MINOR (bench/model/file_schemas.py); "" before it was written
 
     @classmethod
     def of(cls, x: object) -> Summary:
@@ -965,7 +973,7 @@ class TruthBreak:
 @dataclass(frozen=True)
 class TruthClock:
     """A simulated clock's true offset and drift on a grid of reference instants (no grid for a
-    clock whose truth cannot be known; bench.sim.clock.ClockModel.truth)."""
+    clock whose truth cannot be known; bench.sim.clock_model.ClockModel.truth)."""
     name: str
     t_ns: tuple[int, ...] = ()
     offset_ns: tuple[float, ...] = ()

@@ -1022,7 +1022,7 @@ def parse_log(text: str, fmt: str = "auto", ctx: Context = Context()) -> ParsedL
     return parse_file(io.BytesIO(text.encode("utf-8", "surrogatepass")), fmt, ctx)
 
 
-# -- IPMI SEL stamps: local wall seconds in the BMC's zone (drivers/ipmi_bmc.py, bench/sim/ipmi_bmc.py)
+# -- IPMI SEL stamps: local wall seconds in the BMC's zone (drivers/ipmi_bmc.py, bench/sim/ipmi_bmc_emu.py)
 def sel_zone(name: str | None) -> dt.tzinfo | None:
     """The zone SEL wall-time stamps are read in; None for "unknown" (read as UTC, reported)."""
     if name is None or str(name).lower() == "unknown":

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from bench import saferead
 from bench.errors import RackclockError
 from bench.model.documents import Event, Manifest, Summary, Truth, load_events
-from bench.model.statuses import ErrorKind, RowStatus
+from bench.model.run_statuses import ErrorKind, RowStatus
 
 I64 = npt.NDArray[np.int64]
 

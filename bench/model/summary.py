@@ -47,9 +47,9 @@ from bench.model.documents import (
     Wrap,
     mean_drift_proven,
 )
+from bench.model.run_statuses import ErrorKind, RowStatus, Verdict
 from bench.model.rundata import I64, Samples, load_samples
 from bench.model.stamps import StampBound, bound_stamps, log_of
-from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
 OK = RowStatus.OK
 NOT_ERRORS = (OK, RowStatus.UNARMED)

@@ -42,9 +42,9 @@ from bench.model.logformats import (
     parse_path,
 )
 from bench.model.logsources import Stamper, line_source, stamping_clock
+from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
-from bench.model.statuses import RowStatus
 from bench.model.summary import ClockResult, device_meta, fit_clocks
 from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
 from bench.units import fmt_ns

@@ -24,12 +24,12 @@ from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
+from bench.model.run_statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.rundata import Run, unusable_devices
-from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
 if TYPE_CHECKING:
-    from bench.model.limits import Check
+    from bench.model.limit_checks import Check
 
 
 def device_inventory(manifest: Mapping[str, Any], device: str) -> dict[str, Any]:
@@ -129,9 +129,9 @@ def band_range(seg: SegmentSummary) -> tuple[float, float, float]:
 
 def span_range(clock: ClockSummary) -> tuple[float, float]:
     """(lowest, highest) offset over every segment's calibrated span (first to last read), as the
-    limits judge it (bench.model.limits.segment_range: every instant's bound from the first read
+    limits judge it (bench.model.limit_checks.segment_range: every instant's bound from the first read
     to the last, with no unseen step there): never the band's extrapolated edges."""
-    from bench.model.limits import segment_range, span_model
+    from bench.model.limit_checks import segment_range, span_model
     prior, _ = span_model(clock)
     rng = [segment_range(sg, prior) for sg in clock.segments]
     return min(r[0] for r in rng), max(r[1] for r in rng)
@@ -259,7 +259,7 @@ def run_outcome(run: Run) -> RunOutcome:
     """FAIL (REGRESSED) when a device gave no usable read or the overall verdict fails;
     UNDECIDED when it is undecided or no clock was measured; else PASS. Whether the run
     completed is the caller's to check first."""
-    from bench.model.limits import check_run
+    from bench.model.limit_checks import check_run
     from bench.model.outcomes import measured_clocks, outcome
     from bench.model.rundata import load_measurements
     bad = unusable_devices(run.summary)

@@ -85,7 +85,7 @@ def overall_line(run, checks, width: int | None = WIDTH) -> str:
 
 def closing_text(path, wide: bool = False) -> tuple[str, str]:
     """(everything before the verdict, the verdict line) of a run folder."""
-    from bench.model.limits import check_run, text_table
+    from bench.model.limit_checks import check_run, text_table
     from bench.model.rundata import load_run
     from bench.output.terminal import table
     run = load_run(path)

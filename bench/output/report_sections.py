@@ -1,6 +1,6 @@
 """The report as a list of sections. A section is a function `(run) -> html fragment | None`
 (None: nothing to say for this run); a new measurement joins the report by appending its
-function to SECTIONS (or passing its own list to bench.output.report.build_report).
+function to SECTIONS (or passing its own list to bench.output.report_html.build_report).
 
 `run` is a bench.model.rundata.Run; when the report builds it, it is a `ReportRun` that also says where
 figures go and in which formats. Use `figure_html(run, fig, stem, caption)` to write a figure into
@@ -474,7 +474,7 @@ def chrony_columns(run) -> str | None:
 
 def limits(run) -> str | None:
     """The rack file's [limits], judged from the bounds; also written as RUN/limits.xml (JUnit)."""
-    from bench.model import limits as lim
+    from bench.model import limit_checks as lim
 
     checks = lim.check_run(run.summary, run.manifest)
     if not checks:

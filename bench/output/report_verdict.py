@@ -42,7 +42,7 @@ def _overall_html(run, checks, inc) -> str:
 
 
 def _limits_html(run, checks) -> str:
-    from bench.model import limits as lim
+    from bench.model import limit_checks as lim
     if not checks:
         return ("<h3>Limits</h3>" + note_html(
             "No limits declared: the rack file's [limits] (offset_within, drift_within_ppm, "
@@ -91,7 +91,7 @@ def verdict_page(run) -> str | None:
     plane broke first (where an incident was played), a compact per-clock table, and every clock
     against the reference in one figure."""
     from bench.model import verdict as vd
-    from bench.model.limits import check_run
+    from bench.model.limit_checks import check_run
     from bench.units import fmt_interval_ns
 
     checks = check_run(run.summary, run.manifest)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from bench.analysis.statuses import Verdict
 from bench.model.decided import fmt_run, mean_drift, only_prior
 from bench.model.documents import Manifest, Summary
-from bench.model.limits import check_run, text_table
+from bench.model.limit_checks import check_run, text_table
+from bench.model.run_statuses import ErrorKind
 from bench.model.rundata import OLD_UNUSED
-from bench.model.statuses import ErrorKind
 from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, terminal_width, wrap
 from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word

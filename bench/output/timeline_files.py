@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bench import safeio
-from bench.model.schema import version
+from bench.model.file_schemas import version
 from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, LogTexts, Timeline
 from bench.output.timeline_columns import (
     chunk_texts,

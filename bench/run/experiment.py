@@ -24,8 +24,8 @@ from bench.model import provenance
 from bench.model.documents import Manifest
 from bench.model.manifest import DeviceStart, RunEnd, RunEndedEarly, RunStart
 from bench.model.outage import lost_devices, lost_line
+from bench.model.run_statuses import RunStatus
 from bench.model.rundata import bound_from_manifest, load_run
-from bench.model.statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
 from bench.model.texttable import terminal_width, wrap
@@ -36,11 +36,11 @@ from bench.reference.monitor import RunReference
 from bench.run import admission
 from bench.run.after import MIN_DEVICES, START_AFTER_S, AfterPool, Figures
 from bench.run.catalog import load_experiment
-from bench.run.decided import UntilDecided
 from bench.run.probe import run_devices
 from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
 from bench.run.simproc import SimProcess
+from bench.run.until_decided import UntilDecided
 from bench.sim import DEFAULT_RACK
 
 log = logging.getLogger(__name__)

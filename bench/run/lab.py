@@ -39,8 +39,8 @@ from typing import Any
 
 from bench.errors import RackclockError
 from bench.model.documents import Manifest
+from bench.model.run_statuses import RowStatus
 from bench.model.rundata import MEASUREMENTS_FILE
-from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
 from bench.run.lab_outcome import ON_ERROR, DeviceFailures, Failed
 from bench.run.probe import run_devices

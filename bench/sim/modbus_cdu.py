@@ -42,7 +42,7 @@ from pymodbus.pdu.mei_message import ReadDeviceInformationRequest, ReadDeviceInf
 from pymodbus.simulator import DataType, SimData, SimDevice
 
 from bench.config.inventory import DeviceConfig
-from bench.sim.clock import NS
+from bench.sim.clock_model import NS
 from bench.sim.modbus_manual import spans
 from bench.sim.timing import hold, sample_clock
 

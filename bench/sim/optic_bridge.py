@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench.errors import RackclockError
-from bench.sim.clock import NS
+from bench.sim.clock_model import NS
 from bench.sim.optic_cmis import CmisModule
 from bench.sim.timing import hold
 

@@ -21,7 +21,7 @@ from bench.analysis.probe_schedule import (
     next_probe_ns,
     paired_slots,
 )
-from bench.sim.clock import ClockModel
+from bench.sim.clock_model import ClockModel
 
 NS = 1_000_000_000
 EXPLORE_EVERY = 4

@@ -46,9 +46,9 @@ class Alerts:
             c.limits_failed.discard("stuck")
 
     def crossed(self, device: str, clock: str, c) -> None:
-        """The rack file's [limits] (bench/model/limits.py) judged on the current segment: a
+        """The rack file's [limits] (bench/model/limit_checks.py) judged on the current segment: a
         limit is crossed when every value the proven bounds allow is beyond it."""
-        from bench.model.limits import for_device  # scipy's stack: not on the start's path
+        from bench.model.limit_checks import for_device  # scipy's stack: not on the start's path
         try:
             lim = for_device(self.limits, device, c.plane)
         except Exception:

@@ -13,7 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
 from bench.analysis.statuses import BreakKind
-from bench.model.statuses import ErrorKind
+from bench.model.run_statuses import ErrorKind
 from bench.units import PER_PPM, PER_S, scaled_out
 from bench.watch.estimator import bound_now
 from bench.watch.state import MEASURED_NS

@@ -1,6 +1,6 @@
 """Redfish cooling and power equipment: a coolant distribution unit, a rack PDU, a power shelf.
 
-The BMC emulator's service core (bench/sim/redfish_bmc.py: sessions, basic auth, limits, the
+The BMC emulator's service core (bench/sim/redfish_bmc_emu.py: sessions, basic auth, limits, the
 Manager's `DateTime` sampled from the clock model inside the request, NetworkProtocol and NTP,
 LogServices, the EventService with SSE and push, AccountService) with the equipment's own
 resources (bench/sim/redfish_equipment_payloads.py, after DMTF's mockups `public-cooling-unit`,
@@ -34,11 +34,11 @@ from aiohttp import web
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import choice, num
 from bench.sim import power
-from bench.sim import redfish_bmc as bmc
+from bench.sim import redfish_bmc_emu as bmc
 from bench.sim import redfish_equipment_payloads as E
 from bench.sim import redfish_equipment_service as S
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock_model import NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.redfish_profiles import LogSpec, Profile
 

@@ -14,7 +14,7 @@ as bmcweb does:
 - `NetworkProtocol` with NTP `ProtocolEnabled` (PATCH toggles it) and `NTPServers` (PATCH with
   the specification's array rules: `{}` keeps an element, `null` removes it, the rest truncated);
 - `EventService` `SubmitTestEvent` (204): the event goes to every subscriber at once (as bmcweb
-  does, after the delivery latency of bench/sim/redfish_events.py), and after the model's log
+  does, after the delivery latency of bench/sim/redfish_event_service.py), and after the model's log
   latency an entry appears in `/redfish/v1/Systems/system/LogServices/EventLog/Entries`, `Created`
   stamped by the model then; subscriptions by push (POST Subscriptions) and server-sent events
   (GET `ServerSentEventUri`);
@@ -52,7 +52,7 @@ Sim keys beyond the clock model's: `profile` and its overrides (bench/sim/redfis
 `ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
 `serial`, `log_capacity` (entries kept, oldest dropped first), and the EventService's
 (`event_subscriptions`, `event_delivery_s`, `event_retry_s`, `event_ca_file`: see
-bench/sim/redfish_events.py), `ntp_model` (the NTP client's
+bench/sim/redfish_event_service.py), `ntp_model` (the NTP client's
 model, bench/sim/ntp.py, running from the first NetworkProtocol PATCH on), `power` ("PDU:OUTLET"
 feeding it, bench/sim/power.py) with `boot_s` and `power_clock` (rtc | epoch | image, with
 `image_date`): where its clock comes back after a power cycle.
@@ -87,10 +87,10 @@ from bench.config.keys import Key
 from bench.config.schema import FLAG, TEXT, choice, iso_instant, num, span
 from bench.config.schema import key as key_check
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock_model import NS, ClockModel
 from bench.sim.ntp import NTP_KEYS, SERVERS, NtpDiscipline, NtpParams
 from bench.sim.rack import SimContext
-from bench.sim.redfish_events import EventService
+from bench.sim.redfish_event_service import EventService
 from bench.sim.redfish_limits import Limits
 from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.timing import hold, sample_clock
@@ -218,7 +218,7 @@ class EmulatedBMC:
         self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
 
     def make_profile(self, sim: dict) -> Profile:
-        """The service's layout (bench/sim/redfish_equipment.py lays out other equipment)."""
+        """The service's layout (bench/sim/redfish_equipment_emu.py lays out other equipment)."""
         return profile_of(sim)
 
     # -- the clock -------------------------------------------------------------------------------
@@ -740,7 +740,7 @@ def _bind(address: str) -> tuple[socket.socket, str, str]:
 async def serve(devices: list[DeviceConfig], ctx: SimContext, make: type[EmulatedBMC] = EmulatedBMC,
                 tls_name: str = "redfish") -> dict[str, dict]:
     """Serve each device; `make` and `tls_name` (its certificates' file names in the workdir,
-    one CA per emulator module) for services on this core (bench/sim/redfish_equipment.py)."""
+    one CA per emulator module) for services on this core (bench/sim/redfish_equipment_emu.py)."""
     certs = None
     out: dict[str, dict] = {}
     for device in devices:

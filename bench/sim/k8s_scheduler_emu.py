@@ -39,8 +39,8 @@ from aiohttp import web
 
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import TEXT, list_of, num, span, table
-from bench.sim.clock import AT_S, NS
-from bench.sim.redfish_bmc import _bind
+from bench.sim.clock_model import AT_S, NS
+from bench.sim.redfish_bmc_emu import _bind
 from bench.sim.timing import hold, sample_clock
 from bench.sim.tls import make_certificates, server_context
 

@@ -20,8 +20,8 @@ import numpy as np
 from bench.compare.measures import Measure, identities, run_measures
 from bench.compare.output import verdict_line
 from bench.compare.verdicts import Comparison, compare_runs, fmt_value
+from bench.fleet.fleet_verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.fleet.gather import UNGATHERED, ensure_unpacked, left_behind, load_fleet_manifest
-from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.model.outcomes import FAIL, PASS
 from bench.model.rundata import Run, load_run
 from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, wrap
@@ -289,7 +289,7 @@ def figure(ds: list[Distribution], families=("offset", "drift", "latency", "brea
 def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | None = None) \
         -> Path:
     """FLEET/fleet.html, with the report's style and helpers (bench.output)."""
-    from bench.output.report import CSS
+    from bench.output.report_html import CSS
     from bench.output.report_sections import esc, figure_html, note_html, table_html
 
     m = fleet.manifest
