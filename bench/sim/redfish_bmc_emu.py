@@ -166,6 +166,31 @@ def _parse_datetime_ns(text: str) -> int:
     return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
 
 
+
+def _dropped(request: web.BaseRequest) -> web.Response:
+    """The connection aborted (the 503 is never sent): what a powered-off BMC answers."""
+    if request.transport is not None:
+        request.transport.abort()
+    return web.Response(status=503)
+
+
+def _access_denied(path: str) -> web.Response:
+    """401 for a request without valid credentials."""
+    return _error(401, "AccessDenied", f"While attempting to establish a connection to "
+                  f"'{path}', the service denied access.", [path],
+                  {"WWW-Authenticate": 'Basic realm="Redfish"'})
+
+
+def _describe_resource(resp: web.StreamResponse, method: str, allow: str | None) -> None:
+    """A resource read (GET or HEAD answered 200, not streamed) gets its Allow header and a
+    Link to its schema."""
+    if method not in ("GET", "HEAD") or resp.status != 200 or resp.prepared:
+        return
+    resp.headers["Allow"] = allow or ""
+    link = P.described_by(getattr(resp, "odata_type", None))
+    if link:
+        resp.headers["Link"] = f"<{link}>; rel=describedby"
+
 class EmulatedBMC:
     """One BMC: its credentials, sessions, NTP switch, event log, and the HTTP handler."""
 
@@ -313,28 +338,24 @@ class EmulatedBMC:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if not self.powered:           # off or booting: nothing answers (the connection drops)
-            if request.transport is not None:
-                request.transport.abort()
-            return web.Response(status=503)
+            return _dropped(request)
         early = self.limits.request(request) or self._precondition(request)
         if early is not None:
             return early
         path = request.path.rstrip("/") or "/"
         method = request.method
-        if path in (P.SESSIONS, f"{P.SESSIONS}/Members") and method == "POST" and \
-                self.profile.session_service:
+        if self._is_login(path, method):
             return await self.login(request)
         if path not in UNAUTHENTICATED and not self.authorized(request):
-            return _error(401, "AccessDenied", f"While attempting to establish a connection to "
-                          f"'{path}', the service denied access.", [path],
-                          {"WWW-Authenticate": 'Basic realm="Redfish"'})
+            return _access_denied(path)
         resp, allow = await self._dispatch(request, path, method)
-        if method in ("GET", "HEAD") and resp.status == 200 and not resp.prepared:
-            resp.headers["Allow"] = allow or ""
-            link = P.described_by(getattr(resp, "odata_type", None))
-            if link:
-                resp.headers["Link"] = f"<{link}>; rel=describedby"
+        _describe_resource(resp, method, allow)
         return resp
+
+    def _is_login(self, path: str, method: str) -> bool:
+        """A POST to the Sessions collection of a profile with a SessionService."""
+        return path in (P.SESSIONS, f"{P.SESSIONS}/Members") and method == "POST" and \
+            self.profile.session_service
 
     async def _dispatch(self, request: web.BaseRequest, path: str, method: str,
                         ) -> tuple[web.StreamResponse, str | None]:

@@ -70,6 +70,21 @@ def equipment_profile(kind: str, sim: dict) -> Profile:
                    rate_limit_hz=float(sim.get("rate_limit_hz", 0.0)))
 
 
+
+def _writable_labels(patch: dict, place) -> bool:
+    """Whether a PATCH writes only UserLabel (a string), LocationIndicatorActive (a boolean)
+    and Location.Placement (`place`)."""
+    return set(patch) <= {"UserLabel", "Location", "LocationIndicatorActive"} and \
+        isinstance(patch.get("LocationIndicatorActive", False), bool) and \
+        isinstance(patch.get("UserLabel", ""), str) and \
+        ("Location" not in patch or _writable_placement(patch["Location"], place))
+
+
+def _writable_placement(location, place) -> bool:
+    """Whether a PATCH's Location holds only a Placement of Row and Rack strings."""
+    return isinstance(place, dict) and set(location) == {"Placement"} \
+        and set(place) <= {"Row", "Rack"} and all(isinstance(v, str) for v in place.values())
+
 class EmulatedEquipment(bmc.EmulatedBMC):
     """One piece of equipment behind its management controller."""
 
@@ -164,13 +179,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
             return patch
         place = (patch.get("Location") or {}).get("Placement") if isinstance(
             patch.get("Location"), dict) else None
-        ok = set(patch) <= {"UserLabel", "Location", "LocationIndicatorActive"} and \
-            isinstance(patch.get("LocationIndicatorActive", False), bool) and \
-            isinstance(patch.get("UserLabel", ""), str) and ("Location" not in patch or (
-                isinstance(place, dict) and set(patch["Location"]) == {"Placement"}
-                and set(place) <= {"Row", "Rack"}
-                and all(isinstance(v, str) for v in place.values())))
-        if not ok:
+        if not _writable_labels(patch, place):
             return bmc._error(400, "PropertyNotWritable", "Only UserLabel, LocationIndicatorActive "
                               "and Location/Placement Row and Rack can be written here.",
                               ["UserLabel/Location"])
