@@ -114,7 +114,8 @@ def until_lines(run, width: int | None = WIDTH) -> list[str]:
     u = run.manifest.raw.get("until_decided")
     if not isinstance(u, dict):
         return []
-    yes, no = [], []
+    yes: list[str] = []
+    no: list[str] = []
     for w in u.get("clocks") or []:
         decided, text = _until_clock(run, w, u)
         (yes if decided else no).append(text)

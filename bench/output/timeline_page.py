@@ -249,7 +249,7 @@ def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
     last instants, ns): its pages share an x axis over the run, zoomable, and the entries
     wholly before or after it are gathered apart, collapsed; without it each page is zoomed to
     its own entries."""
-    before, inside, after = _by_span(rows, span)
+    before, inside, after = by_span(rows, span)
     pages = [inside[i:i + per_page] for i in range(0, len(inside), per_page)]
     out = _opening(element_id, len(inside), len(pages), per_page, span is not None)
     if span:
@@ -267,7 +267,7 @@ def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
     return "".join(out)
 
 
-def _by_span(rows: list[dict], span: tuple[int, int] | None
+def by_span(rows: list[dict], span: tuple[int, int] | None
              ) -> tuple[list[dict], list[dict], list[dict]]:
     """(the rows wholly before the span, those that meet it, those wholly after); all meet it
     without a span."""
