@@ -47,6 +47,8 @@ def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = Fa
 
 
 def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
+    """Why the rack's run failed, in one line: the task's error, a run folder that did not
+    arrive, the run's own error, else the last line it logged; None when it did not fail."""
     if result.get("error"):
         return result["error"]
     if run_manifest is None and result.get("run_id"):
@@ -55,10 +57,15 @@ def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
     if run_manifest is not None and run_manifest.error:
         return str(run_manifest.error)
     if result.get("exit_status") not in (0, 3):     # 3: UNDECIDED, a verdict and not an error
-        lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
-                 and not ln.startswith("run folder:")]
-        return lines[-1] if lines else f"exit status {result.get('exit_status')}"
+        return _last_log_line(result)
     return None
+
+
+def _last_log_line(result: dict) -> str:
+    """The last line the task logged (the run folder's name aside), else its exit status."""
+    lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
+             and not ln.startswith("run folder:")]
+    return lines[-1] if lines else f"exit status {result.get('exit_status')}"
 
 
 def unpack_members(tar_path: Path, into: Path, names=UNPACKED) -> None:

@@ -26,13 +26,16 @@ def _value(m: dict) -> str:
     if p50 and m.get("unit") == "ns":
         return (f"{_value({**m, 'extra': {}})} (n={x.get('n')}, "
                 f"p50 {fmt_bounds_ns(p50[0], p50[1])})")
+    return _single_value(m)
+
+
+def _single_value(m: dict) -> str:
+    """A measurement's bound (an interval when lo and hi differ) or value, with its unit."""
     unit, lo, hi, pt = m.get("unit", ""), m.get("lo"), m.get("hi"), m.get("point")
-    if unit == "ns" and lo is not None and hi is not None and lo != hi:
-        return fmt_interval_ns(lo, hi)
+    if lo is not None and hi is not None and lo != hi:
+        return fmt_interval_ns(lo, hi) if unit == "ns" else fmt_bounds(lo, hi, unit, 6)
     if unit == "ns":
         return fmt_ns(pt)
-    if lo is not None and hi is not None and lo != hi:
-        return fmt_bounds(lo, hi, unit, 6)
     return f"{pt:.6g} {unit}".strip() if isinstance(pt, (int, float)) else str(pt)
 
 
@@ -108,41 +111,60 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
 def until_lines(run, width: int | None = WIDTH) -> list[str]:
     """--until-decided (the manifest's `until_decided`): which drifts were decided and when,
     which not and why, by the summary's own fit (the watch's fits only said when)."""
-    from bench.model.decided import clock_decided, fmt_run, mean_drift, target_ppm
-    from bench.units import ppm_interval
     u = run.manifest.raw.get("until_decided")
     if not isinstance(u, dict):
         return []
-    ceiling = float(u.get("ceiling_s") or 0)
-    yes, no = [], []
+    yes: list[str] = []
+    no: list[str] = []
     for w in u.get("clocks") or []:
-        c = run.summary.devices.get(w["device"])
-        c = c.clocks.get(w["clock"]) if c is not None else None
-        name = f"{w['device']} {w['clock']}"
-        if c is None or not c.segments or c.assumptions is None:
-            no.append(f"{name}: no fit")
-            continue
-        m = mean_drift(c.segments[-1])
-        target = target_ppm(c.assumptions.drift_prior_ppm, u.get("decided_ppm"))
-        if m is not None and m[1] - m[0] <= target:
-            seen = w.get("decided_after_s")
-            yes.append(f"{name} {ppm_interval(*m)}"
-                       + (f" after {fmt_run(seen)}" if seen is not None else " at the end"))
-            continue
-        after = (clock_decided(c.segments, c.assumptions.drift_prior_ppm,
-                               u.get("decided_ppm")) or {}).get("drift_decided_after_s")
-        why = f"; a run of about {fmt_run(after)} would decide it" if after else ""
-        no.append(f"{name} " + (f"{ppm_interval(*m)} ({m[1] - m[0]:.0f} wide > {target:g})"
-                                if m is not None else "no mean drift") + why)
-    stop = u.get("all_decided_after_s")
-    head = (f"until decided (mean drift ppm, proven, <= {u['decided_ppm']:g} wide"
-            if u.get("decided_ppm") else "until decided (mean drift ppm, proven, <= a tenth "
-            "of its prior's width")
-    head += (f"): all decided, probing stopped after {fmt_run(stop)}" if stop is not None
-             else f"): the ceiling ({fmt_run(ceiling)}) was reached")
-    out = wrap(head, width)
+        decided, text = _until_clock(run, w, u)
+        (yes if decided else no).append(text)
+    out = wrap(_until_head(u), width)
     if yes:
         out += wrap("  decided: " + "; ".join(yes), width, "    ")
     if no:
         out += wrap("  NOT decided: " + "; ".join(no), width, "    ")
     return out
+
+
+def _until_head(u: dict) -> str:
+    """The --until-decided block's first line: the width asked for and how the run ended."""
+    from bench.model.decided import fmt_run
+    ceiling = float(u.get("ceiling_s") or 0)
+    stop = u.get("all_decided_after_s")
+    head = (f"until decided (mean drift ppm, proven, <= {u['decided_ppm']:g} wide"
+            if u.get("decided_ppm") else "until decided (mean drift ppm, proven, <= a tenth "
+            "of its prior's width")
+    return head + (f"): all decided, probing stopped after {fmt_run(stop)}" if stop is not None
+                   else f"): the ceiling ({fmt_run(ceiling)}) was reached")
+
+
+def _until_clock(run, w: dict, u: dict) -> tuple[bool, str]:
+    """(decided?, its text) for one clock the watch followed (`w`, an entry of
+    until_decided's clocks), by the summary's fit of its last segment."""
+    from bench.model.decided import fmt_run, mean_drift, target_ppm
+    from bench.units import ppm_interval
+    c = run.summary.devices.get(w["device"])
+    c = c.clocks.get(w["clock"]) if c is not None else None
+    name = f"{w['device']} {w['clock']}"
+    if c is None or not c.segments or c.assumptions is None:
+        return False, f"{name}: no fit"
+    m = mean_drift(c.segments[-1])
+    target = target_ppm(c.assumptions.drift_prior_ppm, u.get("decided_ppm"))
+    if m is not None and m[1] - m[0] <= target:
+        seen = w.get("decided_after_s")
+        return True, (f"{name} {ppm_interval(*m)}"
+                      + (f" after {fmt_run(seen)}" if seen is not None else " at the end"))
+    return False, f"{name} " + _undecided_text(c, m, target, u.get("decided_ppm"))
+
+
+def _undecided_text(c, m, target: float, decided_ppm) -> str:
+    """Why a clock's mean drift `m` (ppm interval or None) was not decided, and how long a run
+    would decide it."""
+    from bench.model.decided import clock_decided, fmt_run
+    from bench.units import ppm_interval
+    after = (clock_decided(c.segments, c.assumptions.drift_prior_ppm,
+                           decided_ppm) or {}).get("drift_decided_after_s")
+    why = f"; a run of about {fmt_run(after)} would decide it" if after else ""
+    return (f"{ppm_interval(*m)} ({m[1] - m[0]:.0f} wide > {target:g})"
+            if m is not None else "no mean drift") + why
