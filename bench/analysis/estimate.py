@@ -639,7 +639,7 @@ class Segment:
         hi = np.array([s[1] or 0 for s in sides], dtype=np.int64)
         return lo, hi, has_lo, has_hi
 
-    def _pieces(self, env: _envelope.TwoSided) -> Any:
+    def _pieces(self, env: _envelope.TwoSided) -> _envelope.Pieces | None:
         """The published envelope's pieces (bench.analysis.envelope.pieces), built once."""
         kept = [pc for e, pc in self._cache.pieces if e is env]
         if kept:
