@@ -355,15 +355,10 @@ class _Window:
         if len(ok) == 0:
             return None
         k0, k1 = ok[0], ok[-1]
-        lo, hi = xs[k0], xs[k1]
-        if k0 > 0 and d[k0] < 0:
-            lo = xs[k0 - 1] + (xs[k0] - xs[k0 - 1]) * d[k0 - 1] / (d[k0 - 1] - d[k0])
-        if k1 < len(xs) - 1 and d[k1] < 0:
-            hi = xs[k1] + (xs[k1 + 1] - xs[k1]) * d[k1] / (d[k1] - d[k1 + 1])
+        lo, hi = _feasible_ends(xs, d, k0, k1)
         inner = xs[k0:k1 + 1]
         inner = inner[(inner > lo) & (inner < hi)]
-        # nudge the drift bounds outward by more than the interpolation's rounding
-        lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
+        lo, hi = _nudged_out(lo, hi, P)
         return np.unique(np.concatenate(([lo], inner, [hi])))
 
     def _vertices_lists(self, tol: float) -> F64 | None:
@@ -378,13 +373,9 @@ class _Window:
         if not ok:
             return None
         k0, k1 = ok[0], ok[-1]
-        lo, hi = xs[k0], xs[k1]
-        if k0 > 0 and d[k0] < 0:
-            lo = xs[k0 - 1] + (xs[k0] - xs[k0 - 1]) * d[k0 - 1] / (d[k0 - 1] - d[k0])
-        if k1 < len(xs) - 1 and d[k1] < 0:
-            hi = xs[k1] + (xs[k1 + 1] - xs[k1]) * d[k1] / (d[k1] - d[k1 + 1])
+        lo, hi = _feasible_ends(xs, d, k0, k1)
         inner = [x for x in xs[k0:k1 + 1] if lo < x < hi]
-        lo, hi = max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
+        lo, hi = _nudged_out(lo, hi, P)
         return np.array(sorted({lo, *inner, hi}))
 
     def chains(self, x: F64) -> tuple[F64, F64]:
@@ -393,6 +384,23 @@ class _Window:
         g = np.max(self.L[None, :] - np.outer(x, self.beta), axis=1)
         h = np.min(self.U[None, :] - np.outer(x, self.alpha), axis=1)
         return g, h
+
+
+def _feasible_ends(xs: Any, d: Any, k0: int, k1: int) -> tuple[float, float]:
+    """The drift bounds from the first (k0) and last (k1) vertex where g − h <= tol: where
+    g − h is below 0 there, out to where it crosses 0 on the edge beyond (linear between
+    vertices). The same operations on a list or an array of floats."""
+    lo, hi = xs[k0], xs[k1]
+    if k0 > 0 and d[k0] < 0:
+        lo = xs[k0 - 1] + (xs[k0] - xs[k0 - 1]) * d[k0 - 1] / (d[k0 - 1] - d[k0])
+    if k1 < len(xs) - 1 and d[k1] < 0:
+        hi = xs[k1] + (xs[k1 + 1] - xs[k1]) * d[k1] / (d[k1] - d[k1 + 1])
+    return lo, hi
+
+
+def _nudged_out(lo: float, hi: float, P: float) -> tuple[float, float]:
+    """The drift bounds nudged outward by more than the interpolation's rounding, within ±P."""
+    return max(-P, lo - 1e-9 * (1 + abs(lo))), min(P, hi + 1e-9 * (1 + abs(hi)))
 
 
 def _centroid(x: F64, g: F64, h: F64) -> tuple[float, float]:
@@ -614,22 +622,31 @@ class Segment:
         v = np.asarray(value_ns, dtype=np.int64).reshape(-1)
         q = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape)
         if self._env is None:
-            sides = [self.proven_sides(int(a), int(b)) for a, b in zip(v, q)]
-            has_lo = np.array([s[0] is not None for s in sides], dtype=bool)
-            has_hi = np.array([s[1] is not None for s in sides], dtype=bool)
-            lo = np.array([s[0] or 0 for s in sides], dtype=np.int64)
-            hi = np.array([s[1] or 0 for s in sides], dtype=np.int64)
-            return lo, hi, has_lo, has_hi
-        kept = [pc for env, pc in self._cache.pieces if env is self._env]
-        if kept:
-            p = kept[0]
-        else:
-            p = _envelope.pieces(self._env)
-            self._cache.pieces[:] = [(self._env, p)]
+            return self._proven_sides_each(v, q)
+        p = self._pieces(self._env)
         if p is None:
             z = np.zeros(len(v), dtype=np.int64)
             return z, z.copy(), np.zeros(len(v), bool), np.zeros(len(v), bool)
         return _envelope.proven_sides_many(p, v, q)
+
+    def _proven_sides_each(self, v: I64, q: npt.NDArray[np.int64]
+                           ) -> tuple[I64, I64, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """proven_sides_many's result from proven_sides, one stamp at a time."""
+        sides = [self.proven_sides(int(a), int(b)) for a, b in zip(v, q)]
+        has_lo = np.array([s[0] is not None for s in sides], dtype=bool)
+        has_hi = np.array([s[1] is not None for s in sides], dtype=bool)
+        lo = np.array([s[0] or 0 for s in sides], dtype=np.int64)
+        hi = np.array([s[1] or 0 for s in sides], dtype=np.int64)
+        return lo, hi, has_lo, has_hi
+
+    def _pieces(self, env: _envelope.TwoSided) -> _envelope.Pieces | None:
+        """The published envelope's pieces (bench.analysis.envelope.pieces), built once."""
+        kept = [pc for e, pc in self._cache.pieces if e is env]
+        if kept:
+            return kept[0]
+        p = _envelope.pieces(env)
+        self._cache.pieces[:] = [(env, p)]
+        return p
 
     def as_dict(self) -> dict[str, Any]:
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "reads": self.reads,
@@ -707,18 +724,20 @@ class ClockFit:
                 "breaks": [b.as_dict() for b in self.breaks],
                 "outliers": [{"t_ns": (o["s_ns"] + o["e_ns"]) // 2, "value_ns": o["value_ns"],
                               "reason": o["evidence"]} for o in self.outliers],
-                **({"beyond_prior_note": self.beyond_note} if self.beyond_note else {}),
-                **({"lag_seen_ns": self.lag_seen_ns} if self.lag_seen_ns else {}),
-                **({"update_ns": self.update_ns} if self.update_ns else {}),
-                **({"rate_assumed": self.rate_assumed} if self.rate_assumed else {}),
-                **({"unknown_breaks": self.unknown_breaks} if self.unknown_breaks else {}),
-                **({"steps_seen": self.steps_seen} if self.steps_seen else {}),
-                **({"step_could_hide_ns": self.hide_ns} if self.hide_ns else {})}
+                **_those_set(beyond_prior_note=self.beyond_note, lag_seen_ns=self.lag_seen_ns,
+                             update_ns=self.update_ns, rate_assumed=self.rate_assumed,
+                             unknown_breaks=self.unknown_breaks, steps_seen=self.steps_seen,
+                             step_could_hide_ns=self.hide_ns)}
 
     @property
     def rate_check_s(self) -> float:
         """The shortest stretch over which a rate of twice the bound shows (rate_check)."""
         return _rate.check_horizon_s(self.pinned_ns, self.drift_prior_ppm)
+
+
+def _those_set(**fields: Any) -> dict[str, Any]:
+    """The fields whose value is set (true), in their order: a summary omits the others."""
+    return {k: x for k, x in fields.items() if x}
 
 
 # -- fitting ---------------------------------------------------------------------------------
@@ -942,19 +961,24 @@ def _publish(seg: Segment, env: _envelope.TwoSided, basis: str, lone_ok: bool,
         st = BoundStatus.UNDECIDED
     else:
         st = BoundStatus.ASSUMED if need >= RATE_EDGE * env.env.rate else BoundStatus.PROVEN
-    s, e, v = seg._reads
-    h = _halves(s, e, v, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior, seg._cache)
-    d = seg.drift_ppm
-    if h is None or st == BoundStatus.UNDECIDED:
-        dr, dst = d, BoundStatus.UNDECIDED
-    else:
-        wp = seg._w * 1e6
-        dr = Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp))
-        dst = BoundStatus.ASSUMED
+    dr, dst = _epoch_drift(seg, st)
     return _dc_replace(seg, offset_ns=off, drift_ppm=dr, offset_status=st, drift_status=dst,
                        drift_assumes=RATE_CHANGE_ASSUMPTION if dst != BoundStatus.UNDECIDED
                        else "", offset_line=line, rate_needed_ppm=need / PPM,
                        span_offset=_span_offset(env, seg), _env=env)
+
+
+def _epoch_drift(seg: Segment, st: BoundStatus) -> tuple[Bound, BoundStatus]:
+    """The drift at the epoch and its status: the hull of the two sides' lines (_halves), at
+    best "assumed"; the line's own, "undecided", with no halves or an undecided offset."""
+    s, e, v = seg._reads
+    h = _halves(s, e, v, seg.resolution_ns, seg.epoch_ns, seg._w * 1e9, seg._prior, seg._cache)
+    d = seg.drift_ppm
+    if h is None or st == BoundStatus.UNDECIDED:
+        return d, BoundStatus.UNDECIDED
+    wp = seg._w * 1e6
+    return Bound(h[2] - wp, h[3] + wp, min(max(d.point, h[2] - wp), h[3] + wp)), \
+        BoundStatus.ASSUMED
 
 
 def _span_offset(two: _envelope.TwoSided, seg: Segment) -> Bound | None:
@@ -1141,25 +1165,45 @@ def _asks_for_wider(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, w: float, wi
     """Would a wider drift range have explained a break or an outlier? The window before each
     break plus the read that emptied it, and each outlier with the run before it, are tested
     with drift within ±wide. Returns the evidence, or ""."""
-    out_pos = {p for p, _ in sp.outliers}
 
     def ok(idx: npt.NDArray[Any]) -> bool:
         t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2
         win = _Window(s[idx], e[idx], v[idx], q, t0, w, wide)
         return win.feasible_x() is not None
 
+    return _break_fits_wider(sp, ok, wide) or _outlier_fits_wider(sp, ok, wide)
+
+
+def _break_fits_wider(sp: _seg.Split, ok: Callable[[npt.NDArray[Any]], bool], wide: float
+                      ) -> str:
+    """_asks_for_wider's evidence from a break of the split's own (not one another clock of
+    the device imposed): the reads around it fit one line within ±wide (`ok`); else ""."""
+    out_pos = {p for p, _ in sp.outliers}
     for k, (_pre, post, _amb) in enumerate(sp.breaks):
         if k in sp.forced:        # imposed by another clock of the device: nothing to explain
             continue
-        # the reads after the break too: a drift beyond the prior goes on along one line, a
-        # step leaves the later reads on a parallel one (a line steep enough to join the two
-        # sides of a small step parts from the later reads within seconds)
-        first = int(sp.runs[k][0])
-        last = max(post, int(sp.runs[k + 1][-1])) if k + 1 < len(sp.runs) else post
+        first, last = _around_break(sp, k, post)
         idx = np.array([i for i in range(first, last + 1) if i not in out_pos])
         if ok(idx):
             return (f"the reads {first}..{last} fit one line only with a drift beyond the prior: "
                     f"refitted within ±{wide:g} ppm")
+    return ""
+
+
+def _around_break(sp: _seg.Split, k: int, post: int) -> tuple[int, int]:
+    """The first and last read tested for break k: the run before it through the read that
+    emptied it, and the run after it too (a drift beyond the prior goes on along one line, a
+    step leaves the later reads on a parallel one: a line steep enough to join the two sides
+    of a small step parts from the later reads within seconds)."""
+    first = int(sp.runs[k][0])
+    last = max(post, int(sp.runs[k + 1][-1])) if k + 1 < len(sp.runs) else post
+    return first, last
+
+
+def _outlier_fits_wider(sp: _seg.Split, ok: Callable[[npt.NDArray[Any]], bool], wide: float
+                        ) -> str:
+    """_asks_for_wider's evidence from an outlier: it fits the run before it within ±wide
+    (`ok`); else ""."""
     for p, _ in sp.outliers:
         before = [r for r in sp.runs if r[-1] < p]
         if before and ok(np.concatenate((before[-1][-4 * SMALL_WINDOW:], [p]))):
@@ -1327,35 +1371,71 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     raw_s, raw_e, v, order = _time_order(raw_s, raw_e, v)
     u = int(uncertainty_ns)
     s, e = raw_s - u - int(lag_ns), raw_e + u     # a lagging tick moves each read's upper point
-    seen, update = _lag_and_update(s, e, v, q, float(drift_prior_ppm)) if publish else (0, 0)
-    if update:            # a value that moves less often than its tick: a resolution finding
-        note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
+    seen, update, note, basis = _lag_found(s, e, v, q, prior, publish, note, basis)
     s = s - max(seen, update)
     w = float(wander_ns_per_s)
+    sp, prior, beyond, shown = _split_checked(s, e, v, q, w, prior, split_prior_ppm, publish,
+                                              cut_starts(raw_s, cuts_ns))
+    segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
+                     len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
+    breaks = _breaks_of(sp, segs, s, e, q, prior)
+    outliers = _outliers_of(sp, raw_s, raw_e, v, order)
+    segs, unknown, steps, hide = _step_history(sp, breaks, segs, (s, e, v), q, prior, shown,
+                                               bool(beyond and shown), seen)
+    return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
+                    prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps,
+                    hide_ns=hide)
+
+
+def _lag_found(s: I64, e: I64, v: I64, q: int, prior: float, publish: bool, note: str,
+               basis: ResolutionBasis) -> tuple[int, int, str, ResolutionBasis]:
+    """The lag the reads show and how often the value updates at most (_lag_and_update; only
+    when publishing), with the resolution note and basis: a value that moves less often than
+    its tick is a resolution finding."""
+    seen, update = _lag_and_update(s, e, v, q, prior) if publish else (0, 0)
+    if update:
+        note, basis = _update_note(q, update, v), ResolutionBasis.EDGES
+    return seen, update, note, basis
+
+
+def _split_checked(s: I64, e: I64, v: I64, q: int, w: float, prior: float,
+                   split_prior_ppm: float | None, publish: bool, starts: list[int]
+                   ) -> tuple[_seg.Split, float, str, int]:
+    """The reads split at the cut rate (`split_prior_ppm`, else the prior); where a wider
+    drift range explains a break or an outlier (_asks_for_wider), split again within it.
+    Returns (split, prior, the beyond-prior evidence or "", steps seen before the refit)."""
     cut = float(split_prior_ppm or prior)       # the rate the reads are split at
     wide = cut * WIDE_PRIOR_FACTOR
-
     split = _split_envelope if publish else _split
-    sp = split(s, e, v, q, w, cut, wide, starts := cut_starts(raw_s, cuts_ns))
+    sp = split(s, e, v, q, w, cut, wide, starts)
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
     shown = _turns(sp, s, e, v, q, cut) if beyond else 0    # steps seen before the wider refit
     if beyond:
         prior = max(prior, wide)
         sp = split(s, e, v, q, w, wide, wide, starts)
-    segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
-                     len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
-    breaks = _breaks_of(sp, segs, s, e, q, prior)
+    return sp, prior, beyond, shown
+
+
+def _outliers_of(sp: _seg.Split, raw_s: I64, raw_e: I64, v: I64, order: Idx | None
+                 ) -> list[Outlier]:
+    """The split's outliers as published, each at its position in the caller's input."""
     orig = (lambda i: int(order[i])) if order is not None else int
-    outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
-                 "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
+    return [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+             "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
+
+
+def _step_history(sp: _seg.Split, breaks: list[Break], segs: list[Segment],
+                  reads: tuple[I64, I64, I64], q: int, prior: float, shown: int, refit: bool,
+                  seen: int) -> tuple[list[Segment], int, int, int]:
+    """What the clock's steps say of the ones that may hide (_model_breaks, _history_hides):
+    (the segments, downgraded where more may hide; unknown breaks; steps seen; the least
+    step that could hide)."""
+    s, e, v = reads
     unknown, steps = _model_breaks(sp, breaks, shown)
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
-                          prior, bool(beyond and shown)) \
-        if steps + unknown == 1 else 0
+                          prior, refit)         if steps + unknown == 1 else 0
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
-    return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
-                    prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps,
-                    hide_ns=hide)
+    return segs, unknown, steps, hide
 
 
 STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
@@ -1399,8 +1479,7 @@ def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment],
     whose return went unseen, nor one step from a clock that steps again and again. A break
     whose size interval holds 0 showed no step at all (a lag, a rate beyond the model's); 1 ns
     stands for it."""
-    own = [b for k, b in enumerate(breaks) if k not in forced and b.size_ns is not None
-           and b.kind in (BreakKind.STEP, BreakKind.UNKNOWN)]
+    own = _own_sized_breaks(breaks, forced)
     if len(own) != 1:
         return 0
     lo, hi = own[0].size_ns.lo, own[0].size_ns.hi      # type: ignore[union-attr]
@@ -1409,6 +1488,12 @@ def _could_hide(breaks: list[Break], forced: Sequence[int], segs: list[Segment],
                          rate_ppm=prior)
           for sg in segs if sg.bracket_ns]
     return least if xs and least < max(xs) else 0
+
+
+def _own_sized_breaks(breaks: list[Break], forced: Sequence[int]) -> list[Break]:
+    """The step or unknown breaks with a size that the clock showed itself (not `forced`)."""
+    return [b for k, b in enumerate(breaks) if k not in forced and b.size_ns is not None
+            and b.kind in (BreakKind.STEP, BreakKind.UNKNOWN)]
 
 
 def _rate_unshown(segs: list[Segment], wide: float) -> int:

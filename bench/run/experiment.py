@@ -15,6 +15,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.config.inventory import InventoryError, RackConfig
 from bench.config.loader import load_checked
@@ -371,25 +372,50 @@ def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
     again beside the folder (where a scrolled terminal ends)."""
     store, verdict = bench.store, ""
     if bench.summary and not quiet:
-        text, verdict = closing_text(store.path, wide)
-        print(f"{verdict}\n\n{text}")
-        if adm.fit_factor is not None:
-            print(f"rates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
-                  f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
-    late = {n: d for n, d in Manifest.of(store.manifest).devices.items() if d.late_probes}
+        verdict, closing = _closing(store, adm, wide)
+        print(closing)
+    late = _late_probes_line(store, wide)
     if late and not quiet:
-        print("\n".join(wrap("late probes (started >= 10 ms after plan): " + ", ".join(
-            f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())),
-            None if wide else terminal_width())))
-    if status == RunStatus.DISK_FULL:
-        print(f"rackclock run: disk full: {error}", file=sys.stderr)
-    elif status == RunStatus.DEVICES_LOST:
-        print(f"rackclock run: devices lost: {error}", file=sys.stderr)
-    elif error:
-        print(f"experiment {name} failed: {error}", file=sys.stderr)
+        print(late)
+    failure = _failure_line(name, status, error)
+    if failure:
+        print(failure, file=sys.stderr)
     if verdict:
         print(verdict)
     print(f"run folder: {store.path}")
+
+
+def _closing(store: RunStore, adm: admission.Admission, wide: bool) -> tuple[str, str]:
+    """(the verdict, the text to print: the verdict, the closing table, and the rates' scaling
+    if --fit-rates scaled them)."""
+    text, verdict = closing_text(store.path, wide)
+    out = f"{verdict}\n\n{text}"
+    if adm.fit_factor is not None:
+        out += (f"\nrates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
+                f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
+    return verdict, out
+
+
+def _late_probes_line(store: RunStore, wide: bool) -> str:
+    """The devices with late probes (started >= 10 ms after plan), wrapped; "" for none."""
+    late = {n: d for n, d in Manifest.of(store.manifest).devices.items() if d.late_probes}
+    if not late:
+        return ""
+    return "\n".join(wrap("late probes (started >= 10 ms after plan): " + ", ".join(
+        f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())),
+        None if wide else terminal_width()))
+
+
+def _failure_line(name: str, status: str, error: str | None) -> str:
+    """How the run failed, for stderr (a full disk, lost devices, the experiment's error);
+    "" when it did not."""
+    if status == RunStatus.DISK_FULL:
+        return f"rackclock run: disk full: {error}"
+    if status == RunStatus.DEVICES_LOST:
+        return f"rackclock run: devices lost: {error}"
+    if error:
+        return f"experiment {name} failed: {error}"
+    return ""
 
 
 def _rackless(exp, name: str, rack_file: Path | None, out: Path, overrides: dict[str, str],
@@ -428,14 +454,9 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         # less free than the reserve: nothing starts
         ended = _ended_disk_full(store, name, out) if store.full is not None else None
         signals = stack.enter_context(interrupt_on_signals())
-        sim = None
-        if ended is None and rack.simulated:   # a simulated rack file (the default, a variant)
-            sim, ended = _start_sim(stack, store, rack, name)
+        sim, rack, ended = _simulated(stack, store, rack, name, ended)
         if ended is not None:
             return _ended_early(store, ended)
-        if sim is not None:
-            rack = sim.rack
-            store.journal("", "info", "priority", f"simulator {sim.priority}")
         try:
             rr = RunReference.open(rack, allowance_ns, store.path)
         except ReferenceRefused as exc:
@@ -448,15 +469,37 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes,
                       until=_until_for(until, store))
-        t0 = time.monotonic()
-        status: str = RunStatus.FAILED
-        error: str | None = None
-        try:
-            status, error = _execute(exp, bench, params, len(rack.devices), sim)
-        except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken
-            status = RunStatus.INTERRUPTED
-            raise
-        finally:
-            _record_end(bench, status, error, t0, signals)
+        status, error = _run_to_end(exp, bench, params, len(rack.devices), sim, signals)
     _say_end(bench, adm, name, status, error, quiet, wide)
     return store.path
+
+
+def _simulated(stack: contextlib.ExitStack, store: RunStore, rack: RackConfig, name: str,
+               ended: str | None) -> tuple[SimProcess | None, Any, str | None]:
+    """For a simulated rack file (the default, a variant) and a run not ended yet: the
+    simulator started, the rack it serves, and the run's one line if it did not start.
+    Otherwise (None, the rack, `ended`)."""
+    if ended is not None or not rack.simulated:
+        return None, rack, ended
+    sim, ended = _start_sim(stack, store, rack, name)
+    if ended is not None or sim is None:
+        return sim, rack, ended
+    store.journal("", "info", "priority", f"simulator {sim.priority}")
+    return sim, sim.rack, ended
+
+
+def _run_to_end(exp, bench: Bench, params, devices: int, sim: SimProcess | None,
+                signals: list) -> tuple[str, str | None]:
+    """The experiment on the bench (_execute), its end recorded however it ends (_record_end);
+    (status, error)."""
+    t0 = time.monotonic()
+    status: str = RunStatus.FAILED
+    error: str | None = None
+    try:
+        status, error = _execute(exp, bench, params, devices, sim)
+    except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken
+        status = RunStatus.INTERRUPTED
+        raise
+    finally:
+        _record_end(bench, status, error, t0, signals)
+    return status, error
