@@ -17,7 +17,7 @@ from radon.complexity import cc_rank, cc_visit
 ROOT = Path(__file__).resolve().parents[1]
 TOPS = ("bench", "drivers")
 # 119 at issue 44's gate (187 before it); the issue's goal is 60
-C_CEILING = 116
+C_CEILING = 83
 # path:name -> why it is still at rank D (its owner splits it; remove the entry when done)
 D_ALLOWED: dict[str, str] = {}
 
