@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.estimate import WIDE_PRIOR_FACTOR
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
-from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
+from bench.model.documents import (
+    Assumptions,
+    BreakRecord,
+    ClockSummary,
+    DeviceSummary,
+    Manifest,
+    SegmentSummary,
+    Summary,
+)
 from bench.model.run_statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.rundata import Run, unusable_devices
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
@@ -145,28 +153,38 @@ def clock_verdicts(run: Run) -> list[ClockVerdict]:
         prior = manifest.inventory.drift_prior_ppm(device)
         dec = declared(manifest, device)
         if not d.clocks:
-            why = "; ".join(f"{k}: {v}" for k, v in d.first_errors.items())
-            out.append(ClockVerdict(device, d.plane, "—", False, Verdict.UNDECIDED,
-                                    BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
-                                    None, (), 0, d.errors, None, 0,
-                                    why or ", ".join(d.no_clock) or "no clock"))
+            out.append(_no_clock_verdict(device, d))
             continue
         for name, c in sorted(d.clocks.items()):
             a = assumptions(manifest, summary, device, c)
-            if not c.segments:
-                out.append(ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
-                                        BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
-                                        None, c.breaks, len(c.wraps), d.errors, a,
-                                        len(c.outliers), c.note or "no fit"))
-                continue
-            rng = [sg.offset_range() for sg in c.segments]
-            sts = [segment_status(sg, fitted_prior(c, prior, dec)) for sg in c.segments]
-            out.append(ClockVerdict(
-                device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
-                worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
-                span_range(c), max(r[2] for r in rng),
-                c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note))
+            out.append(_clock_entry(device, d, name, c, a, prior, dec))
     return out
+
+
+def _no_clock_verdict(device: str, d: DeviceSummary) -> ClockVerdict:
+    """The entry of a device with no clock (or that failed): undecided, and why."""
+    why = "; ".join(f"{k}: {v}" for k, v in d.first_errors.items())
+    return ClockVerdict(device, d.plane, "—", False, Verdict.UNDECIDED,
+                        BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
+                        None, (), 0, d.errors, None, 0,
+                        why or ", ".join(d.no_clock) or "no clock")
+
+
+def _clock_entry(device: str, d: DeviceSummary, name: str, c: ClockSummary,
+                 a: Assumptions, prior: float, dec: bool) -> ClockVerdict:
+    """One clock's entry: its verdict, and its bounds' statuses and ranges where it has a fit."""
+    if not c.segments:
+        return ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
+                            BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
+                            None, c.breaks, len(c.wraps), d.errors, a,
+                            len(c.outliers), c.note or "no fit")
+    rng = [sg.offset_range() for sg in c.segments]
+    sts = [segment_status(sg, fitted_prior(c, prior, dec)) for sg in c.segments]
+    return ClockVerdict(
+        device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
+        worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
+        span_range(c), max(r[2] for r in rng),
+        c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note)
 
 
 def ordering_horizons(verdicts: list[ClockVerdict]) -> dict[tuple[str, str], float]:
