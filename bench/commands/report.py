@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--processes", type=int, default=None,
                     help="worker processes drawing the figures (default: one per core, at "
                          "most 4, while the cores are idle, else 1; 1: in this process)")
+    ap.add_argument("--offset-figures", action="store_true",
+                    help="also each clock's offset figure (plots/offset_<device>_<clock>), "
+                         "which a run of more than 40 clocks leaves undrawn unless asked")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock report --help` stays quick
     from bench.output.report_html import build_report
@@ -40,7 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"rackclock report: {exc}", file=sys.stderr)
         return 2
-    print(f"report: {rr.path / 'report.html'} ({len(rr.written)} figure files in "
+    written = len(rr.written)
+    if a.offset_figures:
+        from bench.model.rundata import load_run
+        from bench.output.plots import offset_plots
+        written += len(offset_plots(load_run(a.run), formats=formats))
+    print(f"report: {rr.path / 'report.html'} ({written} figure files in "
           f"{rr.path / 'plots'})")
     return 0
 
