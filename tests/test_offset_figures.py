@@ -61,3 +61,9 @@ def test_up_to_the_threshold_or_asked_the_run_draws_them(tmp_path, monkeypatch, 
         assert "offset figures" not in closing.closing_text(store.path, wide=True)[0]
     finally:
         store.close()
+
+
+def test_run_takes_the_flag():
+    from bench.commands.run import parser
+    assert parser().parse_args(["--offset-figures"]).offset_figures is True
+    assert parser().parse_args([]).offset_figures is False
