@@ -33,7 +33,7 @@ def _run(a) -> int:
                               fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
                               given_as={"duration_s": "--duration" if a.duration else
                                         "--until-decided"} if a.duration or until else None,
-                              until=until)
+                              until=until, offset_figures=a.offset_figures)
     except (InventoryError, RackBusy, UnsafeFolder) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
@@ -246,6 +246,10 @@ def parser() -> OneLineParser:
     r.add_argument("--processes", type=int, default=None,
                    help="worker processes probing the devices (default: one per core from 32 "
                         "devices, else one)")
+    r.add_argument("--offset-figures", action="store_true",
+                   help="draw every clock's offset figure into RUN/plots/ whatever the rack's "
+                        "size (default: up to 40 clocks; beyond, `rackclock report RUN "
+                        "--offset-figures` draws them)")
     r.add_argument("--fit-rates", action="store_true",
                    help="a rack beyond the bench's capacity runs at rates scaled down to fit "
                         "(default: it is refused with the numbers)")

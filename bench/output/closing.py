@@ -86,6 +86,35 @@ def overall_line(run, checks, width: int | None = WIDTH) -> str:
     return "\n".join(wrap(f"verdict: {o.text()}", width))
 
 
+FIGURES_UP_TO = 40     # clocks: a run draws its offset figures up to this many (about 0.12 s of
+                       # CPU each; the default rack's 18: 2.1 s), beyond it only when asked
+
+
+def figure_clocks(summary) -> int:
+    """The clocks an offset figure is drawn for (bench.output.plots.offset_plots): those with a
+    segment. `summary`: a bench.model.documents.RunSummary."""
+    return sum(1 for d in summary.devices.values() for c in d.clocks.values() if c.segments)
+
+
+def draws_figures(clocks: int, asked: bool = False) -> bool:
+    """Whether a run draws its offset figures: asked (`rackclock run --offset-figures`), or
+    at most FIGURES_UP_TO clocks (300 clocks' figures cost 35-40 s of CPU after the probing,
+    most of the wait: benchmarks/README.md, the wait after the probing)."""
+    return asked or clocks <= FIGURES_UP_TO
+
+
+def figures_lines(run, width: int | None = WIDTH) -> list[str]:
+    """Where the offset figures are not, how to get them: the run left them undrawn (more than
+    FIGURES_UP_TO clocks, not asked for) and none is in RUN/plots/ yet."""
+    n = figure_clocks(run.summary)
+    plots = run.path / "plots"
+    if draws_figures(n) or (plots.is_dir() and any(plots.glob("offset_*"))):
+        return []
+    return wrap(f"offset figures: not drawn by the run ({n} clocks, more than "
+                f"{FIGURES_UP_TO}); `rackclock report {run.path} --offset-figures` draws them "
+                f"into {plots}", width, "  ")
+
+
 def closing_text(path, wide: bool = False) -> tuple[str, str]:
     """(everything before the verdict, the verdict line) of a run folder."""
     from bench.model.limit_checks import check_run, text_table
@@ -99,7 +128,7 @@ def closing_text(path, wide: bool = False) -> tuple[str, str]:
     checks = check_run(run.summary, run.manifest, run=run)
     for block in (until_lines(run, width), ms,
                   text_table(checks, width).splitlines() if checks else [],
-                  incident_lines(run.path, width)):
+                  incident_lines(run.path, width), figures_lines(run, width)):
         if block:
             parts.append("\n".join(block))
     words = glossary_lines("\n".join(parts))

@@ -30,7 +30,12 @@ from bench.model.rundata import bound_from_manifest, load_run
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
 from bench.model.texttable import terminal_width, wrap
-from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
+from bench.output.closing import (  # noqa: F401 (reference_line re-exported)
+    closing_text,
+    draws_figures,
+    figure_clocks,
+    reference_line,
+)
 from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
@@ -62,6 +67,7 @@ class Bench:
     until: UntilDecided | None = None   # --until-decided: probing stops once these are decided
     after: AfterPool | None = None      # workers for the fits and figures (bench.run.after)
     figures: Figures | None = None      # offset figures being drawn (plot(wait=False))
+    offset_figures: bool = False        # --offset-figures: drawn whatever the rack's size
 
     @property
     def simulated(self) -> bool:
@@ -161,10 +167,14 @@ class Bench:
     def plot(self, wait: bool = True) -> list[Path]:
         """The offset figures (plots/), drawn by the workers where there are some; `wait=False`:
         started, and waited for when the run ends (finish_plots), e.g. while the experiment
-        scores what else it measured."""
+        scores what else it measured. None beyond bench.output.closing.FIGURES_UP_TO clocks
+        unless asked (`offset_figures`): the closing output says how to draw them."""
         from bench.output.plots import offset_plots
         self.finish_plots()
         run = load_run(self.store.path)
+        if not draws_figures(figure_clocks(run.summary), self.offset_figures):
+            log.info("figures: %d clocks, not drawn (not asked)", figure_clocks(run.summary))
+            return []
         self.figures = self.after.figures(run.path, run.summary.devices) if self.after else None
         if self.figures is None:
             return offset_plots(run)
@@ -435,7 +445,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
                    calibration: Path | None = None, wide: bool = False,
                    given_as: dict[str, str] | None = None,
-                   until: UntilDecided | None = None) -> Path:
+                   until: UntilDecided | None = None, offset_figures: bool = False) -> Path:
     """Run one experiment; returns the run folder. Prints the closing table and the folder.
     Every problem of the rack file, the parameters or `out` is an InventoryError raised before
     anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
@@ -468,7 +478,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         armed = armed or rack.simulated   # stimuli on the simulated rack are always sent
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes,
-                      until=_until_for(until, store))
+                      until=_until_for(until, store), offset_figures=offset_figures)
         status, error = _run_to_end(exp, bench, params, len(rack.devices), sim, signals)
     _say_end(bench, adm, name, status, error, quiet, wide)
     return store.path
