@@ -31,10 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.analysis.estimate import (
-    _envelope_lists,  # noqa: E402
-    fit_clock,  # noqa: E402
-)
+from bench.analysis.estimate import fit_clock  # noqa: E402
+from bench.analysis.polygon import _envelope_lists  # noqa: E402
 from bench.analysis.unseen import UNSEEN_P, stated_step_ns  # noqa: E402
 from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
