@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 from bench.config.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
 from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
 from bench.model.run_statuses import RunStatus

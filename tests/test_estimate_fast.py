@@ -7,6 +7,7 @@ import pytest
 
 from bench.analysis import estimate as est
 from bench.analysis import polygon as poly
+from bench.analysis import proven_segment as ps
 from bench.analysis.probe_schedule import next_probe_ns
 from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
@@ -61,8 +62,8 @@ def test_cached_side_vertices_change_no_bound():
     fit = est.fit_clock(s, e, v, NS)
     for sg in fit.segments:
         for t in np.linspace(sg.start_ns, sg.end_ns, 23).astype(np.int64):
-            cached = est._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior, sg._cache)
-            fresh = est._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior)
+            cached = ps._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior, sg._cache)
+            fresh = ps._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior)
             assert cached == fresh
 
 

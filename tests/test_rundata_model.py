@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 from bench.model import documents as doc
 from bench.model.run_statuses import BoundStatus, BreakKind, ErrorKind, RowStatus, RunStatus, Verdict
 from bench.model.rundata import load_run

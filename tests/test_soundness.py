@@ -4,8 +4,9 @@ than the clock's, and bad reads close together; plus a few thousand fuzz devices
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.estimate import fit_clock
 from bench.analysis.probe_schedule import explore_instant_ns, grid_slot
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.analysis.unseen import detection_reads
 from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from bench.analysis.arrays import F64, I64
 
 if TYPE_CHECKING:
-    from bench.analysis.estimate import Segment
+    from bench.analysis.proven_segment import Segment
 
 
 COARSE_RATIO = 1.0           # resolution over median bracket above which the tick dominates
