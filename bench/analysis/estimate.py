@@ -80,8 +80,9 @@ import numpy.typing as npt
 from bench.analysis import envelope as _envelope
 from bench.analysis import rate_check as _rate
 from bench.analysis import segment as _seg
-from bench.analysis.arrays import F64, I64, Idx
-from bench.analysis.polygon import PPM, TOL_NS, _centroid, _Window
+from bench.analysis.arrays import I64, Idx
+from bench.analysis.line_fit import _cone, _fit_run
+from bench.analysis.polygon import PPM, _Window
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment, _halves
 from bench.analysis.statuses import BoundStatus, BreakKind, ResolutionBasis, Verdict, worst
 from bench.analysis.unseen import unseen_step_ns
@@ -209,53 +210,6 @@ def check_resolution(value_ns: npt.ArrayLike, declared_ns: int) -> tuple[int, st
                  f"({declared} -> {obs} ns)"), ResolutionBasis.OBSERVED
 
 
-def _fit_run(s: I64, e: I64, v: I64, raw_s: I64, raw_e: I64, q: int, note: str, idx: Idx,
-             epoch_ns: int | None, w: float, prior: float, stats: bool = True,
-             pre: tuple[_Window, F64] | None = None, offset_status: BoundStatus = BoundStatus.PROVEN,
-             drift_status: BoundStatus = BoundStatus.PROVEN) -> Segment | None:
-    si, ei, vi = s[idx], e[idx], v[idx]
-    t0 = int(epoch_ns) if epoch_ns is not None else (int(si[0]) + int(ei[-1])) // 2
-    x: F64 | None
-    if pre is not None:                 # (window at t0, its vertices)
-        win, x = pre
-    else:
-        win = _Window(si, ei, vi, q, t0, w, prior)
-        x = win.vertices()
-    if x is None:          # an epoch given far from the run can make the wander allowance fail
-        t0 = (int(si[0]) + int(ei[-1])) // 2
-        win = _Window(si, ei, vi, q, t0, w, prior)
-        x = win.vertices()
-    if x is None:          # the search's test and the hull disagree by float rounding: loosen
-        x = win.vertices(tol=1.0)
-    if x is None:          # no line fits these reads (an envelope segment whose rate changed)
-        return None
-    g, h = win.chains(x)
-    # rounding can leave a hair of g above h at an end; the region is the closure
-    h = np.maximum(h, g)
-    cx, cy = _centroid(x, g, h)
-    th0 = win.theta0
-    off = Bound(th0 + math.floor(float(g.min()) - TOL_NS), th0 + math.ceil(float(h.max()) + TOL_NS),
-                th0 + round(cy))
-    # with a wander allowance the frequency stays within w of the tangent's: the bound then holds
-    # for the drift at every instant of the segment (and so for its mean over any part of it)
-    wp = w * 1e-3                       # ns/s -> ppm
-    dr = Bound(float(x[0]) - wp, float(x[-1]) + wp, min(max(cx, float(x[0])), float(x[-1])))
-    jit: dict[str, float] = {}
-    brk: dict[str, float] = {}
-    if stats:             # the published statistics (an aim needs only the bounds)
-        mid = (raw_s[idx] + raw_e[idx]) // 2
-        res = ((vi - mid) - th0).astype(np.float64) + q / 2 - cy - cx * PPM * (mid - t0)
-        jit = {"std": float(np.std(res)), "p99": float(np.percentile(np.abs(res), 99)),
-               "max": float(np.max(np.abs(res)))}
-        brk = _bracket_stats(raw_s[idx], raw_e[idx])
-    return Segment(
-        start_ns=int(raw_s[idx[0]]), end_ns=int(raw_e[idx[-1]]), reads=len(idx), epoch_ns=t0,
-        offset_ns=off, drift_ppm=dr, jitter_ns=jit, bracket_ns=brk,
-        resolution_ns=q, resolution_note=note,
-        _x=tuple(x.tolist()), _g=tuple(g.tolist()), _h=tuple(h.tolist()), _theta0=th0, _w=w * 1e-9,
-        _reads=(si, ei, vi), _prior=prior, offset_status=offset_status, drift_status=drift_status)
-
-
 MEAN_DRIFT_CANDIDATES = 400   # read instants a mean drift's window is chosen from, at the most
 RATE_EDGE = 0.8           # reads that need this share of the rate bound sit on its edge
 
@@ -367,29 +321,6 @@ def _span_offset(two: _envelope.TwoSided, seg: Segment) -> Bound | None:
     th = two.env.theta0
     lo_, hi_ = th + math.floor(float(lo[ok].min()) - 1.0), th + math.ceil(float(hi[ok].max()) + 1.0)
     return Bound(lo_, hi_, min(max(seg.offset_ns.point, lo_), hi_))
-
-
-def _cone(s: I64, e: I64, v: I64, raw_s: I64, raw_e: I64, q: int, note: str, idx: Idx,
-          env: _envelope.Envelope, t0: int | None, prior: float) -> Segment:
-    """A segment whose reads no single line fits within the prior (the rate changed inside it,
-    within the rate bound): its "line" is the cone of the envelope at its narrowest instant,
-    widening at the rate bound both ways, so offset_at and the maps stay sound."""
-    t0 = (int(s[idx[0]]) + int(e[idx[-1]])) // 2 if t0 is None else int(t0)
-    lo, hi = env.at(t0)
-    th0 = (lo + hi) // 2
-    g, h = float(lo - th0), float(hi - th0)
-    return Segment(
-        start_ns=int(raw_s[idx[0]]), end_ns=int(raw_e[idx[-1]]), reads=len(idx), epoch_ns=t0,
-        offset_ns=Bound(lo, hi, th0), drift_ppm=Bound(-prior, prior, 0.0), jitter_ns={},
-        bracket_ns=_bracket_stats(raw_s[idx], raw_e[idx]), resolution_ns=q,
-        resolution_note=note, _x=(-prior, prior), _g=(g, g), _h=(h, h), _theta0=th0,
-        _reads=(s[idx], e[idx], v[idx]), _prior=prior)
-
-
-def _bracket_stats(rs: I64, re: I64) -> dict[str, float]:
-    br = (re - rs).astype(np.float64)
-    return {"min": int(br.min()), "median": float(np.median(br)),
-            "p99": float(np.percentile(br, 99))}
 
 
 def _classify(a: Segment, b: Segment, after: int, before: int, q: int, prior: float
@@ -582,28 +513,6 @@ def _outlier_fits_wider(sp: _seg.Split, ok: Callable[[npt.NDArray[Any]], bool], 
             return (f"read {p}, set aside at the prior, fits the reads before it with a drift "
                     f"beyond the prior: refitted within ±{wide:g} ppm")
     return ""
-
-
-def fit_line(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike, resolution_ns: int,
-             *, drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM, uncertainty_ns: int = 0
-             ) -> Segment | None:
-    """One segment through all these reads (time order, resolution as given), or None when no
-    line within the prior fits them: the line-model bounds of fit_clock's segments (its
-    `publish=False` form, statuses "undecided"), without the segmentation search. For a caller
-    that already knows where the current segment starts (the probe schedule)."""
-    s = np.asarray(s_ns, dtype=np.int64) - int(uncertainty_ns)
-    e = np.asarray(e_ns, dtype=np.int64) + int(uncertainty_ns)
-    v = np.asarray(value_ns, dtype=np.int64)
-    if len(v) == 0:
-        return None
-    q, prior = int(resolution_ns), float(drift_prior_ppm)
-    win = _Window(s, e, v, q, (int(s[0]) + int(e[-1])) // 2, 0.0, prior)
-    x = win.vertices()
-    if x is None:
-        return None
-    return _fit_run(s, e, v, s + int(uncertainty_ns), e - int(uncertainty_ns), q, "",
-                    np.arange(len(v)), None, 0.0, prior, stats=False, pre=(win, x),
-                    offset_status=BoundStatus.UNDECIDED, drift_status=BoundStatus.UNDECIDED)
 
 
 class _FitOptions(TypedDict):

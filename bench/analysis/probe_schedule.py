@@ -28,7 +28,8 @@ import numpy.typing as npt
 from bench.analysis.arrays import I64
 from bench.analysis.envelope import Envelope
 from bench.analysis.envelope import build as build_envelope
-from bench.analysis.estimate import check_resolution, fit_clock, fit_line
+from bench.analysis.estimate import check_resolution, fit_clock
+from bench.analysis.line_fit import fit_line
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
 from bench.analysis.statuses import ResolutionBasis
 
