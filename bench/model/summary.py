@@ -17,14 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis import device_breaks as _breaks
-from bench.analysis.estimate import (
-    RATE_CHANGE_ASSUMPTION,
-    STEP_HISTORY,
-    ClockFit,
-    fit_clock,
-    wander_allowance_ns_per_s,
-)
+from bench.analysis.estimate import STEP_HISTORY, ClockFit, fit_clock, wander_allowance_ns_per_s
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment
+from bench.analysis.publish import RATE_CHANGE_ASSUMPTION
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
 from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
