@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+from bench.analysis.breaks import WIDE_PRIOR_FACTOR
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.documents import (

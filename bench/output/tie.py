@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.analysis.estimate import Break
+from bench.analysis.breaks import Break
 from bench.analysis.statuses import BreakKind
 from bench.units import fmt_ns
 
