@@ -272,7 +272,7 @@ def test_a_clock_that_broke_twice_proves_no_mean_drift():
 
 def test_a_downgraded_segment_keeps_its_mean_drift_figures():
     """_downgraded changes only the statuses: the mean drift's window and bounds stay."""
-    from bench.analysis.estimate import _downgraded
+    from bench.analysis.step_risk import _downgraded
     p = ClockParams(offset_s=0.37, drift_ppm=25.0, resolution_s=1.0)
     m = ClockModel(p, T0, 0)
     s, e, v, at, _ = read_like_runner(m, 240, 2.0, NS, np.random.default_rng(0))

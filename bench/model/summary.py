@@ -17,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis import device_breaks as _breaks
-from bench.analysis.estimate import STEP_HISTORY, ClockFit, fit_clock, wander_allowance_ns_per_s
+from bench.analysis.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment
 from bench.analysis.publish import RATE_CHANGE_ASSUMPTION
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
+from bench.analysis.step_risk import STEP_HISTORY
 from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
 from bench.model.decided import clock_decided
