@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import fit_clock, observed_resolution
+from bench.analysis.estimate import fit_clock
+from bench.analysis.resolution import observed_resolution
 from bench.sim.clock_model import ClockModel, ClockParams
 
 NS = 1_000_000_000

@@ -28,9 +28,10 @@ import numpy.typing as npt
 from bench.analysis.arrays import I64
 from bench.analysis.envelope import Envelope
 from bench.analysis.envelope import build as build_envelope
-from bench.analysis.estimate import check_resolution, fit_clock
+from bench.analysis.estimate import fit_clock
 from bench.analysis.line_fit import fit_line
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
+from bench.analysis.resolution import check_resolution
 from bench.analysis.statuses import ResolutionBasis
 
 RECENT = 256             # reads used to aim
