@@ -293,7 +293,7 @@ class DeviceCalibration:
         return self.drift(clock).magnitude
 
     def breaks(self, clock: str | None = None) -> list:
-        """The clock's breaks (bench.analysis.estimate.Break records)."""
+        """The clock's breaks (bench.analysis.breaks.Break records)."""
         return list(self._clock(clock).breaks)
 
     def bracket_median(self, clock: str | None = None) -> float:

@@ -374,7 +374,7 @@ def _assumed_note(fit: ClockFit) -> str:
 
 
 def _hide_note(fit: ClockFit) -> str:
-    """Why one break made a clock's bounds assumed (estimate._could_hide, _rate_unshown)."""
+    """Why one break made a clock's bounds assumed (step_risk._could_hide, _rate_unshown)."""
     from bench.units import fmt_end_ns
     if not fit.hide_ns:
         return ""
@@ -689,7 +689,7 @@ def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
 
 def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
-    `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
+    `drift_prior_ppm` (default 600, bench.analysis.proven_segment.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
     inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
     return {**manifest.get("devices", {}).get(name, {}),

@@ -9,7 +9,7 @@ pre-issue estimator (benchmarks/fuzz/baseline_estimate.py) on the same reads for
 
 Checked, for every segment whose status is "proven": the offset at its epoch, the offset band at
 five instants across it, the drift at its epoch (when proven: never since the drift rests on
-bench.analysis.estimate.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
+bench.analysis.publish.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
 (Segment.proven_to_reference: what the latency bounds are made of); for every break between two
 proven segments with one true step in its window: its size. The drift bounds published as
 "assumed" are checked too and reported apart ("drift held"): how often that assumption fails.
