@@ -14,7 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.estimate import fit_clock
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.config.inventory import device_from_table
 from bench.ports import free_port
 from bench.reference.clock import Reference

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 from bench.model import documents as doc
 from bench.model.run_statuses import BoundStatus, BreakKind, ErrorKind, RowStatus, RunStatus, Verdict
 from bench.model.rundata import load_run
@@ -183,7 +183,7 @@ def test_a_partial_folder_loads(run_path, tmp_path):
 def test_an_old_summary_of_a_clock_beyond_its_prior_is_derived_as_such():
     """A summary without verdict and assumptions (an older bench's) whose drift bound reaches
     beyond the inventory's prior was fitted within the widened prior: it says beyond_prior."""
-    from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+    from bench.analysis.breaks import WIDE_PRIOR_FACTOR
     from bench.model import verdict as vd
     from bench.model.documents import ClockSummary
 

@@ -28,7 +28,10 @@ import numpy.typing as npt
 from bench.analysis.arrays import I64
 from bench.analysis.envelope import Envelope
 from bench.analysis.envelope import build as build_envelope
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock, fit_line
+from bench.analysis.estimate import fit_clock
+from bench.analysis.line_fit import fit_line
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
+from bench.analysis.resolution import check_resolution
 from bench.analysis.statuses import ResolutionBasis
 
 RECENT = 256             # reads used to aim
@@ -58,7 +61,7 @@ def grid_slot(origin_ns: int, k: int, period_ns: float, now_ns: int) -> tuple[in
 class ProvenTick:
     """The tick to aim and explore with, as the run goes: the declared resolution, or the coarser
     one the values prove from the second distinct value on (the GCD of the gaps between them, as
-    estimate.check_resolution takes it over the run). `update` takes the caller's growing list
+    resolution.check_resolution takes it over the run). `update` takes the caller's growing list
     of reads, (s, e, value) tuples, and costs only the ones it has not seen."""
 
     def __init__(self, declared_ns: int):
@@ -253,7 +256,7 @@ def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: flo
     fitted with, from the reads k.. on.
 
     With `state` (a dict the caller keeps per clock between calls) the segment found last time
-    is extended by the reads since, when one line still fits them all (estimate.fit_line: one
+    is extended by the reads since, when one line still fits them all (line_fit.fit_line: one
     test and one fit instead of a segmentation search per read); when they do not fit, or the
     reads are not the ones seen before, the reads are segmented afresh (fit_clock) and the
     state remembers where the last segment starts."""
@@ -277,7 +280,7 @@ def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: flo
 def _extended(s: I64, e: I64, v: I64, qq: int, k: int, drift_prior_ppm: float,
               uncertainty_ns: int, state: dict[str, Any]) -> Segment | None:
     """The segment found last time (`state`) extended by the reads since, when these are the
-    reads seen before and one line still fits them all (estimate.fit_line); else None."""
+    reads seen before and one line still fits them all (line_fit.fit_line); else None."""
     s0 = state.get("s_start")      # found by its instant: the caller's window may slide
     start = int(np.searchsorted(s, s0)) if s0 is not None else len(v)
     if not (state.get("q") == qq and start < len(v) and int(s[start]) == s0):

@@ -34,14 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.arrays import I64, Mask
-from bench.analysis.estimate import (
-    DEFAULT_DRIFT_PRIOR_PPM,
-    PPM,
-    TOL_NS,
-    ClockFit,
-    Segment,
-    wander_allowance_ns_per_s,
-)
+from bench.analysis.estimate import ClockFit, wander_allowance_ns_per_s
+from bench.analysis.polygon import PPM, TOL_NS
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set

@@ -26,7 +26,8 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
+from bench.analysis.breaks import Break
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment
 from bench.model.run_statuses import (
     BoundStatus,
     BreakKind,

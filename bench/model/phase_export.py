@@ -31,7 +31,7 @@ from bench.analysis.residuals import NICE_BINS_S, coarse
 from bench.analysis.stability import offset_series, resample
 
 if TYPE_CHECKING:
-    from bench.analysis.estimate import Segment
+    from bench.analysis.proven_segment import Segment
     from bench.model.documents import DeviceSummary
     from bench.model.rundata import Samples
 

@@ -39,7 +39,7 @@ from bench.analysis.arrays import F64, I64
 from bench.model.vocabulary import ASSUMED, PROVEN, UNDECIDED, word
 
 if TYPE_CHECKING:
-    from bench.analysis.estimate import Segment
+    from bench.analysis.proven_segment import Segment
     from bench.model.phase_export import Phase
 
 FILE = "stability.csv"

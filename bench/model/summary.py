@@ -17,17 +17,11 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis import device_breaks as _breaks
-from bench.analysis.estimate import (
-    DEFAULT_DRIFT_PRIOR_PPM,
-    RATE_CHANGE_ASSUMPTION,
-    STEP_HISTORY,
-    Bound,
-    ClockFit,
-    Segment,
-    fit_clock,
-    wander_allowance_ns_per_s,
-)
+from bench.analysis.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment
+from bench.analysis.publish import RATE_CHANGE_ASSUMPTION
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
+from bench.analysis.step_risk import STEP_HISTORY
 from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
 from bench.model.decided import clock_decided
@@ -380,7 +374,7 @@ def _assumed_note(fit: ClockFit) -> str:
 
 
 def _hide_note(fit: ClockFit) -> str:
-    """Why one break made a clock's bounds assumed (estimate._could_hide, _rate_unshown)."""
+    """Why one break made a clock's bounds assumed (step_risk._could_hide, _rate_unshown)."""
     from bench.units import fmt_end_ns
     if not fit.hide_ns:
         return ""
@@ -695,7 +689,7 @@ def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
 
 def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
-    `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
+    `drift_prior_ppm` (default 600, bench.analysis.proven_segment.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
     inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
     return {**manifest.get("devices", {}).get(name, {}),

@@ -7,7 +7,7 @@ Statuses (summary.json's own where the summary has them, issue 11's contract):
 Older run folders lack these keys (None or "" in bench.model.documents); they are derived
 here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
 without a fit is "undecided"; everything else the estimator proved. The prior is the
-inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM); a
+inventory's `drift_prior_ppm` (default: bench.analysis.proven_segment.DEFAULT_DRIFT_PRIOR_PPM); a
 clock whose reads could not check the default was fitted under a disciplined clock's rate
 (bench.analysis.rate_check.DISCIPLINED_PRIOR_PPM), which its drift bounds reach and stay within;
 else WIDE_PRIOR_FACTOR times the prior where a drift bound reaches beyond it: only the
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
-from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+from bench.analysis.breaks import WIDE_PRIOR_FACTOR
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.documents import (
     Assumptions,

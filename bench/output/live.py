@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.estimate import fit_clock
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.model.documents import Calibration, Manifest
 from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
 from bench.units import fmt_ns, fmt_ns_up

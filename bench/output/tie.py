@@ -4,7 +4,7 @@ each segment's own fitted line (the residuals).
 
 The envelope points come from `envelope()`, the one place that asks the estimator for them:
 summary.json's `band`, which bench.model.summary writes from the estimator's own two-sided bound
-at an instant (bench.analysis.estimate.Segment.proven_offset_at). The axes are scaled to the
+at an instant (bench.analysis.proven_segment.Segment.proven_offset_at). The axes are scaled to the
 envelope where it is within four times its median width, so an envelope that is wide only near a
 segment's ends (one side has few reads there) leaves the axes instead of flattening the rest.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.analysis.estimate import Break
+from bench.analysis.breaks import Break
 from bench.analysis.statuses import BreakKind
 from bench.units import fmt_ns
 

@@ -9,7 +9,7 @@ pre-issue estimator (benchmarks/fuzz/baseline_estimate.py) on the same reads for
 
 Checked, for every segment whose status is "proven": the offset at its epoch, the offset band at
 five instants across it, the drift at its epoch (when proven: never since the drift rests on
-bench.analysis.estimate.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
+bench.analysis.publish.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
 (Segment.proven_to_reference: what the latency bounds are made of); for every break between two
 proven segments with one true step in its window: its size. The drift bounds published as
 "assumed" are checked too and reported apart ("drift held"): how often that assumption fails.
@@ -31,10 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.analysis.estimate import (
-    _envelope_lists,  # noqa: E402
-    fit_clock,  # noqa: E402
-)
+from bench.analysis.estimate import fit_clock  # noqa: E402
+from bench.analysis.polygon import _envelope_lists  # noqa: E402
 from bench.analysis.unseen import UNSEEN_P, stated_step_ns  # noqa: E402
 from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
