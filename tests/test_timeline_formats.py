@@ -5,7 +5,7 @@ from datetime import UTC
 
 import pytest
 
-from bench.model.logfile import LogError
+from bench.logs.logfile import LogError
 from bench.model.logformats import Context, parse_log
 
 NS = 1_000_000_000

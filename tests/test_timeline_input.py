@@ -90,7 +90,7 @@ def test_bad_stamps_and_deep_json_are_unparsed_lines_not_tracebacks(text, fmt, w
 
 
 def test_detection_survives_deep_json_and_huge_first_lines():
-    from bench.model.logfile import LogError
+    from bench.logs.logfile import LogError
     with pytest.raises(LogError, match="not recognised"):
         parse_log("[" * 20_000 + "]" * 20_000 + "\n")
     with pytest.raises(LogError, match="no line to read: lines over 65536 bytes: 1"):

@@ -35,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.errors import RackclockError
-from bench.model import lognames
-from bench.model.logfile import (
+from bench.logs import lognames
+from bench.logs.logfile import (
     LineBatch,
     LineStats,
     LogError,
@@ -46,7 +46,7 @@ from bench.model.logfile import (
     open_regular,
     read_document,
 )
-from bench.model.rfc3339 import rfc3339_ns
+from bench.logs.rfc3339 import rfc3339_ns
 
 NS = 1_000_000_000
 US = 1_000
@@ -88,7 +88,7 @@ class Stamps:
         self.line, self.value, self.res, self.order = (array("q") for _ in range(4))
         self.kind = bytearray()
         self.src = bytearray()             # index into src_names: which clock stamped the line
-        self.src_names: list[str] = [""]   # "" = the format's own (bench.model.logsources)
+        self.src_names: list[str] = [""]   # "" = the format's own (bench.logs.logsources)
         self._src_ix: dict[str, int] = {"": 0}
         self.note_id = array("l")
         self.note_sets: list[Notes] = []
@@ -163,7 +163,7 @@ class Stamps:
 
     def spill(self, folder: str | PathLike[str] | None = None) -> None:
         """Once a log is parsed: a big log's raw stamps and texts moved into temporary files in
-        `folder` (bench.model.logfile.TextStore.spill), read back by span when rows are
+        `folder` (bench.logs.logfile.TextStore.spill), read back by span when rows are
         written; the stamps can no longer be added to."""
         self.raw.spill(folder)
         self.text.spill(folder)
@@ -382,7 +382,7 @@ RFC5424_BATCH = re.compile(r"^<\d{1,3}>\d{1,2} ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]
 
 def rfc5424_batch(batch: LineBatch, out: Stamps) -> bool:
     """A batch of lines read at once, when every line is an RFC 5424 line with a plain RFC 3339
-    stamp (bench/model/rfc3339.py): the stamps and texts parse_rfc5424 gives, added to `out`;
+    stamp (bench/logs/rfc3339.py): the stamps and texts parse_rfc5424 gives, added to `out`;
     False (nothing added) when one line is not, to read them a line at a time."""
     if batch.text is None:
         return False
@@ -830,14 +830,14 @@ DOC_FORMATS: dict[str, Callable[[str, Context, ParsedLog], None]] = {
 STREAM_FORMATS: dict[str, StreamParser] = {"journald": parse_journald, "csv": parse_csv}
 BATCH_FORMATS = {"rfc5424": rfc5424_batch}        # a fast path for a batch of lines
 FORMATS = tuple(FILE_FORMATS) + tuple(LINE_FORMATS)
-assert FORMATS == lognames.FORMATS, "bench/model/lognames.py names the formats the parsers read"
+assert FORMATS == lognames.FORMATS, "bench/logs/lognames.py names the formats the parsers read"
 # detection tries the most specific first; iso8601 last (it matches inside other formats' lines)
 DETECT_ORDER = ("rfc5424", "ipmi-sel", "snmptrapd", "dmesg", "rfc3164", "rfc2822", "iso8601")
 SNMPTRAPD_CONT = re.compile(r"^\s+\S|^[A-Za-z][\w-]*::|^\.?\d+(\.\d+)+ = ")
 
 
 def _parse_lines(fmt: str, batches: Iterable[LineBatch], ctx: Context, out: ParsedLog) -> None:
-    """A line format's batches (bench.model.logfile.line_batches): a whole batch at once where
+    """A line format's batches (bench.logs.logfile.line_batches): a whole batch at once where
     the format has a fast path and every line of it takes it, else a line at a time."""
     fast = BATCH_FORMATS.get(fmt)
     trapd_mono = fmt == "snmptrapd" and ctx.stamp == "monotonic"
@@ -1030,7 +1030,7 @@ def _detect_lines(head: list[str]) -> tuple[str, str]:
 def parse_file(f: BinaryIO, fmt: str = "auto", ctx: Context = Context(), line_limit: int | None = None,
                sample: int = 200) -> ParsedLog:
     """Every line of a log (a binary file object, read from its start, bounded as
-    bench/model/logfile.py says): its stamps, and each line that did not parse with its number."""
+    bench/logs/logfile.py says): its stamps, and each line that did not parse with its number."""
     stats = LineStats(line_limit) if line_limit else LineStats()
     batches = line_batches(f, stats)
     first = _first_batches(batches, sample)
@@ -1072,7 +1072,7 @@ def _format_of(f: BinaryIO, fmt: str | None, head: list[str], stats: LineStats) 
 
 def parse_path(path: str | PathLike[str], fmt: str = "auto", ctx: Context = Context(),
                line_limit: int | None = None) -> ParsedLog:
-    """A log file by path: a regular file only (bench.model.logfile.open_regular)."""
+    """A log file by path: a regular file only (bench.logs.logfile.open_regular)."""
     with open_regular(path) as f:
         return parse_file(f, fmt, ctx, line_limit)
 

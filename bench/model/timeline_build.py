@@ -25,7 +25,8 @@ from bench.analysis.timeline_map import (
     map_stamps,
 )
 from bench.analysis.timeline_order import Entry, order
-from bench.model.logfile import LogError
+from bench.logs.logfile import LogError
+from bench.logs.logsources import Stamper, line_source, stamping_clock
 from bench.model.logformats import (
     ISO,
     K8S_FIELDS,
@@ -41,7 +42,6 @@ from bench.model.logformats import (
     local_to_ns,
     parse_path,
 )
-from bench.model.logsources import Stamper, line_source, stamping_clock
 from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
@@ -277,7 +277,7 @@ def _zone(kv: dict[str, str], inv: dict[str, Any]) -> tuple[str, str]:
 def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], table: EntryTable,
              line_limit: int | None = None) -> dict[str, Any]:
     """A log file's entries into `table`, and its report: format, how it was known, which clock
-    stamped which lines (bench.model.logsources), assumptions, unparsed lines with their
+    stamped which lines (bench.logs.logsources), assumptions, unparsed lines with their
     numbers, lines that could not be placed. LogError: this log is refused (which, and why),
     the others go on."""
     device, clock, path, kv = parse_spec(spec)

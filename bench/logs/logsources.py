@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.model.logfile import LogError
+from bench.logs.logfile import LogError
 
 # per format: (field, role, in words), the first the default (docs/TIMELINE.md shows this table)
 SOURCES: dict[str, tuple[tuple[str, str, str], ...]] = {
