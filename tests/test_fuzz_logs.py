@@ -1,4 +1,4 @@
-"""Property-based fuzzing (Hypothesis): every log format's parser (bench/model/logformats.py)
+"""Property-based fuzzing (Hypothesis): every log format's parser (bench/logs/)
 and the run-folder readers (bench/model/rundata.py, documents.py) on arbitrary and near-valid
 input never raise anything but the project's own one-line errors (RackclockError). Short and
 reproducible in the suite (derandomized, RACKCLOCK_FUZZ_EXAMPLES examples a test, default 40);
@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.errors import RackclockError
+from bench.logs.formats import FORMATS
+from bench.logs.logparse import parse_log
+from bench.logs.logstamps import Context
 from bench.model.documents import Manifest, Summary, Truth
-from bench.model.logformats import FORMATS, Context, parse_log
 
 EXAMPLES = int(os.environ.get("RACKCLOCK_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, derandomize=EXAMPLES <= 100, deadline=None,

@@ -158,7 +158,7 @@ def test_the_walk_reads_the_layers():
                  ("commands", "services"), ("services", "run"), ("commands", "commands"),
                  ("loader", "sim"), ("loader", "drivers"), ("sim", "config"), ("drivers", "config"),
                  ("analysis", "analysis"), ("drivers", "model"), ("run", "drivers"),
-                 ("model", "logs")]:
+                 ("model", "logs"), ("drivers", "logs"), ("sim", "logs")]:
         assert pair in seen, pair
 
 

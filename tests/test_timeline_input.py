@@ -15,7 +15,8 @@ import pytest
 from test_timeline_formats import NS, T, _run_folder
 
 from bench.commands.timeline import main
-from bench.model.logformats import Context, parse_log
+from bench.logs.logparse import parse_log
+from bench.logs.logstamps import Context
 
 ROOT = Path(__file__).resolve().parents[1]
 

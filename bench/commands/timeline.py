@@ -2,7 +2,7 @@
 time from a run's device events, stimuli and clock breaks, and any log files of the rack's planes.
 
 Each log is read in its format (given with `format=NAME`, or detected and said how surely; see
-bench/model/logformats.py), each stamp mapped through the segment of its device clock that was in force
+bench/logs/), each stamp mapped through the segment of its device clock that was in force
 (bench/analysis/timeline_map.py), calibrated by this run and any `--calibration RUN`. Every mapped line
 keeps its raw timestamp beside its interval and names its calibration; every line that did not
 parse is counted and listed with its number. A log is a regular file, read in blocks of whole lines

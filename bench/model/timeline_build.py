@@ -25,22 +25,21 @@ from bench.analysis.timeline_map import (
     map_stamps,
 )
 from bench.analysis.timeline_order import Entry, order
+from bench.logs.json_formats import K8S_FIELDS, REDFISH_FIELDS
 from bench.logs.logfile import LogError
+from bench.logs.logparse import parse_path
 from bench.logs.logsources import Stamper, line_source, stamping_clock
-from bench.model.logformats import (
+from bench.logs.logstamps import (
     ISO,
-    K8S_FIELDS,
     KINDS,
     NO_ORDER,
     NS,
-    REDFISH_FIELDS,
     UNPARSED_KEEP,
     Context,
     ParsedLog,
     Stamps,
     iso_stamp,
     local_to_ns,
-    parse_path,
 )
 from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
