@@ -181,7 +181,7 @@ def test_each_rule_catches_its_violation():
         ("bench.compare.verdicts", "from bench.sim import rack"): "only the loader, run and the",
         ("bench.config.inventory", "def f():\n    from bench.sim.simtable import check_sim\n"):
             "only the loader, run and the commands import bench.sim",
-        ("bench.config.keys", "from bench.model.documents import Manifest"):
+        ("bench.config.keys", "from bench.model.manifest_records import Manifest"):
             "(config) imports a higher one (model)",
         ("bench.config.schema", "import drivers.base"): "(config) imports a higher one (drivers)",
         ("bench.errors", "from bench.analysis import estimate"): "(base) imports a higher one",
