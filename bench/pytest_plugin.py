@@ -34,8 +34,11 @@ import pytest
 
 from bench.analysis.proven_segment import Bound
 from bench.config.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
-from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
+from bench.model.clock_records import ClockSummary
+from bench.model.manifest_records import Identity
 from bench.model.run_statuses import RunStatus
+from bench.model.segment_records import SegmentSummary
+from bench.model.summary_records import DeviceSummary
 
 ns = 1
 us = 1_000
@@ -237,7 +240,7 @@ Bounds = Bound     # the estimator's proven interval: lo, hi, point, width, magn
 
 class DeviceCalibration:
     """One device's calibration: proven bounds from the session's clock_offset run (ns, ppm).
-    `summary` is the device's bench.model.documents.DeviceSummary, `identity` its Identity."""
+    `summary` is the device's bench.model.summary_records.DeviceSummary, `identity` its Identity."""
 
     def __init__(self, name: str, summary: DeviceSummary, identity: Identity):
         self.name = name

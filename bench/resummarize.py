@@ -67,7 +67,7 @@ def _old_summary(path: Path) -> tuple[dict | None, str]:
 
 def completeness(summary) -> tuple[int, int]:
     """(devices with clock reads, clock reads) of a summary: what a rebuild must not lose."""
-    from bench.model.documents import Summary
+    from bench.model.summary_records import Summary
     devices = Summary.of(summary or {}).devices.values()
     reads = [sum(c.reads for c in d.clocks.values()) for d in devices]
     return sum(1 for r in reads if r > 0), sum(reads)
@@ -119,7 +119,7 @@ def rebuild(path: Path, phase: bool = True) -> tuple[dict, str]:
     unreadable summary.json (truncated, garbage) is rebuilt from the samples.
     SummaryNotWritten when the disk is full: nothing half-written is left."""
     # the summary's machinery here, not at the top: `rackclock summarize --help` imports no numpy
-    from bench.model.documents import Manifest
+    from bench.model.manifest_records import Manifest
     from bench.model.rundata import read_json
     from bench.model.summary import summarize_run
 

@@ -176,7 +176,7 @@ def load_object(path: str | os.PathLike[str], cap: int | None = None) -> dict[st
 
 NUM = (int, float)
 # the parts of a document whose readers index it as they find it (the others go through
-# bench.model.documents, which takes any type): a dict maps keys (`*`: every key) to their
+# bench/model/*_records.py, which takes any type): a dict maps keys (`*`: every key) to their
 # shapes, a one-item list is a list of that shape, a type or tuple the leaf's; a missing key or
 # a null leaf is allowed
 _TRUTH_CLOCK = {"t_ns": [int], "offset_ns": [NUM], "drift_ppm": [NUM], "resolution_ns": int,

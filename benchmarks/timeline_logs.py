@@ -79,7 +79,7 @@ def phases(run: Path, log: Path) -> None:
     import time
 
     from bench import safeio
-    from bench.model.logformats import parse_path
+    from bench.logs.logparse import parse_path
     from bench.model.rundata import load_run
     from bench.model.timeline_build import build
     from bench.output.timeline_write import write_files, write_html

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.analysis.timeline_map import calibrations, map_stamps  # noqa: E402
 from bench.analysis.timeline_order import Entry, order, order_arrays  # noqa: E402
-from bench.model.logformats import Context, parse_log  # noqa: E402
+from bench.logs.logparse import parse_log  # noqa: E402
+from bench.logs.logstamps import Context  # noqa: E402
 from bench.sim.cascade import calibrate  # noqa: E402
 from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from bench.config.inventory import DeviceConfig, Key
 from bench.errors import RackclockError
-from bench.model.documents import Identity  # noqa: F401  (drivers return it: one record)
+from bench.model.manifest_records import Identity  # noqa: F401  (drivers return it: one record)
 
 TIMEOUT_KEY = Key("float", 0.01, 60.0, unit="s")
 NS = 1_000_000_000

@@ -54,7 +54,7 @@ from pyipmi.interfaces.rmcpplus import RmcpPlus
 from pyipmi.msgs import create_request_by_name
 
 from bench.config.inventory import DeviceConfig, Key
-from bench.model.logformats import sel_seconds_to_ns, sel_zone
+from bench.logs.device_formats import sel_seconds_to_ns, sel_zone
 from drivers.base import (
     TIMEOUT_KEY,
     ClockSpec,

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.analysis.statuses import worst
-from bench.model.documents import Summary
+from bench.model.summary_records import Summary
 from drivers.base import LogEntry
 from experiments.stimulus_latency import series
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.analysis.statuses import worst
-from bench.model.documents import Summary
+from bench.model.summary_records import Summary
 
 NS = 1_000_000_000
 

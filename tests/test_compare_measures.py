@@ -8,7 +8,7 @@ import numpy as np
 
 from bench.compare.measures import resolution_measure
 from bench.compare.verdicts import load_tolerances, verdict
-from bench.model.documents import ClockSummary
+from bench.model.clock_records import ClockSummary
 
 MS = 1_000_000
 
@@ -73,7 +73,7 @@ def test_the_drift_compared_is_the_proven_mean_drift_where_there_is_one():
     span the prior; the mean drifts over the windows, [27.0, 64.7] and [80.3, 107.2] ppm, are
     proven and decide it."""
     from bench.compare.measures import drift_measure, mean_drift_measure
-    from bench.model.documents import SegmentSummary
+    from bench.model.segment_records import SegmentSummary
     S = 1_000_000_000
 
     def seg(md: dict | None) -> SegmentSummary:

@@ -1,5 +1,5 @@
-"""Property-based fuzzing (Hypothesis): every log format's parser (bench/model/logformats.py)
-and the run-folder readers (bench/model/rundata.py, documents.py) on arbitrary and near-valid
+"""Property-based fuzzing (Hypothesis): every log format's parser (bench/logs/)
+and the run-folder readers (bench/model/rundata.py and the record modules) on arbitrary and near-valid
 input never raise anything but the project's own one-line errors (RackclockError). Short and
 reproducible in the suite (derandomized, RACKCLOCK_FUZZ_EXAMPLES examples a test, default 40);
 benchmarks/fuzz_logs.py runs the same properties longer, randomized, and counts."""
@@ -14,8 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.errors import RackclockError
-from bench.model.documents import Manifest, Summary, Truth
-from bench.model.logformats import FORMATS, Context, parse_log
+from bench.logs.formats import FORMATS
+from bench.logs.logparse import parse_log
+from bench.logs.logstamps import Context
+from bench.model.manifest_records import Manifest
+from bench.model.summary_records import Summary
+from bench.model.truth_records import Truth
 
 EXAMPLES = int(os.environ.get("RACKCLOCK_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, derandomize=EXAMPLES <= 100, deadline=None,
@@ -132,7 +136,7 @@ SAMPLE_ROW = st.tuples(NUM, st.sampled_from(["read", "event", "stimulus", "x", "
        tail=st.text(max_size=30))
 def test_samples_and_events_files_read_back_without_a_traceback(tmp_path_factory, rows, header,
                                                                 tail):
-    from bench.model.documents import load_events
+    from bench.model.event_records import load_events
     from bench.model.rundata import load_samples
     p = tmp_path_factory.mktemp("fz") / "x.csv"
     p.write_text(header + "\n" + _csv_text(rows) + tail, encoding="utf-8", errors="surrogatepass")

@@ -20,7 +20,7 @@ import pytest
 
 from bench.analysis.estimate import fit_clock
 from bench.config.inventory import device_from_table
-from bench.model.logformats import ns_to_sel_seconds, sel_zone
+from bench.logs.device_formats import ns_to_sel_seconds, sel_zone
 from bench.model.summary import zone_note
 from bench.ports import free_port
 from bench.reference.clock import Reference

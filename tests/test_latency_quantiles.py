@@ -93,7 +93,7 @@ def test_a_quantile_of_few_events_is_bounded_by_their_union():
     quantiles take the union of the events' bounds (the false alarm benchmarks/false_alarms.py
     found: an unchanged optic bridge's p90 of 4 events a second apart run to run)."""
     from bench.compare.measures import MIN_QUANTILE_EVENTS, latency_measures
-    from bench.model.documents import Latency
+    from bench.model.summary_records import Latency
 
     def lat(bounds):
         return Latency.of("x", {"sent": len(bounds), "events": [

@@ -6,7 +6,8 @@ included) with `ast`:
   and bench.analysis itself (the math stays pure);
 - a lower layer never imports a higher one. Order: base (bench.units, bench.errors, bench.ports,
   bench.lockdir, bench.priority, bench.safeio, bench.saferead) < config (bench/config/: the
-  rack file's keys, records and checks) < analysis < model < reference < drivers < loader
+  rack file's keys, records and checks) < analysis < logs (bench/logs/: the operators' log
+  formats read into stamps) < model < reference < drivers < loader
   (bench/config/loader.py, a rack file checked against the drivers and the emulators whose
   declarations it reads, and bench/config/reference.py, the key reference made from them)
   < compare < output < run < services (the bench/fleet and bench/watch packages and the other
@@ -30,7 +31,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["base", "config", "analysis", "model", "reference", "drivers", "loader", "compare", "output",
+ORDER = ["base", "config", "analysis", "logs", "model", "reference", "drivers", "loader", "compare", "output",
          "run", "services", "commands"]
 SIM_USERS = ("loader", "run", "services", "commands")
 # (importer, imported) -> why this one import goes up a layer
@@ -156,7 +157,8 @@ def test_the_walk_reads_the_layers():
     for pair in [("run", "sim"), ("commands", "sim"), ("sim", "model"), ("output", "model"),
                  ("commands", "services"), ("services", "run"), ("commands", "commands"),
                  ("loader", "sim"), ("loader", "drivers"), ("sim", "config"), ("drivers", "config"),
-                 ("analysis", "analysis"), ("drivers", "model"), ("run", "drivers")]:
+                 ("analysis", "analysis"), ("drivers", "model"), ("run", "drivers"),
+                 ("model", "logs"), ("drivers", "logs"), ("sim", "logs")]:
         assert pair in seen, pair
 
 
@@ -179,13 +181,15 @@ def test_each_rule_catches_its_violation():
         ("bench.compare.verdicts", "from bench.sim import rack"): "only the loader, run and the",
         ("bench.config.inventory", "def f():\n    from bench.sim.simtable import check_sim\n"):
             "only the loader, run and the commands import bench.sim",
-        ("bench.config.keys", "from bench.model.documents import Manifest"):
+        ("bench.config.keys", "from bench.model.manifest_records import Manifest"):
             "(config) imports a higher one (model)",
         ("bench.config.schema", "import drivers.base"): "(config) imports a higher one (drivers)",
         ("bench.errors", "from bench.analysis import estimate"): "(base) imports a higher one",
         ("bench.reference.clock", "from ..run import lab"): "(reference) imports a higher one (run)",
         ("bench.config.rackfile", "def f():\n    import drivers\n"):
             "(config) imports a higher one (drivers)",
+        ("bench.logs.logsources", "from bench.model.rundata import Run"):
+            "(logs) imports a higher one (model)",
         ("drivers.snmp_pdu", "from bench.output.terminal import Progress"):
             "(drivers) imports a higher one (output)",
     }

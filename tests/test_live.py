@@ -9,7 +9,7 @@ import numpy as np
 from racks import sim_rack_text
 
 import drivers.base
-from bench.model.documents import Identity, Manifest
+from bench.model.manifest_records import Identity, Manifest
 from bench.model.rundata import load_run
 from bench.output.live import LiveBounds, calibrated_cell
 from bench.output.terminal import Progress

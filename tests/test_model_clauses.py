@@ -9,7 +9,7 @@ import copy
 import json
 from pathlib import Path
 
-from bench.model.documents import Summary
+from bench.model.summary_records import Summary
 from bench.output.terminal import table
 from bench.units import fmt_ns, fmt_ns_up, fmt_ppm
 

@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_terminal_width import T0, _clock, _seg
 
+from bench.analysis.proven_segment import Bound
 from bench.compare import output as cmp_out
 from bench.model import limit_checks as limits
 from bench.model.bounds_csv import rows as csv_rows
-from bench.model.documents import Bound, Summary
+from bench.model.summary_records import Summary
 from bench.output import closing, live, report_sections, terminal, tie, timeline_page
 from bench.output import timeline_write as timeline
 from bench.output.trend_view import _cell as trend_cell

@@ -17,8 +17,8 @@ from firmware_runs import BASELINE, shared_runs
 
 from bench.analysis.residuals import median_ci, regular_series, segment_residuals
 from bench.commands import report as report_cli
-from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
+from bench.model.segment_records import SegmentSummary
 from bench.output import report_html as report
 from bench.output.report_html import SECTIONS
 

@@ -1,7 +1,7 @@
-"""The typed model of the run folder (bench/model/documents.py) on a real short run of the
-simulated rack: every key of summary.json and manifest.json reaches a typed field with the value
-written (nothing lost), the statuses are the enums' members, and an old or partial folder loads
-and reports."""
+"""The typed model of the run folder (bench/model/manifest_records.py, summary_records.py and
+the other record modules) on a real short run of the simulated rack: every key of summary.json
+and manifest.json reaches a typed field with the value written (nothing lost), the statuses are
+the enums' members, and an old or partial folder loads and reports."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,9 +13,10 @@ import pytest
 from racks import sim_rack_text
 
 from bench.analysis.proven_segment import Bound
-from bench.model import documents as doc
+from bench.model.clock_records import ClockSummary
 from bench.model.run_statuses import BoundStatus, BreakKind, ErrorKind, RowStatus, RunStatus, Verdict
 from bench.model.rundata import load_run
+from bench.model.segment_records import BreakRecord, SegmentSummary
 from bench.run.experiment import run_experiment
 
 
@@ -75,8 +76,8 @@ def test_every_key_of_the_run_reaches_a_typed_field(run_path):
     # typed all the way down, not dicts that happen to compare equal
     d = run.summary.devices["bmc-3"]
     c = d.clocks["datetime"]
-    assert isinstance(c, doc.ClockSummary) and isinstance(c.segments[0], doc.SegmentSummary)
-    assert isinstance(c.segments[0].offset_ns, Bound) and isinstance(c.breaks[0], doc.BreakRecord)
+    assert isinstance(c, ClockSummary) and isinstance(c.segments[0], SegmentSummary)
+    assert isinstance(c.segments[0].offset_ns, Bound) and isinstance(c.breaks[0], BreakRecord)
     assert run.manifest.device("pdu-1").clock("sysuptime").counter
 
 
@@ -185,7 +186,7 @@ def test_an_old_summary_of_a_clock_beyond_its_prior_is_derived_as_such():
     beyond the inventory's prior was fitted within the widened prior: it says beyond_prior."""
     from bench.analysis.breaks import WIDE_PRIOR_FACTOR
     from bench.model import verdict as vd
-    from bench.model.documents import ClockSummary
+    from bench.model.clock_records import ClockSummary
 
     def clock(lo, hi):
         return ClockSummary.of("datetime", {"segments": [{

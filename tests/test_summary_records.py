@@ -1,4 +1,4 @@
-"""summary.json's writer builds the typed records readers read (bench.model.documents) and
+"""summary.json's writer builds the typed records readers read (bench.model.summary_records) and
 serialises them with to_dict(): on a real short run of the simulated rack each device's entry is
 its DeviceSummary record's to_dict() (key order included), the records read back from the file
 equal the writer's field by field, and the keys come in the order summary.json always had."""
@@ -7,9 +7,9 @@ import json
 import pytest
 from racks import sim_rack_text
 
-from bench.model.documents import DeviceSummary
 from bench.model.rundata import bound_from_manifest, load_run, load_samples
 from bench.model.summary import device_meta, device_summary
+from bench.model.summary_records import DeviceSummary
 from bench.run.experiment import run_experiment
 
 # the order of summary.json's keys before the writer was typed (optional keys left out where absent)

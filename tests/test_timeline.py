@@ -7,7 +7,8 @@ import pytest
 
 from bench.analysis.timeline_order import Entry, before, order, widen
 from bench.commands.timeline import main
-from bench.model.logformats import Context, parse_log
+from bench.logs.logparse import parse_log
+from bench.logs.logstamps import Context
 from bench.model.store import RunStore
 from bench.sim.clock_model import ClockModel, ClockParams
 

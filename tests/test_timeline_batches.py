@@ -1,13 +1,15 @@
 """The batched log reader and the RFC 5424 batch fast path give exactly what the line-at-a-time
-reader and parser give (bench/model/logfile.py, bench/model/logformats.py)."""
+reader and parser give (bench/logs/logfile.py, bench/logs/logparse.py)."""
 from __future__ import annotations
 
 import io
 
 import numpy as np
 
-from bench.model.logfile import LineStats, line_batches, numbered
-from bench.model.logformats import Context, Stamps, parse_file, parse_rfc5424
+from bench.logs.logfile import LineStats, line_batches, numbered
+from bench.logs.logparse import parse_file
+from bench.logs.logstamps import Context, Stamps
+from bench.logs.syslog_formats import parse_rfc5424
 from bench.output.timeline_columns import index_lists
 
 

@@ -14,7 +14,7 @@ import pytest
 from test_timeline_formats import NS, _run_folder
 
 from bench.commands.timeline import main
-from bench.model.logfile import TextStore
+from bench.logs.logfile import TextStore
 
 TRICKY = ['say "hi", then go', "back\\slash", "tab\there", "bell\x07 and \x1f unit sep",
           "non-ASCII é ü ✓", "x" * 300, "trailing space   ", "comma,only", "", "semi;colon"]
@@ -75,7 +75,7 @@ def test_a_lone_surrogate_in_a_message_is_written_as_a_question_mark(tmp_path, c
 
 
 def test_text_store_gives_back_its_strings_in_memory_and_spilled(tmp_path, monkeypatch):
-    from bench.model import logfile
+    from bench.logs import logfile
     st = TextStore()
     items = ["a", "", "é✓", "x" * 5000, "tail"]
     st.extend(items[:3])

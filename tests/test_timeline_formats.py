@@ -5,8 +5,9 @@ from datetime import UTC
 
 import pytest
 
-from bench.model.logfile import LogError
-from bench.model.logformats import Context, parse_log
+from bench.logs.logfile import LogError
+from bench.logs.logparse import parse_log
+from bench.logs.logstamps import Context
 
 NS = 1_000_000_000
 MS = 1_000_000

@@ -15,7 +15,8 @@ import pytest
 from test_timeline_formats import NS, T, _run_folder
 
 from bench.commands.timeline import main
-from bench.model.logformats import Context, parse_log
+from bench.logs.logparse import parse_log
+from bench.logs.logstamps import Context
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +91,7 @@ def test_bad_stamps_and_deep_json_are_unparsed_lines_not_tracebacks(text, fmt, w
 
 
 def test_detection_survives_deep_json_and_huge_first_lines():
-    from bench.model.logfile import LogError
+    from bench.logs.logfile import LogError
     with pytest.raises(LogError, match="not recognised"):
         parse_log("[" * 20_000 + "]" * 20_000 + "\n")
     with pytest.raises(LogError, match="no line to read: lines over 65536 bytes: 1"):

@@ -1,4 +1,4 @@
-"""Each log source's stamp is mapped through the clock that wrote it (bench/model/logsources.py):
+"""Each log source's stamp is mapped through the clock that wrote it (bench/logs/logsources.py):
 snmptrapd's receive time through the receiver's clock or the agent's sysUpTime varbind through the
 agent's uptime, a Kubernetes event's eventTime through the reporting component's clock and its
 creationTimestamp through the API server's, Redfish Created vs EventTimestamp, a syslog relay's

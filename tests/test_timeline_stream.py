@@ -23,7 +23,7 @@ def test_the_timeline_writes_what_it_wrote_before_mapped_in_slices_texts_spilled
     from bench.analysis import timeline_map
     from bench.analysis import timeline_order as timeline
     from bench.commands import timeline as timeline_cli
-    from bench.model import logfile
+    from bench.logs import logfile
     monkeypatch.setattr(timeline, "SLICE", 7)            # nearest-unordered 7 rows at a time
     monkeypatch.setattr(timeline_map, "MAP_CHUNK", 37)    # 400 lines: 11 slices, one short
     monkeypatch.setattr(logfile, "SPILL_BYTES", 0)        # the texts read back from a file,

@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.analysis.estimate import fit_clock
-from bench.model.documents import Bound, SegmentSummary
+from bench.analysis.estimate import Bound, fit_clock
+from bench.model.segment_records import SegmentSummary
 from bench.model.summary import _truth_offset_at, band, truth_check
 from bench.sim.clock_model import NS, ClockModel, ClockParams
 from bench.sim.ntp import NtpDiscipline, NtpParams
@@ -121,7 +121,9 @@ def _run(with_kmsg_truth: bool):
 
     from test_terminal_width import _clock, _seg
 
-    from bench.model.documents import Manifest, Summary, Truth
+    from bench.model.manifest_records import Manifest
+    from bench.model.summary_records import Summary
+    from bench.model.truth_records import Truth
     kmsg = _seg(-6_000, 6_000)
     if not with_kmsg_truth:
         del kmsg["truth"]

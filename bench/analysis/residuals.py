@@ -56,7 +56,7 @@ def coarse(resolution_ns: float, bracket_ns: npt.ArrayLike) -> bool:
 
 def fitted_line(seg: Segment) -> Callable[[npt.ArrayLike], F64]:
     """The point fit of a segment (bench.analysis.proven_segment.Segment, or a summary's as
-    bench.model.documents loads it): t_ns -> offset ns (float)."""
+    bench.model.rundata loads it): t_ns -> offset ns (float)."""
     epoch = int(seg.epoch_ns)
     theta = float(seg.offset_ns.point)
     rho = float(seg.drift_ppm.point) * 1e-6

@@ -2,7 +2,7 @@
 time from a run's device events, stimuli and clock breaks, and any log files of the rack's planes.
 
 Each log is read in its format (given with `format=NAME`, or detected and said how surely; see
-bench/model/logformats.py), each stamp mapped through the segment of its device clock that was in force
+bench/logs/), each stamp mapped through the segment of its device clock that was in force
 (bench/analysis/timeline_map.py), calibrated by this run and any `--calibration RUN`. Every mapped line
 keeps its raw timestamp beside its interval and names its calibration; every line that did not
 parse is counted and listed with its number. A log is a regular file, read in blocks of whole lines
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.model.lognames import FORMATS, LINE_LIMIT
+from bench.logs.lognames import FORMATS, LINE_LIMIT
 
 HELP = "one cross-plane timeline of a run, with device log files"
 
@@ -133,7 +133,7 @@ def _formats(ap: Any, a: Any) -> set[str]:
 
 def _build(a: Any) -> tuple[Any, Any] | str:
     """(run, timeline) of the arguments, or the one line saying why not."""
-    from bench.model.logfile import LogError
+    from bench.logs.logfile import LogError
     from bench.model.rundata import RunFolderError, load_run
     from bench.model.timeline_build import build
 
@@ -164,7 +164,7 @@ def _show(a: Any, run: Any, tl: Any, t0: int, formats: set[str], first: Any) -> 
 def _first(tl: Any, t0: int, window: str | None) -> dict[str, Any] | str:
     """The --first answer, printed now (verdict first); a bad --window: its error."""
     from bench.analysis.first_break import first_planes
-    from bench.model.logfile import LogError
+    from bench.logs.logfile import LogError
     from bench.model.timeline_window import parse_window, window_lines
     from bench.output.first_break_view import answer_lines
     try:

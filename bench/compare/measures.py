@@ -31,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from bench.compare.quantiles import QUANTILES, quantile_bounds
-from bench.model.documents import ClockSummary, DeviceSummary, Latency, SegmentSummary
+from bench.model.clock_records import ClockSummary
 from bench.model.rundata import Run, Samples
+from bench.model.segment_records import SegmentSummary
+from bench.model.summary_records import DeviceSummary, Latency
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,7 @@ def _infrastructure(ray, exc: BaseException) -> bool:
 def _probed(manifest_path: Path) -> float | None:
     """A partial run's probing time by its own manifest (None: unreadable or never probed)."""
     from bench import saferead
-    from bench.model.documents import Manifest
+    from bench.model.manifest_records import Manifest
     try:
         return probed_s(Manifest.of(saferead.load_object(manifest_path)))
     except (saferead.FileFault, OSError, ValueError):

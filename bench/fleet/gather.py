@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench import safeio, saferead
 from bench.fleet.fleet_verdict import rack_verdict
-from bench.model.documents import Manifest
+from bench.model.manifest_records import Manifest
 from bench.model.run_statuses import RunStatus
 from bench.model.rundata import unusable_devices
 from bench.model.store import write_json

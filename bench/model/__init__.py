@@ -1,1 +1,2 @@
-"""The run folder and the rack file as records: inventory, samples, summary, manifest."""
+"""The run folder as records (manifest, summary, truth, events: the `*_records` modules), the
+summary and verdicts made from samples, and the timeline builder (the logs it reads: bench/logs/)."""

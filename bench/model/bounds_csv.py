@@ -17,7 +17,7 @@ from bench.model.vocabulary import STUCK, word
 from bench.units import fmt_end
 
 if TYPE_CHECKING:
-    from bench.model.documents import ClockSummary
+    from bench.model.clock_records import ClockSummary
 
 FILE = "bounds.csv"
 COLUMNS = ["device", "clock", "segment", "counter", "verdict", "span_from_ns", "span_to_ns",
@@ -36,8 +36,8 @@ def _model(c: ClockSummary) -> str:
 
 
 def rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows of bounds.csv from a summary (dict or bench.model.documents.Summary)."""
-    from bench.model.documents import Summary
+    """The rows of bounds.csv from a summary (dict or bench.model.summary_records.Summary)."""
+    from bench.model.summary_records import Summary
     out: list[dict[str, Any]] = []
     for d, c in Summary.of(summary).clocks():
         base = {"device": d.name, "clock": c.name, "counter": int(c.counter),

@@ -51,8 +51,10 @@ from bench.units import (
 )
 
 if TYPE_CHECKING:
-    from bench.model.documents import ClockSummary, DeviceSummary, SegmentSummary
+    from bench.model.clock_records import ClockSummary
     from bench.model.rundata import Run
+    from bench.model.segment_records import SegmentSummary
+    from bench.model.summary_records import DeviceSummary
 
 KEYS = {"offset_within": "ns", "drift_within_ppm": "ppm", "latency_max": "ns",
         "mtie": "mask", "tdev": "mask"}     # masks: bench.model.stability_limits
@@ -284,10 +286,11 @@ def mask_checks(device: str, clock: str, c: ClockSummary, lim: dict[str, Any], r
 def check_run(summary: Mapping[str, Any], manifest: Mapping[str, Any],
               span: tuple[int, int] | None = None, run: Run | None = None) -> list[Check]:
     """Every limit the run's inventory declares, judged from summary.json (dicts or the typed
-    bench.model.documents records). `span`: (t0, t1) reference ns to judge offsets over instead
+    bench/model/*_records.py records). `span`: (t0, t1) reference ns to judge offsets over instead
     of each segment's calibrated span (beyond the reads: extrapolated, said so). `run`: the
     bench.model.rundata.Run whose reads judge MTIE and TDEV masks."""
-    from bench.model.documents import Manifest, Summary
+    from bench.model.manifest_records import Manifest
+    from bench.model.summary_records import Summary
 
     summary, manifest = Summary.of(summary), Manifest.of(manifest)
     limits = manifest.inventory.limits
@@ -370,7 +373,7 @@ def parse_span(text: str | None, manifest: Mapping[str, Any]) -> tuple[int, int]
     """'FROM:TO' seconds from the run's start -> (t0, t1) reference ns (LimitError if bad)."""
     if text is None:
         return None
-    from bench.model.documents import Manifest
+    from bench.model.manifest_records import Manifest
     start = _int_or_none(Manifest.of(manifest).raw.get("started_ns"))
     try:
         a, b = (float(x) for x in text.split(":"))

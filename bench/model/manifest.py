@@ -1,7 +1,7 @@
 """manifest.json as the bench writes it: typed records, each serialised by `to_dict()` in the key
 order the file has always had and read back by `from_dict()`. The run's store merges them into
 the manifest and writes it atomically (bench/model/store.py); the whole document as read is
-bench.model.documents.Manifest.
+bench.model.manifest_records.Manifest.
 
 The manifest grows as the run goes: `RunStart` (provenance, the rack, the reference, status
 running), each device's `DeviceProbed` after a probing loop, `RunEnd` however the run ended;

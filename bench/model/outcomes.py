@@ -83,6 +83,6 @@ def worst(outcomes: Iterable[str]) -> str:
 
 
 def measured_clocks(summary: Any) -> int:
-    """Clocks of a run's summary (bench.model.documents.Summary) with a fitted segment: neither
+    """Clocks of a run's summary (bench.model.summary_records.Summary) with a fitted segment: neither
     stuck nor unread. None of them: nothing was measured, and no judge of the run passes it."""
     return sum(1 for _, c in summary.clocks() if c.segments and str(c.verdict) != "stuck")

@@ -32,8 +32,8 @@ from bench.analysis.stability import offset_series, resample
 
 if TYPE_CHECKING:
     from bench.analysis.proven_segment import Segment
-    from bench.model.documents import DeviceSummary
     from bench.model.rundata import Samples
+    from bench.model.summary_records import DeviceSummary
 
 FOLDER = "phase"
 COLUMNS = ["t_s", "te_ns", "lo_ns", "hi_ns", "kind"]

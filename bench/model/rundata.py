@@ -11,8 +11,11 @@ import numpy.typing as npt
 
 from bench import saferead
 from bench.errors import RackclockError
-from bench.model.documents import Event, Manifest, Summary, Truth, load_events
+from bench.model.event_records import Event, load_events
+from bench.model.manifest_records import Manifest
 from bench.model.run_statuses import ErrorKind, RowStatus
+from bench.model.summary_records import Summary
+from bench.model.truth_records import Truth
 
 I64 = npt.NDArray[np.int64]
 
@@ -137,7 +140,7 @@ def _value_out_of_range(row: dict[str, str]) -> int:
 
 @dataclass(frozen=True)
 class Run:
-    """A run folder read back: its documents as typed records (bench.model.documents; each
+    """A run folder read back: its documents as typed records (bench/model/*_records.py; each
     keeps the file's dict as `.raw`, and reads like that dict for code written before the
     model), and its samples and journal on demand."""
     path: Path

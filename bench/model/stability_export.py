@@ -208,8 +208,8 @@ def _bound_ends(v: Any, b: Any) -> dict[str, Any]:
 
 
 def rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """stability.csv's rows from a summary (dict or bench.model.documents.Summary)."""
-    from bench.model.documents import Summary
+    """stability.csv's rows from a summary (dict or bench.model.summary_records.Summary)."""
+    from bench.model.summary_records import Summary
     out: list[dict[str, Any]] = []
     for d, c in Summary.of(summary).clocks():
         if c.stability:

@@ -24,26 +24,22 @@ from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
 from bench.analysis.step_risk import STEP_HISTORY
 from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
+from bench.model.clock_records import Assumptions, ClockSummary
 from bench.model.decided import clock_decided
-from bench.model.documents import (
-    Assumptions,
+from bench.model.manifest_records import Identity
+from bench.model.run_statuses import ErrorKind, RowStatus, Verdict
+from bench.model.rundata import I64, Samples, load_samples
+from bench.model.segment_records import (
     Band,
     BreakRecord,
-    ClockSummary,
-    DeviceSummary,
-    Identity,
-    Latency,
-    LatencyBound,
-    LatencyEvent,
     Outlier,
     SegmentSummary,
     TruthCheck,
     Wrap,
     mean_drift_proven,
 )
-from bench.model.run_statuses import ErrorKind, RowStatus, Verdict
-from bench.model.rundata import I64, Samples, load_samples
 from bench.model.stamps import StampBound, bound_stamps, log_of
+from bench.model.summary_records import DeviceSummary, Latency, LatencyBound, LatencyEvent
 
 OK = RowStatus.OK
 NOT_ERRORS = (OK, RowStatus.UNARMED)

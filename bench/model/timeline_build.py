@@ -25,23 +25,22 @@ from bench.analysis.timeline_map import (
     map_stamps,
 )
 from bench.analysis.timeline_order import Entry, order
-from bench.model.logfile import LogError
-from bench.model.logformats import (
+from bench.logs.json_formats import K8S_FIELDS, REDFISH_FIELDS
+from bench.logs.logfile import LogError
+from bench.logs.logparse import parse_path
+from bench.logs.logsources import Stamper, line_source, stamping_clock
+from bench.logs.logstamps import (
     ISO,
-    K8S_FIELDS,
     KINDS,
     NO_ORDER,
     NS,
-    REDFISH_FIELDS,
     UNPARSED_KEEP,
     Context,
     ParsedLog,
     Stamps,
     iso_stamp,
     local_to_ns,
-    parse_path,
 )
-from bench.model.logsources import Stamper, line_source, stamping_clock
 from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
@@ -277,7 +276,7 @@ def _zone(kv: dict[str, str], inv: dict[str, Any]) -> tuple[str, str]:
 def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], table: EntryTable,
              line_limit: int | None = None) -> dict[str, Any]:
     """A log file's entries into `table`, and its report: format, how it was known, which clock
-    stamped which lines (bench.model.logsources), assumptions, unparsed lines with their
+    stamped which lines (bench.logs.logsources), assumptions, unparsed lines with their
     numbers, lines that could not be placed. LogError: this log is refused (which, and why),
     the others go on."""
     device, clock, path, kv = parse_spec(spec)

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from bench.analysis.timeline_map import Mapped
 from bench.analysis.timeline_order import Entry, nearest_unordered, order_sorted
-from bench.model.logformats import Stamps
+from bench.logs.logstamps import Stamps
 
 BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
@@ -65,7 +65,7 @@ def device_times(stamp: npt.ArrayLike, has: npt.ArrayLike, res: npt.ArrayLike,
 
 
 class LogTexts:
-    """Labels and raw stamps of a log's lines (bench.model.logformats.Stamps), by stamp index."""
+    """Labels and raw stamps of a log's lines (bench.logs.logstamps.Stamps), by stamp index."""
     user = True
 
     def __init__(self, stamps: Stamps, name: str) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from bench.analysis.first_break import Lines
-from bench.model.logfile import LogError
-from bench.model.logformats import ISO, Context, iso_stamp
+from bench.logs.logfile import LogError
+from bench.logs.logstamps import ISO, Context, iso_stamp
 from bench.model.timeline_table import BASES, UNIX_AFTER_NS, Timeline
 
 BIG = np.iinfo(np.int64).max

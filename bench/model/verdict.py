@@ -4,7 +4,7 @@ breaks, errors, what the bounds assume, and how finely events on two planes can 
 Statuses (summary.json's own where the summary has them, issue 11's contract):
   clock    "verdict": proven | assumed | beyond_prior | undecided
   segment  "offset_status" / "drift_status": proven | assumed | undecided
-Older run folders lack these keys (None or "" in bench.model.documents); they are derived
+Older run folders lack these keys (None or "" in bench/model/*_records.py); they are derived
 here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
 without a fit is "undecided"; everything else the estimator proved. The prior is the
 inventory's `drift_prior_ppm` (default: bench.analysis.proven_segment.DEFAULT_DRIFT_PRIOR_PPM); a
@@ -23,17 +23,12 @@ from typing import TYPE_CHECKING, Any
 from bench.analysis.breaks import WIDE_PRIOR_FACTOR
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
-from bench.model.documents import (
-    Assumptions,
-    BreakRecord,
-    ClockSummary,
-    DeviceSummary,
-    Manifest,
-    SegmentSummary,
-    Summary,
-)
+from bench.model.clock_records import Assumptions, ClockSummary
+from bench.model.manifest_records import Manifest
 from bench.model.run_statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.rundata import Run, unusable_devices
+from bench.model.segment_records import BreakRecord, SegmentSummary
+from bench.model.summary_records import DeviceSummary, Summary
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
 if TYPE_CHECKING:

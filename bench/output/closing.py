@@ -9,8 +9,8 @@ from bench.units import fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns, fmt_
 
 def reference_line(manifest) -> str:
     """One line on what the bounds rest on: the reference's grade and the bound added.
-    `manifest`: the dict as written, or a bench.model.documents.Manifest."""
-    from bench.model.documents import Manifest, ReferenceHealth
+    `manifest`: the dict as written, or a bench.model.manifest_records.Manifest."""
+    from bench.model.manifest_records import Manifest, ReferenceHealth
     m = Manifest.of(manifest)
     h = m.reference_run or m.reference or ReferenceHealth()
     basis = h.basis or ("linuxptp" if h.verified else "allowance")
@@ -92,7 +92,7 @@ FIGURES_UP_TO = 40     # clocks: a run draws its offset figures up to this many 
 
 def figure_clocks(summary) -> int:
     """The clocks an offset figure is drawn for (bench.output.plots.offset_plots): those with a
-    segment. `summary`: a bench.model.documents.RunSummary."""
+    segment. `summary`: a bench.model.summary_records.Summary."""
     return sum(1 for d in summary.devices.values() for c in d.clocks.values() if c.segments)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.analysis.estimate import fit_clock
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
-from bench.model.documents import Calibration, Manifest
+from bench.model.manifest_records import Calibration, Manifest
 from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
 from bench.units import fmt_ns, fmt_ns_up
 
@@ -147,7 +147,7 @@ class LiveBounds:
 def calibration_state(manifest, device: str, clock: str) -> str:
     """'pinned 1.9 ms after 5.8 s' once the offset's width met the criterion, else 'pinned
     1.9 ms; floor 1.0 ms' (the narrowest bracket: the floor a width can approach); '' for a run
-    without the record. `manifest`: the dict as written or a bench.model.documents.Manifest."""
+    without the record. `manifest`: the dict as written or a bench.model.manifest_records.Manifest."""
     x = Manifest.of(manifest or {}).calibration_of(device, clock)
     if x is None or not x.raw:
         return ""

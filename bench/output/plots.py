@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.model.documents import ClockSummary  # noqa: E402
+from bench.model.clock_records import ClockSummary  # noqa: E402
 from bench.model.rundata import Run  # noqa: E402
 from bench.output.tie import (  # noqa: E402
     break_label,

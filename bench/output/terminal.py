@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from bench.analysis.statuses import Verdict
 from bench.model.decided import fmt_run, mean_drift, only_prior
-from bench.model.documents import Manifest, Summary
 from bench.model.limit_checks import check_run, text_table
+from bench.model.manifest_records import Manifest
 from bench.model.run_statuses import ErrorKind
 from bench.model.rundata import OLD_UNUSED
+from bench.model.summary_records import Summary
 from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, terminal_width, wrap
 from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
@@ -138,7 +139,7 @@ def table(summary: Any, manifest: Any = None, width: int | None = WIDTH,
     """The closing table: one row per device clock, its last segment's bounds, fitted to `width`
     columns (None: every column); then notes, the legend of the words used, the stimulus
     latencies and (when the rack file has [limits] and `manifest` is given) the limit checks.
-    `summary`, `manifest`: dicts as written, or bench.model.documents records."""
+    `summary`, `manifest`: dicts as written, or bench/model/*_records.py records."""
     summary = Summary.of(summary)
     manifest = Manifest.of(manifest) if manifest else None
     lines = _clock_lines(summary, manifest, width)

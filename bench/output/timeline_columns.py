@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.model.logfile import TextStore
+from bench.logs.logfile import TextStore
 from bench.model.timeline_table import LABEL_KEEP, UNIX_AFTER_NS, EntryTexts, LogTexts, device_times
 
 LS = pa.large_string()
@@ -98,7 +98,7 @@ def json_csv(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
 
 
 def store_take(store: TextStore, ks: np.ndarray) -> pa.Array:
-    """Strings `ks` of a text store (bench.model.logfile.TextStore) as a large-string array."""
+    """Strings `ks` of a text store (bench.logs.logfile.TextStore) as a large-string array."""
     off, data = store.take(ks)
     return pa.LargeStringArray.from_buffers(len(off) - 1, pa.py_buffer(off), pa.py_buffer(data))
 

@@ -22,8 +22,8 @@ from bench.config.loader import load_checked
 from bench.config.rackfile import check_out, check_params
 from bench.config.racklock import rack_lock
 from bench.model import provenance
-from bench.model.documents import Manifest
 from bench.model.manifest import DeviceStart, RunEnd, RunEndedEarly, RunStart
+from bench.model.manifest_records import Manifest
 from bench.model.outage import lost_devices, lost_line
 from bench.model.run_statuses import RunStatus
 from bench.model.rundata import bound_from_manifest, load_run

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.errors import RackclockError
-from bench.model.documents import Manifest
+from bench.model.manifest_records import Manifest
 from bench.model.run_statuses import RowStatus
 from bench.model.rundata import MEASUREMENTS_FILE
 from bench.model.store import SampleWriter, write_json

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bench.config.inventory import DeviceConfig
-from bench.model.documents import DeviceEntry
 from bench.model.manifest import DeviceProbed
+from bench.model.manifest_records import DeviceEntry
 from bench.model.run_statuses import ErrorKind, RowStatus, parse
 from bench.model.rundata import in_int64
 from bench.model.store import SampleWriter

@@ -217,7 +217,7 @@ class HostSelTruth:
                 d = dd
         off = d + self.off_s * NS
         if self.zone is not None and not self.counter:
-            from bench.model.logformats import ns_to_sel_seconds
+            from bench.logs.device_formats import ns_to_sel_seconds
             off -= (ns_to_sel_seconds(t_ns, self.zone) - t_ns // NS) * NS
         return off
 
@@ -233,7 +233,7 @@ class HostSelTruth:
         """The zone's UTC offset the driver removes at t, s (0 without a zone or for a counter)."""
         if self.zone is None or self.counter:
             return 0
-        from bench.model.logformats import ns_to_sel_seconds
+        from bench.logs.device_formats import ns_to_sel_seconds
         return ns_to_sel_seconds(t_ns, self.zone) - t_ns // NS
 
     def knots(self, t_lo: int, t_hi: int) -> list[int]:
@@ -249,7 +249,7 @@ async def serve(devices: list[DeviceConfig], ctx) -> dict[str, dict]:
     if ipmi_sim_path() is None:
         raise RuntimeError("ipmi_sim is not installed (Debian package openipmi): IPMI devices "
                            "are left out of this run")
-    from bench.model.logformats import ns_to_sel_seconds, sel_zone
+    from bench.logs.device_formats import ns_to_sel_seconds, sel_zone
     out: dict[str, dict] = {}
     sims: list[IpmiSim] = []
     truths: list[HostSelTruth] = []

@@ -24,7 +24,7 @@ import numpy as np
 from bench import saferead
 from bench.analysis.timeline_map import calibrations, describe, map_stamps
 from bench.errors import RackclockError
-from bench.model.logformats import ISO, Context, Unparsed, iso_stamp
+from bench.logs.logstamps import ISO, Context, Unparsed, iso_stamp
 from bench.watch.estimator import bound_now
 from bench.watch.retention import PackedRun, archive_of
 

@@ -1,7 +1,7 @@
 """RFC 3339 stamps (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM)`, ASCII digits) read as columns with
 numpy: the fast path of a big log's stamps. Only plain stamps are read here (years 1678-2261,
 every field in its range, an offset under 24 h with minutes under 60); for anything else the
-caller reads its lines one at a time with the exact parser (bench/model/logformats.py, datetime
+caller reads its lines one at a time with the exact parser (bench/logs/syslog_formats.py, datetime
 arithmetic), which decides. Values are exact integer ns, as that parser gives them.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import BinaryIO
 import numpy as np
 
 from bench.errors import RackclockError
-from bench.model.lognames import LINE_LIMIT
+from bench.logs.lognames import LINE_LIMIT
 
 DOC_LIMIT = 64 * 2**20          # bytes of a whole-document log (a Redfish LogEntryCollection)
 BATCH_BYTES = 1 << 20         # bytes read at a time, cut into whole lines

@@ -1,5 +1,5 @@
 """Which clock stamped each field of a log line (docs/TIMELINE.md lists them all): a line is mapped
-only through the clock that wrote its stamp. The parsers (bench/model/logformats.py) say where a
+only through the clock that wrote its stamp. The parsers (bench/logs/) say where a
 line itself tells (a Kubernetes event's field, an snmptrapd trap's sysUpTime varbind, a Redfish
 record's field); `stamping_clock` turns that role into a device clock of the run, or refuses
 with one line when the clock the user named cannot have written it.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.model.logfile import LogError
+from bench.logs.logfile import LogError
 
 # per format: (field, role, in words), the first the default (docs/TIMELINE.md shows this table)
 SOURCES: dict[str, tuple[tuple[str, str, str], ...]] = {
