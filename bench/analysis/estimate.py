@@ -1334,31 +1334,48 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     w = float(wander_ns_per_s)
     cut = float(split_prior_ppm or prior)       # the rate the reads are split at
     wide = cut * WIDE_PRIOR_FACTOR
-
     split = _split_envelope if publish else _split
     sp = split(s, e, v, q, w, cut, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
     shown = _turns(sp, s, e, v, q, cut) if beyond else 0    # steps seen before the wider refit
+    blips = sp.bursts       # set aside together, fitting one line: a step and back (_downgraded)
     if beyond:
         prior = max(prior, wide)
         sp = split(s, e, v, q, w, wide, wide, starts)
     segs = [_segment(s, e, v, raw_s, raw_e, q, note, run, sp, k, epoch_ns, w, prior, basis,
                      len(sp.runs) == 1, publish) for k, run in enumerate(sp.runs)]
     breaks = _breaks_of(sp, segs, s, e, q, prior)
-    orig = (lambda i: int(order[i])) if order is not None else int
-    outliers: list[Outlier] = [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
-                 "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
+    outliers = _outliers_of(sp, raw_s, raw_e, v, order)
     unknown, steps = _model_breaks(sp, breaks, shown)
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
                           prior, bool(beyond and shown)) \
         if steps + unknown == 1 else 0
-    segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
+    steps += STEP_HISTORY * max(blips, sp.bursts)
+    segs = _downgraded(segs) if seen or hide or _no_tick_fits(beyond, basis, q, resolution_ns) \
+        or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
                     prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps,
                     hide_ns=hide)
 
 
 STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
+
+
+def _outliers_of(sp: _seg.Split, raw_s: I64, raw_e: I64, v: I64, order: Idx | None
+                 ) -> list[Outlier]:
+    """The split's outliers, each by its position in the caller's input order."""
+    orig = (lambda i: int(order[i])) if order is not None else int
+    return [{"index": orig(i), "s_ns": int(raw_s[i]), "e_ns": int(raw_e[i]),
+             "value_ns": int(v[i]), "evidence": ev} for i, ev in sp.outliers]
+
+
+def _no_tick_fits(beyond: str, basis: ResolutionBasis, q: int, declared_ns: int) -> bool:
+    """Values whose gaps say a tick coarser than the declared one (`basis` observed), on reads
+    that still need a rate beyond the prior (`beyond`): the observed tick does not explain them
+    either (a value that updates slower than its tick and shows its clock then, each gap a
+    whole number of declared ticks near the update period: issue 39), so the clock's bounds
+    are assumed (_downgraded)."""
+    return bool(beyond) and basis == ResolutionBasis.OBSERVED and q > int(declared_ns)
 
 
 def _turns(sp: _seg.Split, s: I64, e: I64, v: I64, q: int, prior: float) -> int:
@@ -1437,7 +1454,9 @@ def _downgraded(segs: list[Segment]) -> list[Segment]:
     or the clock broke STEP_HISTORY times or more, by steps or where no step shows (a break of
     kind unknown: a lag or a rate beyond the declared one, which can make the segments between
     such breaks miss too; repeated blips: more may hide, two in a segment break the
-    one-unseen-step model). One break alone is a step, whatever its size shows. The mean drift
+    one-unseen-step model; a burst of reads set aside together that fit one line apart from
+    both sides is such a blip, its step and its return shown). One break alone is a step,
+    whatever its size shows. The mean drift
     is made of the same offsets (_mean_drift took the segment's status before this): a proven
     one is made assumed with them (a blip inside its window moved the offset at its ends)."""
     return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED, mean_drift=_assumed_md(sg))

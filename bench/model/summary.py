@@ -411,6 +411,9 @@ def rate_clause(fit: ClockFit | None) -> str:
             f"or more shows, shorter excursions assumed")
 
 
+# a clock whose driver declares no lag: a reading that lags its clock by a constant λ reads as
+# an offset λ lower, which no read can tell (benchmarks/README.md, issue 39): named, not checked
+NO_LAG_CLAUSE = "reading shows its clock when read (no lag declared, a lag reads as an offset)"
 MEASURED = "measured on the simulated probe schedule"     # unseen.calibrated_step_ns
 EXPLORED = "exploration reads alone"                     # unseen.unseen_step_ns
 FEW = "too few reads in that time"                       # unseen.NO_STEP_SHOWS
@@ -431,6 +434,8 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
         text += said
     if lag:
         text += f"; reading lags its clock by at most {fmt_end_ns(lag, False)}"
+    else:       # the reads cannot tell a constant lag from an offset: say it is assumed
+        text += f"; {NO_LAG_CLAUSE}"
     out["model"] = text
     return out
 
