@@ -237,15 +237,18 @@ def score(dev: dict) -> dict:
     s, e, v, at, _bad = read_like_runner(clk, dev["n"], dev["rate_hz"], dev["declared_ns"], rng,
                                          sideband=dev["sideband"])
     fit = fit_clock(s, e, v, dev["declared_ns"], lag_ns=dev["lag_ns"])
-    misses = check(fit, clk)
+    checked: dict[str, int] = {}
+    misses = check(fit, clk, checked)
     what = _breaks_what(dev, clk, int(s[0]), int(e[-1]), fit.drift_prior_ppm)
     text = model_statement(fit.drift_prior_ppm, dev["lag_ns"], fit, dev["rate_hz"])["model"]
     last = fit.segments[-1] if fit.segments else None
     proven_last = last is not None and last.offset_status == "proven"
     return {"case": dev["case"], "seed": dev["seed"], "ok": not misses, "misses": misses[:3],
+            "checked": checked, "missed": [m[0] for m in misses],
             "proven_last": proven_last, "width": last.offset_ns.width if proven_last else None,
             "breaks": what, "named": _named(what, text), "shown": _shown(fit),
-            "miss_ns": max([m[-1] for m in misses if m[0] == "offset"] or [0.0])}
+            "miss_ns": max([m[-1] for m in misses if m[0] == "offset"] or [0.0]),
+            "lag_beyond_ns": max(0.0, clk.lag_ms[1] * MS - dev["lag_ns"]) if clk.lag_ms else 0.0}
 
 
 def _shown(fit) -> str:
@@ -255,28 +258,36 @@ def _shown(fit) -> str:
             else "reads set aside only" if fit.outliers else "nothing")
 
 
-def check(fit, clk: Clock) -> list[tuple]:
+def check(fit, clk: Clock, checked: dict[str, int] | None = None) -> list[tuple]:
     """Every bound labelled proven against the truth: the offset at the epoch and at five
     instants of each proven segment, a proven mean drift, a proven drift, the size of every
     break between two proven segments (the true steps in its window, else the offset's
-    change across it). (kind, instant, how far off, ns or ppm)."""
+    change across it). (kind, instant, how far off, ns or ppm); `checked` counts the bounds
+    checked by kind."""
     out: list[tuple] = []
+    n = checked if checked is not None else {}
+
+    def count(kind: str) -> None:
+        n[kind] = n.get(kind, 0) + 1
     for sg in fit.segments:
         if sg.offset_status == "proven":
             pts = np.linspace(sg.start_ns, sg.end_ns, 7).astype(np.int64)[1:-1]
             for t, b in [(sg.epoch_ns, sg.offset_ns)] + [(int(x), sg.proven_offset_at(int(x)))
                                                          for x in pts]:
                 tr = clk.offset(int(t))
+                count("offset") if b is not None else None
                 if b is not None and not (b.lo <= tr <= b.hi):
                     out.append(("offset", int(t), max(b.lo - tr, tr - b.hi)))
         md = sg.mean_drift
         if md is not None and md["status"] == "proven":
             t1, t2 = md["from_ns"], md["to_ns"]
             tr = (clk.offset(t2) - clk.offset(t1)) / (t2 - t1) * 1e6
+            count("mean_drift")
             if not md["lo"] <= tr <= md["hi"]:
                 out.append(("mean_drift", t1, max(md["lo"] - tr, tr - md["hi"])))
         if sg.drift_status == "proven":
             tr = clk.rate_ppm(sg.epoch_ns)
+            count("drift")
             if not sg.drift_ppm.lo - 1e-6 <= tr <= sg.drift_ppm.hi + 1e-6:
                 out.append(("drift", sg.epoch_ns, max(sg.drift_ppm.lo - tr, tr - sg.drift_ppm.hi)))
     for k, br in enumerate(fit.breaks):
@@ -284,6 +295,7 @@ def check(fit, clk: Clock) -> list[tuple]:
             continue
         inside = [sz for a, sz in clk.true_steps() if br.after_ns < a <= br.before_ns]
         change = clk.offset(br.before_ns) - clk.offset(br.after_ns)
+        count("size") if br.size_ns is not None else None
         if br.size_ns is not None and not (br.size_ns.contains(sum(inside)) if inside else False) \
                 and not br.size_ns.contains(change):
             out.append(("size", br.after_ns, min(abs(br.size_ns.lo - change),
@@ -322,6 +334,41 @@ def table(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+def lag_line(results: list[dict]) -> str:
+    """How far the proven offsets of clocks lagging beyond the declared lag missed, per ms of
+    lag beyond it (median, max), over those devices."""
+    rs = [r for r in results if r["lag_beyond_ns"] > 0]
+    if not rs:
+        return ""
+    per = [r["miss_ns"] / r["lag_beyond_ns"] for r in rs]
+    return (f"lag beyond the declared: {len(rs)} devices, coverage "
+            f"{np.mean([r['ok'] for r in rs]):.4f}, proven offsets miss by "
+            f"{np.median(per):.3f} (median), {np.max(per):.3f} (max) ms per ms of lag beyond "
+            f"the declared")
+
+
+KINDS = ("offset", "mean_drift", "drift", "size")
+
+
+def kinds_table(results: list[dict]) -> str:
+    """Per case and kind of proven bound: the share of those checked that held the truth, of
+    how many (offsets at the epoch and at five instants of each proven segment, proven mean
+    drifts, proven drifts, sizes of breaks between two proven segments)."""
+    by = defaultdict(list)
+    for r in results:
+        by[r["case"]].append(r)
+    out = ["| case | " + " | ".join(f"{k} held (of checked)" for k in KINDS) + " |",
+           "|---|" + "---|" * len(KINDS)]
+    for c, rs in by.items():
+        cells = []
+        for k in KINDS:
+            n = sum(r["checked"].get(k, 0) for r in rs)
+            bad = sum(r["missed"].count(k) for r in rs)
+            cells.append(f"{1 - bad / n:.4f} ({n})" if n else "— (0)")
+        out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices-per-case", type=int, default=200)
@@ -332,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     res = run(a.devices_per_case, a.seed, tuple(a.cases))
     print(table(res))
+    print()
+    print(kinds_table(res))
+    print()
+    print(lag_line(res))
     if a.show_misses:
         for r in res:
             if not r["ok"]:

@@ -69,14 +69,30 @@ def test_bad_reads_scattered_far_off_stay_bad_reads():
 def test_a_value_updating_slower_than_any_tick_that_fits_is_not_proven():
     """A driver declares 37 ms; the value moves once a second and shows the clock then
     (benchmarks/adversarial.py, res_finer_unaligned, seed 2). The gaps between its values are
-    all multiples of 999 ms, so the fit takes a 999 ms tick, and the reads still need a rate
-    beyond the prior: the old estimator refitted them at 6,000 ppm and kept the offset proven,
-    11 ms off the truth. Values whose gaps claim a coarser tick than declared and that a
-    refit beyond the prior still has to explain fit no tick: the clock's bounds are assumed."""
+    all multiples of 999 ms, so the old estimator took a 999 ms tick, the reads still needed a
+    rate beyond the prior, and the refit at 6,000 ppm kept the offset proven, 11 ms off the
+    truth. Values off the grid of the tick their gaps show are an update, not a tick: each
+    read stands for its clock up to 999 ms + 2 x 37 ms above its value, periodic updates
+    assumed, and so are the clock's bounds."""
     clk = A.Clock(A.T0, 1725.66e6, -57.0, 37 * MS, update_ns=NS, seed=1849614359)
     fit = _fit(clk, 39, 2.0, 1849614359)
     assert A.check(fit, clk) == []
-    assert fit.resolution_ns == 999 * MS and fit.beyond_note
+    assert fit.resolution_ns == 1073 * MS and fit.resolution_basis == "edges"
+    assert "periodic updates assumed" in fit.resolution_note
+    assert all(sg.offset_status != "proven" for sg in fit.segments)
+
+
+def test_a_value_off_the_grid_of_its_observed_tick_is_an_update():
+    """A 100 ms field that moves once a second, showing its clock then (res_finer_unaligned,
+    seed 3): values ...0.3 s, 1.3 s, ... The old estimator took a 1 s tick with the clock in
+    [v, v + 1 s) and proved offsets 52-64 ms off (the clock runs up to 1.1 s past its value);
+    no break, no read set aside, but no 1 s tick floors a clock to x.3 s."""
+    clk = A.Clock(A.T0, -1.65e9, -49.0, 100 * MS, update_ns=NS, seed=1458723427)
+    s, e, v, _at, _ = read_like_runner(clk, 72, 1.0, 100 * MS, np.random.default_rng(1458723427))
+    assert len({int(x) % NS for x in v}) == 1 and int(v[0]) % NS
+    fit = fit_clock(s, e, v, 100 * MS)
+    assert A.check(fit, clk) == []
+    assert fit.resolution_basis == "edges" and fit.resolution_ns == 1200 * MS, fit.resolution_note
     assert all(sg.offset_status != "proven" for sg in fit.segments)
 
 
