@@ -53,9 +53,28 @@ def test_a_blip_whose_reads_are_set_aside_together_makes_the_clock_assumed():
     assert all(sg.offset_status != "proven" for sg in fit.segments)
 
 
+def test_reads_set_aside_in_two_places_make_the_clock_assumed():
+    """A 100 ms clock stepped and stepped back every 6-15 s (step_back_repeated, seed 4): two
+    blips (732 ms, 192 ms) each caught by one read, set aside alone; a 17 ms blip that no read
+    caught put the truth 15 ms outside the proven band. One lone read set aside is the model's
+    bad answer; reads set aside in two places are a clock that may step (or answer wrong)
+    anywhere: two steps at the least, so it is assumed."""
+    clk = A.Clock(A.T0, -1985835032.4606562, 71.18801019568545, 100 * MS, seed=1782754912,
+                  steps=[(10.326626672799987, -731648057.8), (11.25753633379533, 731648057.8),
+                         (16.8151121527385, -12251903.9), (18.20343950535674, 12251903.9),
+                         (23.303597632677015, -126470630.2), (23.46315119649319, 126470630.2),
+                         (29.79208311261553, -191929022.0), (30.697279675453025, 191929022.0),
+                         (36.28056859255404, 16958819.6), (36.90461203851716, -16958819.6),
+                         (42.76905407249255, -441074752.3), (43.40891268017969, 441074752.3)])
+    fit = _fit(clk, 45, 1.0, 1782754912)
+    assert A.check(fit, clk) == []
+    assert len(fit.outliers) == 2 and not fit.breaks and fit.steps_seen >= 2
+    assert all(sg.offset_status != "proven" for sg in fit.segments)
+
+
 def test_bad_reads_scattered_far_off_stay_bad_reads():
-    """The rule above does not touch corrupted answers, each off by its own whole seconds:
-    they are lone outliers, and the clock stays proven (the fuzz's bad_burst)."""
+    """The burst rule does not touch corrupted answers in one place, each off by its own whole
+    seconds: they are lone outliers, and the clock stays proven (the fuzz's bad_burst)."""
     clk = A.Clock(A.T0, 0.4e9, 20.0, 10 * MS, seed=7)
     s, e, v, _at, _ = read_like_runner(clk, 60, 2.0, 10 * MS, np.random.default_rng(7))
     v = v.copy()

@@ -1338,7 +1338,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     sp = split(s, e, v, q, w, cut, wide, starts := cut_starts(raw_s, cuts_ns))
     beyond = _asks_for_wider(sp, s, e, v, q, w, wide) if (sp.breaks or sp.outliers) else ""
     shown = _turns(sp, s, e, v, q, cut) if beyond else 0    # steps seen before the wider refit
-    blips = sp.bursts       # set aside together, fitting one line: a step and back (_downgraded)
+    bursts = sp.bursts      # bursts set aside under the prior, before any wider refit
     if beyond:
         prior = max(prior, wide)
         sp = split(s, e, v, q, w, wide, wide, starts)
@@ -1350,7 +1350,7 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
                           prior, bool(beyond and shown)) \
         if steps + unknown == 1 else 0
-    steps += STEP_HISTORY * max(blips, sp.bursts)
+    steps += _aside_steps(sp, bursts)     # steps the reads set aside show (_downgraded)
     segs = _downgraded(segs) if seen or hide or _no_tick_fits(beyond, basis, q, resolution_ns) \
         or steps + unknown >= STEP_HISTORY else segs
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
@@ -1359,6 +1359,18 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
 
 
 STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
+
+
+def _aside_steps(sp: _seg.Split, bursts: int) -> int:
+    """Steps the reads the published split set aside show at the least: two for each burst
+    that fits one line of its own apart from both sides (a step and its return; `bursts`: those
+    set aside under the prior before a wider refit too); STEP_HISTORY where reads were set aside
+    in two places or more (runs of consecutive positions: each a bad answer or a blip one read
+    caught, so more than one is a clock that may step, or answer wrong, anywhere; issue 39).
+    One place alone is the model's bad answer."""
+    at = sorted(i for i, _ in sp.outliers)
+    places = sum(1 for k, i in enumerate(at) if k == 0 or i - at[k - 1] > 1)   # runs of them
+    return STEP_HISTORY * max(sp.bursts, bursts, int(places >= 2))
 
 
 def _outliers_of(sp: _seg.Split, raw_s: I64, raw_e: I64, v: I64, order: Idx | None

@@ -350,8 +350,11 @@ def _assumed_note(fit: ClockFit) -> str:
     n = fit.steps_seen + fit.unknown_breaks
     if n < STEP_HISTORY:
         return _hide_note(fit)
+    aside = (f"; {len(fit.outliers)} reads set aside counted: a burst that fits one line is a "
+             f"step and its return, reads set aside in two places or more may be blips"
+             if fit.outliers else "")
     return (f"broke {n} times ({fit.unknown_breaks} with no step to show: a lag or a rate "
-            f"beyond the model's): more may hide, bounds assumed")
+            f"beyond the model's{aside}): more may hide, bounds assumed")
 
 
 def _hide_note(fit: ClockFit) -> str:
