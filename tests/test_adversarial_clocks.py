@@ -147,3 +147,25 @@ def test_no_proven_bound_misses_where_the_reads_show_the_behaviour(case):
             assert r["shown"] in ("nothing", "one break"), r
         if r["breaks"]:
             assert r["named"], r
+
+
+def test_the_no_lag_clause_shows_on_screen_for_the_clocks_without_a_declared_lag():
+    """The recorded run's clocks as summarized now (its golden summary.json): every clause
+    of each clock's model shows on screen (tests/test_model_clauses.py's check), the no-lag
+    clause among them, with the clocks that declare no lag, and not for pdu-1 hrsystemdate,
+    whose driver declares 10 ms."""
+    import json
+
+    from bench.output.terminal import table
+    from tests.test_model_clauses import _every_clause_said
+
+    root = Path(__file__).parent / "data" / "recorded"
+    s = json.loads((root / "20261201T161000Z-clock_offset.golden" / "completed"
+                    / "summary.json").read_text())
+    text = table(s)
+    assert _every_clause_said(s, text) >= 7 * 7
+    flat = " ".join(text.split())
+    assert f"{NO_LAG_CLAUSE} (bmc-1 datetime," in flat
+    assert "reading lags its clock by at most 10 ms (pdu-1 hrsystemdate)" in flat
+    clocks = [c for d in s["devices"].values() for c in d["clocks"].values()]
+    assert sum(NO_LAG_CLAUSE in c["assumptions"]["model"] for c in clocks) == len(clocks) - 1
