@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 from bench.config.racklock import DEFAULT_WAIT_S, RackBusy, rack_lock
 from bench.model.documents import ClockSummary, DeviceSummary, Identity, SegmentSummary
-from bench.model.statuses import RunStatus
+from bench.model.run_statuses import RunStatus
 
 ns = 1
 us = 1_000
@@ -293,7 +293,7 @@ class DeviceCalibration:
         return self.drift(clock).magnitude
 
     def breaks(self, clock: str | None = None) -> list:
-        """The clock's breaks (bench.analysis.estimate.Break records)."""
+        """The clock's breaks (bench.analysis.breaks.Break records)."""
         return list(self._clock(clock).breaks)
 
     def bracket_median(self, clock: str | None = None) -> float:

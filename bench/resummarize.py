@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from bench import safeio, saferead
-from bench.model.statuses import RunStatus
+from bench.model.run_statuses import RunStatus
 from bench.model.store import RESERVE, DiskFull, stamped, write_json
 
 

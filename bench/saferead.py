@@ -19,7 +19,7 @@ import os
 import stat
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -198,22 +198,32 @@ def check_shape(path: Path, doc: Any, shape: Any) -> None:
     todo: list[tuple[Any, Any, str]] = [(doc, shape, "")]
     while todo:
         x, sh, where = todo.pop()
-        if isinstance(sh, dict):
-            ok = isinstance(x, dict)
-            if ok:
-                for k, v in x.items():
-                    sub = sh.get(k, sh.get("*"))
-                    if sub is not None and (v is not None or isinstance(sub, (dict, list))):
-                        todo.append((v, sub, f"{where}.{k}" if where else str(k)))
-        elif isinstance(sh, list):
-            ok = isinstance(x, list)
-            if ok:
-                todo += [(v, sh[0], f"{where}[{i}]") for i, v in enumerate(x)]
-        else:
-            ok = isinstance(x, sh) and not (isinstance(x, bool) and sh is not bool)
-        if not ok:
+        inner = _shape_inner(x, sh, where)
+        if inner is None:
             raise FileFault(f"{path}: field {where or '(the document)'} is {_type_name(x)}, "
                             f"not of the shape its readers take")
+        todo += inner
+
+
+def _shape_inner(x: Any, sh: Any, where: str) -> list[tuple[Any, Any, str]] | None:
+    """The fields of `x` to check next, each with its shape and its name; None where `x`
+    itself is not of shape `sh`."""
+    if isinstance(sh, dict):
+        return _object_fields(x, sh, where) if isinstance(x, dict) else None
+    if isinstance(sh, list):
+        return [(v, sh[0], f"{where}[{i}]") for i, v in enumerate(x)] if isinstance(x, list) else None
+    ok = isinstance(x, sh) and not (isinstance(x, bool) and sh is not bool)
+    return [] if ok else None
+
+
+def _object_fields(x: dict[str, Any], sh: dict[str, Any], where: str) -> list[tuple[Any, Any, str]]:
+    """The fields of object `x` that `sh` shapes (by name, else "*"); a null leaf is allowed."""
+    out = []
+    for k, v in x.items():
+        sub = sh.get(k, sh.get("*"))
+        if sub is not None and (v is not None or isinstance(sub, (dict, list))):
+            out.append((v, sub, f"{where}.{k}" if where else str(k)))
+    return out
 
 
 class LineCount:
@@ -236,26 +246,34 @@ def lines(f: IO[bytes], count: LineCount | None = None, limit: int = LINE_LIMIT,
         chunk = f.read(block)
         if not chunk:
             break
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                if not over:
-                    part += chunk[start:]
-                    if len(part) > limit:
-                        part, over = b"", True
-                break
-            line, start = part + chunk[start:nl + 1], nl + 1
-            part = b""
-            if over or len(line) > limit or b"\0" in line:
-                count.skipped += 1
-                over = False
-                continue
-            yield line.decode("utf-8", "replace")
+        part, over = yield from _chunk_lines(chunk, part, over, limit, count)
     if over or b"\0" in part:
         count.skipped += 1
     elif part:
         yield part.decode("utf-8", "replace")
+
+
+def _chunk_lines(chunk: bytes, part: bytes, over: bool, limit: int,
+                 count: LineCount) -> Generator[str, None, tuple[bytes, bool]]:
+    """The lines a chunk ends (the first continuing `part`, the line so far; `over`: that line
+    is already too long), a longer line or one with NUL bytes skipped and counted; returns the
+    (part, over) of the line it leaves open."""
+    start = 0
+    while True:
+        nl = chunk.find(b"\n", start)
+        if nl < 0:
+            if not over:
+                part += chunk[start:]
+                if len(part) > limit:
+                    part, over = b"", True
+            return part, over
+        line, start = part + chunk[start:nl + 1], nl + 1
+        part = b""
+        if over or len(line) > limit or b"\0" in line:
+            count.skipped += 1
+            over = False
+            continue
+        yield line.decode("utf-8", "replace")
 
 
 def _past_hole(f: IO[bytes]) -> bool:

@@ -54,8 +54,9 @@ def log_phases(bench_log: Path) -> dict:
             out["summary_s"] = float(msg.split()[3])
         elif msg.startswith("background offline: waited"):
             out["offline_wait_s"] = float(msg.split()[3])
-        elif msg.startswith("figures:"):
-            out["figures_wait_s"] = float(re.search(r"waited ([\d.]+) s", msg).group(1))
+        elif msg.startswith("figures:"):        # "figures: N clocks, not drawn": none waited for
+            w = re.search(r"waited ([\d.]+) s", msg)
+            out["figures_wait_s"] = float(w.group(1)) if w else 0.0
     return out
 
 

@@ -1,6 +1,6 @@
 """Virtual-time Monte Carlo of the interval estimator (and the chrony-style comparator).
 
-Thousands of simulated device clocks (bench/sim/clock.py's ClockModel, a pure function of the
+Thousands of simulated device clocks (bench/sim/clock_model.py's ClockModel, a pure function of the
 reference instant: no sockets, no sleeping) drawn from wide ranges: resolution 1 ns to 1 s, drift
 ±100 ppm, frequency wander, read jitter, loopback-like (0.2–1 ms) and sideband-like (20–40 ms)
 brackets, steps, counter reboots and wraps, the odd corrupted read, and drivers that declare a
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.analysis.chrony_style import fit_chrony  # noqa: E402
 from bench.analysis.estimate import fit_clock, wander_allowance_ns_per_s  # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from racks import sim_rack_text  # noqa: E402
 
-from bench.fleet.verdict import RAN  # noqa: E402
+from bench.fleet.fleet_verdict import RAN  # noqa: E402
 
 RACKCLOCK = [sys.executable, "-m", "bench.cli"]
 DEVICES = ["bmc-1", "pdu-2"]          # the small rack of tests/test_fleet.py

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.analysis.estimate import fit_clock  # noqa: E402
 from bench.analysis.probe_schedule import next_probe_ns  # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS

@@ -71,7 +71,7 @@ def inner(run: Path, formats: str, details: bool) -> dict:
     """The report in this process (one process), with matplotlib's savefig timed."""
     from matplotlib.figure import Figure
 
-    from bench.output.report import build_report
+    from bench.output.report_html import build_report
     spent = [0.0, 0.0]
     save = Figure.savefig
 

@@ -79,7 +79,7 @@ def report(path: Path) -> str:
 
 
 def virtual(seeds: int) -> None:
-    from bench.sim.clock import ClockModel, ClockParams
+    from bench.sim.clock_model import ClockModel, ClockParams
     from bench.sim.probing import read_like_runner
     widths: dict[bool, list] = {True: [], False: []}
     for seed in range(seeds):

@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 from tests.timeline_stream_case import NS, T0, make_run, write_log  # noqa: E402
 
 MS = 1_000_000

@@ -25,7 +25,7 @@ from bench.analysis.timeline_map import calibrations, map_stamps  # noqa: E402
 from bench.analysis.timeline_order import Entry, order, order_arrays  # noqa: E402
 from bench.model.logformats import Context, parse_log  # noqa: E402
 from bench.sim.cascade import calibrate  # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_796_000_000 * NS

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.analysis.estimate import fit_clock  # noqa: E402
 from bench.analysis.unseen import stated_step_ns, unseen_step_ns  # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
 
 NS = 1_000_000_000

@@ -106,6 +106,22 @@ class _StampedRmcpPlus(RmcpPlus):
         return rmcp.seq_number, rmcp.class_of_msg, sdu
 
 
+
+def _bracket(stamps: list, s0: int, e0: int, span: bool) -> tuple[int, int, str]:
+    """(s, e, note) of an exchange from its socket stamps [("s" | "e", ns)]: the last request
+    and its answer (`span`: the first request and the last answer); the thread's own
+    [s0, e0] where the socket stamped none; the note counts re-sent requests."""
+    sends = [t for k, t in stamps if k == "s"]
+    s = (sends[0] if span else sends[-1]) if sends else s0
+    answers = [t for k, t in stamps if k == "e" and t >= s]
+    e = answers[-1] if answers else e0
+    return s, e, _resent_note(len(sends), span)
+
+
+def _resent_note(sends: int, span: bool) -> str:
+    """The note of requests re-sent before the answer (none over a span of requests)."""
+    return f"(after {sends - 1} re-sent request(s))" if sends > 1 and not span else ""
+
 class IpmiBMC(Stimulated, Driver):
     CREDENTIALS = (("username",), ("password_env",))      # checked at load (bench.config.loader)
     OPTIONS = {"sel_timezone": Key("str"), "timeout_s": TIMEOUT_KEY,
@@ -202,12 +218,7 @@ class IpmiBMC(Stimulated, Driver):
             result, stamps, s0, e0 = await asyncio.to_thread(work)
         except Exception as exc:
             raise self._clean(self._map(exc, what)) from None
-        sends = [t for k, t in stamps if k == "s"]
-        s = (sends[0] if span else sends[-1]) if sends else s0
-        answers = [t for k, t in stamps if k == "e" and t >= s]
-        e = answers[-1] if answers else e0
-        note = f"(after {len(sends) - 1} re-sent request(s))" if len(sends) > 1 and not span else ""
-        return result, s, e, note
+        return (result, *_bracket(stamps, s0, e0, span))
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def open(self) -> None:

@@ -273,15 +273,8 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
             if not guard.expired():
                 raise
             raise self._no_answer(what) from None
-        except ModbusIOException as exc:
-            if "No response" in str(exc):
-                self._guard = self._serial_line
-                raise self._no_answer(what) from None
-            raise self.error("malformed", f"{what}: {exc}") from None
-        except ConnectionException:
-            raise self.error("reset", f"connection lost before {what}") from None
         except ModbusException as exc:
-            raise self.error("protocol", f"{what}: {exc}") from None
+            raise self._modbus_error(exc, what) from None
         finally:
             self._inflight = None
             if self._drops != drops:     # the drop is this exchange's outcome, not the next's
@@ -290,11 +283,27 @@ class ModbusCooling(Stimulated, ClockSetting, Driver):
                 self._cut = False
                 task.uncancel()
         e0 = self.now_ns()
+        self._refuse_an_exception_answer(rr, what)
+        return rr, self._stamps.get("s", s0), self._stamps.get("e", e0)
+
+    def _modbus_error(self, exc: ModbusException, what: str) -> DeviceError:
+        """pymodbus's error as a DeviceError: no answer (the line's guard time is then waited
+        before the next request), a malformed answer, a lost connection, a protocol error."""
+        if isinstance(exc, ModbusIOException):
+            if "No response" in str(exc):
+                self._guard = self._serial_line
+                return self._no_answer(what)
+            return self.error("malformed", f"{what}: {exc}")
+        if isinstance(exc, ConnectionException):
+            return self.error("reset", f"connection lost before {what}")
+        return self.error("protocol", f"{what}: {exc}")
+
+    def _refuse_an_exception_answer(self, rr: ModbusPDU, what: str) -> None:
+        """An exception response raises a DeviceError ("protocol") naming its code."""
         if rr.isError():
             code = getattr(rr, "exception_code", 0)
             raise self.error("protocol", f"answered exception {code} "
                                          f"({EXCEPTIONS.get(code, 'unknown')}) to {what}")
-        return rr, self._stamps.get("s", s0), self._stamps.get("e", e0)
 
     async def _ready(self, what: str) -> None:
         """Connected, a dropped connection said once, a late answer's guard time waited."""

@@ -320,15 +320,7 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             raise self.error("error", f"cannot load ca_file {self.ca_file!r}: {exc}") from None
 
     async def open(self) -> None:
-        if self.scheme != "https" and self.auth != "none":
-            raise self.error("protocol", f"address {self.config.address!r}: credentials go only "
-                             f"over HTTPS (redfish.aio logs in only there); use https://, or "
-                             f"auth = \"none\" for a service that asks for none")
-        self._password = self.config.secret()
-        if self.auth != "none" and (not self.config.username or self._password is None):
-            raise self.error("auth", f"no credentials: set username and the environment variable "
-                             f"named by password_env ({self.config.password_env!r}), or "
-                             f"auth = \"none\"")
+        self._check_credentials()
         tls = self._tls()
         # Redfish authenticates by X-Auth-Token: no cookie jar to keep or filter per request
         self._session = aiohttp.ClientSession(
@@ -338,34 +330,50 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
             cookie_jar=aiohttp.DummyCookieJar(),
             request_class=stamped_request(self.now_ns, self.meter),
             response_class=capped_response(self.max_body, self.now_ns))
-        base = f"{self.scheme}://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
-               (f":{self.port}" if self.port else "")
         anonymous = self.auth == "none"
-        self._client = _OneSessionClient(base, username=None if anonymous else self.config.username,
+        self._client = _OneSessionClient(self._base_url(),
+                                         username=None if anonymous else self.config.username,
                                          password=None if anonymous else self._password,
                                          session=self._session, timeout=self.timeout_s)
         self._client.meter = self.meter
         try:
-            await self._login()
-            if not self.manager_uri:
-                self.manager_uri = await self._find_manager()
-            await self._open_events()
-            await self._discover_log()
+            await self._first_exchanges()
         except BaseException as exc:
             await self.close()
             if isinstance(exc, Exception):
                 raise self._map(exc, "login") from None
             raise
 
+    def _check_credentials(self) -> None:
+        """Credentials go only over HTTPS, and a service that asks for them needs them set."""
+        if self.scheme != "https" and self.auth != "none":
+            raise self.error("protocol", f"address {self.config.address!r}: credentials go only "
+                             f"over HTTPS (redfish.aio logs in only there); use https://, or "
+                             f"auth = \"none\" for a service that asks for none")
+        self._password = self.config.secret()
+        if self.auth != "none" and (not self.config.username or self._password is None):
+            raise self.error("auth", f"no credentials: set username and the environment variable "
+                             f"named by password_env ({self.config.password_env!r}), or "
+                             f"auth = \"none\"")
+
+    def _base_url(self) -> str:
+        """scheme://host[:port], an IPv6 host in brackets."""
+        return f"{self.scheme}://{self.host if ':' not in self.host else f'[{self.host}]'}" + \
+               (f":{self.port}" if self.port else "")
+
+    async def _first_exchanges(self) -> None:
+        """Log in, find the manager (unless configured), open events and find the log."""
+        await self._login()
+        if not self.manager_uri:
+            self.manager_uri = await self._find_manager()
+        await self._open_events()
+        await self._discover_log()
+
     async def _login(self) -> None:
         """Read the service root (unauthenticated, DSP0266), choose the auth mode (the rack
         file's, else what the service offers: said once) and log in."""
         root = await self._root_or_nothing()
-        mode, note = auth_mode(self.auth or ("session" if not root else None), root)
-        self.auth = mode
-        if note and self.auth_note is None:
-            self.auth_note = note
-            log.warning("%s: %s", self.name, note)
+        mode = self._choose_auth_mode(root)
         if mode == "none":
             return
         if self.scheme != "https":
@@ -374,6 +382,21 @@ class RedfishBMC(LogReader, EventSubscriber, Stimulated, ClockSetting, NtpComman
         sessions = _link(root.get("Links"), "Sessions") or "/redfish/v1/SessionService/Sessions"
         if self._client is None:
             raise self.error("error", "not open")
+        await self._post_login(mode, root, sessions)
+
+    def _choose_auth_mode(self, root: dict) -> str:
+        """The auth mode (the rack file's, else what the service root offers), kept; the note
+        on how it was chosen is logged once."""
+        mode, note = auth_mode(self.auth or ("session" if not root else None), root)
+        self.auth = mode
+        if note and self.auth_note is None:
+            self.auth_note = note
+            log.warning("%s: %s", self.name, note)
+        return mode
+
+    async def _post_login(self, mode: str, root: dict, sessions: str) -> None:
+        """The login itself, within the request budget; its refusals as DeviceErrors."""
+        assert self._client is not None         # _login checked it
         try:
             async with self.budget.slot(True, self.timeout_s):
                 await self._client.login(mode)

@@ -151,17 +151,32 @@ async def _candidate(get_json: GetJson, svc: str, parent: str) -> LogCandidate |
         return None
     c = LogCandidate(svc, entries, parent, str(ls.get("LogEntryType") or ""),
                      str(ls.get("OverWritePolicy") or ""), ls.get("ServiceEnabled") is not False)
-    page = await get_json(entries, f"GET {entries}")
+    _learn_from_first_page(c, await get_json(entries, f"GET {entries}"))
+    return c
+
+
+def _learn_from_first_page(c: LogCandidate, page: dict) -> None:
+    """What the first entries page says of the log: its count (else the rows shown), and from
+    its full entries the newest EntryType (where the service gave none) and whether they carry
+    registry MessageIds."""
     count = page.get("Members@odata.count")
     rows = [m for m in page.get("Members") or [] if isinstance(m, dict)]
     c.count = count if isinstance(count, int) else len(rows)
-    full = [m for m in rows if "EntryType" in m or "MessageId" in m]
+    full = _full_entries(rows)
     if full:
         newest = full[-1]
         c.entry_type = c.entry_type or str(newest.get("EntryType") or "")
-        c.message_ids = any(isinstance(m.get("MessageId"), str) and "." in m["MessageId"]
-                            for m in full[-10:])
-    return c
+        c.message_ids = _has_registry_ids(full[-10:])
+
+
+def _full_entries(rows: list[dict]) -> list[dict]:
+    """The rows that are entries (an EntryType or a MessageId), not only links to them."""
+    return [m for m in rows if "EntryType" in m or "MessageId" in m]
+
+
+def _has_registry_ids(rows: list[dict]) -> bool:
+    """Whether an entry carries a registry MessageId (`Registry.Version.Message`)."""
+    return any(isinstance(m.get("MessageId"), str) and "." in m["MessageId"] for m in rows)
 
 
 def choose(cands: list[LogCandidate]) -> LogCandidate | None:

@@ -162,39 +162,57 @@ class EventSubscriber(RedfishPart):
         if self.events_mode == "poll":
             self.events_state = "polling (events = poll)"
             return
+        es = await self._offered_event_service()
+        if es is None:
+            return
+        reasons: list[str] = []
+        if self.events_mode in ("auto", "sse") and await self._try_sse(es, reasons):
+            return
+        if self.events_mode in ("auto", "push") and await self._try_push(es, reasons):
+            return
+        self.events_state = f"polling ({'; '.join(reasons)})"
+
+    async def _offered_event_service(self) -> JSON | None:
+        """The EventService's body; None (and `events_state` says why) where there is none."""
         try:
             root = await self._service_root()
             es_link = root.get("EventService")
             if not isinstance(es_link, dict) or not isinstance(es_link.get("@odata.id"), str):
                 self.events_state = "polling (the service has no EventService)"
-                return
+                return None
             _, es = await self._event_service()
         except DeviceError as exc:
             self.events_state = f"polling (EventService unreadable: {exc.message})"
-            return
-        reasons = []
+            return None
+        return es
+
+    async def _try_sse(self, es: JSON, reasons: list[str]) -> bool:
+        """Open the service's SSE stream; False (and why in `reasons`) where it cannot be."""
         sse = es.get("ServerSentEventUri")
-        if self.events_mode in ("auto", "sse"):
-            if isinstance(sse, str) and sse:
-                why = await self._open_sse(sse)
-                if why is None:
-                    return
-                reasons.append(f"SSE refused: {why}")
-            else:
-                reasons.append("no ServerSentEventUri")
-        if self.events_mode in ("auto", "push"):
-            subs = es.get("Subscriptions")
-            subs_uri = subs.get("@odata.id") if isinstance(subs, dict) else None
-            if not self.event_listener:
-                reasons.append("no event_listener for push")
-            elif not isinstance(subs_uri, str):
-                reasons.append("no Subscriptions collection")
-            else:
-                why = await self._open_push(self.event_listener, subs_uri)
-                if why is None:
-                    return
-                reasons.append(f"push refused: {why}")
-        self.events_state = f"polling ({'; '.join(reasons)})"
+        if not (isinstance(sse, str) and sse):
+            reasons.append("no ServerSentEventUri")
+            return False
+        why = await self._open_sse(sse)
+        if why is None:
+            return True
+        reasons.append(f"SSE refused: {why}")
+        return False
+
+    async def _try_push(self, es: JSON, reasons: list[str]) -> bool:
+        """Subscribe for pushed events; False (and why in `reasons`) where it cannot be."""
+        subs = es.get("Subscriptions")
+        subs_uri = subs.get("@odata.id") if isinstance(subs, dict) else None
+        if not self.event_listener:
+            reasons.append("no event_listener for push")
+            return False
+        if not isinstance(subs_uri, str):
+            reasons.append("no Subscriptions collection")
+            return False
+        why = await self._open_push(self.event_listener, subs_uri)
+        if why is None:
+            return True
+        reasons.append(f"push refused: {why}")
+        return False
 
     async def _event_service(self) -> tuple[str, JSON]:
         """(URI, body) of the EventService, read once per driver."""
@@ -305,55 +323,38 @@ class EventSubscriber(RedfishPart):
                 text = line.decode("utf-8", "replace").rstrip("\r\n")
                 if not text:                                    # a blank line ends an event
                     if data and first is not None:             # `first`: set with data
-                        try:
-                            payload = json.loads("\n".join(data))
-                        except ValueError:
-                            payload = None
-                        if not isinstance(payload, dict):      # kept, said so, never dropped
-                            text = "\n".join(data)[:300]
-                            payload = {"Events": [{"EventId": "?", "Message":
-                                                   f"malformed event: {text!r}"}]}
-                        self._received(payload, first, t)
+                        self._received(_event_payload(data), first, t)
                     data, first = [], None
                     continue
                 if text.startswith(":"):                        # a comment (keep-alive)
                     continue
                 first = t if first is None else first
-                field, _, value = text.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if field == "data":
-                    data.append(value)
-                elif field == "id" and "\0" not in value:
-                    self._last_event_id = value
+                self._stream_field(text, data)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return f"{type(exc).__name__}"
         finally:
             resp.close()
+
+    def _stream_field(self, text: str, data: list[str]) -> None:
+        """One `field: value` line of the stream: data kept for the event, an id for a reopen."""
+        field, _, value = text.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            data.append(value)
+        elif field == "id" and "\0" not in value:
+            self._last_event_id = value
 
     # -- push -------------------------------------------------------------------------------------
     async def _open_push(self, listener: str, subs_uri: str) -> str | None:
         u = urlsplit(listener)
         if u.scheme not in ("https", "http") or not u.hostname:
             return f"event_listener {listener!r}: not an https:// address"
-        tls = None
-        if u.scheme == "https":
-            if not (self.event_listener_cert and self.event_listener_key_file):
-                return "an https listener needs event_listener_cert and event_listener_key_file"
-            try:
-                tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-                tls.load_cert_chain(self.event_listener_cert, self.event_listener_key_file)
-            except (OSError, ssl.SSLError) as exc:
-                return f"cannot load the listener's certificate: {exc}"
-        family = socket.AF_INET6 if ":" in u.hostname else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((u.hostname, u.port or 0))
-            sock.listen(16)
-            sock.setblocking(False)
-        except OSError as exc:
-            sock.close()
-            return f"cannot listen on {listener}: {exc}"
+        tls, why = self._listener_tls(u.scheme)
+        if why is not None:
+            return why
+        sock, why = _listening_socket(u.hostname, u.port, listener)
+        if sock is None:
+            return why
         runner = web.ServerRunner(web.Server(self._on_push, access_log=None),
                                   handle_signals=False, shutdown_timeout=0.5)
         await runner.setup()
@@ -377,6 +378,19 @@ class EventSubscriber(RedfishPart):
         self.events_state = f"push ({dest})"
         return None
 
+    def _listener_tls(self, scheme: str) -> tuple[ssl.SSLContext | None, str | None]:
+        """(the push listener's TLS context (None over http), None) or (None, why not)."""
+        if scheme != "https":
+            return None, None
+        if not (self.event_listener_cert and self.event_listener_key_file):
+            return None, "an https listener needs event_listener_cert and event_listener_key_file"
+        try:
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(self.event_listener_cert, self.event_listener_key_file)
+        except (OSError, ssl.SSLError) as exc:
+            return None, f"cannot load the listener's certificate: {exc}"
+        return tls, None
+
     async def _on_push(self, request: web.BaseRequest) -> web.Response:
         s = self.now_ns()
         if request.method != "POST":
@@ -391,3 +405,32 @@ class EventSubscriber(RedfishPart):
         self._received(payload, s, e)
         return web.Response(status=204)
 
+
+def _event_payload(data: list[str]) -> dict:
+    """An event's data lines as its JSON payload; a malformed one is kept, said so, never
+    dropped."""
+    try:
+        payload = json.loads("\n".join(data))
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        text = "\n".join(data)[:300]
+        payload = {"Events": [{"EventId": "?", "Message": f"malformed event: {text!r}"}]}
+    return payload
+
+
+def _listening_socket(hostname: str, port: int | None,
+                      listener: str) -> tuple[socket.socket | None, str | None]:
+    """(a non-blocking TCP socket listening on hostname:port (0: any), None) or (None, why
+    not)."""
+    family = socket.AF_INET6 if ":" in hostname else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((hostname, port or 0))
+        sock.listen(16)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        return None, f"cannot listen on {listener}: {exc}"
+    return sock, None

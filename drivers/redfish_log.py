@@ -38,6 +38,21 @@ def _id_key(entry_id: str) -> tuple[int, ...] | None:
     return None
 
 
+def _next_link(page: JSON, uri: str) -> str | None:
+    """The page's nextLink; None on the newest page (no link, or one to the page itself)."""
+    nxt = page.get("Members@odata.nextLink")
+    if not isinstance(nxt, str) or not nxt or nxt == uri:
+        return None
+    return nxt
+
+
+def _in_id_order(members: list[JSON], keys: list[tuple[int, ...]],
+                 after: tuple[int, ...] | None) -> list[JSON]:
+    """The members in the order of their numeric Ids (`keys`), only those after `after`."""
+    order = sorted(range(len(members)), key=lambda i: keys[i])
+    return [members[i] for i in order if after is None or keys[i] > after]
+
+
 class NotSent(DeviceError):
     """A request the budget held back (drivers/redfish_session.py): nothing was sent."""
 
@@ -78,19 +93,12 @@ class LogReader(RedfishPart):
         self._log_failed_ns = None
         try:
             if self.log_service_uri:
-                ls, *_ = await self._get_json(self.log_service_uri, f"GET {self.log_service_uri}")
-                if not _link(ls, "Entries"):
-                    raise self._fail("protocol", f"LogService {self.log_service_uri} (log_service "
-                                     f"in the rack file) has no Entries link")
-                self.entries_uri = _link(ls, "Entries")
-                self.log_choice = "log_service set in the rack file"
+                await self._use_configured_service(self.log_service_uri)
                 return
             known = redfish_known.known(self.name, self.config.address,
                                         await self._service_root())
             if known.log:                            # found by an earlier session, root unchanged
-                self.log_service_uri, self.entries_uri = known.log["service"], known.log["entries"]
-                self._log_others = list(known.log["others"])
-                self.log_choice = known.log["choice"] + " (kept: the service root is unchanged)"
+                self._use_known_log(known.log)
                 return
             cands = await discovery.find_logs(
                 lambda uri, what: self._first_of(self._get_json(uri, what)),
@@ -105,14 +113,34 @@ class LogReader(RedfishPart):
             self.log_choice = ("none: no LogService with Entries under the service's Managers "
                                "and Systems; set log_service to one")
             return
+        self._use_best_log(best, cands)
+        known.log = {"service": best.service, "entries": best.entries,
+                     "others": list(self._log_others), "choice": self.log_choice}
+        log.info("%s: event log: %s", self.name, self.log_choice)
+
+    async def _use_configured_service(self, uri: str) -> None:
+        """The LogService named in the rack file: its Entries link, or a DeviceError."""
+        ls, *_ = await self._get_json(uri, f"GET {uri}")
+        if not _link(ls, "Entries"):
+            raise self._fail("protocol", f"LogService {uri} (log_service "
+                             f"in the rack file) has no Entries link")
+        self.entries_uri = _link(ls, "Entries")
+        self.log_choice = "log_service set in the rack file"
+
+    def _use_known_log(self, known: dict) -> None:
+        """The log an earlier session chose, kept while the service root is unchanged."""
+        self.log_service_uri, self.entries_uri = known["service"], known["entries"]
+        self._log_others = list(known["others"])
+        self.log_choice = known["choice"] + " (kept: the service root is unchanged)"
+
+    def _use_best_log(self, best: LogCandidate, cands: list[LogCandidate]) -> None:
+        """The best candidate chosen; the other enabled ones kept for a switch; `log_choice`
+        says which it is and what it was preferred to."""
         self.log_service_uri, self.entries_uri = best.service, best.entries
         self._log_others = [c for c in cands if c is not best and c.enabled]
         others = [c.describe() for c in cands if c is not best]
         self.log_choice = f"chose {best.describe()}" + (f" over {'; '.join(others)}" if others
                                                         else "")
-        known.log = {"service": best.service, "entries": best.entries,
-                     "others": list(self._log_others), "choice": self.log_choice}
-        log.info("%s: event log: %s", self.name, self.log_choice)
 
     @staticmethod
     async def _first_of(coro: Awaitable[tuple[JSON, int, int, str]]) -> JSON:
@@ -188,28 +216,42 @@ class LogReader(RedfishPart):
         self.log_backlog = False
         while True:
             t0 = self.now_ns()
-            try:
-                wait = max(0, deadline - self.now_ns()) / NS     # no later than the budget
-                page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False,
-                                                      max_wait_s=wait)
-            except NotSent:
+            got = await self._read_page(uri, deadline)
+            if got is None:
                 self.log_backlog = True        # the budget is spent: poll again soon
                 break
-            except DeviceError:
-                self._log_page = None          # the log was cleared or moved: start again
-                raise
+            page, ps, e = got
             self._page_ns = self.now_ns() - t0
             s, pages = (ps if s is None else s), pages + 1
             members += [m for m in page.get("Members") or [] if isinstance(m, dict)]
-            nxt = page.get("Members@odata.nextLink")
-            if not isinstance(nxt, str) or not nxt or nxt == uri:
+            nxt = _next_link(page, uri)
+            if nxt is None:
                 self._log_page = uri           # the newest page: read again next poll
                 break
             self._log_page = uri = nxt
-            if pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline:
+            if self._no_room_for_a_page(pages, deadline):
                 self.log_backlog = True
                 break
         return members, s, e
+
+    def _no_room_for_a_page(self, pages: int, deadline: int) -> bool:
+        """Whether the poll has read its pages, or another (as long as the last) would end
+        past the deadline."""
+        return pages >= self.log_pages or self.now_ns() + self._page_ns >= deadline
+
+    async def _read_page(self, uri: str, deadline: int) -> tuple[JSON, int, int] | None:
+        """One page of the log and its bracket, no later than the deadline (None: the budget
+        held it back)."""
+        try:
+            wait = max(0, deadline - self.now_ns()) / NS     # no later than the budget
+            page, ps, e, _ = await self._get_json(uri, "GET log entries", urgent=False,
+                                                  max_wait_s=wait)
+        except NotSent:
+            return None
+        except DeviceError:
+            self._log_page = None              # the log was cleared or moved: start again
+            raise
+        return page, ps, e
 
     async def _fetch_new(self, new: list[JSON], s: int, e: int, deadline: int,
                          start: str) -> list[LogEntry]:
@@ -231,10 +273,7 @@ class LogReader(RedfishPart):
         look (at most once a minute, one GET per other log) for a log whose first page holds
         one, and switch to it; said in `log_choice` and the log."""
         t = self.now_ns()
-        if (self._marks_seen or self._unseen_since is None or not self._log_others
-                or t - self._unseen_since < self.SWITCH_AFTER_NS
-                or (self._others_checked is not None
-                    and t - self._others_checked < self.LOG_RETRY_NS)):
+        if not self._time_to_look_elsewhere(t):
             return False
         for c in self._log_others:
             try:
@@ -245,18 +284,36 @@ class LogReader(RedfishPart):
             except DeviceError:
                 continue
             self._others_checked = t
-            if any(self.MARK in str(m.get("Message", "")) for m in page.get("Members") or []
-                   if isinstance(m, dict)):
-                self.log_choice = (f"switched to {c.describe()}: it records the test events; "
-                                   f"{self.log_service_uri} showed none in "
-                                   f"{(t - self._unseen_since) // NS} s")
-                log.warning("%s: event log: %s", self.name, self.log_choice)
-                self._log_others = [x for x in self._log_others if x is not c]
-                self.log_service_uri, self.entries_uri = c.service, c.entries
-                self._log_page, self._log_seen, self._marks_seen = None, {}, True
+            if self._holds_a_mark(page):
+                self._switch_to(c, t)
                 return True
         self._others_checked = t
         return False
+
+    def _time_to_look_elsewhere(self, t: int) -> bool:
+        """Test events sent over SWITCH_AFTER_NS and none seen, other logs to look at, and
+        none looked at in the last LOG_RETRY_NS."""
+        if self._marks_seen or self._unseen_since is None or not self._log_others:
+            return False
+        if t - self._unseen_since < self.SWITCH_AFTER_NS:
+            return False
+        return self._others_checked is None or t - self._others_checked >= self.LOG_RETRY_NS
+
+    def _holds_a_mark(self, page: JSON) -> bool:
+        """Whether a log page holds a test event's entry."""
+        return any(self.MARK in str(m.get("Message", "")) for m in page.get("Members") or []
+                   if isinstance(m, dict))
+
+    def _switch_to(self, c: LogCandidate, t: int) -> None:
+        """Read log `c` from now on (from its start); said in `log_choice` and the log."""
+        assert self._unseen_since is not None    # _time_to_look_elsewhere checked it
+        self.log_choice = (f"switched to {c.describe()}: it records the test events; "
+                           f"{self.log_service_uri} showed none in "
+                           f"{(t - self._unseen_since) // NS} s")
+        log.warning("%s: event log: %s", self.name, self.log_choice)
+        self._log_others = [x for x in self._log_others if x is not c]
+        self.log_service_uri, self.entries_uri = c.service, c.entries
+        self._log_page, self._log_seen, self._marks_seen = None, {}, True
 
     @staticmethod
     def _entry_id(m: JSON) -> str:
@@ -264,12 +321,11 @@ class LogReader(RedfishPart):
 
     @staticmethod
     def _newer(members: list[JSON], cursor: str | None) -> list[JSON]:
-        ids = [str(m.get("Id") or (_link(m) or "").rsplit("/", 1)[-1]) for m in members]
+        ids = [LogReader._entry_id(m) for m in members]
         keys = [k for k in map(_id_key, ids) if k is not None]
         after = None if cursor is None else _id_key(cursor)
         if len(keys) == len(ids) and (cursor is None or after is not None):
-            order = sorted(range(len(members)), key=lambda i: keys[i])
-            return [members[i] for i in order if after is None or keys[i] > after]
+            return _in_id_order(members, keys, after)
         if cursor in ids:                                   # opaque Ids: oldest first
             return members[ids.index(cursor) + 1:]
         return members

@@ -68,22 +68,32 @@ def report_entries(rid: str, body: dict, state: ReportState, s_ns: int,
     if (seq, stamp) == state.last:
         return []
     state.last = (seq, stamp)
-    listed = body.get("MetricValues")
-    values = [v for v in (listed if isinstance(listed, list) else [])[:MAX_VALUES]
-              if isinstance(v, dict)]
+    values = _metric_values(body)
     out = []
     for v in values:
-        if not is_throttle(v):
-            continue
-        key, val = str(v.get("MetricProperty") or v.get("MetricId")), str(v.get("MetricValue"))
-        prev, state.throttle[key] = state.throttle.get(key), val
-        if prev == val or (prev is None and val in UNTHROTTLED):    # first seen: only a throttle
-            continue
-        out.append(_entry(rid, state, v.get("Timestamp"), f"{_subject(key)} {val}", v, s_ns,
-                          e_ns))
+        subject = _throttle_change(v, state) if is_throttle(v) else None
+        if subject is not None:
+            out.append(_entry(rid, state, v.get("Timestamp"), subject, v, s_ns, e_ns))
     out.append(_entry(rid, state, stamp, f"{rid} report {seq}: {len(values)} values", None,
                       s_ns, e_ns))
     return [x for x in out if x is not None]
+
+
+def _metric_values(body: dict) -> list[dict]:
+    """The report's MetricValues (objects only, at most MAX_VALUES listed)."""
+    listed = body.get("MetricValues")
+    return [v for v in (listed if isinstance(listed, list) else [])[:MAX_VALUES]
+            if isinstance(v, dict)]
+
+
+def _throttle_change(v: dict, state: ReportState) -> str | None:
+    """The message of a throttle value that changed since the last report ("<subject> <value>");
+    None where it did not (a first value is news only as a throttle); `state` keeps it."""
+    key, val = str(v.get("MetricProperty") or v.get("MetricId")), str(v.get("MetricValue"))
+    prev, state.throttle[key] = state.throttle.get(key), val
+    if prev == val or (prev is None and val in UNTHROTTLED):    # first seen: only a throttle
+        return None
+    return f"{_subject(key)} {val}"
 
 
 def _entry(rid: str, state: ReportState, text, message: str, value: dict | None, s_ns: int,

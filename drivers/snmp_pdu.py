@@ -285,31 +285,14 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
     # -- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         self._read_auth = self._auth()
-        user = None
-        if self.version == "3":
-            user = (self._read_auth.userName, self._read_auth.authentication_key,
-                    self._read_auth.privacy_key)
+        user = self._v3_user()
         share = None
         if user is not None or self.trap_listen:
             # one engine per event loop (drivers/snmp_engine): v3 exchanges and traps
             share = self._share = self._engine_for(user)
             self.engine = share.engine
-        try:
-            self._client = _StampedUdp(self.now_ns, kernel_rx=on_kernel_clock(self.now_ns)
-                                       ).open_client_mode()   # this device's own socket
-            if user is not None and share is not None:
-                self._domains = [share.add_transport(self._client)]
-        except Exception as exc:
-            await self.close()
-            raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
-        try:
-            self.target = await UdpTransportTarget.create((self.host, self.port),
-                                                          timeout=self.timeout_s, retries=0)
-            if user is not None:
-                self.target.TRANSPORT_DOMAIN = self._domains[0]  # the LCD keys targets by domain
-        except Exception as exc:
-            await self.close()
-            raise DeviceError(self.name, "unreachable", f"cannot resolve {self.host}: {exc}") from None
+        await self._open_socket(user, share)
+        await self._open_target(user)
         self._host_ip = self.target.transport_address[0]
         if user is None:
             self._v2c = snmp_v2c.V2cClient(self._client, tuple(self.target.transport_address))
@@ -326,6 +309,37 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
         if isinstance(value, rfc1902.OctetString) and len(bytes(value)) in (8, 11):
             self._clocks = [SYSUPTIME, HRSYSTEMDATE]
         self._choose_backend(oid.prettyPrint() if isinstance(oid, univ.ObjectIdentifier) else "")
+
+    def _v3_user(self) -> tuple | None:
+        """SNMPv3's (user, authentication key, privacy key) for the shared engine; None in v2c."""
+        if self.version != "3":
+            return None
+        return (self._read_auth.userName, self._read_auth.authentication_key,
+                self._read_auth.privacy_key)
+
+    async def _open_socket(self, user: tuple | None,
+                           share: snmp_engine.SharedEngine | None) -> None:
+        """This device's own UDP socket, stamped at the wire (added to the engine in v3)."""
+        try:
+            self._client = _StampedUdp(self.now_ns, kernel_rx=on_kernel_clock(self.now_ns)
+                                       ).open_client_mode()   # this device's own socket
+            if user is not None and share is not None:
+                self._domains = [share.add_transport(self._client)]
+        except Exception as exc:
+            await self.close()
+            raise DeviceError(self.name, "error", f"cannot open a UDP socket: {exc}") from None
+
+    async def _open_target(self, user: tuple | None) -> None:
+        """The agent's address resolved into pysnmp's target (keyed by this socket's domain in
+        v3)."""
+        try:
+            self.target = await UdpTransportTarget.create((self.host, self.port),
+                                                          timeout=self.timeout_s, retries=0)
+            if user is not None:
+                self.target.TRANSPORT_DOMAIN = self._domains[0]  # the LCD keys targets by domain
+        except Exception as exc:
+            await self.close()
+            raise DeviceError(self.name, "unreachable", f"cannot resolve {self.host}: {exc}") from None
 
     def _choose_backend(self, sys_object_id: str) -> None:
         """The vendor MIB by the agent's sysObjectID, unless the inventory named one; said once
@@ -580,28 +594,41 @@ class SnmpPdu(Stimulated, ClockSetting, Driver):
     # -- log -----------------------------------------------------------------------------------
     def _on_trap(self, source, community: str, varBinds):
         t = self._trap_transport.rx_ns
-        if (source is not None and source[0] != self._host_ip) or \
-                community not in self._trap_communities:
+        if not self._trap_accepted(source, community):
             self._traps_ignored += 1
             return
         vbs = [(str(n), v) for n, v in varBinds]
-        raw = "; ".join(f"{n} = {v.prettyPrint()}" for n, v in vbs)
-        ticks = next((int(v) for n, v in vbs if n == SYS_UPTIME and isinstance(v, rfc1902.TimeTicks)),
-                     None)
         trap = next((str(v.prettyPrint()) for n, v in vbs if n == SNMP_TRAP_OID), "?")
         outlet, state = self._trap_outlet(trap, vbs)
         if outlet is not None:
             self.watch.trap(outlet, state, t)
-        if len(self._traps) >= MAX_TRAPS:      # a flood of traps costs at most MAX_TRAPS
+        self._make_room_for_a_trap()
+        self._traps.append(self._trap_entry(trap, vbs, outlet, state, t))
+
+    def _trap_accepted(self, source, community: str) -> bool:
+        """A trap from this device's own agent, with one of the communities it may send."""
+        return (source is None or source[0] == self._host_ip) and \
+            community in self._trap_communities
+
+    def _make_room_for_a_trap(self) -> None:
+        """A flood of traps costs at most MAX_TRAPS: the oldest are dropped (and counted)."""
+        if len(self._traps) >= MAX_TRAPS:
             drop = len(self._traps) - MAX_TRAPS + 1
             del self._traps[:drop]
             self._traps_base += drop
+
+    def _trap_entry(self, trap: str, vbs, outlet: int | None, state: str | None,
+                    t: int) -> LogEntry:
+        """The log entry of a trap received at `t` (its sysUpTime the device's stamp)."""
+        raw = "; ".join(f"{n} = {v.prettyPrint()}" for n, v in vbs)
+        ticks = next((int(v) for n, v in vbs if n == SYS_UPTIME and isinstance(v, rfc1902.TimeTicks)),
+                     None)
         name = self.backend.traps.get(trap, trap) if self.backend else trap
-        self._traps.append(LogEntry(
+        return LogEntry(
             cursor=f"trap:{self._traps_base + len(self._traps) + 1}", clock="sysuptime",
             value_ns=None if ticks is None else ticks * TICK_NS, resolution_ns=TICK_NS,
             s_ns=t, e_ns=t, message=f"trap {name} outlet {'?' if outlet is None else outlet}"
-                                    + (f" {state}" if state else ""), raw=raw))
+                                    + (f" {state}" if state else ""), raw=raw)
 
     def _trap_outlet(self, trap: str, vbs) -> tuple[int | None, str | None]:
         """The outlet a trap is about and the state it announces (None where it does not say)."""

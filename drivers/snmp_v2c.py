@@ -109,22 +109,39 @@ def decode_response(buf: bytes):
     tag, i, end = _tlv(buf, 0, len(buf))
     if tag != 0x30 or end != len(buf):
         raise ValueError("not one SEQUENCE")
+    community, i = _version_and_community(buf, i, end)
+    tag, i, end = _tlv(buf, i, end)
+    if tag != 0xA2 or end != len(buf):
+        raise ValueError("not a Response-PDU")
+    head, i = _pdu_header(buf, i, end)
+    varbinds = _decode_varbinds(buf, i, end)
+    return community, head[0], rfc1905.errorStatus.clone(head[1]), univ.Integer(head[2]), varbinds
+
+
+def _version_and_community(buf: bytes, i: int, end: int) -> tuple[bytes, int]:
+    """The version (must be v2c) and the community at buf[i:]: (community, where next)."""
     tag, a, b = _tlv(buf, i, end)
     if tag != 0x02 or _int(buf, a, b) != 1:
         raise ValueError("not SNMPv2c")
     tag, a, i = _tlv(buf, b, end)
     if tag != 0x04:
         raise ValueError("community")
-    community = buf[a:i]
-    tag, i, end = _tlv(buf, i, end)
-    if tag != 0xA2 or end != len(buf):
-        raise ValueError("not a Response-PDU")
+    return buf[a:i], i
+
+
+def _pdu_header(buf: bytes, i: int, end: int) -> tuple[list[int], int]:
+    """request-id, error-status and error-index at buf[i:]: ([three integers], where next)."""
     head = []
     for _ in range(3):
         tag, a, i = _tlv(buf, i, end)
         if tag != 0x02:
             raise ValueError("PDU header")
         head.append(_int(buf, a, i))
+    return head, i
+
+
+def _decode_varbinds(buf: bytes, i: int, end: int) -> list:
+    """The varbind list filling buf[i:end] -> [(ObjectName, value)]."""
     tag, i, end2 = _tlv(buf, i, end)
     if tag != 0x30 or end2 != end:
         raise ValueError("varbind list")
@@ -136,7 +153,7 @@ def decode_response(buf: bytes):
         if tag != 0x30 or tag_n != 0x06 or i != vb_end:
             raise ValueError("varbind")
         varbinds.append((rfc1902.ObjectName(_oid(buf, a, b)), _value(buf, tag_v, c, i)))
-    return community, head[0], rfc1905.errorStatus.clone(head[1]), univ.Integer(head[2]), varbinds
+    return varbinds
 
 
 def _value(buf: bytes, tag_v: int, c: int, i: int) -> object:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import safeio
-from bench.model.schema import version
+from bench.model.file_schemas import version
 from bench.run.runner import ProbePlan
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from bench.config.inventory import DEVICE_KEYS, RACK_KEYS, InventoryError
 from bench.config.loader import known_drivers, load_checked
 from bench.errors import RackclockError
-from bench.model.limits import KEYS as LIMIT_KEYS
-from bench.sim.clock import CLOCK_KEYS as CLOCK
+from bench.model.limit_checks import KEYS as LIMIT_KEYS
+from bench.sim.clock_model import CLOCK_KEYS as CLOCK
 from bench.sim.serve import DEFAULT_RACK
 from bench.sim.simtable import emulator_keys, emulators
 
@@ -193,12 +193,12 @@ def simulator_reads(d) -> None:
     """What the simulator's config readers make of an accepted device's [sim] table."""
     from dataclasses import replace
 
-    from bench.sim.clock import NS, device_models
+    from bench.sim.clock_model import NS, device_models
     from bench.sim.faults import fault_from_table
     from bench.sim.ntp import NtpParams
     from bench.sim.optic_cmis import CmisModule, module_spec
-    from bench.sim.serial_optic import bridge_spec
-    from bench.sim.snmp_pdu import with_clock_defaults
+    from bench.sim.serial_optic_emu import bridge_spec
+    from bench.sim.snmp_pdu_emu import with_clock_defaults
 
     sim = dict(d.sim or {})
     emulator = sim.get("emulator", d.driver)

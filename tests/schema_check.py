@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
-from bench.model.schema import CSV_VERSIONS, JSON_VERSIONS, csv_kind, schema
+from bench.model.file_schemas import CSV_VERSIONS, JSON_VERSIONS, csv_kind, schema
 
 JSON_FILES = {"manifest.json": "manifest", "summary.json": "summary", "incident.json": "incident",
               "truth.json": "truth", "timeline.json": "timeline"}

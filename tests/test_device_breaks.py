@@ -9,7 +9,7 @@ import numpy as np
 from bench.analysis.device_breaks import outages
 from bench.model.rundata import Samples
 from bench.model.summary import fit_clocks
-from bench.sim.clock import NS, ClockModel, ClockParams
+from bench.sim.clock_model import NS, ClockModel, ClockParams
 
 T0 = 1_800_000_000 * NS
 RESTARTS = (21.3, 47.8)

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import fit_clock, observed_resolution
-from bench.sim.clock import ClockModel, ClockParams
+from bench.analysis.estimate import fit_clock
+from bench.analysis.resolution import observed_resolution
+from bench.sim.clock_model import ClockModel, ClockParams
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
@@ -263,7 +264,7 @@ def test_chrony_style_comparator_fits_a_fine_clock_and_drops_old_points():
 def test_fast_feasibility_agrees_with_the_exact_hull():
     """The segmentation's cutting-plane test and the exact polygon agree on random windows,
     feasible and not, including ones cut right at the boundary."""
-    from bench.analysis.estimate import _Window
+    from bench.analysis.polygon import _Window
     rng = np.random.default_rng(5)
     agree = 0
     for k in range(300):

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from bench.analysis import estimate as est
+from bench.analysis import polygon as poly
+from bench.analysis import proven_segment as ps
 from bench.analysis.probe_schedule import next_probe_ns
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000
@@ -26,8 +28,8 @@ def test_envelope_in_lists_is_numpys_bit_for_bit():
     for n in (1, 2, 3, 10, 60, 300):
         m = np.round(rng.normal(size=n), 2)          # rounded: equal slopes occur
         c = rng.normal(size=n) * 1e6
-        M, C, X = est._max_envelope(m, c)
-        Ml, Cl, Xl = est._envelope_lists(m.tolist(), c.tolist())
+        M, C, X = poly._max_envelope(m, c)
+        Ml, Cl, Xl = poly._envelope_lists(m.tolist(), c.tolist())
         assert M.tolist() == Ml and C.tolist() == Cl and X.tolist() == Xl
 
 
@@ -40,13 +42,13 @@ def test_polygon_from_the_lines_within_the_prior_has_the_same_extremes(q_s):
         j = int(rng.integers(i + 1, len(s) + 1))
         t0 = int(rng.integers(int(s[0]), int(e[-1])))
         for w in (0.0, 3.0):
-            win = est._Window(s[i:j], e[i:j], v[i:j], round(q_s * NS), t0, w, 600.0)
+            win = poly._Window(s[i:j], e[i:j], v[i:j], round(q_s * NS), t0, w, 600.0)
             fast = win.vertices()
-            keep, est.LIST_ENVELOPE_MAX = est.LIST_ENVELOPE_MAX, -1     # numpy, all lines
+            keep, poly.LIST_ENVELOPE_MAX = poly.LIST_ENVELOPE_MAX, -1     # numpy, all lines
             try:
                 slow = win.vertices()
             finally:
-                est.LIST_ENVELOPE_MAX = keep
+                poly.LIST_ENVELOPE_MAX = keep
             assert (fast is None) == (slow is None)
             if fast is not None:
                 gf, hf = win.chains(fast)
@@ -60,8 +62,8 @@ def test_cached_side_vertices_change_no_bound():
     fit = est.fit_clock(s, e, v, NS)
     for sg in fit.segments:
         for t in np.linspace(sg.start_ns, sg.end_ns, 23).astype(np.int64):
-            cached = est._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior, sg._cache)
-            fresh = est._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior)
+            cached = ps._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior, sg._cache)
+            fresh = ps._halves(*sg._reads, sg.resolution_ns, int(t), 0.0, sg._prior)
             assert cached == fresh
 
 

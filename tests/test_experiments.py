@@ -13,7 +13,7 @@ from racks import sim_rack_text
 from bench.compare.verdicts import compare_runs, load_tolerances
 from bench.model.rundata import load_measurements, load_run
 from bench.model.summary import _truth_offset_at
-from bench.output.report import build_report
+from bench.output.report_html import build_report
 from bench.run.catalog import load_file
 from bench.run.experiment import run_experiment
 

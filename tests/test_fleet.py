@@ -218,7 +218,7 @@ def test_bench_imports_without_ray(tmp_path):
     assert cp.returncode == 2
     assert "pip install 'rackclock[fleet]'" in cp.stderr
     cp = subprocess.run([sys.executable, "-c", "import bench.cli, bench.commands.fleet, "
-                         "bench.fleet.report, bench.fleet.config"], env=env, cwd=tmp_path,
+                         "bench.fleet.fleet_report, bench.fleet.config"], env=env, cwd=tmp_path,
                         capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr
 
@@ -267,7 +267,7 @@ def test_an_interrupted_fleet_stops_its_running_racks(tmp_path, sig):
 def test_fleet_verdict_is_the_worst_of_the_racks():
     """Each rack's verdict by `rackclock run`'s exit table, a rack that did not complete FAIL;
     the fleet's the worst of them (six racks, two faulty: FAIL, exit 1)."""
-    from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
+    from bench.fleet.fleet_verdict import fleet_exit, fleet_verdict, rack_verdict
 
     ok = {"status": "completed", "verdict": "PASS", "reason": "bounded"}
     racks = {f"r{i}": dict(ok) for i in range(4)}

@@ -14,12 +14,13 @@ import time
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.estimate import fit_clock
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.config.inventory import device_from_table
 from bench.ports import free_port
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
-from bench.sim.host_kernel import kmsg_minus_monotonic_ns, kmsg_writable
+from bench.sim.host_kernel_emu import kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.base import DeviceError
 from drivers.host_kernel import MARKER, HostKernel, parse_record
 

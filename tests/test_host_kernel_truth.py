@@ -1,4 +1,4 @@
-"""The simulated rack's truth for this host's clocks (bench.sim.host_kernel.HostTruth, and
+"""The simulated rack's truth for this host's clocks (bench.sim.host_kernel_emu.HostTruth, and
 bench.sim.host_clocks.host_clock_pair under the IPMI SEL truth) under load:
 a stall of the sampler between its clock reads (preemption, the GIL, a descheduled vCPU) must not
 move the truth. Forced here: every CLOCK_MONOTONIC read the sampler makes is followed by a 50 ms
@@ -16,7 +16,7 @@ from test_host_kernel import device
 
 from bench.reference.clock import Reference
 from bench.sim.host_clocks import host_clock_pair
-from bench.sim.host_kernel import HostTruth, kmsg_minus_monotonic_ns, kmsg_writable
+from bench.sim.host_kernel_emu import HostTruth, kmsg_minus_monotonic_ns, kmsg_writable
 from drivers.host_kernel import US, HostKernel
 
 STALL_NS = 50_000_000

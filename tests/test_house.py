@@ -4,6 +4,8 @@
   last line included); the ones still over while their splits are in flight are LONG_FUNCTIONS,
   one named function each (the lead removes entries as splits merge; an entry that is no longer
   needed fails, so the list only shrinks);
+- no two modules in bench/ and drivers/ share a file name (issue 44: names by role; an emulator
+  is NAME_emu.py beside its driver NAME.py, a library beside its command is named for its role);
 - `print` only in the command modules (bench/cli.py and bench/commands/, as the CLI lists them)
   and the run's own terminal output (COMMAND_FUNCTIONS); library code logs or returns text.
 
@@ -138,6 +140,21 @@ def test_the_command_modules_are_the_clis_and_each_declares_its_command():
     assert listed == list(found), listed
 
 
+def shared_names(root: Path) -> dict[str, list[str]]:
+    """file name -> its paths, for every module name (packages' __init__.py aside) held twice."""
+    where: dict[str, list[str]] = {}
+    for top in TOPS:
+        for path in sorted((root / top).rglob("*.py")):
+            if path.name != "__init__.py":
+                where.setdefault(path.name, []).append(path.relative_to(root).as_posix())
+    return {name: paths for name, paths in where.items() if len(paths) > 1}
+
+
+def test_no_two_modules_share_a_name():
+    assert not shared_names(ROOT), "modules sharing a name (name each for its role): " + \
+        "; ".join(", ".join(paths) for paths in shared_names(ROOT).values())
+
+
 def test_the_checks_catch_a_planted_violation(tmp_path):
     """Not vacuous: a long function and a print planted in a copy of a library module fail."""
     (tmp_path / "bench").mkdir()
@@ -151,6 +168,8 @@ def test_the_checks_catch_a_planted_violation(tmp_path):
     (tmp_path / "bench" / "commands" / "hello.py").write_text("HELP = 'hi'\nprint('ok')\n")
     assert long_functions(tmp_path) == {"bench/lib.py:C.long": MAX_LINES + 1}
     assert prints(tmp_path) == [f"bench/lib.py:{MAX_LINES + 4} (short)"]
+    (tmp_path / "drivers" / "lib.py").write_text("X = 1\n")
+    assert shared_names(tmp_path) == {"lib.py": ["bench/lib.py", "drivers/lib.py"]}
 
 
 def test_the_installed_top_level_names_are_the_documented_ones():

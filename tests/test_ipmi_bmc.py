@@ -24,7 +24,7 @@ from bench.model.logformats import ns_to_sel_seconds, sel_zone
 from bench.model.summary import zone_note
 from bench.ports import free_port
 from bench.reference.clock import Reference
-from bench.sim.ipmi_bmc import IpmiSim, host_clock_pair, ipmi_sim_path
+from bench.sim.ipmi_bmc_emu import IpmiSim, host_clock_pair, ipmi_sim_path
 from drivers.base import DeviceError
 from drivers.ipmi_bmc import PRE_INIT_MAX, IpmiBMC
 
@@ -347,8 +347,8 @@ def test_without_ipmi_sim_the_rack_leaves_the_ipmi_devices_out_with_the_reason(m
                                                                                sim_rack):
     from racks import sim_rack_text
 
-    import bench.sim.ipmi_bmc
-    monkeypatch.setattr(bench.sim.ipmi_bmc, "ipmi_sim_path", lambda: None)
+    import bench.sim.ipmi_bmc_emu
+    monkeypatch.setattr(bench.sim.ipmi_bmc_emu, "ipmi_sim_path", lambda: None)
     os.environ.setdefault("RACKCLOCK_SIM_IPMI_PASSWORD", "pw-" + secrets.token_hex(4))
     sim = sim_rack(sim_rack_text(["ipmi-1", "ipmi-2", "bmc-1"]))
     assert [d.name for d in sim.rack.devices] == ["bmc-1"]

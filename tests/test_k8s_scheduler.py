@@ -164,7 +164,7 @@ def test_stimulus_not_allowed_is_refused(k8s):
 
 # -- failures ------------------------------------------------------------------------------------
 def _kubeconfig(tmp_path, server: str, token: str, ca: str | None = None) -> str:
-    from bench.sim.k8s_scheduler import write_kubeconfig
+    from bench.sim.k8s_scheduler_emu import write_kubeconfig
     path = tmp_path / f"kc-{abs(hash((server, token)))}"
     write_kubeconfig(path, server, ca, token, "t")
     return str(path)

@@ -11,7 +11,7 @@ from bench.model.rundata import load_samples
 from bench.model.store import RunStore
 from bench.model.summary import fit_clocks, latencies
 from bench.sim.cascade import calibrate
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 T0 = 1_795_000_000_000_000_000
 NS = 1_000_000_000

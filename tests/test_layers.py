@@ -36,7 +36,7 @@ SIM_USERS = ("loader", "run", "services", "commands")
 # (importer, imported) -> why this one import goes up a layer
 UPWARD = {("bench.fleet.tasks", "bench.cli"):
           "a fleet's rack runs `rackclock run` itself (bench.cli.main), the same code path",
-          ("bench.config.inventory", "bench.model.limits"):
+          ("bench.config.inventory", "bench.model.limit_checks"):
           "a rack file's [limits] tables are parsed by the judge that reads them"}
 PURE_OK = {"numpy", "allantools"}
 PURE_OK_BENCH = {"base", "analysis"}
@@ -162,14 +162,14 @@ def test_the_walk_reads_the_layers():
 
 def test_each_rule_catches_its_violation():
     bad = {
-        ("drivers.snmp_pdu", "from bench.sim.clock import NS"): "drivers never import",
+        ("drivers.snmp_pdu", "from bench.sim.clock_model import NS"): "drivers never import",
         ("bench.sim.ntp", "import drivers.base"): "never imports drivers",
         ("bench.analysis.estimate", "import scipy"): "bench/analysis imports only",
         ("bench.analysis.estimate", "from bench.model import summary"): "bench/analysis imports",
         ("bench.model.summary", "def f():\n    from bench.output.terminal import Progress\n"):
             "lower layer (model) imports a higher one (output)",
-        ("bench.output.report", "from bench import cli"): "(output) imports a higher one (commands)",
-        ("bench.watch.watch", "from bench.commands.check import main"):
+        ("bench.output.report_html", "from bench import cli"): "(output) imports a higher one (commands)",
+        ("bench.watch.watcher", "from bench.commands.check import main"):
             "(services) imports a higher one (commands)",
         ("bench.fleet.engine", "from bench.cli import main"): "(services) imports a higher one",
         ("bench.commands.trend", "from bench.commands.compare import main"):
@@ -203,9 +203,9 @@ def test_allowed_imports_pass():
           ("bench.commands.summarize", "from bench.commands import OneLineParser"),
           ("bench.fleet.tasks", "def f():\n    from bench.cli import main"),
           ("bench.config.loader", "import drivers\ndef f():\n    from bench.sim import simtable"),
-          ("bench.sim.clock", "from bench.config.schema import num"),
+          ("bench.sim.clock_model", "from bench.config.schema import num"),
           ("bench.sim.rack", "from bench.config.inventory import Key"),
-          ("bench.output.report", "from bench.model.rundata import Run"),
+          ("bench.output.report_html", "from bench.model.rundata import Run"),
           ("drivers.base", "from bench.config.inventory import Key\nfrom bench.errors import X")]
     for module, source in ok:
         assert violations(module, source) == [], (module, source)

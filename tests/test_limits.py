@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bench.config.inventory import InventoryError, rack_from_dict
-from bench.model import limits
+from bench.model import limit_checks as limits
 from bench.output.terminal import table
 
 

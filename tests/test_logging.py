@@ -59,10 +59,12 @@ def test_a_run_folder_keeps_the_log_without_credentials(tmp_path, monkeypatch):
     except RuntimeError:
         logging.getLogger("drivers.redfish_bmc").exception("failed")
     logging.getLogger("unrelated.library").warning("not the bench's")
+    logging.getLogger("experiments.incident").info("an experiment's own line")
     store.close()
     text = (store.path / RUN_LOG).read_text()
     assert "bmc-1: read: auth: rejected ***" in text and "RuntimeError: with *** inside" in text
     assert "s3cr3t" not in text and "below INFO" not in text and "not the bench's" not in text
+    assert "experiments.incident INFO an experiment's own line" in text
     assert logging.getLogger("bench").level == before            # levels restored on close
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bench.analysis.estimate import fit_clock
-from bench.model.statuses import BoundStatus
-from bench.sim.clock import ClockModel, ClockParams
+from bench.model.run_statuses import BoundStatus
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.analysis.estimate import fit_clock
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000

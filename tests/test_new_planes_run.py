@@ -10,8 +10,8 @@ from bench.model.rundata import load_run
 from bench.model.timeline_build import build_timeline
 from bench.output.terminal import table
 from bench.run.experiment import run_experiment
-from bench.sim.host_kernel import kmsg_writable
-from bench.sim.ipmi_bmc import ipmi_sim_path
+from bench.sim.host_kernel_emu import kmsg_writable
+from bench.sim.ipmi_bmc_emu import ipmi_sim_path
 
 DEVICES = ["k8s-1"] + (["ipmi-1", "ipmi-2"] if ipmi_sim_path() else []) + \
     (["host-1"] if kmsg_writable() else [])
@@ -49,7 +49,7 @@ def test_every_new_plane_is_in_the_table_with_bounds_that_contain_the_truth(new_
 
 
 def test_report_and_compare_cover_the_new_planes(new_planes_run, tmp_path):
-    from bench.output import report
+    from bench.output import report_html as report
     run = new_planes_run
     built = report.build_report(run.path, formats=("png",))
     html = (run.path / "report.html").read_text()

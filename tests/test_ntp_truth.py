@@ -3,7 +3,7 @@ the true offset is never carried across one, and a break found across one is che
 from __future__ import annotations
 
 from bench.model.summary import _truth_offset_at, breaks_truth
-from bench.sim.clock import NS, ClockModel, ClockParams
+from bench.sim.clock_model import NS, ClockModel, ClockParams
 from bench.sim.ntp import NtpDiscipline, NtpParams
 
 T0 = 1_800_000_000 * NS

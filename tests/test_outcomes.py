@@ -54,9 +54,9 @@ def test_run_help_prints_the_table():
 
 
 def test_no_old_spelling_in_the_judges():
-    for f in ["bench/compare/verdicts.py", "bench/compare/output.py", "bench/output/trend.py",
+    for f in ["bench/compare/verdicts.py", "bench/compare/output.py", "bench/output/trend_view.py",
               "bench/commands/compare.py", "bench/commands/trend.py", "bench/commands/limits.py",
-              "bench/compare/tolerances.toml", "bench/fleet/report.py"]:
+              "bench/compare/tolerances.toml", "bench/fleet/fleet_report.py"]:
         assert "inconclusive" not in (ROOT / f).read_text().lower(), f
 
 
@@ -69,7 +69,7 @@ def test_a_frozen_rack_never_exits_0(tmp_path):
     from bench.commands.run import run_exit_status
     from bench.compare.output import verdict_line
     from bench.compare.verdicts import compare_runs, load_tolerances
-    from bench.model.limits import check_run
+    from bench.model.limit_checks import check_run
     from bench.model.rundata import load_run, unusable_devices
     from bench.run.experiment import run_experiment
 

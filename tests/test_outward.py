@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from test_terminal_width import T0, _clock, _seg
 
 from bench.compare import output as cmp_out
-from bench.model import limits
+from bench.model import limit_checks as limits
 from bench.model.bounds_csv import rows as csv_rows
 from bench.model.documents import Bound, Summary
 from bench.output import closing, live, report_sections, terminal, tie, timeline_page
 from bench.output import timeline_write as timeline
-from bench.output.trend import _cell as trend_cell
+from bench.output.trend_view import _cell as trend_cell
 from bench.units import PER_PPM, PER_S, fmt_bounds, fmt_bounds_ns, fmt_interval_ns, fmt_ns_up, scaled_out
 
 SCALE = {"s": 10**9, "ms": 10**6, "µs": 10**3, "ns": 1, "ppm": 1, "": 1}

@@ -5,7 +5,7 @@ import pytest
 
 from bench.analysis.estimate import fit_clock
 from bench.analysis.probe_schedule import next_probe_ns
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS

@@ -6,7 +6,7 @@ import pytest
 
 from bench.analysis.timeline_map import calibrations, map_stamps
 from bench.sim.cascade import calibrate
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 T0 = 1_795_000_000_000_000_000
 NS = 1_000_000_000

@@ -61,7 +61,7 @@ def test_a_new_clock_parameter_is_one_field_in_clock_py(tmp_path):
     checked, converted and documented (the reference reads CLOCK_KEYS and CLOCK_DOCS), no other
     file touched."""
     tree = _copy_tree(tmp_path)
-    clock = tree / "bench" / "sim" / "clock.py"
+    clock = tree / "bench" / "sim" / "clock_model.py"
     text = clock.read_text()
     anchor = "\n    @property\n    def tz_error_ns(self)"
     assert anchor in text
@@ -70,7 +70,7 @@ def test_a_new_clock_parameter_is_one_field_in_clock_py(tmp_path):
                                   'step")\n' + anchor, 1))
     out = _run_in(tree, """
 from bench.config.keys import InventoryError
-from bench.sim.clock import CLOCK_DOCS, CLOCK_KEYS, params_from_table
+from bench.sim.clock_model import CLOCK_DOCS, CLOCK_KEYS, params_from_table
 from bench.sim.simtable import check_sim
 check_sim({"settle_s": 2.5, "clocks": {"datetime": {"settle_s": 1}}}, "redfish_bmc")
 print(params_from_table({"settle_s": 2.5}).settle_s)

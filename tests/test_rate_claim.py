@@ -14,7 +14,7 @@ from bench.analysis.estimate import fit_clock
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.rundata import Samples
 from bench.model.summary import free_running, rate_clause
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 from drivers.redfish_bmc import NTP_OFF, RedfishBMC
 from tests.test_redfish_bmc import bmc  # noqa: F401  (the emulated BMC fixture)

@@ -1,4 +1,4 @@
-"""Redfish cooling and power equipment (bench/sim/redfish_equipment.py, drivers/redfish_equipment.py)
+"""Redfish cooling and power equipment (bench/sim/redfish_equipment_emu.py, drivers/redfish_equipment.py)
 over real HTTPS sockets on loopback: the equipment found by link, its Manager's DateTime read
 inside the bracket, a CDU's pump fault logged and heard, a rack PDU outlet's PowerControl
 stamped by its log entry, stimuli refused without the allow-list, a controller reboot, and a

@@ -19,8 +19,8 @@ from bench.analysis.residuals import median_ci, regular_series, segment_residual
 from bench.commands import report as report_cli
 from bench.model.documents import SegmentSummary
 from bench.model.rundata import load_run
-from bench.output import report
-from bench.output.report import SECTIONS
+from bench.output import report_html as report
+from bench.output.report_html import SECTIONS
 
 CHROMIUM = "/usr/bin/chromium"
 

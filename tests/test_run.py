@@ -219,7 +219,7 @@ def test_the_calibrated_span_ranges_limits_judge_hold_the_truth(default_run):
     range holds the simulated truth at every instant of the span."""
     import numpy as np
 
-    from bench.model.limits import segment_range, span_model
+    from bench.model.limit_checks import segment_range, span_model
     from bench.model.summary import _truth_offset_at
     run, _ = default_run
     checked = 0

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 from bench.model import documents as doc
+from bench.model.run_statuses import BoundStatus, BreakKind, ErrorKind, RowStatus, RunStatus, Verdict
 from bench.model.rundata import load_run
-from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, RowStatus, RunStatus, Verdict
 from bench.run.experiment import run_experiment
 
 
@@ -138,7 +138,7 @@ def _old_folder(src: Path, dst: Path) -> Path:
 
 def test_an_old_folder_with_unknown_keys_loads_and_reports(run_path, tmp_path):
     from bench.model import verdict as vd
-    from bench.output.report import build_report
+    from bench.output.report_html import build_report
     from bench.output.terminal import table
 
     old = load_run(_old_folder(run_path, tmp_path / "old"))
@@ -160,7 +160,7 @@ def test_an_old_folder_with_unknown_keys_loads_and_reports(run_path, tmp_path):
 
 def test_a_partial_folder_loads(run_path, tmp_path):
     """A run killed before its summary (and a manifest from before the devices opened)."""
-    from bench.output.report import build_report
+    from bench.output.report_html import build_report
 
     p = tmp_path / "partial"
     shutil.copytree(run_path, p)
@@ -183,7 +183,7 @@ def test_a_partial_folder_loads(run_path, tmp_path):
 def test_an_old_summary_of_a_clock_beyond_its_prior_is_derived_as_such():
     """A summary without verdict and assumptions (an older bench's) whose drift bound reaches
     beyond the inventory's prior was fitted within the widened prior: it says beyond_prior."""
-    from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+    from bench.analysis.breaks import WIDE_PRIOR_FACTOR
     from bench.model import verdict as vd
     from bench.model.documents import ClockSummary
 

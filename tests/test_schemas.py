@@ -14,7 +14,7 @@ import pytest
 from schema_check import check_folder, errors
 
 from bench.model import bounds_csv, phase_export, stability_export, store
-from bench.model.schema import CSV_VERSIONS, JSON_VERSIONS, NAMES, csv_kind, schema
+from bench.model.file_schemas import CSV_VERSIONS, JSON_VERSIONS, NAMES, csv_kind, schema
 from bench.output import timeline_files
 from bench.reference import monitor
 

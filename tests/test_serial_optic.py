@@ -86,7 +86,7 @@ def samples(sim, device: str) -> list[tuple[str, int, int]]:
 
 
 def bridge(sim, name: str = "optic-1"):
-    from bench.sim.serial_optic import bridge_of
+    from bench.sim.serial_optic_emu import bridge_of
     return bridge_of(sim.ctx, name)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from bench.analysis.estimate import fit_clock
 from bench.analysis.statuses import ResolutionBasis, Verdict
-from bench.sim.clock import NS, ClockModel, ClockParams
+from bench.sim.clock_model import NS, ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 T0 = 1_800_000_000 * NS

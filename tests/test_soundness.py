@@ -4,10 +4,11 @@ than the clock's, and bad reads close together; plus a few thousand fuzz devices
 import numpy as np
 import pytest
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.estimate import fit_clock
 from bench.analysis.probe_schedule import explore_instant_ns, grid_slot
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.analysis.unseen import detection_reads
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000
@@ -271,7 +272,7 @@ def test_a_clock_that_broke_twice_proves_no_mean_drift():
 
 def test_a_downgraded_segment_keeps_its_mean_drift_figures():
     """_downgraded changes only the statuses: the mean drift's window and bounds stay."""
-    from bench.analysis.estimate import _downgraded
+    from bench.analysis.step_risk import _downgraded
     p = ClockParams(offset_s=0.37, drift_ppm=25.0, resolution_s=1.0)
     m = ClockModel(p, T0, 0)
     s, e, v, at, _ = read_like_runner(m, 240, 2.0, NS, np.random.default_rng(0))

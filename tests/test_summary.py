@@ -5,7 +5,7 @@ import numpy as np
 from bench.model.rundata import load_run
 from bench.model.store import RunStore
 from bench.model.summary import summarize_run
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 T0 = 1_795_000_000_000_000_000
 Q = 10_000_000                     # sysUpTime: centiseconds

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.model import limits
+from bench.model import limit_checks as limits
 from bench.output.closing import closing_text
 from bench.output.live import LiveBounds
 from bench.output.terminal import LIVE_WIDTH, Progress, table

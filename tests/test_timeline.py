@@ -9,7 +9,7 @@ from bench.analysis.timeline_order import Entry, before, order, widen
 from bench.commands.timeline import main
 from bench.model.logformats import Context, parse_log
 from bench.model.store import RunStore
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 T0 = 1_795_000_000_000_000_000
 MS = 1_000_000

@@ -10,7 +10,7 @@ from timeline_truth import MS, NS, T0, iso, make_run, misses
 
 from bench.analysis.first_break import Lines, first_planes
 from bench.commands.timeline import main
-from bench.sim.clock import ClockParams
+from bench.sim.clock_model import ClockParams
 
 DEVICES = {
     "cdu-1": ("cooling", {"datetime": ClockParams(offset_s=3.2, drift_ppm=15, resolution_s=1.0)}),

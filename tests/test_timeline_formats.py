@@ -190,7 +190,7 @@ def _run_folder(tmp_path, name="run", start_ns=None):
     import numpy as np
 
     from bench.model.store import RunStore
-    from bench.sim.clock import ClockModel, ClockParams
+    from bench.sim.clock_model import ClockModel, ClockParams
     t0 = T - 60 * NS
     bmc = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), t0, seed=1)
     pdu = ClockModel(ClockParams(counter=True, uptime_s=1000.0, resolution_s=0.01), t0, seed=2)

@@ -11,7 +11,7 @@ from bench.analysis.timeline_map import (
     to_reference_many,
 )
 from bench.sim.cascade import calibrate
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 T0 = 1_795_000_000_000_000_000
 NS = 1_000_000_000
@@ -331,7 +331,7 @@ def test_a_segment_with_an_unseen_step_maps_a_stamp_by_its_proven_bound_not_its_
     first = min(ents, key=lambda e: e.stamp_ns)
     # before the first read: never proven (extrapolated; assumed since the clock's one seen
     # break is of a size its reads would miss elsewhere, as they missed this step:
-    # estimate._could_hide makes every segment assumed)
+    # step_risk._could_hide makes every segment assumed)
     assert first.status in ("extrapolated", "assumed")
     assert all(e.status != "proven" for e in ents)
 

@@ -11,7 +11,7 @@ import pytest
 from timeline_truth import MS, NS, T0, iso, make_run, misses, report_of
 
 from bench.commands.timeline import main
-from bench.sim.clock import ClockParams
+from bench.sim.clock_model import ClockParams
 
 DEVICES = {
     "pdu-1": ("pdu", {"sysuptime": ClockParams(counter=True, uptime_s=1234567.0, drift_ppm=23,

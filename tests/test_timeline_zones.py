@@ -9,7 +9,7 @@ from timeline_truth import NS, T0, entries_of, local, make_run, misses, report_o
 
 from bench.commands.timeline import main
 from bench.config.inventory import InventoryError, device_from_table
-from bench.sim.clock import ClockParams
+from bench.sim.clock_model import ClockParams
 
 DEVICES = {"k8s-1": ("scheduler", {"apiserver": ClockParams(offset_s=-0.41, drift_ppm=4,
                                                             resolution_s=1.0)})}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from bench.compare.measures import Measure
-from bench.output.trend import Trend, _cell, _panel
+from bench.output.trend_view import Trend, _cell, _panel
 from bench.units import point_within
 
 

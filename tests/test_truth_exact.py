@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from bench.analysis.estimate import fit_clock
 from bench.model.documents import Bound, SegmentSummary
 from bench.model.summary import _truth_offset_at, band, truth_check
-from bench.sim.clock import NS, ClockModel, ClockParams
+from bench.sim.clock_model import NS, ClockModel, ClockParams
 from bench.sim.ntp import NtpDiscipline, NtpParams
 from bench.sim.probing import read_like_runner
 

@@ -12,7 +12,7 @@ from bench.analysis.unseen import (
     unseen_step_ns,
 )
 from bench.analysis.unseen_table import ROWS
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 from bench.sim.probing import read_like_runner
 
 NS = 1_000_000_000

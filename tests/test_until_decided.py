@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from racks import sim_rack_text
 
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 from bench.commands.run import run_exit_status
 from bench.model.decided import (
     clock_decided,

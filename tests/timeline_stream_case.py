@@ -52,7 +52,7 @@ def write_log(path: Path, shown_ns: np.ndarray, message: str) -> None:
 
 def make_case(folder: Path) -> tuple[Path, list[str]]:
     """The run folder and the timeline's log arguments."""
-    from bench.sim.clock import ClockModel, ClockParams
+    from bench.sim.clock_model import ClockModel, ClockParams
     model = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0,
                                    steps=((90.0, -0.75),)), T0, seed=1)
     rng = np.random.default_rng(3)

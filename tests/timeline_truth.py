@@ -1,5 +1,5 @@
 """Run folders and logs made in virtual time for the timeline tests: each device's reads come from
-a clock model (bench/sim/clock.py), each log line is that model's reading at a known instant, so
+a clock model (bench/sim/clock_model.py), each log line is that model's reading at a known instant, so
 every interval the timeline prints can be checked against the instant it stands for."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.model.store import RunStore
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 NS = 1_000_000_000
 MS = 1_000_000

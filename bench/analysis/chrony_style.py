@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.arrays import F64
-from bench.analysis.estimate import Bound
+from bench.analysis.proven_segment import Bound
 
 MIN_SAMPLES = 6
 RUNS_Z = 1.645          # one-sided 5% critical value for too few runs

@@ -28,7 +28,10 @@ import numpy.typing as npt
 from bench.analysis.arrays import I64
 from bench.analysis.envelope import Envelope
 from bench.analysis.envelope import build as build_envelope
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Segment, check_resolution, fit_clock, fit_line
+from bench.analysis.estimate import fit_clock
+from bench.analysis.line_fit import fit_line
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
+from bench.analysis.resolution import check_resolution
 from bench.analysis.statuses import ResolutionBasis
 
 RECENT = 256             # reads used to aim
@@ -58,7 +61,7 @@ def grid_slot(origin_ns: int, k: int, period_ns: float, now_ns: int) -> tuple[in
 class ProvenTick:
     """The tick to aim and explore with, as the run goes: the declared resolution, or the coarser
     one the values prove from the second distinct value on (the GCD of the gaps between them, as
-    estimate.check_resolution takes it over the run). `update` takes the caller's growing list
+    resolution.check_resolution takes it over the run). `update` takes the caller's growing list
     of reads, (s, e, value) tuples, and costs only the ones it has not seen."""
 
     def __init__(self, declared_ns: int):
@@ -222,15 +225,27 @@ def aim_pair(seg: Segment, q: int, phase_ns: int, now_ns: int, typical_bracket_n
     plan = [x for k in range(first, first + 6)
             for x in _edge_plan(seg, env, q, phase_ns, k, B, Bf, paired, burst)]
     for i, (s, late) in enumerate(plan):
-        if s < earliest and not (s + late >= earliest and last_start_ns is not None
-                                 and last_start_ns < s - B):
+        if s < earliest and not _late_allowed(s, late, earliest, last_start_ns, B):
             continue
         s = max(s, earliest)
-        nxt = plan[i + 1][0] if burst >= 2 and i + 1 < len(plan) else None
-        if nxt is not None and not s + Bf <= nxt <= s + BURST_REACH_NS:
-            nxt = None
-        return int(s), nxt
+        return int(s), _burst_last(plan, i, s, Bf, burst)
     return earliest, None
+
+
+def _late_allowed(s: int, late: int, earliest: int, last_start_ns: int | None, B: int) -> bool:
+    """May a planned read due at `s` (now past) still start at `earliest`? Where its plan
+    allows `late` and the last read (starting at `last_start_ns`) was not that one."""
+    return (s + late >= earliest and last_start_ns is not None
+            and last_start_ns < s - B)
+
+
+def _burst_last(plan: list[tuple[int, int]], i: int, s: int, Bf: int, burst: int) -> int | None:
+    """For a burst, the planned read after plan[i] (starting at `s`) when it is at least a long
+    bracket (`Bf`) and at most BURST_REACH_NS later; else None (back to back)."""
+    nxt = plan[i + 1][0] if burst >= 2 and i + 1 < len(plan) else None
+    if nxt is not None and not s + Bf <= nxt <= s + BURST_REACH_NS:
+        return None
+    return nxt
 
 
 def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: float,
@@ -241,25 +256,15 @@ def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: flo
     fitted with, from the reads k.. on.
 
     With `state` (a dict the caller keeps per clock between calls) the segment found last time
-    is extended by the reads since, when one line still fits them all (estimate.fit_line: one
+    is extended by the reads since, when one line still fits them all (line_fit.fit_line: one
     test and one fit instead of a segmentation search per read); when they do not fit, or the
     reads are not the ones seen before, the reads are segmented afresh (fit_clock) and the
     state remembers where the last segment starts."""
     qq, _, basis = check_resolution(v[k:], q) if checked is None else checked
     if state is not None and basis != "unproven":
-        s0 = state.get("s_start")      # found by its instant: the caller's window may slide
-        start = int(np.searchsorted(s, s0)) if s0 is not None else len(v)
-        if state.get("q") == qq and start < len(v) and int(s[start]) == s0:
-            start = max(start, k)
-            keep = np.arange(start, len(v))
-            if state.get("outliers"):        # the reads the segmentation set aside stay aside
-                keep = keep[~np.isin(s[start:], state["outliers"])]
-            sg = fit_line(s[keep], e[keep], v[keep], qq,
-                          drift_prior_ppm=state.get("prior", drift_prior_ppm),
-                          uncertainty_ns=uncertainty_ns)
-            if sg is not None:
-                state["s_start"] = int(s[start])
-                return sg, qq
+        sg = _extended(s, e, v, qq, k, drift_prior_ppm, uncertainty_ns, state)
+        if sg is not None:
+            return sg, qq
     fit = fit_clock(s[k:], e[k:], v[k:], q, drift_prior_ppm=drift_prior_ppm,
                     uncertainty_ns=uncertainty_ns, publish=False)
     if not fit.segments:
@@ -270,6 +275,26 @@ def current_segment(s: I64, e: I64, v: I64, q: int, k: int, drift_prior_ppm: flo
         state.update(s_start=sg.start_ns, q=fit.resolution_ns, prior=fit.drift_prior_ppm,
                      outliers=[o["s_ns"] for o in fit.outliers if o["s_ns"] >= sg.start_ns])
     return sg, fit.resolution_ns
+
+
+def _extended(s: I64, e: I64, v: I64, qq: int, k: int, drift_prior_ppm: float,
+              uncertainty_ns: int, state: dict[str, Any]) -> Segment | None:
+    """The segment found last time (`state`) extended by the reads since, when these are the
+    reads seen before and one line still fits them all (line_fit.fit_line); else None."""
+    s0 = state.get("s_start")      # found by its instant: the caller's window may slide
+    start = int(np.searchsorted(s, s0)) if s0 is not None else len(v)
+    if not (state.get("q") == qq and start < len(v) and int(s[start]) == s0):
+        return None
+    start = max(start, k)
+    keep = np.arange(start, len(v))
+    if state.get("outliers"):        # the reads the segmentation set aside stay aside
+        keep = keep[~np.isin(s[start:], state["outliers"])]
+    sg = fit_line(s[keep], e[keep], v[keep], qq,
+                  drift_prior_ppm=state.get("prior", drift_prior_ppm),
+                  uncertainty_ns=uncertainty_ns)
+    if sg is not None:
+        state["s_start"] = int(s[start])
+    return sg
 
 
 def next_probe_pair(s: npt.ArrayLike, e: npt.ArrayLike, v: npt.ArrayLike, q: int, now_ns: int,

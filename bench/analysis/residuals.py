@@ -20,7 +20,7 @@ import numpy.typing as npt
 from bench.analysis.arrays import F64, I64
 
 if TYPE_CHECKING:
-    from bench.analysis.estimate import Segment
+    from bench.analysis.proven_segment import Segment
 
 
 COARSE_RATIO = 1.0           # resolution over median bracket above which the tick dominates
@@ -55,7 +55,7 @@ def coarse(resolution_ns: float, bracket_ns: npt.ArrayLike) -> bool:
 
 
 def fitted_line(seg: Segment) -> Callable[[npt.ArrayLike], F64]:
-    """The point fit of a segment (bench.analysis.estimate.Segment, or a summary's as
+    """The point fit of a segment (bench.analysis.proven_segment.Segment, or a summary's as
     bench.model.documents loads it): t_ns -> offset ns (float)."""
     epoch = int(seg.epoch_ns)
     theta = float(seg.offset_ns.point)

@@ -134,13 +134,8 @@ def _reduce(stack: list[_Run], feasible: Feasible, comp: Compress, out: Split) -
         P, M, N = stack[-3], stack[-2], stack[-1]
         lone = len(M.reads) == 1
         sides_agree = feasible(_join(P.core, N.core))
-        if not lone:
-            if not sides_agree:
-                return
-            bad = [int(r) for r in M.reads
-                   if not feasible(_join(P.core, [r])) and not feasible(_join([r], N.core))]
-            if len(bad) != len(M.reads):
-                return           # some of its reads fit a side: a short segment, not a burst
+        if not lone and not _burst_between(P, M, N, sides_agree, feasible):
+            return
         why = _burst_why(P, N, sides_agree, len(M.reads))
         out.outliers.extend((int(r), why) for r in M.reads)
         out.bursts += not lone
@@ -151,6 +146,16 @@ def _reduce(stack: list[_Run], feasible: Feasible, comp: Compress, out: Split) -
         else:
             stack[-2:] = [N]
             return
+
+
+def _burst_between(P: _Run, M: _Run, N: _Run, sides_agree: bool, feasible: Feasible) -> bool:
+    """May the short run M of several reads be set aside? Only when the sides agree and none
+    of its reads fits either side (else it is a short segment, not a burst)."""
+    if not sides_agree:
+        return False
+    bad = [int(r) for r in M.reads
+           if not feasible(_join(P.core, [r])) and not feasible(_join([r], N.core))]
+    return len(bad) == len(M.reads)
 
 
 def _burst_why(P: _Run, N: _Run, sides_agree: bool, reads: int) -> str:

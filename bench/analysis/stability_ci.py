@@ -46,12 +46,22 @@ def standard_taus(interval_s: float, points: int, top_fraction: float = 1 / 3) -
     of them is a multiple of (1.5 s, 3 s, 15 s) takes the 1-2-5 factors m themselves."""
     step = int(round(interval_s * 1e9))
     span = (points - 1) * step
-    seq = [c * 10 ** k for k in range(0, 10) for c in (1, 2, 5)]
-    out = [t // step for t in (x * 10 ** 9 for x in seq)
-           if step and t % step == 0 and t <= span * top_fraction]
-    if step and not any(x * 10 ** 9 % step == 0 for x in seq):
-        out = [m for m in seq if m * step <= span * top_fraction]
+    top = span * top_fraction
+    if step and not any(x * 10 ** 9 % step == 0 for x in _ONE_TWO_FIVE_S):
+        out = [m for m in _ONE_TWO_FIVE_S if m * step <= top]
+    else:
+        out = _whole_multiples(step, top)
     return np.asarray(sorted(set(out)), dtype=np.int64)
+
+
+_ONE_TWO_FIVE_S = [c * 10 ** k for k in range(0, 10) for c in (1, 2, 5)]   # 1 s .. 5e9 s
+
+
+def _whole_multiples(step: int, top: float) -> list[int]:
+    """The 1-2-5 taus that are whole multiples of the grid step (ns) and at most `top` ns, as
+    factors m of the step (none for a step of 0)."""
+    return [t // step for t in (x * 10 ** 9 for x in _ONE_TWO_FIVE_S)
+            if step and t % step == 0 and t <= top]
 
 
 def _second_differences(x: F64, m: int, absolute: bool) -> F64:

@@ -1,6 +1,6 @@
 """The statuses the estimator writes into summary.json, as str-valued enums: a member is its
 string (`BoundStatus.PROVEN == "proven"`, json.dumps writes "proven"), so the files stay as
-results/README.md documents them. Run and error statuses: bench/model/statuses.py."""
+results/README.md documents them. Run and error statuses: bench/model/run_statuses.py."""
 from __future__ import annotations
 
 from collections.abc import Iterable

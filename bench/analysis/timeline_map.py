@@ -34,14 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis.arrays import I64, Mask
-from bench.analysis.estimate import (
-    DEFAULT_DRIFT_PRIOR_PPM,
-    PPM,
-    TOL_NS,
-    ClockFit,
-    Segment,
-    wander_allowance_ns_per_s,
-)
+from bench.analysis.estimate import ClockFit, wander_allowance_ns_per_s
+from bench.analysis.polygon import PPM, TOL_NS
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
 
 NS = 1_000_000_000
 PRESYNC_BEFORE_NS = 946_684_800 * NS          # 2000-01-01: a wall clock earlier was never set
@@ -78,18 +73,7 @@ class Fitted(Protocol):
 def calibrations(fits: Sequence[tuple[str, Fitted | None, dict[str, Any]]]) -> list[SegmentWindow]:
     """Calibrations of one device clock from (run id, ClockResult, device meta) of one or more
     runs, in time order, with the windows described above."""
-    segs = []
-    for run_id, res, meta in fits:
-        if res is None or res.fit is None or not res.fit.segments:
-            continue
-        fit = res.fit
-        for k, sg in enumerate(fit.segments):
-            lo = int(fit.breaks[k - 1].after_ns) if k > 0 else None
-            hi = int(fit.breaks[k].before_ns) if k < len(fit.breaks) else None
-            segs.append((int(sg.start_ns), run_id, res.name, k, sg, lo, hi,
-                         float(meta.get("wander_ppm", 0.0)),
-                         int(res.meta.get("modulus_ns") or 0)))
-    segs.sort(key=lambda s: s[0])
+    segs = _clock_segments(fits)
     out = []
     for i, (_start, run_id, clock, k, sg, lo, hi, wander, mod) in enumerate(segs):
         if lo is None and i > 0:               # another run before: the gap belongs to both
@@ -99,6 +83,32 @@ def calibrations(fits: Sequence[tuple[str, Fitted | None, dict[str, Any]]]) -> l
         out.append(SegmentWindow(f"{run_id}:{clock}#{k}", sg, lo, hi,
                                str(getattr(sg, "offset_status", "proven") or "proven"), wander, mod))
     return out
+
+
+def _clock_segments(fits: Sequence[tuple[str, Fitted | None, dict[str, Any]]]
+                    ) -> list[tuple[Any, ...]]:
+    """The segments of every fitted clock among `fits` (_segment_rows), by start."""
+    segs = []
+    for run_id, res, meta in fits:
+        if res is None or res.fit is None or not res.fit.segments:
+            continue
+        segs += _segment_rows(run_id, res, res.fit, meta)
+    segs.sort(key=lambda s: s[0])
+    return segs
+
+
+def _segment_rows(run_id: str, res: Fitted, fit: ClockFit, meta: dict[str, Any]
+                  ) -> list[tuple[Any, ...]]:
+    """(start, run id, clock, index, segment, window lo, window hi, wander, modulus) of each
+    segment of one fitted clock; a window's end is None where the run has no break there."""
+    rows = []
+    for k, sg in enumerate(fit.segments):
+        lo = int(fit.breaks[k - 1].after_ns) if k > 0 else None
+        hi = int(fit.breaks[k].before_ns) if k < len(fit.breaks) else None
+        rows.append((int(sg.start_ns), run_id, res.name, k, sg, lo, hi,
+                     float(meta.get("wander_ppm", 0.0)),
+                     int(res.meta.get("modulus_ns") or 0)))
+    return rows
 
 
 def to_reference_many(seg: Segment, value_ns: npt.ArrayLike, resolution_ns: npt.ArrayLike
@@ -181,10 +191,8 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     v = np.asarray(value_ns, dtype=np.int64)
     q = np.maximum(1, np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape))
     n, K = len(v), len(cals)
-    after = np.broadcast_to(np.asarray(_BIG if not_after_ns is None else not_after_ns,
-                                       dtype=np.int64), v.shape)
-    before = np.broadcast_to(np.asarray(-_BIG if not_before_ns is None else not_before_ns,
-                                        dtype=np.int64), v.shape)
+    after = _per_stamp(_BIG if not_after_ns is None else not_after_ns, v)
+    before = _per_stamp(-_BIG if not_before_ns is None else not_before_ns, v)
     # each stamp maps alone unless the log's order narrows across calibrations: then in
     # MAP_CHUNK slices (the temporaries of a million stamps at once cost ~200 MB), else at once
     step = MAP_CHUNK if order_key is None or K <= 1 else max(n, 1)
@@ -198,13 +206,24 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
                                           None if order_key is None
                                           else np.asarray(order_key)[a:b]))
     rate = max((_rate_bound(c) for c in cals), default=0.0)
-    if np.any(out.dist > 0):
-        notes.append(f"{int(np.sum(out.dist > 0))} lines extrapolated beyond their calibration: "
-                     f"each interval allows the model's rate bound (±{rate:g} ppm) over the gap "
-                     f"and rests on no break in between; the run's own rate continuing "
-                     f"(assumed) gives the narrower assumed_lo_ns/assumed_hi_ns")
+    notes += _extrapolated_note(out.dist, rate)
     return Mapped(out.lo, out.hi, out.status, out.first, out.cand, out.dist,
                   [c.name for c in cals], notes, out.alo, out.ahi, rate)
+
+
+def _per_stamp(limit: npt.ArrayLike, v: I64) -> I64:
+    """A limit (one instant or one per stamp) as one int64 per stamp."""
+    return np.broadcast_to(np.asarray(limit, dtype=np.int64), v.shape)
+
+
+def _extrapolated_note(dist: I64, rate: float) -> list[str]:
+    """The note on the lines mapped beyond their calibration (distance > 0), if any."""
+    if not np.any(dist > 0):
+        return []
+    return [f"{int(np.sum(dist > 0))} lines extrapolated beyond their calibration: "
+            f"each interval allows the model's rate bound (±{rate:g} ppm) over the gap "
+            f"and rests on no break in between; the run's own rate continuing "
+            f"(assumed) gives the narrower assumed_lo_ns/assumed_hi_ns"]
 
 
 MAP_CHUNK = 1 << 17      # stamps mapped at once where each maps alone (map_stamps)

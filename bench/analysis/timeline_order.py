@@ -56,11 +56,7 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict[str, An
     n = len(entries)
     if not n:
         return []
-    keys: dict[str, int] = {}
-    clock = np.array([keys.setdefault(e.clock_key, len(keys)) if e.clock_key is not None
-                      and e.basis == "stamp" and e.stamp_ns is not None else -1
-                      for e in entries], dtype=np.int64)
-    stamp = np.array([e.stamp_ns if c >= 0 else 0 for e, c in zip(entries, clock)], dtype=np.int64)
+    clock, stamp = _clock_groups(entries)
     res = np.array([e.resolution_ns for e in entries], dtype=np.int64)
     perm, block, count = order_arrays([e.lo_ns for e in entries], [e.hi_ns for e in entries],
                                       clock, stamp, res)
@@ -69,6 +65,17 @@ def order(entries: list[Entry], max_pairs: int = 2_000_000) -> list[dict[str, An
     return [{"index": i, "block": int(block[i]), "entry": ents[i],
              "unordered_with": sorted(lists[i]), "unordered_count": int(count[i])}
             for i in range(n)]
+
+
+def _clock_groups(entries: list[Entry]) -> tuple[I64, I64]:
+    """Each entry's same-clock group (by clock_key, for a stamp with its stamp; -1: none) and
+    its stamp (0 without a group): the same-clock rule of `before` as order_arrays takes it."""
+    keys: dict[str, int] = {}
+    clock = np.array([keys.setdefault(e.clock_key, len(keys)) if e.clock_key is not None
+                      and e.basis == "stamp" and e.stamp_ns is not None else -1
+                      for e in entries], dtype=np.int64)
+    stamp = np.array([e.stamp_ns if c >= 0 else 0 for e, c in zip(entries, clock)], dtype=np.int64)
+    return clock, stamp
 
 
 def _unordered_lists(ents: list[Entry], max_pairs: int) -> list[list[int]]:
@@ -82,16 +89,23 @@ def _unordered_lists(ents: list[Entry], max_pairs: int) -> list[list[int]]:
     cap = None if pairs <= max_pairs else 12
     lists: list[list[int]] = [[] for _ in range(n)]
     for i in range(n):
-        a = ents[i]
-        for j in range(i + 1, int(reach[i])):
-            if cap is not None and len(lists[i]) >= cap:
-                break
-            b = ents[j]
-            if not before(a, b) and not before(b, a):
-                lists[i].append(j)
-                if cap is None or len(lists[j]) < cap:
-                    lists[j].append(i)
+        _pair_later(ents, lists, i, int(reach[i]), cap)
     return lists
+
+
+def _pair_later(ents: list[Entry], lists: list[list[int]], i: int, reach: int, cap: int | None
+                ) -> None:
+    """Entry i against the later entries it overlaps (up to `reach`): each pair whose order is
+    not proven either way goes in both lists, each list holding at most `cap` (None: all)."""
+    a = ents[i]
+    for j in range(i + 1, reach):
+        if cap is not None and len(lists[i]) >= cap:
+            break
+        b = ents[j]
+        if not before(a, b) and not before(b, a):
+            lists[i].append(j)
+            if cap is None or len(lists[j]) < cap:
+                lists[j].append(i)
 
 
 def widen(entry: Entry, latency_lo_ns: int, latency_hi_ns: int) -> Entry:
@@ -222,11 +236,18 @@ def nearest_unordered(lo: npt.ArrayLike, hi: npt.ArrayLike, clock: npt.ArrayLike
                 short[np.minimum(reach[i], n)] > short[np.minimum(i + d, n)]))]
         active = active[_sliced(active, lambda i, d=d: i + d < reach[i])]
         i = active[_sliced(active, lambda i, d=d: ~_same_tick_ordered(i, i + d, clock, st, q))]
-        for fwd in (True, False):   # each a distinct in one pass: safe to assign at once
-            for k in range(0, len(i), SLICE):
-                a = i[k:k + SLICE] + (0 if fwd else d)
-                a = a[got[a] < cap]
-                b = a + (d if fwd else -d)
-                out[a, got[a]] = b - a if relative else b
-                got[a] += 1
+        _record_pairs(out, got, i, d, cap, relative)
     return out
+
+
+def _record_pairs(out: npt.NDArray[Any], got: npt.NDArray[Any], i: npt.NDArray[Any], d: int,
+                  cap: int, relative: bool) -> None:
+    """Each unordered pair (i, i + d) into both rows' lists (`out`, `got` of each filled), in
+    the rows with room left (fewer than `cap`): forward in row i, backward in row i + d."""
+    for fwd in (True, False):   # each a distinct in one pass: safe to assign at once
+        for k in range(0, len(i), SLICE):
+            a = i[k:k + SLICE] + (0 if fwd else d)
+            a = a[got[a] < cap]
+            b = a + (d if fwd else -d)
+            out[a, got[a]] = b - a if relative else b
+            got[a] += 1

@@ -1,7 +1,7 @@
 """What a step can hide under: the exploration reads' chance of showing a step of a given size
 (DESIGN.md, "Probing"), and the smallest step X that shows with probability p within a given
 time. Apart from the probe schedule so that the estimator can weigh a step a clock showed against
-what its own segments could hide (estimate._could_hide) without importing the schedule."""
+what its own segments could hide (step_risk._could_hide) without importing the schedule."""
 from __future__ import annotations
 
 import math

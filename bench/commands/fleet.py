@@ -3,10 +3,10 @@ report FLEET_FOLDER`.
 
 run: every rack of the fleet file (bench.fleet.config) as a Ray task on the host that holds
 its resource (bench.fleet.engine), gathered into one fleet folder (bench.fleet.gather).
-resume: the racks of a fleet folder that did not complete, rerun or summarised (bench.fleet.resume).
+resume: the racks of a fleet folder that did not complete, rerun or summarised (bench.fleet.fleet_resume).
 report: per rack, per plane and firmware, and with --baseline the rollout verdicts
-(bench.fleet.report).
-Both exit by the fleet's verdict (bench.fleet.verdict), in the exit table of `rackclock run`
+(bench.fleet.fleet_report).
+Both exit by the fleet's verdict (bench.fleet.fleet_verdict), in the exit table of `rackclock run`
 (bench.model.outcomes): 0 PASS, 1 FAIL (a rack failed or did not complete; report: or a rack
 regressed against the baseline), 3 UNDECIDED; 2 on a bad fleet file or address, no Ray, or
 bad input.
@@ -52,8 +52,8 @@ def _run(a) -> int:
 
 def _closing(a, folder) -> int:
     """The racks' table, the fleet's verdict and its exit status, after a run or a resume."""
-    from bench.fleet.report import load_fleet, rack_lines, report_exit
-    from bench.fleet.verdict import fleet_verdict
+    from bench.fleet.fleet_report import load_fleet, rack_lines, report_exit
+    from bench.fleet.fleet_verdict import fleet_verdict
     from bench.model.texttable import terminal_width
 
     fl = load_fleet(folder)
@@ -65,7 +65,7 @@ def _closing(a, folder) -> int:
 
 
 def _resume(a) -> int:
-    from bench.fleet.resume import resume_fleet
+    from bench.fleet.fleet_resume import resume_fleet
 
     try:
         folder, rerun, summarised = resume_fleet(a.fleet, address=a.address,
@@ -82,7 +82,7 @@ def _resume(a) -> int:
 def _report(a) -> int:
     from bench.compare.tolerances import ToleranceError
     from bench.compare.verdicts import load_tolerances
-    from bench.fleet import report as rep
+    from bench.fleet import fleet_report as rep
     from bench.model.texttable import terminal_width
 
     try:

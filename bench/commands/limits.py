@@ -1,4 +1,4 @@
-"""`rackclock limits`: the rack file's [limits] judged against a run's bounds (bench.model.limits). The
+"""`rackclock limits`: the rack file's [limits] judged against a run's bounds (bench.model.limit_checks). The
 command's arguments; the library is imported once they are parsed (bench/cli.py finds this module only
 when the command runs)."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wide", action="store_true", help="as wide as the table is, every why")
     a = ap.parse_args(argv)
     # the library after the arguments: `rackclock limits --help` stays quick
-    from bench.model.limits import LimitError, check_run, junit, parse_span, text_table
+    from bench.model.limit_checks import LimitError, check_run, junit, parse_span, text_table
     from bench.model.rundata import load_run
     from bench.model.texttable import terminal_width
 

@@ -33,7 +33,7 @@ def _run(a) -> int:
                               fit_rates=a.fit_rates, calibration=a.calibration, wide=a.wide,
                               given_as={"duration_s": "--duration" if a.duration else
                                         "--until-decided"} if a.duration or until else None,
-                              until=until)
+                              until=until, offset_figures=a.offset_figures)
     except (InventoryError, RackBusy, UnsafeFolder) as exc:
         print(f"rackclock run: {exc}", file=sys.stderr)
         return 2
@@ -82,14 +82,14 @@ def _max_duration(a, default: float) -> float:
 
 def _until(a, overrides: dict[str, str]):
     """--until-decided: the watch that stops the probing once the named clocks' drifts are
-    decided (bench.run.decided); the run's duration is the ceiling (--max-duration, else
+    decided (bench.run.until_decided); the run's duration is the ceiling (--max-duration, else
     UNTIL_CEILING_S; --duration, when given, is the ceiling)."""
     from bench.config.inventory import InventoryError
     if a.until_decided is None:
         if a.decided_ppm is not None:
             raise InventoryError("--decided-ppm is an option of --until-decided")
         return None
-    from bench.run.decided import UntilDecided
+    from bench.run.until_decided import UntilDecided
     if a.decide:
         raise InventoryError("--until-decided and --decide: one of them")
     ppm = _decided_ppm(a.decided_ppm)
@@ -178,7 +178,7 @@ def run_exit_status(run, allow_undecided: bool = False) -> int:
     not complete, a device gave no usable read or the verdict is FAIL; 3 when it is UNDECIDED or
     no clock was measured (every clock stuck or unread), 0 with --allow-undecided; else 0."""
     from bench.model.outcomes import exit_code
-    from bench.model.statuses import RunStatus
+    from bench.model.run_statuses import RunStatus
     from bench.model.verdict import run_outcome
 
     if run.manifest.status != RunStatus.COMPLETED:
@@ -246,6 +246,10 @@ def parser() -> OneLineParser:
     r.add_argument("--processes", type=int, default=None,
                    help="worker processes probing the devices (default: one per core from 32 "
                         "devices, else one)")
+    r.add_argument("--offset-figures", action="store_true",
+                   help="draw every clock's offset figure into RUN/plots/ whatever the rack's "
+                        "size (default: up to 40 clocks; beyond, `rackclock report RUN "
+                        "--offset-figures` draws them)")
     r.add_argument("--fit-rates", action="store_true",
                    help="a rack beyond the bench's capacity runs at rates scaled down to fit "
                         "(default: it is refused with the numbers)")

@@ -107,13 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     refused = [rep for rep in tl.reports if "error" in rep]
     for rep in refused:
         print(f"rackclock timeline: {rep['error']}", file=sys.stderr)
-    t0 = int(run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0))
+    t0 = _start_ns(run, tl)
     first = _first(tl, t0, a.window) if a.first or a.window else None
     if isinstance(first, str):
         print(f"rackclock timeline: {first}", file=sys.stderr)
         return 2
     _show(a, run, tl, t0, formats, first)
     return 2 if refused else 0
+
+
+def _start_ns(run: Any, tl: Any) -> int:
+    """The instant times are shown from: the run's start, else the first entry's earliest."""
+    return int(run.manifest.started_ns or (int(tl.c["lo"][0]) if len(tl) else 0))
 
 
 def _formats(ap: Any, a: Any) -> set[str]:

@@ -1,6 +1,6 @@
-"""`rackclock trend`: measures of three or more runs side by side, with a figure (bench.output.trend). The
-command's arguments; the library is imported once they are parsed (bench/cli.py finds this module only
-when the command runs)."""
+"""`rackclock trend`: measures of three or more runs side by side, with a figure
+(bench.output.trend_view). The command's arguments; the library is imported once they are
+parsed (bench/cli.py finds this module only when the command runs)."""
 from __future__ import annotations
 
 import argparse
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.compare.verdicts import load_tolerances
     from bench.model.outcomes import exit_code
     from bench.model.rundata import load_run
-    from bench.output.trend import _started, text, trend_outcome, trends
+    from bench.output.trend_view import _started, text, trend_outcome, trends
 
     if len(a.runs) < 3:
         print("rackclock trend: give three or more runs (two: rackclock compare)",
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_files(a, runs, ts, changes, ref) -> None:
     """--json and --junit, where asked."""
-    from bench.output.trend import as_dict, junit
+    from bench.output.trend_view import as_dict, junit
     if a.json:
         safeio.write_text(a.json, json.dumps(as_dict(runs, ts, changes, ref), indent=1) + "\n")
     if a.junit:
@@ -94,7 +94,7 @@ def _write_files(a, runs, ts, changes, ref) -> None:
 def _figure(a, runs, ts, changes) -> None:
     """The figure, where asked (default: trend.png beside the newest run), and what it left out."""
     from bench.output import figures
-    from bench.output.trend import figure, panels
+    from bench.output.trend_view import figure, panels
     fig = figure(runs, ts, max_panels=max(1, a.max_panels), changes=changes)
     out = runs[-1].path / "trend.png" if a.figure is BESIDE else a.figure
     saved, _ = figures.save(fig, out.parent, out.stem, (out.suffix[1:] or "png",))

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.config.rackfile import parse_allowance
     from bench.config.racklock import RackBusy
     from bench.reference.clock import ReferenceRefused
-    from bench.watch.watch import Options, watch
+    from bench.watch.watcher import Options, watch
     try:
         host, port = _listen(a.listen)
         roll = parse_duration_ns(a.roll_every) / 1e9 if a.roll_every else None

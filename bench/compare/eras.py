@@ -9,6 +9,7 @@ verdict of REGRESSED means beyond every run of the reference era.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -62,8 +63,12 @@ def hull(ms: list[Measure]) -> Measure:
     if len(ms) == 1:
         return ms[0]
     return replace(ms[0], lo=min(m.lo for m in ms), hi=max(m.hi for m in ms),
-                   point=float(np.median([m.point for m in ms])),
-                   events=sum(m.events or 0 for m in ms) or None,
-                   event_lo=tuple(x for m in ms for x in m.event_lo),
-                   event_hi=tuple(x for m in ms for x in m.event_hi),
+                   point=float(np.median([m.point for m in ms])), **_events_of(ms),
                    span_s=min((m.span_s for m in ms if m.span_s), default=None))
+
+
+def _events_of(ms: list[Measure]) -> dict[str, Any]:
+    """The runs' events together: how many (None where none counted any) and their bounds."""
+    return {"events": sum(m.events or 0 for m in ms) or None,
+            "event_lo": tuple(x for m in ms for x in m.event_lo),
+            "event_hi": tuple(x for m in ms for x in m.event_hi)}

@@ -161,12 +161,7 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary,
     last, longest = c.last, c.longest
     if last is None or longest is None:            # no segments
         return []
-    o = last.offset_ns
-    counter = c.counter
-    out: list[Measure | None] = [Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point,
-                   str(last.offset_status or "proven"),
-                   not counter, "a counter's offset is its zero instant: moves with every reboot"
-                   if counter else "", _span_s(last)),
+    out: list[Measure | None] = [_offset_measure(device, clock, last, c.counter),
            mean_drift_measure(device, clock, longest)
            or drift_measure(device, clock, longest, drift_prior_ppm(run, device)),
            _exact(device, clock, "breaks", "count", len(c.breaks))]
@@ -177,6 +172,16 @@ def clock_measures(run: Run, device: str, clock: str, c: ClockSummary,
     if st.get("bracket_ns"):
         out += _bracket_measures(device, clock, st, _span_s(longest))
     return [m for m in out if m is not None]
+
+
+def _offset_measure(device: str, clock: str, last: SegmentSummary, counter: bool) -> Measure:
+    """The last segment's offset (not judged for a counter: its zero instant moves with every
+    reboot)."""
+    o = last.offset_ns
+    return Measure(device, clock, "offset", "ns", o.lo, o.hi, o.point,
+                   str(last.offset_status or "proven"),
+                   not counter, "a counter's offset is its zero instant: moves with every reboot"
+                   if counter else "", _span_s(last))
 
 
 def _bracket_measures(device: str, clock: str, st: dict[str, Any],

@@ -198,13 +198,23 @@ def plan_run(rack, tolerances, decide: tuple[str, ...], baseline=None,
             evs = _baseline_events(baseline, d.name) if baseline is not None else None
             needs += latency_needs(d.name, tol, tick, poll_s, every_s, max_duration_s, evs)
         if "drift" in decide:
-            tol = tolerances.rule("drift", d.name, d.plane).allowed(0.0)
-            w = _baseline_drift_w(baseline, d.name) if baseline is not None else None
-            basis = "baseline" if w else "model"
-            w = w or (EDGE_NS if tick >= 0.1 else tick * NS)
-            needs.append(drift_need(d.name, tol, w, max_duration_s, basis))
-    spans = [n.span_s for n in needs
-             if n.span_s is not None and (n.measure != "drift" or n.affordable)]
-    duration = max([30.0, *spans])
+            needs.append(_device_drift_need(d, tolerances, tick, baseline, max_duration_s))
+    duration = max([30.0, *_spans_needed(needs)])
     stim = every_s if any(n.measure.startswith("latency") for n in needs) else None
     return Plan(math.ceil(duration), stim, tuple(needs), max_duration_s)
+
+
+def _device_drift_need(d, tolerances, tick: float, baseline, max_duration_s: float) -> Need:
+    """What deciding device d's drift needs: from the baseline run's own bound where it has
+    one, else from the model (the edge of one read, or one tick for a coarse clock)."""
+    tol = tolerances.rule("drift", d.name, d.plane).allowed(0.0)
+    w = _baseline_drift_w(baseline, d.name) if baseline is not None else None
+    basis = "baseline" if w else "model"
+    w = w or (EDGE_NS if tick >= 0.1 else tick * NS)
+    return drift_need(d.name, tol, w, max_duration_s, basis)
+
+
+def _spans_needed(needs: list[Need]) -> list[float]:
+    """The spans the needs ask for (a drift need's only where it is affordable)."""
+    return [n.span_s for n in needs
+            if n.span_s is not None and (n.measure != "drift" or n.affordable)]

@@ -30,8 +30,8 @@ from bench.compare.measures import MIN_QUANTILE_EVENTS, Measure, identities, run
 from bench.compare.quantiles import events_to_decide, smallest_decidable
 from bench.compare.tolerances import ToleranceError, Tolerances, tolerances_from_dict
 from bench.model.outcomes import FAILING, UNDECIDED_ROW, exit_code, outcome
+from bench.model.run_statuses import RunStatus
 from bench.model.rundata import Run
-from bench.model.statuses import RunStatus
 from bench.units import fmt_ns, fmt_ppm
 
 DEFAULT_TOLERANCES = Path(__file__).with_name("tolerances.toml")
@@ -147,20 +147,29 @@ def decide_span_s(b: Measure, c: Measure, tol: float) -> float | None:
     delta = c.point - b.point
     if not (b.point_informative and c.point_informative):
         delta = 2 * tol               # points of no information: resolve a change of 2x the tolerance
-    if b.assumed or c.assumed:        # a bound clipped by the prior: its unclipped half-widths
-        down = up = _half_width(b) + _half_width(c)
-    else:
-        down, up = delta - (c.lo - b.hi), (c.hi - b.lo) - delta
+    down, up = _reach(b, c, delta)
     if abs(abs(delta) - tol) <= 0.05 * tol or min(down, up) <= 0:
         return None
-    if abs(delta) > tol:              # shrink until all of it is beyond the tolerance
-        k = (abs(delta) - tol) / (down if delta > 0 else up)
-    else:                             # ... or until all of it is within
-        k = min((tol - delta) / up, (tol + delta) / down)
+    k = _shrink_to_decide(delta, tol, down, up)
     if k >= 1:
         return None
     span = (b.span_s + c.span_s) / 2
     return span / k if b.narrowing == "1/span" else span / k ** 2
+
+
+def _reach(b: Measure, c: Measure, delta: float) -> tuple[float, float]:
+    """How far the proven change reaches below and above `delta` (down, up)."""
+    if b.assumed or c.assumed:        # a bound clipped by the prior: its unclipped half-widths
+        both = _half_width(b) + _half_width(c)
+        return both, both
+    return delta - (c.lo - b.hi), (c.hi - b.lo) - delta
+
+
+def _shrink_to_decide(delta: float, tol: float, down: float, up: float) -> float:
+    """The factor the proven change must shrink by about `delta` to decide it against `tol`."""
+    if abs(delta) > tol:              # shrink until all of it is beyond the tolerance
+        return (abs(delta) - tol) / (down if delta > 0 else up)
+    return min((tol - delta) / up, (tol + delta) / down)    # ... or until all of it is within
 
 
 SHOWN_UNJUDGED = "changed (not judged)"

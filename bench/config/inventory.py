@@ -97,7 +97,8 @@ class RackConfig:
     devices: tuple[DeviceConfig, ...] = ()
     options: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))   # [rack] keys beyond these
     source: str | None = None
-    limits: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))    # [limits] (bench.model.limits)
+    # [limits] (bench.model.limit_checks)
+    limits: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))
 
     def device(self, name: str) -> DeviceConfig:
         for d in self.devices:
@@ -197,9 +198,9 @@ def rack_from_dict(data: Mapping[str, Any], source: str | None = None) -> RackCo
         raise InventoryError("nested too deeply", file=source) from None
 
 
-# -- [limits] (issue 19): judged by bench.model.limits; kept apart from the device keys above ----------
+# -- [limits] (issue 19): judged by bench.model.limit_checks; kept apart from the device keys above ----------
 def _limits(table: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    from bench.model.limits import LimitError, limits_from_dict
+    from bench.model.limit_checks import LimitError, limits_from_dict
     try:
         return _frozen(limits_from_dict(table))
     except LimitError as exc:

@@ -1,6 +1,6 @@
 """The rack file's vocabulary: a key's declared type and range (Key), the one error of a bad
 rack file (InventoryError), and the short forms its messages quote. Below bench.config.inventory,
-bench.config.schema (a nested table's checks) and bench.model.limits, which all declare keys
+bench.config.schema (a nested table's checks) and bench.model.limit_checks, which all declare keys
 with it."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """docs/RACKFILE.md, the rack file's key reference, made from the declarations themselves: the
 [rack] and device keys (bench/config/inventory.py), each driver's `OPTIONS`, the clock model's
-parameters (bench/sim/clock.py), each emulator's `SIM_KEYS` and the [limits] keys. Written by
+parameters (bench/sim/clock_model.py), each emulator's `SIM_KEYS` and the [limits] keys. Written by
 tests/data/regen_rackfile.py; tests/test_rackfile.py fails when the file is not what this makes.
 In the loader's layer: it reads the drivers and the simulator, as the loader does."""
 from __future__ import annotations
@@ -60,20 +60,18 @@ def _drivers() -> Iterable[list[str]]:
 
 
 def _emulators() -> Iterable[list[str]]:
-    import importlib
-
-    from bench.sim.simtable import emulators
+    from bench.sim.simtable import emulator_module, emulators
     for name in emulators():
-        own = importlib.import_module(f"bench.sim.{name}").SIM_KEYS
+        own = emulator_module(name).SIM_KEYS
         if own:
-            yield _section(f"emulator `{name}` (bench/sim/{name}.py)", "", own)
+            yield _section(f"emulator `{name}` (bench/sim/{name}_emu.py)", "", own)
 
 
 def reference_text() -> str:
     """The whole of docs/RACKFILE.md."""
     from bench.config.inventory import DEVICE_KEYS, RACK_KEYS
-    from bench.model.limits import KEYS as LIMIT_KEYS
-    from bench.sim.clock import CLOCK_DOCS, CLOCK_KEYS
+    from bench.model.limit_checks import KEYS as LIMIT_KEYS
+    from bench.sim.clock_model import CLOCK_DOCS, CLOCK_KEYS
     from bench.sim.simtable import COMMON
 
     parts = [HEAD.split("\n")]
@@ -83,7 +81,7 @@ def reference_text() -> str:
     parts.append(["", "## Each driver's own keys (in [devices.NAME])"])
     parts += list(_drivers())
     parts.append(_section(
-        "[devices.NAME.sim]: the clock model", "A simulated device's clock (bench/sim/clock.py "
+        "[devices.NAME.sim]: the clock model", "A simulated device's clock (bench/sim/clock_model.py "
         "`ClockParams`): in the `sim` table for every clock of the device, in `[sim.clocks.NAME]` "
         "for one clock, in `[sim.by_firmware.VERSION]` for the firmware named by `firmware`. "
         "Instants are seconds after the run's start (t0).", CLOCK_KEYS, CLOCK_DOCS))
@@ -91,7 +89,7 @@ def reference_text() -> str:
     parts.append(["", "## Each emulator's own keys (in [devices.NAME.sim])"])
     parts += list(_emulators())
     parts.append(_section("[limits] keys", "In `[limits.planes.PLANE]` and "
-                          "`[limits.devices.NAME]` (bench/model/limits.py); the unit each takes.",
+                          "`[limits.devices.NAME]` (bench/model/limit_checks.py); the unit each takes.",
                           {k: _Said(f"a limit in {u}") for k, u in LIMIT_KEYS.items()}))
     return "\n".join(line for p in parts for line in p).rstrip() + "\n"
 

@@ -3,7 +3,7 @@
 `sim.faults[2].kind`) and raise one InventoryError naming the path and what is accepted.
 
 Whoever reads a table declares its keys with these, beside its code: the clock model each
-parameter (bench/sim/clock.py `ClockParams`), each emulator its `SIM_KEYS`, the fault board and
+parameter (bench/sim/clock_model.py `ClockParams`), each emulator its `SIM_KEYS`, the fault board and
 the NTP client theirs (bench/sim/simtable.py gathers them). Ranges keep the simulator's memory
 and time bounded (outlets, log capacity, list lengths). Every check carries `accepted`, the
 text docs/RACKFILE.md shows for it (bench/config/reference.py).

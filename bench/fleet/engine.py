@@ -19,8 +19,8 @@ from tqdm import tqdm
 
 from bench.errors import RackclockError
 from bench.fleet.config import FleetConfig, FleetError
+from bench.fleet.fleet_verdict import RAN, fleet_verdict, rack_verdict
 from bench.fleet.gather import earlier_folders, gather, left_behind, probed_s, rack_dir, write_fleet_manifest
-from bench.fleet.verdict import RAN, fleet_verdict, rack_verdict
 from bench.model import provenance
 from bench.model.store import new_run_id
 from bench.run.signals import interrupt_on_signals
@@ -224,12 +224,7 @@ def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, qu
     except Exception as exc:        # the task's worker or node died, or it was cancelled
         record = {"status": "interrupted" if cancelled else "crashed",
                   "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-        runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
-        if runs and runs[-1].parent.name not in earlier_folders(rec):   # written in place
-            record["run_folder"] = str(runs[-1].parent.relative_to(fleet_dir))
-            record["probed_s"] = _probed(runs[-1])
-        elif rec.get("scratch"):     # on another node: its partial run stays in its scratch
-            record["partial_run"] = rec["scratch"]
+        record.update(_partial_run(fleet_dir, name, rec))
         if not cancelled and retry and _infrastructure(ray, exc):
             rec.setdefault("earlier_attempts", []).append(record)
             rec.update(status="retrying", attempts=rec.get("attempts", 1) + 1)
@@ -243,6 +238,18 @@ def _collect(ray, ref, name: str, fleet_dir: Path, manifest: dict, t0: float, qu
          + (f" on {record.get('host')}" if record.get("host") else "")
          + (f" -- {record['error']}" if record.get("error") else ""), quiet)
     return False
+
+
+def _partial_run(fleet_dir: Path, name: str, rec: dict) -> dict:
+    """Where a task that died left its partial run: the run folder it wrote in place (not an
+    earlier attempt's) with its probing time, else its scratch folder on another node."""
+    runs = sorted(p for p in rack_dir(fleet_dir, name).glob("*/manifest.json"))
+    if runs and runs[-1].parent.name not in earlier_folders(rec):   # written in place
+        return {"run_folder": str(runs[-1].parent.relative_to(fleet_dir)),
+                "probed_s": _probed(runs[-1])}
+    if rec.get("scratch"):     # on another node: its partial run stays in its scratch
+        return {"partial_run": rec["scratch"]}
+    return {}
 
 
 def _infrastructure(ray, exc: BaseException) -> bool:

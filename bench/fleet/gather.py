@@ -15,10 +15,10 @@ import tarfile
 from pathlib import Path
 
 from bench import safeio, saferead
-from bench.fleet.verdict import rack_verdict
+from bench.fleet.fleet_verdict import rack_verdict
 from bench.model.documents import Manifest
+from bench.model.run_statuses import RunStatus
 from bench.model.rundata import unusable_devices
-from bench.model.statuses import RunStatus
 from bench.model.store import write_json
 
 FLEET_MANIFEST = "fleet.json"
@@ -33,7 +33,7 @@ def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = Fa
     """completed | unusable (completed, a device gave no usable read) | refused | failed |
     interrupted | disk_full | crashed (the task itself died) | lost (the task made a run folder
     that did not reach the fleet folder). A completed run's verdict (exit 0 PASS, 1 FAIL,
-    3 UNDECIDED) is the rack's verdict (bench.fleet.verdict), not its status."""
+    3 UNDECIDED) is the rack's verdict (bench.fleet.fleet_verdict), not its status."""
     if result.get("exit_status") is None:
         return "crashed"
     if run_manifest is None:
@@ -47,6 +47,8 @@ def rack_status(result: dict, run_manifest: Manifest | None, unusable: bool = Fa
 
 
 def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
+    """Why the rack's run failed, in one line: the task's error, a run folder that did not
+    arrive, the run's own error, else the last line it logged; None when it did not fail."""
     if result.get("error"):
         return result["error"]
     if run_manifest is None and result.get("run_id"):
@@ -55,10 +57,15 @@ def last_error(result: dict, run_manifest: Manifest | None) -> str | None:
     if run_manifest is not None and run_manifest.error:
         return str(run_manifest.error)
     if result.get("exit_status") not in (0, 3):     # 3: UNDECIDED, a verdict and not an error
-        lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
-                 and not ln.startswith("run folder:")]
-        return lines[-1] if lines else f"exit status {result.get('exit_status')}"
+        return _last_log_line(result)
     return None
+
+
+def _last_log_line(result: dict) -> str:
+    """The last line the task logged (the run folder's name aside), else its exit status."""
+    lines = [ln for ln in (result.get("log") or "").splitlines() if ln.strip()
+             and not ln.startswith("run folder:")]
+    return lines[-1] if lines else f"exit status {result.get('exit_status')}"
 
 
 def unpack_members(tar_path: Path, into: Path, names=UNPACKED) -> None:

@@ -35,7 +35,7 @@ def tar_folder(path: Path) -> bytes:
 
 def judged(run_dir: Path) -> dict:
     """The run's verdict and why, judged here where the whole run folder is."""
-    from bench.fleet.verdict import run_verdict
+    from bench.fleet.fleet_verdict import run_verdict
     try:
         verdict, reason = run_verdict(run_dir)
     except Exception as exc:          # noqa: BLE001 -- an unreadable run is the rack's reason
@@ -64,6 +64,16 @@ def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> di
         out = scratch
     result = {"rack": entry.name, "node_id": node, "host": socket.gethostname(),
               "pid": os.getpid(), "transfer": transfer, "started_ns": time.time_ns()}
+    _run_here(entry, out, result)
+    _add_run_folder(result, out, transfer)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def _run_here(entry: RackEntry, out: Path, result: dict) -> None:
+    """Run the rack's experiment into `out`, its output caught: into `result` its exit status
+    (None and the error when it raised), stop time, wall time and the log's tail."""
     log = io.StringIO()
     t0 = time.monotonic()
     try:
@@ -78,14 +88,16 @@ def run_rack(entry: RackEntry, rack_dir: str, driver_node: str, node: str) -> di
         result["error"] = "".join(traceback.format_exception_only(exc)).strip()
     result["stopped_ns"] = time.time_ns()
     result["wall_s"] = round(time.monotonic() - t0, 3)
-    folders = sorted(p for p in out.iterdir() if (p / "manifest.json").exists())
     result["log"] = log.getvalue()[-LOG_TAIL:]
+
+
+def _add_run_folder(result: dict, out: Path, transfer: str) -> None:
+    """The run folder the experiment wrote in `out` (the latest), if any: its name, where it
+    is, its verdict, and as a tarball unless it stays where it is."""
+    folders = sorted(p for p in out.iterdir() if (p / "manifest.json").exists())
     if folders:
         result["run_id"] = folders[-1].name
         result["run_path"] = str(folders[-1].absolute())   # where it was written, on `host`
         result.update(judged(folders[-1]))
         if transfer == "tarball":
             result["tarball"] = tar_folder(folders[-1])
-    if scratch is not None:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return result

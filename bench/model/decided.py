@@ -47,7 +47,7 @@ def only_prior(lo_ppm: float, hi_ppm: float, prior_ppm: float) -> bool:
 
 def mean_drift(segment: Any) -> tuple[float, float] | None:
     """(lo, hi) ppm of a segment's proven mean drift, None where it has none. `segment`:
-    bench.analysis.estimate.Segment or bench.model.documents.SegmentSummary."""
+    bench.analysis.proven_segment.Segment or bench.model.documents.SegmentSummary."""
     m = getattr(segment, "mean_drift", None)
     if not m or m.get("lo") is None or m.get("hi") is None:
         return None
@@ -77,7 +77,7 @@ def clock_decided(segments: Sequence[Any], prior_ppm: float,
                   given_ppm: float | None = None) -> dict[str, Any] | None:
     """summary.json's `drift_target_ppm`, `drift_decided` and `drift_decided_after_s` (None
     when decided) of one clock, from its last segment (the one the table prints); None without
-    a segment. `segments`: the fit's (bench.analysis.estimate.Segment or
+    a segment. `segments`: the fit's (bench.analysis.proven_segment.Segment or
     bench.model.documents.SegmentSummary)."""
     if not segments:
         return None

@@ -8,7 +8,7 @@ A record read from a file serialises as it was read (`.raw`); one a writer built
 Every record keeps the dict it was read from as `.raw` (compare=False): a key a newer bench
 added is kept there and never breaks an older reader, and a key an older run folder lacks takes
 its default (an empty string, zero, None, an empty tuple). A status string this bench does not
-know stays a plain string beside the enum members it does know (bench.model.statuses.parse).
+know stays a plain string beside the enum members it does know (bench.model.run_statuses.parse).
 The summary's segments and breaks are the estimator's own `Segment` and `Break`
 (bench.analysis.estimate) with what the summary adds (band, truth check); their bounds are
 `Bound`s. Loaded segments carry no polygon: methods that need it (proven_offset_at, maps) are
@@ -26,8 +26,17 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, Bound, Break, Segment
-from bench.model.statuses import BoundStatus, BreakKind, ErrorKind, ResolutionBasis, RunStatus, Verdict, parse
+from bench.analysis.breaks import Break
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment
+from bench.model.run_statuses import (
+    BoundStatus,
+    BreakKind,
+    ErrorKind,
+    ResolutionBasis,
+    RunStatus,
+    Verdict,
+    parse,
+)
 
 
 def _d(x: object) -> Mapping[str, Any]:
@@ -38,16 +47,30 @@ def _l(x: object) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
+def _s(x: object) -> str:
+    """A text field as written; a missing or null one is empty."""
+    return str(x or "")
+
+
+def _dict_or_none(x: object) -> dict[str, Any] | None:
+    """A copy of an object field; None where it is missing or not an object."""
+    return dict(x) if isinstance(x, Mapping) else None
+
+
 def _read_stats(x: object) -> dict[str, Any] | None:
     """A clock's `read_stats` as written, or None where it is absent or not of its form (then
     compare judges from the samples)."""
     if not isinstance(x, Mapping) or _int(x.get("distinct_values"), None) is None:
         return None
     cis = [x.get(k) for k in ("bracket_ns", "jitter_ns") if k in x]
-    if any(not isinstance(c, list) or len(c) != 3 or any(_float(v, None) is None for v in c)
-           for c in cis) or len(cis) == 1:
+    if any(not _is_ci(c) for c in cis) or len(cis) == 1:
         return None
     return dict(x)
+
+
+def _is_ci(c: object) -> bool:
+    """Whether `c` is a confidence interval as written: a list of three numbers."""
+    return isinstance(c, list) and len(c) == 3 and all(_float(v, None) is not None for v in c)
 
 
 @overload
@@ -136,8 +159,8 @@ class Identity:
     @classmethod
     def of(cls, x: object) -> Identity:
         x = _d(x)
-        return cls(str(x.get("vendor") or ""), str(x.get("model") or ""),
-                   str(x.get("serial") or ""), str(x.get("firmware") or ""),
+        return cls(_s(x.get("vendor")), _s(x.get("model")),
+                   _s(x.get("serial")), _s(x.get("firmware")),
                    dict(_d(x.get("extra"))), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
@@ -172,9 +195,9 @@ class ReferenceHealth:
     def of(cls, x: object) -> ReferenceHealth | None:
         if not isinstance(x, Mapping) or not x:
             return None
-        return cls(str(x.get("source") or ""), str(x.get("basis") or ""), bool(x.get("verified")),
-                   str(x.get("grade") or ""), _int(x.get("uncertainty_ns")),
-                   dict(_d(x.get("detail"))), str(x.get("note") or ""),
+        return cls(_s(x.get("source")), _s(x.get("basis")), bool(x.get("verified")),
+                   _s(x.get("grade")), _int(x.get("uncertainty_ns")),
+                   dict(_d(x.get("detail"))), _s(x.get("note")),
                    tuple(_l(x.get("problems"))), _int(x.get("checked_ns"), None), dict(x))
 
 
@@ -194,9 +217,9 @@ class ClockInfo:
     @classmethod
     def of(cls, x: object) -> ClockInfo:
         x = _d(x)
-        return cls(str(x.get("name") or ""), _int(x.get("resolution_ns"), None),
+        return cls(_s(x.get("name")), _int(x.get("resolution_ns"), None),
                    bool(x.get("counter")), _int(x.get("modulus_ns"), None),
-                   _int(x.get("lag_ns")), str(x.get("free_running") or ""), dict(x))
+                   _int(x.get("lag_ns")), _s(x.get("free_running")), dict(x))
 
 
 @dataclass(frozen=True)
@@ -220,13 +243,13 @@ class DeviceEntry:
     @classmethod
     def of(cls, name: str, x: object) -> DeviceEntry:
         x = _d(x)
-        return cls(name, str(x.get("plane") or ""), str(x.get("driver") or ""),
+        return cls(name, _s(x.get("plane")), _s(x.get("driver")),
                    Identity.of(x.get("identity")),
                    tuple(ClockInfo.of(c) for c in _l(x.get("clocks"))),
-                   str(x.get("state") or ""), str(x.get("error") or ""),
+                   _s(x.get("state")), _s(x.get("error")),
                    _int(x.get("reads")), _int(x.get("probes")), _int(x.get("late_probes")),
                    _int(x.get("late_max_ns")), _int(x.get("aims_yielded")),
-                   dict(x["traffic"]) if isinstance(x.get("traffic"), Mapping) else None, dict(x))
+                   _dict_or_none(x.get("traffic")), dict(x))
 
     def clock(self, name: str) -> ClockInfo | None:
         return next((c for c in self.clocks if c.name == name), None)
@@ -249,7 +272,7 @@ class Calibration:
         x = _d(x)
         return cls(_float(x.get("calibrated_after_s"), None), _float(x.get("width_then_ns"), None),
                    _float(x.get("last_width_ns"), None), _float(x.get("min_bracket_ns"), None),
-                   str(x.get("last_status") or ""), str(x.get("criterion") or ""), dict(x))
+                   _s(x.get("last_status")), _s(x.get("criterion")), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         return {"calibrated_after_s": self.calibrated_after_s,
@@ -273,7 +296,7 @@ class Inventory:
     @classmethod
     def of(cls, x: object) -> Inventory:
         x = _d(x)
-        return cls(str(x.get("name") or ""), str(x.get("reference") or ""),
+        return cls(_s(x.get("name")), _s(x.get("reference")),
                    bool(x.get("simulated")),
                    {k: dict(_d(v)) for k, v in _d(x.get("devices")).items()},
                    dict(_d(x.get("limits"))), _rest(cls, x), dict(x))
@@ -324,7 +347,7 @@ class Manifest(_RawMapping):
     extra: dict[str, Any] = field(default_factory=dict)  # keys this model does not type: an
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)  # experiment's own (`incident`),
     # a newer bench's
-    schema_version: str = ""      # MAJOR.MINOR (bench/model/schema.py); "" before it was written
+    schema_version: str = ""      # MAJOR.MINOR (bench/model/file_schemas.py); "" before it was written
     csv_schema_versions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -333,12 +356,12 @@ class Manifest(_RawMapping):
             return x
         x = _d(x)
         return cls(
-            _int(x.get("schema")), str(x.get("run_id") or ""), str(x.get("experiment") or ""),
-            str(x.get("experiment_file") or ""), parse(RunStatus, str(x.get("status") or "")),
-            None if x.get("error") is None else str(x["error"]), str(x.get("stopped_by") or ""),
+            _int(x.get("schema")), _s(x.get("run_id")), _s(x.get("experiment")),
+            _s(x.get("experiment_file")), parse(RunStatus, _s(x.get("status"))),
+            None if x.get("error") is None else str(x["error"]), _s(x.get("stopped_by")),
             dict(_d(x.get("parameters"))), dict(_d(x.get("versions"))), dict(_d(x.get("git"))),
             x.get("host"), tuple(_l(x.get("argv"))), bool(x.get("armed")),
-            bool(x.get("simulated")), str(x.get("rack_file") or ""),
+            bool(x.get("simulated")), _s(x.get("rack_file")),
             Inventory.of(x.get("inventory")), ReferenceHealth.of(x.get("reference")),
             ReferenceHealth.of(x.get("reference_run")), ReferenceHealth.of(x.get("reference_end")),
             {n: DeviceEntry.of(n, d) for n, d in _d(x.get("devices")).items()},
@@ -348,7 +371,7 @@ class Manifest(_RawMapping):
              for dev, cl in _d(x.get("calibration")).items()},
             _int(x.get("started_ns"), None), _int(x.get("probed_until_ns"), None),
             _int(x.get("ended_ns"), None), _float(x.get("duration_s"), None),
-            _int(x.get("pid"), None), _rest(cls, x), x, str(x.get("schema_version") or ""),
+            _int(x.get("pid"), None), _rest(cls, x), x, _s(x.get("schema_version")),
             {str(k): str(v) for k, v in _d(x.get("csv_schema_versions")).items()})
 
     def device(self, name: str) -> DeviceEntry:
@@ -479,9 +502,9 @@ class SegmentSummary(Segment):
                    _int(x.get("epoch_ns")), off, dr, dict(_d(x.get("jitter_ns"))),
                    dict(_d(x.get("bracket_ns"))),
                    _int(x.get("resolution_ns"), None),  # type: ignore[arg-type]  # see above
-                   str(x.get("resolution_note") or ""),
+                   _s(x.get("resolution_note")),
                    st["offset_status"], st["drift_status"],  # type: ignore[arg-type]  # see above
-                   str(x.get("drift_assumes") or ""),
+                   _s(x.get("drift_assumes")),
                    mean_drift=dict(x["mean_drift_ppm"]) if x.get("mean_drift_ppm") else None,
                    offset_line=bound(x.get("offset_line_ns")),
                    rate_needed_ppm=_float(x.get("rate_needed_ppm"), None),
@@ -576,7 +599,7 @@ class Outlier:
     @classmethod
     def of(cls, x: object) -> Outlier:
         x = _d(x)
-        return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), str(x.get("reason") or ""),
+        return cls(_int(x.get("t_ns")), _int(x.get("value_ns")), _s(x.get("reason")),
                    dict(x))
 
     def to_dict(self) -> dict[str, Any]:
@@ -621,11 +644,11 @@ class Assumptions:
             return None
         return cls(_float(x.get("drift_prior_ppm"), DEFAULT_DRIFT_PRIOR_PPM),
                    _float(x.get("wander_ppm")), _int(x.get("resolution_ns"), None),
-                   parse(ResolutionBasis, str(x.get("resolution_basis") or "")),
-                   _int(x.get("reference_uncertainty_ns")), str(x.get("rate_changes") or ""),
+                   parse(ResolutionBasis, _s(x.get("resolution_basis"))),
+                   _int(x.get("reference_uncertainty_ns")), _s(x.get("rate_changes")),
                    _float(x.get("rate_bound_ppm"), None), _int(x.get("tick_lag_ns")),
-                   dict(x["unseen_step"]) if isinstance(x.get("unseen_step"), Mapping) else None,
-                   str(x.get("model") or ""), dict(x))
+                   _dict_or_none(x.get("unseen_step")),
+                   _s(x.get("model")), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         if self.raw:
@@ -692,19 +715,19 @@ class ClockSummary:
         x = _d(x)
         return cls(name, _int(x.get("reads")), bool(x.get("counter")),
                    _int(x.get("resolution_declared_ns"), None), _int(x.get("resolution_ns"), None),
-                   str(x.get("resolution_note") or ""),
+                   _s(x.get("resolution_note")),
                    parse(Verdict, x["verdict"]) if x.get("verdict") else "",
                    Assumptions.of(x.get("assumptions")),
                    tuple(SegmentSummary.of(s) for s in _l(x.get("segments"))),
                    tuple(BreakRecord.of(b) for b in _l(x.get("breaks"))),
                    tuple(Outlier.of(o) for o in _l(x.get("outliers"))),
                    tuple(Wrap.of(w) for w in _l(x.get("wraps"))),
-                   str(x.get("note") or ""), str(x.get("zone_note") or ""),
-                   str(x.get("beyond_prior_note") or ""),
-                   dict(x["stuck"]) if isinstance(x.get("stuck"), Mapping) else None,
+                   _s(x.get("note")), _s(x.get("zone_note")),
+                   _s(x.get("beyond_prior_note")),
+                   _dict_or_none(x.get("stuck")),
                    _int(x.get("lag_seen_ns")), _int(x.get("update_ns")),
-                   dict(x["breaks_truth"]) if isinstance(x.get("breaks_truth"), Mapping) else None,
-                   dict(x["stability"]) if isinstance(x.get("stability"), Mapping) else None,
+                   _dict_or_none(x.get("breaks_truth")),
+                   _dict_or_none(x.get("stability")),
                    _read_stats(x.get("read_stats")),
                    {k: x[k] for k in DECIDED_KEYS if k in x} or None, dict(x))
 
@@ -721,12 +744,24 @@ class ClockSummary:
             out.update(segments=[], breaks=[], outliers=[], verdict=self.verdict)
         else:
             out.update(self._fit_dict())
+        out.update(self._notes_dict())
+        out.update(self._checks_dict())
+        return out
+
+    def _notes_dict(self) -> dict[str, Any]:
+        """`stuck`, `note` and `zone_note`, where they are written."""
+        out: dict[str, Any] = {}
         if self.stuck is not None:
             out["stuck"] = dict(self.stuck)
         if self.note or self.stuck is not None or self.resolution_ns is None:
             out["note"] = self.note         # why no fit, why stuck, or why its bounds are assumed
         if self.zone_note:
             out["zone_note"] = self.zone_note
+        return out
+
+    def _checks_dict(self) -> dict[str, Any]:
+        """The truth check, stability, read statistics and decided keys, where they are written."""
+        out: dict[str, Any] = {}
         if self.breaks_truth is not None:
             out["breaks_truth"] = dict(self.breaks_truth)
         if self.stability is not None:
@@ -797,8 +832,8 @@ class LatencyEvent:
         x = _d(x)
         return cls(_int(x.get("seq")), _int(x.get("s_ns"), None), _int(x.get("e_ns"), None),
                    bound(x.get("logged_ns")), bound(x.get("observed_ns")),
-                   str(x.get("event") or ""), str(x.get("pushed") or ""),
-                   str(x.get("logged_via") or ""), str(x.get("logged_unbounded") or ""), dict(x))
+                   _s(x.get("event")), _s(x.get("pushed")),
+                   _s(x.get("logged_via")), _s(x.get("logged_unbounded")), dict(x))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary's form: an event's bounds as lo and hi only; `event` with the log entry
@@ -882,8 +917,8 @@ class DeviceSummary:
     @classmethod
     def of(cls, name: str, x: object) -> DeviceSummary:
         x = _d(x)
-        return cls(name, str(x.get("plane") or ""), Identity.of(x.get("identity")),
-                   str(x.get("state") or ""),
+        return cls(name, _s(x.get("plane")), Identity.of(x.get("identity")),
+                   _s(x.get("state")),
                    {parse(ErrorKind, k): _int(v) for k, v in _d(x.get("errors")).items()},
                    {parse(ErrorKind, k): str(v) for k, v in _d(x.get("first_errors")).items()},
                    {c: ClockSummary.of(c, v) for c, v in _d(x.get("clocks")).items()},
@@ -928,7 +963,7 @@ class Summary(_RawMapping):
     # (bench.model.traffic.request_rates); absent for folders without counts by kind
     requests_per_min: dict[str, dict[str, Any]] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    schema_version: str = ""      # MAJOR.MINOR (bench/model/schema.py); "" before it was written
+    schema_version: str = ""      # MAJOR.MINOR (bench/model/file_schemas.py); "" before it was written
 
     @classmethod
     def of(cls, x: object) -> Summary:
@@ -940,7 +975,7 @@ class Summary(_RawMapping):
                    {n: DeviceSummary.of(n, d) for n, d in _d(x.get("devices")).items()},
                    tuple(str(n) for n in _l(x.get("unused_devices"))),
                    {str(n): dict(_d(r)) for n, r in _d(x.get("requests_per_min")).items()}, x,
-                   str(x.get("schema_version") or ""))
+                   _s(x.get("schema_version")))
 
     def device(self, name: str) -> DeviceSummary | None:
         return self.devices.get(name)
@@ -965,7 +1000,7 @@ class TruthBreak:
 @dataclass(frozen=True)
 class TruthClock:
     """A simulated clock's true offset and drift on a grid of reference instants (no grid for a
-    clock whose truth cannot be known; bench.sim.clock.ClockModel.truth)."""
+    clock whose truth cannot be known; bench.sim.clock_model.ClockModel.truth)."""
     name: str
     t_ns: tuple[int, ...] = ()
     offset_ns: tuple[float, ...] = ()

@@ -580,27 +580,30 @@ def parse_journald(src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog)
     that boot), __SEQNUM as the log's own order. The raw stamp is the integer as written."""
     use_mono = ctx.stamp == "monotonic"
     key = "__MONOTONIC_TIMESTAMP" if use_mono else "__REALTIME_TIMESTAMP"
-    kind = "monotonic" if use_mono else "wall"
     for n, line in src:
         if not line.strip():
             continue
         try:
-            r = json.loads(line)
-            if not isinstance(r, dict):
-                raise Unparsed("not a JSON object")
-            if key not in r:
-                raise Unparsed(f"no {key}")
-            raw = str(r[key])[:40]
-            us = int(r[key])
-            seq = r.get("__SEQNUM")
-            msg = r.get("MESSAGE", "")
-            if isinstance(msg, list):              # journald writes non-UTF-8 as a byte list
-                msg = bytes(msg[:4 * TEXT_KEEP]).decode(errors="replace")
-            out.stamps.add(n, us * US, US, kind, raw, str(msg)[:TEXT_KEEP],
-                           int(seq) if seq is not None else None,
-                           (f"boot {str(r.get('_BOOT_ID', '?'))[:40]}",) if use_mono else ())
+            _journald_record(n, json.loads(line), key, use_mono, out)
         except BAD_INPUT as exc:
             out.reject(n, line, _why(exc))
+
+
+def _journald_record(n: int, r: Any, key: str, use_mono: bool, out: ParsedLog) -> None:
+    """Line n's record (decoded JSON) as a stamp: its `key` in µs, wall or monotonic."""
+    if not isinstance(r, dict):
+        raise Unparsed("not a JSON object")
+    if key not in r:
+        raise Unparsed(f"no {key}")
+    raw = str(r[key])[:40]
+    us = int(r[key])
+    seq = r.get("__SEQNUM")
+    msg = r.get("MESSAGE", "")
+    if isinstance(msg, list):              # journald writes non-UTF-8 as a byte list
+        msg = bytes(msg[:4 * TEXT_KEEP]).decode(errors="replace")
+    out.stamps.add(n, us * US, US, "monotonic" if use_mono else "wall", raw, str(msg)[:TEXT_KEEP],
+                   int(seq) if seq is not None else None,
+                   (f"boot {str(r.get('_BOOT_ID', '?'))[:40]}",) if use_mono else ())
 
 
 REDFISH_FIELDS = ("Created", "EventTimestamp")
@@ -620,24 +623,36 @@ def parse_redfish(text: str, ctx: Context, out: ParsedLog) -> None:
         return
     for n, m in enumerate(members, 1):
         try:
-            if not isinstance(m, dict):
-                raise Unparsed("member is not an object")
-            key = ctx.field if ctx.field in REDFISH_FIELDS else \
-                next((k for k in REDFISH_FIELDS if isinstance(m.get(k), str)), "Created")
-            created = m.get(key)
-            if not isinstance(created, str):
-                raise Unparsed(f"no {key}")
-            im = ISO.fullmatch(created.strip())
-            if not im:
-                raise Unparsed(f"{key} {created[:60]!r} is not ISO 8601")
-            v, q, notes = iso_stamp(im, ctx)
-            rid = str(m.get("Id", m.get("EventId", "")))[:40]
-            msg = " ".join(str(x) for x in (rid, m.get("MessageId"), m.get("Message"))
-                           if x)[:TEXT_KEEP]
-            out.stamps.add(n, v, q, "wall", created, msg.strip(),
-                           int(rid) if rid.isdigit() else None, notes, f"origin|{key}")
+            _redfish_member(n, m, ctx, out)
         except BAD_INPUT as exc:
             out.reject(n, _member_text(m), _why(exc))
+
+
+def _redfish_member(n: int, m: Any, ctx: Context, out: ParsedLog) -> None:
+    """Member n (a LogEntry or an Event record) as a stamp."""
+    if not isinstance(m, dict):
+        raise Unparsed("member is not an object")
+    key = _redfish_field(m, ctx)
+    created = m.get(key)
+    if not isinstance(created, str):
+        raise Unparsed(f"no {key}")
+    im = ISO.fullmatch(created.strip())
+    if not im:
+        raise Unparsed(f"{key} {created[:60]!r} is not ISO 8601")
+    v, q, notes = iso_stamp(im, ctx)
+    rid = str(m.get("Id", m.get("EventId", "")))[:40]
+    msg = " ".join(str(x) for x in (rid, m.get("MessageId"), m.get("Message"))
+                   if x)[:TEXT_KEEP]
+    out.stamps.add(n, v, q, "wall", created, msg.strip(),
+                   int(rid) if rid.isdigit() else None, notes, f"origin|{key}")
+
+
+def _redfish_field(m: dict[str, Any], ctx: Context) -> str:
+    """The member's stamp field: the one given, else the first of REDFISH_FIELDS it holds as
+    text, else Created."""
+    if ctx.field in REDFISH_FIELDS:
+        return ctx.field
+    return next((k for k in REDFISH_FIELDS if isinstance(m.get(k), str)), "Created")
 
 
 def _json_document(text: str, out: ParsedLog) -> Any:
@@ -700,25 +715,37 @@ def parse_k8s_events(text: str, ctx: Context, out: ParsedLog) -> None:
 
 
 def _k8s_event(n: int, ev: Any, ctx: Context, out: ParsedLog) -> None:
-    if isinstance(ev, dict) and isinstance(ev.get("object"), dict):
-        ev = ev["object"]
+    """Record n (an Event, or a watch's {"type", "object"}) as a stamp."""
+    ev = _watched_object(ev)
     if not isinstance(ev, dict):
         raise Unparsed("not a Kubernetes Event object")
-    meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
+    meta: dict[str, Any] = ev["metadata"] if isinstance(ev.get("metadata"), dict) else {}
     key, src = k8s_field(ev, ctx)
-    stamp = (meta or {}).get(key) if key == "creationTimestamp" else ev.get(key)
+    stamp = meta.get(key) if key == "creationTimestamp" else ev.get(key)
     if not isinstance(stamp, str):
         raise Unparsed(f"no {key}")
     im = ISO.fullmatch(stamp.strip())
     if not im:
         raise Unparsed(f"{key} {stamp[:60]!r} is not ISO 8601")
     v, q, notes = iso_stamp(im, ctx)
+    rv = str(meta.get("resourceVersion", ""))
+    out.stamps.add(n, v, q, "wall", stamp, _k8s_text(ev),
+                   int(rv) if rv.isdigit() else None, notes, src)
+
+
+def _watched_object(ev: Any) -> Any:
+    """A watch's {"type", "object"} as its object; anything else as it is."""
+    if isinstance(ev, dict) and isinstance(ev.get("object"), dict):
+        return ev["object"]
+    return ev
+
+
+def _k8s_text(ev: dict[str, Any]) -> str:
+    """An event's text: its reason, the object it is about (kind/name) and its message."""
     obj = ev.get("involvedObject") or ev.get("regarding") or {}
     what = f"{obj.get('kind', '')}/{obj.get('name', '')}" if isinstance(obj, dict) else ""
     msg = f"{ev.get('reason', '')} {what}: {ev.get('message', ev.get('note', ''))}"
-    rv = str((meta or {}).get("resourceVersion", ""))
-    out.stamps.add(n, v, q, "wall", stamp, msg.strip()[:TEXT_KEEP],
-                   int(rv) if rv.isdigit() else None, notes, src)
+    return msg.strip()[:TEXT_KEEP]
 
 
 def _member_text(m: Any) -> str:
@@ -741,13 +768,10 @@ def parse_csv(src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog) -> N
             where[0] = n
             yield line + "\n"
     rows = csv.reader(feed())
-    header = _csv_row(rows, out, where)
-    while header == []:
-        header = _csv_row(rows, out, where)
+    header = _csv_header(rows, out, where)
     if not header:
         return
-    cols = [h.strip().lower() for h in header]
-    tcol = next((i for i, h in enumerate(cols) if h in CSV_TIME), None)
+    tcol = _time_column(header)
     if tcol is None:
         out.reject(where[0], ",".join(header), f"no timestamp column (one of {CSV_TIME})")
         return
@@ -756,16 +780,35 @@ def parse_csv(src: Iterable[tuple[int, str]], ctx: Context, out: ParsedLog) -> N
         if not row:
             continue
         try:
-            if tcol >= len(row):
-                raise Unparsed("row has no timestamp column")
-            m = ISO.fullmatch(row[tcol].strip())
-            if not m:
-                raise Unparsed(f"{row[tcol][:60]!r} is not ISO 8601")
-            v, q, notes = iso_stamp(m, ctx)
-            text_ = " ".join(x for i, x in enumerate(row) if i != tcol)
-            out.stamps.add(n, v, q, "wall", row[tcol], text_, None, notes)
+            _csv_record(n, row, tcol, ctx, out)
         except BAD_INPUT as exc:
             out.reject(n, ",".join(row), _why(exc))
+
+
+def _csv_header(rows: Iterator[list[str]], out: ParsedLog, where: list[int]) -> list[str] | None:
+    """The first row csv takes (rows it refused before it said as unparsed); None at the end."""
+    header = _csv_row(rows, out, where)
+    while header == []:
+        header = _csv_row(rows, out, where)
+    return header
+
+
+def _time_column(header: list[str]) -> int | None:
+    """The index of the first column named like a timestamp (CSV_TIME), None if none is."""
+    cols = [h.strip().lower() for h in header]
+    return next((i for i, h in enumerate(cols) if h in CSV_TIME), None)
+
+
+def _csv_record(n: int, row: list[str], tcol: int, ctx: Context, out: ParsedLog) -> None:
+    """Row n as a stamp: column tcol's ISO 8601 instant, the other columns joined as text."""
+    if tcol >= len(row):
+        raise Unparsed("row has no timestamp column")
+    m = ISO.fullmatch(row[tcol].strip())
+    if not m:
+        raise Unparsed(f"{row[tcol][:60]!r} is not ISO 8601")
+    v, q, notes = iso_stamp(m, ctx)
+    text_ = " ".join(x for i, x in enumerate(row) if i != tcol)
+    out.stamps.add(n, v, q, "wall", row[tcol], text_, None, notes)
 
 
 def _csv_row(rows: Iterator[list[str]], out: ParsedLog, where: list[int]) -> list[str] | None:
@@ -935,9 +978,7 @@ def detect(head: list[str], document: Callable[[], str] | None = None) -> tuple[
 def _detect_json(head: list[str], document: Callable[[], str] | None) -> tuple[str, str] | None:
     """redfish or journald, from a log whose first line opens JSON; None if neither."""
     first = head[0].lstrip()
-    doc = _one_json(first)
-    if doc is None and document is not None and (first.startswith("[") or len(head) > 1):
-        doc = _one_json(document())
+    doc = _first_document(head, document)
     if _is_redfish(doc):
         return "redfish", "detected: a JSON document with Redfish LogEntry members"
     if _is_k8s(doc if doc is not None else _one_json(first)):
@@ -948,21 +989,35 @@ def _detect_json(head: list[str], document: Callable[[], str] | None) -> tuple[s
     return None
 
 
+def _first_document(head: list[str], document: Callable[[], str] | None) -> Any:
+    """The JSON of the first line, else (where the line opens a list or more lines follow) of
+    the whole document; None where neither is JSON."""
+    first = head[0].lstrip()
+    doc = _one_json(first)
+    if doc is None and document is not None and (first.startswith("[") or len(head) > 1):
+        doc = _one_json(document())
+    return doc
+
+
+def _lines_matched(fmt: str, head: list[str], ctx: Context) -> int:
+    """How many of the sampled lines line format `fmt` reads (a trap's varbind lines count with
+    the header above them)."""
+    fn = LINE_FORMATS[fmt]
+    ok, prev = 0, False
+    for ln in head:
+        try:
+            fn(ln, ctx)
+            ok, prev = ok + 1, True
+        except BAD_INPUT:      # a trap's varbind lines belong to the header above them
+            cont = fmt == "snmptrapd" and prev and bool(SNMPTRAPD_CONT.match(ln))
+            ok += cont
+            prev = cont
+    return ok
+
+
 def _detect_lines(head: list[str]) -> tuple[str, str]:
     ctx = Context(year=2000, zone="UTC")      # the shape of a line, not its instant
-    scores = []
-    for fmt in DETECT_ORDER:
-        fn = LINE_FORMATS[fmt]
-        ok, prev = 0, False
-        for ln in head:
-            try:
-                fn(ln, ctx)
-                ok, prev = ok + 1, True
-            except BAD_INPUT:      # a trap's varbind lines belong to the header above them
-                cont = fmt == "snmptrapd" and prev and bool(SNMPTRAPD_CONT.match(ln))
-                ok += cont
-                prev = cont
-        scores.append((ok, fmt))
+    scores = [(_lines_matched(fmt, head, ctx), fmt) for fmt in DETECT_ORDER]
     best_ok = max(k for k, _ in scores)
     best = next(f for k, f in scores if k == best_ok)    # ties: the earlier (more specific) wins
     if best_ok < 0.5 * len(head):
@@ -989,10 +1044,15 @@ def parse_file(f: BinaryIO, fmt: str = "auto", ctx: Context = Context(), line_li
         STREAM_FORMATS[fmt](numbered(whole), ctx, out)
     else:
         _parse_lines(fmt, whole, ctx, out)
-    used = [out.stamps.note_sets[k] for k in sorted(set(out.stamps.note_id))]
-    out.notes = list(dict.fromkeys(nt for notes in used for nt in notes
-                                   if not nt.startswith("boot ")))
+    out.notes = _used_notes(out)
     return out
+
+
+def _used_notes(out: ParsedLog) -> list[str]:
+    """The notes the stamps use, each once, in order (a boot's name is not a note)."""
+    used = [out.stamps.note_sets[k] for k in sorted(set(out.stamps.note_id))]
+    return list(dict.fromkeys(nt for notes in used for nt in notes
+                              if not nt.startswith("boot ")))
 
 
 def _format_of(f: BinaryIO, fmt: str | None, head: list[str], stats: LineStats) -> tuple[str, str]:
@@ -1022,7 +1082,7 @@ def parse_log(text: str, fmt: str = "auto", ctx: Context = Context()) -> ParsedL
     return parse_file(io.BytesIO(text.encode("utf-8", "surrogatepass")), fmt, ctx)
 
 
-# -- IPMI SEL stamps: local wall seconds in the BMC's zone (drivers/ipmi_bmc.py, bench/sim/ipmi_bmc.py)
+# -- IPMI SEL stamps: local wall seconds in the BMC's zone (drivers/ipmi_bmc.py, bench/sim/ipmi_bmc_emu.py)
 def sel_zone(name: str | None) -> dt.tzinfo | None:
     """The zone SEL wall-time stamps are read in; None for "unknown" (read as UTC, reported)."""
     if name is None or str(name).lower() == "unknown":

@@ -116,13 +116,25 @@ def stamping_clock(role: str, field: str, device: str, named: str, kind: str, sp
     if role == "origin":
         return Stamper(device, _of_kind(device, named, clocks, kind, spec), role, field)
     if role == "agent":
-        if named and named in clocks and not _counter(clocks[named]):
-            raise LogError(f"{spec!r}: {device}/{named} cannot have stamped the {field} (the "
-                           f"agent's uptime, a counter): name {device}'s uptime clock, or map "
-                           f"the receive time with stamp=wall,receiver=HOST")
-        return Stamper(device, _of_kind(device, named, clocks, "monotonic", spec), role, field)
+        return _agent(field, device, named, spec, clocks)
     if role == "receiver":
         return _receiver(field, device, named, kind, spec, clocks_of, receiver)
+    return _component(role, field, device, named, spec, clocks)
+
+
+def _agent(field: str, device: str, named: str, spec: str, clocks: Clocks) -> Stamper:
+    """The agent's uptime clock (a counter) that stamped a trap's sysUpTime varbind."""
+    if named and named in clocks and not _counter(clocks[named]):
+        raise LogError(f"{spec!r}: {device}/{named} cannot have stamped the {field} (the "
+                       f"agent's uptime, a counter): name {device}'s uptime clock, or map "
+                       f"the receive time with stamp=wall,receiver=HOST")
+    return Stamper(device, _of_kind(device, named, clocks, "monotonic", spec), "agent", field)
+
+
+def _component(role: str, field: str, device: str, named: str, spec: str,
+               clocks: Clocks) -> Stamper:
+    """The clock of the API server or of the reporting component (role "component:NAME") that
+    stamped a Kubernetes event's `field`."""
     want = "apiserver" if role == "apiserver" else role.split(":", 1)[-1]
     hint = "" if role == "apiserver" else \
         "; give field=creationTimestamp to map the API server's stamp"

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from bench import saferead
 from bench.errors import RackclockError
 from bench.model.documents import Event, Manifest, Summary, Truth, load_events
-from bench.model.statuses import ErrorKind, RowStatus
+from bench.model.run_statuses import ErrorKind, RowStatus
 
 I64 = npt.NDArray[np.int64]
 
@@ -93,18 +93,12 @@ def load_samples(path: str | Path, stream: IO[bytes] | None = None) -> Samples:
         saferead.csv_rows_of(stream, count)
     for row in rows:
         try:
-            if not row.get("status"):
-                raise ValueError("no status")     # a line cut short by a run that died
-            seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
-            v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
-            if not all(in_int64(x) for x in (seq, s, e, q)):
-                raise ValueError("out of range")  # not a row the bench wrote
+            seq, s, e, v, q = _row_numbers(row)
         except (TypeError, ValueError, KeyError):
             count.skipped += 1
             continue
         if not in_int64(v):
-            row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
-            row["status"], row["value_ns"], v = ErrorKind.MALFORMED, "", 0
+            v = _value_out_of_range(row)
         cols["seq"].append(seq)
         cols["s_ns"].append(s)
         cols["e_ns"].append(e)
@@ -119,6 +113,26 @@ def load_samples(path: str | Path, stream: IO[bytes] | None = None) -> Samples:
                    arr["value_ns"], np.asarray(cols["has_value"], dtype=bool),
                    arr["resolution_ns"], cols["stamp"], cols["status"], cols["raw"],
                    count.skipped)
+
+
+def _row_numbers(row: dict[str, str]) -> tuple[int, int, int, int, int]:
+    """A row's seq, s_ns, e_ns, value_ns and resolution_ns; ValueError (or KeyError,
+    TypeError) for a line that is no row the bench wrote. The value may lie outside int64."""
+    if not row.get("status"):
+        raise ValueError("no status")     # a line cut short by a run that died
+    seq, s, e = int(row["seq"]), _int(row["s_ns"]), _int(row["e_ns"])
+    v, q = _int(row["value_ns"]), _int(row["resolution_ns"])
+    if not all(in_int64(x) for x in (seq, s, e, q)):
+        raise ValueError("out of range")  # not a row the bench wrote
+    return seq, s, e, v, q
+
+
+def _value_out_of_range(row: dict[str, str]) -> int:
+    """Mark a row whose value lies outside int64 ns malformed, its raw text kept; its value
+    is then 0."""
+    row["raw"] = f"value out of range: {row['value_ns']} ns; {row.get('raw') or ''}"
+    row["status"], row["value_ns"] = ErrorKind.MALFORMED, ""
+    return 0
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""The bench's own log lines: module loggers (`logging.getLogger(__name__)`) in bench/ and
-drivers/; the command line decides what reaches the terminal (bench/logsetup.py) and every run
-also writes them, at INFO and above, to its folder's `bench.log`. No credential reaches a log:
+"""The bench's own log lines: module loggers (`logging.getLogger(__name__)`) in bench/,
+drivers/ and experiments/ (an experiment's own lines); the command line decides what reaches
+the terminal (bench/logsetup.py) and every run also writes them, at INFO and above, to its
+folder's `bench.log`. No credential reaches a log:
 `Redact` replaces URL userinfo and the value of every credential variable (a name like
 *PASSWORD*, *TOKEN*, *COMMUNITY*..., or one the run's inventory names in a `*_env` key) by ***.
 """
@@ -16,7 +17,7 @@ from typing import Any
 from bench.config.inventory import CREDENTIAL
 from bench.model.provenance import REDACTED, redact_text
 
-BENCH_LOGGERS = ("bench", "drivers")
+BENCH_LOGGERS = ("bench", "drivers", "experiments")
 RUN_LOG = "bench.log"
 _OPEN: list[RunLog] = []          # run logs open in this process: the levels go back after the last
 _OPEN_LOCK = threading.Lock()
@@ -74,8 +75,8 @@ class _FileHandler(logging.FileHandler):
 
 
 class RunLog:
-    """`bench.log` of one run folder: INFO and above of the bench's and the drivers' loggers,
-    whatever the terminal shows; closed (and the loggers' levels restored) with the run."""
+    """`bench.log` of one run folder: INFO and above of the bench's, drivers' and experiments'
+    loggers, whatever the terminal shows; closed (and the loggers' levels restored) with the run."""
     _levels: dict[str, int]     # the loggers' levels before the first open run log
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from bench.analysis.arrays import F64, I64
 from bench.model.vocabulary import ASSUMED, PROVEN, UNDECIDED, word
 
 if TYPE_CHECKING:
-    from bench.analysis.estimate import Segment
+    from bench.analysis.proven_segment import Segment
     from bench.model.phase_export import Phase
 
 FILE = "stability.csv"
@@ -178,15 +178,7 @@ def _rows_of(device: str, clock: str, st: Mapping[str, Any]) -> Iterable[dict[st
         base = {"device": device, "clock": clock, "segment": s.get("segment", ""),
                 "bound_status": s.get("bound_status", "")}
         for key in ("adev", "oadev", "mdev", "tdev_ns"):
-            d = s.get(key) or {}
-            for i, tau in enumerate(d.get("tau_s") or ()):
-                v, b = d["value"][i], d["bound"][i]
-                yield {**base, "statistic": key, "tau_s": tau, "value": v,
-                       "ci_lo": d["ci_lo"][i], "ci_hi": d["ci_hi"][i],
-                       "confidence": st.get("confidence", ""), "edf": d["edf"][i],
-                       "alpha": d["alpha"][i],
-                       "bound_lo": None if v is None or b is None else _num(max(0.0, v - b)),
-                       "bound_hi": None if v is None or b is None else _num(v + b)}
+            yield from _deviation_rows(base, key, s.get(key) or {}, st.get("confidence", ""))
         d = s.get("mtie_ns") or {}
         for i, tau in enumerate(d.get("tau_s") or ()):
             yield {**base, "statistic": "mtie_ns", "tau_s": tau, "value": d["value"][i],
@@ -195,6 +187,24 @@ def _rows_of(device: str, clock: str, st: Mapping[str, Any]) -> Iterable[dict[st
             d = s["max_te_ns"]
             yield {**base, "statistic": "max_te_ns", "value": d["value"], "bound_lo": d["lo"],
                    "bound_hi": d["hi"]}
+
+
+def _deviation_rows(base: dict[str, Any], key: str, d: Mapping[str, Any],
+                    confidence: Any) -> Iterator[dict[str, Any]]:
+    """One row per tau of a deviation statistic (`key`), with its CI and its bound's ends."""
+    for i, tau in enumerate(d.get("tau_s") or ()):
+        v, b = d["value"][i], d["bound"][i]
+        yield {**base, "statistic": key, "tau_s": tau, "value": v,
+               "ci_lo": d["ci_lo"][i], "ci_hi": d["ci_hi"][i],
+               "confidence": confidence, "edf": d["edf"][i],
+               "alpha": d["alpha"][i], **_bound_ends(v, b)}
+
+
+def _bound_ends(v: Any, b: Any) -> dict[str, Any]:
+    """`bound_lo` and `bound_hi` of value v within ± b (lo not below 0); null without either."""
+    if v is None or b is None:
+        return {"bound_lo": None, "bound_hi": None}
+    return {"bound_lo": _num(max(0.0, v - b)), "bound_hi": _num(v + b)}
 
 
 def rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:

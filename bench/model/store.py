@@ -19,9 +19,9 @@ from typing import Any
 
 from bench import safeio, saferead
 from bench.errors import RackclockError
+from bench.model.file_schemas import CSV_VERSIONS, version
 from bench.model.provenance import redact, redact_text
 from bench.model.runlog import RUN_LOG, Redact, RunLog
-from bench.model.schema import CSV_VERSIONS, version
 
 SCHEMA = 1
 SAMPLE_COLUMNS = ["seq", "kind", "clock", "s_ns", "e_ns", "value_ns", "resolution_ns", "stamp",
@@ -38,7 +38,7 @@ def new_run_id(experiment: str) -> str:
 
 def stamped(summary: dict[str, Any]) -> dict[str, Any]:
     """summary.json as written: its format (`schema`) and `schema_version` first
-    (bench.model.schema; a summary read back keeps the version it was written with)."""
+    (bench.model.file_schemas; a summary read back keeps the version it was written with)."""
     return {"schema": SCHEMA, "schema_version": version("summary.json"), **summary}
 
 

@@ -17,17 +17,11 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.analysis import device_breaks as _breaks
-from bench.analysis.estimate import (
-    DEFAULT_DRIFT_PRIOR_PPM,
-    RATE_CHANGE_ASSUMPTION,
-    STEP_HISTORY,
-    Bound,
-    ClockFit,
-    Segment,
-    fit_clock,
-    wander_allowance_ns_per_s,
-)
+from bench.analysis.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Bound, Segment
+from bench.analysis.publish import RATE_CHANGE_ASSUMPTION
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM, RATE_CHECK_S
+from bench.analysis.step_risk import STEP_HISTORY
 from bench.analysis.unseen import NO_STEP_SHOWS, UNSEEN_P, UNSEEN_WITHIN_S, stated_step_ns
 from bench.errors import RackclockError
 from bench.model.decided import clock_decided
@@ -47,9 +41,9 @@ from bench.model.documents import (
     Wrap,
     mean_drift_proven,
 )
+from bench.model.run_statuses import ErrorKind, RowStatus, Verdict
 from bench.model.rundata import I64, Samples, load_samples
 from bench.model.stamps import StampBound, bound_stamps, log_of
-from bench.model.statuses import ErrorKind, RowStatus, Verdict
 
 OK = RowStatus.OK
 NOT_ERRORS = (OK, RowStatus.UNARMED)
@@ -154,20 +148,26 @@ def breaks_truth(breaks: list[dict[str, Any]], truth_clock: dict[str, Any]) -> d
     breaks in no window are `unseen_t_ns` (the model allows one per segment, it does not prove
     them absent)."""
     true = [b for b in truth_clock.get("breaks", []) if b.get("kind") in ("step", "reboot", "wrap")]
-    found, seen = [], set()
+    found: list[dict[str, Any]] = []
+    seen: set[int] = set()
     for b in breaks:
         inside = [k for k, t in enumerate(true) if b["after_ns"] < t["t_ns"] <= b["before_ns"]]
         seen.update(inside)
-        sizes = [true[k].get("size_ns") for k in inside]
-        one: dict[str, Any] = {"true_breaks": len(inside)}
-        if inside and b.get("size_ns") and None not in sizes \
-                and all(true[k]["kind"] == "step" for k in inside):
-            one["true_size_ns"] = int(sum(sizes))
-            one["size_in"] = bool(b["size_ns"]["lo"] <= one["true_size_ns"] <= b["size_ns"]["hi"])
-        found.append(one)
+        found.append({"true_breaks": len(inside), **_true_size(b, [true[k] for k in inside])})
     return {"true": len(true), "found": found,
             "unseen_t_ns": [t["t_ns"] for k, t in enumerate(true) if k not in seen],
             "sizes_in": all(f.get("size_in", True) for f in found)}
+
+
+def _true_size(b: dict[str, Any], within: list[dict[str, Any]]) -> dict[str, Any]:
+    """`true_size_ns` (the summed size of the true breaks in found break b's window) and
+    `size_in` (whether b's size bound holds it), where they are all steps of known size."""
+    sizes: list[Any] = [t.get("size_ns") for t in within]
+    if not (within and b.get("size_ns") and None not in sizes
+            and all(t["kind"] == "step" for t in within)):
+        return {}
+    total = int(sum(sizes))
+    return {"true_size_ns": total, "size_in": bool(b["size_ns"]["lo"] <= total <= b["size_ns"]["hi"])}
 
 
 def band(seg: Segment, points: int = 60) -> Band:
@@ -279,19 +279,38 @@ def _latency_event(smp: Samples, i: int, j: int | None, p: int | None,
     (`candidates`), the bounds hold for whichever it was: from the earliest one sent."""
     s_st, e_st = int(smp.s_ns[i]), int(smp.e_ns[i])
     s_first = min((int(smp.s_ns[c]) for c in candidates), default=s_st)
-    seen = j if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]) else p
+    seen = _first_seen(smp, j, p)
     observed = None
     if seen is not None:
         observed = _mid_bound(int(smp.s_ns[seen]) - e_st, int(smp.e_ns[seen]) - s_first)
-    logged = None
-    if b is not None and b.lo_ns is not None and b.hi_ns is not None:
-        logged = _mid_bound(b.lo_ns - e_st, b.hi_ns - s_first)
+    logged = _logged_bound(b, e_st, s_first)
+    via, unbounded = _stamp_notes(b, logged is not None)
     return LatencyEvent(
         int(smp.seq[i]), s_st, e_st, logged, observed,
         event=smp.raw[j][:200] if j is not None else "",
         pushed=smp.raw[seen][:200] if seen is not None and seen != j else "",
-        logged_via=b.via if logged is not None and b is not None else "",
-        logged_unbounded=b.why if logged is None and b is not None else "")
+        logged_via=via, logged_unbounded=unbounded)
+
+
+def _first_seen(smp: Samples, j: int | None, p: int | None) -> int | None:
+    """The row that first saw the entry: the log fetch j, or the push p where it came first."""
+    if p is None or (j is not None and smp.e_ns[j] <= smp.e_ns[p]):
+        return j
+    return p
+
+
+def _logged_bound(b: StampBound | None, e_st: int, s_first: int) -> Bound | None:
+    """The latency bound from the entry's own stamp, where the stamp has one."""
+    if b is None or b.lo_ns is None or b.hi_ns is None:
+        return None
+    return _mid_bound(b.lo_ns - e_st, b.hi_ns - s_first)
+
+
+def _stamp_notes(b: StampBound | None, bounded: bool) -> tuple[str, str]:
+    """(`logged_via`, `logged_unbounded`): which segments mapped the stamp, or why none could."""
+    if b is None:
+        return "", ""
+    return (b.via, "") if bounded else ("", b.why)
 
 
 def _mid_bound(lo: int, hi: int) -> Bound:
@@ -358,7 +377,7 @@ def _assumed_note(fit: ClockFit) -> str:
 
 
 def _hide_note(fit: ClockFit) -> str:
-    """Why one break made a clock's bounds assumed (estimate._could_hide, _rate_unshown)."""
+    """Why one break made a clock's bounds assumed (step_risk._could_hide, _rate_unshown)."""
     from bench.units import fmt_end_ns
     if not fit.hide_ns:
         return ""
@@ -603,28 +622,46 @@ def clock_summary(res: ClockResult, meta: dict[str, Any], uncertainty_ns: int,
                         assumptions=_assumptions(res, meta, uncertainty_ns))
     fit = res.fit
     if fit is None:
-        if res.stuck is not None:
-            return replace(head, verdict=Verdict.STUCK, stuck=res.stuck,
-                           note=_stuck_note(res.stuck))
-        return replace(head, verdict=Verdict.UNDECIDED, note=res.note)
+        return _unfitted_summary(head, res)
     tc = truth.get("clocks", {}).get(res.name) if truth else None
     segs = tuple(_segment_summary(sg, tc, int(res.meta.get("modulus_ns") or 0))
                  for sg in fit.segments)
-    # stuck: segments from before it stopped; nothing after
-    note = _stuck_note(res.stuck) if res.stuck is not None else _assumed_note(fit)
-    last = segs[-1].offset_ns if segs and not head.counter else None
+    notes = _fitted_notes(res, fit, segs, head.counter)
     decided = clock_decided(segs, fit.drift_prior_ppm)
     return replace(
         head, resolution_ns=fit.resolution_ns, resolution_note=fit.resolution_note,
-        verdict=Verdict.STUCK if res.stuck is not None else fit.verdict, segments=segs,
-        breaks=tuple(BreakRecord.of_fit(b) for b in fit.breaks),
-        outliers=tuple(Outlier((o["s_ns"] + o["e_ns"]) // 2, o["value_ns"], o["evidence"])
-                       for o in fit.outliers),        # as ClockFit.as_dict says them
-        wraps=tuple(Wrap(**w) for w in res.wraps), beyond_prior_note=fit.beyond_note,
-        lag_seen_ns=fit.lag_seen_ns, update_ns=fit.update_ns, stuck=res.stuck, note=note,
-        zone_note=zone_note(last.lo, last.hi) if last is not None else "",
+        segments=segs, breaks=tuple(BreakRecord.of_fit(b) for b in fit.breaks),
+        outliers=_outlier_records(fit), wraps=tuple(Wrap(**w) for w in res.wraps),
+        beyond_prior_note=fit.beyond_note, lag_seen_ns=fit.lag_seen_ns, update_ns=fit.update_ns,
+        stuck=res.stuck, **notes,
         breaks_truth=breaks_truth([b.as_dict() for b in fit.breaks], tc) if tc is not None else None,
         decided=decided)
+
+
+def _unfitted_summary(head: ClockSummary, res: ClockResult) -> ClockSummary:
+    """A clock with no fit: stuck (it never advanced) or undecided, with a note why."""
+    if res.stuck is not None:
+        return replace(head, verdict=Verdict.STUCK, stuck=res.stuck, note=_stuck_note(res.stuck))
+    return replace(head, verdict=Verdict.UNDECIDED, note=res.note)
+
+
+def _fitted_notes(res: ClockResult, fit: ClockFit, segs: tuple[SegmentSummary, ...],
+                  counter: bool) -> dict[str, Any]:
+    """A fitted clock's `verdict`, `note` and `zone_note`. A stuck clock's verdict and note say
+    it stopped (its segments are from before it stopped; nothing after)."""
+    if res.stuck is not None:
+        verdict, note = Verdict.STUCK, _stuck_note(res.stuck)
+    else:
+        verdict, note = fit.verdict, _assumed_note(fit)
+    last = segs[-1].offset_ns if segs and not counter else None
+    return {"verdict": verdict, "note": note,
+            "zone_note": zone_note(last.lo, last.hi) if last is not None else ""}
+
+
+def _outlier_records(fit: ClockFit) -> tuple[Outlier, ...]:
+    """The fit's outliers as records, at their bracket's midpoint (as ClockFit.as_dict says them)."""
+    return tuple(Outlier((o["s_ns"] + o["e_ns"]) // 2, o["value_ns"], o["evidence"])
+                 for o in fit.outliers)
 
 
 def with_read_stats(c: ClockSummary, smp: Samples, clock_meta: dict[str, Any]) -> ClockSummary:
@@ -660,7 +697,7 @@ def _segment_summary(sg: Segment, truth_clock: dict[str, Any] | None,
 
 def device_meta(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
     """What the fit needs to know of a device: its clocks (from the run) and the inventory's
-    `drift_prior_ppm` (default 600, bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
+    `drift_prior_ppm` (default 600, bench.analysis.proven_segment.DEFAULT_DRIFT_PRIOR_PPM) and `wander_ppm`
     (frequency walk per sqrt(hour), default 0)."""
     inv = manifest.get("inventory", {}).get("devices", {}).get(name, {})
     return {**manifest.get("devices", {}).get(name, {}),
@@ -725,13 +762,8 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
     same order either way."""
     from bench.model.rundata import bound_from_manifest
     uncertainty = bound_from_manifest(manifest) if uncertainty_ns is None else int(uncertainty_ns)
-    devices, unused, requests = {}, [], {}
-    names = []
-    for name, meta in manifest.get("devices", {}).items():
-        if meta.get("unused"):       # the experiment never used it: not a row, not an error
-            unused.append(name)
-        else:
-            names.append(name)
+    devices, requests = {}, {}
+    names, unused = _used_and_unused(manifest)
     dev_truth, export = (truth or {}).get("devices", {}), [phase]
     # a generator: starmap takes each device's arguments after the one before it is
     # done, so a full disk stops the phase export there (worker processes take them all at once)
@@ -744,8 +776,21 @@ def summarize_run(path: Path, manifest: dict[str, Any], truth: Mapping[str, Any]
             requests[name] = rates
     return {"reference": manifest.get("reference_run") or manifest.get("reference", {}),
             "reference_uncertainty_ns": uncertainty, "devices": devices,
-            **({"unused_devices": unused} if unused else {}),
-            **({"requests_per_min": requests} if requests else {})}
+            **_nonempty(unused_devices=unused, requests_per_min=requests)}
+
+
+def _used_and_unused(manifest: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The devices the experiment used, and those it never used (not a row, not an error)."""
+    names: list[str] = []
+    unused: list[str] = []
+    for name, meta in manifest.get("devices", {}).items():
+        (unused if meta.get("unused") else names).append(name)
+    return names, unused
+
+
+def _nonempty(**parts: Any) -> dict[str, Any]:
+    """The parts that are not empty, in order."""
+    return {k: v for k, v in parts.items() if v}
 
 
 DeviceEntry = tuple[str, dict[str, Any], Any, bool]

@@ -42,9 +42,9 @@ from bench.model.logformats import (
     parse_path,
 )
 from bench.model.logsources import Stamper, line_source, stamping_clock
+from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
-from bench.model.statuses import RowStatus
 from bench.model.summary import ClockResult, device_meta, fit_clocks
 from bench.model.timeline_table import EntryTable, LogTexts, Timeline, device_times
 from bench.units import fmt_ns
@@ -236,21 +236,8 @@ def _choice(kv: dict[str, str], key: str, allowed: tuple[str, ...], default: str
 
 def log_context(kv: dict[str, str], run: Run, device: str) -> Context:
     """The Context a log is read with, every option checked (one LogError naming it)."""
-    year = None
-    if kv.get("year") is not None:
-        try:
-            year = int(kv["year"])
-        except ValueError:
-            year = 0
-        if not 1678 <= year <= 2261:
-            raise LogError(f"year={kv['year']!r}: expected a year from 1678 to 2261")
-    zone, src = kv.get("tz", ""), "given"
-    inv = run.manifest.inventory.device(device)
-    if not zone:
-        key = next((k for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
-        zone, src = (str(inv[key]), f"the rack file's {key}") if key else ("", "")
-    if zone.lower() == "unknown":
-        zone = ""
+    year = _year(kv)
+    zone, src = _zone(kv, run.manifest.inventory.device(device))
     near = run.manifest.started_ns
     ctx = Context(zone=zone, year=year, near_ns=int(near) if near and in_int64(near) else None,
                   boot_ns=_wall_ns(kv["boot"], "boot", zone) if kv.get("boot") else None,
@@ -260,6 +247,31 @@ def log_context(kv: dict[str, str], run: Run, device: str) -> Context:
     if zone:
         local_to_ns(datetime(2000, 1, 1), ctx, 0)   # an unknown zone: said here, once
     return ctx
+
+
+def _year(kv: dict[str, str]) -> int | None:
+    """The `year=` option (for stamps that omit it), checked; None where not given."""
+    if kv.get("year") is None:
+        return None
+    try:
+        year = int(kv["year"])
+    except ValueError:
+        year = 0
+    if not 1678 <= year <= 2261:
+        raise LogError(f"year={kv['year']!r}: expected a year from 1678 to 2261")
+    return year
+
+
+def _zone(kv: dict[str, str], inv: dict[str, Any]) -> tuple[str, str]:
+    """(zone, where it came from): the `tz=` option, else the rack file's zone key for the
+    device; "" for none (or "unknown")."""
+    zone, src = kv.get("tz", ""), "given"
+    if not zone:
+        key = next((k for k in ZONE_KEYS if isinstance(inv.get(k), str)), "")
+        zone, src = (str(inv[key]), f"the rack file's {key}") if key else ("", "")
+    if zone.lower() == "unknown":
+        zone = ""
+    return zone, src
 
 
 def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], table: EntryTable,
@@ -273,29 +285,14 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
     if device not in cal.devices:
         raise LogError(f"{spec!r}: no device {device!r} in the calibrating run(s) "
                        f"(devices: {', '.join(cal.devices)})")
-    ctx = log_context(kv, run, device)
-    clocks = cal.clocks_of(device)
-    if ctx.stamp == "auto" and clock and clock in clocks:
-        ctx = replace(ctx, stamp="monotonic" if clocks[clock].meta.get("counter") else "wall")
-    ctx = replace(ctx, clocks=(clock,) if clock else tuple(clocks))
+    ctx = _with_clocks(log_context(kv, run, device), clock, cal.clocks_of(device))
     log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
     log.stamps.spill(run.path)   # its texts: read again only as rows are written
     report = _log_report(path, device, log)
     if not len(log.stamps):
         return report
     groups = _source_groups(log.stamps, log.format, ctx.stamp)
-    found: list[tuple[Stamper, npt.NDArray[np.int64]]] = []
-    refused: list[tuple[str, str, npt.NDArray[np.int64]]] = []
-    for (role, field, kind), rows in groups.items():
-        try:
-            s = stamping_clock(role, field, device, clock, kind, spec, cal.clocks_of,
-                               kv.get("receiver", ""))
-            if not cal.clock(s.device, s.clock):
-                raise LogError(f"{s.device}: clock {s.clock!r} has no fit in the calibrating "
-                               f"run(s)")
-            found.append((s, rows))
-        except LogError as exc:
-            refused.append((field, str(exc), rows))
+    found, refused = _stampers(groups, spec, device, clock, cal, kv.get("receiver", ""))
     if not found:
         raise LogError(refused[0][1])
     mapping = _Mapping(device, run.manifest.device(device).plane, LogTexts(log.stamps, path.name),
@@ -307,6 +304,34 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
     _refused_lines(report, log.stamps, refused)
     log.stamps.keep_texts()       # the rows need only the lines' numbers and texts from here
     return report
+
+
+def _with_clocks(ctx: Context, clock: str, clocks: dict[str, ClockResult]) -> Context:
+    """The context with the clocks that may have stamped the log (the one named, else all of
+    the device's); an "auto" stamp of a named clock is its kind (a counter's is monotonic)."""
+    if ctx.stamp == "auto" and clock and clock in clocks:
+        ctx = replace(ctx, stamp="monotonic" if clocks[clock].meta.get("counter") else "wall")
+    return replace(ctx, clocks=(clock,) if clock else tuple(clocks))
+
+
+def _stampers(groups: dict[tuple[str, str, str], npt.NDArray[np.int64]], spec: str, device: str,
+              clock: str, cal: Calibrated, receiver: str
+              ) -> tuple[list[tuple[Stamper, npt.NDArray[np.int64]]],
+                         list[tuple[str, str, npt.NDArray[np.int64]]]]:
+    """Each group's stamping clock with its rows, and the groups no fitted clock can have
+    stamped as (field, why, rows)."""
+    found: list[tuple[Stamper, npt.NDArray[np.int64]]] = []
+    refused: list[tuple[str, str, npt.NDArray[np.int64]]] = []
+    for (role, field, kind), rows in groups.items():
+        try:
+            s = stamping_clock(role, field, device, clock, kind, spec, cal.clocks_of, receiver)
+            if not cal.clock(s.device, s.clock):
+                raise LogError(f"{s.device}: clock {s.clock!r} has no fit in the calibrating "
+                               f"run(s)")
+            found.append((s, rows))
+        except LogError as exc:
+            refused.append((field, str(exc), rows))
+    return found, refused
 
 
 def _source_groups(st: Stamps, fmt: str, stamp: str
@@ -452,12 +477,17 @@ def build(run: Run, logs: Sequence[str] = (), widen_latency: bool = False,
             reports.append(read_log(spec, run, cal, defaults or {}, table, line_limit))
         except LogError as exc:
             reports.append({"spec": spec, "error": str(exc)})
+    return Timeline(table, reports, unplaced, _logged_latency(run) if widen_latency else {})
+
+
+def _logged_latency(run: Run) -> dict[str, tuple[float, float]]:
+    """Each device's union of its logged-latency bounds (lo, hi ns), where it has any."""
     lat: dict[str, tuple[float, float]] = {}      # Bound's lo/hi (ns)
-    for name, d in run.summary.devices.items() if widen_latency else ():
+    for name, d in run.summary.devices.items():
         b = [x.logged_ns for x in d.latency.values() if x.logged_ns is not None]
         if b:
             lat[name] = (min(x.lo for x in b), max(x.hi for x in b))
-    return Timeline(table, reports, unplaced, lat)
+    return lat
 
 
 def build_timeline(run: Run, logs: Sequence[str] = (),

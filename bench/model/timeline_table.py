@@ -136,17 +136,14 @@ class EntryTable:
 
     def _entry_keys(self, entries: list[Entry]) -> dict[str, list[int]]:
         """The clock, calibration and device indices of run entries."""
-        stamped = [e.basis == "stamp" and e.clock_key is not None and e.stamp_ns is not None
-                   for e in entries]
-        return {"clock": [self._ix(self._clock, self.clock_names, e.clock_key)
-                          if s and e.clock_key is not None else -1
-                          for e, s in zip(entries, stamped)],
+        keys = [_stamp_clock_key(e) for e in entries]
+        return {"clock": [self._ix(self._clock, self.clock_names, k) if k is not None else -1
+                          for k in keys],
                 "cal": [self._ix(self._cal, self.cal_names, e.calibration) for e in entries],
                 "dev": [self._ix(self._dev, self.devices, (e.source, e.plane)) for e in entries],
-                "stamper": [self._ix(self._stamper, self.stampers,
-                                     "/".join(e.clock_key.split("/")[:2]))
-                            if s and e.clock_key is not None else 0
-                            for e, s in zip(entries, stamped)]}
+                "stamper": [self._ix(self._stamper, self.stampers, "/".join(k.split("/")[:2]))
+                            if k is not None else 0
+                            for k in keys]}
 
     def add_mapped(self, device: str, plane: str, texts: LogTexts, m: Mapped,
                    vals: npt.NDArray[np.int64], qs: npt.NDArray[np.int64], clock: str,
@@ -224,14 +221,35 @@ def _taker(sel: npt.NDArray[np.intp], n: int) -> Any:
     return lambda a: np.asarray(a)[sel]
 
 
+def _stamp_clock_key(e: Entry) -> str | None:
+    """The entry's clock key where its own stamp places it (basis "stamp", with a stamp and a
+    clock), else None."""
+    if e.basis == "stamp" and e.clock_key is not None and e.stamp_ns is not None:
+        return e.clock_key
+    return None
+
+
 def _entry_numbers(entries: list[Entry]) -> dict[str, list[int]]:
     """The interval, stamp, status and basis columns of run entries."""
+    return {**_interval_columns(entries), **_stamp_columns(entries), **_code_columns(entries)}
+
+
+def _interval_columns(entries: list[Entry]) -> dict[str, list[int]]:
+    """lo, hi and their assumed-model twins alo, ahi (a run entry's are the same)."""
     return {"lo": [e.lo_ns for e in entries], "hi": [e.hi_ns for e in entries],
-            "alo": [e.lo_ns for e in entries], "ahi": [e.hi_ns for e in entries],
-            "stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
+            "alo": [e.lo_ns for e in entries], "ahi": [e.hi_ns for e in entries]}
+
+
+def _stamp_columns(entries: list[Entry]) -> dict[str, list[int]]:
+    """stamp (0 where none), has_stamp, res (resolution) and dist (distance)."""
+    return {"stamp": [e.stamp_ns if e.stamp_ns is not None else 0 for e in entries],
             "has_stamp": [e.stamp_ns is not None for e in entries],
-            "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries],
-            "status": [STATUSES.index(e.status) if e.status in STATUSES else 0 for e in entries],
+            "res": [e.resolution_ns for e in entries], "dist": [e.distance_ns for e in entries]}
+
+
+def _code_columns(entries: list[Entry]) -> dict[str, list[int]]:
+    """status and basis as indices into STATUSES and BASES (0 and 1 for one not listed)."""
+    return {"status": [STATUSES.index(e.status) if e.status in STATUSES else 0 for e in entries],
             "basis": [BASES.index(e.basis) if e.basis in BASES else 1 for e in entries]}
 
 

@@ -7,7 +7,7 @@ Statuses (summary.json's own where the summary has them, issue 11's contract):
 Older run folders lack these keys (None or "" in bench.model.documents); they are derived
 here: a drift bound within 1 % of the ±prior edge rests on the prior ("assumed"); a clock
 without a fit is "undecided"; everything else the estimator proved. The prior is the
-inventory's `drift_prior_ppm` (default: bench.analysis.estimate.DEFAULT_DRIFT_PRIOR_PPM); a
+inventory's `drift_prior_ppm` (default: bench.analysis.proven_segment.DEFAULT_DRIFT_PRIOR_PPM); a
 clock whose reads could not check the default was fitted under a disciplined clock's rate
 (bench.analysis.rate_check.DISCIPLINED_PRIOR_PPM), which its drift bounds reach and stay within;
 else WIDE_PRIOR_FACTOR times the prior where a drift bound reaches beyond it: only the
@@ -20,16 +20,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
-from bench.analysis.estimate import WIDE_PRIOR_FACTOR
+from bench.analysis.breaks import WIDE_PRIOR_FACTOR
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM as DEFAULT_PRIOR_PPM  # noqa: F401
 from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
-from bench.model.documents import Assumptions, BreakRecord, ClockSummary, Manifest, SegmentSummary, Summary
+from bench.model.documents import (
+    Assumptions,
+    BreakRecord,
+    ClockSummary,
+    DeviceSummary,
+    Manifest,
+    SegmentSummary,
+    Summary,
+)
+from bench.model.run_statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.rundata import Run, unusable_devices
-from bench.model.statuses import BoundStatus, ResolutionBasis, RunStatus, Verdict, worst
 from bench.model.vocabulary import FAIL, PASS, UNDECIDED_VERDICT, verdict_word
 
 if TYPE_CHECKING:
-    from bench.model.limits import Check
+    from bench.model.limit_checks import Check
 
 
 def device_inventory(manifest: Mapping[str, Any], device: str) -> dict[str, Any]:
@@ -129,9 +137,9 @@ def band_range(seg: SegmentSummary) -> tuple[float, float, float]:
 
 def span_range(clock: ClockSummary) -> tuple[float, float]:
     """(lowest, highest) offset over every segment's calibrated span (first to last read), as the
-    limits judge it (bench.model.limits.segment_range: every instant's bound from the first read
+    limits judge it (bench.model.limit_checks.segment_range: every instant's bound from the first read
     to the last, with no unseen step there): never the band's extrapolated edges."""
-    from bench.model.limits import segment_range, span_model
+    from bench.model.limit_checks import segment_range, span_model
     prior, _ = span_model(clock)
     rng = [segment_range(sg, prior) for sg in clock.segments]
     return min(r[0] for r in rng), max(r[1] for r in rng)
@@ -145,28 +153,38 @@ def clock_verdicts(run: Run) -> list[ClockVerdict]:
         prior = manifest.inventory.drift_prior_ppm(device)
         dec = declared(manifest, device)
         if not d.clocks:
-            why = "; ".join(f"{k}: {v}" for k, v in d.first_errors.items())
-            out.append(ClockVerdict(device, d.plane, "—", False, Verdict.UNDECIDED,
-                                    BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
-                                    None, (), 0, d.errors, None, 0,
-                                    why or ", ".join(d.no_clock) or "no clock"))
+            out.append(_no_clock_verdict(device, d))
             continue
         for name, c in sorted(d.clocks.items()):
             a = assumptions(manifest, summary, device, c)
-            if not c.segments:
-                out.append(ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
-                                        BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
-                                        None, c.breaks, len(c.wraps), d.errors, a,
-                                        len(c.outliers), c.note or "no fit"))
-                continue
-            rng = [sg.offset_range() for sg in c.segments]
-            sts = [segment_status(sg, fitted_prior(c, prior, dec)) for sg in c.segments]
-            out.append(ClockVerdict(
-                device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
-                worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
-                span_range(c), max(r[2] for r in rng),
-                c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note))
+            out.append(_clock_entry(device, d, name, c, a, prior, dec))
     return out
+
+
+def _no_clock_verdict(device: str, d: DeviceSummary) -> ClockVerdict:
+    """The entry of a device with no clock (or that failed): undecided, and why."""
+    why = "; ".join(f"{k}: {v}" for k, v in d.first_errors.items())
+    return ClockVerdict(device, d.plane, "—", False, Verdict.UNDECIDED,
+                        BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
+                        None, (), 0, d.errors, None, 0,
+                        why or ", ".join(d.no_clock) or "no clock")
+
+
+def _clock_entry(device: str, d: DeviceSummary, name: str, c: ClockSummary,
+                 a: Assumptions, prior: float, dec: bool) -> ClockVerdict:
+    """One clock's entry: its verdict, and its bounds' statuses and ranges where it has a fit."""
+    if not c.segments:
+        return ClockVerdict(device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
+                            BoundStatus.UNDECIDED, BoundStatus.UNDECIDED, None, None,
+                            None, c.breaks, len(c.wraps), d.errors, a,
+                            len(c.outliers), c.note or "no fit")
+    rng = [sg.offset_range() for sg in c.segments]
+    sts = [segment_status(sg, fitted_prior(c, prior, dec)) for sg in c.segments]
+    return ClockVerdict(
+        device, d.plane, name, c.counter, clock_verdict(c, prior, dec),
+        worst(s[0] for s in sts), worst(s[1] for s in sts), c.last,
+        span_range(c), max(r[2] for r in rng),
+        c.breaks, len(c.wraps), d.errors, a, len(c.outliers), c.zone_note)
 
 
 def ordering_horizons(verdicts: list[ClockVerdict]) -> dict[tuple[str, str], float]:
@@ -259,7 +277,7 @@ def run_outcome(run: Run) -> RunOutcome:
     """FAIL (REGRESSED) when a device gave no usable read or the overall verdict fails;
     UNDECIDED when it is undecided or no clock was measured; else PASS. Whether the run
     completed is the caller's to check first."""
-    from bench.model.limits import check_run
+    from bench.model.limit_checks import check_run
     from bench.model.outcomes import measured_clocks, outcome
     from bench.model.rundata import load_measurements
     bad = unusable_devices(run.summary)

@@ -362,12 +362,10 @@ def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None =
     not drawn (the paged timeline lists them); else nothing is left out.
 
     `rows`: bench.analysis.timeline_order.order's output."""
-    before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
-    after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
+    from bench.output.timeline_page import by_span
+    before, _, after = by_span(rows, span)
     apart = {id(r) for r in before + after}
-    lanes: dict[str, list[dict]] = {}
-    for r in rows:
-        lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
+    lanes = _lanes(rows)
     with screen_style():
         fig, ax = plt.subplots(figsize=(FULL_IN, 1.0 + 0.5 * len(lanes) + 0.2 * bool(apart)))
         _timeline_lanes(ax, lanes, apart, t0_ns)
@@ -379,6 +377,14 @@ def timeline_figure(rows: list[dict], t0_ns: int, span: tuple[int, int] | None =
         ax.grid(alpha=0.3, axis="x")
         margins(fig, left=1.5, top=0.2 + 0.2 * bool(apart), bottom=0.55)
     return fig
+
+
+def _lanes(rows: list[dict]) -> dict[str, list[dict]]:
+    """The rows by lane (their plane, else their source), lanes in order of first entry."""
+    lanes: dict[str, list[dict]] = {}
+    for r in rows:
+        lanes.setdefault(r["entry"].plane or r["entry"].source, []).append(r)
+    return lanes
 
 
 def _timeline_lanes(ax, lanes: dict[str, list[dict]], apart: set[int], t0_ns: int) -> None:

@@ -20,6 +20,18 @@ def answer_lines(ans: dict[str, Any], t0: int, window: str = "") -> Iterator[str
     yield f"which plane broke first ({ans['lines']} lines{where}): {ans['answer']}"
     if not ans["lines"]:
         return
+    yield from _why_lines(ans, t0)
+    yield _naive_line(ans["naive"])
+    yield "  story (proven order; a step is proven after every line of the steps before it):"
+    for s in ans["story"]:
+        yield (f"    {s['step']:>3}  {s['plane']:<10} {_iv(s, t0):<32} {s['label'][:70]}")
+    if ans["story_count"] > len(ans["story"]):
+        yield f"    ... {ans['story_count'] - len(ans['story'])} more lines (timeline.json)"
+
+
+def _why_lines(ans: dict[str, Any], t0: int) -> Iterator[str]:
+    """The first lines, the pairs undecidable between them, and why each other plane is not
+    first."""
     for ln in ans["first"][:5]:
         yield f"  first: {ln['label'][:90]} {_iv(ln, t0)}"
     if ans["first_count"] > 5:
@@ -31,18 +43,16 @@ def answer_lines(ans: dict[str, Any], t0: int, window: str = "") -> Iterator[str
         yield (f"  proof {p['plane']} not first: {p['line']['label'][:50]} {_iv(p['line'], t0)} "
                f"is after {p['after']['label'][:50]} {_iv(p['after'], t0)} ({p['by']}; "
                f"each of its {p['lines']} lines has a line proven before it)")
-    nv = ans["naive"]
+
+
+def _naive_line(nv: dict[str, Any]) -> str:
+    """What the naive merge of the raw stamps says, and the line that refutes it."""
     said = f"  naive merge of the raw stamps: {nv['answer']}"
     if "line" in nv:
         said += f" ({nv['line']['label'][:60]})"
     if "refuted_by" in nv:
         said += f": wrong, that line is proven after {nv['refuted_by']['label'][:60]}"
-    yield said
-    yield "  story (proven order; a step is proven after every line of the steps before it):"
-    for s in ans["story"]:
-        yield (f"    {s['step']:>3}  {s['plane']:<10} {_iv(s, t0):<32} {s['label'][:70]}")
-    if ans["story_count"] > len(ans["story"]):
-        yield f"    ... {ans['story_count'] - len(ans['story'])} more lines (timeline.json)"
+    return said
 
 
 def answer_html(ans: dict[str, Any], t0: int, window: str = "") -> str:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock
+from bench.analysis.estimate import fit_clock
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.model.documents import Calibration, Manifest
 from bench.model.vocabulary import ASSUMED, PROVEN, STUCK, stuck_text
 from bench.units import fmt_ns, fmt_ns_up
@@ -34,6 +36,12 @@ class ClockLive:
     status: str = "—"               # proven | assumed [(after a break)] | stuck (...) | —
     calibrated_s: float | None = None   # run time at which it first met the criterion
     calibrated_width_ns: float | None = None
+
+
+def _stuck(s: np.ndarray, e: np.ndarray, v: np.ndarray, q: np.ndarray) -> bool:
+    """Whether a clock's value never advanced in enough reads spanning more than 2 ticks."""
+    return len(v) >= MIN_READS and int(v.min()) == int(v.max()) and \
+        int(e[-1]) - int(s[0]) > 2 * int(q.max())
 
 
 class LiveBounds:
@@ -66,8 +74,7 @@ class LiveBounds:
         s, e, v, q = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
         live = self.clocks.setdefault((device, clock), ClockLive())
         live.reads = n
-        if len(v) >= MIN_READS and int(v.min()) == int(v.max()) and \
-                int(e[-1]) - int(s[0]) > 2 * int(q.max()):      # it never advanced over 2 ticks
+        if _stuck(s, e, v, q):
             live.status = stuck_text({"reads": len(v), "span_s": (int(e[-1]) - int(s[0])) / 1e9})
             live.width_ns = None
             return
@@ -75,8 +82,12 @@ class LiveBounds:
             fit = fit_clock(s, e, v, int(max(1, q[-1])), drift_prior_ppm=self.prior)
         except Exception:          # a live guide must never stop the run
             return
-        if not fit.segments:
-            return
+        if fit.segments:
+            self._update(live, fit, s, e)
+
+    def _update(self, live: ClockLive, fit: Any, s: np.ndarray, e: np.ndarray) -> None:
+        """A clock's live state from its fit: the last segment's width and status, and when
+        it was first calibrated."""
         seg = fit.segments[-1]
         live.width_ns = float(seg.offset_ns.width)
         live.min_bracket_ns = float(np.min(e - s))

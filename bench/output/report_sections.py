@@ -1,6 +1,6 @@
 """The report as a list of sections. A section is a function `(run) -> html fragment | None`
 (None: nothing to say for this run); a new measurement joins the report by appending its
-function to SECTIONS (or passing its own list to bench.output.report.build_report).
+function to SECTIONS (or passing its own list to bench.output.report_html.build_report).
 
 `run` is a bench.model.rundata.Run; when the report builds it, it is a `ReportRun` that also says where
 figures go and in which formats. Use `figure_html(run, fig, stem, caption)` to write a figure into
@@ -132,6 +132,23 @@ def durations_text(m) -> str:
 
 def identities(run) -> str:
     """Device identities and firmware, their errors, and the reference's health."""
+    summ = run.summary.devices
+    out = ["<h2>Devices and reference</h2>",
+           table_html(["device", "plane", "driver", "vendor", "model", "serial", "firmware",
+                       "state", "errors"], _identity_rows(run))]
+    first = [(n, k, v) for n, d in sorted(summ.items()) for k, v in d.first_errors.items()]
+    if first:
+        out.append(table_html(["device", "error", "first message"], [list(x) for x in first]))
+    ref_rows = _reference_rows(run.manifest)
+    if ref_rows:
+        out.append(table_html(["reference", "source", "grade", "verified", "uncertainty",
+                               "basis", "note"], ref_rows))
+    return "".join(out)
+
+
+def _identity_rows(run) -> list[list]:
+    """Per device: plane, driver, identity (the manifest's, else the summary's), state and
+    errors."""
     rows = []
     summ = run.summary.devices
     for name, d in sorted(run.manifest.devices.items()):
@@ -141,21 +158,14 @@ def identities(run) -> str:
                      ident.firmware,
                      d.state or ("not started: " + d.error if d.error else ""),
                      ds.errors_text() if ds else "0"])
-    out = ["<h2>Devices and reference</h2>",
-           table_html(["device", "plane", "driver", "vendor", "model", "serial", "firmware",
-                       "state", "errors"], rows)]
-    first = [(n, k, v) for n, d in sorted(summ.items()) for k, v in d.first_errors.items()]
-    if first:
-        out.append(table_html(["device", "error", "first message"], [list(x) for x in first]))
-    ref_rows = []
-    for h, label in ((run.manifest.reference, "at start"), (run.manifest.reference_end, "at end")):
-        if h:
-            ref_rows.append([label, h.source, h.grade, "yes" if h.verified else "no",
-                             fmt_ns_up(h.uncertainty_ns), h.basis, h.note])
-    if ref_rows:
-        out.append(table_html(["reference", "source", "grade", "verified", "uncertainty",
-                               "basis", "note"], ref_rows))
-    return "".join(out)
+    return rows
+
+
+def _reference_rows(m) -> list[list]:
+    """The reference's health at the run's start and end, those known."""
+    return [[label, h.source, h.grade, "yes" if h.verified else "no",
+             fmt_ns_up(h.uncertainty_ns), h.basis, h.note]
+            for h, label in ((m.reference, "at start"), (m.reference_end, "at end")) if h]
 
 
 def _break_size(b) -> str:
@@ -190,21 +200,11 @@ def clocks(run) -> str | None:
     """Per clock segment: proven offset and drift, jitter, brackets, breaks, the truth check."""
     rows, brk, notes = [], [], []
     for device, _plane, clock, c in clock_items(run):
-        for k, sg in enumerate(c.segments):
-            o = sg.offset_ns
-            truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
-            off, drift = bound_cells(sg, c.counter)
-            rows.append([device, clock, k + 1, sg.reads, iso(sg.epoch_ns), off,
-                         fmt_ns_up(o.hi - o.lo), drift, mean_drift_text(sg),
-                         fmt_ns(sg.resolution_ns or c.resolution_ns),
-                         fmt_ns(sg.bracket_median_ns), fmt_ns(sg.jitter_ns.get("std")),
-                         truth])
-        for text in (c.zone_note, c.resolution_note, c.note):
-            if text:
-                notes.append(f"{device} · {clock}: {text}")
-        for b in c.breaks:
-            brk.append([device, clock, b.kind, iso(b.after_ns), iso(b.before_ns),
-                        _break_size(b)])
+        rows += [_segment_row(device, clock, c, k, sg) for k, sg in enumerate(c.segments)]
+        notes += [f"{device} · {clock}: {text}"
+                  for text in (c.zone_note, c.resolution_note, c.note) if text]
+        brk += [[device, clock, b.kind, iso(b.after_ns), iso(b.before_ns), _break_size(b)]
+                for b in c.breaks]
     if not rows:
         return "<h2>Clocks</h2>" + note_html("No clock has a fit in this run.")
     out = ["<h2>Clocks</h2>",
@@ -223,6 +223,18 @@ def clocks(run) -> str | None:
         out.append("<h3>Breaks</h3>" + table_html(
             ["device", "clock", "kind", "after", "at or before", "size (proven)"], brk))
     return "".join(out)
+
+
+def _segment_row(device: str, clock: str, c, k: int, sg) -> list:
+    """The Clocks table's row of segment k of a clock."""
+    o = sg.offset_ns
+    truth = "" if sg.truth is None else ("inside" if sg.truth.inside else "OUTSIDE")
+    off, drift = bound_cells(sg, c.counter)
+    return [device, clock, k + 1, sg.reads, iso(sg.epoch_ns), off,
+            fmt_ns_up(o.hi - o.lo), drift, mean_drift_text(sg),
+            fmt_ns(sg.resolution_ns or c.resolution_ns),
+            fmt_ns(sg.bracket_median_ns), fmt_ns(sg.jitter_ns.get("std")),
+            truth]
 
 
 def _residuals(run, device, clock, c):
@@ -384,21 +396,30 @@ def reference_health(run: Any) -> str | None:
     p = run.path / "reference.csv"
     if not p.exists():
         return None
-    from bench import saferead
-    rows = [r for r in saferead.csv_rows(p) if (r.get("t_ns") or "").lstrip("-").isdigit()]
+    rows = _snapshots(p)
     if len(rows) < 2:
         return None
     t0 = run.manifest.started_ns or int(rows[0]["t_ns"])
     t = [(int(r["t_ns"]) - t0) / 1e9 for r in rows]
     u = [float(r.get("uncertainty_ns") or 0) for r in rows]
     grades = [r.get("grade", "") for r in rows]
-    basis = rows[-1].get("basis", "")
-    cap = (f"{len(rows)} snapshots of the reference ({basis}): the error bound added to every "
-           f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
-           + (" A simulated rack's reference is exact by construction: the bound is zero."
-              if basis == "simulated" else ""))
+    cap = _reference_caption(len(rows), rows[-1].get("basis", ""))
     fig = figures.reference_figure(t, u, grades, _master_offsets(rows))
     return "<h2>Reference over the run</h2>" + figure_html(run, fig, "reference", cap)
+
+
+def _snapshots(p: Any) -> list[dict]:
+    """reference.csv's rows that carry a time stamp."""
+    from bench import saferead
+    return [r for r in saferead.csv_rows(p) if (r.get("t_ns") or "").lstrip("-").isdigit()]
+
+
+def _reference_caption(n: int, basis: str) -> str:
+    """The caption of the reference's figure: n snapshots on `basis`."""
+    return (f"{n} snapshots of the reference ({basis}): the error bound added to every "
+            f"bracket, the offset from the PTP master where linuxptp reports it, and the grade."
+            + (" A simulated rack's reference is exact by construction: the bound is zero."
+               if basis == "simulated" else ""))
 
 
 def _master_offsets(rows: list[dict]) -> list[float] | None:
@@ -474,7 +495,7 @@ def chrony_columns(run) -> str | None:
 
 def limits(run) -> str | None:
     """The rack file's [limits], judged from the bounds; also written as RUN/limits.xml (JUnit)."""
-    from bench.model import limits as lim
+    from bench.model import limit_checks as lim
 
     checks = lim.check_run(run.summary, run.manifest)
     if not checks:

@@ -45,22 +45,10 @@ def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
     """Per clock: the TIE with the residuals below (the secondary view), for the clocks that
     need a closer look (`needs_figure`; every clock with --details). `part` (k, n): the k-th of
     n contiguous shares of those clocks (the report draws the shares in parallel)."""
-    from bench.output.tie import tie_of, widening_caption
-    details = getattr(run, "details", True)
-    items = [x for x in clock_items(run) if details or needs_figure(x[3])]
-    rest = [f"{d} {ck}" for d, _, ck, c in clock_items(run) if not details and not needs_figure(c)]
+    items, rest = _shown_and_rest(run)
     k, n = part
-    figs = []
-    for device, plane, clock, c in items[k * len(items) // n:(k + 1) * len(items) // n]:
-        why = needs_figure(c)
-        figs.append(figure_html(
-            run, figures.tie_figure(tie_of(run, device, plane, clock, c)),
-            f"tie_{device}_{clock}",
-            f"{device} · {clock}" + (f" ({why})" if why else "") + ": above, the offset minus a "
-            "constant with its proven envelope, reads and breaks; below, the same minus each "
-            "segment's fitted line (residuals), at the scale of the bound the title states. "
-            + widening_caption(c.assumptions.rate_bound_ppm or c.assumptions.drift_prior_ppm
-                               if c.assumptions is not None else None) + "."))
+    figs = [_clock_figure(run, device, plane, clock, c)
+            for device, plane, clock, c in items[k * len(items) // n:(k + 1) * len(items) // n]]
     if k:
         return "".join(figs) or None
     head = "<h2>Per clock: offset and residuals</h2>"
@@ -69,3 +57,26 @@ def clock_figures(run, part: tuple[int, int] = (0, 1)) -> str | None:
         head += note_html(f"Shown here: the clocks with a break, a wrap or a bound that is not "
                           f"proven. {others}")
     return head + "".join(figs) if items or rest else None
+
+
+def _shown_and_rest(run) -> tuple[list, list[str]]:
+    """(the clock items whose figures the page draws, the names of the others): every clock
+    with --details, else those `needs_figure` picks."""
+    details = getattr(run, "details", True)
+    items = [x for x in clock_items(run) if details or needs_figure(x[3])]
+    rest = [f"{d} {ck}" for d, _, ck, c in clock_items(run) if not details and not needs_figure(c)]
+    return items, rest
+
+
+def _clock_figure(run, device: str, plane: str, clock: str, c) -> str:
+    """One clock's TIE above its residuals, with its caption."""
+    from bench.output.tie import tie_of, widening_caption
+    why = needs_figure(c)
+    return figure_html(
+        run, figures.tie_figure(tie_of(run, device, plane, clock, c)),
+        f"tie_{device}_{clock}",
+        f"{device} · {clock}" + (f" ({why})" if why else "") + ": above, the offset minus a "
+        "constant with its proven envelope, reads and breaks; below, the same minus each "
+        "segment's fitted line (residuals), at the scale of the bound the title states. "
+        + widening_caption(c.assumptions.rate_bound_ppm or c.assumptions.drift_prior_ppm
+                           if c.assumptions is not None else None) + ".")

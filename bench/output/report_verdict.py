@@ -25,12 +25,17 @@ def _clock_cells(d, c, known: bool = False) -> list[str]:
     if not c.segments:
         return [name, f"{UNDECIDED}: {c.note or 'no fit'}", "—", "—", errs, ""]
     sg = c.segments[-1]
+    truth = truth_word(c, known)
+    return [name, *bound_cells(sg, c.counter), mean_drift_text(sg), _breaks_errors(c, errs),
+            truth]
+
+
+def _breaks_errors(c, errs: str) -> str:
+    """The 'breaks · errors' cell: the breaks by kind, the wraps, the errors, or a dash."""
     brk = (f"{len(c.breaks)} break ({', '.join(sorted({str(b.kind) for b in c.breaks}))})"
            if c.breaks else "") + (f" {len(c.wraps)} wrap" if c.wraps else "")
-    truth = truth_word(c, known)
-    return [name, *bound_cells(sg, c.counter), mean_drift_text(sg),
-            " · ".join(x for x in (brk.strip(), "" if errs == "0" else f"errors {errs}") if x)
-            or "—", truth]
+    return " · ".join(x for x in (brk.strip(), "" if errs == "0" else f"errors {errs}") if x) \
+        or "—"
 
 
 def _overall_html(run, checks, inc) -> str:
@@ -42,7 +47,7 @@ def _overall_html(run, checks, inc) -> str:
 
 
 def _limits_html(run, checks) -> str:
-    from bench.model import limits as lim
+    from bench.model import limit_checks as lim
     if not checks:
         return ("<h3>Limits</h3>" + note_html(
             "No limits declared: the rack file's [limits] (offset_within, drift_within_ppm, "
@@ -91,7 +96,7 @@ def verdict_page(run) -> str | None:
     plane broke first (where an incident was played), a compact per-clock table, and every clock
     against the reference in one figure."""
     from bench.model import verdict as vd
-    from bench.model.limits import check_run
+    from bench.model.limit_checks import check_run
     from bench.units import fmt_interval_ns
 
     checks = check_run(run.summary, run.manifest)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from bench.analysis.statuses import Verdict
 from bench.model.decided import fmt_run, mean_drift, only_prior
 from bench.model.documents import Manifest, Summary
-from bench.model.limits import check_run, text_table
+from bench.model.limit_checks import check_run, text_table
+from bench.model.run_statuses import ErrorKind
 from bench.model.rundata import OLD_UNUSED
-from bench.model.statuses import ErrorKind
 from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, terminal_width, wrap
 from bench.model.verdict import has_truth, truth_word
 from bench.model.vocabulary import ASSUMED, LEGEND, PROVEN, STUCK, UNDECIDED, stuck_text, word
@@ -284,6 +284,22 @@ def model_lines(summary, width) -> list[str]:
     """Every clause of every clock's model (summary `assumptions`, issue 39): the clauses every
     clock shares on one line, then each clause the clocks differ on (a value most of them share
     said once, the others with their clocks), then the step X of each clock."""
+    n, by, hide, (p, within) = _gathered_clauses(summary)
+    common = _common_clauses(by, n)
+    out = wrap(f"model (every clock): {'; '.join(common)}", width) if common else []
+    for g in by.values():
+        if not _shared_by_all(g, n):
+            out += _varying(g, width)
+    if hide:
+        out += wrap(f"steps that show with probability >= {p:g} when they last {within:g} s: "
+                    f"{', '.join(hide)}; a smaller one can hide", width)
+    return out
+
+
+def _gathered_clauses(summary) -> tuple[int, dict[str, dict[tuple[str, str], list[str]]],
+                                        list[str], tuple[float, float]]:
+    """(how many clocks have a model, what -> (label, value) -> the clocks that hold it, each
+    clock's smallest step that shows, (its probability, for how long it lasts))."""
     n = 0
     by: dict[str, dict[tuple[str, str], list[str]]] = {}     # what -> (label, value) -> clocks
     hide: list[str] = []
@@ -300,16 +316,18 @@ def model_lines(summary, width) -> list[str]:
             hide.append(f"{d.name} {c.name} {fmt_ns_up(u['size_ns'])}"
                         + (" (measured)" if u.get("basis", "").startswith("measured") else ""))
             p, within = u.get("probability", 0.99), u.get("within_s", 10.0)
-    common = [f"{lb} {v}".strip() for g in by.values() for (lb, v), who in g.items()
-              if len(g) == 1 and len(who) == n]
-    out = wrap(f"model (every clock): {'; '.join(common)}", width) if common else []
-    for g in by.values():
-        if not (len(g) == 1 and len(next(iter(g.values()))) == n):
-            out += _varying(g, width)
-    if hide:
-        out += wrap(f"steps that show with probability >= {p:g} when they last {within:g} s: "
-                    f"{', '.join(hide)}; a smaller one can hide", width)
-    return out
+    return n, by, hide, (p, within)
+
+
+def _shared_by_all(group: dict[tuple[str, str], list[str]], n: int) -> bool:
+    """Whether every one of the n clocks holds the clause with one value."""
+    return len(group) == 1 and len(next(iter(group.values()))) == n
+
+
+def _common_clauses(by: dict[str, dict[tuple[str, str], list[str]]], n: int) -> list[str]:
+    """The clauses every one of the n clocks holds with one value, as text."""
+    return [f"{lb} {v}".strip() for g in by.values() for (lb, v), who in g.items()
+            if len(g) == 1 and len(who) == n]
 
 
 def _varying(group: dict[tuple[str, str], list[str]], width) -> list[str]:
@@ -320,14 +338,28 @@ def _varying(group: dict[tuple[str, str], list[str]], width) -> list[str]:
     rest = len(ranked) > 1 and len(ranked[0][1]) > 2
     spliced = _spliced([v for (_, v), _ in ranked])
     if not label and spliced is not None and len(ranked) > 2:   # one clause, figures by clock
-        head, mids, tail = spliced
-        parts = [f"{m} the rest" if rest and k == 0 else f"{m} {', '.join(who)}"
-                 for k, (m, (_, who)) in enumerate(zip(mids, ranked))]
-        return wrap(f"{head}{{{'; '.join(parts)}}}{tail}", width)
+        return wrap(_spliced_text(spliced, ranked, rest), width)
+    return wrap(_values_text(label, ranked, rest), width)
+
+
+def _values_text(label: str, ranked: list[tuple[tuple[str, str], list[str]]],
+                 rest: bool) -> str:
+    """'label: clocks value; ...' (or 'value (clocks); ...' without a label), the most shared
+    value first, said as '(the rest)' when `rest`."""
     parts = [f"{v} (the rest)" if rest and k == 0 else
              (f"{', '.join(who)} {v}" if label else f"{v} ({', '.join(who)})")
              for k, ((_, v), who) in enumerate(ranked)]
-    return wrap((f"{label}: " if label else "") + "; ".join(parts), width)
+    return (f"{label}: " if label else "") + "; ".join(parts)
+
+
+def _spliced_text(spliced: tuple[str, list[str], str],
+                  ranked: list[tuple[tuple[str, str], list[str]]], rest: bool) -> str:
+    """One clause with the word that differs in braces, each value with its clocks (the most
+    shared one 'the rest' when `rest`)."""
+    head, mids, tail = spliced
+    parts = [f"{m} the rest" if rest and k == 0 else f"{m} {', '.join(who)}"
+             for k, (m, (_, who)) in enumerate(zip(mids, ranked))]
+    return f"{head}{{{'; '.join(parts)}}}{tail}"
 
 
 def _spliced(values: list[str]) -> tuple[str, list[str], str] | None:

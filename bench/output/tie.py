@@ -4,7 +4,7 @@ each segment's own fitted line (the residuals).
 
 The envelope points come from `envelope()`, the one place that asks the estimator for them:
 summary.json's `band`, which bench.model.summary writes from the estimator's own two-sided bound
-at an instant (bench.analysis.estimate.Segment.proven_offset_at). The axes are scaled to the
+at an instant (bench.analysis.proven_segment.Segment.proven_offset_at). The axes are scaled to the
 envelope where it is within four times its median width, so an envelope that is wide only near a
 segment's ends (one side has few reads there) leaves the axes instead of flattening the rest.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.analysis.estimate import Break
+from bench.analysis.breaks import Break
 from bench.analysis.statuses import BreakKind
 from bench.units import fmt_ns
 
@@ -285,20 +285,10 @@ def draw_residuals(ax, tie: Tie, colour: str) -> None:
     between reads the rate bound widens it, so it may leave the axes), reads and truth minus
     each segment's fitted line, and each segment's bound at its epoch (a dark bar)."""
     parts = [_residual_part(tie, k) for k in range(len(tie.segments))]
-    reads = [p[1] for p in parts if p[1] is not None]
-    rlo = np.concatenate([r[1] for r in reads]) if reads else np.zeros(0)
-    rhi = np.concatenate([r[2] for r in reads]) if reads else np.zeros(0)
-    truth = np.concatenate([p[2][1] for p in parts if p[2] is not None] or [np.zeros(0)])
-    half = half_height([x[:3] for x in tie.stated], rlo, rhi, truth)
+    half = _residual_half_height(tie, parts)
     sc, unit = unit_for(half)
-    for k, ((t, lo, hi, line), (_, rd, tr)) in enumerate(zip(tie.segments, parts)):
-        ax.fill_between(t, (lo - line) / sc, (hi - line) / sc, color=colour, alpha=0.2, lw=0,
-                        label=envelope_label(tie.rate_ppm).replace(",", " − fit,", 1) if k == 0 else None)
-        if rd is not None:
-            draw_reads(ax, rd[0], rd[1] / sc, rd[2] / sc, (-half / sc, half / sc), " − fit",
-                       legend=k == 0)
-        if tr is not None:
-            ax.plot(tr[0], tr[1] / sc, color="k", lw=1.0, label="truth − fit" if k == 0 else None)
+    for k, (segment, part) in enumerate(zip(tie.segments, parts)):
+        _draw_residual_segment(ax, tie, colour, segment, part, (half, sc), first=k == 0)
     for k, (x, lo, hi, _) in enumerate(tie.stated):
         ax.vlines(x, lo / sc, hi / sc, color=colour, lw=3.5, zorder=4,
                   label="bound at the epoch (the title's)" if k == 0 else None)
@@ -306,6 +296,35 @@ def draw_residuals(ax, tie: Tie, colour: str) -> None:
     ax.set_ylabel(f"− segment fit ({unit})")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+
+
+def _residual_half_height(tie: Tie, parts) -> float:
+    """Half the residual view's height, ns: what the stated bounds, the reads and the truth
+    (all minus the fit) need."""
+    reads = [p[1] for p in parts if p[1] is not None]
+    truth = [p[2] for p in parts if p[2] is not None]
+    return half_height([x[:3] for x in tie.stated], _joined(r[1] for r in reads),
+                       _joined(r[2] for r in reads), _joined(tr[1] for tr in truth))
+
+
+def _joined(arrays) -> np.ndarray:
+    """The arrays end to end (empty if there are none)."""
+    return np.concatenate(list(arrays) or [np.zeros(0)])
+
+
+def _draw_residual_segment(ax, tie: Tie, colour: str, segment, part, scale, first: bool) -> None:
+    """One segment of the residual view: its envelope, reads and truth minus its fit; `scale`
+    is (half height, ns per unit); only the first segment labels the legend."""
+    half, sc = scale
+    t, lo, hi, line = segment
+    _, rd, tr = part
+    ax.fill_between(t, (lo - line) / sc, (hi - line) / sc, color=colour, alpha=0.2, lw=0,
+                    label=envelope_label(tie.rate_ppm).replace(",", " − fit,", 1) if first else None)
+    if rd is not None:
+        draw_reads(ax, rd[0], rd[1] / sc, rd[2] / sc, (-half / sc, half / sc), " − fit",
+                   legend=first)
+    if tr is not None:
+        ax.plot(tr[0], tr[1] / sc, color="k", lw=1.0, label="truth − fit" if first else None)
 
 
 def envelope_label(rate_ppm: float | None) -> str:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bench import safeio
-from bench.model.schema import version
+from bench.model.file_schemas import version
 from bench.model.timeline_table import BASES, STATUSES, UNIX_AFTER_NS, LogTexts, Timeline
 from bench.output.timeline_columns import (
     chunk_texts,
@@ -51,23 +51,40 @@ class Vocabulary:
     each status, and in OTLP each basis), per source its log file."""
 
     def __init__(self, tl: Timeline) -> None:
-        t, ns, nb = tl.table, len(STATUSES), len(BASES)
-        self.dev_json = [f', "source": {js(d)}, "plane": {js(p)}, "label": "' for d, p in t.devices]
-        self.dev_csv = [f"{csv_field(d)},{csv_field(p)}" for d, p in t.devices]
-        self.basis_json = [f', "basis": "{b}", "raw": "' for b in BASES]
-        self.cal_json = [f'", "calibration": {js(c)}, "status": "{st}", "distance_ns": '
-                         for c in t.cal_names for st in STATUSES]
-        self.cal_csv = [f"{csv_field(c)},{st}" for c in t.cal_names for st in STATUSES]
-        self.cal_otel = [f'"}}}}, {{"key": "rackclock.calibration", "value": {{"stringValue": '
-                         f'{js(c)}}}}}, {{"key": "rackclock.status", "value": {{"stringValue": '
-                         f'"{st}"}}}}, {{"key": "rackclock.basis", "value": {{"stringValue": '
-                         f'"{b}"}}}}, {{"key": "rackclock.order.block", "value": {{"intValue": "'
-                         for c in t.cal_names for st in STATUSES for b in BASES]
-        self.log_json = [f'", "log": {js(s.log)}, "line": ' for s in t.sources]
-        self.log_csv = [csv_field(s.log) for s in t.sources]
-        self.clock_json = [f', "clock": {js(c)}, "assumed_lo_ns": ' for c in t.stampers]
-        self.clock_csv = [csv_field(c) for c in t.stampers]
-        self.shape = (ns, nb)
+        t = tl.table
+        (self.dev_json, self.basis_json, self.cal_json, self.log_json,
+         self.clock_json) = _json_texts(t)
+        self.dev_csv, self.cal_csv, self.log_csv, self.clock_csv = _csv_texts(t)
+        self.cal_otel = _otel_texts(t)
+        self.shape = (len(STATUSES), len(BASES))
+
+
+def _json_texts(t: Any) -> tuple[list[str], ...]:
+    """timeline.json's constant text around each device, basis, calibration and status, log
+    file and clock of table `t`."""
+    return ([f', "source": {js(d)}, "plane": {js(p)}, "label": "' for d, p in t.devices],
+            [f', "basis": "{b}", "raw": "' for b in BASES],
+            [f'", "calibration": {js(c)}, "status": "{st}", "distance_ns": '
+             for c in t.cal_names for st in STATUSES],
+            [f'", "log": {js(s.log)}, "line": ' for s in t.sources],
+            [f', "clock": {js(c)}, "assumed_lo_ns": ' for c in t.stampers])
+
+
+def _csv_texts(t: Any) -> tuple[list[str], ...]:
+    """timeline.csv's fields of each device, calibration and status, log file and clock."""
+    return ([f"{csv_field(d)},{csv_field(p)}" for d, p in t.devices],
+            [f"{csv_field(c)},{st}" for c in t.cal_names for st in STATUSES],
+            [csv_field(s.log) for s in t.sources],
+            [csv_field(c) for c in t.stampers])
+
+
+def _otel_texts(t: Any) -> list[str]:
+    """timeline.otel.json's attributes of each calibration, status and basis."""
+    return [f'"}}}}, {{"key": "rackclock.calibration", "value": {{"stringValue": '
+            f'{js(c)}}}}}, {{"key": "rackclock.status", "value": {{"stringValue": '
+            f'"{st}"}}}}, {{"key": "rackclock.basis", "value": {{"stringValue": '
+            f'"{b}"}}}}, {{"key": "rackclock.order.block", "value": {{"intValue": "'
+            for c in t.cal_names for st in STATUSES for b in BASES]
 
 
 @dataclass
@@ -247,19 +264,32 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
         otel = stack.enter_context(closing(OtelSink(otel_path, tl.table.devices))) \
             if otel_path is not None else None
         if fj is not None:
-            fj.write(('{"schema": 2, "schema_version": "' + version("timeline.json") + '", "logs": '
-                      + json.dumps(tl.reports) + ', "unplaced": '
-                      + json.dumps(tl.unplaced)
-                      + ('' if first is None else ', "first": ' + json.dumps(first))
-                      + ', "entries": [\n').encode())
+            fj.write(_json_head(tl, first))
         if fc is not None:
             fc.write(_csv_header())
         for k, ch in enumerate(columns(tl)):
-            if fj is not None:
-                write_rows(fj, json_rows(ch, voc), 0 if k else 2)
-            if fc is not None:
-                write_rows(fc, csv_rows(ch, voc))
-            if otel is not None:
-                otel.add(ch.dev, otel_records(ch, voc))
+            _write_chunk(k, ch, voc, (fj, fc, otel))
         if fj is not None:
             fj.write(b"]}\n")
+
+
+def _json_head(tl: Timeline, first: dict[str, Any] | None) -> bytes:
+    """timeline.json up to its first entry: schema, the logs' reports, the lines not placed,
+    the --first answer if any."""
+    return ('{"schema": 2, "schema_version": "' + version("timeline.json") + '", "logs": '
+            + json.dumps(tl.reports) + ', "unplaced": '
+            + json.dumps(tl.unplaced)
+            + ('' if first is None else ', "first": ' + json.dumps(first))
+            + ', "entries": [\n').encode()
+
+
+def _write_chunk(k: int, ch: Cols, voc: Vocabulary,
+                 sinks: tuple[IO[bytes] | None, IO[bytes] | None, OtelSink | None]) -> None:
+    """Chunk number k of the rows into each file being written (json, csv, otel)."""
+    fj, fc, otel = sinks
+    if fj is not None:
+        write_rows(fj, json_rows(ch, voc), 0 if k else 2)
+    if fc is not None:
+        write_rows(fc, csv_rows(ch, voc))
+    if otel is not None:
+        otel.add(ch.dev, otel_records(ch, voc))

@@ -249,23 +249,9 @@ def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
     last instants, ns): its pages share an x axis over the run, zoomable, and the entries
     wholly before or after it are gathered apart, collapsed; without it each page is zoomed to
     its own entries."""
-    before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
-    after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
-    apart = {id(r) for r in before + after}
-    inside = [r for r in rows if id(r) not in apart]
+    before, inside, after = by_span(rows, span)
     pages = [inside[i:i + per_page] for i in range(0, len(inside), per_page)]
-    out = [f"<style>{STYLE}</style><div id='{element_id}' class='tl'>",
-           "<div class='tl-nav' hidden><button class='tl-prev'>◀ earlier</button>"
-           "<span class='tl-at'></span><button class='tl-next'>later ▶</button>"
-           "<button class='tl-all'>show all</button></div>",
-           "<p class='tl-legend'>Bars: proven reference-time intervals (filled: order against "
-           "every other entry proven; hollow: unordered against another, see its tooltip). "
-           "✎ and a black outline: a line of your own log files. The axis gives seconds from "
-           "the run's start and, below, UTC, to the entries' precision. "
-           f"Grey and white bands: proven-ordered blocks. {len(inside)} entries on "
-           f"{len(pages)} page(s) of up to {per_page}, "
-           + ("each over the run's span (zoom below)." if span else
-              "each zoomed to its own span.") + "</p>"]
+    out = _opening(element_id, len(inside), len(pages), per_page, span is not None)
     if span:
         out.append(_zoom_bar())
         out.append(_apart(before, t0, span[0], "before", per_page))
@@ -279,6 +265,33 @@ def timeline_html(rows: list[dict], t0: int, element_id: str = "timeline",
     if span:
         out.append(f"<script>{_zoom_script(element_id, t0, span, resolution_ns(inside))}</script>")
     return "".join(out)
+
+
+def by_span(rows: list[dict], span: tuple[int, int] | None
+             ) -> tuple[list[dict], list[dict], list[dict]]:
+    """(the rows wholly before the span, those that meet it, those wholly after); all meet it
+    without a span."""
+    before = [r for r in rows if span and r["entry"].hi_ns < span[0]]
+    after = [r for r in rows if span and r["entry"].lo_ns > span[1]]
+    apart = {id(r) for r in before + after}
+    return before, [r for r in rows if id(r) not in apart], after
+
+
+def _opening(element_id: str, n_inside: int, n_pages: int, per_page: int,
+             spanned: bool) -> list[str]:
+    """The timeline's style, navigation buttons and legend."""
+    return [f"<style>{STYLE}</style><div id='{element_id}' class='tl'>",
+            "<div class='tl-nav' hidden><button class='tl-prev'>◀ earlier</button>"
+            "<span class='tl-at'></span><button class='tl-next'>later ▶</button>"
+            "<button class='tl-all'>show all</button></div>",
+            "<p class='tl-legend'>Bars: proven reference-time intervals (filled: order against "
+            "every other entry proven; hollow: unordered against another, see its tooltip). "
+            "✎ and a black outline: a line of your own log files. The axis gives seconds from "
+            "the run's start and, below, UTC, to the entries' precision. "
+            f"Grey and white bands: proven-ordered blocks. {n_inside} entries on "
+            f"{n_pages} page(s) of up to {per_page}, "
+            + ("each over the run's span (zoom below)." if spanned else
+               "each zoomed to its own span.") + "</p>"]
 
 
 def _zoom_bar() -> str:

@@ -62,6 +62,13 @@ def table_lines(tl: Timeline, t0: int, limit: int = 200,
     yield f"{'#':>5}  " + fmt.format(*shown) + " what"
     for i, mark, cells, label in _rows(tl, t0, min(limit, len(tl))):
         yield f"{i:>5}{mark} " + fmt.format(*(cells[c] for c in shown)) + f" {label[:what]}"
+    yield from _table_footer(tl, shown, limit, width)
+
+
+def _table_footer(tl: Timeline, shown: list[str], limit: int,
+                  width: int | None) -> Iterator[str]:
+    """Below the table: the columns left out, the entries not printed, what the mark means,
+    and the count of entries and blocks."""
     left = [c for c in COLUMNS if c not in shown]
     if left:
         yield from wrap(f"(left out for the terminal's width: {', '.join(left)}; all in "
@@ -99,6 +106,8 @@ def span_cells(lo: int, hi: int, t0: int) -> str:
 
 
 def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
+    """What a log file's report says: its mapping, how its lines were stamped, the assumptions,
+    and the lines not parsed or not placed."""
     if "error" in rep:
         return                 # said once on stderr by the command
     yield (f"{rep['file']} -> {rep['device']}: {rep['format']} ({rep['how']}), "
@@ -109,6 +118,13 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
                f"  not placed ({sb['lines']} lines, {sb['field']}): {sb['refused']}")
     for nt in rep["notes"]:
         yield (f"  assumed: {nt}" if not nt.startswith("lines over") else f"  {nt}")
+    yield from _unparsed_lines(rep)
+    yield from _unplaced_lines(rep)
+
+
+def _unparsed_lines(rep: dict[str, Any]) -> Iterator[str]:
+    """The lines of a log file not parsed: in one line when they share one reason, else the
+    first 20 each with its reason."""
     whys = {u["why"] for u in rep["unparsed"]}
     if rep["unparsed_count"] and len(whys) == 1 and len(rep["unparsed"]) > 1:
         lines = ", ".join(str(u["line"]) for u in rep["unparsed"][:10])
@@ -121,6 +137,10 @@ def _report_lines(rep: dict[str, Any]) -> Iterator[str]:
         if rep["unparsed_count"] > 20:
             yield (f"    ... {rep['unparsed_count'] - 20} more (the first "
                   f"{len(rep['unparsed'])} in timeline.json)")
+
+
+def _unplaced_lines(rep: dict[str, Any]) -> Iterator[str]:
+    """The first 20 lines of a log file parsed but not placed on the timeline, with why."""
     for u in rep["unplaced"][:20]:
         yield (f"  line {u['line']} ({u['device_time']}): {u['why']}")
     if rep["unplaced_count"] > 20:
@@ -155,12 +175,19 @@ def _with_lines(span: tuple[int, int] | None, rows: list[dict],
     the --first window's lines, which are never gathered away as "before the run"."""
     if span is None:
         return None
-    ends = [(int(r["entry"].lo_ns), int(r["entry"].hi_ns)) for r in rows if r.get("log")]
-    if first is not None:
-        ends += [(int(x["lo_ns"]), int(x["hi_ns"])) for x in first.get("story") or first.get("first") or []]
+    ends = _line_ends(rows, first)
     if not ends:
         return span
     return min(span[0], *(a for a, _ in ends)), max(span[1], *(b for _, b in ends))
+
+
+def _line_ends(rows: list[dict], first: dict[str, Any] | None) -> list[tuple[int, int]]:
+    """(lo, hi) ns of the user's log lines on the page and of the --first window's lines."""
+    ends = [(int(r["entry"].lo_ns), int(r["entry"].hi_ns)) for r in rows if r.get("log")]
+    if first is not None:
+        ends += [(int(x["lo_ns"]), int(x["hi_ns"]))
+                 for x in first.get("story") or first.get("first") or []]
+    return ends
 
 
 def _span_start(tl: Timeline, first: dict[str, Any] | None) -> int:

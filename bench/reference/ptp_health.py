@@ -171,28 +171,42 @@ def phc2sys_processes() -> list[dict]:
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() != "phc2sys":
-                    continue
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-        except OSError:
+        args = _phc2sys_args(pid)
+        if not args:                 # not phc2sys, gone, mid-exec (comm set, arguments not yet) or a zombie
             continue
-        if not args:                 # mid-exec (comm set, arguments not yet) or a zombie
-            continue
-        opts: dict[str, list[str]] = {}
-        it = iter(args[1:])
-        for a in it:
-            if a in ("-s", "-c", "-d", "-z", "-O", "-n", "-f", "-E", "-R", "-N", "-L", "-F"):
-                opts.setdefault(a, []).append(next(it, ""))
-            elif a.startswith("-"):
-                opts.setdefault(a, []).append("")
+        opts = _phc2sys_options(args[1:])
         found.append({"pid": int(pid), "args": args[1:],
                       "source": (opts.get("-s") or [""])[0],
                       "sinks": opts.get("-c", []) or (["CLOCK_REALTIME"] if "-a" not in opts else []),
                       "automatic": "-a" in opts, "uds": (opts.get("-z") or [""])[0]})
     return found
+
+
+def _phc2sys_args(pid: str) -> list[str] | None:
+    """The command line of process `pid` where it is phc2sys; None where it is not (or is gone)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() != "phc2sys":
+                return None
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return None
+
+
+PHC2SYS_VALUED = ("-s", "-c", "-d", "-z", "-O", "-n", "-f", "-E", "-R", "-N", "-L", "-F")
+
+
+def _phc2sys_options(args: list[str]) -> dict[str, list[str]]:
+    """phc2sys's options, each with its values in order ("" for a flag)."""
+    opts: dict[str, list[str]] = {}
+    it = iter(args)
+    for a in it:
+        if a in PHC2SYS_VALUED:
+            opts.setdefault(a, []).append(next(it, ""))
+        elif a.startswith("-"):
+            opts.setdefault(a, []).append("")
+    return opts
 
 
 class _Timex(ctypes.Structure):

@@ -15,6 +15,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.config.inventory import InventoryError, RackConfig
 from bench.config.loader import load_checked
@@ -24,23 +25,28 @@ from bench.model import provenance
 from bench.model.documents import Manifest
 from bench.model.manifest import DeviceStart, RunEnd, RunEndedEarly, RunStart
 from bench.model.outage import lost_devices, lost_line
+from bench.model.run_statuses import RunStatus
 from bench.model.rundata import bound_from_manifest, load_run
-from bench.model.statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.model.summary import summarize_run
 from bench.model.texttable import terminal_width, wrap
-from bench.output.closing import closing_text, reference_line  # noqa: F401 (re-exported)
+from bench.output.closing import (  # noqa: F401 (reference_line re-exported)
+    closing_text,
+    draws_figures,
+    figure_clocks,
+    reference_line,
+)
 from bench.output.terminal import Progress
 from bench.reference.clock import Health, Reference, ReferenceRefused
 from bench.reference.monitor import RunReference
 from bench.run import admission
 from bench.run.after import MIN_DEVICES, START_AFTER_S, AfterPool, Figures
 from bench.run.catalog import load_experiment
-from bench.run.decided import UntilDecided
 from bench.run.probe import run_devices
 from bench.run.runner import ProbePlan
 from bench.run.signals import interrupt_on_signals
 from bench.run.simproc import SimProcess
+from bench.run.until_decided import UntilDecided
 from bench.sim import DEFAULT_RACK
 
 log = logging.getLogger(__name__)
@@ -61,6 +67,7 @@ class Bench:
     until: UntilDecided | None = None   # --until-decided: probing stops once these are decided
     after: AfterPool | None = None      # workers for the fits and figures (bench.run.after)
     figures: Figures | None = None      # offset figures being drawn (plot(wait=False))
+    offset_figures: bool = False        # --offset-figures: drawn whatever the rack's size
 
     @property
     def simulated(self) -> bool:
@@ -160,10 +167,14 @@ class Bench:
     def plot(self, wait: bool = True) -> list[Path]:
         """The offset figures (plots/), drawn by the workers where there are some; `wait=False`:
         started, and waited for when the run ends (finish_plots), e.g. while the experiment
-        scores what else it measured."""
+        scores what else it measured. None beyond bench.output.closing.FIGURES_UP_TO clocks
+        unless asked (`offset_figures`): the closing output says how to draw them."""
         from bench.output.plots import offset_plots
         self.finish_plots()
         run = load_run(self.store.path)
+        if not draws_figures(figure_clocks(run.summary), self.offset_figures):
+            log.info("figures: %d clocks, not drawn (not asked)", figure_clocks(run.summary))
+            return []
         self.figures = self.after.figures(run.path, run.summary.devices) if self.after else None
         if self.figures is None:
             return offset_plots(run)
@@ -371,25 +382,50 @@ def _say_end(bench: Bench, adm: admission.Admission, name: str, status: str,
     again beside the folder (where a scrolled terminal ends)."""
     store, verdict = bench.store, ""
     if bench.summary and not quiet:
-        text, verdict = closing_text(store.path, wide)
-        print(f"{verdict}\n\n{text}")
-        if adm.fit_factor is not None:
-            print(f"rates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
-                  f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
-    late = {n: d for n, d in Manifest.of(store.manifest).devices.items() if d.late_probes}
+        verdict, closing = _closing(store, adm, wide)
+        print(closing)
+    late = _late_probes_line(store, wide)
     if late and not quiet:
-        print("\n".join(wrap("late probes (started >= 10 ms after plan): " + ", ".join(
-            f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())),
-            None if wide else terminal_width())))
-    if status == RunStatus.DISK_FULL:
-        print(f"rackclock run: disk full: {error}", file=sys.stderr)
-    elif status == RunStatus.DEVICES_LOST:
-        print(f"rackclock run: devices lost: {error}", file=sys.stderr)
-    elif error:
-        print(f"experiment {name} failed: {error}", file=sys.stderr)
+        print(late)
+    failure = _failure_line(name, status, error)
+    if failure:
+        print(failure, file=sys.stderr)
     if verdict:
         print(verdict)
     print(f"run folder: {store.path}")
+
+
+def _closing(store: RunStore, adm: admission.Admission, wide: bool) -> tuple[str, str]:
+    """(the verdict, the text to print: the verdict, the closing table, and the rates' scaling
+    if --fit-rates scaled them)."""
+    text, verdict = closing_text(store.path, wide)
+    out = f"{verdict}\n\n{text}"
+    if adm.fit_factor is not None:
+        out += (f"\nrates scaled to {100 * adm.fit_factor:.0f} % of the rack file's by "
+                f"--fit-rates ({adm.need_cores:.2f} of {adm.capacity_cores:.2f} cores)")
+    return verdict, out
+
+
+def _late_probes_line(store: RunStore, wide: bool) -> str:
+    """The devices with late probes (started >= 10 ms after plan), wrapped; "" for none."""
+    late = {n: d for n, d in Manifest.of(store.manifest).devices.items() if d.late_probes}
+    if not late:
+        return ""
+    return "\n".join(wrap("late probes (started >= 10 ms after plan): " + ", ".join(
+        f"{n} {d.late_probes}/{d.probes}" for n, d in sorted(late.items())),
+        None if wide else terminal_width()))
+
+
+def _failure_line(name: str, status: str, error: str | None) -> str:
+    """How the run failed, for stderr (a full disk, lost devices, the experiment's error);
+    "" when it did not."""
+    if status == RunStatus.DISK_FULL:
+        return f"rackclock run: disk full: {error}"
+    if status == RunStatus.DEVICES_LOST:
+        return f"rackclock run: devices lost: {error}"
+    if error:
+        return f"experiment {name} failed: {error}"
+    return ""
 
 
 def _rackless(exp, name: str, rack_file: Path | None, out: Path, overrides: dict[str, str],
@@ -409,7 +445,7 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
                    quiet: bool = False, processes: int | None = None, fit_rates: bool = False,
                    calibration: Path | None = None, wide: bool = False,
                    given_as: dict[str, str] | None = None,
-                   until: UntilDecided | None = None) -> Path:
+                   until: UntilDecided | None = None, offset_figures: bool = False) -> Path:
     """Run one experiment; returns the run folder. Prints the closing table and the folder.
     Every problem of the rack file, the parameters or `out` is an InventoryError raised before
     anything starts (no run folder is made). A rack beyond the bench's capacity at its rates
@@ -428,14 +464,9 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         # less free than the reserve: nothing starts
         ended = _ended_disk_full(store, name, out) if store.full is not None else None
         signals = stack.enter_context(interrupt_on_signals())
-        sim = None
-        if ended is None and rack.simulated:   # a simulated rack file (the default, a variant)
-            sim, ended = _start_sim(stack, store, rack, name)
+        sim, rack, ended = _simulated(stack, store, rack, name, ended)
         if ended is not None:
             return _ended_early(store, ended)
-        if sim is not None:
-            rack = sim.rack
-            store.journal("", "info", "priority", f"simulator {sim.priority}")
         try:
             rr = RunReference.open(rack, allowance_ns, store.path)
         except ReferenceRefused as exc:
@@ -447,16 +478,38 @@ def run_experiment(name: str, rack_file: Path | None, out: Path, params_override
         armed = armed or rack.simulated   # stimuli on the simulated rack are always sent
         _start_manifest(store, name, exp, params, rack, rack_file, armed, rr, sim, adm)
         bench = Bench(rack, rr, store, armed, sim, quiet=quiet, processes=processes,
-                      until=_until_for(until, store))
-        t0 = time.monotonic()
-        status: str = RunStatus.FAILED
-        error: str | None = None
-        try:
-            status, error = _execute(exp, bench, params, len(rack.devices), sim)
-        except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken
-            status = RunStatus.INTERRUPTED
-            raise
-        finally:
-            _record_end(bench, status, error, t0, signals)
+                      until=_until_for(until, store), offset_figures=offset_figures)
+        status, error = _run_to_end(exp, bench, params, len(rack.devices), sim, signals)
     _say_end(bench, adm, name, status, error, quiet, wide)
     return store.path
+
+
+def _simulated(stack: contextlib.ExitStack, store: RunStore, rack: RackConfig, name: str,
+               ended: str | None) -> tuple[SimProcess | None, Any, str | None]:
+    """For a simulated rack file (the default, a variant) and a run not ended yet: the
+    simulator started, the rack it serves, and the run's one line if it did not start.
+    Otherwise (None, the rack, `ended`)."""
+    if ended is not None or not rack.simulated:
+        return None, rack, ended
+    sim, ended = _start_sim(stack, store, rack, name)
+    if ended is not None or sim is None:
+        return sim, rack, ended
+    store.journal("", "info", "priority", f"simulator {sim.priority}")
+    return sim, sim.rack, ended
+
+
+def _run_to_end(exp, bench: Bench, params, devices: int, sim: SimProcess | None,
+                signals: list) -> tuple[str, str | None]:
+    """The experiment on the bench (_execute), its end recorded however it ends (_record_end);
+    (status, error)."""
+    t0 = time.monotonic()
+    status: str = RunStatus.FAILED
+    error: str | None = None
+    try:
+        status, error = _execute(exp, bench, params, devices, sim)
+    except KeyboardInterrupt:        # a second Ctrl-C while summarising what was taken
+        status = RunStatus.INTERRUPTED
+        raise
+    finally:
+        _record_end(bench, status, error, t0, signals)
+    return status, error

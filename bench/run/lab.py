@@ -39,8 +39,8 @@ from typing import Any
 
 from bench.errors import RackclockError
 from bench.model.documents import Manifest
+from bench.model.run_statuses import RowStatus
 from bench.model.rundata import MEASUREMENTS_FILE
-from bench.model.statuses import RowStatus
 from bench.model.store import SampleWriter, write_json
 from bench.run.lab_outcome import ON_ERROR, DeviceFailures, Failed
 from bench.run.probe import run_devices
@@ -435,12 +435,7 @@ class Lab:
                 judge: bool = True, **extra: Any) -> Measurement:
         """Record a named result into measurements.json: `value` (point), or a bound [lo, hi]
         (its midpoint the point when value is None); `limit` = (lo, hi), either may be None."""
-        if lo is None or hi is None:
-            if value is None:
-                raise ValueError(f"measurement {name!r}: give a value or a bound lo, hi")
-            lo, hi = (value if lo is None else lo), (value if hi is None else hi)
-        lo, hi = float(lo), float(hi)
-        point = float((lo + hi) / 2 if value is None else value)
+        lo, hi, point = _bound(name, value, lo, hi)
         llo, lhi = (limit or (None, None))
         m = Measurement(name, unit, point, lo, hi, device,
                         basis or ("exact" if lo == hi else "proven"),
@@ -467,6 +462,18 @@ class Lab:
                             hi=float(hi.max()), limit=limit, device=device, doc=doc, basis=basis,
                             n=int(len(lo)), percentiles=pct,
                             distribution={"lo": lo.tolist(), "hi": hi.tolist()})
+
+
+def _bound(name: str, value: float | None, lo: float | None, hi: float | None
+           ) -> tuple[float, float, float]:
+    """A measurement's (lo, hi, point): a missing end of the bound is the value, a missing
+    value the bound's midpoint; neither given is an error."""
+    if lo is None or hi is None:
+        if value is None:
+            raise ValueError(f"measurement {name!r}: give a value or a bound lo, hi")
+        lo, hi = (value if lo is None else lo), (value if hi is None else hi)
+    lo, hi = float(lo), float(hi)
+    return lo, hi, float((lo + hi) / 2 if value is None else value)
 
 
 def close_lab(bench) -> None:

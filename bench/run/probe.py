@@ -41,17 +41,23 @@ def run_devices(devices: list[DeviceConfig], now_ns: Callable[[], int], store: R
     t0 = time.monotonic()
     # a small rack: each device's task on a loop of its own in a thread of its own, so that even
     # a device whose answers cost the bench CPU (a flood) is time-sliced with the others
-    threads = [threading.Thread(target=lambda w=w: asyncio.run(
-        run_workers([w], t0 + deadline_of(plan))), name=f"dev-{w.config.name}", daemon=True)
-        for w in workers]
-    for t in threads:
-        t.start()
+    threads = _started_threads(workers, t0 + deadline_of(plan))
     interrupted = _wait_threads(threads, workers, store, plan, on_tick, stop, t0)
     stop.set()
     mark_hung([w.status for w in workers], store)
     if on_tick:
         on_tick([w.status for w in workers], time.monotonic() - t0)
     return [w.status for w in workers], interrupted
+
+
+def _started_threads(workers: list[DeviceWorker], deadline_s: float) -> list[threading.Thread]:
+    """Each device's worker on a loop of its own in a thread of its own, started."""
+    threads = [threading.Thread(target=lambda w=w: asyncio.run(
+        run_workers([w], deadline_s)), name=f"dev-{w.config.name}", daemon=True)
+        for w in workers]
+    for t in threads:
+        t.start()
+    return threads
 
 
 def _wait_threads(threads: list[threading.Thread], workers: list[DeviceWorker], store: RunStore,

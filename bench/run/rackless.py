@@ -23,7 +23,7 @@ from bench.config.inventory import InventoryError
 from bench.config.rackfile import check_out
 from bench.model import provenance
 from bench.model.manifest import RunEnd
-from bench.model.statuses import RunStatus
+from bench.model.run_statuses import RunStatus
 from bench.model.store import DiskFull, RunStore, new_run_id
 from bench.run.signals import interrupt_on_signals
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from bench.config.inventory import DeviceConfig
 from bench.model.documents import DeviceEntry
 from bench.model.manifest import DeviceProbed
+from bench.model.run_statuses import ErrorKind, RowStatus, parse
 from bench.model.rundata import in_int64
-from bench.model.statuses import ErrorKind, RowStatus, parse
 from bench.model.store import SampleWriter
 from bench.run.calendar import ReadCalendar
 from bench.run.readring import ReadRing
@@ -188,6 +188,11 @@ class _Schedule:
     failures: int = 0               # clock reads failed in a row
 
 
+def _due_clocks(sched: _Schedule, now: int) -> list:
+    """The clocks (ClockSpec) whose read is due at `now`."""
+    return [c for c in sched.specs if sched.due[c.name] <= now]
+
+
 class DeviceWorker:
     """One device's probing, an asyncio task (`await worker.run()`) that never raises."""
 
@@ -341,29 +346,40 @@ class DeviceWorker:
         burst, paired = max(1, self.plan.burst), paired_slots(q, period)
         lead = self._lead_ns(spec.name, "last", bracket * (burst - 1))
         first = self._lead_ns(spec.name, "first", 0)
+        first_aims = paired and burst > 1
         try:                # the edge nearest the slot's centre
             aimed, then = next_probe_pair(
                 s, e, v, q, aim_from_ns(now, centre, q, period), bracket,
-                first if paired and burst > 1 else lead,
+                first if first_aims else lead,
                 state=self._aim_state.setdefault(spec.name, {}), paired=paired, burst=burst)
         except Exception as exc:   # the scheduler failing must never stop the reads
             self.store.journal(self.config.name, "warn", "schedule", f"tick-edge: {exc!r}")
             return self._book_explore(t)
         if aimed is None:
             return self._book_explore(t)
-        if not (paired and burst > 1):
-            aimed = int(aimed) - lead         # the burst's last read aims
-        else:       # the first read aims (a flank or a bisecting read), the last waits for its own
-            aimed = int(aimed) - first
-            then = None if then is None else int(then) - self._lead_ns(spec.name, "then", 0)
+        aimed, then = self._planned_from_aim(spec.name, int(aimed), then, first_aims, lead, first)
         if not now <= aimed < centre + AIM_REACH * period:   # no edge to aim at from this slot
             return self._book_explore(t)
+        return self._book_aimed(spec.name, aimed, then, bracket, t)
+
+    def _planned_from_aim(self, clock: str, aimed: int, then: int | None, first_aims: bool,
+                          lead: int, first: int) -> tuple[int, int | None]:
+        """The instants to plan the probe's reads at, each its measured lead before its aim:
+        the burst's last read aims (`lead`), or, with `first_aims`, the first read (a flank
+        or a bisecting read, `first`) and the last waits for its own (`then`)."""
+        if not first_aims:
+            return aimed - lead, then
+        return aimed - first, None if then is None else int(then) - self._lead_ns(clock, "then", 0)
+
+    def _book_aimed(self, clock: str, aimed: int, then: int | None, bracket: int, t: int) -> int:
+        """The aimed probe booked on the calendar (its burst's last read moved with it); an
+        exploration read at `t` where the calendar yields the aim."""
         booked = (aimed if self.calendar is None
                   else self.calendar.aim(aimed, max(1, self.plan.burst), bracket // 2))
         if booked is None:
             self.status.aims_yielded += 1
             return self._book_explore(t)
-        self._then[spec.name] = None if then is None else then + booked - aimed
+        self._then[clock] = None if then is None else then + booked - aimed
         return booked
 
     def _lead_seen(self, clock: str, read: str, late_ns: int) -> None:
@@ -498,11 +514,7 @@ class DeviceWorker:
                 if not await self._sleep_until(nxt):
                     break
                 continue
-            ok = await self._step(drv, sched, now)
-            if ok is not None:                          # only clock reads count
-                sched.failures = 0 if ok else sched.failures + 1
-                if ok:
-                    self._reconnect_s = 1.0             # a good read: the backoff starts again
+            self._outcome(sched, await self._step(drv, sched, now))
             if sched.failures >= self.plan.reopen_after:
                 new = await self._reconnect(drv, sched.failures, end)
                 if new is None:
@@ -512,35 +524,65 @@ class DeviceWorker:
                 sched.failures = 0
         return drv
 
+    def _outcome(self, sched: _Schedule, ok: bool | None) -> None:
+        """Count a clock read's outcome (only clock reads count, `ok` None for other events):
+        the failures in a row; a good read starts the reconnect backoff again."""
+        if ok is not None:
+            sched.failures = 0 if ok else sched.failures + 1
+            if ok:
+                self._reconnect_s = 1.0
+
     async def _step(self, drv: Driver, sched: _Schedule, now: int) -> bool | None:
         """The one event due first: a planned stimulus (it keeps its instant), else a clock read
         (ahead of the rest), a periodic stimulus, a log poll. A clock read's outcome, if one was
         taken."""
         if sched.planned and now >= sched.planned[0][0]:
-            name, _, target = sched.planned.pop(0)[1].partition(":")
-            await self._stimulus(drv, name, target or None)   # never counts toward a reopen
-            sched.watch_until = now + int(self.plan.watch_s * NS)
-            sched.poll_due = now + int(self.plan.watch_poll_s * NS)
-        elif ready := [c for c in sched.specs if sched.due[c.name] <= now]:
-            spec = min(ready, key=lambda c: sched.due[c.name])
-            reads, due, then = sched.reads[spec.name], sched.due[spec.name], self._then.get(spec.name)
-            n0 = len(reads)
-            ok = await self._read(drv, spec, reads, due, then)
-            if ok and len(reads) > n0:
-                self._lead_seen(spec.name, "first", reads[n0][0] - due)
-                if then is None:
-                    self._lead_seen(spec.name, "last", reads[-1][0] - due)
-                elif len(reads) > n0 + 1:
-                    self._lead_seen(spec.name, "then", reads[-1][0] - then)
-            sched.due[spec.name] = self._next_read(spec, reads, self.now_ns())
-            return ok
+            await self._planned_stimulus(drv, sched, now)
+        elif ready := _due_clocks(sched, now):
+            return await self._clock_read(drv, sched, min(ready, key=lambda c: sched.due[c.name]))
         elif sched.stimuli and now >= sched.stim_due:
             await self._periodic_stimulus(drv, sched, now)
-        elif now >= sched.poll_due and self._defer_log(now, min(sched.due.values())):
-            sched.poll_due = min(sched.due.values()) + 1     # after the read that comes first
         elif now >= sched.poll_due:
-            await self._due_poll(drv, sched, now)
+            await self._poll_or_defer(drv, sched, now)
         return None
+
+    async def _planned_stimulus(self, drv: Driver, sched: _Schedule, now: int) -> None:
+        """The stimulus planned first (it never counts toward a reopen); the log is then watched
+        closely."""
+        name, _, target = sched.planned.pop(0)[1].partition(":")
+        await self._stimulus(drv, name, target or None)   # never counts toward a reopen
+        sched.watch_until = now + int(self.plan.watch_s * NS)
+        sched.poll_due = now + int(self.plan.watch_poll_s * NS)
+
+    async def _clock_read(self, drv: Driver, sched: _Schedule, spec: ClockSpec) -> bool:
+        """The clock's due read (_read), how late its reads started (_lead_seen), its next
+        read planned; whether it was ok."""
+        reads, due, then = sched.reads[spec.name], sched.due[spec.name], self._then.get(spec.name)
+        n0 = len(reads)
+        ok = await self._read(drv, spec, reads, due, then)
+        if ok and len(reads) > n0:
+            self._leads_of(spec.name, reads, n0, due, then)
+        sched.due[spec.name] = self._next_read(spec, reads, self.now_ns())
+        return ok
+
+    def _leads_of(self, clock: str, reads: ReadRing, n0: int, due: int, then: int | None
+                  ) -> None:
+        """How late the probe's reads (from reads[n0]) started after their plan: its first
+        read after `due`, and its last after `due` (a burst back to back) or after `then` (a
+        burst's last read planned apart)."""
+        self._lead_seen(clock, "first", reads[n0][0] - due)
+        if then is None:
+            self._lead_seen(clock, "last", reads[-1][0] - due)
+        elif len(reads) > n0 + 1:
+            self._lead_seen(clock, "then", reads[-1][0] - then)
+
+    async def _poll_or_defer(self, drv: Driver, sched: _Schedule, now: int) -> None:
+        """The due log poll, or, where it would delay a read (_defer_log), after the read that
+        comes first."""
+        if self._defer_log(now, min(sched.due.values())):
+            sched.poll_due = min(sched.due.values()) + 1     # after the read that comes first
+        else:
+            await self._due_poll(drv, sched, now)
 
     async def _periodic_stimulus(self, drv: Driver, sched: _Schedule, now: int) -> None:
         """The next allowed stimulus in turn; the log is then watched closely."""
@@ -765,6 +807,27 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float,
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max(8, min(64, len(workers))),
                                                  thread_name_prefix="driver"))
+    calendar, line = _share_loop(workers, peers)
+    tasks = [asyncio.create_task(w.run(), name=f"dev-{w.config.name}") for w in workers]
+    lags: Counter[int] = Counter()     # the loop's lag in 0.1 ms bins: bounded in a long run
+    meter, watch, started = _loop_helpers(workers, calendar, line, lags, on_start)
+    _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline_s - time.monotonic()))
+    for t in (watch, started):
+        if t:
+            t.cancel()
+    if meter and calendar and line:                # all three: more than one worker
+        meter.cancel()
+        _journal_calendar(workers, calendar, line, lags)
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=5)
+
+
+def _share_loop(workers: list[DeviceWorker], peers: Peers | None
+                ) -> tuple[ReadCalendar | None, StartLine | None]:
+    """What the devices on one loop share, set on each: the gate on opens at once and, for
+    more than one device, the read calendar and the start line (with `peers`' loops)."""
     gate = asyncio.Semaphore(OPENS_AT_ONCE)
     calendar = ReadCalendar() if len(workers) > 1 else None
     line = (StartLine(len(workers), min(1.0, workers[0].plan.timeout_s), peers,
@@ -773,29 +836,32 @@ async def run_workers(workers: list[DeviceWorker], deadline_s: float,
         w.open_gate = gate
         w.calendar = calendar
         w.start_line = line
-    tasks = [asyncio.create_task(w.run(), name=f"dev-{w.config.name}") for w in workers]
-    lags: Counter[int] = Counter()     # the loop's lag in 0.1 ms bins: bounded in a long run
+    return calendar, line
+
+
+def _loop_helpers(workers: list[DeviceWorker], calendar: ReadCalendar | None,
+                  line: StartLine | None, lags: Counter[int],
+                  on_start: Callable[[], None] | None) -> tuple[asyncio.Task | None, ...]:
+    """The loop's helper tasks, each where it has a use: (the meter of lag and CPU per read,
+    the start line's watch, the call of `on_start` when the devices start)."""
     meter = asyncio.create_task(_meter(calendar, workers, lags)) if calendar else None
     watch = asyncio.create_task(line.watch(workers[0].stop_event)) if line else None
     started = asyncio.create_task(_when_started(line, on_start)) if on_start else None
-    _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline_s - time.monotonic()))
-    for t in (watch, started):
-        if t:
-            t.cancel()
-    if meter and calendar and line:                # all three: more than one worker
-        meter.cancel()
-        lag = (f"loop lag p50 {_bin_quantile(lags, 0.5) / 10:.1f} ms, p99 "
-               f"{_bin_quantile(lags, 0.99) / 10:.1f} ms, max {max(lags) / 10:.1f} ms; "
-               if lags else "")
-        workers[0].store.journal("", "info", "calendar",
-                                 f"{len(workers)} devices on one loop, started together "
-                                 f"{line.crossed_after_s or 0:.1f} s in: {lag}"
-                                 f"{calendar.cost_per_read_ns / 1e6:.2f} ms of CPU per read, "
-                                 f"{calendar.yielded} aims yielded, {calendar.moved} reads moved")
-    for t in pending:
-        t.cancel()
-    if pending:
-        await asyncio.wait(pending, timeout=5)
+    return meter, watch, started
+
+
+def _journal_calendar(workers: list[DeviceWorker], calendar: ReadCalendar, line: StartLine,
+                      lags: Counter[int]) -> None:
+    """The journal's line on the loop: devices, when they started, its lag, the calendar's
+    CPU per read and what it yielded and moved."""
+    lag = (f"loop lag p50 {_bin_quantile(lags, 0.5) / 10:.1f} ms, p99 "
+           f"{_bin_quantile(lags, 0.99) / 10:.1f} ms, max {max(lags) / 10:.1f} ms; "
+           if lags else "")
+    workers[0].store.journal("", "info", "calendar",
+                             f"{len(workers)} devices on one loop, started together "
+                             f"{line.crossed_after_s or 0:.1f} s in: {lag}"
+                             f"{calendar.cost_per_read_ns / 1e6:.2f} ms of CPU per read, "
+                             f"{calendar.yielded} aims yielded, {calendar.moved} reads moved")
 
 
 async def _when_started(line: StartLine | None, on_start: Callable[[], None]) -> None:

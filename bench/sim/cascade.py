@@ -26,7 +26,7 @@ import numpy as np
 
 from bench.analysis.estimate import fit_clock
 from bench.model.summary import ClockResult
-from bench.sim.clock import ClockModel, ClockParams
+from bench.sim.clock_model import ClockModel, ClockParams
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -56,7 +56,7 @@ STEPS = (
     Step("node NotReady", "scheduler", "", "node_not_ready", "node_not_ready"),
 )
 # the alternative first cause: the Redfish CDU's pump fault (its test event carries DMTF's
-# Environmental PumpFailed; bench/sim/redfish_equipment.py records `pump_fault`), in place of
+# Environmental PumpFailed; bench/sim/redfish_equipment_emu.py records `pump_fault`), in place of
 # the Modbus CDU's pump trip (experiments/incident.py `first_cause = "redfish"`)
 REDFISH_FIRST = Step("CDU pump fault (Redfish)", "cooling", "cdu-rf-1", "test_event", "pump_fault")
 FIRST_CAUSES = ("modbus", "redfish")

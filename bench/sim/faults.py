@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config.schema import TEXT, YEARS_100_S, choice, num, table
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock_model import NS, ClockModel
 
 # a [sim] table's `faults` entry (bench/sim/simtable.py): the Fault below
 FAULT_KEYS = table({"kind": choice("reboot", "wrap", "step"), "clock": TEXT,

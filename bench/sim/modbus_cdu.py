@@ -42,7 +42,7 @@ from pymodbus.pdu.mei_message import ReadDeviceInformationRequest, ReadDeviceInf
 from pymodbus.simulator import DataType, SimData, SimDevice
 
 from bench.config.inventory import DeviceConfig
-from bench.sim.clock import NS
+from bench.sim.clock_model import NS
 from bench.sim.modbus_manual import spans
 from bench.sim.timing import hold, sample_clock
 
@@ -125,6 +125,23 @@ WINDOW_FIELDS: dict[str, Callable[[Any, tuple[Any, int]], int]] = {
     "bcd_mmss": lambda t, e: bcd(t.minute) << 8 | bcd(t.second),
 }
 
+
+
+def _asked_range(table: str, address: int, count: int) -> tuple[int, int]:
+    """The addresses [lo, hi) a read asks for; in a bit table, the bits of whole registers
+    (pymodbus passes the bit address and a count of registers)."""
+    if table in BIT_TABLES:
+        return (address // 16) * 16, (address // 16 + count) * 16
+    return address, address + count
+
+
+def _put_registers(registers: list[int], start: int, a: int, regs: list[int], lo: int,
+                   hi: int) -> None:
+    """Copy a span's registers (from address `a`) into the answer (from `start`), those in
+    [lo, hi) only."""
+    for i, r in enumerate(regs):
+        if lo <= a + i < hi:
+            registers[a + i - start] = r
 
 class Cdu:
     """The controller's state, its clock, and the action hook pymodbus calls on each access."""
@@ -232,57 +249,73 @@ class Cdu:
     def _write(self, table: str, address: int, values: list) -> ExcCodes | None:
         a = self.alarm
         if a and a["table"] == table and a["address"] == address:
-            v = int(values[0])
-            if v == 0:
-                return None
-            if v != int(a.get("value", 1)):
-                return ExcCodes.ILLEGAL_VALUE
-            self._raise_test_alarm(int(a.get("code", 0)))
-            return None
-        if table == self.rtc.get("table", "holding") and address == self.rtc["address"] \
-                and len(values) == self.rtc_span_count():
+            return self._write_alarm(a, int(values[0]))
+        if self._is_rtc(table, address, len(values)):
             return self._set_rtc([int(v) for v in values])
-        log = self.log_spec
-        if log and log["layout"] == "window" and table == log["table"] \
-                and address == log["select_address"]:
+        if self._is_log_select(table, address):
             self.select = int(values[0]) & 0xFFFF
             return None
         return ExcCodes.ILLEGAL_ADDRESS
 
+    def _write_alarm(self, a: dict, v: int) -> ExcCodes | None:
+        """A write to the test-alarm register: 0 does nothing, the manual's value raises the
+        alarm, any other value is refused."""
+        if v == 0:
+            return None
+        if v != int(a.get("value", 1)):
+            return ExcCodes.ILLEGAL_VALUE
+        self._raise_test_alarm(int(a.get("code", 0)))
+        return None
+
+    def _is_rtc(self, table: str, address: int, count: int) -> bool:
+        """Whether a write of `count` registers at `address` sets the whole RTC."""
+        return table == self.rtc.get("table", "holding") and address == self.rtc["address"] \
+            and count == self.rtc_span_count()
+
+    def _is_log_select(self, table: str, address: int) -> bool:
+        """Whether `address` is the row select register of a windowed event log."""
+        log = self.log_spec
+        if not log:
+            return False
+        return log["layout"] == "window" and table == log["table"] \
+            and address == log["select_address"]
+
     async def _refresh(self, table: str, address: int, count: int, start: int,
                        registers: list[int]) -> None:
         """Fill the registers of [address, address+count) from the model, sampled now."""
-        if table in BIT_TABLES:       # pymodbus passes the bit address and a count of registers
-            lo, hi = (address // 16) * 16, (address // 16 + count) * 16
-        else:
-            lo, hi = address, address + count
-        touched = [s for s in self.spans if s[1] == table and s[2] < hi and lo < s[2] + s[3]]
+        lo, hi = _asked_range(table, address, count)
+        touched = self._spans_within(table, lo, hi)
         if not touched:
             return
         rtc_regs: list[int] = []
         if any(s[0] == "rtc" for s in touched):
-            task = asyncio.current_task()
-            assert task is not None             # pymodbus runs each request in a task
-            self.waiting.add(task)                # cancelled at close if still sleeping
-            try:
-                _, v = await sample_clock(self.ctx, self.name, "rtc", self.model)
-                rtc_regs = self.encode_rtc(v)
-                await hold(self.model.p.reply_delay_s)
-            finally:
-                self.waiting.discard(task)
+            rtc_regs = await self._sample_rtc()
         t_now = self.ctx.now_ns()
         # no await below: every register of this answer is written from the same state
         for what, tbl, a, n, _ in touched:
-            if what == "rtc":
-                regs = rtc_regs
-            elif tbl in BIT_TABLES:
+            if tbl in BIT_TABLES and what != "rtc":
                 self._put_bit(registers, start, a, bool(self.alarm_pending))
                 continue
-            else:
-                regs = self._registers_of(what, n, t_now)
-            for i, r in enumerate(regs):
-                if lo <= a + i < hi:
-                    registers[a + i - start] = r
+            regs = rtc_regs if what == "rtc" else self._registers_of(what, n, t_now)
+            _put_registers(registers, start, a, regs, lo, hi)
+
+    def _spans_within(self, table: str, lo: int, hi: int) -> list[tuple]:
+        """The mapped spans of `table` that overlap [lo, hi)."""
+        return [s for s in self.spans if s[1] == table and s[2] < hi and lo < s[2] + s[3]]
+
+    async def _sample_rtc(self) -> list[int]:
+        """The RTC's registers, sampled now, after the model's reply delay (the request's task
+        cancelled at close if still sleeping)."""
+        task = asyncio.current_task()
+        assert task is not None             # pymodbus runs each request in a task
+        self.waiting.add(task)                # cancelled at close if still sleeping
+        try:
+            _, v = await sample_clock(self.ctx, self.name, "rtc", self.model)
+            rtc_regs = self.encode_rtc(v)
+            await hold(self.model.p.reply_delay_s)
+        finally:
+            self.waiting.discard(task)
+        return rtc_regs
 
     @staticmethod
     def _put_bit(registers: list[int], start: int, address: int, on: bool) -> None:

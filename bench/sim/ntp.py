@@ -10,7 +10,7 @@ The first poll comes `first_poll_s` after the client is enabled.
 
 Written by hand: the model must be a pure function of reference time (real or virtual) with its
 decisions recorded as truth, which no NTP implementation offers. It hooks into
-bench.sim.clock.ClockModel through `corrections` (a term added to the wall reading); decisions are
+bench.sim.clock_model.ClockModel through `corrections` (a term added to the wall reading); decisions are
 made lazily in time order, and those after a manual set (a step added later) are made again.
 
 Sim keys (a device's `[sim.ntp_model]` table): poll_s, step_threshold_s, slew_ppm, first_poll_s,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench.errors import RackclockError
-from bench.sim.clock import NS
+from bench.sim.clock_model import NS
 from bench.sim.optic_cmis import CmisModule
 from bench.sim.timing import hold
 
@@ -139,11 +139,7 @@ class Bridge:
     async def _serve(self, line: bytes, t_rx: int, send) -> None:
         t_start = max(t_rx + self._wire_ns(len(line) + 2), self.busy_until)
         tag, cmd, args, err = self._parse(line)
-        stall = False
-        data_bytes = 0
-        if err is None and cmd in ("RD", "WR") and self.selected in self.modules:
-            data_bytes = int(args[2]) if cmd == "RD" else len(args[2]) // 2
-            stall = self.modules[self.selected].stalled
+        data_bytes, stall = self._transfer(cmd, args) if err is None else (0, False)
         t_access = t_start + (self._i2c_ns(6) if cmd in ("RD", "WR") else 0)
         await self._until(t_access)
         if err is not None:
@@ -153,23 +149,42 @@ class Bridge:
             payload = f"{tag} ERR 06 i2c timeout on port {self.selected}"
             t_done = t_start + round(self.spec.i2c_timeout_ms * 1e6)
         else:
-            try:
-                payload = f"{tag} OK {cmd}" + self._execute(cmd, args, t_access)
-            except BridgeError as e:
-                payload = f"{tag} ERR {e.code:02d} {e.text}"
+            payload = self._executed(tag, cmd, args, t_access)
             t_done = t_access + self._i2c_ns(data_bytes)
         out = frame(payload)
         t_last = t_done + round(self.spec.bridge_delay_s * NS) + self._wire_ns(len(out))
         self.busy_until = t_last
         await self._until(self._next_tick(t_last))
+        faulted = self._with_next_fault(out)
+        if faulted is not None:
+            send(faulted)
+
+    def _transfer(self, cmd: str, args: list[str]) -> tuple[int, bool]:
+        """(data bytes, whether the module stalls the bus) of a RD or WR to the selected
+        module; (0, False) for anything else."""
+        if cmd not in ("RD", "WR") or self.selected not in self.modules:
+            return 0, False
+        data_bytes = int(args[2]) if cmd == "RD" else len(args[2]) // 2
+        return data_bytes, self.modules[self.selected].stalled
+
+    def _executed(self, tag: str, cmd: str, args: list[str], t_access: int) -> str:
+        """The answer's payload to a well-formed command: OK with its result, or its error."""
+        try:
+            return f"{tag} OK {cmd}" + self._execute(cmd, args, t_access)
+        except BridgeError as e:
+            return f"{tag} ERR {e.code:02d} {e.text}"
+
+    def _with_next_fault(self, out: bytes) -> bytes | None:
+        """The answer as the next queued fault leaves it: None (silence), a wrong checksum or
+        garbled bytes; as it is when no fault is queued."""
         fault = self.faults.popleft() if self.faults else None
         if fault == "silence":
-            return
+            return None
         if fault == "checksum":
             out = out[:-4] + b"%02X\r\n" % (xor_checksum(out[:-5]) ^ 0x5A)
         elif fault == "garble":
             out = bytes(b ^ 0x21 if i % 3 == 1 else b for i, b in enumerate(out[:-2])) + b"\r\n"
-        send(out)
+        return out
 
     # -- the protocol -------------------------------------------------------------------------------
     def _parse(self, line: bytes):

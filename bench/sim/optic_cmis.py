@@ -51,9 +51,9 @@ import numpy as np
 
 from bench.config.keys import Key
 from bench.config.schema import FLAG, TEXT, key, list_of, num, span, table
-from bench.sim.clock import AT_S, CLOCK_KEYS, NS, ClockModel
+from bench.sim.clock_model import AT_S, CLOCK_KEYS, NS, ClockModel
 
-# a serial optic's `modules.PORT` table (bench/sim/serial_optic.py): the ModuleSpec below
+# a serial optic's `modules.PORT` table (bench/sim/serial_optic_emu.py): the ModuleSpec below
 MODULE_KEYS = table({
     "vendor": TEXT, "part": TEXT, "revision": TEXT, "serial": TEXT, "date_code": TEXT,
     "oui": key(Key("str", pattern=r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){2}", hint="'00:90:65'")),

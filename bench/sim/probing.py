@@ -21,7 +21,7 @@ from bench.analysis.probe_schedule import (
     next_probe_ns,
     paired_slots,
 )
-from bench.sim.clock import ClockModel
+from bench.sim.clock_model import ClockModel
 
 NS = 1_000_000_000
 EXPLORE_EVERY = 4
@@ -60,6 +60,27 @@ def _corruption(q: int, rng: np.random.Generator) -> int:
     return int(off) // q * q
 
 
+def _first_bad_read(rng: np.random.Generator, n: int, bad: int) -> int:
+    """The index of the first corrupted answer (a random read from the tenth on); -1: none."""
+    return int(rng.integers(10, max(11, n - 10))) if bad else -1
+
+
+def _corrupted(i: int, bad_at: int, bad: int) -> bool:
+    """Whether answer `i` is one of the `bad` consecutive corrupted answers from `bad_at`."""
+    return bad_at >= 0 and bad_at <= i < bad_at + bad
+
+
+def _aims_at_ticks(q: int, counter: bool, reads: int) -> bool:
+    """Whether the runner aims its reads at tick edges: a coarse clock (a tick of 1 ms or
+    more), not a counter, after the first four reads."""
+    return q >= 1_000_000 and not counter and reads >= 4
+
+
+def _lag_ns(rng: np.random.Generator, lag_s: float) -> int:
+    """How far the device's value lags its own clock this read: U(0.5, 1)·lag."""
+    return int(rng.uniform(0.5, 1.0) * lag_s * NS) if lag_s else 0
+
+
 def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
                      rng: np.random.Generator, *, sideband: bool = False, lag_s: float = 0.0,
                      bad: int = 0, lost: float = 0.03, t0_ns: int | None = None,
@@ -80,14 +101,14 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
     now = m.t0_ns if t0_ns is None else int(t0_ns)
     k = 0
     origin, slot = now + int(period // 2), -1        # slot 0 spans the first period
-    bad_at = int(rng.integers(10, max(11, n - 10))) if bad else -1
+    bad_at = _first_bad_read(rng, n, bad)
     aim_state: dict = {}                # the schedule's per-clock state, as the runner keeps it
     tick = ProvenTick(declared_ns)
     reads: list[tuple[int, int, int]] = []
     while len(S) < n:
         slot, centre = grid_slot(origin, slot, period, now)
         q = tick.declared_ns if aim_declared else tick.update(reads)   # as the runner aims
-        coarse = q >= 1_000_000 and not p.counter and len(S) >= 4
+        coarse = _aims_at_ticks(q, p.counter, len(S))
         aim = coarse and k % EXPLORE_EVERY
         k += coarse
         t = _instant(coarse, now, rng.random(), q, centre, period)
@@ -98,9 +119,8 @@ def read_like_runner(m: ClockModel, n: int, rate_hz: float, declared_ns: int,
         now = t + b
         if m.down(sample) or rng.uniform() < lost:
             continue
-        lag = int(rng.uniform(0.5, 1.0) * lag_s * NS) if lag_s else 0
-        v = m.read_ns(sample - lag)
-        if bad_at >= 0 and bad_at <= len(S) < bad_at + bad:
+        v = m.read_ns(sample - _lag_ns(rng, lag_s))
+        if _corrupted(len(S), bad_at, bad):
             v += _corruption(p.resolution_ns, rng)
             corrupted.append(len(S))
         S.append(t)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import importlib
 import json
 import shutil
 import tempfile
@@ -25,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.config.inventory import DeviceConfig, RackConfig
-from bench.model.schema import version
+from bench.model.file_schemas import version
 from bench.reference.clock import Reference
-from bench.sim.clock import NS, ClockModel, device_models
+from bench.sim.clock_model import NS, ClockModel, device_models
 from bench.sim.faults import FaultBoard, fault_from_table
+from bench.sim.simtable import emulator_module
 
 
 class SimContext:
@@ -108,7 +108,7 @@ async def start_rack(rack: RackConfig, ctx: SimContext) -> tuple[RackConfig, dic
     failed: dict[str, str] = {}
     for emulator, devices in by_driver.items():
         try:
-            module = importlib.import_module(f"bench.sim.{emulator}")
+            module = emulator_module(emulator)
             overrides = await module.serve(devices, ctx)
         except Exception as exc:  # one broken emulator must not stop the rack
             for d in devices:

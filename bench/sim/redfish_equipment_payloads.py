@@ -4,7 +4,7 @@ the OCP profiles (OCPCoolantDistributionUnit, OCPLiquidCoolingBaseline, OCPRackP
 OCPPowerShelfManagement): the properties those profiles make mandatory, with fixed readings.
 
 `tree(kind, state)` gives {URI: body()} for one piece of equipment; bodies are built at each
-GET from `state` (the pumps' and outlets' live state, held by bench/sim/redfish_equipment.py).
+GET from `state` (the pumps' and outlets' live state, held by bench/sim/redfish_equipment_emu.py).
 """
 from __future__ import annotations
 

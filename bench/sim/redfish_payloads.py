@@ -292,20 +292,13 @@ def test_event_problem(body: dict, profile) -> tuple[str, str, list] | None:
     if not isinstance(mid, str) or not mid:
         return ("PropertyMissing", "The property MessageId is a required property and must be "
                 "included in the request.", ["MessageId"])
-    wanted = ["EventId", "EventTimestamp", "Severity", "Message", "MessageArgs",
-              "OriginOfCondition"]
-    if tuple(int(x) for x in profile.es_version[1:].split("_")) < (1, 3, 0):
-        wanted.append("EventType")
-    for key in wanted if profile.strict_test_event else ():
-        if key not in body:
+    wanted = _test_event_parameters(profile)
+    if profile.strict_test_event:
+        missing = next((k for k in wanted if k not in body), None)
+        if missing is not None:
             return ("ActionParameterMissing", f"The action SubmitTestEvent requires the parameter "
-                    f"{key} to be present in the request body.", ["SubmitTestEvent", key])
-    for key, ok in (("MessageArgs", lambda v: isinstance(v, list) and all(isinstance(a, str)
-                                                                          for a in v)),
-                    ("EventType", lambda v: v in _EVENT_TYPES),
-                    ("EventTimestamp", _is_datetime),
-                    *((k, lambda v: isinstance(v, str)) for k in
-                      ("EventId", "Severity", "Message", "OriginOfCondition"))):
+                    f"{missing} to be present in the request body.", ["SubmitTestEvent", missing])
+    for key, ok in _TEST_EVENT_FORMATS:
         if key in body and not ok(body[key]):
             return ("ActionParameterValueFormatError", f"The value {json.dumps(body[key])} for "
                     f"the parameter {key} in the action SubmitTestEvent is of a different format "
@@ -314,8 +307,34 @@ def test_event_problem(body: dict, profile) -> tuple[str, str, list] | None:
     return None
 
 
+def _test_event_parameters(profile) -> list[str]:
+    """The parameters of SubmitTestEvent the profile's EventService version defines (EventType
+    only before v1_3_0)."""
+    wanted = ["EventId", "EventTimestamp", "Severity", "Message", "MessageArgs",
+              "OriginOfCondition"]
+    if tuple(int(x) for x in profile.es_version[1:].split("_")) < (1, 3, 0):
+        wanted.append("EventType")
+    return wanted
+
+
+def _is_string_list(v) -> bool:
+    return isinstance(v, list) and all(isinstance(a, str) for a in v)
+
+
+def _is_string(v) -> bool:
+    return isinstance(v, str)
+
+
 def _is_datetime(v) -> bool:
     try:
         return isinstance(v, str) and dt.datetime.fromisoformat(v).tzinfo is not None
     except ValueError:
         return False
+
+
+# SubmitTestEvent's parameters and the test of each one's format, in the order they are checked
+_TEST_EVENT_FORMATS = (("MessageArgs", _is_string_list),
+                       ("EventType", lambda v: v in _EVENT_TYPES),
+                       ("EventTimestamp", _is_datetime),
+                       *((k, _is_string) for k in
+                         ("EventId", "Severity", "Message", "OriginOfCondition")))

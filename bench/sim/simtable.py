@@ -1,9 +1,9 @@
 """A simulated device's `[devices.NAME.sim]` table, checked when the rack file is read (by the
 loader, bench/config/loader.py, and by `rackclock sim` before it serves): the keys are declared
-by what reads them, beside its code: the clock model's parameters (bench/sim/clock.py
+by what reads them, beside its code: the clock model's parameters (bench/sim/clock_model.py
 `ClockParams`, each with its check), the fault board's (bench/sim/faults.py `FAULT_KEYS`) and
-each emulator's own (`SIM_KEYS` of bench/sim/<emulator>.py). A key no one reads is refused; each
-problem is one InventoryError naming the key's path (`sim.clocks.sysuptime.uptime_s`).
+each emulator's own (`SIM_KEYS` of bench/sim/<emulator>_emu.py). A key no one reads is refused;
+each problem is one InventoryError naming the key's path (`sim.clocks.sysuptime.uptime_s`).
 """
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import functools
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from bench.config.keys import InventoryError, short
 from bench.config.schema import TEXT, YEARS_100_S, Check, bad, label, list_of, named, table
-from bench.sim.clock import CLOCK_KEYS
+from bench.sim.clock_model import CLOCK_KEYS
 from bench.sim.faults import FAULT_KEYS
 
 MIN_WRAP_S = 1.0             # a shorter wrap period makes the truth's list of wraps unbounded
@@ -28,17 +29,25 @@ COMMON: dict[str, Check] = {
     "by_firmware": named(CLOCK_TABLE, 16, label, "names of 1 to 64 characters")}
 
 
+EMU_SUFFIX = "_emu"           # emulator NAME (the rack file's `sim.emulator`) lives in NAME_emu.py
+
+
 @functools.cache
 def emulators() -> list[str]:
-    """The emulator modules of bench/sim (those serving devices), by file, not by import."""
+    """The emulators of bench/sim (modules NAME_emu.py serving devices), by file, not by import."""
     here = Path(__file__).resolve().parent
-    return sorted(p.stem for p in here.glob("*.py")
+    return sorted(p.stem.removesuffix(EMU_SUFFIX) for p in here.glob(f"*{EMU_SUFFIX}.py")
                   if "\nasync def serve(devices" in p.read_text())
+
+
+def emulator_module(emulator: str) -> ModuleType:
+    """The module serving the rack file's `emulator` (bench/sim/<emulator>_emu.py)."""
+    return importlib.import_module(f"bench.sim.{emulator}{EMU_SUFFIX}")
 
 
 def emulator_keys(emulator: str) -> dict[str, Check]:
     """The keys of a [sim] table served by `emulator`: the common ones, the clock's, its own."""
-    own = importlib.import_module(f"bench.sim.{emulator}").SIM_KEYS
+    own = emulator_module(emulator).SIM_KEYS
     return {**CLOCK_KEYS, **own, **COMMON}
 
 

@@ -21,7 +21,7 @@ from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 from pysnmp.smi import error as smi_error
 
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock_model import NS, ClockModel
 from bench.sim.snmp_pdu_vendors import Oid, VendorLayout, oid
 
 TICK_NS = 10_000_000                 # TimeTicks: hundredths of a second

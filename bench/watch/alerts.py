@@ -18,6 +18,20 @@ def _ppm(x: float) -> str:
     return f"{x:g} ppm"
 
 
+def _limit_checks(lim: dict, b: dict, counter: bool
+                  ) -> list[tuple[str, float, float, float, Callable[[float], str]]]:
+    """(measure, bound's lo, hi, limit, the limit's format) of each limit the device has and
+    the clock's bounds `b` can be judged on (a counter has no offset limit)."""
+    checks: list[tuple[str, float, float, float, Callable[[float], str]]] = []
+    if "offset_within" in lim and b and not counter:
+        checks.append(("offset", b["offset_lo_ns"], b["offset_hi_ns"], lim["offset_within"],
+                       fmt_ns))
+    if "drift_within_ppm" in lim and b:
+        checks.append(("drift", b["drift_lo_ppm"], b["drift_hi_ppm"],
+                       lim["drift_within_ppm"], _ppm))
+    return checks
+
+
 class Alerts:
     def __init__(self, journal, limits: Mapping[str, Any] | None = None):
         self.journal = journal             # journal(device, level, kind, message)
@@ -46,22 +60,14 @@ class Alerts:
             c.limits_failed.discard("stuck")
 
     def crossed(self, device: str, clock: str, c) -> None:
-        """The rack file's [limits] (bench/model/limits.py) judged on the current segment: a
+        """The rack file's [limits] (bench/model/limit_checks.py) judged on the current segment: a
         limit is crossed when every value the proven bounds allow is beyond it."""
-        from bench.model.limits import for_device  # scipy's stack: not on the start's path
+        from bench.model.limit_checks import for_device  # scipy's stack: not on the start's path
         try:
             lim = for_device(self.limits, device, c.plane)
         except Exception:
             return
-        b = c.bounds or {}
-        checks: list[tuple[str, float, float, float, Callable[[float], str]]] = []
-        if "offset_within" in lim and b and not c.window.meta.counter:
-            checks.append(("offset", b["offset_lo_ns"], b["offset_hi_ns"], lim["offset_within"],
-                           fmt_ns))
-        if "drift_within_ppm" in lim and b:
-            checks.append(("drift", b["drift_lo_ppm"], b["drift_hi_ppm"],
-                           lim["drift_within_ppm"], _ppm))
-        for what, lo, hi, limit, fmt in checks:
+        for what, lo, hi, limit, fmt in _limit_checks(lim, c.bounds or {}, c.window.meta.counter):
             out = hi < -limit or lo > limit
             if out and what not in c.limits_failed:
                 c.limits_failed.add(what)

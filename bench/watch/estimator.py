@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.analysis.counters import AMBIGUOUS, step_wraps, unwrap
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, ClockFit, fit_clock, wander_allowance_ns_per_s
+from bench.analysis.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.model.summary import ClockResult
 
 __all__ = ["ClockFit", "ClockMeta", "ClockWindow", "WINDOW", "current_bounds"]

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -185,32 +186,53 @@ def answers(qs: list[Query], cals: list, source: str, read_at: int, counter: boo
     """The mappings of stamps of one clock through these calibrations, in one vectorised pass,
     as the timeline maps log lines (bench/model/timeline_build.read_log: the clock's tick at least,
     read no later than now); the words of each answer made once per kind of answer."""
-    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
-    v = np.fromiter((q.value_ns for q in qs), dtype=np.int64, count=len(qs))
-    r = np.fromiter((q.resolution_ns for q in qs), dtype=np.int64, count=len(qs))
-    m = map_stamps(cals, v, np.maximum(r, fit_q), None, wall=not counter, not_after_ns=read_at)
+    m = _mapped(qs, cals, read_at, counter)
     lo, hi = m.lo_ns.tolist(), m.hi_ns.tolist()
     alo = (m.lo_ns if m.assumed_lo_ns is None else m.assumed_lo_ns).tolist()
     ahi = (m.hi_ns if m.assumed_hi_ns is None else m.assumed_hi_ns).tolist()
-    cand = np.asarray(m.candidates, dtype=bool).reshape(len(m.names) or 1, -1)
-    code = (cand.astype(np.int64) << np.arange(len(cand), dtype=np.int64)[:, None]).sum(axis=0) \
-        if len(cand) < 63 else np.arange(len(qs))
-    keys = list(zip(m.status.tolist(), m.distance_ns.tolist(), code.tolist()))
+    keys = _answer_kinds(m, len(qs))
     words: dict[tuple, tuple[str, str, str]] = {}
     out = []
     for i, q in enumerate(qs):
         w = words.get(keys[i])
         if w is None:
             w = words[keys[i]] = (m.status_of(i), describe(m, i), m.calibration_of(i))
-        placed = w[0] not in ("presync", "unplaceable")
-        out.append({"device": q.device, "clock": q.clock, "stamp": q.raw, "value_ns": q.value_ns,
-                    "lo_ns": lo[i] if placed else None, "hi_ns": hi[i] if placed else None,
-                    "status": w[0], "model": w[1], "calibration": w[2], "source": source,
-                    # the segment's line (no unseen step inside it), inside [lo_ns, hi_ns]
-                    "assumed_lo_ns": alo[i] if placed else None,
-                    "assumed_hi_ns": ahi[i] if placed else None,
-                    "assumed": ASSUMED if placed else None})
+        out.append(_answer_row(q, w, source, (lo[i], hi[i], alo[i], ahi[i])))
     return out
+
+
+def _answer_row(q: Query, w: tuple[str, str, str], source: str,
+                bounds: tuple[int, int, int, int]) -> dict:
+    """One stamp's answer: its words `w` (status, model, calibration) and, when it was placed,
+    its interval and the segment line's (`bounds`: lo, hi, assumed lo, assumed hi)."""
+    lo, hi, alo, ahi = bounds
+    placed = w[0] not in ("presync", "unplaceable")
+    return {"device": q.device, "clock": q.clock, "stamp": q.raw, "value_ns": q.value_ns,
+            "lo_ns": lo if placed else None, "hi_ns": hi if placed else None,
+            "status": w[0], "model": w[1], "calibration": w[2], "source": source,
+            # the segment's line (no unseen step inside it), inside [lo_ns, hi_ns]
+            "assumed_lo_ns": alo if placed else None,
+            "assumed_hi_ns": ahi if placed else None,
+            "assumed": ASSUMED if placed else None}
+
+
+def _mapped(qs: list[Query], cals: list, read_at: int, counter: bool) -> Any:
+    """The stamps mapped through the calibrations (map_stamps), each read to at least the
+    fit's tick and no later than `read_at`."""
+    fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
+    v = np.fromiter((q.value_ns for q in qs), dtype=np.int64, count=len(qs))
+    r = np.fromiter((q.resolution_ns for q in qs), dtype=np.int64, count=len(qs))
+    return map_stamps(cals, v, np.maximum(r, fit_q), None, wall=not counter,
+                      not_after_ns=read_at)
+
+
+def _answer_kinds(m: Any, n: int) -> list[tuple]:
+    """Per answer its kind (status, distance, candidate calibrations): answers of one kind
+    share their words."""
+    cand = np.asarray(m.candidates, dtype=bool).reshape(len(m.names) or 1, -1)
+    code = (cand.astype(np.int64) << np.arange(len(cand), dtype=np.int64)[:, None]).sum(axis=0) \
+        if len(cand) < 63 else np.arange(n)
+    return list(zip(m.status.tolist(), m.distance_ns.tolist(), code.tolist()))
 
 
 def answer(q: Query, cals: list, source: str, read_at: int, counter: bool) -> dict:

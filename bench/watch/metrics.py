@@ -13,7 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
 from bench.analysis.statuses import BreakKind
-from bench.model.statuses import ErrorKind
+from bench.model.run_statuses import ErrorKind
 from bench.units import PER_PPM, PER_S, scaled_out
 from bench.watch.estimator import bound_now
 from bench.watch.state import MEASURED_NS
@@ -48,47 +48,60 @@ class WatchCollector:
 
     def _clocks(self):
         L = ["device", "clock", "plane"]
-        lo = _g("clock_offset_lo_seconds", "proven lower bound of device clock minus reference "
-                "at the current segment's epoch", L)
-        hi = _g("clock_offset_hi_seconds", "upper bound of device clock minus reference", L)
-        st = _g("clock_offset_status", "the offset bound's status (1 for the current one)",
-                L + ["status"])
-        md = _g("clock_mean_drift_ratio", "the current segment's mean drift (point; s/s)", L)
-        dl = _g("clock_drift_lo_ratio", "lower bound of the drift at the epoch (s/s)", L)
-        dh = _g("clock_drift_hi_ratio", "upper bound of the drift at the epoch (s/s)", L)
-        br = _c("clock_breaks", "breaks (steps, reboots...) detected while watching", L + ["kind"])
-        age = _g("clock_last_read_age_seconds", "reference time since the last good read", L)
-        stuck = _g("clock_stuck", "1 when the clock's value stopped advancing", L)
-        lim = _g("clock_limit_crossed", "1 when the bounds are beyond a [limits] entry",
-                 L + ["measure"])
-        reads = _c("clock_reads", "good reads of the clock", L)
+        fam = {**self._clock_families(L), **self._now_families(L)}
         now = self.state.now_ns()
-        fam = self._now_families(L)
         with self.state.lock:
             for dn, d in self.state.devices.items():
                 for cn, c in d.clocks.items():
-                    lab = [dn, cn, d.plane]
-                    reads.add_metric(lab, c.taken)
-                    for k in BreakKind:
-                        br.add_metric(lab + [str(k)], c.breaks.get(str(k), 0))
-                    stuck.add_metric(lab, 1.0 if c.stuck else 0.0)
-                    for m in ("offset", "drift"):
-                        lim.add_metric(lab + [m], 1.0 if m in c.limits_failed else 0.0)
-                    if c.last_read_ns is not None:
-                        age.add_metric(lab, max(0, now - c.last_read_ns) / NS)
-                    b = c.bounds
-                    if not b:
-                        continue
-                    lo.add_metric(lab, scaled_out(b["offset_lo_ns"], PER_S, False))
-                    hi.add_metric(lab, scaled_out(b["offset_hi_ns"], PER_S, True))
-                    self._add_now(fam, lab, b, now, c.window.meta.counter)
-                    for s in STATUSES:
-                        st.add_metric(lab + [s], 1.0 if b["offset_status"] == s else 0.0)
-                    dl.add_metric(lab, scaled_out(b["drift_lo_ppm"], PER_PPM, False))
-                    dh.add_metric(lab, scaled_out(b["drift_hi_ppm"], PER_PPM, True))
-                    if b["mean_drift_ppm"] is not None:
-                        md.add_metric(lab, b["mean_drift_ppm"] * 1e-6)
-        yield from (lo, hi, st, md, dl, dh, br, age, stuck, lim, reads, *fam.values())
+                    self._add_clock(fam, [dn, cn, d.plane], c, now)
+        yield from fam.values()
+
+    @staticmethod
+    def _clock_families(L: list[str]) -> dict:
+        """The per-clock families but the bound now's, in the order they are served."""
+        return {
+            "lo": _g("clock_offset_lo_seconds", "proven lower bound of device clock minus "
+                     "reference at the current segment's epoch", L),
+            "hi": _g("clock_offset_hi_seconds", "upper bound of device clock minus reference", L),
+            "st": _g("clock_offset_status", "the offset bound's status (1 for the current one)",
+                     L + ["status"]),
+            "md": _g("clock_mean_drift_ratio", "the current segment's mean drift (point; s/s)", L),
+            "dl": _g("clock_drift_lo_ratio", "lower bound of the drift at the epoch (s/s)", L),
+            "dh": _g("clock_drift_hi_ratio", "upper bound of the drift at the epoch (s/s)", L),
+            "br": _c("clock_breaks", "breaks (steps, reboots...) detected while watching",
+                     L + ["kind"]),
+            "age": _g("clock_last_read_age_seconds", "reference time since the last good read",
+                      L),
+            "stuck": _g("clock_stuck", "1 when the clock's value stopped advancing", L),
+            "lim": _g("clock_limit_crossed", "1 when the bounds are beyond a [limits] entry",
+                      L + ["measure"]),
+            "reads": _c("clock_reads", "good reads of the clock", L)}
+
+    def _add_clock(self, fam: dict, lab: list, c, now: int) -> None:
+        """One clock's samples: its reads, breaks, stuck and limit flags, read age, and its
+        bounds when it has a fit."""
+        fam["reads"].add_metric(lab, c.taken)
+        for k in BreakKind:
+            fam["br"].add_metric(lab + [str(k)], c.breaks.get(str(k), 0))
+        fam["stuck"].add_metric(lab, 1.0 if c.stuck else 0.0)
+        for m in ("offset", "drift"):
+            fam["lim"].add_metric(lab + [m], 1.0 if m in c.limits_failed else 0.0)
+        if c.last_read_ns is not None:
+            fam["age"].add_metric(lab, max(0, now - c.last_read_ns) / NS)
+        if c.bounds:
+            self._add_bounds(fam, lab, c.bounds, now, c.window.meta.counter)
+
+    def _add_bounds(self, fam: dict, lab: list, b: dict, now: int, counter: bool) -> None:
+        """A clock's offset and drift bounds at the epoch, its status, and the bound now."""
+        fam["lo"].add_metric(lab, scaled_out(b["offset_lo_ns"], PER_S, False))
+        fam["hi"].add_metric(lab, scaled_out(b["offset_hi_ns"], PER_S, True))
+        self._add_now(fam, lab, b, now, counter)
+        for s in STATUSES:
+            fam["st"].add_metric(lab + [s], 1.0 if b["offset_status"] == s else 0.0)
+        fam["dl"].add_metric(lab, scaled_out(b["drift_lo_ppm"], PER_PPM, False))
+        fam["dh"].add_metric(lab, scaled_out(b["drift_hi_ppm"], PER_PPM, True))
+        if b["mean_drift_ppm"] is not None:
+            fam["md"].add_metric(lab, b["mean_drift_ppm"] * 1e-6)
 
     @staticmethod
     def _now_families(L: list[str]) -> dict:
@@ -185,8 +198,13 @@ class WatchCollector:
                  "every bracket", [])
         unc.add_metric([], scaled_out(h.uncertainty_ns if h is not None else 0, PER_S, True))
         yield unc
-        if h is None:
-            return
+        if h is not None:
+            yield from self._reference_detail(h)
+
+    @staticmethod
+    def _reference_detail(h):
+        """ptp4l's offset from its master and path delay (where reported), and the age of the
+        last health snapshot."""
         d = h.detail
         for key, name, doc in (("offset_from_master_ns", "reference_ptp_offset_seconds",
                                 "ptp4l's offset from its master"),

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.model import provenance
-from bench.model.statuses import RunStatus
+from bench.model.run_statuses import RunStatus
 from bench.model.store import RunStore, new_run_id, stamped, write_json
 from bench.model.summary import summarize_run
 from bench.reference.monitor import HealthMonitor

@@ -213,12 +213,12 @@ class WatchState:
         with self.lock:
             for dn, clocks in said.items():
                 d = self.devices.get(dn)
-                for cn, b in (clocks if d is not None and isinstance(clocks, dict) else {}).items():
-                    c = d.clocks.get(cn) if d is not None else None
-                    if c is None or not isinstance(b, dict) or b.get("until_ns") is None:
-                        continue
-                    c.seen_until_ns = max(c.seen_until_ns or 0, int(b["until_ns"]))
-                    c.breaks.update({str(k): int(n) for k, n in (b.get("kinds") or {}).items()})
+                if d is None or not isinstance(clocks, dict):
+                    continue
+                for cn, b in clocks.items():
+                    c = d.clocks.get(cn)
+                    if c is not None and isinstance(b, dict) and b.get("until_ns") is not None:
+                        _restore_clock_breaks(c, b)
 
     def requests_last_minute(self, d: DeviceState) -> int:
         cut = time.monotonic() - 60.0
@@ -235,3 +235,10 @@ class WatchState:
                 self.gm_changes += 1
             self.reference = health
             self.uncertainty_ns = max(self.uncertainty_ns, int(health.uncertainty_ns or 0))
+
+
+def _restore_clock_breaks(c: ClockState, b: dict) -> None:
+    """One clock's breaks said before (`b`: until_ns and the counts by kind): not said again,
+    their counts go on."""
+    c.seen_until_ns = max(c.seen_until_ns or 0, int(b["until_ns"]))
+    c.breaks.update({str(k): int(n) for k, n in (b.get("kinds") or {}).items()})

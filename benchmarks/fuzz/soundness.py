@@ -1,7 +1,7 @@
 """Soundness fuzz: adversarial simulated clocks through the real probe schedule and the real
 estimator; every interval published as proven is checked against the truth.
 
-Each device is short (30–70 reads at 1–2 Hz): a clock model (bench/sim/clock.py) with one
+Each device is short (30–70 reads at 1–2 Hz): a clock model (bench/sim/clock_model.py) with one
 adversarial behaviour, read as the runner reads it (bench/sim/probing.py: the real probe
 schedule, aimed and exploration reads, loopback- or sideband-like brackets, the device sampling
 anywhere in the bracket, lost reads). Then bench.analysis.estimate.fit_clock, and the frozen
@@ -9,7 +9,7 @@ pre-issue estimator (benchmarks/fuzz/baseline_estimate.py) on the same reads for
 
 Checked, for every segment whose status is "proven": the offset at its epoch, the offset band at
 five instants across it, the drift at its epoch (when proven: never since the drift rests on
-bench.analysis.estimate.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
+bench.analysis.publish.RATE_CHANGE_ASSUMPTION), the reference interval of its middle read's value
 (Segment.proven_to_reference: what the latency bounds are made of); for every break between two
 proven segments with one true step in its window: its size. The drift bounds published as
 "assumed" are checked too and reported apart ("drift held"): how often that assumption fails.
@@ -31,12 +31,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.analysis.estimate import (
-    _envelope_lists,  # noqa: E402
-    fit_clock,  # noqa: E402
-)
+from bench.analysis.estimate import fit_clock  # noqa: E402
+from bench.analysis.polygon import _envelope_lists  # noqa: E402
 from bench.analysis.unseen import UNSEEN_P, stated_step_ns  # noqa: E402
-from bench.sim.clock import ClockModel, ClockParams  # noqa: E402
+from bench.sim.clock_model import ClockModel, ClockParams  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
 from benchmarks.fuzz import baseline_estimate  # noqa: E402
 
@@ -221,7 +219,7 @@ def score(dev: dict) -> dict:
                 lo, hi = iv
                 checked += 1
                 # the instant whose clock value the device showed (a lagging tick shows an
-                # earlier one; bench.sim.clock.ClockModel.shown_at)
+                # earlier one; bench.sim.clock_model.ClockModel.shown_at)
                 shown = m.shown_at(int(at[i]))
                 if not (lo <= shown - (lag if dev["lag_s"] else 0) <= hi) and not dev["lag_s"]:
                     misses.append(("map", int(at[i]), lo, hi))

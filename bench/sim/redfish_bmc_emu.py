@@ -14,7 +14,7 @@ as bmcweb does:
 - `NetworkProtocol` with NTP `ProtocolEnabled` (PATCH toggles it) and `NTPServers` (PATCH with
   the specification's array rules: `{}` keeps an element, `null` removes it, the rest truncated);
 - `EventService` `SubmitTestEvent` (204): the event goes to every subscriber at once (as bmcweb
-  does, after the delivery latency of bench/sim/redfish_events.py), and after the model's log
+  does, after the delivery latency of bench/sim/redfish_event_service.py), and after the model's log
   latency an entry appears in `/redfish/v1/Systems/system/LogServices/EventLog/Entries`, `Created`
   stamped by the model then; subscriptions by push (POST Subscriptions) and server-sent events
   (GET `ServerSentEventUri`);
@@ -52,7 +52,7 @@ Sim keys beyond the clock model's: `profile` and its overrides (bench/sim/redfis
 `ntp` (bool), `ntp_servers`, `manufacturer`, `model`,
 `serial`, `log_capacity` (entries kept, oldest dropped first), and the EventService's
 (`event_subscriptions`, `event_delivery_s`, `event_retry_s`, `event_ca_file`: see
-bench/sim/redfish_events.py), `ntp_model` (the NTP client's
+bench/sim/redfish_event_service.py), `ntp_model` (the NTP client's
 model, bench/sim/ntp.py, running from the first NetworkProtocol PATCH on), `power` ("PDU:OUTLET"
 feeding it, bench/sim/power.py) with `boot_s` and `power_clock` (rtc | epoch | image, with
 `image_date`): where its clock comes back after a power cycle.
@@ -87,10 +87,10 @@ from bench.config.keys import Key
 from bench.config.schema import FLAG, TEXT, choice, iso_instant, num, span
 from bench.config.schema import key as key_check
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock_model import NS, ClockModel
 from bench.sim.ntp import NTP_KEYS, SERVERS, NtpDiscipline, NtpParams
 from bench.sim.rack import SimContext
-from bench.sim.redfish_events import EventService
+from bench.sim.redfish_event_service import EventService
 from bench.sim.redfish_limits import Limits
 from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 from bench.sim.timing import hold, sample_clock
@@ -166,6 +166,31 @@ def _parse_datetime_ns(text: str) -> int:
     return (d.days * 86400 + d.seconds) * NS + d.microseconds * 1000
 
 
+
+def _dropped(request: web.BaseRequest) -> web.Response:
+    """The connection aborted (the 503 is never sent): what a powered-off BMC answers."""
+    if request.transport is not None:
+        request.transport.abort()
+    return web.Response(status=503)
+
+
+def _access_denied(path: str) -> web.Response:
+    """401 for a request without valid credentials."""
+    return _error(401, "AccessDenied", f"While attempting to establish a connection to "
+                  f"'{path}', the service denied access.", [path],
+                  {"WWW-Authenticate": 'Basic realm="Redfish"'})
+
+
+def _describe_resource(resp: web.StreamResponse, method: str, allow: str | None) -> None:
+    """A resource read (GET or HEAD answered 200, not streamed) gets its Allow header and a
+    Link to its schema."""
+    if method not in ("GET", "HEAD") or resp.status != 200 or resp.prepared:
+        return
+    resp.headers["Allow"] = allow or ""
+    link = P.described_by(getattr(resp, "odata_type", None))
+    if link:
+        resp.headers["Link"] = f"<{link}>; rel=describedby"
+
 class EmulatedBMC:
     """One BMC: its credentials, sessions, NTP switch, event log, and the HTTP handler."""
 
@@ -218,7 +243,7 @@ class EmulatedBMC:
         self.serial = str(sim.get("serial", f"SIM{self.uuid[:8].upper()}"))
 
     def make_profile(self, sim: dict) -> Profile:
-        """The service's layout (bench/sim/redfish_equipment.py lays out other equipment)."""
+        """The service's layout (bench/sim/redfish_equipment_emu.py lays out other equipment)."""
         return profile_of(sim)
 
     # -- the clock -------------------------------------------------------------------------------
@@ -313,28 +338,24 @@ class EmulatedBMC:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if not self.powered:           # off or booting: nothing answers (the connection drops)
-            if request.transport is not None:
-                request.transport.abort()
-            return web.Response(status=503)
+            return _dropped(request)
         early = self.limits.request(request) or self._precondition(request)
         if early is not None:
             return early
         path = request.path.rstrip("/") or "/"
         method = request.method
-        if path in (P.SESSIONS, f"{P.SESSIONS}/Members") and method == "POST" and \
-                self.profile.session_service:
+        if self._is_login(path, method):
             return await self.login(request)
         if path not in UNAUTHENTICATED and not self.authorized(request):
-            return _error(401, "AccessDenied", f"While attempting to establish a connection to "
-                          f"'{path}', the service denied access.", [path],
-                          {"WWW-Authenticate": 'Basic realm="Redfish"'})
+            return _access_denied(path)
         resp, allow = await self._dispatch(request, path, method)
-        if method in ("GET", "HEAD") and resp.status == 200 and not resp.prepared:
-            resp.headers["Allow"] = allow or ""
-            link = P.described_by(getattr(resp, "odata_type", None))
-            if link:
-                resp.headers["Link"] = f"<{link}>; rel=describedby"
+        _describe_resource(resp, method, allow)
         return resp
+
+    def _is_login(self, path: str, method: str) -> bool:
+        """A POST to the Sessions collection of a profile with a SessionService."""
+        return path in (P.SESSIONS, f"{P.SESSIONS}/Members") and method == "POST" and \
+            self.profile.session_service
 
     async def _dispatch(self, request: web.BaseRequest, path: str, method: str,
                         ) -> tuple[web.StreamResponse, str | None]:
@@ -740,7 +761,7 @@ def _bind(address: str) -> tuple[socket.socket, str, str]:
 async def serve(devices: list[DeviceConfig], ctx: SimContext, make: type[EmulatedBMC] = EmulatedBMC,
                 tls_name: str = "redfish") -> dict[str, dict]:
     """Serve each device; `make` and `tls_name` (its certificates' file names in the workdir,
-    one CA per emulator module) for services on this core (bench/sim/redfish_equipment.py)."""
+    one CA per emulator module) for services on this core (bench/sim/redfish_equipment_emu.py)."""
     certs = None
     out: dict[str, dict] = {}
     for device in devices:

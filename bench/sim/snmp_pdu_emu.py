@@ -53,7 +53,7 @@ from bench.config.keys import Key
 from bench.config.schema import TEXT, Check, choice, key, list_of, num, says
 from bench.ports import free_port
 from bench.sim import power
-from bench.sim.clock import NS
+from bench.sim.clock_model import NS
 from bench.sim.snmp_pdu_mib import SNMP_TRAP_OID, SYS_UPTIME, TICK_NS, PduObjects
 from bench.sim.snmp_pdu_vendors import LAYOUTS
 from bench.sim.snmp_v2c_agent import V2cAnswers

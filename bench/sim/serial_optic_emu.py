@@ -44,7 +44,7 @@ from typing import Any
 
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import TEXT, list_of, named, num
-from bench.sim.clock import seed_for
+from bench.sim.clock_model import seed_for
 from bench.sim.optic_bridge import Bridge, BridgeSpec
 from bench.sim.optic_cmis import MODULE_KEYS, CmisModule, ModuleHooks, module_spec
 from bench.sim.rack import SimContext

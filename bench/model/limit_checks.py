@@ -29,7 +29,7 @@ same checks.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,23 @@ def offset_check(device: str, clock: str, c: ClockSummary, L: float,
     prior, model = span_model(c)
     rng: list[tuple[float, float]] = []
     extra = 0.0
+    for sg, t0, t1 in _judged_spans(segs, span):
+        extra += max(0, sg.start_ns - t0) + max(0, t1 - sg.end_ns)
+        rng.append(segment_range(sg, prior, t0, t1))
+    if not rng:
+        return Check(device, clock, "offset", text, "—", "undecided", "no segment in the span")
+    lo, hi = min(r[0] for r in rng), max(r[1] for r in rng)
+    v = _overall([_within(r[0], r[1], L) for r in rng])
+    where = (f"{EXTRAPOLATED} {extra / 1e9:.3g} s beyond the reads (the span asked for)"
+             if extra else "over the calibrated span (first to last read)")
+    return Check(device, clock, "offset", text, fmt_interval_ns(lo, hi), v,
+                 f"{where}, {len(rng)} segment(s); model: {model}")
+
+
+def _judged_spans(segs: tuple[SegmentSummary, ...], span: tuple[int, int] | None
+                  ) -> Iterator[tuple[SegmentSummary, int, int]]:
+    """Each segment with the span (t0, t1) it is judged over: its reads', or within `span` (the
+    first and last segments carried to its ends); a segment outside `span` is left out."""
     for i, sg in enumerate(segs):
         t0, t1 = sg.start_ns, sg.end_ns
         if span is not None:
@@ -200,17 +217,12 @@ def offset_check(device: str, clock: str, c: ClockSummary, L: float,
             t0, t1 = max(t0, span[0]), min(t1, span[1])
             if t0 > t1:
                 continue
-            extra += max(0, sg.start_ns - t0) + max(0, t1 - sg.end_ns)
-        rng.append(segment_range(sg, prior, t0, t1))
-    if not rng:
-        return Check(device, clock, "offset", text, "—", "undecided", "no segment in the span")
-    lo, hi = min(r[0] for r in rng), max(r[1] for r in rng)
-    vs = [_within(r[0], r[1], L) for r in rng]
-    v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) else "undecided"
-    where = (f"{EXTRAPOLATED} {extra / 1e9:.3g} s beyond the reads (the span asked for)"
-             if extra else "over the calibrated span (first to last read)")
-    return Check(device, clock, "offset", text, fmt_interval_ns(lo, hi), v,
-                 f"{where}, {len(rng)} segment(s); model: {model}")
+        yield sg, t0, t1
+
+
+def _overall(vs: list[str]) -> str:
+    """fail if any verdict fails, pass if all pass, else undecided."""
+    return "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) else "undecided"
 
 
 def drift_check(device: str, clock: str, c: ClockSummary, L: float) -> Check:
@@ -219,7 +231,7 @@ def drift_check(device: str, clock: str, c: ClockSummary, L: float) -> Check:
         return Check(device, clock, "drift", text, "—", "undecided", "no fit")
     vs = [_within(sg.drift_ppm.lo, sg.drift_ppm.hi, L) for sg in segs]
     bounds = [fmt_bounds(sg.drift_ppm.lo, sg.drift_ppm.hi, "ppm") for sg in segs]
-    v = "fail" if "fail" in vs else "pass" if all(x == "pass" for x in vs) else "undecided"
+    v = _overall(vs)
     assumes = segs[-1].drift_assumes or "at most one unseen rate change per segment"
     return Check(device, clock, "drift", text, "; ".join(bounds), v,
                  f"every segment's drift at its epoch, {ASSUMED}: {assumes}")

@@ -1,6 +1,6 @@
 """GPU baseboard management controller emulator (an HGX-style HMC, OCP UBB profile).
 
-The BMC emulator's core (bench/sim/redfish_bmc.py: sessions, DateTime from the clock model,
+The BMC emulator's core (bench/sim/redfish_bmc_emu.py: sessions, DateTime from the clock model,
 NetworkProtocol/NTP, EventService with SubmitTestEvent and SSE, LogServices, faults) laid out as
 NVIDIA's public HGX HMC layout: Manager `Managers/HGX_BMC_0` (DateTime in UTC, `+00:00`),
 baseboard `Systems/HGX_Baseboard_0` with GPUs `Processors/GPU_SXM_n`, a chassis per GPU
@@ -41,10 +41,10 @@ from aiohttp import web
 
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import FLAG, list_of, num, table
-from bench.sim import redfish_bmc
+from bench.sim import redfish_bmc_emu as redfish_bmc
 from bench.sim import redfish_hmc_payloads as H
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import AT_S, NS, ClockModel
+from bench.sim.clock_model import AT_S, NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.redfish_profiles import LogSpec, Profile, profile_of
 

@@ -77,22 +77,35 @@ class UntilDecided:
         now = time.monotonic()
         self._register(statuses)
         by = {st.name: st for st in statuses}
-        opening = any(self.wants(st.name, "") and not st.clocks for st in statuses
-                      if st.state in ("starting", "connecting", "unreachable"))
-        every = min(CHECK_EVERY_S, max(1.0, CHECK_SHARE * elapsed_s))
-        due = sorted({w.device for w in self.waited.values() if now - w.checked_at >= every
-                      and w.device in by and len(by[w.device].recent.get(w.clock, ()))
-                      >= max(MIN_READS, w.checked_reads + 1)})
+        opening = self._opening(statuses)
+        due = self._due(by, now, min(CHECK_EVERY_S, max(1.0, CHECK_SHARE * elapsed_s)))
         t0 = time.perf_counter()
         for k in range(len(due)):
             self._check(due[(self._turn + k) % len(due)], by, now, elapsed_s)
             if time.perf_counter() - t0 > BUDGET_S:
                 break
         self._turn += 1
-        if self.waited and not opening and all(w.decided for w in self.waited.values()) \
-                and not self.stop.is_set():
+        if self._all_decided(opening):
             self.stopped_s = round(elapsed_s, 1)
             self.stop.set()
+
+    def _opening(self, statuses) -> bool:
+        """A device waited for is still opening (no clocks named yet)."""
+        return any(self.wants(st.name, "") and not st.clocks for st in statuses
+                   if st.state in ("starting", "connecting", "unreachable"))
+
+    def _due(self, by: dict, now: float, every: float) -> list[str]:
+        """The devices to check again, sorted: a clock of theirs waited for was last checked
+        `every` seconds ago or more and has a read more since (MIN_READS at least)."""
+        return sorted({w.device for w in self.waited.values() if now - w.checked_at >= every
+                       and w.device in by and len(by[w.device].recent.get(w.clock, ()))
+                       >= max(MIN_READS, w.checked_reads + 1)})
+
+    def _all_decided(self, opening: bool) -> bool:
+        """Every clock waited for is decided, no device waited for is still opening, and the
+        run was not stopped yet."""
+        return bool(self.waited and not opening and all(w.decided for w in self.waited.values())
+                    and not self.stop.is_set())
 
     def _register(self, statuses) -> None:
         """The clocks waited for: those the devices opened so far name, and every clock named
@@ -111,10 +124,7 @@ class UntilDecided:
         """The summary's own fit of the device (bench.model.summary.fit_clocks: its clocks
         together, a reboot one shows cutting the others) from its samples as written so far
         (each row is flushed as it is taken); each clock waited for judged by it."""
-        ws = [w for w in self.waited.values() if w.device == device]
-        for w in ws:
-            w.checked_at = now
-            w.checked_reads = len(by[device].recent.get(w.clock, ()))
+        ws = self._mark_checked(device, by, now)
         if self.folder is None or self.manifest is None:
             return
         try:
@@ -124,14 +134,26 @@ class UntilDecided:
             return
         for w in ws:
             fit = res[w.clock].fit if w.clock in res else None
-            if fit is None or not fit.segments:
-                continue
-            width = width_ppm(fit.segments[-1])
-            w.width_ppm = None if width is None else round(width, 3)
-            w.target_ppm = target_ppm(fit.drift_prior_ppm, self.decided_ppm)
-            w.decided = w.width_ppm is not None and w.width_ppm <= MARGIN * w.target_ppm
-            if w.decided and w.decided_s is None:
-                w.decided_s = round(elapsed_s, 1)
+            if fit is not None and fit.segments:
+                self._judge(w, fit, elapsed_s)
+
+    def _mark_checked(self, device: str, by: dict, now: float) -> list[Waited]:
+        """The device's clocks waited for, each marked checked `now` with its reads so far."""
+        ws = [w for w in self.waited.values() if w.device == device]
+        for w in ws:
+            w.checked_at = now
+            w.checked_reads = len(by[device].recent.get(w.clock, ()))
+        return ws
+
+    def _judge(self, w: Waited, fit, elapsed_s: float) -> None:
+        """One clock waited for, by its fit's last segment: its drift width against the
+        target; decided (and when) once within MARGIN of it."""
+        width = width_ppm(fit.segments[-1])
+        w.width_ppm = None if width is None else round(width, 3)
+        w.target_ppm = target_ppm(fit.drift_prior_ppm, self.decided_ppm)
+        w.decided = w.width_ppm is not None and w.width_ppm <= MARGIN * w.target_ppm
+        if w.decided and w.decided_s is None:
+            w.decided_s = round(elapsed_s, 1)
 
     def record(self, ceiling_s: float) -> dict[str, Any]:
         """The manifest's `until_decided`: what was waited for, what was decided and when."""

@@ -1,6 +1,6 @@
 """Redfish cooling and power equipment: a coolant distribution unit, a rack PDU, a power shelf.
 
-The BMC emulator's service core (bench/sim/redfish_bmc.py: sessions, basic auth, limits, the
+The BMC emulator's service core (bench/sim/redfish_bmc_emu.py: sessions, basic auth, limits, the
 Manager's `DateTime` sampled from the clock model inside the request, NetworkProtocol and NTP,
 LogServices, the EventService with SSE and push, AccountService) with the equipment's own
 resources (bench/sim/redfish_equipment_payloads.py, after DMTF's mockups `public-cooling-unit`,
@@ -34,11 +34,11 @@ from aiohttp import web
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import choice, num
 from bench.sim import power
-from bench.sim import redfish_bmc as bmc
+from bench.sim import redfish_bmc_emu as bmc
 from bench.sim import redfish_equipment_payloads as E
 from bench.sim import redfish_equipment_service as S
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import NS, ClockModel
+from bench.sim.clock_model import NS, ClockModel
 from bench.sim.rack import SimContext
 from bench.sim.redfish_profiles import LogSpec, Profile
 
@@ -69,6 +69,21 @@ def equipment_profile(kind: str, sim: dict) -> Profile:
                    session_timeout_s=int(sim.get("session_timeout_s", 1800)),
                    rate_limit_hz=float(sim.get("rate_limit_hz", 0.0)))
 
+
+
+def _writable_labels(patch: dict, place) -> bool:
+    """Whether a PATCH writes only UserLabel (a string), LocationIndicatorActive (a boolean)
+    and Location.Placement (`place`)."""
+    return set(patch) <= {"UserLabel", "Location", "LocationIndicatorActive"} and \
+        isinstance(patch.get("LocationIndicatorActive", False), bool) and \
+        isinstance(patch.get("UserLabel", ""), str) and \
+        ("Location" not in patch or _writable_placement(patch["Location"], place))
+
+
+def _writable_placement(location, place) -> bool:
+    """Whether a PATCH's Location holds only a Placement of Row and Rack strings."""
+    return isinstance(place, dict) and set(location) == {"Placement"} \
+        and set(place) <= {"Row", "Rack"} and all(isinstance(v, str) for v in place.values())
 
 class EmulatedEquipment(bmc.EmulatedBMC):
     """One piece of equipment behind its management controller."""
@@ -164,13 +179,7 @@ class EmulatedEquipment(bmc.EmulatedBMC):
             return patch
         place = (patch.get("Location") or {}).get("Placement") if isinstance(
             patch.get("Location"), dict) else None
-        ok = set(patch) <= {"UserLabel", "Location", "LocationIndicatorActive"} and \
-            isinstance(patch.get("LocationIndicatorActive", False), bool) and \
-            isinstance(patch.get("UserLabel", ""), str) and ("Location" not in patch or (
-                isinstance(place, dict) and set(patch["Location"]) == {"Placement"}
-                and set(place) <= {"Row", "Rack"}
-                and all(isinstance(v, str) for v in place.values())))
-        if not ok:
+        if not _writable_labels(patch, place):
             return bmc._error(400, "PropertyNotWritable", "Only UserLabel, LocationIndicatorActive "
                               "and Location/Placement Row and Rack can be written here.",
                               ["UserLabel/Location"])

@@ -15,7 +15,7 @@ from pathlib import Path
 from bench.model.outcomes import FAIL, PASS, REGRESSED, UNDECIDED, exit_code, worst
 
 # rack statuses whose run completed (bench.fleet.gather); `summarised`: a run killed after its
-# probing (ENOUGH of its duration) whose summary `fleet resume` rebuilt (bench.fleet.resume)
+# probing (ENOUGH of its duration) whose summary `fleet resume` rebuilt (bench.fleet.fleet_resume)
 RAN = ("completed", "unusable", "summarised")
 BY_EXIT = {0: PASS, 1: FAIL, 3: UNDECIDED}
 
@@ -25,8 +25,8 @@ def run_verdict(run_dir: str | Path, probed: bool = False) -> tuple[str, str]:
     judged as completed (its probing ran its course; the process died closing it)."""
     import dataclasses
 
+    from bench.model.run_statuses import RunStatus
     from bench.model.rundata import load_run
-    from bench.model.statuses import RunStatus
     from bench.model.verdict import run_outcome
 
     run = load_run(run_dir)

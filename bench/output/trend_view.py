@@ -45,24 +45,39 @@ def trends(runs: list[Run], tolerances: Any, reference: list[int] | None = None)
     the `reference` runs (their hull, bench.compare.eras; default: the first run)."""
     ref = reference or [0]
     per_run = [run_measures(r) for r in runs]
-    planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
+    planes = _planes(runs)
     keys = sorted({k for m in per_run for k in m})
     out = []
     for key in keys:
         device, clock, name = key
         vals = [m.get(key) for m in per_run]
-        if sum(v is not None for v in vals) < 2:
+        if _present(vals) < 2:
             continue
         rule = tolerances.rule(name, device, planes.get(device, ""))
-        base = [m for i in ref if i < len(vals) - 1 and (m := vals[i]) is not None]
-        last = vals[-1]
-        if base and last is not None:
-            v, _, why, _ = verdict(hull(base), last, rule)
-        else:
-            v, why = "not compared", "not in both the reference runs and the last"
+        v, why = _last_against_reference(vals, ref, rule)
         unit = next(x.unit for x in vals if x is not None)
         out.append(Trend(device, clock, name, unit, vals, v, why, _first_change(vals, rule)))
     return out
+
+
+def _present(vals: list) -> int:
+    """How many runs have the measure."""
+    return sum(v is not None for v in vals)
+
+
+def _last_against_reference(vals: list, ref: list[int], rule: Any) -> tuple[str, str]:
+    """(verdict, reason) of the last run's value against the hull of the reference runs'."""
+    base = [m for i in ref if i < len(vals) - 1 and (m := vals[i]) is not None]
+    last = vals[-1]
+    if base and last is not None:
+        v, _, why, _ = verdict(hull(base), last, rule)
+        return v, why
+    return "not compared", "not in both the reference runs and the last"
+
+
+def _planes(runs: list[Run]) -> dict[str, str]:
+    """Each device's plane, as the runs' identities give it."""
+    return {d: x["plane"] for r in runs for d, x in identities(r).items()}
 
 
 def _first_change(vals: list, rule: Any) -> int | None:
@@ -111,12 +126,7 @@ def reference_text(ref: list[int]) -> str:
 def text(runs: list[Run], ts: list[Trend], show_all: bool = False,
          changes: list[Change] | None = None, ref: list[int] | None = None) -> str:
     ref = ref or [0]
-    lines = ["runs, in time order:"] + [f"  {lab}  ({r.path})" for lab, r in
-                                        zip(run_labels(runs), runs)]
-    lines += ["", "identity and firmware changes:" if changes else
-              "identity and firmware: no change over the runs"]
-    lines += [f"  at #{c.run + 1}: {c.device} {c.what} {c.before or '—'} -> {c.after or '—'}"
-              for c in changes or []]
+    lines = _runs_and_changes(runs, changes)
     lines.append(f"the last run is judged against {reference_text(ref)}")
     shown = [t for t in ts if show_all or t.overall != "not compared"]
     head = ["device", "clock", "measure"] + [f"#{i + 1}" for i in range(len(runs))] + [
@@ -126,6 +136,16 @@ def text(runs: list[Run], ts: list[Trend], show_all: bool = False,
         lines.append(f"({len(ts) - len(shown)} measure(s) not judged; --all shows them)")
     lines += ["", verdict_line(ts, reference_text(ref))]
     return "\n".join(lines)
+
+
+def _runs_and_changes(runs: list[Run], changes: list[Change] | None) -> list[str]:
+    """The text's opening: the runs in time order, then the identity and firmware changes."""
+    lines = ["runs, in time order:"] + [f"  {lab}  ({r.path})" for lab, r in
+                                        zip(run_labels(runs), runs)]
+    lines += ["", "identity and firmware changes:" if changes else
+              "identity and firmware: no change over the runs"]
+    return lines + [f"  at #{c.run + 1}: {c.device} {c.what} {c.before or '—'} -> "
+                    f"{c.after or '—'}" for c in changes or []]
 
 
 def trend_outcome(ts: list[Trend]) -> str:
@@ -171,7 +191,7 @@ def figure(runs: list[Run], ts: list[Trend], measures: tuple[str, ...] = MEASURE
 
     from bench.output.figures import COLUMN_IN, print_style
 
-    planes = {d: x["plane"] for r in runs for d, x in identities(r).items()}
+    planes = _planes(runs)
     pick = panels(ts, measures)[:max_panels]
     n = max(1, len(pick))
     cols = min(4, n)
@@ -199,15 +219,11 @@ def _panel(ax: Any, t: Trend, plane: str, n_runs: int) -> None:
     """One trend's panel: each run's value with its bounds as an error bar."""
     import numpy as np
 
-    from bench.output.figures import unit_for
     from bench.output.plots import plane_colour
 
     idx = [i for i, m in enumerate(t.values) if m is not None]
     ms = [t.values[i] for i in idx]
-    if t.unit == "ns":
-        sc, unit = unit_for([x for m in ms for x in (m.lo, m.hi)])
-    else:
-        sc, unit = 1.0, t.unit
+    sc, unit = _panel_scale(t, ms)
     pt = np.array([point_within(m.point, m.lo, m.hi) for m in ms]) / sc   # as the table prints it
     lo = np.array([m.lo for m in ms]) / sc
     hi = np.array([m.hi for m in ms]) / sc
@@ -222,6 +238,14 @@ def _panel(ax: Any, t: Trend, plane: str, n_runs: int) -> None:
     ax.set_xlim(0.5, n_runs + 0.5)
     ax.set_xlabel("run (time order)")
     ax.grid(alpha=0.3)
+
+
+def _panel_scale(t: Trend, ms: list[Measure]) -> tuple[float, str]:
+    """(divisor, unit) of a panel's axis: a time in the unit its bounds need, else as is."""
+    from bench.output.figures import unit_for
+    if t.unit == "ns":
+        return unit_for([x for m in ms for x in (m.lo, m.hi)])
+    return 1.0, t.unit
 
 
 def as_dict(runs: list[Run], ts: list[Trend], changes: list[Change] | None = None,

@@ -11,6 +11,7 @@ of their bounds, in the measure's unit. Writes FLEET/fleet.html (figure in FLEET
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,8 +21,8 @@ import numpy as np
 from bench.compare.measures import Measure, identities, run_measures
 from bench.compare.output import verdict_line
 from bench.compare.verdicts import Comparison, compare_runs, fmt_value
+from bench.fleet.fleet_verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.fleet.gather import UNGATHERED, ensure_unpacked, left_behind, load_fleet_manifest
-from bench.fleet.verdict import fleet_exit, fleet_verdict, rack_verdict
 from bench.model.outcomes import FAIL, PASS
 from bench.model.rundata import Run, load_run
 from bench.model.texttable import WIDTH, fit_columns, left_out_lines, render, wrap
@@ -111,19 +112,23 @@ def distributions(fleet: Fleet) -> list[Distribution]:
     """Per (plane, firmware, measure) every rack's device clocks' values."""
     groups: dict[tuple, list[tuple[str, Measure]]] = {}
     for fr in fleet.racks:
-        if fr.run is None or not fr.run.summary.devices:
-            continue
-        ids = identities(fr.run)
-        for (device, _clock, name), m in run_measures(fr.run).items():
-            if name.split(".", 1)[0] not in FAMILIES or not m.judgeable:
-                continue
-            ident = ids.get(device, {})
-            key = (ident.get("plane", ""), ident.get("firmware", "") or "?", name, m.unit)
-            groups.setdefault(key, []).append((fr.name, m))
+        if fr.run is not None and fr.run.summary.devices:
+            for key, m in _grouped_measures(fr.run):
+                groups.setdefault(key, []).append((fr.name, m))
     return [Distribution(plane, fw, name, unit, tuple(m.point for _, m in ms),
                          tuple((m.hi - m.lo) / 2 for _, m in ms),
                          tuple(sorted({r for r, _ in ms})))
             for (plane, fw, name, unit), ms in sorted(groups.items())]
+
+
+def _grouped_measures(run) -> Iterator[tuple[tuple, Measure]]:
+    """A run's judgeable measures of the FAMILIES, each with its group: (plane, firmware,
+    measure, unit)."""
+    ids = identities(run)
+    for (device, _clock, name), m in run_measures(run).items():
+        if name.split(".", 1)[0] in FAMILIES and m.judgeable:
+            ident = ids.get(device, {})
+            yield (ident.get("plane", ""), ident.get("firmware", "") or "?", name, m.unit), m
 
 
 def rollout_verdicts(fleet: Fleet, baseline: Fleet, tolerances) -> dict[str, Comparison | str]:
@@ -258,38 +263,43 @@ def figure(ds: list[Distribution], families=("offset", "drift", "latency", "brea
     """One panel per measure family: each (plane, firmware) group's points, x the group."""
     import matplotlib.pyplot as plt
 
-    from bench.output.figures import COLUMN_IN, print_style, unit_for
-    from bench.output.plots import plane_colour
+    from bench.output.figures import COLUMN_IN, print_style
 
     present = [f for f in families if any(d.measure.split(".")[0] == f for d in ds)]
     with print_style():
         fig, axes = plt.subplots(1, max(1, len(present)), squeeze=False,
                                  figsize=(COLUMN_IN * 2, 2.2))
         for ax, fam in zip(axes.ravel(), present):
-            sub = [d for d in ds if d.measure.split(".")[0] == fam]
-            unit = sub[0].unit
-            sc = 1.0
-            if unit == "ns":
-                sc, unit = unit_for([p for d in sub for p in d.points])
-            for i, d in enumerate(sub):
-                ax.plot(np.full(len(d.points), i), np.asarray(d.points) / sc, "o", ms=3,
-                        alpha=0.7, color=plane_colour(d.plane))
-            ax.set_xticks(range(len(sub)))
-            ax.set_xticklabels([f"{d.plane} {d.firmware}" + (f"\n{d.measure.split('.', 1)[1]}"
-                                                             if "." in d.measure else "")
-                                for d in sub], rotation=60, ha="right")
-            ax.set_ylabel(f"{fam} ({unit})")
-            ax.set_title(f"{fam} per plane and firmware")
-            ax.grid(alpha=0.3)
+            _family_panel(ax, fam, [d for d in ds if d.measure.split(".")[0] == fam])
         fig.suptitle("Fleet: point values of every rack's device clocks", fontsize=7)
         fig.tight_layout()
     return fig
 
 
+def _family_panel(ax, fam: str, sub: list[Distribution]) -> None:
+    """One measure family's panel: each (plane, firmware) group's points, x the group."""
+    from bench.output.figures import unit_for
+    from bench.output.plots import plane_colour
+    unit = sub[0].unit
+    sc = 1.0
+    if unit == "ns":
+        sc, unit = unit_for([p for d in sub for p in d.points])
+    for i, d in enumerate(sub):
+        ax.plot(np.full(len(d.points), i), np.asarray(d.points) / sc, "o", ms=3,
+                alpha=0.7, color=plane_colour(d.plane))
+    ax.set_xticks(range(len(sub)))
+    ax.set_xticklabels([f"{d.plane} {d.firmware}" + (f"\n{d.measure.split('.', 1)[1]}"
+                                                     if "." in d.measure else "")
+                        for d in sub], rotation=60, ha="right")
+    ax.set_ylabel(f"{fam} ({unit})")
+    ax.set_title(f"{fam} per plane and firmware")
+    ax.grid(alpha=0.3)
+
+
 def html(fleet: Fleet, ds: list[Distribution], verdicts=None, baseline: Fleet | None = None) \
         -> Path:
     """FLEET/fleet.html, with the report's style and helpers (bench.output)."""
-    from bench.output.report import CSS
+    from bench.output.report_html import CSS
     from bench.output.report_sections import esc, figure_html, note_html, table_html
 
     m = fleet.manifest

@@ -24,9 +24,9 @@ import re
 import time
 
 from bench.config.inventory import DeviceConfig
-from bench.sim.clock import exact_truth
+from bench.sim.clock_model import exact_truth
 from bench.sim.host_clocks import TIMER_LIST, realtime_minus_monotonic_ns, timens_monotonic_ns
-from bench.sim.ipmi_bmc import note_every_second
+from bench.sim.ipmi_bmc_emu import note_every_second
 
 SIM_KEYS: dict = {}          # the clock's keys only (bench/sim/simtable.py)
 

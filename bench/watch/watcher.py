@@ -22,7 +22,7 @@ from bench.config.inventory import InventoryError
 from bench.config.loader import load_checked
 from bench.config.rackfile import check_out
 from bench.config.racklock import RackBusy, rack_lock
-from bench.model.statuses import RunStatus
+from bench.model.run_statuses import RunStatus
 from bench.model.store import write_json
 from bench.watch.alerts import Alerts
 from bench.watch.mapping import Mapper

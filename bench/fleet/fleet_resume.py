@@ -1,6 +1,6 @@
 """`rackclock fleet resume FLEET`: finish a fleet that did not complete, in its own folder.
 
-Every rack whose run completed (bench.fleet.verdict.RAN) is kept as it is. A rack whose run
+Every rack whose run completed (bench.fleet.fleet_verdict.RAN) is kept as it is. A rack whose run
 folder has reads but no summary.json (its worker, node or driver died) and whose reads reach
 ENOUGH of its asked duration is summarised from its samples as `rackclock summarize` does
 (bench.resummarize: the run marked `killed`, its summary rebuilt) and judged as a run that
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bench import saferead
 from bench.fleet.config import FleetConfig, FleetError, RackEntry, fleet_from_dict
+from bench.fleet.fleet_verdict import RAN, run_verdict
 from bench.fleet.gather import load_fleet_manifest, rack_dir, write_fleet_manifest
-from bench.fleet.verdict import RAN, run_verdict
 
 ENOUGH = 0.9        # a partial run whose reads cover this share of its duration is summarised
 KEPT = ("attempts", "earlier_attempts")     # a rack's keys that stay when it runs again
@@ -105,7 +105,7 @@ def plan(fleet_dir: Path) -> tuple[FleetConfig, dict, list[str], list[str]]:
     """(the fleet, its manifest with each rack to rerun `pending` and each partial run
     summarised, the racks to rerun, the racks summarised). FleetError when the fleet's command
     is still alive."""
-    from bench.fleet.report import abandoned, driver_gone
+    from bench.fleet.fleet_report import abandoned, driver_gone
     manifest = load_fleet_manifest(fleet_dir)
     if manifest.get("status") in ("starting", "running"):
         if not driver_gone(manifest):

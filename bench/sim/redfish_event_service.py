@@ -40,7 +40,7 @@ import aiohttp
 from aiohttp import web
 
 from bench.sim import redfish_payloads as P
-from bench.sim.clock import NS, seed_for
+from bench.sim.clock_model import NS, seed_for
 from bench.sim.timing import hold
 
 PROTOCOLS = ("Redfish",)

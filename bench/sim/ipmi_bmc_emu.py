@@ -32,7 +32,7 @@ from bench import safeio
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import YEARS_100_S, choice, num
 from bench.ports import free_port
-from bench.sim.clock import exact_truth
+from bench.sim.clock_model import exact_truth
 from bench.sim.host_clocks import host_clock_pair
 
 # this emulator's own keys of a device's [sim] table (bench/sim/simtable.py adds the clock's)
@@ -195,7 +195,7 @@ class IpmiSim:
 class HostSelTruth:
     """Truth of an `ipmi_sim` SEL clock: value = CLOCK_MONOTONIC + off_s (whole seconds), shown in
     whole seconds; as the driver reports it (after reading local time in `zone`), minus the zone's
-    UTC offset. Duck-types bench.sim.clock.ClockModel's `truth(grid)` for truth.json."""
+    UTC offset. Duck-types bench.sim.clock_model.ClockModel's `truth(grid)` for truth.json."""
 
     def __init__(self, off_s: int, counter: bool, zone=None, firmware: str = ""):
         self.off_s = int(off_s)

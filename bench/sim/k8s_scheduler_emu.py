@@ -39,8 +39,8 @@ from aiohttp import web
 
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import TEXT, list_of, num, span, table
-from bench.sim.clock import AT_S, NS
-from bench.sim.redfish_bmc import _bind
+from bench.sim.clock_model import AT_S, NS
+from bench.sim.redfish_bmc_emu import _bind
 from bench.sim.timing import hold, sample_clock
 from bench.sim.tls import make_certificates, server_context
 
@@ -65,6 +65,11 @@ def _status(code: int, reason: str, message: str) -> web.Response:
                               "status": "Failure", "message": message, "reason": reason,
                               "code": code}, status=code)
 
+
+
+def _is_namespaced(parts: list[str]) -> bool:
+    """A path under /api/v1/namespaces/NS/KIND."""
+    return parts[:2] == ["api", "v1"] and len(parts) >= 5 and parts[2] == "namespaces"
 
 class ControlPlane:
     def __init__(self, device: DeviceConfig, ctx):
@@ -178,20 +183,25 @@ class ControlPlane:
 
     async def route(self, request: web.Request) -> web.Response:
         parts = [p for p in request.path.split("/") if p]
-        m = request.method
-        if parts == ["version"] and m == "GET":
+        found = self._cluster_read(parts) if request.method == "GET" else None
+        if found is None and _is_namespaced(parts):
+            found = await self.namespaced(request, parts[3], parts[4], parts[5:])
+        if found is not None:
+            return found
+        return _status(404, "NotFound", "the server could not find the requested resource")
+
+    def _cluster_read(self, parts: list[str]) -> web.Response | None:
+        """GET of the version, the node list or every namespace's events; None for another
+        path."""
+        if parts == ["version"]:
             return self.version_obj()
-        if parts == ["api", "v1", "nodes"] and m == "GET":
+        if parts == ["api", "v1", "nodes"]:
             return web.json_response({"apiVersion": "v1", "kind": "NodeList",
                                       "metadata": {"resourceVersion": str(next(self.rv))},
                                       "items": [self.node_obj(n) for n in self.nodes.values()]})
-        if parts[:3] == ["api", "v1", "events"] and m == "GET":
+        if parts[:3] == ["api", "v1", "events"]:
             return self.event_list(None)
-        if parts[:2] == ["api", "v1"] and len(parts) >= 5 and parts[2] == "namespaces":
-            found = await self.namespaced(request, parts[3], parts[4], parts[5:])
-            if found is not None:
-                return found
-        return _status(404, "NotFound", "the server could not find the requested resource")
+        return None
 
     def version_obj(self) -> web.Response:
         major, minor = self.version.lstrip("v").split(".")[:2]

@@ -31,7 +31,7 @@ from pymodbus.server.requesthandler import ServerRequestHandler
 
 from bench.config.inventory import DeviceConfig
 from bench.config.schema import FLAG, TEXT, named, num, says, zone
-from bench.sim.clock import NS
+from bench.sim.clock_model import NS
 from bench.sim.modbus_cdu import Cdu, identity_request_class
 from bench.sim.modbus_manual import read_manual
 from bench.sim.modbus_pty import PtyLine, PtyTransport
