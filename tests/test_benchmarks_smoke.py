@@ -47,6 +47,8 @@ class Smoke:
 
 
 SMOKES = [
+    Smoke("adversarial.py", ("--devices-per-case", "1"),
+          rf"^\| ntpd_slew \| (\d+) \| {N} \| {N} \|"),
     Smoke("after_run.py", ("--duration", "3", "--repeats", "1"),
           rf"^after probing: closing printed {N} s, exit {N} s \(median of 1\)$"),
     Smoke("burst_runs.py", ("--duration", "2", "--pairs", "1", "--devices", "bmc-1,pdu-2"),

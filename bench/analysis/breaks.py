@@ -208,7 +208,9 @@ def _split_checked(s: I64, e: I64, v: I64, q: int, w: float, prior: float,
     shown = _turns(sp, s, e, v, q, cut) if beyond else 0    # steps seen before the wider refit
     if beyond:
         prior = max(prior, wide)
+        bursts = sp.bursts      # a blip the prior's split set aside stays shown (step_risk)
         sp = split(s, e, v, q, w, wide, wide, starts)
+        sp.bursts = max(sp.bursts, bursts)
     return sp, prior, beyond, shown
 
 

@@ -89,7 +89,7 @@ from bench.analysis.arrays import I64, Idx
 from bench.analysis.breaks import Break, Outlier, _breaks_of, _outliers_of, _split_checked, cut_starts
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM, Segment
 from bench.analysis.publish import _segment
-from bench.analysis.resolution import _fit_resolution, _lag_found
+from bench.analysis.resolution import _fit_resolution, _lag_found, _no_tick_fits
 from bench.analysis.statuses import BoundStatus, ResolutionBasis, Verdict, worst
 from bench.analysis.step_risk import _step_history
 
@@ -302,7 +302,9 @@ def _fit_clock(s_ns: npt.ArrayLike, e_ns: npt.ArrayLike, value_ns: npt.ArrayLike
     breaks = _breaks_of(sp, segs, s, e, q, prior)
     outliers = _outliers_of(sp, raw_s, raw_e, v, order)
     segs, unknown, steps, hide = _step_history(sp, breaks, segs, (s, e, v), q, prior, shown,
-                                               bool(beyond and shown), seen)
+                                               bool(beyond and shown),
+                                               seen or _no_tick_fits(beyond, basis, q,
+                                                                     resolution_ns))
     return ClockFit(segs, breaks, outliers, q, note, _fit_verdict(segs, beyond, bool(outliers)),
                     prior, basis, beyond, seen, update, unknown_breaks=unknown, steps_seen=steps,
                     hide_ns=hide)

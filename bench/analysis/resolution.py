@@ -64,7 +64,35 @@ def _fit_resolution(raw_s: I64, raw_e: I64, v: I64, resolution_ns: int
     q, note, basis = check_resolution(v, resolution_ns)
     if basis == ResolutionBasis.UNPROVEN and len(v):
         q = max(q, 2 * int(np.max(raw_e) - np.min(raw_s)) + 1)
+    elif basis == ResolutionBasis.OBSERVED and int(v[0]) % q:
+        return _off_grid(q, math.gcd(q, int(v[0]) % q))
     return q, note, basis
+
+
+def _off_grid(q: int, g: int) -> tuple[int, str, ResolutionBasis]:
+    """Values whose gaps are whole multiples of q but that are not themselves multiples of q
+    (on a finer grid g, the GCD of q and their remainder): no tick of q floors the clock so; a
+    value that updates every q or so and shows its clock then, to g, does (a declared 37 ms
+    that moves once a second, issue 39). Between updates the clock runs up to about q past the
+    value, and an update's step is a whole number of q within g of the update period, so each
+    read stands for its clock within q + 2g above its value. Sound when the updates are
+    periodic: an assumption, so the clock's bounds are "assumed" (basis "edges",
+    _no_tick_fits)."""
+    note = (f"values on a {fmt_ns(g)} grid move in whole steps of {fmt_ns(q)}: a value that "
+            f"updates about every {fmt_ns(q)} and shows its clock then; each read stands for "
+            f"its clock up to {fmt_ns(q + 2 * g)} above its value (periodic updates assumed)")
+    return q + 2 * g, note, ResolutionBasis.EDGES
+
+
+def _no_tick_fits(beyond: str, basis: ResolutionBasis, q: int, declared_ns: int) -> bool:
+    """Values whose gaps say a tick coarser than the declared one (`basis` observed), on reads
+    that still need a rate beyond the prior (`beyond`): the observed tick does not explain them
+    either (a value that updates slower than its tick and shows its clock then, each gap a
+    whole number of declared ticks near the update period: issue 39); or values off the grid
+    of the tick their gaps show (basis "edges", _off_grid: periodic updates assumed). The
+    clock's bounds are assumed (step_risk._downgraded)."""
+    return basis == ResolutionBasis.EDGES or (
+        bool(beyond) and basis == ResolutionBasis.OBSERVED and q > int(declared_ns))
 
 
 LAG_SEEN_MIN = 3      # value jumps ahead of the elapsed time before a lag is believed

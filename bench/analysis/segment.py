@@ -50,6 +50,9 @@ class Split:
     # per break: (last position provably before, first position provably after, ambiguous count)
     outliers: list[tuple[int, str]] = field(default_factory=list)   # (position, evidence)
     forced: list[int] = field(default_factory=list)     # breaks the caller imposed (split_chunks)
+    # bursts of two reads or more set aside together: each is a run that fits one line on its
+    # own, apart from both sides (a blip the reads showed: a step and its return, issue 39)
+    bursts: int = 0
 
 
 def _longest_forward(n: int, start: int, feasible: Feasible) -> int:
@@ -135,6 +138,7 @@ def _reduce(stack: list[_Run], feasible: Feasible, comp: Compress, out: Split) -
             return
         why = _burst_why(P, N, sides_agree, len(M.reads))
         out.outliers.extend((int(r), why) for r in M.reads)
+        out.bursts += not lone
         if sides_agree:
             # N was the longest run from its start, and the read after it empties N: so it
             # empties P + N too, and the merged run is still maximal
@@ -200,4 +204,5 @@ def split_chunks(n: int, starts: list[int], feasible: Feasible,
         out.runs.extend(part.runs)
         out.breaks.extend(part.breaks)
         out.outliers.extend(part.outliers)
+        out.bursts += part.bursts
     return out

@@ -27,11 +27,24 @@ def _step_history(sp: _seg.Split, breaks: list[Break], segs: list[Segment],
     unknown, steps = _model_breaks(sp, breaks, shown)
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
                           prior, refit)         if steps + unknown == 1 else 0
+    steps += _aside_steps(sp)         # steps the reads set aside show
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return segs, unknown, steps, hide
 
 
 STEP_HISTORY = 2    # steps a clock showed from which more may hide: its bounds are assumed
+
+
+def _aside_steps(sp: _seg.Split) -> int:
+    """Steps the reads the published split set aside show at the least: two for each burst
+    that fits one line of its own apart from both sides (a step and its return; those set
+    aside under the prior before a wider refit count, breaks._split_checked); STEP_HISTORY
+    where reads were set aside in two places or more (runs of consecutive positions: each a bad
+    answer or a blip one read caught, so more than one is a clock that may step, or answer
+    wrong, anywhere; issue 39). One place alone is the model's bad answer."""
+    at = sorted(i for i, _ in sp.outliers)
+    places = sum(1 for k, i in enumerate(at) if k == 0 or i - at[k - 1] > 1)   # runs of them
+    return STEP_HISTORY * max(sp.bursts, int(places >= 2))
 
 
 def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
@@ -95,8 +108,10 @@ def _downgraded(segs: list[Segment]) -> list[Segment]:
     or the clock broke STEP_HISTORY times or more, by steps or where no step shows (a break of
     kind unknown: a lag or a rate beyond the declared one, which can make the segments between
     such breaks miss too; repeated blips: more may hide, two in a segment break the
-    one-unseen-step model). One break alone is a step, whatever its size shows. The mean drift
-    is made of the same offsets (_mean_drift took the segment's status before this): a proven
+    one-unseen-step model; a burst of reads set aside together that fit one line apart from
+    both sides is such a blip, its step and its return shown, _aside_steps), or the values fit
+    no tick (resolution._no_tick_fits). One break alone is a step, whatever its size shows. The
+    mean drift is made of the same offsets (_mean_drift took the segment's status before this): a proven
     one is made assumed with them (a blip inside its window moved the offset at its ends)."""
     return [_dc_replace(sg, offset_status=BoundStatus.ASSUMED, mean_drift=_assumed_md(sg))
             if sg.offset_status == BoundStatus.PROVEN else sg for sg in segs]

@@ -365,8 +365,11 @@ def _assumed_note(fit: ClockFit) -> str:
     n = fit.steps_seen + fit.unknown_breaks
     if n < STEP_HISTORY:
         return _hide_note(fit)
+    aside = (f"; {len(fit.outliers)} reads set aside counted: a burst that fits one line is a "
+             f"step and its return, reads set aside in two places or more may be blips"
+             if fit.outliers else "")
     return (f"broke {n} times ({fit.unknown_breaks} with no step to show: a lag or a rate "
-            f"beyond the model's): more may hide, bounds assumed")
+            f"beyond the model's{aside}): more may hide, bounds assumed")
 
 
 def _hide_note(fit: ClockFit) -> str:
@@ -426,6 +429,9 @@ def rate_clause(fit: ClockFit | None) -> str:
             f"or more shows, shorter excursions assumed")
 
 
+# a clock whose driver declares no lag: a reading that lags its clock by a constant λ reads as
+# an offset λ lower, which no read can tell (benchmarks/README.md, issue 39): named, not checked
+NO_LAG_CLAUSE = "reading shows its clock when read (no lag declared, a lag reads as an offset)"
 MEASURED = "measured on the simulated probe schedule"     # unseen.calibrated_step_ns
 EXPLORED = "exploration reads alone"                     # unseen.unseen_step_ns
 FEW = "too few reads in that time"                       # unseen.NO_STEP_SHOWS
@@ -446,6 +452,8 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
         text += said
     if lag:
         text += f"; reading lags its clock by at most {fmt_end_ns(lag, False)}"
+    else:       # the reads cannot tell a constant lag from an offset: say it is assumed
+        text += f"; {NO_LAG_CLAUSE}"
     out["model"] = text
     return out
 
