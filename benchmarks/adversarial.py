@@ -32,7 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analysis.estimate import DEFAULT_DRIFT_PRIOR_PPM, fit_clock  # noqa: E402
+from bench.analysis.estimate import fit_clock  # noqa: E402
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM  # noqa: E402
 from bench.model.summary import model_statement  # noqa: E402
 from bench.sim.probing import read_like_runner  # noqa: E402
 

@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.analysis.estimate import Bound, fit_clock
+from bench.analysis.estimate import fit_clock
+from bench.analysis.proven_segment import Bound
 from bench.model.segment_records import SegmentSummary
 from bench.model.summary import _truth_offset_at, band, truth_check
 from bench.sim.clock_model import NS, ClockModel, ClockParams

@@ -147,7 +147,7 @@ def drift_measure(device: str, clock: str, sg: SegmentSummary, prior_ppm: float)
     elif at_lo:
         half = d.hi - d.point
     # assumed here means clipped by the prior (the drift is also assumed on an unseen-rate-change
-    # assumption everywhere, bench/estimate.RATE_CHANGE_ASSUMPTION, which does not clip it)
+    # assumption everywhere, bench.analysis.publish.RATE_CHANGE_ASSUMPTION, which does not clip it)
     assumed = at_lo or at_hi
     # the drift at an epoch is never proven (an unseen slew): its basis says what it rests on
     basis = str(sg.drift_status or "assumed")
