@@ -218,7 +218,7 @@ def test_usm_expiry_queue_keeps_one_entry_per_agent_and_still_expires(sim_rack):
             held = (queue.entries(), len(queue.slot_of))
             for _ in range(3001):
                 usm.receive_timer_tick(share.engine, 0.0)
-            forgotten = (queue.entries(), len(getattr(usm, "_SnmpUSMSecurityModel__timeline")))
+            forgotten = (queue.entries(), len(usm._SnmpUSMSecurityModel__timeline))
             again = [await d.read_clock("sysuptime") for d in ds]
             return reads, held, forgotten, again, queue.entries()
         finally:
