@@ -7,7 +7,9 @@ again. Scraped every --scrape-s:
 - the time from each start to the first /metrics answer, and to its saying it started
   (`rackclock_watch_starting 0`: the devices read back from the day folders and probed);
 - the watch's resident memory: its slope after --warmup-min in each life (KiB/min, a
-  least-squares line), and the last life's;
+  least-squares line), and the last life's; across the whole soak after the first warm-up (all
+  lives' samples over soak time; those past each life's warm-up), and RSS at equal ages of
+  each life with the slope of its mean from life to life;
 - break alerts said (journal) against the distinct breaks they name, over all days;
 - disk per device-day: the day folders' bytes over devices and days watched.
 
@@ -86,6 +88,35 @@ def slope_kib_min(pts: list[tuple[float, float]], warm_s: float) -> float | None
     return float(np.polyfit(t / 60.0, r * 1024.0, 1)[0])
 
 
+def across_soak(lives_rss: list[list[tuple[float, float, float]]], warm_s: float) -> dict:
+    """The resident memory's growth across the whole soak after the first warm-up, from every
+    life's (age, soak time, MiB) samples: the least-squares slope over soak time of all samples
+    past the first warm-up, and of those past each life's own warm-up; and RSS at equal ages of
+    each life (each whole minute past the warm-up that every life reached), with the slope of
+    their mean per life over the life's start time (growth carried from life to life)."""
+    def fit(p: list[tuple[float, float]]) -> float | None:
+        if len(p) < 10:
+            return None
+        t, r = np.array(p).T
+        return round(float(np.polyfit(t / 60.0, r * 1024.0, 1)[0]), 1)
+    every = [(g, r) for life in lives_rss for _, g, r in life if g >= warm_s]
+    warm = [(g, r) for life in lives_rss for a, g, r in life if a >= warm_s]
+    shortest = min(life[-1][0] for life in lives_rss)
+    ages = [float(m * 60) for m in range(int(np.ceil(warm_s / 60)), int(shortest // 60) + 1)]
+
+    def at(life: list[tuple[float, float, float]], age: float) -> float:
+        return min(life, key=lambda x: abs(x[0] - age))[2]
+    table = {f"{int(a // 60)} min": [round(at(life, a), 1) for life in lives_rss] for a in ages}
+    starts = [life[0][1] - life[0][0] for life in lives_rss]
+    means = [float(np.mean([at(life, a) for a in ages])) for life in lives_rss] if ages else []
+    equal = (round(float(np.polyfit(np.array(starts) / 60.0, np.array(means) * 1024.0, 1)[0]), 1)
+             if len(means) >= 3 else None)
+    return {"rss_slope_soak_after_first_warmup_kib_min": fit(every),
+            "rss_slope_soak_each_life_warm_kib_min": fit(warm),
+            "rss_mib_at_equal_ages": table,
+            "rss_slope_equal_ages_across_lives_kib_min": equal}
+
+
 def alerts(out: Path) -> tuple[int, int]:
     """(break alerts said, distinct breaks they name) over every day folder."""
     from bench.model.rundata import load_run
@@ -106,6 +137,8 @@ def main() -> int:
                          "other lives share the rest")
     ap.add_argument("--fit-every", default="30s")
     ap.add_argument("--rate", default=None)
+    ap.add_argument("--samples", default=None, help="a file to write every life's RSS samples "
+                    "to (JSON: [age s, soak s, MiB] per sample)")
     ap.add_argument("--devices", default=None, help="comma-separated devices of the default "
                     "rack (default: all)")
     a = ap.parse_args()
@@ -118,12 +151,13 @@ def main() -> int:
     out.mkdir()
     last_s = a.last_min * 60 if a.last_min else a.minutes * 60 / (a.cycles + 1)
     life_s = (a.minutes * 60 - last_s) / max(a.cycles, 1)
-    lives, scrapes, gaps = [], 0, []
-    t_start = time.time()
+    lives, scrapes, gaps, lives_rss = [], 0, [], []
+    t_start, soak_t0 = time.time(), time.monotonic()
     try:
         for k in range(a.cycles + 1):
             proc, url, first, started = start(rack, out, a)
-            rss, t0 = [], time.monotonic()
+            rss, t0, life_rss = [], time.monotonic(), []
+            lives_rss.append(life_rss)
             while time.monotonic() - t0 < (last_s if k == a.cycles else life_s):
                 text = metrics(url)
                 scrapes += 1
@@ -131,6 +165,7 @@ def main() -> int:
                     gaps.append((k, round(time.monotonic() - t0, 1),
                                  "no answer" if text is None else missing(text, devices)))
                 rss.append((time.monotonic() - t0, usage(proc.pid)[0]))
+                life_rss.append((rss[-1][0], time.monotonic() - soak_t0, rss[-1][1]))
                 time.sleep(a.scrape_s)
             sig = signal.SIGKILL if k % 2 == 0 else signal.SIGTERM
             if k == a.cycles:
@@ -155,10 +190,14 @@ def main() -> int:
     said, distinct = alerts(out)
     row = {"minutes": a.minutes, "cycles": a.cycles, "devices": len(devices),
            "scrapes": scrapes, "scrapes_missing_a_device": len(gaps), "gaps": gaps[:10],
-           "lives": lives, "break_alerts_said": said, "distinct_clocks_with_break_alerts": distinct,
+           "lives": lives, **across_soak(lives_rss, a.warmup_min * 60),
+           "break_alerts_said": said, "distinct_clocks_with_break_alerts": distinct,
            "disk_bytes": size,
            "disk_per_device_day_mib": round(size / len(devices) / days_watched / 2**20, 1),
            "load": [round(x, 1) for x in os.getloadavg()], "out": str(out)}
+    if a.samples:
+        Path(a.samples).write_text(json.dumps([[[round(x, 2) for x in p] for p in life]
+                                               for life in lives_rss]))
     print(json.dumps(row, indent=1), flush=True)
     return 1 if gaps else 0
 

@@ -18,6 +18,13 @@ Traps: pysnmp allows one notification receiver per engine; it routes each trap, 
 transport domain it arrived on, to the driver listening there, with the community it came with.
 The dispatcher is reference-counted: a driver's release removes only its own transports, the
 last one closes the engine.
+USM timeline expiry: pysnmp (7.1) queues the authoritative engine id of every authenticated
+answer (a decoded pyasn1 object) for expiry 3,000 timer ticks later (300 s at its 0.1 s tick,
+longer as a loaded loop lags) and removes none earlier, so a watch held one object per SNMPv3
+answer for 5-7 minutes (about 700 for one PDU, growing RSS through a watch's first minutes;
+benchmarks/README.md). Each engine's queue keeps an engine id in its latest slot only
+(`LatestExpiry`): at most one entry per agent, and an agent's time values are forgotten 300 s
+after its last answer, not its first.
 """
 from __future__ import annotations
 
@@ -44,6 +51,64 @@ def new_domain() -> tuple[int, ...]:
     return udp.DOMAIN_NAME + (next(_DOMAINS),)
 
 
+_USM_QUEUE = "_SnmpUSMSecurityModel__timelineExpQueue"     # pysnmp 7.1's name (rfc3414/service)
+
+
+class LatestExpiry(dict):
+    """pysnmp's USM expiry queue (tick -> the engine ids to forget at that tick) that holds each
+    engine id in its latest slot only: queued again, an id leaves its earlier slot."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slot_of: dict = {}                     # engine id -> its tick
+
+    def __setitem__(self, tick, ids) -> None:
+        slot = _Slot(self, tick)
+        super().__setitem__(tick, slot)
+        for engine_id in ids:
+            slot.append(engine_id)
+
+    def __delitem__(self, tick) -> None:
+        for engine_id in self.get(tick, ()):
+            if self.slot_of.get(engine_id) == tick:
+                del self.slot_of[engine_id]
+        super().__delitem__(tick)
+
+    def entries(self) -> int:
+        return sum(map(len, self.values()))
+
+
+class _Slot(list):
+    """One tick's engine ids: an id appended here leaves the slot it was in."""
+
+    def __init__(self, queue: LatestExpiry, tick) -> None:
+        super().__init__()
+        self.queue, self.tick = queue, tick
+
+    def append(self, engine_id) -> None:
+        old = self.queue.slot_of.get(engine_id)
+        if old == self.tick:
+            return
+        if old is not None and old in self.queue:
+            before = dict.__getitem__(self.queue, old)
+            list.remove(before, engine_id)
+            if not before:
+                dict.__delitem__(self.queue, old)
+        self.queue.slot_of[engine_id] = self.tick
+        super().append(engine_id)
+
+
+def bound_usm_expiry(engine: SnmpEngine) -> LatestExpiry | None:
+    """The engine's USM expiry queue made a LatestExpiry (None, left alone, when this pysnmp
+    keeps no such queue or has already queued something)."""
+    usm = engine.security_models.get(3)
+    if type(getattr(usm, _USM_QUEUE, None)) is not dict or getattr(usm, _USM_QUEUE):
+        return None
+    queue = LatestExpiry()
+    setattr(usm, _USM_QUEUE, queue)
+    return queue
+
+
 class SharedEngine:
     """An SnmpEngine, its dispatcher and who uses it."""
 
@@ -51,6 +116,7 @@ class SharedEngine:
         self.loop = asyncio.get_running_loop()
         self.engine = SnmpEngine()
         self.engine.register_transport_dispatcher(AsyncioDispatcher(loop=self.loop))
+        self.usm_expiry = bound_usm_expiry(self.engine)
         self.members = 0
         self.users: dict[str, tuple] = {}           # v3 user name -> its keys, for this engine's life
         self.domains: dict[tuple, udp.UdpAsyncioTransport] = {}   # domain -> transport (open ones)

@@ -198,3 +198,47 @@ def test_loops_in_threads_get_engines_of_their_own(sim_rack):
     (n0, e0, r0), (n1, e1, r1) = results[0], results[1]
     assert (n0, n1, len(e0), len(e1)) == (1, 1, 1, 1)
     assert len(r0) == len(r1) == 6
+
+
+def test_usm_expiry_queue_keeps_one_entry_per_agent_and_still_expires(sim_rack):
+    """pysnmp queued every SNMPv3 answer's engine id for expiry 300 s later (one pyasn1 object
+    per answer held for minutes): the shared engine's queue keeps each agent's id once, in its
+    latest slot, and pysnmp's own ticks still forget the agent's time values 3,000 ticks after
+    its last answer, after which a read re-synchronises and succeeds."""
+    sim = sim_rack(pdu_toml("pdu-q1", v3=True, trap=False, hrsystemdate=False)
+                   + pdu_toml("pdu-q2", v3=True, trap=False, hrsystemdate=False))
+
+    async def go():
+        ds = [driver(d) for d in sim.rack.devices]
+        await asyncio.gather(*(d.open() for d in ds))
+        try:
+            reads = [await d.read_clock("sysuptime") for _ in range(10) for d in ds]
+            share = snmp_engine.engines_in_use()[0]
+            queue, usm = share.usm_expiry, share.engine.security_models[3]
+            held = (queue.entries(), len(queue.slot_of))
+            for _ in range(3001):
+                usm.receive_timer_tick(share.engine, 0.0)
+            forgotten = (queue.entries(), len(usm._SnmpUSMSecurityModel__timeline))
+            again = [await d.read_clock("sysuptime") for d in ds]
+            return reads, held, forgotten, again, queue.entries()
+        finally:
+            await asyncio.gather(*(d.close() for d in ds))
+
+    reads, held, forgotten, again, after = run(go())
+    assert len(reads) == 20 and len(again) == 2
+    assert isinstance(held[0], int) and 1 <= held[0] == held[1] <= 2, held
+    assert forgotten == (0, 0)
+    assert 1 <= after <= 2
+
+
+def test_latest_expiry_moves_an_id_to_its_latest_slot():
+    """The queue as pysnmp's USM fills it (`if tick not in q: q[tick] = []; q[tick].append(id)`)
+    and empties it (`del q[tick]` after forgetting its ids)."""
+    q = snmp_engine.LatestExpiry()
+    for tick, engine_id in ((10, b"a"), (11, b"b"), (12, b"a"), (12, b"a"), (13, b"b")):
+        if tick not in q:
+            q[tick] = []
+        q[tick].append(engine_id)
+    assert dict(q) == {12: [b"a"], 13: [b"b"]} and q.slot_of == {b"a": 12, b"b": 13}
+    del q[12]
+    assert dict(q) == {13: [b"b"]} and q.slot_of == {b"b": 13} and q.entries() == 1
