@@ -13,6 +13,7 @@ from bench.logs.logstamps import (
     TEXT_KEEP,
     US,
     Context,
+    Notes,
     ParsedLog,
     Unparsed,
     _why,
@@ -86,18 +87,22 @@ def _redfish_member(n: int, m: Any, ctx: Context, out: ParsedLog) -> None:
     if not isinstance(m, dict):
         raise Unparsed("member is not an object")
     key = _redfish_field(m, ctx)
-    created = m.get(key)
-    if not isinstance(created, str):
-        raise Unparsed(f"no {key}")
-    im = ISO.fullmatch(created.strip())
-    if not im:
-        raise Unparsed(f"{key} {created[:60]!r} is not ISO 8601")
-    v, q, notes = iso_stamp(im, ctx)
+    created, v, q, notes = _iso_field(key, m.get(key), ctx)
     rid = str(m.get("Id", m.get("EventId", "")))[:40]
     msg = " ".join(str(x) for x in (rid, m.get("MessageId"), m.get("Message"))
                    if x)[:TEXT_KEEP]
     out.stamps.add(n, v, q, "wall", created, msg.strip(),
                    int(rid) if rid.isdigit() else None, notes, f"origin|{key}")
+
+
+def _iso_field(key: str, value: Any, ctx: Context) -> tuple[str, int, int, Notes]:
+    """A record's ISO 8601 stamp field `key` (its `value`): (its text, ns, resolution, notes)."""
+    if not isinstance(value, str):
+        raise Unparsed(f"no {key}")
+    im = ISO.fullmatch(value.strip())
+    if not im:
+        raise Unparsed(f"{key} {value[:60]!r} is not ISO 8601")
+    return (value, *iso_stamp(im, ctx))
 
 
 def _redfish_field(m: dict[str, Any], ctx: Context) -> str:
@@ -174,13 +179,8 @@ def _k8s_event(n: int, ev: Any, ctx: Context, out: ParsedLog) -> None:
         raise Unparsed("not a Kubernetes Event object")
     meta: dict[str, Any] = ev["metadata"] if isinstance(ev.get("metadata"), dict) else {}
     key, src = k8s_field(ev, ctx)
-    stamp = meta.get(key) if key == "creationTimestamp" else ev.get(key)
-    if not isinstance(stamp, str):
-        raise Unparsed(f"no {key}")
-    im = ISO.fullmatch(stamp.strip())
-    if not im:
-        raise Unparsed(f"{key} {stamp[:60]!r} is not ISO 8601")
-    v, q, notes = iso_stamp(im, ctx)
+    stamp, v, q, notes = _iso_field(
+        key, meta.get(key) if key == "creationTimestamp" else ev.get(key), ctx)
     rv = str(meta.get("resourceVersion", ""))
     out.stamps.add(n, v, q, "wall", stamp, _k8s_text(ev),
                    int(rv) if rv.isdigit() else None, notes, src)
