@@ -94,3 +94,23 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_workers_warning_reaches_the_runs_log(tmp_path):
+    """A bench logger's warning in a spawned worker lands in the run's bench.log (and the
+    parent's handlers), not only on the worker's stderr."""
+    import logging
+
+    from bench.model.runlog import RunLog
+
+    run_log = RunLog(tmp_path / "bench.log")
+    pool = AfterPool(1)
+    try:
+        warn = logging.getLogger("bench.model.summary").warning
+        assert list(pool.map(warn, [("clock %s: seen in worker %s", "bmc-1.redfish", "w")])) \
+            == [None]
+    finally:
+        pool.close()
+        run_log.close()
+    text = (tmp_path / "bench.log").read_text()
+    assert "bench.model.summary WARNING clock bmc-1.redfish: seen in worker w" in text, text

@@ -8,7 +8,10 @@ makes them, so the summary and the files are the same whichever made them. `back
 long computation that needs nothing of the run (the incident's offline cascades) in a process of
 its own at low priority while the rack is probed.
 
-A worker ignores Ctrl-C: the run decides what to do with it, and ends its workers.
+A worker ignores Ctrl-C: the run decides what to do with it, and ends its workers. Its log
+records (INFO and above of the bench's loggers) come back through a queue and are handled by the
+run's loggers, so its warnings land in the run's `bench.log` and on the terminal as this
+process's do.
 """
 from __future__ import annotations
 
@@ -24,9 +27,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from logging.handlers import QueueHandler, QueueListener
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
+
+from bench.model.runlog import BENCH_LOGGERS
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +48,46 @@ def workers_for(cpus: int | None = None) -> int:
     return max(1, min(MAX_WORKERS, cpus or os.cpu_count() or 1))
 
 
-def _warm(modules: tuple[str, ...], nice: int) -> None:
+class _ToLogger(logging.Handler):
+    """A worker's record handled by this process's logger of the same name, at its level."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lg = logging.getLogger(record.name)
+        if lg.isEnabledFor(record.levelno):
+            lg.handle(record)
+
+
+class _Pool(ProcessPoolExecutor):
+    """Spawned workers whose log records come back through `queue` (QueueListener here)."""
+
+    def __init__(self, workers: int, modules: tuple[str, ...], nice: int):
+        queue = get_context("spawn").Queue()
+        super().__init__(workers, mp_context=get_context("spawn"), initializer=_warm,
+                         initargs=(modules, nice, queue))
+        self.relay = QueueListener(queue, _ToLogger())
+        self.relay.start()
+
+    def stop_relay(self) -> None:
+        """The records the workers sent handled, then the listener thread ended (once; a
+        worker ended in the middle of a record leaves the thread, a daemon, waiting)."""
+        thread = self.relay._thread
+        if thread is not None:
+            self.relay.enqueue_sentinel()
+            thread.join(5)
+            self.relay._thread = None
+
+
+def _relay_to(queue: Any) -> None:
+    root = logging.getLogger()
+    root.handlers[:] = [QueueHandler(queue)]
+    for name in BENCH_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO)
+
+
+def _warm(modules: tuple[str, ...], nice: int, queue: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the run's; the run ends us
+    if queue is not None:
+        _relay_to(queue)
     parent = multiprocessing.parent_process()
     if parent is not None:           # a run killed (SIGKILL) leaves no worker behind
         threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
@@ -84,8 +128,7 @@ def _main_unnamed() -> Iterator[None]:
 
 def _executor(workers: int, modules: tuple[str, ...], nice: int = 0) -> ProcessPoolExecutor:
     """Spawned workers (never forked from a process with the probing's threads), started now."""
-    ex = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_warm,
-                             initargs=(modules, nice))
+    ex = _Pool(workers, modules, nice)
     for _ in range(workers):         # a spawn pool starts a worker per task while none is idle
         _submit(ex, _noop)
     return ex
@@ -105,6 +148,8 @@ def _end(ex: ProcessPoolExecutor) -> None:
             p.terminate()
     for p in procs:
         p.join(5)
+    if isinstance(ex, _Pool):
+        ex.stop_relay()
 
 
 def _star(fn: Callable[..., Any], args: tuple) -> Any:
