@@ -137,3 +137,26 @@ def test_a_counter_window_sliding_past_its_wrap_keeps_its_turn():
             lo, hi = bound_now(b, e + 3 * 10**9)
             assert lo <= -zero <= hi         # the counter minus reference: minus its zero
     assert np.ptp(offsets) < 0.1 * 10**9, np.ptp(offsets)      # not a modulus (655 s) apart
+
+
+def test_the_bound_now_grows_at_the_rate_the_clock_was_fitted_under():
+    """A 1 s wall clock read every 5 s (the watch's polite Redfish rate) is pinned too loosely
+    for its reads to check 600 ppm, so it is fitted under a disciplined clock's 2,500 ppm; an
+    NTP client may then slew it at 2,000 ppm after its last read, inside that model, and the
+    bound now must hold it (before: it grew at the inventory's 600 ppm and missed)."""
+    q, off = 10**9, 12_345_678_901
+    rng = np.random.default_rng(1)
+    w = ClockWindow(ClockMeta("bmc.datetime", q))
+    t0 = 1_800_000_000 * 10**9
+    for k in range(120):
+        s = t0 + k * 5 * 10**9 + int(rng.integers(0, q))
+        w.add(s, s + 2 * 10**6, (s + 10**6 + off) // q * q)
+    fit = w.fit()
+    assert fit is not None and fit.drift_prior_ppm > 600 and fit.rate_assumed
+    b = current_bounds(fit, 600.0)
+    assert b is not None and b["rate_ppm"] == fit.drift_prior_ppm
+    for age_s in (10, 60, 600, 3600):
+        lo, hi = bound_now(b, int(b["at_ns"]) + age_s * 10**9)
+        for rate_ppm in (2000.0, -2000.0):
+            truth = off + rate_ppm * 1e-6 * age_s * 1e9
+            assert lo <= truth <= hi, (age_s, rate_ppm, lo, truth, hi)

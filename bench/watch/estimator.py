@@ -116,9 +116,12 @@ def current_bounds(fit: ClockFit | None, rate_ppm: float = DEFAULT_DRIFT_PRIOR_P
                    ) -> dict | None:
     """The current (last) segment's offset and drift bounds and statuses, as plain numbers, and
     the offset bound at its last read (`at_ns`, `at_lo_ns`, `at_hi_ns`, integers) that
-    `bound_now` carries to any later instant at `rate_ppm`, the model's rate bound."""
+    `bound_now` carries to any later instant at the model's rate bound: `rate_ppm`, the
+    inventory's, or the rate the fit was made under where that is wider (a clock whose reads do
+    not check R is fitted under a disciplined clock's rate, bench.analysis.rate_check)."""
     if fit is None or not fit.segments:
         return None
+    rate_ppm = max(float(rate_ppm), float(fit.drift_prior_ppm))
     sg = fit.segments[-1]
     md = sg.mean_drift or {}
     at = sg.proven_offset_at(int(sg.end_ns))
