@@ -16,6 +16,7 @@ import numpy as np
 from bench.analysis.counters import AMBIGUOUS, step_wraps, unwrap
 from bench.analysis.estimate import ClockFit, fit_clock, wander_allowance_ns_per_s
 from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
+from bench.analysis.rate_check import DISCIPLINED_PRIOR_PPM
 from bench.model.summary import ClockResult
 
 __all__ = ["ClockFit", "ClockMeta", "ClockWindow", "WINDOW", "current_bounds"]
@@ -32,6 +33,9 @@ class ClockMeta:
     modulus_ns: int = 0
     drift_prior_ppm: float = DEFAULT_DRIFT_PRIOR_PPM
     wander_ppm: float = 0.0
+    lag_ns: int = 0                  # the reading may lag its clock by this much (summary.lag_ns)
+    free_running: str = ""           # the device's word that nothing disciplines it
+    prior_declared: bool = False     # the inventory declares the rate bound: it stands
 
     def as_manifest(self) -> dict:
         return {"name": self.name, "resolution_ns": self.resolution_ns,
@@ -96,14 +100,17 @@ class ClockWindow:
 
     def fit(self, uncertainty_ns: int = 0) -> ClockFit | None:
         """The estimator's fit of the window, as the summary fits a run (bench.model.summary
-        .fit_clocks), or None with fewer than two reads."""
+        .fit_clocks: the declared lag, the device's claim, a declared rate bound standing), or
+        None with fewer than two reads."""
         if self.n < 2:
             return None
         s, e, v = self.arrays()
         m = self.meta
         wander = wander_allowance_ns_per_s(m.wander_ppm, (int(s[-1]) - int(s[0])) / 1e9)
         return fit_clock(s, e, v, int(m.resolution_ns), uncertainty_ns=int(uncertainty_ns),
-                         drift_prior_ppm=m.drift_prior_ppm, wander_ns_per_s=wander)
+                         drift_prior_ppm=m.drift_prior_ppm, wander_ns_per_s=wander,
+                         lag_ns=int(m.lag_ns), free_running=m.free_running,
+                         unchecked_prior_ppm=None if m.prior_declared else DISCIPLINED_PRIOR_PPM)
 
     def result(self, fit: ClockFit | None) -> ClockResult:
         """The fit as the timeline's mapping takes it (bench.analysis.timeline_map.calibrations)."""

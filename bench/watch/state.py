@@ -14,6 +14,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench.model.summary import lag_ns
 from bench.watch.estimator import ClockFit, ClockMeta, ClockWindow, current_bounds
 
 MAX_BREAKS = 64                  # per clock, the latest breaks kept for the mapping's windows
@@ -59,7 +60,7 @@ class WatchState:
 
     def __init__(self, now_ns, priors: dict | None = None):
         self.now_ns = now_ns
-        self.priors = priors or {}            # device -> {"drift_prior_ppm", "wander_ppm"}
+        self.priors = priors or {}     # device -> {"drift_prior_ppm", "wander_ppm", "tick_lag_ms"}
         self.devices: dict[str, DeviceState] = {}
         self.lock = threading.Lock()
         self.uncertainty_ns = 0
@@ -107,7 +108,8 @@ class WatchState:
                 meta = ClockMeta(c["name"], int(c.get("resolution_ns") or 1),
                                  bool(c.get("counter")), int(c.get("modulus_ns") or 0),
                                  float(pri.get("drift_prior_ppm", 600.0)),
-                                 float(pri.get("wander_ppm", 0.0)))
+                                 float(pri.get("wander_ppm", 0.0)), lag_ns(pri, c),
+                                 str(c.get("free_running") or ""), "drift_prior_ppm" in pri)
                 old = d.clocks.get(c["name"])
                 if old is None or old.window.meta != meta:
                     d.clocks[c["name"]] = ClockState(ClockWindow(meta), plane)

@@ -64,8 +64,8 @@ def next_roll_ns(now_ns: int, opts: Options, started_ns: int) -> int:
 
 
 def priors_of(rack) -> dict:
-    """Per device the inventory's fit settings the summary uses (drift prior, wander)."""
-    return {d.name: {k: d.options[k] for k in ("drift_prior_ppm", "wander_ppm")
+    """Per device the inventory's fit settings the summary uses (drift prior, wander, lag)."""
+    return {d.name: {k: d.options[k] for k in ("drift_prior_ppm", "wander_ppm", "tick_lag_ms")
                      if k in d.options} for d in rack.devices}
 
 
