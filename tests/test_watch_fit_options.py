@@ -58,3 +58,40 @@ def test_the_devices_claim_and_a_declared_rate_reach_the_watchs_fit():
     assert fits["bmc-2"].drift_prior_ppm == 600 and fits["bmc-2"].rate_basis == NTP_OFF
     assert fits["cdu-2"].drift_prior_ppm == 600 and fits["cdu-2"].rate_assumed
     assert fits["bmc-9"].drift_prior_ppm > 600 and not fits["bmc-9"].rate_basis
+
+
+def _rows(st: WatchState, rng, reboot_s: float = 150.0, down_s: float = 4.0) -> None:
+    """pdu-1 read once a second for 300 s, both clocks: its agent restarts at `reboot_s`
+    (sysUpTime back to 0) and answers nothing for `down_s`; hrSystemDate shows no step."""
+    boot = T0 - 10**12
+    for k in range(300):
+        for clock in ("sysuptime", "hrsystemdate"):
+            s = T0 + k * 10**9 + int(rng.integers(0, 5 * 10**8))
+            e, at = s + 10**6, s + 5 * 10**5
+            if reboot_s <= k < reboot_s + down_s:
+                st.row("pdu-1", "read", clock, s, e, None, "timeout")
+                continue
+            since = T0 + int(reboot_s * 1e9) if k >= reboot_s else boot
+            v = (at - since) // 10**7 * 10**7 if clock == "sysuptime" else \
+                (at + OFF) // 10**7 * 10**7
+            st.row("pdu-1", "read", clock, s, e, v, "ok")
+
+
+def test_a_reboot_on_one_clock_splits_the_devices_other_clocks_in_the_watch():
+    """As the summary does (bench.analysis.device_breaks): the agent's restart that sysUpTime
+    shows, and the outage around it, end hrSystemDate's segment too, though its own reads show
+    no step (a wall clock may come back from a restart wrong and be stepped back unseen)."""
+    st = WatchState(lambda: 0, {"pdu-1": {}})
+    st.define("pdu-1", "pdu", [{"name": "sysuptime", "resolution_ns": 10**7, "counter": True},
+                               {"name": "hrsystemdate", "resolution_ns": 10**7}])
+    _rows(st, np.random.default_rng(5))
+    d = st.devices["pdu-1"]
+    assert len(d.outages) == 1
+    (after, before), = d.outages
+    assert T0 + 149 * 10**9 < after < T0 + 150 * 10**9 < T0 + 154 * 10**9 <= before
+    for clock in ("sysuptime", "hrsystemdate"):
+        st.refit("pdu-1", clock, d.clocks[clock])
+    up, date = d.clocks["sysuptime"].fit, d.clocks["hrsystemdate"].fit
+    assert [str(b.kind) for b in up.breaks] == ["reboot"]
+    assert len(date.segments) == 2, [(sg.start_ns - T0, sg.end_ns - T0) for sg in date.segments]
+    assert date.segments[0].end_ns <= before and date.segments[1].start_ns >= after

@@ -9,6 +9,7 @@ wider than a fit of every read since the segment began would be.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,10 +99,12 @@ class ClockWindow:
             v = v + np.int64(self.carry) * np.int64(m.modulus_ns)
         return s, e, v
 
-    def fit(self, uncertainty_ns: int = 0) -> ClockFit | None:
+    def fit(self, uncertainty_ns: int = 0, cuts_ns: Sequence[tuple[int, int]] = ()
+            ) -> ClockFit | None:
         """The estimator's fit of the window, as the summary fits a run (bench.model.summary
-        .fit_clocks: the declared lag, the device's claim, a declared rate bound standing), or
-        None with fewer than two reads."""
+        .fit_clocks: the declared lag, the device's claim, a declared rate bound standing, split
+        at `cuts_ns`, the device's breaks seen on its other clocks), or None with fewer than
+        two reads."""
         if self.n < 2:
             return None
         s, e, v = self.arrays()
@@ -109,7 +112,7 @@ class ClockWindow:
         wander = wander_allowance_ns_per_s(m.wander_ppm, (int(s[-1]) - int(s[0])) / 1e9)
         return fit_clock(s, e, v, int(m.resolution_ns), uncertainty_ns=int(uncertainty_ns),
                          drift_prior_ppm=m.drift_prior_ppm, wander_ns_per_s=wander,
-                         lag_ns=int(m.lag_ns), free_running=m.free_running,
+                         lag_ns=int(m.lag_ns), free_running=m.free_running, cuts_ns=cuts_ns,
                          unchecked_prior_ppm=None if m.prior_declared else DISCIPLINED_PRIOR_PPM)
 
     def result(self, fit: ClockFit | None) -> ClockResult:

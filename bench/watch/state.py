@@ -14,6 +14,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench.analysis.device_breaks import OUTAGE_MIN_FAILED, cuts_for, splits_inside
 from bench.model.summary import lag_ns
 from bench.watch.estimator import ClockFit, ClockMeta, ClockWindow, current_bounds
 
@@ -52,6 +53,21 @@ class DeviceState:
     errors: Counter = field(default_factory=Counter)    # error class -> count
     requests: deque = field(default_factory=lambda: deque(maxlen=6000))   # instants, last minute
     clocks: dict = field(default_factory=dict)          # name -> ClockState
+    outages: deque = field(default_factory=lambda: deque(maxlen=MAX_BREAKS))  # (after, before)
+    failed_run: int = 0             # failed reads in a row since the last good one
+    failed_after_ns: int | None = None   # the end of the good read before them
+
+    def read_row(self, ok: bool, s_ns: int) -> None:
+        """A read row (any clock) as device_breaks.outages takes it: OUTAGE_MIN_FAILED failed
+        reads in a row, between two good ones, are an outage every clock splits at."""
+        if not ok:
+            if self.failed_run == 0:
+                self.failed_after_ns = self.last_read_ns
+            self.failed_run += 1
+            return
+        if self.failed_run >= OUTAGE_MIN_FAILED and self.failed_after_ns is not None:
+            self.outages.append((self.failed_after_ns, int(s_ns)))
+        self.failed_run = 0
 
 
 class WatchState:
@@ -129,6 +145,8 @@ class WatchState:
             d.requests.append(now)
             while d.requests[0] < now - 60.0:       # the last minute's, scraped or not
                 d.requests.popleft()
+            if kind == "read":
+                d.read_row(status == "ok" and value_ns is not None, int(s_ns))
             if status not in ("ok", "unarmed"):
                 d.errors[status] += 1
                 return
@@ -170,8 +188,14 @@ class WatchState:
             taken = c.taken
             window = c.window.copy()
             unc = self.uncertainty_ns
+            d = self.devices.get(device)
+            others = {n: o.fit for n, o in d.clocks.items()} if d is not None else {}
+            down = list(d.outages) if d is not None else []
         try:
             fit = window.fit(unc)
+            cuts = cuts_for(clock, others, down)
+            if splits_inside(fit, cuts):      # another clock rebooted, or the device was out
+                fit = window.fit(unc, cuts)
         except Exception:            # a live fit must never stop the watch; the summary tells
             fit = None
         new = []
