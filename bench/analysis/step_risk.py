@@ -1,7 +1,8 @@
 """The unseen-step risk: what a clock's own steps say of the steps its reads may miss. One step
-whose like could hide in one of its segments (_could_hide, _rate_unshown) is carried as the fit's
-`hide_ns`; STEP_HISTORY steps or more, breaks that show no step, a proven lag or such a step make
-the proven segments assumed (_downgraded, _step_history).
+whose like could hide in one of its segments (_could_hide, _rate_unshown), or a read set aside by
+less than such a step (_aside_hides), is carried as the fit's `hide_ns`; STEP_HISTORY steps or
+more, breaks that show no step, a proven lag or such a step make the proven segments assumed
+(_downgraded, _step_history).
 """
 from __future__ import annotations
 
@@ -61,7 +62,6 @@ def _aside_hides(sp: _seg.Split, segs: list[Segment], reads: tuple[I64, I64, I64
     may be the clock itself (a blip one read caught, a lag or a value updating slower than its
     tick, issue 39), and the others may be the ones that are off. A corrupted answer far off
     (more than X) stays the model's bad answer."""
-    s, e, v = reads
     xs = [unseen_step_ns(q, sg.bracket_ns["median"], sg.offset_ns.width, rate_hz, rate_ppm=prior)
           for sg in segs if sg.bracket_ns]
     if not xs:
