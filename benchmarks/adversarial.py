@@ -197,6 +197,8 @@ def make(rng: np.random.Generator, case: str, seed: int) -> dict:
             real = int(float(rng.choice([0.1, 1.0])) * NS)
             clk.tick_ns = dev["declared_ns"] = max(MS, real // k // MS * MS)
             clk.update_ns = real
+    elif case == "res_slow_update":   # a value that moves every 1.2-3 ticks, showing its clock
+        clk.update_ns = round(float(rng.uniform(1.2, 3.0)) * tick)     # then, floored to it
     elif case == "pll_hunt":
         clk.hunt = (float(rng.uniform(100, 1500)), float(rng.uniform(10, 60)),
                     float(rng.uniform(0, 2 * math.pi)))
@@ -206,7 +208,7 @@ def make(rng: np.random.Generator, case: str, seed: int) -> dict:
 
 CASES = ("ntpd_slew", "chrony_slew", "ntp_step", "step_back_once", "step_back_repeated",
          "lag_declared", "lag_undeclared", "lag_short_declared", "res_finer", "res_coarser",
-         "res_finer_unaligned", "pll_hunt")
+         "res_finer_unaligned", "pll_hunt", "res_slow_update")
 
 
 def _breaks_what(dev: dict, clk: Clock, t1: int, t2: int, prior: float) -> str:

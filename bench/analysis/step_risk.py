@@ -1,7 +1,8 @@
 """The unseen-step risk: what a clock's own steps say of the steps its reads may miss. One step
-whose like could hide in one of its segments (_could_hide, _rate_unshown) is carried as the fit's
-`hide_ns`; STEP_HISTORY steps or more, breaks that show no step, a proven lag or such a step make
-the proven segments assumed (_downgraded, _step_history).
+whose like could hide in one of its segments (_could_hide, _rate_unshown), or a read set aside by
+less than such a step (_aside_hides), is carried as the fit's `hide_ns`; STEP_HISTORY steps or
+more, breaks that show no step, a proven lag or such a step make the proven segments assumed
+(_downgraded, _step_history).
 """
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from collections.abc import Sequence
 from dataclasses import replace as _dc_replace
 from typing import Any
 
+import numpy as np
+
+from bench.analysis import envelope as _envelope
 from bench.analysis import segment as _seg
 from bench.analysis.arrays import I64
 from bench.analysis.breaks import Break
@@ -28,6 +32,8 @@ def _step_history(sp: _seg.Split, breaks: list[Break], segs: list[Segment],
     hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
                           prior, refit)         if steps + unknown == 1 else 0
     steps += _aside_steps(sp)         # steps the reads set aside show
+    if not hide and sp.outliers and steps + unknown < STEP_HISTORY:
+        hide = _aside_hides(sp, segs, reads, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9), prior)
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return segs, unknown, steps, hide
 
@@ -45,6 +51,41 @@ def _aside_steps(sp: _seg.Split) -> int:
     at = sorted(i for i, _ in sp.outliers)
     places = sum(1 for k, i in enumerate(at) if k == 0 or i - at[k - 1] > 1)   # runs of them
     return STEP_HISTORY * max(sp.bursts, int(places >= 2))
+
+
+def _aside_hides(sp: _seg.Split, segs: list[Segment], reads: tuple[I64, I64, I64], q: int,
+                 rate_hz: float, prior: float) -> int:
+    """Reads set aside in one place that miss the reads around them by less than a step that
+    could hide in one of the segments (below the X it states for UNSEEN_WITHIN_S, as
+    _could_hide): the least such miss, ns, else 0. A bad answer the model admits is one the
+    clock could not have given; a read off by less than a step its reads would miss elsewhere
+    may be the clock itself (a blip one read caught, a lag or a value updating slower than its
+    tick, issue 39), and the others may be the ones that are off. A corrupted answer far off
+    (more than X) stays the model's bad answer."""
+    xs = [unseen_step_ns(q, sg.bracket_ns["median"], sg.offset_ns.width, rate_hz, rate_ppm=prior)
+          for sg in segs if sg.bracket_ns]
+    if not xs:
+        return 0
+    misses = [_aside_miss_ns(sp, p, reads, q, prior) for p, _ in sp.outliers]
+    least = max(1, min(misses))
+    return least if least < max(xs) else 0
+
+
+def _aside_miss_ns(sp: _seg.Split, p: int, reads: tuple[I64, I64, I64], q: int,
+                   prior: float) -> int:
+    """How far read p (set aside) misses the envelope of the run around it, or of the runs on
+    each side of it, under the prior, ns: the least step that explains it."""
+    s, e, v = reads
+    out = {i for i, _ in sp.outliers}
+    around = [r for r in sp.runs if r[0] < p < r[-1]] or \
+        [r for r in sp.runs if r[-1] < p][-1:] + [r for r in sp.runs if r[0] > p][:1]
+    idx = np.array([int(i) for r in around for i in r if int(i) not in out], dtype=np.int64)
+    if not len(idx):
+        return 1
+    env = _envelope.build(s[idx], e[idx], v[idx], q, prior)
+    lo, _ = env.at(int(s[p]))
+    _, hi = env.at(int(e[p]))
+    return int(max(int(v[p]) - int(e[p]) - hi, lo - (int(v[p]) + q - int(s[p])), 1))
 
 
 def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,

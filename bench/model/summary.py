@@ -373,13 +373,18 @@ def _assumed_note(fit: ClockFit) -> str:
 
 
 def _hide_note(fit: ClockFit) -> str:
-    """Why one break made a clock's bounds assumed (step_risk._could_hide, _rate_unshown)."""
+    """Why one break, or one read set aside, made a clock's bounds assumed
+    (step_risk._could_hide, _rate_unshown, _aside_hides)."""
     from bench.units import fmt_end_ns
     if not fit.hide_ns:
         return ""
     if fit.beyond_note and fit.hide_ns == 1:
         return ("a break under the prior was refitted beyond it, yet the reads show no rate "
                 "beyond it: a step may hide in the wider envelope, bounds assumed")
+    if fit.outliers and fit.steps_seen + fit.unknown_breaks == 0:     # step_risk._aside_hides
+        return (f"a read set aside {fmt_end_ns(fit.hide_ns, False)} or more off the others: a "
+                f"step that size can hide in these reads, so that read may be the clock and the "
+                f"others off, bounds assumed")
     size = "with no step to show" if fit.hide_ns == 1 else f"of {fmt_end_ns(fit.hide_ns, False)} or more"
     return (f"broke once ({size}): a step that size can hide in these reads, so more may hide, "
             f"bounds assumed")

@@ -295,7 +295,7 @@ def score(dev: dict) -> dict:
             "claimed": bool(getattr(fit, "rate_basis", "")),
             "worst_miss_ns": max([_miss_ns(x) for x in bound_miss] or [0.0]),
             "lag_beyond_ns": _lag_beyond_ns(dev, declared_lag),
-            "shown": _shown(fit)}
+            "shown": _shown(fit), "revealed": _revealed(fit, dev, (s - lag, e, v), declared_lag)}
 
 
 def _shown(fit) -> str:
@@ -308,6 +308,88 @@ def _shown(fit) -> str:
     return ("a lag the values prove" if fit.lag_seen_ns or fit.update_ns
             else "two or more breaks" if n >= 2 else "one break" if n == 1
             else "reads set aside only" if fit.outliers else "nothing")
+
+
+REVEALED = ("a lag the values prove", "two or more steps", "a read set aside within X",
+            "one break below X", "a blip >= X")
+
+
+def _revealed(fit, dev: dict, reads: tuple, lag_ns: int) -> str:
+    """What the output shows that no clock inside the stated model explains (revealed_table),
+    from what it states: a lag or a slow update the values prove; two or more steps (breaks,
+    steps seen before a refit, reads set aside in two places or together as a burst); a read
+    set aside as a bad answer that misses the reads around it by less than the step X the
+    clock states for 10 s (a bad answer the model admits is one the clock could not have given;
+    a step that size could hide); one break whose size interval reaches below that X (a step
+    its reads could miss elsewhere, so its return may have gone unseen); a blip at or above the
+    X the clock states for the blip's own duration (the statement says it shows). "" where the
+    reads read as a clock of the admitted model does: nothing, one far-off bad answer, one
+    break above X, or one break that a refit beyond the prior explains as a rate beyond R (an
+    admitted `beyond_prior` clock reads the same)."""
+    last = fit.segments[-1] if fit.segments else None
+    if fit.lag_seen_ns or fit.update_ns:
+        return REVEALED[0]
+    aside = sorted(o["index"] for o in fit.outliers)
+    places = sum(1 for k, i in enumerate(aside) if k == 0 or i - aside[k - 1] > 1)
+    if len(fit.breaks) >= 2 or fit.steps_seen + fit.unknown_breaks >= 2 or places >= 2 or \
+            (aside and places < len(aside)):
+        return REVEALED[1]
+    if last is None or not last.bracket_ns:
+        return ""
+    x = stated_step_ns(fit.resolution_ns, last.bracket_ns["median"], last.offset_ns.width,
+                       dev["rate_hz"], rate_ppm=fit.drift_prior_ppm)[0]
+    if aside and min(_aside_miss_ns(fit, o, reads, lag_ns) for o in fit.outliers) < x:
+        return REVEALED[2]
+    sized = [b for b in fit.breaks if b.size_ns is not None and b.kind in ("step", "unknown")]
+    if len(sized) == 1 and (sized[0].size_ns.lo <= 0 <= sized[0].size_ns.hi
+                            or min(abs(sized[0].size_ns.lo), abs(sized[0].size_ns.hi)) < x):
+        return REVEALED[3]
+    for _at, size, back in dev["params"].blips:
+        xb = stated_step_ns(fit.resolution_ns, last.bracket_ns["median"], last.offset_ns.width,
+                            dev["rate_hz"], within_s=back, rate_ppm=fit.drift_prior_ppm)[0]
+        if abs(size) * NS >= xb:
+            return REVEALED[4]
+    return ""
+
+
+def _aside_miss_ns(fit, o: dict, reads: tuple, lag_ns: int) -> float:
+    """How far a read set aside misses the envelope (bench/analysis/envelope.py, under the
+    fit's rate bound) of the reads kept in the segment around it, ns."""
+    from bench.analysis.envelope import build
+    s, e, v = reads
+    sg = fit.segment_at(int(o["s_ns"])) or fit.segment_at(int(o["e_ns"]))
+    if sg is None:
+        return 0.0
+    out = {x["index"] for x in fit.outliers}
+    k = [i for i in range(len(s)) if i not in out and sg.start_ns <= s[i] and e[i] <= sg.end_ns]
+    if not k:
+        return 0.0
+    q = fit.resolution_ns
+    env = build(s[k], e[k], v[k], q, fit.drift_prior_ppm, lag_ns)
+    lo, _ = env.at(int(o["s_ns"]) - lag_ns)
+    _, hi = env.at(int(o["e_ns"]))
+    return float(max(o["value_ns"] - o["e_ns"] - hi, lo - (o["value_ns"] + q - o["s_ns"] + lag_ns)))
+
+
+def revealed_table(results: list[dict]) -> str:
+    """Per behaviour outside the model: the devices whose output shows what the admitted model
+    does not explain (_revealed), with the coverage of the bounds labelled proven among them
+    (1.0000 is the issue's bar) and the share still labelled proven; and those whose reads read
+    as an admitted clock does, with the same. Then how many were revealed by each sign."""
+    out = ["| behaviour | revealed | coverage | share proven (latest) | not revealed | coverage | "
+           "share proven (latest) | " + " | ".join(REVEALED) + " |", "|---|" + "---|" * (6 + len(REVEALED))]
+    for name in NOT_ADMITTED:
+        rs = [r for r in results if r["behaviour"] == name]
+        if not rs:
+            continue
+        cells = []
+        for g in ([r for r in rs if r["revealed"]], [r for r in rs if not r["revealed"]]):
+            cov = f"{np.mean([r['ok'] for r in g]):.4f}" if g else "—"
+            pl = f"{np.mean([r['proven_last'] for r in g]):.3f}" if g else "—"
+            cells += [str(len(g)), cov, pl]
+        by = [str(sum(r["revealed"] == k for r in rs)) for k in REVEALED]
+        out.append(f"| {name} | " + " | ".join(cells + by) + " |")
+    return "\n".join(out)
 
 
 def _miss_ns(x: tuple) -> float:
@@ -607,6 +689,10 @@ def main(argv=None) -> int:
     print(rate_table(res))
     print()
     print(lag_table(res))
+    print()
+    print(revealed_table(res))
+    for r in [r for r in res if r["revealed"] and not r["ok"]][:20]:
+        print("REVEALED MISS", r["behaviour"], r["seed"], r["tick"], r["revealed"], r["misses"])
     bad = [r for r in res if r["admitted"] and not (r["ok"] and r["maps_ok"])]
     for r in bad[:20]:
         print("MISS", r["behaviour"], r["seed"], r["tick"], r["misses"])
