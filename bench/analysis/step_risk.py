@@ -14,7 +14,7 @@ import numpy as np
 
 from bench.analysis import envelope as _envelope
 from bench.analysis import segment as _seg
-from bench.analysis.arrays import I64
+from bench.analysis.arrays import I64, Idx
 from bench.analysis.breaks import Break
 from bench.analysis.proven_segment import Segment
 from bench.analysis.statuses import BoundStatus, BreakKind
@@ -76,16 +76,29 @@ def _aside_miss_ns(sp: _seg.Split, p: int, reads: tuple[I64, I64, I64], q: int,
     """How far read p (set aside) misses the envelope of the run around it, or of the runs on
     each side of it, under the prior, ns: the least step that explains it."""
     s, e, v = reads
-    out = {i for i, _ in sp.outliers}
-    around = [r for r in sp.runs if r[0] < p < r[-1]] or \
-        [r for r in sp.runs if r[-1] < p][-1:] + [r for r in sp.runs if r[0] > p][:1]
-    idx = np.array([int(i) for r in around for i in r if int(i) not in out], dtype=np.int64)
+    idx = _reads_around(sp, p)
     if not len(idx):
         return 1
     env = _envelope.build(s[idx], e[idx], v[idx], q, prior)
     lo, _ = env.at(int(s[p]))
     _, hi = env.at(int(e[p]))
     return int(max(int(v[p]) - int(e[p]) - hi, lo - (int(v[p]) + q - int(s[p])), 1))
+
+
+def _reads_around(sp: _seg.Split, p: int) -> I64:
+    """The kept reads of the run that holds position p, else of the runs next to it on each
+    side."""
+    around = [r for r in sp.runs if r[0] < p < r[-1]] or _runs_beside(sp.runs, p)
+    idx = np.concatenate([np.asarray(r, dtype=np.int64) for r in around]) if around \
+        else np.zeros(0, dtype=np.int64)
+    return idx[~np.isin(idx, [i for i, _ in sp.outliers])]
+
+
+def _runs_beside(runs: list[Idx], p: int) -> list[Idx]:
+    """The last run before position p and the first after it (those there are)."""
+    before = [r for r in runs if r[-1] < p]
+    after = [r for r in runs if r[0] > p]
+    return before[-1:] + after[:1]
 
 
 def _history_hides(breaks: list[Break], forced: Sequence[int], segs: list[Segment], q: int,
