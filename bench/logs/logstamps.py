@@ -69,6 +69,7 @@ class Stamps:
         self.note_sets: list[Notes] = []
         self._note_ix: dict[Notes, int] = {}
         self.raw, self.text = TextStore(), TextStore()
+        self._lines: tuple[int, int] | None = None     # see keep_texts
         self._bind()
 
     def add(self, n: int, value: int, res: int, kind: str, raw: str, text: str,
@@ -135,6 +136,18 @@ class Stamps:
         self.note_id = array("l")
         self.kind, self.src = bytearray(), bytearray()
         self._bind()
+        ln = np.frombuffer(self.line, np.int64)
+        if len(ln) and int(ln[-1]) - int(ln[0]) == len(ln) - 1 and bool((np.diff(ln) == 1).all()):
+            self._lines = (int(ln[0]), len(ln))     # consecutive lines: their first and count
+            del ln
+            self.line = array("q")
+
+    def lines_at(self, ks: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """The line numbers of stamps `ks` (after keep_texts too)."""
+        if self._lines is not None:
+            return np.asarray(ks, np.int64) + self._lines[0]
+        out: npt.NDArray[np.int64] = np.frombuffer(self.line, np.int64)[np.asarray(ks)]
+        return out
 
     def spill(self, folder: str | PathLike[str] | None = None) -> None:
         """Once a log is parsed: a big log's raw stamps and texts moved into temporary files in
@@ -154,7 +167,7 @@ class Stamps:
         return st
 
     def __len__(self) -> int:
-        return len(self.line)
+        return len(self.line) if self._lines is None else self._lines[1]
 
     def __getitem__(self, i: int) -> Stamp:
         if i < 0:

@@ -41,6 +41,7 @@ from bench.logs.logstamps import (
     iso_stamp,
     local_to_ns,
 )
+from bench.model.narrow import give_back
 from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
@@ -287,6 +288,7 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
     ctx = _with_clocks(log_context(kv, run, device), clock, cal.clocks_of(device))
     log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
     log.stamps.spill(run.path)   # its texts: read again only as rows are written
+    give_back()
     report = _log_report(path, device, log)
     if not len(log.stamps):
         return report
@@ -302,6 +304,7 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
         mapping.group(s, rows, cal, table, report)
     _refused_lines(report, log.stamps, refused)
     log.stamps.keep_texts()       # the rows need only the lines' numbers and texts from here
+    give_back()
     return report
 
 

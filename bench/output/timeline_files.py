@@ -122,23 +122,27 @@ class Cols:
 
 def columns(tl: Timeline, n: int | None = None) -> Iterator[Cols]:
     """The first `n` rows (all by default) as Cols of CHUNK rows."""
-    c = tl.c
     n = len(tl) if n is None else min(n, len(tl))
     for a in range(0, n, CHUNK):
         s = slice(a, min(n, a + CHUNK))
-        basis, st, has = c["basis"][s], c["stamp"][s], c["has_stamp"][s]
-        label, raw = chunk_texts(tl.table.sources, c["src"][s], c["idx"][s])
-        status = np.where(basis <= BASES.index("event"), c["status"][s], 0)
+        c = {k: tl.c.part(k, s) for k in tl.c}
+        # codes as int64: a row's calibration and status code is cal * 4 + status
+        for k in ("dev", "src", "cal", "basis", "stamper"):
+            c[k] = c[k].astype(np.int64)
+        basis, st, has = c["basis"], c["stamp"], c["has_stamp"]
+        label, raw = chunk_texts(tl.table.sources, c["src"], c["idx"])
+        status = np.where(basis <= BASES.index("event"), c["status"], 0)
         raw_ns = np.where(has & (basis == 0) & (st > UNIX_AFTER_NS), st, 0)
-        yield Cols(c["dev"][s], c["src"][s], c["cal"][s], basis, status,
-                   decimal(np.arange(s.start, s.stop)), decimal(tl.block[s]),
-                   decimal(c["lo"][s]), decimal(c["hi"][s]), label, *json_csv(label),
-                   *json_csv(raw), *index_arrays(tl.near[s]), decimal(c["dist"][s]),
-                   pa.array(c["dist"][s] != 0), decimal(tl.count[s]),
-                   time_texts(st, has, c["res"][s]), decimal(raw_ns),
-                   decimal(_lines(tl, c["src"][s], c["idx"][s])), decimal(c["res"][s]),
-                   c["stamper"][s], decimal(c["alo"][s]), decimal(c["ahi"][s]),
-                   decimal(tl.count[s] - (tl.near[s] >= 0).sum(axis=1)))
+        near, count = tl.near[s], tl.o.part("count", s)
+        yield Cols(c["dev"], c["src"], c["cal"], basis, status,
+                   decimal(np.arange(s.start, s.stop)), decimal(tl.o.part("block", s)),
+                   decimal(c["lo"]), decimal(c["hi"]), label, *json_csv(label),
+                   *json_csv(raw), *index_arrays(near), decimal(c["dist"]),
+                   pa.array(c["dist"] != 0), decimal(count),
+                   time_texts(st, has, c["res"]), decimal(raw_ns),
+                   decimal(_lines(tl, c["src"], c["idx"])), decimal(c["res"]),
+                   c["stamper"], decimal(c["alo"]), decimal(c["ahi"]),
+                   decimal(count - (near >= 0).sum(axis=1)))
 
 
 def _lines(tl: Timeline, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -148,7 +152,7 @@ def _lines(tl: Timeline, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
         so = tl.table.sources[k]
         if isinstance(so, LogTexts):
             m = src == k
-            out[m] = np.frombuffer(so.st.line, np.int64)[idx[m]]
+            out[m] = so.st.lines_at(idx[m])
     return out
 
 
