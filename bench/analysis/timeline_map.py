@@ -189,7 +189,9 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     to [not_before, not_after] before the union; a calibration whose cut is empty is no
     candidate."""
     v = np.asarray(value_ns, dtype=np.int64)
-    q = np.maximum(1, np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape))
+    q = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape)
+    if len(q) and int(q.min()) < 1:      # else no copy (a million stamps: 8 MB)
+        q = np.maximum(1, q)
     n, K = len(v), len(cals)
     after = _per_stamp(_BIG if not_after_ns is None else not_after_ns, v)
     before = _per_stamp(-_BIG if not_before_ns is None else not_before_ns, v)

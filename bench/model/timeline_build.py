@@ -402,7 +402,7 @@ def _values(st: Stamps, rows: npt.NDArray[np.int64], cals: list[SegmentWindow], 
     qs = np.maximum(_column(st.res, rows), 1)
     fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
     if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
-        qs = np.maximum(qs, fit_q)
+        np.maximum(qs, fit_q, out=qs)
         report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
     return vals, qs
 
