@@ -149,6 +149,12 @@ class Stamps:
         out: npt.NDArray[np.int64] = np.frombuffer(self.line, np.int64)[np.asarray(ks)]
         return out
 
+    def stream(self, folder: str | PathLike[str] | None) -> None:
+        """While the log is parsed: its raw stamps and texts moved into temporary files in
+        `folder` as they grow (bench.logs.logfile.TextStore.stream); `spill` ends them."""
+        self.raw.stream(folder)
+        self.text.stream(folder)
+
     def spill(self, folder: str | PathLike[str] | None = None) -> None:
         """Once a log is parsed: a big log's raw stamps and texts moved into temporary files in
         `folder` (bench.logs.logfile.TextStore.spill), read back by span when rows are

@@ -286,8 +286,9 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
         raise LogError(f"{spec!r}: no device {device!r} in the calibrating run(s) "
                        f"(devices: {', '.join(cal.devices)})")
     ctx = _with_clocks(log_context(kv, run, device), clock, cal.clocks_of(device))
-    log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
-    log.stamps.spill(run.path)   # its texts: read again only as rows are written
+    # its texts into files as they are read, then read again only as rows are written
+    log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit, spill=run.path)
+    log.stamps.spill(run.path)
     give_back()
     report = _log_report(path, device, log)
     if not len(log.stamps):

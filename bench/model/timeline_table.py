@@ -154,7 +154,7 @@ class EntryTable:
         their number. `rows`: each stamp's index in the log (default: all, in order);
         `clock_device`: the device whose clock stamped them (default `device`), which orders
         them against that clock's other stamps."""
-        sel = np.flatnonzero(m.status < len(STATUSES))
+        sel = np.flatnonzero(m.status < len(STATUSES)).astype(np.int32)   # 4 bytes a row
         if not len(sel):
             return 0
         prefix = f"{clock_device or device}/{clock}"
@@ -178,18 +178,21 @@ class EntryTable:
             "idx": (sel if rows is None else pick(rows)).astype(np.int32)})
         return len(sel)
 
-    def _calibrations(self, m: Mapped, sel: npt.NDArray[np.intp], prefix: str
+    def _calibrations(self, m: Mapped, sel: npt.NDArray[np.int32], prefix: str
                       ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
         """The calibration and clock-segment indices of mapped stamps `sel` (a union of
         calibrations is its own name); one calibration: views of one number, no sort."""
         K = m.candidates.shape[0]
-        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
-        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
-            np.zeros(len(sel), np.uint64)
-        one = bool(len(code)) and bool((code == code[0]).all())
-        first, inv = (np.zeros(1, np.intp), None) if one else \
-            np.unique(code, return_index=True, return_inverse=True)[1:]
-        del code
+        cand = m.candidates[:63, sel]
+        one = bool(len(sel)) and bool((cand == cand[:, :1]).all())   # no codes made: no sort
+        if one:
+            first, inv = np.zeros(1, np.intp), None
+        else:
+            weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
+            code = (cand.T.astype(np.uint64) @ weights) if K else np.zeros(len(sel), np.uint64)
+            first, inv = np.unique(code, return_index=True, return_inverse=True)[1:]
+            del code
+        del cand
         names = [m.calibration_of(int(sel[i])) for i in first]
         cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)
         keys = np.array([self._ix(self._clock, self.clock_names, f"{prefix}/{nm}")
@@ -220,7 +223,7 @@ def _same(v: int, n: int) -> npt.NDArray[np.int32]:
     return np.broadcast_to(np.int32(v), (n,))
 
 
-def _taker(sel: npt.NDArray[np.intp], n: int) -> Any:
+def _taker(sel: npt.NDArray[np.int32], n: int) -> Any:
     """Columns cut to `sel`: where it is every row, the column itself (no copy: a million mapped
     lines would hold each column twice while the table is built)."""
     if len(sel) == n:

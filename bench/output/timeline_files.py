@@ -44,7 +44,7 @@ FIELDS = ("index", "block", "source", "plane", "label", "lo_ns", "hi_ns", "basis
           "calibration", "status", "distance_ns", "unordered_count", "unordered_with",
           "device_time", "log", "line", "resolution_ns", "clock", "assumed_lo_ns",
           "assumed_hi_ns", "unordered_more")
-CHUNK = 8192                # rows formatted at a time (their text: a few MB)
+CHUNK = 4096                # rows formatted at a time (their text: a few MB)
 
 
 class Vocabulary:
@@ -286,7 +286,8 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
             fj.write(b"]}\n")
 
 
-LAG = 1         # chunks a file's thread may be behind the columns (memory: a few MB each)
+LAG = 1         # chunks a file's thread may be behind the columns (memory: a few MB each); 0:
+                # no threads, each file's rows made and written in turn
 
 
 class _Lane:
@@ -299,6 +300,9 @@ class _Lane:
         self.pending: deque[Future[None]] = deque()
 
     def put(self, k: int, ch: Cols, voc: Vocabulary) -> None:
+        if not LAG:                         # no thread: here and now
+            _write_chunk(k, ch, voc, self.sink, self.kind)
+            return
         while len(self.pending) >= LAG:
             self.pending.popleft().result()
         self.pending.append(self.pool.submit(_write_chunk, k, ch, voc, self.sink, self.kind))
