@@ -65,7 +65,7 @@ class Stamps:
         self.src = bytearray()             # index into src_names: which clock stamped the line
         self.src_names: list[str] = [""]   # "" = the format's own (bench.logs.logsources)
         self._src_ix: dict[str, int] = {"": 0}
-        self.note_id = array("l")
+        self.note_id = array("i")
         self.note_sets: list[Notes] = []
         self._note_ix: dict[Notes, int] = {}
         self.raw, self.text = TextStore(), TextStore()
@@ -100,7 +100,7 @@ class Stamps:
         self.order.extend(array("q", [NO_ORDER]) * n)
         self.kind.extend(bytes([KIND_IX[kind]]) * n)
         self.src.extend(bytes(n))
-        self.note_id.extend(array("l", [self._note_k(())]) * n)
+        self.note_id.extend(array("i", [self._note_k(())]) * n)
         self.raw.extend(raws)
         self.text.extend(texts)
 
@@ -133,7 +133,7 @@ class Stamps:
         line numbers and the two text stores a timeline's rows are written from. The stamps can
         no longer be indexed or added to."""
         self.value, self.res, self.order = array("q"), array("q"), array("q")
-        self.note_id = array("l")
+        self.note_id = array("i")
         self.kind, self.src = bytearray(), bytearray()
         self._bind()
         ln = np.frombuffer(self.line, np.int64)
