@@ -9,6 +9,7 @@ checked: every mapped line's interval
 must hold the instant the clock showed its stamp.
 
     .venv/bin/python benchmarks/timeline_logs.py [--lines 1000000] [--keep DIR] [--formats LIST]
+        [--phases] [--writers]
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -75,36 +77,97 @@ def measure(argv: list[str]) -> tuple[int, float, int, float]:
 
 
 def phases(run: Path, log: Path) -> None:
-    """CPU seconds of each step of the command, in this process."""
+    """CPU seconds of each step of the command, in this process (a fresh one: --phases), and
+    its peak RSS so far after each (set up as the command is: Arrow's system allocator, one
+    malloc arena)."""
     import time
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
     from bench import safeio
     from bench.logs.logparse import parse_path
+    from bench.model.narrow import one_arena
     from bench.model.rundata import load_run
     from bench.model.timeline_build import build
+    one_arena()
+
+    def peak() -> str:      # VmHWM: this process image's own (ru_maxrss keeps the forker's)
+        with open("/proc/self/status") as f:
+            kb = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+        return f"{kb / 1024:.0f} MiB"
+    t = time.process_time()
+    parse_path(log, spill=run).stamps.spill(run)
+    t_parse, p_parse = time.process_time() - t, peak()
+    t = time.process_time()
+    tl = build(load_run(run), [f"bmc-1={log}"])
+    t_build, p_build = time.process_time() - t, peak()
     from bench.output.timeline_write import write_files, write_html
     part = {n: safeio.new_part(run, n) for n in ("timeline.json", "timeline.csv",
                                                  "timeline.otel.json", "timeline.html")}
     t = time.process_time()
-    parse_path(log)
-    t_parse = time.process_time() - t
-    t = time.process_time()
-    tl = build(load_run(run), [f"bmc-1={log}"])
-    t_build = time.process_time() - t
-    t = time.process_time()
     write_files(tl, part["timeline.json"], part["timeline.csv"])
-    t_write = time.process_time() - t
+    t_write, p_write = time.process_time() - t, peak()
+    t = time.process_time()
+    write_html(tl, part["timeline.html"], T0)
+    t_html, p_html = time.process_time() - t, peak()
     t = time.process_time()
     write_files(tl, None, None, part["timeline.otel.json"])
     t_otel = time.process_time() - t
-    t = time.process_time()
-    write_html(tl, part["timeline.html"], T0)
-    t_html = time.process_time() - t
     for p in part.values():
         p.unlink()
     print(f"CPU by phase: parse {t_parse:.1f} s; parse + calibrate + map + order "
           f"{t_build:.1f} s; timeline.json + .csv {t_write:.1f} s; html {t_html:.1f} s; "
           f"(with --formats ...,otel: timeline.otel.json {t_otel:.1f} s more)")
+    print(f"peak RSS of this process after each phase: parse {p_parse}; calibrate + map + order "
+          f"{p_build}; timeline.json + .csv {p_write}; html {p_html}")
+
+
+WRITERS = {"one thread, 8,192 rows a chunk": (0, 8192), "one thread, 4,096": (0, 4096),
+           "a thread per file, 4,096": (1, 4096)}     # (timeline_files.LAG, .CHUNK)
+
+
+def _sample_rss(most: list[float], done: Any, page: float) -> None:
+    """The most RSS (MiB) seen every 5 ms into most[0] until `done` is set."""
+    while not done.wait(0.005):
+        with open("/proc/self/statm") as f:
+            most[0] = max(most[0], int(f.read().split()[1]) * page)
+
+
+def writers(run: Path, log: Path, rounds: int = 4) -> None:
+    """timeline.json + .csv of one built timeline written under each WRITERS setting in turn,
+    `rounds` times: median wall, CPU and the most RSS while writing (sampled every 5 ms)."""
+    import statistics
+    import threading
+    import time
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+    from bench import safeio
+    from bench.model.narrow import give_back, one_arena
+    from bench.model.rundata import load_run
+    from bench.model.timeline_build import build
+    from bench.output import timeline_files
+    one_arena()
+    tl = build(load_run(run), [f"bmc-1={log}"])
+    got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in WRITERS}
+    page = os.sysconf("SC_PAGE_SIZE") / 2**20
+    for _ in range(rounds):
+        for name, (lag, chunk) in WRITERS.items():
+            timeline_files.LAG, timeline_files.CHUNK = lag, chunk
+            parts = [safeio.new_part(run, n) for n in ("timeline.json", "timeline.csv")]
+            most, done = [0.0], threading.Event()
+            th = threading.Thread(target=_sample_rss, args=(most, done, page))
+            th.start()
+            t, c = time.perf_counter(), time.process_time()
+            timeline_files.write_files(tl, *parts)
+            got[name].append((time.perf_counter() - t, time.process_time() - c, most[0]))
+            done.set()
+            th.join()
+            for p in parts:
+                p.unlink()
+            give_back()
+    for name, xs in got.items():
+        w, c, r = (statistics.median(x[i] for x in xs) for i in range(3))
+        print(f"writing timeline.json + .csv, {name}: {w:.2f} s wall, {c:.2f} s CPU, "
+              f"{r:.0f} MiB at most (medians of {rounds})")
 
 
 def main(argv=None) -> int:
@@ -117,7 +180,20 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default=None, metavar="LIST",
                     help="the command's --formats (default: its own, json,csv,html); csv is "
                          "needed for the truth check")
+    ap.add_argument("--writers", action="store_true",
+                    help="also the writing of timeline.json + .csv alone, in one thread or a "
+                         "thread per file, by chunk size (a fresh process, four rounds)")
+    ap.add_argument("--phases-of", nargs=2, type=Path, metavar=("RUN", "LOG"),
+                    help=argparse.SUPPRESS)     # --phases, in a fresh process
+    ap.add_argument("--writers-of", nargs=2, type=Path, metavar=("RUN", "LOG"),
+                    help=argparse.SUPPRESS)     # --writers, in a fresh process
     a = ap.parse_args(argv)
+    if a.phases_of:
+        phases(*a.phases_of)
+        return 0
+    if a.writers_of:
+        writers(*a.writers_of)
+        return 0
     folder = a.keep or Path(tempfile.mkdtemp(prefix="rackclock-tl-"))
     folder.mkdir(parents=True, exist_ok=True)
     model = ClockModel(ClockParams(offset_s=12.3456, drift_ppm=20, resolution_s=1.0), T0, seed=1)
@@ -155,8 +231,10 @@ def main(argv=None) -> int:
     print(f"ratio: {t_tl / t_b:.1f}x the wall time, {cpu_tl / cpu_b:.1f}x the CPU, "
           f"{rss_tl / rss_b:.1f}x the memory; "
           f"lines checked against the truth {checked:,}, intervals missing their instant {missed}")
-    if a.phases:
-        phases(run, log)
+    if a.phases:        # in a fresh process: its peak RSS is the command's, not this one's
+        subprocess.run([sys.executable, __file__, "--phases-of", str(run), str(log)], check=True)
+    if a.writers:
+        subprocess.run([sys.executable, __file__, "--writers-of", str(run), str(log)], check=True)
     if a.keep is None:
         shutil.rmtree(folder)
     return 0 if rc == 0 and missed == 0 and checked == a.lines else 1

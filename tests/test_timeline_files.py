@@ -120,3 +120,31 @@ def test_text_store_gives_back_its_strings_in_memory_and_spilled(tmp_path, monke
     full.spill(tmp_path)
     assert full._file is None and full.many([1, 0]) == ["é", "yyy"]
     full.append("still writable")
+
+
+def test_text_store_streamed_while_filled_gives_back_the_same(tmp_path, monkeypatch):
+    """A store told where (stream) moves its bytes to a file as it grows: every string reads
+    back the same before and after spill, a pop takes back bytes already in the file, and the
+    file is the one a spill makes (bytes, then offsets)."""
+    from bench.logs import logfile
+    monkeypatch.setattr(logfile, "SPILL_BYTES", 8)
+    st = TextStore()
+    st.stream(tmp_path)
+    items = ["a", "", "é✓", "x" * 20, "tail"]
+    st.extend(items[:3])
+    for s in items[3:]:
+        st.append(s)
+    assert st._out is not None and st._flushed and not list(tmp_path.iterdir())
+    assert [st[i] for i in range(5)] == items and st.many([4, 0, 3]) == ["tail", "a", "x" * 20]
+    assert st.pop() == "tail" and st.pop() == "x" * 20     # the second one from the file
+    st.extend(["y" * 9, "z"])
+    want = items[:3] + ["y" * 9, "z"]
+    assert [st[i] for i in range(5)] == want
+    st.spill(tmp_path)
+    assert st._file is not None and st._out is None and not st._data
+    assert st.many(range(5)) == want and st[-1] == "z"
+    small = TextStore()
+    small.stream(tmp_path)
+    small.extend(["ab"])
+    small.spill(tmp_path)                       # never grew past SPILL_BYTES: in memory
+    assert small._file is None and small._out is None and small[0] == "ab"

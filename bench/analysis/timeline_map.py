@@ -147,7 +147,7 @@ class Mapped:
     lo_ns: I64
     hi_ns: I64
     status: npt.NDArray[np.int8]  # index into STATUS
-    calibration: I64              # index into `names` (-1: none); for a union, the first
+    calibration: npt.NDArray[np.int32]   # index into `names` (-1: none); a union: the first
     candidates: Mask              # (calibrations, n) bool: the calibrations whose union it is
     distance_ns: I64              # from the calibrated span of its segment (0 inside)
     names: list[str] = field(default_factory=list)
@@ -189,7 +189,9 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     to [not_before, not_after] before the union; a calibration whose cut is empty is no
     candidate."""
     v = np.asarray(value_ns, dtype=np.int64)
-    q = np.maximum(1, np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape))
+    q = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape)
+    if len(q) and int(q.min()) < 1:      # else no copy (a million stamps: 8 MB)
+        q = np.maximum(1, q)
     n, K = len(v), len(cals)
     after = _per_stamp(_BIG if not_after_ns is None else not_after_ns, v)
     before = _per_stamp(-_BIG if not_before_ns is None else not_before_ns, v)
@@ -237,7 +239,7 @@ class _Out:
     alo: I64
     ahi: I64
     dist: I64
-    first: I64
+    first: npt.NDArray[np.int32]
     status: npt.NDArray[np.int8]
     cand: Mask
 
@@ -245,7 +247,7 @@ class _Out:
     def empty(cls, n: int, K: int) -> _Out:
         def z() -> I64:
             return np.zeros(n, dtype=np.int64)
-        return cls(z(), z(), z(), z(), z(), z(), np.zeros(n, dtype=np.int8),
+        return cls(z(), z(), z(), z(), z(), np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int8),
                    np.zeros((K, n), dtype=bool))
 
     def fill(self, a: int, b: int, part: tuple[list[I64], Mask, list[str]]) -> list[str]:

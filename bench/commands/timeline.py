@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     # Arrow's text columns from the system allocator, which gives freed chunks back (mimalloc,
     # Arrow's default here, kept ~40 MiB more at the peak of writing a million rows)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    from bench.model.narrow import one_arena
+    one_arena()      # before the threads that write the files side by side
     built = _build(a)
     if isinstance(built, str):
         print(f"rackclock timeline: {built}", file=sys.stderr)

@@ -140,6 +140,16 @@ class _Batcher:
             yield self.batch(self.carry)
 
 
+def _temporary(folder: str | os.PathLike[str] | None) -> BinaryIO:
+    """An unlinked temporary file in `folder` ("" or None, or one that cannot be written: the
+    temporary directory)."""
+    import tempfile
+    try:
+        return tempfile.TemporaryFile(dir=folder or None)
+    except OSError:
+        return tempfile.TemporaryFile()
+
+
 def _longest_line(part: bytes) -> int:
     """Bytes of the longest line of `part` (lines split at b"\\n", which is not counted)."""
     ends = np.flatnonzero(np.frombuffer(part, np.uint8) == 10)
@@ -191,18 +201,29 @@ class TextStore:
     memory of a list of str, one cheap append each, and any of them gathered into an Arrow-style
     large string array's buffers (`take`). Once written (`spill`), a large store's bytes move to
     an unlinked temporary file with their offsets and are read back, by span, only for the
-    strings asked for: a million log lines' texts cost a file, not memory. A lone surrogate is
-    stored as '?'."""
+    strings asked for: a million log lines' texts cost a file, not memory. A store told where
+    (`stream`) moves its bytes there while it is filled, SPILL_BYTES at a time, so a big log's
+    texts are never all in memory at once. A lone surrogate is stored as '?'."""
 
     def __init__(self) -> None:
         self._data = bytearray()
-        self._end = array("q", [0])          # offsets: string k is _data[_end[k]:_end[k + 1]]
+        self._end = array("q", [0])          # offsets: string k is bytes _end[k]:_end[k + 1]
         self._file: BinaryIO | None = None   # where the bytes are once spilled
+        self._out: BinaryIO | None = None    # where they go while streamed (stream)
+        self._folder: str | os.PathLike[str] | None = None
+        self._flushed = 0                    # bytes already there: _data holds those after
+
+    def stream(self, folder: str | os.PathLike[str] | None) -> None:
+        """Move the bytes into a temporary file in `folder` as the store grows past
+        SPILL_BYTES (None: the temporary directory); `spill` then adds the offsets."""
+        self._folder = folder if folder is not None else ""
 
     def append(self, s: str) -> None:
         self._writable()
         self._data += s.encode("utf-8", "replace")
-        self._end.append(len(self._data))
+        self._end.append(self._flushed + len(self._data))
+        if self._folder is not None and len(self._data) > SPILL_BYTES:
+            self._flush()
 
     def extend(self, items: Sequence[str], joined: str | None = None,
                lens: np.ndarray | None = None) -> None:
@@ -216,15 +237,53 @@ class TextStore:
                                len(items))
         elif lens is None:
             lens = np.fromiter(map(len, items), np.int64, len(items))
-        ends = np.cumsum(lens, dtype=np.int64) + len(self._data)
+        ends = np.cumsum(lens, dtype=np.int64) + self._flushed + len(self._data)
         self._end.frombytes(ends.tobytes())
         self._data += b
+        if self._folder is not None and len(self._data) > SPILL_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The bytes in memory written after those in the stream's file (a disk with no room:
+        all of them read back, and the store stays in memory)."""
+        try:
+            if self._out is None:
+                self._out = _temporary(self._folder)
+            os.pwrite(self._out.fileno(), self._data, self._flushed)
+        except OSError:
+            self._unstream()
+            return
+        self._flushed += len(self._data)
+        self._data = bytearray()
+
+    def _unstream(self) -> None:
+        """Back to memory: the streamed bytes read back, the stream's file closed."""
+        if self._out is not None:
+            if self._flushed:
+                self._data = bytearray(os.pread(self._out.fileno(), self._flushed, 0)) + \
+                    self._data
+            self._out.close()
+        self._out, self._folder, self._flushed = None, None, 0
+
+    def _read(self, a: int, b: int) -> bytes:
+        """Bytes [a, b) of a store not spilled: from the stream's file and memory."""
+        fl = self._flushed
+        if a >= fl:
+            return bytes(self._data[a - fl:b - fl])
+        assert self._out is not None
+        return os.pread(self._out.fileno(), min(b, fl) - a, a) + bytes(self._data[:max(0, b - fl)])
 
     def pop(self) -> str:
         self._writable()
         s = self[len(self) - 1]
         self._end.pop()
-        del self._data[self._end[-1]:]
+        cut = self._end[-1]
+        if cut >= self._flushed:
+            del self._data[cut - self._flushed:]
+        else:                                   # it began in the stream's file
+            assert self._out is not None
+            os.ftruncate(self._out.fileno(), cut)
+            self._data, self._flushed = bytearray(), cut
         return s
 
     def _writable(self) -> None:
@@ -235,23 +294,25 @@ class TextStore:
         """No more strings will be added: a store over SPILL_BYTES moves its bytes into an
         unlinked temporary file in `folder` (one that cannot be written: the temporary
         directory; a disk with no room for them: kept in memory), its offsets after them, both
-        read back by span (`take`)."""
-        if self._file is not None or len(self._data) <= SPILL_BYTES:
+        read back by span (`take`). A streamed store's file gets the rest and the offsets."""
+        if self._file is not None:
             return
-        import tempfile
+        if self._out is None and len(self._data) <= SPILL_BYTES:
+            self._folder = None
+            return
+        self._folder = folder if self._out is None else self._folder
         try:
-            f = tempfile.TemporaryFile(dir=folder)
-        except OSError:
-            f = tempfile.TemporaryFile()
-        try:
-            f.write(self._data)
-            f.write(self._end)              # the offsets after the bytes, read back by span
-            f.flush()
+            self._flush()
+            if self._out is None:
+                return                          # no room: in memory
+            assert self._out is not None
+            os.pwrite(self._out.fileno(), self._end, self._flushed)   # the offsets after them
         except OSError:                     # no room: the store stays in memory
-            f.close()
+            self._unstream()
             return
-        self._n, self._at = len(self._end) - 1, len(self._data)
-        self._file, self._data, self._end = f, bytearray(), array("q")
+        self._n, self._at = len(self._end) - 1, self._flushed
+        self._file, self._out, self._folder = self._out, None, None
+        self._data, self._end, self._flushed = bytearray(), array("q"), 0
 
     def __len__(self) -> int:
         return len(self._end) - 1 if self._file is None else self._n
@@ -275,7 +336,7 @@ class TextStore:
         if i < 0:
             i += len(self)
         if self._file is None:
-            return self._data[self._end[i]:self._end[i + 1]].decode()
+            return self._read(self._end[i], self._end[i + 1]).decode()
         return self.many([i])[0]
 
     def take(self, idx: Sequence[int] | np.ndarray) -> tuple[np.ndarray, bytes]:
@@ -292,7 +353,8 @@ class TextStore:
         if not len(ix) or not off[-1]:
             return off, b""
         if self._file is None:
-            buf, at = np.frombuffer(self._data, np.uint8), a
+            buf, at = np.frombuffer(self._read(0, self._end[-1]) if self._flushed
+                                    else self._data, np.uint8), a
         else:
             buf, at = self._spans(a, a + lens)
         pos = np.repeat(at - off[:-1], lens) + np.arange(int(off[-1]), dtype=np.int64)

@@ -126,15 +126,19 @@ def _first_batches(batches: Iterator[LineBatch], sample: int) -> list[LineBatch]
 
 
 def parse_file(f: BinaryIO, fmt: str = "auto", ctx: Context = Context(), line_limit: int | None = None,
-               sample: int = 200) -> ParsedLog:
+               sample: int = 200, spill: str | PathLike[str] | None = None) -> ParsedLog:
     """Every line of a log (a binary file object, read from its start, bounded as
-    bench/logs/logfile.py says): its stamps, and each line that did not parse with its number."""
+    bench/logs/logfile.py says): its stamps, and each line that did not parse with its number.
+    `spill`: a folder the texts of a big log move to as they are read (then the stamps'
+    `spill` must end them; bench.logs.logfile.TextStore.stream)."""
     stats = LineStats(line_limit) if line_limit else LineStats()
     batches = line_batches(f, stats)
     first = _first_batches(batches, sample)
     head = list(itertools.islice(((n, ln) for n, ln in numbered(first) if ln.strip()), sample))
     fmt, how = _format_of(f, fmt, [ln for _, ln in head], stats)
     out = ParsedLog(fmt, how, over=stats)
+    if spill is not None:
+        out.stamps.stream(spill)
     whole = itertools.chain(first, batches)
     if fmt in DOC_FORMATS:
         DOC_FORMATS[fmt](read_document(f), ctx, out)
@@ -169,10 +173,11 @@ def _format_of(f: BinaryIO, fmt: str | None, head: list[str], stats: LineStats) 
 
 
 def parse_path(path: str | PathLike[str], fmt: str = "auto", ctx: Context = Context(),
-               line_limit: int | None = None) -> ParsedLog:
+               line_limit: int | None = None, spill: str | PathLike[str] | None = None
+               ) -> ParsedLog:
     """A log file by path: a regular file only (bench.logs.logfile.open_regular)."""
     with open_regular(path) as f:
-        return parse_file(f, fmt, ctx, line_limit)
+        return parse_file(f, fmt, ctx, line_limit, spill=spill)
 
 
 def parse_log(text: str, fmt: str = "auto", ctx: Context = Context()) -> ParsedLog:

@@ -65,10 +65,11 @@ class Stamps:
         self.src = bytearray()             # index into src_names: which clock stamped the line
         self.src_names: list[str] = [""]   # "" = the format's own (bench.logs.logsources)
         self._src_ix: dict[str, int] = {"": 0}
-        self.note_id = array("l")
+        self.note_id = array("i")
         self.note_sets: list[Notes] = []
         self._note_ix: dict[Notes, int] = {}
         self.raw, self.text = TextStore(), TextStore()
+        self._lines: tuple[int, int] | None = None     # see keep_texts
         self._bind()
 
     def add(self, n: int, value: int, res: int, kind: str, raw: str, text: str,
@@ -99,7 +100,7 @@ class Stamps:
         self.order.extend(array("q", [NO_ORDER]) * n)
         self.kind.extend(bytes([KIND_IX[kind]]) * n)
         self.src.extend(bytes(n))
-        self.note_id.extend(array("l", [self._note_k(())]) * n)
+        self.note_id.extend(array("i", [self._note_k(())]) * n)
         self.raw.extend(raws)
         self.text.extend(texts)
 
@@ -132,9 +133,27 @@ class Stamps:
         line numbers and the two text stores a timeline's rows are written from. The stamps can
         no longer be indexed or added to."""
         self.value, self.res, self.order = array("q"), array("q"), array("q")
-        self.note_id = array("l")
+        self.note_id = array("i")
         self.kind, self.src = bytearray(), bytearray()
         self._bind()
+        ln = np.frombuffer(self.line, np.int64)
+        if len(ln) and int(ln[-1]) - int(ln[0]) == len(ln) - 1 and bool((np.diff(ln) == 1).all()):
+            self._lines = (int(ln[0]), len(ln))     # consecutive lines: their first and count
+            del ln
+            self.line = array("q")
+
+    def lines_at(self, ks: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """The line numbers of stamps `ks` (after keep_texts too)."""
+        if self._lines is not None:
+            return np.asarray(ks, np.int64) + self._lines[0]
+        out: npt.NDArray[np.int64] = np.frombuffer(self.line, np.int64)[np.asarray(ks)]
+        return out
+
+    def stream(self, folder: str | PathLike[str] | None) -> None:
+        """While the log is parsed: its raw stamps and texts moved into temporary files in
+        `folder` as they grow (bench.logs.logfile.TextStore.stream); `spill` ends them."""
+        self.raw.stream(folder)
+        self.text.stream(folder)
 
     def spill(self, folder: str | PathLike[str] | None = None) -> None:
         """Once a log is parsed: a big log's raw stamps and texts moved into temporary files in
@@ -154,7 +173,7 @@ class Stamps:
         return st
 
     def __len__(self) -> int:
-        return len(self.line)
+        return len(self.line) if self._lines is None else self._lines[1]
 
     def __getitem__(self, i: int) -> Stamp:
         if i < 0:

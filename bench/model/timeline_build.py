@@ -41,6 +41,7 @@ from bench.logs.logstamps import (
     iso_stamp,
     local_to_ns,
 )
+from bench.model.narrow import give_back
 from bench.model.run_statuses import RowStatus
 from bench.model.rundata import Run, Samples, bound_from_manifest, in_int64
 from bench.model.stamps import log_of
@@ -285,8 +286,10 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
         raise LogError(f"{spec!r}: no device {device!r} in the calibrating run(s) "
                        f"(devices: {', '.join(cal.devices)})")
     ctx = _with_clocks(log_context(kv, run, device), clock, cal.clocks_of(device))
-    log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit)
-    log.stamps.spill(run.path)   # its texts: read again only as rows are written
+    # its texts into files as they are read, then read again only as rows are written
+    log: ParsedLog = parse_path(path, kv.get("format", "auto"), ctx, line_limit, spill=run.path)
+    log.stamps.spill(run.path)
+    give_back()
     report = _log_report(path, device, log)
     if not len(log.stamps):
         return report
@@ -302,6 +305,7 @@ def read_log(spec: str, run: Run, cal: Calibrated, defaults: dict[str, str], tab
         mapping.group(s, rows, cal, table, report)
     _refused_lines(report, log.stamps, refused)
     log.stamps.keep_texts()       # the rows need only the lines' numbers and texts from here
+    give_back()
     return report
 
 
@@ -399,7 +403,7 @@ def _values(st: Stamps, rows: npt.NDArray[np.int64], cals: list[SegmentWindow], 
     qs = np.maximum(_column(st.res, rows), 1)
     fit_q = max(int(c.segment.resolution_ns or 1) for c in cals)
     if np.any(qs < fit_q):   # a stamp finer than the clock it comes from: the clock's tick holds
-        qs = np.maximum(qs, fit_q)
+        np.maximum(qs, fit_q, out=qs)
         report["notes"].append(f"stamps finer than {clock}'s {fit_q} ns tick read at that tick")
     return vals, qs
 

@@ -14,12 +14,14 @@ import numpy.typing as npt
 from bench.analysis.timeline_map import Mapped
 from bench.analysis.timeline_order import Entry, nearest_unordered, order_sorted
 from bench.logs.logstamps import Stamps
+from bench.model.narrow import Columns, give_back
 
 BASES = ("stamp", "event", "reference", "break", "observed")
 STATUSES = ("proven", "assumed", "extrapolated", "ambiguous")    # bench.analysis.timeline_map
 LABEL_KEEP = 200
 UNIX_AFTER_NS = 946_684_800 * 10**9     # a stamp after 2000 is a Unix time; a counter's is not
 INT_COLS = ("lo", "hi", "alo", "ahi", "stamp", "res", "dist")
+REF_LO = ("hi", "alo", "ahi", "stamp")    # kept as their difference from lo where it is narrow
 SMALL_COLS = {"status": np.int8, "basis": np.int8, "has_stamp": np.bool_, "cal": np.int32,
               "dev": np.int32, "src": np.int32, "stamper": np.int32, "clock": np.int32,
               "idx": np.int32}       # clock: index into clock_names; idx: into its source
@@ -72,7 +74,7 @@ class LogTexts:
         self.st, self.log = stamps, name
 
     def label(self, k: int) -> str:
-        return f"{self.log}:{self.st.line[k]} {self.st.text[k]}"[:LABEL_KEEP]
+        return f"{self.log}:{int(self.st.lines_at(k))} {self.st.text[k]}"[:LABEL_KEEP]
 
     def raw(self, k: int) -> str:
         return self.st.raw[k]
@@ -80,7 +82,7 @@ class LogTexts:
     def labels_raws(self, ks: list[int]) -> tuple[list[str], list[str]]:
         """Labels and raw stamps of many lines at once."""
         log, texts = self.log, self.st.text.many(ks)
-        line = np.frombuffer(self.st.line, np.int64)[ks].tolist()
+        line = self.st.lines_at(ks).tolist()
         labels = [f"{log}:{n} {t}" for n, t in zip(line, texts)]
         if labels and max(map(len, labels)) > LABEL_KEEP:
             labels = [x[:LABEL_KEEP] for x in labels]
@@ -152,7 +154,7 @@ class EntryTable:
         their number. `rows`: each stamp's index in the log (default: all, in order);
         `clock_device`: the device whose clock stamped them (default `device`), which orders
         them against that clock's other stamps."""
-        sel = np.flatnonzero(m.status < len(STATUSES))
+        sel = np.flatnonzero(m.status < len(STATUSES)).astype(np.int32)   # 4 bytes a row
         if not len(sel):
             return 0
         prefix = f"{clock_device or device}/{clock}"
@@ -176,18 +178,21 @@ class EntryTable:
             "idx": (sel if rows is None else pick(rows)).astype(np.int32)})
         return len(sel)
 
-    def _calibrations(self, m: Mapped, sel: npt.NDArray[np.intp], prefix: str
+    def _calibrations(self, m: Mapped, sel: npt.NDArray[np.int32], prefix: str
                       ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
         """The calibration and clock-segment indices of mapped stamps `sel` (a union of
         calibrations is its own name); one calibration: views of one number, no sort."""
         K = m.candidates.shape[0]
-        weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
-        code = (m.candidates[:63, sel].T.astype(np.uint64) @ weights) if K else \
-            np.zeros(len(sel), np.uint64)
-        one = bool(len(code)) and bool((code == code[0]).all())
-        first, inv = (np.zeros(1, np.intp), None) if one else \
-            np.unique(code, return_index=True, return_inverse=True)[1:]
-        del code
+        cand = m.candidates[:63, sel]
+        one = bool(len(sel)) and bool((cand == cand[:, :1]).all())   # no codes made: no sort
+        if one:
+            first, inv = np.zeros(1, np.intp), None
+        else:
+            weights = (np.uint64(1) << np.arange(min(K, 63), dtype=np.uint64))
+            code = (cand.T.astype(np.uint64) @ weights) if K else np.zeros(len(sel), np.uint64)
+            first, inv = np.unique(code, return_index=True, return_inverse=True)[1:]
+            del code
+        del cand
         names = [m.calibration_of(int(sel[i])) for i in first]
         cal = np.array([self._ix(self._cal, self.cal_names, nm) for nm in names], np.int32)
         keys = np.array([self._ix(self._clock, self.clock_names, f"{prefix}/{nm}")
@@ -196,14 +201,19 @@ class EntryTable:
             return _same(int(cal[0]), len(sel)), _same(int(keys[0]), len(sel))
         return cal[inv], keys[inv]
 
-    def columns(self) -> Cols:
-        """All entries' columns, the chunks let go a column at a time (memory: one copy)."""
-        out: Cols = {}
-        for k in INT_COLS + tuple(SMALL_COLS):
+    def columns(self) -> Columns:
+        """All entries' columns, kept narrow (bench.model.narrow), the chunks let go a column
+        at a time: the interval ends and stamps as differences from `lo`, a log's one-value
+        columns as that value."""
+        n = sum(len(c["lo"]) for c in self.chunks)
+        out = Columns(n)
+        for k in ("lo",) + INT_COLS[1:] + tuple(SMALL_COLS):
             dt = SMALL_COLS.get(k, np.int64)
-            parts: list[npt.NDArray[Any]] = [np.asarray(c.pop(k), dtype=dt) for c in self.chunks]
-            out[k] = np.concatenate(parts) if parts else np.zeros(0, dt)
-            del parts
+            out.encode(k, [np.asarray(c[k], dtype=dt) for c in self.chunks], dt,
+                       "lo" if k in REF_LO else None)
+            for c in self.chunks:
+                if k != "lo":
+                    del c[k]
         self.chunks = []
         return out
 
@@ -213,7 +223,7 @@ def _same(v: int, n: int) -> npt.NDArray[np.int32]:
     return np.broadcast_to(np.int32(v), (n,))
 
 
-def _taker(sel: npt.NDArray[np.intp], n: int) -> Any:
+def _taker(sel: npt.NDArray[np.int32], n: int) -> Any:
     """Columns cut to `sel`: where it is every row, the column itself (no copy: a million mapped
     lines would hold each column twice while the table is built)."""
     if len(sel) == n:
@@ -260,44 +270,54 @@ class Timeline:
     def __init__(self, table: EntryTable, reports: list[dict[str, Any]],
                  unplaced: list[dict[str, Any]],
                  widen_by: dict[str, tuple[float, float]] | None = None) -> None:
-        c = table.columns()
+        self.c = c = table.columns()
         if widen_by:
-            _widen(c, table.devices, widen_by)
+            full = {k: np.array(c[k]) for k in c}
+            _widen(full, table.devices, widen_by)
+            for k in c:
+                c.put(k, full.pop(k), "lo" if k in REF_LO else None)
         stamped = (c["basis"] == 0) & c["has_stamp"] & (c["clock"] >= 0)
-        c["clock"] = np.where(stamped, c["clock"], np.int32(-1))
+        c.put("clock", np.where(stamped, c["clock"], np.int32(-1)).astype(np.int32))
         del stamped
-        perm = np.lexsort((c["hi"], c["lo"]))        # as order_arrays sorts them
-        self.c: Cols = {}
-        for k in list(c):             # sorted a column at a time (memory: one column more)
-            self.c[k] = c.pop(k)[perm]
-        del perm
-        block, count = order_sorted(self.c["lo"], self.c["hi"], self.c["clock"],
-                                    self.c["stamp"], self.c["res"])
-        # positions and counts of entries fit int32 (a million rows: 8 MB less)
-        self.block, self.count = block.astype(np.int32), count.astype(np.int32)
-        del block, count
-        self.near = NearRows(nearest_unordered(self.c["lo"], self.c["hi"], self.c["clock"],
-                                               self.c["stamp"], self.c["res"], self.count,
+        _sort(c)                                     # as order_arrays sorts them
+        hi, st = c["hi"], c["stamp"]
+        block, count = order_sorted(c["lo"], hi, c["clock"], st, c["res"])
+        self.o = Columns(c.n)           # block and count, narrow (a million rows: 1-3 MB)
+        self.o.put("block", block)
+        del block
+        self.o.put("count", count)
+        self.near = NearRows(nearest_unordered(c["lo"], hi, c["clock"], st, c["res"], count,
                                                relative=True))
+        del count, hi, st
         self.table, self.reports, self.unplaced = table, reports, unplaced
+        give_back()
+
+    @property
+    def block(self) -> npt.NDArray[np.int64]:
+        return np.asarray(self.o["block"])
+
+    @property
+    def count(self) -> npt.NDArray[np.int64]:
+        return np.asarray(self.o["count"])
 
     def __len__(self) -> int:
-        return len(self.block)
+        return self.c.n
 
     def source(self, i: int) -> LogTexts | EntryTexts:
-        return self.table.sources[int(self.c["src"][i])]
+        return self.table.sources[int(self.c.part("src", i))]
 
     def entry(self, i: int) -> Entry:
-        c, t = self.c, self.table
-        dev, plane = t.devices[int(c["dev"][i])]
-        src, k = self.source(i), int(c["idx"][i])
-        basis = BASES[int(c["basis"][i])]
-        ck = int(c["clock"][i])
-        return Entry(dev, plane, src.label(k), int(c["lo"][i]), int(c["hi"][i]), basis,
+        t = self.table
+        c = {k: self.c.part(k, i) for k in self.c}
+        dev, plane = t.devices[int(c["dev"])]
+        src, k = self.source(i), int(c["idx"])
+        basis = BASES[int(c["basis"])]
+        ck = int(c["clock"])
+        return Entry(dev, plane, src.label(k), int(c["lo"]), int(c["hi"]), basis,
                      t.clock_names[ck] if ck >= 0 else None,
-                     int(c["stamp"][i]) if c["has_stamp"][i] else None, int(c["res"][i]),
-                     src.raw(k), t.cal_names[int(c["cal"][i])],
-                     STATUSES[int(c["status"][i])], int(c["dist"][i]))
+                     int(c["stamp"]) if c["has_stamp"] else None, int(c["res"]),
+                     src.raw(k), t.cal_names[int(c["cal"])],
+                     STATUSES[int(c["status"])], int(c["dist"]))
 
     def unordered_with(self, i: int) -> list[int]:
         row = self.near[i]
@@ -306,16 +326,16 @@ class Timeline:
     def row(self, i: int) -> dict[str, Any]:
         """A row as bench.analysis.timeline_order.order gives it, with `log` (the user's log file
         the entry came from, "" for the run's own)."""
-        return {"index": i, "block": int(self.block[i]), "entry": self.entry(i),
+        return {"index": i, "block": int(self.o.part("block", i)), "entry": self.entry(i),
                 "unordered_with": self.unordered_with(i),
-                "unordered_count": int(self.count[i]), "log": self.source(i).log}
+                "unordered_count": int(self.o.part("count", i)), "log": self.source(i).log}
 
     def rows(self, a: int = 0, b: int | None = None) -> list[dict[str, Any]]:
         return [self.row(i) for i in range(a, min(len(self), len(self) if b is None else b))]
 
     @property
     def blocks(self) -> int:
-        return int(self.block[-1]) + 1 if len(self) else 0
+        return int(self.o.part("block", len(self) - 1)) + 1 if len(self) else 0
 
     @property
     def unordered(self) -> int:
@@ -323,11 +343,14 @@ class Timeline:
 
 
 class NearRows:
-    """The nearest-unordered lists of a timeline's rows, kept as int16 offsets from each row
+    """The nearest-unordered lists of a timeline's rows, kept as int16 (int8 where they fit)
+    offsets from each row
     (bench.analysis.timeline_order.nearest_unordered, relative=True: half the memory) and given back
     as the absolute (rows, cap) int32 indices, -1 padded, that `near[i]` / `near[a:b]` index."""
 
     def __init__(self, offsets: npt.NDArray[Any]) -> None:
+        if len(offsets) and -128 <= int(offsets.min()) and int(offsets.max()) <= 127:
+            offsets = offsets.astype(np.int8)        # the nearest within 127 rows: 1 byte each
         self.d = offsets
 
     def __len__(self) -> int:
@@ -338,6 +361,21 @@ class NearRows:
         rows: Any = np.arange(*key.indices(len(self.d)), dtype=np.int32)[:, None] \
             if isinstance(key, slice) else np.int32(key + len(self.d) if key < 0 else key)
         return np.where(d == 0, np.int32(-1), rows + d).astype(np.int32)
+
+
+def _sort(c: Columns) -> None:
+    """The columns' rows sorted by lo, then hi (a stable sort: np.lexsort's order); rows
+    already in that order (a log in time order) are not copied."""
+    lo, hi = c["lo"], c["hi"]
+    if len(lo) < 2:
+        return
+    step = np.diff(lo)
+    done = bool((step >= 0).all()) and bool(((step > 0) | (np.diff(hi) >= 0)).all())
+    del step
+    if not done:
+        perm = np.lexsort((hi, lo))
+        del lo, hi
+        c.take(perm)
 
 
 def _widen(c: Cols, devices: list[tuple[str, str]], lat: dict[str, tuple[float, float]]) -> None:

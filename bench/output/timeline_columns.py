@@ -108,7 +108,7 @@ def source_texts(source: LogTexts | EntryTexts, ks: np.ndarray) -> tuple[pa.Arra
     if not isinstance(source, LogTexts):
         label, raw = source.labels_raws(ks.tolist())
         return pa.array(label, LS), pa.array(raw, LS)
-    line = np.frombuffer(source.st.line, np.int64)[ks]
+    line = source.st.lines_at(ks)
     label = join(f"{source.log}:", decimal(line), " ", store_take(source.st.text, ks))
     if len(label) and pc.max(pc.utf8_length(label)).as_py() > LABEL_KEEP:
         label = pc.utf8_slice_codeunits(label, 0, LABEL_KEEP)

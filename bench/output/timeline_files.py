@@ -10,7 +10,9 @@ import csv
 import io
 import json
 import shutil
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from json.encoder import encode_basestring as js
@@ -42,7 +44,7 @@ FIELDS = ("index", "block", "source", "plane", "label", "lo_ns", "hi_ns", "basis
           "calibration", "status", "distance_ns", "unordered_count", "unordered_with",
           "device_time", "log", "line", "resolution_ns", "clock", "assumed_lo_ns",
           "assumed_hi_ns", "unordered_more")
-CHUNK = 8192                # rows formatted at a time (their text: a few MB)
+CHUNK = 4096                # rows formatted at a time (their text: a few MB)
 
 
 class Vocabulary:
@@ -122,23 +124,27 @@ class Cols:
 
 def columns(tl: Timeline, n: int | None = None) -> Iterator[Cols]:
     """The first `n` rows (all by default) as Cols of CHUNK rows."""
-    c = tl.c
     n = len(tl) if n is None else min(n, len(tl))
     for a in range(0, n, CHUNK):
         s = slice(a, min(n, a + CHUNK))
-        basis, st, has = c["basis"][s], c["stamp"][s], c["has_stamp"][s]
-        label, raw = chunk_texts(tl.table.sources, c["src"][s], c["idx"][s])
-        status = np.where(basis <= BASES.index("event"), c["status"][s], 0)
+        c = {k: tl.c.part(k, s) for k in tl.c}
+        # codes as int64: a row's calibration and status code is cal * 4 + status
+        for k in ("dev", "src", "cal", "basis", "stamper"):
+            c[k] = c[k].astype(np.int64)
+        basis, st, has = c["basis"], c["stamp"], c["has_stamp"]
+        label, raw = chunk_texts(tl.table.sources, c["src"], c["idx"])
+        status = np.where(basis <= BASES.index("event"), c["status"], 0)
         raw_ns = np.where(has & (basis == 0) & (st > UNIX_AFTER_NS), st, 0)
-        yield Cols(c["dev"][s], c["src"][s], c["cal"][s], basis, status,
-                   decimal(np.arange(s.start, s.stop)), decimal(tl.block[s]),
-                   decimal(c["lo"][s]), decimal(c["hi"][s]), label, *json_csv(label),
-                   *json_csv(raw), *index_arrays(tl.near[s]), decimal(c["dist"][s]),
-                   pa.array(c["dist"][s] != 0), decimal(tl.count[s]),
-                   time_texts(st, has, c["res"][s]), decimal(raw_ns),
-                   decimal(_lines(tl, c["src"][s], c["idx"][s])), decimal(c["res"][s]),
-                   c["stamper"][s], decimal(c["alo"][s]), decimal(c["ahi"][s]),
-                   decimal(tl.count[s] - (tl.near[s] >= 0).sum(axis=1)))
+        near, count = tl.near[s], tl.o.part("count", s)
+        yield Cols(c["dev"], c["src"], c["cal"], basis, status,
+                   decimal(np.arange(s.start, s.stop)), decimal(tl.o.part("block", s)),
+                   decimal(c["lo"]), decimal(c["hi"]), label, *json_csv(label),
+                   *json_csv(raw), *index_arrays(near), decimal(c["dist"]),
+                   pa.array(c["dist"] != 0), decimal(count),
+                   time_texts(st, has, c["res"]), decimal(raw_ns),
+                   decimal(_lines(tl, c["src"], c["idx"])), decimal(c["res"]),
+                   c["stamper"], decimal(c["alo"]), decimal(c["ahi"]),
+                   decimal(count - (near >= 0).sum(axis=1)))
 
 
 def _lines(tl: Timeline, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -148,7 +154,7 @@ def _lines(tl: Timeline, src: np.ndarray, idx: np.ndarray) -> np.ndarray:
         so = tl.table.sources[k]
         if isinstance(so, LogTexts):
             m = src == k
-            out[m] = np.frombuffer(so.st.line, np.int64)[idx[m]]
+            out[m] = so.st.lines_at(idx[m])
     return out
 
 
@@ -256,7 +262,9 @@ def _csv_header() -> bytes:
 def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
                 otel_path: Path | None = None, first: dict[str, Any] | None = None) -> None:
     """timeline.json, timeline.csv and timeline.otel.json, those given a path, in one pass over
-    the rows, a chunk at a time."""
+    the rows, a chunk at a time: each chunk's columns made once here, each file's rows made and
+    written in a thread of its own (Arrow's joins and the writes release the GIL: on two cores
+    the files are written side by side), in order, at most LAG chunks behind."""
     voc = Vocabulary(tl)
     with ExitStack() as stack:
         fj = stack.enter_context(safeio.open_part(json_path)) if json_path is not None else None
@@ -267,10 +275,44 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
             fj.write(_json_head(tl, first))
         if fc is not None:
             fc.write(_csv_header())
+        lanes = [stack.enter_context(closing(_Lane(f, kind)))
+                 for f, kind in ((fj, "json"), (fc, "csv"), (otel, "otel")) if f is not None]
         for k, ch in enumerate(columns(tl)):
-            _write_chunk(k, ch, voc, (fj, fc, otel))
+            for lane in lanes:
+                lane.put(k, ch, voc)
+        for lane in lanes:
+            lane.close()
         if fj is not None:
             fj.write(b"]}\n")
+
+
+LAG = 1         # chunks a file's thread may be behind the columns (memory: a few MB each); 0:
+                # no threads, each file's rows made and written in turn
+
+
+class _Lane:
+    """One file's rows, made and written in a thread of its own, chunk after chunk in order;
+    an error in it is raised here at the next chunk or at close."""
+
+    def __init__(self, sink: IO[bytes] | OtelSink, kind: str) -> None:
+        self.sink, self.kind = sink, kind
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="timeline-file")
+        self.pending: deque[Future[None]] = deque()
+
+    def put(self, k: int, ch: Cols, voc: Vocabulary) -> None:
+        if not LAG:                         # no thread: here and now
+            _write_chunk(k, ch, voc, self.sink, self.kind)
+            return
+        while len(self.pending) >= LAG:
+            self.pending.popleft().result()
+        self.pending.append(self.pool.submit(_write_chunk, k, ch, voc, self.sink, self.kind))
+
+    def close(self) -> None:
+        try:
+            while self.pending:
+                self.pending.popleft().result()
+        finally:
+            self.pool.shutdown(cancel_futures=True)
 
 
 def _json_head(tl: Timeline, first: dict[str, Any] | None) -> bytes:
@@ -283,13 +325,12 @@ def _json_head(tl: Timeline, first: dict[str, Any] | None) -> bytes:
             + ', "entries": [\n').encode()
 
 
-def _write_chunk(k: int, ch: Cols, voc: Vocabulary,
-                 sinks: tuple[IO[bytes] | None, IO[bytes] | None, OtelSink | None]) -> None:
-    """Chunk number k of the rows into each file being written (json, csv, otel)."""
-    fj, fc, otel = sinks
-    if fj is not None:
-        write_rows(fj, json_rows(ch, voc), 0 if k else 2)
-    if fc is not None:
-        write_rows(fc, csv_rows(ch, voc))
-    if otel is not None:
-        otel.add(ch.dev, otel_records(ch, voc))
+def _write_chunk(k: int, ch: Cols, voc: Vocabulary, sink: IO[bytes] | OtelSink,
+                 kind: str) -> None:
+    """Chunk number k of the rows into one file: `kind` json, csv or otel."""
+    if isinstance(sink, OtelSink):
+        sink.add(ch.dev, otel_records(ch, voc))
+    elif kind == "json":
+        write_rows(sink, json_rows(ch, voc), 0 if k else 2)
+    else:
+        write_rows(sink, csv_rows(ch, voc))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from bench import safeio
+from bench.model.narrow import give_back
 from bench.model.texttable import wrap
 from bench.model.timeline_table import BASES, STATUSES, Timeline, utc_text
 from bench.output.timeline_files import columns, write_files
@@ -223,6 +224,7 @@ def write_outputs(folder: Path, tl: Timeline, t0: int,
             parts[f] = safeio.new_part(folder, p.name)
         if {"json", "csv", "otel"} & set(parts):
             write_files(tl, parts.get("json"), parts.get("csv"), parts.get("otel"), first)
+            give_back()         # the chunks' freed text columns, before the page is made
         if "html" in parts:
             write_html(tl, parts["html"], t0, first=first, span=span)
         for f, tmp in parts.items():
