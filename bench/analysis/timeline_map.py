@@ -189,9 +189,7 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
     to [not_before, not_after] before the union; a calibration whose cut is empty is no
     candidate."""
     v = np.asarray(value_ns, dtype=np.int64)
-    q = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape)
-    if len(q) and int(q.min()) < 1:      # else no copy (a million stamps: 8 MB)
-        q = np.maximum(1, q)
+    q = _at_least_1ns(resolution_ns, v)
     n, K = len(v), len(cals)
     after = _per_stamp(_BIG if not_after_ns is None else not_after_ns, v)
     before = _per_stamp(-_BIG if not_before_ns is None else not_before_ns, v)
@@ -204,13 +202,22 @@ def map_stamps(cals: list[SegmentWindow], value_ns: npt.ArrayLike, resolution_ns
         b = min(n, a + step)
         presync = (v[a:b] < presync_before_ns) if wall else np.zeros(b - a, dtype=bool)
         notes += out.fill(a, b, _map_part(cals, v[a:b], q[a:b], presync, before[a:b],
-                                          after[a:b], proven, clip,
-                                          None if order_key is None
-                                          else np.asarray(order_key)[a:b]))
+                                          after[a:b], proven, clip, _slice(order_key, a, b)))
     rate = max((_rate_bound(c) for c in cals), default=0.0)
     notes += _extrapolated_note(out.dist, rate)
     return Mapped(out.lo, out.hi, out.status, out.first, out.cand, out.dist,
                   [c.name for c in cals], notes, out.alo, out.ahi, rate)
+
+
+def _at_least_1ns(resolution_ns: npt.ArrayLike, v: I64) -> I64:
+    """The resolutions as one int64 per stamp, raised to 1 ns (a copy only where one is below:
+    a million stamps' copy is 8 MB)."""
+    q = np.broadcast_to(np.asarray(resolution_ns, dtype=np.int64), v.shape)
+    return np.maximum(1, q) if len(q) and int(q.min()) < 1 else q
+
+
+def _slice(order_key: npt.ArrayLike | None, a: int, b: int) -> npt.NDArray[Any] | None:
+    return None if order_key is None else np.asarray(order_key)[a:b]
 
 
 def _per_stamp(limit: npt.ArrayLike, v: I64) -> I64:

@@ -71,31 +71,35 @@ class Columns(Mapping[str, npt.NDArray[Any]]):
         if dt == np.bool_ or not np.issubdtype(dt, np.integer) or not self.n:
             self._enc[k] = _one_or_plain(arrs, dt)
             return
+        self._encode_int(k, arrs, dt, ref)
+
+    def _encode_int(self, k: str, arrs: Sequence[npt.NDArray[Any]], dt: Any,
+                    ref: str | None) -> None:
         lo, hi = _span(arrs)
         if lo == hi:
             self._enc[k] = ("const", dt, lo)
             return
-        best: tuple[int, int, str | None] = (hi - lo, lo, None)
-        if ref is not None and dt == np.int64 and -SAFE < lo and hi < SAFE:
-            rs = _ref_parts(self[ref], arrs)
-            rlo, rhi = _span(rs)
-            if -SAFE < rlo and rhi < SAFE:
-                dlo, dhi = _span([a - r for a, r in zip(arrs, rs)])
-                if dhi - dlo < best[0]:
-                    best = (dhi - dlo, dlo, ref)
-        width, base, use = best
+        width, base, use = self._narrowest(arrs, dt, lo, hi, ref)
         if width >= 2**32:
             self._enc[k] = ("plain", _joined(arrs))
             return
-        ut = next(t for t in UNSIGNED if width < np.iinfo(t).max + 1)
-        data = np.empty(self.n, ut)
-        at = 0
         refs: list[Any] = _ref_parts(self[use], arrs) if use is not None else [None] * len(arrs)
-        for a, r in zip(arrs, refs):
-            d = a - base if r is None else a - r - base
-            data[at:at + len(a)] = d
-            at += len(a)
-        self._enc[k] = ("delta", dt, use, base, data)
+        self._enc[k] = ("delta", dt, use, base, _packed(arrs, refs, base, width, self.n))
+
+    def _narrowest(self, arrs: Sequence[npt.NDArray[Any]], dt: Any, lo: int, hi: int,
+                   ref: str | None) -> tuple[int, int, str | None]:
+        """(width, base, reference column or None): the values less base, or less the
+        reference column's and base, whichever spans fewer values."""
+        best: tuple[int, int, str | None] = (hi - lo, lo, None)
+        if ref is None or dt != np.int64 or not (-SAFE < lo and hi < SAFE):
+            return best
+        rs = _ref_parts(self[ref], arrs)
+        rlo, rhi = _span(rs)
+        if -SAFE < rlo and rhi < SAFE:
+            dlo, dhi = _span([a - r for a, r in zip(arrs, rs)])
+            if dhi - dlo < best[0]:
+                best = (dhi - dlo, dlo, ref)
+        return best
 
     def take(self, perm: npt.NDArray[np.intp]) -> None:
         """Every column's rows in the order `perm` (a column at a time)."""
@@ -110,6 +114,19 @@ def _span(arrs: Sequence[npt.NDArray[Any]]) -> tuple[int, int]:
     """The least and greatest value of non-empty arrays, as Python ints."""
     full = [a for a in arrs if len(a)]
     return min(int(a.min()) for a in full), max(int(a.max()) for a in full)
+
+
+def _packed(arrs: Sequence[npt.NDArray[Any]], refs: Sequence[Any], base: int, width: int,
+            n: int) -> npt.NDArray[Any]:
+    """The parts less base (and less their reference's rows) in the narrowest unsigned type
+    that holds `width`, one array of n rows."""
+    ut = next(t for t in UNSIGNED if width < np.iinfo(t).max + 1)
+    data = np.empty(n, ut)
+    at = 0
+    for a, r in zip(arrs, refs):
+        data[at:at + len(a)] = a - base if r is None else a - r - base
+        at += len(a)
+    return data
 
 
 def _ref_parts(ref: npt.NDArray[Any], arrs: Sequence[npt.NDArray[Any]]

@@ -267,14 +267,7 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
     the files are written side by side), in order, at most LAG chunks behind."""
     voc = Vocabulary(tl)
     with ExitStack() as stack:
-        fj = stack.enter_context(safeio.open_part(json_path)) if json_path is not None else None
-        fc = stack.enter_context(safeio.open_part(csv_path)) if csv_path is not None else None
-        otel = stack.enter_context(closing(OtelSink(otel_path, tl.table.devices))) \
-            if otel_path is not None else None
-        if fj is not None:
-            fj.write(_json_head(tl, first))
-        if fc is not None:
-            fc.write(_csv_header())
+        fj, fc, otel = _open_sinks(stack, tl, json_path, csv_path, otel_path, first)
         lanes = [stack.enter_context(closing(_Lane(f, kind)))
                  for f, kind in ((fj, "json"), (fc, "csv"), (otel, "otel")) if f is not None]
         for k, ch in enumerate(columns(tl)):
@@ -284,6 +277,22 @@ def write_files(tl: Timeline, json_path: Path | None, csv_path: Path | None,
             lane.close()
         if fj is not None:
             fj.write(b"]}\n")
+
+
+def _open_sinks(stack: ExitStack, tl: Timeline, json_path: Path | None, csv_path: Path | None,
+                otel_path: Path | None, first: dict[str, Any] | None
+                ) -> tuple[IO[bytes] | None, IO[bytes] | None, OtelSink | None]:
+    """The files asked for, open (closed with `stack`), timeline.json and .csv with their
+    heads written."""
+    fj = stack.enter_context(safeio.open_part(json_path)) if json_path is not None else None
+    fc = stack.enter_context(safeio.open_part(csv_path)) if csv_path is not None else None
+    otel = stack.enter_context(closing(OtelSink(otel_path, tl.table.devices))) \
+        if otel_path is not None else None
+    if fj is not None:
+        fj.write(_json_head(tl, first))
+    if fc is not None:
+        fc.write(_csv_header())
+    return fj, fc, otel
 
 
 LAG = 1         # chunks a file's thread may be behind the columns (memory: a few MB each); 0:
