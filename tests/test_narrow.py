@@ -52,3 +52,22 @@ def test_columns_of_no_rows():
     c.encode("lo", [], np.int64)
     c.encode("hi", [np.zeros(0, np.int64)], np.int64, "lo")
     assert c["lo"].dtype == np.int64 and len(c["lo"]) == len(c["hi"]) == 0
+
+
+def test_a_logged_latency_in_float_ns_widens_the_lines_outward():
+    """--widen-latency: a device's latency bound (lo, hi) as the summary's Bound holds it
+    (float ns) moves its stamped lines to the event's instant, rounded outward (before: numpy
+    refused a float subtracted in place from the int64 columns)."""
+    import numpy as np
+
+    from bench.model.timeline_table import BASES, _widen
+
+    c = {"dev": np.array([0, 1, 0]), "basis": np.zeros(3, np.int8),
+         "lo": np.array([1_000, 1_000, 5_000], np.int64),
+         "hi": np.array([2_000, 2_000, 6_000], np.int64),
+         "clock": np.zeros(3, np.int32), "has_stamp": np.ones(3, bool),
+         "res": np.ones(3, np.int64)}
+    _widen(c, [("bmc-1", "bmc"), ("pdu-1", "pdu")], {"bmc-1": (100.4, 300.6)})
+    assert c["lo"].tolist() == [1_000 - 301, 1_000, 5_000 - 301]
+    assert c["hi"].tolist() == [2_000 - 100, 2_000, 6_000 - 100]
+    assert c["basis"].tolist() == [BASES.index("event"), 0, BASES.index("event")]

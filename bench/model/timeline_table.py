@@ -6,6 +6,7 @@ row's `unordered_with` lists the nearest entries it is unordered with (all of th
 bench.analysis.timeline_order.nearest_unordered)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -384,7 +385,7 @@ def _widen(c: Cols, devices: list[tuple[str, str]], lat: dict[str, tuple[float, 
     for d, (name, _) in enumerate(devices):
         if name not in lat:
             continue
-        lo_lat, hi_lat = lat[name]
+        lo_lat, hi_lat = math.floor(lat[name][0]), math.ceil(lat[name][1])     # outward
         m = (c["dev"] == d) & (c["basis"] == 0)
         c["lo"][m] -= hi_lat
         c["hi"][m] -= lo_lat
