@@ -16,7 +16,7 @@ KNOWN = {
     "bench/lockdir.py:open_lock": "lock files: O_EXCL|O_NOFOLLOW, checked by fstat, never written",
     "drivers/host_kernel.py:HostKernel._write_line": "a line into /dev/kmsg, a kernel device",
     "bench/output/timeline_files.py:OtelSink.add": "an unnamed temporary file (no name to plant)",
-    "bench/logs/logfile.py:TextStore.spill": "an unnamed temporary file holding a parsed log's "
+    "bench/logs/logfile.py:_temporary": "an unnamed temporary file holding a parsed log's "
                                               "texts (no name to plant)",
     "bench/fleet/gather.py:unpack_members": "tarfile's 'data' filter, into a checked folder",
     "bench/fleet/engine.py:_stderr_held": "an unnamed temporary file holding fd 2 (no name)",
