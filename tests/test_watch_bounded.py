@@ -117,3 +117,49 @@ def test_a_days_reference_health_is_tallied_not_listed(tmp_path):
         "first_ns": 10**9, "last_ns": 40 * 10**9,
         "max_mean_path_delay_ns": max(h.detail["mean_path_delay_ns"] for h in hs)}
     assert f"first at {bad[0].checked_ns} ns" in got.note and kept.worst() == (grade, max(offs))
+
+
+def test_a_clocks_live_fit_holds_no_more_once_its_window_is_full():
+    """A watch's memory grows in a fresh life until its slowest clocks' windows are full (issue
+    41's soak: nine clocks at 0.4 Hz fill 600 reads at minute 25): the live fit a clock keeps
+    (ClockState.fit: its segments' reads, envelope and caches, for the mapping service) grows
+    with the reads in its window, about 0.16 KiB a read. Once the window is full it holds no
+    more, however many reads come: what a fit keeps is bounded by the window, not by the life."""
+    import gc
+    import tracemalloc
+
+    from bench.watch.estimator import WINDOW, ClockMeta, ClockWindow
+    w = ClockWindow(ClockMeta("datetime", 1_000_000_000))
+    step = 2_500_000_000                                 # 0.4 Hz, the polite Redfish rate
+    t0 = 1_796_000_000 * 10**9
+
+    def read(i: int) -> tuple[int, int, int]:
+        s = t0 + i * step + (i * 7919 % 1000) * 1000
+        return s, s + 2_000_000 + (i * 104729 % 997) * 1000, (s + 3_000 + i * 7_500) // 10**9 * 10**9
+
+    added = [0]
+
+    def kept(n_reads: int) -> int:
+        """The memory a fit of the window keeps, after `n_reads` reads in all."""
+        for i in range(added[0], n_reads):
+            w.add(*read(i))
+        added[0] = n_reads
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            fit = w.fit()
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0] - base if fit is not None else -1
+        finally:
+            tracemalloc.stop()
+
+    warm = ClockWindow(w.meta)                           # a first fit's imports and caches
+    for i in range(20):
+        warm.add(*read(i))
+    warm.fit()
+    filling = [kept(n) for n in (WINDOW // 4, WINDOW // 2, WINDOW)]
+    full = [kept(WINDOW + k) for k in (WINDOW, 2 * WINDOW)]
+    assert filling[0] < filling[1] < filling[2]          # grows as the window fills
+    assert all(f <= 1.1 * filling[2] for f in full), (filling, full)
+    assert filling[2] < 256 * 1024                       # a full window's fit: about 96 KiB
