@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import itertools
 import os
 import re
@@ -224,13 +225,19 @@ STA_UNSYNC = 0x0040
 STA_NANO = 0x2000
 
 
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    """libc, loaded once (find_library runs `ldconfig -p` in a subprocess each time it is asked;
+    a health sample every 5 s asked it each time)."""
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
 def kernel_clock_status() -> dict | None:
     """adjtimex with modes = 0 (reads, never sets): is CLOCK_REALTIME marked synchronized, and the
     error estimates the disciplining daemon left there."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         tx = _Timex()
-        state = libc.adjtimex(ctypes.byref(tx))
+        state = _libc().adjtimex(ctypes.byref(tx))
     except (OSError, AttributeError):
         return None
     if state < 0:
