@@ -28,12 +28,13 @@ def _step_history(sp: _seg.Split, breaks: list[Break], segs: list[Segment],
     (the segments, downgraded where more may hide; unknown breaks; steps seen; the least
     step that could hide)."""
     s, e, v = reads
+    rate_hz = len(v) / max(1e-9, (e[-1] - s[0]) / 1e9)
     unknown, steps = _model_breaks(sp, breaks, shown)
-    hide = _history_hides(breaks, sp.forced, segs, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9),
-                          prior, refit)         if steps + unknown == 1 else 0
+    hide = _history_hides(breaks, sp.forced, segs, q, rate_hz, prior, refit) \
+        if steps + unknown == 1 else 0
     steps += _aside_steps(sp)         # steps the reads set aside show
     if not hide and sp.outliers and steps + unknown < STEP_HISTORY:
-        hide = _aside_hides(sp, segs, reads, q, len(v) / max(1e-9, (e[-1] - s[0]) / 1e9), prior)
+        hide = _aside_hides(sp, segs, reads, q, rate_hz, prior)
     segs = _downgraded(segs) if seen or hide or steps + unknown >= STEP_HISTORY else segs
     return segs, unknown, steps, hide
 

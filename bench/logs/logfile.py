@@ -305,7 +305,6 @@ class TextStore:
             self._flush()
             if self._out is None:
                 return                          # no room: in memory
-            assert self._out is not None
             os.pwrite(self._out.fileno(), self._end, self._flushed)   # the offsets after them
         except OSError:                     # no room: the store stays in memory
             self._unstream()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.analysis.device_breaks import OUTAGE_MIN_FAILED, cuts_for, splits_inside
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM
 from bench.model.summary import lag_ns
 from bench.watch.estimator import ClockFit, ClockMeta, ClockWindow, current_bounds
 
@@ -123,7 +124,7 @@ class WatchState:
             for c in clocks:
                 meta = ClockMeta(c["name"], int(c.get("resolution_ns") or 1),
                                  bool(c.get("counter")), int(c.get("modulus_ns") or 0),
-                                 float(pri.get("drift_prior_ppm", 600.0)),
+                                 float(pri.get("drift_prior_ppm", DEFAULT_DRIFT_PRIOR_PPM)),
                                  float(pri.get("wander_ppm", 0.0)), lag_ns(pri, c),
                                  str(c.get("free_running") or ""), "drift_prior_ppm" in pri)
                 old = d.clocks.get(c["name"])
