@@ -151,7 +151,29 @@ def killed_run(tmp_path: Path, out: Path) -> Path:
     proc.kill()
     proc.wait()
     [folder] = list(out.iterdir())
+    _wait_sim_gone(folder / "sim")
     return folder
+
+
+def _wait_sim_gone(sim_dir: Path) -> None:
+    """The killed run's simulator gets SIGTERM from the kernel and writes truth.json into the
+    run's sim/ as it exits: wait for it to be gone, or a copy of the folder could catch that
+    write half-done."""
+    needle = str(sim_dir.resolve()).encode()
+    deadline = time.monotonic() + 60
+    while any(needle in c for c in _cmdlines()):
+        assert time.monotonic() < deadline, "the killed run's simulator did not exit"
+        time.sleep(0.1)
+
+
+def _cmdlines() -> list[bytes]:
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+        except OSError:
+            pass
+    return out
 
 
 def test_summarize_names_killed_or_disk_full_and_leaves_no_reserve(small_disk, tmp_path):
