@@ -74,6 +74,8 @@ SMOKES = [
     Smoke("modbus_bracket.py", ("--reads", "5", "--warmup", "1", "--blocks", "1", "--repeats", "1"),
           rf"^tcp\s+driver\s+(\d+) \(1 repeat\)\s+× driver {N}"),
     Smoke("probe_mc.py", ("--devices", "2"), rf"^edge_width_ms_after_30_median: {N}$"),
+    Smoke("rack_width.py", ("--folders", RECORDED),
+          rf"^ratio to baseline: no claim {N}, as run {N}$"),
     Smoke("read_cost.py", ("--plane", "bmc", "--devices", "1", "--seconds", "2"),
           rf"^bmc: 1 devices, (\d+) reads .*CPU per read bench {N} ms, simulator {N} ms"),
     Smoke("redfish_bracket.py", ("--reads", "5", "--warmup", "1", "--blocks", "1"),
