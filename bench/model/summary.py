@@ -437,6 +437,9 @@ def rate_clause(fit: ClockFit | None) -> str:
 # a clock whose driver declares no lag: a reading that lags its clock by a constant λ reads as
 # an offset λ lower, which no read can tell (benchmarks/README.md, issue 39): named, not checked
 NO_LAG_CLAUSE = "reading shows its clock when read (no lag declared, a lag reads as an offset)"
+# a step no read showed is not checked by any read: the hull of a segment's two sides holds one
+# (envelope.TwoSided), two or more may hide the truth (steps the clock showed count: step_risk)
+ONE_UNSEEN = "assumed: no read shows it"
 MEASURED = "measured on the simulated probe schedule"     # unseen.calibrated_step_ns
 EXPLORED = "exploration reads alone"                     # unseen.unseen_step_ns
 FEW = "too few reads in that time"                       # unseen.NO_STEP_SHOWS
@@ -450,7 +453,7 @@ def model_statement(prior_ppm: float, lag: int, fit: ClockFit | None,
     from bench.units import fmt_end_ns
     seg = fit.segments[-1] if fit and fit.segments else None
     text = (f"offset moves at most {prior_ppm:g} ppm between reads ({rate_clause(fit)}); at "
-            f"most one step inside a segment unseen")
+            f"most one step inside a segment unseen ({ONE_UNSEEN})")
     out: dict[str, Any] = {"rate_bound_ppm": float(prior_ppm), "tick_lag_ns": int(lag)}
     if fit is not None and seg is not None and seg.bracket_ns:
         out["unseen_step"], said = _unseen_step(fit, seg, prior_ppm, rate_hz)
