@@ -139,10 +139,19 @@ def _submit(ex: ProcessPoolExecutor, fn: Callable[..., Any], *args: Any) -> Futu
         return ex.submit(fn, *args)
 
 
+END_GRACE_S = 2.0        # an idle worker's own exit: its log records flushed to the relay
+
+
 def _end(ex: ProcessPoolExecutor) -> None:
-    """Queued tasks cancelled, running ones ended: nothing outlives the run."""
+    """Queued tasks cancelled, running ones ended: nothing outlives the run. An idle worker
+    exits by itself first (within END_GRACE_S), so the records its queue still buffers reach
+    the run's log: a worker's `Queue.put` hands them to a feeder thread, which a terminate
+    would kill with them."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
     ex.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + END_GRACE_S
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
     for p in procs:
         if p.is_alive():
             p.terminate()
