@@ -10,16 +10,17 @@ from pathlib import Path
 PPID, SESSION = 1, 3          # fields of /proc/PID/stat after the command name
 
 
-def pids_where(field: int, value: int) -> list[int]:
-    """The pids whose /proc/PID/stat field (PPID or SESSION) equals `value`."""
+def pids_where(field: int, value: int, ended: bool = True) -> list[int]:
+    """The pids whose /proc/PID/stat field (PPID or SESSION) equals `value`; `ended=False`
+    leaves out the zombies (ended, not yet reaped)."""
     out = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                stat = (p / "stat").read_text()
+                stat = (p / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[field]) == value:
+            if int(stat[field]) == value and (ended or stat[0] != "Z"):
                 out.append(int(p.name))
     return out
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import SESSION, pids_where, wait_until
 from racks import sim_rack_text
 
 from bench.model.rundata import load_samples
@@ -143,37 +144,20 @@ def killed_run(tmp_path: Path, out: Path) -> Path:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--rack", str(rack),
                              "--duration", "300", "--out", str(out), "--quiet"], cwd=tmp_path,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     deadline = time.monotonic() + 90
     while not any(_rows(f) >= 3 for f in out.glob("*/samples/bmc-1.csv")):
         assert proc.poll() is None and time.monotonic() < deadline, "no reads on disk"
         time.sleep(0.1)
     proc.kill()
     proc.wait()
+    # the kernel sends its simulator SIGTERM, and it writes truth.json into the run's sim/ as
+    # it exits: a copy of the folder taken before it is gone could catch that write half-done
+    wait_until(lambda: not pids_where(SESSION, proc.pid, ended=False), 60,
+               "the killed run's simulator to exit")
     [folder] = list(out.iterdir())
-    _wait_sim_gone(folder / "sim")
     return folder
-
-
-def _wait_sim_gone(sim_dir: Path) -> None:
-    """The killed run's simulator gets SIGTERM from the kernel and writes truth.json into the
-    run's sim/ as it exits: wait for it to be gone, or a copy of the folder could catch that
-    write half-done."""
-    needle = str(sim_dir.resolve()).encode()
-    deadline = time.monotonic() + 60
-    while any(needle in c for c in _cmdlines()):
-        assert time.monotonic() < deadline, "the killed run's simulator did not exit"
-        time.sleep(0.1)
-
-
-def _cmdlines() -> list[bytes]:
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            out.append(Path(f"/proc/{pid}/cmdline").read_bytes())
-        except OSError:
-            pass
-    return out
 
 
 def test_summarize_names_killed_or_disk_full_and_leaves_no_reserve(small_disk, tmp_path):
