@@ -7,9 +7,9 @@
 Each run is `python -m bench.cli run --duration D --out TMP --quiet` on the simulated rack (or
 the folders given). A copy of each folder is re-summarised by `rackclock summarize`:
 
-- `baseline`: `drift_prior_ppm = 600` declared for every device in the manifest's inventory and
-  no device's free-running claim, so no clock falls back to the disciplined rate: the widths of
-  the estimator before the rate check (issue 39's "today's");
+- `baseline`: the default `drift_prior_ppm = 600` declared for every device in the manifest's
+  inventory and no device's free-running claim, so no clock falls back to the disciplined
+  rate: the widths of the estimator before the rate check (issue 39's "today's");
 - `no claim`: the free-running claims removed (Redfish `NTP.ProtocolEnabled=false`);
 - `as run`: the folder as the run wrote it.
 
@@ -24,15 +24,19 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from spread import scratch  # noqa: E402
+
+from bench.analysis.proven_segment import DEFAULT_DRIFT_PRIOR_PPM  # noqa: E402
 
 WAYS = ("baseline", "no claim", "as run")
 
@@ -58,13 +62,13 @@ def restated(manifest: dict, way: str) -> dict:
     if way == "baseline":
         inv = manifest.setdefault("inventory", {}).setdefault("devices", {})
         for name in manifest["devices"]:
-            inv.setdefault(name, {})["drift_prior_ppm"] = 600.0
+            inv.setdefault(name, {})["drift_prior_ppm"] = DEFAULT_DRIFT_PRIOR_PPM
     return manifest
 
 
 def summarised(run: Path, way: str, tmp: Path) -> dict[str, tuple[float, str]]:
     copy = tmp / f"{run.name}-{way.replace(' ', '_')}"
-    subprocess.run(["cp", "-r", str(run), str(copy)], check=True)
+    shutil.copytree(run, copy)
     manifest = restated(json.loads((copy / "manifest.json").read_text()), way)
     (copy / "manifest.json").write_text(json.dumps(manifest))
     subprocess.run([sys.executable, "-m", "bench.cli", "summarize", str(copy), "--quiet"],
