@@ -23,13 +23,12 @@ $(STAMP): pyproject.toml
 run: $(RUN_STAMP)
 	$(VENV)/bin/rackclock run
 
-# pytest-xdist workers, two more than the cores where the machine has 2 or more (most tests wait
-# on emulators in real time: on 2 cores, 3 workers took 898 s and 4 took 707 s, the CPU then 85 %
-# busy, docs/TESTING.md; the suite holds its truth beside two CPU hogs: `make test-under-load`),
-# a test module per worker at a time; a test that opens the
+# pytest-xdist workers, one more than the cores where the machine has 2 or more (most tests wait
+# on emulators in real time, so a third worker fills the cores; the suite holds its truth beside two
+# CPU hogs: `make test-under-load`), a test module per worker at a time; a test that opens the
 # served rack's devices (RACKCLOCK_RACK) holds the rack (bench/config/racklock.py), so the others
 # wait. TEST_WORKERS=0: serially
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -ge 2 ] && echo $$((n + 2)) || echo 0)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -ge 2 ] && echo $$((n + 1)) || echo 0)
 # the house gate (pyproject.toml [tool.ruff], [tool.mypy]): lint only, never reformats
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -76,17 +76,10 @@ def real_rack(request, rack):
 # one worker, but xdist 3.8 under pytest 9 ignores the groups.) The longest modules are handed
 # out first, so that no worker is left with one of them at the end while the other idles: an
 # order only, every test still runs.
-# Measured 2026-12-08 (`--durations=0`, 4 workers on 2 cores): seconds of test time per module.
-LONGEST_FIRST = ("test_benchmarks_smoke",   # 271
-                 "test_corruption",         # 189
-                 "test_regression_gallery",  # 184
-                 "test_experiments",        # 149
-                 "test_fleet",              # 137
-                 "test_config_errors",      # 106
-                 "test_snmp_pdu_snmpd",     # 88
-                 "test_fleet_cluster", "test_redfish_validator", "test_run", "test_soundness_run",
-                 "test_exit_status", "test_sharded_runner", "test_hostile", "test_lost_devices",
-                 "test_redfish_equipment_validators", "test_signals", "test_wheel")   # 59-36
+LONGEST_FIRST = ("test_wheel", "test_experiments", "test_compare_repeats", "test_run",
+                 "test_signals", "test_hostile", "test_config_errors", "test_soundness",
+                 "test_fleet", "test_benchmarks_smoke", "test_soundness_run", "test_compare",
+                 "test_new_planes_run", "test_rundata_model", "test_redfish_validator")
 
 
 def pytest_collection_modifyitems(config, items):
